@@ -2,3 +2,11 @@
 //!
 //! The binary (`src/main.rs`) only parses the command line and dispatches;
 //! everything else lives here so integration tests and benchmarks can reach it.
+
+pub mod cli;
+pub mod client;
+pub mod paths;
+pub mod protocol;
+pub mod pty;
+pub mod server;
+pub(crate) mod sys;

@@ -1,1 +1,5 @@
-fn main() {}
+//! `ptyd`: parse the command line, dispatch, exit with the command's code.
+
+fn main() {
+    std::process::exit(ptyd::cli::main());
+}

@@ -1,0 +1,668 @@
+//! One function per command: parse its arguments, talk to the server, print.
+
+use super::{CliError, Global, help};
+use crate::client::attach::{self, AttachOptions};
+use crate::client::{self, Client};
+use lexopt::prelude::*;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+
+pub fn dispatch(g: &Global, command: &str, mut p: lexopt::Parser) -> Result<i32, CliError> {
+    match command {
+        "server" => server(g, &mut p),
+        "new" => new(g, &mut p),
+        "ls" | "list" => ls(g, &mut p),
+        "attach" | "a" => attach_cmd(g, &mut p),
+        "send" => send(g, &mut p),
+        "capture" => capture(g, &mut p),
+        "run" => run(g, &mut p),
+        "wait" => wait(g, &mut p),
+        "kill" => kill(g, &mut p),
+        "rm" | "remove" => rm(g, &mut p),
+        "resize" => resize(g, &mut p),
+        "events" => events(g, &mut p),
+        "status" => status(g, &mut p),
+        "stop" => stop(g, &mut p),
+        "api" => api(g, &mut p),
+        "demo" => {
+            no_args(&mut p, help::DEMO)?;
+            super::demo::run()
+        }
+        other => Err(CliError::usage(format!("unknown command {other:?}"))),
+    }
+}
+
+/// Prints help and returns `Ok(true)` for -h/--help.
+fn help_requested(arg: &lexopt::Arg, text: &str) -> bool {
+    if matches!(arg, Short('h') | Long("help")) {
+        print!("{text}");
+        return true;
+    }
+    false
+}
+
+fn no_args(p: &mut lexopt::Parser, text: &str) -> Result<(), CliError> {
+    while let Some(arg) = p.next()? {
+        if help_requested(&arg, text) {
+            std::process::exit(0);
+        }
+        return Err(arg.unexpected().into());
+    }
+    Ok(())
+}
+
+fn connect(g: &Global) -> Result<Client, CliError> {
+    Ok(Client::connect(&g.paths, true)?)
+}
+
+/// Connects without starting a server: for commands that make no sense on a
+/// fresh one (stop, kill, ...).
+fn connect_existing(g: &Global) -> Result<Client, CliError> {
+    Ok(Client::connect(&g.paths, false)?)
+}
+
+fn print_json(v: &Value) {
+    println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+}
+
+fn parse_u64(value: std::ffi::OsString, what: &str) -> Result<u64, CliError> {
+    let s = value.string()?;
+    s.parse().map_err(|_| {
+        CliError::usage(format!(
+            "{what} must be a whole number of milliseconds, got {s:?}"
+        ))
+    })
+}
+
+fn parse_size(s: &str) -> Result<(u32, u32), CliError> {
+    let bad = || CliError::usage(format!("size {s:?} must look like COLSxROWS, e.g. 120x40"));
+    let (c, r) = s.split_once('x').ok_or_else(bad)?;
+    Ok((c.parse().map_err(|_| bad())?, r.parse().map_err(|_| bad())?))
+}
+
+fn parse_env(s: &str) -> Result<(String, String), CliError> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+        _ => Err(CliError::usage(format!(
+            "environment entry {s:?} must look like NAME=VALUE"
+        ))),
+    }
+}
+
+fn server(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
+    no_args(p, help::SERVER)?;
+    crate::server::run(crate::server::ServerOptions {
+        paths: g.paths.clone(),
+    })
+    .map_err(|message| CliError { message, code: 1 })?;
+    Ok(0)
+}
+
+/// Options shared by `new` and `run` for describing the pane.
+#[derive(Default)]
+struct PaneSpecArgs {
+    name: Option<String>,
+    cwd: Option<String>,
+    env: BTreeMap<String, String>,
+    timeout: Option<u64>,
+    idle_timeout: Option<u64>,
+    size: Option<(u32, u32)>,
+    shell: Option<String>,
+    argv: Vec<String>,
+}
+
+/// An argument detached from the parser's borrow, so an option's value can
+/// be read while the argument is still being matched.
+enum Key {
+    Short(char),
+    Long(String),
+    Value(std::ffi::OsString),
+}
+
+impl Key {
+    fn from(arg: lexopt::Arg) -> Key {
+        match arg {
+            Short(c) => Key::Short(c),
+            Long(l) => Key::Long(l.to_string()),
+            Value(v) => Key::Value(v),
+        }
+    }
+
+    fn is(&self, short: Option<char>, long: &str) -> bool {
+        match self {
+            Key::Short(c) => Some(*c) == short,
+            Key::Long(l) => l == long,
+            Key::Value(_) => false,
+        }
+    }
+
+    fn unexpected(self) -> CliError {
+        match self {
+            Key::Short(c) => CliError::usage(format!("invalid option '-{c}'")),
+            Key::Long(l) => CliError::usage(format!("invalid option '--{l}'")),
+            Key::Value(v) => {
+                CliError::usage(format!("unexpected argument {:?}", v.to_string_lossy()))
+            }
+        }
+    }
+}
+
+impl PaneSpecArgs {
+    /// Takes `arg` if it is one of the shared options.
+    fn take(&mut self, arg: &Key, p: &mut lexopt::Parser) -> Result<bool, CliError> {
+        if arg.is(Some('n'), "name") {
+            self.name = Some(p.value()?.string()?);
+        } else if arg.is(Some('c'), "cwd") {
+            self.cwd = Some(p.value()?.string()?);
+        } else if arg.is(Some('e'), "env") {
+            let (k, v) = parse_env(&p.value()?.string()?)?;
+            self.env.insert(k, v);
+        } else if arg.is(None, "timeout") {
+            self.timeout = Some(parse_u64(p.value()?, "--timeout")?);
+        } else if arg.is(None, "idle-timeout") {
+            self.idle_timeout = Some(parse_u64(p.value()?, "--idle-timeout")?);
+        } else if arg.is(None, "size") {
+            self.size = Some(parse_size(&p.value()?.string()?)?);
+        } else if arg.is(None, "shell") {
+            self.shell = Some(p.value()?.string()?);
+        } else {
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    fn params(self) -> Result<Value, CliError> {
+        let cwd = match self.cwd {
+            Some(dir) => std::path::absolute(&dir)
+                .map_err(|e| CliError::usage(format!("cwd {dir:?}: {e}")))?
+                .to_string_lossy()
+                .into_owned(),
+            None => std::env::current_dir()
+                .map(|d| d.to_string_lossy().into_owned())
+                .unwrap_or_else(|_| "/".to_string()),
+        };
+        let (cols, rows) = self
+            .size
+            .or_else(|| {
+                client::terminal_size(&std::io::stdout()).map(|(c, r)| (c.into(), r.into()))
+            })
+            .unwrap_or((80, 24));
+        let mut params = json!({ "cwd": cwd, "env": self.env, "cols": cols.min(u16::MAX.into()), "rows": rows.min(u16::MAX.into()) });
+        if let Some(name) = self.name {
+            params["name"] = json!(name);
+        }
+        if let Some(t) = self.timeout {
+            params["timeout_ms"] = json!(t);
+        }
+        if let Some(t) = self.idle_timeout {
+            params["idle_timeout_ms"] = json!(t);
+        }
+        match (self.shell, self.argv.is_empty()) {
+            (Some(_), false) => {
+                return Err(CliError::usage(
+                    "give either --shell STR or -- ARGV..., not both",
+                ));
+            }
+            (Some(shell), true) => params["shell"] = json!(shell),
+            (None, false) => params["argv"] = json!(self.argv),
+            (None, true) => {}
+        }
+        Ok(params)
+    }
+}
+
+fn new(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
+    let mut spec = PaneSpecArgs::default();
+    let mut detached = false;
+    let mut as_json = false;
+    while let Some(arg) = p.next()? {
+        if help_requested(&arg, help::NEW) {
+            return Ok(0);
+        }
+        let arg = Key::from(arg);
+        if spec.take(&arg, p)? {
+            continue;
+        }
+        if arg.is(Some('d'), "detached") {
+            detached = true;
+        } else if arg.is(None, "json") {
+            as_json = true;
+        } else if let Key::Value(v) = arg {
+            spec.argv.push(v.string()?);
+            spec.argv
+                .extend(p.raw_args()?.map(|a| a.to_string_lossy().into_owned()));
+        } else {
+            return Err(arg.unexpected());
+        }
+    }
+    let mut params = spec.params()?;
+    let mut client = connect(g)?;
+    if detached {
+        let info = client.call("pane.create", params)?;
+        if as_json {
+            print_json(&info);
+        } else {
+            println!("{}", info["id"].as_str().unwrap_or_default());
+        }
+        return Ok(0);
+    }
+    params["attach"] = json!(true);
+    let info = client.call("pane.create", params)?;
+    let (stream, leftover) = client.into_stream();
+    let reader = client::FrameReader::new(stream, leftover);
+    let opts = AttachOptions {
+        target: info["id"].as_str().unwrap_or_default().to_string(),
+        read_only: false,
+        detach_key: 0x1c,
+    };
+    finish_attach(attach::run_attach(&g.paths, &opts, Some(reader))?)
+}
+
+fn finish_attach(end: attach::AttachEnd) -> Result<i32, CliError> {
+    eprintln!("{}", end.message);
+    Ok(end.exit_code)
+}
+
+fn ls(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
+    let as_json = json_flag(p, help::LS)?;
+    let result = connect(g)?.call("pane.list", json!({}))?;
+    if as_json {
+        print_json(&result);
+        return Ok(0);
+    }
+    let panes = result["panes"].as_array().cloned().unwrap_or_default();
+    if panes.is_empty() {
+        println!("no panes");
+        return Ok(0);
+    }
+    println!(
+        "{:<6} {:<16} {:<22} {:>8} {:>9}  COMMAND",
+        "ID", "NAME", "STATE", "PID", "SIZE"
+    );
+    for pane in panes {
+        let state = match pane["state"].as_str() {
+            Some("exited") => format!("exited ({})", attach::describe_exit(&pane["exit"])),
+            Some(s) => s.to_string(),
+            None => "?".into(),
+        };
+        let command = match &pane["command"] {
+            Value::Object(m) if m.contains_key("argv") => m["argv"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
+                .unwrap_or_default(),
+            Value::Object(m) if m.contains_key("shell") => {
+                format!("sh -c {}", m["shell"].as_str().unwrap_or_default())
+            }
+            _ => "(login shell)".into(),
+        };
+        println!(
+            "{:<6} {:<16} {:<22} {:>8} {:>9}  {}",
+            pane["id"].as_str().unwrap_or("?"),
+            pane["name"].as_str().unwrap_or("-"),
+            state,
+            pane["pid"],
+            format!("{}x{}", pane["cols"], pane["rows"]),
+            command
+        );
+    }
+    Ok(0)
+}
+
+fn json_flag(p: &mut lexopt::Parser, text: &str) -> Result<bool, CliError> {
+    let mut as_json = false;
+    while let Some(arg) = p.next()? {
+        if help_requested(&arg, text) {
+            std::process::exit(0);
+        }
+        match arg {
+            Long("json") => as_json = true,
+            _ => return Err(arg.unexpected().into()),
+        }
+    }
+    Ok(as_json)
+}
+
+fn target_arg(
+    p: &mut lexopt::Parser,
+    target: &mut Option<String>,
+    v: std::ffi::OsString,
+) -> Result<(), CliError> {
+    let _ = p;
+    if target.is_some() {
+        return Err(CliError::usage(format!(
+            "unexpected argument {:?}",
+            v.to_string_lossy()
+        )));
+    }
+    *target = Some(v.string()?);
+    Ok(())
+}
+
+fn need_target(target: Option<String>) -> Result<String, CliError> {
+    target.ok_or_else(|| CliError::usage("missing TARGET (a pane id like p1, or a pane name)"))
+}
+
+fn attach_cmd(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
+    let mut target = None;
+    let mut read_only = false;
+    let mut detach_key = 0x1c;
+    while let Some(arg) = p.next()? {
+        if help_requested(&arg, help::ATTACH) {
+            return Ok(0);
+        }
+        match arg {
+            Short('r') | Long("read-only") => read_only = true,
+            Long("detach-key") => {
+                detach_key =
+                    attach::parse_detach_key(&p.value()?.string()?).map_err(CliError::usage)?
+            }
+            Value(v) => target_arg(p, &mut target, v)?,
+            _ => return Err(arg.unexpected().into()),
+        }
+    }
+    let opts = AttachOptions {
+        target: need_target(target)?,
+        read_only,
+        detach_key,
+    };
+    // Fail before raw mode if the server or pane is not there.
+    let client = connect(g)?;
+    let (_, reader) = client::attach(
+        client,
+        &opts.target,
+        read_only,
+        client::terminal_size(&std::io::stdout()),
+    )?;
+    finish_attach(attach::run_attach(&g.paths, &opts, Some(reader))?)
+}
+
+fn send(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
+    let mut target = None;
+    let mut enter = false;
+    let mut request_id = None;
+    let mut words: Vec<String> = Vec::new();
+    while let Some(arg) = p.next()? {
+        if help_requested(&arg, help::SEND) {
+            return Ok(0);
+        }
+        match arg {
+            Long("enter") => enter = true,
+            Long("request-id") => request_id = Some(p.value()?.string()?),
+            Value(v) if target.is_none() => target = Some(v.string()?),
+            Value(v) => words.push(v.string()?),
+            _ => return Err(arg.unexpected().into()),
+        }
+    }
+    let target = need_target(target)?;
+    let mut data = words.join(" ");
+    if enter {
+        data.push('\r');
+    }
+    if data.is_empty() {
+        return Err(CliError::usage("nothing to send: give TEXT and/or --enter"));
+    }
+    let mut params = json!({ "target": target, "data": data });
+    if let Some(id) = request_id {
+        params["request_id"] = json!(id);
+    }
+    connect_existing(g)?.call("pane.input", params)?;
+    Ok(0)
+}
+
+fn capture(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
+    let mut target = None;
+    let mut ansi = false;
+    let mut as_json = false;
+    while let Some(arg) = p.next()? {
+        if help_requested(&arg, help::CAPTURE) {
+            return Ok(0);
+        }
+        match arg {
+            Long("ansi") | Short('e') => ansi = true,
+            Long("json") => as_json = true,
+            Value(v) => target_arg(p, &mut target, v)?,
+            _ => return Err(arg.unexpected().into()),
+        }
+    }
+    let result = connect_existing(g)?.call(
+        "pane.capture",
+        json!({ "target": need_target(target)?, "ansi": ansi }),
+    )?;
+    if as_json {
+        print_json(&result);
+    } else {
+        let lines: Vec<&str> = result["lines"]
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let last = lines
+            .iter()
+            .rposition(|l| !l.is_empty())
+            .map_or(0, |i| i + 1);
+        for line in &lines[..last] {
+            println!("{line}");
+        }
+    }
+    Ok(0)
+}
+
+fn run(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
+    let mut spec = PaneSpecArgs::default();
+    while let Some(arg) = p.next()? {
+        if help_requested(&arg, help::RUN) {
+            return Ok(0);
+        }
+        let arg = Key::from(arg);
+        if spec.take(&arg, p)? {
+            continue;
+        }
+        if let Key::Value(v) = arg {
+            spec.argv.push(v.string()?);
+            spec.argv
+                .extend(p.raw_args()?.map(|a| a.to_string_lossy().into_owned()));
+        } else {
+            return Err(arg.unexpected());
+        }
+    }
+    if spec.argv.is_empty() && spec.shell.is_none() {
+        return Err(CliError::usage(
+            "nothing to run: give -- ARGV... or --shell STR",
+        ));
+    }
+    Ok(attach::run_mirror(&g.paths, spec.params()?)?)
+}
+
+fn wait(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
+    let mut target = None;
+    let mut params = json!({});
+    let mut as_json = false;
+    while let Some(arg) = p.next()? {
+        if help_requested(&arg, help::WAIT) {
+            return Ok(0);
+        }
+        match arg {
+            Long("exit") => params["exit"] = json!(true),
+            Long("text") => params["text"] = json!(p.value()?.string()?),
+            Long("idle") => params["idle_ms"] = json!(parse_u64(p.value()?, "--idle")?),
+            Long("timeout") => params["timeout_ms"] = json!(parse_u64(p.value()?, "--timeout")?),
+            Long("json") => as_json = true,
+            Value(v) => target_arg(p, &mut target, v)?,
+            _ => return Err(arg.unexpected().into()),
+        }
+    }
+    params["target"] = json!(need_target(target)?);
+    let want_exit = params["exit"] == json!(true);
+    match connect_existing(g)?.call("pane.wait", params) {
+        Ok(result) => {
+            if as_json {
+                print_json(&result);
+            }
+            if want_exit {
+                return Ok(result["exit"]["shell_code"].as_i64().unwrap_or(1) as i32);
+            }
+            Ok(0)
+        }
+        Err(e) if e.code == "timeout" => {
+            eprintln!("ptyd: {}", e.message);
+            Ok(124)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn kill(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
+    let mut target = None;
+    let mut params = json!({});
+    while let Some(arg) = p.next()? {
+        if help_requested(&arg, help::KILL) {
+            return Ok(0);
+        }
+        match arg {
+            Short('s') | Long("signal") => params["signal"] = json!(p.value()?.string()?),
+            Long("grace") => params["grace_ms"] = json!(parse_u64(p.value()?, "--grace")?),
+            Value(v) => target_arg(p, &mut target, v)?,
+            _ => return Err(arg.unexpected().into()),
+        }
+    }
+    params["target"] = json!(need_target(target)?);
+    connect_existing(g)?.call("pane.kill", params)?;
+    Ok(0)
+}
+
+fn rm(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
+    let mut target = None;
+    let mut force = false;
+    while let Some(arg) = p.next()? {
+        if help_requested(&arg, help::RM) {
+            return Ok(0);
+        }
+        match arg {
+            Short('f') | Long("force") => force = true,
+            Value(v) => target_arg(p, &mut target, v)?,
+            _ => return Err(arg.unexpected().into()),
+        }
+    }
+    connect_existing(g)?.call(
+        "pane.remove",
+        json!({ "target": need_target(target)?, "force": force }),
+    )?;
+    Ok(0)
+}
+
+fn resize(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
+    let mut args = Vec::new();
+    while let Some(arg) = p.next()? {
+        if help_requested(&arg, help::RESIZE) {
+            return Ok(0);
+        }
+        match arg {
+            Value(v) => args.push(v.string()?),
+            _ => return Err(arg.unexpected().into()),
+        }
+    }
+    let [target, size] = args.as_slice() else {
+        return Err(CliError::usage("usage: ptyd resize TARGET COLSxROWS"));
+    };
+    let (cols, rows) = parse_size(size)?;
+    connect_existing(g)?.call(
+        "pane.resize",
+        json!({ "target": target, "cols": cols, "rows": rows }),
+    )?;
+    Ok(0)
+}
+
+fn events(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
+    let mut params = json!({});
+    while let Some(arg) = p.next()? {
+        if help_requested(&arg, help::EVENTS) {
+            return Ok(0);
+        }
+        match arg {
+            Long("since") => {
+                params["since"] = json!(
+                    p.value()?
+                        .string()?
+                        .parse::<u64>()
+                        .map_err(|_| CliError::usage("--since takes a sequence number"))?
+                )
+            }
+            _ => return Err(arg.unexpected().into()),
+        }
+    }
+    let mut client = connect(g)?;
+    client.call("events.subscribe", params)?;
+    loop {
+        let msg = client.read_message()?;
+        if let Some(event) = msg.get("event") {
+            println!("{event}");
+        }
+    }
+}
+
+fn status(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
+    let as_json = json_flag(p, help::STATUS)?;
+    let s = connect_existing(g)?.call("server.status", json!({}))?;
+    if as_json {
+        print_json(&s);
+    } else {
+        println!(
+            "ptyd {} (protocol {}), pid {}",
+            s["server_version"].as_str().unwrap_or("?"),
+            s["protocol"],
+            s["pid"]
+        );
+        println!("namespace:  {}", s["namespace"].as_str().unwrap_or("?"));
+        println!("socket:     {}", s["socket"].as_str().unwrap_or("?"));
+        println!(
+            "uptime:     {} s",
+            s["uptime_ms"].as_u64().unwrap_or(0) / 1000
+        );
+        println!(
+            "panes:      {} ({} running)",
+            s["panes"], s["running_panes"]
+        );
+        println!("clients:    {}", s["clients"]);
+        println!("generation: {}", s["generation"]);
+    }
+    Ok(0)
+}
+
+fn stop(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
+    no_args(p, help::STOP)?;
+    let mut client = connect_existing(g)?;
+    client.call("server.stop", json!({}))?;
+    // The server closes our connection as its last act: wait for that, so
+    // a `ptyd stop && ptyd server` never races the old server's lock.
+    while client.read_message().is_ok() {}
+    Ok(0)
+}
+
+fn api(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
+    let mut args = Vec::new();
+    while let Some(arg) = p.next()? {
+        if help_requested(&arg, help::API) {
+            return Ok(0);
+        }
+        match arg {
+            Value(v) => args.push(v.string()?),
+            _ => return Err(arg.unexpected().into()),
+        }
+    }
+    let (method, params) = match args.as_slice() {
+        [m] => (m.clone(), json!({})),
+        [m, raw] => (
+            m.clone(),
+            serde_json::from_str(raw)
+                .map_err(|e| CliError::usage(format!("params are not valid JSON: {e}")))?,
+        ),
+        _ => return Err(CliError::usage("usage: ptyd api METHOD [JSON]")),
+    };
+    let result = connect(g)?.call(&method, params)?;
+    print_json(&result);
+    Ok(0)
+}

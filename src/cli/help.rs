@@ -1,0 +1,156 @@
+//! Help texts, one per command, kept together so they read as a manual.
+
+pub const MAIN: &str = "\
+ptyd - keeps terminals alive across upgrades and reboots
+
+Usage: ptyd [-L NAME] COMMAND [ARGS]
+
+Commands:
+  server                      run the server in the foreground
+  new [-d] ... [-- ARGV...]   create a pane (attach unless -d)
+  ls [--json]                 list panes
+  attach TARGET               attach this terminal to a pane
+  send TARGET [--enter] TEXT  type text into a pane
+  capture TARGET              print a pane's screen
+  run -- ARGV...              run a command in a pane, mirror its output, exit with its code
+  wait TARGET ...             wait for exit, text or idleness
+  kill TARGET                 signal a pane's whole process tree
+  rm TARGET                   remove an exited pane
+  resize TARGET COLSxROWS     resize a pane
+  events [--since N]          stream server events as JSON lines
+  status [--json]             show the server's state
+  stop                        stop the server (its panes are hung up)
+  api METHOD [JSON]           send one raw API request, print the result
+  demo                        run a self-contained demonstration
+
+Options:
+  -L, --namespace NAME   use an isolated server (default: $PTYD_NAMESPACE or \"default\")
+  -h, --help             help; `ptyd COMMAND --help` for a command
+  -V, --version          version
+
+TARGET is a pane id (p3) or a pane name.
+";
+
+pub const SERVER: &str = "\
+Usage: ptyd server
+
+Runs the server for the namespace in the foreground, logging to stderr and
+to diagnostics.jsonl in the state directory. Client commands start one in the
+background when none runs. SIGTERM or SIGINT (or `ptyd stop`) stop it.
+";
+
+pub const NEW: &str = "\
+Usage: ptyd new [-d] [-n NAME] [-c DIR] [-e K=V]... [--size COLSxROWS]
+                [--timeout MS] [--idle-timeout MS] [--shell STR | -- ARGV...]
+
+Creates a pane running ARGV exactly as given, or STR through $SHELL -c, or
+your login shell when neither is given. Attaches to it unless -d, which
+prints the new pane's id instead.
+
+  -d, --detached         do not attach; print the pane id
+  -n, --name NAME        name the pane (usable as TARGET)
+  -c, --cwd DIR          working directory (default: the current one)
+  -e, --env K=V          add an environment variable (repeatable)
+      --size COLSxROWS   initial size (default: this terminal's, else 80x24)
+      --timeout MS       kill the pane after MS milliseconds
+      --idle-timeout MS  kill the pane after MS milliseconds without output
+      --shell STR        run STR with $SHELL -c
+      --json             with -d: print the pane as JSON
+";
+
+pub const LS: &str = "\
+Usage: ptyd ls [--json]
+
+Lists panes: id, name, state, pid, size, command.
+";
+
+pub const ATTACH: &str = "\
+Usage: ptyd attach TARGET [--read-only] [--detach-key KEY]
+
+Attaches this terminal to a pane. KEY (default C-\\) detaches; it works at
+every moment, even while the server is unreachable.
+";
+
+pub const SEND: &str = "\
+Usage: ptyd send TARGET [--enter] [--request-id ID] TEXT...
+
+Types TEXT (arguments joined by spaces) into the pane and returns once the
+bytes are written to its terminal. --enter adds a carriage return. A retried
+request with the same --request-id is not typed twice.
+";
+
+pub const CAPTURE: &str = "\
+Usage: ptyd capture TARGET [--ansi] [--json]
+
+Prints the pane's visible screen as text (--ansi keeps colours), or the whole
+capture as JSON.
+";
+
+pub const RUN: &str = "\
+Usage: ptyd run [-n NAME] [-c DIR] [-e K=V]... [--timeout MS] [--idle-timeout MS] -- ARGV...
+
+Runs ARGV in a new pane, mirrors its output to stdout and exits with its exit
+code (128+N when killed by signal N). Ctrl-C kills the pane. The pane stays
+listed with its exit status until removed.
+";
+
+pub const WAIT: &str = "\
+Usage: ptyd wait TARGET (--exit | --text STR | --idle MS) [--timeout MS] [--json]
+
+Waits until the pane exits (and exits with its code), until STR shows on its
+screen, or until it has been silent for MS milliseconds. Exits 124 when the
+timeout passes first.
+";
+
+pub const KILL: &str = "\
+Usage: ptyd kill TARGET [--signal SIG] [--grace MS]
+
+Sends SIG (default TERM) to every process of the pane's session, then KILL
+to what is left after MS milliseconds (default 3000).
+";
+
+pub const RM: &str = "\
+Usage: ptyd rm TARGET [--force]
+
+Removes an exited pane. --force kills a running one first.
+";
+
+pub const RESIZE: &str = "\
+Usage: ptyd resize TARGET COLSxROWS
+
+Resizes the pane (columns 2-1000, rows 1-500).
+";
+
+pub const EVENTS: &str = "\
+Usage: ptyd events [--since N]
+
+Prints server events as JSON lines until interrupted. With --since N, first
+prints the retained events after sequence number N (a `gap` event says if
+some were already dropped).
+";
+
+pub const STATUS: &str = "\
+Usage: ptyd status [--json]
+
+Shows the server's pid, version, namespace, socket, panes and clients.
+";
+
+pub const STOP: &str = "\
+Usage: ptyd stop
+
+Stops the server. Its panes are hung up (their programs get SIGHUP).
+";
+
+pub const API: &str = "\
+Usage: ptyd api METHOD [JSON]
+
+Sends one request with JSON params (default {}) and prints the result as
+JSON. Methods are documented in docs/protocol.md.
+";
+
+pub const DEMO: &str = "\
+Usage: ptyd demo
+
+Starts a server in a private temporary namespace, runs a few panes, drives
+them through the API, prints what it did and saw, and cleans up.
+";

@@ -1,0 +1,98 @@
+//! The command line: `ptyd [-L NAME] COMMAND [ARGS]`. Each command is parsed
+//! with lexopt into its own options, then run against the server. Exit codes:
+//! 0 success, 1 failure (message on stderr), 2 usage error; `run` and
+//! `wait --exit` exit with the pane's own code.
+
+mod commands;
+mod demo;
+mod help;
+
+use crate::paths::{DEFAULT_NAMESPACE, NamespacePaths};
+use lexopt::prelude::*;
+
+/// A failure the CLI reports: the message and the exit code.
+pub struct CliError {
+    pub message: String,
+    pub code: i32,
+}
+
+impl CliError {
+    pub fn usage(message: impl Into<String>) -> CliError {
+        CliError {
+            message: message.into(),
+            code: 2,
+        }
+    }
+}
+
+impl From<crate::client::ClientError> for CliError {
+    fn from(e: crate::client::ClientError) -> CliError {
+        CliError {
+            message: e.message,
+            code: 1,
+        }
+    }
+}
+
+impl From<lexopt::Error> for CliError {
+    fn from(e: lexopt::Error) -> CliError {
+        CliError::usage(e.to_string())
+    }
+}
+
+/// Options every command shares.
+pub struct Global {
+    pub paths: NamespacePaths,
+}
+
+/// Runs the command line and returns the process exit code.
+pub fn main() -> i32 {
+    match run() {
+        Ok(code) => code,
+        Err(e) => {
+            if !e.message.is_empty() {
+                eprintln!("ptyd: {}", e.message);
+            }
+            if e.code == 2 {
+                eprintln!("Try `ptyd --help`.");
+            }
+            e.code
+        }
+    }
+}
+
+fn run() -> Result<i32, CliError> {
+    let mut parser = lexopt::Parser::from_env();
+    let mut namespace = std::env::var("PTYD_NAMESPACE")
+        .ok()
+        .filter(|s| !s.is_empty());
+    let command = loop {
+        match parser.next()? {
+            Some(Short('L')) | Some(Long("namespace")) => {
+                namespace = Some(parser.value()?.string()?)
+            }
+            Some(Short('h')) | Some(Long("help")) => {
+                print!("{}", help::MAIN);
+                return Ok(0);
+            }
+            Some(Short('V')) | Some(Long("version")) => {
+                println!(
+                    "ptyd {} (protocol {})",
+                    crate::protocol::SERVER_VERSION,
+                    crate::protocol::PROTOCOL_VERSION
+                );
+                return Ok(0);
+            }
+            Some(Value(cmd)) => break cmd.string()?,
+            Some(arg) => return Err(arg.unexpected().into()),
+            None => {
+                print!("{}", help::MAIN);
+                return Err(CliError::usage("no command given"));
+            }
+        }
+    };
+    let namespace = namespace.unwrap_or_else(|| DEFAULT_NAMESPACE.to_string());
+    let paths = NamespacePaths::resolve(&namespace).map_err(CliError::usage)?;
+    let global = Global { paths };
+    commands::dispatch(&global, &command, parser)
+}

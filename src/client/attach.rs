@@ -1,0 +1,416 @@
+//! The interactive attach client and the output mirror behind `ptyd run`.
+//!
+//! The attach client puts the user's terminal in raw mode (restored on every
+//! way out: detach, pane exit, server loss, signals, panic), forwards typed
+//! bytes and window sizes, and writes pane output. The detach key works at
+//! every moment, connected or not. When the server connection drops without a
+//! final EXIT frame it shows a status line and retries for a bounded time.
+//!
+//! It uses poll(2) directly: three fds, level-triggered, and blocking writes
+//! are fine on this side.
+
+use super::{Client, ClientError, FrameReader, ServerFrame, send_frame, terminal_size};
+use crate::paths::NamespacePaths;
+use crate::protocol::frame;
+use nix::sys::termios::{self, SetArg, Termios};
+use serde_json::{Value, json};
+use std::io::{self, Read, Write};
+use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How long the client keeps trying to reach a server that went away.
+const RECONNECT_FOR: Duration = Duration::from_secs(15);
+const RECONNECT_EVERY: Duration = Duration::from_millis(250);
+
+/// Modes a pane's program may have switched on in the user's terminal; all
+/// switched off when we leave so the shell gets a sane terminal back.
+const TERMINAL_RESET: &[u8] = b"\x1b[?1049l\x1b[?1l\x1b>\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1004l\x1b[?1005l\x1b[?1006l\x1b[?1015l\x1b[?2004l\x1b[<u\x1b[>4;0m\x1b[0m\x1b[?25h";
+
+/// The original terminal settings, for restoring from a panic hook too.
+static SAVED_TERMIOS: Mutex<Option<Termios>> = Mutex::new(None);
+
+/// What ended an attachment, and the exit code the CLI should use.
+pub struct AttachEnd {
+    pub message: String,
+    pub exit_code: i32,
+}
+
+pub struct AttachOptions {
+    pub target: String,
+    pub read_only: bool,
+    /// The byte that detaches (Ctrl-\ = 0x1c by default).
+    pub detach_key: u8,
+}
+
+/// Parses `C-\`, `^\`, `C-a`, `^A` into the control byte.
+pub fn parse_detach_key(spec: &str) -> Result<u8, String> {
+    let rest = spec
+        .strip_prefix("C-")
+        .or_else(|| spec.strip_prefix("^"))
+        .unwrap_or("");
+    match rest.as_bytes() {
+        [c] if (0x40..0x80).contains(&c.to_ascii_uppercase()) => Ok(c.to_ascii_uppercase() & 0x1f),
+        _ => Err(format!(
+            "detach key {spec:?} not understood; use the form C-x or ^x, e.g. C-\\ or C-a"
+        )),
+    }
+}
+
+fn stdin_fd() -> BorrowedFd<'static> {
+    // SAFETY: fd 0 stays open for the life of the process.
+    unsafe { BorrowedFd::borrow_raw(0) }
+}
+
+/// Raw mode for the life of the guard.
+struct RawMode;
+
+impl RawMode {
+    fn enter() -> Option<RawMode> {
+        let original = termios::tcgetattr(stdin_fd()).ok()?;
+        let mut raw = original.clone();
+        termios::cfmakeraw(&mut raw);
+        termios::tcsetattr(stdin_fd(), SetArg::TCSADRAIN, &raw).ok()?;
+        *SAVED_TERMIOS.lock().unwrap_or_else(|e| e.into_inner()) = Some(original);
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            restore_terminal();
+            previous(info);
+        }));
+        Some(RawMode)
+    }
+}
+
+impl Drop for RawMode {
+    fn drop(&mut self) {
+        restore_terminal();
+    }
+}
+
+fn restore_terminal() {
+    if let Some(original) = SAVED_TERMIOS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take()
+    {
+        let _ = io::stdout().write_all(TERMINAL_RESET);
+        let _ = io::stdout().flush();
+        let _ = termios::tcsetattr(stdin_fd(), SetArg::TCSADRAIN, &original);
+    }
+}
+
+/// A self-pipe that signal handlers write to, so poll wakes on signals.
+struct SignalPipe {
+    read: std::fs::File,
+    ids: Vec<signal_hook::SigId>,
+}
+
+impl SignalPipe {
+    fn new(signals: &[i32]) -> io::Result<SignalPipe> {
+        let (read, write) = UnixStream::pair()?;
+        read.set_nonblocking(true)?;
+        write.set_nonblocking(true)?;
+        let mut ids = Vec::new();
+        for &sig in signals {
+            ids.push(signal_hook::low_level::pipe::register_raw(
+                sig,
+                write.try_clone()?.into(),
+            )?);
+        }
+        let read: std::os::fd::OwnedFd = read.into();
+        Ok(SignalPipe {
+            read: read.into(),
+            ids,
+        })
+    }
+
+    /// Whether any signal arrived since the last call.
+    fn drain(&mut self) -> bool {
+        let mut buf = [0u8; 64];
+        let mut any = false;
+        while matches!(self.read.read(&mut buf), Ok(n) if n > 0) {
+            any = true;
+        }
+        any
+    }
+}
+
+impl Drop for SignalPipe {
+    fn drop(&mut self) {
+        for id in self.ids.drain(..) {
+            signal_hook::low_level::unregister(id);
+        }
+    }
+}
+
+/// poll(2) over a few fds; returns which are readable (or hung up).
+fn poll_readable(fds: &[RawFd], timeout: Option<Duration>) -> io::Result<Vec<bool>> {
+    let mut pfds: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    let ms = timeout.map_or(-1, |t| t.as_millis().min(i32::MAX as u128) as i32);
+    // SAFETY: `pfds` is a valid array of pollfd of the given length.
+    let n = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, ms) };
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() == io::ErrorKind::Interrupted {
+            return Ok(vec![false; fds.len()]);
+        }
+        return Err(e);
+    }
+    Ok(pfds
+        .iter()
+        .map(|p| p.revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0)
+        .collect())
+}
+
+/// Attaches the user's terminal to a pane until detach or the end of the
+/// pane. `first` is an already-attached connection (from `ptyd new`), if any.
+pub fn run_attach(
+    paths: &NamespacePaths,
+    opts: &AttachOptions,
+    first: Option<FrameReader>,
+) -> Result<AttachEnd, ClientError> {
+    let mut signals = SignalPipe::new(&[libc::SIGWINCH, libc::SIGTERM, libc::SIGHUP, libc::SIGINT])
+        .map_err(|e| ClientError {
+            code: "io".into(),
+            message: format!("installing signal handlers: {e}"),
+        })?;
+    let mut reader = match first {
+        Some(r) => r,
+        None => {
+            let client = Client::connect(paths, false)?;
+            super::attach(
+                client,
+                &opts.target,
+                opts.read_only,
+                terminal_size(&io::stdout()),
+            )?
+            .1
+        }
+    };
+    // Set by a terminating signal, as opposed to SIGWINCH.
+    let end_flag = Arc::new(AtomicBool::new(false));
+    for sig in [libc::SIGTERM, libc::SIGHUP, libc::SIGINT] {
+        let _ = signal_hook::flag::register(sig, Arc::clone(&end_flag));
+    }
+    let _raw = RawMode::enter();
+    let mut stdout = io::stdout();
+    let mut size = terminal_size(&stdout);
+    let mut input = [0u8; 16 * 1024];
+    let mut connected = true;
+    let mut lost_at = Instant::now();
+    loop {
+        // Frames already buffered first: poll knows nothing of them.
+        while connected && let Some(frame) = reader.next_buffered()? {
+            match frame {
+                ServerFrame::Output(bytes) => {
+                    let _ = stdout.write_all(&bytes);
+                    let _ = stdout.flush();
+                }
+                ServerFrame::Exit(payload) => return Ok(end_from_exit(&payload)),
+            }
+        }
+        let sock_fd = reader.stream().as_raw_fd();
+        let fds = if connected {
+            vec![0, signals.read.as_raw_fd(), sock_fd]
+        } else {
+            vec![0, signals.read.as_raw_fd()]
+        };
+        let timeout = (!connected).then_some(RECONNECT_EVERY);
+        let ready = poll_readable(&fds, timeout).map_err(|e| ClientError {
+            code: "io".into(),
+            message: format!("poll: {e}"),
+        })?;
+        if ready[1] && signals.drain() {
+            let new_size = terminal_size(&stdout);
+            if end_flag.load(Ordering::Relaxed) {
+                return Ok(AttachEnd {
+                    message: "[ptyd: terminal closed]".into(),
+                    exit_code: 1,
+                });
+            }
+            if new_size != size {
+                size = new_size;
+                if let (true, Some((cols, rows))) = (connected && !opts.read_only, size) {
+                    let _ = send_frame(
+                        reader.stream(),
+                        frame::client::RESIZE,
+                        &frame::resize_payload(cols, rows),
+                    );
+                }
+            }
+        }
+        if ready[0] {
+            // SAFETY: reading into a valid buffer from fd 0.
+            let n = unsafe { libc::read(0, input.as_mut_ptr().cast(), input.len()) };
+            if n == 0 {
+                return Ok(AttachEnd {
+                    message: "[ptyd: input closed; detached]".into(),
+                    exit_code: 0,
+                });
+            }
+            if n > 0 {
+                let bytes = &input[..n as usize];
+                if let Some(pos) = bytes.iter().position(|&b| b == opts.detach_key) {
+                    if connected && !opts.read_only {
+                        let _ = send_frame(reader.stream(), frame::client::INPUT, &bytes[..pos]);
+                    }
+                    if connected {
+                        let _ = send_frame(reader.stream(), frame::client::DETACH, &[]);
+                    }
+                    return Ok(AttachEnd {
+                        message: "[ptyd: detached]".into(),
+                        exit_code: 0,
+                    });
+                }
+                if connected && !opts.read_only {
+                    let _ = send_frame(reader.stream(), frame::client::INPUT, bytes);
+                }
+            }
+        }
+        if connected && ready[2] {
+            match reader.fill() {
+                Ok(true) => {}
+                Ok(false) | Err(_) => {
+                    connected = false;
+                    lost_at = Instant::now();
+                    let _ = stdout.write_all(
+                        format!("\r\n[ptyd: connection to the server lost; retrying for {} s; press the detach key to give up]\r\n", RECONNECT_FOR.as_secs())
+                            .as_bytes(),
+                    );
+                    let _ = stdout.flush();
+                }
+            }
+        }
+        if !connected {
+            if lost_at.elapsed() >= RECONNECT_FOR {
+                return Ok(AttachEnd {
+                    message: format!(
+                        "[ptyd: could not reach the server for {} s; giving up]",
+                        RECONNECT_FOR.as_secs()
+                    ),
+                    exit_code: 1,
+                });
+            }
+            if let Ok(client) = Client::connect(paths, false)
+                && let Ok((_, r)) = super::attach(client, &opts.target, opts.read_only, size)
+            {
+                reader = r;
+                connected = true;
+            }
+        }
+    }
+}
+
+fn end_from_exit(payload: &Value) -> AttachEnd {
+    let reason = payload["reason"].as_str().unwrap_or("unknown");
+    let message = match reason {
+        "pane_exited" => format!(
+            "[ptyd: pane {} exited: {}]",
+            payload["pane"].as_str().unwrap_or("?"),
+            describe_exit(&payload["exit"])
+        ),
+        "detached" => "[ptyd: detached]".to_string(),
+        _ => format!("[ptyd: {}]", payload["message"].as_str().unwrap_or(reason)),
+    };
+    let exit_code = match reason {
+        "pane_exited" | "detached" => 0,
+        _ => 1,
+    };
+    AttachEnd { message, exit_code }
+}
+
+/// "code 3", "signal SIGKILL (killed)".
+pub fn describe_exit(exit: &Value) -> String {
+    let reason = exit["reason"].as_str().unwrap_or("exited");
+    let what = if let Some(code) = exit["code"].as_i64() {
+        format!("code {code}")
+    } else if let Some(name) = exit["signal_name"].as_str() {
+        format!("signal {name}")
+    } else {
+        "unknown status".to_string()
+    };
+    if reason == "exited" {
+        what
+    } else {
+        format!("{what} ({reason})")
+    }
+}
+
+/// `ptyd run`: creates a pane attached read-only on this connection, mirrors
+/// its output to stdout and returns its shell-style exit code. SIGINT or
+/// SIGTERM kill the pane (the exit status then says so).
+pub fn run_mirror(paths: &NamespacePaths, create_params: Value) -> Result<i32, ClientError> {
+    let mut signals =
+        SignalPipe::new(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP]).map_err(|e| ClientError {
+            code: "io".into(),
+            message: format!("installing signal handlers: {e}"),
+        })?;
+    let mut client = Client::connect(paths, true)?;
+    let mut params = create_params;
+    params["attach"] = json!(true);
+    params["read_only"] = json!(true);
+    let info = client.call("pane.create", params)?;
+    let pane_id = info["id"].as_str().unwrap_or_default().to_string();
+    let (stream, leftover) = client.into_stream();
+    let mut reader = FrameReader::new(stream, leftover);
+    let mut stdout = io::stdout();
+    let mut kill_sent = false;
+    loop {
+        while let Some(frame) = reader.next_buffered()? {
+            match frame {
+                ServerFrame::Output(bytes) => {
+                    let _ = stdout.write_all(&bytes);
+                    let _ = stdout.flush();
+                }
+                ServerFrame::Exit(payload) => {
+                    let code = payload["exit"]["shell_code"].as_i64().unwrap_or(1) as i32;
+                    if payload["reason"] != "pane_exited" {
+                        return Err(ClientError {
+                            code: "detached".into(),
+                            message: format!(
+                                "pane {pane_id}: {}",
+                                payload["message"].as_str().unwrap_or("attachment ended")
+                            ),
+                        });
+                    }
+                    return Ok(code);
+                }
+            }
+        }
+        let ready = poll_readable(
+            &[reader.stream().as_raw_fd(), signals.read.as_raw_fd()],
+            None,
+        )
+        .map_err(|e| ClientError {
+            code: "io".into(),
+            message: format!("poll: {e}"),
+        })?;
+        if ready[1] && signals.drain() && !kill_sent {
+            kill_sent = true;
+            let mut killer = Client::connect(paths, false)?;
+            killer.call("pane.kill", json!({ "target": pane_id }))?;
+        }
+        if ready[0] {
+            match reader.fill() {
+                Ok(true) => {}
+                Ok(false) | Err(_) => {
+                    return Err(ClientError {
+                        code: "disconnected".into(),
+                        message: format!(
+                            "lost the server connection while running pane {pane_id}; `ptyd ls` shows its state"
+                        ),
+                    });
+                }
+            }
+        }
+    }
+}

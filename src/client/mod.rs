@@ -1,0 +1,316 @@
+//! The client side of the socket: connecting (and starting a background
+//! server when none runs, as tmux does), the `hello` exchange, request/response
+//! calls, and reading frames once attached. Used by the CLI, the attach
+//! client, `ptyd demo` and the tests' helpers.
+
+pub mod attach;
+
+use crate::paths::NamespacePaths;
+use crate::protocol::{PROTOCOL_VERSION, frame};
+use serde_json::{Value, json};
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+
+/// An error from the server (`code` as on the wire) or from getting there.
+#[derive(Debug)]
+pub struct ClientError {
+    pub code: String,
+    pub message: String,
+}
+
+impl ClientError {
+    fn io(context: &str, e: io::Error) -> ClientError {
+        ClientError {
+            code: "io".into(),
+            message: format!("{context}: {e}"),
+        }
+    }
+}
+
+impl std::fmt::Display for ClientError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// A connection speaking JSON lines.
+pub struct Client {
+    reader: BufReader<UnixStream>,
+    writer: UnixStream,
+    next_id: u64,
+}
+
+impl Client {
+    /// Connects to the namespace's server and says hello. With `autostart`, a
+    /// missing server is started in the background first.
+    pub fn connect(paths: &NamespacePaths, autostart: bool) -> Result<Client, ClientError> {
+        paths
+            .prepare_runtime_dir()
+            .map_err(|e| ClientError::io("preparing the runtime directory", e))?;
+        let stream = match UnixStream::connect(paths.socket()) {
+            Ok(s) => s,
+            Err(e)
+                if autostart
+                    && matches!(
+                        e.kind(),
+                        io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused
+                    ) =>
+            {
+                start_background_server(paths)?;
+                UnixStream::connect(paths.socket()).map_err(|e| {
+                    ClientError::io(&format!("connecting to {}", paths.socket().display()), e)
+                })?
+            }
+            Err(e) => {
+                return Err(ClientError {
+                    code: "no_server".into(),
+                    message: format!(
+                        "no ptyd server in namespace {:?} ({}: {e}); start one with `ptyd server`",
+                        paths.namespace,
+                        paths.socket().display()
+                    ),
+                });
+            }
+        };
+        let writer = stream
+            .try_clone()
+            .map_err(|e| ClientError::io("cloning socket", e))?;
+        let mut client = Client {
+            reader: BufReader::new(stream),
+            writer,
+            next_id: 1,
+        };
+        client.call(
+            "hello",
+            json!({ "protocol": PROTOCOL_VERSION, "client": "ptyd-cli" }),
+        )?;
+        Ok(client)
+    }
+
+    pub fn send_request(&mut self, method: &str, params: Value) -> Result<u64, ClientError> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let mut line = serde_json::to_vec(&json!({ "id": id, "method": method, "params": params }))
+            .map_err(|e| ClientError {
+                code: "internal".into(),
+                message: e.to_string(),
+            })?;
+        line.push(b'\n');
+        self.writer
+            .write_all(&line)
+            .map_err(|e| ClientError::io("sending request", e))?;
+        Ok(id)
+    }
+
+    /// Reads one line: a response or a pushed event.
+    pub fn read_message(&mut self) -> Result<Value, ClientError> {
+        let mut line = String::new();
+        let n = self
+            .reader
+            .read_line(&mut line)
+            .map_err(|e| ClientError::io("reading from server", e))?;
+        if n == 0 {
+            return Err(ClientError {
+                code: "disconnected".into(),
+                message: "the server closed the connection".into(),
+            });
+        }
+        serde_json::from_str(&line).map_err(|e| ClientError {
+            code: "parse_error".into(),
+            message: format!("server sent something that is not JSON ({e})"),
+        })
+    }
+
+    /// Sends a request and returns its result, skipping pushed events.
+    pub fn call(&mut self, method: &str, params: Value) -> Result<Value, ClientError> {
+        let id = self.send_request(method, params)?;
+        loop {
+            let msg = self.read_message()?;
+            if msg.get("id").and_then(Value::as_u64) != Some(id) {
+                continue;
+            }
+            return response_result(msg);
+        }
+    }
+
+    /// Gives up the JSON reader, returning the socket and any bytes already
+    /// buffered past the last line (the start of the frame stream).
+    pub fn into_stream(self) -> (UnixStream, Vec<u8>) {
+        let leftover = self.reader.buffer().to_vec();
+        (self.reader.into_inner(), leftover)
+    }
+}
+
+/// Splits a response into its result or error.
+pub fn response_result(msg: Value) -> Result<Value, ClientError> {
+    if let Some(err) = msg.get("error") {
+        return Err(ClientError {
+            code: err["code"].as_str().unwrap_or("unknown").to_string(),
+            message: err["message"]
+                .as_str()
+                .unwrap_or("unknown error")
+                .to_string(),
+        });
+    }
+    Ok(msg.get("result").cloned().unwrap_or(Value::Null))
+}
+
+/// Starts `ptyd server` for the namespace as a detached background process
+/// and waits until it accepts connections (it writes a byte on a pipe we
+/// give it; see `server::READY_FD_ENV`).
+fn start_background_server(paths: &NamespacePaths) -> Result<(), ClientError> {
+    let exe = std::env::current_exe().map_err(|e| ClientError::io("finding the ptyd binary", e))?;
+    let (read_end, write_end) =
+        nix::unistd::pipe().map_err(|e| ClientError::io("creating pipe", e.into()))?;
+    let _ = paths.prepare_state_dir();
+    let stderr_path = paths.state_dir.join("server.stderr");
+    let stderr = std::fs::File::create(&stderr_path)
+        .map(std::process::Stdio::from)
+        .unwrap_or_else(|_| std::process::Stdio::null());
+    let mut cmd = std::process::Command::new(&exe);
+    cmd.arg("-L")
+        .arg(&paths.namespace)
+        .arg("server")
+        .env(
+            crate::server::READY_FD_ENV,
+            write_end.as_raw_fd().to_string(),
+        )
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(stderr);
+    // SAFETY: setsid is async-signal-safe; it detaches the server from our
+    // terminal so closing the terminal does not hang it up.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    let child = cmd
+        .spawn()
+        .map_err(|e| ClientError::io(&format!("starting {}", exe.display()), e))?;
+    drop(write_end);
+    let mut pipe = std::fs::File::from(read_end);
+    let mut byte = [0u8; 1];
+    // EOF without the byte means the server exited: most often another
+    // client started one at the same moment and won the lock, which is fine.
+    let started = matches!(pipe.read(&mut byte), Ok(1));
+    drop(child);
+    if !started && UnixStream::connect(paths.socket()).is_err() {
+        let log = std::fs::read_to_string(&stderr_path).unwrap_or_default();
+        return Err(ClientError {
+            code: "no_server".into(),
+            message: format!("could not start a ptyd server: {}", log.trim()),
+        });
+    }
+    Ok(())
+}
+
+/// Reads frames from an attached socket.
+pub struct FrameReader {
+    stream: UnixStream,
+    buf: Vec<u8>,
+}
+
+/// A frame received by a client.
+pub enum ServerFrame {
+    Output(Vec<u8>),
+    Exit(Value),
+}
+
+impl FrameReader {
+    pub fn new(stream: UnixStream, leftover: Vec<u8>) -> FrameReader {
+        FrameReader {
+            stream,
+            buf: leftover,
+        }
+    }
+
+    pub fn stream(&self) -> &UnixStream {
+        &self.stream
+    }
+
+    /// Decodes frames already buffered.
+    pub fn next_buffered(&mut self) -> Result<Option<ServerFrame>, ClientError> {
+        match frame::decode(&self.buf) {
+            Ok(Some((f, used))) => {
+                let out = match f.kind {
+                    frame::server::EXIT => {
+                        ServerFrame::Exit(serde_json::from_slice(f.payload).unwrap_or(Value::Null))
+                    }
+                    _ => ServerFrame::Output(f.payload.to_vec()),
+                };
+                self.buf.drain(..used);
+                Ok(Some(out))
+            }
+            Ok(None) => Ok(None),
+            Err(_) => Err(ClientError {
+                code: "protocol_error".into(),
+                message: "oversized frame from server".into(),
+            }),
+        }
+    }
+
+    /// Reads more bytes from the socket (blocking unless the socket is
+    /// non-blocking). Returns false at end of stream.
+    pub fn fill(&mut self) -> io::Result<bool> {
+        let mut chunk = [0u8; 64 * 1024];
+        let n = (&self.stream).read(&mut chunk)?;
+        self.buf.extend_from_slice(&chunk[..n]);
+        Ok(n > 0)
+    }
+
+    /// Blocks until the next frame, or `None` at end of stream.
+    pub fn next_blocking(&mut self) -> Result<Option<ServerFrame>, ClientError> {
+        loop {
+            if let Some(f) = self.next_buffered()? {
+                return Ok(Some(f));
+            }
+            match self.fill() {
+                Ok(true) => {}
+                Ok(false) => return Ok(None),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(ClientError::io("reading frames", e)),
+            }
+        }
+    }
+}
+
+/// Writes one client frame.
+pub fn send_frame(mut stream: &UnixStream, kind: u8, payload: &[u8]) -> io::Result<()> {
+    let mut out = Vec::with_capacity(payload.len() + frame::HEADER_LEN);
+    frame::encode(kind, payload, &mut out);
+    stream.write_all(&out)
+}
+
+/// Attaches `client` to `target`, returning a frame reader.
+pub fn attach(
+    mut client: Client,
+    target: &str,
+    read_only: bool,
+    size: Option<(u16, u16)>,
+) -> Result<(Value, FrameReader), ClientError> {
+    let mut params = json!({ "target": target, "read_only": read_only });
+    if let Some((cols, rows)) = size {
+        params["cols"] = json!(cols);
+        params["rows"] = json!(rows);
+    }
+    let result = client.call("attach", params)?;
+    let (stream, leftover) = client.into_stream();
+    Ok((result, FrameReader::new(stream, leftover)))
+}
+
+/// The size of the terminal on `fd`, if it is one.
+pub fn terminal_size(fd: &impl AsRawFd) -> Option<(u16, u16)> {
+    let mut ws = libc::winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: `ws` is a valid, writable winsize.
+    let ok = unsafe { libc::ioctl(fd.as_raw_fd(), libc::TIOCGWINSZ, &mut ws) } == 0;
+    (ok && ws.ws_col > 0 && ws.ws_row > 0).then_some((ws.ws_col, ws.ws_row))
+}

@@ -1,0 +1,178 @@
+//! Where a namespace keeps its socket, lock and state, and the checks that
+//! make those places safe to trust.
+//!
+//! Layout for namespace `NS`:
+//! - runtime: `$XDG_RUNTIME_DIR/ptyd/NS/` (else `/tmp/ptyd-UID/NS/`), holding
+//!   `ptyd.sock` and `ptyd.lock`. Every directory we create is 0700, and one
+//!   we find owned by another user or open to group/others is refused: a
+//!   socket in such a place could be swapped under us.
+//! - state: `$XDG_STATE_HOME/ptyd/NS/` (else `~/.local/state/ptyd/NS/`),
+//!   holding `diagnostics.jsonl` and, later, snapshots.
+
+use std::fs;
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+pub const DEFAULT_NAMESPACE: &str = "default";
+
+/// All the paths of one namespace. Two namespaces share no file.
+#[derive(Debug, Clone)]
+pub struct NamespacePaths {
+    pub namespace: String,
+    pub runtime_dir: PathBuf,
+    pub state_dir: PathBuf,
+}
+
+impl NamespacePaths {
+    /// Resolves paths for `namespace` from the environment, without touching
+    /// the filesystem.
+    pub fn resolve(namespace: &str) -> Result<NamespacePaths, String> {
+        validate_namespace(namespace)?;
+        let runtime_base = match std::env::var_os("XDG_RUNTIME_DIR") {
+            Some(dir) if Path::new(&dir).is_absolute() => PathBuf::from(dir).join("ptyd"),
+            _ => PathBuf::from(format!("/tmp/ptyd-{}", crate::sys::current_uid())),
+        };
+        let state_base = match std::env::var_os("XDG_STATE_HOME") {
+            Some(dir) if Path::new(&dir).is_absolute() => PathBuf::from(dir).join("ptyd"),
+            _ => match std::env::var_os("HOME") {
+                Some(home) => PathBuf::from(home).join(".local/state/ptyd"),
+                None => runtime_base.join("state"),
+            },
+        };
+        Ok(NamespacePaths {
+            namespace: namespace.to_string(),
+            runtime_dir: runtime_base.join(namespace),
+            state_dir: state_base.join(namespace),
+        })
+    }
+
+    pub fn socket(&self) -> PathBuf {
+        self.runtime_dir.join("ptyd.sock")
+    }
+
+    pub fn lock(&self) -> PathBuf {
+        self.runtime_dir.join("ptyd.lock")
+    }
+
+    pub fn diagnostics(&self) -> PathBuf {
+        self.state_dir.join("diagnostics.jsonl")
+    }
+
+    /// Creates the runtime directory chain as 0700 and verifies every level
+    /// we own. Servers call this before binding; clients before connecting.
+    pub fn prepare_runtime_dir(&self) -> io::Result<()> {
+        let base = self.runtime_dir.parent().unwrap_or(&self.runtime_dir);
+        ensure_private_dir(base)?;
+        ensure_private_dir(&self.runtime_dir)
+    }
+
+    pub fn prepare_state_dir(&self) -> io::Result<()> {
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&self.state_dir)
+            .map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!("creating state dir {}: {e}", self.state_dir.display()),
+                )
+            })
+    }
+}
+
+/// Namespaces become directory names, so only a plain, short name is accepted.
+pub fn validate_namespace(name: &str) -> Result<(), String> {
+    let ok_chars = name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+    if name.is_empty() || name.len() > 64 || !ok_chars || name.starts_with('.') {
+        return Err(format!(
+            "invalid namespace {name:?}: use 1-64 characters from A-Z a-z 0-9 - _ . (not starting with '.')"
+        ));
+    }
+    Ok(())
+}
+
+/// Makes `dir` exist as a 0700 directory owned by us, refusing one that
+/// another user owns or that group/others can write or enter.
+pub fn ensure_private_dir(dir: &Path) -> io::Result<()> {
+    match fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(|e| {
+                    io::Error::new(e.kind(), format!("creating {}: {e}", dir.display()))
+                })?;
+        }
+        Err(e) => {
+            return Err(io::Error::new(
+                e.kind(),
+                format!("creating {}: {e}", dir.display()),
+            ));
+        }
+    }
+    let meta = fs::symlink_metadata(dir)
+        .map_err(|e| io::Error::new(e.kind(), format!("checking {}: {e}", dir.display())))?;
+    if !meta.is_dir() {
+        return Err(io::Error::other(format!(
+            "{} is not a directory; remove it so ptyd can create its private directory",
+            dir.display()
+        )));
+    }
+    let uid = crate::sys::current_uid();
+    if meta.uid() != uid {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "{} is owned by uid {}, not by you (uid {uid}); refusing to use it. Remove it or set XDG_RUNTIME_DIR",
+                dir.display(),
+                meta.uid()
+            ),
+        ));
+    }
+    if meta.permissions().mode() & 0o077 != 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "{} has mode {:o}, open to group or others; refusing to use it. Run: chmod 700 {}",
+                dir.display(),
+                meta.permissions().mode() & 0o777,
+                dir.display()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn namespace_names_are_plain() {
+        assert!(validate_namespace("default").is_ok());
+        assert!(validate_namespace("work-2_a.b").is_ok());
+        for bad in ["", ".hidden", "a/b", "..", "x y", &"n".repeat(65)] {
+            assert!(validate_namespace(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn refuses_open_directory() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("d");
+        ensure_private_dir(&dir).unwrap();
+        assert_eq!(
+            fs::metadata(&dir).unwrap().permissions().mode() & 0o777,
+            0o700
+        );
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
+        let err = ensure_private_dir(&dir).unwrap_err();
+        assert!(err.to_string().contains("chmod 700"), "{err}");
+    }
+}

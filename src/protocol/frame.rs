@@ -1,0 +1,111 @@
+//! Binary framing used once a connection is attached to a pane.
+//!
+//! After the `attach` response line, both directions carry frames:
+//! `[kind: u8][len: u32 big-endian][payload: len bytes]`. Raw terminal bytes
+//! cannot be put in JSON lines cheaply, and a length prefix lets either side
+//! skip what it does not understand.
+
+/// Largest payload either side may send in one frame. A peer that announces
+/// more is broken or hostile: the connection is closed.
+pub const MAX_FRAME_PAYLOAD: usize = 1 << 20;
+pub const HEADER_LEN: usize = 5;
+
+/// Frame kinds sent by the server.
+pub mod server {
+    /// Terminal output bytes for the client to write to its terminal.
+    pub const OUTPUT: u8 = 1;
+    /// The attachment is over; JSON payload `{"reason": "...", "message": "..."}`.
+    /// Always the last frame: the client should not reconnect when
+    /// `reason` is `pane_exited`, `detached`, `server_exit` or `kicked`.
+    pub const EXIT: u8 = 2;
+}
+
+/// Frame kinds sent by the client.
+pub mod client {
+    /// Bytes typed by the user, written to the pane as they are.
+    pub const INPUT: u8 = 1;
+    /// New terminal size: `cols: u16 BE, rows: u16 BE`.
+    pub const RESIZE: u8 = 2;
+    /// The user detached; the server answers with an EXIT frame.
+    pub const DETACH: u8 = 3;
+}
+
+pub fn encode(kind: u8, payload: &[u8], out: &mut Vec<u8>) {
+    out.push(kind);
+    out.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+    out.extend_from_slice(payload);
+}
+
+/// One decoded frame, borrowing from the input buffer.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Frame<'a> {
+    pub kind: u8,
+    pub payload: &'a [u8],
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum DecodeError {
+    /// The announced length is over [`MAX_FRAME_PAYLOAD`].
+    TooLarge(usize),
+}
+
+/// Decodes the first complete frame in `buf`, returning it with the number of
+/// bytes it used, or `Ok(None)` if more bytes are needed.
+pub fn decode(buf: &[u8]) -> Result<Option<(Frame<'_>, usize)>, DecodeError> {
+    let Some(header) = buf.get(..HEADER_LEN) else {
+        return Ok(None);
+    };
+    let len = u32::from_be_bytes([header[1], header[2], header[3], header[4]]) as usize;
+    if len > MAX_FRAME_PAYLOAD {
+        return Err(DecodeError::TooLarge(len));
+    }
+    let Some(payload) = buf.get(HEADER_LEN..HEADER_LEN + len) else {
+        return Ok(None);
+    };
+    Ok(Some((
+        Frame {
+            kind: header[0],
+            payload,
+        },
+        HEADER_LEN + len,
+    )))
+}
+
+pub fn resize_payload(cols: u16, rows: u16) -> [u8; 4] {
+    let c = cols.to_be_bytes();
+    let r = rows.to_be_bytes();
+    [c[0], c[1], r[0], r[1]]
+}
+
+pub fn parse_resize(payload: &[u8]) -> Option<(u16, u16)> {
+    match payload {
+        [c0, c1, r0, r1] => Some((
+            u16::from_be_bytes([*c0, *c1]),
+            u16::from_be_bytes([*r0, *r1]),
+        )),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_partial() {
+        let mut buf = Vec::new();
+        encode(client::INPUT, b"hello", &mut buf);
+        encode(client::RESIZE, &resize_payload(120, 40), &mut buf);
+        assert_eq!(decode(&buf[..7]).unwrap(), None);
+        let (f, used) = decode(&buf).unwrap().unwrap();
+        assert_eq!((f.kind, f.payload), (client::INPUT, &b"hello"[..]));
+        let (f, _) = decode(&buf[used..]).unwrap().unwrap();
+        assert_eq!(parse_resize(f.payload), Some((120, 40)));
+    }
+
+    #[test]
+    fn refuses_huge_length() {
+        let buf = [1, 0xff, 0xff, 0xff, 0xff];
+        assert_eq!(decode(&buf), Err(DecodeError::TooLarge(0xffff_ffff)));
+    }
+}

@@ -1,0 +1,171 @@
+//! Typed params of every method. Each struct's doc names the method and the
+//! reply it gets. Unknown fields are refused so a typo is an error, not a
+//! silently ignored option.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// `hello`: `{"protocol": 1}` → `{"protocol", "server_version", "pid"}`, or
+/// `version_mismatch` naming both versions.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Hello {
+    pub protocol: u32,
+    #[serde(default)]
+    pub client: Option<String>,
+}
+
+/// Params of methods that take none (`server.status`, `server.stop`,
+/// `pane.list`).
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct NoParams {}
+
+/// The program a pane runs. `argv` is exec'd exactly as given; `shell` is one
+/// string run by `$SHELL -c` (else `/bin/sh -c`). Never both; neither means
+/// the user's login shell.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CommandSpec {
+    Argv(Vec<String>),
+    Shell(String),
+    LoginShell,
+}
+
+/// `pane.create` → the new pane's info (as in `pane.list`).
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct PaneCreate {
+    pub name: Option<String>,
+    pub argv: Option<Vec<String>>,
+    pub shell: Option<String>,
+    pub cwd: Option<String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    pub cols: Option<u16>,
+    pub rows: Option<u16>,
+    /// Kill the pane after this many ms of wall-clock time.
+    pub timeout_ms: Option<u64>,
+    /// Kill the pane after this many ms without output.
+    pub idle_timeout_ms: Option<u64>,
+    /// Switch this connection to attached mode on the new pane right after
+    /// the response, before any output is read: nothing is missed and no
+    /// redraw is needed. Used by `ptyd new` and `ptyd run`.
+    #[serde(default)]
+    pub attach: bool,
+    /// With `attach`: never type into or resize the pane.
+    #[serde(default)]
+    pub read_only: bool,
+}
+
+/// Params naming one pane: `pane.capture` etc. extend this with more fields.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Target {
+    pub target: String,
+}
+
+/// `pane.remove` → `{}`. A running pane is refused (`pane_running`) unless
+/// `force`, which SIGKILLs its session first.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PaneRemove {
+    pub target: String,
+    #[serde(default)]
+    pub force: bool,
+}
+
+/// `pane.input` → `{"written": N}` once the bytes are in the PTY. A repeated
+/// `request_id` is acknowledged again (`"duplicate": true`) without writing.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PaneInput {
+    pub target: String,
+    pub data: String,
+    pub request_id: Option<String>,
+}
+
+/// `pane.resize` → the pane's info. Sizes are clamped to 2..=1000 columns
+/// and 1..=500 rows.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PaneResize {
+    pub target: String,
+    pub cols: u32,
+    pub rows: u32,
+}
+
+/// `pane.capture` → `{"text", "lines", "cursor", "cols", "rows", "title"}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PaneCapture {
+    pub target: String,
+    /// Keep SGR escape sequences in the text.
+    #[serde(default)]
+    pub ansi: bool,
+}
+
+/// `pane.kill` → `{}` at once; the exit arrives as a `pane.exited` event.
+/// Sends `signal` (default SIGTERM) to every process of the pane's session,
+/// then SIGKILL after `grace_ms` (default 3000). Killing an exited pane is a
+/// no-op.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PaneKill {
+    pub target: String,
+    pub signal: Option<String>,
+    pub grace_ms: Option<u64>,
+}
+
+/// `pane.wait` → `{"reason": "exited" | "text" | "idle", "status"?}` when a
+/// condition holds, or the error `timeout`. Exactly one of `exit`, `text`,
+/// `idle_ms` must be given.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PaneWait {
+    pub target: String,
+    #[serde(default)]
+    pub exit: bool,
+    pub text: Option<String>,
+    pub idle_ms: Option<u64>,
+    pub timeout_ms: Option<u64>,
+}
+
+/// `events.subscribe` → `{"seq": last}`; then every event with a sequence
+/// number above `since` (default: the current one) is pushed as an
+/// `{"event": ...}` line.
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Subscribe {
+    pub since: Option<u64>,
+}
+
+/// `attach` → `{"pane", "framing": "ptyd-frames-1"}`, then the connection
+/// carries binary frames (see `frame`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Attach {
+    pub target: String,
+    #[serde(default)]
+    pub read_only: bool,
+    pub cols: Option<u16>,
+    pub rows: Option<u16>,
+}
+
+/// Exit status of a pane's process, kept until the pane is removed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExitStatus {
+    Code(i32),
+    Signal(i32),
+}
+
+impl ExitStatus {
+    /// The shell's convention: the code, or 128 + signal.
+    pub fn shell_code(self) -> i32 {
+        match self {
+            ExitStatus::Code(c) => c,
+            ExitStatus::Signal(s) => 128 + s,
+        }
+    }
+}

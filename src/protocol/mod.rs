@@ -1,0 +1,115 @@
+//! The wire protocol between ptyd clients and the server: newline-delimited
+//! JSON requests and responses, pushed events, and the binary framing an
+//! attached connection switches to (`frame`). `docs/protocol.md` documents
+//! every message; keep the two in step.
+//!
+//! Requests are parsed in two stages, as ripgrep parses flags: the raw line
+//! into [`RawRequest`] (as close to the wire as possible), then its params
+//! into the typed struct of its method (`methods`), whose doc says the reply.
+
+pub mod frame;
+pub mod methods;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Version of everything on the socket. Bump it if you change any message in
+/// this module, `methods` or `frame` incompatibly: a client and server that
+/// disagree refuse each other at `hello` with both numbers in the message.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// The server's own version, reported by `hello` and `server.status`.
+pub const SERVER_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// A request line longer than this is answered with `too_large` and the
+/// connection is closed: we cannot find where the next request starts.
+pub const MAX_LINE_BYTES: usize = 1 << 20;
+
+/// A request as it arrives, before its method and params are checked.
+#[derive(Debug, Deserialize)]
+pub struct RawRequest {
+    #[serde(default)]
+    pub id: Value,
+    pub method: Option<String>,
+    #[serde(default)]
+    pub params: Value,
+}
+
+/// Error codes carried in `{"error": {"code", "message"}}`. Strings, not
+/// numbers, so a script reading them needs no table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// The line is not JSON, or not a JSON object.
+    ParseError,
+    /// JSON, but not a request (no `method`).
+    InvalidRequest,
+    UnknownMethod,
+    /// The params do not fit the method; the message names the field.
+    InvalidParams,
+    /// No pane (or other object) matches the target.
+    NotFound,
+    /// The target is ambiguous (a name shared by several panes).
+    Ambiguous,
+    /// The pane's process has exited, so it takes no input.
+    PaneExited,
+    /// The pane is still running and the request needs it stopped.
+    PaneRunning,
+    /// Pending input for the pane is over its limit; retry later.
+    InputOverflow,
+    /// The client and server speak different protocol versions.
+    VersionMismatch,
+    /// A line over [`MAX_LINE_BYTES`].
+    TooLarge,
+    /// A `pane.wait` reached its timeout.
+    Timeout,
+    /// Spawning the pane's process failed (bad cwd, command not found, ...).
+    SpawnFailed,
+    /// The server is shutting down.
+    ShuttingDown,
+    Internal,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ErrorBody {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+/// An error a request handler returns; becomes the `error` member.
+#[derive(Debug, Clone)]
+pub struct RpcError(pub ErrorBody);
+
+impl RpcError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> RpcError {
+        RpcError(ErrorBody {
+            code,
+            message: message.into(),
+        })
+    }
+}
+
+impl std::fmt::Display for RpcError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({:?})", self.0.message, self.0.code)
+    }
+}
+
+/// Serializes one response line, newline included.
+pub fn response_line(id: &Value, outcome: Result<Value, RpcError>) -> Vec<u8> {
+    let body = match outcome {
+        Ok(result) => serde_json::json!({ "id": id, "result": result }),
+        Err(RpcError(error)) => serde_json::json!({ "id": id, "error": error }),
+    };
+    let mut line = serde_json::to_vec(&body).unwrap_or_else(|_| b"{}".to_vec());
+    line.push(b'\n');
+    line
+}
+
+/// Serializes one pushed event line: `{"event": {...}}`.
+pub fn event_line(event: &Value) -> Vec<u8> {
+    let mut line = serde_json::to_vec(&serde_json::json!({ "event": event }))
+        .unwrap_or_else(|_| b"{}".to_vec());
+    line.push(b'\n');
+    line
+}

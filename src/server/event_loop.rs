@@ -1,0 +1,600 @@
+//! The loop: poll with the nearest deadline as timeout, dispatch readiness by
+//! token to short handlers, then a post-pass that flushes clients and closes
+//! finished connections. Nothing here blocks: every fd is non-blocking, every
+//! read has a per-wakeup budget, every queue a bound.
+
+use super::connection::{ConnId, ConnMode, Connection, ReadOutcome};
+use super::pane::{ExitReason, PaneState};
+use super::timers::TimerKind;
+use super::{LISTENER, SIGNALS, Server, Source};
+use crate::protocol::methods::ExitStatus;
+use crate::protocol::{self, frame};
+use mio::unix::SourceFd;
+use mio::{Events, Interest, Token};
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use signal_hook::consts::{SIGCHLD, SIGHUP, SIGINT, SIGTERM};
+use std::io;
+use std::time::{Duration, Instant};
+
+/// Output bytes taken from one pane per wakeup, so a flooding pane cannot
+/// starve the others or the clients.
+const PANE_READ_BUDGET: usize = 64 * 1024;
+/// Output drained from a pane when its process exits, so the exit is
+/// reported after the output the process wrote before it.
+const EXIT_DRAIN_BUDGET: usize = 1 << 20;
+/// Request bytes taken from one client per wakeup.
+const CONN_READ_BUDGET: usize = 256 * 1024;
+/// How long a connection we are closing gets to take its last output.
+const CLOSE_GRACE: Duration = Duration::from_secs(5);
+
+impl Server {
+    pub(super) fn run_loop(&mut self) -> Result<(), String> {
+        let mut events = Events::with_capacity(1024);
+        while !self.stopping {
+            let timeout = if self.backlog.is_empty() {
+                self.timers.poll_timeout(Instant::now())
+            } else {
+                Some(Duration::ZERO)
+            };
+            if let Err(e) = self.poll.poll(&mut events, timeout) {
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(format!("poll failed: {e}"));
+            }
+            for event in events.iter() {
+                match event.token() {
+                    LISTENER => self.accept_all(),
+                    SIGNALS => self.on_signals(),
+                    token => match self.sources.get(&token).copied() {
+                        Some(Source::Pane(id)) => {
+                            if event.is_writable() {
+                                self.flush_pane_input(id);
+                            }
+                            if event.is_readable() || event.is_read_closed() || event.is_error() {
+                                self.read_pane(id, PANE_READ_BUDGET);
+                            }
+                        }
+                        Some(Source::Conn(id)) => {
+                            if event.is_readable() || event.is_read_closed() || event.is_error() {
+                                self.read_conn(id);
+                            }
+                        }
+                        None => {}
+                    },
+                }
+            }
+            for source in std::mem::take(&mut self.backlog) {
+                match source {
+                    Source::Pane(id) => self.read_pane(id, PANE_READ_BUDGET),
+                    Source::Conn(id) => self.read_conn(id),
+                }
+            }
+            self.fire_timers();
+            self.flush_conns();
+        }
+        Ok(())
+    }
+
+    pub(super) fn alloc_token(&mut self, source: Source) -> Token {
+        let token = Token(self.next_token);
+        self.next_token += 1;
+        self.sources.insert(token, source);
+        token
+    }
+
+    fn accept_all(&mut self) {
+        loop {
+            let (mut stream, _) = match self.listener.accept() {
+                Ok(pair) => pair,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    // EMFILE and friends: log and try again on the next wakeup
+                    // rather than spin.
+                    self.log
+                        .log("accept_failed", &format!("accepting a connection: {e}"));
+                    return;
+                }
+            };
+            let peer = match crate::sys::peer_cred(&stream) {
+                Ok(peer) => peer,
+                Err(e) => {
+                    self.log.log(
+                        "accept_refused",
+                        &format!("cannot read peer credentials: {e}"),
+                    );
+                    continue;
+                }
+            };
+            let uid = crate::sys::current_uid();
+            if peer.uid != uid {
+                self.log.log(
+                    "accept_refused",
+                    &format!("refused connection from uid {} (pid {:?}); this server serves uid {uid} only", peer.uid, peer.pid),
+                );
+                continue;
+            }
+            let token = Token(self.next_token);
+            if let Err(e) = self.poll.registry().register(
+                &mut stream,
+                token,
+                Interest::READABLE | Interest::WRITABLE,
+            ) {
+                self.log
+                    .log("accept_failed", &format!("registering a connection: {e}"));
+                continue;
+            }
+            self.alloc_token(Source::Conn(token.0));
+            self.conns
+                .insert(token.0, Connection::new(token, stream, peer));
+        }
+    }
+
+    fn on_signals(&mut self) {
+        let pending: Vec<i32> = self.signals.pending().collect();
+        for signal in pending {
+            match signal {
+                SIGCHLD => self.reap_children(),
+                SIGTERM | SIGINT => {
+                    self.log.log(
+                        "stopping",
+                        &format!("received {}", super::pane::signal_name(signal)),
+                    );
+                    self.stopping = true;
+                }
+                SIGHUP => self.log.log(
+                    "sighup",
+                    "SIGHUP received and ignored: the server keeps running",
+                ),
+                _ => {}
+            }
+        }
+    }
+
+    /// Reaps every exited child; SIGCHLD coalesces, so one signal may stand
+    /// for many exits.
+    pub(super) fn reap_children(&mut self) {
+        loop {
+            let (pid, status) = match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::Exited(pid, code)) => (pid.as_raw(), ExitStatus::Code(code)),
+                Ok(WaitStatus::Signaled(pid, sig, _)) => {
+                    (pid.as_raw(), ExitStatus::Signal(sig as i32))
+                }
+                Ok(WaitStatus::StillAlive) | Err(_) => return,
+                Ok(_) => continue,
+            };
+            let pane = self
+                .panes
+                .values()
+                .find(|p| p.child.pid == pid && p.is_running())
+                .map(|p| p.id);
+            if let Some(id) = pane {
+                self.on_pane_exit(id, status);
+            }
+        }
+    }
+
+    fn on_pane_exit(&mut self, id: u64, status: ExitStatus) {
+        self.read_pane(id, EXIT_DRAIN_BUDGET);
+        let Some(pane) = self.panes.get_mut(&id) else {
+            return;
+        };
+        let reason = pane.kill_reason.unwrap_or(ExitReason::Exited);
+        pane.state = PaneState::Exited { status, reason };
+        pane.discard_input();
+        let unwritten = std::mem::take(&mut pane.pending_acks);
+        let exit = pane.exit_json();
+        let public_id = pane.public_id();
+        for ack in unwritten {
+            let err = protocol::RpcError::new(
+                protocol::ErrorCode::PaneExited,
+                format!("pane {public_id} exited before this input was written"),
+            );
+            self.respond(ack.conn, &ack.rpc_id, Err(err));
+        }
+        self.emit(
+            "pane.exited",
+            serde_json::json!({ "pane": public_id, "exit": exit }),
+        );
+        self.resolve_waits_on_exit(id);
+        let payload =
+            serde_json::json!({ "reason": "pane_exited", "pane": public_id, "exit": exit });
+        self.end_attachments(id, &payload);
+    }
+
+    /// Reads a pane's output (at most `budget` bytes), feeds the screen and
+    /// forwards to attached clients.
+    pub(super) fn read_pane(&mut self, id: u64, budget: usize) {
+        let Some(pane) = self.panes.get_mut(&id) else {
+            return;
+        };
+        let Some(master) = &pane.master else { return };
+        let mut buf = [0u8; 16 * 1024];
+        let mut forward = Vec::new();
+        let mut taken = 0;
+        let mut ended = false;
+        loop {
+            match master.read(&mut buf) {
+                Ok(0) => {
+                    ended = true;
+                    break;
+                }
+                Ok(n) => {
+                    pane.screen.feed(&buf[..n], &mut forward);
+                    taken += n;
+                    if taken >= budget {
+                        self.backlog.push_back(Source::Pane(id));
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // EIO: every slave fd is closed. See the PtyMaster::read doc.
+                Err(_) => {
+                    ended = true;
+                    break;
+                }
+            }
+        }
+        if taken > 0 {
+            pane.last_output = Instant::now();
+        }
+        let replies = pane.screen.take_replies();
+        if !replies.is_empty() {
+            pane.queue_reply(&replies);
+        }
+        if ended && let Some(master) = pane.master.take() {
+            // Deregister before closing: epoll tracks the open file
+            // description, not the fd number.
+            let _ = self
+                .poll
+                .registry()
+                .deregister(&mut SourceFd(&master.raw_fd()));
+            drop(master);
+        }
+        if !replies.is_empty() {
+            self.flush_pane_input(id);
+        }
+        if !forward.is_empty() {
+            self.broadcast_output(id, &forward);
+        }
+        if taken > 0 {
+            self.check_text_waits(id);
+        }
+    }
+
+    /// Writes pending input to a pane and acknowledges the requests whose
+    /// bytes are now all in the PTY.
+    pub(super) fn flush_pane_input(&mut self, id: u64) {
+        let Some(pane) = self.panes.get_mut(&id) else {
+            return;
+        };
+        if let Err(e) = pane.flush_input() {
+            // The slave side is gone; the exit will be reported by SIGCHLD.
+            pane.discard_input();
+            let msg = format!("writing input to pane {}: {e}", pane.public_id());
+            self.log.log("input_failed", &msg);
+        }
+        let written = pane.written_total();
+        let mut done = Vec::new();
+        pane.pending_acks.retain_mut(|ack| {
+            if ack.end_offset <= written {
+                done.push((ack.conn, std::mem::take(&mut ack.rpc_id), ack.duplicate));
+                false
+            } else {
+                true
+            }
+        });
+        for (conn, rpc_id, duplicate) in done {
+            self.respond(
+                conn,
+                &rpc_id,
+                Ok(serde_json::json!({ "written": true, "duplicate": duplicate })),
+            );
+        }
+    }
+
+    fn broadcast_output(&mut self, pane: u64, bytes: &[u8]) {
+        let mut too_slow = Vec::new();
+        for (id, conn) in &mut self.conns {
+            if matches!(conn.mode, ConnMode::Attached { pane: p, .. } if p == pane)
+                && conn.closing.is_none()
+                && !conn.queue_frame(frame::server::OUTPUT, bytes)
+            {
+                too_slow.push(*id);
+            }
+        }
+        for id in too_slow {
+            self.log.log(
+                "client_too_slow",
+                &format!(
+                    "client {id} fell {} MiB behind; disconnected",
+                    super::connection::MAX_OUTPUT_QUEUE >> 20
+                ),
+            );
+            let payload = serde_json::json!({
+                "reason": "too_slow",
+                "message": "disconnected: this client read output too slowly and its queue filled; reattach to resume"
+            });
+            self.end_attachment(id, &payload, true);
+        }
+    }
+
+    fn read_conn(&mut self, id: ConnId) {
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return;
+        };
+        let limit = match conn.mode {
+            ConnMode::Rpc => protocol::MAX_LINE_BYTES + 1,
+            ConnMode::Attached { .. } => frame::MAX_FRAME_PAYLOAD + frame::HEADER_LEN,
+        };
+        let outcome = conn.read_some(CONN_READ_BUDGET, limit);
+        self.handle_input_buffer(id);
+        match outcome {
+            ReadOutcome::Drained => {}
+            ReadOutcome::Budget => self.backlog.push_back(Source::Conn(id)),
+            ReadOutcome::Closed => {
+                if let Some(conn) = self.conns.get_mut(&id) {
+                    // Answer what was asked before the peer shut its side, then close.
+                    conn.inbuf.clear();
+                    if let ConnMode::Attached { pane, .. } = conn.mode {
+                        conn.mode = ConnMode::Rpc;
+                        self.note_detached(id, pane, "connection closed");
+                    }
+                }
+                self.close_after_flush(id);
+            }
+        }
+    }
+
+    /// Handles every complete line or frame received on a connection.
+    fn handle_input_buffer(&mut self, id: ConnId) {
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return;
+        };
+        let buf = std::mem::take(&mut conn.inbuf);
+        let mut start = 0;
+        loop {
+            let Some(conn) = self.conns.get(&id) else {
+                return;
+            };
+            if conn.closing.is_some() {
+                start = buf.len();
+                break;
+            }
+            let rest = &buf[start..];
+            match conn.mode {
+                ConnMode::Rpc => {
+                    if let Some(nl) = rest.iter().position(|&b| b == b'\n') {
+                        start += nl + 1;
+                        self.handle_line(id, &rest[..nl]);
+                    } else {
+                        if rest.len() > protocol::MAX_LINE_BYTES {
+                            let err = protocol::RpcError::new(
+                                protocol::ErrorCode::TooLarge,
+                                format!(
+                                    "request line over {} bytes; the connection is closed because the next request cannot be found",
+                                    protocol::MAX_LINE_BYTES
+                                ),
+                            );
+                            self.respond(id, &serde_json::Value::Null, Err(err));
+                            self.close_after_flush(id);
+                            start = buf.len();
+                        }
+                        break;
+                    }
+                }
+                ConnMode::Attached { .. } => match frame::decode(rest) {
+                    Ok(Some((f, used))) => {
+                        let (kind, payload) = (f.kind, f.payload);
+                        start += used;
+                        self.handle_frame(id, kind, payload);
+                    }
+                    Ok(None) => break,
+                    Err(frame::DecodeError::TooLarge(len)) => {
+                        let payload = serde_json::json!({
+                            "reason": "protocol_error",
+                            "message": format!("frame of {len} bytes is over the {} byte limit", frame::MAX_FRAME_PAYLOAD)
+                        });
+                        self.end_attachment(id, &payload, false);
+                        start = buf.len();
+                        break;
+                    }
+                },
+            }
+        }
+        if let Some(conn) = self.conns.get_mut(&id) {
+            let mut rest = buf;
+            rest.drain(..start.min(rest.len()));
+            rest.append(&mut conn.inbuf);
+            conn.inbuf = rest;
+        }
+    }
+
+    /// Marks a connection to be closed once its queued output is written.
+    pub(super) fn close_after_flush(&mut self, id: ConnId) {
+        if let Some(conn) = self.conns.get_mut(&id)
+            && conn.closing.is_none()
+        {
+            conn.closing = Some(Instant::now() + CLOSE_GRACE);
+            self.timers
+                .add(Instant::now() + CLOSE_GRACE, TimerKind::ConnClose(id));
+        }
+    }
+
+    fn fire_timers(&mut self) {
+        let now = Instant::now();
+        for timer in self.timers.expired(now) {
+            match timer {
+                TimerKind::PaneTimeout(id) => {
+                    self.kill_pane(
+                        id,
+                        libc::SIGTERM,
+                        super::timers::defaults::KILL_GRACE,
+                        ExitReason::Timeout,
+                    );
+                }
+                TimerKind::PaneIdle(id) => self.check_idle_watchdog(id, now),
+                TimerKind::KillEscalate(id) => {
+                    if let Some(pane) = self.panes.get(&id) {
+                        signal_session(pane.child.sid, libc::SIGKILL);
+                    }
+                }
+                TimerKind::WaitTimeout(wait) => self.on_wait_timeout(wait),
+                TimerKind::WaitIdle(wait) => self.check_idle_wait(wait, now),
+                TimerKind::ConnClose(id) => {
+                    if self
+                        .conns
+                        .get(&id)
+                        .is_some_and(|c| c.closing.is_some_and(|at| at <= now))
+                    {
+                        self.close_conn(id);
+                    }
+                }
+            }
+        }
+    }
+
+    fn check_idle_watchdog(&mut self, id: u64, now: Instant) {
+        let Some(pane) = self.panes.get(&id) else {
+            return;
+        };
+        let Some(idle) = pane.idle_timeout else {
+            return;
+        };
+        if !pane.is_running() {
+            return;
+        }
+        let due = pane.last_output + idle;
+        if due <= now {
+            self.kill_pane(
+                id,
+                libc::SIGTERM,
+                super::timers::defaults::KILL_GRACE,
+                ExitReason::IdleTimeout,
+            );
+        } else {
+            self.timers.add(due, TimerKind::PaneIdle(id));
+        }
+    }
+
+    /// Sends `signal` to every process in the pane's session and SIGKILL to
+    /// what is left after `grace`. Killing an exited pane does nothing.
+    pub(super) fn kill_pane(&mut self, id: u64, signal: i32, grace: Duration, reason: ExitReason) {
+        let Some(pane) = self.panes.get_mut(&id) else {
+            return;
+        };
+        if !pane.is_running() {
+            return;
+        }
+        pane.kill_reason.get_or_insert(reason);
+        signal_session(pane.child.sid, signal);
+        self.timers
+            .add(Instant::now() + grace, TimerKind::KillEscalate(id));
+    }
+
+    fn flush_conns(&mut self) {
+        let now = Instant::now();
+        let mut dead = Vec::new();
+        for (id, conn) in &mut self.conns {
+            if conn.queued() > 0 && conn.flush().is_err() {
+                dead.push(*id);
+            } else if conn
+                .closing
+                .is_some_and(|at| conn.queued() == 0 || at <= now)
+            {
+                dead.push(*id);
+            }
+        }
+        for id in dead {
+            self.close_conn(id);
+        }
+    }
+
+    pub(super) fn close_conn(&mut self, id: ConnId) {
+        let Some(mut conn) = self.conns.remove(&id) else {
+            return;
+        };
+        let _ = self.poll.registry().deregister(&mut conn.stream);
+        self.sources.remove(&conn.token);
+        if let ConnMode::Attached { pane, .. } = conn.mode {
+            self.note_detached(id, pane, "connection closed");
+        }
+        self.waits.retain(|_, w| w.conn != id);
+    }
+
+    /// Sends a response line, disconnecting a client that stopped reading.
+    pub(super) fn respond(
+        &mut self,
+        id: ConnId,
+        rpc_id: &serde_json::Value,
+        outcome: Result<serde_json::Value, protocol::RpcError>,
+    ) {
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return;
+        };
+        let line = protocol::response_line(rpc_id, outcome);
+        if !conn.queue(&line) {
+            conn.replace_queue(b"{\"id\":null,\"error\":{\"code\":\"too_large\",\"message\":\"output queue overflow: this client stopped reading; disconnected\"}}\n");
+            self.close_after_flush(id);
+        }
+    }
+
+    /// Records an event and pushes it to subscribers.
+    pub(super) fn emit(&mut self, kind: &str, data: serde_json::Value) {
+        let line = protocol::event_line(self.events.push(kind, data));
+        let mut overflow = Vec::new();
+        for (id, conn) in &mut self.conns {
+            if conn.subscribed && conn.closing.is_none() && !conn.queue(&line) {
+                overflow.push(*id);
+            }
+        }
+        for id in overflow {
+            if let Some(conn) = self.conns.get_mut(&id) {
+                conn.replace_queue(b"{\"event\":{\"type\":\"gap\",\"message\":\"subscriber too slow: disconnected; resubscribe with since\"}}\n");
+            }
+            self.close_after_flush(id);
+        }
+    }
+
+    /// Tells clients we are going, hangs up the panes, removes our socket.
+    pub(super) fn shutdown(&mut self) {
+        self.emit("server.stopping", serde_json::json!({}));
+        let attached: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| matches!(c.mode, ConnMode::Attached { .. }))
+            .map(|(id, _)| *id)
+            .collect();
+        let payload =
+            serde_json::json!({ "reason": "server_exit", "message": "the ptyd server stopped" });
+        for id in attached {
+            self.end_attachment(id, &payload, false);
+        }
+        for conn in self.conns.values_mut() {
+            let _ = conn.flush();
+        }
+        for pane in self.panes.values_mut() {
+            if pane.is_running() {
+                signal_session(pane.child.sid, libc::SIGHUP);
+            }
+            pane.master = None;
+        }
+        super::listener::unlink_if_ours(
+            &self.paths.socket(),
+            self.socket_dev_ino.0,
+            self.socket_dev_ino.1,
+        );
+        self.log.log("stopped", "server stopped");
+    }
+}
+
+/// Signals every process of a pane's session, including children that moved
+/// to a process group of their own.
+pub(super) fn signal_session(sid: i32, signal: i32) {
+    for pid in crate::sys::session_members(sid) {
+        // SAFETY: kill has no memory-safety preconditions.
+        unsafe { libc::kill(pid, signal) };
+    }
+}

@@ -1,0 +1,88 @@
+//! The server-wide event log: every notable change gets the next sequence
+//! number and stays in a bounded ring, so a subscriber can ask for "all after
+//! N" and miss nothing between checking state and subscribing. A subscriber
+//! that asks for events already dropped from the ring gets an explicit `gap`.
+
+use serde_json::{Value, json};
+use std::collections::VecDeque;
+
+/// Events kept for late subscribers.
+pub const EVENT_RING_CAPACITY: usize = 10_000;
+
+#[derive(Debug)]
+pub struct EventLog {
+    ring: VecDeque<Value>,
+    /// Sequence number of the newest event; 0 before the first.
+    last_seq: u64,
+}
+
+impl EventLog {
+    pub fn new() -> EventLog {
+        EventLog {
+            ring: VecDeque::with_capacity(256),
+            last_seq: 0,
+        }
+    }
+
+    pub fn last_seq(&self) -> u64 {
+        self.last_seq
+    }
+
+    /// Records an event of `kind` with the members of `data` (an object) and
+    /// returns it with its `seq` and `type` filled in.
+    pub fn push(&mut self, kind: &str, data: Value) -> &Value {
+        self.last_seq += 1;
+        let mut event = json!({ "seq": self.last_seq, "type": kind });
+        if let (Some(obj), Value::Object(extra)) = (event.as_object_mut(), data) {
+            obj.extend(extra);
+        }
+        if self.ring.len() == EVENT_RING_CAPACITY {
+            self.ring.pop_front();
+        }
+        self.ring.push_back(event);
+        self.ring.back().expect("just pushed")
+    }
+
+    /// Events after `since`, preceded by a `gap` event when some of them were
+    /// already dropped from the ring.
+    pub fn since(&self, since: u64) -> Vec<Value> {
+        let mut out = Vec::new();
+        let oldest = self
+            .ring
+            .front()
+            .and_then(|e| e["seq"].as_u64())
+            .unwrap_or(self.last_seq + 1);
+        if since + 1 < oldest && since < self.last_seq {
+            out.push(json!({
+                "type": "gap",
+                "from": since + 1,
+                "to": oldest - 1,
+                "message": "events in this range were dropped from the server's ring; re-read state with pane.list"
+            }));
+        }
+        let skip = since.saturating_sub(oldest.saturating_sub(1)) as usize;
+        out.extend(self.ring.iter().skip(skip).cloned());
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resumes_and_reports_gaps() {
+        let mut log = EventLog::new();
+        for _ in 0..EVENT_RING_CAPACITY + 5 {
+            log.push("bell", json!({}));
+        }
+        let tail = log.since(log.last_seq() - 2);
+        assert_eq!(tail.len(), 2);
+        assert_eq!(tail[0]["seq"], log.last_seq() - 1);
+        let from_start = log.since(0);
+        assert_eq!(from_start[0]["type"], "gap");
+        assert_eq!(from_start[0]["to"], 5);
+        assert_eq!(from_start[1]["seq"], 6);
+        assert!(log.since(log.last_seq()).is_empty());
+    }
+}

@@ -1,0 +1,105 @@
+//! Claiming a namespace: the instance lock, the public socket, and the care
+//! needed to never delete a socket another server owns.
+//!
+//! Order matters. The `flock` on `ptyd.lock` decides who owns the namespace;
+//! only its holder may touch `ptyd.sock`. A socket file left by a server that
+//! died is recognised by the lock being free, and replaced. At exit we unlink
+//! the path only if it is still the inode we bound (dev/ino recorded at bind).
+
+use crate::paths::NamespacePaths;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Seek, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// The exclusive claim on a namespace, held for the server's lifetime. The
+/// lock lives with the open file description, so it can later travel with
+/// the fd to a new server binary.
+pub struct InstanceLock {
+    _file: File,
+}
+
+/// A bound public socket and the identity of the inode we created.
+pub struct BoundSocket {
+    pub listener: std::os::unix::net::UnixListener,
+    pub path: PathBuf,
+    pub dev: u64,
+    pub ino: u64,
+}
+
+/// Takes the namespace lock, or explains who holds it.
+pub fn lock_namespace(paths: &NamespacePaths) -> io::Result<InstanceLock> {
+    let path = paths.lock();
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_CLOEXEC)
+        .open(&path)
+        .map_err(|e| io::Error::new(e.kind(), format!("opening lock {}: {e}", path.display())))?;
+    if !crate::sys::try_lock_exclusive(file.as_raw_fd())? {
+        let mut holder = String::new();
+        let _ = file.read_to_string(&mut holder);
+        return Err(io::Error::new(
+            io::ErrorKind::AddrInUse,
+            format!(
+                "a ptyd server is already running in namespace {:?} (pid {}); use it, stop it with `ptyd stop{}`, or pick another namespace with -L NAME",
+                paths.namespace,
+                holder
+                    .trim()
+                    .parse::<u32>()
+                    .map_or("unknown".to_string(), |p| p.to_string()),
+                if paths.namespace == crate::paths::DEFAULT_NAMESPACE {
+                    String::new()
+                } else {
+                    format!(" -L {}", paths.namespace)
+                }
+            ),
+        ));
+    }
+    file.set_len(0)?;
+    file.rewind()?;
+    writeln!(file, "{}", std::process::id())?;
+    Ok(InstanceLock { _file: file })
+}
+
+/// Binds the public socket. Call only while holding the namespace lock: any
+/// file at the path is then a leftover of a dead server and is replaced.
+pub fn bind_socket(paths: &NamespacePaths) -> io::Result<BoundSocket> {
+    let path = paths.socket();
+    match std::fs::remove_file(&path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => {
+            return Err(io::Error::new(
+                e.kind(),
+                format!("removing stale socket {}: {e}", path.display()),
+            ));
+        }
+    }
+    let listener = std::os::unix::net::UnixListener::bind(&path)
+        .map_err(|e| io::Error::new(e.kind(), format!("binding {}: {e}", path.display())))?;
+    // The directory is already 0700; the mode is a second fence.
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
+    listener.set_nonblocking(true)?;
+    let meta = std::fs::metadata(&path)?;
+    Ok(BoundSocket {
+        listener,
+        path,
+        dev: meta.dev(),
+        ino: meta.ino(),
+    })
+}
+
+/// Unlinks `path` only if it is still the socket inode we bound.
+pub fn unlink_if_ours(path: &Path, dev: u64, ino: u64) {
+    if let Ok(meta) = std::fs::symlink_metadata(path)
+        && meta.dev() == dev
+        && meta.ino() == ino
+    {
+        let _ = std::fs::remove_file(path);
+    }
+}

@@ -1,0 +1,164 @@
+//! The ptyd server: one thread, one mio loop, all state.
+//!
+//! `run` claims the namespace (lock, then socket), builds the [`Server`] and
+//! hands it to the loop in `event_loop`. Requests are handled in `requests`,
+//! attached connections in `attach`, parked `pane.wait`s in `waits`.
+
+mod attach;
+mod connection;
+mod diagnostics;
+mod event_loop;
+mod events;
+mod listener;
+mod pane;
+mod requests;
+mod screen;
+mod timers;
+mod waits;
+
+use crate::paths::NamespacePaths;
+use connection::{ConnId, Connection};
+use diagnostics::Diagnostics;
+use events::EventLog;
+use mio::net::UnixListener;
+use mio::{Interest, Poll, Token};
+use pane::Pane;
+use signal_hook::consts::{SIGCHLD, SIGHUP, SIGINT, SIGTERM};
+use signal_hook_mio::v1_0::Signals;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::io::Write;
+use std::os::fd::{FromRawFd, RawFd};
+use std::time::Instant;
+use timers::Timers;
+use waits::Wait;
+
+const LISTENER: Token = Token(0);
+const SIGNALS: Token = Token(1);
+const FIRST_DYNAMIC_TOKEN: usize = 2;
+
+/// Environment variable naming an fd the server writes one byte to once it
+/// accepts connections, then closes. Clients that start a background server
+/// wait on it instead of polling for the socket.
+pub const READY_FD_ENV: &str = "PTYD_READY_FD";
+
+pub struct ServerOptions {
+    pub paths: NamespacePaths,
+}
+
+/// Who a dynamic token belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    Pane(u64),
+    Conn(ConnId),
+}
+
+/// All mutable state the loop owns. Nothing else touches it.
+pub struct Server {
+    poll: Poll,
+    listener: UnixListener,
+    signals: Signals,
+    paths: NamespacePaths,
+    socket_dev_ino: (u64, u64),
+    /// Held, never read: the flock on it is our claim on the namespace.
+    _lock: listener::InstanceLock,
+    panes: BTreeMap<u64, Pane>,
+    conns: HashMap<ConnId, Connection>,
+    sources: HashMap<Token, Source>,
+    next_token: usize,
+    /// Public pane ids are never reused within a server's life.
+    next_pane_id: u64,
+    next_wait_id: u64,
+    events: EventLog,
+    timers: Timers,
+    waits: BTreeMap<u64, Wait>,
+    log: Diagnostics,
+    started: Instant,
+    started_unix_ms: u64,
+    /// Sources that stopped reading at their per-wakeup budget with data
+    /// left. Edge-triggered polling will not report them again, so the loop
+    /// revisits them before sleeping.
+    backlog: VecDeque<Source>,
+    /// Set by SIGTERM, SIGINT or `server.stop`.
+    stopping: bool,
+}
+
+/// Runs a server in the foreground until it is stopped.
+pub fn run(opts: ServerOptions) -> Result<(), String> {
+    let paths = opts.paths;
+    paths.prepare_runtime_dir().map_err(|e| e.to_string())?;
+    let lock = listener::lock_namespace(&paths).map_err(|e| e.to_string())?;
+    let bound = listener::bind_socket(&paths).map_err(|e| e.to_string())?;
+    let _ = paths.prepare_state_dir();
+    let log = Diagnostics::open(paths.diagnostics());
+
+    let poll = Poll::new().map_err(|e| format!("creating poll: {e}"))?;
+    let mut listener = UnixListener::from_std(bound.listener);
+    poll.registry()
+        .register(&mut listener, LISTENER, Interest::READABLE)
+        .map_err(|e| format!("registering listener: {e}"))?;
+    // Registered before any pane exists, so no child's exit can be missed.
+    let mut signals = Signals::new([SIGCHLD, SIGTERM, SIGINT, SIGHUP])
+        .map_err(|e| format!("installing signal handlers: {e}"))?;
+    poll.registry()
+        .register(&mut signals, SIGNALS, Interest::READABLE)
+        .map_err(|e| format!("registering signals: {e}"))?;
+
+    let mut server = Server {
+        poll,
+        listener,
+        signals,
+        socket_dev_ino: (bound.dev, bound.ino),
+        _lock: lock,
+        panes: BTreeMap::new(),
+        conns: HashMap::new(),
+        sources: HashMap::new(),
+        next_token: FIRST_DYNAMIC_TOKEN,
+        next_pane_id: 1,
+        next_wait_id: 1,
+        events: EventLog::new(),
+        timers: Timers::default(),
+        waits: BTreeMap::new(),
+        log,
+        started: Instant::now(),
+        started_unix_ms: pane::unix_ms(),
+        backlog: VecDeque::new(),
+        stopping: false,
+        paths,
+    };
+    server.log.log(
+        "started",
+        &format!(
+            "ptyd {} serving namespace {:?} on {}",
+            crate::protocol::SERVER_VERSION,
+            server.paths.namespace,
+            bound.path.display()
+        ),
+    );
+    signal_ready();
+    let result = server.run_loop();
+    server.shutdown();
+    result
+}
+
+/// Tells a waiting client (see [`READY_FD_ENV`]) that we accept connections.
+fn signal_ready() {
+    let Some(fd) = std::env::var(READY_FD_ENV)
+        .ok()
+        .and_then(|v| v.parse::<RawFd>().ok())
+    else {
+        return;
+    };
+    // SAFETY: the spawning client put this fd number in our environment for
+    // us alone; we take ownership and close it after one byte. fstat first so
+    // a stale variable pointing at an unrelated fd number is left alone.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `st` is a valid, writable stat buffer.
+    if unsafe { libc::fstat(fd, &mut st) } != 0 || (st.st_mode & libc::S_IFMT) != libc::S_IFIFO {
+        return;
+    }
+    // SAFETY: checked above that the fd is an open pipe handed to us.
+    let mut pipe = unsafe { std::fs::File::from_raw_fd(fd) };
+    let _ = pipe.write_all(b"1");
+    // SAFETY: single-threaded at this point; nothing else reads the env.
+    unsafe { std::env::remove_var(READY_FD_ENV) };
+}

@@ -1,0 +1,267 @@
+//! A pane: one PTY, the process tree in it, its screen, and the input waiting
+//! to be written to it.
+//!
+//! Lifecycle: `Running` until the process we started is reaped, then
+//! `Exited` with its status and the reason (normal exit, kill request,
+//! watchdog). The master fd may end earlier (EIO: every slave fd closed) or
+//! later (a background process still holds the slave) than the process; the
+//! two are tracked apart. The pane and its exit status stay until removed.
+
+use super::connection::ConnId;
+use super::screen::Screen;
+use crate::protocol::methods::{CommandSpec, ExitStatus};
+use crate::pty::{ChildProcess, PtyMaster};
+use serde::Serialize;
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::io;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// Input accepted for a pane and not yet written to its PTY.
+pub const MAX_PENDING_INPUT: usize = 1 << 20;
+/// `request_id`s remembered per pane for deduplicating retried input.
+pub const REQUEST_ID_MEMORY: usize = 1000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExitReason {
+    /// The process ended on its own.
+    Exited,
+    /// `pane.kill` (or `pane.remove --force`) ended it.
+    Killed,
+    /// The wall-clock watchdog (`timeout_ms`) fired.
+    Timeout,
+    /// The idle watchdog (`idle_timeout_ms`) fired.
+    IdleTimeout,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub enum PaneState {
+    Running,
+    Exited {
+        status: ExitStatus,
+        reason: ExitReason,
+    },
+}
+
+/// An input request waiting for its bytes to reach the PTY.
+#[derive(Debug)]
+pub struct PendingAck {
+    pub conn: ConnId,
+    pub rpc_id: Value,
+    /// Acked once `written_total` reaches this.
+    pub end_offset: u64,
+    pub duplicate: bool,
+}
+
+pub struct Pane {
+    pub id: u64,
+    pub name: Option<String>,
+    pub command: CommandSpec,
+    pub cwd: PathBuf,
+    pub env: BTreeMap<String, String>,
+    pub cols: u16,
+    pub rows: u16,
+    pub created_unix_ms: u64,
+    /// `None` once output has ended and the fd is closed.
+    pub master: Option<PtyMaster>,
+    pub token: mio::Token,
+    pub child: ChildProcess,
+    pub state: PaneState,
+    pub screen: Screen,
+    pub title: String,
+    pub last_output: Instant,
+    pub timeout: Option<Duration>,
+    pub idle_timeout: Option<Duration>,
+    /// Set by the first kill request: why the pane is being killed.
+    pub kill_reason: Option<ExitReason>,
+    input: Vec<u8>,
+    input_pos: usize,
+    written_total: u64,
+    pub pending_acks: Vec<PendingAck>,
+    recent_requests: HashMap<String, u64>,
+    recent_order: VecDeque<String>,
+}
+
+/// Everything needed to construct a pane besides its fds.
+pub struct PaneSetup {
+    pub id: u64,
+    pub name: Option<String>,
+    pub command: CommandSpec,
+    pub cwd: PathBuf,
+    pub env: BTreeMap<String, String>,
+    pub cols: u16,
+    pub rows: u16,
+    pub timeout: Option<Duration>,
+    pub idle_timeout: Option<Duration>,
+}
+
+impl Pane {
+    pub fn new(
+        setup: PaneSetup,
+        master: PtyMaster,
+        token: mio::Token,
+        child: ChildProcess,
+    ) -> Pane {
+        Pane {
+            id: setup.id,
+            name: setup.name,
+            command: setup.command,
+            cwd: setup.cwd,
+            env: setup.env,
+            cols: setup.cols,
+            rows: setup.rows,
+            created_unix_ms: unix_ms(),
+            master: Some(master),
+            token,
+            child,
+            state: PaneState::Running,
+            screen: Screen::new(setup.cols, setup.rows),
+            title: String::new(),
+            last_output: Instant::now(),
+            timeout: setup.timeout,
+            idle_timeout: setup.idle_timeout,
+            kill_reason: None,
+            input: Vec::new(),
+            input_pos: 0,
+            written_total: 0,
+            pending_acks: Vec::new(),
+            recent_requests: HashMap::new(),
+            recent_order: VecDeque::new(),
+        }
+    }
+
+    pub fn public_id(&self) -> String {
+        format!("p{}", self.id)
+    }
+
+    pub fn is_running(&self) -> bool {
+        matches!(self.state, PaneState::Running)
+    }
+
+    pub fn pending_input(&self) -> usize {
+        self.input.len() - self.input_pos
+    }
+
+    /// Queues input bytes and returns the offset at which they are all
+    /// written. Fails if the pending input would pass its limit.
+    pub fn queue_input(&mut self, bytes: &[u8]) -> Result<u64, String> {
+        if self.pending_input() + bytes.len() > MAX_PENDING_INPUT {
+            return Err(format!(
+                "pane {} has {} bytes of input not yet read by its program (limit {MAX_PENDING_INPUT}); wait and retry",
+                self.public_id(),
+                self.pending_input()
+            ));
+        }
+        self.input.extend_from_slice(bytes);
+        Ok(self.written_total + self.pending_input() as u64)
+    }
+
+    /// Answers to terminal queries jump no queue but must not pass the limit
+    /// either; past it they are dropped (the program asked too much).
+    pub fn queue_reply(&mut self, bytes: &[u8]) {
+        if self.pending_input() + bytes.len() <= MAX_PENDING_INPUT {
+            self.input.extend_from_slice(bytes);
+        }
+    }
+
+    /// The end offset of an earlier input with this request id, if known.
+    pub fn seen_request(&self, request_id: &str) -> Option<u64> {
+        self.recent_requests.get(request_id).copied()
+    }
+
+    pub fn remember_request(&mut self, request_id: String, end_offset: u64) {
+        if self.recent_order.len() == REQUEST_ID_MEMORY
+            && let Some(old) = self.recent_order.pop_front()
+        {
+            self.recent_requests.remove(&old);
+        }
+        self.recent_requests.insert(request_id.clone(), end_offset);
+        self.recent_order.push_back(request_id);
+    }
+
+    pub fn written_total(&self) -> u64 {
+        self.written_total
+    }
+
+    /// Writes pending input until the PTY is full.
+    pub fn flush_input(&mut self) -> io::Result<()> {
+        let Some(master) = &self.master else {
+            return Ok(());
+        };
+        while self.input_pos < self.input.len() {
+            match master.write(&self.input[self.input_pos..]) {
+                Ok(n) => {
+                    self.input_pos += n;
+                    self.written_total += n as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if self.input_pos == self.input.len() {
+            self.input.clear();
+            self.input_pos = 0;
+        }
+        Ok(())
+    }
+
+    /// Drops input that can no longer be written (the pane exited).
+    pub fn discard_input(&mut self) {
+        self.input.clear();
+        self.input_pos = 0;
+    }
+
+    pub fn exit_json(&self) -> Value {
+        match self.state {
+            PaneState::Running => Value::Null,
+            PaneState::Exited { status, reason } => exit_status_json(status, reason),
+        }
+    }
+
+    /// The pane as `pane.list` and `pane.create` report it.
+    pub fn info(&self, attached_clients: usize) -> Value {
+        json!({
+            "id": self.public_id(),
+            "name": self.name,
+            "pid": self.child.pid,
+            "sid": self.child.sid,
+            "start_token": self.child.start_token,
+            "cols": self.cols,
+            "rows": self.rows,
+            "cwd": self.cwd,
+            "command": self.command,
+            "env": self.env,
+            "state": if self.is_running() { "running" } else { "exited" },
+            "exit": self.exit_json(),
+            "title": self.title,
+            "created_unix_ms": self.created_unix_ms,
+            "attached_clients": attached_clients,
+        })
+    }
+}
+
+pub fn exit_status_json(status: ExitStatus, reason: ExitReason) -> Value {
+    let mut v = json!({ "reason": reason, "shell_code": status.shell_code() });
+    match status {
+        ExitStatus::Code(c) => v["code"] = json!(c),
+        ExitStatus::Signal(s) => {
+            v["signal"] = json!(s);
+            v["signal_name"] = json!(signal_name(s));
+        }
+    }
+    v
+}
+
+pub fn signal_name(sig: i32) -> String {
+    nix::sys::signal::Signal::try_from(sig)
+        .map_or_else(|_| format!("SIG{sig}"), |s| s.as_str().to_string())
+}
+
+pub fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}

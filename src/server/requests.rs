@@ -1,0 +1,591 @@
+//! Request dispatch: one JSON line in, one handler, one response (or a parked
+//! wait, or the switch to attached mode). Bad input of any kind gets an error
+//! that says what is wrong and leaves the connection usable.
+
+use super::connection::{ConnId, ConnMode};
+use super::pane::{ExitReason, Pane, PaneSetup};
+use super::waits::{Wait, WaitCondition};
+use super::{Server, Source};
+use crate::protocol::methods::{self, CommandSpec};
+use crate::protocol::{ErrorCode, PROTOCOL_VERSION, RawRequest, RpcError, SERVER_VERSION};
+use mio::Interest;
+use mio::unix::SourceFd;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Environment variables a pane never inherits from the server: they describe
+/// the server's own service manager or ptyd internals, and a shell holding
+/// `NOTIFY_SOCKET` could speak to systemd in the server's name.
+const STRIPPED_ENV_PREFIXES: &[&str] = &["NOTIFY_SOCKET", "LISTEN_", "WATCHDOG_", "PTYD_"];
+
+type Outcome = Result<Option<Value>, RpcError>;
+
+fn params<T: DeserializeOwned>(method: &str, params: Value) -> Result<T, RpcError> {
+    let params = if params.is_null() { json!({}) } else { params };
+    serde_json::from_value(params).map_err(|e| {
+        RpcError::new(
+            ErrorCode::InvalidParams,
+            format!("bad params for {method}: {e}; see docs/protocol.md"),
+        )
+    })
+}
+
+impl Server {
+    pub(super) fn handle_line(&mut self, conn: ConnId, line: &[u8]) {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return;
+        }
+        let raw: RawRequest = match serde_json::from_slice(line) {
+            Ok(raw) => raw,
+            Err(e) => {
+                let err = RpcError::new(
+                    ErrorCode::ParseError,
+                    format!(
+                        "not a JSON request object ({e}); send one {{\"id\",\"method\",\"params\"}} object per line"
+                    ),
+                );
+                self.respond(conn, &Value::Null, Err(err));
+                return;
+            }
+        };
+        let Some(method) = raw.method else {
+            let err = RpcError::new(
+                ErrorCode::InvalidRequest,
+                "request has no \"method\"; see docs/protocol.md",
+            );
+            self.respond(conn, &raw.id, Err(err));
+            return;
+        };
+        let outcome = self.dispatch(conn, &raw.id, &method, raw.params);
+        match outcome {
+            Ok(Some(result)) => self.respond(conn, &raw.id, Ok(result)),
+            Ok(None) => {}
+            Err(err) => self.respond(conn, &raw.id, Err(err)),
+        }
+    }
+
+    /// Runs one method. `Ok(None)` means the handler answers later (a parked
+    /// wait, an input ack) or has already answered (attach).
+    fn dispatch(&mut self, conn: ConnId, rpc_id: &Value, method: &str, p: Value) -> Outcome {
+        match method {
+            "hello" => self.hello(params(method, p)?),
+            "server.status" => {
+                params::<methods::NoParams>(method, p)?;
+                Ok(Some(self.status()))
+            }
+            "server.stop" => {
+                params::<methods::NoParams>(method, p)?;
+                self.log.log("stopping", "server.stop requested");
+                self.stopping = true;
+                Ok(Some(json!({})))
+            }
+            "pane.create" => self.pane_create(conn, params(method, p)?),
+            "pane.list" => {
+                params::<methods::NoParams>(method, p)?;
+                let panes: Vec<Value> = self
+                    .panes
+                    .values()
+                    .map(|p| p.info(self.attached_count(p.id)))
+                    .collect();
+                Ok(Some(json!({ "panes": panes })))
+            }
+            "pane.input" => self.pane_input(conn, rpc_id, params(method, p)?),
+            "pane.resize" => {
+                let req: methods::PaneResize = params(method, p)?;
+                let id = self.resolve_target(&req.target)?;
+                let (cols, rows) = crate::pty::clamp_size(req.cols, req.rows);
+                self.resize_pane(id, cols, rows);
+                Ok(Some(self.pane_info(id)))
+            }
+            "pane.capture" => {
+                let req: methods::PaneCapture = params(method, p)?;
+                let id = self.resolve_target(&req.target)?;
+                let pane = &self.panes[&id];
+                let lines = pane.screen.visible_text();
+                Ok(Some(json!({
+                    "pane": pane.public_id(),
+                    "text": lines.join("\n"),
+                    "lines": lines,
+                    "cols": pane.cols,
+                    "rows": pane.rows,
+                    "title": pane.title,
+                })))
+            }
+            "pane.kill" => {
+                let req: methods::PaneKill = params(method, p)?;
+                let id = self.resolve_target(&req.target)?;
+                let signal = match &req.signal {
+                    Some(name) => parse_signal(name)?,
+                    None => libc::SIGTERM,
+                };
+                let grace = req
+                    .grace_ms
+                    .map_or(super::timers::defaults::KILL_GRACE, Duration::from_millis);
+                self.kill_pane(id, signal, grace, ExitReason::Killed);
+                Ok(Some(json!({})))
+            }
+            "pane.remove" => {
+                let req: methods::PaneRemove = params(method, p)?;
+                let id = self.resolve_target(&req.target)?;
+                if self.panes[&id].is_running() {
+                    if !req.force {
+                        return Err(RpcError::new(
+                            ErrorCode::PaneRunning,
+                            format!(
+                                "pane p{id} is still running; kill it first or pass \"force\": true"
+                            ),
+                        ));
+                    }
+                    self.kill_pane(id, libc::SIGKILL, Duration::ZERO, ExitReason::Killed);
+                }
+                self.remove_pane(id);
+                Ok(Some(json!({})))
+            }
+            "pane.wait" => self.pane_wait(conn, rpc_id, params(method, p)?),
+            "events.subscribe" => {
+                let req: methods::Subscribe = params(method, p)?;
+                let last = self.events.last_seq();
+                let since = req.since.unwrap_or(last);
+                let backlog: Vec<Vec<u8>> = self
+                    .events
+                    .since(since)
+                    .iter()
+                    .map(crate::protocol::event_line)
+                    .collect();
+                self.respond(conn, rpc_id, Ok(json!({ "seq": last })));
+                if let Some(c) = self.conns.get_mut(&conn) {
+                    c.subscribed = true;
+                    for line in backlog {
+                        if !c.queue(&line) {
+                            break;
+                        }
+                    }
+                }
+                Ok(None)
+            }
+            "attach" => {
+                self.attach(conn, rpc_id, params(method, p)?)?;
+                Ok(None)
+            }
+            other => Err(RpcError::new(
+                ErrorCode::UnknownMethod,
+                format!("unknown method {other:?}; known methods are listed in docs/protocol.md"),
+            )),
+        }
+    }
+
+    fn hello(&mut self, req: methods::Hello) -> Outcome {
+        if req.protocol != PROTOCOL_VERSION {
+            return Err(RpcError::new(
+                ErrorCode::VersionMismatch,
+                format!(
+                    "client speaks protocol {}, this server (ptyd {SERVER_VERSION}, pid {}) speaks protocol {PROTOCOL_VERSION}; use a client of the same version, or replace the server with `ptyd stop` and start it again",
+                    req.protocol,
+                    std::process::id()
+                ),
+            ));
+        }
+        Ok(Some(json!({
+            "protocol": PROTOCOL_VERSION,
+            "server_version": SERVER_VERSION,
+            "pid": std::process::id(),
+        })))
+    }
+
+    fn status(&self) -> Value {
+        json!({
+            "pid": std::process::id(),
+            "server_version": SERVER_VERSION,
+            "protocol": PROTOCOL_VERSION,
+            "namespace": self.paths.namespace,
+            "socket": self.paths.socket(),
+            "started_unix_ms": self.started_unix_ms,
+            "uptime_ms": self.started.elapsed().as_millis() as u64,
+            "panes": self.panes.len(),
+            "running_panes": self.panes.values().filter(|p| p.is_running()).count(),
+            "clients": self.conns.len(),
+            "event_seq": self.events.last_seq(),
+            "generation": 1,
+        })
+    }
+
+    pub(super) fn attached_count(&self, pane: u64) -> usize {
+        self.conns
+            .values()
+            .filter(|c| matches!(c.mode, ConnMode::Attached { pane: p, .. } if p == pane))
+            .count()
+    }
+
+    pub(super) fn pane_info(&self, id: u64) -> Value {
+        self.panes
+            .get(&id)
+            .map_or(Value::Null, |p| p.info(self.attached_count(id)))
+    }
+
+    /// Finds a pane by id (`p3`, or `3`) or by name.
+    pub(super) fn resolve_target(&self, target: &str) -> Result<u64, RpcError> {
+        let numeric = target.strip_prefix('p').unwrap_or(target);
+        if let Ok(id) = numeric.parse::<u64>() {
+            if self.panes.contains_key(&id) {
+                return Ok(id);
+            }
+            return Err(RpcError::new(
+                ErrorCode::NotFound,
+                format!("no pane {target:?}; `ptyd ls` lists panes"),
+            ));
+        }
+        let mut named = self
+            .panes
+            .values()
+            .filter(|p| p.name.as_deref() == Some(target));
+        match (named.next(), named.next()) {
+            (Some(pane), None) => Ok(pane.id),
+            (Some(_), Some(_)) => Err(RpcError::new(
+                ErrorCode::Ambiguous,
+                format!("several panes are named {target:?}; use the pane id instead"),
+            )),
+            (None, _) => Err(RpcError::new(
+                ErrorCode::NotFound,
+                format!("no pane {target:?}; `ptyd ls` lists panes"),
+            )),
+        }
+    }
+
+    fn pane_create(&mut self, conn: ConnId, req: methods::PaneCreate) -> Outcome {
+        let invalid = |msg: String| RpcError::new(ErrorCode::InvalidParams, msg);
+        if let Some(name) = &req.name {
+            validate_name(name).map_err(invalid)?;
+            if let Some(other) = self
+                .panes
+                .values()
+                .find(|p| p.name.as_deref() == Some(name.as_str()))
+            {
+                return Err(invalid(format!(
+                    "name {name:?} is already used by pane {}; pick another or remove that pane",
+                    other.public_id()
+                )));
+            }
+        }
+        let command = match (req.argv, req.shell) {
+            (Some(_), Some(_)) => {
+                return Err(invalid("give either argv or shell, not both".into()));
+            }
+            (Some(argv), None) if argv.is_empty() => {
+                return Err(invalid("argv is empty; give at least the program".into()));
+            }
+            (Some(argv), None) => CommandSpec::Argv(argv),
+            (None, Some(shell)) => CommandSpec::Shell(shell),
+            (None, None) => CommandSpec::LoginShell,
+        };
+        let cwd = match req.cwd {
+            Some(dir) => PathBuf::from(dir),
+            None => std::env::var_os("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from),
+        };
+        if !cwd.is_absolute() {
+            return Err(invalid(format!(
+                "cwd {} is not an absolute path",
+                cwd.display()
+            )));
+        }
+        if !cwd.is_dir() {
+            return Err(invalid(format!(
+                "cwd {} does not exist or is not a directory",
+                cwd.display()
+            )));
+        }
+        for key in req.env.keys() {
+            if key.is_empty() || key.contains('=') || key.contains('\0') {
+                return Err(invalid(format!(
+                    "env name {key:?} is not valid (empty, or contains '=' or NUL)"
+                )));
+            }
+        }
+        if req.env.values().any(|v| v.contains('\0')) {
+            return Err(invalid("env values cannot contain NUL".into()));
+        }
+        let (cols, rows) = crate::pty::clamp_size(
+            u32::from(req.cols.unwrap_or(80)),
+            u32::from(req.rows.unwrap_or(24)),
+        );
+        let id = self.next_pane_id;
+        let spec = crate::pty::SpawnSpec {
+            program: OsString::new(),
+            args: Vec::new(),
+            cwd: cwd.clone(),
+            env: self.child_env(id, &req.env),
+            cols,
+            rows,
+        };
+        let spec = command_spec_to_spawn(&command, spec);
+        let (master, child) = crate::pty::spawn(&spec)
+            .map_err(|e| RpcError::new(ErrorCode::SpawnFailed, e.to_string()))?;
+        self.next_pane_id += 1;
+        let token = self.alloc_token(Source::Pane(id));
+        if let Err(e) = self.poll.registry().register(
+            &mut SourceFd(&master.raw_fd()),
+            token,
+            Interest::READABLE | Interest::WRITABLE,
+        ) {
+            self.sources.remove(&token);
+            super::event_loop::signal_session(child.sid, libc::SIGKILL);
+            return Err(RpcError::new(
+                ErrorCode::Internal,
+                format!("registering the pane's PTY: {e}"),
+            ));
+        }
+        let setup = PaneSetup {
+            id,
+            name: req.name,
+            command,
+            cwd,
+            env: req.env,
+            cols,
+            rows,
+            timeout: req.timeout_ms.map(Duration::from_millis),
+            idle_timeout: req.idle_timeout_ms.map(Duration::from_millis),
+        };
+        let pane = Pane::new(setup, master, token, child);
+        if let Some(timeout) = pane.timeout {
+            self.timers.add(
+                Instant::now() + timeout,
+                super::timers::TimerKind::PaneTimeout(id),
+            );
+        }
+        if let Some(idle) = pane.idle_timeout {
+            self.timers.add(
+                Instant::now() + idle,
+                super::timers::TimerKind::PaneIdle(id),
+            );
+        }
+        self.log.log(
+            "pane_created",
+            &format!(
+                "pane {} pid {} ({:?})",
+                pane.public_id(),
+                child.pid,
+                pane.command
+            ),
+        );
+        self.panes.insert(id, pane);
+        if req.attach
+            && let Some(c) = self.conns.get_mut(&conn)
+        {
+            c.mode = ConnMode::Attached {
+                pane: id,
+                read_only: req.read_only,
+                cols,
+                rows,
+            };
+        }
+        let info = self.pane_info(id);
+        self.emit(
+            "pane.created",
+            json!({ "pane": format!("p{id}"), "info": info }),
+        );
+        Ok(Some(info))
+    }
+
+    /// The environment of a new pane's process.
+    fn child_env(&self, id: u64, extra: &BTreeMap<String, String>) -> Vec<(OsString, OsString)> {
+        let mut env: BTreeMap<OsString, OsString> = std::env::vars_os()
+            .filter(|(k, _)| {
+                let k = k.to_string_lossy();
+                !STRIPPED_ENV_PREFIXES.iter().any(|p| k.starts_with(p))
+            })
+            .collect();
+        env.insert("TERM".into(), "xterm-256color".into());
+        env.insert("PTYD_PANE_ID".into(), format!("p{id}").into());
+        env.insert("PTYD_SOCKET".into(), self.paths.socket().into());
+        for (k, v) in extra {
+            env.insert(k.into(), v.into());
+        }
+        env.into_iter().collect()
+    }
+
+    fn pane_input(&mut self, conn: ConnId, rpc_id: &Value, req: methods::PaneInput) -> Outcome {
+        let id = self.resolve_target(&req.target)?;
+        let pane = self.panes.get_mut(&id).expect("resolved");
+        if !pane.is_running() || pane.master.is_none() {
+            return Err(RpcError::new(
+                ErrorCode::PaneExited,
+                format!(
+                    "pane {} has exited and takes no input; `ptyd ls` shows its exit status",
+                    pane.public_id()
+                ),
+            ));
+        }
+        let (end_offset, duplicate) =
+            match req.request_id.as_deref().and_then(|r| pane.seen_request(r)) {
+                Some(end) => (end, true),
+                None => {
+                    let end = pane
+                        .queue_input(req.data.as_bytes())
+                        .map_err(|msg| RpcError::new(ErrorCode::InputOverflow, msg))?;
+                    if let Some(request_id) = req.request_id {
+                        pane.remember_request(request_id, end);
+                    }
+                    (end, false)
+                }
+            };
+        pane.pending_acks.push(super::pane::PendingAck {
+            conn,
+            rpc_id: rpc_id.clone(),
+            end_offset,
+            duplicate,
+        });
+        self.flush_pane_input(id);
+        Ok(None)
+    }
+
+    pub(super) fn resize_pane(&mut self, id: u64, cols: u16, rows: u16) {
+        let Some(pane) = self.panes.get_mut(&id) else {
+            return;
+        };
+        if (pane.cols, pane.rows) == (cols, rows) {
+            return;
+        }
+        if let Some(master) = &pane.master
+            && let Err(e) = master.resize(cols, rows)
+        {
+            let msg = format!("resizing pane {}: {e}", pane.public_id());
+            self.log.log("resize_failed", &msg);
+            return;
+        }
+        pane.cols = cols;
+        pane.rows = rows;
+        pane.screen.resize(cols, rows);
+        let public_id = pane.public_id();
+        self.emit(
+            "pane.resized",
+            json!({ "pane": public_id, "cols": cols, "rows": rows }),
+        );
+    }
+
+    fn pane_wait(&mut self, conn: ConnId, rpc_id: &Value, req: methods::PaneWait) -> Outcome {
+        let id = self.resolve_target(&req.target)?;
+        let condition = match (req.exit, req.text, req.idle_ms) {
+            (true, None, None) => WaitCondition::Exit,
+            (false, Some(text), None) if !text.is_empty() => WaitCondition::Text(text),
+            (false, None, Some(ms)) => WaitCondition::Idle(Duration::from_millis(ms)),
+            _ => {
+                return Err(RpcError::new(
+                    ErrorCode::InvalidParams,
+                    "pane.wait takes exactly one of \"exit\": true, \"text\": \"...\" (non-empty) or \"idle_ms\": N",
+                ));
+            }
+        };
+        let wait = Wait {
+            conn,
+            rpc_id: rpc_id.clone(),
+            pane: id,
+            condition,
+        };
+        self.park_wait(wait, req.timeout_ms.map(Duration::from_millis));
+        Ok(None)
+    }
+
+    fn remove_pane(&mut self, id: u64) {
+        let payload = json!({ "reason": "pane_removed", "pane": format!("p{id}"), "message": "the pane was removed" });
+        self.end_attachments(id, &payload);
+        self.fail_waits_on_remove(id);
+        if let Some(mut pane) = self.panes.remove(&id) {
+            if let Some(master) = pane.master.take() {
+                let _ = self
+                    .poll
+                    .registry()
+                    .deregister(&mut SourceFd(&master.raw_fd()));
+            }
+            self.sources.remove(&pane.token);
+            for ack in std::mem::take(&mut pane.pending_acks) {
+                let err = RpcError::new(
+                    ErrorCode::NotFound,
+                    format!("pane p{id} was removed before this input was written"),
+                );
+                self.respond(ack.conn, &ack.rpc_id, Err(err));
+            }
+        }
+        self.emit("pane.removed", json!({ "pane": format!("p{id}") }));
+    }
+}
+
+/// Builds the exec form of a command: argv as given, a shell string through
+/// `$SHELL -c`, or the login shell.
+fn command_spec_to_spawn(
+    command: &CommandSpec,
+    mut spec: crate::pty::SpawnSpec,
+) -> crate::pty::SpawnSpec {
+    let user_shell = || {
+        std::env::var_os("SHELL")
+            .filter(|s| Path::new(s).is_absolute())
+            .or_else(|| {
+                nix::unistd::User::from_uid(nix::unistd::getuid())
+                    .ok()
+                    .flatten()
+                    .map(|u| u.shell.into_os_string())
+            })
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| "/bin/sh".into())
+    };
+    match command {
+        CommandSpec::Argv(argv) => {
+            spec.program = argv[0].clone().into();
+            spec.args = argv[1..].iter().map(OsString::from).collect();
+        }
+        CommandSpec::Shell(script) => {
+            spec.program = user_shell();
+            spec.args = vec!["-c".into(), script.into()];
+        }
+        CommandSpec::LoginShell => {
+            spec.program = user_shell();
+            spec.args = vec!["-l".into()];
+        }
+    }
+    spec
+}
+
+fn validate_name(name: &str) -> Result<(), String> {
+    if name.is_empty() || name.len() > 128 || name.chars().any(char::is_control) {
+        return Err(format!(
+            "pane name {name:?} must be 1-128 printable characters"
+        ));
+    }
+    let looks_like_id = name
+        .strip_prefix('p')
+        .unwrap_or(name)
+        .parse::<u64>()
+        .is_ok();
+    if looks_like_id {
+        return Err(format!(
+            "pane name {name:?} looks like a pane id; pick a name that is not p<number> or a number"
+        ));
+    }
+    Ok(())
+}
+
+/// Parses `TERM`, `SIGTERM`, `sigterm` or `15`.
+pub fn parse_signal(name: &str) -> Result<i32, RpcError> {
+    if let Ok(n) = name.parse::<i32>()
+        && nix::sys::signal::Signal::try_from(n).is_ok()
+    {
+        return Ok(n);
+    }
+    let upper = name.to_ascii_uppercase();
+    let full = if upper.starts_with("SIG") {
+        upper
+    } else {
+        format!("SIG{upper}")
+    };
+    full.parse::<nix::sys::signal::Signal>()
+        .map(|s| s as i32)
+        .map_err(|_| {
+            RpcError::new(
+                ErrorCode::InvalidParams,
+                format!("unknown signal {name:?}; use a name like TERM, KILL, INT or a number"),
+            )
+        })
+}

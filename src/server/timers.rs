@@ -1,0 +1,63 @@
+//! Deadlines for the loop. The nearest one becomes the poll timeout. Entries
+//! are never removed early: a fired timer checks whether it still applies
+//! (the pane may be gone, the wait answered), which keeps cancelling free.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::time::{Duration, Instant};
+
+/// What a deadline is for. Ids refer to panes or parked waits, which may no
+/// longer exist when the timer fires.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum TimerKind {
+    /// A pane's wall-clock `timeout_ms` watchdog.
+    PaneTimeout(u64),
+    /// Re-check a pane's `idle_timeout_ms` watchdog.
+    PaneIdle(u64),
+    /// Escalate a pane kill from its first signal to SIGKILL.
+    KillEscalate(u64),
+    /// A parked `pane.wait` reaches its timeout.
+    WaitTimeout(u64),
+    /// Re-check an idle condition of a parked `pane.wait`.
+    WaitIdle(u64),
+    /// A connection being closed runs out of time to take its last output.
+    ConnClose(usize),
+}
+
+#[derive(Debug, Default)]
+pub struct Timers {
+    heap: BinaryHeap<Reverse<(Instant, TimerKind)>>,
+}
+
+impl Timers {
+    pub fn add(&mut self, at: Instant, kind: TimerKind) {
+        self.heap.push(Reverse((at, kind)));
+    }
+
+    /// How long poll may sleep: until the nearest deadline, or forever.
+    pub fn poll_timeout(&self, now: Instant) -> Option<Duration> {
+        self.heap
+            .peek()
+            .map(|Reverse((at, _))| at.saturating_duration_since(now))
+    }
+
+    /// Removes and returns every timer due at `now`.
+    pub fn expired(&mut self, now: Instant) -> Vec<TimerKind> {
+        let mut due = Vec::new();
+        while let Some(Reverse((at, kind))) = self.heap.peek() {
+            if *at > now {
+                break;
+            }
+            due.push(*kind);
+            self.heap.pop();
+        }
+        due
+    }
+}
+
+/// Timeout and grace defaults, kept in one place.
+pub mod defaults {
+    use std::time::Duration;
+    /// Between the first signal of a kill and SIGKILL.
+    pub const KILL_GRACE: Duration = Duration::from_secs(3);
+}

@@ -1,0 +1,161 @@
+//! Parked `pane.wait` requests. A wait costs no thread: it is a record the
+//! loop checks when something relevant happens (output, exit, a timer), and
+//! answers exactly once. A closed connection drops its waits.
+
+use super::Server;
+use super::connection::ConnId;
+use super::timers::TimerKind;
+use crate::protocol::{ErrorCode, RpcError};
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+#[derive(Debug)]
+pub enum WaitCondition {
+    /// The pane's process exits.
+    Exit,
+    /// The text appears on the visible screen.
+    Text(String),
+    /// No output for this long.
+    Idle(Duration),
+}
+
+#[derive(Debug)]
+pub struct Wait {
+    pub conn: ConnId,
+    pub rpc_id: Value,
+    pub pane: u64,
+    pub condition: WaitCondition,
+}
+
+impl Server {
+    /// Answers at once if the condition already holds, else parks the wait.
+    pub(super) fn park_wait(&mut self, wait: Wait, timeout: Option<Duration>) {
+        if let Some(outcome) = self.wait_outcome(&wait, Instant::now()) {
+            self.respond(wait.conn, &wait.rpc_id, outcome);
+            return;
+        }
+        let id = self.next_wait_id;
+        self.next_wait_id += 1;
+        if let Some(timeout) = timeout {
+            self.timers
+                .add(Instant::now() + timeout, TimerKind::WaitTimeout(id));
+        }
+        if let WaitCondition::Idle(idle) = wait.condition
+            && let Some(pane) = self.panes.get(&wait.pane)
+        {
+            self.timers
+                .add(pane.last_output + idle, TimerKind::WaitIdle(id));
+        }
+        self.waits.insert(id, wait);
+    }
+
+    /// The answer a wait gets now, or `None` if it must keep waiting.
+    fn wait_outcome(&self, wait: &Wait, now: Instant) -> Option<Result<Value, RpcError>> {
+        let Some(pane) = self.panes.get(&wait.pane) else {
+            return Some(Err(RpcError::new(
+                ErrorCode::NotFound,
+                format!("pane p{} was removed", wait.pane),
+            )));
+        };
+        let exited = !pane.is_running();
+        match &wait.condition {
+            WaitCondition::Exit => {
+                exited.then(|| Ok(json!({ "reason": "exited", "exit": pane.exit_json() })))
+            }
+            WaitCondition::Text(text) => {
+                if pane
+                    .screen
+                    .visible_text()
+                    .join("\n")
+                    .contains(text.as_str())
+                {
+                    Some(Ok(json!({ "reason": "text" })))
+                } else if exited {
+                    Some(Err(RpcError::new(
+                        ErrorCode::PaneExited,
+                        format!("pane {} exited without showing {text:?}", pane.public_id()),
+                    )))
+                } else {
+                    None
+                }
+            }
+            WaitCondition::Idle(idle) => (now.saturating_duration_since(pane.last_output) >= *idle)
+                .then(|| Ok(json!({ "reason": "idle" }))),
+        }
+    }
+
+    fn finish_wait(&mut self, id: u64, outcome: Result<Value, RpcError>) {
+        if let Some(wait) = self.waits.remove(&id) {
+            self.respond(wait.conn, &wait.rpc_id, outcome);
+        }
+    }
+
+    /// Re-checks every wait on `pane` (after output or exit).
+    fn recheck_waits(&mut self, pane: u64, only_text: bool) {
+        let now = Instant::now();
+        let ready: Vec<(u64, Result<Value, RpcError>)> = self
+            .waits
+            .iter()
+            .filter(|(_, w)| {
+                w.pane == pane && (!only_text || matches!(w.condition, WaitCondition::Text(_)))
+            })
+            .filter_map(|(id, w)| self.wait_outcome(w, now).map(|o| (*id, o)))
+            .collect();
+        for (id, outcome) in ready {
+            self.finish_wait(id, outcome);
+        }
+    }
+
+    pub(super) fn check_text_waits(&mut self, pane: u64) {
+        if self
+            .waits
+            .values()
+            .any(|w| w.pane == pane && matches!(w.condition, WaitCondition::Text(_)))
+        {
+            self.recheck_waits(pane, true);
+        }
+    }
+
+    pub(super) fn resolve_waits_on_exit(&mut self, pane: u64) {
+        self.recheck_waits(pane, false);
+    }
+
+    /// A removed pane fails its waits with `not_found`.
+    pub(super) fn fail_waits_on_remove(&mut self, pane: u64) {
+        let ids: Vec<u64> = self
+            .waits
+            .iter()
+            .filter(|(_, w)| w.pane == pane)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in ids {
+            let err = RpcError::new(
+                ErrorCode::NotFound,
+                format!("pane p{pane} was removed while waiting"),
+            );
+            self.finish_wait(id, Err(err));
+        }
+    }
+
+    pub(super) fn on_wait_timeout(&mut self, id: u64) {
+        let err = RpcError::new(
+            ErrorCode::Timeout,
+            "the wait timed out before its condition held",
+        );
+        self.finish_wait(id, Err(err));
+    }
+
+    pub(super) fn check_idle_wait(&mut self, id: u64, now: Instant) {
+        let Some(wait) = self.waits.get(&id) else {
+            return;
+        };
+        if let Some(outcome) = self.wait_outcome(wait, now) {
+            self.finish_wait(id, outcome);
+        } else if let (WaitCondition::Idle(idle), Some(pane)) =
+            (&wait.condition, self.panes.get(&wait.pane))
+        {
+            let due = pane.last_output + *idle;
+            self.timers.add(due, TimerKind::WaitIdle(id));
+        }
+    }
+}
