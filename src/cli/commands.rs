@@ -42,13 +42,11 @@ fn help_requested(arg: &lexopt::Arg, text: &str) -> bool {
 }
 
 fn no_args(p: &mut lexopt::Parser, text: &str) -> Result<(), CliError> {
-    while let Some(arg) = p.next()? {
-        if help_requested(&arg, text) {
-            std::process::exit(0);
-        }
-        return Err(arg.unexpected().into());
+    match p.next()? {
+        None => Ok(()),
+        Some(arg) if help_requested(&arg, text) => std::process::exit(0),
+        Some(arg) => Err(arg.unexpected().into()),
     }
-    Ok(())
 }
 
 fn connect(g: &Global) -> Result<Client, CliError> {

@@ -55,11 +55,12 @@ impl Server {
                                 self.read_pane(id, PANE_READ_BUDGET);
                             }
                         }
-                        Some(Source::Conn(id)) => {
-                            if event.is_readable() || event.is_read_closed() || event.is_error() {
-                                self.read_conn(id);
-                            }
+                        Some(Source::Conn(id))
+                            if event.is_readable() || event.is_read_closed() || event.is_error() =>
+                        {
+                            self.read_conn(id);
                         }
+                        Some(Source::Conn(_)) => {}
                         None => {}
                     },
                 }
@@ -498,12 +499,9 @@ impl Server {
         let now = Instant::now();
         let mut dead = Vec::new();
         for (id, conn) in &mut self.conns {
-            if conn.queued() > 0 && conn.flush().is_err() {
-                dead.push(*id);
-            } else if conn
-                .closing
-                .is_some_and(|at| conn.queued() == 0 || at <= now)
-            {
+            let failed = conn.queued() > 0 && conn.flush().is_err();
+            let finished = conn.closing.is_some_and(|at| conn.queued() == 0 || at <= now);
+            if failed || finished {
                 dead.push(*id);
             }
         }
