@@ -257,7 +257,7 @@ fn new(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
 }
 
 fn finish_attach(end: attach::AttachEnd) -> Result<i32, CliError> {
-    eprintln!("{}", end.message);
+    eprintln!("\n{}", end.message);
     Ok(end.exit_code)
 }
 

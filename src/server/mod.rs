@@ -6,6 +6,7 @@
 
 mod attach;
 mod connection;
+mod defaults;
 mod diagnostics;
 mod event_loop;
 mod events;

@@ -125,7 +125,7 @@ impl Server {
                 };
                 let grace = req
                     .grace_ms
-                    .map_or(super::timers::defaults::KILL_GRACE, Duration::from_millis);
+                    .map_or(super::defaults::KILL_GRACE, Duration::from_millis);
                 self.kill_pane(id, signal, grace, ExitReason::Killed);
                 Ok(Some(json!({})))
             }
@@ -309,8 +309,8 @@ impl Server {
             return Err(invalid("env values cannot contain NUL".into()));
         }
         let (cols, rows) = crate::pty::clamp_size(
-            u32::from(req.cols.unwrap_or(80)),
-            u32::from(req.rows.unwrap_or(24)),
+            u32::from(req.cols.unwrap_or(super::defaults::COLS)),
+            u32::from(req.rows.unwrap_or(super::defaults::ROWS)),
         );
         let id = self.next_pane_id;
         let spec = crate::pty::SpawnSpec {
@@ -398,7 +398,7 @@ impl Server {
                 !STRIPPED_ENV_PREFIXES.iter().any(|p| k.starts_with(p))
             })
             .collect();
-        env.insert("TERM".into(), "xterm-256color".into());
+        env.insert("TERM".into(), super::defaults::TERM.into());
         env.insert("PTYD_PANE_ID".into(), format!("p{id}").into());
         env.insert("PTYD_SOCKET".into(), self.paths.socket().into());
         for (k, v) in extra {

@@ -54,10 +54,3 @@ impl Timers {
         due
     }
 }
-
-/// Timeout and grace defaults, kept in one place.
-pub mod defaults {
-    use std::time::Duration;
-    /// Between the first signal of a kill and SIGKILL.
-    pub const KILL_GRACE: Duration = Duration::from_secs(3);
-}
