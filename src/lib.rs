@@ -6,7 +6,9 @@
 pub mod cli;
 pub mod client;
 pub mod paths;
+pub mod persist;
 pub mod protocol;
 pub mod pty;
 pub mod server;
 pub(crate) mod sys;
+pub mod workspace;
