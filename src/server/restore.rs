@@ -318,19 +318,8 @@ fn layout_from_record(rec: &LayoutRecord, fixes: &mut Vec<String>) -> Option<Lay
             first,
             second,
         } => {
-            match (
-                layout_from_record(first, fixes),
-                layout_from_record(second, fixes),
-            ) {
-                (Some(a), Some(b)) => Some(Layout::Split {
-                    direction: *direction,
-                    ratio: *ratio,
-                    first: Box::new(a),
-                    second: Box::new(b),
-                }),
-                (Some(only), None) | (None, Some(only)) => Some(only),
-                (None, None) => None,
-            }
+            let first = layout_from_record(first, fixes);
+            Layout::join(*direction, *ratio, first, layout_from_record(second, fixes))
         }
     }
 }
