@@ -2,3 +2,4 @@
 //!
 //! The binary (`src/main.rs`) only parses the command line and dispatches;
 //! everything else lives here so integration tests and benchmarks can reach it.
+pub mod term;
