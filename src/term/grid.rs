@@ -110,11 +110,17 @@ impl Row {
     /// the edge are lost.
     pub fn insert_blanks(&mut self, col: usize, n: usize, style: Style) {
         let len = self.cells.len();
+        // Inserting on the right half of a wide character inserts after it,
+        // keeping the glyph whole (as vt100 does).
+        let col = if col < len && self.cells[col].is_spacer() {
+            col + 1
+        } else {
+            col
+        };
         if col >= len {
             return;
         }
         let n = n.min(len - col);
-        self.split_wide_left(col, style);
         self.cells[col..].rotate_right(n);
         self.cells[col..col + n].fill(Cell::blank(style));
         // A wide cell pushed to the last column lost its spacer.

@@ -193,12 +193,9 @@ impl Screen {
         }
         if self.cursor.col + width > cols {
             // A wide character that does not fit in the last column wraps
-            // early (xterm), or is pushed back into the line without autowrap.
+            // early, leaving that column as it was (as vt100 does), or is
+            // pushed back into the line without autowrap.
             if self.modes.autowrap {
-                let (row, col, pen) = (self.cursor.row, self.cursor.col, self.pen);
-                self.grid_mut()
-                    .row_mut(row)
-                    .erase(col, cols, pen.erase_part());
                 self.wrap_line();
             } else {
                 self.cursor.col = cols - width;
@@ -334,7 +331,8 @@ impl Screen {
         let fill = self.pen.erase_part();
         let b = self.scroll_bottom;
         self.grid_mut().scroll_down(row, b, n, fill);
-        self.cursor.col = 0;
+        // The column is kept, as alacritty and vt100 do (xterm homes it);
+        // programs position the cursor after IL/DL anyway.
         self.cursor.pending_wrap = false;
     }
 
@@ -346,7 +344,6 @@ impl Screen {
         let fill = self.pen.erase_part();
         let b = self.scroll_bottom;
         self.grid_mut().scroll_up(row, b, n, fill, None);
-        self.cursor.col = 0;
         self.cursor.pending_wrap = false;
     }
 
@@ -410,12 +407,11 @@ impl Screen {
         self.cursor.pending_wrap = false;
     }
 
+    /// Like xterm and alacritty: a pending wrap is cancelled and the cursor
+    /// still moves left from the last column.
     pub fn backspace(&mut self) {
-        if self.cursor.pending_wrap {
-            self.cursor.pending_wrap = false;
-        } else {
-            self.cursor.col = self.cursor.col.saturating_sub(1);
-        }
+        self.cursor.pending_wrap = false;
+        self.cursor.col = self.cursor.col.saturating_sub(1);
     }
 
     pub fn tab_forward(&mut self, n: usize) {
@@ -517,28 +513,30 @@ impl Screen {
         self.active_charset = saved.active_charset & 3;
     }
 
-    /// Switches to or from the alternate screen (47, 1047, 1049).
+    /// Switches to or from the alternate screen (47, 1047, 1049). As in
+    /// xterm, 1049 saves (set) or restores (reset) the cursor even when the
+    /// screen does not change; the switch and the clear only happen on a
+    /// change.
     pub fn set_alt_screen(&mut self, on: bool, mode: u16) {
-        if on == self.modes.alt_screen {
-            return;
+        if on && mode == 1049 {
+            self.save_cursor();
         }
-        if on {
-            if mode == 1049 {
-                self.save_cursor();
+        if on != self.modes.alt_screen {
+            if on {
+                self.modes.alt_screen = true;
+                if mode != 47 {
+                    let fill = self.pen.erase_part();
+                    self.alt.clear(fill);
+                }
+            } else {
+                if mode == 1047 {
+                    self.alt.clear(Style::DEFAULT);
+                }
+                self.modes.alt_screen = false;
             }
-            self.modes.alt_screen = true;
-            if mode != 47 {
-                let fill = self.pen.erase_part();
-                self.alt.clear(fill);
-            }
-        } else {
-            if mode == 1047 {
-                self.alt.clear(Style::DEFAULT);
-            }
-            self.modes.alt_screen = false;
-            if mode == 1049 {
-                self.restore_cursor();
-            }
+        }
+        if !on && mode == 1049 {
+            self.restore_cursor();
         }
         self.cursor.pending_wrap = false;
     }
