@@ -20,9 +20,9 @@
 //!   therefore costs no memory.
 //! * The output is equivalent for vte to the input, with two normalizations:
 //!   a string (OSC/DCS/SOS/PM/APC) ended by an ESC that starts another
-//!   sequence is emitted with a completed `ESC \`, and a UTF-8 prefix cut
-//!   off by an invalid byte is emitted as U+FFFD, which is what vte would
-//!   have drawn. A sequence aborted by ESC is not emitted, except the C0
+//!   sequence is emitted with a completed `ESC \` (so `forward` carries the
+//!   same), and a UTF-8 prefix cut off by an invalid byte is marked
+//!   `Piece::Invalid` so the caller draws U+FFFD, as vte would have. A sequence aborted by ESC is not emitted, except the C0
 //!   controls vte would have executed inside it.
 
 use serde::{Deserialize, Serialize};
@@ -30,7 +30,8 @@ use serde::{Deserialize, Serialize};
 /// Longest sequence kept: 64 KiB of OSC/DCS/APC payload plus its framing.
 pub const MAX_SEQ: usize = 64 * 1024 + 16;
 
-const REPLACEMENT: &[u8] = "\u{FFFD}".as_bytes();
+/// What vte draws for an invalid UTF-8 sequence.
+pub const REPLACEMENT: &[u8] = "\u{FFFD}".as_bytes();
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 enum State {
@@ -68,6 +69,10 @@ pub enum Kind {
 pub enum Piece<'a> {
     /// Ground-state bytes (text and C0 controls).
     Text(&'a [u8]),
+    /// A UTF-8 prefix cut short by a byte that cannot continue it. vte would
+    /// draw one U+FFFD for it, but fed alone it would wait for more bytes, so
+    /// the caller feeds `REPLACEMENT` to vte and forwards these raw bytes.
+    Invalid(&'a [u8]),
     /// One complete sequence. `c0` says C0 controls are embedded in it.
     Seq {
         bytes: &'a [u8],
@@ -120,7 +125,7 @@ impl Boundary {
                 }
                 if cut < run.len() {
                     if esc < rest.len() {
-                        sink(Piece::Text(REPLACEMENT));
+                        sink(Piece::Invalid(&run[cut..]));
                     } else {
                         self.tail.extend_from_slice(&run[cut..]);
                         self.state = State::Utf8;
@@ -244,7 +249,8 @@ impl Boundary {
                     }
                     Err(e) if e.error_len().is_none() && self.tail.len() < 4 => Step::Consumed,
                     Err(_) => {
-                        sink(Piece::Text(REPLACEMENT));
+                        self.tail.pop();
+                        sink(Piece::Invalid(&self.tail));
                         self.finish();
                         Step::Reprocess
                     }
@@ -389,6 +395,7 @@ mod tests {
     enum P {
         T(Vec<u8>),
         S(Vec<u8>, Kind),
+        I(Vec<u8>),
     }
 
     fn run(b: &mut Boundary, input: &[u8]) -> Vec<P> {
@@ -396,6 +403,7 @@ mod tests {
         b.split(input, &mut |p| match p {
             Piece::Text(t) => out.push(P::T(t.to_vec())),
             Piece::Seq { bytes, kind, .. } => out.push(P::S(bytes.to_vec(), kind)),
+            Piece::Invalid(raw) => out.push(P::I(raw.to_vec())),
         });
         out
     }
@@ -471,17 +479,17 @@ mod tests {
     }
 
     #[test]
-    fn invalid_utf8_prefix_becomes_replacement() {
+    fn invalid_utf8_prefix_is_marked_with_its_raw_bytes() {
         let mut b = Boundary::default();
         assert_eq!(run(&mut b, b"\xe2"), vec![]);
         assert_eq!(
             run(&mut b, b"A"),
-            vec![P::T(REPLACEMENT.to_vec()), P::T(b"A".to_vec())]
+            vec![P::I(b"\xe2".to_vec()), P::T(b"A".to_vec())]
         );
         assert_eq!(
-            run(&mut b, b"\xe2\x1b[m"),
+            run(&mut b, b"\xe2\x82\x1b[m"),
             vec![
-                P::T(REPLACEMENT.to_vec()),
+                P::I(b"\xe2\x82".to_vec()),
                 P::S(b"\x1b[m".to_vec(), Kind::Csi)
             ]
         );

@@ -171,6 +171,10 @@ impl Terminal {
                 processor.advance(screen, text);
                 forward.extend_from_slice(text);
             }
+            Piece::Invalid(raw) => {
+                processor.advance(screen, boundary::REPLACEMENT);
+                forward.extend_from_slice(raw);
+            }
             Piece::Seq { bytes, kind, c0 } => {
                 screen.swallow = false;
                 if kind == Kind::Csi && queries::is_xtversion(bytes) {
