@@ -138,6 +138,20 @@ impl Boundary {
                 }
                 continue;
             }
+            if matches!(self.state, State::Osc | State::DcsPass | State::SosPmApc) {
+                // String payloads can be long (images, clipboard): copy up to
+                // the next byte that can end the string in one go.
+                let rest = &input[i..];
+                let n = rest
+                    .iter()
+                    .position(|&b| self.ends_string(b))
+                    .unwrap_or(rest.len());
+                if n > 0 {
+                    self.push_many(&rest[..n]);
+                    i += n;
+                    continue;
+                }
+            }
             match self.step(input[i], sink) {
                 Step::Consumed => i += 1,
                 Step::Reprocess => {}
@@ -166,6 +180,27 @@ impl Boundary {
         if self.tail.len() > MAX_SEQ {
             self.dropping = true;
             self.tail = Vec::new();
+        }
+    }
+
+    fn ends_string(&self, b: u8) -> bool {
+        match b {
+            0x18 | 0x1A | 0x1B => true,
+            0x07 => self.state == State::Osc,
+            0x9C => self.state == State::DcsPass,
+            _ => false,
+        }
+    }
+
+    fn push_many(&mut self, bytes: &[u8]) {
+        if self.dropping {
+            return;
+        }
+        if self.tail.len() + bytes.len() > MAX_SEQ {
+            self.dropping = true;
+            self.tail = Vec::new();
+        } else {
+            self.tail.extend_from_slice(bytes);
         }
     }
 

@@ -24,6 +24,7 @@ use super::cell::{Cell, Style};
 const MAX_MARKS_PER_CELL: usize = 8;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "RowRepr", into = "RowRepr")]
 pub struct Row {
     pub cells: Vec<Cell>,
     /// The line continued onto the next row by autowrap.
@@ -31,6 +32,64 @@ pub struct Row {
     /// Side table of combining marks: column and the marks drawn over it.
     /// Almost always empty, so it costs an empty `Vec` per row.
     pub marks: Vec<(u16, String)>,
+}
+
+/// Serialized form of a row: one char per cell, style runs over cells
+/// (omitted when all default), so a plain 80x24 screen is about 2 KB of
+/// JSON instead of 70 KB of per-cell objects. Lossless.
+#[derive(Serialize, Deserialize)]
+struct RowRepr {
+    t: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    r: Vec<(u32, u32, u32)>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    w: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    m: Vec<(u16, String)>,
+}
+
+impl From<Row> for RowRepr {
+    fn from(row: Row) -> RowRepr {
+        let t = row.cells.iter().map(|c| c.ch).collect();
+        let mut r: Vec<(u32, u32, u32)> = Vec::new();
+        for c in &row.cells {
+            match r.last_mut() {
+                Some((n, fg, bg)) if *fg == c.style.fg && *bg == c.style.bg => *n += 1,
+                _ => r.push((1, c.style.fg, c.style.bg)),
+            }
+        }
+        if r.len() == 1 && r[0].1 == 0 && r[0].2 == 0 {
+            r.clear();
+        }
+        RowRepr {
+            t,
+            r,
+            w: row.wrapped,
+            m: row.marks,
+        }
+    }
+}
+
+impl From<RowRepr> for Row {
+    fn from(repr: RowRepr) -> Row {
+        let mut styles = repr
+            .r
+            .iter()
+            .flat_map(|&(n, fg, bg)| std::iter::repeat_n(Style { fg, bg }, n as usize));
+        let cells = repr
+            .t
+            .chars()
+            .map(|ch| Cell {
+                ch,
+                style: styles.next().unwrap_or_default(),
+            })
+            .collect();
+        Row {
+            cells,
+            wrapped: repr.w,
+            marks: repr.m,
+        }
+    }
 }
 
 impl Row {

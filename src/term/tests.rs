@@ -460,3 +460,13 @@ fn decaln_and_bce() {
     feed(&mut t, b"\x1b[44m\x1b[2J\x1b[m");
     assert_eq!(with_sgr(&t)[0], "\x1b[0;44m   \x1b[0m");
 }
+
+#[test]
+fn snapshot_is_compact() {
+    let mut t = term(80, 24);
+    for i in 0..30 {
+        feed(&mut t, format!("line {i} with some text\r\n").as_bytes());
+    }
+    let json = serde_json::to_string(&t).unwrap();
+    assert!(json.len() < 12_000, "snapshot is {} bytes", json.len());
+}
