@@ -11,4 +11,5 @@ pub mod protocol;
 pub mod pty;
 pub mod server;
 pub(crate) mod sys;
+pub mod term;
 pub mod workspace;
