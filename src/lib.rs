@@ -6,7 +6,10 @@
 pub mod cli;
 pub mod client;
 pub mod paths;
+pub mod persist;
 pub mod protocol;
 pub mod pty;
 pub mod server;
 pub(crate) mod sys;
+pub mod term;
+pub mod workspace;

@@ -24,6 +24,17 @@ pub fn dispatch(g: &Global, command: &str, mut p: lexopt::Parser) -> Result<i32,
         "status" => status(g, &mut p),
         "stop" => stop(g, &mut p),
         "api" => api(g, &mut p),
+        "save" => {
+            no_args(&mut p, help::SAVE)?;
+            let r = connect_existing(g)?.call("server.save", json!({}))?;
+            println!("saved to {}", r["path"].as_str().unwrap_or("?"));
+            Ok(0)
+        }
+        "respawn" => simple_target(g, &mut p, help::RESPAWN, "pane.respawn"),
+        "focus" => simple_target(g, &mut p, help::FOCUS, "pane.focus"),
+        "resume" => resume(g, &mut p),
+        "workspace" | "ws" => tree_command(g, &mut p, "workspace"),
+        "tab" => tree_command(g, &mut p, "tab"),
         "demo" => {
             no_args(&mut p, help::DEMO)?;
             super::demo::run()
@@ -88,9 +99,22 @@ fn parse_env(s: &str) -> Result<(String, String), CliError> {
 }
 
 fn server(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
-    no_args(p, help::SERVER)?;
+    let mut history = true;
+    let mut restore = true;
+    while let Some(arg) = p.next()? {
+        if help_requested(&arg, help::SERVER) {
+            return Ok(0);
+        }
+        match arg {
+            Long("no-history") => history = false,
+            Long("no-restore") => restore = false,
+            _ => return Err(arg.unexpected().into()),
+        }
+    }
     crate::server::run(crate::server::ServerOptions {
         paths: g.paths.clone(),
+        history,
+        restore,
     })
     .map_err(|message| CliError { message, code: 1 })?;
     Ok(0)
@@ -107,6 +131,8 @@ struct PaneSpecArgs {
     size: Option<(u32, u32)>,
     shell: Option<String>,
     argv: Vec<String>,
+    /// Placement and restore options, passed through as they are.
+    extra: serde_json::Map<String, Value>,
 }
 
 /// An argument detached from the parser's borrow, so an option's value can
@@ -163,6 +189,29 @@ impl PaneSpecArgs {
             self.size = Some(parse_size(&p.value()?.string()?)?);
         } else if arg.is(None, "shell") {
             self.shell = Some(p.value()?.string()?);
+        } else if arg.is(Some('w'), "workspace") {
+            self.extra
+                .insert("workspace".into(), json!(p.value()?.string()?));
+        } else if arg.is(None, "tab-name") {
+            self.extra
+                .insert("tab_name".into(), json!(p.value()?.string()?));
+        } else if arg.is(Some('s'), "split") {
+            self.extra
+                .insert("split".into(), json!(p.value()?.string()?));
+        } else if arg.is(Some('v'), "vertical") {
+            self.extra.insert("direction".into(), json!("vertical"));
+        } else if arg.is(None, "ratio") {
+            let r = p.value()?.string()?;
+            let r: f32 = r.parse().map_err(|_| {
+                CliError::usage(format!("--ratio takes a number in (0, 1), got {r:?}"))
+            })?;
+            self.extra.insert("ratio".into(), json!(r));
+        } else if arg.is(None, "restore") {
+            self.extra
+                .insert("restore".into(), json!(p.value()?.string()?));
+        } else if arg.is(None, "resume") {
+            self.extra
+                .insert("resume".into(), json!(p.value()?.string()?));
         } else {
             return Ok(false);
         }
@@ -194,6 +243,9 @@ impl PaneSpecArgs {
         }
         if let Some(t) = self.idle_timeout {
             params["idle_timeout_ms"] = json!(t);
+        }
+        if let Value::Object(obj) = &mut params {
+            obj.extend(self.extra);
         }
         match (self.shell, self.argv.is_empty()) {
             (Some(_), false) => {
@@ -257,58 +309,107 @@ fn new(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
 }
 
 fn finish_attach(end: attach::AttachEnd) -> Result<i32, CliError> {
-    eprintln!("{}", end.message);
+    eprintln!("\n{}", end.message);
     Ok(end.exit_code)
 }
 
 fn ls(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     let as_json = json_flag(p, help::LS)?;
-    let result = connect(g)?.call("pane.list", json!({}))?;
+    let mut client = connect(g)?;
+    let mut tree = client.call("tree", json!({}))?;
+    let panes = client.call("pane.list", json!({}))?;
     if as_json {
-        print_json(&result);
+        tree["panes"] = panes["panes"].clone();
+        print_json(&tree);
         return Ok(0);
     }
-    let panes = result["panes"].as_array().cloned().unwrap_or_default();
-    if panes.is_empty() {
-        println!("no panes");
+    let workspaces = tree["workspaces"].as_array().cloned().unwrap_or_default();
+    if workspaces.is_empty() {
+        println!("no workspaces");
         return Ok(0);
     }
-    println!(
-        "{:<6} {:<16} {:<22} {:>8} {:>9}  COMMAND",
-        "ID", "NAME", "STATE", "PID", "SIZE"
-    );
-    for pane in panes {
-        let state = match pane["state"].as_str() {
-            Some("exited") => format!("exited ({})", attach::describe_exit(&pane["exit"])),
-            Some(s) => s.to_string(),
-            None => "?".into(),
-        };
-        let command = match &pane["command"] {
-            Value::Object(m) if m.contains_key("argv") => m["argv"]
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .filter_map(Value::as_str)
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                })
-                .unwrap_or_default(),
-            Value::Object(m) if m.contains_key("shell") => {
-                format!("sh -c {}", m["shell"].as_str().unwrap_or_default())
-            }
-            _ => "(login shell)".into(),
-        };
+    let active = |v: &Value| {
+        if v["active"] == json!(true) {
+            " (active)"
+        } else {
+            ""
+        }
+    };
+    for ws in &workspaces {
         println!(
-            "{:<6} {:<16} {:<22} {:>8} {:>9}  {}",
-            pane["id"].as_str().unwrap_or("?"),
-            pane["name"].as_str().unwrap_or("-"),
-            state,
-            pane["pid"],
-            format!("{}x{}", pane["cols"], pane["rows"]),
-            command
+            "{} {}{}",
+            ws["id"].as_str().unwrap_or("?"),
+            ws["name"].as_str().unwrap_or(""),
+            active(ws)
         );
+        for tab in ws["tabs"].as_array().into_iter().flatten() {
+            println!(
+                "  {} {}{}  {}",
+                tab["id"].as_str().unwrap_or("?"),
+                tab["name"].as_str().unwrap_or(""),
+                active(tab),
+                layout_summary(&tab["layout"])
+            );
+            for pane in tab["panes"].as_array().into_iter().flatten() {
+                println!("    {}", pane_line(pane, tab["focus"] == pane["id"]));
+            }
+        }
     }
     Ok(0)
+}
+
+/// `[p1 | [p2 / p3]]`: `|` side by side, `/` stacked.
+fn layout_summary(layout: &Value) -> String {
+    if let Some(p) = layout["pane"].as_str() {
+        return p.to_string();
+    }
+    let split = &layout["split"];
+    let sep = if split["direction"] == "vertical" {
+        "/"
+    } else {
+        "|"
+    };
+    format!(
+        "[{} {sep} {}]",
+        layout_summary(&split["first"]),
+        layout_summary(&split["second"])
+    )
+}
+
+fn pane_line(pane: &Value, focused: bool) -> String {
+    let state = match pane["state"].as_str() {
+        Some("exited") => format!("exited ({})", attach::describe_exit(&pane["exit"])),
+        Some(s) => s.to_string(),
+        None => "?".into(),
+    };
+    let command = match &pane["command"] {
+        Value::Object(m) if m.contains_key("argv") => m["argv"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .unwrap_or_default(),
+        Value::Object(m) if m.contains_key("shell") => {
+            format!("sh -c {}", m["shell"].as_str().unwrap_or_default())
+        }
+        _ => "(login shell)".into(),
+    };
+    format!(
+        "{}{:<5} {:<14} {:<24} {:>7} {:>8}  {}  {}",
+        if focused { "*" } else { " " },
+        pane["id"].as_str().unwrap_or("?"),
+        pane["name"].as_str().unwrap_or("-"),
+        state,
+        pane["pid"]
+            .as_i64()
+            .map_or("-".to_string(), |p| p.to_string()),
+        format!("{}x{}", pane["cols"], pane["rows"]),
+        pane["cwd"].as_str().unwrap_or(""),
+        command
+    )
 }
 
 fn json_flag(p: &mut lexopt::Parser, text: &str) -> Result<bool, CliError> {
@@ -662,5 +763,94 @@ fn api(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     };
     let result = connect(g)?.call(&method, params)?;
     print_json(&result);
+    Ok(0)
+}
+
+/// Commands that take one TARGET and call one method.
+fn simple_target(
+    g: &Global,
+    p: &mut lexopt::Parser,
+    text: &str,
+    method: &str,
+) -> Result<i32, CliError> {
+    let mut target = None;
+    while let Some(arg) = p.next()? {
+        if help_requested(&arg, text) {
+            return Ok(0);
+        }
+        match arg {
+            Value(v) => target_arg(p, &mut target, v)?,
+            _ => return Err(arg.unexpected().into()),
+        }
+    }
+    connect_existing(g)?.call(method, json!({ "target": need_target(target)? }))?;
+    Ok(0)
+}
+
+fn resume(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
+    let mut args = Vec::new();
+    let mut clear = false;
+    while let Some(arg) = p.next()? {
+        if help_requested(&arg, help::RESUME) {
+            return Ok(0);
+        }
+        match arg {
+            Long("clear") => clear = true,
+            Value(v) => args.push(v.string()?),
+            _ => return Err(arg.unexpected().into()),
+        }
+    }
+    let (target, command) = match (args.as_slice(), clear) {
+        ([t], true) => (t.clone(), Value::Null),
+        ([t, c], false) => (t.clone(), json!(c)),
+        _ => {
+            return Err(CliError::usage(
+                "usage: ptyd resume TARGET COMMAND, or ptyd resume TARGET --clear",
+            ));
+        }
+    };
+    connect_existing(g)?.call(
+        "pane.set_resume",
+        json!({ "target": target, "resume": command }),
+    )?;
+    Ok(0)
+}
+
+/// `ptyd workspace new NAME | rename W NAME | rm W [--force]` and
+/// `ptyd tab rename T NAME | rm T [--force]`.
+fn tree_command(g: &Global, p: &mut lexopt::Parser, kind: &str) -> Result<i32, CliError> {
+    let text = if kind == "tab" {
+        help::TAB
+    } else {
+        help::WORKSPACE
+    };
+    let mut args = Vec::new();
+    let mut force = false;
+    while let Some(arg) = p.next()? {
+        if help_requested(&arg, text) {
+            return Ok(0);
+        }
+        match arg {
+            Short('f') | Long("force") => force = true,
+            Value(v) => args.push(v.string()?),
+            _ => return Err(arg.unexpected().into()),
+        }
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (method, params) = match (kind, args.as_slice()) {
+        ("workspace", ["new", name]) => ("workspace.create", json!({ "name": name })),
+        (_, ["rename", target, name]) => ("rename", json!({ "target": target, "name": name })),
+        (_, ["rm", target]) => ("remove", json!({ "target": target, "force": force })),
+        _ => return Err(CliError::usage(format!("see `ptyd {kind} --help`"))),
+    };
+    let method = if method.contains('.') {
+        method.to_string()
+    } else {
+        format!("{kind}.{method}")
+    };
+    let result = connect(g)?.call(&method, params)?;
+    if let Some(id) = result["id"].as_str() {
+        println!("{id}");
+    }
     Ok(0)
 }

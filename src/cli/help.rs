@@ -20,6 +20,12 @@ Commands:
   events [--since N]          stream server events as JSON lines
   status [--json]             show the server's state
   stop                        stop the server (its panes are hung up)
+  save                        write the snapshot now
+  respawn TARGET              start a held or exited pane's command again
+  focus TARGET                focus a pane (and its tab and workspace)
+  resume TARGET CMD           set the command that resumes a pane after a reboot
+  workspace new|rename|rm     manage workspaces
+  tab rename|rm               manage tabs
   api METHOD [JSON]           send one raw API request, print the result
   demo                        run a self-contained demonstration
 
@@ -32,11 +38,17 @@ TARGET is a pane id (p3) or a pane name.
 ";
 
 pub const SERVER: &str = "\
-Usage: ptyd server
+Usage: ptyd server [--no-history] [--no-restore]
 
 Runs the server for the namespace in the foreground, logging to stderr and
 to diagnostics.jsonl in the state directory. Client commands start one in the
 background when none runs. SIGTERM or SIGINT (or `ptyd stop`) stop it.
+
+At start it rebuilds the workspaces, tabs and panes of the last snapshot
+(session.json in the state directory) and saves changes as they happen.
+
+  --no-history   do not write per-pane history files
+  --no-restore   start empty (the old snapshot is replaced at the first save)
 ";
 
 pub const NEW: &str = "\
@@ -55,13 +67,70 @@ prints the new pane's id instead.
       --timeout MS       kill the pane after MS milliseconds
       --idle-timeout MS  kill the pane after MS milliseconds without output
       --shell STR        run STR with $SHELL -c
+  -w, --workspace W      open in a new tab of workspace W (default: \"main\")
+      --tab-name NAME    name the new tab
+  -s, --split TARGET     split the pane TARGET instead of opening a tab
+  -v, --vertical         with --split: stack instead of side by side
+      --ratio R          with --split: share kept by TARGET (default 0.5)
+      --restore POLICY   after a reboot: rerun, shell or hold (default hold;
+                         plain shells always come back as a fresh shell)
+      --resume CMD       after a reboot run CMD (a shell command) instead
       --json             with -d: print the pane as JSON
 ";
 
 pub const LS: &str = "\
 Usage: ptyd ls [--json]
 
-Lists panes: id, name, state, pid, size, command.
+Shows workspaces, their tabs with layouts ([a | b] side by side, [a / b]
+stacked), and each tab's panes: id, name, state, pid, size, cwd, command.
+* marks a tab's focused pane. --json prints the tree and the flat pane list.
+";
+
+pub const SAVE: &str = "\
+Usage: ptyd save
+
+Writes the snapshot (session.json and history files) now and returns once it
+is on disk. The server also saves on its own shortly after every change.
+";
+
+pub const RESPAWN: &str = "\
+Usage: ptyd respawn TARGET
+
+Starts the command of a held or exited pane again, on a new terminal, keeping
+the pane's id, place and screen history.
+";
+
+pub const FOCUS: &str = "\
+Usage: ptyd focus TARGET
+
+Makes the pane its tab's focus, its tab the active tab and its workspace the
+active workspace.
+";
+
+pub const RESUME: &str = "\
+Usage: ptyd resume TARGET COMMAND
+       ptyd resume TARGET --clear
+
+Sets the shell command that resumes the pane's work after a reboot (for
+example an agent's `claude --resume <id>`). Programs inside a pane can run
+`ptyd resume $PTYD_PANE_ID '...'` to declare it themselves.
+";
+
+pub const WORKSPACE: &str = "\
+Usage: ptyd workspace new NAME
+       ptyd workspace rename W NAME
+       ptyd workspace rm W [--force]
+
+W is a workspace id (w2) or name. Removing a workspace removes its tabs and
+panes; running panes need --force (they are killed).
+";
+
+pub const TAB: &str = "\
+Usage: ptyd tab rename T NAME
+       ptyd tab rm T [--force]
+
+T is a tab id (t3) or name. New tabs come from `ptyd new` (optionally
+--workspace W). Removing a tab removes its panes; running ones need --force.
 ";
 
 pub const ATTACH: &str = "\

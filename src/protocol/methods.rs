@@ -2,6 +2,8 @@
 //! reply it gets. Unknown fields are refused so a typo is an error, not a
 //! silently ignored option.
 
+pub use crate::persist::snapshot::RestorePolicy;
+pub use crate::workspace::layout::Direction;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -56,6 +58,56 @@ pub struct PaneCreate {
     /// With `attach`: never type into or resize the pane.
     #[serde(default)]
     pub read_only: bool,
+    /// What a reboot does with this pane when it has no `resume`
+    /// (default `hold` for commands; shells always get a fresh shell).
+    pub restore: Option<RestorePolicy>,
+    /// A shell command that resumes this pane's work after a reboot.
+    pub resume: Option<String>,
+    /// Open the pane in a new tab of this workspace (id `w2` or name);
+    /// default: the `main` workspace.
+    pub workspace: Option<String>,
+    /// Name of the new tab (default: the pane's name or program).
+    pub tab_name: Option<String>,
+    /// Instead of a new tab, split this pane (a target) and put the new
+    /// pane beside it.
+    pub split: Option<String>,
+    pub direction: Option<Direction>,
+    /// Share of the split given to the existing pane, in (0, 1); default 0.5.
+    pub ratio: Option<f32>,
+}
+
+/// `pane.set_resume` → pane info. `resume: null` clears it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PaneSetResume {
+    pub target: String,
+    pub resume: Option<String>,
+}
+
+/// `workspace.create` → `{"id": "w2", "name": ...}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspaceCreate {
+    pub name: String,
+}
+
+/// `workspace.rename`, `tab.rename` → `{}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rename {
+    pub target: String,
+    pub name: String,
+}
+
+/// `workspace.remove`, `tab.remove` → `{}`. Refused while a pane in it is
+/// running unless `force`, which kills them (SIGKILL); every pane in it is
+/// removed.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RemoveTree {
+    pub target: String,
+    #[serde(default)]
+    pub force: bool,
 }
 
 /// Params naming one pane: `pane.capture` etc. extend this with more fields.

@@ -6,7 +6,7 @@
 use super::connection::{ConnId, ConnMode, Connection, ReadOutcome};
 use super::pane::{ExitReason, PaneState};
 use super::timers::TimerKind;
-use super::{LISTENER, SIGNALS, Server, Source};
+use super::{DISK, LISTENER, SIGNALS, Server, Source};
 use crate::protocol::methods::ExitStatus;
 use crate::protocol::{self, frame};
 use mio::unix::SourceFd;
@@ -46,6 +46,7 @@ impl Server {
                 match event.token() {
                     LISTENER => self.accept_all(),
                     SIGNALS => self.on_signals(),
+                    DISK => self.on_save_results(),
                     token => match self.sources.get(&token).copied() {
                         Some(Source::Pane(id)) => {
                             if event.is_writable() {
@@ -56,7 +57,9 @@ impl Server {
                             }
                         }
                         Some(Source::Conn(id))
-                            if event.is_readable() || event.is_read_closed() || event.is_error() =>
+                            if event.is_readable()
+                                || event.is_read_closed()
+                                || event.is_error() =>
                         {
                             self.read_conn(id);
                         }
@@ -168,7 +171,7 @@ impl Server {
             let pane = self
                 .panes
                 .values()
-                .find(|p| p.child.pid == pid && p.is_running())
+                .find(|p| p.is_running() && p.child().is_some_and(|c| c.pid == pid))
                 .map(|p| p.id);
             if let Some(id) = pane {
                 self.on_pane_exit(id, status);
@@ -182,7 +185,14 @@ impl Server {
             return;
         };
         let reason = pane.kill_reason.unwrap_or(ExitReason::Exited);
-        pane.state = PaneState::Exited { status, reason };
+        let PaneState::Running(child) = pane.state else {
+            return;
+        };
+        pane.state = PaneState::Exited {
+            child,
+            status,
+            reason,
+        };
         pane.discard_input();
         let unwritten = std::mem::take(&mut pane.pending_acks);
         let exit = pane.exit_json();
@@ -240,6 +250,7 @@ impl Server {
         }
         if taken > 0 {
             pane.last_output = Instant::now();
+            pane.history_dirty = true;
         }
         let replies = pane.screen.take_replies();
         if !replies.is_empty() {
@@ -428,22 +439,38 @@ impl Server {
         let now = Instant::now();
         for timer in self.timers.expired(now) {
             match timer {
-                TimerKind::PaneTimeout(id) => {
+                TimerKind::PaneTimeout(id, run)
+                    if self.panes.get(&id).is_some_and(|p| p.run == run) =>
+                {
                     self.kill_pane(
                         id,
                         libc::SIGTERM,
-                        super::timers::defaults::KILL_GRACE,
+                        super::defaults::KILL_GRACE,
                         ExitReason::Timeout,
                     );
                 }
-                TimerKind::PaneIdle(id) => self.check_idle_watchdog(id, now),
-                TimerKind::KillEscalate(id) => {
-                    if let Some(pane) = self.panes.get(&id) {
-                        signal_session(pane.child.sid, libc::SIGKILL);
+                TimerKind::PaneIdle(id, run)
+                    if self.panes.get(&id).is_some_and(|p| p.run == run) =>
+                {
+                    self.check_idle_watchdog(id, now)
+                }
+                TimerKind::KillEscalate(id, run) => {
+                    // Only the run the kill was for: a respawned pane's new
+                    // process is not the one we were asked to kill.
+                    if let Some(child) = self
+                        .panes
+                        .get(&id)
+                        .filter(|p| p.run == run)
+                        .and_then(|p| p.child())
+                    {
+                        signal_session(child.sid, libc::SIGKILL);
                     }
                 }
+                TimerKind::PaneTimeout(..) | TimerKind::PaneIdle(..) => {}
                 TimerKind::WaitTimeout(wait) => self.on_wait_timeout(wait),
                 TimerKind::WaitIdle(wait) => self.check_idle_wait(wait, now),
+                TimerKind::Save => self.on_save_timer(now),
+                TimerKind::HistoryTick => self.on_history_tick(),
                 TimerKind::ConnClose(id) => {
                     if self
                         .conns
@@ -472,11 +499,11 @@ impl Server {
             self.kill_pane(
                 id,
                 libc::SIGTERM,
-                super::timers::defaults::KILL_GRACE,
+                super::defaults::KILL_GRACE,
                 ExitReason::IdleTimeout,
             );
         } else {
-            self.timers.add(due, TimerKind::PaneIdle(id));
+            self.timers.add(due, TimerKind::PaneIdle(id, pane.run));
         }
     }
 
@@ -486,13 +513,15 @@ impl Server {
         let Some(pane) = self.panes.get_mut(&id) else {
             return;
         };
-        if !pane.is_running() {
+        let PaneState::Running(child) = pane.state else {
             return;
-        }
+        };
         pane.kill_reason.get_or_insert(reason);
-        signal_session(pane.child.sid, signal);
-        self.timers
-            .add(Instant::now() + grace, TimerKind::KillEscalate(id));
+        signal_session(child.sid, signal);
+        self.timers.add(
+            Instant::now() + grace,
+            TimerKind::KillEscalate(id, pane.run),
+        );
     }
 
     fn flush_conns(&mut self) {
@@ -500,7 +529,9 @@ impl Server {
         let mut dead = Vec::new();
         for (id, conn) in &mut self.conns {
             let failed = conn.queued() > 0 && conn.flush().is_err();
-            let finished = conn.closing.is_some_and(|at| conn.queued() == 0 || at <= now);
+            let finished = conn
+                .closing
+                .is_some_and(|at| conn.queued() == 0 || at <= now);
             if failed || finished {
                 dead.push(*id);
             }
@@ -558,6 +589,9 @@ impl Server {
 
     /// Tells clients we are going, hangs up the panes, removes our socket.
     pub(super) fn shutdown(&mut self) {
+        // Save first: the snapshot must describe the panes as they ran,
+        // and stopping the server is no reason to forget them.
+        self.final_save();
         self.emit("server.stopping", serde_json::json!({}));
         let attached: Vec<ConnId> = self
             .conns
@@ -574,8 +608,8 @@ impl Server {
             let _ = conn.flush();
         }
         for pane in self.panes.values_mut() {
-            if pane.is_running() {
-                signal_session(pane.child.sid, libc::SIGHUP);
+            if let PaneState::Running(child) = pane.state {
+                signal_session(child.sid, libc::SIGHUP);
             }
             pane.master = None;
         }

@@ -6,17 +6,25 @@
 
 mod attach;
 mod connection;
+mod defaults;
 mod diagnostics;
 mod event_loop;
 mod events;
 mod listener;
 mod pane;
+mod persistence;
 mod requests;
+mod restore;
 mod screen;
+mod spawn;
 mod timers;
 mod waits;
+mod workspaces;
+
+pub use pane::unix_ms;
 
 use crate::paths::NamespacePaths;
+use crate::persist;
 use connection::{ConnId, Connection};
 use diagnostics::Diagnostics;
 use events::EventLog;
@@ -34,7 +42,9 @@ use waits::Wait;
 
 const LISTENER: Token = Token(0);
 const SIGNALS: Token = Token(1);
-const FIRST_DYNAMIC_TOKEN: usize = 2;
+/// Woken by the disk thread when a save finished.
+const DISK: Token = Token(2);
+const FIRST_DYNAMIC_TOKEN: usize = 3;
 
 /// Environment variable naming an fd the server writes one byte to once it
 /// accepts connections, then closes. Clients that start a background server
@@ -43,6 +53,11 @@ pub const READY_FD_ENV: &str = "PTYD_READY_FD";
 
 pub struct ServerOptions {
     pub paths: NamespacePaths,
+    /// Write per-pane history files with the snapshot.
+    pub history: bool,
+    /// Restore from the snapshot at start-up (else start empty and leave
+    /// the file alone until the first save replaces it).
+    pub restore: bool,
 }
 
 /// Who a dynamic token belongs to.
@@ -80,11 +95,18 @@ pub struct Server {
     backlog: VecDeque<Source>,
     /// Set by SIGTERM, SIGINT or `server.stop`.
     stopping: bool,
+    tree: crate::workspace::Tree,
+    persist: persistence::Persistence,
+    /// Bumped by each live upgrade; fences snapshot writes.
+    generation: u64,
 }
 
 /// Runs a server in the foreground until it is stopped.
 pub fn run(opts: ServerOptions) -> Result<(), String> {
     let paths = opts.paths;
+    // A write past RLIMIT_FSIZE must fail with EFBIG, not kill the server.
+    // SAFETY: setting a signal disposition to SIG_IGN has no preconditions.
+    unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
     paths.prepare_runtime_dir().map_err(|e| e.to_string())?;
     let lock = listener::lock_namespace(&paths).map_err(|e| e.to_string())?;
     let bound = listener::bind_socket(&paths).map_err(|e| e.to_string())?;
@@ -102,6 +124,14 @@ pub fn run(opts: ServerOptions) -> Result<(), String> {
     poll.registry()
         .register(&mut signals, SIGNALS, Interest::READABLE)
         .map_err(|e| format!("registering signals: {e}"))?;
+    let waker = std::sync::Arc::new(
+        mio::Waker::new(poll.registry(), DISK)
+            .map_err(|e| format!("creating the disk waker: {e}"))?,
+    );
+    let writer = persist::writer::Writer::spawn(std::sync::Arc::new(move || {
+        let _ = waker.wake();
+    }))
+    .map_err(|e| format!("starting the disk writer thread: {e}"))?;
 
     let mut server = Server {
         poll,
@@ -123,6 +153,9 @@ pub fn run(opts: ServerOptions) -> Result<(), String> {
         started_unix_ms: pane::unix_ms(),
         backlog: VecDeque::new(),
         stopping: false,
+        tree: crate::workspace::Tree::new(),
+        persist: persistence::Persistence::new(Some(writer), opts.history),
+        generation: 1,
         paths,
     };
     server.log.log(
@@ -134,8 +167,21 @@ pub fn run(opts: ServerOptions) -> Result<(), String> {
             bound.path.display()
         ),
     );
+    if opts.restore {
+        server.restore_from_disk();
+    }
+    server.timers.add(
+        std::time::Instant::now() + persistence::HISTORY_INTERVAL,
+        timers::TimerKind::HistoryTick,
+    );
     signal_ready();
-    let result = server.run_loop();
+    // A panic in the loop must still save what it can and tell clients we
+    // are gone, so none of them reconnects forever.
+    let result = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| server.run_loop()))
+    {
+        Ok(result) => result,
+        Err(_) => Err("the server loop panicked; saved what it could and told clients".to_string()),
+    };
     server.shutdown();
     result
 }

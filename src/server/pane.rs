@@ -1,14 +1,17 @@
 //! A pane: one PTY, the process tree in it, its screen, and the input waiting
 //! to be written to it.
 //!
-//! Lifecycle: `Running` until the process we started is reaped, then
+//! Lifecycle: `Held` (no process: restored with the `hold` policy, or its
+//! start failed) or `Running` until the process we started is reaped, then
 //! `Exited` with its status and the reason (normal exit, kill request,
-//! watchdog). The master fd may end earlier (EIO: every slave fd closed) or
-//! later (a background process still holds the slave) than the process; the
-//! two are tracked apart. The pane and its exit status stay until removed.
+//! watchdog). `respawn` takes `Held` or `Exited` back to `Running` with a new
+//! PTY. The master fd may end earlier (EIO: every slave fd closed) or later (a
+//! background process still holds the slave) than the process; the two are
+//! tracked apart. The pane and its exit status stay until removed.
 
 use super::connection::ConnId;
 use super::screen::Screen;
+use crate::persist::snapshot::RestorePolicy;
 use crate::protocol::methods::{CommandSpec, ExitStatus};
 use crate::pty::{ChildProcess, PtyMaster};
 use serde::Serialize;
@@ -36,12 +39,16 @@ pub enum ExitReason {
     IdleTimeout,
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub enum PaneState {
-    Running,
+    Running(ChildProcess),
     Exited {
+        child: ChildProcess,
         status: ExitStatus,
         reason: ExitReason,
+    },
+    Held {
+        reason: String,
     },
 }
 
@@ -67,8 +74,13 @@ pub struct Pane {
     /// `None` once output has ended and the fd is closed.
     pub master: Option<PtyMaster>,
     pub token: mio::Token,
-    pub child: ChildProcess,
     pub state: PaneState,
+    /// Counts starts; timers for one run must not act on the next.
+    pub run: u64,
+    pub restore: RestorePolicy,
+    pub resume: Option<String>,
+    /// Output arrived since the history file was last written.
+    pub history_dirty: bool,
     pub screen: Screen,
     pub title: String,
     pub last_output: Instant,
@@ -95,15 +107,13 @@ pub struct PaneSetup {
     pub rows: u16,
     pub timeout: Option<Duration>,
     pub idle_timeout: Option<Duration>,
+    pub restore: RestorePolicy,
+    pub resume: Option<String>,
 }
 
 impl Pane {
-    pub fn new(
-        setup: PaneSetup,
-        master: PtyMaster,
-        token: mio::Token,
-        child: ChildProcess,
-    ) -> Pane {
+    /// A pane with no process yet (`Held`); `start` gives it one.
+    pub fn new(setup: PaneSetup, token: mio::Token, held_reason: String) -> Pane {
         Pane {
             id: setup.id,
             name: setup.name,
@@ -113,10 +123,15 @@ impl Pane {
             cols: setup.cols,
             rows: setup.rows,
             created_unix_ms: unix_ms(),
-            master: Some(master),
+            master: None,
             token,
-            child,
-            state: PaneState::Running,
+            state: PaneState::Held {
+                reason: held_reason,
+            },
+            run: 0,
+            restore: setup.restore,
+            resume: setup.resume,
+            history_dirty: false,
             screen: Screen::new(setup.cols, setup.rows),
             title: String::new(),
             last_output: Instant::now(),
@@ -136,8 +151,27 @@ impl Pane {
         format!("p{}", self.id)
     }
 
+    /// Takes a freshly spawned process: the pane is `Running` again, with
+    /// no leftovers of an earlier run (kill reason, input, acks).
+    pub fn start(&mut self, master: PtyMaster, child: ChildProcess) {
+        self.master = Some(master);
+        self.state = PaneState::Running(child);
+        self.run += 1;
+        self.kill_reason = None;
+        self.last_output = Instant::now();
+        self.discard_input();
+    }
+
     pub fn is_running(&self) -> bool {
-        matches!(self.state, PaneState::Running)
+        matches!(self.state, PaneState::Running(_))
+    }
+
+    /// The process that runs, or ran last.
+    pub fn child(&self) -> Option<ChildProcess> {
+        match &self.state {
+            PaneState::Running(c) | PaneState::Exited { child: c, .. } => Some(*c),
+            PaneState::Held { .. } => None,
+        }
     }
 
     pub fn pending_input(&self) -> usize {
@@ -215,9 +249,17 @@ impl Pane {
     }
 
     pub fn exit_json(&self) -> Value {
+        match &self.state {
+            PaneState::Exited { status, reason, .. } => exit_status_json(*status, *reason),
+            _ => Value::Null,
+        }
+    }
+
+    fn state_name(&self) -> &'static str {
         match self.state {
-            PaneState::Running => Value::Null,
-            PaneState::Exited { status, reason } => exit_status_json(status, reason),
+            PaneState::Running(_) => "running",
+            PaneState::Exited { .. } => "exited",
+            PaneState::Held { .. } => "held",
         }
     }
 
@@ -226,16 +268,19 @@ impl Pane {
         json!({
             "id": self.public_id(),
             "name": self.name,
-            "pid": self.child.pid,
-            "sid": self.child.sid,
-            "start_token": self.child.start_token,
+            "pid": self.child().map(|c| c.pid),
+            "sid": self.child().map(|c| c.sid),
+            "start_token": self.child().and_then(|c| c.start_token),
             "cols": self.cols,
             "rows": self.rows,
             "cwd": self.cwd,
             "command": self.command,
             "env": self.env,
-            "state": if self.is_running() { "running" } else { "exited" },
+            "state": self.state_name(),
             "exit": self.exit_json(),
+            "held_reason": match &self.state { PaneState::Held { reason } => Some(reason.as_str()), _ => None },
+            "restore": self.restore,
+            "resume": self.resume,
             "title": self.title,
             "created_unix_ms": self.created_unix_ms,
             "attached_clients": attached_clients,

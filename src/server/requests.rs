@@ -2,25 +2,16 @@
 //! wait, or the switch to attached mode). Bad input of any kind gets an error
 //! that says what is wrong and leaves the connection usable.
 
+use super::Server;
 use super::connection::{ConnId, ConnMode};
-use super::pane::{ExitReason, Pane, PaneSetup};
+use super::pane::ExitReason;
 use super::waits::{Wait, WaitCondition};
-use super::{Server, Source};
-use crate::protocol::methods::{self, CommandSpec};
+use crate::protocol::methods;
 use crate::protocol::{ErrorCode, PROTOCOL_VERSION, RawRequest, RpcError, SERVER_VERSION};
-use mio::Interest;
 use mio::unix::SourceFd;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
-use std::ffi::OsString;
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
-
-/// Environment variables a pane never inherits from the server: they describe
-/// the server's own service manager or ptyd internals, and a shell holding
-/// `NOTIFY_SOCKET` could speak to systemd in the server's name.
-const STRIPPED_ENV_PREFIXES: &[&str] = &["NOTIFY_SOCKET", "LISTEN_", "WATCHDOG_", "PTYD_"];
+use std::time::Duration;
 
 type Outcome = Result<Option<Value>, RpcError>;
 
@@ -86,6 +77,30 @@ impl Server {
                 params::<methods::NoParams>(method, p)?;
                 Ok(Some(self.status()))
             }
+            "server.save" => {
+                params::<methods::NoParams>(method, p)?;
+                self.save_now(conn, rpc_id)
+            }
+            "tree" => {
+                params::<methods::NoParams>(method, p)?;
+                Ok(Some(self.tree_json()))
+            }
+            "workspace.create" => self.workspace_create(params(method, p)?),
+            "workspace.rename" => self.workspace_rename(params(method, p)?),
+            "workspace.remove" => self.workspace_remove(params(method, p)?),
+            "tab.rename" => self.tab_rename(params(method, p)?),
+            "tab.remove" => self.tab_remove(params(method, p)?),
+            "pane.focus" => {
+                let req: methods::Target = params(method, p)?;
+                let id = self.resolve_target(&req.target)?;
+                self.pane_focus(id)
+            }
+            "pane.set_resume" => self.set_resume(params(method, p)?),
+            "pane.respawn" => {
+                let req: methods::Target = params(method, p)?;
+                let id = self.resolve_target(&req.target)?;
+                self.respawn(id)
+            }
             "server.stop" => {
                 params::<methods::NoParams>(method, p)?;
                 self.log.log("stopping", "server.stop requested");
@@ -133,7 +148,7 @@ impl Server {
                 };
                 let grace = req
                     .grace_ms
-                    .map_or(super::timers::defaults::KILL_GRACE, Duration::from_millis);
+                    .map_or(super::defaults::KILL_GRACE, Duration::from_millis);
                 self.kill_pane(id, signal, grace, ExitReason::Killed);
                 Ok(Some(json!({})))
             }
@@ -218,7 +233,10 @@ impl Server {
             "running_panes": self.panes.values().filter(|p| p.is_running()).count(),
             "clients": self.conns.len(),
             "event_seq": self.events.last_seq(),
-            "generation": 1,
+            "generation": self.generation,
+            "workspaces": self.tree.workspaces.len(),
+            "tabs": self.tree.tabs.len(),
+            "persistence": self.persist.status(),
         })
     }
 
@@ -262,157 +280,6 @@ impl Server {
                 format!("no pane {target:?}; `ptyd ls` lists panes"),
             )),
         }
-    }
-
-    fn pane_create(&mut self, conn: ConnId, req: methods::PaneCreate) -> Outcome {
-        let invalid = |msg: String| RpcError::new(ErrorCode::InvalidParams, msg);
-        if let Some(name) = &req.name {
-            validate_name(name).map_err(invalid)?;
-            if let Some(other) = self
-                .panes
-                .values()
-                .find(|p| p.name.as_deref() == Some(name.as_str()))
-            {
-                return Err(invalid(format!(
-                    "name {name:?} is already used by pane {}; pick another or remove that pane",
-                    other.public_id()
-                )));
-            }
-        }
-        let command = match (req.argv, req.shell) {
-            (Some(_), Some(_)) => {
-                return Err(invalid("give either argv or shell, not both".into()));
-            }
-            (Some(argv), None) if argv.is_empty() => {
-                return Err(invalid("argv is empty; give at least the program".into()));
-            }
-            (Some(argv), None) => CommandSpec::Argv(argv),
-            (None, Some(shell)) => CommandSpec::Shell(shell),
-            (None, None) => CommandSpec::LoginShell,
-        };
-        let cwd = match req.cwd {
-            Some(dir) => PathBuf::from(dir),
-            None => std::env::var_os("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from),
-        };
-        if !cwd.is_absolute() {
-            return Err(invalid(format!(
-                "cwd {} is not an absolute path",
-                cwd.display()
-            )));
-        }
-        if !cwd.is_dir() {
-            return Err(invalid(format!(
-                "cwd {} does not exist or is not a directory",
-                cwd.display()
-            )));
-        }
-        for key in req.env.keys() {
-            if key.is_empty() || key.contains('=') || key.contains('\0') {
-                return Err(invalid(format!(
-                    "env name {key:?} is not valid (empty, or contains '=' or NUL)"
-                )));
-            }
-        }
-        if req.env.values().any(|v| v.contains('\0')) {
-            return Err(invalid("env values cannot contain NUL".into()));
-        }
-        let (cols, rows) = crate::pty::clamp_size(
-            u32::from(req.cols.unwrap_or(80)),
-            u32::from(req.rows.unwrap_or(24)),
-        );
-        let id = self.next_pane_id;
-        let spec = crate::pty::SpawnSpec {
-            program: OsString::new(),
-            args: Vec::new(),
-            cwd: cwd.clone(),
-            env: self.child_env(id, &req.env),
-            cols,
-            rows,
-        };
-        let spec = command_spec_to_spawn(&command, spec);
-        let (master, child) = crate::pty::spawn(&spec)
-            .map_err(|e| RpcError::new(ErrorCode::SpawnFailed, e.to_string()))?;
-        self.next_pane_id += 1;
-        let token = self.alloc_token(Source::Pane(id));
-        if let Err(e) = self.poll.registry().register(
-            &mut SourceFd(&master.raw_fd()),
-            token,
-            Interest::READABLE | Interest::WRITABLE,
-        ) {
-            self.sources.remove(&token);
-            super::event_loop::signal_session(child.sid, libc::SIGKILL);
-            return Err(RpcError::new(
-                ErrorCode::Internal,
-                format!("registering the pane's PTY: {e}"),
-            ));
-        }
-        let setup = PaneSetup {
-            id,
-            name: req.name,
-            command,
-            cwd,
-            env: req.env,
-            cols,
-            rows,
-            timeout: req.timeout_ms.map(Duration::from_millis),
-            idle_timeout: req.idle_timeout_ms.map(Duration::from_millis),
-        };
-        let pane = Pane::new(setup, master, token, child);
-        if let Some(timeout) = pane.timeout {
-            self.timers.add(
-                Instant::now() + timeout,
-                super::timers::TimerKind::PaneTimeout(id),
-            );
-        }
-        if let Some(idle) = pane.idle_timeout {
-            self.timers.add(
-                Instant::now() + idle,
-                super::timers::TimerKind::PaneIdle(id),
-            );
-        }
-        self.log.log(
-            "pane_created",
-            &format!(
-                "pane {} pid {} ({:?})",
-                pane.public_id(),
-                child.pid,
-                pane.command
-            ),
-        );
-        self.panes.insert(id, pane);
-        if req.attach
-            && let Some(c) = self.conns.get_mut(&conn)
-        {
-            c.mode = ConnMode::Attached {
-                pane: id,
-                read_only: req.read_only,
-                cols,
-                rows,
-            };
-        }
-        let info = self.pane_info(id);
-        self.emit(
-            "pane.created",
-            json!({ "pane": format!("p{id}"), "info": info }),
-        );
-        Ok(Some(info))
-    }
-
-    /// The environment of a new pane's process.
-    fn child_env(&self, id: u64, extra: &BTreeMap<String, String>) -> Vec<(OsString, OsString)> {
-        let mut env: BTreeMap<OsString, OsString> = std::env::vars_os()
-            .filter(|(k, _)| {
-                let k = k.to_string_lossy();
-                !STRIPPED_ENV_PREFIXES.iter().any(|p| k.starts_with(p))
-            })
-            .collect();
-        env.insert("TERM".into(), "xterm-256color".into());
-        env.insert("PTYD_PANE_ID".into(), format!("p{id}").into());
-        env.insert("PTYD_SOCKET".into(), self.paths.socket().into());
-        for (k, v) in extra {
-            env.insert(k.into(), v.into());
-        }
-        env.into_iter().collect()
     }
 
     fn pane_input(&mut self, conn: ConnId, rpc_id: &Value, req: methods::PaneInput) -> Outcome {
@@ -468,6 +335,7 @@ impl Server {
         pane.rows = rows;
         pane.screen.resize(cols, rows);
         let public_id = pane.public_id();
+        self.mark_dirty();
         self.emit(
             "pane.resized",
             json!({ "pane": public_id, "cols": cols, "rows": rows }),
@@ -497,7 +365,7 @@ impl Server {
         Ok(None)
     }
 
-    fn remove_pane(&mut self, id: u64) {
+    pub(super) fn remove_pane(&mut self, id: u64) {
         let payload = json!({ "reason": "pane_removed", "pane": format!("p{id}"), "message": "the pane was removed" });
         self.end_attachments(id, &payload);
         self.fail_waits_on_remove(id);
@@ -517,62 +385,10 @@ impl Server {
                 self.respond(ack.conn, &ack.rpc_id, Err(err));
             }
         }
+        self.tree.remove_pane(id);
+        self.mark_dirty();
         self.emit("pane.removed", json!({ "pane": format!("p{id}") }));
     }
-}
-
-/// Builds the exec form of a command: argv as given, a shell string through
-/// `$SHELL -c`, or the login shell.
-fn command_spec_to_spawn(
-    command: &CommandSpec,
-    mut spec: crate::pty::SpawnSpec,
-) -> crate::pty::SpawnSpec {
-    let user_shell = || {
-        std::env::var_os("SHELL")
-            .filter(|s| Path::new(s).is_absolute())
-            .or_else(|| {
-                nix::unistd::User::from_uid(nix::unistd::getuid())
-                    .ok()
-                    .flatten()
-                    .map(|u| u.shell.into_os_string())
-            })
-            .filter(|s| !s.is_empty())
-            .unwrap_or_else(|| "/bin/sh".into())
-    };
-    match command {
-        CommandSpec::Argv(argv) => {
-            spec.program = argv[0].clone().into();
-            spec.args = argv[1..].iter().map(OsString::from).collect();
-        }
-        CommandSpec::Shell(script) => {
-            spec.program = user_shell();
-            spec.args = vec!["-c".into(), script.into()];
-        }
-        CommandSpec::LoginShell => {
-            spec.program = user_shell();
-            spec.args = vec!["-l".into()];
-        }
-    }
-    spec
-}
-
-fn validate_name(name: &str) -> Result<(), String> {
-    if name.is_empty() || name.len() > 128 || name.chars().any(char::is_control) {
-        return Err(format!(
-            "pane name {name:?} must be 1-128 printable characters"
-        ));
-    }
-    let looks_like_id = name
-        .strip_prefix('p')
-        .unwrap_or(name)
-        .parse::<u64>()
-        .is_ok();
-    if looks_like_id {
-        return Err(format!(
-            "pane name {name:?} looks like a pane id; pick a name that is not p<number> or a number"
-        ));
-    }
-    Ok(())
 }
 
 /// Parses `TERM`, `SIGTERM`, `sigterm` or `15`.

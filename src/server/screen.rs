@@ -70,6 +70,28 @@ impl Screen {
         out
     }
 
+    /// All retained text, one line per line, for the history file.
+    pub fn history_text(&self) -> String {
+        let mut out = String::new();
+        for line in &self.lines {
+            out.extend(line.iter());
+            let trimmed = out.trim_end_matches(' ').len();
+            out.truncate(trimmed);
+            out.push('\n');
+        }
+        out
+    }
+
+    /// Puts restored text above what the new process will print.
+    pub fn inject_history(&mut self, text: &str) {
+        let mut forward = Vec::new();
+        let normalized = text.replace("\r\n", "\n").replace('\n', "\r\n");
+        self.feed(normalized.as_bytes(), &mut forward);
+        if !normalized.ends_with('\n') {
+            self.feed(b"\r\n", &mut forward);
+        }
+    }
+
     /// Bytes that show the current text on a fresh terminal.
     pub fn redraw(&self, _cols: u16, _rows: u16) -> Vec<u8> {
         let mut out = b"\x1b[H\x1b[2J".to_vec();

@@ -10,12 +10,17 @@ use std::time::{Duration, Instant};
 /// longer exist when the timer fires.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum TimerKind {
-    /// A pane's wall-clock `timeout_ms` watchdog.
-    PaneTimeout(u64),
-    /// Re-check a pane's `idle_timeout_ms` watchdog.
-    PaneIdle(u64),
-    /// Escalate a pane kill from its first signal to SIGKILL.
-    KillEscalate(u64),
+    /// A pane's wall-clock `timeout_ms` watchdog, for one run of the pane
+    /// (pane id, run number: a respawn starts a new run).
+    PaneTimeout(u64, u64),
+    /// Re-check a pane's `idle_timeout_ms` watchdog (pane id, run).
+    PaneIdle(u64, u64),
+    /// Escalate a pane kill from its first signal to SIGKILL (pane id, run).
+    KillEscalate(u64, u64),
+    /// Save the snapshot if it is dirty and its debounce has passed.
+    Save,
+    /// Write history files of panes with new output.
+    HistoryTick,
     /// A parked `pane.wait` reaches its timeout.
     WaitTimeout(u64),
     /// Re-check an idle condition of a parked `pane.wait`.
@@ -53,11 +58,4 @@ impl Timers {
         }
         due
     }
-}
-
-/// Timeout and grace defaults, kept in one place.
-pub mod defaults {
-    use std::time::Duration;
-    /// Between the first signal of a kill and SIGKILL.
-    pub const KILL_GRACE: Duration = Duration::from_secs(3);
 }

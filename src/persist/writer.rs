@@ -1,0 +1,101 @@
+//! The disk writer: the one thread besides the loop. It takes save jobs the
+//! loop has already serialized, does the fsync-heavy work, and reports back
+//! through a channel plus a mio `Waker`, so the loop never waits on a disk.
+//!
+//! Order within a job: history files first (optional data, not fsynced), then
+//! `session.json` (fsynced), so a session file never names a history file that
+//! was not written. History files no longer named are removed afterwards.
+
+use super::atomic::write_atomic;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::time::{Duration, Instant};
+
+/// One save, fully serialized by the loop.
+pub struct SaveJob {
+    pub revision: u64,
+    pub session_path: PathBuf,
+    pub session: Vec<u8>,
+    pub history_dir: PathBuf,
+    /// (file name, contents) of history files that changed.
+    pub histories: Vec<(String, Vec<u8>)>,
+    /// History file names still in use; any other file there is removed.
+    pub keep_histories: Vec<String>,
+}
+
+pub struct SaveResult {
+    pub revision: u64,
+    pub outcome: Result<Duration, String>,
+}
+
+pub struct Writer {
+    jobs: Option<Sender<SaveJob>>,
+    results: Receiver<SaveResult>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Writer {
+    /// Starts the thread. `wake` is called after each result is sent.
+    pub fn spawn(wake: Arc<dyn Fn() + Send + Sync>) -> std::io::Result<Writer> {
+        let (job_tx, job_rx) = mpsc::channel::<SaveJob>();
+        let (res_tx, res_rx) = mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("ptyd-disk".into())
+            .spawn(move || {
+                for job in job_rx {
+                    let revision = job.revision;
+                    let started = Instant::now();
+                    let outcome = run_job(job).map(|()| started.elapsed());
+                    if res_tx.send(SaveResult { revision, outcome }).is_err() {
+                        return;
+                    }
+                    wake();
+                }
+            })?;
+        Ok(Writer {
+            jobs: Some(job_tx),
+            results: res_rx,
+            thread: Some(thread),
+        })
+    }
+
+    pub fn submit(&self, job: SaveJob) -> bool {
+        self.jobs.as_ref().is_some_and(|tx| tx.send(job).is_ok())
+    }
+
+    /// Results that arrived since the last call.
+    pub fn results(&self) -> Vec<SaveResult> {
+        self.results.try_iter().collect()
+    }
+
+    /// Waits for every submitted job and stops the thread: for shutdown only.
+    pub fn finish(&mut self) -> Vec<SaveResult> {
+        drop(self.jobs.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+        self.results.try_iter().collect()
+    }
+}
+
+fn run_job(job: SaveJob) -> Result<(), String> {
+    if !job.histories.is_empty() || !job.keep_histories.is_empty() {
+        std::fs::create_dir_all(&job.history_dir)
+            .map_err(|e| format!("creating {}: {e}", job.history_dir.display()))?;
+    }
+    for (name, contents) in &job.histories {
+        // History is the optional durability class: torn never, lost maybe.
+        write_atomic(&job.history_dir.join(name), contents, false).map_err(|e| e.to_string())?;
+    }
+    write_atomic(&job.session_path, &job.session, true).map_err(|e| e.to_string())?;
+    if let Ok(entries) = std::fs::read_dir(&job.history_dir) {
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if !job.keep_histories.contains(&name) && !name.starts_with('.') {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,411 @@
+//! When and what the server saves. Structural changes bump a revision and
+//! mark the state dirty; a save starts after a short debounce but never later
+//! than a maximum delay under constant churn. The loop serializes the
+//! snapshot (small) and hands it to the disk thread (`persist::writer`);
+//! dirty is cleared only if no newer revision arrived meanwhile. A failed save
+//! never stops the server: it is logged, reported as an event and in
+//! `server.status`, and retried.
+
+use super::Server;
+use super::connection::ConnId;
+use super::pane::{Pane, PaneState};
+use super::timers::TimerKind;
+use crate::persist::snapshot::{
+    self, Counters, LayoutRecord, PaneRecord, Snapshot, TabRecord, WorkspaceRecord,
+};
+use crate::persist::writer::{SaveJob, Writer};
+use crate::protocol::{ErrorCode, RpcError};
+use crate::workspace::layout::Layout;
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+/// Quiet time after a change before saving.
+pub const SAVE_DEBOUNCE: Duration = Duration::from_millis(500);
+/// Longest a change waits for a save under constant churn.
+pub const SAVE_MAX_DELAY: Duration = Duration::from_secs(5);
+/// Wait before retrying a failed save.
+pub const SAVE_RETRY: Duration = Duration::from_secs(1);
+/// How often panes with new output get their history files rewritten (and
+/// their live working directories re-read).
+pub const HISTORY_INTERVAL: Duration = Duration::from_secs(30);
+/// Bytes of history kept per pane on disk.
+pub const HISTORY_MAX_BYTES: usize = 1 << 20;
+
+pub struct Persistence {
+    writer: Option<Writer>,
+    /// Why saving is off, if it is (a snapshot we could not read or move).
+    pub disabled: Option<String>,
+    /// Write per-pane history files.
+    pub history: bool,
+    /// Bumped by every structural change.
+    pub revision: u64,
+    pub saved_revision: u64,
+    in_flight: Option<u64>,
+    first_dirty: Option<Instant>,
+    last_change: Instant,
+    /// History files to write with the next save: set by the history tick.
+    history_due: bool,
+    pub last_error: Option<String>,
+    pub last_save_unix_ms: Option<u64>,
+    pub last_save_ms: Option<u64>,
+    /// `server.save` requests answered when a save of their revision lands.
+    waiting: Vec<(ConnId, Value, u64)>,
+    /// What start-up found and did, for `server.status`.
+    pub restore_report: Value,
+}
+
+impl Persistence {
+    pub fn new(writer: Option<Writer>, history: bool) -> Persistence {
+        Persistence {
+            writer,
+            disabled: None,
+            history,
+            revision: 0,
+            saved_revision: 0,
+            in_flight: None,
+            first_dirty: None,
+            last_change: Instant::now(),
+            history_due: false,
+            last_error: None,
+            last_save_unix_ms: None,
+            last_save_ms: None,
+            waiting: Vec::new(),
+            restore_report: Value::Null,
+        }
+    }
+
+    fn due_at(&self) -> Option<Instant> {
+        let first = self.first_dirty?;
+        Some((self.last_change + SAVE_DEBOUNCE).min(first + SAVE_MAX_DELAY))
+    }
+
+    pub fn status(&self) -> Value {
+        json!({
+            "enabled": self.disabled.is_none(),
+            "disabled_reason": self.disabled,
+            "history": self.history,
+            "revision": self.revision,
+            "saved_revision": self.saved_revision,
+            "dirty": self.first_dirty.is_some(),
+            "last_error": self.last_error,
+            "last_save_unix_ms": self.last_save_unix_ms,
+            "last_save_ms": self.last_save_ms,
+            "restore": self.restore_report,
+        })
+    }
+}
+
+impl Server {
+    /// Records a structural change and schedules a save.
+    pub(super) fn mark_dirty(&mut self) {
+        let now = Instant::now();
+        let p = &mut self.persist;
+        p.revision += 1;
+        p.last_change = now;
+        if p.first_dirty.is_none() {
+            p.first_dirty = Some(now);
+        }
+        if let Some(due) = p.due_at() {
+            self.timers.add(due, TimerKind::Save);
+        }
+    }
+
+    /// The Save timer: saves when the debounce has passed, else re-arms.
+    pub(super) fn on_save_timer(&mut self, now: Instant) {
+        if self.persist.in_flight.is_some() {
+            return; // the result handler re-arms
+        }
+        match self.persist.due_at() {
+            Some(due) if due <= now => self.start_save(),
+            Some(due) => self.timers.add(due, TimerKind::Save),
+            None if self.persist.history_due => self.start_save(),
+            None => {}
+        }
+    }
+
+    /// The periodic history tick: refresh live working directories and,
+    /// if any pane printed something, save with its history.
+    pub(super) fn on_history_tick(&mut self) {
+        self.timers
+            .add(Instant::now() + HISTORY_INTERVAL, TimerKind::HistoryTick);
+        let mut moved = false;
+        for pane in self.panes.values_mut() {
+            if let Some(cwd) = live_cwd(pane)
+                && cwd != pane.cwd
+            {
+                pane.cwd = cwd;
+                moved = true;
+            }
+        }
+        if moved {
+            self.mark_dirty();
+        }
+        if self.persist.history && self.panes.values().any(|p| p.history_dirty) {
+            self.persist.history_due = true;
+            self.on_save_timer(Instant::now());
+        }
+    }
+
+    /// Serializes the state and hands it to the disk thread.
+    pub(super) fn start_save(&mut self) {
+        if self.persist.disabled.is_some() || self.persist.in_flight.is_some() {
+            return;
+        }
+        let Some(job) = self.build_save_job() else {
+            return;
+        };
+        let revision = job.revision;
+        let submitted = self.persist.writer.as_ref().is_some_and(|w| w.submit(job));
+        if submitted {
+            self.persist.in_flight = Some(revision);
+        } else {
+            self.persist.last_error = Some("the disk writer thread is gone".into());
+        }
+    }
+
+    fn build_save_job(&mut self) -> Option<SaveJob> {
+        let state_dir = &self.paths.state_dir;
+        let history = self.persist.history;
+        let mut histories = Vec::new();
+        let mut keep = Vec::new();
+        for pane in self.panes.values_mut() {
+            // The shell may have moved since the last tick: save where it is.
+            if let Some(cwd) = live_cwd(pane) {
+                pane.cwd = cwd;
+            }
+            if !history {
+                continue;
+            }
+            let name = format!("{}.txt", pane.public_id());
+            if pane.history_dirty {
+                histories.push((name.clone(), history_bytes(pane)));
+                pane.history_dirty = false;
+            }
+            keep.push(name);
+        }
+        self.persist.history_due = false;
+        let snapshot = self.build_snapshot(&keep);
+        Some(SaveJob {
+            revision: self.persist.revision,
+            session_path: crate::persist::session_path(state_dir),
+            session: snapshot::encode(&snapshot),
+            history_dir: crate::persist::history_dir(state_dir),
+            histories,
+            keep_histories: keep,
+        })
+    }
+
+    /// The current state as a snapshot. `with_history` lists the history
+    /// files that exist (or are being written) for panes.
+    pub(super) fn build_snapshot(&self, with_history: &[String]) -> Snapshot {
+        let tree = &self.tree;
+        Snapshot {
+            version: snapshot::SNAPSHOT_VERSION,
+            server_version: crate::protocol::SERVER_VERSION.to_string(),
+            written_unix_ms: super::pane::unix_ms(),
+            revision: self.persist.revision,
+            generation: self.generation,
+            counters: Counters {
+                workspace: tree.next_workspace_id,
+                tab: tree.next_tab_id,
+                pane: self.next_pane_id,
+            },
+            active_workspace: tree.active_workspace.map(|w| format!("w{w}")),
+            workspaces: tree
+                .workspaces
+                .values()
+                .map(|w| WorkspaceRecord {
+                    id: format!("w{}", w.id),
+                    name: w.name.clone(),
+                    tabs: w.tabs.iter().map(|t| format!("t{t}")).collect(),
+                    active_tab: w.active_tab.map(|t| format!("t{t}")),
+                })
+                .collect(),
+            tabs: tree
+                .tabs
+                .values()
+                .map(|t| TabRecord {
+                    id: format!("t{}", t.id),
+                    name: t.name.clone(),
+                    workspace: format!("w{}", t.workspace),
+                    layout: layout_record(&t.layout),
+                    focus: format!("p{}", t.focus),
+                    zoom: t.zoom.map(|z| format!("p{z}")),
+                })
+                .collect(),
+            panes: self
+                .panes
+                .values()
+                .map(|p| {
+                    let history = format!("{}.txt", p.public_id());
+                    PaneRecord {
+                        id: p.public_id(),
+                        name: p.name.clone(),
+                        cwd: p.cwd.to_string_lossy().into_owned(),
+                        command: p.command.clone(),
+                        env: p.env.clone(),
+                        cols: p.cols,
+                        rows: p.rows,
+                        restore: p.restore,
+                        resume: p.resume.clone(),
+                        history: with_history.contains(&history).then_some(history),
+                        pid: p.child().map(|c| c.pid),
+                        start_token: p.child().and_then(|c| c.start_token),
+                    }
+                })
+                .collect(),
+        }
+    }
+
+    /// Handles finished saves reported by the disk thread.
+    pub(super) fn on_save_results(&mut self) {
+        let results = self
+            .persist
+            .writer
+            .as_ref()
+            .map(Writer::results)
+            .unwrap_or_default();
+        for result in results {
+            self.persist.in_flight = None;
+            match result.outcome {
+                Ok(took) => {
+                    let p = &mut self.persist;
+                    p.saved_revision = p.saved_revision.max(result.revision);
+                    p.last_error = None;
+                    p.last_save_unix_ms = Some(super::pane::unix_ms());
+                    p.last_save_ms = Some(took.as_millis() as u64);
+                    if p.saved_revision >= p.revision {
+                        p.first_dirty = None;
+                    }
+                    self.answer_save_waiters(result.revision, Ok(()));
+                }
+                Err(e) => {
+                    self.log.log(
+                        "save_failed",
+                        &format!("{e}; keeping the previous snapshot and retrying"),
+                    );
+                    self.persist.last_error = Some(e.clone());
+                    for pane in self.panes.values_mut() {
+                        pane.history_dirty = true;
+                    }
+                    self.emit("server.save_failed", json!({ "error": e }));
+                    self.answer_save_waiters(result.revision, Err(e));
+                    self.timers
+                        .add(Instant::now() + SAVE_RETRY, TimerKind::Save);
+                    if self.persist.first_dirty.is_none() {
+                        self.persist.first_dirty = Some(Instant::now());
+                    }
+                }
+            }
+        }
+        if self.persist.in_flight.is_none() && !self.persist.waiting.is_empty() {
+            self.start_save();
+        } else if let Some(due) = self.persist.due_at()
+            && self.persist.in_flight.is_none()
+        {
+            self.timers.add(due.max(Instant::now()), TimerKind::Save);
+        }
+    }
+
+    fn answer_save_waiters(&mut self, revision: u64, outcome: Result<(), String>) {
+        let (done, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.persist.waiting)
+            .into_iter()
+            .partition(|w| w.2 <= revision);
+        self.persist.waiting = rest;
+        let path = crate::persist::session_path(&self.paths.state_dir);
+        for (conn, rpc_id, _) in done {
+            let reply = match &outcome {
+                Ok(()) => Ok(json!({ "path": path, "revision": revision })),
+                Err(e) => Err(RpcError::new(
+                    ErrorCode::Internal,
+                    format!("saving failed: {e}"),
+                )),
+            };
+            self.respond(conn, &rpc_id, reply);
+        }
+    }
+
+    /// `server.save`: saves now and answers once it is on disk.
+    pub(super) fn save_now(
+        &mut self,
+        conn: ConnId,
+        rpc_id: &Value,
+    ) -> Result<Option<Value>, RpcError> {
+        if let Some(why) = &self.persist.disabled {
+            return Err(RpcError::new(
+                ErrorCode::Internal,
+                format!("saving is disabled: {why}"),
+            ));
+        }
+        self.mark_dirty();
+        self.persist.history_due = true;
+        for pane in self.panes.values_mut() {
+            pane.history_dirty = true;
+        }
+        self.persist
+            .waiting
+            .push((conn, rpc_id.clone(), self.persist.revision));
+        self.start_save();
+        Ok(None)
+    }
+
+    /// Saves synchronously at shutdown (or after a crash of the loop),
+    /// waiting for the disk thread to finish.
+    pub(super) fn final_save(&mut self) {
+        if self.persist.disabled.is_some() {
+            return;
+        }
+        for pane in self.panes.values_mut() {
+            pane.history_dirty = true;
+        }
+        self.persist.in_flight = None;
+        if let Some(job) = self.build_save_job()
+            && let Some(writer) = self.persist.writer.as_mut()
+        {
+            writer.submit(job);
+            for result in writer.finish() {
+                if let Err(e) = result.outcome {
+                    self.log.log("save_failed", &format!("final save: {e}"));
+                }
+            }
+        }
+    }
+}
+
+/// The current directory of the pane's shell, if the OS tells us.
+fn live_cwd(pane: &Pane) -> Option<std::path::PathBuf> {
+    let PaneState::Running(child) = pane.state else {
+        return None;
+    };
+    std::fs::read_link(format!("/proc/{}/cwd", child.pid))
+        .ok()
+        .filter(|p| p.is_absolute())
+}
+
+/// The last [`HISTORY_MAX_BYTES`] of the pane's text, whole lines only.
+fn history_bytes(pane: &Pane) -> Vec<u8> {
+    let mut text = pane.screen.history_text();
+    if text.len() > HISTORY_MAX_BYTES {
+        let cut = text.len() - HISTORY_MAX_BYTES;
+        let start = text[cut..].find('\n').map_or(cut, |i| cut + i + 1);
+        text.drain(..start);
+    }
+    text.into_bytes()
+}
+
+fn layout_record(layout: &Layout) -> LayoutRecord {
+    match layout {
+        Layout::Pane(id) => LayoutRecord::Pane(format!("p{id}")),
+        Layout::Split {
+            direction,
+            ratio,
+            first,
+            second,
+        } => LayoutRecord::Split {
+            direction: *direction,
+            ratio: *ratio,
+            first: Box::new(layout_record(first)),
+            second: Box::new(layout_record(second)),
+        },
+    }
+}

@@ -1,0 +1,384 @@
+//! Start-up restore: rebuild what the last snapshot described.
+//!
+//! Order: validate and repair the records (broken parts are dropped with a
+//! diagnostic, never the whole restore), rebuild identities and the tree,
+//! choose a plan per pane, inject each pane's history, start processes one
+//! by one (a failure holds that pane, the others go on), then focus as saved.
+
+use super::Server;
+use super::pane::{Pane, PaneSetup, PaneState};
+use super::spawn::existing_cwd;
+use crate::persist::snapshot::{LayoutRecord, PaneRecord, RestorePolicy, Snapshot, parse_id};
+use crate::persist::{self, Loaded};
+use crate::protocol::methods::CommandSpec;
+use crate::workspace::layout::Layout;
+use crate::workspace::{Tab, Tree, Workspace};
+use serde_json::json;
+use std::collections::{BTreeMap, HashSet};
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// What a pane does after the restore.
+enum Plan {
+    Run(CommandSpec),
+    Hold(String),
+}
+
+impl Server {
+    /// Loads the namespace's snapshot, if any, and rebuilds from it.
+    pub(super) fn restore_from_disk(&mut self) {
+        let started = Instant::now();
+        match persist::load(&self.paths.state_dir) {
+            Loaded::Nothing => {
+                self.persist.restore_report = json!({ "found": false });
+            }
+            Loaded::SetAside { reason, backup } => {
+                let msg = format!(
+                    "{reason}; moved it to {} and started empty",
+                    backup.display()
+                );
+                self.log.log("snapshot_set_aside", &msg);
+                self.emit(
+                    "server.snapshot_set_aside",
+                    json!({ "reason": reason, "backup": backup }),
+                );
+                self.persist.restore_report =
+                    json!({ "found": true, "set_aside": backup, "reason": reason });
+            }
+            Loaded::Unusable { reason } => {
+                let msg = format!("{reason}; not saving so the file is not overwritten");
+                self.log.log("snapshot_unusable", &msg);
+                self.persist.disabled = Some(reason.clone());
+                self.persist.restore_report = json!({ "found": true, "unusable": reason });
+            }
+            Loaded::Snapshot(snapshot) => {
+                let fixes = self.rebuild(snapshot);
+                for fix in &fixes {
+                    self.log.log("restore_repair", fix);
+                }
+                let took = started.elapsed().as_millis() as u64;
+                let msg = format!(
+                    "restored {} panes in {took} ms ({} repairs)",
+                    self.panes.len(),
+                    fixes.len()
+                );
+                self.log.log("restored", &msg);
+                self.persist.restore_report = json!({ "found": true, "panes": self.panes.len(), "repairs": fixes, "took_ms": took });
+                self.emit("server.restored", self.persist.restore_report.clone());
+            }
+        }
+    }
+
+    /// Rebuilds tree and panes; returns the repairs made.
+    fn rebuild(&mut self, snap: Snapshot) -> Vec<String> {
+        let mut fixes = Vec::new();
+        // 1. Pane identities, each id once.
+        let mut records: BTreeMap<u64, PaneRecord> = BTreeMap::new();
+        for rec in snap.panes {
+            match parse_id('p', &rec.id) {
+                Some(id) if !records.contains_key(&id) => {
+                    records.insert(id, rec);
+                }
+                Some(_) => fixes.push(format!("dropped duplicate pane {}", rec.id)),
+                None => fixes.push(format!("dropped pane with bad id {:?}", rec.id)),
+            }
+        }
+        let mut names = HashSet::new();
+        for rec in records.values_mut() {
+            if let Some(name) = &rec.name
+                && !names.insert(name.clone())
+            {
+                fixes.push(format!(
+                    "pane {} lost its name {name:?}, already used by another pane",
+                    rec.id
+                ));
+                rec.name = None;
+            }
+        }
+        // 2. The tree: workspaces, then tabs whose layouts keep only panes
+        // that exist and appear nowhere else.
+        let mut tree = Tree::new();
+        for ws in &snap.workspaces {
+            let Some(id) = parse_id('w', &ws.id) else {
+                fixes.push(format!("dropped workspace with bad id {:?}", ws.id));
+                continue;
+            };
+            tree.workspaces.insert(
+                id,
+                Workspace {
+                    id,
+                    name: ws.name.clone(),
+                    tabs: Vec::new(),
+                    active_tab: None,
+                },
+            );
+        }
+        let mut placed = HashSet::new();
+        for tab in &snap.tabs {
+            let (Some(id), Some(ws)) = (parse_id('t', &tab.id), parse_id('w', &tab.workspace))
+            else {
+                fixes.push(format!(
+                    "dropped tab {:?} with a bad id or workspace",
+                    tab.id
+                ));
+                continue;
+            };
+            if !tree.workspaces.contains_key(&ws) || tree.tabs.contains_key(&id) {
+                fixes.push(format!(
+                    "dropped tab {} (unknown workspace or duplicate id)",
+                    tab.id
+                ));
+                continue;
+            }
+            let Some(layout) = layout_from_record(&tab.layout, &mut fixes) else {
+                continue;
+            };
+            let mut keep = |p: u64| records.contains_key(&p) && placed.insert(p);
+            let Some(layout) = layout.repaired(&mut keep, &mut fixes) else {
+                fixes.push(format!("dropped tab {} whose panes are all gone", tab.id));
+                continue;
+            };
+            let panes = layout.panes();
+            let focus = parse_id('p', &tab.focus)
+                .filter(|f| panes.contains(f))
+                .unwrap_or(panes[0]);
+            let zoom = tab
+                .zoom
+                .as_deref()
+                .and_then(|z| parse_id('p', z))
+                .filter(|z| panes.contains(z));
+            tree.tabs.insert(
+                id,
+                Tab {
+                    id,
+                    name: tab.name.clone(),
+                    workspace: ws,
+                    layout,
+                    focus,
+                    zoom,
+                },
+            );
+        }
+        // Tab order and active tab come from the workspace records.
+        for ws in &snap.workspaces {
+            let Some(wid) = parse_id('w', &ws.id) else {
+                continue;
+            };
+            let tabs: Vec<u64> = ws
+                .tabs
+                .iter()
+                .filter_map(|t| parse_id('t', t))
+                .filter(|t| tree.tabs.get(t).is_some_and(|tab| tab.workspace == wid))
+                .collect();
+            let active = ws
+                .active_tab
+                .as_deref()
+                .and_then(|t| parse_id('t', t))
+                .filter(|t| tabs.contains(t));
+            if let Some(w) = tree.workspaces.get_mut(&wid) {
+                w.active_tab = active.or(tabs.first().copied());
+                w.tabs = tabs;
+            }
+        }
+        let orphan_tabs: Vec<u64> = tree
+            .tabs
+            .values()
+            .filter(|t| {
+                !tree
+                    .workspaces
+                    .get(&t.workspace)
+                    .is_some_and(|w| w.tabs.contains(&t.id))
+            })
+            .map(|t| t.id)
+            .collect();
+        for t in orphan_tabs {
+            let ws = tree.tabs[&t].workspace;
+            if let Some(w) = tree.workspaces.get_mut(&ws) {
+                w.tabs.push(t);
+            }
+        }
+        // 3. Counters never behind the ids in use.
+        let max_ws = tree.workspaces.keys().max().copied().unwrap_or(0);
+        let max_tab = tree.tabs.keys().max().copied().unwrap_or(0);
+        let max_pane = records.keys().max().copied().unwrap_or(0);
+        tree.next_workspace_id = snap.counters.workspace.max(max_ws + 1);
+        tree.next_tab_id = snap.counters.tab.max(max_tab + 1);
+        self.next_pane_id = snap.counters.pane.max(max_pane + 1).max(self.next_pane_id);
+        tree.active_workspace = snap
+            .active_workspace
+            .as_deref()
+            .and_then(|w| parse_id('w', w))
+            .filter(|w| tree.workspaces.contains_key(w))
+            .or(tree.workspaces.keys().next().copied());
+        self.tree = tree;
+        // Panes that were in no tab still get one, rather than vanish.
+        for id in records.keys() {
+            if !placed.contains(id) {
+                fixes.push(format!("pane p{id} was in no tab; opened it in a new tab"));
+                let ws = self.tree.default_workspace();
+                self.tree.add_tab(ws, format!("p{id}"), *id);
+            }
+        }
+        // 4-6. Per pane: plan, history, start.
+        for (id, rec) in records {
+            self.restore_pane(id, rec, &mut fixes);
+        }
+        fixes
+    }
+
+    fn restore_pane(&mut self, id: u64, rec: PaneRecord, fixes: &mut Vec<String>) {
+        let saved_cwd = PathBuf::from(&rec.cwd);
+        let cwd = if saved_cwd.is_absolute() && saved_cwd.is_dir() {
+            saved_cwd.clone()
+        } else {
+            existing_cwd(&saved_cwd)
+        };
+        let (cols, rows) = crate::pty::clamp_size(u32::from(rec.cols), u32::from(rec.rows));
+        let plan = match (&rec.resume, &rec.command, rec.restore) {
+            (Some(resume), _, _) => Plan::Run(CommandSpec::Shell(resume.clone())),
+            (None, cmd, _) if is_plain_shell(cmd) => Plan::Run(cmd.clone()),
+            (None, cmd, RestorePolicy::Rerun) => Plan::Run(cmd.clone()),
+            (None, _, RestorePolicy::Shell) => Plan::Run(CommandSpec::LoginShell),
+            (None, _, RestorePolicy::Hold) => Plan::Hold(format!(
+                "restored with policy hold; `ptyd respawn p{id}` starts it again"
+            )),
+        };
+        let token = self.alloc_token(super::Source::Pane(id));
+        let setup = PaneSetup {
+            id,
+            name: rec.name,
+            command: rec.command,
+            cwd: cwd.clone(),
+            env: rec.env,
+            cols,
+            rows,
+            timeout: None,
+            idle_timeout: None,
+            restore: rec.restore,
+            resume: rec.resume,
+        };
+        let mut pane = Pane::new(setup, token, String::new());
+        if self.persist.history
+            && let Some(file) = rec
+                .history
+                .filter(|f| !f.contains('/') && !f.starts_with('.'))
+        {
+            let path = persist::history_dir(&self.paths.state_dir).join(file);
+            if let Ok(bytes) = std::fs::read(&path) {
+                pane.screen.inject_history(&String::from_utf8_lossy(&bytes));
+            }
+        }
+        let mut notice = format!("--- ptyd: restored {} ---", restored_when());
+        if cwd != saved_cwd {
+            notice.push_str(&format!(
+                "\r\n--- ptyd: {} no longer exists; starting in {} ---",
+                saved_cwd.display(),
+                cwd.display()
+            ));
+            fixes.push(format!(
+                "pane p{id}: cwd {} is gone, using {}",
+                saved_cwd.display(),
+                cwd.display()
+            ));
+        }
+        pane.screen.inject_history(&notice);
+        self.panes.insert(id, pane);
+        match plan {
+            Plan::Hold(reason) => {
+                if let Some(p) = self.panes.get_mut(&id) {
+                    p.state = PaneState::Held { reason };
+                }
+            }
+            Plan::Run(command) => {
+                if let Err(e) = self.start_pane(id, &command) {
+                    fixes.push(format!("pane p{id} failed to start: {e}"));
+                    if let Some(p) = self.panes.get_mut(&id) {
+                        p.state = PaneState::Held {
+                            reason: format!("failed to start after restore: {}", e.0.message),
+                        };
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn layout_from_record(rec: &LayoutRecord, fixes: &mut Vec<String>) -> Option<Layout> {
+    match rec {
+        LayoutRecord::Pane(id) => match parse_id('p', id) {
+            Some(id) => Some(Layout::Pane(id)),
+            None => {
+                fixes.push(format!("dropped layout leaf with bad pane id {id:?}"));
+                None
+            }
+        },
+        LayoutRecord::Split {
+            direction,
+            ratio,
+            first,
+            second,
+        } => {
+            let first = layout_from_record(first, fixes);
+            Layout::join(*direction, *ratio, first, layout_from_record(second, fixes))
+        }
+    }
+}
+
+/// A pane that runs just an interactive shell: restored as a fresh shell
+/// whatever its policy, since re-running it is exactly that.
+fn is_plain_shell(command: &CommandSpec) -> bool {
+    const SHELLS: &[&str] = &[
+        "sh", "bash", "zsh", "fish", "dash", "ksh", "mksh", "tcsh", "csh", "nu", "elvish", "xonsh",
+    ];
+    match command {
+        CommandSpec::LoginShell => true,
+        CommandSpec::Argv(argv)
+            if argv.len() == 1 || argv.get(1).is_some_and(|a| a == "-l" || a == "-i") =>
+        {
+            let name = std::path::Path::new(&argv[0])
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or("");
+            argv.len() <= 2 && SHELLS.contains(&name.trim_start_matches('-'))
+        }
+        _ => false,
+    }
+}
+
+/// "2026-11-30 01:02:03 UTC", without a date crate.
+fn restored_when() -> String {
+    let secs = super::pane::unix_ms() / 1000;
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil-from-days (Howard Hinnant's algorithm), valid for any date after 1970.
+    let z = days as i64 + 719_468;
+    let era = z / 146_097;
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_shells_are_recognised() {
+        let argv = |a: &[&str]| CommandSpec::Argv(a.iter().map(|s| s.to_string()).collect());
+        assert!(is_plain_shell(&argv(&["/bin/bash"])));
+        assert!(is_plain_shell(&argv(&["zsh", "-l"])));
+        assert!(is_plain_shell(&CommandSpec::LoginShell));
+        assert!(!is_plain_shell(&argv(&["bash", "script.sh"])));
+        assert!(!is_plain_shell(&argv(&["vim"])));
+        assert!(!is_plain_shell(&CommandSpec::Shell("bash".into())));
+    }
+}

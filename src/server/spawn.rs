@@ -1,0 +1,382 @@
+//! Creating panes and (re)starting their processes: `pane.create`,
+//! `pane.respawn`, and the starts a restore performs. A pane's process is
+//! always started through [`Server::start_pane`], which is where the fd is
+//! registered and the watchdogs armed.
+
+use super::connection::{ConnId, ConnMode};
+use super::pane::{Pane, PaneSetup};
+use super::timers::TimerKind;
+use super::{Server, Source};
+use crate::protocol::methods::{self, CommandSpec, Direction};
+use crate::protocol::{ErrorCode, RpcError};
+use mio::Interest;
+use mio::unix::SourceFd;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Environment variables a pane never inherits from the server: they describe
+/// the server's own service manager or ptyd internals, and a shell holding
+/// `NOTIFY_SOCKET` could speak to systemd in the server's name.
+const STRIPPED_ENV_PREFIXES: &[&str] = &["NOTIFY_SOCKET", "LISTEN_", "WATCHDOG_", "PTYD_"];
+
+/// Where a new pane goes in the workspace tree.
+enum Placement {
+    Split {
+        target: u64,
+        direction: Direction,
+        ratio: f32,
+    },
+    NewTab {
+        workspace: Option<u64>,
+        name: Option<String>,
+    },
+}
+
+fn invalid(msg: String) -> RpcError {
+    RpcError::new(ErrorCode::InvalidParams, msg)
+}
+
+impl Server {
+    pub(super) fn pane_create(
+        &mut self,
+        conn: ConnId,
+        req: methods::PaneCreate,
+    ) -> Result<Option<Value>, RpcError> {
+        if let Some(name) = &req.name {
+            validate_name(name).map_err(invalid)?;
+            if let Some(other) = self
+                .panes
+                .values()
+                .find(|p| p.name.as_deref() == Some(name.as_str()))
+            {
+                return Err(invalid(format!(
+                    "name {name:?} is already used by pane {}; pick another or remove that pane",
+                    other.public_id()
+                )));
+            }
+        }
+        let command = match (req.argv, req.shell) {
+            (Some(_), Some(_)) => {
+                return Err(invalid("give either argv or shell, not both".into()));
+            }
+            (Some(argv), None) if argv.is_empty() => {
+                return Err(invalid("argv is empty; give at least the program".into()));
+            }
+            (Some(argv), None) => CommandSpec::Argv(argv),
+            (None, Some(shell)) => CommandSpec::Shell(shell),
+            (None, None) => CommandSpec::LoginShell,
+        };
+        let cwd = match req.cwd {
+            Some(dir) => PathBuf::from(dir),
+            None => home_dir(),
+        };
+        if !cwd.is_absolute() {
+            return Err(invalid(format!(
+                "cwd {} is not an absolute path",
+                cwd.display()
+            )));
+        }
+        if !cwd.is_dir() {
+            return Err(invalid(format!(
+                "cwd {} does not exist or is not a directory",
+                cwd.display()
+            )));
+        }
+        validate_env(&req.env).map_err(invalid)?;
+        if let Some(resume) = &req.resume {
+            validate_resume(resume).map_err(invalid)?;
+        }
+        let placement = match req.split {
+            Some(target) => {
+                if req.workspace.is_some() {
+                    return Err(invalid("give either split or workspace, not both".into()));
+                }
+                let ratio = req.ratio.unwrap_or(0.5);
+                if !(ratio > 0.0 && ratio < 1.0) {
+                    return Err(invalid(format!(
+                        "ratio {ratio} must be between 0 and 1 (exclusive)"
+                    )));
+                }
+                let target = self.resolve_target(&target)?;
+                Placement::Split {
+                    target,
+                    direction: req.direction.unwrap_or(Direction::Horizontal),
+                    ratio,
+                }
+            }
+            None => {
+                let workspace = req
+                    .workspace
+                    .as_deref()
+                    .map(|w| self.resolve_workspace(w))
+                    .transpose()?;
+                Placement::NewTab {
+                    workspace,
+                    name: req.tab_name,
+                }
+            }
+        };
+        let (cols, rows) = crate::pty::clamp_size(
+            u32::from(req.cols.unwrap_or(super::defaults::COLS)),
+            u32::from(req.rows.unwrap_or(super::defaults::ROWS)),
+        );
+        let id = self.next_pane_id;
+        let token = self.alloc_token(Source::Pane(id));
+        let setup = PaneSetup {
+            id,
+            name: req.name,
+            command: command.clone(),
+            cwd,
+            env: req.env,
+            cols,
+            rows,
+            timeout: req.timeout_ms.map(Duration::from_millis),
+            idle_timeout: req.idle_timeout_ms.map(Duration::from_millis),
+            restore: req.restore.unwrap_or_default(),
+            resume: req.resume,
+        };
+        self.panes
+            .insert(id, Pane::new(setup, token, "starting".into()));
+        if let Err(e) = self.start_pane(id, &command) {
+            self.panes.remove(&id);
+            self.sources.remove(&token);
+            return Err(e);
+        }
+        // Only a pane that started takes an id: ids are never reused, and
+        // failed attempts do not leave holes.
+        self.next_pane_id += 1;
+        self.place_pane(id, placement);
+        if req.attach
+            && let Some(c) = self.conns.get_mut(&conn)
+        {
+            c.mode = ConnMode::Attached {
+                pane: id,
+                read_only: req.read_only,
+                cols,
+                rows,
+            };
+        }
+        let info = self.pane_info(id);
+        self.emit(
+            "pane.created",
+            json!({ "pane": format!("p{id}"), "info": info }),
+        );
+        Ok(Some(info))
+    }
+
+    fn place_pane(&mut self, id: u64, placement: Placement) {
+        match placement {
+            Placement::Split {
+                target,
+                direction,
+                ratio,
+            } => {
+                self.tree.split(target, id, direction, ratio);
+            }
+            Placement::NewTab { workspace, name } => {
+                let ws = workspace.unwrap_or_else(|| self.tree.default_workspace());
+                let name = name.unwrap_or_else(|| {
+                    self.panes
+                        .get(&id)
+                        .map(default_tab_name)
+                        .unwrap_or_default()
+                });
+                self.tree.add_tab(ws, name, id);
+            }
+        }
+        self.mark_dirty();
+    }
+
+    /// Starts `command` in pane `id` (which must not be running) on a new
+    /// PTY of the pane's size, in its cwd, with its environment.
+    pub(super) fn start_pane(&mut self, id: u64, command: &CommandSpec) -> Result<(), RpcError> {
+        let Some(pane) = self.panes.get(&id) else {
+            return Err(RpcError::new(ErrorCode::NotFound, format!("no pane p{id}")));
+        };
+        let (program, args) = exec_form(command);
+        let spec = crate::pty::SpawnSpec {
+            program,
+            args,
+            cwd: pane.cwd.clone(),
+            env: self.child_env(id, &pane.env),
+            cols: pane.cols,
+            rows: pane.rows,
+        };
+        let (master, child) = crate::pty::spawn(&spec)
+            .map_err(|e| RpcError::new(ErrorCode::SpawnFailed, e.to_string()))?;
+        let token = pane.token;
+        if let Err(e) = self.poll.registry().register(
+            &mut SourceFd(&master.raw_fd()),
+            token,
+            Interest::READABLE | Interest::WRITABLE,
+        ) {
+            super::event_loop::signal_session(child.sid, libc::SIGKILL);
+            return Err(RpcError::new(
+                ErrorCode::Internal,
+                format!("registering the pane's PTY: {e}"),
+            ));
+        }
+        let pane = self.panes.get_mut(&id).expect("checked above");
+        pane.start(master, child);
+        let now = Instant::now();
+        if let Some(timeout) = pane.timeout {
+            self.timers
+                .add(now + timeout, TimerKind::PaneTimeout(id, pane.run));
+        }
+        if let Some(idle) = pane.idle_timeout {
+            self.timers
+                .add(now + idle, TimerKind::PaneIdle(id, pane.run));
+        }
+        let msg = format!(
+            "pane {} pid {} ({:?})",
+            pane.public_id(),
+            child.pid,
+            command
+        );
+        self.log.log("pane_started", &msg);
+        Ok(())
+    }
+
+    /// `pane.respawn`: starts a held or exited pane's command again, keeping
+    /// its screen.
+    pub(super) fn respawn(&mut self, id: u64) -> Result<Option<Value>, RpcError> {
+        let pane = &self.panes[&id];
+        if pane.is_running() {
+            return Err(RpcError::new(
+                ErrorCode::PaneRunning,
+                format!("pane {} is still running; kill it first", pane.public_id()),
+            ));
+        }
+        if !pane.cwd.is_dir() {
+            let fallback = existing_cwd(&pane.cwd);
+            let pane = self.panes.get_mut(&id).expect("present");
+            pane.cwd = fallback;
+        }
+        if let Some(master) = self.panes.get_mut(&id).and_then(|p| p.master.take()) {
+            let _ = self
+                .poll
+                .registry()
+                .deregister(&mut SourceFd(&master.raw_fd()));
+        }
+        let command = self.panes[&id].command.clone();
+        self.start_pane(id, &command)?;
+        let info = self.pane_info(id);
+        self.emit(
+            "pane.respawned",
+            json!({ "pane": format!("p{id}"), "info": info }),
+        );
+        Ok(Some(info))
+    }
+
+    /// The environment of a new pane's process.
+    fn child_env(&self, id: u64, extra: &BTreeMap<String, String>) -> Vec<(OsString, OsString)> {
+        let mut env: BTreeMap<OsString, OsString> = std::env::vars_os()
+            .filter(|(k, _)| {
+                let k = k.to_string_lossy();
+                !STRIPPED_ENV_PREFIXES.iter().any(|p| k.starts_with(p))
+            })
+            .collect();
+        env.insert("TERM".into(), super::defaults::TERM.into());
+        env.insert("PTYD_PANE_ID".into(), format!("p{id}").into());
+        env.insert("PTYD_SOCKET".into(), self.paths.socket().into());
+        for (k, v) in extra {
+            env.insert(k.into(), v.into());
+        }
+        env.into_iter().collect()
+    }
+}
+
+fn default_tab_name(pane: &Pane) -> String {
+    if let Some(name) = &pane.name {
+        return name.clone();
+    }
+    match &pane.command {
+        CommandSpec::Argv(argv) => Path::new(&argv[0])
+            .file_name()
+            .map_or_else(|| argv[0].clone(), |n| n.to_string_lossy().into_owned()),
+        CommandSpec::Shell(_) => "sh".into(),
+        CommandSpec::LoginShell => "shell".into(),
+    }
+}
+
+pub fn home_dir() -> PathBuf {
+    std::env::var_os("HOME")
+        .filter(|h| Path::new(h).is_dir())
+        .map_or_else(|| PathBuf::from("/"), PathBuf::from)
+}
+
+/// `dir`, else its nearest existing ancestor, else `$HOME`, else `/`.
+pub fn existing_cwd(dir: &Path) -> PathBuf {
+    dir.ancestors()
+        .find(|a| a.is_dir() && a.parent().is_some())
+        .map(Path::to_path_buf)
+        .unwrap_or_else(home_dir)
+}
+
+/// The program and arguments of a command: argv as given, a shell string
+/// through `$SHELL -c`, or the login shell.
+pub fn exec_form(command: &CommandSpec) -> (OsString, Vec<OsString>) {
+    match command {
+        CommandSpec::Argv(argv) => (
+            argv[0].clone().into(),
+            argv[1..].iter().map(OsString::from).collect(),
+        ),
+        CommandSpec::Shell(script) => (user_shell(), vec!["-c".into(), script.into()]),
+        CommandSpec::LoginShell => (user_shell(), vec!["-l".into()]),
+    }
+}
+
+fn user_shell() -> OsString {
+    std::env::var_os("SHELL")
+        .filter(|s| Path::new(s).is_absolute())
+        .or_else(|| {
+            nix::unistd::User::from_uid(nix::unistd::getuid())
+                .ok()
+                .flatten()
+                .map(|u| u.shell.into_os_string())
+        })
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "/bin/sh".into())
+}
+
+pub fn validate_name(name: &str) -> Result<(), String> {
+    if name.is_empty() || name.len() > 128 || name.chars().any(char::is_control) {
+        return Err(format!("name {name:?} must be 1-128 printable characters"));
+    }
+    let looks_like_id = name
+        .trim_start_matches(['p', 'w', 't'])
+        .parse::<u64>()
+        .is_ok();
+    if looks_like_id {
+        return Err(format!(
+            "name {name:?} looks like an id; pick a name that is not p<number>, w<number>, t<number> or a number"
+        ));
+    }
+    Ok(())
+}
+
+fn validate_env(env: &BTreeMap<String, String>) -> Result<(), String> {
+    for (key, value) in env {
+        if key.is_empty() || key.contains('=') || key.contains('\0') {
+            return Err(format!(
+                "env name {key:?} is not valid (empty, or contains '=' or NUL)"
+            ));
+        }
+        if value.contains('\0') {
+            return Err(format!("env value of {key} contains NUL"));
+        }
+    }
+    Ok(())
+}
+
+pub fn validate_resume(resume: &str) -> Result<(), String> {
+    if resume.trim().is_empty() || resume.contains('\0') || resume.len() > 4096 {
+        return Err(
+            "resume must be a non-empty shell command of at most 4096 bytes without NUL".into(),
+        );
+    }
+    Ok(())
+}

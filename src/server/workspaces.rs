@@ -1,0 +1,247 @@
+//! Requests on the workspace tree: workspaces and tabs (create, list, rename,
+//! remove), focus, and the JSON form of the whole tree that `ptyd ls` shows.
+
+use super::Server;
+use crate::protocol::methods;
+use crate::protocol::{ErrorCode, RpcError};
+use crate::workspace::layout::Layout;
+use serde_json::{Value, json};
+
+impl Server {
+    /// Finds a workspace by id (`w2`) or name.
+    pub(super) fn resolve_workspace(&self, target: &str) -> Result<u64, RpcError> {
+        if let Some(id) = crate::persist::snapshot::parse_id('w', target)
+            && self.tree.workspaces.contains_key(&id)
+        {
+            return Ok(id);
+        }
+        self.tree
+            .workspaces
+            .values()
+            .find(|w| w.name == target)
+            .map(|w| w.id)
+            .ok_or_else(|| {
+                RpcError::new(
+                    ErrorCode::NotFound,
+                    format!("no workspace {target:?}; `ptyd ls` lists them"),
+                )
+            })
+    }
+
+    /// Finds a tab by id (`t3`) or name (names must then be unique).
+    pub(super) fn resolve_tab(&self, target: &str) -> Result<u64, RpcError> {
+        if let Some(id) = crate::persist::snapshot::parse_id('t', target)
+            && self.tree.tabs.contains_key(&id)
+        {
+            return Ok(id);
+        }
+        let mut named = self.tree.tabs.values().filter(|t| t.name == target);
+        match (named.next(), named.next()) {
+            (Some(t), None) => Ok(t.id),
+            (Some(_), Some(_)) => Err(RpcError::new(
+                ErrorCode::Ambiguous,
+                format!("several tabs are named {target:?}; use the tab id"),
+            )),
+            (None, _) => Err(RpcError::new(
+                ErrorCode::NotFound,
+                format!("no tab {target:?}; `ptyd ls` lists them"),
+            )),
+        }
+    }
+
+    pub(super) fn workspace_create(
+        &mut self,
+        req: methods::WorkspaceCreate,
+    ) -> Result<Option<Value>, RpcError> {
+        super::spawn::validate_name(&req.name)
+            .map_err(|m| RpcError::new(ErrorCode::InvalidParams, m))?;
+        if self.tree.workspaces.values().any(|w| w.name == req.name) {
+            return Err(RpcError::new(
+                ErrorCode::InvalidParams,
+                format!("a workspace named {:?} exists", req.name),
+            ));
+        }
+        let id = self.tree.add_workspace(req.name.clone());
+        self.mark_dirty();
+        self.emit(
+            "workspace.created",
+            json!({ "workspace": format!("w{id}"), "name": req.name }),
+        );
+        Ok(Some(json!({ "id": format!("w{id}"), "name": req.name })))
+    }
+
+    pub(super) fn workspace_rename(
+        &mut self,
+        req: methods::Rename,
+    ) -> Result<Option<Value>, RpcError> {
+        let id = self.resolve_workspace(&req.target)?;
+        super::spawn::validate_name(&req.name)
+            .map_err(|m| RpcError::new(ErrorCode::InvalidParams, m))?;
+        if self
+            .tree
+            .workspaces
+            .values()
+            .any(|w| w.name == req.name && w.id != id)
+        {
+            return Err(RpcError::new(
+                ErrorCode::InvalidParams,
+                format!("a workspace named {:?} exists", req.name),
+            ));
+        }
+        if let Some(ws) = self.tree.workspaces.get_mut(&id) {
+            ws.name = req.name;
+        }
+        self.mark_dirty();
+        Ok(Some(json!({})))
+    }
+
+    pub(super) fn tab_rename(&mut self, req: methods::Rename) -> Result<Option<Value>, RpcError> {
+        let id = self.resolve_tab(&req.target)?;
+        if req.name.is_empty() || req.name.len() > 128 || req.name.chars().any(char::is_control) {
+            return Err(RpcError::new(
+                ErrorCode::InvalidParams,
+                "a tab name is 1-128 printable characters",
+            ));
+        }
+        if let Some(tab) = self.tree.tabs.get_mut(&id) {
+            tab.name = req.name;
+        }
+        self.mark_dirty();
+        Ok(Some(json!({})))
+    }
+
+    /// Removes every pane of a workspace or tab (refusing running ones
+    /// without `force`), then the container itself.
+    pub(super) fn remove_container(
+        &mut self,
+        panes: Vec<u64>,
+        force: bool,
+        what: &str,
+    ) -> Result<(), RpcError> {
+        if !force
+            && let Some(p) = panes
+                .iter()
+                .find(|p| self.panes.get(p).is_some_and(|p| p.is_running()))
+        {
+            return Err(RpcError::new(
+                ErrorCode::PaneRunning,
+                format!(
+                    "{what} has running pane p{p}; kill its panes first or pass \"force\": true"
+                ),
+            ));
+        }
+        for p in panes {
+            if self.panes.get(&p).is_some_and(|p| p.is_running()) {
+                self.kill_pane(
+                    p,
+                    libc::SIGKILL,
+                    std::time::Duration::ZERO,
+                    super::pane::ExitReason::Killed,
+                );
+            }
+            self.remove_pane(p);
+        }
+        Ok(())
+    }
+
+    pub(super) fn workspace_remove(
+        &mut self,
+        req: methods::RemoveTree,
+    ) -> Result<Option<Value>, RpcError> {
+        let id = self.resolve_workspace(&req.target)?;
+        let panes = self.tree.workspace_panes(id);
+        self.remove_container(panes, req.force, &format!("workspace w{id}"))?;
+        self.tree.remove_workspace(id);
+        self.mark_dirty();
+        self.emit(
+            "workspace.removed",
+            json!({ "workspace": format!("w{id}") }),
+        );
+        Ok(Some(json!({})))
+    }
+
+    pub(super) fn tab_remove(
+        &mut self,
+        req: methods::RemoveTree,
+    ) -> Result<Option<Value>, RpcError> {
+        let id = self.resolve_tab(&req.target)?;
+        let panes = self.tree.tabs[&id].layout.panes();
+        self.remove_container(panes, req.force, &format!("tab t{id}"))?;
+        Ok(Some(json!({})))
+    }
+
+    pub(super) fn pane_focus(&mut self, id: u64) -> Result<Option<Value>, RpcError> {
+        if !self.tree.focus(id) {
+            return Err(RpcError::new(
+                ErrorCode::NotFound,
+                format!("pane p{id} is in no tab"),
+            ));
+        }
+        self.mark_dirty();
+        Ok(Some(json!({})))
+    }
+
+    pub(super) fn set_resume(
+        &mut self,
+        req: methods::PaneSetResume,
+    ) -> Result<Option<Value>, RpcError> {
+        let id = self.resolve_target(&req.target)?;
+        if let Some(r) = &req.resume {
+            super::spawn::validate_resume(r)
+                .map_err(|m| RpcError::new(ErrorCode::InvalidParams, m))?;
+        }
+        if let Some(pane) = self.panes.get_mut(&id) {
+            pane.resume = req.resume;
+        }
+        self.mark_dirty();
+        Ok(Some(self.pane_info(id)))
+    }
+
+    /// The whole tree as JSON: workspaces with their tabs, layouts and panes.
+    pub(super) fn tree_json(&self) -> Value {
+        let workspaces: Vec<Value> = self
+            .tree
+            .workspaces
+            .values()
+            .map(|ws| {
+                let tabs: Vec<Value> = ws
+                    .tabs
+                    .iter()
+                    .filter_map(|t| self.tree.tabs.get(t))
+                    .map(|tab| {
+                        json!({
+                            "id": format!("t{}", tab.id),
+                            "name": tab.name,
+                            "active": ws.active_tab == Some(tab.id),
+                            "focus": format!("p{}", tab.focus),
+                            "zoom": tab.zoom.map(|z| format!("p{z}")),
+                            "layout": layout_json(&tab.layout),
+                            "panes": tab.layout.panes().iter().map(|p| self.pane_info(*p)).collect::<Vec<_>>(),
+                        })
+                    })
+                    .collect();
+                json!({
+                    "id": format!("w{}", ws.id),
+                    "name": ws.name,
+                    "active": self.tree.active_workspace == Some(ws.id),
+                    "tabs": tabs,
+                })
+            })
+            .collect();
+        json!({ "workspaces": workspaces })
+    }
+}
+
+pub fn layout_json(layout: &Layout) -> Value {
+    match layout {
+        Layout::Pane(id) => json!({ "pane": format!("p{id}") }),
+        Layout::Split {
+            direction,
+            ratio,
+            first,
+            second,
+        } => json!({
+            "split": { "direction": direction, "ratio": ratio, "first": layout_json(first), "second": layout_json(second) }
+        }),
+    }
+}
