@@ -613,8 +613,14 @@ impl Conn {
     /// socket, now carrying frames, with any bytes already buffered.
     pub fn attach(mut self, params: Value) -> (Value, UnixStream, Vec<u8>) {
         let result = self.ok("attach", params);
+        let (stream, leftover) = self.into_stream();
+        (result, stream, leftover)
+    }
+
+    /// The socket, with any bytes read past the last line.
+    pub fn into_stream(self) -> (UnixStream, Vec<u8>) {
         let leftover = self.reader.buffer().to_vec();
-        (result, self.stream, leftover)
+        (self.stream, leftover)
     }
 }
 
