@@ -281,3 +281,20 @@ fn input_pipelined_on_one_connection_is_answered_in_order() {
     }
     c.wait_text(&id, "n49");
 }
+
+/// Programs that close their terminal fds before exiting (GNU cat does, at
+/// exit) must be reported with their own exit code, not killed by a hangup
+/// the server causes by closing the PTY early.
+#[test]
+fn programs_closing_stdio_before_exit_report_their_own_code() {
+    let ptyd = Ptyd::start();
+    let mut c = ptyd.connect();
+    // cat reading its terminal closes fds 0, 1 and 2 after EOF (Ctrl-D),
+    // then exits. One at a time, so the server is quick to see the EIO.
+    for _ in 0..20 {
+        let id = ptyd.create_argv(&["cat"]);
+        c.input(&id, "\x04");
+        let exit = c.wait_exit(&id);
+        assert_eq!(exit["code"], 0, "{id}: {exit}");
+    }
+}
