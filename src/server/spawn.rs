@@ -282,6 +282,9 @@ impl Server {
         env.insert("TERM".into(), super::defaults::TERM.into());
         env.insert("PTYD_PANE_ID".into(), format!("p{id}").into());
         env.insert("PTYD_SOCKET".into(), self.paths.socket().into());
+        // `PTYD_*` is stripped above, so without this a `ptyd` command run in
+        // the pane would talk to the default namespace, not to this server.
+        env.insert("PTYD_NAMESPACE".into(), self.paths.namespace.clone().into());
         for (k, v) in extra {
             env.insert(k.into(), v.into());
         }
