@@ -164,6 +164,15 @@ impl Server {
             "pane.created",
             json!({ "pane": format!("p{id}"), "info": info }),
         );
+        // As `attach` does, so every `client.detached` has its `client.attached`.
+        if req.attach
+            && let Some(peer_pid) = self.conns.get(&conn).map(|c| c.peer.pid)
+        {
+            self.emit(
+                "client.attached",
+                json!({ "pane": format!("p{id}"), "client": conn, "pid": peer_pid, "read_only": req.read_only }),
+            );
+        }
         Ok(Some(info))
     }
 
