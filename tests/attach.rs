@@ -428,3 +428,33 @@ fn attach_client_inside_tmux_types_shows_and_detaches() {
     );
     assert!(screen.contains("again-rc=0"), "{screen}");
 }
+
+/// A reading client gets every byte of a large output, in order, and the
+/// screen ends with the last lines.
+#[test]
+fn large_output_reaches_attached_clients_whole_and_in_order() {
+    let ptyd = Ptyd::start();
+    let mut c = ptyd.connect();
+    let info = c.ok(
+        "pane.create",
+        json!({ "argv": ["sh", "-c", "read go; seq 1 100000; echo all-done"] }),
+    );
+    let id = info["id"].as_str().unwrap().to_string();
+    let (_, mut a) = Attached::new(&ptyd, json!({ "target": id, "read_only": true }));
+    c.input(&id, "\r");
+    let exit = a.read_exit();
+    assert_eq!(exit["reason"], "pane_exited", "{exit}");
+    let text = String::from_utf8_lossy(&a.output).replace("\r\n", "\n");
+    let numbers: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_digit()))
+        .collect();
+    let want: Vec<String> = (1..=100000).map(|n| n.to_string()).collect();
+    assert_eq!(numbers.len(), want.len(), "lines lost or added");
+    assert!(
+        numbers.iter().zip(&want).all(|(a, b)| a == b),
+        "lines out of order"
+    );
+    let screen = c.capture(&id);
+    assert!(screen.contains("100000\nall-done"), "{screen}");
+}

@@ -251,3 +251,59 @@ impl Drop for StopOnDrop<'_> {
         let _ = cmd.output();
     }
 }
+
+/// Interrupting `ptyd run` kills its pane and reports that status.
+#[test]
+fn interrupting_run_kills_the_pane() {
+    let ptyd = Ptyd::start();
+    let mut events = ptyd.connect();
+    events.ok("events.subscribe", json!({}));
+    let mut cmd = ptyd.cli(&["run", "--", "sleep", "1000"]);
+    cmd.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut child = cmd.spawn().unwrap();
+    let guard = KillChild(child.id() as i32);
+    // Wait for the pane to exist, and for run to be attached to it.
+    loop {
+        let e = events.next_event();
+        if e["type"] == "client.attached" {
+            break;
+        }
+    }
+    // SAFETY: kill has no memory-safety preconditions.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = util::wait_child(&mut child, util::TIMEOUT).expect("run did not exit");
+    std::mem::forget(guard);
+    assert_eq!(status.code(), Some(143), "{status:?}");
+    let pane = &ls_json(&ptyd)["panes"][0];
+    assert_eq!(pane["exit"]["reason"], "killed", "{pane}");
+}
+
+struct KillChild(i32);
+
+impl Drop for KillChild {
+    fn drop(&mut self) {
+        // SAFETY: kill has no memory-safety preconditions.
+        unsafe { libc::kill(self.0, libc::SIGKILL) };
+    }
+}
+
+#[test]
+fn events_command_prints_json_lines() {
+    let ptyd = Ptyd::start();
+    let mut c = ptyd.connect();
+    let id = ptyd.create_argv(&["sh", "-c", "exit 6"]);
+    c.wait_exit(&id);
+    let mut cmd = ptyd.cli(&["events", "--since", "0"]);
+    cmd.stdout(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let _guard = KillChild(child.id() as i32);
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap()));
+    let first: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    let second: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!(first["type"], "pane.created", "{first}");
+    assert_eq!(second["type"], "pane.exited", "{second}");
+    assert_eq!(second["exit"]["code"], 6, "{second}");
+    let _ = child.kill();
+    let _ = child.wait();
+}

@@ -140,4 +140,16 @@ fn attach_and_detach_are_events() {
         .unwrap();
     assert_eq!(attached["read_only"], true);
     assert_eq!(attached["pid"].as_u64(), Some(std::process::id() as u64));
+
+    // pane.create with `attach` is an attach too.
+    let mut c = ptyd.connect();
+    let info = c.ok("pane.create", json!({ "argv": ["true"], "attach": true }));
+    let id = info["id"].as_str().unwrap();
+    let events = events_until(&mut sub, "client.detached", id);
+    let attached: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "client.attached" && e["pane"] == id)
+        .collect();
+    assert_eq!(attached.len(), 1, "{events:#?}");
+    assert_eq!(attached[0]["read_only"], false);
 }

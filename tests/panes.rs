@@ -298,3 +298,135 @@ fn programs_closing_stdio_before_exit_report_their_own_code() {
         assert_eq!(exit["code"], 0, "{id}: {exit}");
     }
 }
+
+/// A `ptyd` command run inside a pane talks to the server that owns the
+/// pane, whatever its namespace (agents in panes call `ptyd` themselves).
+#[test]
+fn ptyd_inside_a_pane_talks_to_its_own_server() {
+    let ptyd = Ptyd::start();
+    let mut c = ptyd.connect();
+    // `status` never starts a server, so a wrong namespace fails visibly.
+    let script = format!(
+        "'{}' status --json | grep -q '\"namespace\": \"{}\"' && echo own-server-ok || echo own-server-WRONG",
+        util::PTYD,
+        ptyd.namespace
+    );
+    let id = ptyd.create_argv(&["/bin/sh", "-c", &script]);
+    assert_eq!(c.wait_exit(&id)["code"], 0);
+    let text = c.capture(&id);
+    assert!(text.contains("own-server-ok"), "screen:\n{text}");
+}
+
+#[test]
+fn server_internals_do_not_leak_into_pane_environments() {
+    let ptyd = Ptyd::start();
+    let mut c = ptyd.connect();
+    let info = c.ok(
+        "pane.create",
+        json!({ "argv": ["/bin/sh", "-c", "env | sort"], "env": { "EXTRA_VAR": "extra-value" }, "rows": 60 }),
+    );
+    let id = info["id"].as_str().unwrap();
+    c.wait_exit(id);
+    let text = c.capture(id);
+    assert!(text.contains("PTYD_PANE_ID=p1"), "{text}");
+    assert!(text.contains("EXTRA_VAR=extra-value"), "{text}");
+    assert!(text.contains("TERM=xterm-256color"), "{text}");
+    assert!(!text.contains("PTYD_READY_FD"), "{text}");
+}
+
+#[test]
+fn resize_is_clamped_and_reaches_the_program() {
+    let ptyd = Ptyd::start();
+    let mut c = ptyd.connect();
+    let id = ptyd.create_argv(&["/bin/sh"]);
+    let info = c.ok(
+        "pane.resize",
+        json!({ "target": id, "cols": 5000, "rows": 0 }),
+    );
+    assert_eq!(
+        (info["cols"].as_u64(), info["rows"].as_u64()),
+        (Some(1000), Some(1))
+    );
+    let info = c.ok(
+        "pane.resize",
+        json!({ "target": id, "cols": 77, "rows": 33 }),
+    );
+    assert_eq!(
+        (info["cols"].as_u64(), info["rows"].as_u64()),
+        (Some(77), Some(33))
+    );
+    c.input(&id, "stty size\r");
+    c.wait_text(&id, "33 77");
+    c.ok("pane.kill", json!({ "target": id, "signal": "KILL" }));
+}
+
+/// Input is acknowledged once it is in the PTY, not when it is queued; past
+/// 1 MiB pending, input is refused with `input_overflow`; input still pending
+/// when the pane exits is answered with `pane_exited`.
+#[test]
+fn input_acks_wait_for_the_pty_and_overflow_is_refused() {
+    let ptyd = Ptyd::start();
+    let mut c = ptyd.connect();
+    // A program that never reads its terminal, in raw mode: in canonical
+    // mode the kernel would accept and discard input past its line buffer.
+    let id = ptyd.create_argv(&[
+        "sh",
+        "-c",
+        "stty raw -echo; echo raw-ready; exec sleep 1000",
+    ]);
+    c.wait_text(&id, "raw-ready");
+    let chunk = "y".repeat(600_000);
+    let first = c.send("pane.input", json!({ "target": id, "data": chunk }));
+    let second = c.send("pane.input", json!({ "target": id, "data": chunk }));
+    // The second is refused at once; the first is still unacknowledged, so
+    // the refusal is the next response.
+    let resp = c.next_response();
+    assert_eq!(resp["id"], second, "{resp}");
+    assert_eq!(resp["error"]["code"], "input_overflow", "{resp}");
+    // Other requests on the connection are not held up by the pending ack.
+    c.ok("pane.list", json!({}));
+    let mut other = ptyd.connect();
+    other.ok("pane.kill", json!({ "target": id, "signal": "KILL" }));
+    let resp = c.next_response();
+    assert_eq!(resp["id"], first, "{resp}");
+    assert_eq!(resp["error"]["code"], "pane_exited", "{resp}");
+}
+
+#[test]
+fn many_clients_at_once_all_get_answers() {
+    let ptyd = Ptyd::start();
+    let file = ptyd.dirs.state.path().join("typed.txt");
+    let script = format!("stty -echo; echo ready; exec cat > '{}'", file.display());
+    let id = ptyd.create_argv(&["/bin/sh", "-c", &script]);
+    let mut c = ptyd.connect();
+    c.wait_text(&id, "ready");
+    let threads: Vec<_> = (0..16)
+        .map(|t| {
+            let socket = ptyd.socket();
+            let id = id.clone();
+            std::thread::spawn(move || {
+                let mut c = util::Conn::connect(&socket);
+                for i in 0..10 {
+                    c.ok("pane.list", json!({}));
+                    c.input(&id, &format!("client-{t}-line-{i}\n"));
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().expect("a client thread failed");
+    }
+    // Every line was acknowledged, so all are in the PTY before this EOF.
+    c.input(&id, "\x04");
+    assert_eq!(c.wait_exit(&id)["code"], 0);
+    let typed = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(typed.lines().count(), 160, "{typed}");
+    for t in 0..16 {
+        let mine: Vec<&str> = typed
+            .lines()
+            .filter(|l| l.starts_with(&format!("client-{t}-")))
+            .collect();
+        let want: Vec<String> = (0..10).map(|i| format!("client-{t}-line-{i}")).collect();
+        assert_eq!(mine, want, "client {t}'s lines lost or reordered");
+    }
+}

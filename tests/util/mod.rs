@@ -395,6 +395,14 @@ impl Conn {
                 )
             })),
             Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => None,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                panic!("no line from the server within {TIMEOUT:?}")
+            }
             Err(e) => panic!("reading a line from the server: {e}"),
         }
     }
