@@ -207,3 +207,47 @@ fn a_client_that_disconnects_mid_request_does_not_hurt_the_server() {
     c.ok("pane.kill", json!({ "target": "p1", "signal": "KILL" }));
     c.wait_exit("p1");
 }
+
+/// A client that sends requests but never reads the answers is cut off once
+/// 4 MiB are owed; what it does receive is still whole JSON lines, the last
+/// one saying why.
+#[test]
+fn a_client_that_never_reads_responses_is_cut_off_cleanly() {
+    let ptyd = Ptyd::start();
+    let mut c = ptyd.connect();
+    // A full 1000x500 screen makes each capture response about 1 MB.
+    let info = c.ok(
+        "pane.create",
+        json!({
+            "argv": ["sh", "-c", "i=0; while [ $i -lt 500 ]; do printf '%0999d\\n' $i; i=$((i+1)); done; echo filled; exec sleep 1000"],
+            "cols": 1000,
+            "rows": 500,
+        }),
+    );
+    let id = info["id"].as_str().unwrap();
+    c.wait_text(id, "filled");
+    let mut greedy = ptyd.connect();
+    for _ in 0..12 {
+        greedy.send("pane.capture", json!({ "target": id }));
+        // Meanwhile others are served. The round trip also lets the server
+        // write part of what it owes `greedy` between its requests.
+        c.ok("pane.list", json!({}));
+    }
+    // Now read: whole lines (read_line fails the test on a broken one),
+    // some captures, then the overflow error, then the end.
+    let mut captures = 0;
+    let last = loop {
+        let msg = greedy
+            .read_line()
+            .expect("closed without an overflow error");
+        if msg.get("error").is_some() {
+            break msg;
+        }
+        assert!(msg["result"]["text"].is_string(), "{msg}");
+        captures += 1;
+    };
+    assert_eq!(last["error"]["code"], "too_large", "{last}");
+    assert!(captures < 12, "every capture was delivered: no cut-off");
+    assert!(greedy.read_line().is_none(), "lines after the last words");
+    c.ok("pane.kill", json!({ "target": id, "signal": "KILL" }));
+}

@@ -390,8 +390,8 @@ impl Conn {
             Ok(0) => None,
             Ok(_) => Some(serde_json::from_slice(&line).unwrap_or_else(|e| {
                 panic!(
-                    "server sent a line that is not JSON ({e}): {:?}",
-                    String::from_utf8_lossy(&line)
+                    "server sent a line that is not JSON ({e}): {}",
+                    abbreviate(&line)
                 )
             })),
             Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => None,
@@ -529,6 +529,18 @@ impl Conn {
             .find(|p| p["id"] == pane)
             .cloned()
     }
+}
+
+/// Long bytes shortened to their start and end, for failure messages.
+pub fn abbreviate(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let chars: Vec<char> = text.chars().collect();
+    if chars.len() <= 400 {
+        return format!("{text:?}");
+    }
+    let head: String = chars[..200].iter().collect();
+    let tail: String = chars[chars.len() - 200..].iter().collect();
+    format!("{head:?} ... ({} chars) ... {tail:?}", chars.len())
 }
 
 /// Splits a response line into result or `(code, message)`.
