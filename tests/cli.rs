@@ -195,6 +195,7 @@ fn usage_and_target_errors() {
         &["kill", "p7"],
         &["send", "p7", "x"],
         &["rm", "p7"],
+        &["attach", "p7"],
     ] {
         let out = ptyd.run_cli(args);
         assert_exit(&out, 1);

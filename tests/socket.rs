@@ -174,3 +174,37 @@ fn stop_ends_the_server_and_removes_its_socket() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("no ptyd server"), "{}", stderr(&out));
 }
+
+#[test]
+fn sighup_is_ignored_and_sigterm_ends_attachments_with_server_exit() {
+    let mut ptyd = Ptyd::start();
+    let mut c = ptyd.connect();
+    let id = ptyd.create_argv(&["sleep", "1000"]);
+    // SAFETY: kill has no memory-safety preconditions.
+    unsafe { libc::kill(ptyd.pid(), libc::SIGHUP) };
+    // Still serving (the signal is handled in the loop before this request,
+    // or after it: either way the next request must work too).
+    c.ok("pane.list", json!({}));
+    let status = c.ok("server.status", json!({}));
+    assert_eq!(status["pid"], ptyd.pid());
+
+    let (_, stream, leftover) = ptyd
+        .connect()
+        .attach(json!({ "target": id, "read_only": true }));
+    // SAFETY: as above.
+    unsafe { libc::kill(ptyd.pid(), libc::SIGTERM) };
+    let mut frames = util::FrameReader::new(&stream, leftover);
+    let exit = loop {
+        match frames.next() {
+            Some((2, payload)) => {
+                break serde_json::from_slice::<serde_json::Value>(&payload).unwrap();
+            }
+            Some(_) => {}
+            None => panic!("stream ended without an EXIT frame"),
+        }
+    };
+    assert_eq!(exit["reason"], "server_exit", "{exit}");
+    let status = ptyd.wait_exit();
+    assert!(status.success(), "server exit after SIGTERM: {status:?}");
+    assert!(!ptyd.socket().exists(), "socket left behind");
+}
