@@ -52,7 +52,8 @@ impl EventLog {
             .front()
             .and_then(|e| e["seq"].as_u64())
             .unwrap_or(self.last_seq + 1);
-        if since + 1 < oldest && since < self.last_seq {
+        // `since < last_seq` first: a client may send u64::MAX.
+        if since < self.last_seq && since + 1 < oldest {
             out.push(json!({
                 "type": "gap",
                 "from": since + 1,
