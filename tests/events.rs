@@ -153,3 +153,24 @@ fn attach_and_detach_are_events() {
     assert_eq!(attached.len(), 1, "{events:#?}");
     assert_eq!(attached[0]["read_only"], false);
 }
+
+#[test]
+fn subscribe_with_a_since_beyond_the_present_is_harmless() {
+    let ptyd = Ptyd::start();
+    let mut c = ptyd.connect();
+    for since in [3, 1000, u64::MAX] {
+        let id = ptyd.create_argv(&["true"]);
+        c.wait_exit(&id);
+        let mut sub = ptyd.connect();
+        let r = sub.ok("events.subscribe", json!({ "since": since }));
+        let seq = r["seq"].as_u64().expect("seq");
+        // Nothing is replayed; the next event is a new one.
+        let id = ptyd.create_argv(&["sleep", "1000"]);
+        let e = sub.next_event();
+        assert_eq!(e["type"], "pane.created", "since {since}: {e}");
+        assert_eq!(e["pane"], id.as_str(), "since {since}: {e}");
+        assert_eq!(e["seq"].as_u64(), Some(seq + 1), "since {since}: {e}");
+        c.ok("pane.remove", json!({ "target": id, "force": true }));
+    }
+    c.ok("server.status", json!({}));
+}
