@@ -251,3 +251,69 @@ fn a_client_that_never_reads_responses_is_cut_off_cleanly() {
     assert!(greedy.read_line().is_none(), "lines after the last words");
     c.ok("pane.kill", json!({ "target": id, "signal": "KILL" }));
 }
+
+/// Durations from clients are not trusted: the largest values must neither
+/// crash the server nor fire early.
+#[test]
+fn huge_durations_are_harmless() {
+    let ptyd = Ptyd::start();
+    let mut c = ptyd.connect();
+    let max = u64::MAX;
+    let id = ptyd.create_argv(&["sleep", "1000"]);
+    let cases = [
+        (
+            "pane.wait",
+            json!({ "target": id, "exit": true, "timeout_ms": max }),
+        ),
+        ("pane.wait", json!({ "target": id, "idle_ms": max })),
+        (
+            "pane.wait",
+            json!({ "target": id, "text": "never", "timeout_ms": max }),
+        ),
+    ];
+    for (method, params) in cases {
+        // Parked, not answered: a status request behind it is.
+        let waiting = ptyd.connect();
+        let mut waiting = waiting;
+        waiting.send(method, params.clone());
+        let r = waiting.call("server.status", json!({}));
+        assert!(r.is_ok(), "{method} {params}: {r:?}");
+    }
+    let big = c.call(
+        "pane.create",
+        json!({ "argv": ["sleep", "1000"], "timeout_ms": max, "idle_timeout_ms": max }),
+    );
+    let big = big.unwrap_or_else(|e| panic!("pane.create with huge watchdogs: {e:?}"));
+    c.ok("pane.kill", json!({ "target": id, "grace_ms": max }));
+    let exit = c.wait_exit(&id);
+    assert_eq!(exit["signal"], 15, "{exit}");
+    let info = c.pane_info(big["id"].as_str().unwrap()).unwrap();
+    assert_eq!(info["state"], "running", "a huge watchdog fired: {info}");
+    c.ok("server.status", json!({}));
+}
+
+#[test]
+fn bad_pane_specs_are_refused_without_harm() {
+    let ptyd = Ptyd::start();
+    let mut c = ptyd.connect();
+    let cases = [
+        json!({ "argv": ["true"], "name": "bad\nname" }),
+        json!({ "argv": ["true"], "name": "" }),
+        json!({ "argv": ["true"], "cwd": "relative/dir" }),
+        json!({ "argv": ["true"], "env": { "A=B": "x" } }),
+        json!({ "argv": ["true"], "env": { "": "x" } }),
+        json!({ "argv": ["true"], "env": { "NUL": "a\u{0}b" } }),
+        json!({ "argv": ["tr\u{0}ue"] }),
+    ];
+    for params in cases {
+        match c.call("pane.create", params.clone()) {
+            Ok(v) => panic!("{params} accepted: {v}"),
+            Err((code, message)) => assert!(
+                code == "invalid_params" || code == "spawn_failed",
+                "{params}: {code}: {message}"
+            ),
+        }
+        still_works(&ptyd, &mut c, &params.to_string());
+    }
+    assert_eq!(c.ok("pane.list", json!({}))["panes"], json!([]));
+}
