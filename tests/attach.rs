@@ -387,12 +387,12 @@ fn attach_client_inside_tmux_types_shows_and_detaches() {
         &env,
     ]);
     tmux.wait_screen("the outer prompt", |s| s.contains("outer$"));
+    let mut ev = ptyd.connect();
+    ev.ok("events.subscribe", json!({}));
     let attach = format!("{} attach p1; echo attach-rc=$?", shell_quote(util::PTYD));
     tmux.keys(&["-l", &attach]);
     tmux.keys(&["Enter"]);
-    util::eventually("the attach client to connect", || {
-        (c.pane_info("p1").unwrap()["attached_clients"] == 1).then_some(())
-    });
+    ev.wait_event("client.attached", "p1");
     // The client sends its terminal size: tmux's pane is 100 columns.
     assert_eq!(c.pane_info("p1").unwrap()["cols"], 100);
 
@@ -401,8 +401,17 @@ fn attach_client_inside_tmux_types_shows_and_detaches() {
     c.wait_text("p1", "hi-42-there");
     tmux.wait_screen("the pane's output", |s| s.contains("hi-42-there"));
 
+    // The outer terminal shrinks: SIGWINCH, a resize frame, a smaller pane.
+    tmux.run(&["resize-window", "-t", "main", "-x", "90", "-y", "25"]);
+    let resized = ev.wait_event("pane.resized", "p1");
+    assert_eq!(resized["cols"], 90, "{resized}");
+    c.input("p1", "stty size\r");
+    c.wait_text("p1", &format!("{} 90", resized["rows"]));
+
     // Ctrl-\ detaches.
     tmux.keys(&["C-\\"]);
+    let detached = ev.wait_event("client.detached", "p1");
+    assert_eq!(detached["reason"], "detached", "{detached}");
     let screen = tmux.wait_screen("the attach client exiting", |s| s.contains("attach-rc="));
     assert!(screen.contains("attach-rc=0"), "{screen}");
     assert!(screen.contains("[ptyd: detached]"), "{screen}");
@@ -414,9 +423,7 @@ fn attach_client_inside_tmux_types_shows_and_detaches() {
     let attach = attach.replace("attach-rc=", "again-rc=");
     tmux.keys(&["-l", &attach]);
     tmux.keys(&["Enter"]);
-    util::eventually("the attach client to connect again", || {
-        (c.pane_info("p1").unwrap()["attached_clients"] == 1).then_some(())
-    });
+    ev.wait_event("client.attached", "p1");
     tmux.keys(&["-l", "exit 4"]);
     tmux.keys(&["Enter"]);
     let exit = c.wait_exit("p1");
@@ -427,6 +434,23 @@ fn attach_client_inside_tmux_types_shows_and_detaches() {
         "{screen}"
     );
     assert!(screen.contains("again-rc=0"), "{screen}");
+
+    // `ptyd new` creates a pane and attaches to it at once.
+    let new = format!(
+        "{} new -n fresh -- /bin/sh; echo new-rc=$?",
+        shell_quote(util::PTYD)
+    );
+    tmux.keys(&["-l", &new]);
+    tmux.keys(&["Enter"]);
+    ev.wait_event("client.attached", "p2");
+    assert_eq!(c.pane_info("p2").unwrap()["name"], "fresh");
+    tmux.keys(&["-l", "echo in-fresh-$((1+1))"]);
+    tmux.keys(&["Enter"]);
+    c.wait_text("fresh", "in-fresh-2");
+    tmux.keys(&["C-\\"]);
+    let screen = tmux.wait_screen("ptyd new exiting", |s| s.contains("new-rc="));
+    assert!(screen.contains("new-rc=0"), "{screen}");
+    assert_eq!(c.pane_info("p2").unwrap()["state"], "running");
 }
 
 /// A reading client gets every byte of a large output, in order, and the

@@ -5,7 +5,23 @@
 //! sockets, real PTYs and real processes.
 //!
 //! Every blocking step has a deadline ([`TIMEOUT`]) and fails the test with a
-//! message saying what was awaited, so a hang is a clear failure.
+//! message saying what was awaited, so a hang is a clear failure. Tests wait
+//! on what the server reports (`pane.wait`, events, EXIT frames), not on
+//! sleeps; [`eventually`] polls only what reports nothing (a foreign process
+//! dying, a file appearing, tmux's screen).
+//!
+//! The test files, one per area:
+//! - `panes.rs`: pane lifecycle over the API, exit statuses, tree kill,
+//!   input acks and `request_id` dedup, environment, concurrency.
+//! - `protocol_errors.rs`: malformed and hostile input; the connection and
+//!   the server survive it.
+//! - `socket.rs`: one server per namespace, stale sockets, file modes,
+//!   namespace isolation, stop and signals.
+//! - `attach.rs`: frames, detach, EXIT reasons, slow clients, `ptyd attach`
+//!   and `ptyd new` driven inside tmux.
+//! - `cli.rs`: the commands, their output and exit codes.
+//! - `events.rs`: replay, live delivery, sequence numbers.
+//! - `waits.rs`: `pane.wait` conditions and timeouts, pane watchdogs.
 
 #![allow(dead_code)] // Each test file uses a different part of the harness.
 
@@ -432,6 +448,17 @@ impl Conn {
         match msg.get("event") {
             Some(event) => event.clone(),
             None => panic!("expected an event, got a response: {msg}"),
+        }
+    }
+
+    /// Reads events until one of type `kind` about `pane` (on a subscribed
+    /// connection) and returns it.
+    pub fn wait_event(&mut self, kind: &str, pane: &str) -> Value {
+        loop {
+            let e = self.next_event();
+            if e["type"] == kind && e["pane"] == pane {
+                return e;
+            }
         }
     }
 
