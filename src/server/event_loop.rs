@@ -9,6 +9,7 @@ use super::timers::TimerKind;
 use super::{DISK, LISTENER, SIGNALS, Server, Source};
 use crate::protocol::methods::ExitStatus;
 use crate::protocol::{self, frame};
+use crate::term::TermEvent;
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Token};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
@@ -256,6 +257,7 @@ impl Server {
         if !replies.is_empty() {
             pane.queue_reply(&replies);
         }
+        let term_events = pane.screen.take_events();
         if ended && let Some(master) = pane.master.take() {
             // Deregister before closing: epoll tracks the open file
             // description, not the fd number.
@@ -274,6 +276,70 @@ impl Server {
         if taken > 0 {
             self.check_text_waits(id);
         }
+        if !term_events.is_empty() {
+            self.on_term_events(id, term_events);
+        }
+    }
+
+    /// Turns what the terminal model noticed into events (and answers waits
+    /// on prompts and finished commands).
+    fn on_term_events(&mut self, id: u64, term_events: Vec<TermEvent>) {
+        let pane_id = format!("p{id}");
+        let mut rang = false;
+        for event in term_events {
+            match event {
+                // A program ringing in a loop gets one event per read batch.
+                TermEvent::Bell if rang => {}
+                TermEvent::Bell => {
+                    rang = true;
+                    self.emit("pane.bell", serde_json::json!({ "pane": pane_id }));
+                }
+                TermEvent::Title(title) => {
+                    self.emit(
+                        "pane.title",
+                        serde_json::json!({ "pane": pane_id, "title": title }),
+                    );
+                }
+                TermEvent::Cwd(path) => {
+                    let dir = std::path::PathBuf::from(&path);
+                    if let Some(pane) = self.panes.get_mut(&id)
+                        && dir.is_absolute()
+                        && pane.cwd != dir
+                    {
+                        pane.cwd = dir;
+                        self.mark_dirty();
+                    }
+                    self.emit(
+                        "pane.cwd",
+                        serde_json::json!({ "pane": pane_id, "cwd": path }),
+                    );
+                }
+                TermEvent::Prompt => {
+                    if let Some(pane) = self.panes.get_mut(&id) {
+                        pane.prompts_seen += 1;
+                    }
+                    self.emit("pane.prompt", serde_json::json!({ "pane": pane_id }));
+                    self.on_shell_mark(id);
+                }
+                TermEvent::CommandStart => {
+                    self.emit(
+                        "pane.command_started",
+                        serde_json::json!({ "pane": pane_id }),
+                    );
+                }
+                TermEvent::CommandFinished { exit } => {
+                    if let Some(pane) = self.panes.get_mut(&id) {
+                        pane.commands_finished += 1;
+                        pane.last_command_exit = exit;
+                    }
+                    self.emit(
+                        "pane.command_finished",
+                        serde_json::json!({ "pane": pane_id, "exit": exit }),
+                    );
+                    self.on_shell_mark(id);
+                }
+            }
+        }
     }
 
     /// Writes pending input to a pane and acknowledges the requests whose
@@ -289,6 +355,7 @@ impl Server {
             self.log.log("input_failed", &msg);
         }
         let written = pane.written_total();
+        let (prompts, finished) = (pane.prompts_seen, pane.commands_finished);
         let mut done = Vec::new();
         pane.pending_acks.retain_mut(|ack| {
             if ack.end_offset <= written {
@@ -302,7 +369,12 @@ impl Server {
             self.respond(
                 conn,
                 &rpc_id,
-                Ok(serde_json::json!({ "written": true, "duplicate": duplicate })),
+                Ok(serde_json::json!({
+                    "written": true,
+                    "duplicate": duplicate,
+                    "prompts_seen": prompts,
+                    "commands_finished": finished,
+                })),
             );
         }
     }
