@@ -7,6 +7,7 @@ use crate::protocol::frame;
 use crate::sys::PeerCred;
 use mio::Token;
 use mio::net::UnixStream;
+use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::time::Instant;
 
@@ -49,6 +50,13 @@ pub struct Connection {
     pub inbuf: Vec<u8>,
     out: Vec<u8>,
     out_pos: usize,
+    /// End offsets in `out` of the queued messages (lines or frames) not yet
+    /// fully written, oldest first.
+    msg_ends: VecDeque<usize>,
+    /// Start offset in `out` of the message `out_pos` is in. Below `out_pos`
+    /// when that message is partly written: it must then be finished before
+    /// anything else is sent, or the peer's stream is corrupt.
+    msg_start: usize,
     /// Set when the connection is to be closed: once its output queue is
     /// flushed, or at this deadline, whichever comes first.
     pub closing: Option<Instant>,
@@ -65,6 +73,8 @@ impl Connection {
             inbuf: Vec::new(),
             out: Vec::new(),
             out_pos: 0,
+            msg_ends: VecDeque::new(),
+            msg_start: 0,
             closing: None,
         }
     }
@@ -81,6 +91,7 @@ impl Connection {
             return false;
         }
         self.out.extend_from_slice(bytes);
+        self.msg_ends.push_back(self.out.len());
         true
     }
 
@@ -89,15 +100,25 @@ impl Connection {
             return false;
         }
         frame::encode(kind, payload, &mut self.out);
+        self.msg_ends.push_back(self.out.len());
         true
     }
 
     /// Drops whatever is queued and queues `last` instead: the final words to
-    /// a client we are about to disconnect.
+    /// a client we are about to disconnect. A message already partly written
+    /// is kept to its end, so the client can still parse `last`.
     pub fn replace_queue(&mut self, last: &[u8]) {
-        self.out.clear();
-        self.out_pos = 0;
+        let keep = match self.msg_ends.front() {
+            Some(&end) if self.msg_start < self.out_pos => end,
+            _ => self.out_pos,
+        };
+        self.out.truncate(keep);
+        self.msg_ends.clear();
+        if keep > self.out_pos {
+            self.msg_ends.push_back(keep);
+        }
         self.out.extend_from_slice(last);
+        self.msg_ends.push_back(self.out.len());
     }
 
     /// Writes as much queued output as the socket takes. Errors other than
@@ -112,12 +133,24 @@ impl Connection {
                 Err(e) => return Err(e),
             }
         }
+        while let Some(&end) = self.msg_ends.front()
+            && end <= self.out_pos
+        {
+            self.msg_start = end;
+            self.msg_ends.pop_front();
+        }
         if self.out_pos == self.out.len() {
             self.out.clear();
             self.out_pos = 0;
-        } else if self.out_pos > (1 << 16) && self.out_pos * 2 > self.out.len() {
-            self.out.drain(..self.out_pos);
-            self.out_pos = 0;
+            self.msg_ends.clear();
+            self.msg_start = 0;
+        } else if self.msg_start > (1 << 16) && self.msg_start * 2 > self.out.len() {
+            // Keep the message in progress whole: `replace_queue` needs it.
+            let cut = self.msg_start;
+            self.out.drain(..cut);
+            self.out_pos -= cut;
+            self.msg_ends.iter_mut().for_each(|end| *end -= cut);
+            self.msg_start = 0;
         }
         Ok(())
     }

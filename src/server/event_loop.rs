@@ -194,6 +194,7 @@ impl Server {
             status,
             reason,
         };
+        pane.hung_up_master = None;
         pane.discard_input();
         let unwritten = std::mem::take(&mut pane.pending_acks);
         let exit = pane.exit_json();
@@ -265,7 +266,9 @@ impl Server {
                 .poll
                 .registry()
                 .deregister(&mut SourceFd(&master.raw_fd()));
-            drop(master);
+            if pane.is_running() {
+                pane.hung_up_master = Some(master);
+            }
         }
         if !replies.is_empty() {
             self.flush_pane_input(id);

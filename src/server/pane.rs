@@ -73,6 +73,11 @@ pub struct Pane {
     pub created_unix_ms: u64,
     /// `None` once output has ended and the fd is closed.
     pub master: Option<PtyMaster>,
+    /// The master after output ended (EIO) while the process still runs,
+    /// kept open until it is reaped. Closing it hangs up the terminal, and
+    /// the kernel's SIGHUP would kill a process that closed its stdio and is
+    /// about to exit normally (GNU tools do), falsifying its exit status.
+    pub hung_up_master: Option<PtyMaster>,
     pub token: mio::Token,
     pub state: PaneState,
     /// Counts starts; timers for one run must not act on the next.
@@ -129,6 +134,7 @@ impl Pane {
             rows: setup.rows,
             created_unix_ms: unix_ms(),
             master: None,
+            hung_up_master: None,
             token,
             state: PaneState::Held {
                 reason: held_reason,

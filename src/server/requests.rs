@@ -31,7 +31,15 @@ impl Server {
         if line.iter().all(u8::is_ascii_whitespace) {
             return;
         }
-        let raw: RawRequest = match serde_json::from_slice(line) {
+        // Through `Value` first: serde would also build the struct from a
+        // JSON array (`[id, method, params]`), which is not a request.
+        let raw = serde_json::from_slice::<Value>(line).and_then(|v| match v {
+            Value::Object(_) => serde_json::from_value::<RawRequest>(v),
+            _ => Err(serde::de::Error::custom(
+                "the line is JSON but not an object",
+            )),
+        });
+        let raw = match raw {
             Ok(raw) => raw,
             Err(e) => {
                 let err = RpcError::new(
