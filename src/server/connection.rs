@@ -7,6 +7,7 @@ use crate::protocol::frame;
 use crate::sys::PeerCred;
 use mio::Token;
 use mio::net::UnixStream;
+use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::time::Instant;
 
@@ -49,6 +50,13 @@ pub struct Connection {
     pub inbuf: Vec<u8>,
     out: Vec<u8>,
     out_pos: usize,
+    /// Where each queued message (a line or a frame) ends in `out`, oldest
+    /// first, for the messages not yet wholly written.
+    out_ends: VecDeque<usize>,
+    /// Where the oldest unwritten message starts in `out`. When `out_pos` is
+    /// past it, that message is partly written and must be finished before
+    /// anything else goes out, or the peer loses its framing.
+    out_msg_start: usize,
     /// Set when the connection is to be closed: once its output queue is
     /// flushed, or at this deadline, whichever comes first.
     pub closing: Option<Instant>,
@@ -65,6 +73,8 @@ impl Connection {
             inbuf: Vec::new(),
             out: Vec::new(),
             out_pos: 0,
+            out_ends: VecDeque::new(),
+            out_msg_start: 0,
             closing: None,
         }
     }
@@ -81,6 +91,7 @@ impl Connection {
             return false;
         }
         self.out.extend_from_slice(bytes);
+        self.out_ends.push_back(self.out.len());
         true
     }
 
@@ -89,15 +100,23 @@ impl Connection {
             return false;
         }
         frame::encode(kind, payload, &mut self.out);
+        self.out_ends.push_back(self.out.len());
         true
     }
 
     /// Drops whatever is queued and queues `last` instead: the final words to
-    /// a client we are about to disconnect.
+    /// a client we are about to disconnect. A message already partly written
+    /// to the socket is kept whole: cutting it would make the peer read
+    /// `last` as the rest of it.
     pub fn replace_queue(&mut self, last: &[u8]) {
-        self.out.clear();
-        self.out_pos = 0;
+        let keep = match self.out_ends.front() {
+            Some(&end) if self.out_pos > self.out_msg_start => end,
+            _ => self.out_pos,
+        };
+        self.out.truncate(keep);
+        self.out_ends.retain(|&end| end <= keep);
         self.out.extend_from_slice(last);
+        self.out_ends.push_back(self.out.len());
     }
 
     /// Writes as much queued output as the socket takes. Errors other than
@@ -112,12 +131,26 @@ impl Connection {
                 Err(e) => return Err(e),
             }
         }
+        while let Some(&end) = self.out_ends.front()
+            && end <= self.out_pos
+        {
+            self.out_ends.pop_front();
+            self.out_msg_start = end;
+        }
         if self.out_pos == self.out.len() {
             self.out.clear();
             self.out_pos = 0;
-        } else if self.out_pos > (1 << 16) && self.out_pos * 2 > self.out.len() {
-            self.out.drain(..self.out_pos);
-            self.out_pos = 0;
+            self.out_msg_start = 0;
+        } else if self.out_msg_start > (1 << 16) && self.out_msg_start * 2 > self.out.len() {
+            // Only wholly written messages are dropped, so `out_msg_start`
+            // stays meaningful.
+            let cut = self.out_msg_start;
+            self.out.drain(..cut);
+            self.out_pos -= cut;
+            self.out_msg_start = 0;
+            for end in &mut self.out_ends {
+                *end -= cut;
+            }
         }
         Ok(())
     }
@@ -143,5 +176,68 @@ impl Connection {
                 Err(_) => return ReadOutcome::Closed,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reads everything the peer has, flushing `conn` as the socket drains.
+    fn read_all(conn: &mut Connection, peer: &mut std::os::unix::net::UnixStream) -> Vec<u8> {
+        peer.set_nonblocking(true).unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 64 * 1024];
+        loop {
+            conn.flush().unwrap();
+            match peer.read(&mut buf) {
+                Ok(n) if n > 0 => got.extend_from_slice(&buf[..n]),
+                _ if conn.queued() == 0 => return got,
+                _ => {}
+            }
+        }
+    }
+
+    #[test]
+    fn replace_queue_finishes_a_partly_written_frame() {
+        let (ours, mut peer) = std::os::unix::net::UnixStream::pair().unwrap();
+        ours.set_nonblocking(true).unwrap();
+        let peer_cred = PeerCred { uid: 0, pid: None };
+        let mut conn = Connection::new(Token(1), UnixStream::from_std(ours), peer_cred);
+        // Bigger than the socket buffer, so the first flush stops mid-frame.
+        let big = vec![b'x'; 900 * 1024];
+        assert!(conn.queue_frame(frame::server::OUTPUT, &big));
+        assert!(conn.queue_frame(frame::server::OUTPUT, b"dropped"));
+        conn.flush().unwrap();
+        assert!(
+            conn.queued() > 0 && conn.out_pos > 0,
+            "flush should stop mid-frame"
+        );
+        let mut exit = Vec::new();
+        frame::encode(frame::server::EXIT, b"{}", &mut exit);
+        conn.replace_queue(&exit);
+
+        let got = read_all(&mut conn, &mut peer);
+        let (first, used) = frame::decode(&got).unwrap().unwrap();
+        assert_eq!(
+            (first.kind, first.payload.len()),
+            (frame::server::OUTPUT, big.len())
+        );
+        let (last, rest) = frame::decode(&got[used..]).unwrap().unwrap();
+        assert_eq!((last.kind, last.payload), (frame::server::EXIT, &b"{}"[..]));
+        assert_eq!(used + rest, got.len());
+    }
+
+    #[test]
+    fn replace_queue_between_messages_drops_them_all() {
+        let (ours, mut peer) = std::os::unix::net::UnixStream::pair().unwrap();
+        ours.set_nonblocking(true).unwrap();
+        let peer_cred = PeerCred { uid: 0, pid: None };
+        let mut conn = Connection::new(Token(1), UnixStream::from_std(ours), peer_cred);
+        assert!(conn.queue(b"first\n"));
+        conn.flush().unwrap();
+        assert!(conn.queue(b"second\n"));
+        conn.replace_queue(b"last\n");
+        assert_eq!(read_all(&mut conn, &mut peer), b"first\nlast\n");
     }
 }
