@@ -56,7 +56,9 @@ impl Server {
                             }
                         }
                         Some(Source::Conn(id))
-                            if event.is_readable() || event.is_read_closed() || event.is_error() =>
+                            if event.is_readable()
+                                || event.is_read_closed()
+                                || event.is_error() =>
                         {
                             self.read_conn(id);
                         }
@@ -500,7 +502,9 @@ impl Server {
         let mut dead = Vec::new();
         for (id, conn) in &mut self.conns {
             let failed = conn.queued() > 0 && conn.flush().is_err();
-            let finished = conn.closing.is_some_and(|at| conn.queued() == 0 || at <= now);
+            let finished = conn
+                .closing
+                .is_some_and(|at| conn.queued() == 0 || at <= now);
             if failed || finished {
                 dead.push(*id);
             }
