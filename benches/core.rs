@@ -1,20 +1,33 @@
 //! The core benchmark: ptyd against a bare PTY and against tmux, in one run.
 //!
-//! 1. Throughput: `cat` of a generated file (printable 100-byte lines)
-//!    a. in a bare PTY we read until EIO,
-//!    b. in a ptyd pane with one attached (read-only) client reading frames
-//!    until the EXIT frame,
-//!    c. in a tmux pane with one `tmux attach` client running in a bare PTY
-//!    whose output we read and discard.
-//! 2. Keystroke echo latency: one byte in, time until it comes back, against
-//!    `cat` on a raw-mode terminal (so `cat` itself echoes, like a shell's
-//!    line editor would), in the same three set-ups.
+//! 1. Throughput: `cat` of a generated file (printable 100-byte lines) in a
+//!    200x50 terminal,
+//!    a. in a bare PTY we read until EIO (timed from spawn to the last byte),
+//!    b. in a ptyd pane created with `attach: true, read_only: true` on the
+//!    connection that then reads frames (timed from the request to the
+//!    EXIT frame, so every byte has reached the client),
+//!    c. in a tmux pane with one `tmux attach` client in a bare PTY whose
+//!    output we drain; `cat` starts on `wait-for go` once the client is
+//!    attached, and the time runs until `wait-for done` returns. tmux
+//!    redraws rather than forwards, so its client reads fewer bytes, and
+//!    the clock stops when the tmux server has consumed the output, not
+//!    when the client has drawn it (slightly in tmux's favour).
+//!    Runs are interleaved (`--runs`, default 2) and the fastest of each is
+//!    reported, with the CPU time the ptyd or tmux server used.
+//! 2. Keystroke echo latency (p50/p99 over `--keys`, default 500): one byte
+//!    in, time until it comes back, against `cat` on a raw-mode terminal (so
+//!    `cat` itself echoes, as a shell's line editor would), for a bare PTY,
+//!    a ptyd client sending INPUT frames and reading OUTPUT frames, and a
+//!    `tmux attach` client we type into through its PTY.
 //!
-//! Usage: `cargo build --release && cargo bench --bench core [-- --size-mb N --keys N]`.
-//! The ptyd binary is `$PTYD_BIN`, else `ptyd` next to this executable's
-//! directory (`target/release/ptyd`). Everything it starts (ptyd server, tmux
-//! servers, PTY children) and every file it writes lives in one temporary
-//! directory and is stopped or removed on the way out, errors included.
+//! Usage: `cargo build --release && cargo bench --bench core [-- --size-mb N
+//! --keys N --runs N]`. The ptyd binary is `$PTYD_BIN`, else `ptyd` in the
+//! parent of this executable's directory (`target/release/ptyd`).
+//! Everything it starts (a private ptyd server, private tmux servers, PTY
+//! children) and every file it writes lives in one temporary directory and
+//! is stopped or removed on the way out, errors included; with
+//! `PTYD_BENCH_KEEP=1` the directory (server logs) is kept. A failed
+//! measurement is printed in its row and makes the run exit non-zero.
 
 use ptyd::client::{self, Client, FrameReader, ServerFrame};
 use ptyd::paths::NamespacePaths;
@@ -154,8 +167,14 @@ fn measure(
         tput[2].1 = Err(NO_RUN.into());
     }
     for _ in 0..args.runs {
-        keep_best(&mut tput[0].1, throughput_bare(file));
-        keep_best(&mut tput[1].1, throughput_ptyd(&server, file, tmp));
+        keep_best(
+            &mut tput[0].1,
+            throughput_bare(file).and_then(all_of(bytes)),
+        );
+        keep_best(
+            &mut tput[1].1,
+            throughput_ptyd(&server, file, tmp).and_then(all_of(bytes)),
+        );
         if have_tmux {
             keep_best(&mut tput[2].1, throughput_tmux(file, tmp));
         }
@@ -207,6 +226,19 @@ struct Throughput {
     received: u64,
     /// CPU time (user + system) the ptyd or tmux server used meanwhile.
     server_cpu: Option<Duration>,
+}
+
+/// Checks that the reader got every byte of `cat`'s output: the file plus a
+/// CR per line (the tty's ONLCR).
+fn all_of(bytes: usize) -> impl Fn(Throughput) -> Res<Throughput> {
+    move |t| {
+        let want = (bytes + bytes / LINE_LEN) as u64;
+        if t.received == want {
+            Ok(t)
+        } else {
+            Err(format!("received {} bytes, expected {want}", t.received))
+        }
+    }
 }
 
 /// Keeps the faster of two runs. A failure always wins: a failure in any
