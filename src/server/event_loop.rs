@@ -3,7 +3,9 @@
 //! finished connections. Nothing here blocks: every fd is non-blocking, every
 //! read has a per-wakeup budget, every queue a bound.
 
-use super::connection::{ConnId, ConnMode, Connection, ReadOutcome};
+use super::connection::{
+    ConnId, ConnMode, Connection, OUTPUT_HIGH_WATER, OUTPUT_LOW_WATER, ReadOutcome, STALL_LIMIT,
+};
 use super::pane::{ExitReason, PaneState};
 use super::timers::TimerKind;
 use super::{DISK, LISTENER, SIGNALS, Server, Source};
@@ -27,6 +29,8 @@ const EXIT_DRAIN_BUDGET: usize = 1 << 20;
 const CONN_READ_BUDGET: usize = 256 * 1024;
 /// How long a connection we are closing gets to take its last output.
 const CLOSE_GRACE: Duration = Duration::from_secs(5);
+/// How often the clients holding a paused pane are checked for progress.
+const STALL_CHECK: Duration = Duration::from_secs(1);
 
 impl Server {
     pub(super) fn run_loop(&mut self) -> Result<(), String> {
@@ -54,7 +58,7 @@ impl Server {
                                 self.flush_pane_input(id);
                             }
                             if event.is_readable() || event.is_read_closed() || event.is_error() {
-                                self.read_pane(id, PANE_READ_BUDGET);
+                                self.read_pane_paced(id);
                             }
                         }
                         Some(Source::Conn(id))
@@ -71,7 +75,7 @@ impl Server {
             }
             for source in std::mem::take(&mut self.backlog) {
                 match source {
-                    Source::Pane(id) => self.read_pane(id, PANE_READ_BUDGET),
+                    Source::Pane(id) => self.read_pane_paced(id),
                     Source::Conn(id) => self.read_conn(id),
                 }
             }
@@ -214,6 +218,93 @@ impl Server {
         let payload =
             serde_json::json!({ "reason": "pane_exited", "pane": public_id, "exit": exit });
         self.end_attachments(id, &payload);
+    }
+
+    /// Reads a pane's output unless one of its attached clients is over the
+    /// high-water mark: then the pane is paused instead, so its program
+    /// blocks on a full PTY as it would with a terminal that stops reading,
+    /// until `flush_conns` sees the clients catch up. (The drain at exit does
+    /// not pause: the exit must come after all output.)
+    fn read_pane_paced(&mut self, id: u64) {
+        if self.attached_output_over(id, OUTPUT_HIGH_WATER) {
+            if let Some(pane) = self.panes.get_mut(&id) {
+                pane.output_paused = true;
+                if !pane.stall_timer {
+                    pane.stall_timer = true;
+                    self.timers
+                        .add(Instant::now() + STALL_CHECK, TimerKind::PaneStall(id));
+                }
+            }
+            return;
+        }
+        self.read_pane(id, PANE_READ_BUDGET);
+    }
+
+    /// Whether a client attached to `pane` has more than `limit` bytes queued.
+    fn attached_output_over(&self, pane: u64, limit: usize) -> bool {
+        self.conns.values().any(|c| {
+            matches!(c.mode, ConnMode::Attached { pane: p, .. } if p == pane)
+                && c.closing.is_none()
+                && c.queued() > limit
+        })
+    }
+
+    /// Reads paused panes again whose clients have caught up (or left).
+    fn resume_paused_panes(&mut self) {
+        let paused: Vec<u64> = self
+            .panes
+            .values()
+            .filter(|p| p.output_paused)
+            .map(|p| p.id)
+            .collect();
+        for id in paused {
+            if !self.attached_output_over(id, OUTPUT_LOW_WATER)
+                && let Some(pane) = self.panes.get_mut(&id)
+            {
+                pane.output_paused = false;
+                self.backlog.push_back(Source::Pane(id));
+            }
+        }
+    }
+
+    /// Disconnects the clients that keep a paused pane paused without taking
+    /// any output for [`STALL_LIMIT`]: one stuck client must not freeze the
+    /// pane for everyone.
+    fn check_stalled_clients(&mut self, pane: u64, now: Instant) {
+        let Some(p) = self.panes.get_mut(&pane) else {
+            return;
+        };
+        if !p.output_paused {
+            p.stall_timer = false;
+            return;
+        }
+        let stuck: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| {
+                matches!(c.mode, ConnMode::Attached { pane: p, .. } if p == pane)
+                    && c.closing.is_none()
+                    && c.queued() > OUTPUT_LOW_WATER
+                    && now.duration_since(c.last_progress) >= STALL_LIMIT
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        for id in stuck {
+            self.log.log(
+                "client_too_slow",
+                &format!(
+                    "client {id} took no output for {} s while its pane was paused; disconnected",
+                    STALL_LIMIT.as_secs()
+                ),
+            );
+            let payload = serde_json::json!({
+                "reason": "too_slow",
+                "message": "disconnected: this client stopped reading output; reattach to resume"
+            });
+            self.end_attachment(id, &payload, true);
+        }
+        self.timers
+            .add(now + STALL_CHECK, TimerKind::PaneStall(pane));
     }
 
     /// Reads a pane's output (at most `budget` bytes), feeds the screen and
@@ -546,6 +637,7 @@ impl Server {
                 TimerKind::WaitIdle(wait) => self.check_idle_wait(wait, now),
                 TimerKind::Save => self.on_save_timer(now),
                 TimerKind::HistoryTick => self.on_history_tick(),
+                TimerKind::PaneStall(id) => self.check_stalled_clients(id, now),
                 TimerKind::ConnClose(id) => {
                     if self
                         .conns
@@ -614,6 +706,7 @@ impl Server {
         for id in dead {
             self.close_conn(id);
         }
+        self.resume_paused_panes();
     }
 
     pub(super) fn close_conn(&mut self, id: ConnId) {

@@ -98,6 +98,11 @@ pub struct Pane {
     pub idle_timeout: Option<Duration>,
     /// Set by the first kill request: why the pane is being killed.
     pub kill_reason: Option<ExitReason>,
+    /// Not read while an attached client is too far behind; the loop reads
+    /// it again once they catch up.
+    pub output_paused: bool,
+    /// A `PaneStall` timer is pending for this pane.
+    pub stall_timer: bool,
     input: Vec<u8>,
     input_pos: usize,
     written_total: u64,
@@ -151,6 +156,8 @@ impl Pane {
             timeout: setup.timeout,
             idle_timeout: setup.idle_timeout,
             kill_reason: None,
+            output_paused: false,
+            stall_timer: false,
             input: Vec::new(),
             input_pos: 0,
             written_total: 0,
