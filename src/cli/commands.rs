@@ -334,8 +334,15 @@ fn ls(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         return Ok(0);
     }
     let workspaces = tree["workspaces"].as_array().cloned().unwrap_or_default();
-    if workspaces.is_empty() {
-        println!("no workspaces");
+    if panes["panes"].as_array().is_none_or(|p| p.is_empty()) {
+        for ws in &workspaces {
+            println!(
+                "{} {} (empty)",
+                ws["id"].as_str().unwrap_or("?"),
+                ws["name"].as_str().unwrap_or("")
+            );
+        }
+        println!("no panes");
         return Ok(0);
     }
     let active = |v: &Value| {
