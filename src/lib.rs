@@ -5,6 +5,7 @@
 
 pub mod cli;
 pub mod client;
+pub mod handoff;
 pub mod paths;
 pub mod persist;
 pub mod protocol;

@@ -83,6 +83,16 @@ fn parse_u64(value: std::ffi::OsString, what: &str) -> Result<u64, CliError> {
     })
 }
 
+/// A capture line number: 0 is the top visible row, negative is scrollback.
+fn parse_line(value: std::ffi::OsString) -> Result<i64, CliError> {
+    let s = value.string()?;
+    s.parse().map_err(|_| {
+        CliError::usage(format!(
+            "line numbers are integers (negative for scrollback), got {s:?}"
+        ))
+    })
+}
+
 fn parse_size(s: &str) -> Result<(u32, u32), CliError> {
     let bad = || CliError::usage(format!("size {s:?} must look like COLSxROWS, e.g. 120x40"));
     let (c, r) = s.split_once('x').ok_or_else(bad)?;
@@ -324,8 +334,15 @@ fn ls(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         return Ok(0);
     }
     let workspaces = tree["workspaces"].as_array().cloned().unwrap_or_default();
-    if workspaces.is_empty() {
-        println!("no workspaces");
+    if panes["panes"].as_array().is_none_or(|p| p.is_empty()) {
+        for ws in &workspaces {
+            println!(
+                "{} {} (empty)",
+                ws["id"].as_str().unwrap_or("?"),
+                ws["name"].as_str().unwrap_or("")
+            );
+        }
+        println!("no panes");
         return Ok(0);
     }
     let active = |v: &Value| {
@@ -484,6 +501,8 @@ fn send(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     let mut target = None;
     let mut enter = false;
     let mut request_id = None;
+    let mut wait_finished = false;
+    let mut timeout = None;
     let mut words: Vec<String> = Vec::new();
     while let Some(arg) = p.next()? {
         if help_requested(&arg, help::SEND) {
@@ -491,6 +510,8 @@ fn send(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         }
         match arg {
             Long("enter") => enter = true,
+            Long("wait") => wait_finished = true,
+            Long("timeout") => timeout = Some(parse_u64(p.value()?, "--timeout")?),
             Long("request-id") => request_id = Some(p.value()?.string()?),
             Value(v) if target.is_none() => target = Some(v.string()?),
             Value(v) => words.push(v.string()?),
@@ -509,29 +530,52 @@ fn send(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     if let Some(id) = request_id {
         params["request_id"] = json!(id);
     }
-    connect_existing(g)?.call("pane.input", params)?;
-    Ok(0)
+    let mut client = connect_existing(g)?;
+    let ack = client.call("pane.input", params)?;
+    if !wait_finished {
+        return Ok(0);
+    }
+    // Wait for a finished command beyond the count at the moment our bytes
+    // were written: no race with a shell that answers fast.
+    let mut wait =
+        json!({ "target": target, "command_finished": true, "after": ack["commands_finished"] });
+    if let Some(ms) = timeout {
+        wait["timeout_ms"] = json!(ms);
+    }
+    match client.call("pane.wait", wait) {
+        Ok(done) => Ok(done["exit"].as_i64().unwrap_or(0) as i32),
+        Err(e) if e.code == "timeout" => {
+            eprintln!("ptyd: {}", e.message);
+            Ok(124)
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 fn capture(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     let mut target = None;
     let mut ansi = false;
     let mut as_json = false;
+    let mut range = json!({});
     while let Some(arg) = p.next()? {
         if help_requested(&arg, help::CAPTURE) {
             return Ok(0);
         }
         match arg {
             Long("ansi") | Short('e') => ansi = true,
+            Short('S') | Long("start") => range["start"] = json!(parse_line(p.value()?)?),
+            Short('E') | Long("end") => range["end"] = json!(parse_line(p.value()?)?),
             Long("json") => as_json = true,
             Value(v) => target_arg(p, &mut target, v)?,
             _ => return Err(arg.unexpected().into()),
         }
     }
-    let result = connect_existing(g)?.call(
-        "pane.capture",
-        json!({ "target": need_target(target)?, "ansi": ansi }),
-    )?;
+    let result = connect_existing(g)?.call("pane.capture", {
+        let mut params = range;
+        params["target"] = json!(need_target(target)?);
+        params["ansi"] = json!(ansi);
+        params
+    })?;
     if as_json {
         print_json(&result);
     } else {
@@ -588,6 +632,8 @@ fn wait(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
             Long("exit") => params["exit"] = json!(true),
             Long("text") => params["text"] = json!(p.value()?.string()?),
             Long("idle") => params["idle_ms"] = json!(parse_u64(p.value()?, "--idle")?),
+            Long("prompt") => params["prompt"] = json!(true),
+            Long("command-finished") => params["command_finished"] = json!(true),
             Long("timeout") => params["timeout_ms"] = json!(parse_u64(p.value()?, "--timeout")?),
             Long("json") => as_json = true,
             Value(v) => target_arg(p, &mut target, v)?,

@@ -141,18 +141,22 @@ every moment, even while the server is unreachable.
 ";
 
 pub const SEND: &str = "\
-Usage: ptyd send TARGET [--enter] [--request-id ID] TEXT...
+Usage: ptyd send TARGET [--enter] [--request-id ID] [--wait [--timeout MS]] TEXT...
 
 Types TEXT (arguments joined by spaces) into the pane and returns once the
 bytes are written to its terminal. --enter adds a carriage return. A retried
-request with the same --request-id is not typed twice.
+request with the same --request-id is not typed twice. --wait then waits for
+the shell to report the command finished (OSC 133;D shell integration) and
+exits with its exit code (124 on timeout).
 ";
 
 pub const CAPTURE: &str = "\
-Usage: ptyd capture TARGET [--ansi] [--json]
+Usage: ptyd capture TARGET [--ansi] [-S START] [-E END] [--json]
 
 Prints the pane's visible screen as text (--ansi keeps colours), or the whole
-capture as JSON.
+capture as JSON (lines, cursor, modes, title, cwd). As in tmux, line 0 is the
+top visible row and negative lines are scrollback: -S -1000 includes the last
+1000 lines of history.
 ";
 
 pub const RUN: &str = "\
@@ -164,11 +168,13 @@ listed with its exit status until removed.
 ";
 
 pub const WAIT: &str = "\
-Usage: ptyd wait TARGET (--exit | --text STR | --idle MS) [--timeout MS] [--json]
+Usage: ptyd wait TARGET (--exit | --text STR | --idle MS | --prompt | --command-finished)
+                 [--timeout MS] [--json]
 
 Waits until the pane exits (and exits with its code), until STR shows on its
-screen, or until it has been silent for MS milliseconds. Exits 124 when the
-timeout passes first.
+screen, until it has been silent for MS milliseconds, or until its shell
+reports the next prompt or finished command (OSC 133 shell integration).
+Exits 124 when the timeout passes first.
 ";
 
 pub const KILL: &str = "\

@@ -1,7 +1,10 @@
 //! One client connection: its socket, what it has sent that we have not
 //! handled yet, and what we owe it. The loop never blocks on a client: output
-//! goes to a bounded queue flushed when the socket is writable, and a client
-//! that lets the queue overflow is disconnected with a reason.
+//! goes to a bounded queue flushed when the socket is writable. A pane stops
+//! being read while one of its attached clients is over
+//! [`OUTPUT_HIGH_WATER`] (flow control, as a terminal that stops reading
+//! blocks the program); a client that then takes nothing for
+//! [`STALL_LIMIT`], or lets the queue overflow, is disconnected with a reason.
 
 use crate::protocol::frame;
 use crate::sys::PeerCred;
@@ -9,10 +12,16 @@ use mio::Token;
 use mio::net::UnixStream;
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Output owed to one client beyond which it is judged too slow.
 pub const MAX_OUTPUT_QUEUE: usize = 4 << 20;
+/// Output queued for an attached client above which its pane is paused.
+pub const OUTPUT_HIGH_WATER: usize = 1 << 20;
+/// A paused pane is read again once all its clients are at or below this.
+pub const OUTPUT_LOW_WATER: usize = 256 << 10;
+/// How long a client may hold its pane paused without taking any output.
+pub const STALL_LIMIT: Duration = Duration::from_secs(10);
 
 pub type ConnId = usize;
 
@@ -60,6 +69,8 @@ pub struct Connection {
     /// Set when the connection is to be closed: once its output queue is
     /// flushed, or at this deadline, whichever comes first.
     pub closing: Option<Instant>,
+    /// The last time the socket took output or nothing was owed.
+    pub last_progress: Instant,
 }
 
 impl Connection {
@@ -76,6 +87,7 @@ impl Connection {
             msg_ends: VecDeque::new(),
             msg_start: 0,
             closing: None,
+            last_progress: Instant::now(),
         }
     }
 
@@ -124,10 +136,16 @@ impl Connection {
     /// Writes as much queued output as the socket takes. Errors other than
     /// WouldBlock mean the client is gone.
     pub fn flush(&mut self) -> io::Result<()> {
+        if self.out_pos == self.out.len() {
+            self.last_progress = Instant::now();
+        }
         while self.out_pos < self.out.len() {
             match self.stream.write(&self.out[self.out_pos..]) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(n) => self.out_pos += n,
+                Ok(n) => {
+                    self.out_pos += n;
+                    self.last_progress = Instant::now();
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
@@ -176,5 +194,68 @@ impl Connection {
                 Err(_) => return ReadOutcome::Closed,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reads everything the peer has, flushing `conn` as the socket drains.
+    fn read_all(conn: &mut Connection, peer: &mut std::os::unix::net::UnixStream) -> Vec<u8> {
+        peer.set_nonblocking(true).unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 64 * 1024];
+        loop {
+            conn.flush().unwrap();
+            match peer.read(&mut buf) {
+                Ok(n) if n > 0 => got.extend_from_slice(&buf[..n]),
+                _ if conn.queued() == 0 => return got,
+                _ => {}
+            }
+        }
+    }
+
+    #[test]
+    fn replace_queue_finishes_a_partly_written_frame() {
+        let (ours, mut peer) = std::os::unix::net::UnixStream::pair().unwrap();
+        ours.set_nonblocking(true).unwrap();
+        let peer_cred = PeerCred { uid: 0, pid: None };
+        let mut conn = Connection::new(Token(1), UnixStream::from_std(ours), peer_cred);
+        // Bigger than the socket buffer, so the first flush stops mid-frame.
+        let big = vec![b'x'; 900 * 1024];
+        assert!(conn.queue_frame(frame::server::OUTPUT, &big));
+        assert!(conn.queue_frame(frame::server::OUTPUT, b"dropped"));
+        conn.flush().unwrap();
+        assert!(
+            conn.queued() > 0 && conn.out_pos > 0,
+            "flush should stop mid-frame"
+        );
+        let mut exit = Vec::new();
+        frame::encode(frame::server::EXIT, b"{}", &mut exit);
+        conn.replace_queue(&exit);
+
+        let got = read_all(&mut conn, &mut peer);
+        let (first, used) = frame::decode(&got).unwrap().unwrap();
+        assert_eq!(
+            (first.kind, first.payload.len()),
+            (frame::server::OUTPUT, big.len())
+        );
+        let (last, rest) = frame::decode(&got[used..]).unwrap().unwrap();
+        assert_eq!((last.kind, last.payload), (frame::server::EXIT, &b"{}"[..]));
+        assert_eq!(used + rest, got.len());
+    }
+
+    #[test]
+    fn replace_queue_between_messages_drops_them_all() {
+        let (ours, mut peer) = std::os::unix::net::UnixStream::pair().unwrap();
+        ours.set_nonblocking(true).unwrap();
+        let peer_cred = PeerCred { uid: 0, pid: None };
+        let mut conn = Connection::new(Token(1), UnixStream::from_std(ours), peer_cred);
+        assert!(conn.queue(b"first\n"));
+        conn.flush().unwrap();
+        assert!(conn.queue(b"second\n"));
+        conn.replace_queue(b"last\n");
+        assert_eq!(read_all(&mut conn, &mut peer), b"first\nlast\n");
     }
 }

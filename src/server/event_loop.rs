@@ -3,12 +3,15 @@
 //! finished connections. Nothing here blocks: every fd is non-blocking, every
 //! read has a per-wakeup budget, every queue a bound.
 
-use super::connection::{ConnId, ConnMode, Connection, ReadOutcome};
+use super::connection::{
+    ConnId, ConnMode, Connection, OUTPUT_HIGH_WATER, OUTPUT_LOW_WATER, ReadOutcome, STALL_LIMIT,
+};
 use super::pane::{ExitReason, PaneState};
 use super::timers::TimerKind;
 use super::{DISK, LISTENER, SIGNALS, Server, Source};
 use crate::protocol::methods::ExitStatus;
 use crate::protocol::{self, frame};
+use crate::term::TermEvent;
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Token};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
@@ -26,6 +29,8 @@ const EXIT_DRAIN_BUDGET: usize = 1 << 20;
 const CONN_READ_BUDGET: usize = 256 * 1024;
 /// How long a connection we are closing gets to take its last output.
 const CLOSE_GRACE: Duration = Duration::from_secs(5);
+/// How often the clients holding a paused pane are checked for progress.
+const STALL_CHECK: Duration = Duration::from_secs(1);
 
 impl Server {
     pub(super) fn run_loop(&mut self) -> Result<(), String> {
@@ -53,7 +58,7 @@ impl Server {
                                 self.flush_pane_input(id);
                             }
                             if event.is_readable() || event.is_read_closed() || event.is_error() {
-                                self.read_pane(id, PANE_READ_BUDGET);
+                                self.read_pane_paced(id);
                             }
                         }
                         Some(Source::Conn(id))
@@ -70,7 +75,7 @@ impl Server {
             }
             for source in std::mem::take(&mut self.backlog) {
                 match source {
-                    Source::Pane(id) => self.read_pane(id, PANE_READ_BUDGET),
+                    Source::Pane(id) => self.read_pane_paced(id),
                     Source::Conn(id) => self.read_conn(id),
                 }
             }
@@ -215,6 +220,93 @@ impl Server {
         self.end_attachments(id, &payload);
     }
 
+    /// Reads a pane's output unless one of its attached clients is over the
+    /// high-water mark: then the pane is paused instead, so its program
+    /// blocks on a full PTY as it would with a terminal that stops reading,
+    /// until `flush_conns` sees the clients catch up. (The drain at exit does
+    /// not pause: the exit must come after all output.)
+    fn read_pane_paced(&mut self, id: u64) {
+        if self.attached_output_over(id, OUTPUT_HIGH_WATER) {
+            if let Some(pane) = self.panes.get_mut(&id) {
+                pane.output_paused = true;
+                if !pane.stall_timer {
+                    pane.stall_timer = true;
+                    self.timers
+                        .add(Instant::now() + STALL_CHECK, TimerKind::PaneStall(id));
+                }
+            }
+            return;
+        }
+        self.read_pane(id, PANE_READ_BUDGET);
+    }
+
+    /// Whether a client attached to `pane` has more than `limit` bytes queued.
+    fn attached_output_over(&self, pane: u64, limit: usize) -> bool {
+        self.conns.values().any(|c| {
+            matches!(c.mode, ConnMode::Attached { pane: p, .. } if p == pane)
+                && c.closing.is_none()
+                && c.queued() > limit
+        })
+    }
+
+    /// Reads paused panes again whose clients have caught up (or left).
+    fn resume_paused_panes(&mut self) {
+        let paused: Vec<u64> = self
+            .panes
+            .values()
+            .filter(|p| p.output_paused)
+            .map(|p| p.id)
+            .collect();
+        for id in paused {
+            if !self.attached_output_over(id, OUTPUT_LOW_WATER)
+                && let Some(pane) = self.panes.get_mut(&id)
+            {
+                pane.output_paused = false;
+                self.backlog.push_back(Source::Pane(id));
+            }
+        }
+    }
+
+    /// Disconnects the clients that keep a paused pane paused without taking
+    /// any output for [`STALL_LIMIT`]: one stuck client must not freeze the
+    /// pane for everyone.
+    fn check_stalled_clients(&mut self, pane: u64, now: Instant) {
+        let Some(p) = self.panes.get_mut(&pane) else {
+            return;
+        };
+        if !p.output_paused {
+            p.stall_timer = false;
+            return;
+        }
+        let stuck: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| {
+                matches!(c.mode, ConnMode::Attached { pane: p, .. } if p == pane)
+                    && c.closing.is_none()
+                    && c.queued() > OUTPUT_LOW_WATER
+                    && now.duration_since(c.last_progress) >= STALL_LIMIT
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        for id in stuck {
+            self.log.log(
+                "client_too_slow",
+                &format!(
+                    "client {id} took no output for {} s while its pane was paused; disconnected",
+                    STALL_LIMIT.as_secs()
+                ),
+            );
+            let payload = serde_json::json!({
+                "reason": "too_slow",
+                "message": "disconnected: this client stopped reading output; reattach to resume"
+            });
+            self.end_attachment(id, &payload, true);
+        }
+        self.timers
+            .add(now + STALL_CHECK, TimerKind::PaneStall(pane));
+    }
+
     /// Reads a pane's output (at most `budget` bytes), feeds the screen and
     /// forwards to attached clients.
     pub(super) fn read_pane(&mut self, id: u64, budget: usize) {
@@ -257,6 +349,7 @@ impl Server {
         if !replies.is_empty() {
             pane.queue_reply(&replies);
         }
+        let term_events = pane.screen.take_events();
         if ended && let Some(master) = pane.master.take() {
             // Deregister before closing: epoll tracks the open file
             // description, not the fd number.
@@ -277,6 +370,70 @@ impl Server {
         if taken > 0 {
             self.check_text_waits(id);
         }
+        if !term_events.is_empty() {
+            self.on_term_events(id, term_events);
+        }
+    }
+
+    /// Turns what the terminal model noticed into events (and answers waits
+    /// on prompts and finished commands).
+    fn on_term_events(&mut self, id: u64, term_events: Vec<TermEvent>) {
+        let pane_id = format!("p{id}");
+        let mut rang = false;
+        for event in term_events {
+            match event {
+                // A program ringing in a loop gets one event per read batch.
+                TermEvent::Bell if rang => {}
+                TermEvent::Bell => {
+                    rang = true;
+                    self.emit("pane.bell", serde_json::json!({ "pane": pane_id }));
+                }
+                TermEvent::Title(title) => {
+                    self.emit(
+                        "pane.title",
+                        serde_json::json!({ "pane": pane_id, "title": title }),
+                    );
+                }
+                TermEvent::Cwd(path) => {
+                    let dir = std::path::PathBuf::from(&path);
+                    if let Some(pane) = self.panes.get_mut(&id)
+                        && dir.is_absolute()
+                        && pane.cwd != dir
+                    {
+                        pane.cwd = dir;
+                        self.mark_dirty();
+                    }
+                    self.emit(
+                        "pane.cwd",
+                        serde_json::json!({ "pane": pane_id, "cwd": path }),
+                    );
+                }
+                TermEvent::Prompt => {
+                    if let Some(pane) = self.panes.get_mut(&id) {
+                        pane.prompts_seen += 1;
+                    }
+                    self.emit("pane.prompt", serde_json::json!({ "pane": pane_id }));
+                    self.on_shell_mark(id);
+                }
+                TermEvent::CommandStart => {
+                    self.emit(
+                        "pane.command_started",
+                        serde_json::json!({ "pane": pane_id }),
+                    );
+                }
+                TermEvent::CommandFinished { exit } => {
+                    if let Some(pane) = self.panes.get_mut(&id) {
+                        pane.commands_finished += 1;
+                        pane.last_command_exit = exit;
+                    }
+                    self.emit(
+                        "pane.command_finished",
+                        serde_json::json!({ "pane": pane_id, "exit": exit }),
+                    );
+                    self.on_shell_mark(id);
+                }
+            }
+        }
     }
 
     /// Writes pending input to a pane and acknowledges the requests whose
@@ -292,6 +449,7 @@ impl Server {
             self.log.log("input_failed", &msg);
         }
         let written = pane.written_total();
+        let (prompts, finished) = (pane.prompts_seen, pane.commands_finished);
         let mut done = Vec::new();
         pane.pending_acks.retain_mut(|ack| {
             if ack.end_offset <= written {
@@ -305,7 +463,12 @@ impl Server {
             self.respond(
                 conn,
                 &rpc_id,
-                Ok(serde_json::json!({ "written": true, "duplicate": duplicate })),
+                Ok(serde_json::json!({
+                    "written": true,
+                    "duplicate": duplicate,
+                    "prompts_seen": prompts,
+                    "commands_finished": finished,
+                })),
             );
         }
     }
@@ -474,6 +637,7 @@ impl Server {
                 TimerKind::WaitIdle(wait) => self.check_idle_wait(wait, now),
                 TimerKind::Save => self.on_save_timer(now),
                 TimerKind::HistoryTick => self.on_history_tick(),
+                TimerKind::PaneStall(id) => self.check_stalled_clients(id, now),
                 TimerKind::ConnClose(id) => {
                     if self
                         .conns
@@ -542,6 +706,7 @@ impl Server {
         for id in dead {
             self.close_conn(id);
         }
+        self.resume_paused_panes();
     }
 
     pub(super) fn close_conn(&mut self, id: ConnId) {

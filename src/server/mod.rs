@@ -15,7 +15,6 @@ mod pane;
 mod persistence;
 mod requests;
 mod restore;
-mod screen;
 mod spawn;
 mod timers;
 mod waits;

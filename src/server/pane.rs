@@ -10,10 +10,10 @@
 //! tracked apart. The pane and its exit status stay until removed.
 
 use super::connection::ConnId;
-use super::screen::Screen;
 use crate::persist::snapshot::RestorePolicy;
 use crate::protocol::methods::{CommandSpec, ExitStatus};
 use crate::pty::{ChildProcess, PtyMaster};
+use crate::term::{CaptureOptions, TermConfig, Terminal};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -86,13 +86,23 @@ pub struct Pane {
     pub resume: Option<String>,
     /// Output arrived since the history file was last written.
     pub history_dirty: bool,
-    pub screen: Screen,
-    pub title: String,
+    /// Shell-integration marks seen (OSC 133 A and D), so a wait can ask for
+    /// "a mark after the N-th" without racing the shell.
+    pub prompts_seen: u64,
+    pub commands_finished: u64,
+    pub last_command_exit: Option<i32>,
+    /// The terminal model: screen, scrollback, modes, title.
+    pub screen: Terminal,
     pub last_output: Instant,
     pub timeout: Option<Duration>,
     pub idle_timeout: Option<Duration>,
     /// Set by the first kill request: why the pane is being killed.
     pub kill_reason: Option<ExitReason>,
+    /// Not read while an attached client is too far behind; the loop reads
+    /// it again once they catch up.
+    pub output_paused: bool,
+    /// A `PaneStall` timer is pending for this pane.
+    pub stall_timer: bool,
     input: Vec<u8>,
     input_pos: usize,
     written_total: u64,
@@ -138,12 +148,16 @@ impl Pane {
             restore: setup.restore,
             resume: setup.resume,
             history_dirty: false,
-            screen: Screen::new(setup.cols, setup.rows),
-            title: String::new(),
+            prompts_seen: 0,
+            commands_finished: 0,
+            last_command_exit: None,
+            screen: Terminal::new(setup.cols, setup.rows, TermConfig::default()),
             last_output: Instant::now(),
             timeout: setup.timeout,
             idle_timeout: setup.idle_timeout,
             kill_reason: None,
+            output_paused: false,
+            stall_timer: false,
             input: Vec::new(),
             input_pos: 0,
             written_total: 0,
@@ -287,10 +301,44 @@ impl Pane {
             "held_reason": match &self.state { PaneState::Held { reason } => Some(reason.as_str()), _ => None },
             "restore": self.restore,
             "resume": self.resume,
-            "title": self.title,
+            "title": self.screen.title(),
+            "prompts_seen": self.prompts_seen,
+            "commands_finished": self.commands_finished,
+            "last_command_exit": self.last_command_exit,
             "created_unix_ms": self.created_unix_ms,
             "attached_clients": attached_clients,
         })
+    }
+}
+
+impl Pane {
+    /// Scrollback and screen as lines with SGR sequences: what the history
+    /// file keeps and a restore injects back.
+    pub fn history_text(&self) -> String {
+        let opts = CaptureOptions {
+            start: Some(-(self.screen.scrollback_len() as i64)),
+            end: None,
+            escapes: true,
+        };
+        let capture = self.screen.capture(&opts);
+        let last = capture
+            .lines
+            .iter()
+            .rposition(|l| !l.is_empty())
+            .map_or(0, |i| i + 1);
+        let mut out = String::new();
+        for line in &capture.lines[..last] {
+            out.push_str(line);
+            out.push('\n');
+        }
+        out
+    }
+
+    /// Puts restored text into the scrollback, above what the new process
+    /// will print.
+    pub fn inject_history(&mut self, text: &str) {
+        let lines: Vec<String> = text.lines().map(str::to_string).collect();
+        self.screen.inject_history(&lines);
     }
 }
 

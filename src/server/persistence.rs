@@ -384,7 +384,7 @@ fn live_cwd(pane: &Pane) -> Option<std::path::PathBuf> {
 
 /// The last [`HISTORY_MAX_BYTES`] of the pane's text, whole lines only.
 fn history_bytes(pane: &Pane) -> Vec<u8> {
-    let mut text = pane.screen.history_text();
+    let mut text = pane.history_text();
     if text.len() > HISTORY_MAX_BYTES {
         let cut = text.len() - HISTORY_MAX_BYTES;
         let start = text[cut..].find('\n').map_or(cut, |i| cut + i + 1);

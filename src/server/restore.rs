@@ -265,7 +265,7 @@ impl Server {
         {
             let path = persist::history_dir(&self.paths.state_dir).join(file);
             if let Ok(bytes) = std::fs::read(&path) {
-                pane.screen.inject_history(&String::from_utf8_lossy(&bytes));
+                pane.inject_history(&String::from_utf8_lossy(&bytes));
             }
         }
         let mut notice = format!("--- ptyd: restored {} ---", restored_when());
@@ -281,7 +281,7 @@ impl Server {
                 cwd.display()
             ));
         }
-        pane.screen.inject_history(&notice);
+        pane.inject_history(&notice);
         self.panes.insert(id, pane);
         match plan {
             Plan::Hold(reason) => {

@@ -27,6 +27,8 @@ pub enum TimerKind {
     WaitIdle(u64),
     /// A connection being closed runs out of time to take its last output.
     ConnClose(usize),
+    /// Re-check the clients holding a paused pane (see `STALL_LIMIT`).
+    PaneStall(u64),
 }
 
 #[derive(Debug, Default)]
