@@ -482,3 +482,43 @@ fn large_output_reaches_attached_clients_whole_and_in_order() {
     let screen = c.capture(&id);
     assert!(screen.contains("100000\nall-done"), "{screen}");
 }
+
+/// The size policy is tmux's `latest`: the client that attached, resized or
+/// typed last sets the pane's size; read-only clients never do.
+#[test]
+fn the_latest_active_client_sets_the_size() {
+    let ptyd = Ptyd::start();
+    let mut c = ptyd.connect();
+    let id = cat_pane(&ptyd);
+    let size = |c: &mut util::Conn| {
+        let info = c.pane_info(&id).unwrap();
+        (
+            info["cols"].as_u64().unwrap(),
+            info["rows"].as_u64().unwrap(),
+        )
+    };
+    let (_, mut small) = Attached::new(&ptyd, json!({ "target": id, "cols": 60, "rows": 20 }));
+    small.read_until("ready");
+    assert_eq!(size(&mut c), (60, 20));
+    let (_, mut big) = Attached::new(&ptyd, json!({ "target": id, "cols": 120, "rows": 40 }));
+    big.read_until("ready");
+    assert_eq!(size(&mut c), (120, 40));
+    let (_, mut watcher) = Attached::new(
+        &ptyd,
+        json!({ "target": id, "cols": 30, "rows": 10, "read_only": true }),
+    );
+    watcher.read_until("ready");
+    assert_eq!(
+        size(&mut c),
+        (120, 40),
+        "a read-only attach resized the pane"
+    );
+    // Typing makes the small client the size-setter again.
+    small.send(INPUT, b"small-typed\n");
+    small.read_until("small-typed");
+    assert_eq!(size(&mut c), (60, 20));
+    big.send(RESIZE, &[0, 100, 0, 35]);
+    big.send(INPUT, b"big-typed\n");
+    big.read_until("big-typed");
+    assert_eq!(size(&mut c), (100, 35));
+}

@@ -436,3 +436,30 @@ fn many_clients_at_once_all_get_answers() {
         assert_eq!(mine, want, "client {t}'s lines lost or reordered");
     }
 }
+
+#[test]
+fn capture_reports_title_and_keeps_colours_on_request() {
+    let ptyd = Ptyd::start();
+    let mut c = ptyd.connect();
+    let id = ptyd.create_argv(&[
+        "sh",
+        "-c",
+        r"printf '\033]0;my-title\007'; printf 'plain \033[31mred-word\033[0m done\n'; echo marker-end; exec sleep 1000",
+    ]);
+    c.wait_text(&id, "marker-end");
+    let plain = c.ok("pane.capture", json!({ "target": id }));
+    let text = plain["text"].as_str().unwrap();
+    assert!(text.contains("plain red-word done"), "{text}");
+    assert!(!text.contains('\u{1b}'), "escapes without ansi: {text:?}");
+    assert_eq!(plain["title"], "my-title", "{plain}");
+    assert_eq!(c.pane_info(&id).unwrap()["title"], "my-title");
+    let coloured = c.ok("pane.capture", json!({ "target": id, "ansi": true }));
+    let text = coloured["text"].as_str().unwrap();
+    assert!(text.contains("red-word"), "{text:?}");
+    let before = &text[..text.find("red-word").unwrap()];
+    assert!(
+        before.contains("\u{1b}["),
+        "no SGR before the red word: {text:?}"
+    );
+    c.ok("pane.kill", json!({ "target": id, "signal": "KILL" }));
+}
