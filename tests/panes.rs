@@ -463,3 +463,32 @@ fn capture_reports_title_and_keeps_colours_on_request() {
     );
     c.ok("pane.kill", json!({ "target": id, "signal": "KILL" }));
 }
+
+/// The exit is reported when the pane's own process exits, even while a
+/// background child (one that ignores the hangup) still holds the terminal;
+/// what that child prints afterwards still reaches the screen.
+#[test]
+fn exit_is_reported_while_a_background_child_holds_the_terminal() {
+    let ptyd = Ptyd::start();
+    let mut c = ptyd.connect();
+    let pidfile = ptyd.dirs.state.path().join("bg.pid");
+    let script = format!(
+        "(trap '' HUP; sleep 0.5; echo late-output; exec sleep 1000) & echo $! > '{}'; echo bg-started; exit 5",
+        pidfile.display()
+    );
+    let id = ptyd.create_argv(&["sh", "-c", &script]);
+    let exit = c.wait_exit(&id);
+    assert_eq!(exit["code"], 5, "{exit}");
+    let bg: i32 = eventually("the pid file", || {
+        std::fs::read_to_string(&pidfile).ok()?.trim().parse().ok()
+    });
+    let _guard = KillOnDrop(bg);
+    assert!(
+        !process_gone(bg),
+        "the background child should outlive the exit"
+    );
+    eventually("output written after the exit to reach the screen", || {
+        c.capture(&id).contains("late-output").then_some(())
+    });
+    c.ok("pane.remove", json!({ "target": id }));
+}
