@@ -308,3 +308,25 @@ fn events_command_prints_json_lines() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+#[test]
+fn send_request_id_and_wait_idle_from_the_cli() {
+    let ptyd = Ptyd::start();
+    let mut c = ptyd.connect();
+    let id = ptyd.create_argv(&["/bin/sh", "-c", "stty -echo; echo ready; exec cat"]);
+    c.wait_text(&id, "ready");
+    for _ in 0..2 {
+        let out = ptyd.run_cli(&["send", &id, "--request-id", "cli-1", "--enter", "once-only"]);
+        assert_exit(&out, 0);
+    }
+    let out = ptyd.run_cli(&["send", &id, "--enter", "after"]);
+    assert_exit(&out, 0);
+    let out = ptyd.run_cli(&["wait", &id, "--text", "after", "--timeout", "20000"]);
+    assert_exit(&out, 0);
+    let text = c.capture(&id);
+    assert_eq!(text.matches("once-only").count(), 1, "{text}");
+    let out = ptyd.run_cli(&["wait", &id, "--idle", "200", "--timeout", "20000", "--json"]);
+    assert_exit(&out, 0);
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["reason"], "idle", "{v}");
+}

@@ -11,16 +11,22 @@ use util::Ptyd;
 fn wait_idle_answers_after_output_stops() {
     let ptyd = Ptyd::start();
     let mut c = ptyd.connect();
-    let id = ptyd.create_argv(&["sh", "-c", "echo begun; exec sleep 1000"]);
-    c.wait_text(&id, "begun");
+    let id = ptyd.create_argv(&["cat"]);
     let started = Instant::now();
+    // The tty echoes this: output after `started`, so the pane cannot be
+    // idle for 500 ms before `started` + 500 ms.
+    c.input(&id, "echoed\r");
     let r = c.ok(
         "pane.wait",
-        json!({ "target": id, "idle_ms": 400, "timeout_ms": 20000 }),
+        json!({ "target": id, "idle_ms": 500, "timeout_ms": 20000 }),
     );
     assert_eq!(r["reason"], "idle", "{r}");
-    // At most 400 ms since the last output, which came before the wait.
-    assert!(started.elapsed() <= Duration::from_secs(15));
+    assert!(
+        started.elapsed() >= Duration::from_millis(500),
+        "idle after {:?}",
+        started.elapsed()
+    );
+    assert!(c.capture(&id).contains("echoed"));
 }
 
 #[test]
