@@ -35,6 +35,11 @@ impl Server {
             _ => (pane.cols, pane.rows),
         };
         let public_id = pane.public_id();
+        // From the response on, the connection carries frames only: event
+        // lines (the resize below emits one) would corrupt the stream.
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.subscribed = false;
+        }
         self.respond(
             conn,
             rpc_id,

@@ -158,6 +158,8 @@ impl Server {
                 cols,
                 rows,
             };
+            // Frames only from here: no event lines after the response.
+            c.subscribed = false;
         }
         let info = self.pane_info(id);
         self.emit(
