@@ -522,3 +522,49 @@ fn the_latest_active_client_sets_the_size() {
     big.read_until("big-typed");
     assert_eq!(size(&mut c), (100, 35));
 }
+
+/// A connection that subscribed to events and then attached carries frames
+/// only: events must not be mixed into the frame stream.
+#[test]
+fn a_subscribed_connection_that_attaches_gets_only_frames() {
+    let ptyd = Ptyd::start();
+    let id = cat_pane(&ptyd);
+    let mut conn = ptyd.connect();
+    conn.ok("events.subscribe", json!({}));
+    // With a new size, so the attach itself emits pane.resized.
+    let (_, stream, leftover) = conn.attach(json!({ "target": id, "cols": 91, "rows": 21 }));
+    let mut a = Attached {
+        stream,
+        leftover,
+        output: Vec::new(),
+    };
+    a.read_until("ready");
+    // Events happen while it is attached.
+    let other = ptyd.create_argv(&["true"]);
+    ptyd.connect().wait_exit(&other);
+    a.send(INPUT, b"still-frames\n");
+    a.read_until("still-frames");
+    a.send(DETACH, b"");
+    assert_eq!(a.read_exit()["reason"], "detached");
+
+    // The same through pane.create with attach.
+    let mut conn = ptyd.connect();
+    conn.ok("events.subscribe", json!({}));
+    let info = conn.ok(
+        "pane.create",
+        json!({ "argv": ["sh", "-c", "read x; echo got-$x"], "attach": true }),
+    );
+    let (stream, leftover) = conn.into_stream();
+    let mut a = Attached {
+        stream,
+        leftover,
+        output: Vec::new(),
+    };
+    let third = ptyd.create_argv(&["true"]);
+    ptyd.connect().wait_exit(&third);
+    a.send(INPUT, b"it\r");
+    let exit = a.read_exit();
+    assert_eq!(exit["reason"], "pane_exited", "{exit}");
+    assert_eq!(exit["pane"], info["id"]);
+    assert!(String::from_utf8_lossy(&a.output).contains("got-it"));
+}
