@@ -69,6 +69,8 @@ pub struct Connection {
     /// Set when the connection is to be closed: once its output queue is
     /// flushed, or at this deadline, whichever comes first.
     pub closing: Option<Instant>,
+    /// The peer shut its writing side while answers were still owed to it.
+    pub half_closed: bool,
     /// The last time the socket took output or nothing was owed.
     pub last_progress: Instant,
 }
@@ -87,6 +89,7 @@ impl Connection {
             msg_ends: VecDeque::new(),
             msg_start: 0,
             closing: None,
+            half_closed: false,
             last_progress: Instant::now(),
         }
     }

@@ -66,7 +66,10 @@ impl Server {
                                 || event.is_read_closed()
                                 || event.is_error() =>
                         {
-                            self.read_conn(id);
+                            // EPOLLHUP: the peer closed both ways, not just
+                            // its writing side.
+                            let hung_up = event.is_write_closed() || event.is_error();
+                            self.read_conn(id, hung_up);
                         }
                         Some(Source::Conn(_)) => {}
                         None => {}
@@ -76,7 +79,7 @@ impl Server {
             for source in std::mem::take(&mut self.backlog) {
                 match source {
                     Source::Pane(id) => self.read_pane_paced(id),
-                    Source::Conn(id) => self.read_conn(id),
+                    Source::Conn(id) => self.read_conn(id, false),
                 }
             }
             self.fire_timers();
@@ -499,7 +502,7 @@ impl Server {
         }
     }
 
-    fn read_conn(&mut self, id: ConnId) {
+    fn read_conn(&mut self, id: ConnId, hung_up: bool) {
         let Some(conn) = self.conns.get_mut(&id) else {
             return;
         };
@@ -513,15 +516,25 @@ impl Server {
             ReadOutcome::Drained => {}
             ReadOutcome::Budget => self.backlog.push_back(Source::Conn(id)),
             ReadOutcome::Closed => {
+                let mut was_attached = false;
                 if let Some(conn) = self.conns.get_mut(&id) {
                     // Answer what was asked before the peer shut its side, then close.
                     conn.inbuf.clear();
                     if let ConnMode::Attached { pane, .. } = conn.mode {
+                        was_attached = true;
                         conn.mode = ConnMode::Rpc;
                         self.note_detached(id, pane, "connection closed");
                     }
                 }
-                self.close_after_flush(id);
+                // A peer that shut only its writing side (socat and `nc -U` do
+                // at the end of their input) still reads: keep the connection
+                // until the parked waits and input acks it is owed are sent
+                // (`respond` closes it then).
+                if hung_up || was_attached || !self.owes_answers(id) {
+                    self.close_after_flush(id);
+                } else if let Some(conn) = self.conns.get_mut(&id) {
+                    conn.half_closed = true;
+                }
             }
         }
     }
@@ -735,7 +748,18 @@ impl Server {
         if !conn.queue(&line) {
             conn.replace_queue(b"{\"id\":null,\"error\":{\"code\":\"too_large\",\"message\":\"output queue overflow: this client stopped reading; disconnected\"}}\n");
             self.close_after_flush(id);
+        } else if conn.half_closed && !self.owes_answers(id) {
+            self.close_after_flush(id);
         }
+    }
+
+    /// Whether a parked wait or an input ack still owes `id` an answer.
+    fn owes_answers(&self, id: ConnId) -> bool {
+        self.waits.values().any(|w| w.conn == id)
+            || self
+                .panes
+                .values()
+                .any(|p| p.pending_acks.iter().any(|a| a.conn == id))
     }
 
     /// Records an event and pushes it to subscribers.
