@@ -204,6 +204,10 @@ fn a_client_that_disconnects_mid_request_does_not_hurt_the_server() {
     }
     let mut c = ptyd.connect();
     c.ok("pane.list", json!({}));
+    // Those connections are gone from the server, parked wait and all.
+    util::eventually("the closed connections to be dropped", || {
+        (c.ok("server.status", json!({}))["clients"] == 1).then_some(())
+    });
     c.ok("pane.kill", json!({ "target": "p1", "signal": "KILL" }));
     c.wait_exit("p1");
 }
@@ -316,4 +320,40 @@ fn bad_pane_specs_are_refused_without_harm() {
         still_works(&ptyd, &mut c, &params.to_string());
     }
     assert_eq!(c.ok("pane.list", json!({}))["panes"], json!([]));
+}
+
+/// A client may send its requests and shut down its writing side (as
+/// `socat` or `nc -U` do at the end of their input); answers still owed,
+/// including ones that come later, are delivered before the server closes.
+#[test]
+fn a_half_closed_connection_still_gets_its_answers() {
+    let ptyd = Ptyd::start();
+    let id = ptyd.create_argv(&["sh", "-c", "read x; exit 3"]);
+    let mut c = ptyd.connect();
+    c.send(
+        "pane.wait",
+        json!({ "target": id, "exit": true, "timeout_ms": 20000 }),
+    );
+    c.send("pane.list", json!({}));
+    c.stream.shutdown(std::net::Shutdown::Write).unwrap();
+    // The list is answered at once; the wait only once the pane exits.
+    let list = c.next_response();
+    assert!(list["result"]["panes"].is_array(), "{list}");
+    ptyd.connect().input(&id, "go\r");
+    let wait = c.next_response();
+    assert_eq!(wait["result"]["exit"]["code"], 3, "{wait}");
+    assert!(c.read_line().is_none());
+
+    // Half-closed with a wait that never ends, then closed for good: the
+    // server lets the connection go.
+    let sleeper = ptyd.create_argv(&["sleep", "1000"]);
+    let mut c = ptyd.connect();
+    c.send("pane.wait", json!({ "target": sleeper, "exit": true }));
+    c.stream.shutdown(std::net::Shutdown::Write).unwrap();
+    let mut status = ptyd.connect();
+    status.ok("pane.list", json!({}));
+    drop(c);
+    util::eventually("the closed connection to be dropped", || {
+        (status.ok("server.status", json!({}))["clients"] == 1).then_some(())
+    });
 }
