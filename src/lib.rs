@@ -10,6 +10,7 @@ pub mod paths;
 pub mod persist;
 pub mod protocol;
 pub mod pty;
+pub mod reaper;
 pub mod server;
 pub(crate) mod sys;
 pub mod term;
