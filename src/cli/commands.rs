@@ -601,15 +601,7 @@ fn capture(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     if as_json {
         print_json(&result);
     } else {
-        let lines: Vec<&str> = result["lines"]
-            .as_array()
-            .map(|a| a.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
-        let last = lines
-            .iter()
-            .rposition(|l| !l.is_empty())
-            .map_or(0, |i| i + 1);
-        for line in &lines[..last] {
+        for line in client::capture_lines(&result) {
             println!("{line}");
         }
     }

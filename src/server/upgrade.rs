@@ -638,7 +638,16 @@ impl Server {
             ExitStatus::Code(c) => format!("exited with code {c}"),
             ExitStatus::Signal(s) => format!("was killed by {}", super::pane::signal_name(s)),
         };
-        if a.step == Step::Probation {
+        if a.step == Step::Probation && status == ExitStatus::Code(0) {
+            // A clean exit is a stop asked of the new server (`ptyd stop`),
+            // not a crash: it already hung up the panes and removed the
+            // socket. Let go, as at the end of probation.
+            let pid = a.child.id();
+            let msg = format!("the new server {what} (stopped) during probation; letting go");
+            self.log.log("upgrade_released", &msg);
+            self.handed_over_to = Some(pid);
+            self.stopping = true;
+        } else if a.step == Step::Probation {
             let msg = format!(
                 "the new server {what} during probation; took everything back and serving on"
             );
