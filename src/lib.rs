@@ -12,6 +12,7 @@ pub mod protocol;
 pub mod pty;
 pub mod reaper;
 pub mod server;
+pub mod service;
 pub(crate) mod sys;
 pub mod term;
 pub mod workspace;

@@ -780,6 +780,7 @@ impl Server {
 
     /// Tells clients we are going, hangs up the panes, removes our socket.
     pub(super) fn shutdown(&mut self) {
+        crate::service::notify::stopping();
         // Save first: the snapshot must describe the panes as they ran,
         // and stopping the server is no reason to forget them.
         self.final_save();

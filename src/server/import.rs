@@ -161,6 +161,11 @@ pub fn run(fd: RawFd, paths: NamespacePaths) -> Result<(), String> {
         us: commit_started.elapsed().as_micros() as u64,
     });
     server.report_upgrade(phases, blackout_us, seq);
+    crate::service::notify::ready(&format!(
+        "serving {} panes (generation {})",
+        server.panes.len(),
+        server.generation
+    ));
     // The old side keeps the channel through its probation; its close tells
     // us it let go for good.
     let _ = crate::sys::set_nonblocking_cloexec(sock.as_raw_fd());

@@ -174,6 +174,7 @@ pub fn run(opts: ServerOptions) -> Result<(), String> {
         server.restore_from_disk();
     }
     signal_ready();
+    crate::service::notify::ready(&format!("serving {} panes", server.panes.len()));
     server.serve()
 }
 

@@ -185,6 +185,7 @@ impl Server {
             "upgrade_started",
             &format!("upgrading to {}", binary.display()),
         );
+        crate::service::notify::reloading();
         self.upgrade = Upgrade::Active(Box::new(Active {
             step: Step::Probing,
             child,
@@ -689,6 +690,7 @@ impl Server {
             }
         );
         self.log.log("upgrade_failed", &msg);
+        crate::service::notify::ready(&format!("upgrade failed: {reason}"));
         self.emit(
             "server.upgrade_failed",
             json!({ "reason": reason, "phase": a.step.name() }),
