@@ -27,6 +27,27 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+/// Names the lineage write end a server keeps across an exec (`upgrade
+/// --mode restore` restarts in place).
+pub const LINEAGE_FD_ENV: &str = "PTYD_LINEAGE_FD";
+
+/// Adopts the lineage write end named in the environment, if any.
+pub fn lineage_from_env() -> Option<OwnedFd> {
+    let fd: std::os::fd::RawFd = std::env::var(LINEAGE_FD_ENV).ok()?.parse().ok()?;
+    // SAFETY: removing our own variable while single-threaded at start-up.
+    unsafe { std::env::remove_var(LINEAGE_FD_ENV) };
+    // SAFETY: fstat on a number we were handed; adopted only if a pipe.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `st` is a valid, writable stat buffer.
+    if unsafe { libc::fstat(fd, &mut st) } != 0 || (st.st_mode & libc::S_IFMT) != libc::S_IFIFO {
+        return None;
+    }
+    // SAFETY: our previous image handed this fd to us alone.
+    let fd = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+    let _ = crate::sys::set_cloexec(fd.as_raw_fd());
+    Some(fd)
+}
+
 /// Creates the lineage pipe: (read end for the reaper, write end for the
 /// next generation). Both close-on-exec, so no pane inherits them.
 pub fn lineage_pipe() -> io::Result<(OwnedFd, OwnedFd)> {

@@ -926,11 +926,32 @@ fn upgrade(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
             Long("binary") => params["binary"] = json!(p.value()?.string()?),
             Long("timeout") => params["timeout_ms"] = json!(parse_u64(p.value()?, "--timeout")?),
             Long("fault") => params["fault"] = json!(p.value()?.string()?),
+            Long("mode") => params["mode"] = json!(p.value()?.string()?),
             Long("json") => as_json = true,
             _ => return Err(arg.unexpected().into()),
         }
     }
+    let restore = params["mode"] == "restore";
     let report = connect_existing(g)?.call("server.upgrade", params)?;
+    if restore {
+        // The server restarts in place; it answers again once restored.
+        let status = wait_for_server(g)?;
+        if as_json {
+            println!(
+                "{}",
+                json!({ "mode": "restore", "before": report, "status": status })
+            );
+        } else {
+            println!(
+                "restarted pid {} as {}; restored {} panes ({} running)",
+                report["pid"],
+                report["binary"].as_str().unwrap_or("?"),
+                status["panes"],
+                status["running_panes"]
+            );
+        }
+        return Ok(0);
+    }
     if as_json {
         println!("{report}");
         return Ok(0);
@@ -957,4 +978,21 @@ fn upgrade(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         report["panes"], report["clients"], report["fds"], report["fd_batches"]
     );
     Ok(0)
+}
+
+/// After `upgrade --mode restore`: the server comes back in the same process
+/// once it has restored; retry connecting for a bounded time.
+fn wait_for_server(g: &Global) -> Result<Value, CliError> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        if let Ok(mut c) = Client::connect(&g.paths, false)
+            && let Ok(status) = c.call("server.status", json!({}))
+        {
+            return Ok(status);
+        }
+        if std::time::Instant::now() > deadline {
+            return Err(CliError { message: "the server did not come back within 30 s after the restore restart; see diagnostics.jsonl".into(), code: 1 });
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }

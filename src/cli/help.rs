@@ -233,7 +233,7 @@ them through the API, prints what it did and saw, and cleans up.
 ";
 
 pub const UPGRADE: &str = "\
-Usage: ptyd upgrade [--binary PATH] [--timeout MS] [--json]
+Usage: ptyd upgrade [--binary PATH] [--timeout MS] [--mode live|restore] [--json]
 
 Replaces the running server with a new binary while every pane keeps
 running: same processes, no hangup, no lost or repeated output byte, the
@@ -247,6 +247,10 @@ exits 1 with the cause. Prints each phase with its duration and the blackout
   --binary PATH   the new ptyd binary
   --timeout MS    deadline up to the commit point (default 10000)
   --json          print the report as one JSON object
+  --mode MODE     live (default), or restore: where a live handoff is
+                  impossible, save the session, stop, and restart this
+                  process as the new binary, which restores the panes from
+                  the snapshot (restarting or resuming them; docs/snapshot.md)
   --fault S:A     testing only: make a step fail (see src/handoff/fault.rs)
 ";
 

@@ -89,6 +89,9 @@ pub struct Upgrade {
     pub timeout_ms: Option<u64>,
     /// For tests only: `STEP:ACTION` fault injection (see `handoff::fault`).
     pub fault: Option<String>,
+    /// `live` (default) or `restore`: save, stop and restart as the new
+    /// binary, which restores the session from the snapshot.
+    pub mode: Option<String>,
 }
 
 /// `pane.set_resume` → pane info. `resume: null` clears it.

@@ -170,6 +170,10 @@ pub fn run(opts: ServerOptions) -> Result<(), String> {
             bound.path.display()
         ),
     );
+    server.lineage = crate::reaper::lineage_from_env();
+    if let Some(l) = &server.lineage {
+        crate::reaper::announce(l);
+    }
     if opts.restore {
         server.restore_from_disk();
     }

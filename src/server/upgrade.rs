@@ -105,6 +105,9 @@ pub struct Active {
     opened_pidfds: Vec<OwnedFd>,
     counts: (usize, usize, usize),
     new_version: String,
+    /// `--mode restore`: save, stop, and exec the new binary in this
+    /// process, which restores from the snapshot (no handoff).
+    restore_mode: bool,
 }
 
 impl Server {
@@ -131,6 +134,16 @@ impl Server {
                     "an upgrade is already in progress (phase {}); wait for it to finish",
                     a.step.name()
                 ),
+            ));
+        }
+        if let Some(mode) = req
+            .mode
+            .as_deref()
+            .filter(|m| *m != "live" && *m != "restore")
+        {
+            return Err(RpcError::new(
+                ErrorCode::InvalidParams,
+                format!("mode {mode:?}: use \"live\" (default) or \"restore\""),
             ));
         }
         if self.predecessor.is_some() {
@@ -205,6 +218,7 @@ impl Server {
             opened_pidfds: Vec::new(),
             counts: (0, 0, 0),
             new_version: String::new(),
+            restore_mode: req.mode.as_deref() == Some("restore"),
         }));
         Ok(())
     }
@@ -277,6 +291,19 @@ impl Server {
             .deregister(&mut SourceFd(&a.channel.as_raw_fd()));
         let _ = a.child.wait();
         let probe: Value = serde_json::from_slice(&a.probe_output).unwrap_or(Value::Null);
+        if a.restore_mode {
+            let theirs = probe["snapshot_version"].as_u64();
+            let ours = u64::from(crate::persist::snapshot::SNAPSHOT_VERSION);
+            if theirs.is_some_and(|v| v >= ours) {
+                return self.restart_in_place();
+            }
+            let why = format!(
+                "{} reads snapshot version {}, older than this server's {ours}; it could not restore the session",
+                a.binary.display(),
+                theirs.map_or("unknown".to_string(), |v| v.to_string())
+            );
+            return self.rollback(why);
+        }
         let theirs = probe["handoff_version"].as_u64();
         let version = probe["server_version"]
             .as_str()
@@ -301,6 +328,48 @@ impl Server {
         if let Err(e) = self.spawn_new_server() {
             self.rollback(e);
         }
+    }
+
+    /// `--mode restore`, the fallback where a live handoff is impossible:
+    /// answer the caller, stop as `ptyd stop` would (the snapshot is saved
+    /// first), then exec the new binary in this very process. It keeps our
+    /// pid (a service manager sees no change of main process) and restores
+    /// the panes from the snapshot, restarting or resuming them.
+    fn restart_in_place(&mut self) {
+        let Upgrade::Active(a) = std::mem::replace(&mut self.upgrade, Upgrade::Idle) else {
+            return;
+        };
+        let reply = json!({
+            "mode": "restore",
+            "pid": std::process::id(),
+            "binary": a.binary,
+            "panes": self.panes.len(),
+            "message": "the session was saved; the new binary starts in this process and restores it",
+        });
+        if let Some((conn, rpc_id)) = &a.caller {
+            self.respond(*conn, rpc_id, Ok(reply));
+        }
+        self.log.log(
+            "upgrade_restore",
+            &format!("restarting as {} with a restore", a.binary.display()),
+        );
+        self.shutdown();
+        let mut cmd = std::process::Command::new(&a.binary);
+        cmd.args(["-L", &self.paths.namespace, "server"])
+            .env_remove(super::READY_FD_ENV);
+        // The reaper, if any, must keep seeing this process as current.
+        if let Some(l) = &self.lineage {
+            let fd = l.as_raw_fd();
+            // SAFETY: clearing FD_CLOEXEC on an fd we own, so exec keeps it.
+            unsafe { libc::fcntl(fd, libc::F_SETFD, 0) };
+            cmd.env(crate::reaper::LINEAGE_FD_ENV, fd.to_string());
+        }
+        let err = cmd.exec();
+        self.log.log(
+            "upgrade_restore_failed",
+            &format!("exec {}: {err}", a.binary.display()),
+        );
+        std::process::exit(1);
     }
 
     /// Starts the new binary in import mode on a fresh SEQPACKET socketpair.
