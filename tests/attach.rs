@@ -389,7 +389,8 @@ fn attach_client_inside_tmux_types_shows_and_detaches() {
     tmux.wait_screen("the outer prompt", |s| s.contains("outer$"));
     let mut ev = ptyd.connect();
     ev.ok("events.subscribe", json!({}));
-    let attach = format!("{} attach p1; echo attach-rc=$?", shell_quote(util::PTYD));
+    // The quotes keep the typed line itself from matching `attach-rc=`.
+    let attach = format!("{} attach p1; echo attach-''rc=$?", shell_quote(util::PTYD));
     tmux.keys(&["-l", &attach]);
     tmux.keys(&["Enter"]);
     ev.wait_event("client.attached", "p1");
@@ -420,7 +421,7 @@ fn attach_client_inside_tmux_types_shows_and_detaches() {
     assert_eq!(info["attached_clients"], 0);
 
     // Attach again and end the pane from inside: the client reports it.
-    let attach = attach.replace("attach-rc=", "again-rc=");
+    let attach = attach.replace("attach-''rc=", "again-''rc=");
     tmux.keys(&["-l", &attach]);
     tmux.keys(&["Enter"]);
     ev.wait_event("client.attached", "p1");
@@ -437,7 +438,7 @@ fn attach_client_inside_tmux_types_shows_and_detaches() {
 
     // `ptyd new` creates a pane and attaches to it at once.
     let new = format!(
-        "{} new -n fresh -- /bin/sh; echo new-rc=$?",
+        "{} new -n fresh -- /bin/sh; echo new-''rc=$?",
         shell_quote(util::PTYD)
     );
     tmux.keys(&["-l", &new]);

@@ -472,9 +472,14 @@ fn exit_is_reported_while_a_background_child_holds_the_terminal() {
     let ptyd = Ptyd::start();
     let mut c = ptyd.connect();
     let pidfile = ptyd.dirs.state.path().join("bg.pid");
+    let ready = ptyd.dirs.state.path().join("bg.ready");
+    // The parent exits only once the child ignores SIGHUP: the session
+    // leader's exit sends one to the foreground process group.
     let script = format!(
-        "(trap '' HUP; sleep 0.5; echo late-output; exec sleep 1000) & echo $! > '{}'; echo bg-started; exit 5",
-        pidfile.display()
+        "sh -c \"trap '' HUP; echo > '{ready}'; sleep 0.5; echo late-output; exec sleep 1000\" & echo $! > '{pid}'; \
+         while [ ! -e '{ready}' ]; do sleep 0.01; done; echo bg-started; exit 5",
+        ready = ready.display(),
+        pid = pidfile.display()
     );
     let id = ptyd.create_argv(&["sh", "-c", &script]);
     let exit = c.wait_exit(&id);

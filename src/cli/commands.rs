@@ -24,6 +24,28 @@ pub fn dispatch(g: &Global, command: &str, mut p: lexopt::Parser) -> Result<i32,
         "status" => status(g, &mut p),
         "stop" => stop(g, &mut p),
         "api" => api(g, &mut p),
+        "version" => {
+            let as_json = json_flag(&mut p, help::VERSION)?;
+            let v = json!({
+                "server_version": crate::protocol::SERVER_VERSION,
+                "protocol": crate::protocol::PROTOCOL_VERSION,
+                "handoff_version": crate::handoff::manifest::HANDOFF_VERSION,
+                "snapshot_version": crate::persist::snapshot::SNAPSHOT_VERSION,
+            });
+            if as_json {
+                println!("{v}");
+            } else {
+                println!(
+                    "ptyd {} (protocol {}, handoff {}, snapshot {})",
+                    v["server_version"].as_str().unwrap_or("?"),
+                    v["protocol"],
+                    v["handoff_version"],
+                    v["snapshot_version"]
+                );
+            }
+            Ok(0)
+        }
+        "upgrade" => upgrade(g, &mut p),
         "save" => {
             no_args(&mut p, help::SAVE)?;
             let r = connect_existing(g)?.call("server.save", json!({}))?;
@@ -579,15 +601,7 @@ fn capture(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     if as_json {
         print_json(&result);
     } else {
-        let lines: Vec<&str> = result["lines"]
-            .as_array()
-            .map(|a| a.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
-        let last = lines
-            .iter()
-            .rposition(|l| !l.is_empty())
-            .map_or(0, |i| i + 1);
-        for line in &lines[..last] {
+        for line in client::capture_lines(&result) {
             println!("{line}");
         }
     }
@@ -899,4 +913,86 @@ fn tree_command(g: &Global, p: &mut lexopt::Parser, kind: &str) -> Result<i32, C
         println!("{id}");
     }
     Ok(0)
+}
+
+fn upgrade(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
+    let mut params = json!({});
+    let mut as_json = false;
+    while let Some(arg) = p.next()? {
+        if help_requested(&arg, help::UPGRADE) {
+            return Ok(0);
+        }
+        match arg {
+            Long("binary") => params["binary"] = json!(p.value()?.string()?),
+            Long("timeout") => params["timeout_ms"] = json!(parse_u64(p.value()?, "--timeout")?),
+            Long("fault") => params["fault"] = json!(p.value()?.string()?),
+            Long("mode") => params["mode"] = json!(p.value()?.string()?),
+            Long("json") => as_json = true,
+            _ => return Err(arg.unexpected().into()),
+        }
+    }
+    let restore = params["mode"] == "restore";
+    let report = connect_existing(g)?.call("server.upgrade", params)?;
+    if restore {
+        // The server restarts in place; it answers again once restored.
+        let status = wait_for_server(g)?;
+        if as_json {
+            println!(
+                "{}",
+                json!({ "mode": "restore", "before": report, "status": status })
+            );
+        } else {
+            println!(
+                "restarted pid {} as {}; restored {} panes ({} running)",
+                report["pid"],
+                report["binary"].as_str().unwrap_or("?"),
+                status["panes"],
+                status["running_panes"]
+            );
+        }
+        return Ok(0);
+    }
+    if as_json {
+        println!("{report}");
+        return Ok(0);
+    }
+    println!(
+        "upgraded to generation {} (pid {}, ptyd {})",
+        report["generation"],
+        report["new_pid"],
+        report["server_version"].as_str().unwrap_or("?")
+    );
+    for phase in report["phases"].as_array().into_iter().flatten() {
+        println!(
+            "  {:<10} {:>9.3} ms",
+            phase["name"].as_str().unwrap_or("?"),
+            phase["ms"].as_f64().unwrap_or(0.0)
+        );
+    }
+    println!(
+        "  blackout   {:>9.3} ms",
+        report["blackout_ms"].as_f64().unwrap_or(0.0)
+    );
+    println!(
+        "  moved {} panes, {} clients, {} fds in {} batches",
+        report["panes"], report["clients"], report["fds"], report["fd_batches"]
+    );
+    Ok(0)
+}
+
+/// After `upgrade --mode restore`: the server comes back in the same process
+/// once it has restored; retry connecting for a bounded time.
+fn wait_for_server(g: &Global) -> Result<Value, CliError> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        if let Ok(mut c) = Client::connect(&g.paths, false)
+            && let Ok(status) = c.call("server.status", json!({}))
+        {
+            return Ok(status);
+        }
+        if std::time::Instant::now() > deadline {
+            return Err(CliError { message: "the server did not come back within 30 s after the restore restart; see diagnostics.jsonl".into(), code: 1 });
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }

@@ -24,34 +24,24 @@ pub const MAX_FDS_PER_BATCH: usize = 252;
 /// Largest data part of a batch message (the ids).
 pub const MAX_BATCH_DATA: usize = 64 * 1024;
 
-#[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
-struct BatchHeader {
-    seq: u32,
-    ids: Vec<String>,
-}
-
-/// Sends one batch: `fds[i]` is named `ids[i]`.
-pub fn send_batch(sock: &impl AsRawFd, seq: u32, items: &[(String, RawFd)]) -> io::Result<()> {
-    if items.len() > MAX_FDS_PER_BATCH {
+/// Sends one message: a JSON header and, optionally, fds. Non-blocking
+/// callers pass a non-blocking socket; a full socket is then an error (the
+/// handoff sends one message at a time and waits for the answer, so it never
+/// fills).
+pub fn send_message<T: Serialize>(
+    sock: &impl AsRawFd,
+    header: &T,
+    fds: &[RawFd],
+) -> io::Result<()> {
+    let data = serde_json::to_vec(header).map_err(io::Error::other)?;
+    if data.len() > MAX_BATCH_DATA || fds.len() > MAX_FDS_PER_BATCH {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
-            "too many fds for one batch",
+            "handoff message too large",
         ));
     }
-    let header = BatchHeader {
-        seq,
-        ids: items.iter().map(|(id, _)| id.clone()).collect(),
-    };
-    let data = serde_json::to_vec(&header).map_err(io::Error::other)?;
-    if data.len() > MAX_BATCH_DATA {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "batch ids too long",
-        ));
-    }
-    let fds: Vec<RawFd> = items.iter().map(|(_, fd)| *fd).collect();
     let iov = [io::IoSlice::new(&data)];
-    let cmsg = [nix::sys::socket::ControlMessage::ScmRights(&fds)];
+    let cmsg = [nix::sys::socket::ControlMessage::ScmRights(fds)];
     let cmsgs: &[nix::sys::socket::ControlMessage] = if fds.is_empty() { &[] } else { &cmsg };
     let sent = nix::sys::socket::sendmsg::<()>(
         sock.as_raw_fd(),
@@ -64,23 +54,16 @@ pub fn send_batch(sock: &impl AsRawFd, seq: u32, items: &[(String, RawFd)]) -> i
     if sent != data.len() {
         return Err(io::Error::new(
             io::ErrorKind::WriteZero,
-            "short send of a batch",
+            "short send of a handoff message",
         ));
     }
     Ok(())
 }
 
-/// One received batch: its sequence number and the named fds, owned.
-#[derive(Debug)]
-pub struct Batch {
-    pub seq: u32,
-    pub fds: Vec<(String, OwnedFd)>,
-}
-
-/// Receives one batch (blocking unless the socket is non-blocking). Any
-/// truncation, a count that does not match the ids, or malformed ids fail
-/// the batch; fds that did arrive are closed by being dropped.
-pub fn recv_batch(sock: &impl AsRawFd) -> io::Result<Batch> {
+/// Receives one message: its JSON header bytes and the fds it carried,
+/// owned and close-on-exec. Truncation of either part is an error (the fds
+/// that did arrive are closed by being dropped).
+pub fn recv_message(sock: &impl AsRawFd) -> io::Result<(Vec<u8>, Vec<OwnedFd>)> {
     let mut data = vec![0u8; MAX_BATCH_DATA];
     let mut cmsg_space = nix::cmsg_space!([RawFd; MAX_FDS_PER_BATCH]);
     let (n, flags, received) = {
@@ -116,10 +99,41 @@ pub fn recv_batch(sock: &impl AsRawFd) -> io::Result<Batch> {
     {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
-            "a batch was truncated (MSG_CTRUNC/MSG_TRUNC)",
+            "a handoff message was truncated (MSG_CTRUNC/MSG_TRUNC)",
         ));
     }
-    let header: BatchHeader = serde_json::from_slice(&data[..n]).map_err(|e| {
+    data.truncate(n);
+    Ok((data, received))
+}
+
+#[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
+struct BatchHeader {
+    seq: u32,
+    ids: Vec<String>,
+}
+
+/// Sends one batch: `items[i].1` is named `items[i].0`.
+pub fn send_batch(sock: &impl AsRawFd, seq: u32, items: &[(String, RawFd)]) -> io::Result<()> {
+    let header = BatchHeader {
+        seq,
+        ids: items.iter().map(|(id, _)| id.clone()).collect(),
+    };
+    let fds: Vec<RawFd> = items.iter().map(|(_, fd)| *fd).collect();
+    send_message(sock, &header, &fds)
+}
+
+/// One received batch: its sequence number and the named fds, owned.
+#[derive(Debug)]
+pub struct Batch {
+    pub seq: u32,
+    pub fds: Vec<(String, OwnedFd)>,
+}
+
+/// Receives one batch; a count that does not match its ids, or malformed
+/// ids, fail it.
+pub fn recv_batch(sock: &impl AsRawFd) -> io::Result<Batch> {
+    let (data, received) = recv_message(sock)?;
+    let header: BatchHeader = serde_json::from_slice(&data).map_err(|e| {
         io::Error::new(io::ErrorKind::InvalidData, format!("bad batch header: {e}"))
     })?;
     if header.ids.len() != received.len() {
@@ -137,6 +151,38 @@ pub fn recv_batch(sock: &impl AsRawFd) -> io::Result<Batch> {
         seq: header.seq,
         fds: header.ids.into_iter().zip(received).collect(),
     })
+}
+
+/// Waits until `sock` is readable (or hung up), at most `timeout`.
+pub fn wait_readable(sock: &impl AsRawFd, timeout: std::time::Duration) -> bool {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        let mut pfd = libc::pollfd {
+            fd: sock.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        // SAFETY: `pfd` is one valid pollfd.
+        let n = unsafe { libc::poll(&mut pfd, 1, left.as_millis().min(i32::MAX as u128) as i32) };
+        if n > 0 {
+            return true;
+        }
+        if n == 0 || std::io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+            return false;
+        }
+    }
+}
+
+/// `recv_batch` with a deadline, for the blocking new side.
+pub fn recv_batch_timeout(sock: &impl AsRawFd, timeout: std::time::Duration) -> io::Result<Batch> {
+    if !wait_readable(sock, timeout) {
+        return Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            "no fd batch before the deadline",
+        ));
+    }
+    recv_batch(sock)
 }
 
 #[cfg(test)]

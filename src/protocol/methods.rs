@@ -76,6 +76,24 @@ pub struct PaneCreate {
     pub ratio: Option<f32>,
 }
 
+/// `server.upgrade` → the upgrade report (phases with durations, blackout,
+/// panes, clients and fds moved, old and new pid, generation), answered by
+/// the *new* server once it serves; or an error from the old one, which then
+/// keeps serving as before. See docs/protocol.md.
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Upgrade {
+    /// The new binary (default: the path this server was started from).
+    pub binary: Option<String>,
+    /// Deadline for everything up to the commit point (default 10000).
+    pub timeout_ms: Option<u64>,
+    /// For tests only: `STEP:ACTION` fault injection (see `handoff::fault`).
+    pub fault: Option<String>,
+    /// `live` (default) or `restore`: save, stop and restart as the new
+    /// binary, which restores the session from the snapshot.
+    pub mode: Option<String>,
+}
+
 /// `pane.set_resume` → pane info. `resume: null` clears it.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

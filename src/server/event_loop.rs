@@ -8,7 +8,7 @@ use super::connection::{
 };
 use super::pane::{ExitReason, PaneState};
 use super::timers::TimerKind;
-use super::{DISK, LISTENER, SIGNALS, Server, Source};
+use super::{DISK, LISTENER, PREDECESSOR, SIGNALS, Server, Source, UPGRADE};
 use crate::protocol::methods::ExitStatus;
 use crate::protocol::{self, frame};
 use crate::term::TermEvent;
@@ -52,6 +52,8 @@ impl Server {
                     LISTENER => self.accept_all(),
                     SIGNALS => self.on_signals(),
                     DISK => self.on_save_results(),
+                    UPGRADE => self.on_upgrade_readable(),
+                    PREDECESSOR => self.on_predecessor_readable(),
                     token => match self.sources.get(&token).copied() {
                         Some(Source::Pane(id)) => {
                             if event.is_writable() {
@@ -72,6 +74,7 @@ impl Server {
                             self.read_conn(id, hung_up);
                         }
                         Some(Source::Conn(_)) => {}
+                        Some(Source::Pidfd(id)) => self.on_pidfd(id),
                         None => {}
                     },
                 }
@@ -80,6 +83,7 @@ impl Server {
                 match source {
                     Source::Pane(id) => self.read_pane_paced(id),
                     Source::Conn(id) => self.read_conn(id, false),
+                    Source::Pidfd(id) => self.on_pidfd(id),
                 }
             }
             self.fire_timers();
@@ -95,7 +99,7 @@ impl Server {
         token
     }
 
-    fn accept_all(&mut self) {
+    pub(super) fn accept_all(&mut self) {
         loop {
             let (mut stream, _) = match self.listener.accept() {
                 Ok(pair) => pair,
@@ -155,10 +159,9 @@ impl Server {
                     );
                     self.stopping = true;
                 }
-                SIGHUP => self.log.log(
-                    "sighup",
-                    "SIGHUP received and ignored: the server keeps running",
-                ),
+                // `systemctl reload` (or the reaper forwarding it): upgrade
+                // to the binary at our own path.
+                SIGHUP => self.start_upgrade(None, crate::protocol::methods::Upgrade::default()),
                 _ => {}
             }
         }
@@ -176,6 +179,17 @@ impl Server {
                 Ok(WaitStatus::StillAlive) | Err(_) => return,
                 Ok(_) => continue,
             };
+            if self.upgrade.child_pid() == Some(pid) {
+                self.on_upgrade_child_exit(status);
+                continue;
+            }
+            if self.paused {
+                // The manifest already describes this pane as running; the
+                // new server learns the exit from the pidfd. Kept for a
+                // rollback.
+                self.deferred_exits.push((pid, status));
+                continue;
+            }
             let pane = self
                 .panes
                 .values()
@@ -187,7 +201,7 @@ impl Server {
         }
     }
 
-    fn on_pane_exit(&mut self, id: u64, status: ExitStatus) {
+    pub(super) fn on_pane_exit(&mut self, id: u64, status: ExitStatus) {
         self.read_pane(id, EXIT_DRAIN_BUDGET);
         let Some(pane) = self.panes.get_mut(&id) else {
             return;
@@ -617,7 +631,12 @@ impl Server {
     fn fire_timers(&mut self) {
         let now = Instant::now();
         for timer in self.timers.expired(now) {
+            if self.paused && !matches!(timer, TimerKind::Upgrade) {
+                self.deferred_timers.push(timer);
+                continue;
+            }
             match timer {
+                TimerKind::Upgrade => self.on_upgrade_timer(now),
                 TimerKind::PaneTimeout(id, run)
                     if self.panes.get(&id).is_some_and(|p| p.run == run) =>
                 {
@@ -698,13 +717,17 @@ impl Server {
         };
         pane.kill_reason.get_or_insert(reason);
         signal_session(child.sid, signal);
-        self.timers.add(
-            Instant::now() + grace,
-            TimerKind::KillEscalate(id, pane.run),
-        );
+        let at = Instant::now() + grace;
+        pane.kill_deadline = Some(pane.kill_deadline.map_or(at, |d| d.min(at)));
+        self.timers.add(at, TimerKind::KillEscalate(id, pane.run));
     }
 
-    fn flush_conns(&mut self) {
+    pub(super) fn flush_conns(&mut self) {
+        // While paused the connections may already belong to the new server:
+        // not a byte may go out from here.
+        if self.paused {
+            return;
+        }
         let now = Instant::now();
         let mut dead = Vec::new();
         for (id, conn) in &mut self.conns {
@@ -781,6 +804,7 @@ impl Server {
 
     /// Tells clients we are going, hangs up the panes, removes our socket.
     pub(super) fn shutdown(&mut self) {
+        crate::service::notify::stopping();
         // Save first: the snapshot must describe the panes as they ran,
         // and stopping the server is no reason to forget them.
         self.final_save();

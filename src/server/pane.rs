@@ -98,6 +98,16 @@ pub struct Pane {
     pub idle_timeout: Option<Duration>,
     /// Set by the first kill request: why the pane is being killed.
     pub kill_reason: Option<ExitReason>,
+    /// When a kill in progress escalates to SIGKILL (its timer's deadline,
+    /// kept so a live upgrade can carry it).
+    pub kill_deadline: Option<Instant>,
+    /// For a process spawned by an earlier server generation (not our
+    /// child, so no SIGCHLD for it): a pidfd that polls readable on its exit
+    /// and reports the status (`pty::pidfd`).
+    pub pidfd: Option<std::os::fd::OwnedFd>,
+    pub pidfd_token: Option<mio::Token>,
+    /// When the wall-clock watchdog fires, for the same reason.
+    pub timeout_at: Option<Instant>,
     /// Not read while an attached client is too far behind; the loop reads
     /// it again once they catch up.
     pub output_paused: bool,
@@ -156,6 +166,10 @@ impl Pane {
             timeout: setup.timeout,
             idle_timeout: setup.idle_timeout,
             kill_reason: None,
+            kill_deadline: None,
+            pidfd: None,
+            pidfd_token: None,
+            timeout_at: None,
             output_paused: false,
             stall_timer: false,
             input: Vec::new(),
@@ -178,6 +192,8 @@ impl Pane {
         self.state = PaneState::Running(child);
         self.run += 1;
         self.kill_reason = None;
+        self.kill_deadline = None;
+        self.timeout_at = None;
         self.last_output = Instant::now();
         self.discard_input();
     }
@@ -339,6 +355,182 @@ impl Pane {
     pub fn inject_history(&mut self, text: &str) {
         let lines: Vec<String> = text.lines().map(str::to_string).collect();
         self.screen.inject_history(&lines);
+    }
+}
+
+impl ExitReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExitReason::Exited => "exited",
+            ExitReason::Killed => "killed",
+            ExitReason::Timeout => "timeout",
+            ExitReason::IdleTimeout => "idle_timeout",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<ExitReason> {
+        [
+            ExitReason::Exited,
+            ExitReason::Killed,
+            ExitReason::Timeout,
+            ExitReason::IdleTimeout,
+        ]
+        .into_iter()
+        .find(|r| r.as_str() == s)
+    }
+}
+
+/// Milliseconds from `now` until `at` (0 if passed).
+fn ms_until(at: Instant, now: Instant) -> u64 {
+    at.saturating_duration_since(now).as_millis() as u64
+}
+
+impl Pane {
+    /// This pane's runtime state for a live upgrade (its structural part
+    /// travels in the manifest's snapshot).
+    pub fn export(&self, now: Instant) -> crate::handoff::manifest::PaneRuntime<&Terminal> {
+        use crate::handoff::manifest::{AckRuntime, PaneRuntime, ProcessRuntime};
+        let process = match &self.state {
+            PaneState::Running(c) => ProcessRuntime::Running {
+                pid: c.pid,
+                sid: c.sid,
+                start_token: c.start_token,
+            },
+            PaneState::Exited {
+                child: c,
+                status,
+                reason,
+            } => ProcessRuntime::Exited {
+                pid: c.pid,
+                sid: c.sid,
+                start_token: c.start_token,
+                status: *status,
+                reason: reason.as_str().to_string(),
+            },
+            PaneState::Held { reason } => ProcessRuntime::Held {
+                reason: reason.clone(),
+            },
+        };
+        PaneRuntime {
+            id: self.id,
+            created_unix_ms: self.created_unix_ms,
+            process,
+            run: self.run,
+            kill_reason: self.kill_reason.map(|r| r.as_str().to_string()),
+            kill_escalate_in_ms: self.kill_deadline.map(|at| ms_until(at, now)),
+            screen: &self.screen,
+            idle_ms: now.saturating_duration_since(self.last_output).as_millis() as u64,
+            timeout_in_ms: self.timeout_at.map(|at| ms_until(at, now)),
+            idle_timeout_ms: self.idle_timeout.map(|d| d.as_millis() as u64),
+            input: self.input[self.input_pos..].to_vec(),
+            written_total: self.written_total,
+            acks: self
+                .pending_acks
+                .iter()
+                .map(|a| AckRuntime {
+                    conn: a.conn,
+                    rpc_id: a.rpc_id.clone(),
+                    end_offset: a.end_offset,
+                    duplicate: a.duplicate,
+                })
+                .collect(),
+            recent_requests: self
+                .recent_order
+                .iter()
+                .filter_map(|r| self.recent_requests.get(r).map(|end| (r.clone(), *end)))
+                .collect(),
+            history_dirty: self.history_dirty,
+            prompts_seen: self.prompts_seen,
+            commands_finished: self.commands_finished,
+            last_command_exit: self.last_command_exit,
+        }
+    }
+
+    /// Rebuilds a pane from its snapshot record and runtime state. `conn_map`
+    /// turns the old server's connection ids into ours.
+    pub fn import(
+        rec: crate::persist::snapshot::PaneRecord,
+        rt: crate::handoff::manifest::PaneRuntime,
+        token: mio::Token,
+        now: Instant,
+        conn_map: &HashMap<usize, ConnId>,
+    ) -> Result<Pane, String> {
+        use crate::handoff::manifest::ProcessRuntime;
+        let setup = PaneSetup {
+            id: rt.id,
+            name: rec.name,
+            command: rec.command,
+            cwd: PathBuf::from(rec.cwd),
+            env: rec.env,
+            cols: rec.cols,
+            rows: rec.rows,
+            timeout: None,
+            idle_timeout: rt.idle_timeout_ms.map(Duration::from_millis),
+            restore: rec.restore,
+            resume: rec.resume,
+        };
+        let mut pane = Pane::new(setup, token, String::new());
+        pane.state = match rt.process {
+            ProcessRuntime::Running {
+                pid,
+                sid,
+                start_token,
+            } => PaneState::Running(ChildProcess {
+                pid,
+                sid,
+                start_token,
+            }),
+            ProcessRuntime::Exited {
+                pid,
+                sid,
+                start_token,
+                status,
+                reason,
+            } => PaneState::Exited {
+                child: ChildProcess {
+                    pid,
+                    sid,
+                    start_token,
+                },
+                status,
+                reason: ExitReason::parse(&reason)
+                    .ok_or(format!("pane p{}: unknown exit reason {reason:?}", rt.id))?,
+            },
+            ProcessRuntime::Held { reason } => PaneState::Held { reason },
+        };
+        pane.created_unix_ms = rt.created_unix_ms;
+        pane.run = rt.run;
+        pane.kill_reason = rt.kill_reason.as_deref().and_then(ExitReason::parse);
+        pane.kill_deadline = rt
+            .kill_escalate_in_ms
+            .map(|ms| now + Duration::from_millis(ms));
+        pane.screen = rt.screen;
+        pane.last_output = now
+            .checked_sub(Duration::from_millis(rt.idle_ms))
+            .unwrap_or(now);
+        pane.timeout_at = rt.timeout_in_ms.map(|ms| now + Duration::from_millis(ms));
+        pane.input = rt.input;
+        pane.written_total = rt.written_total;
+        pane.pending_acks = rt
+            .acks
+            .into_iter()
+            .filter_map(|a| {
+                conn_map.get(&a.conn).map(|conn| PendingAck {
+                    conn: *conn,
+                    rpc_id: a.rpc_id,
+                    end_offset: a.end_offset,
+                    duplicate: a.duplicate,
+                })
+            })
+            .collect();
+        for (request, end) in rt.recent_requests {
+            pane.remember_request(request, end);
+        }
+        pane.history_dirty = rt.history_dirty;
+        pane.prompts_seen = rt.prompts_seen;
+        pane.commands_finished = rt.commands_finished;
+        pane.last_command_exit = rt.last_command_exit;
+        Ok(pane)
     }
 }
 

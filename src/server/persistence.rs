@@ -74,6 +74,10 @@ impl Persistence {
         }
     }
 
+    pub fn in_flight_revision(&self) -> Option<u64> {
+        self.in_flight
+    }
+
     fn due_at(&self) -> Option<Instant> {
         let first = self.first_dirty?;
         Some((self.last_change + SAVE_DEBOUNCE).min(first + SAVE_MAX_DELAY))
@@ -148,7 +152,9 @@ impl Server {
 
     /// Serializes the state and hands it to the disk thread.
     pub(super) fn start_save(&mut self) {
-        if self.persist.disabled.is_some() || self.persist.in_flight.is_some() {
+        // Paused for an upgrade, the state may already be the new server's:
+        // only the current owner writes snapshots.
+        if self.persist.disabled.is_some() || self.persist.in_flight.is_some() || self.paused {
             return;
         }
         let Some(job) = self.build_save_job() else {
@@ -298,6 +304,7 @@ impl Server {
                 }
             }
         }
+        self.upgrade_after_save();
         if self.persist.in_flight.is_none() && !self.persist.waiting.is_empty() {
             self.start_save();
         } else if let Some(due) = self.persist.due_at()

@@ -77,6 +77,11 @@ impl Server {
                 params::<methods::NoParams>(method, p)?;
                 Ok(Some(self.status()))
             }
+            "server.upgrade" => {
+                let req: methods::Upgrade = params(method, p)?;
+                self.start_upgrade(Some((conn, rpc_id.clone())), req);
+                Ok(None)
+            }
             "server.save" => {
                 params::<methods::NoParams>(method, p)?;
                 self.save_now(conn, rpc_id)
@@ -236,6 +241,8 @@ impl Server {
             "clients": self.conns.len(),
             "event_seq": self.events.last_seq(),
             "generation": self.generation,
+            "upgrade": self.upgrade_status(),
+            "last_upgrade": self.last_upgrade,
             "workspaces": self.tree.workspaces.len(),
             "tabs": self.tree.tabs.len(),
             "persistence": self.persist.status(),
@@ -383,6 +390,7 @@ impl Server {
             rpc_id: rpc_id.clone(),
             pane: id,
             condition,
+            deadline: None,
         };
         self.park_wait(wait, req.timeout_ms.map(Duration::from_millis));
         Ok(None)

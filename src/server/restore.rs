@@ -72,6 +72,9 @@ impl Server {
     /// Rebuilds tree and panes; returns the repairs made.
     fn rebuild(&mut self, snap: Snapshot) -> Vec<String> {
         let mut fixes = Vec::new();
+        // A restart is a new generation of the same session: the fence
+        // keeps growing.
+        self.generation = snap.generation + 1;
         // 1. Pane identities, each id once.
         let mut records: BTreeMap<u64, PaneRecord> = BTreeMap::new();
         for rec in snap.panes {

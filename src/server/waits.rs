@@ -29,11 +29,13 @@ pub struct Wait {
     pub rpc_id: Value,
     pub pane: u64,
     pub condition: WaitCondition,
+    /// When the wait times out (kept so a live upgrade can carry it).
+    pub deadline: Option<Instant>,
 }
 
 impl Server {
     /// Answers at once if the condition already holds, else parks the wait.
-    pub(super) fn park_wait(&mut self, wait: Wait, timeout: Option<Duration>) {
+    pub(super) fn park_wait(&mut self, mut wait: Wait, timeout: Option<Duration>) {
         if let Some(outcome) = self.wait_outcome(&wait, Instant::now()) {
             self.respond(wait.conn, &wait.rpc_id, outcome);
             return;
@@ -41,6 +43,7 @@ impl Server {
         let id = self.next_wait_id;
         self.next_wait_id += 1;
         if let Some(timeout) = timeout {
+            wait.deadline = Some(Instant::now() + timeout);
             self.timers
                 .add(Instant::now() + timeout, TimerKind::WaitTimeout(id));
         }
