@@ -569,3 +569,46 @@ fn a_subscribed_connection_that_attaches_gets_only_frames() {
     assert_eq!(exit["pane"], info["id"]);
     assert!(String::from_utf8_lossy(&a.output).contains("got-it"));
 }
+
+/// A pane held back for a client that stopped reading goes on as soon as
+/// that client goes away: by closing its socket, or by detaching (a write;
+/// it still reads nothing).
+#[test]
+fn a_pane_held_for_a_stuck_client_resumes_when_it_leaves() {
+    let ptyd = Ptyd::start();
+    let mut c = ptyd.connect();
+    for detach in [false, true] {
+        let info = c.ok(
+            "pane.create",
+            json!({ "argv": ["sh", "-c", "read go; seq 1 300000; echo finished-$((6*7))"] }),
+        );
+        let id = info["id"].as_str().unwrap().to_string();
+        let (_, stuck) = Attached::new(&ptyd, json!({ "target": id, "read_only": true }));
+        c.input(&id, "\r");
+        // About 2 MB of output: more than the client's socket and queue
+        // take before the server holds the pane back. Held, it falls quiet
+        // unfinished.
+        let r = c.ok(
+            "pane.wait",
+            json!({ "target": id, "idle_ms": 500, "timeout_ms": 20000 }),
+        );
+        assert_eq!(r["reason"], "idle");
+        assert_eq!(c.pane_info(&id).unwrap()["state"], "running");
+        assert!(!c.capture(&id).contains("finished"));
+        let started = Instant::now();
+        if detach {
+            stuck.send(DETACH, b"");
+        } else {
+            drop(stuck);
+        }
+        let exit = c.wait_exit(&id);
+        assert_eq!(exit["code"], 0, "{exit}");
+        assert!(c.capture(&id).contains("finished-42"));
+        // Well before the 10 s a stuck client is allowed.
+        assert!(
+            started.elapsed() < Duration::from_secs(9),
+            "detach {detach}: the pane stayed held after its client left: {:?}",
+            started.elapsed()
+        );
+    }
+}
