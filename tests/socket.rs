@@ -202,3 +202,53 @@ fn sigterm_ends_attachments_with_server_exit() {
     assert!(status.success(), "server exit after SIGTERM: {status:?}");
     assert!(!ptyd.socket().exists(), "socket left behind");
 }
+
+/// Only the server's own uid is served: a process of another user that
+/// reaches the socket (here through permissions opened on purpose) is cut
+/// off without an answer. Needs root to act as another user; skipped
+/// otherwise.
+#[test]
+fn connections_from_another_uid_are_refused() {
+    // SAFETY: getuid has no preconditions.
+    if unsafe { libc::getuid() } != 0 {
+        eprintln!("skipped: needs root to connect as another uid");
+        return;
+    }
+    let ptyd = Ptyd::start();
+    let socket = ptyd.socket();
+    let ns_dir = socket.parent().unwrap().to_path_buf();
+    // Open the way for uid 65534: every directory down to the socket.
+    for dir in [
+        ptyd.dirs.runtime.path().to_path_buf(),
+        ns_dir.parent().unwrap().to_path_buf(),
+        ns_dir.clone(),
+    ] {
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o711)).unwrap();
+    }
+    fs::set_permissions(&socket, fs::Permissions::from_mode(0o666)).unwrap();
+    let script = r#"
+        use IO::Socket::UNIX;
+        $SIG{PIPE} = "IGNORE";
+        my $s = IO::Socket::UNIX->new(Peer => $ARGV[0]) or die "connect: $!\n";
+        print $s qq({"id":1,"method":"pane.list"}\n);
+        my $line = <$s>;
+        print defined($line) ? "ANSWERED $line" : "CLOSED\n";
+    "#;
+    let mut cmd = std::process::Command::new("setpriv");
+    cmd.args([
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        "perl",
+        "-e",
+        script,
+    ])
+    .arg(&socket);
+    let out = run_bounded(cmd, "perl client as uid 65534");
+    let text = util::stdout(&out);
+    assert!(out.status.success(), "{text} {}", stderr(&out));
+    assert_eq!(text.trim(), "CLOSED", "another uid got an answer: {text}");
+    // The owner is still served.
+    fs::set_permissions(&ns_dir, fs::Permissions::from_mode(0o700)).unwrap();
+    ptyd.connect().ok("pane.list", json!({}));
+}
