@@ -154,6 +154,7 @@ impl Server {
                         "stopping",
                         &format!("received {}", super::pane::signal_name(signal)),
                     );
+                    self.stop_during_upgrade();
                     self.stopping = true;
                 }
                 // `systemctl reload` (or the reaper forwarding it): upgrade
