@@ -32,7 +32,7 @@ mod screen;
 mod scrollback;
 
 use serde::{Deserialize, Serialize};
-use vte::ansi::{Handler, Processor, Timeout};
+use vte::ansi::{Processor, Timeout};
 
 pub use capture::{Capture, CaptureOptions, CursorInfo};
 pub use cell::{Cell, Color, Style};
@@ -98,19 +98,14 @@ impl Timeout for NoSyncTimeout {
     }
 }
 
-/// A handler that ignores everything, used to prime a fresh `Processor`.
-struct Discard;
-impl Handler for Discard {}
-
 #[derive(Serialize, Deserialize)]
 pub struct Terminal {
     screen: Screen,
     boundary: Boundary,
+    /// Decodes escape sequences only; text and REP never reach it, so it
+    /// holds no state between pieces and a fresh one is equivalent.
     #[serde(skip)]
     processor: Processor<NoSyncTimeout>,
-    /// Whether `processor` has been told the last printed char (for REP).
-    #[serde(skip)]
-    primed: bool,
 }
 
 impl PartialEq for Terminal {
@@ -136,22 +131,6 @@ impl Terminal {
             screen: Screen::new(cols, rows, config),
             boundary: Boundary::default(),
             processor: Processor::new(),
-            primed: true,
-        }
-    }
-
-    /// vte keeps the last printed char privately for REP (`CSI b`); after
-    /// deserializing, replay it into the fresh processor with effects
-    /// discarded so REP repeats the same char.
-    fn prime(&mut self) {
-        if self.primed {
-            return;
-        }
-        self.primed = true;
-        if let Some(c) = self.screen.last_char {
-            let mut b = [0u8; 4];
-            self.processor
-                .advance(&mut Discard, c.encode_utf8(&mut b).as_bytes());
         }
     }
 
@@ -159,26 +138,34 @@ impl Terminal {
     /// get: the input minus the queries answered here; bytes of a sequence not
     /// yet complete are held back until it completes.
     pub fn feed(&mut self, bytes: &[u8], forward: &mut Vec<u8>) {
-        self.prime();
         let Terminal {
             screen,
             boundary,
             processor,
-            ..
         } = self;
         boundary.split(bytes, &mut |piece| match piece {
             Piece::Text(text) => {
-                processor.advance(screen, text);
+                screen.text(text);
                 forward.extend_from_slice(text);
             }
             Piece::Invalid(raw) => {
-                processor.advance(screen, boundary::REPLACEMENT);
+                screen.print('\u{FFFD}');
                 forward.extend_from_slice(raw);
             }
             Piece::Seq { bytes, kind, c0 } => {
                 screen.swallow = false;
                 if kind == Kind::Csi && queries::is_xtversion(bytes) {
                     screen.reply(&queries::xtversion());
+                } else if let Some(n) = (kind == Kind::Csi)
+                    .then(|| queries::parse_rep(bytes))
+                    .flatten()
+                {
+                    // REP is done here, not by vte: vte's "preceding char"
+                    // is private and would not survive serialization.
+                    for &b in bytes.iter().filter(|&&b| is_exec_c0(b)) {
+                        screen.execute(b);
+                    }
+                    screen.repeat(n);
                 } else {
                     processor.advance(screen, bytes);
                 }

@@ -97,6 +97,18 @@ impl Line {
         while end > 0 && cells[end - 1] == Cell::BLANK {
             end -= 1;
         }
+        // Fast path, the common case: plain ASCII in the default style.
+        if row.marks.is_empty()
+            && cells[..end]
+                .iter()
+                .all(|c| c.style == Style::DEFAULT && c.ch.is_ascii())
+        {
+            let mut buf = Vec::with_capacity(HEADER + end);
+            buf.push(if row.wrapped { FLAG_WRAPPED } else { 0 });
+            buf.extend_from_slice(&(end as u32).to_le_bytes());
+            buf.extend(cells[..end].iter().map(|c| c.ch as u8));
+            return Line(buf.into_boxed_slice());
+        }
         let mut text = String::with_capacity(end);
         let mut runs: Vec<Run> = Vec::new();
         let mut styled = false;
