@@ -30,7 +30,6 @@ use serde::{Deserialize, Serialize};
 /// Longest sequence kept: 64 KiB of OSC/DCS/APC payload plus its framing.
 pub const MAX_SEQ: usize = 64 * 1024 + 16;
 
-
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 enum State {
     #[default]
@@ -110,7 +109,7 @@ impl Boundary {
         &self.tail
     }
 
-    pub fn split(&mut self, input: &[u8], sink: &mut dyn FnMut(Piece<'_>)) {
+    pub fn split<F: FnMut(Piece<'_>)>(&mut self, input: &[u8], mut sink: F) {
         let mut i = 0;
         while i < input.len() {
             if self.state == State::Ground {
@@ -161,7 +160,7 @@ impl Boundary {
                     continue;
                 }
             }
-            match self.step(input[i], sink) {
+            match self.step(input[i], &mut sink) {
                 Step::Consumed => i += 1,
                 Step::Reprocess => {}
             }
@@ -484,7 +483,7 @@ mod tests {
 
     fn run(b: &mut Boundary, input: &[u8]) -> Vec<P> {
         let mut out = Vec::new();
-        b.split(input, &mut |p| match p {
+        b.split(input, |p| match p {
             Piece::Text(t) => out.push(P::T(t.to_vec())),
             Piece::Seq { bytes, kind, .. } => out.push(P::S(bytes.to_vec(), kind)),
             Piece::Invalid(raw) => out.push(P::I(raw.to_vec())),

@@ -23,6 +23,7 @@
 mod boundary;
 mod capture;
 mod cell;
+mod csi_fast;
 mod grid;
 mod handler;
 mod modes;
@@ -143,7 +144,7 @@ impl Terminal {
             boundary,
             processor,
         } = self;
-        boundary.split(bytes, &mut |piece| match piece {
+        boundary.split(bytes, |piece| match piece {
             Piece::Text(text) => {
                 screen.text(text);
                 forward.extend_from_slice(text);
@@ -154,7 +155,9 @@ impl Terminal {
             }
             Piece::Seq { bytes, kind, c0 } => {
                 screen.swallow = false;
-                if kind == Kind::Csi && queries::is_xtversion(bytes) {
+                if kind == Kind::Csi && !c0 && csi_fast::try_dispatch(screen, bytes) {
+                    // Decoded without vte (SGR, CUP, EL).
+                } else if kind == Kind::Csi && queries::is_xtversion(bytes) {
                     screen.reply(&queries::xtversion());
                 } else if let Some(n) = (kind == Kind::Csi)
                     .then(|| queries::parse_rep(bytes))

@@ -109,30 +109,72 @@ impl Line {
             buf.extend(cells[..end].iter().map(|c| c.ch as u8));
             return Line(buf.into_boxed_slice());
         }
-        let mut text = String::with_capacity(end);
-        let mut runs: Vec<Run> = Vec::new();
+        // General path in three passes over the cells, so the line is built
+        // in one exactly sized allocation: measure, write text, write runs.
+        let cells = &cells[..end];
+        let marks = |i: usize| row.marks_at(i).unwrap_or("");
+        let mut text_len = 0;
+        let mut run_count = 0;
         let mut styled = false;
-        for (i, cell) in cells[..end].iter().enumerate() {
+        let mut prev: Option<Style> = None;
+        for (i, cell) in cells.iter().enumerate() {
             if cell.is_spacer() {
                 continue;
             }
             let style = cell.style.pen_part();
             styled |= style != Style::DEFAULT;
-            text.push(cell.ch);
-            let mut n = 1;
-            if let Some(m) = row.marks_at(i) {
-                text.push_str(m);
-                n += m.chars().count() as u32;
-            }
-            match runs.last_mut() {
-                Some(r) if r.style == style => r.chars += n,
-                _ => runs.push(Run { chars: n, style }),
+            text_len += cell.ch.len_utf8() + marks(i).len();
+            if prev != Some(style) {
+                run_count += 1;
+                prev = Some(style);
             }
         }
-        if !styled {
-            runs.clear();
+        let text_len = text_len.min(u32::MAX as usize / 2);
+        let runs_len = if styled { run_count * RUN_BYTES } else { 0 };
+        let mut buf = Vec::with_capacity(HEADER + text_len + runs_len);
+        buf.push(if row.wrapped { FLAG_WRAPPED } else { 0 });
+        buf.extend_from_slice(&(text_len as u32).to_le_bytes());
+        for (i, cell) in cells.iter().enumerate() {
+            if cell.is_spacer() {
+                continue;
+            }
+            let mut b = [0u8; 4];
+            buf.extend_from_slice(cell.ch.encode_utf8(&mut b).as_bytes());
+            buf.extend_from_slice(marks(i).as_bytes());
         }
-        Line::new(&text, &runs, row.wrapped)
+        buf.truncate(HEADER + text_len);
+        if styled {
+            let mut run: Option<Run> = None;
+            let flush = |buf: &mut Vec<u8>, r: Run| {
+                buf.extend_from_slice(&r.chars.to_le_bytes());
+                buf.extend_from_slice(&r.style.fg.to_le_bytes());
+                buf.extend_from_slice(&r.style.bg.to_le_bytes());
+            };
+            for (i, cell) in cells.iter().enumerate() {
+                if cell.is_spacer() {
+                    continue;
+                }
+                let style = cell.style.pen_part();
+                let n = 1 + if row.marks.is_empty() {
+                    0
+                } else {
+                    marks(i).chars().count() as u32
+                };
+                match &mut run {
+                    Some(r) if r.style == style => r.chars += n,
+                    _ => {
+                        if let Some(r) = run.take() {
+                            flush(&mut buf, r);
+                        }
+                        run = Some(Run { chars: n, style });
+                    }
+                }
+            }
+            if let Some(r) = run {
+                flush(&mut buf, r);
+            }
+        }
+        Line(buf.into_boxed_slice())
     }
 
     fn text_len(&self) -> usize {

@@ -549,3 +549,81 @@ fn rep_matches_vte() {
         assert_eq!(ours.screen.cursor, theirs.cursor, "{seq:?}");
     }
 }
+
+/// `csi_fast` replaces vte for SGR, CUP and EL; it must agree with vte on
+/// any parameters, including odd ones (subparameters, overflow, too many).
+#[test]
+fn fast_csi_matches_vte() {
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    const PARTS: &[&str] = &[
+        "0",
+        "1",
+        "2",
+        "3",
+        "4",
+        "5",
+        "7",
+        "9",
+        "22",
+        "24",
+        "31",
+        "38",
+        "48",
+        "58",
+        "59",
+        "39",
+        "49",
+        "97",
+        "107",
+        "2",
+        "5",
+        "255",
+        "256",
+        "70000",
+        "",
+        ";",
+        ";",
+        ":",
+        ":",
+        "38;2;1;2;3",
+        "38:2::1:2:3",
+        "48:5:9",
+        "4:3",
+    ];
+    for _ in 0..5000 {
+        let mut body = String::new();
+        for _ in 0..(next() % 12) {
+            body.push_str(PARTS[(next() % PARTS.len() as u64) as usize]);
+            if next() % 2 == 0 {
+                body.push(';');
+            }
+        }
+        if next() % 50 == 0 {
+            body = ";".repeat(30 + (next() % 5) as usize);
+        }
+        let fin = ["m", "m", "m", "H", "f", "K"][(next() % 6) as usize];
+        let seq = format!("\x1b[{body}{fin}");
+        let mut start = Screen::new(12, 5, TermConfig::default());
+        start.text(b"abcdefghijkl\r\nmnopq\x1b");
+        start.cursor.col = 3;
+        start.cursor.row = 1;
+        let mut ours = start.clone();
+        let handled = csi_fast::try_dispatch(&mut ours, seq.as_bytes());
+        let mut theirs = start.clone();
+        Processor::<NoSyncTimeout>::new().advance(&mut theirs, seq.as_bytes());
+        if handled {
+            assert_eq!(ours, theirs, "{seq:?}");
+        } else {
+            assert_eq!(
+                ours, start,
+                "declined sequences must leave the screen alone: {seq:?}"
+            );
+        }
+    }
+}
