@@ -181,16 +181,18 @@ fn main() {
         ("full-screen redraws", redraws(size)),
     ];
     println!(
-        "throughput, {COLS}x{ROWS}, {} MiB per input, best of 5, both with {SCROLLBACK} lines of scrollback",
+        "throughput, {COLS}x{ROWS}, {} MiB per input, best of {ROUNDS} interleaved runs, both with {SCROLLBACK} lines of scrollback",
         size >> 20
     );
     println!(
         "{:<22} {:>12} {:>12} {:>8} {:>16}",
         "input", "ptyd MB/s", "vt100 MB/s", "ratio", "vt100 no-sb MB/s"
     );
-    // For profiling: `TERM_BENCH_ONLY=ptyd` skips vt100 and the memory part.
+    // For profiling: `TERM_BENCH_ONLY=ptyd` skips vt100 and the memory part,
+    // `TERM_BENCH_FILTER=SGR` picks inputs by name.
     if std::env::var("TERM_BENCH_ONLY").as_deref() == Ok("ptyd") {
-        for (name, input) in &inputs {
+        let filter = std::env::var("TERM_BENCH_FILTER").unwrap_or_default();
+        for (name, input) in inputs.iter().filter(|(n, _)| n.contains(filter.as_str())) {
             let a = best_of(ROUNDS, || ours(input));
             println!("{name:<22} {:>12.1}", mbps(input.len(), a));
         }

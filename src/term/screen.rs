@@ -406,7 +406,7 @@ impl Screen {
                 bottom,
                 n,
                 fill,
-                Some(&mut |row: &Row| scrollback.push(Line::from_row(row))),
+                Some(&mut |row: &Row| scrollback.push_row(row)),
             );
         } else {
             self.grid_mut().scroll_up(top, bottom, n, fill, None);
@@ -728,7 +728,7 @@ impl Screen {
             } = self;
             let main_drop = if alt { 0 } else { drop_top };
             main.resize(cols, rows, main_drop, &mut |row: &Row| {
-                scrollback.push(Line::from_row(row))
+                scrollback.push_row(row)
             });
         }
         let alt_drop = if alt { drop_top } else { 0 };

@@ -92,88 +92,62 @@ impl Line {
 
     /// Converts a screen row, dropping trailing default blanks.
     pub fn from_row(row: &Row) -> Line {
+        Line::from_row_with(row, &mut Vec::new(), &mut Vec::new())
+    }
+
+    /// `from_row` with caller-provided scratch buffers (reused across rows
+    /// by `Scrollback::push_row`): one pass over the cells, then one exactly
+    /// sized allocation.
+    pub fn from_row_with(row: &Row, text: &mut Vec<u8>, runs: &mut Vec<u8>) -> Line {
         let cells = &row.cells;
         let mut end = cells.len();
         while end > 0 && cells[end - 1] == Cell::BLANK {
             end -= 1;
         }
-        // Fast path, the common case: plain ASCII in the default style.
-        if row.marks.is_empty()
-            && cells[..end]
-                .iter()
-                .all(|c| c.style == Style::DEFAULT && c.ch.is_ascii())
-        {
-            let mut buf = Vec::with_capacity(HEADER + end);
-            buf.push(if row.wrapped { FLAG_WRAPPED } else { 0 });
-            buf.extend_from_slice(&(end as u32).to_le_bytes());
-            buf.extend(cells[..end].iter().map(|c| c.ch as u8));
-            return Line(buf.into_boxed_slice());
-        }
-        // General path in three passes over the cells, so the line is built
-        // in one exactly sized allocation: measure, write text, write runs.
-        let cells = &cells[..end];
-        let marks = |i: usize| row.marks_at(i).unwrap_or("");
-        let mut text_len = 0;
-        let mut run_count = 0;
+        text.clear();
+        runs.clear();
         let mut styled = false;
-        let mut prev: Option<Style> = None;
-        for (i, cell) in cells.iter().enumerate() {
+        let mut run = Run {
+            chars: 0,
+            style: Style::DEFAULT,
+        };
+        for (i, cell) in cells[..end].iter().enumerate() {
             if cell.is_spacer() {
                 continue;
             }
             let style = cell.style.pen_part();
-            styled |= style != Style::DEFAULT;
-            text_len += cell.ch.len_utf8() + marks(i).len();
-            if prev != Some(style) {
-                run_count += 1;
-                prev = Some(style);
+            let c = cell.ch;
+            if c.is_ascii() {
+                text.push(c as u8);
+            } else {
+                let mut b = [0u8; 4];
+                text.extend_from_slice(c.encode_utf8(&mut b).as_bytes());
             }
+            let mut n = 1;
+            if !row.marks.is_empty() {
+                if let Some(m) = row.marks_at(i) {
+                    text.extend_from_slice(m.as_bytes());
+                    n += m.chars().count() as u32;
+                }
+            }
+            if style != run.style && run.chars > 0 {
+                push_run(runs, run);
+                run.chars = 0;
+            }
+            styled |= style != Style::DEFAULT;
+            run.style = style;
+            run.chars += n;
         }
-        let text_len = text_len.min(u32::MAX as usize / 2);
-        let runs_len = if styled { run_count * RUN_BYTES } else { 0 };
+        if run.chars > 0 {
+            push_run(runs, run);
+        }
+        let text_len = text.len().min(u32::MAX as usize / 2);
+        let runs_len = if styled { runs.len() } else { 0 };
         let mut buf = Vec::with_capacity(HEADER + text_len + runs_len);
         buf.push(if row.wrapped { FLAG_WRAPPED } else { 0 });
         buf.extend_from_slice(&(text_len as u32).to_le_bytes());
-        for (i, cell) in cells.iter().enumerate() {
-            if cell.is_spacer() {
-                continue;
-            }
-            let mut b = [0u8; 4];
-            buf.extend_from_slice(cell.ch.encode_utf8(&mut b).as_bytes());
-            buf.extend_from_slice(marks(i).as_bytes());
-        }
-        buf.truncate(HEADER + text_len);
-        if styled {
-            let mut run: Option<Run> = None;
-            let flush = |buf: &mut Vec<u8>, r: Run| {
-                buf.extend_from_slice(&r.chars.to_le_bytes());
-                buf.extend_from_slice(&r.style.fg.to_le_bytes());
-                buf.extend_from_slice(&r.style.bg.to_le_bytes());
-            };
-            for (i, cell) in cells.iter().enumerate() {
-                if cell.is_spacer() {
-                    continue;
-                }
-                let style = cell.style.pen_part();
-                let n = 1 + if row.marks.is_empty() {
-                    0
-                } else {
-                    marks(i).chars().count() as u32
-                };
-                match &mut run {
-                    Some(r) if r.style == style => r.chars += n,
-                    _ => {
-                        if let Some(r) = run.take() {
-                            flush(&mut buf, r);
-                        }
-                        run = Some(Run { chars: n, style });
-                    }
-                }
-            }
-            if let Some(r) = run {
-                flush(&mut buf, r);
-            }
-        }
+        buf.extend_from_slice(&text[..text_len]);
+        buf.extend_from_slice(&runs[..runs_len]);
         Line(buf.into_boxed_slice())
     }
 
@@ -237,13 +211,34 @@ impl Line {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+fn push_run(out: &mut Vec<u8>, r: Run) {
+    out.extend_from_slice(&r.chars.to_le_bytes());
+    out.extend_from_slice(&r.style.fg.to_le_bytes());
+    out.extend_from_slice(&r.style.bg.to_le_bytes());
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Scrollback {
     lines: VecDeque<Line>,
     bytes: usize,
     max_lines: usize,
     max_bytes: usize,
+    /// Scratch buffers for `push_row`, kept to avoid two allocations per
+    /// scrolled line.
+    #[serde(skip)]
+    scratch: (Vec<u8>, Vec<u8>),
 }
+
+impl PartialEq for Scrollback {
+    fn eq(&self, other: &Scrollback) -> bool {
+        self.lines == other.lines
+            && self.bytes == other.bytes
+            && self.max_lines == other.max_lines
+            && self.max_bytes == other.max_bytes
+    }
+}
+
+impl Eq for Scrollback {}
 
 impl Scrollback {
     pub fn new(max_lines: usize, max_bytes: usize) -> Scrollback {
@@ -252,7 +247,18 @@ impl Scrollback {
             bytes: 0,
             max_lines,
             max_bytes,
+            scratch: Default::default(),
         }
+    }
+
+    /// Converts and pushes a screen row that scrolled off.
+    pub fn push_row(&mut self, row: &Row) {
+        if self.max_lines == 0 {
+            return;
+        }
+        let (text, runs) = &mut self.scratch;
+        let line = Line::from_row_with(row, text, runs);
+        self.push(line);
     }
 
     pub fn push(&mut self, line: Line) {
