@@ -246,6 +246,16 @@ impl Row {
         }
     }
 
+    /// Number of cells up to the last one that is not a default blank (a
+    /// blank carrying combining marks counts as content).
+    pub fn content_end(&self) -> usize {
+        let mut end = self.cells.len();
+        while end > 0 && self.cells[end - 1] == Cell::BLANK && self.marks_at(end - 1).is_none() {
+            end -= 1;
+        }
+        end
+    }
+
     /// Text of the row with trailing blanks trimmed.
     pub fn text(&self) -> String {
         let mut s = String::with_capacity(self.cells.len());

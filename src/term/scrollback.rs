@@ -16,7 +16,7 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
-use super::cell::{Cell, Style};
+use super::cell::Style;
 use super::grid::Row;
 
 const FLAG_WRAPPED: u8 = 1;
@@ -100,10 +100,7 @@ impl Line {
     /// sized allocation.
     pub fn from_row_with(row: &Row, text: &mut Vec<u8>, runs: &mut Vec<u8>) -> Line {
         let cells = &row.cells;
-        let mut end = cells.len();
-        while end > 0 && cells[end - 1] == Cell::BLANK {
-            end -= 1;
-        }
+        let end = row.content_end();
         text.clear();
         runs.clear();
         let mut styled = false;
@@ -308,7 +305,7 @@ impl Scrollback {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::term::cell::{BOLD, Color};
+    use crate::term::cell::{BOLD, Cell, Color};
 
     #[test]
     fn line_is_a_thin_slot() {

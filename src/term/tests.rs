@@ -627,3 +627,13 @@ fn fast_csi_matches_vte() {
         }
     }
 }
+
+#[test]
+fn marks_on_trailing_blanks_survive_redraw_and_capture() {
+    let mut t = term(6, 2);
+    feed(&mut t, "a\x1b[2C\u{301}".as_bytes());
+    assert_eq!(screen(&t)[0], "a  \u{301}");
+    let mut u = term(6, 2);
+    feed(&mut u, &t.redraw(6, 2));
+    assert_eq!(u.visible_text(), t.visible_text());
+}
