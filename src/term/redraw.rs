@@ -36,7 +36,7 @@ fn draw_grid(out: &mut Vec<u8>, grid: &Grid, cols: usize, rows: usize) {
     for r in 0..rows.min(grid.lines()) {
         let row = grid.row(r);
         let cells = &row.cells[..cols.min(row.cells.len())];
-        let end = row.content_end();
+        let end = row.content_end().min(cells.len());
         if end == 0 {
             continue;
         }
