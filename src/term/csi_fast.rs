@@ -14,51 +14,45 @@ use super::screen::Screen;
 const MAX_VALUES: usize = 32;
 
 /// Parameter values with group boundaries, as vte's `Params` holds them.
+/// Small (70 bytes) and filled in place: this is on the hottest path.
 struct Params {
     values: [u16; MAX_VALUES],
-    /// `group_end[i]`: value `i` is the last of its group (followed by `;`
-    /// or the end).
-    group_end: [bool; MAX_VALUES],
+    /// Bit `i` set: value `i` is the last of its group (followed by `;` or
+    /// the end).
+    ends: u32,
     len: usize,
-    /// No `:` at all: every group is one value (the common case, iterated
-    /// without looking at `group_end`).
-    simple: bool,
 }
 
 impl Params {
-    /// Parses the bytes between `CSI` and the final byte; `None` if they
-    /// hold anything but digits, `;` and `:`, or too many values for vte.
-    fn parse(body: &[u8]) -> Option<Params> {
-        let mut p = Params {
-            values: [0; MAX_VALUES],
-            group_end: [false; MAX_VALUES],
-            len: 0,
-            simple: true,
-        };
+    /// Parses the bytes between `CSI` and the final byte; false if they hold
+    /// anything but digits, `;` and `:`, or too many values for vte.
+    fn parse(&mut self, body: &[u8]) -> bool {
         let mut cur: u16 = 0;
+        let mut len = 0;
+        let mut ends = 0u32;
         for &b in body {
             match b {
                 b'0'..=b'9' => cur = cur.saturating_mul(10).saturating_add(u16::from(b - b'0')),
                 b';' | b':' => {
-                    if p.len == MAX_VALUES {
-                        return None;
+                    if len == MAX_VALUES {
+                        return false;
                     }
-                    p.values[p.len] = cur;
-                    p.group_end[p.len] = b == b';';
-                    p.simple &= b == b';';
-                    p.len += 1;
+                    self.values[len] = cur;
+                    ends |= u32::from(b == b';') << len;
+                    len += 1;
                     cur = 0;
                 }
-                _ => return None,
+                _ => return false,
             }
         }
-        if p.len == MAX_VALUES {
-            return None;
+        if len == MAX_VALUES {
+            return false;
         }
-        p.values[p.len] = cur;
-        p.group_end[p.len] = true;
-        p.len += 1;
-        Some(p)
+        self.values[len] = cur;
+        ends |= 1 << len;
+        self.len = len + 1;
+        self.ends = ends;
+        true
     }
 
     /// The groups, each a slice of values (a parameter and its subparameters).
@@ -74,20 +68,15 @@ struct Groups<'a> {
 
 impl<'a> Iterator for Groups<'a> {
     type Item = &'a [u16];
+    #[inline]
     fn next(&mut self) -> Option<&'a [u16]> {
-        if self.at >= self.p.len {
+        let start = self.at;
+        if start >= self.p.len {
             return None;
         }
-        let start = self.at;
-        if self.p.simple {
-            self.at += 1;
-            return Some(&self.p.values[start..start + 1]);
-        }
-        let mut end = start;
-        while end < self.p.len && !self.p.group_end[end] {
-            end += 1;
-        }
-        let end = (end + 1).min(self.p.len);
+        // Distance to the next group end at or after `start`.
+        let n = (self.p.ends >> start).trailing_zeros() as usize + 1;
+        let end = (start + n).min(self.p.len);
         self.at = end;
         Some(&self.p.values[start..end])
     }
@@ -102,12 +91,31 @@ pub fn try_dispatch(s: &mut Screen, seq: &[u8]) -> bool {
     let Some((&fin, body)) = body.split_last() else {
         return false;
     };
+    // The most common SGRs (`CSI m`, `CSI 0 m`, `CSI 1 m`, `CSI 31 m`) are
+    // one value without subparameters: apply them without building Params.
+    if fin == b'm' && body.len() <= 3 && body.iter().all(u8::is_ascii_digit) {
+        let v = body.iter().fold(0u16, |v, &b| v * 10 + u16::from(b - b'0'));
+        if !matches!(v, 38 | 48 | 58) {
+            let params = Params {
+                values: [v; MAX_VALUES],
+                ends: 1,
+                len: 1,
+            };
+            sgr(s, &params);
+            return true;
+        }
+    }
     if !matches!(fin, b'm' | b'H' | b'f' | b'K') {
         return false;
     }
-    let Some(params) = Params::parse(body) else {
-        return false;
+    let mut params = Params {
+        values: [0; MAX_VALUES],
+        ends: 0,
+        len: 0,
     };
+    if !params.parse(body) {
+        return false;
+    }
     let mut groups = params.groups();
     // vte's `next_param_or`: the group's first value unless it is 0.
     let mut next_or = |default: u16| match groups.next() {

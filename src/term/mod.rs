@@ -144,14 +144,20 @@ impl Terminal {
             boundary,
             processor,
         } = self;
+        let mut out = Forward {
+            input: bytes,
+            out: forward,
+            start: 0,
+            end: 0,
+        };
         boundary.split(bytes, |piece| match piece {
             Piece::Text(text) => {
                 screen.text(text);
-                forward.extend_from_slice(text);
+                out.pass(text);
             }
             Piece::Invalid(raw) => {
                 screen.print('\u{FFFD}');
-                forward.extend_from_slice(raw);
+                out.pass(raw);
             }
             Piece::Seq { bytes, kind, c0 } => {
                 screen.swallow = false;
@@ -176,13 +182,18 @@ impl Terminal {
                     osc_extra(screen, bytes);
                 }
                 if !screen.swallow {
-                    forward.extend_from_slice(bytes);
-                } else if c0 {
-                    forward.extend(bytes.iter().copied().filter(|&b| is_exec_c0(b)));
+                    out.pass(bytes);
+                } else {
+                    out.flush();
+                    if c0 {
+                        out.out
+                            .extend(bytes.iter().copied().filter(|&b| is_exec_c0(b)));
+                    }
                 }
                 screen.swallow = false;
             }
         });
+        out.flush();
     }
 
     pub fn take_replies(&mut self) -> Vec<u8> {
@@ -264,6 +275,43 @@ impl Terminal {
     /// Bytes held back because the sequence they start is incomplete.
     pub fn pending_bytes(&self) -> usize {
         self.boundary.pending().len()
+    }
+}
+
+/// Builds `forward` with as few copies as possible: pieces that are
+/// consecutive slices of the input are copied as one range when a piece
+/// breaks the run (a swallowed query, bytes from the held-back tail) or at
+/// the end of `feed`.
+struct Forward<'a> {
+    input: &'a [u8],
+    out: &'a mut Vec<u8>,
+    /// Uncopied range `input[start..end]`.
+    start: usize,
+    end: usize,
+}
+
+impl Forward<'_> {
+    fn pass(&mut self, piece: &[u8]) {
+        let base = self.input.as_ptr() as usize;
+        let at = (piece.as_ptr() as usize).wrapping_sub(base);
+        if at == self.end && at + piece.len() <= self.input.len() {
+            self.end += piece.len();
+            return;
+        }
+        self.flush();
+        if at < self.input.len() && at + piece.len() <= self.input.len() {
+            self.start = at;
+            self.end = at + piece.len();
+        } else {
+            self.out.extend_from_slice(piece);
+        }
+    }
+
+    fn flush(&mut self) {
+        if let Some(range) = self.input.get(self.start..self.end) {
+            self.out.extend_from_slice(range);
+        }
+        self.start = self.end;
     }
 }
 

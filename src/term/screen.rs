@@ -162,6 +162,12 @@ impl Screen {
     /// controls encoded as UTF-8 are ignored, DEL is "printed" (and
     /// dropped as zero-width by `print`).
     pub fn text(&mut self, mut bytes: &[u8]) {
+        // Short runs of printable ASCII between escape sequences are the
+        // common case: skip UTF-8 validation and the control scan.
+        if bytes.len() <= 64 && bytes.iter().all(|b| (0x20..0x7F).contains(b)) {
+            self.print_ascii(bytes);
+            return;
+        }
         while !bytes.is_empty() {
             match std::str::from_utf8(bytes) {
                 Ok(s) => {

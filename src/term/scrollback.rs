@@ -16,7 +16,7 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
-use super::cell::Style;
+use super::cell::{SPACER, Style, WIDE};
 use super::grid::Row;
 
 const FLAG_WRAPPED: u8 = 1;
@@ -103,12 +103,58 @@ impl Line {
         let end = row.content_end();
         text.clear();
         runs.clear();
+        // Fast path, the common case: ASCII in the default style, no marks.
+        let cells = &cells[..end];
+        if row.marks.is_empty()
+            && cells
+                .iter()
+                .all(|c| c.style == Style::DEFAULT && c.ch.is_ascii())
+        {
+            let mut buf = Vec::with_capacity(HEADER + end);
+            buf.push(if row.wrapped { FLAG_WRAPPED } else { 0 });
+            buf.extend_from_slice(&(end as u32).to_le_bytes());
+            buf.extend(cells.iter().map(|c| c.ch as u8));
+            return Line(buf.into_boxed_slice());
+        }
+        // Styled ASCII without wide characters or marks (coloured output):
+        // two tight passes, text then runs.
+        if row.marks.is_empty()
+            && cells
+                .iter()
+                .all(|c| c.ch.is_ascii() && c.style.bg & (WIDE | SPACER) == 0)
+        {
+            text.extend(cells.iter().map(|c| c.ch as u8));
+            let mut cur = cells.first().map_or(Style::DEFAULT, |c| c.style);
+            let mut count = 0u32;
+            for c in cells {
+                if c.style != cur {
+                    push_run(
+                        runs,
+                        Run {
+                            chars: count,
+                            style: cur,
+                        },
+                    );
+                    cur = c.style;
+                    count = 0;
+                }
+                count += 1;
+            }
+            push_run(
+                runs,
+                Run {
+                    chars: count,
+                    style: cur,
+                },
+            );
+            return Line::assemble(row.wrapped, text, runs);
+        }
         let mut styled = false;
         let mut run = Run {
             chars: 0,
             style: Style::DEFAULT,
         };
-        for (i, cell) in cells[..end].iter().enumerate() {
+        for (i, cell) in cells.iter().enumerate() {
             if cell.is_spacer() {
                 continue;
             }
@@ -138,13 +184,20 @@ impl Line {
         if run.chars > 0 {
             push_run(runs, run);
         }
+        if !styled {
+            runs.clear();
+        }
+        Line::assemble(row.wrapped, text, runs)
+    }
+
+    /// One exactly sized allocation from the text and encoded runs.
+    fn assemble(wrapped: bool, text: &[u8], runs: &[u8]) -> Line {
         let text_len = text.len().min(u32::MAX as usize / 2);
-        let runs_len = if styled { runs.len() } else { 0 };
-        let mut buf = Vec::with_capacity(HEADER + text_len + runs_len);
-        buf.push(if row.wrapped { FLAG_WRAPPED } else { 0 });
+        let mut buf = Vec::with_capacity(HEADER + text_len + runs.len());
+        buf.push(if wrapped { FLAG_WRAPPED } else { 0 });
         buf.extend_from_slice(&(text_len as u32).to_le_bytes());
         buf.extend_from_slice(&text[..text_len]);
-        buf.extend_from_slice(&runs[..runs_len]);
+        buf.extend_from_slice(runs);
         Line(buf.into_boxed_slice())
     }
 
@@ -209,9 +262,11 @@ impl Line {
 }
 
 fn push_run(out: &mut Vec<u8>, r: Run) {
-    out.extend_from_slice(&r.chars.to_le_bytes());
-    out.extend_from_slice(&r.style.fg.to_le_bytes());
-    out.extend_from_slice(&r.style.bg.to_le_bytes());
+    let mut b = [0u8; RUN_BYTES];
+    b[0..4].copy_from_slice(&r.chars.to_le_bytes());
+    b[4..8].copy_from_slice(&r.style.fg.to_le_bytes());
+    b[8..12].copy_from_slice(&r.style.bg.to_le_bytes());
+    out.extend_from_slice(&b);
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
