@@ -109,6 +109,14 @@ impl Boundary {
         &self.tail
     }
 
+    /// Caps the held-back bytes after deserialization.
+    pub fn repair(&mut self) {
+        if self.tail.len() > MAX_SEQ {
+            self.tail = Vec::new();
+            self.dropping = true;
+        }
+    }
+
     pub fn split<F: FnMut(Piece<'_>)>(&mut self, input: &[u8], mut sink: F) {
         let mut i = 0;
         while i < input.len() {

@@ -294,6 +294,28 @@ impl PartialEq for Grid {
 impl Eq for Grid {}
 
 impl Grid {
+    /// Restores the invariants (at least one row, `lines` rows of `cols`
+    /// cells, `top` in range) after deserialization.
+    pub fn repair(&mut self, cols: u16, lines: u16) {
+        let lines = usize::from(lines.max(1));
+        if self.rows.is_empty() {
+            self.rows.push(Row::new(cols, Style::DEFAULT));
+        }
+        self.top %= self.rows.len();
+        self.rows.rotate_left(self.top);
+        self.top = 0;
+        self.rows.truncate(lines);
+        while self.rows.len() < lines {
+            self.rows.push(Row::new(cols, Style::DEFAULT));
+        }
+        for row in &mut self.rows {
+            if row.cells.len() != usize::from(cols) {
+                row.resize(cols, Style::DEFAULT);
+            }
+        }
+        self.cols = cols;
+    }
+
     pub fn new(cols: u16, rows: u16) -> Grid {
         let rows = usize::from(rows.max(1));
         Grid {

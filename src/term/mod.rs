@@ -100,6 +100,7 @@ impl Timeout for NoSyncTimeout {
 }
 
 #[derive(Serialize, Deserialize)]
+#[serde(from = "Snapshot")]
 pub struct Terminal {
     screen: Screen,
     boundary: Boundary,
@@ -107,6 +108,29 @@ pub struct Terminal {
     /// holds no state between pieces and a fresh one is equivalent.
     #[serde(skip)]
     processor: Processor<NoSyncTimeout>,
+}
+
+/// What a serialized `Terminal` holds. Deserializing goes through here so a
+/// snapshot from another build (or a damaged one) is repaired to the model's
+/// invariants instead of causing panics later.
+#[derive(Deserialize)]
+struct Snapshot {
+    screen: Screen,
+    boundary: Boundary,
+}
+
+impl From<Snapshot> for Terminal {
+    fn from(s: Snapshot) -> Terminal {
+        let mut screen = s.screen;
+        screen.repair();
+        let mut boundary = s.boundary;
+        boundary.repair();
+        Terminal {
+            screen,
+            boundary,
+            processor: Processor::new(),
+        }
+    }
 }
 
 impl PartialEq for Terminal {

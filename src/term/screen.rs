@@ -123,6 +123,39 @@ impl Screen {
         }
     }
 
+    /// Restores every invariant listed in the module doc; used after
+    /// deserializing, where the data may come from another build.
+    pub fn repair(&mut self) {
+        let cols = self.cols.clamp(1, usize::from(u16::MAX)) as u16;
+        let rows = self.rows.clamp(1, usize::from(u16::MAX)) as u16;
+        self.cols = usize::from(cols);
+        self.rows = usize::from(rows);
+        self.main.repair(cols, rows);
+        self.alt.repair(cols, rows);
+        self.cursor.row = self.cursor.row.min(self.rows - 1);
+        self.cursor.col = self.cursor.col.min(self.cols - 1);
+        if self.scroll_bottom >= self.rows || self.scroll_top >= self.scroll_bottom {
+            self.scroll_top = 0;
+            self.scroll_bottom = self.rows - 1;
+        }
+        self.tabs.resize(self.cols, false);
+        self.active_charset &= 3;
+        for saved in [&mut self.saved_main, &mut self.saved_alt]
+            .into_iter()
+            .flatten()
+        {
+            saved.cursor.row = saved.cursor.row.min(self.rows - 1);
+            saved.cursor.col = saved.cursor.col.min(self.cols - 1);
+            saved.active_charset &= 3;
+        }
+        self.events.truncate(MAX_EVENTS);
+        self.replies.truncate(MAX_REPLIES);
+        self.title_stack.truncate(MAX_TITLE_STACK);
+        self.modes
+            .kitty_stack
+            .truncate(super::modes::KITTY_STACK_MAX);
+    }
+
     #[inline]
     pub fn grid(&self) -> &Grid {
         if self.modes.alt_screen {

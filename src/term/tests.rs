@@ -637,3 +637,20 @@ fn marks_on_trailing_blanks_survive_redraw_and_capture() {
     feed(&mut u, &t.redraw(6, 2));
     assert_eq!(u.visible_text(), t.visible_text());
 }
+
+#[test]
+fn damaged_snapshot_is_repaired_not_panicking() {
+    let mut t = term(10, 4);
+    feed(&mut t, b"hello\r\nworld\x1b[2;5r");
+    let mut v: serde_json::Value = serde_json::to_value(&t).unwrap();
+    let screen = &mut v["screen"];
+    screen["cols"] = serde_json::json!(25);
+    screen["cursor"]["row"] = serde_json::json!(1000);
+    screen["main"]["rows"] = serde_json::json!([]);
+    screen["tabs"] = serde_json::json!([]);
+    screen["scroll_bottom"] = serde_json::json!(99);
+    let mut u: Terminal = serde_json::from_value(v).unwrap();
+    feed(&mut u, b"\x1b[Hxyz\tq\r\n\n\n\n\x1b[99;99Hend");
+    assert_eq!(u.size(), (25, 4));
+    assert_eq!(u.visible_text().len(), 4);
+}
