@@ -870,14 +870,7 @@ impl Server {
             self.timers.add(Instant::now(), timer);
         }
         for (pid, status) in std::mem::take(&mut self.deferred_exits) {
-            let pane = self
-                .panes
-                .values()
-                .find(|p| p.is_running() && p.child().is_some_and(|c| c.pid == pid))
-                .map(|p| p.id);
-            if let Some(id) = pane {
-                self.on_pane_exit(id, status);
-            }
+            self.on_child_exit(pid, status);
         }
         self.accept_all();
     }
