@@ -228,12 +228,18 @@ fn input_is_acknowledged_and_request_ids_dedup() {
         "pane.input",
         json!({ "target": id, "data": "line-once\n", "request_id": "req-1" }),
     );
-    assert_eq!((&first["written"], &first["duplicate"]), (&json!(true), &json!(false)));
+    assert_eq!(
+        (&first["written"], &first["duplicate"]),
+        (&json!(true), &json!(false))
+    );
     let second = c.ok(
         "pane.input",
         json!({ "target": id, "data": "line-once\n", "request_id": "req-1" }),
     );
-    assert_eq!((&second["written"], &second["duplicate"]), (&json!(true), &json!(true)));
+    assert_eq!(
+        (&second["written"], &second["duplicate"]),
+        (&json!(true), &json!(true))
+    );
     // A different request id is typed even with the same text; no id, too.
     c.ok(
         "pane.input",
