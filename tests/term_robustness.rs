@@ -86,6 +86,21 @@ fn random_input_never_panics() {
                         u.take_replies().is_empty(),
                         "redraw must not contain queries"
                     );
+                    assert_eq!(
+                        u.visible_text(),
+                        t.visible_text(),
+                        "redraw must reproduce the screen (seed {seed})"
+                    );
+                    assert_eq!(
+                        u.cursor(),
+                        t.cursor(),
+                        "redraw must restore the cursor (seed {seed})"
+                    );
+                    assert_eq!(
+                        u.modes(),
+                        t.modes(),
+                        "redraw must restore the modes (seed {seed})"
+                    );
                 }
                 2 => {
                     let start = rng.below(200) as i64 - 100;

@@ -157,6 +157,7 @@ impl Server {
                         "stopping",
                         &format!("received {}", super::pane::signal_name(signal)),
                     );
+                    self.stop_during_upgrade();
                     self.stopping = true;
                 }
                 // `systemctl reload` (or the reaper forwarding it): upgrade
@@ -190,14 +191,19 @@ impl Server {
                 self.deferred_exits.push((pid, status));
                 continue;
             }
-            let pane = self
-                .panes
-                .values()
-                .find(|p| p.is_running() && p.child().is_some_and(|c| c.pid == pid))
-                .map(|p| p.id);
-            if let Some(id) = pane {
-                self.on_pane_exit(id, status);
-            }
+            self.on_child_exit(pid, status);
+        }
+    }
+
+    /// A reaped child: if it is a running pane's process, the pane exited.
+    pub(super) fn on_child_exit(&mut self, pid: i32, status: ExitStatus) {
+        let pane = self
+            .panes
+            .values()
+            .find(|p| p.is_running() && p.child().is_some_and(|c| c.pid == pid))
+            .map(|p| p.id);
+        if let Some(id) = pane {
+            self.on_pane_exit(id, status);
         }
     }
 

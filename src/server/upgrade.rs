@@ -108,6 +108,8 @@ pub struct Active {
     /// `--mode restore`: save, stop, and exec the new binary in this
     /// process, which restores from the snapshot (no handoff).
     restore_mode: bool,
+    /// The loop already reaped the child: its pid must not be signalled.
+    child_reaped: bool,
 }
 
 impl Server {
@@ -219,6 +221,7 @@ impl Server {
             counts: (0, 0, 0),
             new_version: String::new(),
             restore_mode: req.mode.as_deref() == Some("restore"),
+            child_reaped: false,
         }));
         Ok(())
     }
@@ -698,9 +701,10 @@ impl Server {
 
     /// The new process (or the probe) exited.
     pub(super) fn on_upgrade_child_exit(&mut self, status: ExitStatus) {
-        let Upgrade::Active(a) = &self.upgrade else {
+        let Upgrade::Active(a) = &mut self.upgrade else {
             return;
         };
+        a.child_reaped = true;
         if a.step == Step::Probing {
             return; // the probe; its output decides
         }
@@ -728,6 +732,23 @@ impl Server {
         }
     }
 
+    /// SIGTERM or SIGINT while an upgrade runs: before the commit, undo it
+    /// (the stop then hangs up panes as usual); in probation the new server
+    /// owns everything, so pass the stop on to it and let go.
+    pub(super) fn stop_during_upgrade(&mut self) {
+        let Upgrade::Active(a) = &self.upgrade else {
+            return;
+        };
+        if a.step == Step::Probation {
+            let pid = a.child.id();
+            // SAFETY: kill has no memory-safety preconditions; our child.
+            unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+            self.handed_over_to = Some(pid);
+        } else {
+            self.rollback("the server was asked to stop".into());
+        }
+    }
+
     /// Before the commit point: undo everything and serve on.
     fn rollback(&mut self, reason: String) {
         let Upgrade::Active(a) = std::mem::replace(&mut self.upgrade, Upgrade::Idle) else {
@@ -738,10 +759,12 @@ impl Server {
             .poll
             .registry()
             .deregister(&mut SourceFd(&a.channel.as_raw_fd()));
-        // SAFETY: kill has no memory-safety preconditions; the pid is our
-        // unreaped child, so it cannot have been reused.
-        unsafe { libc::kill(a.child.id() as i32, libc::SIGKILL) };
-        let _ = a.child.wait();
+        if !a.child_reaped {
+            // SAFETY: kill has no memory-safety preconditions; the pid is our
+            // unreaped child, so it cannot have been reused.
+            unsafe { libc::kill(a.child.id() as i32, libc::SIGKILL) };
+            let _ = a.child.wait();
+        }
         drop(a.memfd.take());
         drop(std::mem::take(&mut a.opened_pidfds));
         let was_paused = self.paused;
@@ -847,14 +870,7 @@ impl Server {
             self.timers.add(Instant::now(), timer);
         }
         for (pid, status) in std::mem::take(&mut self.deferred_exits) {
-            let pane = self
-                .panes
-                .values()
-                .find(|p| p.is_running() && p.child().is_some_and(|c| c.pid == pid))
-                .map(|p| p.id);
-            if let Some(id) = pane {
-                self.on_pane_exit(id, status);
-            }
+            self.on_child_exit(pid, status);
         }
         self.accept_all();
     }

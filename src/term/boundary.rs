@@ -30,9 +30,6 @@ use serde::{Deserialize, Serialize};
 /// Longest sequence kept: 64 KiB of OSC/DCS/APC payload plus its framing.
 pub const MAX_SEQ: usize = 64 * 1024 + 16;
 
-/// What vte draws for an invalid UTF-8 sequence.
-pub const REPLACEMENT: &[u8] = "\u{FFFD}".as_bytes();
-
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 enum State {
     #[default]
@@ -71,7 +68,7 @@ pub enum Piece<'a> {
     Text(&'a [u8]),
     /// A UTF-8 prefix cut short by a byte that cannot continue it. vte would
     /// draw one U+FFFD for it, but fed alone it would wait for more bytes, so
-    /// the caller feeds `REPLACEMENT` to vte and forwards these raw bytes.
+    /// the caller draws U+FFFD and forwards these raw bytes.
     Invalid(&'a [u8]),
     /// One complete sequence. `c0` says C0 controls are embedded in it.
     Seq {
@@ -112,7 +109,15 @@ impl Boundary {
         &self.tail
     }
 
-    pub fn split(&mut self, input: &[u8], sink: &mut dyn FnMut(Piece<'_>)) {
+    /// Caps the held-back bytes after deserialization.
+    pub fn repair(&mut self) {
+        if self.tail.len() > MAX_SEQ {
+            self.tail = Vec::new();
+            self.dropping = true;
+        }
+    }
+
+    pub fn split<F: FnMut(Piece<'_>)>(&mut self, input: &[u8], mut sink: F) {
         let mut i = 0;
         while i < input.len() {
             if self.state == State::Ground {
@@ -133,6 +138,17 @@ impl Boundary {
                 }
                 i += esc;
                 if esc < rest.len() {
+                    // Most sequences arrive whole and plain: hand them over
+                    // straight from the input without copying into `tail`.
+                    if let Some((len, kind)) = whole_sequence(&input[i..]) {
+                        sink(Piece::Seq {
+                            bytes: &input[i..i + len],
+                            kind,
+                            c0: false,
+                        });
+                        i += len;
+                        continue;
+                    }
                     self.start_escape();
                     i += 1;
                 }
@@ -152,7 +168,7 @@ impl Boundary {
                     continue;
                 }
             }
-            match self.step(input[i], sink) {
+            match self.step(input[i], &mut sink) {
                 Step::Consumed => i += 1,
                 Step::Reprocess => {}
             }
@@ -210,6 +226,7 @@ impl Boundary {
             self.tail.shrink_to(64);
         }
         self.state = State::Ground;
+        self.kind = Kind::default();
         self.dropping = false;
         self.c0 = false;
         self.after_string = false;
@@ -398,6 +415,45 @@ impl Boundary {
     }
 }
 
+/// Length and kind of a complete, plain sequence at the start of `seq`
+/// (which starts with ESC): a CSI or ESC sequence without embedded controls,
+/// or an OSC ended by BEL or ST. Anything else (incomplete, embedded C0,
+/// 8-bit bytes, strings other than OSC) returns `None` and goes through the
+/// byte-wise state machine, which handles every case.
+fn whole_sequence(seq: &[u8]) -> Option<(usize, Kind)> {
+    match *seq.get(1)? {
+        b'[' => {
+            // Any run of parameter and intermediate bytes keeps vte in a CSI
+            // state (possibly CsiIgnore); any final byte ends it.
+            let n = seq[2..].iter().position(|b| !(0x20..=0x3F).contains(b))?;
+            let last = seq[2 + n];
+            (0x40..=0x7E).contains(&last).then_some((n + 3, Kind::Csi))
+        }
+        b']' => {
+            let body = &seq[2..];
+            let n = body
+                .iter()
+                .position(|&b| matches!(b, 0x07 | 0x18 | 0x1A | 0x1B))?;
+            if n + 3 > MAX_SEQ {
+                return None;
+            }
+            match (body[n], body.get(n + 1)) {
+                (0x07, _) => Some((n + 3, Kind::Osc)),
+                (0x1B, Some(b'\\')) => Some((n + 4, Kind::Osc)),
+                _ => None,
+            }
+        }
+        b'P' | b'X' | b'^' | b'_' => None,
+        0x30..=0x7E => Some((2, Kind::Esc)),
+        0x20..=0x2F => {
+            let n = seq[2..].iter().position(|b| !(0x20..=0x2F).contains(b))?;
+            let last = seq[2 + n];
+            (0x30..=0x7E).contains(&last).then_some((n + 3, Kind::Esc))
+        }
+        _ => None,
+    }
+}
+
 /// Index where a trailing incomplete (but so far valid) UTF-8 sequence
 /// starts, or `run.len()` if the run does not end inside a character.
 fn incomplete_utf8_start(run: &[u8]) -> usize {
@@ -435,7 +491,7 @@ mod tests {
 
     fn run(b: &mut Boundary, input: &[u8]) -> Vec<P> {
         let mut out = Vec::new();
-        b.split(input, &mut |p| match p {
+        b.split(input, |p| match p {
             Piece::Text(t) => out.push(P::T(t.to_vec())),
             Piece::Seq { bytes, kind, .. } => out.push(P::S(bytes.to_vec(), kind)),
             Piece::Invalid(raw) => out.push(P::I(raw.to_vec())),

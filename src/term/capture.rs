@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::ModeSummary;
-use super::cell::{Cell, Style};
+use super::cell::Style;
 use super::grid::Row;
 use super::screen::Screen;
 
@@ -44,10 +44,7 @@ pub struct Capture {
 /// A visible row with SGR sequences, trailing default blanks trimmed.
 pub fn row_with_sgr(row: &Row) -> String {
     let cells = &row.cells;
-    let mut end = cells.len();
-    while end > 0 && cells[end - 1] == Cell::BLANK {
-        end -= 1;
-    }
+    let end = row.content_end();
     let mut out = Vec::with_capacity(end);
     let mut pen = Style::DEFAULT;
     for (c, cell) in cells[..end].iter().enumerate() {

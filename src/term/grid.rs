@@ -246,6 +246,16 @@ impl Row {
         }
     }
 
+    /// Number of cells up to the last one that is not a default blank (a
+    /// blank carrying combining marks counts as content).
+    pub fn content_end(&self) -> usize {
+        let mut end = self.cells.len();
+        while end > 0 && self.cells[end - 1] == Cell::BLANK && self.marks_at(end - 1).is_none() {
+            end -= 1;
+        }
+        end
+    }
+
     /// Text of the row with trailing blanks trimmed.
     pub fn text(&self) -> String {
         let mut s = String::with_capacity(self.cells.len());
@@ -284,6 +294,28 @@ impl PartialEq for Grid {
 impl Eq for Grid {}
 
 impl Grid {
+    /// Restores the invariants (at least one row, `lines` rows of `cols`
+    /// cells, `top` in range) after deserialization.
+    pub fn repair(&mut self, cols: u16, lines: u16) {
+        let lines = usize::from(lines.max(1));
+        if self.rows.is_empty() {
+            self.rows.push(Row::new(cols, Style::DEFAULT));
+        }
+        self.top %= self.rows.len();
+        self.rows.rotate_left(self.top);
+        self.top = 0;
+        self.rows.truncate(lines);
+        while self.rows.len() < lines {
+            self.rows.push(Row::new(cols, Style::DEFAULT));
+        }
+        for row in &mut self.rows {
+            if row.cells.len() != usize::from(cols) {
+                row.resize(cols, Style::DEFAULT);
+            }
+        }
+        self.cols = cols;
+    }
+
     pub fn new(cols: u16, rows: u16) -> Grid {
         let rows = usize::from(rows.max(1));
         Grid {

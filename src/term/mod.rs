@@ -23,6 +23,7 @@
 mod boundary;
 mod capture;
 mod cell;
+mod csi_fast;
 mod grid;
 mod handler;
 mod modes;
@@ -32,7 +33,7 @@ mod screen;
 mod scrollback;
 
 use serde::{Deserialize, Serialize};
-use vte::ansi::{Handler, Processor, Timeout};
+use vte::ansi::{Processor, Timeout};
 
 pub use capture::{Capture, CaptureOptions, CursorInfo};
 pub use cell::{Cell, Color, Style};
@@ -98,19 +99,38 @@ impl Timeout for NoSyncTimeout {
     }
 }
 
-/// A handler that ignores everything, used to prime a fresh `Processor`.
-struct Discard;
-impl Handler for Discard {}
-
 #[derive(Serialize, Deserialize)]
+#[serde(from = "Snapshot")]
 pub struct Terminal {
     screen: Screen,
     boundary: Boundary,
+    /// Decodes escape sequences only; text and REP never reach it, so it
+    /// holds no state between pieces and a fresh one is equivalent.
     #[serde(skip)]
     processor: Processor<NoSyncTimeout>,
-    /// Whether `processor` has been told the last printed char (for REP).
-    #[serde(skip)]
-    primed: bool,
+}
+
+/// What a serialized `Terminal` holds. Deserializing goes through here so a
+/// snapshot from another build (or a damaged one) is repaired to the model's
+/// invariants instead of causing panics later.
+#[derive(Deserialize)]
+struct Snapshot {
+    screen: Screen,
+    boundary: Boundary,
+}
+
+impl From<Snapshot> for Terminal {
+    fn from(s: Snapshot) -> Terminal {
+        let mut screen = s.screen;
+        screen.repair();
+        let mut boundary = s.boundary;
+        boundary.repair();
+        Terminal {
+            screen,
+            boundary,
+            processor: Processor::new(),
+        }
+    }
 }
 
 impl PartialEq for Terminal {
@@ -136,22 +156,6 @@ impl Terminal {
             screen: Screen::new(cols, rows, config),
             boundary: Boundary::default(),
             processor: Processor::new(),
-            primed: true,
-        }
-    }
-
-    /// vte keeps the last printed char privately for REP (`CSI b`); after
-    /// deserializing, replay it into the fresh processor with effects
-    /// discarded so REP repeats the same char.
-    fn prime(&mut self) {
-        if self.primed {
-            return;
-        }
-        self.primed = true;
-        if let Some(c) = self.screen.last_char {
-            let mut b = [0u8; 4];
-            self.processor
-                .advance(&mut Discard, c.encode_utf8(&mut b).as_bytes());
         }
     }
 
@@ -159,26 +163,42 @@ impl Terminal {
     /// get: the input minus the queries answered here; bytes of a sequence not
     /// yet complete are held back until it completes.
     pub fn feed(&mut self, bytes: &[u8], forward: &mut Vec<u8>) {
-        self.prime();
         let Terminal {
             screen,
             boundary,
             processor,
-            ..
         } = self;
-        boundary.split(bytes, &mut |piece| match piece {
+        let mut out = Forward {
+            input: bytes,
+            out: forward,
+            start: 0,
+            end: 0,
+        };
+        boundary.split(bytes, |piece| match piece {
             Piece::Text(text) => {
-                processor.advance(screen, text);
-                forward.extend_from_slice(text);
+                screen.text(text);
+                out.pass(text);
             }
             Piece::Invalid(raw) => {
-                processor.advance(screen, boundary::REPLACEMENT);
-                forward.extend_from_slice(raw);
+                screen.print('\u{FFFD}');
+                out.pass(raw);
             }
             Piece::Seq { bytes, kind, c0 } => {
                 screen.swallow = false;
-                if kind == Kind::Csi && queries::is_xtversion(bytes) {
+                if kind == Kind::Csi && !c0 && csi_fast::try_dispatch(screen, bytes) {
+                    // Decoded without vte (SGR, CUP, EL).
+                } else if kind == Kind::Csi && queries::is_xtversion(bytes) {
                     screen.reply(&queries::xtversion());
+                } else if let Some(n) = (kind == Kind::Csi)
+                    .then(|| queries::parse_rep(bytes))
+                    .flatten()
+                {
+                    // REP is done here, not by vte: vte's "preceding char"
+                    // is private and would not survive serialization.
+                    for &b in bytes.iter().filter(|&&b| is_exec_c0(b)) {
+                        screen.execute(b);
+                    }
+                    screen.repeat(n);
                 } else {
                     processor.advance(screen, bytes);
                 }
@@ -186,13 +206,18 @@ impl Terminal {
                     osc_extra(screen, bytes);
                 }
                 if !screen.swallow {
-                    forward.extend_from_slice(bytes);
-                } else if c0 {
-                    forward.extend(bytes.iter().copied().filter(|&b| is_exec_c0(b)));
+                    out.pass(bytes);
+                } else {
+                    out.flush();
+                    if c0 {
+                        out.out
+                            .extend(bytes.iter().copied().filter(|&b| is_exec_c0(b)));
+                    }
                 }
                 screen.swallow = false;
             }
         });
+        out.flush();
     }
 
     pub fn take_replies(&mut self) -> Vec<u8> {
@@ -274,6 +299,43 @@ impl Terminal {
     /// Bytes held back because the sequence they start is incomplete.
     pub fn pending_bytes(&self) -> usize {
         self.boundary.pending().len()
+    }
+}
+
+/// Builds `forward` with as few copies as possible: pieces that are
+/// consecutive slices of the input are copied as one range when a piece
+/// breaks the run (a swallowed query, bytes from the held-back tail) or at
+/// the end of `feed`.
+struct Forward<'a> {
+    input: &'a [u8],
+    out: &'a mut Vec<u8>,
+    /// Uncopied range `input[start..end]`.
+    start: usize,
+    end: usize,
+}
+
+impl Forward<'_> {
+    fn pass(&mut self, piece: &[u8]) {
+        let base = self.input.as_ptr() as usize;
+        let at = (piece.as_ptr() as usize).wrapping_sub(base);
+        if at == self.end && at + piece.len() <= self.input.len() {
+            self.end += piece.len();
+            return;
+        }
+        self.flush();
+        if at < self.input.len() && at + piece.len() <= self.input.len() {
+            self.start = at;
+            self.end = at + piece.len();
+        } else {
+            self.out.extend_from_slice(piece);
+        }
+    }
+
+    fn flush(&mut self) {
+        if let Some(range) = self.input.get(self.start..self.end) {
+            self.out.extend_from_slice(range);
+        }
+        self.start = self.end;
     }
 }
 

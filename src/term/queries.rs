@@ -27,6 +27,32 @@ pub fn is_xtversion(seq: &[u8]) -> bool {
     matches!(seq, b"\x1b[>q" | b"\x1b[>0q")
 }
 
+/// REP (`CSI Pn b`) as vte would dispatch it: no intermediates or private
+/// markers, at most 32 parameters; returns the count (0 means 1). Bytes
+/// vte ignores inside a CSI (C0 controls, DEL, 8-bit) are skipped.
+pub fn parse_rep(seq: &[u8]) -> Option<u16> {
+    let body = seq.strip_prefix(b"\x1b[")?.strip_suffix(b"b")?;
+    let mut params = 1usize;
+    let mut first: Option<u16> = None;
+    let mut value: u16 = 0;
+    for &b in body {
+        match b {
+            b'0'..=b'9' => value = value.saturating_mul(10).saturating_add(u16::from(b - b'0')),
+            b';' | b':' => {
+                first.get_or_insert(value);
+                params += 1;
+            }
+            0x20..=0x2F | 0x3C..=0x3F => return None,
+            _ => {}
+        }
+    }
+    if params > 32 {
+        return None;
+    }
+    let n = first.unwrap_or(value);
+    Some(n.max(1))
+}
+
 pub fn cursor_position_report(s: &Screen) -> Vec<u8> {
     let row = if s.modes.origin {
         s.cursor.row.saturating_sub(s.scroll_top)

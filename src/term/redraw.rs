@@ -36,10 +36,7 @@ fn draw_grid(out: &mut Vec<u8>, grid: &Grid, cols: usize, rows: usize) {
     for r in 0..rows.min(grid.lines()) {
         let row = grid.row(r);
         let cells = &row.cells[..cols.min(row.cells.len())];
-        let mut end = cells.len();
-        while end > 0 && cells[end - 1] == Cell::BLANK {
-            end -= 1;
-        }
+        let end = row.content_end().min(cells.len());
         if end == 0 {
             continue;
         }

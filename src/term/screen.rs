@@ -123,6 +123,39 @@ impl Screen {
         }
     }
 
+    /// Restores every invariant listed in the module doc; used after
+    /// deserializing, where the data may come from another build.
+    pub fn repair(&mut self) {
+        let cols = self.cols.clamp(1, usize::from(u16::MAX)) as u16;
+        let rows = self.rows.clamp(1, usize::from(u16::MAX)) as u16;
+        self.cols = usize::from(cols);
+        self.rows = usize::from(rows);
+        self.main.repair(cols, rows);
+        self.alt.repair(cols, rows);
+        self.cursor.row = self.cursor.row.min(self.rows - 1);
+        self.cursor.col = self.cursor.col.min(self.cols - 1);
+        if self.scroll_bottom >= self.rows || self.scroll_top >= self.scroll_bottom {
+            self.scroll_top = 0;
+            self.scroll_bottom = self.rows - 1;
+        }
+        self.tabs.resize(self.cols, false);
+        self.active_charset &= 3;
+        for saved in [&mut self.saved_main, &mut self.saved_alt]
+            .into_iter()
+            .flatten()
+        {
+            saved.cursor.row = saved.cursor.row.min(self.rows - 1);
+            saved.cursor.col = saved.cursor.col.min(self.cols - 1);
+            saved.active_charset &= 3;
+        }
+        self.events.truncate(MAX_EVENTS);
+        self.replies.truncate(MAX_REPLIES);
+        self.title_stack.truncate(MAX_TITLE_STACK);
+        self.modes
+            .kitty_stack
+            .truncate(super::modes::KITTY_STACK_MAX);
+    }
+
     #[inline]
     pub fn grid(&self) -> &Grid {
         if self.modes.alt_screen {
@@ -153,6 +186,141 @@ impl Screen {
             self.replies.extend_from_slice(bytes);
         }
         self.swallow = true;
+    }
+
+    /// Ground-state bytes: text and C0 controls, handled here rather than by
+    /// vte because this is the hot path. Mirrors vte 0.15 exactly: the run is
+    /// UTF-8 decoded, an invalid sequence draws U+FFFD except a lone byte in
+    /// 0x80..=0x9F (a C1 control, which vte's ansi layer ignores), C1
+    /// controls encoded as UTF-8 are ignored, DEL is "printed" (and
+    /// dropped as zero-width by `print`).
+    pub fn text(&mut self, mut bytes: &[u8]) {
+        // Short runs of printable ASCII between escape sequences are the
+        // common case: skip UTF-8 validation and the control scan.
+        if bytes.len() <= 64 && bytes.iter().all(|b| (0x20..0x7F).contains(b)) {
+            self.print_ascii(bytes);
+            return;
+        }
+        while !bytes.is_empty() {
+            match std::str::from_utf8(bytes) {
+                Ok(s) => {
+                    self.text_str(s);
+                    return;
+                }
+                Err(e) => {
+                    let (valid, after) = bytes.split_at(e.valid_up_to());
+                    self.text_str(std::str::from_utf8(valid).unwrap_or_default());
+                    match e.error_len() {
+                        Some(len) => {
+                            if !(len == 1 && after[0] <= 0x9F) {
+                                self.print('\u{FFFD}');
+                            }
+                            bytes = after.get(len..).unwrap_or_default();
+                        }
+                        None => {
+                            self.print('\u{FFFD}');
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn text_str(&mut self, s: &str) {
+        let bytes = s.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() {
+            let b = bytes[i];
+            if (0x20..0x7F).contains(&b) {
+                let end = bytes[i..]
+                    .iter()
+                    .position(|b| !(0x20..0x7F).contains(b))
+                    .map_or(bytes.len(), |n| i + n);
+                self.print_ascii(&bytes[i..end]);
+                i = end;
+            } else if b < 0x20 {
+                self.execute(b);
+                i += 1;
+            } else {
+                // `i` is on a char boundary: every ASCII byte is one.
+                let c = s[i..].chars().next().unwrap_or('\u{FFFD}');
+                if !('\u{80}'..='\u{9f}').contains(&c) {
+                    self.print(c);
+                }
+                i += c.len_utf8();
+            }
+        }
+    }
+
+    /// C0 controls, as vte's ansi layer maps them.
+    pub fn execute(&mut self, b: u8) {
+        match b {
+            0x07 => self.push_event(TermEvent::Bell),
+            0x08 => self.backspace(),
+            0x09 => self.tab_forward(1),
+            0x0A..=0x0C => self.linefeed(),
+            0x0D => self.carriage_return(),
+            0x0E => self.active_charset = 1,
+            0x0F => self.active_charset = 0,
+            _ => {}
+        }
+    }
+
+    /// REP: repeats the last printed character.
+    pub fn repeat(&mut self, n: u16) {
+        if let Some(c) = self.last_char {
+            for _ in 0..n {
+                self.print(c);
+            }
+        }
+    }
+
+    /// Bulk write of printable ASCII: one row slice per screen row instead of
+    /// a call per character.
+    fn print_ascii(&mut self, run: &[u8]) {
+        if self.modes.insert || self.charsets[self.active_charset & 3] != Charset::Ascii {
+            for &b in run {
+                self.print(char::from(b));
+            }
+            return;
+        }
+        let Some(&last) = run.last() else { return };
+        self.last_char = Some(char::from(last));
+        let cols = self.cols;
+        let pen = self.pen;
+        let mut i = 0;
+        while i < run.len() {
+            if self.cursor.pending_wrap {
+                if self.modes.autowrap {
+                    self.wrap_line();
+                }
+                self.cursor.pending_wrap = false;
+            }
+            let col = self.cursor.col;
+            let n = (cols - col).min(run.len() - i);
+            let row = self.cursor.row;
+            let r = self.grid_mut().row_mut(row);
+            r.split_wide_left(col, pen.erase_part());
+            r.split_wide_right(col + n, pen.erase_part());
+            if !r.marks.is_empty() {
+                r.marks
+                    .retain(|(mc, _)| usize::from(*mc) < col || usize::from(*mc) >= col + n);
+            }
+            for (cell, &b) in r.cells[col..col + n].iter_mut().zip(&run[i..i + n]) {
+                *cell = Cell {
+                    ch: char::from(b),
+                    style: pen,
+                };
+            }
+            i += n;
+            if col + n >= cols {
+                self.cursor.col = cols - 1;
+                self.cursor.pending_wrap = true;
+            } else {
+                self.cursor.col = col + n;
+            }
+        }
     }
 
     /// Writes one printable character at the cursor.
@@ -277,7 +445,7 @@ impl Screen {
                 bottom,
                 n,
                 fill,
-                Some(&mut |row: &Row| scrollback.push(Line::from_row(row))),
+                Some(&mut |row: &Row| scrollback.push_row(row)),
             );
         } else {
             self.grid_mut().scroll_up(top, bottom, n, fill, None);
@@ -599,7 +767,7 @@ impl Screen {
             } = self;
             let main_drop = if alt { 0 } else { drop_top };
             main.resize(cols, rows, main_drop, &mut |row: &Row| {
-                scrollback.push(Line::from_row(row))
+                scrollback.push_row(row)
             });
         }
         let alt_drop = if alt { drop_top } else { 0 };

@@ -16,7 +16,7 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
-use super::cell::{Cell, Style};
+use super::cell::{SPACER, Style, WIDE};
 use super::grid::Row;
 
 const FLAG_WRAPPED: u8 = 1;
@@ -92,35 +92,113 @@ impl Line {
 
     /// Converts a screen row, dropping trailing default blanks.
     pub fn from_row(row: &Row) -> Line {
+        Line::from_row_with(row, &mut Vec::new(), &mut Vec::new())
+    }
+
+    /// `from_row` with caller-provided scratch buffers (reused across rows
+    /// by `Scrollback::push_row`): one pass over the cells, then one exactly
+    /// sized allocation.
+    pub fn from_row_with(row: &Row, text: &mut Vec<u8>, runs: &mut Vec<u8>) -> Line {
         let cells = &row.cells;
-        let mut end = cells.len();
-        while end > 0 && cells[end - 1] == Cell::BLANK {
-            end -= 1;
+        let end = row.content_end();
+        text.clear();
+        runs.clear();
+        // Fast path, the common case: ASCII in the default style, no marks.
+        let cells = &cells[..end];
+        if row.marks.is_empty()
+            && cells
+                .iter()
+                .all(|c| c.style == Style::DEFAULT && c.ch.is_ascii())
+        {
+            let mut buf = Vec::with_capacity(HEADER + end);
+            buf.push(if row.wrapped { FLAG_WRAPPED } else { 0 });
+            buf.extend_from_slice(&(end as u32).to_le_bytes());
+            buf.extend(cells.iter().map(|c| c.ch as u8));
+            return Line(buf.into_boxed_slice());
         }
-        let mut text = String::with_capacity(end);
-        let mut runs: Vec<Run> = Vec::new();
+        // Styled ASCII without wide characters or marks (coloured output):
+        // two tight passes, text then runs.
+        if row.marks.is_empty()
+            && cells
+                .iter()
+                .all(|c| c.ch.is_ascii() && c.style.bg & (WIDE | SPACER) == 0)
+        {
+            text.extend(cells.iter().map(|c| c.ch as u8));
+            let mut cur = cells.first().map_or(Style::DEFAULT, |c| c.style);
+            let mut count = 0u32;
+            for c in cells {
+                if c.style != cur {
+                    push_run(
+                        runs,
+                        Run {
+                            chars: count,
+                            style: cur,
+                        },
+                    );
+                    cur = c.style;
+                    count = 0;
+                }
+                count += 1;
+            }
+            push_run(
+                runs,
+                Run {
+                    chars: count,
+                    style: cur,
+                },
+            );
+            return Line::assemble(row.wrapped, text, runs);
+        }
         let mut styled = false;
-        for (i, cell) in cells[..end].iter().enumerate() {
+        let mut run = Run {
+            chars: 0,
+            style: Style::DEFAULT,
+        };
+        for (i, cell) in cells.iter().enumerate() {
             if cell.is_spacer() {
                 continue;
             }
             let style = cell.style.pen_part();
-            styled |= style != Style::DEFAULT;
-            text.push(cell.ch);
+            let c = cell.ch;
+            if c.is_ascii() {
+                text.push(c as u8);
+            } else {
+                let mut b = [0u8; 4];
+                text.extend_from_slice(c.encode_utf8(&mut b).as_bytes());
+            }
             let mut n = 1;
-            if let Some(m) = row.marks_at(i) {
-                text.push_str(m);
-                n += m.chars().count() as u32;
+            if !row.marks.is_empty() {
+                if let Some(m) = row.marks_at(i) {
+                    text.extend_from_slice(m.as_bytes());
+                    n += m.chars().count() as u32;
+                }
             }
-            match runs.last_mut() {
-                Some(r) if r.style == style => r.chars += n,
-                _ => runs.push(Run { chars: n, style }),
+            if style != run.style && run.chars > 0 {
+                push_run(runs, run);
+                run.chars = 0;
             }
+            styled |= style != Style::DEFAULT;
+            run.style = style;
+            run.chars += n;
+        }
+        if run.chars > 0 {
+            push_run(runs, run);
         }
         if !styled {
             runs.clear();
         }
-        Line::new(&text, &runs, row.wrapped)
+        Line::assemble(row.wrapped, text, runs)
+    }
+
+    /// One exactly sized allocation from the text and encoded runs.
+    fn assemble(wrapped: bool, text: &[u8], runs: &[u8]) -> Line {
+        let text_len = text.len().min(u32::MAX as usize / 2);
+        let mut buf = Vec::with_capacity(HEADER + text_len + runs.len());
+        buf.push(if wrapped { FLAG_WRAPPED } else { 0 });
+        buf.extend_from_slice(&(text_len as u32).to_le_bytes());
+        buf.extend_from_slice(&text[..text_len]);
+        buf.extend_from_slice(runs);
+        Line(buf.into_boxed_slice())
     }
 
     fn text_len(&self) -> usize {
@@ -183,13 +261,36 @@ impl Line {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+fn push_run(out: &mut Vec<u8>, r: Run) {
+    let mut b = [0u8; RUN_BYTES];
+    b[0..4].copy_from_slice(&r.chars.to_le_bytes());
+    b[4..8].copy_from_slice(&r.style.fg.to_le_bytes());
+    b[8..12].copy_from_slice(&r.style.bg.to_le_bytes());
+    out.extend_from_slice(&b);
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Scrollback {
     lines: VecDeque<Line>,
     bytes: usize,
     max_lines: usize,
     max_bytes: usize,
+    /// Scratch buffers for `push_row`, kept to avoid two allocations per
+    /// scrolled line.
+    #[serde(skip)]
+    scratch: (Vec<u8>, Vec<u8>),
 }
+
+impl PartialEq for Scrollback {
+    fn eq(&self, other: &Scrollback) -> bool {
+        self.lines == other.lines
+            && self.bytes == other.bytes
+            && self.max_lines == other.max_lines
+            && self.max_bytes == other.max_bytes
+    }
+}
+
+impl Eq for Scrollback {}
 
 impl Scrollback {
     pub fn new(max_lines: usize, max_bytes: usize) -> Scrollback {
@@ -198,7 +299,18 @@ impl Scrollback {
             bytes: 0,
             max_lines,
             max_bytes,
+            scratch: Default::default(),
         }
+    }
+
+    /// Converts and pushes a screen row that scrolled off.
+    pub fn push_row(&mut self, row: &Row) {
+        if self.max_lines == 0 {
+            return;
+        }
+        let (text, runs) = &mut self.scratch;
+        let line = Line::from_row_with(row, text, runs);
+        self.push(line);
     }
 
     pub fn push(&mut self, line: Line) {
@@ -248,7 +360,7 @@ impl Scrollback {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::term::cell::{BOLD, Color};
+    use crate::term::cell::{BOLD, Cell, Color};
 
     #[test]
     fn line_is_a_thin_slot() {

@@ -470,3 +470,187 @@ fn snapshot_is_compact() {
     let json = serde_json::to_string(&t).unwrap();
     assert!(json.len() < 12_000, "snapshot is {} bytes", json.len());
 }
+
+/// `Screen::text` replaces vte for ground-state bytes; it must do exactly
+/// what vte's ansi layer would do with them.
+#[test]
+fn ground_text_matches_vte() {
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    const ALPHABET: &[&[u8]] = &[
+        b"a",
+        b"Z",
+        b" ",
+        b"\r",
+        b"\n",
+        b"\t",
+        b"\x08",
+        b"\x07",
+        b"\x0e",
+        b"\x0f",
+        b"\x7f",
+        b"\x00",
+        b"\x1a",
+        b"\x85",
+        b"\x9b",
+        b"\xc2\x85",
+        b"\xe2\x82",
+        b"\xff",
+        b"\xc3\xa9",
+        "中".as_bytes(),
+        "\u{301}".as_bytes(),
+        "👍".as_bytes(),
+        b"\xf0\x9f\x91",
+    ];
+    for _ in 0..300 {
+        let mut input = Vec::new();
+        for _ in 0..(next() % 200) {
+            input.extend_from_slice(ALPHABET[(next() % ALPHABET.len() as u64) as usize]);
+        }
+        let cols = 1 + (next() % 12) as u16;
+        let rows = 1 + (next() % 5) as u16;
+        let mut ours = Screen::new(cols, rows, TermConfig::default());
+        ours.text(&input);
+        let mut theirs = Screen::new(cols, rows, TermConfig::default());
+        // vte holds an incomplete trailing character; ours prints U+FFFD for
+        // it, which vte does once the run ends with ESC.
+        let mut with_esc = input.clone();
+        with_esc.push(0x1b);
+        Processor::<NoSyncTimeout>::new().advance(&mut theirs, &with_esc);
+        assert_eq!(ours, theirs, "input {input:?}");
+    }
+}
+
+#[test]
+fn rep_matches_vte() {
+    for seq in [
+        &b"\x1b[b"[..],
+        b"\x1b[0b",
+        b"\x1b[3b",
+        b"\x1b[2;5b",
+        b"\x1b[2:7b",
+        b"\x1b[?3b",
+        b"\x1b[3 b",
+        b"\x1b[2\nb",
+    ] {
+        let mut ours = term(10, 3);
+        feed(&mut ours, b"x");
+        feed(&mut ours, seq);
+        let mut theirs = Screen::new(10, 3, TermConfig::default());
+        let mut p = Processor::<NoSyncTimeout>::new();
+        p.advance(&mut theirs, b"x");
+        p.advance(&mut theirs, seq);
+        assert_eq!(ours.screen.grid(), theirs.grid(), "{seq:?}");
+        assert_eq!(ours.screen.cursor, theirs.cursor, "{seq:?}");
+    }
+}
+
+/// `csi_fast` replaces vte for SGR, CUP and EL; it must agree with vte on
+/// any parameters, including odd ones (subparameters, overflow, too many).
+#[test]
+fn fast_csi_matches_vte() {
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    const PARTS: &[&str] = &[
+        "0",
+        "1",
+        "2",
+        "3",
+        "4",
+        "5",
+        "7",
+        "9",
+        "22",
+        "24",
+        "31",
+        "38",
+        "48",
+        "58",
+        "59",
+        "39",
+        "49",
+        "97",
+        "107",
+        "2",
+        "5",
+        "255",
+        "256",
+        "70000",
+        "",
+        ";",
+        ";",
+        ":",
+        ":",
+        "38;2;1;2;3",
+        "38:2::1:2:3",
+        "48:5:9",
+        "4:3",
+    ];
+    for _ in 0..5000 {
+        let mut body = String::new();
+        for _ in 0..(next() % 12) {
+            body.push_str(PARTS[(next() % PARTS.len() as u64) as usize]);
+            if next() % 2 == 0 {
+                body.push(';');
+            }
+        }
+        if next() % 50 == 0 {
+            body = ";".repeat(30 + (next() % 5) as usize);
+        }
+        let fin = ["m", "m", "m", "H", "f", "K"][(next() % 6) as usize];
+        let seq = format!("\x1b[{body}{fin}");
+        let mut start = Screen::new(12, 5, TermConfig::default());
+        start.text(b"abcdefghijkl\r\nmnopq\x1b");
+        start.cursor.col = 3;
+        start.cursor.row = 1;
+        let mut ours = start.clone();
+        let handled = csi_fast::try_dispatch(&mut ours, seq.as_bytes());
+        let mut theirs = start.clone();
+        Processor::<NoSyncTimeout>::new().advance(&mut theirs, seq.as_bytes());
+        if handled {
+            assert_eq!(ours, theirs, "{seq:?}");
+        } else {
+            assert_eq!(
+                ours, start,
+                "declined sequences must leave the screen alone: {seq:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn marks_on_trailing_blanks_survive_redraw_and_capture() {
+    let mut t = term(6, 2);
+    feed(&mut t, "a\x1b[2C\u{301}".as_bytes());
+    assert_eq!(screen(&t)[0], "a  \u{301}");
+    let mut u = term(6, 2);
+    feed(&mut u, &t.redraw(6, 2));
+    assert_eq!(u.visible_text(), t.visible_text());
+}
+
+#[test]
+fn damaged_snapshot_is_repaired_not_panicking() {
+    let mut t = term(10, 4);
+    feed(&mut t, b"hello\r\nworld\x1b[2;5r");
+    let mut v: serde_json::Value = serde_json::to_value(&t).unwrap();
+    let screen = &mut v["screen"];
+    screen["cols"] = serde_json::json!(25);
+    screen["cursor"]["row"] = serde_json::json!(1000);
+    screen["main"]["rows"] = serde_json::json!([]);
+    screen["tabs"] = serde_json::json!([]);
+    screen["scroll_bottom"] = serde_json::json!(99);
+    let mut u: Terminal = serde_json::from_value(v).unwrap();
+    feed(&mut u, b"\x1b[Hxyz\tq\r\n\n\n\n\x1b[99;99Hend");
+    assert_eq!(u.size(), (25, 4));
+    assert_eq!(u.visible_text().len(), 4);
+}
