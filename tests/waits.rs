@@ -185,3 +185,33 @@ fn idle_watchdog_kills_a_quiet_pane_and_spares_a_busy_one() {
     assert_eq!(c.pane_info(busy).unwrap()["state"], "running");
     c.ok("pane.kill", json!({ "target": busy, "signal": "KILL" }));
 }
+
+/// Known gap, kept as a ready regression test: a text wait only looks at the
+/// visible screen after each read, so text that is printed and scrolled off
+/// within one read (a test runner's "PASS" followed by its summary) is never
+/// seen. Run with `cargo test -- --ignored` once waits also look at the
+/// lines scrolled off since the last check.
+#[test]
+#[ignore = "text waits miss text scrolled off within one read"]
+fn wait_text_sees_text_that_scrolled_off_at_once() {
+    let ptyd = Ptyd::start();
+    let mut c = ptyd.connect();
+    // One write: the marker, then 200 lines that push it off a 24-row screen.
+    let id = ptyd.create_argv(&[
+        "sh",
+        "-c",
+        r#"read x; s=$(seq 1 200); printf 'marker-zz\n%s\n' "$s"; exec sleep 1000"#,
+    ]);
+    let wait = c.send(
+        "pane.wait",
+        json!({ "target": id, "text": "marker-zz", "timeout_ms": 5000 }),
+    );
+    // Answered after the wait is parked: the wait is in place before the
+    // output comes.
+    let status = c.send("server.status", json!({}));
+    assert_eq!(c.next_response()["id"], status);
+    ptyd.connect().input(&id, "\r");
+    let r = c.next_response();
+    assert_eq!(r["id"], wait);
+    assert_eq!(r["result"]["reason"], "text", "{r}");
+}
