@@ -85,14 +85,24 @@ impl Dirs {
     }
 
     /// A `ptyd` command with this test's environment and namespace. `SHELL`
-    /// is pinned to `/bin/sh` so panes behave the same on every machine.
+    /// is pinned to `/bin/sh` so panes behave the same on every machine, and
+    /// what the test runner may have inherited from a service manager or a
+    /// ptyd pane is removed.
     pub fn command(&self, namespace: &str) -> Command {
         let mut cmd = Command::new(PTYD);
+        for (var, _) in std::env::vars_os() {
+            let name = var.to_string_lossy();
+            let foreign = ["PTYD_", "NOTIFY_SOCKET", "LISTEN_", "WATCHDOG_"]
+                .iter()
+                .any(|prefix| name.starts_with(prefix));
+            if foreign {
+                cmd.env_remove(&var);
+            }
+        }
         cmd.env("XDG_RUNTIME_DIR", self.runtime.path())
             .env("XDG_STATE_HOME", self.state.path())
             .env("PTYD_NAMESPACE", namespace)
             .env("SHELL", "/bin/sh")
-            .env_remove("PTYD_READY_FD")
             .stdin(Stdio::null());
         cmd
     }
