@@ -252,3 +252,27 @@ fn connections_from_another_uid_are_refused() {
     fs::set_permissions(&ns_dir, fs::Permissions::from_mode(0o700)).unwrap();
     ptyd.connect().ok("pane.list", json!({}));
 }
+
+#[test]
+fn hello_and_status_describe_the_server() {
+    let ptyd = Ptyd::start();
+    let mut c = ptyd.connect();
+    let hello = c.ok("hello", json!({ "protocol": 1, "client": "tests" }));
+    assert_eq!(hello["protocol"], 1, "{hello}");
+    assert_eq!(hello["pid"], ptyd.pid(), "{hello}");
+    assert!(hello["server_version"].is_string(), "{hello}");
+    let status = c.ok("server.status", json!({}));
+    assert_eq!(status["namespace"], ptyd.namespace.as_str(), "{status}");
+    assert_eq!(
+        status["socket"].as_str(),
+        ptyd.socket().to_str(),
+        "{status}"
+    );
+    assert_eq!(status["server_version"], hello["server_version"]);
+    // `ptyd --version` names the same versions.
+    let out = ptyd.run_cli(&["--version"]);
+    util::assert_exit(&out, 0);
+    let v = util::stdout(&out);
+    assert!(v.contains(hello["server_version"].as_str().unwrap()), "{v}");
+    assert!(v.contains("protocol 1"), "{v}");
+}
