@@ -665,6 +665,7 @@ impl Server {
         let _ = a.child.wait();
         drop(a.memfd.take());
         drop(std::mem::take(&mut a.opened_pidfds));
+        self.drop_attempt_lineage();
         let was_paused = self.paused;
         if was_paused {
             self.resume();
@@ -703,12 +704,23 @@ impl Server {
             .poll
             .registry()
             .deregister(&mut SourceFd(&a.channel.as_raw_fd()));
+        self.drop_attempt_lineage();
         self.resume();
         self.log.log("upgrade_taken_back", &msg);
         self.emit(
             "server.upgrade_failed",
             json!({ "reason": msg, "phase": "probation" }),
         );
+    }
+
+    /// A first generation serving on after a failed attempt closes the
+    /// lineage pipe the attempt's pause made (the next pause makes a fresh
+    /// one): nothing of a failed attempt stays open. Later generations keep
+    /// the write end they inherited.
+    fn drop_attempt_lineage(&mut self) {
+        if self.lineage_reader.take().is_some() {
+            self.lineage = None;
+        }
     }
 
     /// Takes every source out of the poll (the pause).
