@@ -413,6 +413,7 @@ impl Server {
             (Step::Committing, Control::Committed { blackout_us }) => {
                 self.on_committed(blackout_us)
             }
+            (Step::Probation, Control::Answered) => a.caller = None,
             (_, Control::Abort { reason }) => {
                 self.rollback(format!("the new server gave up: {reason}"))
             }
@@ -639,6 +640,9 @@ impl Server {
             ExitStatus::Signal(s) => format!("was killed by {}", super::pane::signal_name(s)),
         };
         if a.step == Step::Probation {
+            // Read what it sent before dying (its `Answered` above all):
+            // SIGCHLD may be handled before the channel's readiness.
+            self.on_upgrade_readable();
             let msg = format!(
                 "the new server {what} during probation; took everything back and serving on"
             );
@@ -711,6 +715,20 @@ impl Server {
             "server.upgrade_failed",
             json!({ "reason": msg, "phase": "probation" }),
         );
+        // The new server died before answering the caller (else `Answered`
+        // would have cleared it): we owe the answer, or it waits forever.
+        if let Some((conn, rpc_id)) = a.caller {
+            let msg = format!(
+                "upgrade to {} failed: {msg} (this server, pid {})",
+                a.binary.display(),
+                std::process::id()
+            );
+            self.respond(
+                conn,
+                &rpc_id,
+                Err(RpcError::new(ErrorCode::UpgradeFailed, msg)),
+            );
+        }
     }
 
     /// A first generation serving on after a failed attempt closes the
