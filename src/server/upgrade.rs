@@ -639,6 +639,19 @@ impl Server {
             ExitStatus::Code(c) => format!("exited with code {c}"),
             ExitStatus::Signal(s) => format!("was killed by {}", super::pane::signal_name(s)),
         };
+        if a.step == Step::Probation && matches!(status, ExitStatus::Code(0)) {
+            // A clean exit is a requested stop (`server.stop`, SIGTERM): the
+            // new server already hung up the panes and removed the socket.
+            // Taking back would revive what the user stopped; end here too.
+            let msg = format!(
+                "the new server (pid {}) stopped during probation; stopping too",
+                a.child.id()
+            );
+            self.log.log("upgrade_released", &msg);
+            self.handed_over_to = Some(a.child.id());
+            self.stopping = true;
+            return;
+        }
         if a.step == Step::Probation {
             // Read what it sent before dying (its `Answered` above all):
             // SIGCHLD may be handled before the channel's readiness.
