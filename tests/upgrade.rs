@@ -410,7 +410,11 @@ fn check_counting(text: &str, first: u64, what: &str) -> u64 {
             "{what}: {} after {}: {}",
             n,
             expect - 1,
-            if n > expect { "a gap" } else { "a duplicate" }
+            if n > expect {
+                "a gap"
+            } else {
+                "a duplicate or corruption"
+            }
         );
         expect += 1;
     }
@@ -884,20 +888,25 @@ fn check_rollback(f: &mut Faulty, fault: &str, timeout_ms: u64) {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawning ptyd upgrade");
-    // While it runs, learn the new process's pid (the version probe shows
-    // in phase preflight; the new server from phase prepare on).
+    // While it runs, find the new server among the old one's children
+    // (by /proc: the old server may be paused and answer nothing). A
+    // stalled one lives for the whole timeout, so it must be seen.
     let mut new_pid = None;
-    let deadline = Instant::now() + TIMEOUT;
-    while new_pid.is_none() && Instant::now() < deadline {
-        if let Ok(Some(_)) = child.try_wait() {
-            break;
-        }
-        let status = f.l.status();
-        let up = &status["upgrade"];
-        if !up.is_null() && up["phase"] != "preflight" {
-            new_pid = up["new_pid"].as_i64().map(|p| p as i32);
-        }
-        std::thread::sleep(Duration::from_millis(5));
+    while new_pid.is_none() && matches!(child.try_wait(), Ok(None)) {
+        new_pid = children(f.l.reaper)
+            .difference(&children_before)
+            .copied()
+            .find(|p| {
+                std::fs::read(format!("/proc/{p}/cmdline"))
+                    .is_ok_and(|c| c.split(|b| *b == 0).any(|arg| arg == b"server"))
+            });
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    if fault.ends_with(":stall") {
+        assert!(
+            new_pid.is_some(),
+            "--fault {fault}: never saw the new server"
+        );
     }
     let status = util::wait_child(&mut child, TIMEOUT).unwrap_or_else(|| {
         let _ = child.kill();
@@ -1098,6 +1107,12 @@ fn exit_codes_and_signals_survive_upgrades_and_nothing_is_left_a_zombie() {
     let killed = l.ptyd.create_argv(&["sleep", "600"]);
     let ptyd_killed = l.ptyd.create_argv(&["sleep", "600"]);
     c.wait_text(&code, "ready");
+    // A wait parked before the upgrades travels with its connection.
+    let mut waiter = l.conn();
+    let parked = waiter.send(
+        "pane.wait",
+        json!({ "target": code, "exit": true, "timeout_ms": 60_000 }),
+    );
     l.upgrade();
     // Spawned by generation 2, whose exit re-parents it to the reaper.
     let late = l
@@ -1105,7 +1120,16 @@ fn exit_codes_and_signals_survive_upgrades_and_nothing_is_left_a_zombie() {
         .create_argv(&["/bin/sh", "-c", "echo ready; read x; exit 7"]);
     c.wait_text(&late, "ready");
     l.upgrade();
-    l.upgrade();
+    // `systemctl reload`: SIGHUP to the service's main pid, the reaper,
+    // which forwards it to the current server, which upgrades itself.
+    l.wait_released();
+    let before = l.status()["generation"].as_u64().unwrap();
+    // SAFETY: kill has no memory-safety preconditions.
+    unsafe { libc::kill(l.reaper, libc::SIGHUP) };
+    util::eventually("the SIGHUP upgrade", || {
+        (l.status()["generation"] == before + 1).then_some(())
+    });
+    l.track(l.status()["pid"].as_i64().unwrap() as i32);
     let pids = pane_pids(&mut c);
     for p in [&code, &killed, &ptyd_killed, &late] {
         assert_eq!(pids[p].1, "running", "{p}: {pids:?}");
@@ -1115,6 +1139,12 @@ fn exit_codes_and_signals_survive_upgrades_and_nothing_is_left_a_zombie() {
     c.input(&code, "go\n");
     assert_eq!(
         c.wait_exit(&code),
+        json!({ "reason": "exited", "code": 42, "shell_code": 42 })
+    );
+    let resp = waiter.next_response();
+    assert_eq!(resp["id"], parked, "{resp}");
+    assert_eq!(
+        util::split(resp).expect("the parked wait")["exit"],
         json!({ "reason": "exited", "code": 42, "shell_code": 42 })
     );
     c.input(&late, "go\n");
@@ -1148,4 +1178,40 @@ fn exit_codes_and_signals_survive_upgrades_and_nothing_is_left_a_zombie() {
     for p in [&code, &killed, &ptyd_killed, &late] {
         assert!(util::process_gone(pids[p].0 as i32));
     }
+
+    // Stopping ends the lineage, even right after an upgrade, while the
+    // previous generation is still in its 2 s probation (it must not take
+    // back what was stopped): the reaper exits with the last server's code.
+    let report = l.upgrade();
+    let mut l = l;
+    l.conn().ok("server.stop", json!({}));
+    let Some(status) = l.ptyd.try_wait_exit(TIMEOUT) else {
+        let procs: Vec<String> = descendants(&[l.reaper])
+            .iter()
+            .map(|(p, _)| {
+                format!(
+                    "{p} {:?} {:?}",
+                    std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default(),
+                    fd_targets(*p)
+                )
+            })
+            .collect();
+        panic!(
+            "the reaper did not exit after server.stop; its tree: {procs:#?}\nserver log:\n{}",
+            l.ptyd.stderr()
+        );
+    };
+    let last = report["new_pid"].as_i64().unwrap() as i32;
+    util::eventually("the last generations to exit", || {
+        let left: Vec<(i32, String)> = l
+            .tracked
+            .borrow()
+            .iter()
+            .filter(|(p, st)| start_time(*p).as_ref() == Some(st) && !util::process_gone(*p))
+            .cloned()
+            .collect();
+        left.is_empty().then_some(())
+    });
+    assert!(util::process_gone(last));
+    assert_eq!(status.code(), Some(0), "{status:?}\n{}", l.ptyd.stderr());
 }
