@@ -40,6 +40,9 @@ pub enum Control {
     },
     /// new → old: serving. The commit point.
     Committed { blackout_us: u64 },
+    /// new → old, in probation: the upgrade's caller got its answer from
+    /// the new server, so a take-back must not answer it again.
+    Answered,
     /// either way: giving up, with the reason.
     Abort { reason: String },
 }

@@ -48,6 +48,14 @@ impl Server {
                 return Err(format!("poll failed: {e}"));
             }
             for event in events.iter() {
+                // An earlier event of this batch may have paused us for an
+                // upgrade: from then on the listener, the panes and the
+                // connections may already be the new server's, and a byte
+                // read here would be lost to it (the manifest is written).
+                // Only the upgrade's own sources are still ours.
+                if self.paused && !matches!(event.token(), SIGNALS | DISK | UPGRADE | PREDECESSOR) {
+                    continue;
+                }
                 match event.token() {
                     LISTENER => self.accept_all(),
                     SIGNALS => self.on_signals(),
@@ -79,7 +87,13 @@ impl Server {
                     },
                 }
             }
-            for source in std::mem::take(&mut self.backlog) {
+            let mut backlog = std::mem::take(&mut self.backlog);
+            if self.paused {
+                // The same while paused; a rollback puts every pane and
+                // connection back on the backlog.
+                backlog.clear();
+            }
+            for source in backlog {
                 match source {
                     Source::Pane(id) => self.read_pane_paced(id),
                     Source::Conn(id) => self.read_conn(id, false),
@@ -829,10 +843,20 @@ impl Server {
         for conn in self.conns.values_mut() {
             let _ = conn.flush();
         }
+        // One pass over /proc for all sessions, not one per pane.
+        let sids: Vec<i32> = self
+            .panes
+            .values()
+            .filter_map(|p| match p.state {
+                PaneState::Running(child) => Some(child.sid),
+                _ => None,
+            })
+            .collect();
+        for pid in crate::sys::sessions_members(&sids).into_values().flatten() {
+            // SAFETY: kill has no memory-safety preconditions.
+            unsafe { libc::kill(pid, libc::SIGHUP) };
+        }
         for pane in self.panes.values_mut() {
-            if let PaneState::Running(child) = pane.state {
-                signal_session(child.sid, libc::SIGHUP);
-            }
             pane.master = None;
         }
         super::listener::unlink_if_ours(

@@ -166,6 +166,10 @@ pub fn run(fd: RawFd, paths: NamespacePaths) -> Result<(), String> {
         server.panes.len(),
         server.generation
     ));
+    // Out to the caller before the old side hears it was answered: if we
+    // die in probation from here on, the old side must not answer again.
+    server.flush_conns();
+    let _ = fdpass::send_message(&sock, &Control::Answered, &[]);
     // The old side keeps the channel through its probation; its close tells
     // us it let go for good.
     let _ = crate::sys::set_nonblocking_cloexec(sock.as_raw_fd());

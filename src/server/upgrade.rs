@@ -486,6 +486,7 @@ impl Server {
             (Step::Committing, Control::Committed { blackout_us }) => {
                 self.on_committed(blackout_us)
             }
+            (Step::Probation, Control::Answered) => a.caller = None,
             (_, Control::Abort { reason }) => {
                 self.rollback(format!("the new server gave up: {reason}"))
             }
@@ -712,16 +713,23 @@ impl Server {
             ExitStatus::Code(c) => format!("exited with code {c}"),
             ExitStatus::Signal(s) => format!("was killed by {}", super::pane::signal_name(s)),
         };
-        if a.step == Step::Probation && status == ExitStatus::Code(0) {
-            // A clean exit is a stop asked of the new server (`ptyd stop`),
-            // not a crash: it already hung up the panes and removed the
-            // socket. Let go, as at the end of probation.
-            let pid = a.child.id();
-            let msg = format!("the new server {what} (stopped) during probation; letting go");
+        if a.step == Step::Probation && matches!(status, ExitStatus::Code(0)) {
+            // A clean exit is a requested stop (`server.stop`, SIGTERM): the
+            // new server already hung up the panes and removed the socket.
+            // Taking back would revive what the user stopped; end here too.
+            let msg = format!(
+                "the new server (pid {}) stopped during probation; stopping too",
+                a.child.id()
+            );
             self.log.log("upgrade_released", &msg);
-            self.handed_over_to = Some(pid);
+            self.handed_over_to = Some(a.child.id());
             self.stopping = true;
-        } else if a.step == Step::Probation {
+            return;
+        }
+        if a.step == Step::Probation {
+            // Read what it sent before dying (its `Answered` above all):
+            // SIGCHLD may be handled before the channel's readiness.
+            self.on_upgrade_readable();
             let msg = format!(
                 "the new server {what} during probation; took everything back and serving on"
             );
@@ -767,6 +775,7 @@ impl Server {
         }
         drop(a.memfd.take());
         drop(std::mem::take(&mut a.opened_pidfds));
+        self.drop_attempt_lineage();
         let was_paused = self.paused;
         if was_paused {
             self.resume();
@@ -806,12 +815,37 @@ impl Server {
             .poll
             .registry()
             .deregister(&mut SourceFd(&a.channel.as_raw_fd()));
+        self.drop_attempt_lineage();
         self.resume();
         self.log.log("upgrade_taken_back", &msg);
         self.emit(
             "server.upgrade_failed",
             json!({ "reason": msg, "phase": "probation" }),
         );
+        // The new server died before answering the caller (else `Answered`
+        // would have cleared it): we owe the answer, or it waits forever.
+        if let Some((conn, rpc_id)) = a.caller {
+            let msg = format!(
+                "upgrade to {} failed: {msg} (this server, pid {})",
+                a.binary.display(),
+                std::process::id()
+            );
+            self.respond(
+                conn,
+                &rpc_id,
+                Err(RpcError::new(ErrorCode::UpgradeFailed, msg)),
+            );
+        }
+    }
+
+    /// A first generation serving on after a failed attempt closes the
+    /// lineage pipe the attempt's pause made (the next pause makes a fresh
+    /// one): nothing of a failed attempt stays open. Later generations keep
+    /// the write end they inherited.
+    fn drop_attempt_lineage(&mut self) {
+        if self.lineage_reader.take().is_some() {
+            self.lineage = None;
+        }
     }
 
     /// Takes every source out of the poll (the pause).

@@ -190,6 +190,19 @@ impl Ptyd {
         })
     }
 
+    /// Waits up to `timeout` for the server process to exit by itself;
+    /// `None` if it is still running (or was already taken care of).
+    pub fn try_wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let status = wait_child(self.child.as_mut()?, timeout)?;
+        self.child = None;
+        Some(status)
+    }
+
+    /// Whether this handle still owns a server process (not yet reaped).
+    pub fn has_child(&self) -> bool {
+        self.child.is_some()
+    }
+
     /// Creates a pane and returns its info.
     pub fn create(&self, params: Value) -> Value {
         self.connect().ok("pane.create", params)
@@ -687,4 +700,84 @@ pub fn frame(kind: u8, payload: &[u8]) -> Vec<u8> {
     out.extend_from_slice(&(payload.len() as u32).to_be_bytes());
     out.extend_from_slice(payload);
     out
+}
+
+/// A private tmux server (its own socket and `TMUX_TMPDIR`), killed on drop.
+pub struct Tmux {
+    pub socket_name: String,
+    pub tmpdir: tempfile::TempDir,
+}
+
+impl Tmux {
+    pub fn new() -> Tmux {
+        Tmux {
+            socket_name: unique_name("ptyd-test"),
+            tmpdir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    pub fn command(&self) -> Command {
+        let mut cmd = Command::new("tmux");
+        cmd.env("TMUX_TMPDIR", self.tmpdir.path())
+            .env_remove("TMUX")
+            .args(["-L", &self.socket_name, "-f", "/dev/null"]);
+        cmd
+    }
+
+    /// Runs a tmux command that must succeed; returns its stdout.
+    pub fn run(&self, args: &[&str]) -> String {
+        let mut cmd = self.command();
+        cmd.args(args);
+        let out = run_bounded(cmd, &format!("tmux {args:?}"));
+        assert!(
+            out.status.success(),
+            "tmux {args:?}: {:?} {}",
+            out.status,
+            stderr(&out)
+        );
+        stdout(&out)
+    }
+
+    /// The visible screen of the session `main`.
+    pub fn screen(&self) -> String {
+        self.run(&["capture-pane", "-p", "-t", "main"])
+    }
+
+    /// Polls the tmux screen (tmux has no event to wait on) until `check`.
+    pub fn wait_screen(&self, what: &str, check: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let screen = self.screen();
+            if check(&screen) {
+                return screen;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "tmux screen never showed {what}; it shows:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// `send-keys -t main KEYS...`.
+    pub fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "main"];
+        args.extend_from_slice(keys);
+        self.run(&args);
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let mut cmd = self.command();
+        cmd.arg("kill-server")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let _ = cmd.status();
+    }
+}
+
+/// Quotes `s` for a POSIX shell command line.
+pub fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
 }

@@ -1,0 +1,1253 @@
+//! The live upgrade (`ptyd upgrade`, `server.upgrade`), end to end through
+//! the real binary: the new server is the same binary started again, so
+//! every test exercises the whole handoff (preflight, save, pause, manifest,
+//! fd batches, import, commit, probation) with real PTYs and processes.
+//!
+//! Process bookkeeping: the server the harness spawns is generation 1. After
+//! its first handoff it stays behind as the *reaper* (a subreaper holding
+//! nothing but its children), so `Ptyd::pid()` is the reaper and the serving
+//! pid is `server.status`'s. [`Lineage`] stops the lineage with `server.stop`
+//! on drop and then kills whatever it started that is still there.
+//!
+//! Upgrades are serialised by a 2 s probation: the next one is refused
+//! (`busy`) until the previous generation lets go. [`Lineage::wait_released`]
+//! waits for that with a side-effect-free probe, so the tests never guess.
+
+mod util;
+
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::{Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixStream;
+use std::process::{Child, Output, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+use util::{Conn, FrameReader, Ptyd, TIMEOUT, Tmux, frame, shell_quote};
+
+const OUTPUT: u8 = 1;
+const EXIT: u8 = 2;
+const INPUT: u8 = 1;
+
+// ---------------------------------------------------------------------------
+// Processes and fds, from /proc.
+
+/// `/proc/<pid>/stat` field 22, the start time: tells a process from a later
+/// one reusing its pid.
+fn start_time(pid: i32) -> Option<String> {
+    util::proc_stat_field(pid, 22)
+}
+
+fn ppid(pid: i32) -> Option<i32> {
+    util::proc_stat_field(pid, 4)?.parse().ok()
+}
+
+fn state(pid: i32) -> Option<String> {
+    util::proc_stat_field(pid, 3)
+}
+
+fn all_pids() -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect()
+}
+
+/// Live (not zombie) children of `pid`.
+fn children(pid: i32) -> HashSet<i32> {
+    all_pids()
+        .into_iter()
+        .filter(|p| ppid(*p) == Some(pid) && !util::process_gone(*p))
+        .collect()
+}
+
+/// Every descendant of `roots` (and the roots), with start times.
+fn descendants(roots: &[i32]) -> Vec<(i32, String)> {
+    let mut parent: HashMap<i32, i32> = HashMap::new();
+    for p in all_pids() {
+        if let Some(pp) = ppid(p) {
+            parent.insert(p, pp);
+        }
+    }
+    let mut found: Vec<i32> = roots.to_vec();
+    let mut i = 0;
+    while i < found.len() {
+        let me = found[i];
+        for (child, pp) in &parent {
+            if *pp == me && !found.contains(child) {
+                found.push(*child);
+            }
+        }
+        i += 1;
+    }
+    found
+        .into_iter()
+        .filter_map(|p| Some((p, start_time(p)?)))
+        .collect()
+}
+
+/// What each open fd of `pid` points at (`readlink /proc/<pid>/fd/N`).
+fn fd_targets(pid: i32) -> BTreeMap<i32, String> {
+    let dir = format!("/proc/{pid}/fd");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return BTreeMap::new();
+    };
+    entries
+        .filter_map(|e| {
+            let e = e.ok()?;
+            let n: i32 = e.file_name().to_str()?.parse().ok()?;
+            let target = std::fs::read_link(e.path()).ok()?;
+            Some((n, target.to_string_lossy().into_owned()))
+        })
+        .collect()
+}
+
+/// Open fds of `pid` by kind: `ptmx`, `pidfd`, `socket`, `pipe`, or the
+/// target itself.
+fn fd_kinds(pid: i32) -> BTreeMap<String, usize> {
+    let mut kinds = BTreeMap::new();
+    for target in fd_targets(pid).values() {
+        let kind = if target == "/dev/ptmx" || target == "/dev/pts/ptmx" {
+            "ptmx".to_string()
+        } else if target.contains("pidfd") {
+            "pidfd".to_string()
+        } else if target.starts_with("socket:") {
+            "socket".to_string()
+        } else if target.starts_with("pipe:") {
+            "pipe".to_string()
+        } else {
+            target.clone()
+        };
+        *kinds.entry(kind).or_insert(0) += 1;
+    }
+    kinds
+}
+
+/// Waits (bounded) until `pid`'s fds by kind equal `expected`: the server
+/// closes a departed client's socket asynchronously, so an exact count is
+/// only reached once it noticed. A leak never reaches it.
+fn wait_fd_kinds(pid: i32, expected: &BTreeMap<String, usize>, what: &str) {
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let now = fd_kinds(pid);
+        if &now == expected {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what}: pid {pid}'s fds never returned to {expected:?}; they are {now:?}:\n{:#?}",
+            fd_targets(pid)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Zombie children of `pid`.
+fn zombie_children(pid: i32) -> Vec<i32> {
+    all_pids()
+        .into_iter()
+        .filter(|p| ppid(*p) == Some(pid) && state(*p).as_deref() == Some("Z"))
+        .collect()
+}
+
+/// Sends SIGKILL to `pid` if it is still the process that started at `start`.
+fn kill_if_same(pid: i32, start: &str) {
+    if start_time(pid).as_deref() == Some(start) && !util::process_gone(pid) {
+        // SAFETY: kill has no memory-safety preconditions; the start time
+        // check makes a reused pid unlikely to be hit.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+}
+
+// ---------------------------------------------------------------------------
+// A server lineage: the first generation (the harness's child, later the
+// reaper) and whichever generation serves now.
+
+/// How long a stopped lineage may take to be gone: stopping 300 panes takes
+/// the debug build several seconds on a loaded machine.
+const STOP_TIMEOUT: Duration = Duration::from_secs(30);
+
+struct Lineage {
+    ptyd: Ptyd,
+    /// Generation 1, later the reaper.
+    reaper: i32,
+    /// Other processes this test started that must not outlive it (pane
+    /// processes that ignore SIGHUP, servers that left the lineage).
+    tracked: std::cell::RefCell<Vec<(i32, String)>>,
+}
+
+impl Lineage {
+    fn start() -> Lineage {
+        let ptyd = Ptyd::start();
+        let reaper = ptyd.pid();
+        Lineage {
+            ptyd,
+            reaper,
+            tracked: Default::default(),
+        }
+    }
+
+    fn conn(&self) -> Conn {
+        self.ptyd.connect()
+    }
+
+    fn track(&self, pid: i32) {
+        if let Some(st) = start_time(pid) {
+            self.tracked.borrow_mut().push((pid, st));
+        }
+    }
+
+    fn status(&self) -> Value {
+        self.conn().ok("server.status", json!({}))
+    }
+
+    fn serving_pid_via(&self, c: &mut Conn) -> i32 {
+        c.ok("server.status", json!({}))["pid"]
+            .as_i64()
+            .expect("status pid") as i32
+    }
+
+    /// Waits until the server takes a new upgrade: the previous generation's
+    /// probation is over and it let go. Probes with an upgrade to a binary
+    /// that does not exist, which is refused before anything starts: `busy`
+    /// while the predecessor holds on, `invalid_params` once it is gone.
+    fn wait_released(&self) {
+        let deadline = Instant::now() + TIMEOUT;
+        let mut c = self.conn();
+        loop {
+            let r = c.call(
+                "server.upgrade",
+                json!({ "binary": "/nonexistent/ptyd-upgrade-probe" }),
+            );
+            match r {
+                Err((code, _)) if code == "invalid_params" => return,
+                Err((code, m)) if code == "busy" && m.contains("probation") => {}
+                other => panic!("the release probe got {other:?}"),
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the previous generation never let go"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// One successful upgrade through the API; checks the report and that
+    /// the new pid serves. Returns the report.
+    fn upgrade(&self) -> Value {
+        self.wait_released();
+        let before = self.status();
+        let report = self
+            .conn()
+            .call("server.upgrade", json!({}))
+            .unwrap_or_else(|e| {
+                panic!(
+                    "upgrade from generation {} failed: {e:?}\nserver stderr:\n{}",
+                    before["generation"],
+                    self.ptyd.stderr()
+                )
+            });
+        let gen_before = before["generation"].as_u64().unwrap();
+        assert_eq!(report["generation"], gen_before + 1, "{report}");
+        let new_pid = report["new_pid"].as_i64().expect("new_pid") as i32;
+        self.track(new_pid);
+        assert_ne!(new_pid as i64, before["pid"].as_i64().unwrap());
+        let status = self.status();
+        assert_eq!(status["pid"], new_pid, "{status}");
+        assert_eq!(status["generation"], gen_before + 1, "{status}");
+        assert_eq!(status["last_upgrade"]["new_pid"], new_pid, "{status}");
+        report
+    }
+
+    /// `ptyd upgrade ARGS...` to completion.
+    fn upgrade_cli(&self, args: &[&str]) -> Output {
+        let mut all = vec!["upgrade"];
+        all.extend_from_slice(args);
+        self.ptyd.run_cli(&all)
+    }
+}
+
+impl Drop for Lineage {
+    fn drop(&mut self) {
+        let mut roots = vec![self.reaper];
+        roots.extend(self.tracked.borrow().iter().map(|(p, _)| *p));
+        let mut procs = descendants(&roots);
+        procs.extend(self.tracked.borrow().iter().cloned());
+        // `server.stop` ends the lineage: the current server hangs up its
+        // panes and exits, the reaper follows. Best effort: the test may
+        // have failed with the server in any state.
+        if let Ok(mut s) = UnixStream::connect(self.ptyd.socket()) {
+            let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+            let _ = s.set_write_timeout(Some(Duration::from_secs(5)));
+            let _ = s.write_all(b"{\"id\":1,\"method\":\"server.stop\",\"params\":{}}\n");
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf);
+        }
+        let mut lingered = false;
+        if self.ptyd.has_child() && self.ptyd.try_wait_exit(STOP_TIMEOUT).is_none() {
+            lingered = true;
+            self.ptyd.kill9();
+        }
+        for (pid, start) in &procs {
+            kill_if_same(*pid, start);
+        }
+        // Every test ends its lineage this way: a stop that leaves the
+        // reaper behind is a failure of the test that got there.
+        if lingered && !std::thread::panicking() {
+            panic!(
+                "the reaper (pid {}) did not exit within {STOP_TIMEOUT:?} of server.stop; server log:\n{}",
+                self.reaper,
+                self.ptyd.stderr()
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Attached connections.
+
+/// An attached connection read on a thread: output bytes are collected
+/// until the EXIT frame (or the end of the stream).
+struct Attachment {
+    /// Kept open: the reader thread reads a clone.
+    _stream: UnixStream,
+    /// Newline count seen so far, for progress checks.
+    lines: Arc<AtomicU64>,
+    reader: std::thread::JoinHandle<(Vec<u8>, Option<Value>)>,
+}
+
+impl Attachment {
+    fn new(stream: UnixStream, leftover: Vec<u8>) -> Attachment {
+        let lines = Arc::new(AtomicU64::new(0));
+        let counter = Arc::clone(&lines);
+        let read_side = stream.try_clone().unwrap();
+        let reader = std::thread::spawn(move || {
+            let mut frames = FrameReader::new(&read_side, leftover);
+            let mut output = Vec::new();
+            loop {
+                match frames.next() {
+                    Some((OUTPUT, payload)) => {
+                        let n = payload.iter().filter(|b| **b == b'\n').count();
+                        output.extend_from_slice(&payload);
+                        counter.fetch_add(n as u64, Ordering::SeqCst);
+                    }
+                    Some((EXIT, payload)) => {
+                        return (output, serde_json::from_slice(&payload).ok());
+                    }
+                    Some((kind, _)) => panic!("unknown frame kind {kind}"),
+                    None => return (output, None),
+                }
+            }
+        });
+        Attachment {
+            _stream: stream,
+            lines,
+            reader,
+        }
+    }
+
+    /// Waits (bounded) until more than `n` lines arrived.
+    fn wait_lines_beyond(&self, n: u64, what: &str) -> u64 {
+        util::eventually(what, || {
+            let now = self.lines.load(Ordering::SeqCst);
+            (now > n).then_some(now)
+        })
+    }
+
+    fn finish(self) -> (Vec<u8>, Option<Value>) {
+        self.reader.join().expect("the frame reader panicked")
+    }
+}
+
+/// An attached connection read in the test's own thread.
+struct Attached {
+    stream: UnixStream,
+    leftover: Vec<u8>,
+    output: Vec<u8>,
+}
+
+impl Attached {
+    fn new(l: &Lineage, pane: &str) -> Attached {
+        let (_, stream, leftover) = l.conn().attach(json!({ "target": pane }));
+        Attached {
+            stream,
+            leftover,
+            output: Vec::new(),
+        }
+    }
+
+    fn send(&self, payload: &[u8]) {
+        (&self.stream)
+            .write_all(&frame(INPUT, payload))
+            .expect("sending an input frame");
+    }
+
+    /// Reads frames until the output so far contains `text`.
+    fn read_until(&mut self, text: &str) {
+        let mut frames = FrameReader::new(&self.stream, std::mem::take(&mut self.leftover));
+        while !String::from_utf8_lossy(&self.output).contains(text) {
+            match frames.next() {
+                Some((OUTPUT, payload)) => self.output.extend_from_slice(&payload),
+                Some((kind, payload)) => panic!(
+                    "frame kind {kind} ({}) while waiting for {text:?}",
+                    String::from_utf8_lossy(&payload)
+                ),
+                None => panic!(
+                    "the attached stream ended while waiting for {text:?}; output: {:?}",
+                    String::from_utf8_lossy(&self.output)
+                ),
+            }
+        }
+    }
+}
+
+/// Checks that `text` is the lines `first, first+1, ...` (CRLF or LF).
+/// Only the very end may be cut short (the writer killed inside a write the
+/// full PTY had blocked): the text after the last newline must begin the
+/// next number. Returns the last complete number and that tail.
+fn check_counting(text: &str, first: u64, what: &str) -> (u64, String) {
+    let mut expect = first;
+    let mut lines = text.split('\n').peekable();
+    while let Some(line) = lines.next() {
+        let line = line.trim_end_matches('\r');
+        if lines.peek().is_none() {
+            assert!(
+                expect.to_string().starts_with(line),
+                "{what}: last line {line:?} after {}",
+                expect - 1
+            );
+            return (expect - 1, line.to_string());
+        }
+        let n: u64 = line.parse().unwrap_or_else(|_| {
+            panic!(
+                "{what}: line {line:?} is not a number (after {})",
+                expect - 1
+            )
+        });
+        assert_eq!(
+            n,
+            expect,
+            "{what}: {} after {}: {}",
+            n,
+            expect - 1,
+            if n > expect {
+                "a gap"
+            } else {
+                "a duplicate or corruption"
+            }
+        );
+        expect += 1;
+    }
+    unreachable!("split yields at least one piece")
+}
+
+fn pane_pids(c: &mut Conn) -> BTreeMap<String, (i64, String)> {
+    c.ok("pane.list", json!({}))["panes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["id"].as_str().unwrap().to_string(),
+                (
+                    p["pid"].as_i64().unwrap_or(-1),
+                    p["state"].as_str().unwrap().to_string(),
+                ),
+            )
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------
+// 1 and 5: a counter at full speed and a client connecting in a tight loop,
+// through repeated upgrades (see `upgrades`).
+
+/// Connects, says hello and asks for the status, as fast as it can, until
+/// told to stop. Returns (rounds, failures with their reasons).
+fn hammer(socket: std::path::PathBuf, stop: Arc<AtomicBool>) -> (usize, Vec<String>) {
+    let t0 = Instant::now();
+    let mut rounds = 0;
+    let mut failures = Vec::new();
+    while !stop.load(Ordering::SeqCst) {
+        rounds += 1;
+        let mut s = match UnixStream::connect(&socket) {
+            Ok(s) => s,
+            Err(e) => {
+                failures.push(format!("round {rounds}: connect: {e}"));
+                continue;
+            }
+        };
+        s.set_read_timeout(Some(TIMEOUT)).unwrap();
+        let req = b"{\"id\":1,\"method\":\"hello\",\"params\":{\"protocol\":1,\"client\":\"hammer\"}}\n{\"id\":2,\"method\":\"server.status\",\"params\":{}}\n";
+        if let Err(e) = s.write_all(req) {
+            failures.push(format!("round {rounds}: write: {e}"));
+            continue;
+        }
+        let mut got = Vec::new();
+        let mut buf = [0u8; 8192];
+        let outcome = loop {
+            if got.iter().filter(|b| **b == b'\n').count() >= 2 {
+                break Ok(());
+            }
+            match s.read(&mut buf) {
+                Ok(0) => break Err("the server closed the connection".to_string()),
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+                Err(e) => break Err(format!("read: {e}")),
+            }
+        };
+        if let Err(e) = outcome {
+            failures.push(format!(
+                "round {rounds} at {:?}: {e} after {:?}",
+                t0.elapsed(),
+                String::from_utf8_lossy(&got)
+            ));
+            continue;
+        }
+        for line in String::from_utf8_lossy(&got).lines() {
+            let v: Value = serde_json::from_str(line).unwrap_or(Value::Null);
+            if v.get("result").is_none() {
+                failures.push(format!("round {rounds}: {line}"));
+            }
+        }
+    }
+    (rounds, failures)
+}
+
+/// How many upgrades the counter test runs. The issue asks for 20; each
+/// costs the 2 s probation plus the upgrade itself slowed by the counter
+/// (about 4 s on a loaded two-core machine), so 20 would take this file far
+/// past its time budget: 10 by default, `PTYD_TEST_UPGRADES=20` for the
+/// full count.
+fn upgrades() -> usize {
+    std::env::var("PTYD_TEST_UPGRADES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10)
+}
+
+#[test]
+fn counter_pane_and_tight_loop_client_through_repeated_upgrades() {
+    let l = Lineage::start();
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("got-sighup");
+    let script = format!(
+        "trap 'echo hup >> {}' HUP; i=0; while :; do i=$((i+1)); echo $i; done",
+        shell_quote(marker.to_str().unwrap())
+    );
+    let mut c = l.conn();
+    let info = c.ok(
+        "pane.create",
+        json!({ "argv": ["/bin/sh", "-c", script], "attach": true }),
+    );
+    let id = info["id"].as_str().unwrap().to_string();
+    let pid = info["pid"].as_i64().unwrap() as i32;
+    l.track(pid);
+    let token = info["start_token"].clone();
+    let (stream, leftover) = c.into_stream();
+    let attached = Attachment::new(stream, leftover);
+    attached.wait_lines_beyond(100, "the counter's first lines");
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let hammer_thread = {
+        let (socket, stop) = (l.ptyd.socket(), Arc::clone(&stop));
+        std::thread::spawn(move || hammer(socket, stop))
+    };
+
+    let mut c = l.conn();
+    let upgrades = upgrades();
+    for i in 0..upgrades {
+        let report = l.upgrade();
+        assert_eq!(report["panes"], 1, "{report}");
+        let panes = pane_pids(&mut c);
+        assert_eq!(
+            panes[&id],
+            (pid as i64, "running".to_string()),
+            "after upgrade {}",
+            i + 1
+        );
+        // Output flows again through the same attached connection.
+        let seen = attached.lines.load(Ordering::SeqCst);
+        attached.wait_lines_beyond(seen + 50, "the counter to go on after an upgrade");
+    }
+
+    stop.store(true, Ordering::SeqCst);
+    let (rounds, failures) = hammer_thread.join().expect("the hammer thread panicked");
+    assert!(
+        failures.is_empty(),
+        "{} of {rounds} tight-loop rounds failed during {upgrades} upgrades: {:#?}\nserver log:\n{}",
+        failures.len(),
+        &failures[..failures.len().min(10)],
+        l.ptyd.stderr()
+    );
+    assert!(rounds > upgrades, "only {rounds} tight-loop rounds ran");
+
+    assert!(
+        !marker.exists(),
+        "the pane got SIGHUP: {}",
+        std::fs::read_to_string(&marker).unwrap_or_default()
+    );
+    assert_eq!(
+        start_time(pid).map(|s| json!(s.parse::<u64>().unwrap())),
+        Some(token),
+        "the pane's process is not the one it started with"
+    );
+
+    // End the counter; the attached client gets every byte, then EXIT.
+    c.ok("pane.kill", json!({ "target": id, "signal": "KILL" }));
+    let exit = c.wait_exit(&id);
+    assert_eq!(exit["signal"], 9, "{exit}");
+    let (output, exit_frame) = attached.finish();
+    assert!(exit_frame.is_some(), "no EXIT frame after the pane ended");
+    let text = String::from_utf8_lossy(&output);
+    let (last, tail) = check_counting(&text, 1, "attached output");
+    assert!(last > 1000, "the counter only reached {last}");
+    // What the screen's last line must read.
+    let cut_short = !tail.is_empty();
+    let final_line = if tail.is_empty() {
+        last.to_string()
+    } else {
+        tail
+    };
+
+    // The scrollback (carried through every upgrade) ends the same way.
+    let cap = c.ok("pane.capture", json!({ "target": id, "start": -2000 }));
+    let lines: Vec<&str> = cap["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .filter(|l| !l.is_empty())
+        .collect();
+    assert!(lines.len() >= 100, "capture has {} lines", lines.len());
+    let (screen_last, body) = lines.split_last().unwrap();
+    let first: u64 = body[0].parse().expect("a number");
+    let (_, no_tail) = check_counting(&(body.join("\n") + "\n"), first, "scrollback");
+    assert_eq!(no_tail, "");
+    assert_eq!(
+        *screen_last, final_line,
+        "the screen and the attached client disagree on the last line"
+    );
+    // The line before it: the last complete number, or the one before.
+    let before_final = if cut_short { last } else { last - 1 };
+    assert_eq!(
+        body.last().unwrap().parse::<u64>().unwrap(),
+        before_final,
+        "the scrollback does not lead to the last line"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// 2: the interactive client inside tmux.
+
+#[test]
+fn attach_client_in_tmux_stays_through_upgrades_and_terminal_state_survives() {
+    let l = Lineage::start();
+    let mut c = l.conn();
+    let info = c.ok(
+        "pane.create",
+        json!({ "argv": ["/bin/sh"], "env": { "PS1": "inner$ " } }),
+    );
+    let id = info["id"].as_str().unwrap().to_string();
+    c.wait_text(&id, "inner$");
+
+    let tmux = Tmux::new();
+    let env = format!(
+        "env XDG_RUNTIME_DIR={} XDG_STATE_HOME={} PTYD_NAMESPACE={} PS1='outer$ ' /bin/sh",
+        shell_quote(l.ptyd.dirs.runtime.path().to_str().unwrap()),
+        shell_quote(l.ptyd.dirs.state.path().to_str().unwrap()),
+        shell_quote(&l.ptyd.namespace),
+    );
+    tmux.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        "main",
+        "-x",
+        "100",
+        "-y",
+        "30",
+        &env,
+    ]);
+    tmux.wait_screen("the outer prompt", |s| s.contains("outer$"));
+    let attach = |tag: &str| {
+        let line = format!("{} attach {id}; echo {tag}-rc=$?", shell_quote(util::PTYD));
+        tmux.keys(&["-l", &line]);
+        tmux.keys(&["Enter"]);
+    };
+    let attached_clients = |c: &mut Conn| c.pane_info(&id).unwrap()["attached_clients"].clone();
+    attach("first");
+    util::eventually("the attach client to connect", || {
+        (attached_clients(&mut c) == 1).then_some(())
+    });
+
+    // An alternate-screen program.
+    tmux.keys(&["-l", "seq 1001 1100 | less"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_screen("less showing the start", |s| {
+        s.contains("1001") && s.contains("1020") && !s.contains("outer$")
+    });
+    let modes_in_less = c.ok("pane.capture", json!({ "target": id }))["modes"].clone();
+    assert_eq!(modes_in_less["alt_screen"], true, "{modes_in_less}");
+
+    l.upgrade();
+    l.upgrade();
+    assert_eq!(attached_clients(&mut c), 1, "the client was lost");
+    assert_eq!(
+        c.ok("pane.capture", json!({ "target": id }))["modes"],
+        modes_in_less,
+        "terminal modes changed across the upgrades"
+    );
+    // The same client still types and shows: G jumps to the end.
+    tmux.keys(&["G"]);
+    tmux.wait_screen("less at the end, after the upgrades", |s| {
+        s.contains("1100") && s.contains("(END)")
+    });
+
+    // Detach and attach again: the redraw now comes from the new server's
+    // copy of the screen, alternate screen included.
+    tmux.keys(&["C-\\"]);
+    let screen = tmux.wait_screen("the attach client exiting", |s| s.contains("first-rc="));
+    assert!(screen.contains("first-rc=0"), "{screen}");
+    tmux.run(&["send-keys", "-t", "main", "clear", "Enter"]);
+    tmux.wait_screen("a cleared outer screen", |s| !s.contains("1100"));
+    attach("second");
+    tmux.wait_screen("less redrawn by the new server", |s| {
+        s.contains("1100") && s.contains("(END)") && !s.contains("second-rc")
+    });
+    // Quitting less brings the main screen back, as it was before less.
+    tmux.keys(&["q"]);
+    tmux.wait_screen("the main screen after less", |s| {
+        s.contains("inner$ seq 1001 1100 | less") && !s.contains("(END)")
+    });
+
+    // Bracketed paste, set before an upgrade.
+    tmux.keys(&["-l", "printf '\\033[?2004h'; stty -echo -icanon; cat -v"]);
+    tmux.keys(&["Enter"]);
+    util::eventually("bracketed paste mode on the pane", || {
+        let m = c.ok("pane.capture", json!({ "target": id }))["modes"].clone();
+        (m["bracketed_paste"] == true).then_some(())
+    });
+    let modes_paste = c.ok("pane.capture", json!({ "target": id }))["modes"].clone();
+    l.upgrade();
+    assert_eq!(
+        c.ok("pane.capture", json!({ "target": id }))["modes"],
+        modes_paste,
+        "terminal modes changed across the upgrade"
+    );
+    // The client resets the outer terminal on detach (bracketed paste off),
+    // so after a new attach only the new server's redraw can turn it on.
+    tmux.keys(&["C-\\"]);
+    tmux.wait_screen("the attach client exiting", |s| s.contains("second-rc="));
+    attach("third");
+    util::eventually("the attach client to connect", || {
+        (attached_clients(&mut c) == 1).then_some(())
+    });
+    // tmux wraps a paste (-p) in ESC[200~ ... ESC[201~ only when the
+    // program in its pane asked for bracketed paste.
+    tmux.run(&["set-buffer", "pasted-after-upgrade"]);
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        // The redraw may still be on its way: paste until the wrapped
+        // form shows (an unwrapped paste shows the text bare).
+        tmux.run(&["paste-buffer", "-p", "-t", "main"]);
+        let screen = tmux.screen();
+        if screen.contains("^[[200~pasted-after-upgrade^[[201~") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the paste never arrived bracketed; tmux shows:\n{screen}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    c.wait_text(&id, "^[[200~pasted-after-upgrade^[[201~");
+}
+
+// ---------------------------------------------------------------------------
+// 3: more fds than one batch.
+
+#[test]
+fn three_hundred_panes_move_in_several_batches_without_leaks() {
+    const PANES: usize = 300;
+    let l = Lineage::start();
+    let mut c = l.conn();
+    // Pipelined: send every create, then read every response.
+    let ids: Vec<u64> = (0..PANES)
+        .map(|_| c.send("pane.create", json!({ "argv": ["sleep", "600"] })))
+        .collect();
+    for id in ids {
+        let resp = c.next_response();
+        assert_eq!(resp["id"], id, "{resp}");
+        let info = util::split(resp).expect("pane.create");
+        l.track(info["pid"].as_i64().unwrap() as i32);
+    }
+    let pids_before = pane_pids(&mut c);
+    assert_eq!(pids_before.len(), PANES);
+    assert!(pids_before.values().all(|(_, s)| s == "running"));
+    let kinds1 = fd_kinds(l.reaper);
+    assert_eq!(kinds1.get("ptmx"), Some(&PANES), "{kinds1:?}");
+
+    let report = l.upgrade();
+    assert!(
+        report["fd_batches"].as_u64().unwrap() >= 2,
+        "{PANES} panes fit in one batch? {report}"
+    );
+    assert_eq!(report["panes"], PANES, "{report}");
+    let gen2 = report["new_pid"].as_i64().unwrap() as i32;
+    l.wait_released();
+    let kinds2 = fd_kinds(gen2);
+    assert_eq!(kinds2.get("ptmx"), Some(&PANES), "{kinds2:?}");
+    assert_eq!(
+        kinds2.get("pidfd"),
+        Some(&PANES),
+        "the new server watches each inherited process by pidfd: {kinds2:?}"
+    );
+    assert_eq!(pane_pids(&mut c), pids_before, "pane pids changed");
+    // The first generation let go of everything and is now the reaper.
+    let reaper_fds = fd_targets(l.reaper);
+    assert!(
+        reaper_fds.len() <= 16 && !fd_kinds(l.reaper).contains_key("ptmx"),
+        "the reaper holds on to fds: {reaper_fds:#?}"
+    );
+
+    // A second upgrade between like generations: same fds exactly.
+    let report = l.upgrade();
+    let gen3 = report["new_pid"].as_i64().unwrap() as i32;
+    assert!(report["fd_batches"].as_u64().unwrap() >= 2, "{report}");
+    l.wait_released();
+    util::eventually("generation 2 to exit after its probation", || {
+        util::process_gone(gen2).then_some(())
+    });
+    wait_fd_kinds(gen3, &kinds2, "generation 3 against generation 2");
+    assert_eq!(pane_pids(&mut c), pids_before, "pane pids changed");
+}
+
+// ---------------------------------------------------------------------------
+// 4: every fault point rolls back (or, after the commit, takes back).
+
+/// A server with a cat pane, a sleeping pane and an attached client.
+struct Faulty {
+    l: Lineage,
+    cat: String,
+    attached: Attached,
+    pids: BTreeMap<String, (i64, String)>,
+    fds: BTreeMap<String, usize>,
+}
+
+impl Faulty {
+    fn start() -> Faulty {
+        let l = Lineage::start();
+        let mut c = l.conn();
+        let cat = l
+            .ptyd
+            .create_argv(&["/bin/sh", "-c", "stty -echo; echo ready; exec cat"]);
+        c.wait_text(&cat, "ready");
+        l.ptyd.create_argv(&["sleep", "600"]);
+        let mut attached = Attached::new(&l, &cat);
+        attached.read_until("ready");
+        let pids = pane_pids(&mut c);
+        let fds = settled_fds(&l, &mut c);
+        drop(c);
+        let mut f = Faulty {
+            l,
+            cat,
+            attached,
+            pids,
+            fds,
+        };
+        f.check_serving("setup");
+        f
+    }
+
+    /// The old server serves on, untouched: same pid, generation 1, panes
+    /// alive, input and capture work, the attached client gets output, and
+    /// its fds are what they were.
+    fn check_serving(&mut self, tag: &str) {
+        let l = &self.l;
+        let status = l.status();
+        assert_eq!(status["pid"], l.reaper, "{tag}: {status}");
+        assert_eq!(status["generation"], 1, "{tag}: {status}");
+        assert_eq!(status["upgrade"], Value::Null, "{tag}: {status}");
+        let mut c = l.conn();
+        assert_eq!(pane_pids(&mut c), self.pids, "{tag}: panes changed");
+        let fds = settled_fds(l, &mut c);
+        assert_eq!(
+            fds,
+            self.fds,
+            "{tag}: the old server's (pid {}) fds changed:\n{:#?}",
+            l.reaper,
+            fd_targets(l.reaper)
+        );
+        let typed = format!("typed-{tag}");
+        c.input(&self.cat, &format!("{typed}\n"));
+        c.wait_text(&self.cat, &typed);
+        self.attached.read_until(&typed);
+        let framed = format!("framed-{tag}");
+        self.attached.send(format!("{framed}\n").as_bytes());
+        self.attached.read_until(&framed);
+        c.wait_text(&self.cat, &framed);
+    }
+}
+
+/// The server's fds by kind once only `c` and the attached client are
+/// connected (a departed client's socket closes asynchronously).
+fn settled_fds(l: &Lineage, c: &mut Conn) -> BTreeMap<String, usize> {
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let last = c.ok("server.status", json!({}))["clients"].clone();
+        if last == 2 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the server never got down to 2 clients (this one and the attached one): {last}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    fd_kinds(l.serving_pid_via(c))
+}
+
+/// Runs `ptyd upgrade --fault FAULT --timeout MS` and checks it fails with a
+/// one-line cause, the new process gone, and the old server serving.
+fn check_rollback(f: &mut Faulty, fault: &str, timeout_ms: u64) {
+    let children_before = children(f.l.reaper);
+    let mut cmd = f.l.ptyd.cli(&[
+        "upgrade",
+        "--fault",
+        fault,
+        "--timeout",
+        &timeout_ms.to_string(),
+    ]);
+    let mut child: Child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawning ptyd upgrade");
+    // While it runs, find the new server among the old one's children
+    // (by /proc: the old server may be paused and answer nothing). A
+    // stalled one lives for the whole timeout, so it must be seen.
+    let mut new_pid = None;
+    while new_pid.is_none() && matches!(child.try_wait(), Ok(None)) {
+        new_pid = children(f.l.reaper)
+            .difference(&children_before)
+            .copied()
+            .find(|p| {
+                std::fs::read(format!("/proc/{p}/cmdline"))
+                    .is_ok_and(|c| c.split(|b| *b == 0).any(|arg| arg == b"server"))
+            });
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    if fault.ends_with(":stall") {
+        assert!(
+            new_pid.is_some(),
+            "--fault {fault}: never saw the new server"
+        );
+    }
+    let status = util::wait_child(&mut child, TIMEOUT).unwrap_or_else(|| {
+        let _ = child.kill();
+        panic!("ptyd upgrade --fault {fault} did not finish within {TIMEOUT:?}")
+    });
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    assert_eq!(
+        status.code(),
+        Some(1),
+        "--fault {fault}: stdout {out:?} stderr {err:?}"
+    );
+    let err = err.trim_end();
+    assert!(
+        !err.contains('\n') && err.starts_with("ptyd: upgrade to") && err.contains("keeps serving"),
+        "--fault {fault}: not a one-line cause: {err:?}"
+    );
+    if let Some(pid) = new_pid {
+        assert!(
+            util::process_gone(pid),
+            "--fault {fault}: the new server (pid {pid}) is still there"
+        );
+    }
+    let after = children(f.l.reaper);
+    let stray: Vec<_> = after.difference(&children_before).collect();
+    assert!(
+        stray.is_empty(),
+        "--fault {fault}: new children of the old server remain: {stray:?}"
+    );
+    f.check_serving(fault);
+}
+
+#[test]
+fn every_fault_before_the_commit_exits_and_rolls_back() {
+    let mut f = Faulty::start();
+    for step in [
+        "new-before-hello",
+        "new-after-manifest",
+        "new-mid-batches",
+        "new-before-imported",
+        "new-before-committed",
+    ] {
+        check_rollback(&mut f, &format!("{step}:exit"), 10_000);
+    }
+}
+
+#[test]
+fn every_fault_before_the_commit_stalls_and_times_out() {
+    let mut f = Faulty::start();
+    for step in [
+        "new-before-hello",
+        "new-after-manifest",
+        "new-mid-batches",
+        "new-before-imported",
+        "new-before-committed",
+    ] {
+        check_rollback(&mut f, &format!("{step}:stall"), 2000);
+    }
+}
+
+#[test]
+fn a_new_server_dying_in_probation_hands_everything_back() {
+    let mut f = Faulty::start();
+    let out =
+        f.l.upgrade_cli(&["--fault", "new-after-committed:exit", "--json"]);
+    // The caller's answer: the new server died before sending its report,
+    // so the old one, taking everything back, owes it an error.
+    util::assert_exit(&out, 1);
+    let err = util::stderr(&out);
+    assert!(
+        err.trim_end().lines().count() == 1 && err.contains("probation"),
+        "{err:?}"
+    );
+    f.check_serving("after-probation-crash");
+    // And a normal upgrade works afterwards.
+    f.l.upgrade();
+}
+
+#[test]
+fn the_new_server_takes_over_when_the_old_dies_after_the_transfer() {
+    let mut l = Lineage::start();
+    let mut c = l.conn();
+    let cat = l
+        .ptyd
+        .create_argv(&["/bin/sh", "-c", "stty -echo; echo ready; exec cat"]);
+    c.wait_text(&cat, "ready");
+    let pids = pane_pids(&mut c);
+    let mut attached = Attached::new(&l, &cat);
+    attached.read_until("ready");
+    let out = l.upgrade_cli(&["--fault", "old-after-transfer:exit", "--json"]);
+    util::assert_exit(&out, 0);
+    let report: Value = serde_json::from_str(util::stdout(&out).trim()).unwrap();
+    let new_pid = report["new_pid"].as_i64().unwrap() as i32;
+    l.track(new_pid);
+    // The old (first) generation died at the fault with code 97.
+    let status = l
+        .ptyd
+        .try_wait_exit(TIMEOUT)
+        .expect("the old server exited");
+    assert_eq!(status.code(), Some(97));
+    let status = l.status();
+    assert_eq!(status["pid"], new_pid, "{status}");
+    assert_eq!(status["generation"], 2, "{status}");
+    let mut c = l.conn();
+    assert_eq!(pane_pids(&mut c), pids);
+    c.input(&cat, "after-takeover\n");
+    c.wait_text(&cat, "after-takeover");
+    attached.read_until("after-takeover");
+}
+
+// ---------------------------------------------------------------------------
+// 6: refused at preflight; one upgrade at a time.
+
+#[test]
+fn an_incompatible_binary_is_refused_with_nothing_touched() {
+    let mut f = Faulty::start();
+    let dir = tempfile::tempdir().unwrap();
+    let fake = dir.path().join("ptyd-future");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\necho '{\"handoff_version\": 99, \"server_version\": \"9.9.9\"}'\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = f.l.upgrade_cli(&["--binary", fake.to_str().unwrap()]);
+    util::assert_exit(&out, 1);
+    let err = util::stderr(&out);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err:?}");
+    for needle in ["9.9.9", "99", "0.1.0", "speaks 1", "nothing was touched"] {
+        assert!(err.contains(needle), "{needle:?} missing from {err:?}");
+    }
+    f.check_serving("incompatible");
+}
+
+#[test]
+fn a_second_upgrade_during_one_is_refused_busy() {
+    let mut f = Faulty::start();
+    let mut first =
+        f.l.ptyd
+            .cli(&[
+                "upgrade",
+                "--fault",
+                "new-before-hello:stall",
+                "--timeout",
+                "5000",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+    util::eventually("the first upgrade to start", || {
+        (!f.l.status()["upgrade"].is_null()).then_some(())
+    });
+    let out = f.l.upgrade_cli(&[]);
+    util::assert_exit(&out, 1);
+    let err = util::stderr(&out);
+    assert!(err.contains("already in progress"), "{err:?}");
+    let mut c = f.l.conn();
+    let msg = c.err("server.upgrade", json!({}), "busy");
+    assert!(msg.contains("already in progress"), "{msg}");
+    drop(c);
+    let status = util::wait_child(&mut first, TIMEOUT).expect("the first upgrade to end");
+    let mut err = String::new();
+    first
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(err.contains("timed out"), "{err:?}");
+    f.check_serving("after-busy");
+}
+
+// ---------------------------------------------------------------------------
+// 7: exit statuses of processes spawned by earlier generations.
+
+#[test]
+fn exit_codes_and_signals_survive_upgrades_and_nothing_is_left_a_zombie() {
+    let l = Lineage::start();
+    let mut c = l.conn();
+    // Spawned by generation 1 (its children).
+    let code = l
+        .ptyd
+        .create_argv(&["/bin/sh", "-c", "echo ready; read x; exit 42"]);
+    let killed = l.ptyd.create_argv(&["sleep", "600"]);
+    let ptyd_killed = l.ptyd.create_argv(&["sleep", "600"]);
+    c.wait_text(&code, "ready");
+    // A wait parked before the upgrades travels with its connection.
+    let mut waiter = l.conn();
+    let parked = waiter.send(
+        "pane.wait",
+        json!({ "target": code, "exit": true, "timeout_ms": 60_000 }),
+    );
+    l.upgrade();
+    // Spawned by generation 2, whose exit re-parents it to the reaper.
+    let late = l
+        .ptyd
+        .create_argv(&["/bin/sh", "-c", "echo ready; read x; exit 7"]);
+    c.wait_text(&late, "ready");
+    l.upgrade();
+    // `systemctl reload`: SIGHUP to the service's main pid, the reaper,
+    // which forwards it to the current server, which upgrades itself.
+    l.wait_released();
+    let before = l.status()["generation"].as_u64().unwrap();
+    // SAFETY: kill has no memory-safety preconditions.
+    unsafe { libc::kill(l.reaper, libc::SIGHUP) };
+    util::eventually("the SIGHUP upgrade", || {
+        (l.status()["generation"] == before + 1).then_some(())
+    });
+    l.track(l.status()["pid"].as_i64().unwrap() as i32);
+    let pids = pane_pids(&mut c);
+    for p in [&code, &killed, &ptyd_killed, &late] {
+        assert_eq!(pids[p].1, "running", "{p}: {pids:?}");
+        l.track(pids[p].0 as i32);
+    }
+
+    c.input(&code, "go\n");
+    assert_eq!(
+        c.wait_exit(&code),
+        json!({ "reason": "exited", "code": 42, "shell_code": 42 })
+    );
+    let resp = waiter.next_response();
+    assert_eq!(resp["id"], parked, "{resp}");
+    assert_eq!(
+        util::split(resp).expect("the parked wait")["exit"],
+        json!({ "reason": "exited", "code": 42, "shell_code": 42 })
+    );
+    c.input(&late, "go\n");
+    assert_eq!(
+        c.wait_exit(&late),
+        json!({ "reason": "exited", "code": 7, "shell_code": 7 })
+    );
+    // A signal from outside the server (reason `exited`: ptyd did not end
+    // it, the signal says how it ended).
+    // SAFETY: kill has no memory-safety preconditions; the pid is the
+    // pane's running process.
+    unsafe { libc::kill(pids[&killed].0 as i32, libc::SIGTERM) };
+    assert_eq!(
+        c.wait_exit(&killed),
+        json!({ "reason": "exited", "signal": 15, "signal_name": "SIGTERM", "shell_code": 143 })
+    );
+    // And one `pane.kill` sends to a process the current server did not
+    // spawn.
+    c.ok(
+        "pane.kill",
+        json!({ "target": ptyd_killed, "signal": "KILL" }),
+    );
+    assert_eq!(
+        c.wait_exit(&ptyd_killed),
+        json!({ "reason": "killed", "signal": 9, "signal_name": "SIGKILL", "shell_code": 137 })
+    );
+
+    util::eventually("no zombie under the reaper", || {
+        zombie_children(l.reaper).is_empty().then_some(())
+    });
+    for p in [&code, &killed, &ptyd_killed, &late] {
+        assert!(util::process_gone(pids[p].0 as i32));
+    }
+
+    // Stopping ends the lineage, even right after an upgrade, while the
+    // previous generation is still in its 2 s probation (it must not take
+    // back what was stopped): the reaper exits with the last server's code.
+    let report = l.upgrade();
+    let mut l = l;
+    l.conn().ok("server.stop", json!({}));
+    let Some(status) = l.ptyd.try_wait_exit(TIMEOUT) else {
+        let procs: Vec<String> = descendants(&[l.reaper])
+            .iter()
+            .map(|(p, _)| {
+                format!(
+                    "{p} {:?} {:?}",
+                    std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default(),
+                    fd_targets(*p)
+                )
+            })
+            .collect();
+        panic!(
+            "the reaper did not exit after server.stop; its tree: {procs:#?}\nserver log:\n{}",
+            l.ptyd.stderr()
+        );
+    };
+    let last = report["new_pid"].as_i64().unwrap() as i32;
+    util::eventually("the last generations to exit", || {
+        let left: Vec<(i32, String)> = l
+            .tracked
+            .borrow()
+            .iter()
+            .filter(|(p, st)| start_time(*p).as_ref() == Some(st) && !util::process_gone(*p))
+            .cloned()
+            .collect();
+        left.is_empty().then_some(())
+    });
+    assert!(util::process_gone(last));
+    assert_eq!(status.code(), Some(0), "{status:?}\n{}", l.ptyd.stderr());
+}
