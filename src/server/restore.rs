@@ -52,7 +52,11 @@ impl Server {
                 self.persist.restore_report = json!({ "found": true, "unusable": reason });
             }
             Loaded::Snapshot(snapshot) => {
+                // The revision only grows, also across restarts.
+                let revision = snapshot.revision;
                 let fixes = self.rebuild(snapshot);
+                self.persist.revision = self.persist.revision.max(revision);
+                self.persist.saved_revision = self.persist.revision;
                 for fix in &fixes {
                     self.log.log("restore_repair", fix);
                 }
