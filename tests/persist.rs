@@ -224,11 +224,6 @@ fn round_trip_restores_tree_panes_and_snapshot() {
     wait_cmdline(&mut c, "p2", &["sleep", "1000"]);
     wait_cmdline(&mut c, "p3", &["sleep", "1005"]);
     wait_cmdline(&mut c, "p5", &["sleep", "1004"]);
-    // Counters carried over: ids are never reused.
-    let p7 = c.create(json!({ "argv": ["sleep", "1006"] }));
-    assert_eq!(p7["id"], "p7");
-    c.ok("pane.remove", json!({ "target": "p7", "force": true }));
-
     // What the new server writes equals what the old one wrote, apart from
     // run-time fields; the revision never goes backward.
     c.save();
@@ -239,15 +234,14 @@ fn round_trip_restores_tree_panes_and_snapshot() {
         file_before["revision"],
         file_after["revision"]
     );
-    let mut after = without(&file_after, &["revision"]);
-    // p7 came and went: only the pane counter moved.
-    assert_eq!(after["counters"]["pane"], 8);
-    after["counters"]["pane"] = json!(7);
     assert_json_eq(
         &without(&file_before, &["revision"]),
-        &after,
+        &without(&file_after, &["revision"]),
         "session.json files",
     );
+    // Counters carried over: ids are never reused.
+    let p7 = c.create(json!({ "argv": ["sleep", "1006"] }));
+    assert_eq!(p7["id"], "p7");
     server.stop();
 }
 
