@@ -145,12 +145,24 @@ impl Server {
             let panes = layout.panes();
             let focus = parse_id('p', &tab.focus)
                 .filter(|f| panes.contains(f))
-                .unwrap_or(panes[0]);
+                .unwrap_or_else(|| {
+                    fixes.push(format!(
+                        "tab {}: focus {} is not one of its panes; focusing p{}",
+                        tab.id, tab.focus, panes[0]
+                    ));
+                    panes[0]
+                });
             let zoom = tab
                 .zoom
                 .as_deref()
                 .and_then(|z| parse_id('p', z))
                 .filter(|z| panes.contains(z));
+            if let (Some(saved), None) = (&tab.zoom, zoom) {
+                fixes.push(format!(
+                    "tab {}: zoom {saved} is not one of its panes; unzoomed",
+                    tab.id
+                ));
+            }
             tree.tabs.insert(
                 id,
                 Tab {
@@ -208,6 +220,17 @@ impl Server {
         tree.next_workspace_id = snap.counters.workspace.max(max_ws + 1);
         tree.next_tab_id = snap.counters.tab.max(max_tab + 1);
         self.next_pane_id = snap.counters.pane.max(max_pane + 1).max(self.next_pane_id);
+        for (what, saved, now) in [
+            ("workspace", snap.counters.workspace, tree.next_workspace_id),
+            ("tab", snap.counters.tab, tree.next_tab_id),
+            ("pane", snap.counters.pane, self.next_pane_id),
+        ] {
+            if saved != now {
+                fixes.push(format!(
+                    "{what} counter {saved} was behind the ids in use; raised to {now}"
+                ));
+            }
+        }
         tree.active_workspace = snap
             .active_workspace
             .as_deref()
