@@ -111,6 +111,9 @@ pub fn run(opts: ServerOptions) -> Result<(), String> {
     let lock = listener::lock_namespace(&paths).map_err(|e| e.to_string())?;
     let bound = listener::bind_socket(&paths).map_err(|e| e.to_string())?;
     let _ = paths.prepare_state_dir();
+    // Temp files of a server killed mid-save; we hold the lock now.
+    persist::atomic::remove_stale_temps(&paths.state_dir);
+    persist::atomic::remove_stale_temps(&persist::history_dir(&paths.state_dir));
     let log = Diagnostics::open(paths.diagnostics());
 
     let poll = Poll::new().map_err(|e| format!("creating poll: {e}"))?;
