@@ -1005,3 +1005,96 @@ fn no_history_writes_no_history_files() {
     assert_eq!(snap.panes.len(), 3);
     assert!(snap.panes.iter().all(|p| p.history.is_none()), "{snap:?}");
 }
+
+// ---------------------------------------------------------------------------
+// Saving without `server.save`: the debounce, SIGTERM, an empty state.
+
+#[test]
+fn automatic_save_names_only_written_history() {
+    let env = Env::new();
+    let ns = "auto";
+    let session = env.session_path(ns);
+    let server = env.start(ns);
+    let mut c = server.connect();
+    // A pane that never prints, and one that does.
+    c.create(json!({ "name": "quiet", "argv": ["sleep", "1000"] }));
+    c.create(json!({ "name": "talker", "argv": ["/bin/sh"] }));
+    c.type_line("talker", "echo $((2+3))said");
+    c.wait_text("talker", "5said");
+    wait_until("the debounced save", || {
+        let p = &c.ok("server.status", json!({}))["persistence"];
+        p["dirty"] == false && p["saved_revision"].as_u64() >= p["revision"].as_u64()
+    });
+    let snap = snapshot::parse(&std::fs::read(&session).unwrap()).unwrap();
+    assert_eq!(snap.panes.len(), 2);
+    for pane in &snap.panes {
+        if let Some(h) = &pane.history {
+            let path = env.state_dir(ns).join("history").join(h);
+            assert!(
+                path.exists(),
+                "session.json names {h} for {}, which was never written",
+                pane.id
+            );
+        }
+    }
+    server.stop();
+}
+
+#[test]
+fn sigterm_saves_and_an_empty_state_is_still_a_file() {
+    let env = Env::new();
+    let ns = "sigterm";
+    let session = env.session_path(ns);
+    let server = env.start(ns);
+    let mut c = server.connect();
+    c.create(json!({ "name": "fresh", "argv": ["sleep", "1000"] }));
+    // No server.save, well inside the debounce: the stop itself saves.
+    let pid = server.pid();
+    // SAFETY: signalling our own child.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    c.read_until_eof();
+    let mut server = server;
+    wait_until("server exits on SIGTERM", || !server.is_alive());
+    let snap = snapshot::parse(&std::fs::read(&session).unwrap()).unwrap();
+    assert_eq!(snap.panes.len(), 1);
+    assert_eq!(snap.panes[0].name.as_deref(), Some("fresh"));
+    drop(server);
+
+    let server = env.start(ns);
+    let mut c = server.connect();
+    c.ok("pane.remove", json!({ "target": "fresh", "force": true }));
+    c.save();
+    server.stop();
+    let snap = snapshot::parse(&std::fs::read(&session).unwrap()).unwrap();
+    assert_eq!(snap.panes, Vec::new(), "the empty state was not written");
+}
+
+#[test]
+fn unmovable_snapshot_disables_saving() {
+    let env = Env::new();
+    let ns = "unmovable";
+    let original = install_fixture(&env, ns, "corrupt-truncated.json");
+    // `backups` as a plain file: the corrupt snapshot cannot be moved aside.
+    std::fs::write(env.state_dir(ns).join("backups"), b"in the way").unwrap();
+    let server = env.start(ns);
+    let mut c = server.connect();
+    let status = server.status_json();
+    assert_eq!(status["persistence"]["enabled"], false, "{status}");
+    let unusable = status["persistence"]["restore"]["unusable"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(unusable.contains("corrupt"), "{status}");
+    let err = c
+        .call("server.save", json!({}))
+        .expect_err("saving should be off");
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("disabled"),
+        "{err}"
+    );
+    c.create(json!({ "argv": ["sleep", "1000"] }));
+    server.stop();
+    assert_eq!(std::fs::read(env.session_path(ns)).unwrap(), original);
+}
