@@ -131,7 +131,9 @@ impl Pane {
             run: 0,
             restore: setup.restore,
             resume: setup.resume,
-            history_dirty: false,
+            // A snapshot names every pane's history file, so the first
+            // save after creation must write one even if nothing was printed.
+            history_dirty: true,
             screen: Screen::new(setup.cols, setup.rows),
             title: String::new(),
             last_output: Instant::now(),
