@@ -198,6 +198,7 @@ impl Server {
             writer: stream,
             next_id: 1,
             events: Vec::new(),
+            early: std::collections::HashMap::new(),
         };
         conn.ok("hello", json!({ "protocol": 1, "client": "persist-tests" }));
         conn
@@ -277,6 +278,8 @@ pub struct Conn {
     next_id: u64,
     /// Event lines read while waiting for responses.
     pub events: Vec<Value>,
+    /// Responses read while waiting for another one.
+    early: std::collections::HashMap<u64, Value>,
 }
 
 impl Conn {
@@ -309,13 +312,22 @@ impl Conn {
     /// Like [`Conn::response`], but `None` if the connection ends first.
     pub fn try_response(&mut self, id: u64) -> Option<Result<Value, Value>> {
         loop {
-            let msg = self.read_line()?;
+            let msg = match self.early.remove(&id) {
+                Some(msg) => msg,
+                None => self.read_line()?,
+            };
             if msg.get("event").is_some() {
                 self.events.push(msg["event"].clone());
                 continue;
             }
-            if msg["id"].as_u64() != Some(id) {
-                continue;
+            match msg["id"].as_u64() {
+                Some(other) if other != id => {
+                    // Parked requests are answered out of order: keep it.
+                    self.early.insert(other, msg);
+                    continue;
+                }
+                Some(_) => {}
+                None => panic!("response without an id: {msg}"),
             }
             if let Some(err) = msg.get("error") {
                 return Some(Err(err.clone()));
