@@ -109,6 +109,13 @@ pub fn stat_field(stat: &str, n: usize) -> Option<&str> {
 /// to a process group of their own (job control in the pane's shell does that).
 #[cfg(target_os = "linux")]
 pub fn session_members(sid: i32) -> Vec<i32> {
+    sessions_members(&[sid])
+}
+
+/// Every live process in any of `sids`, from one scan of /proc: signalling
+/// many panes at once (shutdown) costs one scan, not one per pane.
+#[cfg(target_os = "linux")]
+pub fn sessions_members(sids: &[i32]) -> Vec<i32> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -124,7 +131,10 @@ pub fn session_members(sid: i32) -> Vec<i32> {
         let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
             continue;
         };
-        if stat_field(&stat, 6).and_then(|s| s.parse::<i32>().ok()) == Some(sid) {
+        if stat_field(&stat, 6)
+            .and_then(|s| s.parse::<i32>().ok())
+            .is_some_and(|sid| sids.contains(&sid))
+        {
             pids.push(pid);
         }
     }
@@ -135,4 +145,9 @@ pub fn session_members(sid: i32) -> Vec<i32> {
 pub fn session_members(sid: i32) -> Vec<i32> {
     // Without /proc the process group of the session leader is the best reach.
     vec![-sid]
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn sessions_members(sids: &[i32]) -> Vec<i32> {
+    sids.iter().map(|sid| -sid).collect()
 }

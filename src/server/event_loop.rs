@@ -607,10 +607,21 @@ impl Server {
         for conn in self.conns.values_mut() {
             let _ = conn.flush();
         }
+        // One /proc scan for all panes: per pane it was quadratic (seconds
+        // at a few hundred panes).
+        let sids: Vec<i32> = self
+            .panes
+            .values()
+            .filter_map(|p| match p.state {
+                PaneState::Running(child) => Some(child.sid),
+                _ => None,
+            })
+            .collect();
+        for pid in crate::sys::sessions_members(&sids) {
+            // SAFETY: kill has no memory-safety preconditions.
+            unsafe { libc::kill(pid, libc::SIGHUP) };
+        }
         for pane in self.panes.values_mut() {
-            if let PaneState::Running(child) = pane.state {
-                signal_session(child.sid, libc::SIGHUP);
-            }
             pane.master = None;
         }
         super::listener::unlink_if_ours(
