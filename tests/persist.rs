@@ -1098,3 +1098,48 @@ fn unmovable_snapshot_disables_saving() {
     server.stop();
     assert_eq!(std::fs::read(env.session_path(ns)).unwrap(), original);
 }
+
+// ---------------------------------------------------------------------------
+// History files are bounded
+
+#[test]
+fn history_is_bounded_and_cut_at_a_line() {
+    let env = Env::new();
+    let ns = "bounded";
+    let server = env.start(ns);
+    let mut c = server.connect();
+    let done = env.path("marks").join("done");
+    // 2100 lines of 333 box-drawing characters (999 bytes): about 2 MB of
+    // multi-byte text, so the 1 MiB cut lands inside a character.
+    let line = "─".repeat(333);
+    let script = format!(
+        "i=0; while [ $i -lt 2100 ]; do printf '%s\\n' {line}; i=$((i+1)); done; touch {}; exec sleep 1000",
+        done.display()
+    );
+    c.create(json!({ "name": "wide", "argv": ["sh", "-c", script], "cols": 1000, "rows": 10 }));
+    wait_until("the output was written", || done.exists());
+    c.ok(
+        "pane.wait",
+        json!({ "target": "wide", "idle_ms": 300, "timeout_ms": 20_000 }),
+    );
+    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| c.save())).is_err() {
+        panic!("server.save failed; server stderr:\n{}", server.stderr());
+    }
+    let history = std::fs::read(env.state_dir(ns).join("history/p1.txt")).unwrap();
+    assert!(
+        history.len() <= 1 << 20,
+        "history is {} bytes",
+        history.len()
+    );
+    assert!(
+        history.len() > 1 << 19,
+        "history is only {} bytes",
+        history.len()
+    );
+    let text = String::from_utf8(history).expect("history is valid UTF-8");
+    assert!(
+        text.starts_with(&format!("{line}\n")),
+        "not cut at a line start"
+    );
+    server.stop();
+}
