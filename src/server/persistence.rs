@@ -386,7 +386,11 @@ fn live_cwd(pane: &Pane) -> Option<std::path::PathBuf> {
 fn history_bytes(pane: &Pane) -> Vec<u8> {
     let mut text = pane.screen.history_text();
     if text.len() > HISTORY_MAX_BYTES {
-        let cut = text.len() - HISTORY_MAX_BYTES;
+        let mut cut = text.len() - HISTORY_MAX_BYTES;
+        // The byte count may land inside a multi-byte character.
+        while !text.is_char_boundary(cut) {
+            cut += 1;
+        }
         let start = text[cut..].find('\n').map_or(cut, |i| cut + i + 1);
         text.drain(..start);
     }
