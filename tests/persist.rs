@@ -780,6 +780,20 @@ fn failed_write_keeps_old_snapshot_and_server() {
             .contains("File too large"),
         "{event}"
     );
+    // Retried once a second (SAVE_RETRY), not in a tight loop: count the
+    // failures over a measured window.
+    let window = Duration::from_millis(2500);
+    let started = Instant::now();
+    let mut conn_probe = server.connect();
+    while started.elapsed() < window {
+        conn_probe.ok("server.status", json!({}));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let failures = server.stderr().matches("save_failed").count();
+    assert!(
+        failures <= 5,
+        "{failures} failed saves in {window:?}: retried in a tight loop"
+    );
 
     let status = server.status_json();
     let last_error = status["persistence"]["last_error"]
