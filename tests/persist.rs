@@ -553,6 +553,9 @@ fn fixture_broken_references_are_repaired() {
         ("workspace counter", &["workspace counter"]),
         ("tab counter", &["tab counter"]),
         ("pane counter", &["pane counter"]),
+        ("a second pane p3", &["duplicate pane p3"]),
+        ("the name \"one\" used twice", &["p6", "name \"one\""]),
+        ("a pane in no tab", &["p6", "no tab"]),
     ] {
         assert!(has(words), "no repair for {what} in {repairs:#?}");
     }
@@ -562,8 +565,10 @@ fn fixture_broken_references_are_repaired() {
             { "id": "t1", "name": "dev", "active": false, "focus": "p1", "zoom": null,
               "layout": { "split": { "direction": "horizontal", "ratio": 0.5,
                   "first": { "pane": "p1" }, "second": { "pane": "p2" } } } },
-            { "id": "t2", "name": "dup", "active": true, "focus": "p3", "zoom": null,
+            { "id": "t2", "name": "dup", "active": false, "focus": "p3", "zoom": null,
               "layout": { "pane": "p3" } },
+            { "id": "t4", "name": "p6", "active": true, "focus": "p6", "zoom": null,
+              "layout": { "pane": "p6" } },
         ] },
         { "id": "w2", "name": "ops", "active": true, "tabs": [
             { "id": "t3", "name": "ops", "active": true, "focus": "p5", "zoom": null,
@@ -573,20 +578,31 @@ fn fixture_broken_references_are_repaired() {
     assert_json_eq(&expected, &tree, "repaired trees");
     // The panes themselves are intact.
     let panes: Vec<Value> = c.panes().iter().map(|p| without(p, &[])).collect();
-    let names: Vec<&str> = panes.iter().map(|p| p["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["shell", "one", "two", "three"]);
+    let names: Vec<Value> = panes.iter().map(|p| p["name"].clone()).collect();
+    assert_eq!(
+        names,
+        [
+            json!("shell"),
+            json!("one"),
+            json!("two"),
+            json!("three"),
+            Value::Null
+        ]
+    );
     assert_eq!(panes[1]["env"], json!({"K": "v"}));
     assert_eq!(
         (panes[2]["cols"].as_u64(), panes[2]["rows"].as_u64()),
         (Some(81), Some(25))
     );
     wait_cmdline(&mut c, "two", &["sleep", "1001"]);
-    // Counters raised above the ids in use.
-    assert_eq!(c.create(json!({ "argv": ["sleep", "1003"] }))["id"], "p6");
+    wait_cmdline(&mut c, "p6", &["sleep", "1004"]);
+    // Counters raised above the ids in use (the tab counter also past the
+    // tab opened for p6).
+    assert_eq!(c.create(json!({ "argv": ["sleep", "1003"] }))["id"], "p7");
     assert_eq!(c.ok("workspace.create", json!({ "name": "x" }))["id"], "w3");
     let tree = c.ok("tree", json!({}));
-    let new_tab = tree["workspaces"][0]["tabs"][2]["id"].clone();
-    assert_eq!(new_tab, "t4", "{tree}");
+    let new_tab = tree["workspaces"][0]["tabs"][3]["id"].clone();
+    assert_eq!(new_tab, "t5", "{tree}");
     server.stop();
 }
 
