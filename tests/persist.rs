@@ -1173,3 +1173,118 @@ fn history_is_bounded_and_cut_at_a_line() {
     );
     server.stop();
 }
+
+// ---------------------------------------------------------------------------
+// Restore details: the live cwd, a start that fails
+
+#[test]
+fn restore_uses_the_live_cwd_of_the_shell() {
+    let env = Env::new();
+    let ns = "livecwd";
+    let start = env.path("start");
+    let moved = env.path("moved here");
+    let server = env.start(ns);
+    let mut c = server.connect();
+    c.create(json!({ "name": "sh", "argv": ["/bin/sh"], "cwd": start }));
+    c.type_line(
+        "sh",
+        &format!("cd '{}' && echo $((3+4))moved", moved.display()),
+    );
+    c.wait_text("sh", "7moved");
+    c.save();
+    server.stop();
+    let server = env.start(ns);
+    let mut c = server.connect();
+    let pane = c.pane("sh");
+    assert_eq!(pane["cwd"], json!(moved), "{pane}");
+    let pid = pane["pid"].as_i64().unwrap();
+    assert_eq!(
+        std::fs::read_link(format!("/proc/{pid}/cwd")).unwrap(),
+        moved
+    );
+    server.stop();
+}
+
+#[test]
+fn restore_start_failure_holds_that_pane_only() {
+    let env = Env::new();
+    let ns = "startfail";
+    let bin = env.path("bin");
+    let tool = bin.join("tool");
+    std::fs::write(&tool, "#!/bin/sh\nexec sleep 1000\n").unwrap();
+    persist_util::set_mode(&tool, 0o755);
+    let server = env.start(ns);
+    let mut c = server.connect();
+    c.create(json!({ "name": "before", "argv": ["sleep", "1000"], "restore": "rerun" }));
+    c.create(json!({ "name": "tool", "argv": [tool], "restore": "rerun" }));
+    c.create(json!({ "name": "after", "argv": ["sleep", "1001"], "restore": "rerun" }));
+    c.save();
+    server.stop();
+    std::fs::remove_file(&tool).unwrap();
+
+    let server = env.start(ns);
+    let mut c = server.connect();
+    let got: Vec<(Value, Value)> = c
+        .panes()
+        .iter()
+        .map(|p| (p["name"].clone(), p["state"].clone()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (json!("before"), json!("running")),
+            (json!("tool"), json!("held")),
+            (json!("after"), json!("running")),
+        ]
+    );
+    let held = c.pane("tool");
+    let reason = held["held_reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("failed to start"), "{held}");
+    let repairs = server.status_json()["persistence"]["restore"]["repairs"].to_string();
+    assert!(repairs.contains("p2 failed to start"), "{repairs}");
+    // Once the program is back, respawn starts it.
+    std::fs::write(&tool, "#!/bin/sh\nexec sleep 1000\n").unwrap();
+    persist_util::set_mode(&tool, 0o755);
+    c.ok("pane.respawn", json!({ "target": "tool" }));
+    assert_eq!(c.pane("tool")["state"], "running");
+    server.stop();
+}
+
+#[test]
+fn constant_churn_is_saved_within_the_max_delay() {
+    let env = Env::new();
+    let ns = "churn";
+    let server = env.start(ns);
+    let mut c = server.connect();
+    c.create(json!({ "name": "a", "argv": ["sleep", "1000"] }));
+    c.save();
+    let saved_before = c.ok("server.status", json!({}))["persistence"]["saved_revision"]
+        .as_u64()
+        .unwrap();
+    // A change every ~50 ms never leaves the 500 ms debounce quiet; the
+    // 5 s maximum delay must still save.
+    let started = Instant::now();
+    let mut n = 0u32;
+    let saved_after = loop {
+        n += 1;
+        c.ok(
+            "pane.resize",
+            json!({ "target": "a", "cols": 80 + n % 2, "rows": 24 }),
+        );
+        let p = c.ok("server.status", json!({}))["persistence"].clone();
+        let saved = p["saved_revision"].as_u64().unwrap();
+        if saved > saved_before {
+            break started.elapsed();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(8),
+            "no save under churn: {p}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(
+        saved_after >= Duration::from_secs(4),
+        "saved after {saved_after:?}, inside the debounce"
+    );
+    server.stop();
+}
