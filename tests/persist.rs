@@ -1288,3 +1288,48 @@ fn constant_churn_is_saved_within_the_max_delay() {
     );
     server.stop();
 }
+
+#[test]
+fn failed_history_write_does_not_block_the_session_file() {
+    // History files are the optional class: one that cannot be written
+    // (here: past RLIMIT_FSIZE) must not keep session.json from saving.
+    const LIMIT: u64 = 64 * 1024;
+    let env = Env::new();
+    let ns = "histfail";
+    let server = env.start_with(ns, &[], Some(LIMIT));
+    let mut c = server.connect();
+    let done = env.path("marks").join("done");
+    let script = format!(
+        "seq -f '%0100g' 1 2000; touch {}; exec sleep 1000",
+        done.display()
+    );
+    c.create(json!({ "name": "loud", "argv": ["sh", "-c", script], "cols": 200 }));
+    wait_until("the output was written", || done.exists());
+    c.ok(
+        "pane.wait",
+        json!({ "target": "loud", "idle_ms": 300, "timeout_ms": 20_000 }),
+    );
+    c.create(json!({ "name": "quiet", "argv": ["sleep", "1000"] }));
+    let saved = c.call("server.save", json!({}));
+    assert!(saved.is_ok(), "save failed: {saved:?}");
+    let session = env.session_path(ns);
+    let snap = snapshot::parse(&std::fs::read(&session).unwrap()).unwrap();
+    let names: Vec<_> = snap.panes.iter().map(|p| p.name.clone().unwrap()).collect();
+    assert_eq!(names, ["loud", "quiet"]);
+    for pane in &snap.panes {
+        if let Some(h) = &pane.history {
+            let path = env.state_dir(ns).join("history").join(h);
+            assert!(
+                path.exists(),
+                "session.json names {h}, which was not written"
+            );
+        }
+    }
+    assert!(
+        server.stderr().contains("history"),
+        "the history failure was not logged: {}",
+        server.stderr()
+    );
+    assert_eq!(temp_files(&env.state_dir(ns)), Vec::<PathBuf>::new());
+    server.stop();
+}
