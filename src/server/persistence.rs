@@ -271,6 +271,12 @@ impl Server {
             .unwrap_or_default();
         for result in results {
             self.persist.in_flight = None;
+            for e in &result.history_errors {
+                self.log.log(
+                    "history_write_failed",
+                    &format!("{e}; saved the session without it"),
+                );
+            }
             match result.outcome {
                 Ok(took) => {
                     let p = &mut self.persist;
@@ -370,6 +376,10 @@ impl Server {
         {
             writer.submit(job);
             for result in writer.finish() {
+                for e in &result.history_errors {
+                    self.log
+                        .log("history_write_failed", &format!("final save: {e}"));
+                }
                 if let Err(e) = result.outcome {
                     self.log.log("save_failed", &format!("final save: {e}"));
                 }
