@@ -2,10 +2,11 @@
 //! binary: `cargo bench --bench persist` (release). Not a test: it prints a
 //! table and asserts only that every pane came back.
 //!
-//! For each size and pane kind (`sleep 1000` with `restore: rerun`, or a
-//! plain `/bin/sh`), panes are laid out four to a tab in nested splits, then:
-//! - save: `server.save` round trip as the client sees it (median of 5) and
-//!   the disk thread's own `persistence.last_save_ms`;
+//! For each size and pane kind (`sleep 1000` with `restore: rerun`, a plain
+//! `/bin/sh`, or a command that printed a full 2000-line history first), panes are laid out four to a tab in nested splits, then:
+//! - save: `server.save` round trip as the client sees it and the disk
+//!   thread's own `persistence.last_save_ms` (medians of 5), and how long the
+//!   loop was busy serializing (a `server.status` sent right behind the save);
 //! - stop: `server.stop` until the connection closes (includes the final save);
 //! - restore: a cold start in the same namespace, from spawning the server to
 //!   its ready byte (the restore runs before it) and to `server.status`
@@ -31,11 +32,11 @@ fn main() {
         |s| s.split(',').filter_map(|n| n.trim().parse().ok()).collect(),
     );
     println!(
-        "| panes | kind  | session.json | history | save (client, median) | save (disk thread) | stop | restore: ready | restore: all running | restore.took_ms |"
+        "| panes | kind | session.json | history | loop busy in save | save (client) | save (disk thread) | stop | restore: ready | restore: all running | restore.took_ms |"
     );
-    println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for &n in &sizes {
-        for kind in [Kind::Sleep, Kind::Shell] {
+        for kind in [Kind::Sleep, Kind::Shell, Kind::Output] {
             bench(n, kind);
         }
     }
@@ -45,10 +46,14 @@ fn main() {
 enum Kind {
     Sleep,
     Shell,
+    /// Printed 2000 lines of 78 characters first: a full history each.
+    Output,
 }
 
 fn bench(n: usize, kind: Kind) {
-    let env = Env::new();
+    let mut env = Env::new();
+    // 1000 panes with full histories take a while to restore.
+    env.ready_timeout = Duration::from_secs(300);
     let ns = format!("bench{n}");
     let server = env.start(&ns);
     let mut c = server.connect();
@@ -57,6 +62,10 @@ fn bench(n: usize, kind: Kind) {
         let mut params = match kind {
             Kind::Sleep => json!({ "argv": ["sleep", "1000"], "restore": "rerun" }),
             Kind::Shell => json!({ "argv": ["/bin/sh"] }),
+            Kind::Output => json!({
+                "argv": ["sh", "-c", "seq -f '%078g' 1 2000; exec sleep 1000"],
+                "restore": "rerun",
+            }),
         };
         if i % 4 == 0 {
             params["tab_name"] = json!(format!("tab{}", i / 4));
@@ -70,8 +79,8 @@ fn bench(n: usize, kind: Kind) {
             tab_first = info["id"].as_str().unwrap().to_string();
         }
     }
-    if let Kind::Shell = kind {
-        // Every shell has started and gone quiet (all waits in flight at once).
+    if let Kind::Shell | Kind::Output = kind {
+        // Every pane has started and gone quiet (all waits in flight at once).
         let waits: Vec<u64> = c
             .panes()
             .iter()
@@ -89,15 +98,23 @@ fn bench(n: usize, kind: Kind) {
     c.save(); // warm-up: history files written once, caches warm
     let mut client_times = Vec::new();
     let mut disk_times = Vec::new();
+    let mut stalls = Vec::new();
     for _ in 0..5 {
         let started = Instant::now();
-        c.save();
+        // A status request right behind the save is answered once the loop
+        // has serialized the snapshot: the time the loop was busy.
+        let save = c.send("server.save", json!({}));
+        let status = c.send("server.status", json!({}));
+        c.response(status).expect("server.status");
+        stalls.push(started.elapsed());
+        c.response(save).expect("server.save");
         client_times.push(started.elapsed());
         let status = c.ok("server.status", json!({}));
         disk_times.push(status["persistence"]["last_save_ms"].as_u64().unwrap_or(0));
     }
     client_times.sort();
     disk_times.sort_unstable();
+    stalls.sort();
     let state = env.state_dir(&ns);
     let session_bytes = std::fs::metadata(state.join("session.json")).map_or(0, |m| m.len());
     let history_bytes: u64 = files_under(&state.join("history"))
@@ -113,7 +130,7 @@ fn bench(n: usize, kind: Kind) {
     let server = env.start(&ns);
     let ready = server.ready_after;
     let mut c = server.connect();
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let deadline = Instant::now() + Duration::from_secs(300);
     let status: Value = loop {
         let status = c.ok("server.status", json!({}));
         if status["running_panes"].as_u64() == Some(n as u64) {
@@ -131,13 +148,15 @@ fn bench(n: usize, kind: Kind) {
     server.stop();
 
     println!(
-        "| {n} | {} | {} | {} | {} | {} ms | {} | {} | {} | {took} ms |",
+        "| {n} | {} | {} | {} | {} | {} | {} ms | {} | {} | {} | {took} ms |",
         match kind {
             Kind::Sleep => "sleep",
             Kind::Shell => "sh",
+            Kind::Output => "output",
         },
         kib(session_bytes),
         kib(history_bytes),
+        ms(stalls[stalls.len() / 2]),
         ms(client_times[client_times.len() / 2]),
         disk_times[disk_times.len() / 2],
         ms(stop),

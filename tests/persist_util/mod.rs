@@ -29,6 +29,8 @@ pub struct Env {
     pub runtime: PathBuf,
     pub state: PathBuf,
     pub home: PathBuf,
+    /// How long a server may take to become ready (its restore included).
+    pub ready_timeout: Duration,
 }
 
 impl Env {
@@ -48,6 +50,7 @@ impl Env {
             runtime,
             state,
             home,
+            ready_timeout: TIMEOUT,
         }
     }
 
@@ -140,14 +143,15 @@ impl Env {
             },
         };
         let mut pipe = std::fs::File::from(read_end);
-        match read_one_byte(&mut pipe, TIMEOUT) {
+        match read_one_byte(&mut pipe, self.ready_timeout) {
             Ok(true) => {}
             Ok(false) => panic!(
                 "server {ns} exited before it was ready; stderr:\n{}",
                 server.stderr()
             ),
             Err(e) => panic!(
-                "server {ns} not ready after {TIMEOUT:?} ({e}); stderr:\n{}",
+                "server {ns} not ready after {:?} ({e}); stderr:\n{}",
+                self.ready_timeout,
                 server.stderr()
             ),
         }
