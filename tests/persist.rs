@@ -3,10 +3,17 @@
 //!
 //! - `round_trip_*`: a full tree survives a stop and a cold start.
 //! - `fixture_*`: hand-written files in `fixtures/session/` (valid, corrupt,
-//!   newer, broken references) and what start-up does with each.
-//! - `deleted_cwd_*`, `restore_policies_*`, `no_history_*`: restore details.
-//! - `kill9_during_saves_*`, `failed_write_*`: durability of the writer.
+//!   newer, broken references, unmovable) and what start-up does with each.
+//! - `deleted_cwd_*`, `restore_*`: restore details (policies, resume,
+//!   history, the live cwd, a start that fails).
+//! - `kill9_during_saves_*`, `failed_*`: durability of the writer (SIGKILL
+//!   mid-save, EFBIG on session.json or on a history file).
+//! - `automatic_save_*`, `sigterm_*`, `constant_churn_*`: when saves happen.
+//! - `history_*`, `no_history_*`: history files, bounded or off.
 //! - `namespaces_*`: two namespaces never share a file.
+//!
+//! Servers run with `SHELL=/bin/sh` and private XDG dirs (see
+//! `persist_util`); every wait has a 20 s limit.
 
 mod persist_util;
 
@@ -1067,6 +1074,26 @@ fn automatic_save_names_only_written_history() {
             );
         }
     }
+    // Terminal output may hold secrets: files are the owner's alone.
+    let history = env.state_dir(ns).join("history");
+    for f in [
+        session.clone(),
+        history.join("p1.txt"),
+        history.join("p2.txt"),
+    ] {
+        let mode =
+            std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&f).unwrap().permissions());
+        assert_eq!(mode & 0o077, 0, "{} has mode {mode:o}", f.display());
+    }
+    // A removed pane's history file goes once the session file no longer
+    // names it.
+    c.ok("pane.remove", json!({ "target": "talker", "force": true }));
+    c.save();
+    assert!(history.join("p1.txt").exists());
+    assert!(
+        !history.join("p2.txt").exists(),
+        "history of a removed pane kept"
+    );
     server.stop();
 }
 
@@ -1100,7 +1127,7 @@ fn sigterm_saves_and_an_empty_state_is_still_a_file() {
 }
 
 #[test]
-fn unmovable_snapshot_disables_saving() {
+fn fixture_unmovable_snapshot_disables_saving() {
     let env = Env::new();
     let ns = "unmovable";
     let original = install_fixture(&env, ns, "corrupt-truncated.json");
