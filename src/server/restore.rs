@@ -246,14 +246,35 @@ impl Server {
                 self.tree.add_tab(ws, format!("p{id}"), *id);
             }
         }
-        // 4-6. Per pane: plan, history, start.
+        // 4-6. Per pane: plan and start; then history. Every start forks
+        // the server, and a fork copies its page tables, so processes start
+        // while the screens are still empty: with full histories first, 1000
+        // panes took minutes. No output is read before the loop runs, so the
+        // history still comes first on each screen.
+        let mut fills = Vec::new();
         for (id, rec) in records {
-            self.restore_pane(id, rec, &mut fixes);
+            fills.push(self.restore_pane(id, rec, &mut fixes));
+        }
+        for (id, history, notice) in fills {
+            let Some(pane) = self.panes.get_mut(&id) else {
+                continue;
+            };
+            if let Some(Ok(bytes)) = history.map(std::fs::read) {
+                pane.screen.inject_history(&String::from_utf8_lossy(&bytes));
+            }
+            pane.screen.inject_history(&notice);
         }
         fixes
     }
 
-    fn restore_pane(&mut self, id: u64, rec: PaneRecord, fixes: &mut Vec<String>) {
+    /// Creates and starts (or holds) one pane; returns what its screen gets
+    /// afterwards: its history file, if any, and the restore notice.
+    fn restore_pane(
+        &mut self,
+        id: u64,
+        rec: PaneRecord,
+        fixes: &mut Vec<String>,
+    ) -> (u64, Option<PathBuf>, String) {
         let saved_cwd = PathBuf::from(&rec.cwd);
         let cwd = if saved_cwd.is_absolute() && saved_cwd.is_dir() {
             saved_cwd.clone()
@@ -284,17 +305,11 @@ impl Server {
             restore: rec.restore,
             resume: rec.resume,
         };
-        let mut pane = Pane::new(setup, token, String::new());
-        if self.persist.history
-            && let Some(file) = rec
-                .history
-                .filter(|f| !f.contains('/') && !f.starts_with('.'))
-        {
-            let path = persist::history_dir(&self.paths.state_dir).join(file);
-            if let Ok(bytes) = std::fs::read(&path) {
-                pane.screen.inject_history(&String::from_utf8_lossy(&bytes));
-            }
-        }
+        let pane = Pane::new(setup, token, String::new());
+        let history = rec
+            .history
+            .filter(|f| self.persist.history && !f.contains('/') && !f.starts_with('.'))
+            .map(|file| persist::history_dir(&self.paths.state_dir).join(file));
         let mut notice = format!("--- ptyd: restored {} ---", restored_when());
         if cwd != saved_cwd {
             notice.push_str(&format!(
@@ -308,7 +323,6 @@ impl Server {
                 cwd.display()
             ));
         }
-        pane.screen.inject_history(&notice);
         self.panes.insert(id, pane);
         match plan {
             Plan::Hold(reason) => {
@@ -327,6 +341,7 @@ impl Server {
                 }
             }
         }
+        (id, history, notice)
     }
 }
 
