@@ -563,6 +563,8 @@ fn fixture_broken_references_are_repaired() {
         ("a second pane p3", &["duplicate pane p3"]),
         ("the name \"one\" used twice", &["p6", "name \"one\""]),
         ("a pane in no tab", &["p6", "no tab"]),
+        ("a second workspace w2", &["duplicate workspace w2"]),
+        ("tab t1 listed twice", &["w1", "t1 twice"]),
     ] {
         assert!(has(words), "no repair for {what} in {repairs:#?}");
     }
