@@ -107,6 +107,10 @@ impl Server {
                 fixes.push(format!("dropped workspace with bad id {:?}", ws.id));
                 continue;
             };
+            if tree.workspaces.contains_key(&id) {
+                fixes.push(format!("dropped duplicate workspace {}", ws.id));
+                continue;
+            }
             tree.workspaces.insert(
                 id,
                 Workspace {
@@ -175,16 +179,26 @@ impl Server {
                 },
             );
         }
-        // Tab order and active tab come from the workspace records.
+        // Tab order and active tab come from the workspace records (the
+        // first record of each id: duplicates were dropped above).
+        let mut ordered = HashSet::new();
         for ws in &snap.workspaces {
-            let Some(wid) = parse_id('w', &ws.id) else {
+            let Some(wid) = parse_id('w', &ws.id).filter(|w| ordered.insert(*w)) else {
                 continue;
             };
+            let mut listed = HashSet::new();
             let tabs: Vec<u64> = ws
                 .tabs
                 .iter()
                 .filter_map(|t| parse_id('t', t))
                 .filter(|t| tree.tabs.get(t).is_some_and(|tab| tab.workspace == wid))
+                .filter(|t| {
+                    let first = listed.insert(*t);
+                    if !first {
+                        fixes.push(format!("workspace {} listed tab t{t} twice", ws.id));
+                    }
+                    first
+                })
                 .collect();
             let active = ws
                 .active_tab
