@@ -304,6 +304,9 @@ impl Conn {
             Ok(0) => None,
             Ok(_) => Some(serde_json::from_str(&line).expect("server line is JSON")),
             Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => None,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                panic!("no line from the server within {TIMEOUT:?}")
+            }
             Err(e) => panic!("reading from server: {e}"),
         }
     }
