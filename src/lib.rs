@@ -5,10 +5,14 @@
 
 pub mod cli;
 pub mod client;
+pub mod handoff;
 pub mod paths;
 pub mod persist;
 pub mod protocol;
 pub mod pty;
+pub mod reaper;
 pub mod server;
+pub mod service;
 pub(crate) mod sys;
+pub mod term;
 pub mod workspace;

@@ -23,6 +23,11 @@ pub(crate) use syscall;
 pub fn set_nonblocking_cloexec(fd: RawFd) -> io::Result<()> {
     let flags = syscall!(fcntl(fd, libc::F_GETFL))?;
     syscall!(fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK))?;
+    set_cloexec(fd)
+}
+
+/// Sets FD_CLOEXEC, so the fd does not leak into spawned programs.
+pub fn set_cloexec(fd: RawFd) -> io::Result<()> {
     let fdflags = syscall!(fcntl(fd, libc::F_GETFD))?;
     syscall!(fcntl(fd, libc::F_SETFD, fdflags | libc::FD_CLOEXEC))?;
     Ok(())
@@ -102,6 +107,18 @@ pub fn process_start_token(_pid: i32) -> Option<u64> {
 pub fn stat_field(stat: &str, n: usize) -> Option<&str> {
     let after_comm = &stat[stat.rfind(')')? + 1..];
     after_comm.split_whitespace().nth(n.checked_sub(3)?)
+}
+
+/// A monotonic clock reading in microseconds. Both sides of an upgrade
+/// read the same clock, so the blackout is measured across processes.
+pub fn monotonic_usec() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000 + ts.tv_nsec as u64 / 1_000
 }
 
 /// Every live process whose session id is `sid`, found by scanning /proc.

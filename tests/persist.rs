@@ -36,6 +36,10 @@ const RUNTIME_FIELDS: &[&str] = &[
     "held_reason",
     "state",
     "written_unix_ms",
+    "generation",
+    "prompts_seen",
+    "commands_finished",
+    "last_command_exit",
 ];
 
 /// `v` with every [`RUNTIME_FIELDS`] key (plus `extra`) removed, at any depth.
@@ -241,6 +245,10 @@ fn round_trip_restores_tree_panes_and_snapshot() {
         file_before["revision"],
         file_after["revision"]
     );
+    assert!(
+        file_after["generation"].as_u64() >= file_before["generation"].as_u64(),
+        "generation went backward"
+    );
     assert_json_eq(
         &without(&file_before, &["revision"]),
         &without(&file_after, &["revision"]),
@@ -413,9 +421,9 @@ fn fixture_valid_v1_restores_exactly() {
     wait_cmdline(&mut c, "p2", &["sleep", "1000"]);
     wait_cmdline(&mut c, "p7", &["/bin/sh", "-l"]);
     wait_cmdline(&mut c, "p8", &["sleep", "1000"]);
-    // The history file is shown, followed by the restored marker.
-    c.wait_text("p1", "--- ptyd: restored");
-    let screen = c.capture("p1");
+    // The history file is shown, followed by the restored marker (both
+    // are in place before the server reports ready).
+    let screen = c.capture_all("p1");
     let history = screen
         .find("all 212 checks passed")
         .unwrap_or_else(|| panic!("no history:\n{screen}"));
@@ -653,9 +661,8 @@ fn deleted_cwd_starts_in_nearest_ancestor_with_notice() {
         deep.display(),
         project.display()
     );
-    c.wait_text("sh", "no longer exists");
-    // The notice may wrap at the pane's width.
-    let screen = c.capture("sh").replace('\n', "");
+    // In place before the server reports ready; it may wrap.
+    let screen = c.capture_all("sh").replace('\n', "");
     assert!(
         screen.contains(&notice),
         "no notice {notice:?} in:\n{screen}"
@@ -985,8 +992,7 @@ fn restore_policies_resume_and_history() {
     wait_until("late resume ran", || line_count(&count("late")) == 1);
     assert_eq!(c.pane("late-resume")["state"], "running");
     // A plain shell comes back as a shell, its history above the marker.
-    c.wait_text("plain", "--- ptyd: restored");
-    let screen = c.capture("plain");
+    let screen = c.capture_all("plain");
     let before = screen
         .find("123before")
         .unwrap_or_else(|| panic!("no history:\n{screen}"));

@@ -24,6 +24,28 @@ pub fn dispatch(g: &Global, command: &str, mut p: lexopt::Parser) -> Result<i32,
         "status" => status(g, &mut p),
         "stop" => stop(g, &mut p),
         "api" => api(g, &mut p),
+        "version" => {
+            let as_json = json_flag(&mut p, help::VERSION)?;
+            let v = json!({
+                "server_version": crate::protocol::SERVER_VERSION,
+                "protocol": crate::protocol::PROTOCOL_VERSION,
+                "handoff_version": crate::handoff::manifest::HANDOFF_VERSION,
+                "snapshot_version": crate::persist::snapshot::SNAPSHOT_VERSION,
+            });
+            if as_json {
+                println!("{v}");
+            } else {
+                println!(
+                    "ptyd {} (protocol {}, handoff {}, snapshot {})",
+                    v["server_version"].as_str().unwrap_or("?"),
+                    v["protocol"],
+                    v["handoff_version"],
+                    v["snapshot_version"]
+                );
+            }
+            Ok(0)
+        }
+        "upgrade" => upgrade(g, &mut p),
         "save" => {
             no_args(&mut p, help::SAVE)?;
             let r = connect_existing(g)?.call("server.save", json!({}))?;
@@ -79,6 +101,16 @@ fn parse_u64(value: std::ffi::OsString, what: &str) -> Result<u64, CliError> {
     s.parse().map_err(|_| {
         CliError::usage(format!(
             "{what} must be a whole number of milliseconds, got {s:?}"
+        ))
+    })
+}
+
+/// A capture line number: 0 is the top visible row, negative is scrollback.
+fn parse_line(value: std::ffi::OsString) -> Result<i64, CliError> {
+    let s = value.string()?;
+    s.parse().map_err(|_| {
+        CliError::usage(format!(
+            "line numbers are integers (negative for scrollback), got {s:?}"
         ))
     })
 }
@@ -324,8 +356,15 @@ fn ls(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         return Ok(0);
     }
     let workspaces = tree["workspaces"].as_array().cloned().unwrap_or_default();
-    if workspaces.is_empty() {
-        println!("no workspaces");
+    if panes["panes"].as_array().is_none_or(|p| p.is_empty()) {
+        for ws in &workspaces {
+            println!(
+                "{} {} (empty)",
+                ws["id"].as_str().unwrap_or("?"),
+                ws["name"].as_str().unwrap_or("")
+            );
+        }
+        println!("no panes");
         return Ok(0);
     }
     let active = |v: &Value| {
@@ -484,6 +523,8 @@ fn send(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     let mut target = None;
     let mut enter = false;
     let mut request_id = None;
+    let mut wait_finished = false;
+    let mut timeout = None;
     let mut words: Vec<String> = Vec::new();
     while let Some(arg) = p.next()? {
         if help_requested(&arg, help::SEND) {
@@ -491,6 +532,8 @@ fn send(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         }
         match arg {
             Long("enter") => enter = true,
+            Long("wait") => wait_finished = true,
+            Long("timeout") => timeout = Some(parse_u64(p.value()?, "--timeout")?),
             Long("request-id") => request_id = Some(p.value()?.string()?),
             Value(v) if target.is_none() => target = Some(v.string()?),
             Value(v) => words.push(v.string()?),
@@ -509,41 +552,56 @@ fn send(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     if let Some(id) = request_id {
         params["request_id"] = json!(id);
     }
-    connect_existing(g)?.call("pane.input", params)?;
-    Ok(0)
+    let mut client = connect_existing(g)?;
+    let ack = client.call("pane.input", params)?;
+    if !wait_finished {
+        return Ok(0);
+    }
+    // Wait for a finished command beyond the count at the moment our bytes
+    // were written: no race with a shell that answers fast.
+    let mut wait =
+        json!({ "target": target, "command_finished": true, "after": ack["commands_finished"] });
+    if let Some(ms) = timeout {
+        wait["timeout_ms"] = json!(ms);
+    }
+    match client.call("pane.wait", wait) {
+        Ok(done) => Ok(done["exit"].as_i64().unwrap_or(0) as i32),
+        Err(e) if e.code == "timeout" => {
+            eprintln!("ptyd: {}", e.message);
+            Ok(124)
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 fn capture(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     let mut target = None;
     let mut ansi = false;
     let mut as_json = false;
+    let mut range = json!({});
     while let Some(arg) = p.next()? {
         if help_requested(&arg, help::CAPTURE) {
             return Ok(0);
         }
         match arg {
             Long("ansi") | Short('e') => ansi = true,
+            Short('S') | Long("start") => range["start"] = json!(parse_line(p.value()?)?),
+            Short('E') | Long("end") => range["end"] = json!(parse_line(p.value()?)?),
             Long("json") => as_json = true,
             Value(v) => target_arg(p, &mut target, v)?,
             _ => return Err(arg.unexpected().into()),
         }
     }
-    let result = connect_existing(g)?.call(
-        "pane.capture",
-        json!({ "target": need_target(target)?, "ansi": ansi }),
-    )?;
+    let result = connect_existing(g)?.call("pane.capture", {
+        let mut params = range;
+        params["target"] = json!(need_target(target)?);
+        params["ansi"] = json!(ansi);
+        params
+    })?;
     if as_json {
         print_json(&result);
     } else {
-        let lines: Vec<&str> = result["lines"]
-            .as_array()
-            .map(|a| a.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
-        let last = lines
-            .iter()
-            .rposition(|l| !l.is_empty())
-            .map_or(0, |i| i + 1);
-        for line in &lines[..last] {
+        for line in client::capture_lines(&result) {
             println!("{line}");
         }
     }
@@ -588,6 +646,8 @@ fn wait(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
             Long("exit") => params["exit"] = json!(true),
             Long("text") => params["text"] = json!(p.value()?.string()?),
             Long("idle") => params["idle_ms"] = json!(parse_u64(p.value()?, "--idle")?),
+            Long("prompt") => params["prompt"] = json!(true),
+            Long("command-finished") => params["command_finished"] = json!(true),
             Long("timeout") => params["timeout_ms"] = json!(parse_u64(p.value()?, "--timeout")?),
             Long("json") => as_json = true,
             Value(v) => target_arg(p, &mut target, v)?,
@@ -853,4 +913,86 @@ fn tree_command(g: &Global, p: &mut lexopt::Parser, kind: &str) -> Result<i32, C
         println!("{id}");
     }
     Ok(0)
+}
+
+fn upgrade(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
+    let mut params = json!({});
+    let mut as_json = false;
+    while let Some(arg) = p.next()? {
+        if help_requested(&arg, help::UPGRADE) {
+            return Ok(0);
+        }
+        match arg {
+            Long("binary") => params["binary"] = json!(p.value()?.string()?),
+            Long("timeout") => params["timeout_ms"] = json!(parse_u64(p.value()?, "--timeout")?),
+            Long("fault") => params["fault"] = json!(p.value()?.string()?),
+            Long("mode") => params["mode"] = json!(p.value()?.string()?),
+            Long("json") => as_json = true,
+            _ => return Err(arg.unexpected().into()),
+        }
+    }
+    let restore = params["mode"] == "restore";
+    let report = connect_existing(g)?.call("server.upgrade", params)?;
+    if restore {
+        // The server restarts in place; it answers again once restored.
+        let status = wait_for_server(g)?;
+        if as_json {
+            println!(
+                "{}",
+                json!({ "mode": "restore", "before": report, "status": status })
+            );
+        } else {
+            println!(
+                "restarted pid {} as {}; restored {} panes ({} running)",
+                report["pid"],
+                report["binary"].as_str().unwrap_or("?"),
+                status["panes"],
+                status["running_panes"]
+            );
+        }
+        return Ok(0);
+    }
+    if as_json {
+        println!("{report}");
+        return Ok(0);
+    }
+    println!(
+        "upgraded to generation {} (pid {}, ptyd {})",
+        report["generation"],
+        report["new_pid"],
+        report["server_version"].as_str().unwrap_or("?")
+    );
+    for phase in report["phases"].as_array().into_iter().flatten() {
+        println!(
+            "  {:<10} {:>9.3} ms",
+            phase["name"].as_str().unwrap_or("?"),
+            phase["ms"].as_f64().unwrap_or(0.0)
+        );
+    }
+    println!(
+        "  blackout   {:>9.3} ms",
+        report["blackout_ms"].as_f64().unwrap_or(0.0)
+    );
+    println!(
+        "  moved {} panes, {} clients, {} fds in {} batches",
+        report["panes"], report["clients"], report["fds"], report["fd_batches"]
+    );
+    Ok(0)
+}
+
+/// After `upgrade --mode restore`: the server comes back in the same process
+/// once it has restored; retry connecting for a bounded time.
+fn wait_for_server(g: &Global) -> Result<Value, CliError> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        if let Ok(mut c) = Client::connect(&g.paths, false)
+            && let Ok(status) = c.call("server.status", json!({}))
+        {
+            return Ok(status);
+        }
+        if std::time::Instant::now() > deadline {
+            return Err(CliError { message: "the server did not come back within 30 s after the restore restart; see diagnostics.jsonl".into(), code: 1 });
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }

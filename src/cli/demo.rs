@@ -110,12 +110,74 @@ pub fn run() -> Result<i32, CliError> {
     )?;
     println!("  exiter finished: {}", exit["exit"]);
 
-    step("waiting until the counter reaches 5, then killing its whole process tree");
+    step("waiting until the counter reaches 5");
     call(
         &mut client,
         "pane.wait",
         json!({ "target": "counter", "text": "tick 5", "timeout_ms": 10000 }),
     )?;
+
+    step("live upgrade: the server replaces its own binary while every pane runs");
+    let before = pane_pids(&mut client)?;
+    let old_server = call(&mut client, "server.status", json!({}))?["pid"].clone();
+    let last_tick = last_tick(&call(
+        &mut client,
+        "pane.capture",
+        json!({ "target": "counter" }),
+    )?);
+    let report = call(&mut client, "server.upgrade", json!({}))?;
+    for phase in report["phases"].as_array().into_iter().flatten() {
+        println!(
+            "  {:<10} {:>8.3} ms",
+            phase["name"].as_str().unwrap_or("?"),
+            phase["ms"].as_f64().unwrap_or(0.0)
+        );
+    }
+    println!(
+        "  server pid {old_server} -> {}, generation {}, blackout {:.3} ms, {} fds moved",
+        report["new_pid"],
+        report["generation"],
+        report["blackout_ms"].as_f64().unwrap_or(0.0),
+        report["fds"]
+    );
+    let after = pane_pids(&mut client)?;
+    println!("  pane pids before: {before:?}");
+    println!(
+        "  pane pids after:  {after:?}  {}",
+        if before == after {
+            "(same processes)"
+        } else {
+            "(CHANGED!)"
+        }
+    );
+    let target = format!("tick {}", last_tick + 10);
+    call(
+        &mut client,
+        "pane.wait",
+        json!({ "target": "counter", "text": target, "timeout_ms": 10000 }),
+    )?;
+    let capture = call(
+        &mut client,
+        "pane.capture",
+        json!({ "target": "counter", "start": -200 }),
+    )?;
+    let ticks: Vec<u64> = crate::client::capture_lines(&capture)
+        .iter()
+        .filter_map(|l| l.strip_prefix("tick ").and_then(|n| n.trim().parse().ok()))
+        .collect();
+    let continuous = ticks.windows(2).all(|w| w[1] == w[0] + 1);
+    println!(
+        "  counter went on from {last_tick} to {}: {} ticks in scrollback, {}",
+        ticks.last().copied().unwrap_or(0),
+        ticks.len(),
+        if continuous {
+            "no gap, no repeat"
+        } else {
+            "NOT CONTINUOUS"
+        }
+    );
+
+    step("killing the counter's whole process tree");
     call(&mut client, "pane.kill", json!({ "target": "counter" }))?;
     let killed = call(
         &mut client,
@@ -143,17 +205,35 @@ pub fn run() -> Result<i32, CliError> {
     Ok(0)
 }
 
-fn print_screen(capture: &Value) {
-    let lines: Vec<&str> = capture["lines"]
+/// Pane id -> pid, for comparing before and after the upgrade.
+fn pane_pids(client: &mut Client) -> Result<Vec<(String, i64)>, CliError> {
+    let list = client.call("pane.list", json!({}))?;
+    Ok(list["panes"]
         .as_array()
-        .map(|a| a.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    let last = lines
+        .into_iter()
+        .flatten()
+        .filter(|p| p["state"] == "running")
+        .map(|p| {
+            (
+                p["id"].as_str().unwrap_or("?").to_string(),
+                p["pid"].as_i64().unwrap_or(0),
+            )
+        })
+        .collect())
+}
+
+/// The highest `tick N` on the counter's screen.
+fn last_tick(capture: &Value) -> u64 {
+    crate::client::capture_lines(capture)
         .iter()
-        .rposition(|l| !l.is_empty())
-        .map_or(0, |i| i + 1);
+        .filter_map(|l| l.strip_prefix("tick ").and_then(|n| n.trim().parse().ok()))
+        .max()
+        .unwrap_or(0)
+}
+
+fn print_screen(capture: &Value) {
     println!("  screen of {}:", capture["pane"].as_str().unwrap_or("?"));
-    for line in &lines[..last] {
+    for line in crate::client::capture_lines(capture) {
         println!("  | {line}");
     }
 }

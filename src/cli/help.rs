@@ -26,6 +26,8 @@ Commands:
   resume TARGET CMD           set the command that resumes a pane after a reboot
   workspace new|rename|rm     manage workspaces
   tab rename|rm               manage tabs
+  upgrade [--binary PATH]     replace the server binary; every pane keeps running
+  version [--json]            versions of this binary (protocol, handoff, snapshot)
   api METHOD [JSON]           send one raw API request, print the result
   demo                        run a self-contained demonstration
 
@@ -141,18 +143,22 @@ every moment, even while the server is unreachable.
 ";
 
 pub const SEND: &str = "\
-Usage: ptyd send TARGET [--enter] [--request-id ID] TEXT...
+Usage: ptyd send TARGET [--enter] [--request-id ID] [--wait [--timeout MS]] TEXT...
 
 Types TEXT (arguments joined by spaces) into the pane and returns once the
 bytes are written to its terminal. --enter adds a carriage return. A retried
-request with the same --request-id is not typed twice.
+request with the same --request-id is not typed twice. --wait then waits for
+the shell to report the command finished (OSC 133;D shell integration) and
+exits with its exit code (124 on timeout).
 ";
 
 pub const CAPTURE: &str = "\
-Usage: ptyd capture TARGET [--ansi] [--json]
+Usage: ptyd capture TARGET [--ansi] [-S START] [-E END] [--json]
 
 Prints the pane's visible screen as text (--ansi keeps colours), or the whole
-capture as JSON.
+capture as JSON (lines, cursor, modes, title, cwd). As in tmux, line 0 is the
+top visible row and negative lines are scrollback: -S -1000 includes the last
+1000 lines of history.
 ";
 
 pub const RUN: &str = "\
@@ -164,11 +170,13 @@ listed with its exit status until removed.
 ";
 
 pub const WAIT: &str = "\
-Usage: ptyd wait TARGET (--exit | --text STR | --idle MS) [--timeout MS] [--json]
+Usage: ptyd wait TARGET (--exit | --text STR | --idle MS | --prompt | --command-finished)
+                 [--timeout MS] [--json]
 
 Waits until the pane exits (and exits with its code), until STR shows on its
-screen, or until it has been silent for MS milliseconds. Exits 124 when the
-timeout passes first.
+screen, until it has been silent for MS milliseconds, or until its shell
+reports the next prompt or finished command (OSC 133 shell integration).
+Exits 124 when the timeout passes first.
 ";
 
 pub const KILL: &str = "\
@@ -222,4 +230,33 @@ Usage: ptyd demo
 
 Starts a server in a private temporary namespace, runs a few panes, drives
 them through the API, prints what it did and saw, and cleans up.
+";
+
+pub const UPGRADE: &str = "\
+Usage: ptyd upgrade [--binary PATH] [--timeout MS] [--mode live|restore] [--json]
+
+Replaces the running server with a new binary while every pane keeps
+running: same processes, no hangup, no lost or repeated output byte, the
+socket never goes away and attached clients stay connected. The new binary
+(default: the path this server was started from, re-read now) must speak the
+same handoff version (`ptyd version`). Anything that fails before the commit
+point leaves the old server serving exactly as before; the command then
+exits 1 with the cause. Prints each phase with its duration and the blackout
+(first pane paused to new server reading).
+
+  --binary PATH   the new ptyd binary
+  --timeout MS    deadline up to the commit point (default 10000)
+  --json          print the report as one JSON object
+  --mode MODE     live (default), or restore: where a live handoff is
+                  impossible, save the session, stop, and restart this
+                  process as the new binary, which restores the panes from
+                  the snapshot (restarting or resuming them; docs/snapshot.md)
+  --fault S:A     testing only: make a step fail (see src/handoff/fault.rs)
+";
+
+pub const VERSION: &str = "\
+Usage: ptyd version [--json]
+
+Prints the binary's version and the versions of what it speaks: the client
+protocol, the live-upgrade handoff and the snapshot format.
 ";

@@ -143,6 +143,21 @@ impl Client {
     }
 }
 
+/// The rows of a `pane.capture` result, without the blank rows at the
+/// bottom of the screen.
+pub fn capture_lines(capture: &Value) -> Vec<&str> {
+    let mut lines: Vec<&str> = capture["lines"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let last = lines
+        .iter()
+        .rposition(|l| !l.is_empty())
+        .map_or(0, |i| i + 1);
+    lines.truncate(last);
+    lines
+}
+
 /// Splits a response into its result or error.
 pub fn response_result(msg: Value) -> Result<Value, ClientError> {
     if let Some(err) = msg.get("error") {

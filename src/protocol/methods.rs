@@ -76,6 +76,24 @@ pub struct PaneCreate {
     pub ratio: Option<f32>,
 }
 
+/// `server.upgrade` → the upgrade report (phases with durations, blackout,
+/// panes, clients and fds moved, old and new pid, generation), answered by
+/// the *new* server once it serves; or an error from the old one, which then
+/// keeps serving as before. See docs/protocol.md.
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Upgrade {
+    /// The new binary (default: the path this server was started from).
+    pub binary: Option<String>,
+    /// Deadline for everything up to the commit point (default 10000).
+    pub timeout_ms: Option<u64>,
+    /// For tests only: `STEP:ACTION` fault injection (see `handoff::fault`).
+    pub fault: Option<String>,
+    /// `live` (default) or `restore`: save, stop and restart as the new
+    /// binary, which restores the session from the snapshot.
+    pub mode: Option<String>,
+}
+
 /// `pane.set_resume` → pane info. `resume: null` clears it.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -147,7 +165,10 @@ pub struct PaneResize {
     pub rows: u32,
 }
 
-/// `pane.capture` → `{"text", "lines", "cursor", "cols", "rows", "title"}`.
+/// `pane.capture` → `{"pane", "text", "lines", "first_line", "cols", "rows",
+/// "cursor", "modes", "title", "cwd", "scrollback_lines"}`. Lines are numbered
+/// as in `tmux capture-pane -S/-E`: 0 is the top visible row, negative lines
+/// are scrollback (-1 the newest); ranges are clamped to what exists.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PaneCapture {
@@ -155,6 +176,10 @@ pub struct PaneCapture {
     /// Keep SGR escape sequences in the text.
     #[serde(default)]
     pub ansi: bool,
+    /// First line (default 0, the top of the screen).
+    pub start: Option<i64>,
+    /// Last line, inclusive (default: the last visible row).
+    pub end: Option<i64>,
 }
 
 /// `pane.kill` → `{}` at once; the exit arrives as a `pane.exited` event.
@@ -169,15 +194,26 @@ pub struct PaneKill {
     pub grace_ms: Option<u64>,
 }
 
-/// `pane.wait` → `{"reason": "exited" | "text" | "idle", "status"?}` when a
-/// condition holds, or the error `timeout`. Exactly one of `exit`, `text`,
-/// `idle_ms` must be given.
+/// `pane.wait` → `{"reason": "exited" | "text" | "idle" | "prompt" |
+/// "command_finished", ...}` when a condition holds, or the error `timeout`.
+/// Exactly one of `exit`, `text`, `idle_ms`, `prompt`, `command_finished`
+/// must be given. The last two wait for an OSC 133 mark (shell
+/// integration) beyond `after`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PaneWait {
     pub target: String,
     #[serde(default)]
     pub exit: bool,
+    #[serde(default)]
+    pub prompt: bool,
+    #[serde(default)]
+    pub command_finished: bool,
+    /// With `prompt` / `command_finished`: wait for a mark beyond this
+    /// count (`prompts_seen` / `commands_finished` from pane info or a
+    /// `pane.input` ack); default: the count when the wait starts. Passing
+    /// the ack's count closes the race between typing and waiting.
+    pub after: Option<u64>,
     pub text: Option<String>,
     pub idle_ms: Option<u64>,
     pub timeout_ms: Option<u64>,

@@ -67,6 +67,10 @@ pub enum ErrorCode {
     SpawnFailed,
     /// The server is shutting down.
     ShuttingDown,
+    /// Another operation of the kind is in progress (an upgrade).
+    Busy,
+    /// A live upgrade failed and was rolled back; the old server serves on.
+    UpgradeFailed,
     Internal,
 }
 

@@ -9,6 +9,8 @@
 //! is closed only on purpose (pane removed, or output ended). A `ChildProcess`
 //! is only a record: dropping it never signals or reaps anything.
 
+#[cfg(target_os = "linux")]
+pub mod pidfd;
 mod unix;
 
 pub use unix::{PtyMaster, spawn};

@@ -18,6 +18,11 @@ impl PtyMaster {
         self.fd.as_raw_fd()
     }
 
+    /// Adopts a master handed over by the previous server generation.
+    pub fn from_fd(fd: OwnedFd) -> PtyMaster {
+        PtyMaster { fd }
+    }
+
     /// Reads available output. `Ok(0)` or `EIO` both mean the slave side is
     /// gone: Linux reports EIO, not end-of-file, once every slave fd is closed.
     pub fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
@@ -58,9 +63,7 @@ pub fn spawn(spec: &SpawnSpec) -> io::Result<(PtyMaster, ChildProcess)> {
         .map_err(|e| io::Error::other(format!("openpty: {e}")))?;
     crate::sys::set_nonblocking_cloexec(pty.master.as_raw_fd())?;
     // The slave must not leak into later children either.
-    let slave_fd = pty.slave.as_raw_fd();
-    let fdflags = syscall!(fcntl(slave_fd, libc::F_GETFD))?;
-    syscall!(fcntl(slave_fd, libc::F_SETFD, fdflags | libc::FD_CLOEXEC))?;
+    crate::sys::set_cloexec(pty.slave.as_raw_fd())?;
 
     let mut cmd = Command::new(&spec.program);
     cmd.args(&spec.args)

@@ -1,17 +1,27 @@
 //! One client connection: its socket, what it has sent that we have not
 //! handled yet, and what we owe it. The loop never blocks on a client: output
-//! goes to a bounded queue flushed when the socket is writable, and a client
-//! that lets the queue overflow is disconnected with a reason.
+//! goes to a bounded queue flushed when the socket is writable. A pane stops
+//! being read while one of its attached clients is over
+//! [`OUTPUT_HIGH_WATER`] (flow control, as a terminal that stops reading
+//! blocks the program); a client that then takes nothing for
+//! [`STALL_LIMIT`], or lets the queue overflow, is disconnected with a reason.
 
 use crate::protocol::frame;
 use crate::sys::PeerCred;
 use mio::Token;
 use mio::net::UnixStream;
+use std::collections::VecDeque;
 use std::io::{self, Read, Write};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Output owed to one client beyond which it is judged too slow.
 pub const MAX_OUTPUT_QUEUE: usize = 4 << 20;
+/// Output queued for an attached client above which its pane is paused.
+pub const OUTPUT_HIGH_WATER: usize = 1 << 20;
+/// A paused pane is read again once all its clients are at or below this.
+pub const OUTPUT_LOW_WATER: usize = 256 << 10;
+/// How long a client may hold its pane paused without taking any output.
+pub const STALL_LIMIT: Duration = Duration::from_secs(10);
 
 pub type ConnId = usize;
 
@@ -49,9 +59,18 @@ pub struct Connection {
     pub inbuf: Vec<u8>,
     out: Vec<u8>,
     out_pos: usize,
+    /// End offsets in `out` of the queued messages (lines or frames) not yet
+    /// fully written, oldest first.
+    msg_ends: VecDeque<usize>,
+    /// Start offset in `out` of the message `out_pos` is in. Below `out_pos`
+    /// when that message is partly written: it must then be finished before
+    /// anything else is sent, or the peer's stream is corrupt.
+    msg_start: usize,
     /// Set when the connection is to be closed: once its output queue is
     /// flushed, or at this deadline, whichever comes first.
     pub closing: Option<Instant>,
+    /// The last time the socket took output or nothing was owed.
+    pub last_progress: Instant,
 }
 
 impl Connection {
@@ -65,7 +84,10 @@ impl Connection {
             inbuf: Vec::new(),
             out: Vec::new(),
             out_pos: 0,
+            msg_ends: VecDeque::new(),
+            msg_start: 0,
             closing: None,
+            last_progress: Instant::now(),
         }
     }
 
@@ -81,6 +103,7 @@ impl Connection {
             return false;
         }
         self.out.extend_from_slice(bytes);
+        self.msg_ends.push_back(self.out.len());
         true
     }
 
@@ -89,35 +112,63 @@ impl Connection {
             return false;
         }
         frame::encode(kind, payload, &mut self.out);
+        self.msg_ends.push_back(self.out.len());
         true
     }
 
     /// Drops whatever is queued and queues `last` instead: the final words to
-    /// a client we are about to disconnect.
+    /// a client we are about to disconnect. A message already partly written
+    /// is kept to its end, so the client can still parse `last`.
     pub fn replace_queue(&mut self, last: &[u8]) {
-        self.out.clear();
-        self.out_pos = 0;
+        let keep = match self.msg_ends.front() {
+            Some(&end) if self.msg_start < self.out_pos => end,
+            _ => self.out_pos,
+        };
+        self.out.truncate(keep);
+        self.msg_ends.clear();
+        if keep > self.out_pos {
+            self.msg_ends.push_back(keep);
+        }
         self.out.extend_from_slice(last);
+        self.msg_ends.push_back(self.out.len());
     }
 
     /// Writes as much queued output as the socket takes. Errors other than
     /// WouldBlock mean the client is gone.
     pub fn flush(&mut self) -> io::Result<()> {
+        if self.out_pos == self.out.len() {
+            self.last_progress = Instant::now();
+        }
         while self.out_pos < self.out.len() {
             match self.stream.write(&self.out[self.out_pos..]) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(n) => self.out_pos += n,
+                Ok(n) => {
+                    self.out_pos += n;
+                    self.last_progress = Instant::now();
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }
         }
+        while let Some(&end) = self.msg_ends.front()
+            && end <= self.out_pos
+        {
+            self.msg_start = end;
+            self.msg_ends.pop_front();
+        }
         if self.out_pos == self.out.len() {
             self.out.clear();
             self.out_pos = 0;
-        } else if self.out_pos > (1 << 16) && self.out_pos * 2 > self.out.len() {
-            self.out.drain(..self.out_pos);
-            self.out_pos = 0;
+            self.msg_ends.clear();
+            self.msg_start = 0;
+        } else if self.msg_start > (1 << 16) && self.msg_start * 2 > self.out.len() {
+            // Keep the message in progress whole: `replace_queue` needs it.
+            let cut = self.msg_start;
+            self.out.drain(..cut);
+            self.out_pos -= cut;
+            self.msg_ends.iter_mut().for_each(|end| *end -= cut);
+            self.msg_start = 0;
         }
         Ok(())
     }
@@ -143,5 +194,147 @@ impl Connection {
                 Err(_) => return ReadOutcome::Closed,
             }
         }
+    }
+}
+
+impl Connection {
+    /// This connection's state for a live upgrade. Output is carried from
+    /// the start of the message being written, with how much of it already
+    /// went out, so the new server continues the stream byte for byte.
+    pub fn export(&self, id: ConnId, now: Instant) -> crate::handoff::manifest::ConnRuntime {
+        use crate::handoff::manifest::{AttachRuntime, ConnRuntime};
+        let base = self.msg_start.min(self.out_pos);
+        ConnRuntime {
+            id,
+            peer_uid: self.peer.uid,
+            peer_pid: self.peer.pid,
+            attached: match self.mode {
+                ConnMode::Rpc => None,
+                ConnMode::Attached {
+                    pane,
+                    read_only,
+                    cols,
+                    rows,
+                } => Some(AttachRuntime {
+                    pane,
+                    read_only,
+                    cols,
+                    rows,
+                }),
+            },
+            subscribed: self.subscribed,
+            inbuf: self.inbuf.clone(),
+            out: self.out[base..].to_vec(),
+            written: self.out_pos - base,
+            msg_ends: self.msg_ends.iter().map(|end| end - base).collect(),
+            closing_in_ms: self
+                .closing
+                .map(|at| at.saturating_duration_since(now).as_millis() as u64),
+        }
+    }
+
+    /// Rebuilds a connection handed over by the previous server.
+    pub fn import(
+        rt: crate::handoff::manifest::ConnRuntime,
+        token: Token,
+        stream: UnixStream,
+        now: Instant,
+    ) -> Result<Connection, String> {
+        if rt.written > rt.out.len() || rt.msg_ends.iter().any(|&end| end > rt.out.len()) {
+            return Err(format!(
+                "connection {}: output bookkeeping out of range",
+                rt.id
+            ));
+        }
+        let mut conn = Connection::new(
+            token,
+            stream,
+            PeerCred {
+                uid: rt.peer_uid,
+                pid: rt.peer_pid,
+            },
+        );
+        conn.mode = match rt.attached {
+            None => ConnMode::Rpc,
+            Some(a) => ConnMode::Attached {
+                pane: a.pane,
+                read_only: a.read_only,
+                cols: a.cols,
+                rows: a.rows,
+            },
+        };
+        conn.subscribed = rt.subscribed;
+        conn.inbuf = rt.inbuf;
+        conn.out = rt.out;
+        conn.out_pos = rt.written;
+        conn.msg_ends = rt.msg_ends.into_iter().collect();
+        conn.msg_start = 0;
+        conn.closing = rt
+            .closing_in_ms
+            .map(|ms| now + std::time::Duration::from_millis(ms));
+        Ok(conn)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reads everything the peer has, flushing `conn` as the socket drains.
+    fn read_all(conn: &mut Connection, peer: &mut std::os::unix::net::UnixStream) -> Vec<u8> {
+        peer.set_nonblocking(true).unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 64 * 1024];
+        loop {
+            conn.flush().unwrap();
+            match peer.read(&mut buf) {
+                Ok(n) if n > 0 => got.extend_from_slice(&buf[..n]),
+                _ if conn.queued() == 0 => return got,
+                _ => {}
+            }
+        }
+    }
+
+    #[test]
+    fn replace_queue_finishes_a_partly_written_frame() {
+        let (ours, mut peer) = std::os::unix::net::UnixStream::pair().unwrap();
+        ours.set_nonblocking(true).unwrap();
+        let peer_cred = PeerCred { uid: 0, pid: None };
+        let mut conn = Connection::new(Token(1), UnixStream::from_std(ours), peer_cred);
+        // Bigger than the socket buffer, so the first flush stops mid-frame.
+        let big = vec![b'x'; 900 * 1024];
+        assert!(conn.queue_frame(frame::server::OUTPUT, &big));
+        assert!(conn.queue_frame(frame::server::OUTPUT, b"dropped"));
+        conn.flush().unwrap();
+        assert!(
+            conn.queued() > 0 && conn.out_pos > 0,
+            "flush should stop mid-frame"
+        );
+        let mut exit = Vec::new();
+        frame::encode(frame::server::EXIT, b"{}", &mut exit);
+        conn.replace_queue(&exit);
+
+        let got = read_all(&mut conn, &mut peer);
+        let (first, used) = frame::decode(&got).unwrap().unwrap();
+        assert_eq!(
+            (first.kind, first.payload.len()),
+            (frame::server::OUTPUT, big.len())
+        );
+        let (last, rest) = frame::decode(&got[used..]).unwrap().unwrap();
+        assert_eq!((last.kind, last.payload), (frame::server::EXIT, &b"{}"[..]));
+        assert_eq!(used + rest, got.len());
+    }
+
+    #[test]
+    fn replace_queue_between_messages_drops_them_all() {
+        let (ours, mut peer) = std::os::unix::net::UnixStream::pair().unwrap();
+        ours.set_nonblocking(true).unwrap();
+        let peer_cred = PeerCred { uid: 0, pid: None };
+        let mut conn = Connection::new(Token(1), UnixStream::from_std(ours), peer_cred);
+        assert!(conn.queue(b"first\n"));
+        conn.flush().unwrap();
+        assert!(conn.queue(b"second\n"));
+        conn.replace_queue(b"last\n");
+        assert_eq!(read_all(&mut conn, &mut peer), b"first\nlast\n");
     }
 }

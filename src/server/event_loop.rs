@@ -3,12 +3,15 @@
 //! finished connections. Nothing here blocks: every fd is non-blocking, every
 //! read has a per-wakeup budget, every queue a bound.
 
-use super::connection::{ConnId, ConnMode, Connection, ReadOutcome};
+use super::connection::{
+    ConnId, ConnMode, Connection, OUTPUT_HIGH_WATER, OUTPUT_LOW_WATER, ReadOutcome, STALL_LIMIT,
+};
 use super::pane::{ExitReason, PaneState};
 use super::timers::TimerKind;
-use super::{DISK, LISTENER, SIGNALS, Server, Source};
+use super::{DISK, LISTENER, PREDECESSOR, SIGNALS, Server, Source, UPGRADE};
 use crate::protocol::methods::ExitStatus;
 use crate::protocol::{self, frame};
+use crate::term::TermEvent;
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Token};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
@@ -26,6 +29,8 @@ const EXIT_DRAIN_BUDGET: usize = 1 << 20;
 const CONN_READ_BUDGET: usize = 256 * 1024;
 /// How long a connection we are closing gets to take its last output.
 const CLOSE_GRACE: Duration = Duration::from_secs(5);
+/// How often the clients holding a paused pane are checked for progress.
+const STALL_CHECK: Duration = Duration::from_secs(1);
 
 impl Server {
     pub(super) fn run_loop(&mut self) -> Result<(), String> {
@@ -47,13 +52,15 @@ impl Server {
                     LISTENER => self.accept_all(),
                     SIGNALS => self.on_signals(),
                     DISK => self.on_save_results(),
+                    UPGRADE => self.on_upgrade_readable(),
+                    PREDECESSOR => self.on_predecessor_readable(),
                     token => match self.sources.get(&token).copied() {
                         Some(Source::Pane(id)) => {
                             if event.is_writable() {
                                 self.flush_pane_input(id);
                             }
                             if event.is_readable() || event.is_read_closed() || event.is_error() {
-                                self.read_pane(id, PANE_READ_BUDGET);
+                                self.read_pane_paced(id);
                             }
                         }
                         Some(Source::Conn(id))
@@ -64,14 +71,16 @@ impl Server {
                             self.read_conn(id);
                         }
                         Some(Source::Conn(_)) => {}
+                        Some(Source::Pidfd(id)) => self.on_pidfd(id),
                         None => {}
                     },
                 }
             }
             for source in std::mem::take(&mut self.backlog) {
                 match source {
-                    Source::Pane(id) => self.read_pane(id, PANE_READ_BUDGET),
+                    Source::Pane(id) => self.read_pane_paced(id),
                     Source::Conn(id) => self.read_conn(id),
+                    Source::Pidfd(id) => self.on_pidfd(id),
                 }
             }
             self.fire_timers();
@@ -87,7 +96,7 @@ impl Server {
         token
     }
 
-    fn accept_all(&mut self) {
+    pub(super) fn accept_all(&mut self) {
         loop {
             let (mut stream, _) = match self.listener.accept() {
                 Ok(pair) => pair,
@@ -145,12 +154,12 @@ impl Server {
                         "stopping",
                         &format!("received {}", super::pane::signal_name(signal)),
                     );
+                    self.stop_during_upgrade();
                     self.stopping = true;
                 }
-                SIGHUP => self.log.log(
-                    "sighup",
-                    "SIGHUP received and ignored: the server keeps running",
-                ),
+                // `systemctl reload` (or the reaper forwarding it): upgrade
+                // to the binary at our own path.
+                SIGHUP => self.start_upgrade(None, crate::protocol::methods::Upgrade::default()),
                 _ => {}
             }
         }
@@ -168,18 +177,34 @@ impl Server {
                 Ok(WaitStatus::StillAlive) | Err(_) => return,
                 Ok(_) => continue,
             };
-            let pane = self
-                .panes
-                .values()
-                .find(|p| p.is_running() && p.child().is_some_and(|c| c.pid == pid))
-                .map(|p| p.id);
-            if let Some(id) = pane {
-                self.on_pane_exit(id, status);
+            if self.upgrade.child_pid() == Some(pid) {
+                self.on_upgrade_child_exit(status);
+                continue;
             }
+            if self.paused {
+                // The manifest already describes this pane as running; the
+                // new server learns the exit from the pidfd. Kept for a
+                // rollback.
+                self.deferred_exits.push((pid, status));
+                continue;
+            }
+            self.on_child_exit(pid, status);
         }
     }
 
-    fn on_pane_exit(&mut self, id: u64, status: ExitStatus) {
+    /// A reaped child: if it is a running pane's process, the pane exited.
+    pub(super) fn on_child_exit(&mut self, pid: i32, status: ExitStatus) {
+        let pane = self
+            .panes
+            .values()
+            .find(|p| p.is_running() && p.child().is_some_and(|c| c.pid == pid))
+            .map(|p| p.id);
+        if let Some(id) = pane {
+            self.on_pane_exit(id, status);
+        }
+    }
+
+    pub(super) fn on_pane_exit(&mut self, id: u64, status: ExitStatus) {
         self.read_pane(id, EXIT_DRAIN_BUDGET);
         let Some(pane) = self.panes.get_mut(&id) else {
             return;
@@ -193,6 +218,7 @@ impl Server {
             status,
             reason,
         };
+        pane.hung_up_master = None;
         pane.discard_input();
         let unwritten = std::mem::take(&mut pane.pending_acks);
         let exit = pane.exit_json();
@@ -212,6 +238,93 @@ impl Server {
         let payload =
             serde_json::json!({ "reason": "pane_exited", "pane": public_id, "exit": exit });
         self.end_attachments(id, &payload);
+    }
+
+    /// Reads a pane's output unless one of its attached clients is over the
+    /// high-water mark: then the pane is paused instead, so its program
+    /// blocks on a full PTY as it would with a terminal that stops reading,
+    /// until `flush_conns` sees the clients catch up. (The drain at exit does
+    /// not pause: the exit must come after all output.)
+    fn read_pane_paced(&mut self, id: u64) {
+        if self.attached_output_over(id, OUTPUT_HIGH_WATER) {
+            if let Some(pane) = self.panes.get_mut(&id) {
+                pane.output_paused = true;
+                if !pane.stall_timer {
+                    pane.stall_timer = true;
+                    self.timers
+                        .add(Instant::now() + STALL_CHECK, TimerKind::PaneStall(id));
+                }
+            }
+            return;
+        }
+        self.read_pane(id, PANE_READ_BUDGET);
+    }
+
+    /// Whether a client attached to `pane` has more than `limit` bytes queued.
+    fn attached_output_over(&self, pane: u64, limit: usize) -> bool {
+        self.conns.values().any(|c| {
+            matches!(c.mode, ConnMode::Attached { pane: p, .. } if p == pane)
+                && c.closing.is_none()
+                && c.queued() > limit
+        })
+    }
+
+    /// Reads paused panes again whose clients have caught up (or left).
+    fn resume_paused_panes(&mut self) {
+        let paused: Vec<u64> = self
+            .panes
+            .values()
+            .filter(|p| p.output_paused)
+            .map(|p| p.id)
+            .collect();
+        for id in paused {
+            if !self.attached_output_over(id, OUTPUT_LOW_WATER)
+                && let Some(pane) = self.panes.get_mut(&id)
+            {
+                pane.output_paused = false;
+                self.backlog.push_back(Source::Pane(id));
+            }
+        }
+    }
+
+    /// Disconnects the clients that keep a paused pane paused without taking
+    /// any output for [`STALL_LIMIT`]: one stuck client must not freeze the
+    /// pane for everyone.
+    fn check_stalled_clients(&mut self, pane: u64, now: Instant) {
+        let Some(p) = self.panes.get_mut(&pane) else {
+            return;
+        };
+        if !p.output_paused {
+            p.stall_timer = false;
+            return;
+        }
+        let stuck: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| {
+                matches!(c.mode, ConnMode::Attached { pane: p, .. } if p == pane)
+                    && c.closing.is_none()
+                    && c.queued() > OUTPUT_LOW_WATER
+                    && now.duration_since(c.last_progress) >= STALL_LIMIT
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        for id in stuck {
+            self.log.log(
+                "client_too_slow",
+                &format!(
+                    "client {id} took no output for {} s while its pane was paused; disconnected",
+                    STALL_LIMIT.as_secs()
+                ),
+            );
+            let payload = serde_json::json!({
+                "reason": "too_slow",
+                "message": "disconnected: this client stopped reading output; reattach to resume"
+            });
+            self.end_attachment(id, &payload, true);
+        }
+        self.timers
+            .add(now + STALL_CHECK, TimerKind::PaneStall(pane));
     }
 
     /// Reads a pane's output (at most `budget` bytes), feeds the screen and
@@ -256,6 +369,7 @@ impl Server {
         if !replies.is_empty() {
             pane.queue_reply(&replies);
         }
+        let term_events = pane.screen.take_events();
         if ended && let Some(master) = pane.master.take() {
             // Deregister before closing: epoll tracks the open file
             // description, not the fd number.
@@ -263,7 +377,9 @@ impl Server {
                 .poll
                 .registry()
                 .deregister(&mut SourceFd(&master.raw_fd()));
-            drop(master);
+            if pane.is_running() {
+                pane.hung_up_master = Some(master);
+            }
         }
         if !replies.is_empty() {
             self.flush_pane_input(id);
@@ -273,6 +389,70 @@ impl Server {
         }
         if taken > 0 {
             self.check_text_waits(id);
+        }
+        if !term_events.is_empty() {
+            self.on_term_events(id, term_events);
+        }
+    }
+
+    /// Turns what the terminal model noticed into events (and answers waits
+    /// on prompts and finished commands).
+    fn on_term_events(&mut self, id: u64, term_events: Vec<TermEvent>) {
+        let pane_id = format!("p{id}");
+        let mut rang = false;
+        for event in term_events {
+            match event {
+                // A program ringing in a loop gets one event per read batch.
+                TermEvent::Bell if rang => {}
+                TermEvent::Bell => {
+                    rang = true;
+                    self.emit("pane.bell", serde_json::json!({ "pane": pane_id }));
+                }
+                TermEvent::Title(title) => {
+                    self.emit(
+                        "pane.title",
+                        serde_json::json!({ "pane": pane_id, "title": title }),
+                    );
+                }
+                TermEvent::Cwd(path) => {
+                    let dir = std::path::PathBuf::from(&path);
+                    if let Some(pane) = self.panes.get_mut(&id)
+                        && dir.is_absolute()
+                        && pane.cwd != dir
+                    {
+                        pane.cwd = dir;
+                        self.mark_dirty();
+                    }
+                    self.emit(
+                        "pane.cwd",
+                        serde_json::json!({ "pane": pane_id, "cwd": path }),
+                    );
+                }
+                TermEvent::Prompt => {
+                    if let Some(pane) = self.panes.get_mut(&id) {
+                        pane.prompts_seen += 1;
+                    }
+                    self.emit("pane.prompt", serde_json::json!({ "pane": pane_id }));
+                    self.on_shell_mark(id);
+                }
+                TermEvent::CommandStart => {
+                    self.emit(
+                        "pane.command_started",
+                        serde_json::json!({ "pane": pane_id }),
+                    );
+                }
+                TermEvent::CommandFinished { exit } => {
+                    if let Some(pane) = self.panes.get_mut(&id) {
+                        pane.commands_finished += 1;
+                        pane.last_command_exit = exit;
+                    }
+                    self.emit(
+                        "pane.command_finished",
+                        serde_json::json!({ "pane": pane_id, "exit": exit }),
+                    );
+                    self.on_shell_mark(id);
+                }
+            }
         }
     }
 
@@ -289,6 +469,7 @@ impl Server {
             self.log.log("input_failed", &msg);
         }
         let written = pane.written_total();
+        let (prompts, finished) = (pane.prompts_seen, pane.commands_finished);
         let mut done = Vec::new();
         pane.pending_acks.retain_mut(|ack| {
             if ack.end_offset <= written {
@@ -302,7 +483,12 @@ impl Server {
             self.respond(
                 conn,
                 &rpc_id,
-                Ok(serde_json::json!({ "written": true, "duplicate": duplicate })),
+                Ok(serde_json::json!({
+                    "written": true,
+                    "duplicate": duplicate,
+                    "prompts_seen": prompts,
+                    "commands_finished": finished,
+                })),
             );
         }
     }
@@ -438,7 +624,12 @@ impl Server {
     fn fire_timers(&mut self) {
         let now = Instant::now();
         for timer in self.timers.expired(now) {
+            if self.paused && !matches!(timer, TimerKind::Upgrade) {
+                self.deferred_timers.push(timer);
+                continue;
+            }
             match timer {
+                TimerKind::Upgrade => self.on_upgrade_timer(now),
                 TimerKind::PaneTimeout(id, run)
                     if self.panes.get(&id).is_some_and(|p| p.run == run) =>
                 {
@@ -471,6 +662,7 @@ impl Server {
                 TimerKind::WaitIdle(wait) => self.check_idle_wait(wait, now),
                 TimerKind::Save => self.on_save_timer(now),
                 TimerKind::HistoryTick => self.on_history_tick(),
+                TimerKind::PaneStall(id) => self.check_stalled_clients(id, now),
                 TimerKind::ConnClose(id) => {
                     if self
                         .conns
@@ -518,13 +710,17 @@ impl Server {
         };
         pane.kill_reason.get_or_insert(reason);
         signal_session(child.sid, signal);
-        self.timers.add(
-            Instant::now() + grace,
-            TimerKind::KillEscalate(id, pane.run),
-        );
+        let at = Instant::now() + grace;
+        pane.kill_deadline = Some(pane.kill_deadline.map_or(at, |d| d.min(at)));
+        self.timers.add(at, TimerKind::KillEscalate(id, pane.run));
     }
 
-    fn flush_conns(&mut self) {
+    pub(super) fn flush_conns(&mut self) {
+        // While paused the connections may already belong to the new server:
+        // not a byte may go out from here.
+        if self.paused {
+            return;
+        }
         let now = Instant::now();
         let mut dead = Vec::new();
         for (id, conn) in &mut self.conns {
@@ -539,6 +735,7 @@ impl Server {
         for id in dead {
             self.close_conn(id);
         }
+        self.resume_paused_panes();
     }
 
     pub(super) fn close_conn(&mut self, id: ConnId) {
@@ -589,6 +786,7 @@ impl Server {
 
     /// Tells clients we are going, hangs up the panes, removes our socket.
     pub(super) fn shutdown(&mut self) {
+        crate::service::notify::stopping();
         // Save first: the snapshot must describe the panes as they ran,
         // and stopping the server is no reason to forget them.
         self.final_save();

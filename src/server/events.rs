@@ -28,6 +28,20 @@ impl EventLog {
         self.last_seq
     }
 
+    /// The retained events, oldest first, for a live upgrade.
+    pub fn ring(&self) -> Vec<Value> {
+        self.ring.iter().cloned().collect()
+    }
+
+    /// Rebuilds the log a previous server handed over.
+    pub fn from_parts(last_seq: u64, ring: Vec<Value>) -> EventLog {
+        let mut ring: VecDeque<Value> = ring.into();
+        while ring.len() > EVENT_RING_CAPACITY {
+            ring.pop_front();
+        }
+        EventLog { ring, last_seq }
+    }
+
     /// Records an event of `kind` with the members of `data` (an object) and
     /// returns it with its `seq` and `type` filled in.
     pub fn push(&mut self, kind: &str, data: Value) -> &Value {

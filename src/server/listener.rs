@@ -17,7 +17,21 @@ use std::path::{Path, PathBuf};
 /// lock lives with the open file description, so it can later travel with
 /// the fd to a new server binary.
 pub struct InstanceLock {
-    _file: File,
+    file: File,
+}
+
+impl InstanceLock {
+    pub fn raw_fd(&self) -> std::os::fd::RawFd {
+        self.file.as_raw_fd()
+    }
+
+    /// Adopts a lock fd handed over by the previous server (the flock
+    /// travels with the open file description).
+    pub fn from_fd(fd: std::os::fd::OwnedFd) -> InstanceLock {
+        InstanceLock {
+            file: File::from(fd),
+        }
+    }
 }
 
 /// A bound public socket and the identity of the inode we created.
@@ -63,7 +77,7 @@ pub fn lock_namespace(paths: &NamespacePaths) -> io::Result<InstanceLock> {
     file.set_len(0)?;
     file.rewind()?;
     writeln!(file, "{}", std::process::id())?;
-    Ok(InstanceLock { _file: file })
+    Ok(InstanceLock { file })
 }
 
 /// Binds the public socket. Call only while holding the namespace lock: any

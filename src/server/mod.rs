@@ -10,14 +10,15 @@ mod defaults;
 mod diagnostics;
 mod event_loop;
 mod events;
+mod import;
 mod listener;
 mod pane;
 mod persistence;
 mod requests;
 mod restore;
-mod screen;
 mod spawn;
 mod timers;
+mod upgrade;
 mod waits;
 mod workspaces;
 
@@ -44,7 +45,12 @@ const LISTENER: Token = Token(0);
 const SIGNALS: Token = Token(1);
 /// Woken by the disk thread when a save finished.
 const DISK: Token = Token(2);
-const FIRST_DYNAMIC_TOKEN: usize = 3;
+/// The handoff socket (or version probe) of a live upgrade.
+const UPGRADE: Token = Token(3);
+/// A server started by an upgrade: the channel to its predecessor, open
+/// until the predecessor's probation ends.
+const PREDECESSOR: Token = Token(4);
+const FIRST_DYNAMIC_TOKEN: usize = 5;
 
 /// Environment variable naming an fd the server writes one byte to once it
 /// accepts connections, then closes. Clients that start a background server
@@ -65,6 +71,8 @@ pub struct ServerOptions {
 enum Source {
     Pane(u64),
     Conn(ConnId),
+    /// The pidfd of a pane's process inherited from an earlier generation.
+    Pidfd(u64),
 }
 
 /// All mutable state the loop owns. Nothing else touches it.
@@ -74,8 +82,9 @@ pub struct Server {
     signals: Signals,
     paths: NamespacePaths,
     socket_dev_ino: (u64, u64),
-    /// Held, never read: the flock on it is our claim on the namespace.
-    _lock: listener::InstanceLock,
+    /// The flock on it is our claim on the namespace; a live upgrade hands
+    /// it on with the fd.
+    lock: listener::InstanceLock,
     panes: BTreeMap<u64, Pane>,
     conns: HashMap<ConnId, Connection>,
     sources: HashMap<Token, Source>,
@@ -99,14 +108,48 @@ pub struct Server {
     persist: persistence::Persistence,
     /// Bumped by each live upgrade; fences snapshot writes.
     generation: u64,
+    /// The binary `server.upgrade` starts by default.
+    exe_path: std::path::PathBuf,
+    /// The live upgrade in progress, if any (`upgrade.rs`).
+    upgrade: upgrade::Upgrade,
+    /// Write end of the lineage pipe (see `reaper`), once there is one.
+    lineage: Option<std::os::fd::OwnedFd>,
+    /// Read end of the lineage pipe: only the first generation has it.
+    lineage_reader: Option<std::os::fd::OwnedFd>,
+    /// Set while an upgrade has paused everything: nothing is read,
+    /// written or acted on until it commits (then `handed_over_to`) or rolls
+    /// back.
+    paused: bool,
+    /// Exits reaped while paused, processed on rollback.
+    deferred_exits: Vec<(i32, crate::protocol::methods::ExitStatus)>,
+    /// Timers that came due while paused, re-armed on rollback.
+    deferred_timers: Vec<timers::TimerKind>,
+    /// The new server's pid once a handoff committed.
+    handed_over_to: Option<u32>,
+    /// Figures of the last upgrade, for `server.status`.
+    last_upgrade: serde_json::Value,
+    /// On a server started by an upgrade: the `server.upgrade` request to
+    /// answer once it serves.
+    upgrade_caller: Option<(ConnId, serde_json::Value)>,
+    /// While the previous generation is in probation it may still take
+    /// everything back, so no new upgrade may start: this is its channel.
+    predecessor: Option<std::os::fd::OwnedFd>,
 }
 
 /// Runs a server in the foreground until it is stopped.
 pub fn run(opts: ServerOptions) -> Result<(), String> {
+    if let Some(fd) = std::env::var(crate::handoff::HANDOFF_FD_ENV)
+        .ok()
+        .and_then(|v| v.parse::<RawFd>().ok())
+    {
+        // SAFETY: the old server put this fd number in our environment for us
+        // alone; `import::run` checks it is a socket before trusting it.
+        unsafe { std::env::remove_var(crate::handoff::HANDOFF_FD_ENV) };
+        return import::run(fd, opts.paths);
+    }
     let paths = opts.paths;
-    // A write past RLIMIT_FSIZE must fail with EFBIG, not kill the server.
-    // SAFETY: setting a signal disposition to SIG_IGN has no preconditions.
-    unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
+    ignore_sigxfsz();
+    crate::reaper::become_subreaper();
     paths.prepare_runtime_dir().map_err(|e| e.to_string())?;
     let lock = listener::lock_namespace(&paths).map_err(|e| e.to_string())?;
     let bound = listener::bind_socket(&paths).map_err(|e| e.to_string())?;
@@ -114,53 +157,13 @@ pub fn run(opts: ServerOptions) -> Result<(), String> {
     // Temp files of a server killed mid-save; we hold the lock now.
     persist::atomic::remove_stale_temps(&paths.state_dir);
     persist::atomic::remove_stale_temps(&persist::history_dir(&paths.state_dir));
-    let log = Diagnostics::open(paths.diagnostics());
-
-    let poll = Poll::new().map_err(|e| format!("creating poll: {e}"))?;
-    let mut listener = UnixListener::from_std(bound.listener);
-    poll.registry()
-        .register(&mut listener, LISTENER, Interest::READABLE)
+    let listener = UnixListener::from_std(bound.listener);
+    let mut server = Server::assemble(paths, listener, (bound.dev, bound.ino), lock, opts.history)?;
+    server
+        .poll
+        .registry()
+        .register(&mut server.listener, LISTENER, Interest::READABLE)
         .map_err(|e| format!("registering listener: {e}"))?;
-    // Registered before any pane exists, so no child's exit can be missed.
-    let mut signals = Signals::new([SIGCHLD, SIGTERM, SIGINT, SIGHUP])
-        .map_err(|e| format!("installing signal handlers: {e}"))?;
-    poll.registry()
-        .register(&mut signals, SIGNALS, Interest::READABLE)
-        .map_err(|e| format!("registering signals: {e}"))?;
-    let waker = std::sync::Arc::new(
-        mio::Waker::new(poll.registry(), DISK)
-            .map_err(|e| format!("creating the disk waker: {e}"))?,
-    );
-    let writer = persist::writer::Writer::spawn(std::sync::Arc::new(move || {
-        let _ = waker.wake();
-    }))
-    .map_err(|e| format!("starting the disk writer thread: {e}"))?;
-
-    let mut server = Server {
-        poll,
-        listener,
-        signals,
-        socket_dev_ino: (bound.dev, bound.ino),
-        _lock: lock,
-        panes: BTreeMap::new(),
-        conns: HashMap::new(),
-        sources: HashMap::new(),
-        next_token: FIRST_DYNAMIC_TOKEN,
-        next_pane_id: 1,
-        next_wait_id: 1,
-        events: EventLog::new(),
-        timers: Timers::default(),
-        waits: BTreeMap::new(),
-        log,
-        started: Instant::now(),
-        started_unix_ms: pane::unix_ms(),
-        backlog: VecDeque::new(),
-        stopping: false,
-        tree: crate::workspace::Tree::new(),
-        persist: persistence::Persistence::new(Some(writer), opts.history),
-        generation: 1,
-        paths,
-    };
     server.log.log(
         "started",
         &format!(
@@ -170,23 +173,123 @@ pub fn run(opts: ServerOptions) -> Result<(), String> {
             bound.path.display()
         ),
     );
+    server.lineage = crate::reaper::lineage_from_env();
+    if let Some(l) = &server.lineage {
+        crate::reaper::announce(l);
+    }
     if opts.restore {
         server.restore_from_disk();
     }
-    server.timers.add(
-        std::time::Instant::now() + persistence::HISTORY_INTERVAL,
-        timers::TimerKind::HistoryTick,
-    );
     signal_ready();
-    // A panic in the loop must still save what it can and tell clients we
-    // are gone, so none of them reconnects forever.
-    let result = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| server.run_loop()))
-    {
-        Ok(result) => result,
-        Err(_) => Err("the server loop panicked; saved what it could and told clients".to_string()),
-    };
-    server.shutdown();
-    result
+    crate::service::notify::ready(&format!("serving {} panes", server.panes.len()));
+    server.serve()
+}
+
+/// A write past RLIMIT_FSIZE must fail with EFBIG, not kill the server.
+fn ignore_sigxfsz() {
+    // SAFETY: setting a signal disposition to SIG_IGN has no preconditions.
+    unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
+}
+
+impl Server {
+    /// Builds a server around a claimed namespace: the poll, the signal
+    /// source, the disk thread. Nothing else is registered yet.
+    fn assemble(
+        paths: NamespacePaths,
+        listener: UnixListener,
+        socket_dev_ino: (u64, u64),
+        lock: listener::InstanceLock,
+        history: bool,
+    ) -> Result<Server, String> {
+        let log = Diagnostics::open(paths.diagnostics());
+        let poll = Poll::new().map_err(|e| format!("creating poll: {e}"))?;
+        // Registered before any pane exists, so no child's exit can be missed.
+        let mut signals = Signals::new([SIGCHLD, SIGTERM, SIGINT, SIGHUP])
+            .map_err(|e| format!("installing signal handlers: {e}"))?;
+        poll.registry()
+            .register(&mut signals, SIGNALS, Interest::READABLE)
+            .map_err(|e| format!("registering signals: {e}"))?;
+        let waker = std::sync::Arc::new(
+            mio::Waker::new(poll.registry(), DISK)
+                .map_err(|e| format!("creating the disk waker: {e}"))?,
+        );
+        let writer = persist::writer::Writer::spawn(std::sync::Arc::new(move || {
+            let _ = waker.wake();
+        }))
+        .map_err(|e| format!("starting the disk writer thread: {e}"))?;
+        // Where upgrades look for the new binary by default: resolved now,
+        // while /proc/self/exe still names the file we were started from (a
+        // package manager may replace it later; then it reads "(deleted)").
+        let exe_path = std::env::current_exe().unwrap_or_else(|_| std::path::PathBuf::from("ptyd"));
+        let mut server = Server {
+            poll,
+            listener,
+            signals,
+            socket_dev_ino,
+            lock,
+            panes: BTreeMap::new(),
+            conns: HashMap::new(),
+            sources: HashMap::new(),
+            next_token: FIRST_DYNAMIC_TOKEN,
+            next_pane_id: 1,
+            next_wait_id: 1,
+            events: EventLog::new(),
+            timers: Timers::default(),
+            waits: BTreeMap::new(),
+            log,
+            started: Instant::now(),
+            started_unix_ms: pane::unix_ms(),
+            backlog: VecDeque::new(),
+            stopping: false,
+            tree: crate::workspace::Tree::new(),
+            persist: persistence::Persistence::new(Some(writer), history),
+            generation: 1,
+            paths,
+            exe_path,
+            upgrade: upgrade::Upgrade::Idle,
+            lineage: None,
+            lineage_reader: None,
+            paused: false,
+            deferred_exits: Vec::new(),
+            deferred_timers: Vec::new(),
+            handed_over_to: None,
+            last_upgrade: serde_json::Value::Null,
+            upgrade_caller: None,
+            predecessor: None,
+        };
+        server.timers.add(
+            Instant::now() + persistence::HISTORY_INTERVAL,
+            timers::TimerKind::HistoryTick,
+        );
+        Ok(server)
+    }
+
+    /// Runs the loop until the server stops or hands over, then finishes
+    /// accordingly: a stopped server saves and hangs up; a server that handed
+    /// over lets go of everything (the new one owns it all now) and, if it is
+    /// the first generation, stays behind as the reaper.
+    fn serve(mut self) -> Result<(), String> {
+        // A panic in the loop must still save what it can and tell clients
+        // we are gone, so none of them reconnects forever.
+        let result =
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.run_loop())) {
+                Ok(result) => result,
+                Err(_) => Err(
+                    "the server loop panicked; saved what it could and told clients".to_string(),
+                ),
+            };
+        let Some(new_pid) = self.handed_over_to else {
+            self.shutdown();
+            return result;
+        };
+        let reader = self.lineage_reader.take();
+        self.release();
+        drop(self);
+        match reader {
+            Some(reader) => std::process::exit(crate::reaper::run_reaper(reader, new_pid as i32)),
+            None => Ok(()),
+        }
+    }
 }
 
 /// Tells a waiting client (see [`READY_FD_ENV`]) that we accept connections.

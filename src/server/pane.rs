@@ -10,10 +10,10 @@
 //! tracked apart. The pane and its exit status stay until removed.
 
 use super::connection::ConnId;
-use super::screen::Screen;
 use crate::persist::snapshot::RestorePolicy;
 use crate::protocol::methods::{CommandSpec, ExitStatus};
 use crate::pty::{ChildProcess, PtyMaster};
+use crate::term::{CaptureOptions, TermConfig, Terminal};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -73,6 +73,11 @@ pub struct Pane {
     pub created_unix_ms: u64,
     /// `None` once output has ended and the fd is closed.
     pub master: Option<PtyMaster>,
+    /// The master after output ended (EIO) while the process still runs,
+    /// kept open until it is reaped. Closing it hangs up the terminal, and
+    /// the kernel's SIGHUP would kill a process that closed its stdio and is
+    /// about to exit normally (GNU tools do), falsifying its exit status.
+    pub hung_up_master: Option<PtyMaster>,
     pub token: mio::Token,
     pub state: PaneState,
     /// Counts starts; timers for one run must not act on the next.
@@ -81,13 +86,33 @@ pub struct Pane {
     pub resume: Option<String>,
     /// Output arrived since the history file was last written.
     pub history_dirty: bool,
-    pub screen: Screen,
-    pub title: String,
+    /// Shell-integration marks seen (OSC 133 A and D), so a wait can ask for
+    /// "a mark after the N-th" without racing the shell.
+    pub prompts_seen: u64,
+    pub commands_finished: u64,
+    pub last_command_exit: Option<i32>,
+    /// The terminal model: screen, scrollback, modes, title.
+    pub screen: Terminal,
     pub last_output: Instant,
     pub timeout: Option<Duration>,
     pub idle_timeout: Option<Duration>,
     /// Set by the first kill request: why the pane is being killed.
     pub kill_reason: Option<ExitReason>,
+    /// When a kill in progress escalates to SIGKILL (its timer's deadline,
+    /// kept so a live upgrade can carry it).
+    pub kill_deadline: Option<Instant>,
+    /// For a process spawned by an earlier server generation (not our
+    /// child, so no SIGCHLD for it): a pidfd that polls readable on its exit
+    /// and reports the status (`pty::pidfd`).
+    pub pidfd: Option<std::os::fd::OwnedFd>,
+    pub pidfd_token: Option<mio::Token>,
+    /// When the wall-clock watchdog fires, for the same reason.
+    pub timeout_at: Option<Instant>,
+    /// Not read while an attached client is too far behind; the loop reads
+    /// it again once they catch up.
+    pub output_paused: bool,
+    /// A `PaneStall` timer is pending for this pane.
+    pub stall_timer: bool,
     input: Vec<u8>,
     input_pos: usize,
     written_total: u64,
@@ -124,6 +149,7 @@ impl Pane {
             rows: setup.rows,
             created_unix_ms: unix_ms(),
             master: None,
+            hung_up_master: None,
             token,
             state: PaneState::Held {
                 reason: held_reason,
@@ -134,12 +160,20 @@ impl Pane {
             // A snapshot names every pane's history file, so the first
             // save after creation must write one even if nothing was printed.
             history_dirty: true,
-            screen: Screen::new(setup.cols, setup.rows),
-            title: String::new(),
+            prompts_seen: 0,
+            commands_finished: 0,
+            last_command_exit: None,
+            screen: Terminal::new(setup.cols, setup.rows, TermConfig::default()),
             last_output: Instant::now(),
             timeout: setup.timeout,
             idle_timeout: setup.idle_timeout,
             kill_reason: None,
+            kill_deadline: None,
+            pidfd: None,
+            pidfd_token: None,
+            timeout_at: None,
+            output_paused: false,
+            stall_timer: false,
             input: Vec::new(),
             input_pos: 0,
             written_total: 0,
@@ -160,6 +194,8 @@ impl Pane {
         self.state = PaneState::Running(child);
         self.run += 1;
         self.kill_reason = None;
+        self.kill_deadline = None;
+        self.timeout_at = None;
         self.last_output = Instant::now();
         self.discard_input();
     }
@@ -283,10 +319,220 @@ impl Pane {
             "held_reason": match &self.state { PaneState::Held { reason } => Some(reason.as_str()), _ => None },
             "restore": self.restore,
             "resume": self.resume,
-            "title": self.title,
+            "title": self.screen.title(),
+            "prompts_seen": self.prompts_seen,
+            "commands_finished": self.commands_finished,
+            "last_command_exit": self.last_command_exit,
             "created_unix_ms": self.created_unix_ms,
             "attached_clients": attached_clients,
         })
+    }
+}
+
+impl Pane {
+    /// Scrollback and screen as lines with SGR sequences: what the history
+    /// file keeps and a restore injects back.
+    pub fn history_text(&self) -> String {
+        let opts = CaptureOptions {
+            start: Some(-(self.screen.scrollback_len() as i64)),
+            end: None,
+            escapes: true,
+        };
+        let capture = self.screen.capture(&opts);
+        let last = capture
+            .lines
+            .iter()
+            .rposition(|l| !l.is_empty())
+            .map_or(0, |i| i + 1);
+        let mut out = String::new();
+        for line in &capture.lines[..last] {
+            out.push_str(line);
+            out.push('\n');
+        }
+        out
+    }
+
+    /// Puts restored text into the scrollback, above what the new process
+    /// will print.
+    pub fn inject_history(&mut self, text: &str) {
+        let lines: Vec<String> = text.lines().map(str::to_string).collect();
+        self.screen.inject_history(&lines);
+    }
+}
+
+impl ExitReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExitReason::Exited => "exited",
+            ExitReason::Killed => "killed",
+            ExitReason::Timeout => "timeout",
+            ExitReason::IdleTimeout => "idle_timeout",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<ExitReason> {
+        [
+            ExitReason::Exited,
+            ExitReason::Killed,
+            ExitReason::Timeout,
+            ExitReason::IdleTimeout,
+        ]
+        .into_iter()
+        .find(|r| r.as_str() == s)
+    }
+}
+
+/// Milliseconds from `now` until `at` (0 if passed).
+fn ms_until(at: Instant, now: Instant) -> u64 {
+    at.saturating_duration_since(now).as_millis() as u64
+}
+
+impl Pane {
+    /// This pane's runtime state for a live upgrade (its structural part
+    /// travels in the manifest's snapshot).
+    pub fn export(&self, now: Instant) -> crate::handoff::manifest::PaneRuntime<&Terminal> {
+        use crate::handoff::manifest::{AckRuntime, PaneRuntime, ProcessRuntime};
+        let process = match &self.state {
+            PaneState::Running(c) => ProcessRuntime::Running {
+                pid: c.pid,
+                sid: c.sid,
+                start_token: c.start_token,
+            },
+            PaneState::Exited {
+                child: c,
+                status,
+                reason,
+            } => ProcessRuntime::Exited {
+                pid: c.pid,
+                sid: c.sid,
+                start_token: c.start_token,
+                status: *status,
+                reason: reason.as_str().to_string(),
+            },
+            PaneState::Held { reason } => ProcessRuntime::Held {
+                reason: reason.clone(),
+            },
+        };
+        PaneRuntime {
+            id: self.id,
+            created_unix_ms: self.created_unix_ms,
+            process,
+            run: self.run,
+            kill_reason: self.kill_reason.map(|r| r.as_str().to_string()),
+            kill_escalate_in_ms: self.kill_deadline.map(|at| ms_until(at, now)),
+            screen: &self.screen,
+            idle_ms: now.saturating_duration_since(self.last_output).as_millis() as u64,
+            timeout_in_ms: self.timeout_at.map(|at| ms_until(at, now)),
+            idle_timeout_ms: self.idle_timeout.map(|d| d.as_millis() as u64),
+            input: self.input[self.input_pos..].to_vec(),
+            written_total: self.written_total,
+            acks: self
+                .pending_acks
+                .iter()
+                .map(|a| AckRuntime {
+                    conn: a.conn,
+                    rpc_id: a.rpc_id.clone(),
+                    end_offset: a.end_offset,
+                    duplicate: a.duplicate,
+                })
+                .collect(),
+            recent_requests: self
+                .recent_order
+                .iter()
+                .filter_map(|r| self.recent_requests.get(r).map(|end| (r.clone(), *end)))
+                .collect(),
+            history_dirty: self.history_dirty,
+            prompts_seen: self.prompts_seen,
+            commands_finished: self.commands_finished,
+            last_command_exit: self.last_command_exit,
+        }
+    }
+
+    /// Rebuilds a pane from its snapshot record and runtime state. `conn_map`
+    /// turns the old server's connection ids into ours.
+    pub fn import(
+        rec: crate::persist::snapshot::PaneRecord,
+        rt: crate::handoff::manifest::PaneRuntime,
+        token: mio::Token,
+        now: Instant,
+        conn_map: &HashMap<usize, ConnId>,
+    ) -> Result<Pane, String> {
+        use crate::handoff::manifest::ProcessRuntime;
+        let setup = PaneSetup {
+            id: rt.id,
+            name: rec.name,
+            command: rec.command,
+            cwd: PathBuf::from(rec.cwd),
+            env: rec.env,
+            cols: rec.cols,
+            rows: rec.rows,
+            timeout: None,
+            idle_timeout: rt.idle_timeout_ms.map(Duration::from_millis),
+            restore: rec.restore,
+            resume: rec.resume,
+        };
+        let mut pane = Pane::new(setup, token, String::new());
+        pane.state = match rt.process {
+            ProcessRuntime::Running {
+                pid,
+                sid,
+                start_token,
+            } => PaneState::Running(ChildProcess {
+                pid,
+                sid,
+                start_token,
+            }),
+            ProcessRuntime::Exited {
+                pid,
+                sid,
+                start_token,
+                status,
+                reason,
+            } => PaneState::Exited {
+                child: ChildProcess {
+                    pid,
+                    sid,
+                    start_token,
+                },
+                status,
+                reason: ExitReason::parse(&reason)
+                    .ok_or(format!("pane p{}: unknown exit reason {reason:?}", rt.id))?,
+            },
+            ProcessRuntime::Held { reason } => PaneState::Held { reason },
+        };
+        pane.created_unix_ms = rt.created_unix_ms;
+        pane.run = rt.run;
+        pane.kill_reason = rt.kill_reason.as_deref().and_then(ExitReason::parse);
+        pane.kill_deadline = rt
+            .kill_escalate_in_ms
+            .map(|ms| now + Duration::from_millis(ms));
+        pane.screen = rt.screen;
+        pane.last_output = now
+            .checked_sub(Duration::from_millis(rt.idle_ms))
+            .unwrap_or(now);
+        pane.timeout_at = rt.timeout_in_ms.map(|ms| now + Duration::from_millis(ms));
+        pane.input = rt.input;
+        pane.written_total = rt.written_total;
+        pane.pending_acks = rt
+            .acks
+            .into_iter()
+            .filter_map(|a| {
+                conn_map.get(&a.conn).map(|conn| PendingAck {
+                    conn: *conn,
+                    rpc_id: a.rpc_id,
+                    end_offset: a.end_offset,
+                    duplicate: a.duplicate,
+                })
+            })
+            .collect();
+        for (request, end) in rt.recent_requests {
+            pane.remember_request(request, end);
+        }
+        pane.history_dirty = rt.history_dirty;
+        pane.prompts_seen = rt.prompts_seen;
+        pane.commands_finished = rt.commands_finished;
+        pane.last_command_exit = rt.last_command_exit;
+        Ok(pane)
     }
 }
 

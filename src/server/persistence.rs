@@ -77,6 +77,10 @@ impl Persistence {
         }
     }
 
+    pub fn in_flight_revision(&self) -> Option<u64> {
+        self.in_flight
+    }
+
     fn due_at(&self) -> Option<Instant> {
         let first = self.first_dirty?;
         let due = (self.last_change + SAVE_DEBOUNCE).min(first + SAVE_MAX_DELAY);
@@ -152,7 +156,9 @@ impl Server {
 
     /// Serializes the state and hands it to the disk thread.
     pub(super) fn start_save(&mut self) {
-        if self.persist.disabled.is_some() || self.persist.in_flight.is_some() {
+        // Paused for an upgrade, the state may already be the new server's:
+        // only the current owner writes snapshots.
+        if self.persist.disabled.is_some() || self.persist.in_flight.is_some() || self.paused {
             return;
         }
         let Some(job) = self.build_save_job() else {
@@ -310,6 +316,7 @@ impl Server {
                 }
             }
         }
+        self.upgrade_after_save();
         if self.persist.in_flight.is_none() && !self.persist.waiting.is_empty() {
             self.start_save();
         } else if let Some(due) = self.persist.due_at()
@@ -400,7 +407,7 @@ fn live_cwd(pane: &Pane) -> Option<std::path::PathBuf> {
 
 /// The last [`HISTORY_MAX_BYTES`] of the pane's text, whole lines only.
 fn history_bytes(pane: &Pane) -> Vec<u8> {
-    let mut text = pane.screen.history_text();
+    let mut text = pane.history_text();
     if text.len() > HISTORY_MAX_BYTES {
         let mut cut = text.len() - HISTORY_MAX_BYTES;
         // The byte count may land inside a multi-byte character.

@@ -31,7 +31,15 @@ impl Server {
         if line.iter().all(u8::is_ascii_whitespace) {
             return;
         }
-        let raw: RawRequest = match serde_json::from_slice(line) {
+        // Through `Value` first: serde would also build the struct from a
+        // JSON array (`[id, method, params]`), which is not a request.
+        let raw = serde_json::from_slice::<Value>(line).and_then(|v| match v {
+            Value::Object(_) => serde_json::from_value::<RawRequest>(v),
+            _ => Err(serde::de::Error::custom(
+                "the line is JSON but not an object",
+            )),
+        });
+        let raw = match raw {
             Ok(raw) => raw,
             Err(e) => {
                 let err = RpcError::new(
@@ -68,6 +76,11 @@ impl Server {
             "server.status" => {
                 params::<methods::NoParams>(method, p)?;
                 Ok(Some(self.status()))
+            }
+            "server.upgrade" => {
+                let req: methods::Upgrade = params(method, p)?;
+                self.start_upgrade(Some((conn, rpc_id.clone())), req);
+                Ok(None)
             }
             "server.save" => {
                 params::<methods::NoParams>(method, p)?;
@@ -121,15 +134,17 @@ impl Server {
                 let req: methods::PaneCapture = params(method, p)?;
                 let id = self.resolve_target(&req.target)?;
                 let pane = &self.panes[&id];
-                let lines = pane.screen.visible_text();
-                Ok(Some(json!({
-                    "pane": pane.public_id(),
-                    "text": lines.join("\n"),
-                    "lines": lines,
-                    "cols": pane.cols,
-                    "rows": pane.rows,
-                    "title": pane.title,
-                })))
+                let opts = crate::term::CaptureOptions {
+                    start: req.start,
+                    end: req.end,
+                    escapes: req.ansi,
+                };
+                let capture = pane.screen.capture(&opts);
+                let mut reply = serde_json::to_value(&capture).unwrap_or(Value::Null);
+                reply["pane"] = json!(pane.public_id());
+                reply["text"] = json!(capture.lines.join("\n"));
+                reply["scrollback_lines"] = json!(pane.screen.scrollback_len());
+                Ok(Some(reply))
             }
             "pane.kill" => {
                 let req: methods::PaneKill = params(method, p)?;
@@ -226,6 +241,8 @@ impl Server {
             "clients": self.conns.len(),
             "event_seq": self.events.last_seq(),
             "generation": self.generation,
+            "upgrade": self.upgrade_status(),
+            "last_upgrade": self.last_upgrade,
             "workspaces": self.tree.workspaces.len(),
             "tabs": self.tree.tabs.len(),
             "persistence": self.persist.status(),
@@ -336,22 +353,44 @@ impl Server {
 
     fn pane_wait(&mut self, conn: ConnId, rpc_id: &Value, req: methods::PaneWait) -> Outcome {
         let id = self.resolve_target(&req.target)?;
-        let condition = match (req.exit, req.text, req.idle_ms) {
-            (true, None, None) => WaitCondition::Exit,
-            (false, Some(text), None) if !text.is_empty() => WaitCondition::Text(text),
-            (false, None, Some(ms)) => WaitCondition::Idle(Duration::from_millis(ms)),
-            _ => {
-                return Err(RpcError::new(
-                    ErrorCode::InvalidParams,
-                    "pane.wait takes exactly one of \"exit\": true, \"text\": \"...\" (non-empty) or \"idle_ms\": N",
-                ));
-            }
-        };
+        let mut conditions = Vec::new();
+        if req.exit {
+            conditions.push(WaitCondition::Exit);
+        }
+        if let Some(text) = req.text {
+            conditions.push(WaitCondition::Text(text));
+        }
+        if let Some(ms) = req.idle_ms {
+            conditions.push(WaitCondition::Idle(Duration::from_millis(ms)));
+        }
+        let pane = &self.panes[&id];
+        if req.prompt {
+            conditions.push(WaitCondition::Prompt(
+                req.after.unwrap_or(pane.prompts_seen),
+            ));
+        }
+        if req.command_finished {
+            conditions.push(WaitCondition::CommandFinished(
+                req.after.unwrap_or(pane.commands_finished),
+            ));
+        }
+        let condition = match conditions.pop() {
+            Some(WaitCondition::Text(t)) if t.is_empty() => None,
+            Some(c) if conditions.is_empty() => Some(c),
+            _ => None,
+        }
+        .ok_or_else(|| {
+            RpcError::new(
+                ErrorCode::InvalidParams,
+                "pane.wait takes exactly one of \"exit\": true, \"text\": \"...\" (non-empty), \"idle_ms\": N, \"prompt\": true or \"command_finished\": true",
+            )
+        })?;
         let wait = Wait {
             conn,
             rpc_id: rpc_id.clone(),
             pane: id,
             condition,
+            deadline: None,
         };
         self.park_wait(wait, req.timeout_ms.map(Duration::from_millis));
         Ok(None)

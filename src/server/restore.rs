@@ -76,6 +76,9 @@ impl Server {
     /// Rebuilds tree and panes; returns the repairs made.
     fn rebuild(&mut self, snap: Snapshot) -> Vec<String> {
         let mut fixes = Vec::new();
+        // A restart is a new generation of the same session: the fence
+        // keeps growing.
+        self.generation = snap.generation + 1;
         // 1. Pane identities, each id once.
         let mut records: BTreeMap<u64, PaneRecord> = BTreeMap::new();
         for rec in snap.panes {
@@ -274,9 +277,9 @@ impl Server {
                 continue;
             };
             if let Some(Ok(bytes)) = history.map(std::fs::read) {
-                pane.screen.inject_history(&String::from_utf8_lossy(&bytes));
+                pane.inject_history(&String::from_utf8_lossy(&bytes));
             }
-            pane.screen.inject_history(&notice);
+            pane.inject_history(&notice);
         }
         fixes
     }
@@ -374,19 +377,8 @@ fn layout_from_record(rec: &LayoutRecord, fixes: &mut Vec<String>) -> Option<Lay
             first,
             second,
         } => {
-            match (
-                layout_from_record(first, fixes),
-                layout_from_record(second, fixes),
-            ) {
-                (Some(a), Some(b)) => Some(Layout::Split {
-                    direction: *direction,
-                    ratio: *ratio,
-                    first: Box::new(a),
-                    second: Box::new(b),
-                }),
-                (Some(only), None) | (None, Some(only)) => Some(only),
-                (None, None) => None,
-            }
+            let first = layout_from_record(first, fixes);
+            Layout::join(*direction, *ratio, first, layout_from_record(second, fixes))
         }
     }
 }

@@ -223,6 +223,7 @@ impl Server {
         pane.start(master, child);
         let now = Instant::now();
         if let Some(timeout) = pane.timeout {
+            pane.timeout_at = Some(now + timeout);
             self.timers
                 .add(now + timeout, TimerKind::PaneTimeout(id, pane.run));
         }

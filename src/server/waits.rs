@@ -17,6 +17,10 @@ pub enum WaitCondition {
     Text(String),
     /// No output for this long.
     Idle(Duration),
+    /// A shell prompt (OSC 133;A) beyond the first `n` the pane has shown.
+    Prompt(u64),
+    /// A finished command (OSC 133;D) beyond the first `n`.
+    CommandFinished(u64),
 }
 
 #[derive(Debug)]
@@ -25,11 +29,13 @@ pub struct Wait {
     pub rpc_id: Value,
     pub pane: u64,
     pub condition: WaitCondition,
+    /// When the wait times out (kept so a live upgrade can carry it).
+    pub deadline: Option<Instant>,
 }
 
 impl Server {
     /// Answers at once if the condition already holds, else parks the wait.
-    pub(super) fn park_wait(&mut self, wait: Wait, timeout: Option<Duration>) {
+    pub(super) fn park_wait(&mut self, mut wait: Wait, timeout: Option<Duration>) {
         if let Some(outcome) = self.wait_outcome(&wait, Instant::now()) {
             self.respond(wait.conn, &wait.rpc_id, outcome);
             return;
@@ -37,6 +43,7 @@ impl Server {
         let id = self.next_wait_id;
         self.next_wait_id += 1;
         if let Some(timeout) = timeout {
+            wait.deadline = Some(Instant::now() + timeout);
             self.timers
                 .add(Instant::now() + timeout, TimerKind::WaitTimeout(id));
         }
@@ -81,6 +88,25 @@ impl Server {
             }
             WaitCondition::Idle(idle) => (now.saturating_duration_since(pane.last_output) >= *idle)
                 .then(|| Ok(json!({ "reason": "idle" }))),
+            WaitCondition::Prompt(after) if pane.prompts_seen > *after => Some(Ok(
+                json!({ "reason": "prompt", "prompts_seen": pane.prompts_seen }),
+            )),
+            WaitCondition::CommandFinished(after) if pane.commands_finished > *after => {
+                Some(Ok(json!({
+                    "reason": "command_finished",
+                    "exit": pane.last_command_exit,
+                    "commands_finished": pane.commands_finished,
+                })))
+            }
+            WaitCondition::Prompt(_) | WaitCondition::CommandFinished(_) => exited.then(|| {
+                Err(RpcError::new(
+                    ErrorCode::PaneExited,
+                    format!(
+                        "pane {} exited before the shell-integration mark",
+                        pane.public_id()
+                    ),
+                ))
+            }),
         }
     }
 
@@ -113,6 +139,26 @@ impl Server {
             .any(|w| w.pane == pane && matches!(w.condition, WaitCondition::Text(_)))
         {
             self.recheck_waits(pane, true);
+        }
+    }
+
+    /// A shell-integration mark arrived: re-check the waits on marks.
+    pub(super) fn on_shell_mark(&mut self, pane: u64) {
+        let now = Instant::now();
+        let ready: Vec<(u64, Result<Value, RpcError>)> = self
+            .waits
+            .iter()
+            .filter(|(_, w)| {
+                w.pane == pane
+                    && matches!(
+                        w.condition,
+                        WaitCondition::Prompt(_) | WaitCondition::CommandFinished(_)
+                    )
+            })
+            .filter_map(|(id, w)| self.wait_outcome(w, now).map(|o| (*id, o)))
+            .collect();
+        for (id, outcome) in ready {
+            self.finish_wait(id, outcome);
         }
     }
 

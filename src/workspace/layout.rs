@@ -83,16 +83,27 @@ impl Layout {
                 ratio,
                 first,
                 second,
-            } => match (first.remove(pane), second.remove(pane)) {
-                (Some(a), Some(b)) => Some(Layout::Split {
-                    direction,
-                    ratio,
-                    first: Box::new(a),
-                    second: Box::new(b),
-                }),
-                (Some(only), None) | (None, Some(only)) => Some(only),
-                (None, None) => None,
-            },
+            } => Layout::join(direction, ratio, first.remove(pane), second.remove(pane)),
+        }
+    }
+
+    /// A split of two optional children: a split if both survive, the one
+    /// that does otherwise (a split never has an empty side).
+    pub fn join(
+        direction: Direction,
+        ratio: f32,
+        first: Option<Layout>,
+        second: Option<Layout>,
+    ) -> Option<Layout> {
+        match (first, second) {
+            (Some(a), Some(b)) => Some(Layout::Split {
+                direction,
+                ratio,
+                first: Box::new(a),
+                second: Box::new(b),
+            }),
+            (Some(only), None) | (None, Some(only)) => Some(only),
+            (None, None) => None,
         }
     }
 
@@ -126,16 +137,8 @@ impl Layout {
                     fixes.push(format!("split ratio {ratio} is outside (0, 1); using 0.5"));
                     0.5
                 };
-                match (first.repaired(keep, fixes), second.repaired(keep, fixes)) {
-                    (Some(a), Some(b)) => Some(Layout::Split {
-                        direction,
-                        ratio,
-                        first: Box::new(a),
-                        second: Box::new(b),
-                    }),
-                    (Some(only), None) | (None, Some(only)) => Some(only),
-                    (None, None) => None,
-                }
+                let first = first.repaired(keep, fixes);
+                Layout::join(direction, ratio, first, second.repaired(keep, fixes))
             }
         }
     }

@@ -417,6 +417,18 @@ impl Conn {
             .to_string()
     }
 
+    /// The pane's scrollback and visible text (restored history goes to the
+    /// scrollback).
+    pub fn capture_all(&mut self, target: &str) -> String {
+        self.ok(
+            "pane.capture",
+            json!({ "target": target, "start": -100_000 }),
+        )["text"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+
     /// Waits (server-side) until `text` is on the pane's screen.
     #[track_caller]
     pub fn wait_text(&mut self, target: &str, text: &str) {

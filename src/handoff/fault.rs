@@ -1,0 +1,39 @@
+//! Fault injection for tests: make either side of an upgrade die or stall at
+//! a named step, so every rollback edge can be proven. Set by the hidden
+//! `fault` param of `server.upgrade` (`ptyd upgrade --fault STEP:ACTION`),
+//! which reaches the new process as `PTYD_FAULT`. Documented as for testing
+//! only; with nothing set these checks cost a string compare.
+//!
+//! Steps: new side `new-before-hello`, `new-after-manifest`,
+//! `new-mid-batches`, `new-before-imported`, `new-before-committed`,
+//! `new-after-committed`; old side `old-after-hello`, `old-after-transfer`.
+//! Actions: `exit` (the process exits at once with code 97) or `stall`
+//! (it stops answering: sleeps for an hour).
+
+/// Environment variable carrying `STEP:ACTION` to the new process.
+pub const FAULT_ENV: &str = "PTYD_FAULT";
+
+/// Acts on `spec` (`STEP:ACTION`) if it names `step`.
+pub fn check(spec: Option<&str>, step: &str) {
+    let Some(spec) = spec else { return };
+    let Some((at, action)) = spec.split_once(':') else {
+        return;
+    };
+    if at != step {
+        return;
+    }
+    eprintln!(
+        "ptyd[{}]: fault injection: {action} at {step}",
+        std::process::id()
+    );
+    match action {
+        "exit" => std::process::exit(97),
+        "stall" => std::thread::sleep(std::time::Duration::from_secs(3600)),
+        _ => {}
+    }
+}
+
+/// The new side's fault, from its environment.
+pub fn from_env() -> Option<String> {
+    std::env::var(FAULT_ENV).ok().filter(|s| !s.is_empty())
+}

@@ -1,0 +1,252 @@
+//! What travels from the old server to the new one: the manifest (a JSON
+//! document in a memfd, passed as an fd) and the control messages of the
+//! handoff sequence. Types here are DTOs, apart from the server's in-memory
+//! types, so two binaries of different builds agree on them as long as
+//! [`HANDOFF_VERSION`] matches.
+
+use crate::persist::snapshot::Snapshot;
+use crate::protocol::methods::ExitStatus;
+use crate::term::Terminal;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Bump when anything in this file, or the serialized form of
+/// `term::Terminal` or `persist::snapshot::Snapshot`, changes
+/// incompatibly. Old and new servers refuse each other at preflight when
+/// they differ.
+pub const HANDOFF_VERSION: u32 = 1;
+
+/// Control messages on the handoff socket, in sequence order. See
+/// ARCHITECTURE.md ("Live upgrade") for the state machine.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "msg", rename_all = "snake_case")]
+pub enum Control {
+    /// new → old, first: who the new server is.
+    Hello {
+        handoff_version: u32,
+        server_version: String,
+        pid: u32,
+    },
+    /// old → new, with one fd: the memfd holding the manifest JSON.
+    Manifest { bytes: u64, fd_count: u32 },
+    /// new → old: one fd batch was received and checked.
+    BatchAck { seq: u32 },
+    /// new → old: everything is validated and rebuilt, nothing registered.
+    Imported { import_us: u64 },
+    /// old → new: start serving. Carries the old side's phase timings.
+    Commit {
+        timings: Vec<Phase>,
+        pause_started_mono_us: u64,
+    },
+    /// new → old: serving. The commit point.
+    Committed { blackout_us: u64 },
+    /// either way: giving up, with the reason.
+    Abort { reason: String },
+}
+
+/// One timed phase of an upgrade, for reports.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Phase {
+    pub name: String,
+    pub us: u64,
+}
+
+/// `S` is the terminal as carried: `&Terminal` when the old side writes
+/// (no copy of the screens), `Terminal` when the new side reads.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Manifest<S = Terminal> {
+    pub handoff_version: u32,
+    pub from_version: String,
+    pub from_pid: u32,
+    /// Generation of the new server (the old one's plus one).
+    pub generation: u64,
+    pub namespace: String,
+    /// The structure, as a snapshot would save it.
+    pub snapshot: Snapshot,
+    pub panes: Vec<PaneRuntime<S>>,
+    pub conns: Vec<ConnRuntime>,
+    pub waits: Vec<WaitRuntime>,
+    pub event_last_seq: u64,
+    pub event_ring: Vec<Value>,
+    pub persist_revision: u64,
+    pub history: bool,
+    pub started_unix_ms: u64,
+    pub socket_dev: u64,
+    pub socket_ino: u64,
+    /// The binary path upgrades resolve against (`--binary` default).
+    pub exe_path: String,
+    pub next_wait_id: u64,
+    /// The `server.upgrade` request to answer once committed.
+    pub caller: Option<Caller>,
+    /// Every fd id the batches carry, so the new side can check it got them
+    /// all: `listener`, `lock`, `lineage`, `conn:N`, `pty:pN`, `pidfd:pN`.
+    pub fd_ids: Vec<String>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Caller {
+    pub conn: usize,
+    pub rpc_id: Value,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProcessRuntime {
+    Running {
+        pid: i32,
+        sid: i32,
+        start_token: Option<u64>,
+    },
+    Exited {
+        pid: i32,
+        sid: i32,
+        start_token: Option<u64>,
+        status: ExitStatus,
+        reason: String,
+    },
+    Held {
+        reason: String,
+    },
+}
+
+/// A pane's state beyond its snapshot record.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct PaneRuntime<S = Terminal> {
+    pub id: u64,
+    pub created_unix_ms: u64,
+    pub process: ProcessRuntime,
+    pub run: u64,
+    pub kill_reason: Option<String>,
+    /// Milliseconds until SIGKILL of a kill in progress.
+    pub kill_escalate_in_ms: Option<u64>,
+    pub screen: S,
+    /// Milliseconds since the pane last printed.
+    pub idle_ms: u64,
+    pub timeout_in_ms: Option<u64>,
+    pub idle_timeout_ms: Option<u64>,
+    /// Input accepted and not yet written to the PTY.
+    #[serde(with = "b64")]
+    pub input: Vec<u8>,
+    pub written_total: u64,
+    pub acks: Vec<AckRuntime>,
+    pub recent_requests: Vec<(String, u64)>,
+    pub history_dirty: bool,
+    pub prompts_seen: u64,
+    pub commands_finished: u64,
+    pub last_command_exit: Option<i32>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct AckRuntime {
+    pub conn: usize,
+    pub rpc_id: Value,
+    pub end_offset: u64,
+    pub duplicate: bool,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ConnRuntime {
+    pub id: usize,
+    pub peer_uid: u32,
+    pub peer_pid: Option<i32>,
+    /// `None` for JSON mode, else the attached pane and its settings.
+    pub attached: Option<AttachRuntime>,
+    pub subscribed: bool,
+    /// Received bytes not yet handled (a partial request or frame).
+    #[serde(with = "b64")]
+    pub inbuf: Vec<u8>,
+    /// Output owed, starting at the beginning of the message being written:
+    /// the first `written` bytes of it already went out.
+    #[serde(with = "b64")]
+    pub out: Vec<u8>,
+    pub written: usize,
+    /// Where each queued message ends in `out`.
+    pub msg_ends: Vec<usize>,
+    pub closing_in_ms: Option<u64>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct AttachRuntime {
+    pub pane: u64,
+    pub read_only: bool,
+    pub cols: u16,
+    pub rows: u16,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct WaitRuntime {
+    pub conn: usize,
+    pub rpc_id: Value,
+    pub pane: u64,
+    /// `exit`, `text`, `idle`, `prompt` or `command_finished`.
+    pub kind: String,
+    pub text: Option<String>,
+    pub n: u64,
+    pub timeout_in_ms: Option<u64>,
+}
+
+/// Bytes as base64 text: JSON arrays of numbers would quadruple them.
+pub mod b64 {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+    pub fn encode(bytes: &[u8]) -> String {
+        let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+        for chunk in bytes.chunks(3) {
+            let b = [
+                chunk[0],
+                *chunk.get(1).unwrap_or(&0),
+                *chunk.get(2).unwrap_or(&0),
+            ];
+            let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+            for i in 0..4 {
+                if i <= chunk.len() {
+                    out.push(ALPHABET[(n >> (18 - 6 * i)) as usize & 63] as char);
+                } else {
+                    out.push('=');
+                }
+            }
+        }
+        out
+    }
+
+    pub fn decode(text: &str) -> Option<Vec<u8>> {
+        let text = text.trim_end_matches('=');
+        let mut out = Vec::with_capacity(text.len() * 3 / 4);
+        let mut acc = 0u32;
+        let mut bits = 0;
+        for c in text.bytes() {
+            let v = ALPHABET.iter().position(|&a| a == c)? as u32;
+            acc = (acc << 6) | v;
+            bits += 6;
+            if bits >= 8 {
+                bits -= 8;
+                out.push((acc >> bits) as u8);
+            }
+        }
+        Some(out)
+    }
+
+    pub fn serialize<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&encode(bytes))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        let text = String::deserialize(d)?;
+        decode(&text).ok_or_else(|| serde::de::Error::custom("invalid base64"))
+    }
+
+    #[cfg(test)]
+    mod tests {
+        #[test]
+        fn round_trips() {
+            for len in 0..70 {
+                let bytes: Vec<u8> = (0..len).map(|i| (i * 37 + 11) as u8).collect();
+                assert_eq!(super::decode(&super::encode(&bytes)).unwrap(), bytes);
+            }
+            assert_eq!(super::encode(b"hi!"), "aGkh");
+            assert_eq!(super::encode(b"h"), "aA==");
+        }
+    }
+}

@@ -1,0 +1,568 @@
+//! The new side of a live upgrade: `ptyd server` started with
+//! `PTYD_HANDOFF_FD`. It runs its part of the sequence before entering the
+//! loop, so plain blocking calls with deadlines are right here: it serves
+//! nothing until it commits.
+//!
+//! hello → manifest (memfd) → fd batches, each acked → validate and rebuild,
+//! registering nothing → imported → wait for commit → register everything,
+//! announce on the lineage pipe → committed → answer the upgrade caller →
+//! serve. If the old server vanishes after the fds arrived, this side takes
+//! over instead of dying with it.
+
+use super::connection::{ConnId, Connection};
+use super::pane::Pane;
+use super::{LISTENER, Server, Source};
+use crate::handoff::fdpass;
+use crate::handoff::manifest::{Control, HANDOFF_VERSION, Manifest, Phase};
+use crate::handoff::{HANDOFF_FD_ENV, fault};
+use crate::paths::NamespacePaths;
+use crate::persist::snapshot::{LayoutRecord, Snapshot, parse_id};
+use crate::workspace::layout::Layout;
+use crate::workspace::{Tab, Tree, Workspace};
+use mio::Interest;
+use mio::unix::SourceFd;
+use serde_json::json;
+use std::collections::HashMap;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::time::{Duration, Instant};
+
+/// How long the new side waits for each message of the old one. The old
+/// side's own deadline (10 s by default) is what normally ends a stuck
+/// upgrade; this only keeps an orphaned new process from waiting forever.
+const STEP_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Runs the import and then serves.
+pub fn run(fd: RawFd, paths: NamespacePaths) -> Result<(), String> {
+    super::ignore_sigxfsz();
+    crate::reaper::become_subreaper();
+    // SAFETY: fstat on an fd number we were told is ours; checked before use.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `st` is a valid, writable stat buffer.
+    if unsafe { libc::fstat(fd, &mut st) } != 0 || (st.st_mode & libc::S_IFMT) != libc::S_IFSOCK {
+        return Err(format!(
+            "{HANDOFF_FD_ENV}={fd} is not a socket; this mode is only for `ptyd upgrade`"
+        ));
+    }
+    // SAFETY: the old server handed this fd to us alone.
+    let sock = unsafe { OwnedFd::from_raw_fd(fd) };
+    let _ = crate::sys::set_cloexec(sock.as_raw_fd());
+    let fault_spec = fault::from_env();
+    let fault = fault_spec.as_deref();
+    // SAFETY: single-threaded here; nothing else reads the environment.
+    unsafe { std::env::remove_var(fault::FAULT_ENV) };
+
+    fault::check(fault, "new-before-hello");
+    let hello = Control::Hello {
+        handoff_version: HANDOFF_VERSION,
+        server_version: crate::protocol::SERVER_VERSION.to_string(),
+        pid: std::process::id(),
+    };
+    fdpass::send_message(&sock, &hello, &[]).map_err(|e| format!("sending hello: {e}"))?;
+
+    let (msg, mut fds) = recv(&sock)?;
+    let Control::Manifest { bytes, fd_count } = msg else {
+        return Err(format!("expected the manifest, got {msg:?}"));
+    };
+    let started = Instant::now();
+    let memfd = fds.pop().ok_or("the manifest message carried no fd")?;
+    let manifest = read_manifest(memfd, bytes)?;
+    fault::check(fault, "new-after-manifest");
+    if manifest.handoff_version != HANDOFF_VERSION {
+        return abort(
+            &sock,
+            format!(
+                "manifest version {} is not ours ({HANDOFF_VERSION})",
+                manifest.handoff_version
+            ),
+        );
+    }
+    if manifest.namespace != paths.namespace {
+        return abort(
+            &sock,
+            format!(
+                "manifest is for namespace {:?}, not {:?}",
+                manifest.namespace, paths.namespace
+            ),
+        );
+    }
+    if manifest.fd_ids.len() != fd_count as usize {
+        return abort(&sock, "the manifest's fd list and count disagree".into());
+    }
+
+    let mut received: HashMap<String, OwnedFd> = HashMap::new();
+    let mut seq = 0u32;
+    while received.len() < manifest.fd_ids.len() {
+        let batch = fdpass::recv_batch_timeout(&sock, STEP_TIMEOUT)
+            .map_err(|e| format!("receiving fd batch {seq}: {e}"))?;
+        if batch.seq != seq {
+            return abort(
+                &sock,
+                format!("fd batch {} arrived, expected {seq}", batch.seq),
+            );
+        }
+        for (id, fd) in batch.fds {
+            if !manifest.fd_ids.contains(&id) || received.insert(id.clone(), fd).is_some() {
+                return abort(
+                    &sock,
+                    format!("fd {id:?} is not in the manifest or came twice"),
+                );
+            }
+        }
+        fdpass::send_message(&sock, &Control::BatchAck { seq }, &[])
+            .map_err(|e| format!("acking batch {seq}: {e}"))?;
+        seq += 1;
+        fault::check(fault, "new-mid-batches");
+    }
+
+    let mut server = match rebuild(manifest.into_parts(), &mut received, paths) {
+        Ok(s) => s,
+        Err(e) => return abort(&sock, e),
+    };
+    fault::check(fault, "new-before-imported");
+    let import_us = started.elapsed().as_micros() as u64;
+    fdpass::send_message(&sock, &Control::Imported { import_us }, &[])
+        .map_err(|e| format!("sending imported: {e}"))?;
+
+    let (timings, pause_started_mono_us) = match recv(&sock) {
+        Ok((
+            Control::Commit {
+                timings,
+                pause_started_mono_us,
+            },
+            _,
+        )) => (timings, pause_started_mono_us),
+        Ok((Control::Abort { reason }, _)) => {
+            return Err(format!("the old server aborted the upgrade: {reason}"));
+        }
+        Ok((other, _)) => return Err(format!("expected commit, got {other:?}")),
+        // Everything is here and the old server is gone: serving is the
+        // only way nothing is lost.
+        Err(e) => {
+            server.log.log(
+                "takeover",
+                &format!("the old server vanished after the transfer ({e}); taking over"),
+            );
+            (Vec::new(), 0)
+        }
+    };
+    fault::check(fault, "new-before-committed");
+    let commit_started = Instant::now();
+    server.go_live()?;
+    let blackout_us = if pause_started_mono_us > 0 {
+        crate::sys::monotonic_usec().saturating_sub(pause_started_mono_us)
+    } else {
+        0
+    };
+    let _ = fdpass::send_message(&sock, &Control::Committed { blackout_us }, &[]);
+    fault::check(fault, "new-after-committed");
+    let mut phases = timings;
+    phases.push(Phase {
+        name: "commit".into(),
+        us: commit_started.elapsed().as_micros() as u64,
+    });
+    server.report_upgrade(phases, blackout_us, seq);
+    crate::service::notify::ready(&format!(
+        "serving {} panes (generation {})",
+        server.panes.len(),
+        server.generation
+    ));
+    // The old side keeps the channel through its probation; its close tells
+    // us it let go for good.
+    let _ = crate::sys::set_nonblocking_cloexec(sock.as_raw_fd());
+    let _ = server.poll.registry().register(
+        &mut SourceFd(&sock.as_raw_fd()),
+        super::PREDECESSOR,
+        Interest::READABLE,
+    );
+    server.predecessor = Some(sock);
+    server.serve()
+}
+
+fn recv(sock: &OwnedFd) -> Result<(Control, Vec<OwnedFd>), String> {
+    if !fdpass::wait_readable(sock, STEP_TIMEOUT) {
+        return Err(format!(
+            "no word from the old server in {} s",
+            STEP_TIMEOUT.as_secs()
+        ));
+    }
+    let (data, fds) = fdpass::recv_message(sock).map_err(|e| e.to_string())?;
+    let msg = serde_json::from_slice(&data)
+        .map_err(|e| format!("bad message from the old server: {e}"))?;
+    Ok((msg, fds))
+}
+
+fn abort(sock: &OwnedFd, reason: String) -> Result<(), String> {
+    let _ = fdpass::send_message(
+        sock,
+        &Control::Abort {
+            reason: reason.clone(),
+        },
+        &[],
+    );
+    Err(reason)
+}
+
+fn read_manifest(memfd: OwnedFd, bytes: u64) -> Result<Manifest, String> {
+    let mut file = std::fs::File::from(memfd);
+    let mut data = Vec::with_capacity(bytes as usize);
+    std::io::Seek::rewind(&mut file).map_err(|e| format!("reading the manifest: {e}"))?;
+    std::io::Read::read_to_end(&mut file, &mut data)
+        .map_err(|e| format!("reading the manifest: {e}"))?;
+    if data.len() as u64 != bytes {
+        return Err(format!(
+            "the manifest has {} bytes, {bytes} announced",
+            data.len()
+        ));
+    }
+    serde_json::from_slice(&data).map_err(|e| format!("decoding the manifest: {e}"))
+}
+
+/// The manifest, taken apart for `rebuild`.
+pub struct Parts {
+    m: Manifest,
+}
+
+impl Manifest {
+    fn into_parts(self) -> Parts {
+        Parts { m: self }
+    }
+}
+
+/// Rebuilds a server from the manifest and the received fds, registering
+/// nothing: until commit, the old server still owns the readiness.
+fn rebuild(
+    parts: Parts,
+    fds: &mut HashMap<String, OwnedFd>,
+    paths: NamespacePaths,
+) -> Result<Server, String> {
+    let m = parts.m;
+    let mut take = |id: &str| fds.remove(id).ok_or_else(|| format!("fd {id:?} missing"));
+    let listener = std::os::unix::net::UnixListener::from(take("listener")?);
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| format!("listener: {e}"))?;
+    let lock = super::listener::InstanceLock::from_fd(take("lock")?);
+    let lineage = take("lineage").ok();
+    let mut server = Server::assemble(
+        paths,
+        mio::net::UnixListener::from_std(listener),
+        (m.socket_dev, m.socket_ino),
+        lock,
+        m.history,
+    )?;
+    server.generation = m.generation;
+    server.lineage = lineage;
+    server.started_unix_ms = m.started_unix_ms;
+    server.exe_path = std::path::PathBuf::from(&m.exe_path);
+    server.next_wait_id = m.next_wait_id;
+    server.events = super::events::EventLog::from_parts(m.event_last_seq, m.event_ring);
+    server.persist.revision = m.persist_revision;
+    server.tree = tree_from_snapshot(&m.snapshot)?;
+    server.next_pane_id = m.snapshot.counters.pane;
+    let now = Instant::now();
+
+    // Connections first: panes' acks and waits refer to them.
+    let mut conn_map: HashMap<usize, ConnId> = HashMap::new();
+    for rt in m.conns {
+        let old_id = rt.id;
+        let stream = std::os::unix::net::UnixStream::from(take(&format!("conn:{old_id}"))?);
+        stream
+            .set_nonblocking(true)
+            .map_err(|e| format!("connection {old_id}: {e}"))?;
+        let token = mio::Token(server.next_token);
+        server.next_token += 1;
+        let conn = Connection::import(rt, token, mio::net::UnixStream::from_std(stream), now)?;
+        server.sources.insert(token, Source::Conn(token.0));
+        server.conns.insert(token.0, conn);
+        conn_map.insert(old_id, token.0);
+    }
+    let mut records: HashMap<u64, crate::persist::snapshot::PaneRecord> = HashMap::new();
+    for rec in m.snapshot.panes {
+        let id = parse_id('p', &rec.id).ok_or_else(|| format!("bad pane id {:?}", rec.id))?;
+        records.insert(id, rec);
+    }
+    for rt in m.panes {
+        let id = rt.id;
+        let rec = records
+            .remove(&id)
+            .ok_or_else(|| format!("pane p{id} has no record"))?;
+        let token = server.alloc_token(Source::Pane(id));
+        let mut pane = Pane::import(rec, rt, token, now, &conn_map)?;
+        pane.master = take(&format!("pty:p{id}"))
+            .ok()
+            .map(crate::pty::PtyMaster::from_fd);
+        pane.hung_up_master = take(&format!("ptyhup:p{id}"))
+            .ok()
+            .map(crate::pty::PtyMaster::from_fd);
+        if let Ok(pidfd) = take(&format!("pidfd:p{id}")) {
+            pane.pidfd_token = Some(server.alloc_token(Source::Pidfd(id)));
+            pane.pidfd = Some(pidfd);
+        }
+        server.panes.insert(id, pane);
+    }
+    if let Some((id, _)) = records.into_iter().next() {
+        return Err(format!("pane p{id} has a record but no runtime state"));
+    }
+    for w in m.waits {
+        let Some(conn) = conn_map.get(&w.conn) else {
+            continue;
+        };
+        server.import_wait(*conn, w, now)?;
+    }
+    server.upgrade_caller = m
+        .caller
+        .and_then(|c| conn_map.get(&c.conn).map(|conn| (*conn, c.rpc_id)));
+    if !fds.is_empty() {
+        return Err(format!(
+            "unexpected fds: {:?}",
+            fds.keys().collect::<Vec<_>>()
+        ));
+    }
+    Ok(server)
+}
+
+/// The tree of a live server's snapshot, taken as it is: unlike a restore
+/// from disk there is nothing to repair, and any inconsistency aborts.
+fn tree_from_snapshot(snap: &Snapshot) -> Result<Tree, String> {
+    let mut tree = Tree::new();
+    let bad = |what: &str| format!("manifest snapshot: bad {what}");
+    for ws in &snap.workspaces {
+        let id = parse_id('w', &ws.id).ok_or_else(|| bad("workspace id"))?;
+        let tabs = ws
+            .tabs
+            .iter()
+            .map(|t| parse_id('t', t).ok_or_else(|| bad("tab id")))
+            .collect::<Result<_, _>>()?;
+        let active_tab = ws
+            .active_tab
+            .as_deref()
+            .map(|t| parse_id('t', t).ok_or_else(|| bad("tab id")))
+            .transpose()?;
+        tree.workspaces.insert(
+            id,
+            Workspace {
+                id,
+                name: ws.name.clone(),
+                tabs,
+                active_tab,
+            },
+        );
+    }
+    for tab in &snap.tabs {
+        let id = parse_id('t', &tab.id).ok_or_else(|| bad("tab id"))?;
+        let workspace = parse_id('w', &tab.workspace).ok_or_else(|| bad("workspace id"))?;
+        let focus = parse_id('p', &tab.focus).ok_or_else(|| bad("focus"))?;
+        let zoom = tab
+            .zoom
+            .as_deref()
+            .map(|z| parse_id('p', z).ok_or_else(|| bad("zoom")))
+            .transpose()?;
+        let layout = layout_from(&tab.layout).ok_or_else(|| bad("layout"))?;
+        tree.tabs.insert(
+            id,
+            Tab {
+                id,
+                name: tab.name.clone(),
+                workspace,
+                layout,
+                focus,
+                zoom,
+            },
+        );
+    }
+    tree.active_workspace = snap
+        .active_workspace
+        .as_deref()
+        .and_then(|w| parse_id('w', w));
+    tree.next_workspace_id = snap.counters.workspace;
+    tree.next_tab_id = snap.counters.tab;
+    let panes: std::collections::HashSet<u64> = snap
+        .panes
+        .iter()
+        .filter_map(|p| parse_id('p', &p.id))
+        .collect();
+    tree.check(|p| panes.contains(&p))?;
+    Ok(tree)
+}
+
+fn layout_from(rec: &LayoutRecord) -> Option<Layout> {
+    match rec {
+        LayoutRecord::Pane(id) => parse_id('p', id).map(Layout::Pane),
+        LayoutRecord::Split {
+            direction,
+            ratio,
+            first,
+            second,
+        } => Some(Layout::Split {
+            direction: *direction,
+            ratio: *ratio,
+            first: Box::new(layout_from(first)?),
+            second: Box::new(layout_from(second)?),
+        }),
+    }
+}
+
+impl Server {
+    /// The commit: register every source, catch up on what arrived during
+    /// the blackout, and tell the reaper we are current.
+    fn go_live(&mut self) -> Result<(), String> {
+        let registry = self.poll.registry();
+        registry
+            .register(&mut self.listener, LISTENER, Interest::READABLE)
+            .map_err(|e| format!("registering the listener: {e}"))?;
+        for conn in self.conns.values_mut() {
+            registry
+                .register(
+                    &mut conn.stream,
+                    conn.token,
+                    Interest::READABLE | Interest::WRITABLE,
+                )
+                .map_err(|e| format!("registering a connection: {e}"))?;
+        }
+        for pane in self.panes.values() {
+            if let Some(m) = &pane.master {
+                registry
+                    .register(
+                        &mut SourceFd(&m.raw_fd()),
+                        pane.token,
+                        Interest::READABLE | Interest::WRITABLE,
+                    )
+                    .map_err(|e| format!("registering pane {}: {e}", pane.public_id()))?;
+            }
+            if let (Some(fd), Some(token)) = (&pane.pidfd, pane.pidfd_token) {
+                registry
+                    .register(&mut SourceFd(&fd.as_raw_fd()), token, Interest::READABLE)
+                    .map_err(|e| format!("registering pane {}'s pidfd: {e}", pane.public_id()))?;
+            }
+        }
+        let now = Instant::now();
+        let panes: Vec<u64> = self.panes.keys().copied().collect();
+        for id in &panes {
+            self.rearm_pane_timers(*id, now);
+        }
+        self.backlog
+            .extend(panes.iter().map(|id| Source::Pane(*id)));
+        self.backlog
+            .extend(self.conns.keys().map(|id| Source::Conn(*id)));
+        for id in panes {
+            self.flush_pane_input(id);
+            // An inherited process may have exited during the blackout.
+            self.on_pidfd(id);
+        }
+        if let Some(l) = &self.lineage {
+            crate::reaper::announce(l);
+        }
+        self.mark_dirty();
+        Ok(())
+    }
+
+    fn rearm_pane_timers(&mut self, id: u64, now: Instant) {
+        use super::timers::TimerKind;
+        let Some(pane) = self.panes.get(&id) else {
+            return;
+        };
+        if let Some(at) = pane.timeout_at {
+            self.timers.add(at, TimerKind::PaneTimeout(id, pane.run));
+        }
+        if let Some(idle) = pane.idle_timeout {
+            self.timers.add(
+                (pane.last_output + idle).max(now),
+                TimerKind::PaneIdle(id, pane.run),
+            );
+        }
+        if let Some(at) = pane.kill_deadline {
+            self.timers.add(at, TimerKind::KillEscalate(id, pane.run));
+        }
+    }
+
+    fn report_upgrade(&mut self, phases: Vec<Phase>, blackout_us: u64, batches: u32) {
+        let fds: usize = self
+            .panes
+            .values()
+            .map(|p| p.master.is_some() as usize + p.pidfd.is_some() as usize)
+            .sum();
+        let report = json!({
+            "generation": self.generation,
+            "new_pid": std::process::id(),
+            "server_version": crate::protocol::SERVER_VERSION,
+            "phases": phases.iter().map(|p| json!({ "name": p.name, "ms": p.us as f64 / 1000.0 })).collect::<Vec<_>>(),
+            "blackout_ms": blackout_us as f64 / 1000.0,
+            "panes": self.panes.len(),
+            "clients": self.conns.len(),
+            "fds": fds + self.conns.len() + 3,
+            "fd_batches": batches,
+            "finished_unix_ms": super::pane::unix_ms(),
+        });
+        self.log.log(
+            "upgraded",
+            &format!("generation {} serving; {report}", self.generation),
+        );
+        self.last_upgrade = report.clone();
+        self.emit("server.upgraded", report.clone());
+        if let Some((conn, rpc_id)) = self.upgrade_caller.take() {
+            self.respond(conn, &rpc_id, Ok(report));
+        }
+    }
+
+    /// A pane's inherited process may have exited: its pidfd says so.
+    pub(super) fn on_pidfd(&mut self, id: u64) {
+        let Some(pane) = self.panes.get(&id) else {
+            return;
+        };
+        let Some(pidfd) = &pane.pidfd else { return };
+        let raw = match crate::pty::pidfd::exit_status(pidfd) {
+            Ok(Some(raw)) => raw,
+            Ok(None) => return,
+            Err(e) => {
+                let msg = format!("reading the exit of pane {}: {e}", pane.public_id());
+                self.log.log("pidfd_failed", &msg);
+                return;
+            }
+        };
+        let status = if libc::WIFSIGNALED(raw) {
+            crate::protocol::methods::ExitStatus::Signal(libc::WTERMSIG(raw))
+        } else {
+            crate::protocol::methods::ExitStatus::Code(libc::WEXITSTATUS(raw))
+        };
+        if let Some(pane) = self.panes.get_mut(&id)
+            && let Some(fd) = pane.pidfd.take()
+        {
+            let _ = self
+                .poll
+                .registry()
+                .deregister(&mut SourceFd(&fd.as_raw_fd()));
+            if let Some(token) = pane.pidfd_token.take() {
+                self.sources.remove(&token);
+            }
+        }
+        self.on_pane_exit(id, status);
+    }
+
+    fn import_wait(
+        &mut self,
+        conn: ConnId,
+        w: crate::handoff::manifest::WaitRuntime,
+        now: Instant,
+    ) -> Result<(), String> {
+        use super::waits::{Wait, WaitCondition as C};
+        let condition = match w.kind.as_str() {
+            "exit" => C::Exit,
+            "text" => C::Text(w.text.unwrap_or_default()),
+            "idle" => C::Idle(Duration::from_millis(w.n)),
+            "prompt" => C::Prompt(w.n),
+            "command_finished" => C::CommandFinished(w.n),
+            other => return Err(format!("unknown wait kind {other:?}")),
+        };
+        let timeout = w.timeout_in_ms.map(Duration::from_millis);
+        let wait = Wait {
+            conn,
+            rpc_id: w.rpc_id,
+            pane: w.pane,
+            condition,
+            deadline: None,
+        };
+        let _ = now;
+        self.park_wait(wait, timeout);
+        Ok(())
+    }
+}

@@ -1,0 +1,69 @@
+//! `sd_notify`: one datagram of `KEY=VALUE` lines to `$NOTIFY_SOCKET`, a path
+//! or, with a leading `@`, a name in the abstract namespace. Without the
+//! variable (not under systemd) every call does nothing.
+
+use std::os::unix::net::UnixDatagram;
+
+/// Sends `state` (e.g. `"READY=1\nSTATUS=serving"`). Failures are ignored:
+/// readiness reporting must never take the server down.
+pub fn notify(state: &str) {
+    let Some(path) = std::env::var_os("NOTIFY_SOCKET") else {
+        return;
+    };
+    let Ok(sock) = UnixDatagram::unbound() else {
+        return;
+    };
+    let bytes = path.as_encoded_bytes();
+    let _ = if let Some(name) = bytes.strip_prefix(b"@") {
+        send_abstract(&sock, name, state)
+    } else {
+        sock.send_to(state.as_bytes(), std::path::Path::new(&path))
+            .map(|_| ())
+    };
+}
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn send_abstract(sock: &UnixDatagram, name: &[u8], state: &str) -> std::io::Result<()> {
+    use std::os::linux::net::SocketAddrExt;
+    let addr = std::os::unix::net::SocketAddr::from_abstract_name(name)?;
+    sock.send_to_addr(state.as_bytes(), &addr).map(|_| ())
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn send_abstract(_: &UnixDatagram, _: &[u8], _: &str) -> std::io::Result<()> {
+    Ok(())
+}
+
+/// The server accepts connections.
+pub fn ready(status: &str) {
+    notify(&format!("READY=1\nSTATUS={status}"));
+}
+
+/// A reload (live upgrade) began; systemd wants the monotonic time with it.
+pub fn reloading() {
+    notify(&format!(
+        "RELOADING=1\nMONOTONIC_USEC={}\nSTATUS=upgrading",
+        crate::sys::monotonic_usec()
+    ));
+}
+
+pub fn stopping() {
+    notify("STOPPING=1\nSTATUS=stopping");
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn sends_to_a_path_socket() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("notify");
+        let listener = std::os::unix::net::UnixDatagram::bind(&path).unwrap();
+        // SAFETY: tests in this module do not read NOTIFY_SOCKET concurrently.
+        unsafe { std::env::set_var("NOTIFY_SOCKET", &path) };
+        super::ready("serving 0 panes");
+        unsafe { std::env::remove_var("NOTIFY_SOCKET") };
+        let mut buf = [0u8; 256];
+        let n = listener.recv(&mut buf).unwrap();
+        assert_eq!(&buf[..n], b"READY=1\nSTATUS=serving 0 panes");
+    }
+}

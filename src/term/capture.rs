@@ -1,0 +1,115 @@
+//! Capture of screen and history lines, like `tmux capture-pane -p [-e]
+//! -S start -E end`: line 0 is the first visible row, negative lines are
+//! scrollback (-1 the newest). Read-only; clamps any range to what exists.
+
+use serde::{Deserialize, Serialize};
+
+use super::ModeSummary;
+use super::cell::Style;
+use super::grid::Row;
+use super::screen::Screen;
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CaptureOptions {
+    /// First line; `None` = 0 (top of the screen). Negative = scrollback.
+    pub start: Option<i64>,
+    /// Last line, inclusive; `None` = the last visible row.
+    pub end: Option<i64>,
+    /// Include SGR sequences (`-e`).
+    pub escapes: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CursorInfo {
+    pub row: u16,
+    pub col: u16,
+    pub visible: bool,
+    /// DECSCUSR value, 0 = terminal default.
+    pub style: u8,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Capture {
+    pub cols: u16,
+    pub rows: u16,
+    /// Line number of `lines[0]` (after clamping).
+    pub first_line: i64,
+    pub lines: Vec<String>,
+    pub cursor: CursorInfo,
+    pub modes: ModeSummary,
+    pub title: String,
+    pub cwd: Option<String>,
+}
+
+/// A visible row with SGR sequences, trailing default blanks trimmed.
+pub fn row_with_sgr(row: &Row) -> String {
+    let cells = &row.cells;
+    let end = row.content_end();
+    let mut out = Vec::with_capacity(end);
+    let mut pen = Style::DEFAULT;
+    for (c, cell) in cells[..end].iter().enumerate() {
+        if cell.is_spacer() {
+            continue;
+        }
+        let style = cell.style.pen_part();
+        if style != pen {
+            style.write_sgr(&mut out);
+            pen = style;
+        }
+        let mut b = [0u8; 4];
+        out.extend_from_slice(cell.ch.encode_utf8(&mut b).as_bytes());
+        if let Some(m) = row.marks_at(c) {
+            out.extend_from_slice(m.as_bytes());
+        }
+    }
+    if pen != Style::DEFAULT {
+        out.extend_from_slice(b"\x1b[0m");
+    }
+    String::from_utf8(out).unwrap_or_default()
+}
+
+pub fn capture(s: &Screen, opts: &CaptureOptions, modes: ModeSummary) -> Capture {
+    let history = s.scrollback.len() as i64;
+    let rows = s.rows as i64;
+    let start = opts.start.unwrap_or(0).clamp(-history, rows - 1);
+    let end = opts.end.unwrap_or(rows - 1).clamp(-history, rows - 1);
+    let mut lines = Vec::new();
+    let mut n = start;
+    while n <= end {
+        let text = if n < 0 {
+            match s.scrollback.get((history + n) as usize) {
+                Some(line) if opts.escapes => {
+                    let mut out = Vec::new();
+                    line.write_sgr(&mut out);
+                    String::from_utf8(out).unwrap_or_default()
+                }
+                Some(line) => line.text().trim_end_matches(' ').to_owned(),
+                None => String::new(),
+            }
+        } else {
+            let row = s.grid().row(n as usize);
+            if opts.escapes {
+                row_with_sgr(row)
+            } else {
+                row.text()
+            }
+        };
+        lines.push(text);
+        n += 1;
+    }
+    Capture {
+        cols: s.cols as u16,
+        rows: s.rows as u16,
+        first_line: start,
+        lines,
+        cursor: CursorInfo {
+            row: s.cursor.row as u16,
+            col: s.cursor.col as u16,
+            visible: s.modes.cursor_visible,
+            style: s.modes.cursor_style,
+        },
+        modes,
+        title: s.title.clone(),
+        cwd: s.cwd.clone(),
+    }
+}

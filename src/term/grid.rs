@@ -1,0 +1,515 @@
+//! The visible screen: a ring buffer of rows, so a full-screen scroll is one
+//! modular add instead of moving every row.
+//!
+//! ```text
+//!   rows (storage)          view
+//!   +-----------+
+//!   | row 2     |  <- top + 2 (mod len) ... view row 2
+//!   | row 0     |  <- top  ............... view row 0
+//!   | row 1     |  <- top + 1 ............ view row 1
+//!   +-----------+
+//! ```
+//!
+//! All public methods take view coordinates (0 = first visible row);
+//! storage indices never leave this file. Invariants: every row holds exactly
+//! `cols` cells; `top < rows.len()`; a wide cell is followed by its spacer in
+//! the same row (writers that split a pair blank both halves).
+
+use serde::{Deserialize, Serialize};
+
+use super::cell::{Cell, Style};
+
+/// Combining marks kept per cell at most, so a stream of marks cannot grow a
+/// row without bound.
+const MAX_MARKS_PER_CELL: usize = 8;
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "RowRepr", into = "RowRepr")]
+pub struct Row {
+    pub cells: Vec<Cell>,
+    /// The line continued onto the next row by autowrap.
+    pub wrapped: bool,
+    /// Side table of combining marks: column and the marks drawn over it.
+    /// Almost always empty, so it costs an empty `Vec` per row.
+    pub marks: Vec<(u16, String)>,
+}
+
+/// Serialized form of a row: one char per cell, style runs over cells
+/// (omitted when all default), so a plain 80x24 screen is about 2 KB of
+/// JSON instead of 70 KB of per-cell objects. Lossless.
+#[derive(Serialize, Deserialize)]
+struct RowRepr {
+    t: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    r: Vec<(u32, u32, u32)>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    w: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    m: Vec<(u16, String)>,
+}
+
+impl From<Row> for RowRepr {
+    fn from(row: Row) -> RowRepr {
+        let t = row.cells.iter().map(|c| c.ch).collect();
+        let mut r: Vec<(u32, u32, u32)> = Vec::new();
+        for c in &row.cells {
+            match r.last_mut() {
+                Some((n, fg, bg)) if *fg == c.style.fg && *bg == c.style.bg => *n += 1,
+                _ => r.push((1, c.style.fg, c.style.bg)),
+            }
+        }
+        if r.len() == 1 && r[0].1 == 0 && r[0].2 == 0 {
+            r.clear();
+        }
+        RowRepr {
+            t,
+            r,
+            w: row.wrapped,
+            m: row.marks,
+        }
+    }
+}
+
+impl From<RowRepr> for Row {
+    fn from(repr: RowRepr) -> Row {
+        let mut styles = repr
+            .r
+            .iter()
+            .flat_map(|&(n, fg, bg)| std::iter::repeat_n(Style { fg, bg }, n as usize));
+        let cells = repr
+            .t
+            .chars()
+            .map(|ch| Cell {
+                ch,
+                style: styles.next().unwrap_or_default(),
+            })
+            .collect();
+        Row {
+            cells,
+            wrapped: repr.w,
+            marks: repr.m,
+        }
+    }
+}
+
+impl Row {
+    pub fn new(cols: u16, style: Style) -> Row {
+        Row {
+            cells: vec![Cell::blank(style); usize::from(cols)],
+            wrapped: false,
+            marks: Vec::new(),
+        }
+    }
+
+    pub fn reset(&mut self, style: Style) {
+        self.cells.fill(Cell::blank(style));
+        self.wrapped = false;
+        self.marks.clear();
+    }
+
+    pub fn marks_at(&self, col: usize) -> Option<&str> {
+        if self.marks.is_empty() {
+            return None;
+        }
+        self.marks
+            .iter()
+            .find(|(c, _)| usize::from(*c) == col)
+            .map(|(_, m)| m.as_str())
+    }
+
+    pub fn add_mark(&mut self, col: usize, mark: char) {
+        let Ok(col16) = u16::try_from(col) else {
+            return;
+        };
+        if let Some((_, m)) = self.marks.iter_mut().find(|(c, _)| *c == col16) {
+            if m.chars().count() < MAX_MARKS_PER_CELL {
+                m.push(mark);
+            }
+        } else {
+            self.marks.push((col16, mark.to_string()));
+        }
+    }
+
+    fn drop_marks(&mut self, from: usize, to: usize) {
+        if !self.marks.is_empty() {
+            self.marks
+                .retain(|(c, _)| usize::from(*c) < from || usize::from(*c) >= to);
+        }
+    }
+
+    /// Blanks the other half of a wide character that straddles `col`'s left
+    /// edge, so a write or erase starting at `col` never leaves half a glyph.
+    pub fn split_wide_left(&mut self, col: usize, style: Style) {
+        if col > 0 && col < self.cells.len() && self.cells[col].is_spacer() {
+            self.cells[col - 1] = Cell::blank(style);
+        }
+    }
+
+    /// Same for the right edge: an operation ending before `end` must not
+    /// leave a spacer at `end` without its wide cell.
+    pub fn split_wide_right(&mut self, end: usize, style: Style) {
+        if end < self.cells.len() && self.cells[end].is_spacer() {
+            self.cells[end] = Cell::blank(style);
+        }
+    }
+
+    /// Erases `[from, to)` with `style`'s background.
+    pub fn erase(&mut self, from: usize, to: usize, style: Style) {
+        let to = to.min(self.cells.len());
+        if from >= to {
+            return;
+        }
+        self.split_wide_left(from, style);
+        self.split_wide_right(to, style);
+        self.cells[from..to].fill(Cell::blank(style));
+        self.drop_marks(from, to);
+    }
+
+    /// Inserts `n` blanks at `col`, shifting the rest right; cells pushed off
+    /// the edge are lost.
+    pub fn insert_blanks(&mut self, col: usize, n: usize, style: Style) {
+        let len = self.cells.len();
+        // Inserting on the right half of a wide character inserts after it,
+        // keeping the glyph whole (as vt100 does).
+        let col = if col < len && self.cells[col].is_spacer() {
+            col + 1
+        } else {
+            col
+        };
+        if col >= len {
+            return;
+        }
+        let n = n.min(len - col);
+        self.cells[col..].rotate_right(n);
+        self.cells[col..col + n].fill(Cell::blank(style));
+        // A wide cell pushed to the last column lost its spacer.
+        if let Some(last) = self.cells.last_mut() {
+            if last.is_wide() {
+                *last = Cell::blank(style);
+            }
+        }
+        if !self.marks.is_empty() {
+            self.marks.retain_mut(|(c, _)| {
+                let c0 = usize::from(*c);
+                if c0 < col {
+                    return true;
+                }
+                let moved = c0 + n;
+                if moved >= len {
+                    return false;
+                }
+                *c = moved as u16;
+                true
+            });
+        }
+    }
+
+    /// Deletes `n` cells at `col`, shifting the rest left and filling the
+    /// right edge with blanks.
+    pub fn delete_chars(&mut self, col: usize, n: usize, style: Style) {
+        let len = self.cells.len();
+        if col >= len {
+            return;
+        }
+        let n = n.min(len - col);
+        self.split_wide_left(col, style);
+        self.split_wide_right(col + n, style);
+        self.cells[col..].rotate_left(n);
+        self.cells[len - n..].fill(Cell::blank(style));
+        if !self.marks.is_empty() {
+            self.marks.retain_mut(|(c, _)| {
+                let c0 = usize::from(*c);
+                if c0 < col {
+                    true
+                } else if c0 < col + n {
+                    false
+                } else {
+                    *c = (c0 - n) as u16;
+                    true
+                }
+            });
+        }
+    }
+
+    pub fn resize(&mut self, cols: u16, style: Style) {
+        let cols = usize::from(cols);
+        if cols < self.cells.len() {
+            self.cells.truncate(cols);
+            if self.cells.last().is_some_and(Cell::is_wide) {
+                if let Some(last) = self.cells.last_mut() {
+                    *last = Cell::blank(style);
+                }
+            }
+            self.drop_marks(cols, usize::MAX);
+        } else {
+            self.cells.resize(cols, Cell::blank(style));
+        }
+    }
+
+    /// Number of cells up to the last one that is not a default blank (a
+    /// blank carrying combining marks counts as content).
+    pub fn content_end(&self) -> usize {
+        let mut end = self.cells.len();
+        while end > 0 && self.cells[end - 1] == Cell::BLANK && self.marks_at(end - 1).is_none() {
+            end -= 1;
+        }
+        end
+    }
+
+    /// Text of the row with trailing blanks trimmed.
+    pub fn text(&self) -> String {
+        let mut s = String::with_capacity(self.cells.len());
+        for (i, cell) in self.cells.iter().enumerate() {
+            if cell.is_spacer() {
+                continue;
+            }
+            s.push(cell.ch);
+            if let Some(m) = self.marks_at(i) {
+                s.push_str(m);
+            }
+        }
+        let trimmed = s.trim_end_matches(' ').len();
+        s.truncate(trimmed);
+        s
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Grid {
+    rows: Vec<Row>,
+    top: usize,
+    cols: u16,
+}
+
+impl PartialEq for Grid {
+    /// Two grids are equal when they show the same rows, wherever the ring
+    /// happens to start.
+    fn eq(&self, other: &Grid) -> bool {
+        self.cols == other.cols
+            && self.rows.len() == other.rows.len()
+            && (0..self.rows.len()).all(|r| self.row(r) == other.row(r))
+    }
+}
+
+impl Eq for Grid {}
+
+impl Grid {
+    /// Restores the invariants (at least one row, `lines` rows of `cols`
+    /// cells, `top` in range) after deserialization.
+    pub fn repair(&mut self, cols: u16, lines: u16) {
+        let lines = usize::from(lines.max(1));
+        if self.rows.is_empty() {
+            self.rows.push(Row::new(cols, Style::DEFAULT));
+        }
+        self.top %= self.rows.len();
+        self.rows.rotate_left(self.top);
+        self.top = 0;
+        self.rows.truncate(lines);
+        while self.rows.len() < lines {
+            self.rows.push(Row::new(cols, Style::DEFAULT));
+        }
+        for row in &mut self.rows {
+            if row.cells.len() != usize::from(cols) {
+                row.resize(cols, Style::DEFAULT);
+            }
+        }
+        self.cols = cols;
+    }
+
+    pub fn new(cols: u16, rows: u16) -> Grid {
+        let rows = usize::from(rows.max(1));
+        Grid {
+            rows: (0..rows).map(|_| Row::new(cols, Style::DEFAULT)).collect(),
+            top: 0,
+            cols,
+        }
+    }
+
+    pub fn lines(&self) -> usize {
+        self.rows.len()
+    }
+
+    #[inline]
+    fn idx(&self, r: usize) -> usize {
+        let i = self.top + r;
+        if i >= self.rows.len() {
+            i - self.rows.len()
+        } else {
+            i
+        }
+    }
+
+    /// Row `r` of the view; `r` must be `< lines()` (callers clamp the cursor).
+    #[inline]
+    pub fn row(&self, r: usize) -> &Row {
+        &self.rows[self.idx(r.min(self.rows.len() - 1))]
+    }
+
+    #[inline]
+    pub fn row_mut(&mut self, r: usize) -> &mut Row {
+        let i = self.idx(r.min(self.rows.len() - 1));
+        &mut self.rows[i]
+    }
+
+    /// Scrolls rows `[top, bottom]` up by `n`, filling the bottom with blanks.
+    /// Rows leaving a region that starts at the first screen row are handed to
+    /// `evicted` first (for scrollback).
+    pub fn scroll_up(
+        &mut self,
+        top: usize,
+        bottom: usize,
+        n: usize,
+        fill: Style,
+        mut evicted: Option<&mut dyn FnMut(&Row)>,
+    ) {
+        let lines = self.rows.len();
+        if top > bottom || bottom >= lines {
+            return;
+        }
+        let n = n.min(bottom - top + 1);
+        if top == 0 && bottom == lines - 1 {
+            for _ in 0..n {
+                let i = self.idx(0);
+                if let Some(cb) = evicted.as_mut() {
+                    cb(&self.rows[i]);
+                }
+                self.rows[i].reset(fill);
+                self.top = self.idx(1);
+            }
+            return;
+        }
+        for _ in 0..n {
+            if top == 0 {
+                if let Some(cb) = evicted.as_mut() {
+                    cb(self.row(0));
+                }
+            }
+            for r in top..bottom {
+                let (a, b) = (self.idx(r), self.idx(r + 1));
+                self.rows.swap(a, b);
+            }
+            self.row_mut(bottom).reset(fill);
+        }
+    }
+
+    /// Scrolls rows `[top, bottom]` down by `n`, filling the top with blanks.
+    pub fn scroll_down(&mut self, top: usize, bottom: usize, n: usize, fill: Style) {
+        let lines = self.rows.len();
+        if top > bottom || bottom >= lines {
+            return;
+        }
+        let n = n.min(bottom - top + 1);
+        if top == 0 && bottom == lines - 1 {
+            for _ in 0..n {
+                self.top = self.idx(lines - 1);
+                let i = self.idx(0);
+                self.rows[i].reset(fill);
+            }
+            return;
+        }
+        for _ in 0..n {
+            for r in (top..bottom).rev() {
+                let (a, b) = (self.idx(r), self.idx(r + 1));
+                self.rows.swap(a, b);
+            }
+            self.row_mut(top).reset(fill);
+        }
+    }
+
+    pub fn clear(&mut self, style: Style) {
+        for row in &mut self.rows {
+            row.reset(style);
+        }
+    }
+
+    /// Changes the column count of every row (truncating or padding) and the
+    /// row count: rows removed from the top go to `evicted` first, rows added
+    /// appear at the bottom.
+    pub fn resize(
+        &mut self,
+        cols: u16,
+        lines: u16,
+        remove_from_top: usize,
+        evicted: &mut dyn FnMut(&Row),
+    ) {
+        let lines = usize::from(lines.max(1));
+        let mut ordered: Vec<Row> = Vec::with_capacity(self.rows.len());
+        let top = self.top;
+        let len = self.rows.len();
+        let mut old = std::mem::take(&mut self.rows);
+        old.rotate_left(top % len.max(1));
+        let remove_from_top = remove_from_top.min(old.len());
+        for (i, mut row) in old.into_iter().enumerate() {
+            if i < remove_from_top {
+                evicted(&row);
+                continue;
+            }
+            row.resize(cols, Style::DEFAULT);
+            ordered.push(row);
+        }
+        ordered.truncate(lines);
+        while ordered.len() < lines {
+            ordered.push(Row::new(cols, Style::DEFAULT));
+        }
+        self.rows = ordered;
+        self.top = 0;
+        self.cols = cols;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn put(g: &mut Grid, r: usize, s: &str) {
+        for (i, ch) in s.chars().enumerate() {
+            g.row_mut(r).cells[i].ch = ch;
+        }
+    }
+
+    #[test]
+    fn full_scroll_is_a_rotation() {
+        let mut g = Grid::new(4, 3);
+        put(&mut g, 0, "a");
+        put(&mut g, 1, "b");
+        put(&mut g, 2, "c");
+        let mut gone = Vec::new();
+        g.scroll_up(
+            0,
+            2,
+            1,
+            Style::DEFAULT,
+            Some(&mut |r: &Row| gone.push(r.text())),
+        );
+        assert_eq!(gone, vec!["a"]);
+        assert_eq!(
+            (g.row(0).text(), g.row(1).text(), g.row(2).text()),
+            ("b".into(), "c".into(), "".into())
+        );
+        g.scroll_down(0, 2, 1, Style::DEFAULT);
+        assert_eq!((g.row(0).text(), g.row(1).text()), ("".into(), "b".into()));
+    }
+
+    #[test]
+    fn region_scroll_leaves_outside_rows() {
+        let mut g = Grid::new(4, 4);
+        for (r, s) in ["a", "b", "c", "d"].iter().enumerate() {
+            put(&mut g, r, s);
+        }
+        g.scroll_up(1, 2, 5, Style::DEFAULT, None);
+        let texts: Vec<String> = (0..4).map(|r| g.row(r).text()).collect();
+        assert_eq!(texts, ["a", "", "", "d"]);
+    }
+
+    #[test]
+    fn insert_and_delete_chars() {
+        let mut r = Row::new(5, Style::DEFAULT);
+        for (i, ch) in "abcde".chars().enumerate() {
+            r.cells[i].ch = ch;
+        }
+        r.insert_blanks(1, 2, Style::DEFAULT);
+        assert_eq!(r.text(), "a  bc");
+        r.delete_chars(0, 3, Style::DEFAULT);
+        assert_eq!(r.text(), "bc");
+    }
+}

@@ -1,0 +1,406 @@
+//! The terminal model: a screen emulator that keeps each pane's state so the
+//! server can redraw it for any client that attaches, capture it, and carry
+//! it across a binary upgrade (serde) or a reboot (`inject_history`).
+//!
+//! Data flow: `feed` runs PTY output through `boundary::Boundary`, which cuts
+//! it into text runs and complete sequences; each piece goes to vte's
+//! `Processor` (decoding) and the `Handler` in `handler.rs` (state change),
+//! and then to `forward`, the bytes attached clients should see.
+//!
+//! Queries are answered here, not by clients: DA1, DA2, DSR 5/6, DECRQM,
+//! kitty `CSI ? u`, XTVERSION, modifyOtherKeys `CSI ? 4 m`, `CSI 18 t`, and
+//! OSC 4/10/11/12 colour queries produce bytes in `take_replies` (for the
+//! server to write to the PTY) and are removed from `forward`, so an attached
+//! terminal never answers too and a program never gets two answers (or none
+//! while no client is attached). See `queries.rs` for the exact list.
+//!
+//! Invariants: no input can panic the model or grow it without bound:
+//! sequences are capped at 64 KiB (`boundary::MAX_SEQ`), scrollback by lines
+//! and bytes, events, replies, titles and stacks by constants. Serializing
+//! and deserializing a `Terminal` gives one that behaves identically on any
+//! further input (checked by `PartialEq` in the tests).
+
+mod boundary;
+mod capture;
+mod cell;
+mod csi_fast;
+mod grid;
+mod handler;
+mod modes;
+mod queries;
+mod redraw;
+mod screen;
+mod scrollback;
+
+use serde::{Deserialize, Serialize};
+use vte::ansi::{Processor, Timeout};
+
+pub use capture::{Capture, CaptureOptions, CursorInfo};
+pub use cell::{Cell, Color, Style};
+pub use modes::{Modes, MouseEncoding, MouseMode};
+
+use boundary::{Boundary, Kind, Piece, is_exec_c0};
+use screen::Screen;
+
+/// The JSON-able summary of modes returned by `Terminal::modes`.
+pub type ModeSummary = Modes;
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TermConfig {
+    /// Scrollback lines kept at most.
+    pub scrollback_lines: usize,
+    /// Scrollback heap bytes kept at most (estimate, see
+    /// `Terminal::scrollback_memory_bytes`).
+    pub scrollback_bytes: usize,
+    /// Reported for OSC 10 `?` until the program sets its own.
+    pub foreground: (u8, u8, u8),
+    /// Reported for OSC 11 `?` until the program sets its own.
+    pub background: (u8, u8, u8),
+}
+
+impl Default for TermConfig {
+    fn default() -> TermConfig {
+        TermConfig {
+            scrollback_lines: 10_000,
+            scrollback_bytes: 16 << 20,
+            foreground: (0xe5, 0xe5, 0xe5),
+            background: (0, 0, 0),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TermEvent {
+    Bell,
+    Title(String),
+    /// OSC 7, the path part of the `file://host/path` URL, percent-decoded.
+    Cwd(String),
+    /// OSC 133;A
+    Prompt,
+    /// OSC 133;C
+    CommandStart,
+    /// OSC 133;D[;exit]
+    CommandFinished {
+        exit: Option<i32>,
+    },
+}
+
+/// vte's `Processor` buffers everything after `CSI ? 2026 h` in a private,
+/// time-based buffer. The model tracks 2026 as a mode instead and processes
+/// bytes immediately, so this timeout never fires.
+#[derive(Default)]
+pub struct NoSyncTimeout;
+
+impl Timeout for NoSyncTimeout {
+    fn set_timeout(&mut self, _: std::time::Duration) {}
+    fn clear_timeout(&mut self) {}
+    fn pending_timeout(&self) -> bool {
+        false
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(from = "Snapshot")]
+pub struct Terminal {
+    screen: Screen,
+    boundary: Boundary,
+    /// Decodes escape sequences only; text and REP never reach it, so it
+    /// holds no state between pieces and a fresh one is equivalent.
+    #[serde(skip)]
+    processor: Processor<NoSyncTimeout>,
+}
+
+/// What a serialized `Terminal` holds. Deserializing goes through here so a
+/// snapshot from another build (or a damaged one) is repaired to the model's
+/// invariants instead of causing panics later.
+#[derive(Deserialize)]
+struct Snapshot {
+    screen: Screen,
+    boundary: Boundary,
+}
+
+impl From<Snapshot> for Terminal {
+    fn from(s: Snapshot) -> Terminal {
+        let mut screen = s.screen;
+        screen.repair();
+        let mut boundary = s.boundary;
+        boundary.repair();
+        Terminal {
+            screen,
+            boundary,
+            processor: Processor::new(),
+        }
+    }
+}
+
+impl PartialEq for Terminal {
+    /// Equal when the model state and the pending parser state are equal;
+    /// the vte `Processor` holds nothing else between pieces.
+    fn eq(&self, other: &Terminal) -> bool {
+        self.screen == other.screen && self.boundary == other.boundary
+    }
+}
+
+impl std::fmt::Debug for Terminal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Terminal")
+            .field("size", &self.size())
+            .field("title", &self.title())
+            .finish()
+    }
+}
+
+impl Terminal {
+    pub fn new(cols: u16, rows: u16, config: TermConfig) -> Terminal {
+        Terminal {
+            screen: Screen::new(cols, rows, config),
+            boundary: Boundary::default(),
+            processor: Processor::new(),
+        }
+    }
+
+    /// Processes PTY output. Appends to `forward` what attached clients should
+    /// get: the input minus the queries answered here; bytes of a sequence not
+    /// yet complete are held back until it completes.
+    pub fn feed(&mut self, bytes: &[u8], forward: &mut Vec<u8>) {
+        let Terminal {
+            screen,
+            boundary,
+            processor,
+        } = self;
+        let mut out = Forward {
+            input: bytes,
+            out: forward,
+            start: 0,
+            end: 0,
+        };
+        boundary.split(bytes, |piece| match piece {
+            Piece::Text(text) => {
+                screen.text(text);
+                out.pass(text);
+            }
+            Piece::Invalid(raw) => {
+                screen.print('\u{FFFD}');
+                out.pass(raw);
+            }
+            Piece::Seq { bytes, kind, c0 } => {
+                screen.swallow = false;
+                if kind == Kind::Csi && !c0 && csi_fast::try_dispatch(screen, bytes) {
+                    // Decoded without vte (SGR, CUP, EL).
+                } else if kind == Kind::Csi && queries::is_xtversion(bytes) {
+                    screen.reply(&queries::xtversion());
+                } else if let Some(n) = (kind == Kind::Csi)
+                    .then(|| queries::parse_rep(bytes))
+                    .flatten()
+                {
+                    // REP is done here, not by vte: vte's "preceding char"
+                    // is private and would not survive serialization.
+                    for &b in bytes.iter().filter(|&&b| is_exec_c0(b)) {
+                        screen.execute(b);
+                    }
+                    screen.repeat(n);
+                } else {
+                    processor.advance(screen, bytes);
+                }
+                if kind == Kind::Osc {
+                    osc_extra(screen, bytes);
+                }
+                if !screen.swallow {
+                    out.pass(bytes);
+                } else {
+                    out.flush();
+                    if c0 {
+                        out.out
+                            .extend(bytes.iter().copied().filter(|&b| is_exec_c0(b)));
+                    }
+                }
+                screen.swallow = false;
+            }
+        });
+        out.flush();
+    }
+
+    pub fn take_replies(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.screen.replies)
+    }
+
+    pub fn take_events(&mut self) -> Vec<TermEvent> {
+        std::mem::take(&mut self.screen.events)
+    }
+
+    /// See `Screen::resize`: no reflow; rows leaving the top of the main
+    /// screen go to scrollback, growing pulls history back.
+    pub fn resize(&mut self, cols: u16, rows: u16) {
+        self.screen.resize(cols, rows);
+    }
+
+    pub fn size(&self) -> (u16, u16) {
+        (self.screen.cols as u16, self.screen.rows as u16)
+    }
+
+    pub fn title(&self) -> &str {
+        &self.screen.title
+    }
+
+    pub fn cwd(&self) -> Option<&str> {
+        self.screen.cwd.as_deref()
+    }
+
+    pub fn visible_text(&self) -> Vec<String> {
+        let g = self.screen.grid();
+        (0..g.lines()).map(|r| g.row(r).text()).collect()
+    }
+
+    pub fn capture(&self, opts: &CaptureOptions) -> Capture {
+        capture::capture(&self.screen, opts, self.modes())
+    }
+
+    pub fn redraw(&self, cols: u16, rows: u16) -> Vec<u8> {
+        redraw::redraw(&self.screen, cols, rows)
+    }
+
+    pub fn modes(&self) -> ModeSummary {
+        self.screen.modes.clone()
+    }
+
+    /// (col, row, visible), zero-based.
+    pub fn cursor(&self) -> (u16, u16, bool) {
+        (
+            self.screen.cursor.col as u16,
+            self.screen.cursor.row as u16,
+            self.screen.modes.cursor_visible,
+        )
+    }
+
+    /// Appends lines (plain text or with SGR sequences) to scrollback, oldest
+    /// first. Each line is interpreted on a scratch one-row terminal as wide
+    /// as the line, so only printable text and SGR take effect.
+    pub fn inject_history(&mut self, lines: &[String]) {
+        for line in lines {
+            let width = line.chars().count().clamp(1, usize::from(u16::MAX)) as u16;
+            let mut scratch = Screen::new(width, 1, TermConfig::default());
+            let mut processor: Processor<NoSyncTimeout> = Processor::new();
+            processor.advance(&mut scratch, line.as_bytes());
+            self.screen
+                .scrollback
+                .push(scrollback::Line::from_row(scratch.main.row(0)));
+        }
+    }
+
+    pub fn scrollback_len(&self) -> usize {
+        self.screen.scrollback.len()
+    }
+
+    /// Estimated heap bytes used by scrollback.
+    pub fn scrollback_memory_bytes(&self) -> usize {
+        self.screen.scrollback.memory_bytes()
+    }
+
+    /// Bytes held back because the sequence they start is incomplete.
+    pub fn pending_bytes(&self) -> usize {
+        self.boundary.pending().len()
+    }
+}
+
+/// Builds `forward` with as few copies as possible: pieces that are
+/// consecutive slices of the input are copied as one range when a piece
+/// breaks the run (a swallowed query, bytes from the held-back tail) or at
+/// the end of `feed`.
+struct Forward<'a> {
+    input: &'a [u8],
+    out: &'a mut Vec<u8>,
+    /// Uncopied range `input[start..end]`.
+    start: usize,
+    end: usize,
+}
+
+impl Forward<'_> {
+    fn pass(&mut self, piece: &[u8]) {
+        let base = self.input.as_ptr() as usize;
+        let at = (piece.as_ptr() as usize).wrapping_sub(base);
+        if at == self.end && at + piece.len() <= self.input.len() {
+            self.end += piece.len();
+            return;
+        }
+        self.flush();
+        if at < self.input.len() && at + piece.len() <= self.input.len() {
+            self.start = at;
+            self.end = at + piece.len();
+        } else {
+            self.out.extend_from_slice(piece);
+        }
+    }
+
+    fn flush(&mut self) {
+        if let Some(range) = self.input.get(self.start..self.end) {
+            self.out.extend_from_slice(range);
+        }
+        self.start = self.end;
+    }
+}
+
+/// OSC 7 (cwd) and 133 (shell integration), which vte leaves unhandled.
+fn osc_extra(screen: &mut Screen, seq: &[u8]) {
+    let Some(body) = seq.strip_prefix(b"\x1b]") else {
+        return;
+    };
+    let body = body
+        .strip_suffix(b"\x1b\\")
+        .or_else(|| body.strip_suffix(b"\x07"))
+        .or_else(|| body.strip_suffix(b"\x18"))
+        .or_else(|| body.strip_suffix(b"\x1a"))
+        .unwrap_or(body);
+    if let Some(url) = body.strip_prefix(b"7;") {
+        let path = cwd_from_url(url);
+        screen.cwd = Some(path.clone());
+        screen.push_event(TermEvent::Cwd(path));
+    } else if let Some(rest) = body.strip_prefix(b"133;") {
+        let mut parts = rest.split(|&b| b == b';');
+        match parts.next() {
+            Some(b"A") => screen.push_event(TermEvent::Prompt),
+            Some(b"C") => screen.push_event(TermEvent::CommandStart),
+            Some(b"D") => {
+                let exit = parts
+                    .next()
+                    .and_then(|p| std::str::from_utf8(p).ok()?.parse().ok());
+                screen.push_event(TermEvent::CommandFinished { exit });
+            }
+            _ => {}
+        }
+    }
+}
+
+/// `file://host/path%20x` -> `/path x`; anything else is kept as text.
+fn cwd_from_url(url: &[u8]) -> String {
+    let path = match url.strip_prefix(b"file://") {
+        Some(rest) => match rest.iter().position(|&b| b == b'/') {
+            Some(i) => &rest[i..],
+            None => &b"/"[..],
+        },
+        None => url,
+    };
+    let mut out = Vec::with_capacity(path.len());
+    let mut i = 0;
+    while i < path.len() {
+        if path[i] == b'%' && i + 2 < path.len() {
+            let hex = std::str::from_utf8(&path[i + 1..i + 3])
+                .ok()
+                .and_then(|h| u8::from_str_radix(h, 16).ok());
+            if let Some(v) = hex {
+                out.push(v);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(path[i]);
+        i += 1;
+    }
+    let mut s = String::from_utf8_lossy(&out).into_owned();
+    if let Some((cut, _)) = s.char_indices().nth(screen::MAX_TITLE) {
+        s.truncate(cut);
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,874 @@
+//! The emulated terminal's state and the primitive operations on it (print,
+//! move, scroll, erase). `handler.rs` maps vte's callbacks onto these;
+//! `redraw.rs` and `capture.rs` read the state back out.
+//!
+//! Invariants kept by every method: `cursor.row < rows`, `cursor.col < cols`;
+//! `scroll_top < scroll_bottom < rows`; `tabs.len() == cols`; the grids have
+//! exactly `rows` x `cols` cells. Everything here is serializable and
+//! compared by `PartialEq` for the round-trip tests.
+
+use serde::{Deserialize, Serialize};
+use unicode_width::UnicodeWidthChar;
+
+use super::cell::{Cell, SPACER, Style, WIDE};
+use super::grid::{Grid, Row};
+use super::modes::Modes;
+use super::scrollback::{Line, Scrollback};
+use super::{TermConfig, TermEvent};
+
+/// Events kept for `take_events` at most; older ones are dropped if the
+/// server does not collect them.
+pub const MAX_EVENTS: usize = 1024;
+/// Reply bytes kept for `take_replies` at most.
+pub const MAX_REPLIES: usize = 64 * 1024;
+/// Titles longer than this are cut (in chars).
+pub const MAX_TITLE: usize = 4096;
+/// xterm keeps 10 titles on its stack; so do we.
+pub const MAX_TITLE_STACK: usize = 10;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cursor {
+    pub row: usize,
+    pub col: usize,
+    /// The last column was just written: the next printable wraps first.
+    pub pending_wrap: bool,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Charset {
+    #[default]
+    Ascii,
+    DecSpecial,
+}
+
+/// What DECSC saves and DECRC restores.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SavedCursor {
+    pub cursor: Cursor,
+    pub pen: Style,
+    pub origin: bool,
+    pub charsets: [Charset; 4],
+    pub active_charset: usize,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Screen {
+    pub config: TermConfig,
+    pub cols: usize,
+    pub rows: usize,
+    pub main: Grid,
+    pub alt: Grid,
+    pub scrollback: Scrollback,
+    pub cursor: Cursor,
+    pub pen: Style,
+    pub saved_main: Option<SavedCursor>,
+    pub saved_alt: Option<SavedCursor>,
+    pub scroll_top: usize,
+    pub scroll_bottom: usize,
+    pub tabs: Vec<bool>,
+    pub charsets: [Charset; 4],
+    pub active_charset: usize,
+    pub modes: Modes,
+    pub title: String,
+    pub title_stack: Vec<String>,
+    pub cwd: Option<String>,
+    /// Colours set by OSC 10/11, reported back by OSC 10/11 queries.
+    pub fg_override: Option<(u8, u8, u8)>,
+    pub bg_override: Option<(u8, u8, u8)>,
+    /// Mirror of vte's private "preceding char" for REP, so a deserialized
+    /// terminal can prime a fresh `Processor` with it.
+    pub last_char: Option<char>,
+    pub events: Vec<TermEvent>,
+    pub replies: Vec<u8>,
+    /// Set by a query handler while a sequence is dispatched: the sequence
+    /// was answered here and must not be forwarded. Transient.
+    #[serde(skip)]
+    pub swallow: bool,
+}
+
+fn default_tabs(cols: usize) -> Vec<bool> {
+    (0..cols).map(|c| c % 8 == 0 && c != 0).collect()
+}
+
+impl Screen {
+    pub fn new(cols: u16, rows: u16, config: TermConfig) -> Screen {
+        let cols = cols.max(1);
+        let rows = rows.max(1);
+        Screen {
+            scrollback: Scrollback::new(config.scrollback_lines, config.scrollback_bytes),
+            config,
+            cols: usize::from(cols),
+            rows: usize::from(rows),
+            main: Grid::new(cols, rows),
+            alt: Grid::new(cols, rows),
+            cursor: Cursor::default(),
+            pen: Style::DEFAULT,
+            saved_main: None,
+            saved_alt: None,
+            scroll_top: 0,
+            scroll_bottom: usize::from(rows) - 1,
+            tabs: default_tabs(usize::from(cols)),
+            charsets: [Charset::Ascii; 4],
+            active_charset: 0,
+            modes: Modes::default(),
+            title: String::new(),
+            title_stack: Vec::new(),
+            cwd: None,
+            fg_override: None,
+            bg_override: None,
+            last_char: None,
+            events: Vec::new(),
+            replies: Vec::new(),
+            swallow: false,
+        }
+    }
+
+    /// Restores every invariant listed in the module doc; used after
+    /// deserializing, where the data may come from another build.
+    pub fn repair(&mut self) {
+        let cols = self.cols.clamp(1, usize::from(u16::MAX)) as u16;
+        let rows = self.rows.clamp(1, usize::from(u16::MAX)) as u16;
+        self.cols = usize::from(cols);
+        self.rows = usize::from(rows);
+        self.main.repair(cols, rows);
+        self.alt.repair(cols, rows);
+        self.cursor.row = self.cursor.row.min(self.rows - 1);
+        self.cursor.col = self.cursor.col.min(self.cols - 1);
+        if self.scroll_bottom >= self.rows || self.scroll_top >= self.scroll_bottom {
+            self.scroll_top = 0;
+            self.scroll_bottom = self.rows - 1;
+        }
+        self.tabs.resize(self.cols, false);
+        self.active_charset &= 3;
+        for saved in [&mut self.saved_main, &mut self.saved_alt]
+            .into_iter()
+            .flatten()
+        {
+            saved.cursor.row = saved.cursor.row.min(self.rows - 1);
+            saved.cursor.col = saved.cursor.col.min(self.cols - 1);
+            saved.active_charset &= 3;
+        }
+        self.events.truncate(MAX_EVENTS);
+        self.replies.truncate(MAX_REPLIES);
+        self.title_stack.truncate(MAX_TITLE_STACK);
+        self.modes
+            .kitty_stack
+            .truncate(super::modes::KITTY_STACK_MAX);
+    }
+
+    #[inline]
+    pub fn grid(&self) -> &Grid {
+        if self.modes.alt_screen {
+            &self.alt
+        } else {
+            &self.main
+        }
+    }
+
+    #[inline]
+    pub fn grid_mut(&mut self) -> &mut Grid {
+        if self.modes.alt_screen {
+            &mut self.alt
+        } else {
+            &mut self.main
+        }
+    }
+
+    pub fn push_event(&mut self, e: TermEvent) {
+        if self.events.len() >= MAX_EVENTS {
+            self.events.remove(0);
+        }
+        self.events.push(e);
+    }
+
+    pub fn reply(&mut self, bytes: &[u8]) {
+        if self.replies.len() + bytes.len() <= MAX_REPLIES {
+            self.replies.extend_from_slice(bytes);
+        }
+        self.swallow = true;
+    }
+
+    /// Ground-state bytes: text and C0 controls, handled here rather than by
+    /// vte because this is the hot path. Mirrors vte 0.15 exactly: the run is
+    /// UTF-8 decoded, an invalid sequence draws U+FFFD except a lone byte in
+    /// 0x80..=0x9F (a C1 control, which vte's ansi layer ignores), C1
+    /// controls encoded as UTF-8 are ignored, DEL is "printed" (and
+    /// dropped as zero-width by `print`).
+    pub fn text(&mut self, mut bytes: &[u8]) {
+        // Short runs of printable ASCII between escape sequences are the
+        // common case: skip UTF-8 validation and the control scan.
+        if bytes.len() <= 64 && bytes.iter().all(|b| (0x20..0x7F).contains(b)) {
+            self.print_ascii(bytes);
+            return;
+        }
+        while !bytes.is_empty() {
+            match std::str::from_utf8(bytes) {
+                Ok(s) => {
+                    self.text_str(s);
+                    return;
+                }
+                Err(e) => {
+                    let (valid, after) = bytes.split_at(e.valid_up_to());
+                    self.text_str(std::str::from_utf8(valid).unwrap_or_default());
+                    match e.error_len() {
+                        Some(len) => {
+                            if !(len == 1 && after[0] <= 0x9F) {
+                                self.print('\u{FFFD}');
+                            }
+                            bytes = after.get(len..).unwrap_or_default();
+                        }
+                        None => {
+                            self.print('\u{FFFD}');
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn text_str(&mut self, s: &str) {
+        let bytes = s.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() {
+            let b = bytes[i];
+            if (0x20..0x7F).contains(&b) {
+                let end = bytes[i..]
+                    .iter()
+                    .position(|b| !(0x20..0x7F).contains(b))
+                    .map_or(bytes.len(), |n| i + n);
+                self.print_ascii(&bytes[i..end]);
+                i = end;
+            } else if b < 0x20 {
+                self.execute(b);
+                i += 1;
+            } else {
+                // `i` is on a char boundary: every ASCII byte is one.
+                let c = s[i..].chars().next().unwrap_or('\u{FFFD}');
+                if !('\u{80}'..='\u{9f}').contains(&c) {
+                    self.print(c);
+                }
+                i += c.len_utf8();
+            }
+        }
+    }
+
+    /// C0 controls, as vte's ansi layer maps them.
+    pub fn execute(&mut self, b: u8) {
+        match b {
+            0x07 => self.push_event(TermEvent::Bell),
+            0x08 => self.backspace(),
+            0x09 => self.tab_forward(1),
+            0x0A..=0x0C => self.linefeed(),
+            0x0D => self.carriage_return(),
+            0x0E => self.active_charset = 1,
+            0x0F => self.active_charset = 0,
+            _ => {}
+        }
+    }
+
+    /// REP: repeats the last printed character.
+    pub fn repeat(&mut self, n: u16) {
+        if let Some(c) = self.last_char {
+            for _ in 0..n {
+                self.print(c);
+            }
+        }
+    }
+
+    /// Bulk write of printable ASCII: one row slice per screen row instead of
+    /// a call per character.
+    fn print_ascii(&mut self, run: &[u8]) {
+        if self.modes.insert || self.charsets[self.active_charset & 3] != Charset::Ascii {
+            for &b in run {
+                self.print(char::from(b));
+            }
+            return;
+        }
+        let Some(&last) = run.last() else { return };
+        self.last_char = Some(char::from(last));
+        let cols = self.cols;
+        let pen = self.pen;
+        let mut i = 0;
+        while i < run.len() {
+            if self.cursor.pending_wrap {
+                if self.modes.autowrap {
+                    self.wrap_line();
+                }
+                self.cursor.pending_wrap = false;
+            }
+            let col = self.cursor.col;
+            let n = (cols - col).min(run.len() - i);
+            let row = self.cursor.row;
+            let r = self.grid_mut().row_mut(row);
+            r.split_wide_left(col, pen.erase_part());
+            r.split_wide_right(col + n, pen.erase_part());
+            if !r.marks.is_empty() {
+                r.marks
+                    .retain(|(mc, _)| usize::from(*mc) < col || usize::from(*mc) >= col + n);
+            }
+            for (cell, &b) in r.cells[col..col + n].iter_mut().zip(&run[i..i + n]) {
+                *cell = Cell {
+                    ch: char::from(b),
+                    style: pen,
+                };
+            }
+            i += n;
+            if col + n >= cols {
+                self.cursor.col = cols - 1;
+                self.cursor.pending_wrap = true;
+            } else {
+                self.cursor.col = col + n;
+            }
+        }
+    }
+
+    /// Writes one printable character at the cursor.
+    #[inline]
+    pub fn print(&mut self, c: char) {
+        self.last_char = Some(c);
+        let c = if self.charsets[self.active_charset & 3] == Charset::DecSpecial {
+            dec_special(c)
+        } else {
+            c
+        };
+        let width = if c.is_ascii() {
+            if c < ' ' || c == '\x7f' {
+                return;
+            }
+            1
+        } else {
+            match c.width() {
+                Some(w) => w,
+                None => return,
+            }
+        };
+        if width == 0 {
+            self.add_mark(c);
+            return;
+        }
+        let cols = self.cols;
+        if width > cols {
+            return;
+        }
+        if self.cursor.pending_wrap {
+            if self.modes.autowrap {
+                self.wrap_line();
+            } else {
+                self.cursor.col = cols - width;
+            }
+            self.cursor.pending_wrap = false;
+        }
+        if self.cursor.col + width > cols {
+            // A wide character that does not fit in the last column wraps
+            // early, leaving that column as it was (as vt100 does), or is
+            // pushed back into the line without autowrap.
+            if self.modes.autowrap {
+                self.wrap_line();
+            } else {
+                self.cursor.col = cols - width;
+            }
+        }
+        let (row, col, pen, insert) = (
+            self.cursor.row,
+            self.cursor.col,
+            self.pen,
+            self.modes.insert,
+        );
+        let r = self.grid_mut().row_mut(row);
+        if insert {
+            r.insert_blanks(col, width, pen.erase_part());
+        }
+        r.split_wide_left(col, pen.erase_part());
+        r.split_wide_right(col + width, pen.erase_part());
+        if !r.marks.is_empty() {
+            r.marks.retain(|(mc, _)| usize::from(*mc) != col);
+        }
+        if width == 1 {
+            r.cells[col] = Cell { ch: c, style: pen };
+        } else {
+            r.cells[col] = Cell {
+                ch: c,
+                style: Style {
+                    fg: pen.fg,
+                    bg: pen.bg | WIDE,
+                },
+            };
+            r.cells[col + 1] = Cell {
+                ch: ' ',
+                style: Style {
+                    fg: pen.fg,
+                    bg: pen.bg | SPACER,
+                },
+            };
+        }
+        let next = col + width;
+        if next >= cols {
+            self.cursor.col = cols - 1;
+            self.cursor.pending_wrap = true;
+        } else {
+            self.cursor.col = next;
+        }
+    }
+
+    fn add_mark(&mut self, c: char) {
+        let (row, mut col) = (self.cursor.row, self.cursor.col);
+        if !self.cursor.pending_wrap {
+            if col == 0 {
+                return;
+            }
+            col -= 1;
+        }
+        let r = self.grid_mut().row_mut(row);
+        if col > 0 && r.cells[col].is_spacer() {
+            col -= 1;
+        }
+        r.add_mark(col, c);
+    }
+
+    fn wrap_line(&mut self) {
+        let row = self.cursor.row;
+        self.grid_mut().row_mut(row).wrapped = true;
+        self.index();
+        self.cursor.col = 0;
+    }
+
+    /// Pushes an evicted main-screen row into scrollback.
+    fn scroll_region_up(&mut self, top: usize, bottom: usize, n: usize) {
+        let fill = self.pen.erase_part();
+        if !self.modes.alt_screen && top == 0 {
+            let Screen {
+                main, scrollback, ..
+            } = self;
+            main.scroll_up(
+                top,
+                bottom,
+                n,
+                fill,
+                Some(&mut |row: &Row| scrollback.push_row(row)),
+            );
+        } else {
+            self.grid_mut().scroll_up(top, bottom, n, fill, None);
+        }
+    }
+
+    /// IND / LF: down one row, scrolling the region at its bottom.
+    pub fn index(&mut self) {
+        self.cursor.pending_wrap = false;
+        if self.cursor.row == self.scroll_bottom {
+            self.scroll_region_up(self.scroll_top, self.scroll_bottom, 1);
+        } else if self.cursor.row + 1 < self.rows {
+            self.cursor.row += 1;
+        }
+    }
+
+    pub fn linefeed(&mut self) {
+        self.index();
+        if self.modes.newline {
+            self.cursor.col = 0;
+        }
+    }
+
+    /// RI: up one row, scrolling the region down at its top.
+    pub fn reverse_index(&mut self) {
+        self.cursor.pending_wrap = false;
+        if self.cursor.row == self.scroll_top {
+            let fill = self.pen.erase_part();
+            let (t, b) = (self.scroll_top, self.scroll_bottom);
+            self.grid_mut().scroll_down(t, b, 1, fill);
+        } else if self.cursor.row > 0 {
+            self.cursor.row -= 1;
+        }
+    }
+
+    pub fn scroll_up(&mut self, n: usize) {
+        self.scroll_region_up(self.scroll_top, self.scroll_bottom, n);
+    }
+
+    pub fn scroll_down(&mut self, n: usize) {
+        let fill = self.pen.erase_part();
+        let (t, b) = (self.scroll_top, self.scroll_bottom);
+        self.grid_mut().scroll_down(t, b, n, fill);
+    }
+
+    pub fn insert_lines(&mut self, n: usize) {
+        let row = self.cursor.row;
+        if row < self.scroll_top || row > self.scroll_bottom {
+            return;
+        }
+        let fill = self.pen.erase_part();
+        let b = self.scroll_bottom;
+        self.grid_mut().scroll_down(row, b, n, fill);
+        // The column is kept, as alacritty and vt100 do (xterm homes it);
+        // programs position the cursor after IL/DL anyway.
+        self.cursor.pending_wrap = false;
+    }
+
+    pub fn delete_lines(&mut self, n: usize) {
+        let row = self.cursor.row;
+        if row < self.scroll_top || row > self.scroll_bottom {
+            return;
+        }
+        let fill = self.pen.erase_part();
+        let b = self.scroll_bottom;
+        self.grid_mut().scroll_up(row, b, n, fill, None);
+        self.cursor.pending_wrap = false;
+    }
+
+    /// Absolute move; `row` is relative to the scroll region in origin mode.
+    pub fn goto(&mut self, row: i64, col: i64) {
+        let (min, max) = if self.modes.origin {
+            (self.scroll_top, self.scroll_bottom)
+        } else {
+            (0, self.rows - 1)
+        };
+        let row = (min as i64).saturating_add(row.max(0));
+        self.cursor.row = (row.min(max as i64)) as usize;
+        self.cursor.col = (col.max(0).min(self.cols as i64 - 1)) as usize;
+        self.cursor.pending_wrap = false;
+    }
+
+    pub fn goto_col(&mut self, col: i64) {
+        self.cursor.col = (col.max(0).min(self.cols as i64 - 1)) as usize;
+        self.cursor.pending_wrap = false;
+    }
+
+    pub fn goto_row(&mut self, row: i64) {
+        let col = self.cursor.col as i64;
+        self.goto(row, col);
+    }
+
+    /// Relative vertical move that stops at the scroll region's edge when it
+    /// starts inside the region.
+    pub fn move_up(&mut self, n: usize) {
+        let floor = if self.cursor.row >= self.scroll_top {
+            self.scroll_top
+        } else {
+            0
+        };
+        self.cursor.row = self.cursor.row.saturating_sub(n).max(floor);
+        self.cursor.pending_wrap = false;
+    }
+
+    pub fn move_down(&mut self, n: usize) {
+        let ceil = if self.cursor.row <= self.scroll_bottom {
+            self.scroll_bottom
+        } else {
+            self.rows - 1
+        };
+        self.cursor.row = self.cursor.row.saturating_add(n).min(ceil);
+        self.cursor.pending_wrap = false;
+    }
+
+    pub fn move_forward(&mut self, n: usize) {
+        self.cursor.col = self.cursor.col.saturating_add(n).min(self.cols - 1);
+        self.cursor.pending_wrap = false;
+    }
+
+    pub fn move_backward(&mut self, n: usize) {
+        self.cursor.col = self.cursor.col.saturating_sub(n);
+        self.cursor.pending_wrap = false;
+    }
+
+    pub fn carriage_return(&mut self) {
+        self.cursor.col = 0;
+        self.cursor.pending_wrap = false;
+    }
+
+    /// Like xterm and alacritty: a pending wrap is cancelled and the cursor
+    /// still moves left from the last column.
+    pub fn backspace(&mut self) {
+        self.cursor.pending_wrap = false;
+        self.cursor.col = self.cursor.col.saturating_sub(1);
+    }
+
+    pub fn tab_forward(&mut self, n: usize) {
+        for _ in 0..n.min(self.cols) {
+            let mut c = self.cursor.col + 1;
+            while c < self.cols - 1 && !self.tabs[c] {
+                c += 1;
+            }
+            self.cursor.col = c.min(self.cols - 1);
+        }
+        self.cursor.pending_wrap = false;
+    }
+
+    pub fn tab_backward(&mut self, n: usize) {
+        for _ in 0..n.min(self.cols) {
+            let mut c = self.cursor.col.saturating_sub(1);
+            while c > 0 && !self.tabs[c] {
+                c -= 1;
+            }
+            self.cursor.col = c;
+        }
+        self.cursor.pending_wrap = false;
+    }
+
+    pub fn erase_in_line(&mut self, from: usize, to: usize) {
+        let (row, fill) = (self.cursor.row, self.pen.erase_part());
+        let r = self.grid_mut().row_mut(row);
+        r.erase(from, to, fill);
+        if to >= r.cells.len() {
+            r.wrapped = false;
+        }
+        self.cursor.pending_wrap = false;
+    }
+
+    pub fn erase_rows(&mut self, from: usize, to: usize) {
+        let fill = self.pen.erase_part();
+        let g = self.grid_mut();
+        for r in from..to.min(g.lines()) {
+            g.row_mut(r).reset(fill);
+        }
+    }
+
+    pub fn insert_blanks(&mut self, n: usize) {
+        let (row, col, fill) = (self.cursor.row, self.cursor.col, self.pen.erase_part());
+        self.grid_mut().row_mut(row).insert_blanks(col, n, fill);
+        self.cursor.pending_wrap = false;
+    }
+
+    pub fn delete_chars(&mut self, n: usize) {
+        let (row, col, fill) = (self.cursor.row, self.cursor.col, self.pen.erase_part());
+        self.grid_mut().row_mut(row).delete_chars(col, n, fill);
+        self.cursor.pending_wrap = false;
+    }
+
+    pub fn erase_chars(&mut self, n: usize) {
+        let col = self.cursor.col;
+        self.erase_in_line(col, col.saturating_add(n.max(1)));
+    }
+
+    pub fn set_scroll_region(&mut self, top: usize, bottom: Option<usize>) {
+        let top = top.max(1) - 1;
+        let bottom = bottom.unwrap_or(self.rows).min(self.rows).max(1) - 1;
+        if top >= bottom {
+            return;
+        }
+        self.scroll_top = top;
+        self.scroll_bottom = bottom;
+        self.goto(0, 0);
+    }
+
+    pub fn save_cursor(&mut self) {
+        let saved = SavedCursor {
+            cursor: self.cursor,
+            pen: self.pen,
+            origin: self.modes.origin,
+            charsets: self.charsets,
+            active_charset: self.active_charset,
+        };
+        if self.modes.alt_screen {
+            self.saved_alt = Some(saved);
+        } else {
+            self.saved_main = Some(saved);
+        }
+    }
+
+    pub fn restore_cursor(&mut self) {
+        let saved = if self.modes.alt_screen {
+            &self.saved_alt
+        } else {
+            &self.saved_main
+        };
+        let saved = saved.clone().unwrap_or_default();
+        self.cursor = saved.cursor;
+        self.cursor.row = self.cursor.row.min(self.rows - 1);
+        self.cursor.col = self.cursor.col.min(self.cols - 1);
+        self.pen = saved.pen;
+        self.modes.origin = saved.origin;
+        self.charsets = saved.charsets;
+        self.active_charset = saved.active_charset & 3;
+    }
+
+    /// Switches to or from the alternate screen (47, 1047, 1049). As in
+    /// xterm, 1049 saves (set) or restores (reset) the cursor even when the
+    /// screen does not change; the switch and the clear only happen on a
+    /// change.
+    pub fn set_alt_screen(&mut self, on: bool, mode: u16) {
+        if on && mode == 1049 {
+            self.save_cursor();
+        }
+        if on != self.modes.alt_screen {
+            if on {
+                self.modes.alt_screen = true;
+                if mode != 47 {
+                    let fill = self.pen.erase_part();
+                    self.alt.clear(fill);
+                }
+            } else {
+                if mode == 1047 {
+                    self.alt.clear(Style::DEFAULT);
+                }
+                self.modes.alt_screen = false;
+            }
+        }
+        if !on && mode == 1049 {
+            self.restore_cursor();
+        }
+        self.cursor.pending_wrap = false;
+    }
+
+    pub fn decaln(&mut self) {
+        let g = self.grid_mut();
+        for r in 0..g.lines() {
+            let row = g.row_mut(r);
+            row.reset(Style::DEFAULT);
+            row.cells.fill(Cell {
+                ch: 'E',
+                style: Style::DEFAULT,
+            });
+        }
+        self.scroll_top = 0;
+        self.scroll_bottom = self.rows - 1;
+        self.goto(0, 0);
+    }
+
+    /// RIS: back to power-on state, keeping scrollback, title and config.
+    pub fn reset(&mut self) {
+        let fresh = Screen::new(self.cols as u16, self.rows as u16, self.config.clone());
+        let scrollback = std::mem::replace(&mut self.scrollback, fresh.scrollback.clone());
+        let title = std::mem::take(&mut self.title);
+        let cwd = self.cwd.take();
+        let events = std::mem::take(&mut self.events);
+        let replies = std::mem::take(&mut self.replies);
+        let last_char = self.last_char;
+        let swallow = self.swallow;
+        *self = fresh;
+        self.scrollback = scrollback;
+        self.title = title;
+        self.cwd = cwd;
+        self.events = events;
+        self.replies = replies;
+        self.last_char = last_char;
+        self.swallow = swallow;
+    }
+
+    /// Resize without reflow. Shrinking rows first removes blank rows below
+    /// the cursor, then pushes top rows into scrollback (main screen) so the
+    /// cursor row stays visible; growing rows pulls lines back from
+    /// scrollback on the main screen, like xterm. Columns are truncated or
+    /// padded; cut wide characters are blanked.
+    pub fn resize(&mut self, cols: u16, rows: u16) {
+        let cols = cols.max(1);
+        let rows = rows.max(1);
+        let (new_cols, new_rows) = (usize::from(cols), usize::from(rows));
+        if new_cols == self.cols && new_rows == self.rows {
+            return;
+        }
+        // Rows to drop from the top of each grid: enough to keep the cursor.
+        let shrink = self.rows.saturating_sub(new_rows);
+        let cursor_excess = (self.cursor.row + 1).saturating_sub(new_rows);
+        let drop_top = cursor_excess.min(shrink);
+        let alt = self.modes.alt_screen;
+        {
+            let Screen {
+                main, scrollback, ..
+            } = self;
+            let main_drop = if alt { 0 } else { drop_top };
+            main.resize(cols, rows, main_drop, &mut |row: &Row| {
+                scrollback.push_row(row)
+            });
+        }
+        let alt_drop = if alt { drop_top } else { 0 };
+        self.alt.resize(cols, rows, alt_drop, &mut |_| {});
+        self.cursor.row -= drop_top;
+        // Growing on the main screen: bring back history lines above.
+        if new_rows > self.rows && !alt {
+            let mut pulled = 0;
+            while pulled < new_rows - self.rows && self.main_bottom_blank(new_rows, pulled) {
+                let Some(line) = self.scrollback.pop_newest() else {
+                    break;
+                };
+                self.main.scroll_down(0, new_rows - 1, 1, Style::DEFAULT);
+                line_into_row(&line, self.main.row_mut(0));
+                pulled += 1;
+            }
+            self.cursor.row += pulled;
+        }
+        self.cols = new_cols;
+        self.rows = new_rows;
+        self.cursor.row = self.cursor.row.min(new_rows - 1);
+        self.cursor.col = self.cursor.col.min(new_cols - 1);
+        self.cursor.pending_wrap = false;
+        self.scroll_top = 0;
+        self.scroll_bottom = new_rows - 1;
+        let old_tabs = std::mem::take(&mut self.tabs);
+        self.tabs = default_tabs(new_cols);
+        for (i, t) in old_tabs.into_iter().enumerate().take(new_cols) {
+            self.tabs[i] = t;
+        }
+        for saved in [&mut self.saved_main, &mut self.saved_alt]
+            .into_iter()
+            .flatten()
+        {
+            saved.cursor.row = saved.cursor.row.min(new_rows - 1);
+            saved.cursor.col = saved.cursor.col.min(new_cols - 1);
+        }
+    }
+
+    fn main_bottom_blank(&self, rows: usize, pulled: usize) -> bool {
+        // Only pull history while the bottom row is empty, so no content
+        // gets pushed off the screen by the pull.
+        let _ = pulled;
+        self.main
+            .row(rows - 1)
+            .cells
+            .iter()
+            .all(|c| *c == Cell::BLANK)
+    }
+}
+
+/// Writes a scrollback line back into a screen row (resize pulls history).
+pub fn line_into_row(line: &Line, row: &mut Row) {
+    row.reset(Style::DEFAULT);
+    row.wrapped = line.wrapped();
+    let mut runs = line.runs();
+    let mut run = runs.next();
+    let mut left = run.map_or(u32::MAX, |r| r.chars);
+    let mut col = 0;
+    for ch in line.text().chars() {
+        let style = run.map_or(Style::DEFAULT, |r| r.style);
+        let w = ch.width().unwrap_or(0);
+        if w == 0 {
+            if col > 0 {
+                let target = if col >= 2 && row.cells[col - 1].is_spacer() {
+                    col - 2
+                } else {
+                    col - 1
+                };
+                row.add_mark(target, ch);
+            }
+        } else if col + w <= row.cells.len() {
+            if w == 2 {
+                row.cells[col] = Cell {
+                    ch,
+                    style: Style {
+                        fg: style.fg,
+                        bg: style.bg | WIDE,
+                    },
+                };
+                row.cells[col + 1] = Cell {
+                    ch: ' ',
+                    style: Style {
+                        fg: style.fg,
+                        bg: style.bg | SPACER,
+                    },
+                };
+            } else {
+                row.cells[col] = Cell { ch, style };
+            }
+            col += w;
+        }
+        left = left.saturating_sub(1);
+        if left == 0 {
+            run = runs.next();
+            left = run.map_or(u32::MAX, |r| r.chars);
+        }
+    }
+}
+
+/// DEC special graphics (line drawing), as `ESC ( 0` selects.
+fn dec_special(c: char) -> char {
+    vte::ansi::StandardCharset::SpecialCharacterAndLineDrawing.map(c)
+}

@@ -1,0 +1,418 @@
+//! History: rows that scrolled off the top of the main screen, stored as
+//! compact lines rather than cell grids.
+//!
+//! A line is one boxed byte slice: a flags byte, the text length, the UTF-8
+//! text (trailing blanks trimmed, spacers dropped, combining marks inline),
+//! then style runs only if some cell was not default-styled. An 80-column
+//! plain line costs its text plus a 16-byte slot, against 960 bytes as cells.
+//! Lines are immutable once pushed: scrollback is read (capture) and trimmed,
+//! never edited, so a lossy-but-stable conversion from cells is fine.
+//!
+//! Invariants: `bytes` equals the sum of `Line::heap_bytes` over `lines`;
+//! after every `push`, `lines.len() <= max_lines` and `bytes <= max_bytes`
+//! (whichever bound is hit first evicts the oldest lines).
+
+use std::collections::VecDeque;
+
+use serde::{Deserialize, Serialize};
+
+use super::cell::{SPACER, Style, WIDE};
+use super::grid::Row;
+
+const FLAG_WRAPPED: u8 = 1;
+const HEADER: usize = 5;
+const RUN_BYTES: usize = 12;
+
+/// A run of `chars` characters drawn with `style`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Run {
+    pub chars: u32,
+    pub style: Style,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "LineRepr", into = "LineRepr")]
+pub struct Line(Box<[u8]>);
+
+/// Serialized form: readable in JSON and independent of the packing.
+#[derive(Serialize, Deserialize)]
+struct LineRepr {
+    t: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    r: Vec<(u32, u32, u32)>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    w: bool,
+}
+
+impl From<Line> for LineRepr {
+    fn from(l: Line) -> LineRepr {
+        LineRepr {
+            t: l.text().to_owned(),
+            r: l.runs()
+                .map(|r| (r.chars, r.style.fg, r.style.bg))
+                .collect(),
+            w: l.wrapped(),
+        }
+    }
+}
+
+impl From<LineRepr> for Line {
+    fn from(r: LineRepr) -> Line {
+        let runs: Vec<Run> =
+            r.r.into_iter()
+                .map(|(chars, fg, bg)| Run {
+                    chars,
+                    style: Style { fg, bg },
+                })
+                .collect();
+        Line::new(&r.t, &runs, r.w)
+    }
+}
+
+impl Line {
+    pub fn new(text: &str, runs: &[Run], wrapped: bool) -> Line {
+        // Text longer than u32 cannot come from a row (cols are u16), but
+        // inject_history takes arbitrary strings: cut rather than wrap around.
+        let mut end = text.len().min(u32::MAX as usize / 2);
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        let text = &text[..end];
+        let mut buf = Vec::with_capacity(HEADER + text.len() + runs.len() * RUN_BYTES);
+        buf.push(if wrapped { FLAG_WRAPPED } else { 0 });
+        buf.extend_from_slice(&(text.len() as u32).to_le_bytes());
+        buf.extend_from_slice(text.as_bytes());
+        for r in runs {
+            buf.extend_from_slice(&r.chars.to_le_bytes());
+            buf.extend_from_slice(&r.style.fg.to_le_bytes());
+            buf.extend_from_slice(&r.style.bg.to_le_bytes());
+        }
+        Line(buf.into_boxed_slice())
+    }
+
+    /// Converts a screen row, dropping trailing default blanks.
+    pub fn from_row(row: &Row) -> Line {
+        Line::from_row_with(row, &mut Vec::new(), &mut Vec::new())
+    }
+
+    /// `from_row` with caller-provided scratch buffers (reused across rows
+    /// by `Scrollback::push_row`): one pass over the cells, then one exactly
+    /// sized allocation.
+    pub fn from_row_with(row: &Row, text: &mut Vec<u8>, runs: &mut Vec<u8>) -> Line {
+        let cells = &row.cells;
+        let end = row.content_end();
+        text.clear();
+        runs.clear();
+        // Fast path, the common case: ASCII in the default style, no marks.
+        let cells = &cells[..end];
+        if row.marks.is_empty()
+            && cells
+                .iter()
+                .all(|c| c.style == Style::DEFAULT && c.ch.is_ascii())
+        {
+            let mut buf = Vec::with_capacity(HEADER + end);
+            buf.push(if row.wrapped { FLAG_WRAPPED } else { 0 });
+            buf.extend_from_slice(&(end as u32).to_le_bytes());
+            buf.extend(cells.iter().map(|c| c.ch as u8));
+            return Line(buf.into_boxed_slice());
+        }
+        // Styled ASCII without wide characters or marks (coloured output):
+        // two tight passes, text then runs.
+        if row.marks.is_empty()
+            && cells
+                .iter()
+                .all(|c| c.ch.is_ascii() && c.style.bg & (WIDE | SPACER) == 0)
+        {
+            text.extend(cells.iter().map(|c| c.ch as u8));
+            let mut cur = cells.first().map_or(Style::DEFAULT, |c| c.style);
+            let mut count = 0u32;
+            for c in cells {
+                if c.style != cur {
+                    push_run(
+                        runs,
+                        Run {
+                            chars: count,
+                            style: cur,
+                        },
+                    );
+                    cur = c.style;
+                    count = 0;
+                }
+                count += 1;
+            }
+            push_run(
+                runs,
+                Run {
+                    chars: count,
+                    style: cur,
+                },
+            );
+            return Line::assemble(row.wrapped, text, runs);
+        }
+        let mut styled = false;
+        let mut run = Run {
+            chars: 0,
+            style: Style::DEFAULT,
+        };
+        for (i, cell) in cells.iter().enumerate() {
+            if cell.is_spacer() {
+                continue;
+            }
+            let style = cell.style.pen_part();
+            let c = cell.ch;
+            if c.is_ascii() {
+                text.push(c as u8);
+            } else {
+                let mut b = [0u8; 4];
+                text.extend_from_slice(c.encode_utf8(&mut b).as_bytes());
+            }
+            let mut n = 1;
+            if !row.marks.is_empty() {
+                if let Some(m) = row.marks_at(i) {
+                    text.extend_from_slice(m.as_bytes());
+                    n += m.chars().count() as u32;
+                }
+            }
+            if style != run.style && run.chars > 0 {
+                push_run(runs, run);
+                run.chars = 0;
+            }
+            styled |= style != Style::DEFAULT;
+            run.style = style;
+            run.chars += n;
+        }
+        if run.chars > 0 {
+            push_run(runs, run);
+        }
+        if !styled {
+            runs.clear();
+        }
+        Line::assemble(row.wrapped, text, runs)
+    }
+
+    /// One exactly sized allocation from the text and encoded runs.
+    fn assemble(wrapped: bool, text: &[u8], runs: &[u8]) -> Line {
+        let text_len = text.len().min(u32::MAX as usize / 2);
+        let mut buf = Vec::with_capacity(HEADER + text_len + runs.len());
+        buf.push(if wrapped { FLAG_WRAPPED } else { 0 });
+        buf.extend_from_slice(&(text_len as u32).to_le_bytes());
+        buf.extend_from_slice(&text[..text_len]);
+        buf.extend_from_slice(runs);
+        Line(buf.into_boxed_slice())
+    }
+
+    fn text_len(&self) -> usize {
+        let mut n = [0u8; 4];
+        n.copy_from_slice(&self.0[1..HEADER]);
+        u32::from_le_bytes(n) as usize
+    }
+
+    pub fn text(&self) -> &str {
+        let bytes = &self.0[HEADER..HEADER + self.text_len()];
+        // Built from a &str in `new`, and never mutated.
+        std::str::from_utf8(bytes).unwrap_or("")
+    }
+
+    pub fn wrapped(&self) -> bool {
+        self.0[0] & FLAG_WRAPPED != 0
+    }
+
+    pub fn runs(&self) -> impl Iterator<Item = Run> + '_ {
+        self.0[HEADER + self.text_len()..]
+            .chunks_exact(RUN_BYTES)
+            .map(|c| {
+                let w = |i: usize| u32::from_le_bytes([c[i], c[i + 1], c[i + 2], c[i + 3]]);
+                Run {
+                    chars: w(0),
+                    style: Style { fg: w(4), bg: w(8) },
+                }
+            })
+    }
+
+    /// Heap plus slot cost of this line.
+    pub fn heap_bytes(&self) -> usize {
+        self.0.len() + std::mem::size_of::<Line>()
+    }
+
+    /// The line with SGR sequences: each run starts with its full style, and
+    /// the line ends with a reset if any style was set.
+    pub fn write_sgr(&self, out: &mut Vec<u8>) {
+        let text = self.text();
+        let mut chars = text.chars();
+        let mut any = false;
+        for run in self.runs() {
+            run.style.write_sgr(out);
+            any = true;
+            for _ in 0..run.chars {
+                match chars.next() {
+                    Some(c) => {
+                        let mut b = [0u8; 4];
+                        out.extend_from_slice(c.encode_utf8(&mut b).as_bytes());
+                    }
+                    None => break,
+                }
+            }
+        }
+        let rest = chars.as_str();
+        out.extend_from_slice(rest.as_bytes());
+        if any {
+            out.extend_from_slice(b"\x1b[0m");
+        }
+    }
+}
+
+fn push_run(out: &mut Vec<u8>, r: Run) {
+    let mut b = [0u8; RUN_BYTES];
+    b[0..4].copy_from_slice(&r.chars.to_le_bytes());
+    b[4..8].copy_from_slice(&r.style.fg.to_le_bytes());
+    b[8..12].copy_from_slice(&r.style.bg.to_le_bytes());
+    out.extend_from_slice(&b);
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Scrollback {
+    lines: VecDeque<Line>,
+    bytes: usize,
+    max_lines: usize,
+    max_bytes: usize,
+    /// Scratch buffers for `push_row`, kept to avoid two allocations per
+    /// scrolled line.
+    #[serde(skip)]
+    scratch: (Vec<u8>, Vec<u8>),
+}
+
+impl PartialEq for Scrollback {
+    fn eq(&self, other: &Scrollback) -> bool {
+        self.lines == other.lines
+            && self.bytes == other.bytes
+            && self.max_lines == other.max_lines
+            && self.max_bytes == other.max_bytes
+    }
+}
+
+impl Eq for Scrollback {}
+
+impl Scrollback {
+    pub fn new(max_lines: usize, max_bytes: usize) -> Scrollback {
+        Scrollback {
+            lines: VecDeque::new(),
+            bytes: 0,
+            max_lines,
+            max_bytes,
+            scratch: Default::default(),
+        }
+    }
+
+    /// Converts and pushes a screen row that scrolled off.
+    pub fn push_row(&mut self, row: &Row) {
+        if self.max_lines == 0 {
+            return;
+        }
+        let (text, runs) = &mut self.scratch;
+        let line = Line::from_row_with(row, text, runs);
+        self.push(line);
+    }
+
+    pub fn push(&mut self, line: Line) {
+        if self.max_lines == 0 {
+            return;
+        }
+        self.bytes += line.heap_bytes();
+        self.lines.push_back(line);
+        while self.lines.len() > self.max_lines
+            || (self.bytes > self.max_bytes && !self.lines.is_empty())
+        {
+            if let Some(old) = self.lines.pop_front() {
+                self.bytes -= old.heap_bytes();
+            }
+        }
+    }
+
+    /// Takes back the newest line (used when the screen grows taller).
+    pub fn pop_newest(&mut self) -> Option<Line> {
+        let line = self.lines.pop_back()?;
+        self.bytes -= line.heap_bytes();
+        Some(line)
+    }
+
+    pub fn clear(&mut self) {
+        self.lines.clear();
+        self.lines.shrink_to_fit();
+        self.bytes = 0;
+    }
+
+    pub fn len(&self) -> usize {
+        self.lines.len()
+    }
+
+    /// Line `i`, 0 = oldest.
+    pub fn get(&self, i: usize) -> Option<&Line> {
+        self.lines.get(i)
+    }
+
+    /// Estimated heap use: line payloads plus the ring's slots.
+    pub fn memory_bytes(&self) -> usize {
+        self.bytes - self.lines.len() * std::mem::size_of::<Line>()
+            + self.lines.capacity() * std::mem::size_of::<Line>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::term::cell::{BOLD, Cell, Color};
+
+    #[test]
+    fn line_is_a_thin_slot() {
+        assert_eq!(std::mem::size_of::<Line>(), 16);
+    }
+
+    #[test]
+    fn from_row_keeps_text_and_runs() {
+        let mut row = Row::new(10, Style::DEFAULT);
+        let mut bold = Style::DEFAULT;
+        bold.fg |= BOLD;
+        bold.set_fg(Color::Indexed(1));
+        for (i, ch) in "ab".chars().enumerate() {
+            row.cells[i] = Cell { ch, style: bold };
+        }
+        row.cells[2].ch = 'c';
+        row.wrapped = true;
+        let line = Line::from_row(&row);
+        assert_eq!(line.text(), "abc");
+        assert!(line.wrapped());
+        let runs: Vec<Run> = line.runs().collect();
+        assert_eq!(
+            runs,
+            vec![
+                Run {
+                    chars: 2,
+                    style: bold
+                },
+                Run {
+                    chars: 1,
+                    style: Style::DEFAULT
+                }
+            ]
+        );
+        let json = serde_json::to_string(&line).unwrap();
+        let back: Line = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, line);
+    }
+
+    #[test]
+    fn bounded_by_lines_and_bytes() {
+        let mut sb = Scrollback::new(3, usize::MAX);
+        for i in 0..10 {
+            sb.push(Line::new(&i.to_string(), &[], false));
+        }
+        assert_eq!(sb.len(), 3);
+        assert_eq!(sb.get(0).map(Line::text), Some("7"));
+        let mut sb = Scrollback::new(1000, 200);
+        for _ in 0..100 {
+            sb.push(Line::new(&"x".repeat(50), &[], false));
+        }
+        assert!(sb.memory_bytes() <= 200 + sb.len() * 16 + 16 * 8);
+        assert!(sb.len() <= 3);
+    }
+}

@@ -1,0 +1,656 @@
+//! Unit tests of the model through its public API, one group per feature.
+
+use super::*;
+
+fn term(cols: u16, rows: u16) -> Terminal {
+    Terminal::new(cols, rows, TermConfig::default())
+}
+
+fn feed(t: &mut Terminal, bytes: &[u8]) -> Vec<u8> {
+    let mut fwd = Vec::new();
+    t.feed(bytes, &mut fwd);
+    fwd
+}
+
+fn screen(t: &Terminal) -> Vec<String> {
+    t.visible_text()
+}
+
+fn with_sgr(t: &Terminal) -> Vec<String> {
+    t.capture(&CaptureOptions {
+        escapes: true,
+        ..Default::default()
+    })
+    .lines
+}
+
+#[test]
+fn text_wraps_and_scrolls_into_history() {
+    let mut t = term(5, 2);
+    feed(&mut t, b"abcdefg\r\nxy\r\nz");
+    assert_eq!(screen(&t), ["xy", "z"]);
+    assert_eq!(t.scrollback_len(), 2);
+    let cap = t.capture(&CaptureOptions {
+        start: Some(-2),
+        end: Some(-1),
+        escapes: false,
+    });
+    assert_eq!(cap.lines, ["abcde", "fg"]);
+    assert_eq!(t.cursor(), (1, 1, true));
+}
+
+#[test]
+fn pending_wrap_at_last_column() {
+    let mut t = term(3, 2);
+    feed(&mut t, b"abc");
+    assert_eq!(t.cursor(), (2, 0, true));
+    feed(&mut t, b"\rX");
+    assert_eq!(screen(&t), ["Xbc", ""]);
+    feed(&mut t, b"\x1b[?7lZZZZ");
+    assert_eq!(screen(&t), ["XZZ", ""]);
+}
+
+#[test]
+fn cursor_movement() {
+    let mut t = term(10, 5);
+    feed(
+        &mut t,
+        b"\x1b[3;4Ha\x1b[2Ab\x1b[5Cc\x1b[10Dd\x1b[20Be\x1b[Gf\x1b[2dg\x1b[8`h",
+    );
+    assert_eq!(screen(&t), ["d   b    c", " g     h", "   a", "", "fe"]);
+    feed(&mut t, b"\x1b[1;1H\x1b[2Ex\x1b[Fy");
+    assert_eq!(screen(&t)[2], "x  a");
+    assert_eq!(screen(&t)[1], "yg     h");
+}
+
+#[test]
+fn sgr_attributes_and_colours() {
+    let mut t = term(20, 2);
+    feed(&mut t, b"\x1b[1;3;4;31mA\x1b[0;38;5;200;48;2;1;2;3mB\x1b[7;9;2;5;8mC\x1b[mD\x1b[4:3;95;104mE\x1b[0m");
+    let lines = with_sgr(&t);
+    assert_eq!(
+        lines[0],
+        "\x1b[0;1;3;4;31mA\x1b[0;38;5;200;48;2;1;2;3mB\x1b[0;2;5;7;8;9;38;5;200;48;2;1;2;3mC\x1b[0mD\x1b[0;4:3;95;104mE\x1b[0m"
+    );
+    assert_eq!(screen(&t)[0], "ABCDE");
+}
+
+#[test]
+fn wide_and_combining_characters() {
+    let mut t = term(6, 2);
+    feed(&mut t, "a中b".as_bytes());
+    assert_eq!(t.cursor().0, 4);
+    feed(&mut t, "e\u{301}".as_bytes());
+    assert_eq!(screen(&t)[0], "a中be\u{301}");
+    // Overwriting half of a wide char blanks the other half.
+    feed(&mut t, b"\x1b[1;3HX");
+    assert_eq!(screen(&t)[0], "a Xbe\u{301}");
+    // A wide char that does not fit wraps early.
+    feed(&mut t, "\x1b[1;6H中".as_bytes());
+    assert_eq!(screen(&t), ["a Xbe\u{301}", "中"]);
+}
+
+#[test]
+fn erase_operations() {
+    let mut t = term(5, 3);
+    feed(&mut t, b"aaaaa\r\nbbbbb\r\nccccc");
+    feed(&mut t, b"\x1b[2;3H\x1b[K");
+    assert_eq!(screen(&t), ["aaaaa", "bb", "ccccc"]);
+    feed(&mut t, b"\x1b[1;2H\x1b[1K");
+    assert_eq!(screen(&t)[0], "  aaa");
+    feed(&mut t, b"\x1b[3;2H\x1b[2X");
+    assert_eq!(screen(&t)[2], "c  cc");
+    feed(&mut t, b"\x1b[2;1H\x1b[J");
+    assert_eq!(screen(&t), ["  aaa", "", ""]);
+    feed(&mut t, b"xy\x1b[1J");
+    assert_eq!(screen(&t), ["", "", ""]);
+    feed(&mut t, b"\x1b[1;1Hq\x1b[2J");
+    assert_eq!(screen(&t), ["", "", ""]);
+}
+
+#[test]
+fn insert_delete_chars_and_lines() {
+    let mut t = term(5, 4);
+    feed(&mut t, b"abcde\r\n1\r\n2\r\n3");
+    feed(&mut t, b"\x1b[1;2H\x1b[2@");
+    assert_eq!(screen(&t)[0], "a  bc");
+    feed(&mut t, b"\x1b[3P");
+    assert_eq!(screen(&t)[0], "ac");
+    feed(&mut t, b"\x1b[2;1H\x1b[L");
+    assert_eq!(screen(&t), ["ac", "", "1", "2"]);
+    feed(&mut t, b"\x1b[2M");
+    assert_eq!(screen(&t), ["ac", "2", "", ""]);
+    feed(&mut t, b"\x1b[4h\x1b[1;1HZ\x1b[4l");
+    assert_eq!(screen(&t)[0], "Zac");
+}
+
+#[test]
+fn scroll_region_and_index() {
+    let mut t = term(3, 5);
+    feed(&mut t, b"1\r\n2\r\n3\r\n4\r\n5");
+    feed(&mut t, b"\x1b[2;4r");
+    assert_eq!(t.cursor(), (0, 0, true));
+    feed(&mut t, b"\x1b[4;1H\n");
+    assert_eq!(screen(&t), ["1", "3", "4", "", "5"]);
+    assert_eq!(t.scrollback_len(), 0, "region scrolls do not feed history");
+    feed(&mut t, b"\x1b[2;1H\x1bM");
+    assert_eq!(screen(&t), ["1", "", "3", "4", "5"]);
+    feed(&mut t, b"\x1b[S");
+    assert_eq!(screen(&t), ["1", "3", "4", "", "5"]);
+    feed(&mut t, b"\x1b[2T");
+    assert_eq!(screen(&t), ["1", "", "", "3", "5"]);
+    feed(&mut t, b"\x1b[4;2H\x1bEx\x1bDy");
+    assert_eq!(screen(&t), ["1", "3", "x", " y", "5"]);
+}
+
+#[test]
+fn origin_mode_and_cursor_report() {
+    let mut t = term(10, 6);
+    feed(&mut t, b"\x1b[3;5r\x1b[?6h\x1b[2;3H");
+    assert_eq!(t.cursor(), (2, 3, true));
+    let fwd = feed(&mut t, b"\x1b[6n");
+    assert!(fwd.is_empty());
+    assert_eq!(t.take_replies(), b"\x1b[2;3R");
+    feed(&mut t, b"\x1b[9;1H");
+    assert_eq!(t.cursor(), (0, 4, true), "origin mode clamps to the region");
+}
+
+#[test]
+fn repeat_and_tabs() {
+    let mut t = term(20, 2);
+    feed(&mut t, b"x\x1b[3b\ta\x1b[3g\x1b[1;3H\x1bH\r\tb");
+    assert_eq!(screen(&t)[0], "xxbx    a");
+    feed(&mut t, b"\x1b[1;10H\x1b[Zc");
+    assert_eq!(screen(&t)[0], "xxcx    a");
+}
+
+#[test]
+fn dec_special_graphics() {
+    let mut t = term(10, 1);
+    feed(&mut t, b"\x1b(0lqk\x1b(Bq\x1b)0\x0ex\x0fx");
+    assert_eq!(screen(&t)[0], "┌─┐q│x");
+}
+
+#[test]
+fn alternate_screen_variants() {
+    let mut t = term(5, 2);
+    feed(&mut t, b"main\x1b[?1049h\x1b[Halt");
+    assert_eq!(screen(&t), ["alt", ""]);
+    assert!(t.modes().alt_screen);
+    feed(&mut t, b"\x1b[?1049l");
+    assert_eq!(screen(&t), ["main", ""]);
+    assert_eq!(t.cursor(), (4, 0, true));
+    feed(&mut t, b"\x1b[?47h");
+    assert_eq!(screen(&t), ["alt", ""], "47 does not clear");
+    feed(&mut t, b"\x1b[?47l\x1b[?1047hX\x1b[?1047l\x1b[?47h");
+    assert_eq!(screen(&t), ["", ""], "1047 clears on exit");
+    feed(&mut t, b"\x1b[?47l");
+    for _ in 0..5 {
+        feed(&mut t, b"\x1b[?1049h\r\n\r\n\r\n\x1b[?1049l");
+    }
+    assert_eq!(t.scrollback_len(), 0, "alt screen never feeds history");
+}
+
+#[test]
+fn modes_are_tracked() {
+    let mut t = term(10, 2);
+    feed(&mut t, b"\x1b[?1h\x1b=\x1b[?2004h\x1b[?1002h\x1b[?1006h\x1b[?1004h\x1b[?2026h\x1b[?25l\x1b[5 q\x1b[>4;2m");
+    let m = t.modes();
+    assert!(m.app_cursor_keys && m.app_keypad && m.bracketed_paste && m.focus_reporting);
+    assert!(m.synchronized_output && !m.cursor_visible);
+    assert_eq!(m.mouse, MouseMode::Button);
+    assert_eq!(m.mouse_encoding, MouseEncoding::Sgr);
+    assert_eq!(m.cursor_style, 5);
+    assert_eq!(m.modify_other_keys, 2);
+    feed(
+        &mut t,
+        b"\x1b[?1000l\x1b[?1002l\x1b[?9h\x1b[?1015h\x1b[?2026l\x1b>",
+    );
+    let m = t.modes();
+    assert_eq!(m.mouse, MouseMode::X10);
+    assert_eq!(m.mouse_encoding, MouseEncoding::Urxvt);
+    assert!(!m.synchronized_output && !m.app_keypad);
+    // Text after BSU is processed at once: the model never buffers.
+    feed(&mut t, b"\x1b[?2026hvisible");
+    assert_eq!(screen(&t)[0], "visible");
+}
+
+#[test]
+fn kitty_keyboard_stack() {
+    let mut t = term(10, 2);
+    feed(&mut t, b"\x1b[>1u\x1b[>3u");
+    assert_eq!(t.modes().kitty_flags(), 3);
+    feed(&mut t, b"\x1b[=4;2u");
+    assert_eq!(t.modes().kitty_flags(), 7);
+    feed(&mut t, b"\x1b[?u");
+    assert_eq!(t.take_replies(), b"\x1b[?7u");
+    feed(&mut t, b"\x1b[<u");
+    assert_eq!(t.modes().kitty_flags(), 1);
+    feed(&mut t, b"\x1b[<5u");
+    assert_eq!(t.modes().kitty_flags(), 0);
+    for _ in 0..100 {
+        feed(&mut t, b"\x1b[>1u");
+    }
+    assert_eq!(t.modes().kitty_stack.len(), modes::KITTY_STACK_MAX);
+}
+
+#[test]
+fn title_stack_and_events() {
+    let mut t = term(10, 2);
+    feed(&mut t, b"\x1b]0;one\x07\x1b[22t\x1b]2;two\x1b\\\x07");
+    assert_eq!(t.title(), "two");
+    feed(&mut t, b"\x1b[23t");
+    assert_eq!(t.title(), "one");
+    assert_eq!(
+        t.take_events(),
+        [
+            TermEvent::Title("one".into()),
+            TermEvent::Title("two".into()),
+            TermEvent::Bell,
+            TermEvent::Title("one".into())
+        ]
+    );
+}
+
+#[test]
+fn shell_integration_events() {
+    let mut t = term(10, 2);
+    feed(&mut t, b"\x1b]7;file://host/tmp/a%20b\x07\x1b]133;A\x07$ \x1b]133;B\x07\x1b]133;C\x07\x1b]133;D;2\x07\x1b]133;D\x1b\\");
+    assert_eq!(t.cwd(), Some("/tmp/a b"));
+    assert_eq!(
+        t.take_events(),
+        [
+            TermEvent::Cwd("/tmp/a b".into()),
+            TermEvent::Prompt,
+            TermEvent::CommandStart,
+            TermEvent::CommandFinished { exit: Some(2) },
+            TermEvent::CommandFinished { exit: None },
+        ]
+    );
+}
+
+#[test]
+fn queries_are_answered_and_not_forwarded() {
+    let mut t = term(10, 3);
+    let input: &[u8] = b"a\x1b[c\x1b[>c\x1b[5n\x1b[?2004$p\x1b[4$p\x1b[?u\x1b[>q\x1b]10;?\x07\x1b]11;?\x1b\\\x1b[18t\x1b[?4mb";
+    let fwd = feed(&mut t, input);
+    assert_eq!(fwd, b"ab");
+    let replies = String::from_utf8(t.take_replies()).unwrap();
+    assert_eq!(
+        replies,
+        "\x1b[?62;22c\x1b[>1;10;0c\x1b[0n\x1b[?2004;2$y\x1b[4;2$y\x1b[?0u\x1bP>|ptyd(0.1.0)\x1b\\\
+         \x1b]10;rgb:e5e5/e5e5/e5e5\x07\x1b]11;rgb:0000/0000/0000\x1b\\\x1b[8;3;10t\x1b[>4;0m"
+    );
+    // Not-a-query sequences and unanswered queries pass through unchanged.
+    let other: &[u8] = b"\x1b[1mx\x1b[14t\x1b]2;t\x07\x1bP$q q\x1b\\";
+    assert_eq!(feed(&mut t, other), other);
+    assert!(t.take_replies().is_empty());
+}
+
+#[test]
+fn query_split_across_feeds_is_held_then_swallowed() {
+    let mut t = term(10, 3);
+    let mut fwd = feed(&mut t, b"x\x1b[");
+    assert_eq!(t.pending_bytes(), 2);
+    fwd.extend(feed(&mut t, b"6"));
+    fwd.extend(feed(&mut t, b"ny"));
+    assert_eq!(fwd, b"xy");
+    assert_eq!(t.take_replies(), b"\x1b[1;2R");
+    // Controls embedded in a swallowed query still reach clients.
+    assert_eq!(feed(&mut t, b"\x1b[5\nn"), b"\n");
+    assert_eq!(t.cursor().1, 1);
+}
+
+#[test]
+fn oversized_osc_is_dropped_and_memory_stays_bounded() {
+    let mut t = term(10, 2);
+    let mut fwd = feed(&mut t, b"\x1b]2;");
+    let chunk = vec![b'x'; 1 << 16];
+    for _ in 0..64 {
+        fwd.extend(feed(&mut t, &chunk));
+        assert!(t.pending_bytes() <= boundary::MAX_SEQ);
+    }
+    fwd.extend(feed(&mut t, b"\x07ok"));
+    assert_eq!(fwd, b"ok");
+    assert_eq!(t.title(), "");
+    assert_eq!(screen(&t)[0], "ok");
+    // Exactly at the cap is still accepted.
+    let mut t = term(10, 2);
+    let mut seq = b"\x1b]2;".to_vec();
+    seq.extend(std::iter::repeat_n(b'y', 64 * 1024 - 4));
+    seq.push(7);
+    feed(&mut t, &seq);
+    assert_eq!(t.title().len(), screen::MAX_TITLE);
+}
+
+#[test]
+fn serde_round_trip_mid_sequence_and_rep() {
+    let mut t = term(10, 3);
+    feed(&mut t, b"\x1b[31mab\x1b]2;ti");
+    let json = serde_json::to_string(&t).unwrap();
+    let mut u: Terminal = serde_json::from_str(&json).unwrap();
+    assert_eq!(t, u);
+    let rest: &[u8] = b"tle\x07\x1b[3bc\xe4\xb8";
+    assert_eq!(feed(&mut t, rest), feed(&mut u, rest));
+    let json = serde_json::to_string(&t).unwrap();
+    let mut u: Terminal = serde_json::from_str(&json).unwrap();
+    assert_eq!(feed(&mut t, b"\xad\x1b[b"), feed(&mut u, b"\xad\x1b[b"));
+    assert_eq!(t, u);
+    assert_eq!(screen(&t)[0], "abbbbc中中");
+    assert_eq!(t.title(), "title");
+}
+
+#[test]
+fn redraw_recreates_state_on_a_fresh_terminal() {
+    let mut t = term(12, 4);
+    feed(
+        &mut t,
+        "\x1b]2;T\x07l1\r\n\x1b[1;32mgreen\x1b[0m 中\r\n\x1b7\x1b[?1049h\x1b[2;3Halt\x1b[?1h\x1b[?2004h\x1b[?1003h\x1b[?1006h\x1b[>1u\x1b[=5;1u\x1b[2;3r\x1b[4 q\x1b[3;5H\x1b[7m".as_bytes(),
+    );
+    let bytes = t.redraw(12, 4);
+    let mut u = term(12, 4);
+    feed(&mut u, &bytes);
+    assert_eq!(u.visible_text(), t.visible_text());
+    assert_eq!(with_sgr(&u), with_sgr(&t));
+    assert_eq!(u.modes(), t.modes());
+    assert_eq!(u.cursor(), t.cursor());
+    assert_eq!(u.title(), "T");
+    feed(&mut t, b"\x1b[?1049l");
+    feed(&mut u, b"\x1b[?1049l");
+    assert_eq!(u.visible_text(), t.visible_text());
+    assert_eq!(with_sgr(&u), with_sgr(&t));
+    assert_eq!(u.cursor(), t.cursor());
+}
+
+#[test]
+fn redraw_keeps_pending_wrap() {
+    let mut t = term(4, 2);
+    feed(&mut t, b"abcd");
+    let mut u = term(4, 2);
+    feed(&mut u, &t.redraw(4, 2));
+    feed(&mut t, b"e");
+    feed(&mut u, b"e");
+    assert_eq!(u.visible_text(), t.visible_text());
+}
+
+#[test]
+fn resize_truncates_and_keeps_cursor_row() {
+    let mut t = term(6, 4);
+    feed(&mut t, "1\r\n2\r\nab中d\r\n4".as_bytes());
+    t.resize(3, 2);
+    assert_eq!(t.size(), (3, 2));
+    assert_eq!(screen(&t), ["ab", "4"], "cut wide char is blanked");
+    assert_eq!(t.scrollback_len(), 2);
+    assert_eq!(t.cursor(), (1, 1, true));
+    t.resize(6, 4);
+    assert_eq!(
+        screen(&t),
+        ["1", "2", "ab", "4"],
+        "growing pulls history back"
+    );
+    feed(&mut t, b"\x1b[10;10Hz");
+    assert_eq!(screen(&t)[3], "4    z");
+}
+
+#[test]
+fn inject_history_plain_and_sgr() {
+    let mut t = term(10, 2);
+    t.inject_history(&["plain".into(), "\x1b[1mbold\x1b[0m x".into()]);
+    let cap = t.capture(&CaptureOptions {
+        start: Some(-2),
+        end: Some(-1),
+        escapes: true,
+    });
+    assert_eq!(cap.lines, ["plain", "\x1b[0;1mbold\x1b[0m x\x1b[0m"]);
+}
+
+#[test]
+fn scrollback_is_compact() {
+    let mut t = term(80, 24);
+    let line: Vec<u8> = (0..80).map(|i| b'a' + (i % 26) as u8).collect();
+    for _ in 0..10_024 {
+        feed(&mut t, &line);
+        feed(&mut t, b"\r\n");
+    }
+    assert_eq!(t.scrollback_len(), 10_000);
+    let raw = 10_000 * 80;
+    let used = t.scrollback_memory_bytes();
+    assert!(
+        used <= 2 * raw,
+        "scrollback uses {used} bytes for {raw} bytes of text"
+    );
+}
+
+#[test]
+fn scrollback_byte_bound() {
+    let cfg = TermConfig {
+        scrollback_bytes: 10_000,
+        ..TermConfig::default()
+    };
+    let mut t = Terminal::new(80, 5, cfg);
+    for _ in 0..1000 {
+        feed(&mut t, &[b'x'; 80]);
+    }
+    assert!(t.scrollback_memory_bytes() <= 10_000 + 16 * 256);
+    assert!(t.scrollback_len() < 120);
+}
+
+#[test]
+fn ris_resets_modes_but_keeps_history() {
+    let mut t = term(5, 2);
+    feed(&mut t, b"a\r\nb\r\nc\x1b[?2004h\x1b[31m\x1b[2;2r");
+    feed(&mut t, b"\x1bc");
+    assert_eq!(screen(&t), ["", ""]);
+    assert_eq!(t.modes(), Modes::default());
+    assert_eq!(t.scrollback_len(), 1);
+    feed(&mut t, b"x");
+    assert_eq!(with_sgr(&t)[0], "x");
+}
+
+#[test]
+fn cell_stays_small() {
+    assert!(std::mem::size_of::<Cell>() <= 12);
+}
+
+#[test]
+fn decaln_and_bce() {
+    let mut t = term(3, 2);
+    feed(&mut t, b"\x1b#8");
+    assert_eq!(screen(&t), ["EEE", "EEE"]);
+    feed(&mut t, b"\x1b[44m\x1b[2J\x1b[m");
+    assert_eq!(with_sgr(&t)[0], "\x1b[0;44m   \x1b[0m");
+}
+
+#[test]
+fn snapshot_is_compact() {
+    let mut t = term(80, 24);
+    for i in 0..30 {
+        feed(&mut t, format!("line {i} with some text\r\n").as_bytes());
+    }
+    let json = serde_json::to_string(&t).unwrap();
+    assert!(json.len() < 12_000, "snapshot is {} bytes", json.len());
+}
+
+/// `Screen::text` replaces vte for ground-state bytes; it must do exactly
+/// what vte's ansi layer would do with them.
+#[test]
+fn ground_text_matches_vte() {
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    const ALPHABET: &[&[u8]] = &[
+        b"a",
+        b"Z",
+        b" ",
+        b"\r",
+        b"\n",
+        b"\t",
+        b"\x08",
+        b"\x07",
+        b"\x0e",
+        b"\x0f",
+        b"\x7f",
+        b"\x00",
+        b"\x1a",
+        b"\x85",
+        b"\x9b",
+        b"\xc2\x85",
+        b"\xe2\x82",
+        b"\xff",
+        b"\xc3\xa9",
+        "中".as_bytes(),
+        "\u{301}".as_bytes(),
+        "👍".as_bytes(),
+        b"\xf0\x9f\x91",
+    ];
+    for _ in 0..300 {
+        let mut input = Vec::new();
+        for _ in 0..(next() % 200) {
+            input.extend_from_slice(ALPHABET[(next() % ALPHABET.len() as u64) as usize]);
+        }
+        let cols = 1 + (next() % 12) as u16;
+        let rows = 1 + (next() % 5) as u16;
+        let mut ours = Screen::new(cols, rows, TermConfig::default());
+        ours.text(&input);
+        let mut theirs = Screen::new(cols, rows, TermConfig::default());
+        // vte holds an incomplete trailing character; ours prints U+FFFD for
+        // it, which vte does once the run ends with ESC.
+        let mut with_esc = input.clone();
+        with_esc.push(0x1b);
+        Processor::<NoSyncTimeout>::new().advance(&mut theirs, &with_esc);
+        assert_eq!(ours, theirs, "input {input:?}");
+    }
+}
+
+#[test]
+fn rep_matches_vte() {
+    for seq in [
+        &b"\x1b[b"[..],
+        b"\x1b[0b",
+        b"\x1b[3b",
+        b"\x1b[2;5b",
+        b"\x1b[2:7b",
+        b"\x1b[?3b",
+        b"\x1b[3 b",
+        b"\x1b[2\nb",
+    ] {
+        let mut ours = term(10, 3);
+        feed(&mut ours, b"x");
+        feed(&mut ours, seq);
+        let mut theirs = Screen::new(10, 3, TermConfig::default());
+        let mut p = Processor::<NoSyncTimeout>::new();
+        p.advance(&mut theirs, b"x");
+        p.advance(&mut theirs, seq);
+        assert_eq!(ours.screen.grid(), theirs.grid(), "{seq:?}");
+        assert_eq!(ours.screen.cursor, theirs.cursor, "{seq:?}");
+    }
+}
+
+/// `csi_fast` replaces vte for SGR, CUP and EL; it must agree with vte on
+/// any parameters, including odd ones (subparameters, overflow, too many).
+#[test]
+fn fast_csi_matches_vte() {
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    const PARTS: &[&str] = &[
+        "0",
+        "1",
+        "2",
+        "3",
+        "4",
+        "5",
+        "7",
+        "9",
+        "22",
+        "24",
+        "31",
+        "38",
+        "48",
+        "58",
+        "59",
+        "39",
+        "49",
+        "97",
+        "107",
+        "2",
+        "5",
+        "255",
+        "256",
+        "70000",
+        "",
+        ";",
+        ";",
+        ":",
+        ":",
+        "38;2;1;2;3",
+        "38:2::1:2:3",
+        "48:5:9",
+        "4:3",
+    ];
+    for _ in 0..5000 {
+        let mut body = String::new();
+        for _ in 0..(next() % 12) {
+            body.push_str(PARTS[(next() % PARTS.len() as u64) as usize]);
+            if next() % 2 == 0 {
+                body.push(';');
+            }
+        }
+        if next() % 50 == 0 {
+            body = ";".repeat(30 + (next() % 5) as usize);
+        }
+        let fin = ["m", "m", "m", "H", "f", "K"][(next() % 6) as usize];
+        let seq = format!("\x1b[{body}{fin}");
+        let mut start = Screen::new(12, 5, TermConfig::default());
+        start.text(b"abcdefghijkl\r\nmnopq\x1b");
+        start.cursor.col = 3;
+        start.cursor.row = 1;
+        let mut ours = start.clone();
+        let handled = csi_fast::try_dispatch(&mut ours, seq.as_bytes());
+        let mut theirs = start.clone();
+        Processor::<NoSyncTimeout>::new().advance(&mut theirs, seq.as_bytes());
+        if handled {
+            assert_eq!(ours, theirs, "{seq:?}");
+        } else {
+            assert_eq!(
+                ours, start,
+                "declined sequences must leave the screen alone: {seq:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn marks_on_trailing_blanks_survive_redraw_and_capture() {
+    let mut t = term(6, 2);
+    feed(&mut t, "a\x1b[2C\u{301}".as_bytes());
+    assert_eq!(screen(&t)[0], "a  \u{301}");
+    let mut u = term(6, 2);
+    feed(&mut u, &t.redraw(6, 2));
+    assert_eq!(u.visible_text(), t.visible_text());
+}
+
+#[test]
+fn damaged_snapshot_is_repaired_not_panicking() {
+    let mut t = term(10, 4);
+    feed(&mut t, b"hello\r\nworld\x1b[2;5r");
+    let mut v: serde_json::Value = serde_json::to_value(&t).unwrap();
+    let screen = &mut v["screen"];
+    screen["cols"] = serde_json::json!(25);
+    screen["cursor"]["row"] = serde_json::json!(1000);
+    screen["main"]["rows"] = serde_json::json!([]);
+    screen["tabs"] = serde_json::json!([]);
+    screen["scroll_bottom"] = serde_json::json!(99);
+    let mut u: Terminal = serde_json::from_value(v).unwrap();
+    feed(&mut u, b"\x1b[Hxyz\tq\r\n\n\n\n\x1b[99;99Hend");
+    assert_eq!(u.size(), (25, 4));
+    assert_eq!(u.visible_text().len(), 4);
+}

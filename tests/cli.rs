@@ -1,0 +1,252 @@
+//! The command line against a real server: the pane lifecycle through
+//! `new -d`, `ls`, `send`, `wait`, `capture`, `kill` and `rm`; the exit codes
+//! of `run` and `wait`; usage errors.
+
+mod util;
+
+use serde_json::{Value, json};
+use util::{Ptyd, assert_exit, stderr, stdout};
+
+fn ls_json(ptyd: &Ptyd) -> Value {
+    let out = ptyd.run_cli(&["ls", "--json"]);
+    assert_exit(&out, 0);
+    serde_json::from_str(&stdout(&out)).expect("ls --json prints JSON")
+}
+
+#[test]
+fn pane_lifecycle_through_the_cli() {
+    let ptyd = Ptyd::start();
+    let out = ptyd.run_cli(&["new", "-d", "-n", "work", "--", "/bin/sh"]);
+    assert_exit(&out, 0);
+    let id = stdout(&out).trim().to_string();
+    assert_eq!(id, "p1", "new -d prints the pane id");
+
+    let panes = ls_json(&ptyd)["panes"].clone();
+    assert_eq!(panes.as_array().unwrap().len(), 1, "{panes}");
+    assert_eq!(panes[0]["id"], "p1");
+    assert_eq!(panes[0]["name"], "work");
+    assert_eq!(panes[0]["state"], "running");
+    assert_eq!(panes[0]["command"], json!({ "argv": ["/bin/sh"] }));
+
+    // The human listing shows it too.
+    let out = ptyd.run_cli(&["ls"]);
+    assert_exit(&out, 0);
+    assert!(stdout(&out).contains("work"), "{}", stdout(&out));
+
+    let out = ptyd.run_cli(&["send", "work", "--enter", "echo", "cli-$((40+2))"]);
+    assert_exit(&out, 0);
+    let out = ptyd.run_cli(&["wait", "p1", "--text", "cli-42", "--timeout", "20000"]);
+    assert_exit(&out, 0);
+    let out = ptyd.run_cli(&["capture", "p1"]);
+    assert_exit(&out, 0);
+    let text = stdout(&out);
+    assert!(
+        text.lines().any(|l| l.trim() == "cli-42"),
+        "capture:\n{text}"
+    );
+    assert!(
+        !text.ends_with("\n\n"),
+        "trailing blank lines kept:\n{text:?}"
+    );
+    let out = ptyd.run_cli(&["capture", "--json", "p1"]);
+    assert_exit(&out, 0);
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert!(v["text"].as_str().unwrap().contains("cli-42"));
+
+    // rm refuses a running pane.
+    let out = ptyd.run_cli(&["rm", "p1"]);
+    assert_exit(&out, 1);
+    assert!(stderr(&out).contains("still running"), "{}", stderr(&out));
+
+    // An interactive sh ignores TERM: a short grace brings the KILL.
+    let out = ptyd.run_cli(&["kill", "work", "--grace", "200"]);
+    assert_exit(&out, 0);
+    let out = ptyd.run_cli(&["wait", "p1", "--exit"]);
+    assert_exit(&out, 137);
+    let panes = ls_json(&ptyd)["panes"].clone();
+    assert_eq!(panes[0]["state"], "exited");
+    assert_eq!(panes[0]["exit"]["reason"], "killed");
+    let out = ptyd.run_cli(&["ls"]);
+    assert!(stdout(&out).contains("exited"), "{}", stdout(&out));
+
+    let out = ptyd.run_cli(&["rm", "p1"]);
+    assert_exit(&out, 0);
+    assert_eq!(ls_json(&ptyd)["panes"], json!([]));
+    let out = ptyd.run_cli(&["ls"]);
+    assert!(stdout(&out).contains("no panes"), "{}", stdout(&out));
+}
+
+#[test]
+fn wait_exit_returns_the_panes_code() {
+    let ptyd = Ptyd::start();
+    let out = ptyd.run_cli(&["new", "-d", "--", "sh", "-c", "exit 42"]);
+    assert_exit(&out, 0);
+    let id = stdout(&out).trim().to_string();
+    let out = ptyd.run_cli(&["wait", &id, "--exit", "--json"]);
+    assert_exit(&out, 42);
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["exit"]["code"], 42, "{v}");
+
+    let out = ptyd.run_cli(&["new", "-d", "--shell", "kill -TERM $$"]);
+    assert_exit(&out, 0);
+    let id = stdout(&out).trim().to_string();
+    let out = ptyd.run_cli(&["wait", &id, "--exit"]);
+    assert_exit(&out, 143);
+}
+
+#[test]
+fn wait_timeout_exits_124() {
+    let ptyd = Ptyd::start();
+    let id = ptyd.create_argv(&["sleep", "1000"]);
+    let started = std::time::Instant::now();
+    let out = ptyd.run_cli(&["wait", &id, "--text", "never-shown", "--timeout", "300"]);
+    assert_exit(&out, 124);
+    assert!(started.elapsed().as_millis() >= 300);
+    assert!(stderr(&out).contains("timed out"), "{}", stderr(&out));
+    let out = ptyd.run_cli(&["wait", &id, "--exit", "--timeout", "100"]);
+    assert_exit(&out, 124);
+}
+
+#[test]
+fn run_mirrors_output_and_exits_with_the_code() {
+    let ptyd = Ptyd::start();
+    let out = ptyd.run_cli(&["run", "--", "sh", "-c", "echo run-output-$((1+1)); exit 3"]);
+    assert_exit(&out, 3);
+    assert!(stdout(&out).contains("run-output-2"), "{}", stdout(&out));
+    let out = ptyd.run_cli(&["run", "--", "true"]);
+    assert_exit(&out, 0);
+    let out = ptyd.run_cli(&["run", "--shell", "kill -KILL $$"]);
+    assert_exit(&out, 137);
+    // The panes stay, exited, for inspection.
+    let panes = ls_json(&ptyd)["panes"].as_array().unwrap().clone();
+    assert_eq!(panes.len(), 3);
+    assert!(panes.iter().all(|p| p["state"] == "exited"), "{panes:?}");
+    assert_eq!(panes[0]["exit"]["code"], 3);
+}
+
+#[test]
+fn run_passes_name_env_and_cwd() {
+    let ptyd = Ptyd::start();
+    let dir = ptyd.dirs.state.path().to_str().unwrap().to_string();
+    let out = ptyd.run_cli(&[
+        "run",
+        "-n",
+        "envtest",
+        "-e",
+        "GREETING=hi-env",
+        "-c",
+        &dir,
+        "--size",
+        "50x10",
+        "--",
+        "sh",
+        "-c",
+        "echo $GREETING; pwd; stty size; echo id=$PTYD_PANE_ID",
+    ]);
+    assert_exit(&out, 0);
+    let text = stdout(&out);
+    assert!(text.contains("hi-env"), "{text}");
+    assert!(text.contains(&dir), "{text}");
+    assert!(text.contains("10 50"), "{text}");
+    assert!(text.contains("id=p1"), "{text}");
+    assert_eq!(ls_json(&ptyd)["panes"][0]["name"], "envtest");
+}
+
+#[test]
+fn api_and_status_commands() {
+    let ptyd = Ptyd::start();
+    let out = ptyd.run_cli(&["api", "pane.create", r#"{"argv": ["sleep", "1000"]}"#]);
+    assert_exit(&out, 0);
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["id"], "p1");
+    let out = ptyd.run_cli(&["status", "--json"]);
+    assert_exit(&out, 0);
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["pid"], ptyd.pid());
+    assert_eq!(v["namespace"], ptyd.namespace.as_str());
+    assert_eq!(v["running_panes"], 1);
+    // A server error becomes exit 1 with the message.
+    let out = ptyd.run_cli(&["api", "pane.capture", r#"{"target": "p9"}"#]);
+    assert_exit(&out, 1);
+    assert!(stderr(&out).contains("p9"), "{}", stderr(&out));
+}
+
+#[test]
+fn usage_and_target_errors() {
+    let ptyd = Ptyd::start();
+    for args in [
+        &["frobnicate"][..],
+        &["ls", "--bogus"],
+        &["send"],
+        &["send", "p1"],
+        &["wait", "p1", "--timeout", "soon"],
+        &["run"],
+        &["api"],
+        &["api", "pane.list", "{not json"],
+        &["-L", "../escape", "ls"],
+    ] {
+        let out = ptyd.run_cli(args);
+        assert_exit(&out, 2);
+        assert!(!stderr(&out).is_empty(), "{args:?}: no message");
+    }
+    for args in [
+        &["capture", "nosuch"][..],
+        &["kill", "p7"],
+        &["send", "p7", "x"],
+        &["rm", "p7"],
+    ] {
+        let out = ptyd.run_cli(args);
+        assert_exit(&out, 1);
+        assert!(stderr(&out).contains("ptyd:"), "{args:?}: {}", stderr(&out));
+    }
+    let out = ptyd.run_cli(&["--help"]);
+    assert_exit(&out, 0);
+    assert!(stdout(&out).contains("attach"));
+    let out = ptyd.run_cli(&["wait", "--help"]);
+    assert_exit(&out, 0);
+    assert!(stdout(&out).contains("--timeout"), "{}", stdout(&out));
+}
+
+/// A client command with no server running starts one in the background
+/// (detached, in the same namespace); `ptyd stop` ends it.
+#[test]
+fn client_commands_start_a_server_when_none_runs() {
+    let dirs = util::Dirs::new();
+    let ns = util::unique_name("auto");
+    let cli = |args: &[&str]| {
+        let mut cmd = dirs.command(&ns);
+        cmd.args(args);
+        util::run_bounded(cmd, &format!("ptyd {args:?}"))
+    };
+    // Commands that only make sense with a server do not start one.
+    let out = cli(&["kill", "p1"]);
+    assert_exit(&out, 1);
+    assert!(!dirs.socket(&ns).exists());
+
+    let out = cli(&["new", "-d", "--", "sleep", "1000"]);
+    assert_exit(&out, 0);
+    let guard = StopOnDrop(&dirs, &ns);
+    assert_eq!(stdout(&out).trim(), "p1");
+    let out = cli(&["status", "--json"]);
+    assert_exit(&out, 0);
+    let status: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let server_pid = status["pid"].as_i64().unwrap() as i32;
+    let out = cli(&["stop"]);
+    assert_exit(&out, 0);
+    std::mem::forget(guard);
+    util::eventually("the background server to exit after stop", || {
+        util::process_gone(server_pid).then_some(())
+    });
+    assert!(!dirs.socket(&ns).exists());
+}
+
+/// Runs `ptyd stop` for a background server if the test fails early.
+struct StopOnDrop<'a>(&'a util::Dirs, &'a str);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        let mut cmd = self.0.command(self.1);
+        cmd.arg("stop");
+        let _ = cmd.output();
+    }
+}

@@ -1,0 +1,143 @@
+//! The event stream: replay from a sequence number, live delivery, strictly
+//! increasing `seq`, and the events pane changes produce.
+
+mod util;
+
+use serde_json::{Value, json};
+use util::Ptyd;
+
+/// Reads events until one of `kind` for `pane` arrives; returns all read.
+fn events_until(c: &mut util::Conn, kind: &str, pane: &str) -> Vec<Value> {
+    let mut seen = Vec::new();
+    loop {
+        let e = c.next_event();
+        let done = e["type"] == kind && e["pane"] == pane;
+        seen.push(e);
+        if done {
+            return seen;
+        }
+    }
+}
+
+fn assert_increasing(events: &[Value]) {
+    for pair in events.windows(2) {
+        let (a, b) = (pair[0]["seq"].as_u64(), pair[1]["seq"].as_u64());
+        assert!(
+            a.is_some() && b.is_some() && a < b,
+            "seq not increasing: {} then {}",
+            pair[0],
+            pair[1]
+        );
+    }
+}
+
+#[test]
+fn subscribe_since_zero_replays_everything_in_order() {
+    let ptyd = Ptyd::start();
+    let mut c = ptyd.connect();
+    let a = ptyd.create_argv(&["sh", "-c", "exit 5"]);
+    c.wait_exit(&a);
+    let b = ptyd.create_argv(&["sleep", "1000"]);
+    c.ok(
+        "pane.resize",
+        json!({ "target": b, "cols": 100, "rows": 30 }),
+    );
+    c.ok("pane.kill", json!({ "target": b, "signal": "KILL" }));
+    c.wait_exit(&b);
+    c.ok("pane.remove", json!({ "target": a }));
+
+    let mut sub = ptyd.connect();
+    let r = sub.ok("events.subscribe", json!({ "since": 0 }));
+    let last = r["seq"].as_u64().expect("subscribe returns the last seq");
+    let events = events_until(&mut sub, "pane.removed", &a);
+    assert_increasing(&events);
+    assert_eq!(
+        events[0]["seq"], 1,
+        "replay does not start at 1: {}",
+        events[0]
+    );
+    assert_eq!(events.last().unwrap()["seq"], last);
+    let summary: Vec<(String, String)> = events
+        .iter()
+        .map(|e| {
+            (
+                e["type"].as_str().unwrap_or("?").to_string(),
+                e["pane"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    let want: Vec<(String, String)> = [
+        ("pane.created", &a),
+        ("pane.exited", &a),
+        ("pane.created", &b),
+        ("pane.resized", &b),
+        ("pane.exited", &b),
+        ("pane.removed", &a),
+    ]
+    .iter()
+    .map(|(t, p)| (t.to_string(), p.to_string()))
+    .collect();
+    assert_eq!(summary, want, "events: {events:#?}");
+    assert_eq!(events[0]["info"]["id"], a.as_str());
+    assert_eq!(events[1]["exit"]["code"], 5, "{}", events[1]);
+    assert_eq!(events[3]["cols"], 100);
+    assert_eq!(events[4]["exit"]["signal"], 9);
+    assert_eq!(events[4]["exit"]["reason"], "killed");
+
+    // Resuming after a seq gives only what follows it.
+    let mut sub2 = ptyd.connect();
+    sub2.ok("events.subscribe", json!({ "since": 3 }));
+    let e = sub2.next_event();
+    assert_eq!(e["seq"], 4, "{e}");
+}
+
+#[test]
+fn live_events_follow_the_replay_without_gaps() {
+    let ptyd = Ptyd::start();
+    let mut c = ptyd.connect();
+    let first = ptyd.create_argv(&["true"]);
+    c.wait_exit(&first);
+
+    let mut sub = ptyd.connect();
+    sub.ok("events.subscribe", json!({ "since": 0 }));
+    let mut events = events_until(&mut sub, "pane.exited", &first);
+    // Now live: a new pane's events arrive on the same stream.
+    let second = ptyd.create_argv(&["sh", "-c", "exit 7"]);
+    events.extend(events_until(&mut sub, "pane.exited", &second));
+    assert_increasing(&events);
+    let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    let contiguous: Vec<u64> = (1..=seqs.len() as u64).collect();
+    assert_eq!(seqs, contiguous, "events were skipped: {events:#?}");
+    assert_eq!(events.last().unwrap()["exit"]["code"], 7);
+
+    // A subscription without `since` starts at the present.
+    let mut now = ptyd.connect();
+    let r = now.ok("events.subscribe", json!({}));
+    let third = ptyd.create_argv(&["true"]);
+    let e = now.next_event();
+    assert_eq!(e["type"], "pane.created", "{e}");
+    assert_eq!(e["pane"], third.as_str());
+    assert_eq!(e["seq"].as_u64(), Some(r["seq"].as_u64().unwrap() + 1));
+}
+
+#[test]
+fn attach_and_detach_are_events() {
+    let ptyd = Ptyd::start();
+    let mut sub = ptyd.connect();
+    sub.ok("events.subscribe", json!({}));
+    let id = ptyd.create_argv(&["cat"]);
+    let (_, stream, _) = ptyd
+        .connect()
+        .attach(json!({ "target": id, "read_only": true }));
+    drop(stream);
+    let events = events_until(&mut sub, "client.detached", &id);
+    assert_increasing(&events);
+    let types: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+    assert!(types.contains(&"client.attached"), "{events:#?}");
+    let attached = events
+        .iter()
+        .find(|e| e["type"] == "client.attached")
+        .unwrap();
+    assert_eq!(attached["read_only"], true);
+    assert_eq!(attached["pid"].as_u64(), Some(std::process::id() as u64));
+}

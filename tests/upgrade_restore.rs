@@ -1,0 +1,123 @@
+//! `ptyd upgrade --mode restore`, the fallback where a live handoff is
+//! impossible: the session is saved, the server restarts in place (same pid)
+//! as the new binary, and the panes come back from the snapshot by their
+//! restore plans, with their history.
+
+mod util;
+
+use serde_json::json;
+use std::time::{Duration, Instant};
+use util::Ptyd;
+
+#[test]
+fn restore_mode_restarts_in_place_and_restores_the_session() {
+    let ptyd = Ptyd::start();
+    let mut c = ptyd.connect();
+    let marker_file = ptyd.dirs.state.path().join("runs.txt");
+    let shell = ptyd.create_argv(&["/bin/sh"]);
+    c.ok(
+        "pane.input",
+        json!({ "target": shell, "data": "echo before-the-restart\r" }),
+    );
+    c.wait_text(&shell, "before-the-restart");
+    let script = format!(
+        "echo run >> {}; echo started; exec sleep 1000",
+        marker_file.display()
+    );
+    let rerun = c.ok(
+        "pane.create",
+        json!({ "shell": script, "restore": "rerun" }),
+    )["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    c.wait_text(&rerun, "started");
+    let held = ptyd.create_argv(&["sleep", "1000"]);
+    let before = c.ok("server.status", json!({}));
+    let old_pids = c.ok("pane.list", json!({}))["panes"].clone();
+
+    let out = ptyd.run_cli(&["upgrade", "--mode", "restore", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let mut c = ptyd.connect();
+    let after = c.ok("server.status", json!({}));
+    assert_eq!(after["pid"], before["pid"], "restarts in the same process");
+    assert_eq!(after["generation"], 2);
+    let panes = c.ok("pane.list", json!({}))["panes"].clone();
+    let find = |id: &str| {
+        panes
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["id"] == id)
+            .cloned()
+            .unwrap()
+    };
+    let old = |id: &str| {
+        old_pids
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["id"] == id)
+            .cloned()
+            .unwrap()
+    };
+
+    // A plain shell comes back as a fresh shell, its history above.
+    assert_eq!(find(&shell)["state"], "running");
+    assert_ne!(find(&shell)["pid"], old(&shell)["pid"]);
+    let history = c.ok("pane.capture", json!({ "target": shell, "start": -100 }))["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(history.contains("before-the-restart"), "{history}");
+    assert!(history.contains("--- ptyd: restored"), "{history}");
+
+    // `rerun` ran its command a second time.
+    assert_eq!(find(&rerun)["state"], "running");
+    c.wait_text(&rerun, "started");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::fs::read_to_string(&marker_file)
+        .unwrap_or_default()
+        .lines()
+        .count()
+        < 2
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the rerun pane did not run again"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    // The default policy for a command is `hold`: no process until respawned.
+    assert_eq!(find(&held)["state"], "held");
+    let info = c.ok("pane.respawn", json!({ "target": held }));
+    assert_eq!(info["state"], "running");
+}
+
+#[test]
+fn restore_mode_refuses_a_binary_that_cannot_read_the_snapshot() {
+    let ptyd = Ptyd::start();
+    let fake = ptyd.dirs.state.path().join("old-ptyd");
+    std::fs::write(&fake, "#!/bin/sh\necho '{\"handoff_version\": 1, \"snapshot_version\": 0, \"server_version\": \"0.0.1\"}'\n").unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let pane = ptyd.create_argv(&["sleep", "1000"]);
+    let mut c = ptyd.connect();
+    let before = c.ok("server.status", json!({}));
+    let msg = c.err(
+        "server.upgrade",
+        json!({ "mode": "restore", "binary": fake }),
+        "upgrade_failed",
+    );
+    assert!(msg.contains("snapshot version 0"), "{msg}");
+    let after = c.ok("server.status", json!({}));
+    assert_eq!(after["pid"], before["pid"]);
+    let list = c.ok("pane.list", json!({}));
+    assert_eq!(list["panes"][0]["id"], pane);
+    assert_eq!(list["panes"][0]["state"], "running");
+}

@@ -1,0 +1,181 @@
+//! `pane.wait` conditions (exit, text, idle) and timeouts, and the pane
+//! watchdogs `timeout_ms` and `idle_timeout_ms`.
+
+mod util;
+
+use serde_json::json;
+use std::time::{Duration, Instant};
+use util::Ptyd;
+
+#[test]
+fn wait_idle_answers_after_output_stops() {
+    let ptyd = Ptyd::start();
+    let mut c = ptyd.connect();
+    let id = ptyd.create_argv(&["sh", "-c", "echo begun; exec sleep 1000"]);
+    c.wait_text(&id, "begun");
+    let started = Instant::now();
+    let r = c.ok(
+        "pane.wait",
+        json!({ "target": id, "idle_ms": 400, "timeout_ms": 20000 }),
+    );
+    assert_eq!(r["reason"], "idle", "{r}");
+    // At most 400 ms since the last output, which came before the wait.
+    assert!(started.elapsed() <= Duration::from_secs(15));
+}
+
+#[test]
+fn wait_idle_does_not_answer_while_output_flows() {
+    let ptyd = Ptyd::start();
+    let mut c = ptyd.connect();
+    // Output every 50 ms; no 3 s quiet period within the 1.5 s wait.
+    let id = ptyd.create_argv(&[
+        "sh",
+        "-c",
+        "i=0; while :; do i=$((i+1)); echo tick $i; sleep 0.05; done",
+    ]);
+    c.wait_text(&id, "tick 3");
+    let started = Instant::now();
+    let (code, _) = c
+        .call(
+            "pane.wait",
+            json!({ "target": id, "idle_ms": 3000, "timeout_ms": 1500 }),
+        )
+        .expect_err("an idle wait answered while output flowed");
+    assert_eq!(code, "timeout");
+    assert!(started.elapsed() >= Duration::from_millis(1500));
+
+    // Once output stops, the same kind of wait answers.
+    c.ok("pane.kill", json!({ "target": id, "signal": "STOP" }));
+    let r = c.ok(
+        "pane.wait",
+        json!({ "target": id, "idle_ms": 300, "timeout_ms": 20000 }),
+    );
+    assert_eq!(r["reason"], "idle");
+    c.ok("pane.kill", json!({ "target": id, "signal": "KILL" }));
+}
+
+#[test]
+fn wait_timeout_is_an_error_after_the_time() {
+    let ptyd = Ptyd::start();
+    let mut c = ptyd.connect();
+    let id = ptyd.create_argv(&["sleep", "1000"]);
+    for params in [
+        json!({ "target": id, "text": "never", "timeout_ms": 300 }),
+        json!({ "target": id, "exit": true, "timeout_ms": 300 }),
+    ] {
+        let started = Instant::now();
+        let m = c.err("pane.wait", params, "timeout");
+        assert!(started.elapsed() >= Duration::from_millis(300), "{m}");
+    }
+    // The connection is fine afterwards, and the pane untouched.
+    assert_eq!(c.pane_info(&id).unwrap()["state"], "running");
+}
+
+#[test]
+fn wait_text_already_shown_and_text_that_never_comes() {
+    let ptyd = Ptyd::start();
+    let mut c = ptyd.connect();
+    let id = ptyd.create_argv(&[
+        "sh",
+        "-c",
+        "echo early-bird; sleep 0.3; echo late-one; exit 3",
+    ]);
+    c.wait_text(&id, "late-one");
+    // Already on screen: answered at once.
+    let r = c.ok("pane.wait", json!({ "target": id, "text": "early-bird" }));
+    assert_eq!(r["reason"], "text");
+    c.wait_exit(&id);
+    // The pane exited without it: an error, not a hang.
+    let m = c.err(
+        "pane.wait",
+        json!({ "target": id, "text": "never-printed" }),
+        "pane_exited",
+    );
+    assert!(m.contains("never-printed"), "{m}");
+}
+
+#[test]
+fn waits_on_one_connection_are_answered_independently() {
+    let ptyd = Ptyd::start();
+    let mut c = ptyd.connect();
+    let id = ptyd.create_argv(&["/bin/sh", "-c", "stty -echo; echo ready; exec cat"]);
+    c.wait_text(&id, "ready");
+    let exit_wait = c.send("pane.wait", json!({ "target": id, "exit": true }));
+    let text_wait = c.send("pane.wait", json!({ "target": id, "text": "second-line" }));
+    c.send(
+        "pane.input",
+        json!({ "target": id, "data": "second-line\n" }),
+    );
+    // The input ack and the text wait arrive; the exit wait does not yet.
+    let mut got = vec![c.next_response(), c.next_response()];
+    got.sort_by_key(|r| r["id"].as_u64());
+    assert_eq!(got[0]["id"], text_wait, "{got:?}");
+    assert_eq!(got[0]["result"]["reason"], "text");
+    assert!(got[1]["result"]["written"] == true, "{got:?}");
+    // Removing the pane fails the pending exit wait.
+    let mut other = ptyd.connect();
+    other.ok("pane.remove", json!({ "target": id, "force": true }));
+    let r = c.next_response();
+    assert_eq!(r["id"], exit_wait);
+    // The exit is reported before the removal, or the removal fails it.
+    assert!(
+        r["result"]["reason"] == "exited" || r["error"]["code"] == "not_found",
+        "{r}"
+    );
+}
+
+#[test]
+fn timeout_watchdog_kills_the_pane() {
+    let ptyd = Ptyd::start();
+    let mut c = ptyd.connect();
+    let started = Instant::now();
+    let info = c.ok(
+        "pane.create",
+        json!({ "argv": ["sleep", "1000"], "timeout_ms": 300 }),
+    );
+    let exit = c.wait_exit(info["id"].as_str().unwrap());
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    assert_eq!(exit["reason"], "timeout", "{exit}");
+    assert_eq!(exit["signal"], 15, "{exit}");
+}
+
+#[test]
+fn timeout_watchdog_escalates_to_kill() {
+    let ptyd = Ptyd::start();
+    let mut c = ptyd.connect();
+    // Ignores TERM: the watchdog's KILL after the 3 s grace ends it.
+    let info = c.ok(
+        "pane.create",
+        json!({ "argv": ["sh", "-c", "trap '' TERM; echo armed; while :; do sleep 1; done"], "timeout_ms": 200 }),
+    );
+    let id = info["id"].as_str().unwrap();
+    let exit = c.wait_exit(id);
+    assert_eq!(exit["reason"], "timeout", "{exit}");
+    assert_eq!(exit["signal"], 9, "{exit}");
+}
+
+#[test]
+fn idle_watchdog_kills_a_quiet_pane_and_spares_a_busy_one() {
+    let ptyd = Ptyd::start();
+    let mut c = ptyd.connect();
+    let quiet = c.ok(
+        "pane.create",
+        json!({ "argv": ["sh", "-c", "echo hello; exec sleep 1000"], "idle_timeout_ms": 400 }),
+    );
+    let busy = c.ok(
+        "pane.create",
+        json!({
+            "argv": ["sh", "-c", "i=0; while :; do i=$((i+1)); echo tick $i; sleep 0.05; done"],
+            "idle_timeout_ms": 3000,
+        }),
+    );
+    let quiet = quiet["id"].as_str().unwrap();
+    let busy = busy["id"].as_str().unwrap();
+    let exit = c.wait_exit(quiet);
+    assert_eq!(exit["reason"], "idle_timeout", "{exit}");
+    assert_eq!(exit["signal"], 15, "{exit}");
+    // 80 ticks take over 4 s, past the 3 s idle limit: output keeps it alive.
+    c.wait_text(busy, "tick 80");
+    assert_eq!(c.pane_info(busy).unwrap()["state"], "running");
+    c.ok("pane.kill", json!({ "target": busy, "signal": "KILL" }));
+}
