@@ -78,6 +78,43 @@ fn create_unique_temp(dir: &Path, target: &Path) -> io::Result<(PathBuf, File)> 
     }
 }
 
+/// Removes temp files of [`write_atomic`] in `dir` left by a process that
+/// no longer runs (a writer killed between create and rename), so they do
+/// not pile up across crashes. Files of live processes are left alone: a
+/// live writer may still rename its file.
+pub fn remove_stale_temps(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(temp_owner) else {
+            continue;
+        };
+        if pid != std::process::id() && !process_exists(pid) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// The pid in a temp file name `.{stem}.tmp.{pid}.{n}`.
+fn temp_owner(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix('.')?;
+    let (_, tail) = rest.rsplit_once(".tmp.")?;
+    let (pid, n) = tail.split_once('.')?;
+    n.parse::<u64>().ok()?;
+    pid.parse().ok()
+}
+
+fn process_exists(pid: u32) -> bool {
+    let Ok(pid) = i32::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: signal 0 only checks that the process exists.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}
+
 fn rename_with_retry(from: &Path, to: &Path) -> io::Result<()> {
     let mut attempt = 0;
     loop {
@@ -115,6 +152,27 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names.len(), 1, "{names:?}");
+    }
+
+    #[test]
+    fn stale_temps_of_dead_writers_are_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let stale = dir.path().join(format!(".session.json.tmp.{dead}.3"));
+        let live = dir
+            .path()
+            .join(format!(".session.json.tmp.{}.4", std::process::id()));
+        let other = dir.path().join("session.json");
+        for f in [&stale, &live, &other] {
+            std::fs::write(f, b"x").unwrap();
+        }
+        remove_stale_temps(dir.path());
+        assert!(!stale.exists());
+        assert!(live.exists() && other.exists());
+        assert_eq!(temp_owner(".p1.txt.tmp.42.0"), Some(42));
+        assert_eq!(temp_owner("p1.txt"), None);
     }
 
     #[test]

@@ -27,6 +27,9 @@ pub struct SaveJob {
 pub struct SaveResult {
     pub revision: u64,
     pub outcome: Result<Duration, String>,
+    /// History files that could not be written (optional data: the save
+    /// went on without them).
+    pub history_errors: Vec<String>,
 }
 
 pub struct Writer {
@@ -46,8 +49,14 @@ impl Writer {
                 for job in job_rx {
                     let revision = job.revision;
                     let started = Instant::now();
-                    let outcome = run_job(job).map(|()| started.elapsed());
-                    if res_tx.send(SaveResult { revision, outcome }).is_err() {
+                    let mut history_errors = Vec::new();
+                    let outcome = run_job(job, &mut history_errors).map(|()| started.elapsed());
+                    let result = SaveResult {
+                        revision,
+                        outcome,
+                        history_errors,
+                    };
+                    if res_tx.send(result).is_err() {
                         return;
                     }
                     wake();
@@ -79,14 +88,22 @@ impl Writer {
     }
 }
 
-fn run_job(job: SaveJob) -> Result<(), String> {
+fn run_job(job: SaveJob, history_errors: &mut Vec<String>) -> Result<(), String> {
     if !job.histories.is_empty() || !job.keep_histories.is_empty() {
         std::fs::create_dir_all(&job.history_dir)
             .map_err(|e| format!("creating {}: {e}", job.history_dir.display()))?;
     }
     for (name, contents) in &job.histories {
         // History is the optional durability class: torn never, lost maybe.
-        write_atomic(&job.history_dir.join(name), contents, false).map_err(|e| e.to_string())?;
+        // A failure must not keep session.json from being written; the file
+        // it names keeps its old contents, or is created empty.
+        let path = job.history_dir.join(name);
+        if let Err(e) = write_atomic(&path, contents, false) {
+            history_errors.push(e.to_string());
+            if !path.exists() {
+                let _ = std::fs::File::create(&path);
+            }
+        }
     }
     write_atomic(&job.session_path, &job.session, true).map_err(|e| e.to_string())?;
     if let Ok(entries) = std::fs::read_dir(&job.history_dir) {

@@ -154,6 +154,9 @@ pub fn run(opts: ServerOptions) -> Result<(), String> {
     let lock = listener::lock_namespace(&paths).map_err(|e| e.to_string())?;
     let bound = listener::bind_socket(&paths).map_err(|e| e.to_string())?;
     let _ = paths.prepare_state_dir();
+    // Temp files of a server killed mid-save; we hold the lock now.
+    persist::atomic::remove_stale_temps(&paths.state_dir);
+    persist::atomic::remove_stale_temps(&persist::history_dir(&paths.state_dir));
     let listener = UnixListener::from_std(bound.listener);
     let mut server = Server::assemble(paths, listener, (bound.dev, bound.ino), lock, opts.history)?;
     server

@@ -157,7 +157,9 @@ impl Pane {
             run: 0,
             restore: setup.restore,
             resume: setup.resume,
-            history_dirty: false,
+            // A snapshot names every pane's history file, so the first
+            // save after creation must write one even if nothing was printed.
+            history_dirty: true,
             prompts_seen: 0,
             commands_finished: 0,
             last_command_exit: None,

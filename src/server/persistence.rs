@@ -43,6 +43,8 @@ pub struct Persistence {
     in_flight: Option<u64>,
     first_dirty: Option<Instant>,
     last_change: Instant,
+    /// After a failed save: no automatic save before this.
+    retry_at: Option<Instant>,
     /// History files to write with the next save: set by the history tick.
     history_due: bool,
     pub last_error: Option<String>,
@@ -65,6 +67,7 @@ impl Persistence {
             in_flight: None,
             first_dirty: None,
             last_change: Instant::now(),
+            retry_at: None,
             history_due: false,
             last_error: None,
             last_save_unix_ms: None,
@@ -80,7 +83,8 @@ impl Persistence {
 
     fn due_at(&self) -> Option<Instant> {
         let first = self.first_dirty?;
-        Some((self.last_change + SAVE_DEBOUNCE).min(first + SAVE_MAX_DELAY))
+        let due = (self.last_change + SAVE_DEBOUNCE).min(first + SAVE_MAX_DELAY);
+        Some(self.retry_at.map_or(due, |retry| due.max(retry)))
     }
 
     pub fn status(&self) -> Value {
@@ -273,11 +277,18 @@ impl Server {
             .unwrap_or_default();
         for result in results {
             self.persist.in_flight = None;
+            for e in &result.history_errors {
+                self.log.log(
+                    "history_write_failed",
+                    &format!("{e}; saved the session without it"),
+                );
+            }
             match result.outcome {
                 Ok(took) => {
                     let p = &mut self.persist;
                     p.saved_revision = p.saved_revision.max(result.revision);
                     p.last_error = None;
+                    p.retry_at = None;
                     p.last_save_unix_ms = Some(super::pane::unix_ms());
                     p.last_save_ms = Some(took.as_millis() as u64);
                     if p.saved_revision >= p.revision {
@@ -291,6 +302,7 @@ impl Server {
                         &format!("{e}; keeping the previous snapshot and retrying"),
                     );
                     self.persist.last_error = Some(e.clone());
+                    self.persist.retry_at = Some(Instant::now() + SAVE_RETRY);
                     for pane in self.panes.values_mut() {
                         pane.history_dirty = true;
                     }
@@ -371,6 +383,10 @@ impl Server {
         {
             writer.submit(job);
             for result in writer.finish() {
+                for e in &result.history_errors {
+                    self.log
+                        .log("history_write_failed", &format!("final save: {e}"));
+                }
                 if let Err(e) = result.outcome {
                     self.log.log("save_failed", &format!("final save: {e}"));
                 }
@@ -393,7 +409,11 @@ fn live_cwd(pane: &Pane) -> Option<std::path::PathBuf> {
 fn history_bytes(pane: &Pane) -> Vec<u8> {
     let mut text = pane.history_text();
     if text.len() > HISTORY_MAX_BYTES {
-        let cut = text.len() - HISTORY_MAX_BYTES;
+        let mut cut = text.len() - HISTORY_MAX_BYTES;
+        // The byte count may land inside a multi-byte character.
+        while !text.is_char_boundary(cut) {
+            cut += 1;
+        }
         let start = text[cut..].find('\n').map_or(cut, |i| cut + i + 1);
         text.drain(..start);
     }

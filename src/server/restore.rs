@@ -52,7 +52,11 @@ impl Server {
                 self.persist.restore_report = json!({ "found": true, "unusable": reason });
             }
             Loaded::Snapshot(snapshot) => {
+                // The revision only grows, also across restarts.
+                let revision = snapshot.revision;
                 let fixes = self.rebuild(snapshot);
+                self.persist.revision = self.persist.revision.max(revision);
+                self.persist.saved_revision = self.persist.revision;
                 for fix in &fixes {
                     self.log.log("restore_repair", fix);
                 }
@@ -106,6 +110,10 @@ impl Server {
                 fixes.push(format!("dropped workspace with bad id {:?}", ws.id));
                 continue;
             };
+            if tree.workspaces.contains_key(&id) {
+                fixes.push(format!("dropped duplicate workspace {}", ws.id));
+                continue;
+            }
             tree.workspaces.insert(
                 id,
                 Workspace {
@@ -144,12 +152,24 @@ impl Server {
             let panes = layout.panes();
             let focus = parse_id('p', &tab.focus)
                 .filter(|f| panes.contains(f))
-                .unwrap_or(panes[0]);
+                .unwrap_or_else(|| {
+                    fixes.push(format!(
+                        "tab {}: focus {} is not one of its panes; focusing p{}",
+                        tab.id, tab.focus, panes[0]
+                    ));
+                    panes[0]
+                });
             let zoom = tab
                 .zoom
                 .as_deref()
                 .and_then(|z| parse_id('p', z))
                 .filter(|z| panes.contains(z));
+            if let (Some(saved), None) = (&tab.zoom, zoom) {
+                fixes.push(format!(
+                    "tab {}: zoom {saved} is not one of its panes; unzoomed",
+                    tab.id
+                ));
+            }
             tree.tabs.insert(
                 id,
                 Tab {
@@ -162,16 +182,26 @@ impl Server {
                 },
             );
         }
-        // Tab order and active tab come from the workspace records.
+        // Tab order and active tab come from the workspace records (the
+        // first record of each id: duplicates were dropped above).
+        let mut ordered = HashSet::new();
         for ws in &snap.workspaces {
-            let Some(wid) = parse_id('w', &ws.id) else {
+            let Some(wid) = parse_id('w', &ws.id).filter(|w| ordered.insert(*w)) else {
                 continue;
             };
+            let mut listed = HashSet::new();
             let tabs: Vec<u64> = ws
                 .tabs
                 .iter()
                 .filter_map(|t| parse_id('t', t))
                 .filter(|t| tree.tabs.get(t).is_some_and(|tab| tab.workspace == wid))
+                .filter(|t| {
+                    let first = listed.insert(*t);
+                    if !first {
+                        fixes.push(format!("workspace {} listed tab t{t} twice", ws.id));
+                    }
+                    first
+                })
                 .collect();
             let active = ws
                 .active_tab
@@ -207,6 +237,17 @@ impl Server {
         tree.next_workspace_id = snap.counters.workspace.max(max_ws + 1);
         tree.next_tab_id = snap.counters.tab.max(max_tab + 1);
         self.next_pane_id = snap.counters.pane.max(max_pane + 1).max(self.next_pane_id);
+        for (what, saved, now) in [
+            ("workspace", snap.counters.workspace, tree.next_workspace_id),
+            ("tab", snap.counters.tab, tree.next_tab_id),
+            ("pane", snap.counters.pane, self.next_pane_id),
+        ] {
+            if saved != now {
+                fixes.push(format!(
+                    "{what} counter {saved} was behind the ids in use; raised to {now}"
+                ));
+            }
+        }
         tree.active_workspace = snap
             .active_workspace
             .as_deref()
@@ -222,14 +263,35 @@ impl Server {
                 self.tree.add_tab(ws, format!("p{id}"), *id);
             }
         }
-        // 4-6. Per pane: plan, history, start.
+        // 4-6. Per pane: plan and start; then history. Every start forks
+        // the server, and a fork copies its page tables, so processes start
+        // while the screens are still empty: with full histories first, 1000
+        // panes took minutes. No output is read before the loop runs, so the
+        // history still comes first on each screen.
+        let mut fills = Vec::new();
         for (id, rec) in records {
-            self.restore_pane(id, rec, &mut fixes);
+            fills.push(self.restore_pane(id, rec, &mut fixes));
+        }
+        for (id, history, notice) in fills {
+            let Some(pane) = self.panes.get_mut(&id) else {
+                continue;
+            };
+            if let Some(Ok(bytes)) = history.map(std::fs::read) {
+                pane.inject_history(&String::from_utf8_lossy(&bytes));
+            }
+            pane.inject_history(&notice);
         }
         fixes
     }
 
-    fn restore_pane(&mut self, id: u64, rec: PaneRecord, fixes: &mut Vec<String>) {
+    /// Creates and starts (or holds) one pane; returns what its screen gets
+    /// afterwards: its history file, if any, and the restore notice.
+    fn restore_pane(
+        &mut self,
+        id: u64,
+        rec: PaneRecord,
+        fixes: &mut Vec<String>,
+    ) -> (u64, Option<PathBuf>, String) {
         let saved_cwd = PathBuf::from(&rec.cwd);
         let cwd = if saved_cwd.is_absolute() && saved_cwd.is_dir() {
             saved_cwd.clone()
@@ -260,17 +322,11 @@ impl Server {
             restore: rec.restore,
             resume: rec.resume,
         };
-        let mut pane = Pane::new(setup, token, String::new());
-        if self.persist.history
-            && let Some(file) = rec
-                .history
-                .filter(|f| !f.contains('/') && !f.starts_with('.'))
-        {
-            let path = persist::history_dir(&self.paths.state_dir).join(file);
-            if let Ok(bytes) = std::fs::read(&path) {
-                pane.inject_history(&String::from_utf8_lossy(&bytes));
-            }
-        }
+        let pane = Pane::new(setup, token, String::new());
+        let history = rec
+            .history
+            .filter(|f| self.persist.history && !f.contains('/') && !f.starts_with('.'))
+            .map(|file| persist::history_dir(&self.paths.state_dir).join(file));
         let mut notice = format!("--- ptyd: restored {} ---", restored_when());
         if cwd != saved_cwd {
             notice.push_str(&format!(
@@ -284,7 +340,6 @@ impl Server {
                 cwd.display()
             ));
         }
-        pane.inject_history(&notice);
         self.panes.insert(id, pane);
         match plan {
             Plan::Hold(reason) => {
@@ -303,6 +358,7 @@ impl Server {
                 }
             }
         }
+        (id, history, notice)
     }
 }
 
