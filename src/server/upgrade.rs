@@ -409,6 +409,7 @@ impl Server {
                 Ok(())
             });
         }
+        a.child_reaped = false;
         a.child = cmd
             .spawn()
             .map_err(|e| format!("starting {}: {e}", a.binary.display()))?;
@@ -705,10 +706,10 @@ impl Server {
         let Upgrade::Active(a) = &mut self.upgrade else {
             return;
         };
-        a.child_reaped = true;
         if a.step == Step::Probing {
             return; // the probe; its output decides
         }
+        a.child_reaped = true;
         let what = match status {
             ExitStatus::Code(c) => format!("exited with code {c}"),
             ExitStatus::Signal(s) => format!("was killed by {}", super::pane::signal_name(s)),
