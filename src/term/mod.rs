@@ -374,6 +374,14 @@ fn osc_extra(screen: &mut Screen, seq: &[u8]) {
         .or_else(|| body.strip_suffix(b"\x18"))
         .or_else(|| body.strip_suffix(b"\x1a"))
         .unwrap_or(body);
+    // vte drops C0 controls inside an OSC; so must this second reading.
+    let cleaned: Vec<u8>;
+    let body = if body.iter().any(|&b| b < 0x20) {
+        cleaned = body.iter().copied().filter(|&b| b >= 0x20).collect();
+        &cleaned[..]
+    } else {
+        body
+    };
     if let Some(url) = body.strip_prefix(b"7;") {
         let path = cwd_from_url(url);
         screen.cwd = Some(path.clone());

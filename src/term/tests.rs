@@ -677,3 +677,14 @@ fn inject_history_wide_chars_and_no_style_leak() {
     });
     assert_eq!(cap.lines, ["中文字", "\x1b[0;31mred\x1b[0m", "plain"]);
 }
+
+#[test]
+fn osc_payload_controls_are_ignored_like_vte() {
+    let mut t = term(10, 2);
+    feed(&mut t, b"\x1b]7;file://h/tm\np\x07\x1b]133;\nD;\t3\x07");
+    assert_eq!(t.cwd(), Some("/tmp"));
+    assert_eq!(
+        t.take_events()[1],
+        TermEvent::CommandFinished { exit: Some(3) }
+    );
+}
