@@ -8,7 +8,7 @@
 //! values, defaults, the 32-value limit, and SGR's consumption of colour
 //! arguments), which `tests.rs` checks against vte on random sequences.
 
-use super::cell::{BLINK, BOLD, Color, DIM, HIDDEN, INVERSE, ITALIC, STRIKE};
+use super::cell::{BLINK, BOLD, Color, DIM, HIDDEN, INVERSE, ITALIC, STRIKE, Style};
 use super::screen::Screen;
 
 const MAX_VALUES: usize = 32;
@@ -91,19 +91,37 @@ pub fn try_dispatch(s: &mut Screen, seq: &[u8]) -> bool {
     let Some((&fin, body)) = body.split_last() else {
         return false;
     };
-    // The most common SGRs (`CSI m`, `CSI 0 m`, `CSI 1 m`, `CSI 31 m`) are
-    // one value without subparameters: apply them without building Params.
-    if fin == b'm' && body.len() <= 3 && body.iter().all(u8::is_ascii_digit) {
-        let v = body.iter().fold(0u16, |v, &b| v * 10 + u16::from(b - b'0'));
-        if !matches!(v, 38 | 48 | 58) {
-            let params = Params {
-                values: [v; MAX_VALUES],
-                ends: 1,
-                len: 1,
-            };
-            sgr(s, &params);
+    // The common SGRs (`CSI m`, `CSI 1;31 m`, `CSI 0 m`) are plain values
+    // without subparameters or colour arguments: apply them one by one as
+    // they are parsed, without building Params. Anything else (`:`, an
+    // extended colour 38/48/58, a private marker, more than 32 values, which
+    // vte ignores) restores the pen and takes the general path.
+    if fin == b'm' {
+        let saved = s.pen;
+        let mut v: u16 = 0;
+        let mut values = 0;
+        let mut simple = true;
+        for &b in body.iter().chain(std::iter::once(&b';')) {
+            match b {
+                b'0'..=b'9' => v = v.saturating_mul(10).saturating_add(u16::from(b - b'0')),
+                b';' => {
+                    values += 1;
+                    if values > MAX_VALUES || !sgr_simple(&mut s.pen, v) {
+                        simple = false;
+                        break;
+                    }
+                    v = 0;
+                }
+                _ => {
+                    simple = false;
+                    break;
+                }
+            }
+        }
+        if simple {
             return true;
         }
+        s.pen = saved;
     }
     if !matches!(fin, b'm' | b'H' | b'f' | b'K') {
         return false;
@@ -173,6 +191,39 @@ enum Target {
     Fg,
     Bg,
     Underline,
+}
+
+/// One SGR value that takes no arguments; false for 38/48/58, which do.
+#[inline]
+fn sgr_simple(p: &mut Style, v: u16) -> bool {
+    match v {
+        0 => *p = Style::default(),
+        1 => p.fg |= BOLD,
+        2 => p.fg |= DIM,
+        3 => p.fg |= ITALIC,
+        4 => p.set_underline(1),
+        5 | 6 => p.fg |= BLINK,
+        7 => p.fg |= INVERSE,
+        8 => p.fg |= HIDDEN,
+        9 => p.bg |= STRIKE,
+        21 => p.fg &= !BOLD,
+        22 => p.fg &= !(BOLD | DIM),
+        23 => p.fg &= !ITALIC,
+        24 => p.set_underline(0),
+        25 => p.fg &= !BLINK,
+        27 => p.fg &= !INVERSE,
+        28 => p.fg &= !HIDDEN,
+        29 => p.bg &= !STRIKE,
+        30..=37 => p.set_fg(named(v - 30)),
+        39 => p.set_fg(Color::Default),
+        40..=47 => p.set_bg(named(v - 40)),
+        49 => p.set_bg(Color::Default),
+        90..=97 => p.set_fg(named(v - 90 + 8)),
+        100..=107 => p.set_bg(named(v - 100 + 8)),
+        38 | 48 | 58 => return false,
+        _ => {}
+    }
+    true
 }
 
 fn sgr(s: &mut Screen, params: &Params) {

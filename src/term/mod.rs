@@ -3,9 +3,13 @@
 //! it across a binary upgrade (serde) or a reboot (`inject_history`).
 //!
 //! Data flow: `feed` runs PTY output through `boundary::Boundary`, which cuts
-//! it into text runs and complete sequences; each piece goes to vte's
-//! `Processor` (decoding) and the `Handler` in `handler.rs` (state change),
-//! and then to `forward`, the bytes attached clients should see.
+//! it into ground-state text and complete escape sequences and holds back an
+//! unfinished tail. Text is drawn by `Screen::text` (the hot path; it mirrors
+//! vte's UTF-8 and C0 handling and is tested against vte). Sequences go to
+//! `csi_fast` for SGR/CUP/EL (also tested against vte), REP is done by the
+//! model, and everything else goes to vte's `Processor`, which calls the
+//! `Handler` in `handler.rs`. Each piece then goes to `forward`, the bytes
+//! attached clients should see.
 //!
 //! Queries are answered here, not by clients: DA1, DA2, DSR 5/6, DECRQM,
 //! kitty `CSI ? u`, XTVERSION, modifyOtherKeys `CSI ? 4 m`, `CSI 18 t`, and
@@ -14,11 +18,26 @@
 //! terminal never answers too and a program never gets two answers (or none
 //! while no client is attached). See `queries.rs` for the exact list.
 //!
+//! Synchronized output (2026) is tracked as a mode and restored by `redraw`,
+//! but the model itself never buffers: its state always reflects every byte
+//! fed (vte's own time-based sync buffer is disabled by `NoSyncTimeout`).
+//!
+//! Resize does not reflow: rows are truncated or padded (a wide character cut
+//! in half is blanked); shrinking pushes rows above the cursor into
+//! scrollback, growing pulls history back while the bottom rows are empty;
+//! the scroll region is reset, as in xterm.
+//!
 //! Invariants: no input can panic the model or grow it without bound:
 //! sequences are capped at 64 KiB (`boundary::MAX_SEQ`), scrollback by lines
 //! and bytes, events, replies, titles and stacks by constants. Serializing
 //! and deserializing a `Terminal` gives one that behaves identically on any
-//! further input (checked by `PartialEq` in the tests).
+//! further input (checked by `PartialEq` in the tests); vte's `Processor` is
+//! not serialized because it never holds state between pieces.
+//!
+//! Not modelled: hyperlinks (OSC 8) and underline colour are dropped from
+//! the screen (still forwarded); one kitty keyboard stack is shared by both
+//! screens; DECSTR, left/right margins, double-width lines and sixel are not
+//! implemented.
 
 mod boundary;
 mod capture;
@@ -273,17 +292,22 @@ impl Terminal {
     }
 
     /// Appends lines (plain text or with SGR sequences) to scrollback, oldest
-    /// first. Each line is interpreted on a scratch one-row terminal as wide
-    /// as the line, so only printable text and SGR take effect.
+    /// first. Each line is interpreted on a scratch one-row terminal wide
+    /// enough for it (two columns per char, for wide characters), reset
+    /// between lines, so only printable text and SGR take effect and no
+    /// style leaks from one line to the next. One scratch terminal serves
+    /// all lines: creating a vte `Processor` allocates 2 MiB.
     pub fn inject_history(&mut self, lines: &[String]) {
+        let widest = lines.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+        let width = widest.saturating_mul(2).clamp(1, usize::from(u16::MAX)) as u16;
+        let mut scratch = Terminal::new(width, 1, TermConfig::default());
+        let mut sink = Vec::new();
         for line in lines {
-            let width = line.chars().count().clamp(1, usize::from(u16::MAX)) as u16;
-            let mut scratch = Screen::new(width, 1, TermConfig::default());
-            let mut processor: Processor<NoSyncTimeout> = Processor::new();
-            processor.advance(&mut scratch, line.as_bytes());
-            self.screen
-                .scrollback
-                .push(scrollback::Line::from_row(scratch.main.row(0)));
+            scratch.screen.reset();
+            scratch.boundary = Boundary::default();
+            scratch.feed(line.as_bytes(), &mut sink);
+            sink.clear();
+            self.screen.scrollback.push_row(scratch.screen.main.row(0));
         }
     }
 
@@ -350,6 +374,14 @@ fn osc_extra(screen: &mut Screen, seq: &[u8]) {
         .or_else(|| body.strip_suffix(b"\x18"))
         .or_else(|| body.strip_suffix(b"\x1a"))
         .unwrap_or(body);
+    // vte drops C0 controls inside an OSC; so must this second reading.
+    let cleaned: Vec<u8>;
+    let body = if body.iter().any(|&b| b < 0x20) {
+        cleaned = body.iter().copied().filter(|&b| b >= 0x20).collect();
+        &cleaned[..]
+    } else {
+        body
+    };
     if let Some(url) = body.strip_prefix(b"7;") {
         let path = cwd_from_url(url);
         screen.cwd = Some(path.clone());

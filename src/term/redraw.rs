@@ -214,8 +214,9 @@ pub fn redraw(s: &Screen, cols: u16, rows: u16) -> Vec<u8> {
     if s.cursor.pending_wrap && m.autowrap && col + 1 == cols && col + 1 == s.cols {
         // Re-print the last cell so the client is in the same pending-wrap
         // state as the model.
-        let grid = s.grid();
-        let cells = &grid.row(s.cursor.row).cells;
+        // Its combining marks too: printing a cell clears them.
+        let row = s.grid().row(s.cursor.row);
+        let cells = &row.cells;
         let (at, cell) = match cells.get(col) {
             Some(c) if c.is_spacer() && col > 0 => (col - 1, cells[col - 1]),
             Some(c) => (col, *c),
@@ -224,6 +225,9 @@ pub fn redraw(s: &Screen, cols: u16, rows: u16) -> Vec<u8> {
         cup(&mut out, cup_row, at);
         cell.style.pen_part().write_sgr(&mut out);
         push_char(&mut out, cell.ch);
+        if let Some(m) = row.marks_at(at) {
+            out.extend_from_slice(m.as_bytes());
+        }
     } else {
         cup(&mut out, cup_row, col);
     }

@@ -91,6 +91,7 @@ impl Line {
     }
 
     /// Converts a screen row, dropping trailing default blanks.
+    #[cfg(test)]
     pub fn from_row(row: &Row) -> Line {
         Line::from_row_with(row, &mut Vec::new(), &mut Vec::new())
     }

@@ -654,3 +654,37 @@ fn damaged_snapshot_is_repaired_not_panicking() {
     assert_eq!(u.size(), (25, 4));
     assert_eq!(u.visible_text().len(), 4);
 }
+
+/// Found by cargo-fuzz: a combining mark on the last column while a wrap is
+/// pending was lost by redraw's re-print of that cell.
+#[test]
+fn regression_fuzz_mark_on_pending_wrap_cell() {
+    let mut t = term(10, 1);
+    feed(&mut t, b"\t\xff\xff\xd8\x95");
+    let mut u = term(10, 1);
+    feed(&mut u, &t.redraw(10, 1));
+    assert_eq!(u.visible_text(), t.visible_text());
+}
+
+#[test]
+fn inject_history_wide_chars_and_no_style_leak() {
+    let mut t = term(10, 2);
+    t.inject_history(&["中文字".into(), "\x1b[31mred".into(), "plain".into()]);
+    let cap = t.capture(&CaptureOptions {
+        start: Some(-3),
+        end: Some(-1),
+        escapes: true,
+    });
+    assert_eq!(cap.lines, ["中文字", "\x1b[0;31mred\x1b[0m", "plain"]);
+}
+
+#[test]
+fn osc_payload_controls_are_ignored_like_vte() {
+    let mut t = term(10, 2);
+    feed(&mut t, b"\x1b]7;file://h/tm\np\x07\x1b]133;\nD;\t3\x07");
+    assert_eq!(t.cwd(), Some("/tmp"));
+    assert_eq!(
+        t.take_events()[1],
+        TermEvent::CommandFinished { exit: Some(3) }
+    );
+}
