@@ -118,15 +118,22 @@ impl Timeout for NoSyncTimeout {
     }
 }
 
+thread_local! {
+    /// One vte decoder for every terminal on the thread. It decodes escape
+    /// sequences only and is handed whole ones (text and REP never reach
+    /// it), so it holds no state between pieces and sharing it is exact.
+    /// Sharing matters: each `Processor` reserves a 2 MiB buffer for
+    /// synchronized output that ptyd never uses, and one per pane made every
+    /// fork of a server with many panes slower (page tables to copy).
+    static PROCESSOR: std::cell::RefCell<Processor<NoSyncTimeout>> =
+        std::cell::RefCell::new(Processor::new());
+}
+
 #[derive(Serialize, Deserialize)]
 #[serde(from = "Snapshot")]
 pub struct Terminal {
     screen: Screen,
     boundary: Boundary,
-    /// Decodes escape sequences only; text and REP never reach it, so it
-    /// holds no state between pieces and a fresh one is equivalent.
-    #[serde(skip)]
-    processor: Processor<NoSyncTimeout>,
 }
 
 /// What a serialized `Terminal` holds. Deserializing goes through here so a
@@ -144,17 +151,13 @@ impl From<Snapshot> for Terminal {
         screen.repair();
         let mut boundary = s.boundary;
         boundary.repair();
-        Terminal {
-            screen,
-            boundary,
-            processor: Processor::new(),
-        }
+        Terminal { screen, boundary }
     }
 }
 
 impl PartialEq for Terminal {
     /// Equal when the model state and the pending parser state are equal;
-    /// the vte `Processor` holds nothing else between pieces.
+    /// the shared vte `Processor` holds nothing between pieces.
     fn eq(&self, other: &Terminal) -> bool {
         self.screen == other.screen && self.boundary == other.boundary
     }
@@ -174,7 +177,6 @@ impl Terminal {
         Terminal {
             screen: Screen::new(cols, rows, config),
             boundary: Boundary::default(),
-            processor: Processor::new(),
         }
     }
 
@@ -182,11 +184,7 @@ impl Terminal {
     /// get: the input minus the queries answered here; bytes of a sequence not
     /// yet complete are held back until it completes.
     pub fn feed(&mut self, bytes: &[u8], forward: &mut Vec<u8>) {
-        let Terminal {
-            screen,
-            boundary,
-            processor,
-        } = self;
+        let Terminal { screen, boundary } = self;
         let mut out = Forward {
             input: bytes,
             out: forward,
@@ -219,7 +217,7 @@ impl Terminal {
                     }
                     screen.repeat(n);
                 } else {
-                    processor.advance(screen, bytes);
+                    PROCESSOR.with_borrow_mut(|processor| processor.advance(screen, bytes));
                 }
                 if kind == Kind::Osc {
                     osc_extra(screen, bytes);
