@@ -186,13 +186,10 @@ fn idle_watchdog_kills_a_quiet_pane_and_spares_a_busy_one() {
     c.ok("pane.kill", json!({ "target": busy, "signal": "KILL" }));
 }
 
-/// Known gap, kept as a ready regression test: a text wait only looks at the
-/// visible screen after each read, so text that is printed and scrolled off
-/// within one read (a test runner's "PASS" followed by its summary) is never
-/// seen. Run with `cargo test -- --ignored` once waits also look at the
-/// lines scrolled off since the last check.
+/// Text printed and scrolled off within one read (a test runner's "PASS"
+/// followed by its summary) is still seen: a text wait also looks at the
+/// lines that entered the scrollback since its last check.
 #[test]
-#[ignore = "text waits miss text scrolled off within one read"]
 fn wait_text_sees_text_that_scrolled_off_at_once() {
     let ptyd = Ptyd::start();
     let mut c = ptyd.connect();

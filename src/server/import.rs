@@ -564,6 +564,7 @@ impl Server {
             pane: w.pane,
             condition,
             deadline: None,
+            seen_pushed: 0,
         };
         let _ = now;
         self.park_wait(wait, timeout);

@@ -391,6 +391,7 @@ impl Server {
             pane: id,
             condition,
             deadline: None,
+            seen_pushed: 0,
         };
         self.park_wait(wait, req.timeout_ms.map(Duration::from_millis));
         Ok(None)

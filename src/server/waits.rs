@@ -31,6 +31,9 @@ pub struct Wait {
     pub condition: WaitCondition,
     /// When the wait times out (kept so a live upgrade can carry it).
     pub deadline: Option<Instant>,
+    /// For text waits: the pane's scrollback push count when last checked,
+    /// so text that scrolled off between two checks is still seen.
+    pub seen_pushed: u64,
 }
 
 impl Server {
@@ -42,6 +45,9 @@ impl Server {
         }
         let id = self.next_wait_id;
         self.next_wait_id += 1;
+        if let Some(pane) = self.panes.get(&wait.pane) {
+            wait.seen_pushed = pane.screen.scrollback_pushed();
+        }
         if let Some(timeout) = timeout {
             wait.deadline = Some(Instant::now() + timeout);
             self.timers
@@ -70,9 +76,21 @@ impl Server {
                 exited.then(|| Ok(json!({ "reason": "exited", "exit": pane.exit_json() })))
             }
             WaitCondition::Text(text) => {
+                let scrolled = pane
+                    .screen
+                    .scrollback_pushed()
+                    .saturating_sub(wait.seen_pushed);
+                let scrolled = scrolled.min(pane.screen.scrollback_len() as u64) as i64;
+                let start = if scrolled > 0 { Some(-scrolled) } else { None };
+                let opts = crate::term::CaptureOptions {
+                    start,
+                    end: None,
+                    escapes: false,
+                };
                 if pane
                     .screen
-                    .visible_text()
+                    .capture(&opts)
+                    .lines
                     .join("\n")
                     .contains(text.as_str())
                 {
@@ -129,6 +147,11 @@ impl Server {
             .collect();
         for (id, outcome) in ready {
             self.finish_wait(id, outcome);
+        }
+        if let Some(pushed) = self.panes.get(&pane).map(|p| p.screen.scrollback_pushed()) {
+            for w in self.waits.values_mut().filter(|w| w.pane == pane) {
+                w.seen_pushed = pushed;
+            }
         }
     }
 

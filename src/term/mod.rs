@@ -313,6 +313,11 @@ impl Terminal {
         self.screen.scrollback.len()
     }
 
+    /// Lines ever pushed into scrollback (monotonic, unlike its length).
+    pub fn scrollback_pushed(&self) -> u64 {
+        self.screen.scrollback.pushed()
+    }
+
     /// Estimated heap bytes used by scrollback.
     pub fn scrollback_memory_bytes(&self) -> usize {
         self.screen.scrollback.memory_bytes()

@@ -280,6 +280,10 @@ pub struct Scrollback {
     /// scrolled line.
     #[serde(skip)]
     scratch: (Vec<u8>, Vec<u8>),
+    /// Lines ever pushed: lets a reader ask "what scrolled off since I
+    /// last looked", which `len` cannot say once the oldest are trimmed.
+    #[serde(default)]
+    pushed: u64,
 }
 
 impl PartialEq for Scrollback {
@@ -301,6 +305,7 @@ impl Scrollback {
             max_lines,
             max_bytes,
             scratch: Default::default(),
+            pushed: 0,
         }
     }
 
@@ -320,6 +325,7 @@ impl Scrollback {
         }
         self.bytes += line.heap_bytes();
         self.lines.push_back(line);
+        self.pushed += 1;
         while self.lines.len() > self.max_lines
             || (self.bytes > self.max_bytes && !self.lines.is_empty())
         {
@@ -340,6 +346,10 @@ impl Scrollback {
         self.lines.clear();
         self.lines.shrink_to_fit();
         self.bytes = 0;
+    }
+
+    pub fn pushed(&self) -> u64 {
+        self.pushed
     }
 
     pub fn len(&self) -> usize {
