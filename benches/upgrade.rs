@@ -19,7 +19,12 @@
 //! both figures beside the targets (blackout ≤ 10 ms at 100 panes,
 //! ≤ 100 ms at 1000) with PASS/MISS on p50 and p99, the median of each
 //! phase, the manifest size (read from the old server's memfd during its
-//! probation), and the ptmx fd count of the serving process before and after.
+//! probation), the ptmx fd count of the serving process before and after,
+//! the time both servers spent on a CPU and waiting for one
+//! (`/proc/PID/task/*/schedstat`: on a loaded machine the wait is most of
+//! the blackout), and an in-process cost model: the JSON encode, decode and
+//! drop of the same number of terminal models in this process, the floor
+//! under the capture and import phases.
 //!
 //! Usage: `cargo build --release && cargo bench --bench upgrade [--
 //! --upgrades N --panes 10,100,1000 --lines N --line-len N]`. `--line-len`
@@ -222,6 +227,7 @@ struct Measurement {
     fds_after: FdCount,
     /// Pane processes found alive after the stop (killed by the guard).
     leftovers: usize,
+    model: Res<ModelCost>,
 }
 
 /// One upgrade.
@@ -229,6 +235,43 @@ struct Sample {
     /// Client-observed round trip of the successful `server.upgrade`.
     total: Duration,
     report: Value,
+    /// Scheduler accounting of the old server across the call.
+    old_sched: Sched,
+    /// Of the new server from its start until the answer arrived.
+    new_sched: Sched,
+}
+
+/// Time a process's threads spent on a CPU and waiting in a run queue for
+/// one (`/proc/PID/task/*/schedstat`, nanoseconds).
+#[derive(Clone, Copy, Default)]
+struct Sched {
+    on_cpu: Duration,
+    waiting: Duration,
+}
+
+impl Sched {
+    fn of(pid: u32) -> Sched {
+        let mut sum = Sched::default();
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            return sum;
+        };
+        for t in tasks.flatten() {
+            let Ok(s) = std::fs::read_to_string(t.path().join("schedstat")) else {
+                continue;
+            };
+            let mut f = s.split_whitespace().map(|v| v.parse::<u64>().unwrap_or(0));
+            sum.on_cpu += Duration::from_nanos(f.next().unwrap_or(0));
+            sum.waiting += Duration::from_nanos(f.next().unwrap_or(0));
+        }
+        sum
+    }
+
+    fn since(self, earlier: Sched) -> Sched {
+        Sched {
+            on_cpu: self.on_cpu.saturating_sub(earlier.on_cpu),
+            waiting: self.waiting.saturating_sub(earlier.waiting),
+        }
+    }
 }
 
 impl Sample {
@@ -270,7 +313,7 @@ fn measure(
     let mut samples = Vec::with_capacity(args.upgrades + 1);
     for i in 0..=args.upgrades {
         let old_pid = server.serving_pid;
-        let (sample, retries) = upgrade_once(&mut ctl, i > 0)?;
+        let (sample, retries) = upgrade_once(&mut ctl, old_pid, i > 0)?;
         busy_retries += retries;
         // The old server keeps the manifest memfd open through probation.
         if let Some(b) = memfd_size(old_pid, "ptyd-manifest") {
@@ -296,7 +339,9 @@ fn measure(
     let scrollback_after = scrollback_lines(&mut ctl, &ids[ids.len() - 1])?;
     drop(ctl);
     let leftovers = server.stop()?;
+    let model = model_cost(panes, file);
     Ok(Measurement {
+        model,
         panes,
         setup,
         scrollback: (scrollback_before, scrollback_after),
@@ -314,18 +359,29 @@ fn measure(
 /// is `busy` (the previous upgrade's probation); only the successful call
 /// is timed. With `after_probation`, first sleeps out the probation rather
 /// than polling through all of it.
-fn upgrade_once(ctl: &mut Client, after_probation: bool) -> Res<(Sample, usize)> {
+fn upgrade_once(ctl: &mut Client, old_pid: u32, after_probation: bool) -> Res<(Sample, usize)> {
     if after_probation {
         std::thread::sleep(PROBATION);
     }
     let deadline = Instant::now() + STUCK;
     let mut retries = 0;
     loop {
+        let before = Sched::of(old_pid);
         let t0 = Instant::now();
         match ctl.call("server.upgrade", json!({})) {
             Ok(report) => {
                 let total = t0.elapsed();
-                return Ok((Sample { total, report }, retries));
+                let old_sched = Sched::of(old_pid).since(before);
+                let new_sched = report["new_pid"]
+                    .as_u64()
+                    .map_or_else(Sched::default, |p| Sched::of(p as u32));
+                let sample = Sample {
+                    total,
+                    report,
+                    old_sched,
+                    new_sched,
+                };
+                return Ok((sample, retries));
             }
             Err(e) if e.code == "busy" && Instant::now() < deadline => {
                 retries += 1;
@@ -418,6 +474,83 @@ fn memfd_size(pid: u32, name: &str) -> Option<u64> {
         .map(|m| m.len())
 }
 
+// ---------------------------------------------------------------- cost model
+
+/// How often the in-process cost model is repeated (the best run counts).
+const MODEL_RUNS: usize = 3;
+
+/// What the terminal models alone cost, in this process, without the
+/// server, sockets or other load in between: the floor for the capture and
+/// import phases.
+struct ModelCost {
+    encode: Duration,
+    decode: Duration,
+    drop: Duration,
+    bytes: usize,
+}
+
+/// Builds `panes` terminals fed what the bench's panes print (with the
+/// tty's CR before each LF), then times their JSON round trip as the
+/// manifest carries them.
+fn model_cost(panes: usize, file: &Path) -> Res<ModelCost> {
+    use ptyd::term::{TermConfig, Terminal};
+    let text = std::fs::read(file).map_err(|e| e.to_string())?;
+    let mut output = Vec::with_capacity(text.len() * 11 / 10);
+    for &b in &text {
+        if b == b'\n' {
+            output.push(b'\r');
+        }
+        output.push(b);
+    }
+    let mut forward = Vec::new();
+    let terms: Vec<Terminal> = (0..panes)
+        .map(|_| {
+            let mut t = Terminal::new(COLS, ROWS, TermConfig::default());
+            t.feed(&output, &mut forward);
+            forward.clear();
+            t
+        })
+        .collect();
+    let mut best: Option<ModelCost> = None;
+    for _ in 0..MODEL_RUNS {
+        let t0 = thread_cpu();
+        let bytes = serde_json::to_vec(&terms).map_err(|e| e.to_string())?;
+        let t1 = thread_cpu();
+        let back: Vec<Terminal> = serde_json::from_slice(&bytes).map_err(|e| e.to_string())?;
+        let t2 = thread_cpu();
+        drop(back);
+        let (encode, decode, drop) = (t1 - t0, t2 - t1, thread_cpu() - t2);
+        let run = ModelCost {
+            encode,
+            decode,
+            drop,
+            bytes: bytes.len(),
+        };
+        best = Some(match best {
+            Some(b) => ModelCost {
+                encode: b.encode.min(run.encode),
+                decode: b.decode.min(run.decode),
+                drop: b.drop.min(run.drop),
+                bytes: run.bytes,
+            },
+            None => run,
+        });
+    }
+    best.ok_or_else(|| "no run".into())
+}
+
+/// CPU time this thread has used: the cost model's clock, blind to the
+/// time other processes hold the CPU.
+fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the valid timespec we pass.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
 // ---------------------------------------------------------------- reporting
 
 struct Stats {
@@ -486,6 +619,26 @@ fn print_one(m: &Measurement) {
         m.warmup.total_ms()
     );
     println!("  phases (median ms): {}", phase_medians(&m.samples));
+    let med =
+        |f: &dyn Fn(&Sample) -> Duration| stats(m.samples.iter().map(|s| ms(f(s))).collect()).p50;
+    println!(
+        "  scheduler (median ms per upgrade): old server {:.1} on a CPU + {:.1} waiting for one; new server {:.1} on a CPU + {:.1} waiting (start to answer)",
+        med(&|s| s.old_sched.on_cpu),
+        med(&|s| s.old_sched.waiting),
+        med(&|s| s.new_sched.on_cpu),
+        med(&|s| s.new_sched.waiting),
+    );
+    match &m.model {
+        Ok(c) => println!(
+            "  in-process CPU cost of {} terminal models (best of {MODEL_RUNS}): JSON encode {:.1} ms, decode {:.1} ms, drop {:.1} ms; {}",
+            m.panes,
+            ms(c.encode),
+            ms(c.decode),
+            ms(c.drop),
+            human_bytes(c.bytes as u64)
+        ),
+        Err(e) => println!("  in-process cost model failed: {e}"),
+    }
     let r = &m.samples[m.samples.len() - 1].report;
     println!(
         "  report: fds {}, fd_batches {}, clients {}, generation {}",
