@@ -27,7 +27,8 @@
 //! under the capture and import phases.
 //!
 //! Usage: `cargo build --release && cargo bench --bench upgrade [--
-//! --upgrades N --panes 10,100,1000 --lines N --line-len N]`. `--line-len`
+//! --upgrades N --panes 10,100,1000 --lines N --line-len N --model-only]`
+//! (`--model-only`: the cost model alone, no server). `--line-len`
 //! pads each scrollback line to N characters (default 0: bare numbers, as
 //! `seq` prints). The ptyd binary is `$PTYD_BIN`, else `ptyd` in the parent
 //! of this executable's directory (`target/release/ptyd`).
@@ -74,6 +75,8 @@ struct Args {
     panes: Vec<usize>,
     lines: usize,
     line_len: usize,
+    /// Only the in-process cost model, no server.
+    model_only: bool,
 }
 
 fn parse_args() -> Res<Args> {
@@ -83,6 +86,7 @@ fn parse_args() -> Res<Args> {
         panes: vec![10, 100, 1000],
         lines: 1000,
         line_len: 0,
+        model_only: false,
     };
     let mut p = lexopt::Parser::from_env();
     while let Some(arg) = p.next().map_err(|e| e.to_string())? {
@@ -90,6 +94,7 @@ fn parse_args() -> Res<Args> {
             Long("upgrades") => args.upgrades = parse_num(p.value(), "--upgrades")?,
             Long("lines") => args.lines = parse_num(p.value(), "--lines")?,
             Long("line-len") => args.line_len = parse_num(p.value(), "--line-len")?,
+            Long("model-only") => args.model_only = true,
             Long("panes") => {
                 let v = p.value().map_err(|e| e.to_string())?;
                 args.panes = v
@@ -106,7 +111,7 @@ fn parse_args() -> Res<Args> {
             Long("bench") | Value(_) => {}
             Short('h') | Long("help") => {
                 println!(
-                    "usage: cargo bench --bench upgrade [-- [--upgrades N] [--panes 10,100,1000] [--lines N] [--line-len N]]"
+                    "usage: cargo bench --bench upgrade [-- [--upgrades N] [--panes 10,100,1000] [--lines N] [--line-len N] [--model-only]]"
                 );
                 std::process::exit(0);
             }
@@ -181,6 +186,13 @@ fn run() -> Res<()> {
         args.upgrades
     );
 
+    if args.model_only {
+        for &panes in &args.panes {
+            print_model(panes, &model_cost(panes, &file));
+        }
+        keep_dir(dir);
+        return Ok(());
+    }
     let mut results = Vec::new();
     let mut failed = 0;
     for &panes in &args.panes {
@@ -628,17 +640,7 @@ fn print_one(m: &Measurement) {
         med(&|s| s.new_sched.on_cpu),
         med(&|s| s.new_sched.waiting),
     );
-    match &m.model {
-        Ok(c) => println!(
-            "  in-process CPU cost of {} terminal models (best of {MODEL_RUNS}): JSON encode {:.1} ms, decode {:.1} ms, drop {:.1} ms; {}",
-            m.panes,
-            ms(c.encode),
-            ms(c.decode),
-            ms(c.drop),
-            human_bytes(c.bytes as u64)
-        ),
-        Err(e) => println!("  in-process cost model failed: {e}"),
-    }
+    print_model(m.panes, &m.model);
     let r = &m.samples[m.samples.len() - 1].report;
     println!(
         "  report: fds {}, fd_batches {}, clients {}, generation {}",
@@ -675,6 +677,19 @@ fn print_one(m: &Measurement) {
             "  {} pane process(es) were still alive after the stop (killed)",
             m.leftovers
         );
+    }
+}
+
+fn print_model(panes: usize, model: &Res<ModelCost>) {
+    match model {
+        Ok(c) => println!(
+            "  in-process CPU cost of {panes} terminal models (best of {MODEL_RUNS}): JSON encode {:.1} ms, decode {:.1} ms, drop {:.1} ms; {}",
+            ms(c.encode),
+            ms(c.decode),
+            ms(c.drop),
+            human_bytes(c.bytes as u64)
+        ),
+        Err(e) => println!("  in-process cost model failed: {e}"),
     }
 }
 
