@@ -631,6 +631,14 @@ fn print_one(m: &Measurement) {
         m.warmup.total_ms()
     );
     println!("  phases (median ms): {}", phase_medians(&m.samples));
+    if let Some(slow) = m.samples.iter().max_by(|a, b| a.total.cmp(&b.total)) {
+        println!(
+            "  slowest upgrade: total {:.2} ms, blackout {:.2} ms, phases (ms): {}",
+            slow.total_ms(),
+            slow.blackout_ms(),
+            phase_medians(std::slice::from_ref(slow))
+        );
+    }
     let med =
         |f: &dyn Fn(&Sample) -> Duration| stats(m.samples.iter().map(|s| ms(f(s))).collect()).p50;
     println!(
