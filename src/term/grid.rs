@@ -23,8 +23,8 @@ use super::cell::{Cell, Style};
 /// row without bound.
 const MAX_MARKS_PER_CELL: usize = 8;
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(from = "RowRepr", into = "RowRepr")]
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(from = "RowRepr")]
 pub struct Row {
     pub cells: Vec<Cell>,
     /// The line continued onto the next row by autowrap.
@@ -37,19 +37,39 @@ pub struct Row {
 /// Serialized form of a row: one char per cell, style runs over cells
 /// (omitted when all default), so a plain 80x24 screen is about 2 KB of
 /// JSON instead of 70 KB of per-cell objects. Lossless.
-#[derive(Serialize, Deserialize)]
+#[derive(Deserialize)]
 struct RowRepr {
     t: String,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     r: Vec<(u32, u32, u32)>,
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default)]
     w: bool,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     m: Vec<(u16, String)>,
 }
 
-impl From<Row> for RowRepr {
-    fn from(row: Row) -> RowRepr {
+/// `RowRepr` as written: the same JSON, encoded from a borrowed row (a live
+/// upgrade encodes every row of every pane inside its blackout; cloning
+/// each row first, as `into = "RowRepr"` would, is most of that cost).
+#[derive(Serialize)]
+struct RowReprRef<'a> {
+    t: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    r: Vec<(u32, u32, u32)>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    w: bool,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    m: &'a [(u16, String)],
+}
+
+impl Serialize for Row {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        RowReprRef::from(self).serialize(serializer)
+    }
+}
+
+impl<'a> From<&'a Row> for RowReprRef<'a> {
+    fn from(row: &'a Row) -> RowReprRef<'a> {
         let t = row.cells.iter().map(|c| c.ch).collect();
         let mut r: Vec<(u32, u32, u32)> = Vec::new();
         for c in &row.cells {
@@ -61,11 +81,11 @@ impl From<Row> for RowRepr {
         if r.len() == 1 && r[0].1 == 0 && r[0].2 == 0 {
             r.clear();
         }
-        RowRepr {
+        RowReprRef {
             t,
             r,
             w: row.wrapped,
-            m: row.marks,
+            m: &row.marks,
         }
     }
 }
@@ -465,6 +485,27 @@ mod tests {
         for (i, ch) in s.chars().enumerate() {
             g.row_mut(r).cells[i].ch = ch;
         }
+    }
+
+    /// The wire form is part of the handoff manifest (HANDOFF_VERSION): it
+    /// must not change.
+    #[test]
+    fn row_serialized_form_is_stable() {
+        let mut row = Row::new(3, Style::DEFAULT);
+        row.cells[0].ch = 'a';
+        row.cells[1] = Cell {
+            ch: 'b',
+            style: Style { fg: 7, bg: 9 },
+        };
+        let plain = Row::new(2, Style::DEFAULT);
+        assert_eq!(serde_json::to_string(&plain).unwrap(), r#"{"t":"  "}"#);
+        row.wrapped = true;
+        row.marks.push((1, "\u{301}".into()));
+        let want =
+            "{\"t\":\"ab \",\"r\":[[1,0,0],[1,7,9],[1,0,0]],\"w\":true,\"m\":[[1,\"\u{301}\"]]}";
+        assert_eq!(serde_json::to_string(&row).unwrap(), want);
+        let back: Row = serde_json::from_str(want).unwrap();
+        assert_eq!(back, row);
     }
 
     #[test]

@@ -14,7 +14,8 @@
 
 use std::collections::VecDeque;
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::borrow::Cow;
 
 use super::cell::{SPACER, Style, WIDE};
 use super::grid::Row;
@@ -30,34 +31,42 @@ pub struct Run {
     pub style: Style,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(from = "LineRepr", into = "LineRepr")]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Line(Box<[u8]>);
 
 /// Serialized form: readable in JSON and independent of the packing.
+/// Borrowed both ways: a live upgrade encodes and decodes every scrollback
+/// line inside its blackout, so neither side copies a line's text into a
+/// `String` of its own (the text is borrowed from the input unless it has
+/// escapes).
 #[derive(Serialize, Deserialize)]
-struct LineRepr {
-    t: String,
+struct LineRepr<'a> {
+    #[serde(borrow)]
+    t: Cow<'a, str>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     r: Vec<(u32, u32, u32)>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     w: bool,
 }
 
-impl From<Line> for LineRepr {
-    fn from(l: Line) -> LineRepr {
+impl Serialize for Line {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         LineRepr {
-            t: l.text().to_owned(),
-            r: l.runs()
+            t: Cow::Borrowed(self.text()),
+            // Empty (no allocation) for the common unstyled line.
+            r: self
+                .runs()
                 .map(|r| (r.chars, r.style.fg, r.style.bg))
                 .collect(),
-            w: l.wrapped(),
+            w: self.wrapped(),
         }
+        .serialize(serializer)
     }
 }
 
-impl From<LineRepr> for Line {
-    fn from(r: LineRepr) -> Line {
+impl<'de> Deserialize<'de> for Line {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Line, D::Error> {
+        let r = LineRepr::deserialize(deserializer)?;
         let runs: Vec<Run> =
             r.r.into_iter()
                 .map(|(chars, fg, bg)| Run {
@@ -65,7 +74,7 @@ impl From<LineRepr> for Line {
                     style: Style { fg, bg },
                 })
                 .collect();
-        Line::new(&r.t, &runs, r.w)
+        Ok(Line::new(&r.t, &runs, r.w))
     }
 }
 
@@ -409,6 +418,29 @@ mod tests {
         let json = serde_json::to_string(&line).unwrap();
         let back: Line = serde_json::from_str(&json).unwrap();
         assert_eq!(back, line);
+    }
+
+    /// The wire form is part of the handoff manifest (HANDOFF_VERSION): it
+    /// must not change, and text with escapes (not borrowable) and input
+    /// from a reader (never borrowable) decode too.
+    #[test]
+    fn serialized_form_is_stable() {
+        let style = Style { fg: 7, bg: 9 };
+        let runs = [Run { chars: 3, style }];
+        let cases = [
+            (Line::new("plain", &[], false), r#"{"t":"plain"}"#),
+            (
+                Line::new("a\"b\\é", &runs, true),
+                r#"{"t":"a\"b\\é","r":[[3,7,9]],"w":true}"#,
+            ),
+        ];
+        for (line, want) in cases {
+            assert_eq!(serde_json::to_string(&line).unwrap(), want);
+            let back: Line = serde_json::from_str(want).unwrap();
+            assert_eq!(back, line);
+            let back: Line = serde_json::from_reader(want.as_bytes()).unwrap();
+            assert_eq!(back, line);
+        }
     }
 
     #[test]
