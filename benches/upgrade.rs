@@ -46,12 +46,18 @@ use serde_json::{Value, json};
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Write};
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+mod common;
+
+use common::{
+    keep_dir, loadavg, nproc, parse_num, path_str, set_cloexec, shell_quote, wait_readable,
+};
 
 type Res<T> = Result<T, String>;
 
@@ -122,13 +128,6 @@ fn parse_args() -> Res<Args> {
         return Err("--upgrades and every --panes count must be at least 1".into());
     }
     Ok(args)
-}
-
-fn parse_num(v: Result<std::ffi::OsString, lexopt::Error>, what: &str) -> Res<usize> {
-    let v = v.map_err(|e| e.to_string())?;
-    let s = v.to_string_lossy();
-    s.parse()
-        .map_err(|_| format!("{what} wants a whole number, got {s:?}"))
 }
 
 fn main() {
@@ -214,14 +213,6 @@ fn run() -> Res<()> {
         return Err(format!("{failed} pane count(s) failed, see above"));
     }
     Ok(())
-}
-
-/// With `PTYD_BENCH_KEEP=1` the temporary directory (server logs, data) is
-/// left in place and its path printed, for looking into a failure.
-fn keep_dir(dir: tempfile::TempDir) {
-    if std::env::var_os("PTYD_BENCH_KEEP").is_some() {
-        eprintln!("keeping {}", dir.keep().display());
-    }
 }
 
 // ---------------------------------------------------------------- measuring
@@ -794,16 +785,6 @@ fn fmt_limit(v: u64) -> String {
     }
 }
 
-fn nproc() -> usize {
-    std::thread::available_parallelism().map_or(0, |n| n.get())
-}
-
-fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "?".into())
-}
-
 // ---------------------------------------------------------------- set-up
 
 fn find_ptyd() -> Res<PathBuf> {
@@ -876,49 +857,6 @@ fn generate(path: &Path, lines: usize, line_len: usize) -> Res<usize> {
     writeln!(w, "{MARKER}").map_err(|e| e.to_string())?;
     w.flush().map_err(|e| e.to_string())?;
     Ok(total + MARKER.len() + 1)
-}
-
-fn set_cloexec(fd: RawFd) -> Res<()> {
-    // SAFETY: fcntl on an fd we own.
-    let ok = unsafe {
-        let flags = libc::fcntl(fd, libc::F_GETFD);
-        flags >= 0 && libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC) >= 0
-    };
-    if ok {
-        Ok(())
-    } else {
-        Err(format!("fcntl: {}", io::Error::last_os_error()))
-    }
-}
-
-/// Waits until `fd` is readable; false on timeout.
-fn wait_readable(fd: RawFd, timeout: Duration) -> Res<bool> {
-    let mut pfd = libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
-    loop {
-        // SAFETY: one valid pollfd.
-        let r = unsafe { libc::poll(&mut pfd, 1, ms) };
-        if r >= 0 {
-            return Ok(r > 0);
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(format!("poll: {e}"));
-        }
-    }
-}
-
-fn path_str(p: &Path) -> Res<&str> {
-    p.to_str()
-        .ok_or_else(|| format!("path {} is not UTF-8", p.display()))
-}
-
-fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
 }
 
 /// A pane's process as created: enough to find it again, and to tell it
