@@ -121,3 +121,33 @@ fn restore_mode_refuses_a_binary_that_cannot_read_the_snapshot() {
     assert_eq!(list["panes"][0]["id"], pane);
     assert_eq!(list["panes"][0]["state"], "running");
 }
+
+#[test]
+fn resume_rules_from_the_config_resume_known_programs() {
+    let ptyd = Ptyd::start();
+    let agent = ptyd.dirs.state.path().join("myagent");
+    std::fs::write(&agent, "#!/bin/sh\necho agent-first-run\nexec sleep 1000\n").unwrap();
+    std::fs::set_permissions(&agent, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let config = ptyd.dirs.state.path().join("config/ptyd");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("config.json"),
+        r#"{"resume_rules": [{"program": "myagent", "resume": "echo resumed-by-rule; exec sleep 1000"}]}"#,
+    )
+    .unwrap();
+    let mut c = ptyd.connect();
+    let pane = ptyd.create_argv(&[agent.to_str().unwrap()]);
+    c.wait_text(&pane, "agent-first-run");
+
+    let out = ptyd.run_cli(&["upgrade", "--mode", "restore"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut c = ptyd.connect();
+    // Without the rule a command pane would be held; the rule resumes it.
+    c.wait_text(&pane, "resumed-by-rule");
+    let info = c.ok("pane.list", json!({}))["panes"][0].clone();
+    assert_eq!(info["state"], "running", "{info}");
+}

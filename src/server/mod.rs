@@ -16,6 +16,7 @@ mod pane;
 mod persistence;
 mod requests;
 mod restore;
+mod resume_rules;
 mod spawn;
 mod timers;
 mod upgrade;

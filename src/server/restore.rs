@@ -268,9 +268,13 @@ impl Server {
         // while the screens are still empty: with full histories first, 1000
         // panes took minutes. No output is read before the loop runs, so the
         // history still comes first on each screen.
+        let (rules, rules_problem) = super::resume_rules::ResumeRules::load();
+        if let Some(problem) = rules_problem {
+            fixes.push(format!("resume rules: {problem}"));
+        }
         let mut fills = Vec::new();
         for (id, rec) in records {
-            fills.push(self.restore_pane(id, rec, &mut fixes));
+            fills.push(self.restore_pane(id, rec, &rules, &mut fixes));
         }
         for (id, history, notice) in fills {
             let Some(pane) = self.panes.get_mut(&id) else {
@@ -290,6 +294,7 @@ impl Server {
         &mut self,
         id: u64,
         rec: PaneRecord,
+        rules: &super::resume_rules::ResumeRules,
         fixes: &mut Vec<String>,
     ) -> (u64, Option<PathBuf>, String) {
         let saved_cwd = PathBuf::from(&rec.cwd);
@@ -299,8 +304,16 @@ impl Server {
             existing_cwd(&saved_cwd)
         };
         let (cols, rows) = crate::pty::clamp_size(u32::from(rec.cols), u32::from(rec.rows));
+        let by_rule = rec
+            .resume
+            .is_none()
+            .then(|| rules.resume_for(&rec.command))
+            .flatten();
         let plan = match (&rec.resume, &rec.command, rec.restore) {
             (Some(resume), _, _) => Plan::Run(CommandSpec::Shell(resume.clone())),
+            (None, _, _) if by_rule.is_some() => {
+                Plan::Run(CommandSpec::Shell(by_rule.clone().unwrap_or_default()))
+            }
             (None, cmd, _) if is_plain_shell(cmd) => Plan::Run(cmd.clone()),
             (None, cmd, RestorePolicy::Rerun) => Plan::Run(cmd.clone()),
             (None, _, RestorePolicy::Shell) => Plan::Run(CommandSpec::LoginShell),

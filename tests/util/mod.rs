@@ -101,6 +101,8 @@ impl Dirs {
         }
         cmd.env("XDG_RUNTIME_DIR", self.runtime.path())
             .env("XDG_STATE_HOME", self.state.path())
+            // Never the developer's own ~/.config/ptyd (resume rules).
+            .env("XDG_CONFIG_HOME", self.state.path().join("config"))
             .env("PTYD_NAMESPACE", namespace)
             .env("SHELL", "/bin/sh")
             .stdin(Stdio::null());

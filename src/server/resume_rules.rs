@@ -1,0 +1,138 @@
+//! Resume rules: how a pane whose program is a known agent CLI comes back
+//! after a reboot when nobody set its `resume` command. Built-in rules cover
+//! well-known agents; the user's rules come from
+//! `$XDG_CONFIG_HOME/ptyd/config.json` (else `~/.config/ptyd/config.json`):
+//!
+//! ```json
+//! { "resume_rules": [ { "program": "myagent", "resume": "myagent --continue" } ] }
+//! ```
+//!
+//! A rule matches on the program's file name (`argv[0]`, or the first word
+//! of a shell string). User rules win over built-ins; a pane's own `resume`
+//! wins over both. A config file that cannot be read is reported and
+//! ignored: restore never fails because of it.
+
+use crate::protocol::methods::CommandSpec;
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+/// Agents whose CLIs can pick up their last conversation in the same
+/// directory, which is where the pane is restored.
+const BUILT_IN: &[(&str, &str)] = &[
+    ("claude", "claude --continue"),
+    ("codex", "codex resume --last"),
+];
+
+#[derive(Debug, Deserialize)]
+struct Config {
+    #[serde(default)]
+    resume_rules: Vec<Rule>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rule {
+    pub program: String,
+    pub resume: String,
+}
+
+#[derive(Debug, Default)]
+pub struct ResumeRules {
+    user: Vec<Rule>,
+}
+
+pub fn config_path() -> Option<PathBuf> {
+    match std::env::var_os("XDG_CONFIG_HOME") {
+        Some(dir) if Path::new(&dir).is_absolute() => {
+            Some(PathBuf::from(dir).join("ptyd/config.json"))
+        }
+        _ => std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config/ptyd/config.json")),
+    }
+}
+
+impl ResumeRules {
+    /// Loads the user's rules; `Err` says why the file was ignored.
+    pub fn load() -> (ResumeRules, Option<String>) {
+        let Some(path) = config_path() else {
+            return (ResumeRules::default(), None);
+        };
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return (ResumeRules::default(), None);
+            }
+            Err(e) => {
+                return (
+                    ResumeRules::default(),
+                    Some(format!("reading {}: {e}", path.display())),
+                );
+            }
+        };
+        match serde_json::from_str::<Config>(&text) {
+            Ok(c) => (
+                ResumeRules {
+                    user: c.resume_rules,
+                },
+                None,
+            ),
+            Err(e) => (
+                ResumeRules::default(),
+                Some(format!("{} ignored: {e}", path.display())),
+            ),
+        }
+    }
+
+    /// The resume command for a pane running `command`, if a rule knows it.
+    pub fn resume_for(&self, command: &CommandSpec) -> Option<String> {
+        let program = match command {
+            CommandSpec::Argv(argv) => argv.first()?.clone(),
+            CommandSpec::Shell(s) => s.split_whitespace().next()?.to_string(),
+            CommandSpec::LoginShell => return None,
+        };
+        let name = Path::new(&program).file_name()?.to_str()?.to_string();
+        self.user
+            .iter()
+            .find(|r| r.program == name)
+            .map(|r| r.resume.clone())
+            .or_else(|| {
+                BUILT_IN
+                    .iter()
+                    .find(|(p, _)| *p == name)
+                    .map(|(_, r)| r.to_string())
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_rules_win_and_built_ins_match_by_file_name() {
+        let rules = ResumeRules {
+            user: vec![Rule {
+                program: "claude".into(),
+                resume: "mine".into(),
+            }],
+        };
+        let argv = |a: &[&str]| CommandSpec::Argv(a.iter().map(|s| s.to_string()).collect());
+        assert_eq!(
+            rules
+                .resume_for(&argv(&["/usr/bin/claude", "-p"]))
+                .as_deref(),
+            Some("mine")
+        );
+        assert_eq!(
+            rules.resume_for(&argv(&["codex"])).as_deref(),
+            Some("codex resume --last")
+        );
+        assert_eq!(
+            rules
+                .resume_for(&CommandSpec::Shell("codex --model x".into()))
+                .as_deref(),
+            Some("codex resume --last")
+        );
+        assert_eq!(rules.resume_for(&argv(&["vim"])), None);
+        assert_eq!(rules.resume_for(&CommandSpec::LoginShell), None);
+    }
+}
