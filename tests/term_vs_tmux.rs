@@ -1,0 +1,168 @@
+//! Recorded sessions of real programs (less, vim, top, a shell printing
+//! colours; `fixtures/recorded/record.sh` made them with script(1)) are fed
+//! to the terminal model and to a real tmux pane of the same size; the
+//! visible text must be the same.
+
+use ptyd::term::{TermConfig, Terminal};
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const COLS: u16 = 80;
+const ROWS: u16 = 24;
+
+/// The screen tmux shows after `cat`ing `file` raw (no output processing,
+/// and no echo of the answers tmux sends to the queries in it)
+/// into an 80x24 pane.
+fn tmux_screen(file: &Path) -> Vec<String> {
+    let name = format!(
+        "ptyd-rec-{}-{}",
+        std::process::id(),
+        file.file_stem().unwrap().to_string_lossy()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let done = dir.path().join("done");
+    let script = format!(
+        "stty -opost -echo; cat '{}'; touch '{}'; exec sleep 1000",
+        file.display(),
+        done.display()
+    );
+    let tmux = |args: &[&str]| {
+        Command::new("tmux")
+            .args(["-L", &name, "-f", "/dev/null"])
+            .args(args)
+            .env("TMUX_TMPDIR", dir.path())
+            .output()
+            .expect("tmux is needed for this test")
+    };
+    let out = tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        "rec",
+        "-x",
+        "80",
+        "-y",
+        "24",
+        &script,
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    // Nothing tells us when tmux has drawn the bytes: wait for the marker
+    // file, then until two captures agree.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !done.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "tmux never finished showing {}",
+            file.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut last = String::new();
+    loop {
+        std::thread::sleep(Duration::from_millis(100));
+        let out = tmux(&["capture-pane", "-p", "-t", "rec"]);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        if text == last || Instant::now() > deadline {
+            tmux(&["kill-server"]);
+            let mut lines: Vec<String> = text.lines().map(|l| l.trim_end().to_string()).collect();
+            lines.resize(ROWS as usize, String::new());
+            return lines;
+        }
+        last = text;
+    }
+}
+
+fn model_screen(bytes: &[u8]) -> Vec<String> {
+    let mut term = Terminal::new(COLS, ROWS, TermConfig::default());
+    let mut forward = Vec::new();
+    term.feed(bytes, &mut forward);
+    term.visible_text()
+}
+
+fn compare(name: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/recorded")
+        .join(format!("{name}.bytes"));
+    let bytes = std::fs::read(&path).unwrap();
+    let ours = model_screen(&bytes);
+    let theirs = tmux_screen(&path);
+    let diffs: Vec<String> = ours
+        .iter()
+        .zip(&theirs)
+        .enumerate()
+        .filter(|(_, (a, b))| a != b)
+        .map(|(row, (a, b))| format!("row {row}:\n  ptyd: {a:?}\n  tmux: {b:?}"))
+        .collect();
+    assert!(
+        diffs.is_empty(),
+        "{name}: the model and tmux differ:\n{}",
+        diffs.join("\n")
+    );
+}
+
+#[test]
+fn less_matches_tmux() {
+    compare("less");
+}
+
+#[test]
+fn vim_matches_tmux() {
+    compare("vim");
+}
+
+#[test]
+fn top_matches_tmux() {
+    compare("top");
+}
+
+#[test]
+fn coloured_shell_output_matches_tmux() {
+    compare("colors");
+}
+
+/// Serializing the model at any cut of a recorded session (inside escape
+/// sequences and UTF-8 characters too) and going on from the copy gives the
+/// same state, the same forwarded bytes and the same replies as never
+/// stopping.
+#[test]
+fn recorded_sessions_round_trip_at_every_cut() {
+    for name in ["less", "vim", "top", "colors"] {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/recorded")
+            .join(format!("{name}.bytes"));
+        let bytes = std::fs::read(&path).unwrap();
+        let mut whole = Terminal::new(COLS, ROWS, TermConfig::default());
+        let mut whole_forward = Vec::new();
+        whole.feed(&bytes, &mut whole_forward);
+        let whole_replies = whole.take_replies();
+        // Every cut of the small sessions; a dense stride through top's.
+        let step = (bytes.len() / 1500).max(1);
+        for cut in (0..=bytes.len()).step_by(step) {
+            let mut first = Terminal::new(COLS, ROWS, TermConfig::default());
+            let mut forward = Vec::new();
+            first.feed(&bytes[..cut], &mut forward);
+            let mut replies = first.take_replies();
+            let json = serde_json::to_string(&first).unwrap();
+            let mut second: Terminal = serde_json::from_str(&json).unwrap();
+            assert!(
+                second == first,
+                "{name}: state changed by the round trip at byte {cut}"
+            );
+            second.feed(&bytes[cut..], &mut forward);
+            replies.extend(second.take_replies());
+            assert!(
+                second == whole,
+                "{name}: state differs after a cut at byte {cut}"
+            );
+            assert_eq!(
+                forward, whole_forward,
+                "{name}: forwarded bytes differ after a cut at byte {cut}"
+            );
+            assert_eq!(
+                replies, whole_replies,
+                "{name}: replies differ after a cut at byte {cut}"
+            );
+        }
+    }
+}
