@@ -27,6 +27,13 @@ pub enum Control {
         server_version: String,
         pid: u32,
     },
+    /// old → new, before the pause and optional, with one fd: a memfd
+    /// holding [`Precopy`] JSON, every terminal model as it is now. Decoded
+    /// while the old server still serves, so the pause only carries the
+    /// terminals that changed since.
+    Precopy { bytes: u64 },
+    /// new → old: the pre-copied terminals are decoded.
+    PrecopyAck,
     /// old → new, with one fd: the memfd holding the manifest JSON.
     Manifest { bytes: u64, fd_count: u32 },
     /// new → old: one fd batch was received and checked.
@@ -45,6 +52,12 @@ pub enum Control {
     Answered,
     /// either way: giving up, with the reason.
     Abort { reason: String },
+}
+
+/// The pre-copied terminals: (pane id, change count, model).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Precopy<S = Terminal> {
+    pub screens: Vec<(u64, u64, S)>,
 }
 
 /// One timed phase of an upgrade, for reports.
@@ -122,7 +135,10 @@ pub struct PaneRuntime<S = Terminal> {
     pub kill_reason: Option<String>,
     /// Milliseconds until SIGKILL of a kill in progress.
     pub kill_escalate_in_ms: Option<u64>,
-    pub screen: S,
+    /// The terminal model, or `None` when the pre-copied one with the same
+    /// `screen_changes` is still exact.
+    pub screen: Option<S>,
+    pub screen_changes: u64,
     /// Milliseconds since the pane last printed.
     pub idle_ms: u64,
     pub timeout_in_ms: Option<u64>,

@@ -59,7 +59,24 @@ pub fn run(fd: RawFd, paths: NamespacePaths) -> Result<(), String> {
     };
     fdpass::send_message(&sock, &hello, &[]).map_err(|e| format!("sending hello: {e}"))?;
 
-    let (msg, mut fds) = recv(&sock)?;
+    let (mut msg, mut fds) = recv(&sock)?;
+    // The pre-copy, if the old side sends one, comes before the pause:
+    // decoding it here is time the old server still serves.
+    let mut precopy: HashMap<u64, (u64, crate::term::Terminal)> = HashMap::new();
+    if let Control::Precopy { bytes } = msg {
+        let memfd = fds.pop().ok_or("the pre-copy message carried no fd")?;
+        let data = read_memfd(memfd, bytes)?;
+        let decoded: crate::handoff::manifest::Precopy =
+            serde_json::from_slice(&data).map_err(|e| format!("decoding the pre-copy: {e}"))?;
+        precopy = decoded
+            .screens
+            .into_iter()
+            .map(|(id, changes, t)| (id, (changes, t)))
+            .collect();
+        fdpass::send_message(&sock, &Control::PrecopyAck, &[])
+            .map_err(|e| format!("acking the pre-copy: {e}"))?;
+        (msg, fds) = recv(&sock)?;
+    }
     let Control::Manifest { bytes, fd_count } = msg else {
         return Err(format!("expected the manifest, got {msg:?}"));
     };
@@ -117,7 +134,7 @@ pub fn run(fd: RawFd, paths: NamespacePaths) -> Result<(), String> {
         fault::check(fault, "new-mid-batches");
     }
 
-    let mut server = match rebuild(manifest.into_parts(), &mut received, paths) {
+    let mut server = match rebuild(manifest.into_parts(), &mut received, &mut precopy, paths) {
         Ok(s) => s,
         Err(e) => return abort(&sock, e),
     };
@@ -210,6 +227,13 @@ fn abort(sock: &OwnedFd, reason: String) -> Result<(), String> {
 }
 
 fn read_manifest(memfd: OwnedFd, bytes: u64) -> Result<Manifest, String> {
+    let data = read_memfd(memfd, bytes)?;
+    serde_json::from_slice(&data).map_err(|e| format!("decoding the manifest: {e}"))
+}
+
+/// The whole content of a memfd the old side wrote, checked against the
+/// size it announced.
+fn read_memfd(memfd: OwnedFd, bytes: u64) -> Result<Vec<u8>, String> {
     let mut file = std::fs::File::from(memfd);
     let mut data = Vec::with_capacity(bytes as usize);
     std::io::Seek::rewind(&mut file).map_err(|e| format!("reading the manifest: {e}"))?;
@@ -221,7 +245,7 @@ fn read_manifest(memfd: OwnedFd, bytes: u64) -> Result<Manifest, String> {
             data.len()
         ));
     }
-    serde_json::from_slice(&data).map_err(|e| format!("decoding the manifest: {e}"))
+    Ok(data)
 }
 
 /// The manifest, taken apart for `rebuild`.
@@ -240,6 +264,7 @@ impl Manifest {
 fn rebuild(
     parts: Parts,
     fds: &mut HashMap<String, OwnedFd>,
+    precopy: &mut HashMap<u64, (u64, crate::term::Terminal)>,
     paths: NamespacePaths,
 ) -> Result<Server, String> {
     let m = parts.m;
@@ -294,7 +319,7 @@ fn rebuild(
             .remove(&id)
             .ok_or_else(|| format!("pane p{id} has no record"))?;
         let token = server.alloc_token(Source::Pane(id));
-        let mut pane = Pane::import(rec, rt, token, now, &conn_map)?;
+        let mut pane = Pane::import(rec, rt, token, now, &conn_map, precopy)?;
         pane.master = take(&format!("pty:p{id}"))
             .ok()
             .map(crate::pty::PtyMaster::from_fd);

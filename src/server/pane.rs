@@ -390,7 +390,13 @@ fn ms_until(at: Instant, now: Instant) -> u64 {
 impl Pane {
     /// This pane's runtime state for a live upgrade (its structural part
     /// travels in the manifest's snapshot).
-    pub fn export(&self, now: Instant) -> crate::handoff::manifest::PaneRuntime<&Terminal> {
+    /// `precopied` is the change count of the terminal copy the new server
+    /// already has, if any: an unchanged terminal is not sent again.
+    pub fn export(
+        &self,
+        now: Instant,
+        precopied: Option<u64>,
+    ) -> crate::handoff::manifest::PaneRuntime<&Terminal> {
         use crate::handoff::manifest::{AckRuntime, PaneRuntime, ProcessRuntime};
         let process = match &self.state {
             PaneState::Running(c) => ProcessRuntime::Running {
@@ -420,7 +426,8 @@ impl Pane {
             run: self.run,
             kill_reason: self.kill_reason.map(|r| r.as_str().to_string()),
             kill_escalate_in_ms: self.kill_deadline.map(|at| ms_until(at, now)),
-            screen: &self.screen,
+            screen: (precopied != Some(self.screen.changes())).then_some(&self.screen),
+            screen_changes: self.screen.changes(),
             idle_ms: now.saturating_duration_since(self.last_output).as_millis() as u64,
             timeout_in_ms: self.timeout_at.map(|at| ms_until(at, now)),
             idle_timeout_ms: self.idle_timeout.map(|d| d.as_millis() as u64),
@@ -456,6 +463,7 @@ impl Pane {
         token: mio::Token,
         now: Instant,
         conn_map: &HashMap<usize, ConnId>,
+        precopy: &mut HashMap<u64, (u64, Terminal)>,
     ) -> Result<Pane, String> {
         use crate::handoff::manifest::ProcessRuntime;
         let setup = PaneSetup {
@@ -506,7 +514,18 @@ impl Pane {
         pane.kill_deadline = rt
             .kill_escalate_in_ms
             .map(|ms| now + Duration::from_millis(ms));
-        pane.screen = rt.screen;
+        pane.screen = match rt.screen {
+            Some(screen) => screen,
+            None => match precopy.remove(&rt.id) {
+                Some((changes, screen)) if changes == rt.screen_changes => screen,
+                _ => {
+                    return Err(format!(
+                        "pane p{}: its terminal was neither sent nor pre-copied",
+                        rt.id
+                    ));
+                }
+            },
+        };
         pane.last_output = now
             .checked_sub(Duration::from_millis(rt.idle_ms))
             .unwrap_or(now);

@@ -25,6 +25,7 @@ use crate::protocol::{ErrorCode, RpcError};
 use mio::Interest;
 use mio::unix::SourceFd;
 use serde_json::{Value, json};
+use std::collections::HashMap;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
@@ -59,6 +60,9 @@ enum Step {
     Starting,
     /// Flushing the snapshot before pausing.
     Saving,
+    /// Terminal models copied ahead, still serving; waiting for the new
+    /// side to have decoded them.
+    Precopying,
     /// Paused; fd batches going out one per ack.
     Transferring,
     /// All fds acked; waiting for `imported`.
@@ -75,6 +79,7 @@ impl Step {
             Step::Probing => "preflight",
             Step::Starting => "prepare",
             Step::Saving => "save",
+            Step::Precopying => "precopy",
             Step::Transferring => "transfer",
             Step::Importing => "import",
             Step::Committing => "commit",
@@ -110,6 +115,8 @@ pub struct Active {
     restore_mode: bool,
     /// The loop already reaped the child: its pid must not be signalled.
     child_reaped: bool,
+    /// Change counts of the terminals the new side got in the pre-copy.
+    precopied: HashMap<u64, u64>,
 }
 
 impl Server {
@@ -222,6 +229,7 @@ impl Server {
             new_version: String::new(),
             restore_mode: req.mode.as_deref() == Some("restore"),
             child_reaped: false,
+            precopied: HashMap::new(),
         }));
         Ok(())
     }
@@ -460,6 +468,12 @@ impl Server {
                 }
                 self.upgrade_after_save();
             }
+            (Step::Precopying, Control::PrecopyAck) => {
+                self.finish_step("precopy");
+                if let Err(e) = self.pause_and_send_manifest() {
+                    self.rollback(e);
+                }
+            }
             (Step::Transferring, Control::BatchAck { seq }) if seq as usize + 1 == a.next_batch => {
                 if let Err(e) = self.send_next_batch() {
                     self.rollback(e);
@@ -529,9 +543,40 @@ impl Server {
             return;
         }
         self.finish_step("save");
-        if let Err(e) = self.pause_and_send_manifest() {
+        if let Err(e) = self.send_precopy() {
             self.rollback(e);
         }
+    }
+
+    /// Pre-copy, as VM live migration does: every terminal model goes over
+    /// while the server still serves; the pause then carries only those that
+    /// changed since (their change counts say which). Most panes are idle
+    /// during an upgrade, so the blackout stops growing with scrollback.
+    fn send_precopy(&mut self) -> Result<(), String> {
+        let screens: Vec<(u64, u64, &crate::term::Terminal)> = self
+            .panes
+            .values()
+            .map(|p| (p.id, p.screen.changes(), &p.screen))
+            .collect();
+        let precopied: HashMap<u64, u64> = screens
+            .iter()
+            .map(|(id, changes, _)| (*id, *changes))
+            .collect();
+        let bytes = serde_json::to_vec(&manifest::Precopy { screens })
+            .map_err(|e| format!("encoding the pre-copy: {e}"))?;
+        let memfd = write_memfd(&bytes)?;
+        let Upgrade::Active(a) = &mut self.upgrade else {
+            return Ok(());
+        };
+        let msg = Control::Precopy {
+            bytes: bytes.len() as u64,
+        };
+        fdpass::send_message(&a.channel, &msg, &[memfd.as_raw_fd()])
+            .map_err(|e| format!("sending the pre-copy: {e}"))?;
+        a.precopied = precopied;
+        a.step = Step::Precopying;
+        a.step_started = Instant::now();
+        Ok(())
     }
 
     /// The blackout starts here: every source leaves the poll, the state is
@@ -588,8 +633,12 @@ impl Server {
         for id in &conns {
             fds.push((format!("conn:{id}"), self.conns[id].stream.as_raw_fd()));
         }
-        let (binary, caller) = match &self.upgrade {
-            Upgrade::Active(a) => (a.binary.clone(), a.caller.clone()),
+        let (binary, caller, precopied) = match &mut self.upgrade {
+            Upgrade::Active(a) => (
+                a.binary.clone(),
+                a.caller.clone(),
+                std::mem::take(&mut a.precopied),
+            ),
             Upgrade::Idle => return Ok(()),
         };
         let manifest = Manifest {
@@ -599,7 +648,11 @@ impl Server {
             generation: self.generation + 1,
             namespace: self.paths.namespace.clone(),
             snapshot: self.build_snapshot_for_handoff(),
-            panes: self.panes.values().map(|p| p.export(now)).collect(),
+            panes: self
+                .panes
+                .values()
+                .map(|p| p.export(now, precopied.get(&p.id).copied()))
+                .collect(),
             conns: conns
                 .iter()
                 .map(|id| self.conns[id].export(*id, now))

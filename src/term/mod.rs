@@ -134,6 +134,11 @@ thread_local! {
 pub struct Terminal {
     screen: Screen,
     boundary: Boundary,
+    /// Bumped by every method that can change the state: a live upgrade
+    /// copies a terminal ahead of its pause and re-sends only those whose
+    /// count moved since. Not part of the state itself.
+    #[serde(skip)]
+    changes: u64,
 }
 
 /// What a serialized `Terminal` holds. Deserializing goes through here so a
@@ -151,7 +156,11 @@ impl From<Snapshot> for Terminal {
         screen.repair();
         let mut boundary = s.boundary;
         boundary.repair();
-        Terminal { screen, boundary }
+        Terminal {
+            screen,
+            boundary,
+            changes: 0,
+        }
     }
 }
 
@@ -177,6 +186,7 @@ impl Terminal {
         Terminal {
             screen: Screen::new(cols, rows, config),
             boundary: Boundary::default(),
+            changes: 0,
         }
     }
 
@@ -184,7 +194,10 @@ impl Terminal {
     /// get: the input minus the queries answered here; bytes of a sequence not
     /// yet complete are held back until it completes.
     pub fn feed(&mut self, bytes: &[u8], forward: &mut Vec<u8>) {
-        let Terminal { screen, boundary } = self;
+        self.changes += 1;
+        let Terminal {
+            screen, boundary, ..
+        } = self;
         let mut out = Forward {
             input: bytes,
             out: forward,
@@ -238,16 +251,19 @@ impl Terminal {
     }
 
     pub fn take_replies(&mut self) -> Vec<u8> {
+        self.changes += 1;
         std::mem::take(&mut self.screen.replies)
     }
 
     pub fn take_events(&mut self) -> Vec<TermEvent> {
+        self.changes += 1;
         std::mem::take(&mut self.screen.events)
     }
 
     /// See `Screen::resize`: no reflow; rows leaving the top of the main
     /// screen go to scrollback, growing pulls history back.
     pub fn resize(&mut self, cols: u16, rows: u16) {
+        self.changes += 1;
         self.screen.resize(cols, rows);
     }
 
@@ -296,6 +312,7 @@ impl Terminal {
     /// style leaks from one line to the next. One scratch terminal serves
     /// all lines: creating a vte `Processor` allocates 2 MiB.
     pub fn inject_history(&mut self, lines: &[String]) {
+        self.changes += 1;
         let widest = lines.iter().map(|l| l.chars().count()).max().unwrap_or(0);
         let width = widest.saturating_mul(2).clamp(1, usize::from(u16::MAX)) as u16;
         let mut scratch = Terminal::new(width, 1, TermConfig::default());
@@ -311,6 +328,11 @@ impl Terminal {
 
     pub fn scrollback_len(&self) -> usize {
         self.screen.scrollback.len()
+    }
+
+    /// How many state-changing calls this terminal has had (see `changes`).
+    pub fn changes(&self) -> u64 {
+        self.changes
     }
 
     /// Lines ever pushed into scrollback (monotonic, unlike its length).
