@@ -45,7 +45,8 @@ use std::time::{Duration, Instant};
 mod common;
 
 use common::{
-    keep_dir, loadavg, nproc, parse_num, path_str, set_cloexec, shell_quote, wait_readable,
+    find_ptyd, keep_dir, loadavg, nproc, parse_num, path_str, set_cloexec, shell_quote,
+    wait_readable,
 };
 
 type Res<T> = Result<T, String>;
@@ -345,35 +346,6 @@ fn latency_stats(mut samples: Vec<Duration>) -> Latency {
 }
 
 // ---------------------------------------------------------------- set-up
-
-fn find_ptyd() -> Res<PathBuf> {
-    let how = "build it first with `cargo build --release` (or point PTYD_BIN at a ptyd binary)";
-    if let Some(p) = std::env::var_os("PTYD_BIN") {
-        let p = PathBuf::from(p);
-        return if p.is_file() {
-            Ok(p)
-        } else {
-            Err(format!("PTYD_BIN={} is not a file; {how}", p.display()))
-        };
-    }
-    if let Some(p) = option_env!("CARGO_BIN_EXE_ptyd").map(PathBuf::from)
-        && p.is_file()
-    {
-        return Ok(p);
-    }
-    // This bench runs as target/<profile>/deps/core-HASH.
-    let exe = std::env::current_exe().map_err(|e| format!("finding this executable: {e}"))?;
-    let candidate = exe
-        .parent()
-        .and_then(Path::parent)
-        .map(|d| d.join("ptyd"))
-        .ok_or("this executable has no parent directory")?;
-    if candidate.is_file() {
-        Ok(candidate)
-    } else {
-        Err(format!("no ptyd binary at {}; {how}", candidate.display()))
-    }
-}
 
 /// Writes `bytes` bytes of printable 100-byte lines; returns the line count.
 fn generate(path: &Path, bytes: usize) -> Res<usize> {

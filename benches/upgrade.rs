@@ -49,14 +49,15 @@ use std::io::{self, BufWriter, Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
 
 use common::{
-    keep_dir, loadavg, nproc, parse_num, path_str, set_cloexec, shell_quote, wait_readable,
+    find_ptyd, keep_dir, loadavg, nproc, parse_num, path_str, set_cloexec, shell_quote,
+    wait_readable,
 };
 
 type Res<T> = Result<T, String>;
@@ -786,35 +787,6 @@ fn fmt_limit(v: u64) -> String {
 }
 
 // ---------------------------------------------------------------- set-up
-
-fn find_ptyd() -> Res<PathBuf> {
-    let how = "build it first with `cargo build --release` (or point PTYD_BIN at a ptyd binary)";
-    if let Some(p) = std::env::var_os("PTYD_BIN") {
-        let p = PathBuf::from(p);
-        return if p.is_file() {
-            Ok(p)
-        } else {
-            Err(format!("PTYD_BIN={} is not a file; {how}", p.display()))
-        };
-    }
-    if let Some(p) = option_env!("CARGO_BIN_EXE_ptyd").map(PathBuf::from)
-        && p.is_file()
-    {
-        return Ok(p);
-    }
-    // This bench runs as target/<profile>/deps/upgrade-HASH.
-    let exe = std::env::current_exe().map_err(|e| format!("finding this executable: {e}"))?;
-    let candidate = exe
-        .parent()
-        .and_then(Path::parent)
-        .map(|d| d.join("ptyd"))
-        .ok_or("this executable has no parent directory")?;
-    if candidate.is_file() {
-        Ok(candidate)
-    } else {
-        Err(format!("no ptyd binary at {}; {how}", candidate.display()))
-    }
-}
 
 /// (soft, hard) limit of `resource`.
 fn rlimit(resource: libc::__rlimit_resource_t) -> Res<(u64, u64)> {

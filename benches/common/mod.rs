@@ -5,7 +5,7 @@
 
 use std::io;
 use std::os::fd::RawFd;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 type Res<T> = Result<T, String>;
@@ -75,5 +75,36 @@ pub fn parse_num(v: Result<std::ffi::OsString, lexopt::Error>, what: &str) -> Re
 pub fn keep_dir(dir: tempfile::TempDir) {
     if std::env::var_os("PTYD_BENCH_KEEP").is_some() {
         eprintln!("keeping {}", dir.keep().display());
+    }
+}
+
+/// The ptyd binary to measure: `PTYD_BIN`, else the one beside this bench
+/// in the target directory.
+pub fn find_ptyd() -> Res<PathBuf> {
+    let how = "build it first with `cargo build --release` (or point PTYD_BIN at a ptyd binary)";
+    if let Some(p) = std::env::var_os("PTYD_BIN") {
+        let p = PathBuf::from(p);
+        return if p.is_file() {
+            Ok(p)
+        } else {
+            Err(format!("PTYD_BIN={} is not a file; {how}", p.display()))
+        };
+    }
+    if let Some(p) = option_env!("CARGO_BIN_EXE_ptyd").map(PathBuf::from)
+        && p.is_file()
+    {
+        return Ok(p);
+    }
+    // A bench runs as target/<profile>/deps/NAME-HASH.
+    let exe = std::env::current_exe().map_err(|e| format!("finding this executable: {e}"))?;
+    let candidate = exe
+        .parent()
+        .and_then(Path::parent)
+        .map(|d| d.join("ptyd"))
+        .ok_or("this executable has no parent directory")?;
+    if candidate.is_file() {
+        Ok(candidate)
+    } else {
+        Err(format!("no ptyd binary at {}; {how}", candidate.display()))
     }
 }
