@@ -8,9 +8,8 @@ mod util;
 use serde_json::{Value, json};
 use std::io::Write;
 use std::os::unix::net::UnixStream;
-use std::process::Command;
 use std::time::{Duration, Instant};
-use util::{FrameReader, Ptyd, TIMEOUT, frame};
+use util::{FrameReader, Ptyd, TIMEOUT, Tmux, frame, shell_quote};
 
 const OUTPUT: u8 = 1;
 const EXIT: u8 = 2;
@@ -289,73 +288,6 @@ fn a_client_that_never_reads_is_dropped_and_the_server_keeps_answering() {
     c.wait_exit(&id);
 }
 
-/// A private tmux server, killed on drop.
-struct Tmux {
-    socket_name: String,
-    tmpdir: tempfile::TempDir,
-}
-
-impl Tmux {
-    fn command(&self) -> Command {
-        let mut cmd = Command::new("tmux");
-        cmd.env("TMUX_TMPDIR", self.tmpdir.path())
-            .env_remove("TMUX")
-            .args(["-L", &self.socket_name, "-f", "/dev/null"]);
-        cmd
-    }
-
-    fn run(&self, args: &[&str]) -> String {
-        let mut cmd = self.command();
-        cmd.args(args);
-        let out = util::run_bounded(cmd, &format!("tmux {args:?}"));
-        assert!(
-            out.status.success(),
-            "tmux {args:?}: {:?} {}",
-            out.status,
-            util::stderr(&out)
-        );
-        util::stdout(&out)
-    }
-
-    fn screen(&self) -> String {
-        self.run(&["capture-pane", "-p", "-t", "main"])
-    }
-
-    /// Polls the tmux screen (tmux has no event to wait on) until `check`.
-    fn wait_screen(&self, what: &str, check: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + TIMEOUT;
-        loop {
-            let screen = self.screen();
-            if check(&screen) {
-                return screen;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "tmux screen never showed {what}; it shows:\n{screen}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn keys(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", "main"];
-        args.extend_from_slice(keys);
-        self.run(&args);
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let mut cmd = self.command();
-        cmd.arg("kill-server");
-        let _ = cmd.output();
-    }
-}
-
-fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
-}
-
 #[test]
 fn attach_client_inside_tmux_types_shows_and_detaches() {
     let ptyd = Ptyd::start();
@@ -363,10 +295,7 @@ fn attach_client_inside_tmux_types_shows_and_detaches() {
     let id = ptyd.create_argv(&["/bin/sh"]);
     assert_eq!(id, "p1");
 
-    let tmux = Tmux {
-        socket_name: util::unique_name("ptyd-test"),
-        tmpdir: tempfile::tempdir().unwrap(),
-    };
+    let tmux = Tmux::new();
     // An outer shell inside tmux runs `ptyd attach`, so that after it ends
     // its message and exit code stay visible.
     let env = format!(
