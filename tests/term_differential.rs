@@ -5,21 +5,9 @@
 
 use ptyd::term::{TermConfig, Terminal};
 
-struct Rng(u64);
+mod rng;
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.0 = x;
-        x
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+use rng::Rng;
 
 /// One random fragment of terminal output.
 fn fragment(rng: &mut Rng, out: &mut Vec<u8>, rows: u64, cols: u64) {

@@ -5,21 +5,9 @@
 
 use ptyd::term::{TermConfig, TermEvent, Terminal};
 
-struct Rng(u64);
+mod rng;
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.0 = x;
-        x
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+use rng::Rng;
 
 /// A stream exercising every parser state, plus queries and invalid bytes.
 fn stream(rng: &mut Rng, fragments: usize) -> Vec<u8> {
