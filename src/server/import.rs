@@ -134,7 +134,7 @@ pub fn run(fd: RawFd, paths: NamespacePaths) -> Result<(), String> {
         fault::check(fault, "new-mid-batches");
     }
 
-    let mut server = match rebuild(manifest.into_parts(), &mut received, &mut precopy, paths) {
+    let mut server = match rebuild(manifest, &mut received, &mut precopy, paths) {
         Ok(s) => s,
         Err(e) => return abort(&sock, e),
     };
@@ -248,26 +248,14 @@ fn read_memfd(memfd: OwnedFd, bytes: u64) -> Result<Vec<u8>, String> {
     Ok(data)
 }
 
-/// The manifest, taken apart for `rebuild`.
-pub struct Parts {
-    m: Manifest,
-}
-
-impl Manifest {
-    fn into_parts(self) -> Parts {
-        Parts { m: self }
-    }
-}
-
 /// Rebuilds a server from the manifest and the received fds, registering
 /// nothing: until commit, the old server still owns the readiness.
 fn rebuild(
-    parts: Parts,
+    m: Manifest,
     fds: &mut HashMap<String, OwnedFd>,
     precopy: &mut HashMap<u64, (u64, crate::term::Terminal)>,
     paths: NamespacePaths,
 ) -> Result<Server, String> {
-    let m = parts.m;
     let mut take = |id: &str| fds.remove(id).ok_or_else(|| format!("fd {id:?} missing"));
     let listener = std::os::unix::net::UnixListener::from(take("listener")?);
     listener
