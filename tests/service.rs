@@ -76,18 +76,9 @@ fn notify_protocol_through_an_upgrade() {
     wait_for(&sock, "STOPPING=1", &mut seen);
     // The spawned process is the first generation, now the reaper: it exits
     // once the last generation is gone, with that server's code.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some(status) = server.try_wait().unwrap() {
-            assert!(status.success(), "reaper exited with {status}");
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the reaper did not exit after stop"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let status =
+        util::wait_child(&mut server, util::TIMEOUT).expect("the reaper did not exit after stop");
+    assert!(status.success(), "reaper exited with {status}");
 }
 
 #[test]
