@@ -38,6 +38,11 @@ fn soup(rng: &mut Rng, len: usize) -> Vec<u8> {
         "中\u{301}\u{200d}👍🏽".as_bytes(),
         b"\xf0\x9f",
         b"\xed\xa0\x80",
+        b"\x1b]8;id=x;https://example.com/\x1b\\",
+        b"\x1b]8;;\x07",
+        b"\x1b[4;58;5;99m",
+        b"\x1b[58:2::1:2:3m",
+        b"\x1b[59m",
     ];
     let mut out = Vec::with_capacity(len);
     while out.len() < len {
@@ -78,6 +83,15 @@ fn random_input_never_panics() {
                         u.visible_text(),
                         t.visible_text(),
                         "redraw must reproduce the screen (seed {seed})"
+                    );
+                    let styled = CaptureOptions {
+                        escapes: true,
+                        ..CaptureOptions::default()
+                    };
+                    assert_eq!(
+                        u.capture(&styled).lines,
+                        t.capture(&styled).lines,
+                        "redraw must reproduce styles and links (seed {seed})"
                     );
                     assert_eq!(
                         u.cursor(),

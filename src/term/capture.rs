@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::ModeSummary;
-use super::cell::Style;
+use super::cell::PenWriter;
 use super::grid::Row;
 use super::screen::Screen;
 
@@ -46,25 +46,19 @@ pub fn row_with_sgr(row: &Row) -> String {
     let cells = &row.cells;
     let end = row.content_end();
     let mut out = Vec::with_capacity(end);
-    let mut pen = Style::DEFAULT;
+    let mut pen = PenWriter::new();
     for (c, cell) in cells[..end].iter().enumerate() {
         if cell.is_spacer() {
             continue;
         }
-        let style = cell.style.pen_part();
-        if style != pen {
-            style.write_sgr(&mut out);
-            pen = style;
-        }
+        pen.pen(&mut out, cell.style.pen_part(), row.extra_at(c));
         let mut b = [0u8; 4];
         out.extend_from_slice(cell.ch.encode_utf8(&mut b).as_bytes());
         if let Some(m) = row.marks_at(c) {
             out.extend_from_slice(m.as_bytes());
         }
     }
-    if pen != Style::DEFAULT {
-        out.extend_from_slice(b"\x1b[0m");
-    }
+    pen.finish(&mut out);
     String::from_utf8(out).unwrap_or_default()
 }
 

@@ -4,11 +4,14 @@
 //! instead of vt100's 320 KB. Each colour word carries the colour in its low
 //! 26 bits and six attribute flags in its top six bits; the pen is the same
 //! two words, so writing a cell is three stores and comparing styles is two
-//! integer compares. Rare data (combining marks) lives in a per-row side table
-//! in `grid.rs`, never in the cell.
+//! integer compares. Rare data (combining marks, underline colour, OSC 8
+//! hyperlinks: `Extra`) lives in per-row side tables in `grid.rs`, never in
+//! the cell, so text that uses none of it pays one empty check per write.
 //!
 //! Invariants: a `WIDE` cell is always followed by a `SPACER` cell in the same
 //! row (the grid's writers maintain this); a spacer holds `' '`.
+
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -192,6 +195,136 @@ pub fn push_num(out: &mut Vec<u8>, mut n: u32) {
         }
     }
     out.extend_from_slice(&buf[i..]);
+}
+
+/// Longest hyperlink (id plus URI) kept; a longer one is dropped (the
+/// sequence is still forwarded). Links are stored per row, so this bounds a
+/// row's side table at `cols * MAX_LINK` bytes whatever the program sends.
+pub const MAX_LINK: usize = 2048;
+
+/// An OSC 8 hyperlink: `ESC ] 8 ; id=ID ; URI ST`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Link {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    pub uri: String,
+}
+
+/// The attributes that do not fit in a cell's three words: underline
+/// colour and hyperlink. Part of the pen like `Style`, stored per cell in a
+/// row's side table. `Arc` so stamping a long link on every cell of a run
+/// is a reference count, not a copy.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Extra {
+    /// Underline colour as `Color::pack` gives it; 0 = follow the text.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub ul: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<Arc<Link>>,
+}
+
+fn is_zero(v: &u32) -> bool {
+    *v == 0
+}
+
+impl Extra {
+    pub fn is_empty(&self) -> bool {
+        self.ul == 0 && self.link.is_none()
+    }
+
+    /// `Some(self)` unless empty: what a row's side table stores.
+    pub fn non_empty(&self) -> Option<&Extra> {
+        (!self.is_empty()).then_some(self)
+    }
+
+    pub fn set_underline_color(&mut self, c: Option<Color>) {
+        self.ul = c.map_or(0, Color::pack);
+    }
+
+    /// Sets or (with `None` or an over-long link) ends the hyperlink.
+    pub fn set_link(&mut self, link: Option<Link>) {
+        self.link = link
+            .filter(|l| l.uri.len() + l.id.as_ref().map_or(0, String::len) <= MAX_LINK)
+            .map(Arc::new);
+    }
+}
+
+/// Writes the fewest sequences that take a terminal from one (style,
+/// extra) state to another, for everything that replays cells to a
+/// terminal or a capture: attach redraw, `capture --ansi`, scrollback.
+/// Starts from the reset state (default style, no link).
+#[derive(Default)]
+pub struct PenWriter {
+    style: Style,
+    ul: u32,
+    link: Option<Arc<Link>>,
+}
+
+impl PenWriter {
+    pub fn new() -> PenWriter {
+        PenWriter::default()
+    }
+
+    /// Moves the terminal to `style` and `extra` (`None` = no extra).
+    #[inline]
+    pub fn pen(&mut self, out: &mut Vec<u8>, style: Style, extra: Option<&Extra>) {
+        let ul = extra.map_or(0, |e| e.ul);
+        if style != self.style || ul != self.ul {
+            write_sgr_ul(out, style, ul);
+            self.style = style;
+            self.ul = ul;
+        }
+        let link = extra.and_then(|e| e.link.as_ref());
+        if link != self.link.as_ref() {
+            write_link(out, link.map(|l| &**l));
+            self.link = link.cloned();
+        }
+    }
+
+    /// Back to the reset state: SGR 0 and no open link, if needed.
+    pub fn finish(&mut self, out: &mut Vec<u8>) {
+        if self.style != Style::DEFAULT || self.ul != 0 {
+            out.extend_from_slice(b"\x1b[0m");
+            self.style = Style::DEFAULT;
+            self.ul = 0;
+        }
+        if self.link.is_some() {
+            write_link(out, None);
+            self.link = None;
+        }
+    }
+}
+
+/// `style.write_sgr` plus the underline colour (`ul`, packed; 0 = none).
+pub fn write_sgr_ul(out: &mut Vec<u8>, style: Style, ul: u32) {
+    out.extend_from_slice(b"\x1b[");
+    style.write_sgr_params(out);
+    // 58 has no short forms for the first 16 colours: always `58;5;N`.
+    match Color::unpack(ul) {
+        Color::Default => {}
+        Color::Indexed(i) => {
+            out.extend_from_slice(b";58;5;");
+            push_num(out, u32::from(i));
+        }
+        rgb => write_color(out, rgb, 58, 58, 58),
+    }
+    out.push(b'm');
+}
+
+/// OSC 8 opening `link`, or closing the current one with `None`.
+pub fn write_link(out: &mut Vec<u8>, link: Option<&Link>) {
+    out.extend_from_slice(b"\x1b]8;");
+    if let Some(l) = link {
+        if let Some(id) = &l.id {
+            out.extend_from_slice(b"id=");
+            out.extend(id.bytes().filter(|b| !b.is_ascii_control()));
+        }
+        out.push(b';');
+        out.extend(l.uri.bytes().filter(|b| !b.is_ascii_control()));
+    } else {
+        out.push(b';');
+    }
+    out.extend_from_slice(b"\x1b\\");
 }
 
 /// One screen cell: a character and its style words.

@@ -119,6 +119,11 @@ pub fn try_dispatch(s: &mut Screen, seq: &[u8]) -> bool {
             }
         }
         if simple {
+            // SGR 0 also resets the underline colour, which lives beside
+            // the pen (in `pen_extra`), so `sgr_simple` cannot reach it.
+            if s.pen_extra.ul != 0 && has_reset(body) {
+                s.pen_extra.ul = 0;
+            }
             return true;
         }
         s.pen = saved;
@@ -160,6 +165,13 @@ pub fn try_dispatch(s: &mut Screen, seq: &[u8]) -> bool {
     true
 }
 
+/// Whether a simple SGR body (digits and `;`) holds a 0 value: an empty
+/// body, an empty value or one of only zeros.
+fn has_reset(body: &[u8]) -> bool {
+    body.split(|&b| b == b';')
+        .any(|v| v.iter().all(|&b| b == b'0'))
+}
+
 fn named(i: u16) -> Color {
     Color::Indexed(i as u8)
 }
@@ -193,7 +205,8 @@ enum Target {
     Underline,
 }
 
-/// One SGR value that takes no arguments; false for 38/48/58, which do.
+/// One SGR value that takes no arguments; false for 38/48/58, which do, and
+/// 59, which `sgr` handles.
 #[inline]
 fn sgr_simple(p: &mut Style, v: u16) -> bool {
     match v {
@@ -220,7 +233,8 @@ fn sgr_simple(p: &mut Style, v: u16) -> bool {
         49 => p.set_bg(Color::Default),
         90..=97 => p.set_fg(named(v - 90 + 8)),
         100..=107 => p.set_bg(named(v - 100 + 8)),
-        38 | 48 | 58 => return false,
+        // 59 resets the underline colour, outside `Style`.
+        38 | 48 | 58 | 59 => return false,
         _ => {}
     }
     true
@@ -233,10 +247,14 @@ fn sgr(s: &mut Screen, params: &Params) {
         let colour = |target: Target, c: Option<Color>, s: &mut Screen| match (target, c) {
             (Target::Fg, Some(c)) => s.pen.set_fg(c),
             (Target::Bg, Some(c)) => s.pen.set_bg(c),
+            (Target::Underline, Some(c)) => s.pen_extra.set_underline_color(Some(c)),
             _ => {}
         };
         match g {
-            [0] => *p = Default::default(),
+            [0] => {
+                *p = Default::default();
+                s.pen_extra.ul = 0;
+            }
             [1] => p.fg |= BOLD,
             [2] => p.fg |= DIM,
             [3] => p.fg |= ITALIC,
@@ -278,8 +296,8 @@ fn sgr(s: &mut Screen, params: &Params) {
             }
             [38, rest @ ..] => colour(Target::Fg, colon_color(rest), s),
             [48, rest @ ..] => colour(Target::Bg, colon_color(rest), s),
-            // Underline colour is not kept (see handler.rs); 58/59 are
-            // parsed above only so they consume the same arguments.
+            [58, rest @ ..] => colour(Target::Underline, colon_color(rest), s),
+            [59] => s.pen_extra.set_underline_color(None),
             _ => {}
         }
     }

@@ -17,7 +17,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::cell::{Cell, Style};
+use super::cell::{Cell, Extra, Style};
 
 /// Combining marks kept per cell at most, so a stream of marks cannot grow a
 /// row without bound.
@@ -32,6 +32,77 @@ pub struct Row {
     /// Side table of combining marks: column and the marks drawn over it.
     /// Almost always empty, so it costs an empty `Vec` per row.
     pub marks: Vec<(u16, String)>,
+    /// Side table of underline colours and hyperlinks; `None` for rows
+    /// without any, which is nearly all of them.
+    pub extras: Option<Box<RowExtras>>,
+}
+
+/// Per-cell `Extra`s of one row: `ids` runs parallel to the row's cells (0 =
+/// none, n = `table[n - 1]`), so every cell operation mirrors onto it with
+/// the same index arithmetic.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RowExtras {
+    ids: Vec<u16>,
+    table: Vec<Extra>,
+}
+
+impl RowExtras {
+    fn get(&self, col: usize) -> Option<&Extra> {
+        let id = usize::from(*self.ids.get(col)?);
+        id.checked_sub(1).and_then(|i| self.table.get(i))
+    }
+
+    /// Index + 1 of `extra` in the table, adding it if new; 0 if the table
+    /// is full even after dropping unused entries.
+    fn intern(&mut self, extra: &Extra) -> u16 {
+        if let Some(i) = self.table.iter().position(|e| e == extra) {
+            return (i + 1) as u16;
+        }
+        // Entries whose cells were overwritten stay until the table has
+        // more than one per cell; then unused ones are dropped, so a row
+        // holds at most about `2 * cols` entries whatever is written.
+        if self.table.len() >= (2 * self.ids.len()).max(16) {
+            self.compact();
+        }
+        if self.table.len() >= usize::from(u16::MAX) - 1 {
+            return 0;
+        }
+        self.table.push(extra.clone());
+        self.table.len() as u16
+    }
+
+    fn compact(&mut self) {
+        let mut map = vec![0u16; self.table.len() + 1];
+        let mut kept = Vec::new();
+        for id in &mut self.ids {
+            let old = usize::from(*id);
+            if old == 0 || old > self.table.len() {
+                *id = 0;
+                continue;
+            }
+            if map[old] == 0 {
+                kept.push(self.table[old - 1].clone());
+                map[old] = kept.len() as u16;
+            }
+            *id = map[old];
+        }
+        self.table = kept;
+    }
+
+    /// Restores the invariants after deserialization.
+    fn repair(&mut self, cols: usize) {
+        self.ids.resize(cols, 0);
+        let n = self.table.len();
+        for id in &mut self.ids {
+            if usize::from(*id) > n {
+                *id = 0;
+            }
+        }
+    }
+
+    fn is_unused(&self) -> bool {
+        self.ids.iter().all(|&id| id == 0)
+    }
 }
 
 /// Serialized form of a row: one char per cell, style runs over cells
@@ -46,6 +117,8 @@ struct RowRepr {
     w: bool,
     #[serde(default)]
     m: Vec<(u16, String)>,
+    #[serde(default)]
+    x: Option<Box<RowExtras>>,
 }
 
 /// `RowRepr` as written: the same JSON, encoded from a borrowed row (a live
@@ -60,6 +133,8 @@ struct RowReprRef<'a> {
     w: bool,
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     m: &'a [(u16, String)],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    x: Option<&'a RowExtras>,
 }
 
 impl Serialize for Row {
@@ -86,6 +161,7 @@ impl<'a> From<&'a Row> for RowReprRef<'a> {
             r,
             w: row.wrapped,
             m: &row.marks,
+            x: row.extras.as_deref(),
         }
     }
 }
@@ -104,11 +180,17 @@ impl From<RowRepr> for Row {
                 style: styles.next().unwrap_or_default(),
             })
             .collect();
-        Row {
+        let mut row = Row {
             cells,
             wrapped: repr.w,
             marks: repr.m,
+            extras: repr.x,
+        };
+        let cols = row.cells.len();
+        if let Some(x) = &mut row.extras {
+            x.repair(cols);
         }
+        row
     }
 }
 
@@ -118,6 +200,7 @@ impl Row {
             cells: vec![Cell::blank(style); usize::from(cols)],
             wrapped: false,
             marks: Vec::new(),
+            extras: None,
         }
     }
 
@@ -125,6 +208,42 @@ impl Row {
         self.cells.fill(Cell::blank(style));
         self.wrapped = false;
         self.marks.clear();
+        self.extras = None;
+    }
+
+    #[inline]
+    pub fn extra_at(&self, col: usize) -> Option<&Extra> {
+        self.extras.as_ref()?.get(col)
+    }
+
+    /// Stamps `extra` (or nothing) on cells `[from, to)`: every writer of
+    /// cells calls this for the cells it wrote. Costs one check when neither
+    /// the pen nor the row has extras.
+    #[inline]
+    pub fn set_extra(&mut self, from: usize, to: usize, extra: Option<&Extra>) {
+        if extra.is_none() && self.extras.is_none() {
+            return;
+        }
+        self.set_extra_slow(from, to, extra);
+    }
+
+    fn set_extra_slow(&mut self, from: usize, to: usize, extra: Option<&Extra>) {
+        let cols = self.cells.len();
+        let to = to.min(cols);
+        if from >= to {
+            return;
+        }
+        let x = self.extras.get_or_insert_with(|| {
+            Box::new(RowExtras {
+                ids: vec![0; cols],
+                table: Vec::new(),
+            })
+        });
+        let id = extra.map_or(0, |e| x.intern(e));
+        x.ids[from..to].fill(id);
+        if id == 0 && x.is_unused() {
+            self.extras = None;
+        }
     }
 
     pub fn marks_at(&self, col: usize) -> Option<&str> {
@@ -162,6 +281,7 @@ impl Row {
     pub fn split_wide_left(&mut self, col: usize, style: Style) {
         if col > 0 && col < self.cells.len() && self.cells[col].is_spacer() {
             self.cells[col - 1] = Cell::blank(style);
+            self.set_extra(col - 1, col, None);
         }
     }
 
@@ -170,6 +290,7 @@ impl Row {
     pub fn split_wide_right(&mut self, end: usize, style: Style) {
         if end < self.cells.len() && self.cells[end].is_spacer() {
             self.cells[end] = Cell::blank(style);
+            self.set_extra(end, end + 1, None);
         }
     }
 
@@ -183,6 +304,7 @@ impl Row {
         self.split_wide_right(to, style);
         self.cells[from..to].fill(Cell::blank(style));
         self.drop_marks(from, to);
+        self.set_extra(from, to, None);
     }
 
     /// Inserts `n` blanks at `col`, shifting the rest right; cells pushed off
@@ -202,10 +324,15 @@ impl Row {
         let n = n.min(len - col);
         self.cells[col..].rotate_right(n);
         self.cells[col..col + n].fill(Cell::blank(style));
+        if let Some(x) = &mut self.extras {
+            x.ids[col..].rotate_right(n);
+            x.ids[col..col + n].fill(0);
+        }
         // A wide cell pushed to the last column lost its spacer.
         if let Some(last) = self.cells.last_mut() {
             if last.is_wide() {
                 *last = Cell::blank(style);
+                self.set_extra(len - 1, len, None);
             }
         }
         if !self.marks.is_empty() {
@@ -236,6 +363,10 @@ impl Row {
         self.split_wide_right(col + n, style);
         self.cells[col..].rotate_left(n);
         self.cells[len - n..].fill(Cell::blank(style));
+        if let Some(x) = &mut self.extras {
+            x.ids[col..].rotate_left(n);
+            x.ids[len - n..].fill(0);
+        }
         if !self.marks.is_empty() {
             self.marks.retain_mut(|(c, _)| {
                 let c0 = usize::from(*c);
@@ -255,22 +386,37 @@ impl Row {
         let cols = usize::from(cols);
         if cols < self.cells.len() {
             self.cells.truncate(cols);
+            self.drop_marks(cols, usize::MAX);
+            if let Some(x) = &mut self.extras {
+                x.ids.truncate(cols);
+            }
             if self.cells.last().is_some_and(Cell::is_wide) {
                 if let Some(last) = self.cells.last_mut() {
                     *last = Cell::blank(style);
                 }
+                self.set_extra(cols - 1, cols, None);
             }
-            self.drop_marks(cols, usize::MAX);
+            if self.extras.as_ref().is_some_and(|x| x.is_unused()) {
+                self.extras = None;
+            }
         } else {
             self.cells.resize(cols, Cell::blank(style));
+            if let Some(x) = &mut self.extras {
+                x.ids.resize(cols, 0);
+            }
         }
     }
 
     /// Number of cells up to the last one that is not a default blank (a
-    /// blank carrying combining marks counts as content).
+    /// blank carrying combining marks, a hyperlink or an underline colour
+    /// counts as content).
     pub fn content_end(&self) -> usize {
         let mut end = self.cells.len();
-        while end > 0 && self.cells[end - 1] == Cell::BLANK && self.marks_at(end - 1).is_none() {
+        while end > 0
+            && self.cells[end - 1] == Cell::BLANK
+            && self.marks_at(end - 1).is_none()
+            && self.extra_at(end - 1).is_none()
+        {
             end -= 1;
         }
         end

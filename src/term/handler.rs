@@ -12,7 +12,7 @@ use vte::ansi::{
 };
 
 use super::TermEvent;
-use super::cell::{BLINK, BOLD, Color, DIM, HIDDEN, INVERSE, ITALIC, STRIKE};
+use super::cell::{BLINK, BOLD, Color, DIM, HIDDEN, INVERSE, ITALIC, Link, STRIKE};
 use super::modes::{MouseEncoding, MouseMode};
 use super::queries;
 use super::screen::{Charset, MAX_TITLE, MAX_TITLE_STACK, Screen};
@@ -86,6 +86,13 @@ impl Screen {
 }
 
 impl Handler for Screen {
+    fn set_hyperlink(&mut self, link: Option<vte::ansi::Hyperlink>) {
+        self.pen_extra.set_link(link.map(|l| Link {
+            id: l.id,
+            uri: l.uri,
+        }));
+    }
+
     fn set_title(&mut self, title: Option<String>) {
         let mut t = title.unwrap_or_default();
         if let Some((cut, _)) = t.char_indices().nth(MAX_TITLE) {
@@ -303,7 +310,10 @@ impl Handler for Screen {
     fn terminal_attribute(&mut self, attr: Attr) {
         let p = &mut self.pen;
         match attr {
-            Attr::Reset => *p = Default::default(),
+            Attr::Reset => {
+                *p = Default::default();
+                self.pen_extra.ul = 0;
+            }
             Attr::Bold => p.fg |= BOLD,
             Attr::Dim => p.fg |= DIM,
             Attr::Italic => p.fg |= ITALIC,
@@ -326,9 +336,7 @@ impl Handler for Screen {
             Attr::CancelStrike => p.bg &= !STRIKE,
             Attr::Foreground(c) => p.set_fg(convert_color(c)),
             Attr::Background(c) => p.set_bg(convert_color(c)),
-            // Underline colour is not kept: it is rare and would need a
-            // fourth word in every cell.
-            Attr::UnderlineColor(_) => {}
+            Attr::UnderlineColor(c) => self.pen_extra.set_underline_color(c.map(convert_color)),
         }
     }
 

@@ -34,8 +34,12 @@
 //! further input (checked by `PartialEq` in the tests); vte's `Processor` is
 //! not serialized because it never holds state between pieces.
 //!
-//! Not modelled: hyperlinks (OSC 8) and underline colour are dropped from
-//! the screen (still forwarded); one kitty keyboard stack is shared by both
+//! Underline colour (SGR 58/59) and OSC 8 hyperlinks are part of the pen
+//! (`Screen::pen_extra`) and kept per cell in a row side table and in
+//! scrollback lines, so capture, redraw and upgrades carry them; a link
+//! longer than `cell::MAX_LINK` is forwarded but not kept.
+//!
+//! Not modelled: one kitty keyboard stack is shared by both
 //! screens; DECSTR, left/right margins, double-width lines and sixel are not
 //! implemented.
 

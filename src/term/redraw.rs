@@ -7,7 +7,7 @@
 //! and last the pen, cursor position and visibility (drawing and the other
 //! steps move the cursor and change the SGR state).
 
-use super::cell::{Cell, Style, push_num};
+use super::cell::{Cell, PenWriter, push_num, write_sgr_ul};
 use super::grid::Grid;
 use super::screen::{Charset, Screen};
 
@@ -32,7 +32,7 @@ fn push_char(out: &mut Vec<u8>, c: char) {
 
 /// Draws `grid` clipped to `cols` x `rows`, leaving the SGR state reset.
 fn draw_grid(out: &mut Vec<u8>, grid: &Grid, cols: usize, rows: usize) {
-    let mut pen = Style::DEFAULT;
+    let mut pen = PenWriter::new();
     for r in 0..rows.min(grid.lines()) {
         let row = grid.row(r);
         let cells = &row.cells[..cols.min(row.cells.len())];
@@ -50,19 +50,14 @@ fn draw_grid(out: &mut Vec<u8>, grid: &Grid, cols: usize, rows: usize) {
             } else {
                 (cell.ch, cell.style.pen_part())
             };
-            if style != pen {
-                style.write_sgr(out);
-                pen = style;
-            }
+            pen.pen(out, style, row.extra_at(c));
             push_char(out, ch);
             if let Some(m) = row.marks_at(c) {
                 out.extend_from_slice(m.as_bytes());
             }
         }
     }
-    if pen != Style::DEFAULT {
-        out.extend_from_slice(b"\x1b[0m");
-    }
+    pen.finish(out);
 }
 
 fn sanitize(title: &str) -> String {
@@ -87,7 +82,7 @@ pub fn redraw(s: &Screen, cols: u16, rows: u16) -> Vec<u8> {
                 saved.cursor.row.min(rows - 1),
                 saved.cursor.col.min(cols - 1),
             );
-            saved.pen.write_sgr(&mut out);
+            write_sgr_ul(&mut out, saved.pen, saved.pen_extra.ul);
         }
         private(&mut out, 1049, true);
         out.extend_from_slice(b"\x1b[0m");
@@ -104,7 +99,7 @@ pub fn redraw(s: &Screen, cols: u16, rows: u16) -> Vec<u8> {
             saved.cursor.row.min(rows - 1),
             saved.cursor.col.min(cols - 1),
         );
-        saved.pen.write_sgr(&mut out);
+        write_sgr_ul(&mut out, saved.pen, saved.pen_extra.ul);
         out.extend_from_slice(b"\x1b7\x1b[0m");
     }
     if s.scroll_top != 0 || s.scroll_bottom + 1 != s.rows {
@@ -223,15 +218,19 @@ pub fn redraw(s: &Screen, cols: u16, rows: u16) -> Vec<u8> {
             None => (col, Cell::BLANK),
         };
         cup(&mut out, cup_row, at);
-        cell.style.pen_part().write_sgr(&mut out);
+        let mut pen = PenWriter::new();
+        pen.pen(&mut out, cell.style.pen_part(), row.extra_at(at));
         push_char(&mut out, cell.ch);
         if let Some(m) = row.marks_at(at) {
             out.extend_from_slice(m.as_bytes());
         }
+        pen.finish(&mut out);
     } else {
         cup(&mut out, cup_row, col);
     }
-    s.pen.write_sgr(&mut out);
+    // The program's pen, hyperlink included, so what it prints next looks
+    // as it would have on the terminal it started on.
+    PenWriter::new().pen(&mut out, s.pen, s.pen_extra.non_empty());
     if !m.cursor_visible {
         private(&mut out, 25, false);
     }

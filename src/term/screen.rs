@@ -10,7 +10,7 @@
 use serde::{Deserialize, Serialize};
 use unicode_width::UnicodeWidthChar;
 
-use super::cell::{Cell, SPACER, Style, WIDE};
+use super::cell::{Cell, Extra, SPACER, Style, WIDE};
 use super::grid::{Grid, Row};
 use super::modes::Modes;
 use super::scrollback::{Line, Scrollback};
@@ -46,6 +46,9 @@ pub enum Charset {
 pub struct SavedCursor {
     pub cursor: Cursor,
     pub pen: Style,
+    /// Underline colour and hyperlink, saved with the pen as alacritty does.
+    #[serde(default)]
+    pub pen_extra: Extra,
     pub origin: bool,
     pub charsets: [Charset; 4],
     pub active_charset: usize,
@@ -61,6 +64,10 @@ pub struct Screen {
     pub scrollback: Scrollback,
     pub cursor: Cursor,
     pub pen: Style,
+    /// The pen's underline colour and hyperlink, stamped into rows' side
+    /// tables (see `grid::RowExtras`).
+    #[serde(default)]
+    pub pen_extra: Extra,
     pub saved_main: Option<SavedCursor>,
     pub saved_alt: Option<SavedCursor>,
     pub scroll_top: usize,
@@ -103,6 +110,7 @@ impl Screen {
             alt: Grid::new(cols, rows),
             cursor: Cursor::default(),
             pen: Style::DEFAULT,
+            pen_extra: Extra::default(),
             saved_main: None,
             saved_alt: None,
             scroll_top: 0,
@@ -289,6 +297,7 @@ impl Screen {
         self.last_char = Some(char::from(last));
         let cols = self.cols;
         let pen = self.pen;
+        let extra = self.pen_extra.non_empty().cloned();
         let mut i = 0;
         while i < run.len() {
             if self.cursor.pending_wrap {
@@ -313,6 +322,7 @@ impl Screen {
                     style: pen,
                 };
             }
+            r.set_extra(col, col + n, extra.as_ref());
             i += n;
             if col + n >= cols {
                 self.cursor.col = cols - 1;
@@ -375,6 +385,7 @@ impl Screen {
             self.pen,
             self.modes.insert,
         );
+        let extra = self.pen_extra.non_empty().cloned();
         let r = self.grid_mut().row_mut(row);
         if insert {
             r.insert_blanks(col, width, pen.erase_part());
@@ -402,6 +413,7 @@ impl Screen {
                 },
             };
         }
+        r.set_extra(col, col + width, extra.as_ref());
         let next = col + width;
         if next >= cols {
             self.cursor.col = cols - 1;
@@ -654,6 +666,7 @@ impl Screen {
         let saved = SavedCursor {
             cursor: self.cursor,
             pen: self.pen,
+            pen_extra: self.pen_extra.clone(),
             origin: self.modes.origin,
             charsets: self.charsets,
             active_charset: self.active_charset,
@@ -676,6 +689,7 @@ impl Screen {
         self.cursor.row = self.cursor.row.min(self.rows - 1);
         self.cursor.col = self.cursor.col.min(self.cols - 1);
         self.pen = saved.pen;
+        self.pen_extra = saved.pen_extra;
         self.modes.origin = saved.origin;
         self.charsets = saved.charsets;
         self.active_charset = saved.active_charset & 3;
@@ -826,10 +840,19 @@ pub fn line_into_row(line: &Line, row: &mut Row) {
     let mut runs = line.runs();
     let mut run = runs.next();
     let mut left = run.map_or(u32::MAX, |r| r.chars);
+    let extras = line.extras();
     let mut col = 0;
-    for ch in line.text().chars() {
+    for (i, ch) in line.text().chars().enumerate() {
         let style = run.map_or(Style::DEFAULT, |r| r.style);
         let w = ch.width().unwrap_or(0);
+        if w > 0 && col + w <= row.cells.len() && !extras.is_empty() {
+            let i = i as u32;
+            let extra = extras
+                .iter()
+                .find(|(start, n, _)| i >= *start && i - *start < *n)
+                .map(|(_, _, e)| e);
+            row.set_extra(col, col + w, extra);
+        }
         if w == 0 {
             if col > 0 {
                 let target = if col >= 2 && row.cells[col - 1].is_spacer() {

@@ -3,7 +3,9 @@
 //!
 //! A line is one boxed byte slice: a flags byte, the text length, the UTF-8
 //! text (trailing blanks trimmed, spacers dropped, combining marks inline),
-//! then style runs only if some cell was not default-styled. An 80-column
+//! then style runs only if some cell was not default-styled, then, only for
+//! the rare line with underline colours or hyperlinks (flag `FLAG_EXTRAS`),
+//! their runs as JSON and that JSON's length in the last four bytes. An 80-column
 //! plain line costs its text plus a 16-byte slot, against 960 bytes as cells.
 //! Lines are immutable once pushed: scrollback is read (capture) and trimmed,
 //! never edited, so a lossy-but-stable conversion from cells is fine.
@@ -17,12 +19,16 @@ use std::collections::VecDeque;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::borrow::Cow;
 
-use super::cell::{SPACER, Style, WIDE};
+use super::cell::{Extra, PenWriter, SPACER, Style, WIDE};
 use super::grid::Row;
 
 const FLAG_WRAPPED: u8 = 1;
+const FLAG_EXTRAS: u8 = 2;
 const HEADER: usize = 5;
 const RUN_BYTES: usize = 12;
+
+/// `chars` characters from character `start` of a line's text carry `extra`.
+pub type ExtraRun = (u32, u32, Extra);
 
 /// A run of `chars` characters drawn with `style`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -47,6 +53,8 @@ struct LineRepr<'a> {
     r: Vec<(u32, u32, u32)>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     w: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    x: Vec<ExtraRun>,
 }
 
 impl Serialize for Line {
@@ -59,6 +67,7 @@ impl Serialize for Line {
                 .map(|r| (r.chars, r.style.fg, r.style.bg))
                 .collect(),
             w: self.wrapped(),
+            x: self.extras(),
         }
         .serialize(serializer)
     }
@@ -74,12 +83,17 @@ impl<'de> Deserialize<'de> for Line {
                     style: Style { fg, bg },
                 })
                 .collect();
-        Ok(Line::new(&r.t, &runs, r.w))
+        Ok(Line::with_extras(&r.t, &runs, r.w, &r.x))
     }
 }
 
 impl Line {
+    #[cfg(test)]
     pub fn new(text: &str, runs: &[Run], wrapped: bool) -> Line {
+        Line::with_extras(text, runs, wrapped, &[])
+    }
+
+    pub fn with_extras(text: &str, runs: &[Run], wrapped: bool, extras: &[ExtraRun]) -> Line {
         // Text longer than u32 cannot come from a row (cols are u16), but
         // inject_history takes arbitrary strings: cut rather than wrap around.
         let mut end = text.len().min(u32::MAX as usize / 2);
@@ -96,6 +110,7 @@ impl Line {
             buf.extend_from_slice(&r.style.fg.to_le_bytes());
             buf.extend_from_slice(&r.style.bg.to_le_bytes());
         }
+        append_extras(&mut buf, extras);
         Line(buf.into_boxed_slice())
     }
 
@@ -116,6 +131,7 @@ impl Line {
         // Fast path, the common case: ASCII in the default style, no marks.
         let cells = &cells[..end];
         if row.marks.is_empty()
+            && row.extras.is_none()
             && cells
                 .iter()
                 .all(|c| c.style == Style::DEFAULT && c.ch.is_ascii())
@@ -129,6 +145,7 @@ impl Line {
         // Styled ASCII without wide characters or marks (coloured output):
         // two tight passes, text then runs.
         if row.marks.is_empty()
+            && row.extras.is_none()
             && cells
                 .iter()
                 .all(|c| c.ch.is_ascii() && c.style.bg & (WIDE | SPACER) == 0)
@@ -157,8 +174,10 @@ impl Line {
                     style: cur,
                 },
             );
-            return Line::assemble(row.wrapped, text, runs);
+            return Line::assemble(row.wrapped, text, runs, &[]);
         }
+        let mut extras: Vec<ExtraRun> = Vec::new();
+        let mut at_char = 0u32;
         let mut styled = false;
         let mut run = Run {
             chars: 0,
@@ -190,6 +209,13 @@ impl Line {
             styled |= style != Style::DEFAULT;
             run.style = style;
             run.chars += n;
+            if let Some(x) = row.extra_at(i) {
+                match extras.last_mut() {
+                    Some((start, chars, e)) if *start + *chars == at_char && e == x => *chars += n,
+                    _ => extras.push((at_char, n, x.clone())),
+                }
+            }
+            at_char += n;
         }
         if run.chars > 0 {
             push_run(runs, run);
@@ -197,18 +223,42 @@ impl Line {
         if !styled {
             runs.clear();
         }
-        Line::assemble(row.wrapped, text, runs)
+        Line::assemble(row.wrapped, text, runs, &extras)
     }
 
     /// One exactly sized allocation from the text and encoded runs.
-    fn assemble(wrapped: bool, text: &[u8], runs: &[u8]) -> Line {
+    fn assemble(wrapped: bool, text: &[u8], runs: &[u8], extras: &[ExtraRun]) -> Line {
         let text_len = text.len().min(u32::MAX as usize / 2);
         let mut buf = Vec::with_capacity(HEADER + text_len + runs.len());
         buf.push(if wrapped { FLAG_WRAPPED } else { 0 });
         buf.extend_from_slice(&(text_len as u32).to_le_bytes());
         buf.extend_from_slice(&text[..text_len]);
         buf.extend_from_slice(runs);
+        append_extras(&mut buf, extras);
         Line(buf.into_boxed_slice())
+    }
+
+    /// Length of the extras section with its length word (0 if none).
+    fn extras_len(&self) -> usize {
+        if self.0[0] & FLAG_EXTRAS == 0 {
+            return 0;
+        }
+        let n = self.0.len();
+        let Some(tail) = self.0.get(n.saturating_sub(4)..) else {
+            return 0;
+        };
+        let json = u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]) as usize;
+        (json + 4).min(n - HEADER - self.text_len())
+    }
+
+    /// Underline colours and hyperlinks of this line, by character range.
+    pub fn extras(&self) -> Vec<ExtraRun> {
+        let len = self.extras_len();
+        if len == 0 {
+            return Vec::new();
+        }
+        let end = self.0.len() - 4;
+        serde_json::from_slice(&self.0[end + 4 - len..end]).unwrap_or_default()
     }
 
     fn text_len(&self) -> usize {
@@ -228,7 +278,7 @@ impl Line {
     }
 
     pub fn runs(&self) -> impl Iterator<Item = Run> + '_ {
-        self.0[HEADER + self.text_len()..]
+        self.0[HEADER + self.text_len()..self.0.len() - self.extras_len()]
             .chunks_exact(RUN_BYTES)
             .map(|c| {
                 let w = |i: usize| u32::from_le_bytes([c[i], c[i + 1], c[i + 2], c[i + 3]]);
@@ -248,27 +298,64 @@ impl Line {
     /// the line ends with a reset if any style was set.
     pub fn write_sgr(&self, out: &mut Vec<u8>) {
         let text = self.text();
-        let mut chars = text.chars();
-        let mut any = false;
-        for run in self.runs() {
-            run.style.write_sgr(out);
-            any = true;
-            for _ in 0..run.chars {
-                match chars.next() {
-                    Some(c) => {
-                        let mut b = [0u8; 4];
-                        out.extend_from_slice(c.encode_utf8(&mut b).as_bytes());
+        let extras = self.extras();
+        if extras.is_empty() {
+            // Each run starts with its full style: the common, cheap case.
+            let mut chars = text.chars();
+            let mut any = false;
+            for run in self.runs() {
+                run.style.write_sgr(out);
+                any = true;
+                for _ in 0..run.chars {
+                    match chars.next() {
+                        Some(c) => {
+                            let mut b = [0u8; 4];
+                            out.extend_from_slice(c.encode_utf8(&mut b).as_bytes());
+                        }
+                        None => break,
                     }
-                    None => break,
                 }
             }
+            out.extend_from_slice(chars.as_str().as_bytes());
+            if any {
+                out.extend_from_slice(b"\x1b[0m");
+            }
+            return;
         }
-        let rest = chars.as_str();
-        out.extend_from_slice(rest.as_bytes());
-        if any {
-            out.extend_from_slice(b"\x1b[0m");
+        let mut pen = PenWriter::new();
+        let mut runs = self.runs();
+        let mut run = runs.next();
+        let mut left = run.map_or(u32::MAX, |r| r.chars);
+        for (i, c) in text.chars().enumerate() {
+            let i = i as u32;
+            let extra = extras
+                .iter()
+                .find(|(start, n, _)| i >= *start && i - *start < *n)
+                .map(|(_, _, e)| e);
+            pen.pen(out, run.map_or(Style::DEFAULT, |r| r.style), extra);
+            let mut b = [0u8; 4];
+            out.extend_from_slice(c.encode_utf8(&mut b).as_bytes());
+            left = left.saturating_sub(1);
+            if left == 0 {
+                run = runs.next();
+                left = run.map_or(u32::MAX, |r| r.chars);
+            }
         }
+        pen.finish(out);
     }
+}
+
+/// Appends the extras section (and sets its flag) unless `extras` is empty.
+fn append_extras(buf: &mut Vec<u8>, extras: &[ExtraRun]) {
+    if extras.is_empty() {
+        return;
+    }
+    let Ok(json) = serde_json::to_vec(extras) else {
+        return;
+    };
+    buf[0] |= FLAG_EXTRAS;
+    buf.extend_from_slice(&json);
+    buf.extend_from_slice(&(json.len() as u32).to_le_bytes());
 }
 
 fn push_run(out: &mut Vec<u8>, r: Run) {

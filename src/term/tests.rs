@@ -688,3 +688,79 @@ fn osc_payload_controls_are_ignored_like_vte() {
         TermEvent::CommandFinished { exit: Some(3) }
     );
 }
+
+const LINKED: &[u8] = b"\x1b]8;id=a;https://example.com/\x1b\\link\x1b]8;;\x1b\\ \
+\x1b[4:3;58;5;200mcurly\x1b[0m \x1b]8;;file:///x\x07\xe4\xbd\xa0\x1b[58;2;1;2;3mz\x1b[m";
+
+#[test]
+fn hyperlinks_and_underline_colours_survive_redraw() {
+    let mut t = term(30, 4);
+    feed(&mut t, LINKED);
+    let want = with_sgr(&t);
+    assert!(want[0].contains("\x1b]8;id=a;https://example.com/\x1b\\link"));
+    assert!(want[0].contains("58;5;200mcurly"));
+    // The link is still open at the cursor: the redraw must leave the
+    // client's pen inside it, so what the program prints next is linked.
+    let mut client = term(30, 4);
+    feed(&mut client, &t.redraw(30, 4));
+    feed(&mut t, b"!");
+    feed(&mut client, b"!");
+    assert_eq!(with_sgr(&client), with_sgr(&t));
+    assert!(with_sgr(&t)[0].contains("\x1b]8;;file:///x\x1b\\\u{4f60}"));
+}
+
+#[test]
+fn extras_follow_cells_into_scrollback_and_back() {
+    let mut t = term(30, 3);
+    feed(&mut t, LINKED);
+    feed(&mut t, b"\r\n1\r\n2\r\n3");
+    assert_eq!(t.scrollback_len(), 1);
+    let history = t
+        .capture(&CaptureOptions {
+            start: Some(-1),
+            end: Some(-1),
+            escapes: true,
+        })
+        .lines;
+    let mut fresh = term(30, 3);
+    feed(&mut fresh, LINKED);
+    assert_eq!(history[0], with_sgr(&fresh)[0]);
+    // Serde keeps them, in the grid and in history.
+    let json = serde_json::to_string(&t).unwrap();
+    let back: Terminal = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, t);
+    // Growing the screen pulls the line back with its extras.
+    t.resize(30, 4);
+    assert_eq!(with_sgr(&t)[0], with_sgr(&fresh)[0]);
+}
+
+#[test]
+fn erasing_or_overwriting_drops_extras() {
+    let mut t = term(20, 2);
+    feed(&mut t, b"\x1b]8;;https://x\x1b\\abcd\x1b]8;;\x1b\\");
+    feed(&mut t, b"\x1b[1;2HZ\x1b[1;4H\x1b[K");
+    assert_eq!(
+        with_sgr(&t)[0],
+        "\x1b]8;;https://x\x1b\\a\x1b]8;;\x1b\\Z\x1b]8;;https://x\x1b\\c\x1b]8;;\x1b\\"
+    );
+    feed(&mut t, b"\x1b[2J");
+    let json = serde_json::to_string(&t).unwrap();
+    assert!(!json.contains("https://x"), "{json}");
+}
+
+#[test]
+fn extras_are_bounded() {
+    let mut t = term(10, 2);
+    // A link longer than MAX_LINK is not kept (still forwarded).
+    let long = format!("\x1b]8;;https://{}\x1b\\x", "a".repeat(cell::MAX_LINK));
+    let fwd = feed(&mut t, long.as_bytes());
+    assert_eq!(fwd, long.as_bytes());
+    assert!(!with_sgr(&t)[0].contains("]8;"));
+    // Thousands of distinct links over the same cells: the row's table
+    // keeps only a bounded number of them.
+    for i in 0..5000 {
+        feed(&mut t, format!("\x1b[2;1H\x1b]8;;u{i}\x1b\\x").as_bytes());
+    }
+    let json = serde_json::to_string(&t).unwrap();
+    assert!(json.len() < 4000, "{} bytes", json.len());
+}
