@@ -111,6 +111,7 @@ fn random_input_never_panics() {
                         start: Some(start),
                         end: Some(end),
                         escapes: seed % 2 == 0,
+                        join: false,
                     });
                 }
                 3 => {

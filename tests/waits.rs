@@ -212,3 +212,40 @@ fn wait_text_sees_text_that_scrolled_off_at_once() {
     assert_eq!(r["id"], wait);
     assert_eq!(r["result"]["reason"], "text", "{r}");
 }
+
+/// A line longer than the pane is split over rows by autowrap; waits and
+/// `capture --join` see it whole, blanks at the joint included, on screen
+/// and after it scrolled into history.
+#[test]
+fn wrapped_lines_are_found_and_captured_whole() {
+    let ptyd = Ptyd::start();
+    let mut c = ptyd.connect();
+    // 30 columns: the line wraps right after "the " (column 30).
+    let line = "a line that is wrapped at the blank and ends with MARK-42";
+    let info = ptyd.create(json!({
+        "argv": ["sh", "-c", format!("printf '%s\\n' '{line}'; exec cat")],
+        "cols": 30, "rows": 5,
+    }));
+    let id = info["id"].as_str().unwrap().to_string();
+    let r = c.ok(
+        "pane.wait",
+        json!({ "target": id, "text": line, "timeout_ms": 20000 }),
+    );
+    assert_eq!(r["reason"], "text", "{r}");
+    let cap = c.ok("pane.capture", json!({ "target": id }));
+    assert_eq!(cap["wrapped"][0], true, "{cap}");
+    assert_eq!(cap["lines"][0], "a line that is wrapped at the", "{cap}");
+    let joined = c.ok("pane.capture", json!({ "target": id, "join": true }));
+    assert_eq!(joined["lines"][0], line, "{joined}");
+    // Push it into history; a joined capture of history gives it whole too.
+    c.input(&id, "1\r2\r3\r4\r5\r");
+    c.wait_text(&id, "4\n5");
+    let hist = c.ok(
+        "pane.capture",
+        json!({ "target": id, "join": true, "start": -100, "end": -1 }),
+    );
+    assert!(
+        hist["lines"].as_array().unwrap().iter().any(|l| l == line),
+        "{hist}"
+    );
+}

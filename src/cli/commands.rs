@@ -585,6 +585,7 @@ fn capture(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         }
         match arg {
             Long("ansi") | Short('e') => ansi = true,
+            Long("join") | Short('J') => range["join"] = json!(true),
             Short('S') | Long("start") => range["start"] = json!(parse_line(p.value()?)?),
             Short('E') | Long("end") => range["end"] = json!(parse_line(p.value()?)?),
             Long("json") => as_json = true,

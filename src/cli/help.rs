@@ -153,12 +153,13 @@ exits with its exit code (124 on timeout).
 ";
 
 pub const CAPTURE: &str = "\
-Usage: ptyd capture TARGET [--ansi] [-S START] [-E END] [--json]
+Usage: ptyd capture TARGET [--ansi] [-J] [-S START] [-E END] [--json]
 
-Prints the pane's visible screen as text (--ansi keeps colours), or the whole
-capture as JSON (lines, cursor, modes, title, cwd). As in tmux, line 0 is the
-top visible row and negative lines are scrollback: -S -1000 includes the last
-1000 lines of history.
+Prints the pane's visible screen as text (--ansi keeps colours and links), or
+the whole capture as JSON (lines, wrapped flags, cursor, modes, title, cwd).
+As in tmux, line 0 is the top visible row and negative lines are scrollback:
+-S -1000 includes the last 1000 lines of history. -J (--join) joins lines
+that autowrap continued, so long lines come out whole.
 ";
 
 pub const RUN: &str = "\

@@ -165,8 +165,8 @@ pub struct PaneResize {
     pub rows: u32,
 }
 
-/// `pane.capture` → `{"pane", "text", "lines", "first_line", "cols", "rows",
-/// "cursor", "modes", "title", "cwd", "scrollback_lines"}`. Lines are numbered
+/// `pane.capture` → `{"pane", "text", "lines", "wrapped", "first_line",
+/// "cols", "rows", "cursor", "modes", "title", "cwd", "scrollback_lines"}`. Lines are numbered
 /// as in `tmux capture-pane -S/-E`: 0 is the top visible row, negative lines
 /// are scrollback (-1 the newest); ranges are clamped to what exists.
 #[derive(Debug, Deserialize)]
@@ -180,6 +180,9 @@ pub struct PaneCapture {
     pub start: Option<i64>,
     /// Last line, inclusive (default: the last visible row).
     pub end: Option<i64>,
+    /// Join lines continued by autowrap (`tmux capture-pane -J`).
+    #[serde(default)]
+    pub join: bool,
 }
 
 /// `pane.kill` → `{}` at once; the exit arrives as a `pane.exited` event.

@@ -337,6 +337,7 @@ impl Pane {
             start: Some(-(self.screen.scrollback_len() as i64)),
             end: None,
             escapes: true,
+            join: false,
         };
         let capture = self.screen.capture(&opts);
         let last = capture

@@ -138,6 +138,7 @@ impl Server {
                     start: req.start,
                     end: req.end,
                     escapes: req.ansi,
+                    join: req.join,
                 };
                 let capture = pane.screen.capture(&opts);
                 let mut reply = serde_json::to_value(&capture).unwrap_or(Value::Null);

@@ -82,10 +82,12 @@ impl Server {
                     .saturating_sub(wait.seen_pushed);
                 let scrolled = scrolled.min(pane.screen.scrollback_len() as u64) as i64;
                 let start = if scrolled > 0 { Some(-scrolled) } else { None };
+                // Joined, so text that autowrap split across rows matches.
                 let opts = crate::term::CaptureOptions {
                     start,
                     end: None,
                     escapes: false,
+                    join: true,
                 };
                 if pane
                     .screen

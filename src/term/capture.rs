@@ -17,6 +17,10 @@ pub struct CaptureOptions {
     pub end: Option<i64>,
     /// Include SGR sequences (`-e`).
     pub escapes: bool,
+    /// Join each line that autowrap continued with the next one, keeping
+    /// the blanks at the joint (`tmux capture-pane -J`).
+    #[serde(default)]
+    pub join: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -35,6 +39,9 @@ pub struct Capture {
     /// Line number of `lines[0]` (after clamping).
     pub first_line: i64,
     pub lines: Vec<String>,
+    /// Per entry of `lines`: it was continued by autowrap, so joining it with
+    /// the next one gives the logical line. All false with `join`.
+    pub wrapped: Vec<bool>,
     pub cursor: CursorInfo,
     pub modes: ModeSummary,
     pub title: String,
@@ -62,40 +69,101 @@ pub fn row_with_sgr(row: &Row) -> String {
     String::from_utf8(out).unwrap_or_default()
 }
 
+/// Display width of a captured line, SGR and OSC sequences skipped.
+fn plain_width(text: &str) -> usize {
+    use unicode_width::UnicodeWidthChar;
+    let mut width = 0;
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            // `ESC [ ... m` or `ESC ] 8 ; ... ESC \\`, as PenWriter writes them.
+            match chars.next() {
+                Some('[') => {
+                    for c in chars.by_ref() {
+                        if c.is_ascii_alphabetic() {
+                            break;
+                        }
+                    }
+                }
+                Some(']') => {
+                    while let Some(c) = chars.next() {
+                        if c == '\x1b' {
+                            chars.next();
+                            break;
+                        }
+                    }
+                }
+                _ => {}
+            }
+            continue;
+        }
+        width += c.width().unwrap_or(0);
+    }
+    width
+}
+
 pub fn capture(s: &Screen, opts: &CaptureOptions, modes: ModeSummary) -> Capture {
     let history = s.scrollback.len() as i64;
     let rows = s.rows as i64;
     let start = opts.start.unwrap_or(0).clamp(-history, rows - 1);
     let end = opts.end.unwrap_or(rows - 1).clamp(-history, rows - 1);
-    let mut lines = Vec::new();
+    let mut lines: Vec<String> = Vec::new();
+    let mut wrapped: Vec<bool> = Vec::new();
     let mut n = start;
     while n <= end {
-        let text = if n < 0 {
+        let (mut text, wraps) = if n < 0 {
             match s.scrollback.get((history + n) as usize) {
                 Some(line) if opts.escapes => {
                     let mut out = Vec::new();
                     line.write_sgr(&mut out);
-                    String::from_utf8(out).unwrap_or_default()
+                    (String::from_utf8(out).unwrap_or_default(), line.wrapped())
                 }
-                Some(line) => line.text().trim_end_matches(' ').to_owned(),
-                None => String::new(),
+                Some(line) => (line.text().trim_end_matches(' ').to_owned(), line.wrapped()),
+                None => (String::new(), false),
             }
         } else {
             let row = s.grid().row(n as usize);
-            if opts.escapes {
+            let text = if opts.escapes {
                 row_with_sgr(row)
             } else {
                 row.text()
-            }
+            };
+            (text, row.wrapped)
         };
-        lines.push(text);
+        if opts.join && wraps {
+            // A wrapped line filled the screen's width; blanks trimmed from
+            // its end were part of the text (scrollback trims them when
+            // storing, so pad to the current width).
+            let width: usize = plain_width(&text);
+            text.extend(std::iter::repeat_n(' ', s.cols.saturating_sub(width)));
+        }
+        match (opts.join, wrapped.last()) {
+            (true, Some(true)) => {
+                if let Some(last) = lines.last_mut() {
+                    last.push_str(&text);
+                }
+                if let Some(w) = wrapped.last_mut() {
+                    *w = wraps;
+                }
+            }
+            _ => {
+                lines.push(text);
+                wrapped.push(wraps);
+            }
+        }
         n += 1;
+    }
+    if opts.join {
+        // The last line may still say "wrapped" when the range ended inside
+        // a logical line; joined output promises whole lines only.
+        wrapped.iter_mut().for_each(|w| *w = false);
     }
     Capture {
         cols: s.cols as u16,
         rows: s.rows as u16,
         first_line: start,
         lines,
+        wrapped,
         cursor: CursorInfo {
             row: s.cursor.row as u16,
             col: s.cursor.col as u16,

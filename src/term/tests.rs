@@ -34,6 +34,7 @@ fn text_wraps_and_scrolls_into_history() {
         start: Some(-2),
         end: Some(-1),
         escapes: false,
+        join: false,
     });
     assert_eq!(cap.lines, ["abcde", "fg"]);
     assert_eq!(t.cursor(), (1, 1, true));
@@ -400,6 +401,7 @@ fn inject_history_plain_and_sgr() {
         start: Some(-2),
         end: Some(-1),
         escapes: true,
+        join: false,
     });
     assert_eq!(cap.lines, ["plain", "\x1b[0;1mbold\x1b[0m x\x1b[0m"]);
 }
@@ -674,6 +676,7 @@ fn inject_history_wide_chars_and_no_style_leak() {
         start: Some(-3),
         end: Some(-1),
         escapes: true,
+        join: false,
     });
     assert_eq!(cap.lines, ["中文字", "\x1b[0;31mred\x1b[0m", "plain"]);
 }
@@ -720,6 +723,7 @@ fn extras_follow_cells_into_scrollback_and_back() {
             start: Some(-1),
             end: Some(-1),
             escapes: true,
+            join: false,
         })
         .lines;
     let mut fresh = term(30, 3);
@@ -763,4 +767,26 @@ fn extras_are_bounded() {
     }
     let json = serde_json::to_string(&t).unwrap();
     assert!(json.len() < 4000, "{} bytes", json.len());
+}
+
+#[test]
+fn join_keeps_blanks_at_the_joint_with_escapes() {
+    let mut t = term(10, 3);
+    feed(
+        &mut t,
+        b"\x1b[31mabcd efgh\x1b[m \x1b]8;;u\x1b\\ijkl\x1b]8;;\x1b\\",
+    );
+    let cap = t.capture(&CaptureOptions {
+        escapes: true,
+        join: true,
+        ..Default::default()
+    });
+    assert_eq!(
+        cap.lines[0],
+        "\x1b[0;31mabcd efgh\x1b[0m \x1b]8;;u\x1b\\ijkl\x1b]8;;\x1b\\"
+    );
+    assert_eq!(cap.wrapped, vec![false, false]);
+    let plain = t.capture(&CaptureOptions::default());
+    assert_eq!(plain.lines, vec!["abcd efgh", "ijkl", ""]);
+    assert_eq!(plain.wrapped, vec![true, false, false]);
 }
