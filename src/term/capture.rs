@@ -72,34 +72,44 @@ pub fn row_with_sgr(row: &Row) -> String {
 /// Display width of a captured line, SGR and OSC sequences skipped.
 fn plain_width(text: &str) -> usize {
     use unicode_width::UnicodeWidthChar;
-    let mut width = 0;
+    visible_chars(text).map(|c| c.width().unwrap_or(0)).sum()
+}
+
+/// The characters of a captured line, SGR and OSC 8 sequences skipped.
+fn visible_chars(text: &str) -> impl Iterator<Item = char> + '_ {
     let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        if c == '\x1b' {
-            // `ESC [ ... m` or `ESC ] 8 ; ... ESC \\`, as PenWriter writes them.
-            match chars.next() {
-                Some('[') => {
-                    for c in chars.by_ref() {
-                        if c.is_ascii_alphabetic() {
-                            break;
-                        }
-                    }
-                }
-                Some(']') => {
-                    while let Some(c) = chars.next() {
-                        if c == '\x1b' {
-                            chars.next();
-                            break;
-                        }
-                    }
-                }
-                _ => {}
+    std::iter::from_fn(move || {
+        loop {
+            let c = chars.next()?;
+            if c != '\x1b' {
+                return Some(c);
             }
-            continue;
+            skip_escape(&mut chars);
         }
-        width += c.width().unwrap_or(0);
+    })
+}
+
+/// Skips one escape sequence after its ESC: `ESC [ ... m` or `ESC ] 8 ; ...
+/// ESC \\`, the two kinds `PenWriter` writes.
+fn skip_escape(chars: &mut std::str::Chars<'_>) {
+    match chars.next() {
+        Some('[') => {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        }
+        Some(']') => {
+            while let Some(c) = chars.next() {
+                if c == '\x1b' {
+                    chars.next();
+                    break;
+                }
+            }
+        }
+        _ => {}
     }
-    width
 }
 
 pub fn capture(s: &Screen, opts: &CaptureOptions, modes: ModeSummary) -> Capture {
@@ -109,17 +119,24 @@ pub fn capture(s: &Screen, opts: &CaptureOptions, modes: ModeSummary) -> Capture
     let end = opts.end.unwrap_or(rows - 1).clamp(-history, rows - 1);
     let mut lines: Vec<String> = Vec::new();
     let mut wrapped: Vec<bool> = Vec::new();
+    // Display width of the previous row, for padding it when joining.
+    let mut prev_width = 0;
+    let mut prev_gap = false;
     let mut n = start;
     while n <= end {
-        let (mut text, wraps) = if n < 0 {
+        let (text, wraps, gap) = if n < 0 {
             match s.scrollback.get((history + n) as usize) {
-                Some(line) if opts.escapes => {
-                    let mut out = Vec::new();
-                    line.write_sgr(&mut out);
-                    (String::from_utf8(out).unwrap_or_default(), line.wrapped())
+                Some(line) => {
+                    let text = if opts.escapes {
+                        let mut out = Vec::new();
+                        line.write_sgr(&mut out);
+                        String::from_utf8(out).unwrap_or_default()
+                    } else {
+                        line.text().trim_end_matches(' ').to_owned()
+                    };
+                    (text, line.wrapped(), line.wrap_gap())
                 }
-                Some(line) => (line.text().trim_end_matches(' ').to_owned(), line.wrapped()),
-                None => (String::new(), false),
+                None => (String::new(), false, false),
             }
         } else {
             let row = s.grid().row(n as usize);
@@ -128,18 +145,18 @@ pub fn capture(s: &Screen, opts: &CaptureOptions, modes: ModeSummary) -> Capture
             } else {
                 row.text()
             };
-            (text, row.wrapped)
+            (text, row.wrapped, row.wrap_gap)
         };
-        if opts.join && wraps {
-            // A wrapped line filled the screen's width; blanks trimmed from
-            // its end were part of the text (scrollback trims them when
-            // storing, so pad to the current width).
-            let width: usize = plain_width(&text);
-            text.extend(std::iter::repeat_n(' ', s.cols.saturating_sub(width)));
-        }
+        let width = if opts.join { plain_width(&text) } else { 0 };
         match (opts.join, wrapped.last()) {
             (true, Some(true)) => {
                 if let Some(last) = lines.last_mut() {
+                    // A wrapped line filled the screen's width: blanks
+                    // trimmed from its end were text (scrollback trims them
+                    // when storing), except the last column left blank when
+                    // a wide character wrapped early.
+                    let pad = s.cols.saturating_sub(prev_width + usize::from(prev_gap));
+                    last.extend(std::iter::repeat_n(' ', pad));
                     last.push_str(&text);
                 }
                 if let Some(w) = wrapped.last_mut() {
@@ -151,6 +168,8 @@ pub fn capture(s: &Screen, opts: &CaptureOptions, modes: ModeSummary) -> Capture
                 wrapped.push(wraps);
             }
         }
+        prev_width = width;
+        prev_gap = gap;
         n += 1;
     }
     if opts.join {

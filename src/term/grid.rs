@@ -29,6 +29,9 @@ pub struct Row {
     pub cells: Vec<Cell>,
     /// The line continued onto the next row by autowrap.
     pub wrapped: bool,
+    /// The last cell is not part of the line: a wide character that did
+    /// not fit there wrapped early. Reflow and joined captures skip it.
+    pub wrap_gap: bool,
     /// Side table of combining marks: column and the marks drawn over it.
     /// Almost always empty, so it costs an empty `Vec` per row.
     pub marks: Vec<(u16, String)>,
@@ -116,6 +119,8 @@ struct RowRepr {
     #[serde(default)]
     w: bool,
     #[serde(default)]
+    g: bool,
+    #[serde(default)]
     m: Vec<(u16, String)>,
     #[serde(default)]
     x: Option<Box<RowExtras>>,
@@ -131,6 +136,8 @@ struct RowReprRef<'a> {
     r: Vec<(u32, u32, u32)>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     w: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    g: bool,
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     m: &'a [(u16, String)],
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -160,6 +167,7 @@ impl<'a> From<&'a Row> for RowReprRef<'a> {
             t,
             r,
             w: row.wrapped,
+            g: row.wrap_gap,
             m: &row.marks,
             x: row.extras.as_deref(),
         }
@@ -183,6 +191,7 @@ impl From<RowRepr> for Row {
         let mut row = Row {
             cells,
             wrapped: repr.w,
+            wrap_gap: repr.g,
             marks: repr.m,
             extras: repr.x,
         };
@@ -199,6 +208,7 @@ impl Row {
         Row {
             cells: vec![Cell::blank(style); usize::from(cols)],
             wrapped: false,
+            wrap_gap: false,
             marks: Vec::new(),
             extras: None,
         }
@@ -207,6 +217,7 @@ impl Row {
     pub fn reset(&mut self, style: Style) {
         self.cells.fill(Cell::blank(style));
         self.wrapped = false;
+        self.wrap_gap = false;
         self.marks.clear();
         self.extras = None;
     }
@@ -591,6 +602,25 @@ impl Grid {
     /// Changes the column count of every row (truncating or padding) and the
     /// row count: rows removed from the top go to `evicted` first, rows added
     /// appear at the bottom.
+    /// The rows in view order, leaving the grid empty until `set_rows`.
+    pub fn take_rows(&mut self) -> Vec<Row> {
+        let mut rows = std::mem::take(&mut self.rows);
+        let len = rows.len();
+        rows.rotate_left(self.top % len.max(1));
+        self.top = 0;
+        rows
+    }
+
+    /// Replaces the rows (view order, each `cols` cells, at least one).
+    pub fn set_rows(&mut self, rows: Vec<Row>, cols: u16) {
+        self.rows = rows;
+        self.top = 0;
+        self.cols = cols;
+        if self.rows.is_empty() {
+            self.rows.push(Row::new(cols, Style::DEFAULT));
+        }
+    }
+
     pub fn resize(
         &mut self,
         cols: u16,

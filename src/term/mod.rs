@@ -22,10 +22,13 @@
 //! but the model itself never buffers: its state always reflects every byte
 //! fed (vte's own time-based sync buffer is disabled by `NoSyncTimeout`).
 //!
-//! Resize does not reflow: rows are truncated or padded (a wide character cut
-//! in half is blanked); shrinking pushes rows above the cursor into
-//! scrollback, growing pulls history back while the bottom rows are empty;
-//! the scroll region is reset, as in xterm.
+//! Resize reflows the main screen and its history when the width changes
+//! (`reflow.rs`: wrapped lines are joined and cut again at the new width,
+//! the cursor follows its character); the alternate screen is truncated or
+//! padded (a wide character cut in half is blanked). Shrinking the height
+//! pushes rows above the cursor into scrollback, growing it pulls history
+//! back while the bottom rows are empty; the scroll region is reset, as in
+//! xterm.
 //!
 //! Invariants: no input can panic the model or grow it without bound:
 //! sequences are capped at 64 KiB (`boundary::MAX_SEQ`), scrollback by lines
@@ -52,6 +55,7 @@ mod handler;
 mod modes;
 mod queries;
 mod redraw;
+mod reflow;
 mod screen;
 mod scrollback;
 

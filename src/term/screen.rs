@@ -374,7 +374,9 @@ impl Screen {
             // early, leaving that column as it was (as vt100 does), or is
             // pushed back into the line without autowrap.
             if self.modes.autowrap {
+                let row = self.cursor.row;
                 self.wrap_line();
+                self.grid_mut().row_mut(row).wrap_gap = true;
             } else {
                 self.cursor.col = cols - width;
             }
@@ -440,7 +442,9 @@ impl Screen {
 
     fn wrap_line(&mut self) {
         let row = self.cursor.row;
-        self.grid_mut().row_mut(row).wrapped = true;
+        let r = self.grid_mut().row_mut(row);
+        r.wrapped = true;
+        r.wrap_gap = false;
         self.index();
         self.cursor.col = 0;
     }
@@ -622,6 +626,7 @@ impl Screen {
         r.erase(from, to, fill);
         if to >= r.cells.len() {
             r.wrapped = false;
+            r.wrap_gap = false;
         }
         self.cursor.pending_wrap = false;
     }
@@ -758,11 +763,12 @@ impl Screen {
         self.swallow = swallow;
     }
 
-    /// Resize without reflow. Shrinking rows first removes blank rows below
-    /// the cursor, then pushes top rows into scrollback (main screen) so the
-    /// cursor row stays visible; growing rows pulls lines back from
-    /// scrollback on the main screen, like xterm. Columns are truncated or
-    /// padded; cut wide characters are blanked.
+    /// Resize. A width change on the main screen re-wraps it and its
+    /// history first (`reflow.rs`); the alternate screen's rows are
+    /// truncated or padded (cut wide characters blanked). Then shrinking
+    /// rows removes blank rows below the cursor and pushes top rows into
+    /// scrollback (main screen) so the cursor row stays visible; growing
+    /// rows pulls lines back from scrollback on the main screen, like xterm.
     pub fn resize(&mut self, cols: u16, rows: u16) {
         let cols = cols.max(1);
         let rows = rows.max(1);
@@ -770,6 +776,11 @@ impl Screen {
         if new_cols == self.cols && new_rows == self.rows {
             return;
         }
+        let reflow = new_cols != self.cols && !self.modes.alt_screen;
+        if reflow {
+            super::reflow::reflow_main(self, new_cols);
+        }
+        let keep_wrap = reflow && self.cursor.pending_wrap;
         // Rows to drop from the top of each grid: enough to keep the cursor.
         let shrink = self.rows.saturating_sub(new_rows);
         let cursor_excess = (self.cursor.row + 1).saturating_sub(new_rows);
@@ -804,7 +815,7 @@ impl Screen {
         self.rows = new_rows;
         self.cursor.row = self.cursor.row.min(new_rows - 1);
         self.cursor.col = self.cursor.col.min(new_cols - 1);
-        self.cursor.pending_wrap = false;
+        self.cursor.pending_wrap = keep_wrap && self.cursor.col == new_cols - 1;
         self.scroll_top = 0;
         self.scroll_bottom = new_rows - 1;
         let old_tabs = std::mem::take(&mut self.tabs);
@@ -837,6 +848,7 @@ impl Screen {
 pub fn line_into_row(line: &Line, row: &mut Row) {
     row.reset(Style::DEFAULT);
     row.wrapped = line.wrapped();
+    row.wrap_gap = line.wrap_gap();
     let mut runs = line.runs();
     let mut run = runs.next();
     let mut left = run.map_or(u32::MAX, |r| r.chars);

@@ -24,6 +24,8 @@ use super::grid::Row;
 
 const FLAG_WRAPPED: u8 = 1;
 const FLAG_EXTRAS: u8 = 2;
+/// `Row::wrap_gap`.
+const FLAG_GAP: u8 = 4;
 const HEADER: usize = 5;
 const RUN_BYTES: usize = 12;
 
@@ -53,6 +55,8 @@ struct LineRepr<'a> {
     r: Vec<(u32, u32, u32)>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     w: bool,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    g: bool,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     x: Vec<ExtraRun>,
 }
@@ -67,6 +71,7 @@ impl Serialize for Line {
                 .map(|r| (r.chars, r.style.fg, r.style.bg))
                 .collect(),
             w: self.wrapped(),
+            g: self.wrap_gap(),
             x: self.extras(),
         }
         .serialize(serializer)
@@ -83,7 +88,11 @@ impl<'de> Deserialize<'de> for Line {
                     style: Style { fg, bg },
                 })
                 .collect();
-        Ok(Line::with_extras(&r.t, &runs, r.w, &r.x))
+        let mut line = Line::with_extras(&r.t, &runs, r.w, &r.x);
+        if r.w && r.g {
+            line.0[0] |= FLAG_GAP;
+        }
+        Ok(line)
     }
 }
 
@@ -137,7 +146,7 @@ impl Line {
                 .all(|c| c.style == Style::DEFAULT && c.ch.is_ascii())
         {
             let mut buf = Vec::with_capacity(HEADER + end);
-            buf.push(if row.wrapped { FLAG_WRAPPED } else { 0 });
+            buf.push(row_flags(row));
             buf.extend_from_slice(&(end as u32).to_le_bytes());
             buf.extend(cells.iter().map(|c| c.ch as u8));
             return Line(buf.into_boxed_slice());
@@ -174,7 +183,7 @@ impl Line {
                     style: cur,
                 },
             );
-            return Line::assemble(row.wrapped, text, runs, &[]);
+            return Line::assemble(row_flags(row), text, runs, &[]);
         }
         let mut extras: Vec<ExtraRun> = Vec::new();
         let mut at_char = 0u32;
@@ -223,14 +232,14 @@ impl Line {
         if !styled {
             runs.clear();
         }
-        Line::assemble(row.wrapped, text, runs, &extras)
+        Line::assemble(row_flags(row), text, runs, &extras)
     }
 
     /// One exactly sized allocation from the text and encoded runs.
-    fn assemble(wrapped: bool, text: &[u8], runs: &[u8], extras: &[ExtraRun]) -> Line {
+    fn assemble(flags: u8, text: &[u8], runs: &[u8], extras: &[ExtraRun]) -> Line {
         let text_len = text.len().min(u32::MAX as usize / 2);
         let mut buf = Vec::with_capacity(HEADER + text_len + runs.len());
-        buf.push(if wrapped { FLAG_WRAPPED } else { 0 });
+        buf.push(flags);
         buf.extend_from_slice(&(text_len as u32).to_le_bytes());
         buf.extend_from_slice(&text[..text_len]);
         buf.extend_from_slice(runs);
@@ -275,6 +284,11 @@ impl Line {
 
     pub fn wrapped(&self) -> bool {
         self.0[0] & FLAG_WRAPPED != 0
+    }
+
+    /// See `Row::wrap_gap`.
+    pub fn wrap_gap(&self) -> bool {
+        self.0[0] & FLAG_GAP != 0
     }
 
     pub fn runs(&self) -> impl Iterator<Item = Run> + '_ {
@@ -342,6 +356,15 @@ impl Line {
             }
         }
         pen.finish(out);
+    }
+}
+
+/// The flags byte of a line made from `row`.
+fn row_flags(row: &Row) -> u8 {
+    match (row.wrapped, row.wrap_gap) {
+        (false, _) => 0,
+        (true, false) => FLAG_WRAPPED,
+        (true, true) => FLAG_WRAPPED | FLAG_GAP,
     }
 }
 
@@ -429,6 +452,22 @@ impl Scrollback {
                 self.bytes -= old.heap_bytes();
             }
         }
+    }
+
+    /// All lines, oldest first, leaving the history empty; `pushed` is
+    /// kept, so lines put back by `restore_lines` do not count as new.
+    pub fn take_lines(&mut self) -> Vec<Line> {
+        self.bytes = 0;
+        std::mem::take(&mut self.lines).into()
+    }
+
+    /// Puts lines back after `take_lines` (bounds applied, oldest evicted).
+    pub fn restore_lines(&mut self, lines: Vec<Line>) {
+        let pushed = self.pushed;
+        for line in lines {
+            self.push(line);
+        }
+        self.pushed = pushed;
     }
 
     /// Takes back the newest line (used when the screen grows taller).

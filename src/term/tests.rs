@@ -375,22 +375,152 @@ fn redraw_keeps_pending_wrap() {
 }
 
 #[test]
-fn resize_truncates_and_keeps_cursor_row() {
+fn resize_reflows_and_keeps_cursor_row() {
     let mut t = term(6, 4);
     feed(&mut t, "1\r\n2\r\nab中d\r\n4".as_bytes());
     t.resize(3, 2);
     assert_eq!(t.size(), (3, 2));
-    assert_eq!(screen(&t), ["ab", "4"], "cut wide char is blanked");
-    assert_eq!(t.scrollback_len(), 2);
+    assert_eq!(
+        screen(&t),
+        ["中d", "4"],
+        "a wide char that would straddle the edge moves down"
+    );
+    assert_eq!(t.scrollback_len(), 3);
     assert_eq!(t.cursor(), (1, 1, true));
     t.resize(6, 4);
     assert_eq!(
         screen(&t),
-        ["1", "2", "ab", "4"],
-        "growing pulls history back"
+        ["1", "2", "ab中d", "4"],
+        "widening joins the line again and growing pulls history back"
     );
+    assert_eq!(t.scrollback_len(), 0);
     feed(&mut t, b"\x1b[10;10Hz");
     assert_eq!(screen(&t)[3], "4    z");
+}
+
+#[test]
+fn alt_screen_is_truncated_not_reflowed() {
+    let mut t = term(6, 3);
+    feed(&mut t, "main line\r\n\x1b[?1049h\x1b[Hab中d".as_bytes());
+    t.resize(3, 3);
+    assert_eq!(screen(&t), ["ab", "", ""], "cut wide char is blanked");
+    feed(&mut t, b"\x1b[?1049l");
+    assert_eq!(screen(&t), ["mai", "ine", ""]);
+}
+
+#[test]
+fn reflow_rewraps_text_and_follows_the_cursor() {
+    let mut t = term(10, 4);
+    // A shell-like state: a long command line wrapped once, the cursor
+    // right after it.
+    feed(&mut t, b"$ echo 0123456789abcdef");
+    assert_eq!(screen(&t), ["$ echo 012", "3456789abc", "def", ""]);
+    // `cursor()` is (col, row, visible).
+    assert_eq!(t.cursor(), (3, 2, true));
+    t.resize(20, 4);
+    assert_eq!(screen(&t), ["$ echo 0123456789abc", "def", "", ""]);
+    assert_eq!(t.cursor(), (3, 1, true));
+    t.resize(7, 4);
+    assert_eq!(screen(&t), ["$ echo", "0123456", "789abcd", "ef"]);
+    assert_eq!(t.cursor(), (2, 3, true));
+    feed(&mut t, b"!");
+    assert_eq!(screen(&t)[3], "ef!");
+    // Text that fills the row exactly leaves the cursor pending a wrap.
+    let mut t = term(10, 3);
+    feed(&mut t, b"abcdefghijklmn");
+    t.resize(7, 3);
+    assert_eq!(screen(&t), ["abcdefg", "hijklmn", ""]);
+    assert_eq!(t.cursor(), (6, 1, true));
+    feed(&mut t, b"o");
+    assert_eq!(screen(&t), ["abcdefg", "hijklmn", "o"]);
+}
+
+#[test]
+fn reflow_keeps_styles_marks_and_links() {
+    let mut t = term(8, 3);
+    feed(
+        &mut t,
+        "\x1b[1;31mred\x1b[m e\u{301} \x1b]8;;https://x\x1b\\linked\x1b]8;;\x1b\\".as_bytes(),
+    );
+    let joined = |t: &Terminal| {
+        t.capture(&CaptureOptions {
+            escapes: true,
+            join: true,
+            start: Some(-10),
+            ..Default::default()
+        })
+        .lines
+        .into_iter()
+        .filter(|l| !l.trim().is_empty())
+        // Where a link crosses a row edge it is closed and reopened; the
+        // edge moves with the width.
+        .map(|l| {
+            l.trim_end()
+                .replace("\x1b]8;;\x1b\\\x1b]8;;https://x\x1b\\", "")
+        })
+        .collect::<Vec<_>>()
+    };
+    let before = joined(&t);
+    for cols in [3, 20, 5, 8] {
+        t.resize(cols, 3);
+        assert_eq!(joined(&t), before, "at {cols} columns");
+    }
+}
+
+/// Whatever the widths, the logical lines (history and screen, wrapped rows
+/// joined) are the same text before and after resizing.
+#[test]
+fn reflow_preserves_logical_lines() {
+    let mut rng = 0x2545_f491_4f6c_dd1du64;
+    let mut next = |n: u64| {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng % n
+    };
+    for case in 0..60 {
+        let cols = 2 + next(30) as u16;
+        let mut t = term(cols, 8);
+        let mut input = String::new();
+        for _ in 0..next(12) + 1 {
+            for _ in 0..next(50) {
+                input.push(match next(12) {
+                    0 => ' ',
+                    1 => '中',
+                    2 => 'é',
+                    _ => (b'a' + next(26) as u8) as char,
+                });
+            }
+            input.push_str("\r\n");
+        }
+        feed(&mut t, input.as_bytes());
+        let logical = |t: &Terminal| {
+            let mut lines = t
+                .capture(&CaptureOptions {
+                    join: true,
+                    start: Some(-1000),
+                    ..Default::default()
+                })
+                .lines
+                .into_iter()
+                .map(|l| l.trim_end().to_string())
+                .collect::<Vec<_>>();
+            while lines.last().is_some_and(|l| l.is_empty()) {
+                lines.pop();
+            }
+            lines
+        };
+        let before = logical(&t);
+        for _ in 0..4 {
+            let w = 2 + next(40) as u16;
+            t.resize(w, 8);
+            assert_eq!(
+                logical(&t),
+                before,
+                "case {case}: {cols} -> {w} columns, input {input:?}"
+            );
+        }
+    }
 }
 
 #[test]
