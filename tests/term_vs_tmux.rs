@@ -5,6 +5,9 @@
 
 use ptyd::term::{TermConfig, Terminal};
 use std::path::Path;
+
+mod rng;
+mod util;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -162,6 +165,91 @@ fn recorded_sessions_round_trip_at_every_cut() {
             assert_eq!(
                 replies, whole_replies,
                 "{name}: replies differ after a cut at byte {cut}"
+            );
+        }
+    }
+}
+
+/// Resizing reflows as tmux does: shell-like output (lines longer than the
+/// pane, wide characters, blanks at the edges, a prompt with the cursor
+/// after it) shown in a tmux pane and in the model, then both resized
+/// through several widths: after each, the visible screens and the cursor
+/// are the same.
+#[test]
+fn reflow_matches_tmux() {
+    let mut rng = rng::Rng(0x5eed_1234_abcd_ef01);
+    for round in 0..8 {
+        let mut text = String::new();
+        for _ in 0..14 {
+            for _ in 0..rng.below(90) {
+                text.push(match rng.below(10) {
+                    0 | 1 => ' ',
+                    2 => '中',
+                    _ => (b'a' + rng.below(8) as u8) as char,
+                });
+            }
+            text.push_str("\r\n");
+        }
+        text.push_str("$ ");
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("in.txt");
+        std::fs::write(&input, &text).unwrap();
+        let done = dir.path().join("done");
+        let tmux = util::Tmux::new();
+        tmux.run(&[
+            "new-session",
+            "-d",
+            "-s",
+            "main",
+            "-x",
+            "40",
+            "-y",
+            "8",
+            &format!(
+                "stty -opost -echo; cat '{}'; touch '{}'; exec sleep 1000",
+                input.display(),
+                done.display()
+            ),
+        ]);
+        let mut model = Terminal::new(40, 8, TermConfig::default());
+        model.feed(text.as_bytes(), &mut Vec::new());
+        tmux.wait_screen("the input", |_| done.exists());
+        for width in [40u16, 17, 61, 23, 40] {
+            tmux.run(&[
+                "resize-window",
+                "-t",
+                "main",
+                "-x",
+                &width.to_string(),
+                "-y",
+                "8",
+            ]);
+            model.resize(width, 8);
+            let want_width = width.to_string();
+            tmux.wait_screen("the new width", |_| {
+                tmux.run(&["display", "-p", "-t", "main", "#{pane_width}"])
+                    .trim()
+                    == want_width
+            });
+            let theirs: Vec<String> = tmux
+                .screen()
+                .lines()
+                .map(|l| l.trim_end().to_string())
+                .collect();
+            let mut ours = model.visible_text();
+            ours.truncate(
+                theirs.len().max(
+                    ours.iter()
+                        .rposition(|l| !l.is_empty())
+                        .map_or(0, |i| i + 1),
+                ),
+            );
+            let cursor = tmux.run(&["display", "-p", "-t", "main", "#{cursor_x},#{cursor_y}"]);
+            let (col, row, _) = model.cursor();
+            assert_eq!(
+                (ours, format!("{col},{row}")),
+                (theirs, cursor.trim().to_string()),
+                "round {round}, {width} columns, input {text:?}"
             );
         }
     }

@@ -374,9 +374,7 @@ impl Screen {
             // early, leaving that column as it was (as vt100 does), or is
             // pushed back into the line without autowrap.
             if self.modes.autowrap {
-                let row = self.cursor.row;
-                self.wrap_line();
-                self.grid_mut().row_mut(row).wrap_gap = true;
+                self.wrap_line_with_gap(true);
             } else {
                 self.cursor.col = cols - width;
             }
@@ -441,10 +439,16 @@ impl Screen {
     }
 
     fn wrap_line(&mut self) {
+        self.wrap_line_with_gap(false);
+    }
+
+    /// Marks the row before moving down: `index` may scroll it into
+    /// history, which copies the flags.
+    fn wrap_line_with_gap(&mut self, gap: bool) {
         let row = self.cursor.row;
         let r = self.grid_mut().row_mut(row);
         r.wrapped = true;
-        r.wrap_gap = false;
+        r.wrap_gap = gap;
         self.index();
         self.cursor.col = 0;
     }
