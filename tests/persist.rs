@@ -1368,3 +1368,50 @@ fn failed_history_write_does_not_block_the_session_file() {
     assert_eq!(temp_files(&env.state_dir(ns)), Vec::<PathBuf>::new());
     server.stop();
 }
+
+/// An automatic save renders history files within a small loop-time budget
+/// and leaves the rest to follow-up saves (so hundreds of busy panes never
+/// stall the loop for all of them at once): every pane's file still
+/// arrives, without any `server.save`, and no session file on the way names
+/// a history file that is not there.
+#[test]
+fn budgeted_history_saves_reach_every_pane() {
+    let env = Env::new();
+    let ns = "budget";
+    let session = env.session_path(ns);
+    let history = env.state_dir(ns).join("history");
+    let server = env.start(ns);
+    let mut c = server.connect();
+    let n = 24;
+    for i in 0..n {
+        c.create(json!({
+            "name": format!("out{i}"),
+            "shell": format!("seq -f '%06g pane {i} with padding to make history big' 1 3000; exec sleep 1000"),
+        }));
+    }
+    for i in 0..n {
+        c.wait_text(&format!("out{i}"), "003000");
+    }
+    // The output alone waits for the 30 s history tick; a structural
+    // change makes a save due now, and it renders the dirty histories.
+    c.ok("workspace.create", json!({ "name": "trigger" }));
+    wait_until("every history file with its pane's last line", || {
+        if let Ok(bytes) = std::fs::read(&session)
+            && let Ok(snap) = snapshot::parse(&bytes)
+        {
+            for pane in &snap.panes {
+                if let Some(h) = &pane.history {
+                    assert!(
+                        history.join(h).exists(),
+                        "session.json names {h}, which is not there"
+                    );
+                }
+            }
+        }
+        (0..n).all(|i| {
+            std::fs::read_to_string(history.join(format!("p{}.txt", i + 1)))
+                .is_ok_and(|t| t.contains(&format!("003000 pane {i} ")))
+        })
+    });
+    server.stop();
+}

@@ -30,6 +30,11 @@ pub const SAVE_RETRY: Duration = Duration::from_secs(1);
 pub const HISTORY_INTERVAL: Duration = Duration::from_secs(30);
 /// Bytes of history kept per pane on disk.
 pub const HISTORY_MAX_BYTES: usize = 1 << 20;
+/// Loop time a periodic save may spend rendering history files (about half
+/// a millisecond per full pane); panes past it wait for a follow-up save
+/// moments later, so a server with hundreds of busy panes never stalls its
+/// loop for the whole set. `server.save`, shutdown and upgrades render all.
+const HISTORY_RENDER_BUDGET: Duration = Duration::from_millis(10);
 
 pub struct Persistence {
     writer: Option<Writer>,
@@ -47,6 +52,10 @@ pub struct Persistence {
     retry_at: Option<Instant>,
     /// History files to write with the next save: set by the history tick.
     history_due: bool,
+    /// Where a budgeted save stopped rendering (a pane id): the next one
+    /// starts after it, so busy panes early in the order cannot starve the
+    /// rest.
+    history_resume: u64,
     pub last_error: Option<String>,
     pub last_save_unix_ms: Option<u64>,
     pub last_save_ms: Option<u64>,
@@ -69,6 +78,7 @@ impl Persistence {
             last_change: Instant::now(),
             retry_at: None,
             history_due: false,
+            history_resume: 0,
             last_error: None,
             last_save_unix_ms: None,
             last_save_ms: None,
@@ -124,9 +134,9 @@ impl Server {
             return; // the result handler re-arms
         }
         match self.persist.due_at() {
-            Some(due) if due <= now => self.start_save(),
+            Some(due) if due <= now => self.start_save_within(Some(HISTORY_RENDER_BUDGET)),
             Some(due) => self.timers.add(due, TimerKind::Save),
-            None if self.persist.history_due => self.start_save(),
+            None if self.persist.history_due => self.start_save_within(Some(HISTORY_RENDER_BUDGET)),
             None => {}
         }
     }
@@ -156,12 +166,18 @@ impl Server {
 
     /// Serializes the state and hands it to the disk thread.
     pub(super) fn start_save(&mut self) {
+        self.start_save_within(None);
+    }
+
+    /// `start_save`, rendering history files for at most `budget` of loop
+    /// time (all of them with `None`).
+    fn start_save_within(&mut self, budget: Option<Duration>) {
         // Paused for an upgrade, the state may already be the new server's:
         // only the current owner writes snapshots.
         if self.persist.disabled.is_some() || self.persist.in_flight.is_some() || self.paused {
             return;
         }
-        let Some(job) = self.build_save_job() else {
+        let Some(job) = self.build_save_job(budget) else {
             return;
         };
         let revision = job.revision;
@@ -173,12 +189,19 @@ impl Server {
         }
     }
 
-    fn build_save_job(&mut self) -> Option<SaveJob> {
+    fn build_save_job(&mut self, budget: Option<Duration>) -> Option<SaveJob> {
+        let started = Instant::now();
         let state_dir = &self.paths.state_dir;
+        let history_dir = crate::persist::history_dir(state_dir);
         let history = self.persist.history;
         let mut histories = Vec::new();
         let mut keep = Vec::new();
-        for pane in self.panes.values_mut() {
+        let mut deferred = false;
+        // Panes after the last save's stopping point first.
+        let resume = self.persist.history_resume;
+        let (before, after): (Vec<_>, Vec<_>) =
+            self.panes.iter_mut().partition(|(id, _)| **id <= resume);
+        for (&id, pane) in after.into_iter().chain(before) {
             // The shell may have moved since the last tick: save where it is.
             if let Some(cwd) = live_cwd(pane) {
                 pane.cwd = cwd;
@@ -188,18 +211,31 @@ impl Server {
             }
             let name = format!("{}.txt", pane.public_id());
             if pane.history_dirty {
-                histories.push((name.clone(), history_bytes(pane)));
-                pane.history_dirty = false;
+                if budget.is_some_and(|b| started.elapsed() >= b) {
+                    // Left dirty: a follow-up save renders it. Its file
+                    // keeps the previous contents meanwhile; the session
+                    // names it only if there is one (no file is written
+                    // for it this time).
+                    deferred = true;
+                    if history_dir.join(&name).exists() {
+                        keep.push(name);
+                    }
+                    continue;
+                } else {
+                    histories.push((name.clone(), history_bytes(pane)));
+                    pane.history_dirty = false;
+                    self.persist.history_resume = id;
+                }
             }
             keep.push(name);
         }
-        self.persist.history_due = false;
+        self.persist.history_due = deferred;
         let snapshot = self.build_snapshot(&keep);
         Some(SaveJob {
             revision: self.persist.revision,
             session_path: crate::persist::session_path(state_dir),
             session: snapshot::encode(&snapshot),
-            history_dir: crate::persist::history_dir(state_dir),
+            history_dir,
             histories,
             keep_histories: keep,
         })
@@ -323,6 +359,9 @@ impl Server {
             && self.persist.in_flight.is_none()
         {
             self.timers.add(due.max(Instant::now()), TimerKind::Save);
+        } else if self.persist.history_due && self.persist.in_flight.is_none() {
+            // History files a budgeted save left for later.
+            self.timers.add(Instant::now(), TimerKind::Save);
         }
     }
 
@@ -378,7 +417,7 @@ impl Server {
             pane.history_dirty = true;
         }
         self.persist.in_flight = None;
-        if let Some(job) = self.build_save_job()
+        if let Some(job) = self.build_save_job(None)
             && let Some(writer) = self.persist.writer.as_mut()
         {
             writer.submit(job);
