@@ -497,3 +497,39 @@ fn exit_is_reported_while_a_background_child_holds_the_terminal() {
     });
     c.ok("pane.remove", json!({ "target": id }));
 }
+
+/// The config file's scrollback limit applies to new panes; a value over
+/// its maximum or an unknown key is reported in `server.status` and the
+/// default used instead, and the server starts either way.
+#[test]
+fn scrollback_limit_comes_from_the_config_file() {
+    let start_with = |config: &str| {
+        let dirs = util::Dirs::new();
+        let dir = dirs.state.path().join("config/ptyd");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("config.json"), config).unwrap();
+        Ptyd::start_in(dirs, &util::unique_name("cfg"))
+    };
+    let ptyd = start_with(r#"{"scrollback_lines": 50}"#);
+    let mut c = ptyd.connect();
+    let status = c.ok("server.status", json!({}));
+    assert_eq!(status["config"]["scrollback_lines"], 50, "{status}");
+    assert_eq!(status["config"]["problems"], json!([]), "{status}");
+    let id = ptyd.create_argv(&["sh", "-c", "seq 1 500; exec sleep 1000"]);
+    c.wait_text(&id, "500");
+    let cap = c.ok("pane.capture", json!({ "target": id, "start": -1000 }));
+    assert_eq!(cap["scrollback_lines"], 50, "{cap}");
+    assert_eq!(cap["lines"][0], "428", "the oldest line kept: {cap}");
+
+    for (bad, says) in [
+        (r#"{"scrollback_lines": 5000000}"#, "more than the maximum"),
+        (r#"{"scrolback_lines": 5}"#, "unknown field"),
+        ("not json", "ignored"),
+    ] {
+        let ptyd = start_with(bad);
+        let status = ptyd.connect().ok("server.status", json!({}));
+        let problems = status["config"]["problems"].to_string();
+        assert!(problems.contains(says), "{bad}: {status}");
+        assert_eq!(status["config"]["scrollback_lines"], 10000, "{status}");
+    }
+}

@@ -5,6 +5,7 @@
 //! attached connections in `attach`, parked `pane.wait`s in `waits`.
 
 mod attach;
+mod config;
 mod connection;
 mod defaults;
 mod diagnostics;
@@ -135,6 +136,10 @@ pub struct Server {
     /// While the previous generation is in probation it may still take
     /// everything back, so no new upgrade may start: this is its channel.
     predecessor: Option<std::os::fd::OwnedFd>,
+    /// The user's config file as read at start-up (`config.rs`).
+    config: config::UserConfig,
+    /// What of it was ignored and why, for `server.status`.
+    config_problems: Vec<String>,
 }
 
 /// Runs a server in the foreground until it is stopped.
@@ -202,7 +207,7 @@ impl Server {
         lock: listener::InstanceLock,
         history: bool,
     ) -> Result<Server, String> {
-        let log = Diagnostics::open(paths.diagnostics());
+        let mut log = Diagnostics::open(paths.diagnostics());
         let poll = Poll::new().map_err(|e| format!("creating poll: {e}"))?;
         // Registered before any pane exists, so no child's exit can be missed.
         let mut signals = Signals::new([SIGCHLD, SIGTERM, SIGINT, SIGHUP])
@@ -222,6 +227,10 @@ impl Server {
         // while /proc/self/exe still names the file we were started from (a
         // package manager may replace it later; then it reads "(deleted)").
         let exe_path = std::env::current_exe().unwrap_or_else(|_| std::path::PathBuf::from("ptyd"));
+        let (config, config_problems) = config::load();
+        for problem in &config_problems {
+            log.log("config_ignored", problem);
+        }
         let mut server = Server {
             poll,
             listener,
@@ -257,6 +266,8 @@ impl Server {
             last_upgrade: serde_json::Value::Null,
             upgrade_caller: None,
             predecessor: None,
+            config,
+            config_problems,
         };
         server.timers.add(
             Instant::now() + persistence::HISTORY_INTERVAL,

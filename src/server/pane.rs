@@ -134,6 +134,8 @@ pub struct PaneSetup {
     pub idle_timeout: Option<Duration>,
     pub restore: RestorePolicy,
     pub resume: Option<String>,
+    /// Scrollback limits and reported colours of the terminal model.
+    pub term: TermConfig,
 }
 
 impl Pane {
@@ -163,7 +165,7 @@ impl Pane {
             prompts_seen: 0,
             commands_finished: 0,
             last_command_exit: None,
-            screen: Terminal::new(setup.cols, setup.rows, TermConfig::default()),
+            screen: Terminal::new(setup.cols, setup.rows, setup.term),
             last_output: Instant::now(),
             timeout: setup.timeout,
             idle_timeout: setup.idle_timeout,
@@ -479,6 +481,8 @@ impl Pane {
             idle_timeout: rt.idle_timeout_ms.map(Duration::from_millis),
             restore: rec.restore,
             resume: rec.resume,
+            // Replaced by the transferred screen, which keeps its own.
+            term: TermConfig::default(),
         };
         let mut pane = Pane::new(setup, token, String::new());
         pane.state = match rt.process {

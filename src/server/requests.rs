@@ -247,6 +247,12 @@ impl Server {
             "workspaces": self.tree.workspaces.len(),
             "tabs": self.tree.tabs.len(),
             "persistence": self.persist.status(),
+            "config": {
+                "path": super::config::path(),
+                "scrollback_lines": self.config.term.scrollback_lines,
+                "scrollback_bytes": self.config.term.scrollback_bytes,
+                "problems": self.config_problems,
+            },
         })
     }
 

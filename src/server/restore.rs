@@ -268,9 +268,9 @@ impl Server {
         // while the screens are still empty: with full histories first, 1000
         // panes took minutes. No output is read before the loop runs, so the
         // history still comes first on each screen.
-        let (rules, rules_problem) = super::resume_rules::ResumeRules::load();
-        if let Some(problem) = rules_problem {
-            fixes.push(format!("resume rules: {problem}"));
+        let rules = self.config.resume_rules.clone();
+        for problem in &self.config_problems {
+            fixes.push(format!("config: {problem}"));
         }
         let mut fills = Vec::new();
         for (id, rec) in records {
@@ -334,6 +334,7 @@ impl Server {
             idle_timeout: None,
             restore: rec.restore,
             resume: rec.resume,
+            term: self.config.term.clone(),
         };
         let pane = Pane::new(setup, token, String::new());
         let history = rec

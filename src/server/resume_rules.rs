@@ -1,20 +1,16 @@
 //! Resume rules: how a pane whose program is a known agent CLI comes back
 //! after a reboot when nobody set its `resume` command. Built-in rules cover
-//! well-known agents; the user's rules come from
-//! `$XDG_CONFIG_HOME/ptyd/config.json` (else `~/.config/ptyd/config.json`):
-//!
-//! ```json
-//! { "resume_rules": [ { "program": "myagent", "resume": "myagent --continue" } ] }
-//! ```
+//! well-known agents; the user's rules come from the config file
+//! (`config.rs`: `{"resume_rules": [{"program": "myagent", "resume":
+//! "myagent --continue"}]}`).
 //!
 //! A rule matches on the program's file name (`argv[0]`, or the first word
 //! of a shell string). User rules win over built-ins; a pane's own `resume`
-//! wins over both. A config file that cannot be read is reported and
-//! ignored: restore never fails because of it.
+//! wins over both.
 
 use crate::protocol::methods::CommandSpec;
 use serde::Deserialize;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Agents whose CLIs can pick up their last conversation in the same
 /// directory, which is where the pane is restored.
@@ -23,12 +19,6 @@ const BUILT_IN: &[(&str, &str)] = &[
     ("codex", "codex resume --last"),
 ];
 
-#[derive(Debug, Deserialize)]
-struct Config {
-    #[serde(default)]
-    resume_rules: Vec<Rule>,
-}
-
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Rule {
@@ -36,50 +26,15 @@ pub struct Rule {
     pub resume: String,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct ResumeRules {
     user: Vec<Rule>,
 }
 
-pub fn config_path() -> Option<PathBuf> {
-    match std::env::var_os("XDG_CONFIG_HOME") {
-        Some(dir) if Path::new(&dir).is_absolute() => {
-            Some(PathBuf::from(dir).join("ptyd/config.json"))
-        }
-        _ => std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config/ptyd/config.json")),
-    }
-}
-
 impl ResumeRules {
-    /// Loads the user's rules; `Err` says why the file was ignored.
-    pub fn load() -> (ResumeRules, Option<String>) {
-        let Some(path) = config_path() else {
-            return (ResumeRules::default(), None);
-        };
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return (ResumeRules::default(), None);
-            }
-            Err(e) => {
-                return (
-                    ResumeRules::default(),
-                    Some(format!("reading {}: {e}", path.display())),
-                );
-            }
-        };
-        match serde_json::from_str::<Config>(&text) {
-            Ok(c) => (
-                ResumeRules {
-                    user: c.resume_rules,
-                },
-                None,
-            ),
-            Err(e) => (
-                ResumeRules::default(),
-                Some(format!("{} ignored: {e}", path.display())),
-            ),
-        }
+    /// The user's rules (from `config.rs`), in front of the built-ins.
+    pub fn new(user: Vec<Rule>) -> ResumeRules {
+        ResumeRules { user }
     }
 
     /// The resume command for a pane running `command`, if a rule knows it.

@@ -137,6 +137,7 @@ impl Server {
             idle_timeout: req.idle_timeout_ms.map(Duration::from_millis),
             restore: req.restore.unwrap_or_default(),
             resume: req.resume,
+            term: self.config.term.clone(),
         };
         self.panes
             .insert(id, Pane::new(setup, token, "starting".into()));
