@@ -1,6 +1,7 @@
 //! Fuzzes the terminal model: arbitrary PTY output, split at a point chosen
-//! by the input, with a serialization round trip at the split, a resize,
-//! a redraw replayed into a fresh terminal, and a capture. Checks that
+//! by the input, with a serialization round trip at the split, a redraw
+//! replayed into a fresh terminal, a resize (reflow) and a second redraw,
+//! and a joined capture. Checks that
 //! nothing panics, held-back bytes stay bounded, and the round trip is exact.
 //!
 //! Run: `cd fuzz && cargo +nightly fuzz run term_feed`.
@@ -35,6 +36,12 @@ fuzz_target!(|data: &[u8]| {
     let mut fresh = Terminal::new(cols, rows, TermConfig::default());
     fresh.feed(&whole.redraw(cols, rows), &mut Vec::new());
     assert_eq!(fresh.visible_text(), whole.visible_text(), "redraw must reproduce the screen");
-    whole.resize(rows.wrapping_mul(3) % 200, cols);
-    let _ = whole.capture(&CaptureOptions { start: Some(-50), end: None, escapes: true });
+    // Resizing reflows the main screen: the redraw must still match.
+    let (cols, rows) = (rows.wrapping_mul(3) % 200, cols);
+    whole.resize(cols, rows);
+    let (cols, rows) = whole.size();
+    let mut fresh = Terminal::new(cols, rows, TermConfig::default());
+    fresh.feed(&whole.redraw(cols, rows), &mut Vec::new());
+    assert_eq!(fresh.visible_text(), whole.visible_text(), "redraw after a resize");
+    let _ = whole.capture(&CaptureOptions { start: Some(-50), end: None, escapes: true, join: true });
 });
