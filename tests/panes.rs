@@ -533,3 +533,105 @@ fn scrollback_limit_comes_from_the_config_file() {
         assert_eq!(status["config"]["scrollback_lines"], 10000, "{status}");
     }
 }
+
+/// What a pane's program starts with: the PTY as its controlling terminal
+/// in a session of its own (job control works), no signal ignored or
+/// blocked (the server ignores SIGPIPE and must not pass that on), no
+/// fd of the server's beyond 0-2, and a program name looked up in the
+/// pane's own PATH, not the server's.
+#[test]
+fn pane_process_starts_clean_in_its_own_session() {
+    // The server inherits an fd without close-on-exec, as from a shell's
+    // `$(...)`: the pane must not get it.
+    let mut pipe = [0; 2];
+    // SAFETY: `pipe` has room for the two fds.
+    assert_eq!(unsafe { libc::pipe(pipe.as_mut_ptr()) }, 0);
+    let ptyd = Ptyd::start();
+    for fd in pipe {
+        // SAFETY: closing the fds this test created, once.
+        unsafe { libc::close(fd) };
+    }
+    let mut c = ptyd.connect();
+    let bin = ptyd.dirs.state.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let probe = bin.join("ptyd-probe");
+    std::fs::write(
+        &probe,
+        "#!/bin/sh\n\
+         echo \"tty=$(tty) self=$$ sid=$(ps -o sess= -p $$ | tr -d ' ') tpgid=$(ps -o tpgid= -p $$ | tr -d ' ')\"\n\
+         grep -E '^Sig(Ign|Blk)' /proc/$$/status | tr '\\t\\n' '  '; echo\n\
+         echo PROBE-DONE; exec sleep 1000\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&probe, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = format!("{}:/usr/bin:/bin", bin.display());
+    let info = c.ok(
+        "pane.create",
+        json!({ "argv": ["ptyd-probe"], "env": { "PATH": path } }),
+    );
+    let id = info["id"].as_str().unwrap().to_string();
+    c.wait_text(&id, "PROBE-DONE");
+    let screen = c.capture(&id);
+    let line = |prefix: &str| {
+        screen
+            .lines()
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no {prefix} line in:\n{screen}"))
+            .to_string()
+    };
+    let ids = line("tty=");
+    let field = |k: &str| {
+        ids.split_whitespace()
+            .find_map(|w| w.strip_prefix(&format!("{k}=")))
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(field("tty").starts_with("/dev/pts/"), "{ids}");
+    assert_eq!(field("sid"), field("self"), "not a session leader: {ids}");
+    assert_eq!(
+        field("tpgid"),
+        field("self"),
+        "no controlling terminal: {ids}"
+    );
+    let sigs = line("SigBlk");
+    assert!(
+        sigs.contains("SigBlk:\t0000000000000000") || sigs.contains("SigBlk: 0000000000000000"),
+        "{sigs}"
+    );
+    // glibc's posix_spawn leaves its two internal signals (32, 33; no
+    // program can ask for them by name) ignored; nothing else may be.
+    let ignored = sigs
+        .split_whitespace()
+        .skip_while(|w| *w != "SigIgn:")
+        .nth(1)
+        .and_then(|m| u64::from_str_radix(m, 16).ok())
+        .unwrap_or(u64::MAX);
+    assert_eq!(ignored & !(0b11 << 31), 0, "{sigs}");
+    // After `exec sleep`, the process holds exactly what it inherited.
+    let pid = info["pid"].as_i64().unwrap();
+    let fds = eventually("the probe to exec sleep", || {
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+        (comm.trim() == "sleep").then(|| {
+            let mut fds: Vec<u32> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+                .unwrap()
+                .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect();
+            fds.sort();
+            fds
+        })
+    });
+    let links: Vec<String> = fds
+        .iter()
+        .map(|f| {
+            format!(
+                "{f}->{:?}",
+                std::fs::read_link(format!("/proc/{pid}/fd/{f}"))
+            )
+        })
+        .collect();
+    assert_eq!(
+        fds,
+        [0, 1, 2],
+        "fds the pane's process inherited: {links:?}"
+    );
+}

@@ -1,11 +1,10 @@
-//! The Unix PTY backend: openpty, fork/exec as a session leader, winsize.
+//! The Unix PTY backend: openpty, start a program as a session leader on the
+//! slave (posix_spawn on Linux, fork/exec elsewhere), winsize.
 
 use super::{ChildProcess, SpawnSpec};
 use crate::sys::syscall;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
 
 /// The master side of a pane's PTY.
 #[derive(Debug)]
@@ -54,9 +53,9 @@ fn winsize(cols: u16, rows: u16) -> libc::winsize {
 }
 
 /// Opens a PTY and starts `spec` on its slave as a session leader with the
-/// slave as controlling terminal. The parent keeps only the master: the slave
-/// copies held by `Command` are closed before this returns, so the pane hangs
-/// up exactly when its processes close their side.
+/// slave as controlling terminal. The parent keeps only the master: the
+/// slave copies used for the start are closed before this returns, so the
+/// pane hangs up exactly when its processes close their side.
 pub fn spawn(spec: &SpawnSpec) -> io::Result<(PtyMaster, ChildProcess)> {
     let ws = winsize(spec.cols, spec.rows);
     let pty = nix::pty::openpty(Some(&ws), None)
@@ -64,7 +63,242 @@ pub fn spawn(spec: &SpawnSpec) -> io::Result<(PtyMaster, ChildProcess)> {
     crate::sys::set_nonblocking_cloexec(pty.master.as_raw_fd())?;
     // The slave must not leak into later children either.
     crate::sys::set_cloexec(pty.slave.as_raw_fd())?;
+    let pid = start(spec, &pty).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("starting {:?} in {}: {e}", spec.program, spec.cwd.display()),
+        )
+    })?;
+    drop(pty.slave);
+    let master = PtyMaster { fd: pty.master };
+    Ok((
+        master,
+        ChildProcess {
+            pid,
+            sid: pid,
+            start_token: crate::sys::process_start_token(pid),
+        },
+    ))
+}
 
+/// Linux: posix_spawn, which glibc implements with vfork semantics (the
+/// child shares the parent's memory until exec), so starting a pane costs the
+/// same in a server holding a thousand panes' screens as in an empty one; a
+/// fork copies the page tables of all that memory first (measured: 27 ms per
+/// pane at 300 busy panes, against 8 ms at 10). The child becomes a session
+/// leader (POSIX_SPAWN_SETSID) before its file actions run, so opening the
+/// slave by name as fd 0 makes it the controlling terminal.
+#[cfg(target_os = "linux")]
+fn start(spec: &SpawnSpec, pty: &nix::pty::OpenptyResult) -> io::Result<i32> {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+
+    let cstr = |s: &[u8]| {
+        CString::new(s).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte"))
+    };
+    let program = resolve_program(spec)?;
+    let program = cstr(program.as_os_str().as_bytes())?;
+    let mut argv = vec![cstr(spec.program.as_bytes())?];
+    for a in &spec.args {
+        argv.push(cstr(a.as_bytes())?);
+    }
+    let mut envp = Vec::with_capacity(spec.env.len());
+    for (k, v) in &spec.env {
+        let mut kv = k.as_bytes().to_vec();
+        kv.push(b'=');
+        kv.extend_from_slice(v.as_bytes());
+        envp.push(cstr(&kv)?);
+    }
+    let argv_ptrs: Vec<*mut libc::c_char> = argv
+        .iter()
+        .map(|a| a.as_ptr().cast_mut())
+        .chain(std::iter::once(std::ptr::null_mut()))
+        .collect();
+    let envp_ptrs: Vec<*mut libc::c_char> = envp
+        .iter()
+        .map(|a| a.as_ptr().cast_mut())
+        .chain(std::iter::once(std::ptr::null_mut()))
+        .collect();
+    let slave_path = cstr(slave_name(pty)?.as_bytes())?;
+    let cwd = cstr(spec.cwd.as_os_str().as_bytes())?;
+
+    let attr = SpawnAttr::new()?;
+    let actions = FileActions::new()?;
+    // SAFETY: `attr` and `actions` are initialized and live until the end of
+    // this function; every pointer passed points into a CString or vector
+    // that outlives the posix_spawn call; the sigsets are initialized by
+    // sigemptyset/sigfillset before use.
+    unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        let mut none: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut none);
+        // The daemon's handlers and ignored signals (Rust ignores SIGPIPE)
+        // and its signal mask must not leak into the pane's programs.
+        check(libc::posix_spawnattr_setsigdefault(attr.as_ptr(), &all))?;
+        check(libc::posix_spawnattr_setsigmask(attr.as_ptr(), &none))?;
+        // The constants' integer types differ between them in libc.
+        let flags = libc::POSIX_SPAWN_SETSID as libc::c_int
+            | libc::POSIX_SPAWN_SETSIGDEF as libc::c_int
+            | libc::POSIX_SPAWN_SETSIGMASK as libc::c_int;
+        check(libc::posix_spawnattr_setflags(attr.as_ptr(), flags as _))?;
+        check(libc::posix_spawn_file_actions_addopen(
+            actions.as_ptr(),
+            0,
+            slave_path.as_ptr(),
+            libc::O_RDWR,
+            0,
+        ))?;
+        check(libc::posix_spawn_file_actions_adddup2(
+            actions.as_ptr(),
+            0,
+            1,
+        ))?;
+        check(libc::posix_spawn_file_actions_adddup2(
+            actions.as_ptr(),
+            0,
+            2,
+        ))?;
+        // Whatever the server inherited without close-on-exec (a pipe from
+        // the shell that started it, say) must not reach the panes: a
+        // `$(ptyd new -d ...)` would otherwise wait for that pipe forever.
+        check(libc::posix_spawn_file_actions_addclosefrom_np(
+            actions.as_ptr(),
+            3,
+        ))?;
+        check(libc::posix_spawn_file_actions_addchdir_np(
+            actions.as_ptr(),
+            cwd.as_ptr(),
+        ))?;
+        let mut pid: libc::pid_t = 0;
+        check(libc::posix_spawn(
+            &mut pid,
+            program.as_ptr(),
+            actions.as_ptr(),
+            attr.as_ptr(),
+            argv_ptrs.as_ptr(),
+            envp_ptrs.as_ptr(),
+        ))?;
+        Ok(pid)
+    }
+}
+
+/// posix_spawn's functions return an errno value instead of setting errno.
+#[cfg(target_os = "linux")]
+fn check(rc: libc::c_int) -> io::Result<()> {
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::from_raw_os_error(rc))
+    }
+}
+
+#[cfg(target_os = "linux")]
+struct SpawnAttr(Box<std::mem::MaybeUninit<libc::posix_spawnattr_t>>);
+
+#[cfg(target_os = "linux")]
+impl SpawnAttr {
+    fn new() -> io::Result<SpawnAttr> {
+        let mut attr = Box::new(std::mem::MaybeUninit::uninit());
+        // SAFETY: init writes the whole attribute object.
+        check(unsafe { libc::posix_spawnattr_init(attr.as_mut_ptr()) })?;
+        Ok(SpawnAttr(attr))
+    }
+    fn as_ptr(&self) -> *mut libc::posix_spawnattr_t {
+        self.0.as_ptr().cast_mut()
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl Drop for SpawnAttr {
+    fn drop(&mut self) {
+        // SAFETY: initialized in `new`, destroyed once.
+        unsafe { libc::posix_spawnattr_destroy(self.as_ptr()) };
+    }
+}
+
+#[cfg(target_os = "linux")]
+struct FileActions(Box<std::mem::MaybeUninit<libc::posix_spawn_file_actions_t>>);
+
+#[cfg(target_os = "linux")]
+impl FileActions {
+    fn new() -> io::Result<FileActions> {
+        let mut actions = Box::new(std::mem::MaybeUninit::uninit());
+        // SAFETY: init writes the whole object.
+        check(unsafe { libc::posix_spawn_file_actions_init(actions.as_mut_ptr()) })?;
+        Ok(FileActions(actions))
+    }
+    fn as_ptr(&self) -> *mut libc::posix_spawn_file_actions_t {
+        self.0.as_ptr().cast_mut()
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl Drop for FileActions {
+    fn drop(&mut self) {
+        // SAFETY: initialized in `new`, destroyed once.
+        unsafe { libc::posix_spawn_file_actions_destroy(self.as_ptr()) };
+    }
+}
+
+/// `/dev/pts/N` of the pair's slave.
+#[cfg(target_os = "linux")]
+fn slave_name(pty: &nix::pty::OpenptyResult) -> io::Result<std::ffi::OsString> {
+    let mut buf = [0u8; 128];
+    // SAFETY: `buf` is writable for its length; ptsname_r NUL-terminates.
+    let rc = unsafe { libc::ptsname_r(pty.master.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+    check(rc)?;
+    let len = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    Ok(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(&buf[..len]).to_os_string())
+}
+
+/// The file to execute: `program` itself if it names a path, else the first
+/// executable match in the *child's* `PATH` (as `execvp` in the child
+/// would search; posix_spawnp would search the server's). ENOENT if none.
+#[cfg(target_os = "linux")]
+fn resolve_program(spec: &SpawnSpec) -> io::Result<std::path::PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::PermissionsExt;
+    let program = std::path::Path::new(&spec.program);
+    if spec.program.as_bytes().contains(&b'/') {
+        return Ok(program.to_path_buf());
+    }
+    let path = spec
+        .env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+    let mut denied = false;
+    for dir in std::env::split_paths(&path) {
+        // An empty entry means the current directory, the child's.
+        let dir = if dir.as_os_str().is_empty() {
+            spec.cwd.clone()
+        } else if dir.is_relative() {
+            spec.cwd.join(dir)
+        } else {
+            dir
+        };
+        let candidate = dir.join(program);
+        match std::fs::metadata(&candidate) {
+            Ok(m) if m.is_file() && m.permissions().mode() & 0o111 != 0 => return Ok(candidate),
+            Ok(m) if m.is_file() => denied = true,
+            _ => {}
+        }
+    }
+    Err(io::Error::from_raw_os_error(if denied {
+        libc::EACCES
+    } else {
+        libc::ENOENT
+    }))
+}
+
+/// Elsewhere: fork and exec through std, with the session and controlling
+/// terminal set up between them.
+#[cfg(not(target_os = "linux"))]
+fn start(spec: &SpawnSpec, pty: &nix::pty::OpenptyResult) -> io::Result<i32> {
+    use std::os::unix::process::CommandExt;
+    use std::process::{Command, Stdio};
     let mut cmd = Command::new(&spec.program);
     cmd.args(&spec.args)
         .current_dir(&spec.cwd)
@@ -93,24 +327,8 @@ pub fn spawn(spec: &SpawnSpec) -> io::Result<(PtyMaster, ChildProcess)> {
             Ok(())
         });
     }
-    let child = cmd.spawn().map_err(|e| {
-        io::Error::new(
-            e.kind(),
-            format!("starting {:?} in {}: {e}", spec.program, spec.cwd.display()),
-        )
-    })?;
-    let pid = child.id() as i32;
-    // Dropping Command closes its slave copies; dropping `pty.slave` closes
-    // ours. std::process::Child does not wait or kill on drop.
-    drop(cmd);
-    drop(child);
-    let master = PtyMaster { fd: pty.master };
-    Ok((
-        master,
-        ChildProcess {
-            pid,
-            sid: pid,
-            start_token: crate::sys::process_start_token(pid),
-        },
-    ))
+    // Dropping Command closes its slave copies; std's Child does not wait
+    // or kill on drop.
+    let child = cmd.spawn()?;
+    Ok(child.id() as i32)
 }

@@ -263,11 +263,11 @@ impl Server {
                 self.tree.add_tab(ws, format!("p{id}"), *id);
             }
         }
-        // 4-6. Per pane: plan and start; then history. Every start forks
-        // the server, and a fork copies its page tables, so processes start
-        // while the screens are still empty: with full histories first, 1000
-        // panes took minutes. No output is read before the loop runs, so the
-        // history still comes first on each screen.
+        // 4-6. Per pane: plan and start; then history. Processes start
+        // while the screens are still empty (on systems where a start forks,
+        // each fork copies the page tables of every screen filled so far);
+        // no output is read before the loop runs, so the history still
+        // comes first on each screen.
         let rules = self.config.resume_rules.clone();
         for problem in &self.config_problems {
             fixes.push(format!("config: {problem}"));
