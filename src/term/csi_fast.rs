@@ -24,38 +24,53 @@ struct Params {
 }
 
 impl Params {
-    /// Parses the bytes between `CSI` and the final byte; false if they hold
-    /// anything but digits, `;` and `:`, or too many values for vte.
-    fn parse(&mut self, body: &[u8]) -> bool {
+    fn new() -> Params {
+        Params {
+            values: [0; MAX_VALUES],
+            ends: 0,
+            len: 0,
+        }
+    }
+
+    /// Parses the parameter bytes at the start of `body` (digits, `;` and
+    /// `:`), stopping at the first other byte. Returns its index and whether
+    /// a `:` was seen, or `None` if there are too many values for vte.
+    #[inline]
+    fn parse_prefix(&mut self, body: &[u8]) -> Option<(usize, bool)> {
         let mut cur: u16 = 0;
         let mut len = 0;
         let mut ends = 0u32;
-        for &b in body {
-            match b {
-                b'0'..=b'9' => cur = cur.saturating_mul(10).saturating_add(u16::from(b - b'0')),
-                b';' | b':' => {
-                    if len == MAX_VALUES {
-                        return false;
-                    }
-                    self.values[len] = cur;
-                    ends |= u32::from(b == b';') << len;
-                    len += 1;
-                    cur = 0;
+        let mut colon = false;
+        let mut i = 0;
+        while let Some(&b) = body.get(i) {
+            let d = b.wrapping_sub(b'0');
+            if d < 10 {
+                cur = cur.saturating_mul(10).saturating_add(u16::from(d));
+            } else if b == b';' || b == b':' {
+                if len == MAX_VALUES {
+                    return None;
                 }
-                _ => return false,
+                self.values[len] = cur;
+                ends |= u32::from(b == b';') << len;
+                colon |= b == b':';
+                len += 1;
+                cur = 0;
+            } else {
+                break;
             }
+            i += 1;
         }
         if len == MAX_VALUES {
-            return false;
+            return None;
         }
         self.values[len] = cur;
         ends |= 1 << len;
         self.len = len + 1;
         self.ends = ends;
-        true
+        Some((i, colon))
     }
 
-    /// The groups, each a slice of values (a parameter and its subparameters).
+/// The groups, each a slice of values (a parameter and its subparameters).
     fn groups(&self) -> Groups<'_> {
         Groups { p: self, at: 0 }
     }
@@ -91,47 +106,73 @@ pub fn try_dispatch(s: &mut Screen, seq: &[u8]) -> bool {
     let Some((&fin, body)) = body.split_last() else {
         return false;
     };
-    // The common SGRs (`CSI m`, `CSI 1;31 m`, `CSI 0 m`) are plain values
-    // without subparameters or colour arguments: apply them one by one as
-    // they are parsed, without building Params. Anything else (`:`, an
-    // extended colour 38/48/58, a private marker, more than 32 values, which
-    // vte ignores) restores the pen and takes the general path.
-    if fin == b'm' {
-        let saved = s.pen;
-        let mut v: u16 = 0;
-        let mut values = 0;
-        let mut simple = true;
-        for &b in body.iter().chain(std::iter::once(&b';')) {
-            match b {
-                b'0'..=b'9' => v = v.saturating_mul(10).saturating_add(u16::from(b - b'0')),
-                b';' => {
-                    values += 1;
-                    if values > MAX_VALUES || !sgr_simple(&mut s.pen, v) {
-                        simple = false;
-                        break;
-                    }
-                    v = 0;
-                }
-                _ => {
-                    simple = false;
-                    break;
-                }
+    let mut params = Params::new();
+    match params.parse_prefix(body) {
+        Some((n, colon)) if n == body.len() => dispatch(s, &params, fin, colon),
+        _ => false,
+    }
+}
+
+/// The CSI at the start of `input` (which starts with `ESC [`), decoded and
+/// applied if it is complete and one of the fast ones: its length. `None`,
+/// having done nothing, for anything else (incomplete, a private marker or
+/// intermediate, another final byte), which the general path then handles.
+/// Parameters are parsed once, straight from the input.
+#[inline]
+pub fn dispatch_at(s: &mut Screen, input: &[u8]) -> Option<usize> {
+    let body = input.get(2..)?;
+    let mut params = Params::new();
+    let (n, colon) = params.parse_prefix(body)?;
+    let fin = *body.get(n)?;
+    dispatch(s, &params, fin, colon).then_some(n + 3)
+}
+
+/// Decodes `input[i..]` for as long as it holds printable ASCII, C0 controls
+/// and the fast CSI sequences, the bulk of real output; returns where it
+/// stopped (at anything else: UTF-8, DEL, other sequences, an incomplete
+/// one), for the general path to take over. Must only be called in the
+/// boundary tracker's ground state, where these bytes mean the same to vte.
+pub fn ground(s: &mut Screen, input: &[u8], mut i: usize) -> usize {
+    while let Some(&b) = input.get(i) {
+        if (0x20..0x7F).contains(&b) {
+            let run = &input[i..];
+            let n = run
+                .iter()
+                .position(|b| !(0x20..0x7F).contains(b))
+                .unwrap_or(run.len());
+            s.print_ascii(&run[..n]);
+            i += n;
+        } else if b == 0x1b {
+            if input.get(i + 1) != Some(&b'[') {
+                return i;
             }
+            match dispatch_at(s, &input[i..]) {
+                Some(n) => i += n,
+                None => return i,
+            }
+        } else if b < 0x20 {
+            s.execute(b);
+            i += 1;
+        } else {
+            return i;
         }
-        if simple {
-            return true;
+    }
+    i
+}
+
+/// Applies a parsed `CSI params fin`; false, having done nothing, unless
+/// `fin` is one of the fast ones.
+#[inline]
+fn dispatch(s: &mut Screen, params: &Params, fin: u8, colon: bool) -> bool {
+    if fin == b'm' {
+        if colon {
+            sgr(s, params);
+        } else {
+            sgr_values(&mut s.pen, &params.values[..params.len]);
         }
-        s.pen = saved;
+        return true;
     }
-    if !matches!(fin, b'm' | b'H' | b'f' | b'K') {
-        return false;
-    }
-    let mut params = Params {
-        values: [0; MAX_VALUES],
-        ends: 0,
-        len: 0,
-    };
-    if !params.parse(body) {
+    if !matches!(fin, b'H' | b'f' | b'K') {
         return false;
     }
     let mut groups = params.groups();
@@ -140,24 +181,63 @@ pub fn try_dispatch(s: &mut Screen, seq: &[u8]) -> bool {
         Some(&[v, ..]) if v != 0 => v,
         _ => default,
     };
-    match fin {
-        b'H' | b'f' => {
-            let row = next_or(1);
-            let col = next_or(1);
-            s.goto(i64::from(row) - 1, i64::from(col) - 1);
+    if fin == b'K' {
+        let col = s.cursor.col;
+        match next_or(0) {
+            0 => s.erase_in_line(col, usize::MAX),
+            1 => s.erase_in_line(0, col + 1),
+            2 => s.erase_in_line(0, usize::MAX),
+            _ => {}
         }
-        b'K' => {
-            let col = s.cursor.col;
-            match next_or(0) {
-                0 => s.erase_in_line(col, usize::MAX),
-                1 => s.erase_in_line(0, col + 1),
-                2 => s.erase_in_line(0, usize::MAX),
+    } else {
+        let row = next_or(1);
+        let col = next_or(1);
+        s.goto(i64::from(row) - 1, i64::from(col) - 1);
+    }
+    true
+}
+
+/// SGR without subparameters (every group one value), the common form:
+/// the same as `sgr` on such input, without the group slices.
+#[inline]
+fn sgr_values(p: &mut Style, values: &[u16]) {
+    let mut k = 0;
+    while let Some(&v) = values.get(k) {
+        k += 1;
+        if !sgr_simple(p, v) {
+            let (c, used) = color_values(values.get(k..).unwrap_or_default());
+            k += used;
+            match (v, c) {
+                (38, Some(c)) => p.set_fg(c),
+                (48, Some(c)) => p.set_bg(c),
                 _ => {}
             }
         }
-        _ => sgr(s, &params),
     }
-    true
+}
+
+/// `parse_color` over plain values: the colour and how many values it
+/// consumed, which like vte's is as far as parsing got.
+#[inline]
+fn color_values(v: &[u16]) -> (Option<Color>, usize) {
+    match v.first() {
+        Some(2) => {
+            for k in 1..4 {
+                match v.get(k) {
+                    None => return (None, v.len()),
+                    Some(&x) if x > 255 => return (None, k + 1),
+                    Some(_) => {}
+                }
+            }
+            (Some(Color::Rgb(v[1] as u8, v[2] as u8, v[3] as u8)), 4)
+        }
+        Some(5) => match v.get(1) {
+            None => (None, 1),
+            Some(&x) => (u8::try_from(x).ok().map(Color::Indexed), 2),
+        },
+        Some(_) => (None, 1),
+        None => (None, 0),
+    }
 }
 
 fn named(i: u16) -> Color {

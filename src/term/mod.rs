@@ -204,49 +204,45 @@ impl Terminal {
             start: 0,
             end: 0,
         };
-        boundary.split(bytes, |piece| match piece {
-            Piece::Text(text) => {
-                screen.text(text);
-                out.pass(text);
-            }
-            Piece::Invalid(raw) => {
-                screen.print('\u{FFFD}');
-                out.pass(raw);
-            }
-            Piece::Seq { bytes, kind, c0 } => {
-                screen.swallow = false;
-                if kind == Kind::Csi && !c0 && csi_fast::try_dispatch(screen, bytes) {
-                    // Decoded without vte (SGR, CUP, EL).
-                } else if kind == Kind::Csi && queries::is_xtversion(bytes) {
-                    screen.reply(&queries::xtversion());
-                } else if let Some(n) = (kind == Kind::Csi)
-                    .then(|| queries::parse_rep(bytes))
-                    .flatten()
-                {
-                    // REP is done here, not by vte: vte's "preceding char"
-                    // is private and would not survive serialization.
-                    for &b in bytes.iter().filter(|&&b| is_exec_c0(b)) {
-                        screen.execute(b);
-                    }
-                    screen.repeat(n);
-                } else {
-                    PROCESSOR.with_borrow_mut(|processor| processor.advance(screen, bytes));
+        let mut i = 0;
+        while i < bytes.len() {
+            if boundary.is_ground() {
+                // Text and the common sequences are decoded straight from
+                // the input, each byte looked at once; they are always
+                // forwarded whole.
+                let end = csi_fast::ground(screen, bytes, i);
+                out.pass(&bytes[i..end]);
+                i = end;
+                if i == bytes.len() {
+                    break;
                 }
-                if kind == Kind::Osc {
-                    osc_extra(screen, bytes);
-                }
-                if !screen.swallow {
-                    out.pass(bytes);
-                } else {
-                    out.flush();
-                    if c0 {
-                        out.out
-                            .extend(bytes.iter().copied().filter(|&b| is_exec_c0(b)));
-                    }
-                }
-                screen.swallow = false;
             }
-        });
+            // Anything else goes through the boundary tracker up to the next
+            // ESC, after which the fast path can usually resume. Splitting
+            // the input there is exact: the tracker carries its state across
+            // calls, as it does across `feed`s.
+            let next = bytes[i + 1..]
+                .iter()
+                .position(|&b| b == 0x1b)
+                .map_or(bytes.len(), |n| i + 1 + n);
+            general(screen, boundary, &bytes[i..next], &mut out);
+            i = next;
+        }
+        out.flush();
+    }
+
+    /// `feed` without the fast path: every byte through the boundary
+    /// tracker. The reference the fast path is tested against.
+    #[cfg(test)]
+    fn feed_general(&mut self, bytes: &[u8], forward: &mut Vec<u8>) {
+        self.changes += 1;
+        let mut out = Forward {
+            input: bytes,
+            out: forward,
+            start: 0,
+            end: 0,
+        };
+        general(&mut self.screen, &mut self.boundary, bytes, &mut out);
         out.flush();
     }
 
@@ -349,6 +345,55 @@ impl Terminal {
     pub fn pending_bytes(&self) -> usize {
         self.boundary.pending().len()
     }
+}
+
+/// The general path: the boundary tracker cuts `bytes` into pieces, which
+/// are drawn, decoded by `csi_fast`, the model (REP) or vte, and forwarded
+/// unless answered here.
+fn general(screen: &mut Screen, boundary: &mut Boundary, bytes: &[u8], out: &mut Forward<'_>) {
+    boundary.split(bytes, |piece| match piece {
+        Piece::Text(text) => {
+            screen.text(text);
+            out.pass(text);
+        }
+        Piece::Invalid(raw) => {
+            screen.print('\u{FFFD}');
+            out.pass(raw);
+        }
+        Piece::Seq { bytes, kind, c0 } => {
+            screen.swallow = false;
+            if kind == Kind::Csi && !c0 && csi_fast::try_dispatch(screen, bytes) {
+                // Decoded without vte (SGR, CUP, EL).
+            } else if kind == Kind::Csi && queries::is_xtversion(bytes) {
+                screen.reply(&queries::xtversion());
+            } else if let Some(n) = (kind == Kind::Csi)
+                .then(|| queries::parse_rep(bytes))
+                .flatten()
+            {
+                // REP is done here, not by vte: vte's "preceding char"
+                // is private and would not survive serialization.
+                for &b in bytes.iter().filter(|&&b| is_exec_c0(b)) {
+                    screen.execute(b);
+                }
+                screen.repeat(n);
+            } else {
+                PROCESSOR.with_borrow_mut(|processor| processor.advance(screen, bytes));
+            }
+            if kind == Kind::Osc {
+                osc_extra(screen, bytes);
+            }
+            if !screen.swallow {
+                out.pass(bytes);
+            } else {
+                out.flush();
+                if c0 {
+                    out.out
+                        .extend(bytes.iter().copied().filter(|&b| is_exec_c0(b)));
+                }
+            }
+            screen.swallow = false;
+        }
+    });
 }
 
 /// Builds `forward` with as few copies as possible: pieces that are

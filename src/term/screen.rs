@@ -278,7 +278,7 @@ impl Screen {
 
     /// Bulk write of printable ASCII: one row slice per screen row instead of
     /// a call per character.
-    fn print_ascii(&mut self, run: &[u8]) {
+    pub fn print_ascii(&mut self, run: &[u8]) {
         if self.modes.insert || self.charsets[self.active_charset & 3] != Charset::Ascii {
             for &b in run {
                 self.print(char::from(b));
