@@ -37,7 +37,9 @@ impl Params {
     /// a `:` was seen, or `None` if there are too many values for vte.
     #[inline]
     fn parse_prefix(&mut self, body: &[u8]) -> Option<(usize, bool)> {
-        let mut cur: u16 = 0;
+        // u32 capped at u16::MAX after each digit: the same values as
+        // vte's saturating u16 arithmetic, without its overflow branches.
+        let mut cur: u32 = 0;
         let mut len = 0;
         let mut ends = 0u32;
         let mut colon = false;
@@ -45,12 +47,12 @@ impl Params {
         while let Some(&b) = body.get(i) {
             let d = b.wrapping_sub(b'0');
             if d < 10 {
-                cur = cur.saturating_mul(10).saturating_add(u16::from(d));
+                cur = (cur * 10 + u32::from(d)).min(u32::from(u16::MAX));
             } else if b == b';' || b == b':' {
                 if len == MAX_VALUES {
                     return None;
                 }
-                self.values[len] = cur;
+                self.values[len] = cur as u16;
                 ends |= u32::from(b == b';') << len;
                 colon |= b == b':';
                 len += 1;
@@ -63,7 +65,7 @@ impl Params {
         if len == MAX_VALUES {
             return None;
         }
-        self.values[len] = cur;
+        self.values[len] = cur as u16;
         ends |= 1 << len;
         self.len = len + 1;
         self.ends = ends;
@@ -121,6 +123,19 @@ pub fn try_dispatch(s: &mut Screen, seq: &[u8]) -> bool {
 #[inline]
 pub fn dispatch_at(s: &mut Screen, input: &[u8]) -> Option<usize> {
     let body = input.get(2..)?;
+    // The reset that ends every coloured span, `CSI m` or `CSI 0 m`, is
+    // half of all SGRs in coloured output.
+    match body {
+        [b'm', ..] => {
+            s.pen = Style::DEFAULT;
+            return Some(3);
+        }
+        [b'0', b'm', ..] => {
+            s.pen = Style::DEFAULT;
+            return Some(4);
+        }
+        _ => {}
+    }
     let mut params = Params::new();
     let (n, colon) = params.parse_prefix(body)?;
     let fin = *body.get(n)?;
@@ -135,13 +150,10 @@ pub fn dispatch_at(s: &mut Screen, input: &[u8]) -> Option<usize> {
 pub fn ground(s: &mut Screen, input: &[u8], mut i: usize) -> usize {
     while let Some(&b) = input.get(i) {
         if (0x20..0x7F).contains(&b) {
-            let run = &input[i..];
-            let n = run
-                .iter()
-                .position(|b| !(0x20..0x7F).contains(b))
-                .unwrap_or(run.len());
-            s.print_ascii(&run[..n]);
-            i += n;
+            match s.print_ascii_prefix(&input[i..]) {
+                0 => return i,
+                n => i += n,
+            }
         } else if b == 0x1b {
             if input.get(i + 1) != Some(&b'[') {
                 return i;
@@ -162,7 +174,7 @@ pub fn ground(s: &mut Screen, input: &[u8], mut i: usize) -> usize {
 
 /// Applies a parsed `CSI params fin`; false, having done nothing, unless
 /// `fin` is one of the fast ones.
-#[inline]
+#[inline(always)]
 fn dispatch(s: &mut Screen, params: &Params, fin: u8, colon: bool) -> bool {
     if fin == b'm' {
         if colon {
@@ -199,7 +211,7 @@ fn dispatch(s: &mut Screen, params: &Params, fin: u8, colon: bool) -> bool {
 
 /// SGR without subparameters (every group one value), the common form:
 /// the same as `sgr` on such input, without the group slices.
-#[inline]
+#[inline(always)]
 fn sgr_values(p: &mut Style, values: &[u16]) {
     let mut k = 0;
     while let Some(&v) = values.get(k) {
