@@ -8,8 +8,8 @@
 //! values, defaults, the 32-value limit, and SGR's consumption of colour
 //! arguments), which `tests.rs` checks against vte on random sequences.
 
-use super::cell::{BLINK, BOLD, Color, DIM, HIDDEN, INVERSE, ITALIC, STRIKE, Style};
-use super::screen::Screen;
+use super::cell::{BLINK, BOLD, Cell, Color, DIM, HIDDEN, INVERSE, ITALIC, STRIKE, Style};
+use super::screen::{Charset, Screen};
 
 const MAX_VALUES: usize = 32;
 
@@ -122,24 +122,127 @@ pub fn try_dispatch(s: &mut Screen, seq: &[u8]) -> bool {
 /// Parameters are parsed once, straight from the input.
 #[inline]
 pub fn dispatch_at(s: &mut Screen, input: &[u8]) -> Option<usize> {
-    let body = input.get(2..)?;
-    // The reset that ends every coloured span, `CSI m` or `CSI 0 m`, is
-    // half of all SGRs in coloured output.
-    match body {
-        [b'm', ..] => {
-            s.pen = Style::DEFAULT;
-            return Some(3);
-        }
-        [b'0', b'm', ..] => {
-            s.pen = Style::DEFAULT;
-            return Some(4);
-        }
-        _ => {}
+    if let Some(n) = reset_at(&mut s.pen, input) {
+        return Some(n);
     }
+    let (params, n, fin, colon) = parse_at(input)?;
+    dispatch(s, &params, fin, colon).then_some(n)
+}
+
+/// The reset that ends every coloured span, `CSI m` or `CSI 0 m`, is half
+/// of all SGRs in coloured output: applied without parsing.
+#[inline(always)]
+fn reset_at(pen: &mut Style, input: &[u8]) -> Option<usize> {
+    let n = match input.get(2..)? {
+        [b'm', ..] => 3,
+        [b'0', b'm', ..] => 4,
+        _ => return None,
+    };
+    *pen = Style::DEFAULT;
+    Some(n)
+}
+
+/// The parameters, length, final byte and "has a `:`" of the complete CSI
+/// at the start of `input` (which starts with `ESC [`), if its parameters
+/// are plain (digits, `;`, `:`) and not too many for vte.
+#[inline(always)]
+fn parse_at(input: &[u8]) -> Option<(Params, usize, u8, bool)> {
+    let body = input.get(2..)?;
     let mut params = Params::new();
     let (n, colon) = params.parse_prefix(body)?;
     let fin = *body.get(n)?;
-    dispatch(s, &params, fin, colon).then_some(n + 3)
+    Some((params, n + 3, fin, colon))
+}
+
+/// `dispatch_at` for SGR only: nothing is done for other sequences.
+#[inline(always)]
+fn sgr_at(pen: &mut Style, input: &[u8]) -> Option<usize> {
+    if let Some(n) = reset_at(pen, input) {
+        return Some(n);
+    }
+    let (params, n, fin, colon) = parse_at(input)?;
+    if fin != b'm' {
+        return None;
+    }
+    if colon {
+        sgr(pen, &params);
+    } else {
+        sgr_values(pen, &params.values[..params.len]);
+    }
+    Some(n)
+}
+
+/// Printable ASCII and the SGRs between its runs, drawn on the cursor's row
+/// with the row, column and pen held in locals: in coloured output the
+/// runs are a word or a space long, and looking up the row and modes per
+/// run cost more than drawing it. Does what `print_ascii_prefix` and
+/// `dispatch_at` would do in turn; stops at the row's end (the wrap is left
+/// to `print_ascii_prefix`) or at anything else. Returns the bytes used.
+#[inline]
+fn text_and_sgr(s: &mut Screen, input: &[u8]) -> usize {
+    if s.modes.insert
+        || s.cursor.pending_wrap
+        || s.charsets[s.active_charset & 3] != Charset::Ascii
+    {
+        return s.print_ascii_prefix(input);
+    }
+    let printable = |b: &u8| (0x20..0x7F).contains(b);
+    let cols = s.cols;
+    let mut col = s.cursor.col;
+    let mut pen = s.pen;
+    let mut wrap = false;
+    let mut last = None;
+    let mut i = 0;
+    let row = s.cursor.row;
+    let r = s.grid_mut().row_mut(row);
+    while let Some(cells) = r.cells.get_mut(col..cols) {
+        // Checked before the write that would hide it.
+        let left_spacer = cells.first().is_some_and(Cell::is_spacer);
+        let mut n = 0;
+        for (cell, &b) in cells.iter_mut().zip(&input[i..]) {
+            if !printable(&b) {
+                break;
+            }
+            *cell = Cell {
+                ch: char::from(b),
+                style: pen,
+            };
+            n += 1;
+        }
+        if n == 0 {
+            break;
+        }
+        if left_spacer && col > 0 {
+            r.cells[col - 1] = Cell::blank(pen.erase_part());
+        }
+        r.split_wide_right(col + n, pen.erase_part());
+        if !r.marks.is_empty() {
+            r.marks
+                .retain(|(mc, _)| usize::from(*mc) < col || usize::from(*mc) >= col + n);
+        }
+        i += n;
+        last = Some(input[i - 1]);
+        col += n;
+        if col >= cols {
+            col = cols - 1;
+            wrap = true;
+            break;
+        }
+        if !input[i..].starts_with(b"\x1b[") {
+            break;
+        }
+        match sgr_at(&mut pen, &input[i..]) {
+            Some(len) => i += len,
+            None => break,
+        }
+    }
+    if let Some(last) = last {
+        s.last_char = Some(char::from(last));
+    }
+    s.cursor.col = col;
+    s.cursor.pending_wrap = wrap;
+    s.pen = pen;
+    i
 }
 
 /// Decodes `input[i..]` for as long as it holds printable ASCII, C0 controls
@@ -150,7 +253,7 @@ pub fn dispatch_at(s: &mut Screen, input: &[u8]) -> Option<usize> {
 pub fn ground(s: &mut Screen, input: &[u8], mut i: usize) -> usize {
     while let Some(&b) = input.get(i) {
         if (0x20..0x7F).contains(&b) {
-            match s.print_ascii_prefix(&input[i..]) {
+            match text_and_sgr(s, &input[i..]) {
                 0 => return i,
                 n => i += n,
             }
@@ -178,7 +281,7 @@ pub fn ground(s: &mut Screen, input: &[u8], mut i: usize) -> usize {
 fn dispatch(s: &mut Screen, params: &Params, fin: u8, colon: bool) -> bool {
     if fin == b'm' {
         if colon {
-            sgr(s, params);
+            sgr(&mut s.pen, params);
         } else {
             sgr_values(&mut s.pen, &params.values[..params.len]);
         }
@@ -318,13 +421,12 @@ fn sgr_simple(p: &mut Style, v: u16) -> bool {
     true
 }
 
-fn sgr(s: &mut Screen, params: &Params) {
+fn sgr(p: &mut Style, params: &Params) {
     let mut groups = params.groups();
     while let Some(g) = groups.next() {
-        let p = &mut s.pen;
-        let colour = |target: Target, c: Option<Color>, s: &mut Screen| match (target, c) {
-            (Target::Fg, Some(c)) => s.pen.set_fg(c),
-            (Target::Bg, Some(c)) => s.pen.set_bg(c),
+        let colour = |target: Target, c: Option<Color>, p: &mut Style| match (target, c) {
+            (Target::Fg, Some(c)) => p.set_fg(c),
+            (Target::Bg, Some(c)) => p.set_bg(c),
             _ => {}
         };
         match g {
@@ -366,10 +468,10 @@ fn sgr(s: &mut Screen, params: &Params) {
                 // the following groups, consumed as far as parsing got.
                 let mut firsts = groups.by_ref().map(|g| g[0]);
                 let c = parse_color(&mut firsts);
-                colour(target, c, s);
+                colour(target, c, p);
             }
-            [38, rest @ ..] => colour(Target::Fg, colon_color(rest), s),
-            [48, rest @ ..] => colour(Target::Bg, colon_color(rest), s),
+            [38, rest @ ..] => colour(Target::Fg, colon_color(rest), p),
+            [48, rest @ ..] => colour(Target::Bg, colon_color(rest), p),
             // Underline colour is not kept (see handler.rs); 58/59 are
             // parsed above only so they consume the same arguments.
             _ => {}

@@ -379,7 +379,6 @@ impl Screen {
                     .retain(|(mc, _)| usize::from(*mc) < col || usize::from(*mc) >= col + n);
             }
             i += n;
-            self.last_char = Some(char::from(input[i - 1]));
             if col + n >= cols {
                 self.cursor.col = cols - 1;
                 self.cursor.pending_wrap = true;
@@ -387,6 +386,9 @@ impl Screen {
                 self.cursor.col = col + n;
                 break;
             }
+        }
+        if let Some(&last) = i.checked_sub(1).and_then(|l| input.get(l)) {
+            self.last_char = Some(char::from(last));
         }
         i
     }

@@ -113,12 +113,22 @@ impl Line {
         text.clear();
         runs.clear();
         // Fast path, the common case: ASCII without wide characters or
-        // marks, in one pass over the cells that writes the text and the
-        // style runs (both style words compared as one) and notes any cell
-        // that rules the path out. A line all in the default style gets no
-        // runs.
+        // marks. A line all in the default style gets no runs.
         if row.marks.is_empty() {
+            // Plain text first: the check stops at the first styled cell.
+            if cells
+                .iter()
+                .all(|c| c.style == Style::DEFAULT && c.ch.is_ascii())
+            {
+                text.extend(cells.iter().map(|c| c.ch as u8));
+                return Line::assemble(row.wrapped, text, runs);
+            }
+            // One pass over a styled line writes the text and the style
+            // runs (both style words compared as one) and notes any cell
+            // that rules this path out.
             text.resize(cells.len(), 0);
+            // At most one run per cell: no growth checks fail in the loop.
+            runs.reserve(cells.len() * RUN_BYTES);
             let key = |c: &Cell| u64::from(c.style.fg) << 32 | u64::from(c.style.bg);
             let mut cur = cells.first().map_or(0, key);
             let mut start = 0;
