@@ -125,7 +125,8 @@ pub fn dispatch_at(s: &mut Screen, input: &[u8]) -> Option<usize> {
     if let Some(n) = reset_at(&mut s.pen, input) {
         return Some(n);
     }
-    let (params, n, fin, colon) = parse_at(input)?;
+    let mut params = Params::new();
+    let (n, fin, colon) = parse_at(&mut params, input)?;
     dispatch(s, &params, fin, colon).then_some(n)
 }
 
@@ -145,13 +146,14 @@ fn reset_at(pen: &mut Style, input: &[u8]) -> Option<usize> {
 /// The parameters, length, final byte and "has a `:`" of the complete CSI
 /// at the start of `input` (which starts with `ESC [`), if its parameters
 /// are plain (digits, `;`, `:`) and not too many for vte.
+/// Parsed in place: the values are written as `u16`s and read back soon,
+/// and moving the struct in between made the CPU wait on the stores.
 #[inline(always)]
-fn parse_at(input: &[u8]) -> Option<(Params, usize, u8, bool)> {
+fn parse_at(params: &mut Params, input: &[u8]) -> Option<(usize, u8, bool)> {
     let body = input.get(2..)?;
-    let mut params = Params::new();
     let (n, colon) = params.parse_prefix(body)?;
     let fin = *body.get(n)?;
-    Some((params, n + 3, fin, colon))
+    Some((n + 3, fin, colon))
 }
 
 /// `dispatch_at` for SGR only: nothing is done for other sequences.
@@ -160,7 +162,8 @@ fn sgr_at(pen: &mut Style, input: &[u8]) -> Option<usize> {
     if let Some(n) = reset_at(pen, input) {
         return Some(n);
     }
-    let (params, n, fin, colon) = parse_at(input)?;
+    let mut params = Params::new();
+    let (n, fin, colon) = parse_at(&mut params, input)?;
     if fin != b'm' {
         return None;
     }
