@@ -72,7 +72,7 @@ impl Params {
         Some((i, colon))
     }
 
-/// The groups, each a slice of values (a parameter and its subparameters).
+    /// The groups, each a slice of values (a parameter and its subparameters).
     fn groups(&self) -> Groups<'_> {
         Groups { p: self, at: 0 }
     }
@@ -183,9 +183,7 @@ fn sgr_at(pen: &mut Style, input: &[u8]) -> Option<usize> {
 /// to `print_ascii_prefix`) or at anything else. Returns the bytes used.
 #[inline]
 fn text_and_sgr(s: &mut Screen, input: &[u8]) -> usize {
-    if s.modes.insert
-        || s.cursor.pending_wrap
-        || s.charsets[s.active_charset & 3] != Charset::Ascii
+    if s.modes.insert || s.cursor.pending_wrap || s.charsets[s.active_charset & 3] != Charset::Ascii
     {
         return s.print_ascii_prefix(input);
     }

@@ -332,7 +332,10 @@ impl Screen {
     pub fn print_ascii_prefix(&mut self, input: &[u8]) -> usize {
         let printable = |b: &u8| (0x20..0x7F).contains(b);
         if self.modes.insert || self.charsets[self.active_charset & 3] != Charset::Ascii {
-            let n = input.iter().position(|b| !printable(b)).unwrap_or(input.len());
+            let n = input
+                .iter()
+                .position(|b| !printable(b))
+                .unwrap_or(input.len());
             self.print_ascii(&input[..n]);
             return n;
         }
