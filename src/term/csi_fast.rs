@@ -1,6 +1,8 @@
 //! The few CSI sequences that dominate real output (SGR, CUP, EL), decoded
 //! here instead of by vte. Everything else, and any variant this code does
-//! not recognise, goes to vte.
+//! not recognise, goes to vte. Also `ground`, the loop `Terminal::feed`
+//! runs in ground state: text, C0 controls and these sequences decoded
+//! straight from the input, each byte looked at once.
 //!
 //! Why: a coloured `ls` or a TUI redraw is mostly these three; decoding them
 //! directly roughly doubles throughput. Each mirrors vte 0.15's `ansi`

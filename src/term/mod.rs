@@ -2,14 +2,18 @@
 //! server can redraw it for any client that attaches, capture it, and carry
 //! it across a binary upgrade (serde) or a reboot (`inject_history`).
 //!
-//! Data flow: `feed` runs PTY output through `boundary::Boundary`, which cuts
+//! Data flow: while the boundary tracker is in ground state, `feed` decodes
+//! the bulk of output (printable ASCII, C0 controls, SGR/CUP/EL) straight
+//! from the input in `csi_fast::ground`, the hot path. At anything else it
+//! hands the input up to the next ESC to `boundary::Boundary`, which cuts
 //! it into ground-state text and complete escape sequences and holds back an
-//! unfinished tail. Text is drawn by `Screen::text` (the hot path; it mirrors
-//! vte's UTF-8 and C0 handling and is tested against vte). Sequences go to
-//! `csi_fast` for SGR/CUP/EL (also tested against vte), REP is done by the
-//! model, and everything else goes to vte's `Processor`, which calls the
-//! `Handler` in `handler.rs`. Each piece then goes to `forward`, the bytes
-//! attached clients should see.
+//! unfinished tail. Text is drawn by `Screen::text` (it mirrors vte's UTF-8
+//! and C0 handling and is tested against vte). Sequences go to `csi_fast`
+//! for SGR/CUP/EL (also tested against vte), REP is done by the model, and
+//! everything else goes to vte's `Processor`, which calls the `Handler` in
+//! `handler.rs`. Everything fed goes to `forward`, the bytes attached
+//! clients should see, except what is held back or answered here. The fast
+//! path is tested against the tracker-only path on random input.
 //!
 //! Queries are answered here, not by clients: DA1, DA2, DSR 5/6, DECRQM,
 //! kitty `CSI ? u`, XTVERSION, modifyOtherKeys `CSI ? 4 m`, `CSI 18 t`, and
