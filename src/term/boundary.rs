@@ -109,6 +109,12 @@ impl Boundary {
         &self.tail
     }
 
+    /// In ground state with nothing held back: the next byte starts a new
+    /// unit, so text and whole sequences mean the same to vte as on their own.
+    pub fn is_ground(&self) -> bool {
+        self.state == State::Ground && self.tail.is_empty()
+    }
+
     /// Caps the held-back bytes after deserialization.
     pub fn repair(&mut self) {
         if self.tail.len() > MAX_SEQ {

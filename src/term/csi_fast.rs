@@ -1,6 +1,8 @@
 //! The few CSI sequences that dominate real output (SGR, CUP, EL), decoded
 //! here instead of by vte. Everything else, and any variant this code does
-//! not recognise, goes to vte.
+//! not recognise, goes to vte. Also `ground`, the loop `Terminal::feed`
+//! runs in ground state: text, C0 controls and these sequences decoded
+//! straight from the input, each byte looked at once.
 //!
 //! Why: a coloured `ls` or a TUI redraw is mostly these three; decoding them
 //! directly roughly doubles throughput. Each mirrors vte 0.15's `ansi`
@@ -8,8 +10,8 @@
 //! values, defaults, the 32-value limit, and SGR's consumption of colour
 //! arguments), which `tests.rs` checks against vte on random sequences.
 
-use super::cell::{BLINK, BOLD, Color, DIM, HIDDEN, INVERSE, ITALIC, STRIKE, Style};
-use super::screen::Screen;
+use super::cell::{BLINK, BOLD, Cell, Color, DIM, HIDDEN, INVERSE, ITALIC, STRIKE, Style};
+use super::screen::{Charset, Screen};
 
 const MAX_VALUES: usize = 32;
 
@@ -24,35 +26,52 @@ struct Params {
 }
 
 impl Params {
-    /// Parses the bytes between `CSI` and the final byte; false if they hold
-    /// anything but digits, `;` and `:`, or too many values for vte.
-    fn parse(&mut self, body: &[u8]) -> bool {
-        let mut cur: u16 = 0;
+    fn new() -> Params {
+        Params {
+            values: [0; MAX_VALUES],
+            ends: 0,
+            len: 0,
+        }
+    }
+
+    /// Parses the parameter bytes at the start of `body` (digits, `;` and
+    /// `:`), stopping at the first other byte. Returns its index and whether
+    /// a `:` was seen, or `None` if there are too many values for vte.
+    #[inline]
+    fn parse_prefix(&mut self, body: &[u8]) -> Option<(usize, bool)> {
+        // u32 capped at u16::MAX after each digit: the same values as
+        // vte's saturating u16 arithmetic, without its overflow branches.
+        let mut cur: u32 = 0;
         let mut len = 0;
         let mut ends = 0u32;
-        for &b in body {
-            match b {
-                b'0'..=b'9' => cur = cur.saturating_mul(10).saturating_add(u16::from(b - b'0')),
-                b';' | b':' => {
-                    if len == MAX_VALUES {
-                        return false;
-                    }
-                    self.values[len] = cur;
-                    ends |= u32::from(b == b';') << len;
-                    len += 1;
-                    cur = 0;
+        let mut colon = false;
+        let mut i = 0;
+        while let Some(&b) = body.get(i) {
+            let d = b.wrapping_sub(b'0');
+            if d < 10 {
+                cur = (cur * 10 + u32::from(d)).min(u32::from(u16::MAX));
+            } else if b == b';' || b == b':' {
+                if len == MAX_VALUES {
+                    return None;
                 }
-                _ => return false,
+                self.values[len] = cur as u16;
+                ends |= u32::from(b == b';') << len;
+                colon |= b == b':';
+                len += 1;
+                cur = 0;
+            } else {
+                break;
             }
+            i += 1;
         }
         if len == MAX_VALUES {
-            return false;
+            return None;
         }
-        self.values[len] = cur;
+        self.values[len] = cur as u16;
         ends |= 1 << len;
         self.len = len + 1;
         self.ends = ends;
-        true
+        Some((i, colon))
     }
 
     /// The groups, each a slice of values (a parameter and its subparameters).
@@ -91,52 +110,202 @@ pub fn try_dispatch(s: &mut Screen, seq: &[u8]) -> bool {
     let Some((&fin, body)) = body.split_last() else {
         return false;
     };
-    // The common SGRs (`CSI m`, `CSI 1;31 m`, `CSI 0 m`) are plain values
-    // without subparameters or colour arguments: apply them one by one as
-    // they are parsed, without building Params. Anything else (`:`, an
-    // extended colour 38/48/58, a private marker, more than 32 values, which
-    // vte ignores) restores the pen and takes the general path.
-    if fin == b'm' {
-        let saved = s.pen;
-        let mut v: u16 = 0;
-        let mut values = 0;
-        let mut simple = true;
-        for &b in body.iter().chain(std::iter::once(&b';')) {
-            match b {
-                b'0'..=b'9' => v = v.saturating_mul(10).saturating_add(u16::from(b - b'0')),
-                b';' => {
-                    values += 1;
-                    if values > MAX_VALUES || !sgr_simple(&mut s.pen, v) {
-                        simple = false;
-                        break;
-                    }
-                    v = 0;
-                }
-                _ => {
-                    simple = false;
-                    break;
-                }
-            }
-        }
-        if simple {
-            // SGR 0 also resets the underline colour, which lives beside
-            // the pen (in `pen_extra`), so `sgr_simple` cannot reach it.
-            if s.pen_extra.ul != 0 && has_reset(body) {
-                s.pen_extra.ul = 0;
-            }
-            return true;
-        }
-        s.pen = saved;
+    let mut params = Params::new();
+    match params.parse_prefix(body) {
+        Some((n, colon)) if n == body.len() => dispatch(s, &params, fin, colon),
+        _ => false,
     }
-    if !matches!(fin, b'm' | b'H' | b'f' | b'K') {
-        return false;
+}
+
+/// The CSI at the start of `input` (which starts with `ESC [`), decoded and
+/// applied if it is complete and one of the fast ones: its length. `None`,
+/// having done nothing, for anything else (incomplete, a private marker or
+/// intermediate, another final byte), which the general path then handles.
+/// Parameters are parsed once, straight from the input.
+#[inline]
+pub fn dispatch_at(s: &mut Screen, input: &[u8]) -> Option<usize> {
+    // A reset also clears the underline colour, which `reset_at` cannot see.
+    if s.pen_extra.ul == 0
+        && let Some(n) = reset_at(&mut s.pen, input)
+    {
+        return Some(n);
     }
-    let mut params = Params {
-        values: [0; MAX_VALUES],
-        ends: 0,
-        len: 0,
+    let mut params = Params::new();
+    let (n, fin, colon) = parse_at(&mut params, input)?;
+    dispatch(s, &params, fin, colon).then_some(n)
+}
+
+/// The reset that ends every coloured span, `CSI m` or `CSI 0 m`, is half
+/// of all SGRs in coloured output: applied without parsing.
+#[inline(always)]
+fn reset_at(pen: &mut Style, input: &[u8]) -> Option<usize> {
+    let n = match input.get(2..)? {
+        [b'm', ..] => 3,
+        [b'0', b'm', ..] => 4,
+        _ => return None,
     };
-    if !params.parse(body) {
+    *pen = Style::DEFAULT;
+    Some(n)
+}
+
+/// The parameters, length, final byte and "has a `:`" of the complete CSI
+/// at the start of `input` (which starts with `ESC [`), if its parameters
+/// are plain (digits, `;`, `:`) and not too many for vte.
+/// Parsed in place: the values are written as `u16`s and read back soon,
+/// and moving the struct in between made the CPU wait on the stores.
+#[inline(always)]
+fn parse_at(params: &mut Params, input: &[u8]) -> Option<(usize, u8, bool)> {
+    let body = input.get(2..)?;
+    let (n, colon) = params.parse_prefix(body)?;
+    let fin = *body.get(n)?;
+    Some((n + 3, fin, colon))
+}
+
+/// `dispatch_at` for SGR only: nothing is done for other sequences.
+#[inline(always)]
+fn sgr_at(pen: &mut Style, input: &[u8]) -> Option<usize> {
+    if let Some(n) = reset_at(pen, input) {
+        return Some(n);
+    }
+    let mut params = Params::new();
+    let (n, fin, colon) = parse_at(&mut params, input)?;
+    if fin != b'm' || touches_extra(&params) {
+        return None;
+    }
+    if colon {
+        sgr(pen, &params);
+    } else {
+        sgr_values(pen, &params.values[..params.len]);
+    }
+    Some(n)
+}
+
+/// Printable ASCII and the SGRs between its runs, drawn on the cursor's row
+/// with the row, column and pen held in locals: in coloured output the
+/// runs are a word or a space long, and looking up the row and modes per
+/// run cost more than drawing it. Does what `print_ascii_prefix` and
+/// `dispatch_at` would do in turn; stops at the row's end (the wrap is left
+/// to `print_ascii_prefix`) or at anything else. Returns the bytes used.
+#[inline]
+fn text_and_sgr(s: &mut Screen, input: &[u8]) -> usize {
+    // An underline colour or a link in the pen goes into the row's side
+    // table, which `print_ascii_prefix` handles; the SGRs here never set
+    // one (`sgr_at` declines 58 and 59).
+    if s.modes.insert
+        || s.cursor.pending_wrap
+        || s.charsets[s.active_charset & 3] != Charset::Ascii
+        || !s.pen_extra.is_empty()
+    {
+        return s.print_ascii_prefix(input);
+    }
+    let printable = |b: &u8| (0x20..0x7F).contains(b);
+    let cols = s.cols;
+    let mut col = s.cursor.col;
+    let mut pen = s.pen;
+    let mut wrap = false;
+    let mut last = None;
+    let mut i = 0;
+    let row = s.cursor.row;
+    let r = s.grid_mut().row_mut(row);
+    while let Some(cells) = r.cells.get_mut(col..cols) {
+        // Checked before the write that would hide it.
+        let left_spacer = cells.first().is_some_and(Cell::is_spacer);
+        let mut n = 0;
+        for (cell, &b) in cells.iter_mut().zip(&input[i..]) {
+            if !printable(&b) {
+                break;
+            }
+            *cell = Cell {
+                ch: char::from(b),
+                style: pen,
+            };
+            n += 1;
+        }
+        if n == 0 {
+            break;
+        }
+        if left_spacer && col > 0 {
+            r.cells[col - 1] = Cell::blank(pen.erase_part());
+            r.set_extra(col - 1, col, None);
+        }
+        r.split_wide_right(col + n, pen.erase_part());
+        if !r.marks.is_empty() {
+            r.marks
+                .retain(|(mc, _)| usize::from(*mc) < col || usize::from(*mc) >= col + n);
+        }
+        r.set_extra(col, col + n, None);
+        i += n;
+        last = Some(input[i - 1]);
+        col += n;
+        if col >= cols {
+            col = cols - 1;
+            wrap = true;
+            break;
+        }
+        if !input[i..].starts_with(b"\x1b[") {
+            break;
+        }
+        match sgr_at(&mut pen, &input[i..]) {
+            Some(len) => i += len,
+            None => break,
+        }
+    }
+    if let Some(last) = last {
+        s.last_char = Some(char::from(last));
+    }
+    s.cursor.col = col;
+    s.cursor.pending_wrap = wrap;
+    s.pen = pen;
+    i
+}
+
+/// Decodes `input[i..]` for as long as it holds printable ASCII, C0 controls
+/// and the fast CSI sequences, the bulk of real output; returns where it
+/// stopped (at anything else: UTF-8, DEL, other sequences, an incomplete
+/// one), for the general path to take over. Must only be called in the
+/// boundary tracker's ground state, where these bytes mean the same to vte.
+pub fn ground(s: &mut Screen, input: &[u8], mut i: usize) -> usize {
+    while let Some(&b) = input.get(i) {
+        if (0x20..0x7F).contains(&b) {
+            match text_and_sgr(s, &input[i..]) {
+                0 => return i,
+                n => i += n,
+            }
+        } else if b == 0x1b {
+            if input.get(i + 1) != Some(&b'[') {
+                return i;
+            }
+            match dispatch_at(s, &input[i..]) {
+                Some(n) => i += n,
+                None => return i,
+            }
+        } else if b < 0x20 {
+            s.execute(b);
+            i += 1;
+        } else {
+            return i;
+        }
+    }
+    i
+}
+
+/// Applies a parsed `CSI params fin`; false, having done nothing, unless
+/// `fin` is one of the fast ones.
+#[inline(always)]
+fn dispatch(s: &mut Screen, params: &Params, fin: u8, colon: bool) -> bool {
+    if fin == b'm' {
+        // vte's handler (`handler.rs`) keeps `pen_extra` right.
+        if s.pen_extra.ul != 0 || touches_extra(params) {
+            return false;
+        }
+        if colon {
+            sgr(&mut s.pen, params);
+        } else {
+            sgr_values(&mut s.pen, &params.values[..params.len]);
+        }
+        return true;
+    }
+    if !matches!(fin, b'H' | b'f' | b'K') {
         return false;
     }
     let mut groups = params.groups();
@@ -145,31 +314,73 @@ pub fn try_dispatch(s: &mut Screen, seq: &[u8]) -> bool {
         Some(&[v, ..]) if v != 0 => v,
         _ => default,
     };
-    match fin {
-        b'H' | b'f' => {
-            let row = next_or(1);
-            let col = next_or(1);
-            s.goto(i64::from(row) - 1, i64::from(col) - 1);
+    if fin == b'K' {
+        let col = s.cursor.col;
+        match next_or(0) {
+            0 => s.erase_in_line(col, usize::MAX),
+            1 => s.erase_in_line(0, col + 1),
+            2 => s.erase_in_line(0, usize::MAX),
+            _ => {}
         }
-        b'K' => {
-            let col = s.cursor.col;
-            match next_or(0) {
-                0 => s.erase_in_line(col, usize::MAX),
-                1 => s.erase_in_line(0, col + 1),
-                2 => s.erase_in_line(0, usize::MAX),
-                _ => {}
-            }
-        }
-        _ => sgr(s, &params),
+    } else {
+        let row = next_or(1);
+        let col = next_or(1);
+        s.goto(i64::from(row) - 1, i64::from(col) - 1);
     }
     true
 }
 
-/// Whether a simple SGR body (digits and `;`) holds a 0 value: an empty
-/// body, an empty value or one of only zeros.
-fn has_reset(body: &[u8]) -> bool {
-    body.split(|&b| b == b';')
-        .any(|v| v.iter().all(|&b| b == b'0'))
+/// Whether an SGR may set or clear the underline colour (58, 59), which
+/// lives in `Screen::pen_extra`, beyond the `Style` these paths work on. A
+/// colour argument that happens to be 58 or 59 only costs the slower path.
+#[inline(always)]
+fn touches_extra(params: &Params) -> bool {
+    params.values[..params.len]
+        .iter()
+        .any(|&v| v == 58 || v == 59)
+}
+
+/// SGR without subparameters (every group one value), the common form:
+/// the same as `sgr` on such input, without the group slices.
+#[inline(always)]
+fn sgr_values(p: &mut Style, values: &[u16]) {
+    let mut k = 0;
+    while let Some(&v) = values.get(k) {
+        k += 1;
+        if !sgr_simple(p, v) {
+            let (c, used) = color_values(values.get(k..).unwrap_or_default());
+            k += used;
+            match (v, c) {
+                (38, Some(c)) => p.set_fg(c),
+                (48, Some(c)) => p.set_bg(c),
+                _ => {}
+            }
+        }
+    }
+}
+
+/// `parse_color` over plain values: the colour and how many values it
+/// consumed, which like vte's is as far as parsing got.
+#[inline]
+fn color_values(v: &[u16]) -> (Option<Color>, usize) {
+    match v.first() {
+        Some(2) => {
+            for k in 1..4 {
+                match v.get(k) {
+                    None => return (None, v.len()),
+                    Some(&x) if x > 255 => return (None, k + 1),
+                    Some(_) => {}
+                }
+            }
+            (Some(Color::Rgb(v[1] as u8, v[2] as u8, v[3] as u8)), 4)
+        }
+        Some(5) => match v.get(1) {
+            None => (None, 1),
+            Some(&x) => (u8::try_from(x).ok().map(Color::Indexed), 2),
+        },
+        Some(_) => (None, 1),
+        None => (None, 0),
+    }
 }
 
 fn named(i: u16) -> Color {
@@ -205,8 +416,7 @@ enum Target {
     Underline,
 }
 
-/// One SGR value that takes no arguments; false for 38/48/58, which do, and
-/// 59, which `sgr` handles.
+/// One SGR value that takes no arguments; false for 38/48/58, which do.
 #[inline]
 fn sgr_simple(p: &mut Style, v: u16) -> bool {
     match v {
@@ -233,28 +443,22 @@ fn sgr_simple(p: &mut Style, v: u16) -> bool {
         49 => p.set_bg(Color::Default),
         90..=97 => p.set_fg(named(v - 90 + 8)),
         100..=107 => p.set_bg(named(v - 100 + 8)),
-        // 59 resets the underline colour, outside `Style`.
-        38 | 48 | 58 | 59 => return false,
+        38 | 48 | 58 => return false,
         _ => {}
     }
     true
 }
 
-fn sgr(s: &mut Screen, params: &Params) {
+fn sgr(p: &mut Style, params: &Params) {
     let mut groups = params.groups();
     while let Some(g) = groups.next() {
-        let p = &mut s.pen;
-        let colour = |target: Target, c: Option<Color>, s: &mut Screen| match (target, c) {
-            (Target::Fg, Some(c)) => s.pen.set_fg(c),
-            (Target::Bg, Some(c)) => s.pen.set_bg(c),
-            (Target::Underline, Some(c)) => s.pen_extra.set_underline_color(Some(c)),
+        let colour = |target: Target, c: Option<Color>, p: &mut Style| match (target, c) {
+            (Target::Fg, Some(c)) => p.set_fg(c),
+            (Target::Bg, Some(c)) => p.set_bg(c),
             _ => {}
         };
         match g {
-            [0] => {
-                *p = Default::default();
-                s.pen_extra.ul = 0;
-            }
+            [0] => *p = Default::default(),
             [1] => p.fg |= BOLD,
             [2] => p.fg |= DIM,
             [3] => p.fg |= ITALIC,
@@ -292,12 +496,12 @@ fn sgr(s: &mut Screen, params: &Params) {
                 // the following groups, consumed as far as parsing got.
                 let mut firsts = groups.by_ref().map(|g| g[0]);
                 let c = parse_color(&mut firsts);
-                colour(target, c, s);
+                colour(target, c, p);
             }
-            [38, rest @ ..] => colour(Target::Fg, colon_color(rest), s),
-            [48, rest @ ..] => colour(Target::Bg, colon_color(rest), s),
-            [58, rest @ ..] => colour(Target::Underline, colon_color(rest), s),
-            [59] => s.pen_extra.set_underline_color(None),
+            [38, rest @ ..] => colour(Target::Fg, colon_color(rest), p),
+            [48, rest @ ..] => colour(Target::Bg, colon_color(rest), p),
+            // 58 and 59 never get here (`touches_extra`): the underline
+            // colour is vte's handler's to set.
             _ => {}
         }
     }

@@ -2,14 +2,18 @@
 //! server can redraw it for any client that attaches, capture it, and carry
 //! it across a binary upgrade (serde) or a reboot (`inject_history`).
 //!
-//! Data flow: `feed` runs PTY output through `boundary::Boundary`, which cuts
+//! Data flow: while the boundary tracker is in ground state, `feed` decodes
+//! the bulk of output (printable ASCII, C0 controls, SGR/CUP/EL) straight
+//! from the input in `csi_fast::ground`, the hot path. At anything else it
+//! hands the input up to the next ESC to `boundary::Boundary`, which cuts
 //! it into ground-state text and complete escape sequences and holds back an
-//! unfinished tail. Text is drawn by `Screen::text` (the hot path; it mirrors
-//! vte's UTF-8 and C0 handling and is tested against vte). Sequences go to
-//! `csi_fast` for SGR/CUP/EL (also tested against vte), REP is done by the
-//! model, and everything else goes to vte's `Processor`, which calls the
-//! `Handler` in `handler.rs`. Each piece then goes to `forward`, the bytes
-//! attached clients should see.
+//! unfinished tail. Text is drawn by `Screen::text` (it mirrors vte's UTF-8
+//! and C0 handling and is tested against vte). Sequences go to `csi_fast`
+//! for SGR/CUP/EL (also tested against vte), REP is done by the model, and
+//! everything else goes to vte's `Processor`, which calls the `Handler` in
+//! `handler.rs`. Everything fed goes to `forward`, the bytes attached
+//! clients should see, except what is held back or answered here. The fast
+//! path is tested against the tracker-only path on random input.
 //!
 //! Queries are answered here, not by clients: DA1, DA2, DSR 5/6, DECRQM,
 //! kitty `CSI ? u`, XTVERSION, modifyOtherKeys `CSI ? 4 m`, `CSI 18 t`, and
@@ -212,49 +216,45 @@ impl Terminal {
             start: 0,
             end: 0,
         };
-        boundary.split(bytes, |piece| match piece {
-            Piece::Text(text) => {
-                screen.text(text);
-                out.pass(text);
-            }
-            Piece::Invalid(raw) => {
-                screen.print('\u{FFFD}');
-                out.pass(raw);
-            }
-            Piece::Seq { bytes, kind, c0 } => {
-                screen.swallow = false;
-                if kind == Kind::Csi && !c0 && csi_fast::try_dispatch(screen, bytes) {
-                    // Decoded without vte (SGR, CUP, EL).
-                } else if kind == Kind::Csi && queries::is_xtversion(bytes) {
-                    screen.reply(&queries::xtversion());
-                } else if let Some(n) = (kind == Kind::Csi)
-                    .then(|| queries::parse_rep(bytes))
-                    .flatten()
-                {
-                    // REP is done here, not by vte: vte's "preceding char"
-                    // is private and would not survive serialization.
-                    for &b in bytes.iter().filter(|&&b| is_exec_c0(b)) {
-                        screen.execute(b);
-                    }
-                    screen.repeat(n);
-                } else {
-                    PROCESSOR.with_borrow_mut(|processor| processor.advance(screen, bytes));
+        let mut i = 0;
+        while i < bytes.len() {
+            if boundary.is_ground() {
+                // Text and the common sequences are decoded straight from
+                // the input, each byte looked at once; they are always
+                // forwarded whole.
+                let end = csi_fast::ground(screen, bytes, i);
+                out.pass(&bytes[i..end]);
+                i = end;
+                if i == bytes.len() {
+                    break;
                 }
-                if kind == Kind::Osc {
-                    osc_extra(screen, bytes);
-                }
-                if !screen.swallow {
-                    out.pass(bytes);
-                } else {
-                    out.flush();
-                    if c0 {
-                        out.out
-                            .extend(bytes.iter().copied().filter(|&b| is_exec_c0(b)));
-                    }
-                }
-                screen.swallow = false;
             }
-        });
+            // Anything else goes through the boundary tracker up to the next
+            // ESC, after which the fast path can usually resume. Splitting
+            // the input there is exact: the tracker carries its state across
+            // calls, as it does across `feed`s.
+            let next = bytes[i + 1..]
+                .iter()
+                .position(|&b| b == 0x1b)
+                .map_or(bytes.len(), |n| i + 1 + n);
+            general(screen, boundary, &bytes[i..next], &mut out);
+            i = next;
+        }
+        out.flush();
+    }
+
+    /// `feed` without the fast path: every byte through the boundary
+    /// tracker. The reference the fast path is tested against.
+    #[cfg(test)]
+    fn feed_general(&mut self, bytes: &[u8], forward: &mut Vec<u8>) {
+        self.changes += 1;
+        let mut out = Forward {
+            input: bytes,
+            out: forward,
+            start: 0,
+            end: 0,
+        };
+        general(&mut self.screen, &mut self.boundary, bytes, &mut out);
         out.flush();
     }
 
@@ -357,6 +357,55 @@ impl Terminal {
     pub fn pending_bytes(&self) -> usize {
         self.boundary.pending().len()
     }
+}
+
+/// The general path: the boundary tracker cuts `bytes` into pieces, which
+/// are drawn, decoded by `csi_fast`, the model (REP) or vte, and forwarded
+/// unless answered here.
+fn general(screen: &mut Screen, boundary: &mut Boundary, bytes: &[u8], out: &mut Forward<'_>) {
+    boundary.split(bytes, |piece| match piece {
+        Piece::Text(text) => {
+            screen.text(text);
+            out.pass(text);
+        }
+        Piece::Invalid(raw) => {
+            screen.print('\u{FFFD}');
+            out.pass(raw);
+        }
+        Piece::Seq { bytes, kind, c0 } => {
+            screen.swallow = false;
+            if kind == Kind::Csi && !c0 && csi_fast::try_dispatch(screen, bytes) {
+                // Decoded without vte (SGR, CUP, EL).
+            } else if kind == Kind::Csi && queries::is_xtversion(bytes) {
+                screen.reply(&queries::xtversion());
+            } else if let Some(n) = (kind == Kind::Csi)
+                .then(|| queries::parse_rep(bytes))
+                .flatten()
+            {
+                // REP is done here, not by vte: vte's "preceding char"
+                // is private and would not survive serialization.
+                for &b in bytes.iter().filter(|&&b| is_exec_c0(b)) {
+                    screen.execute(b);
+                }
+                screen.repeat(n);
+            } else {
+                PROCESSOR.with_borrow_mut(|processor| processor.advance(screen, bytes));
+            }
+            if kind == Kind::Osc {
+                osc_extra(screen, bytes);
+            }
+            if !screen.swallow {
+                out.pass(bytes);
+            } else {
+                out.flush();
+                if c0 {
+                    out.out
+                        .extend(bytes.iter().copied().filter(|&b| is_exec_c0(b)));
+                }
+            }
+            screen.swallow = false;
+        }
+    });
 }
 
 /// Builds `forward` with as few copies as possible: pieces that are

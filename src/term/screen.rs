@@ -286,7 +286,7 @@ impl Screen {
 
     /// Bulk write of printable ASCII: one row slice per screen row instead of
     /// a call per character.
-    fn print_ascii(&mut self, run: &[u8]) {
+    pub fn print_ascii(&mut self, run: &[u8]) {
         if self.modes.insert || self.charsets[self.active_charset & 3] != Charset::Ascii {
             for &b in run {
                 self.print(char::from(b));
@@ -331,6 +331,82 @@ impl Screen {
                 self.cursor.col = col + n;
             }
         }
+    }
+
+    /// Draws the printable ASCII at the start of `input` exactly as
+    /// `print_ascii` would, and returns how many bytes that was. The run's
+    /// end is found while its cells are written, so each byte is looked at
+    /// once: runs between SGRs are a few bytes long, and a separate scan
+    /// plus a call per run cost more than the drawing.
+    #[inline]
+    pub fn print_ascii_prefix(&mut self, input: &[u8]) -> usize {
+        let printable = |b: &u8| (0x20..0x7F).contains(b);
+        if self.modes.insert || self.charsets[self.active_charset & 3] != Charset::Ascii {
+            let n = input
+                .iter()
+                .position(|b| !printable(b))
+                .unwrap_or(input.len());
+            self.print_ascii(&input[..n]);
+            return n;
+        }
+        let cols = self.cols;
+        let pen = self.pen;
+        let extra = self.pen_extra.non_empty().cloned();
+        let mut i = 0;
+        loop {
+            if self.cursor.pending_wrap {
+                if !input.get(i).is_some_and(printable) {
+                    break;
+                }
+                if self.modes.autowrap {
+                    self.wrap_line();
+                }
+                self.cursor.pending_wrap = false;
+            }
+            let (row, col) = (self.cursor.row, self.cursor.col);
+            let r = self.grid_mut().row_mut(row);
+            let Some(cells) = r.cells.get_mut(col..cols) else {
+                break;
+            };
+            // Checked before the write that would hide it.
+            let left_spacer = cells.first().is_some_and(Cell::is_spacer);
+            let mut n = 0;
+            for (cell, &b) in cells.iter_mut().zip(&input[i..]) {
+                if !printable(&b) {
+                    break;
+                }
+                *cell = Cell {
+                    ch: char::from(b),
+                    style: pen,
+                };
+                n += 1;
+            }
+            if n == 0 {
+                break;
+            }
+            if left_spacer && col > 0 {
+                r.cells[col - 1] = Cell::blank(pen.erase_part());
+                r.set_extra(col - 1, col, None);
+            }
+            r.split_wide_right(col + n, pen.erase_part());
+            if !r.marks.is_empty() {
+                r.marks
+                    .retain(|(mc, _)| usize::from(*mc) < col || usize::from(*mc) >= col + n);
+            }
+            r.set_extra(col, col + n, extra.as_ref());
+            i += n;
+            if col + n >= cols {
+                self.cursor.col = cols - 1;
+                self.cursor.pending_wrap = true;
+            } else {
+                self.cursor.col = col + n;
+                break;
+            }
+        }
+        if let Some(&last) = i.checked_sub(1).and_then(|l| input.get(l)) {
+            self.last_char = Some(char::from(last));
+        }
+        i
     }
 
     /// Writes one printable character at the cursor.

@@ -19,7 +19,7 @@ use std::collections::VecDeque;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::borrow::Cow;
 
-use super::cell::{Extra, PenWriter, SPACER, Style, WIDE};
+use super::cell::{Cell, Extra, PenWriter, SPACER, Style, WIDE};
 use super::grid::Row;
 
 const FLAG_WRAPPED: u8 = 1;
@@ -133,57 +133,48 @@ impl Line {
     /// by `Scrollback::push_row`): one pass over the cells, then one exactly
     /// sized allocation.
     pub fn from_row_with(row: &Row, text: &mut Vec<u8>, runs: &mut Vec<u8>) -> Line {
-        let cells = &row.cells;
-        let end = row.content_end();
+        let cells = &row.cells[..row.content_end()];
         text.clear();
         runs.clear();
-        // Fast path, the common case: ASCII in the default style, no marks.
-        let cells = &cells[..end];
-        if row.marks.is_empty()
-            && row.extras.is_none()
-            && cells
+        // Fast path, the common case: ASCII without wide characters, marks
+        // or extras. A line all in the default style gets no runs.
+        if row.marks.is_empty() && row.extras.is_none() {
+            // Plain text first: the check stops at the first styled cell.
+            if cells
                 .iter()
                 .all(|c| c.style == Style::DEFAULT && c.ch.is_ascii())
-        {
-            let mut buf = Vec::with_capacity(HEADER + end);
-            buf.push(row_flags(row));
-            buf.extend_from_slice(&(end as u32).to_le_bytes());
-            buf.extend(cells.iter().map(|c| c.ch as u8));
-            return Line(buf.into_boxed_slice());
-        }
-        // Styled ASCII without wide characters or marks (coloured output):
-        // two tight passes, text then runs.
-        if row.marks.is_empty()
-            && row.extras.is_none()
-            && cells
-                .iter()
-                .all(|c| c.ch.is_ascii() && c.style.bg & (WIDE | SPACER) == 0)
-        {
-            text.extend(cells.iter().map(|c| c.ch as u8));
-            let mut cur = cells.first().map_or(Style::DEFAULT, |c| c.style);
-            let mut count = 0u32;
-            for c in cells {
-                if c.style != cur {
-                    push_run(
-                        runs,
-                        Run {
-                            chars: count,
-                            style: cur,
-                        },
-                    );
-                    cur = c.style;
-                    count = 0;
-                }
-                count += 1;
+            {
+                text.extend(cells.iter().map(|c| c.ch as u8));
+                return Line::assemble(row_flags(row), text, runs, &[]);
             }
-            push_run(
-                runs,
-                Run {
-                    chars: count,
-                    style: cur,
-                },
-            );
-            return Line::assemble(row_flags(row), text, runs, &[]);
+            // One pass over a styled line writes the text and the style
+            // runs (both style words compared as one) and notes any cell
+            // that rules this path out.
+            text.resize(cells.len(), 0);
+            // At most one run per cell: no growth checks fail in the loop.
+            runs.reserve(cells.len() * RUN_BYTES);
+            let key = |c: &Cell| u64::from(c.style.fg) << 32 | u64::from(c.style.bg);
+            let mut cur = cells.first().map_or(0, key);
+            let mut start = 0;
+            let mut odd = 0;
+            for (i, (t, c)) in text.iter_mut().zip(cells).enumerate() {
+                odd |= (c.ch as u32 >> 7) | (c.style.bg & (WIDE | SPACER));
+                *t = c.ch as u8;
+                let k = key(c);
+                if k != cur {
+                    push_run_key(runs, (i - start) as u32, cur);
+                    cur = k;
+                    start = i;
+                }
+            }
+            if odd == 0 {
+                if !runs.is_empty() || cur != 0 {
+                    push_run_key(runs, (cells.len() - start) as u32, cur);
+                }
+                return Line::assemble(row_flags(row), text, runs, &[]);
+            }
+            text.clear();
+            runs.clear();
         }
         let mut extras: Vec<ExtraRun> = Vec::new();
         let mut at_char = 0u32;
@@ -379,6 +370,16 @@ fn append_extras(buf: &mut Vec<u8>, extras: &[ExtraRun]) {
     buf[0] |= FLAG_EXTRAS;
     buf.extend_from_slice(&json);
     buf.extend_from_slice(&(json.len() as u32).to_le_bytes());
+}
+
+/// `push_run` for a style given as `fg << 32 | bg`.
+#[inline]
+fn push_run_key(out: &mut Vec<u8>, chars: u32, key: u64) {
+    let mut b = [0u8; RUN_BYTES];
+    b[0..4].copy_from_slice(&chars.to_le_bytes());
+    b[4..8].copy_from_slice(&((key >> 32) as u32).to_le_bytes());
+    b[8..12].copy_from_slice(&(key as u32).to_le_bytes());
+    out.extend_from_slice(&b);
 }
 
 fn push_run(out: &mut Vec<u8>, r: Run) {

@@ -920,3 +920,113 @@ fn join_keeps_blanks_at_the_joint_with_escapes() {
     assert_eq!(plain.lines, vec!["abcd efgh", "ijkl", ""]);
     assert_eq!(plain.wrapped, vec![true, false, false]);
 }
+
+/// `feed` decodes text and SGR/CUP/EL straight from the input and hands
+/// everything else to the boundary tracker; it must do exactly what the
+/// tracker alone does, on any input cut at any points.
+#[test]
+fn fast_path_matches_general_path() {
+    let mut seed = 0x1234_5678_9abc_def1u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    const PARTS: &[&[u8]] = &[
+        b"abc",
+        b"hello world ",
+        b"x",
+        b" ",
+        b"\r\n",
+        b"\n",
+        b"\r",
+        b"\t",
+        b"\x08",
+        b"\x07",
+        b"\x0e",
+        b"\x0f",
+        b"\x00",
+        b"\x18",
+        b"\x1a",
+        b"\x7f",
+        b"\x85",
+        b"\xc3\xa9",
+        b"\xe4\xb8\xad",
+        b"\xe2\x82",
+        b"\xcc\x81",
+        b"\x1b[m",
+        b"\x1b[0m",
+        b"\x1b[1;31m",
+        b"\x1b[38;5;200m",
+        b"\x1b[38;2;1;2;300m",
+        b"\x1b[48;2;1;2;3;4m",
+        b"\x1b[38;5m",
+        b"\x1b[38m",
+        b"\x1b[4:3m",
+        b"\x1b[38:2::1:2:3m",
+        b"\x1b[4;58;5;200m",
+        b"\x1b[58:2::1:2:3m",
+        b"\x1b[59m",
+        b"\x1b[0;4m",
+        b"\x1b]8;id=x;https://example.com/\x1b\\",
+        b"\x1b]8;;\x07",
+        b"\x1b[;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;;1m",
+        b"\x1b[70000;3H",
+        b"\x1b[H",
+        b"\x1b[2;5f",
+        b"\x1b[K",
+        b"\x1b[1K",
+        b"\x1b[2K",
+        b"\x1b[5K",
+        b"\x1b[?25l",
+        b"\x1b[?1049h",
+        b"\x1b[?1049l",
+        b"\x1b[4h",
+        b"\x1b[4l",
+        b"\x1b[?7l",
+        b"\x1b[?7h",
+        b"\x1b(0",
+        b"\x1b(B",
+        b"\x1b[2b",
+        b"\x1b[c",
+        b"\x1b[6n",
+        b"\x1b[>q",
+        b"\x1b[2;4r",
+        b"\x1b[r",
+        b"\x1b[1\n2H",
+        b"\x1b[3\x1b[m",
+        b"\x1b]0;title\x07",
+        b"\x1b]11;?\x1b\\",
+        b"\x1b]2;a\x1b[1m",
+        b"\x1b7",
+        b"\x1b8",
+        b"\x1bM",
+        b"\x1bP1$qm\x1b\\",
+        b"\x1b",
+        b"\x1b[",
+        b"\x1b[1;",
+    ];
+    for _ in 0..2000 {
+        let mut input = Vec::new();
+        for _ in 0..(next() % 60) {
+            input.extend_from_slice(PARTS[(next() % PARTS.len() as u64) as usize]);
+        }
+        let cols = 1 + (next() % 12) as u16;
+        let rows = 1 + (next() % 5) as u16;
+        let mut fast = term(cols, rows);
+        let mut general = term(cols, rows);
+        let (mut fwd_fast, mut fwd_general) = (Vec::new(), Vec::new());
+        let mut at = 0;
+        while at < input.len() {
+            let end = (at + 1 + (next() % 40) as usize).min(input.len());
+            fast.feed(&input[at..end], &mut fwd_fast);
+            general.feed_general(&input[at..end], &mut fwd_general);
+            at = end;
+        }
+        assert_eq!(fast, general, "input {input:?}");
+        assert_eq!(fwd_fast, fwd_general, "input {input:?}");
+        assert_eq!(fast.take_replies(), general.take_replies());
+        assert_eq!(fast.take_events(), general.take_events());
+    }
+}
