@@ -194,7 +194,7 @@ impl Server {
             keep.push(name);
         }
         self.persist.history_due = false;
-        let snapshot = self.build_snapshot(&keep);
+        let snapshot = self.build_snapshot(history);
         Some(SaveJob {
             revision: self.persist.revision,
             session_path: crate::persist::session_path(state_dir),
@@ -205,9 +205,20 @@ impl Server {
         })
     }
 
-    /// The current state as a snapshot. `with_history` lists the history
-    /// files that exist (or are being written) for panes.
-    pub(super) fn build_snapshot(&self, with_history: &[String]) -> Snapshot {
+    /// The current state as a snapshot. `with_history`: every pane has a
+    /// history file (written, or being written, by the save this is for).
+    pub(super) fn build_snapshot(&self, with_history: bool) -> Snapshot {
+        let panes = self
+            .panes
+            .values()
+            .map(|p| pane_record(p, with_history))
+            .collect();
+        self.build_snapshot_with(panes)
+    }
+
+    /// The snapshot with these pane records (a live upgrade leaves out
+    /// those the new server already has).
+    pub(super) fn build_snapshot_with(&self, panes: Vec<PaneRecord>) -> Snapshot {
         let tree = &self.tree;
         Snapshot {
             version: snapshot::SNAPSHOT_VERSION,
@@ -243,27 +254,7 @@ impl Server {
                     zoom: t.zoom.map(|z| format!("p{z}")),
                 })
                 .collect(),
-            panes: self
-                .panes
-                .values()
-                .map(|p| {
-                    let history = format!("{}.txt", p.public_id());
-                    PaneRecord {
-                        id: p.public_id(),
-                        name: p.name.clone(),
-                        cwd: p.cwd.to_string_lossy().into_owned(),
-                        command: p.command.clone(),
-                        env: p.env.clone(),
-                        cols: p.cols,
-                        rows: p.rows,
-                        restore: p.restore,
-                        resume: p.resume.clone(),
-                        history: with_history.contains(&history).then_some(history),
-                        pid: p.child().map(|c| c.pid),
-                        start_token: p.child().and_then(|c| c.start_token),
-                    }
-                })
-                .collect(),
+            panes,
         }
     }
 
@@ -434,5 +425,23 @@ fn layout_record(layout: &Layout) -> LayoutRecord {
             first: Box::new(layout_record(first)),
             second: Box::new(layout_record(second)),
         },
+    }
+}
+
+/// A pane's snapshot record; `with_history`: its history file exists.
+pub(super) fn pane_record(p: &super::pane::Pane, with_history: bool) -> PaneRecord {
+    PaneRecord {
+        id: p.public_id(),
+        name: p.name.clone(),
+        cwd: p.cwd.to_string_lossy().into_owned(),
+        command: p.command.clone(),
+        env: p.env.clone(),
+        cols: p.cols,
+        rows: p.rows,
+        restore: p.restore,
+        resume: p.resume.clone(),
+        history: with_history.then(|| format!("{}.txt", p.public_id())),
+        pid: p.child().map(|c| c.pid),
+        start_token: p.child().and_then(|c| c.start_token),
     }
 }
