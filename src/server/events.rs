@@ -39,7 +39,12 @@ impl EventLog {
         if count > self.ring.len() as u64 {
             return None;
         }
-        Some(self.ring.range(self.ring.len() - count as usize..).cloned().collect())
+        Some(
+            self.ring
+                .range(self.ring.len() - count as usize..)
+                .cloned()
+                .collect(),
+        )
     }
 
     /// Adds events a previous server logged after the ones this log holds.

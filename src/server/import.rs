@@ -188,7 +188,7 @@ pub fn run(fd: RawFd, paths: NamespacePaths) -> Result<(), String> {
         shell,
         prebuilt,
     )
-        .and_then(|mut s| s.register_sources().map(|()| s))
+    .and_then(|mut s| s.register_sources().map(|()| s))
     {
         Ok(s) => s,
         Err(e) => return abort(&sock, e),
@@ -331,7 +331,10 @@ fn assemble_shell(
 /// terminal's change count as pre-copied.
 fn prebuild_panes(
     shell: &mut Server,
-    panes: Vec<(crate::persist::snapshot::PaneRecord, crate::handoff::manifest::PaneRuntime)>,
+    panes: Vec<(
+        crate::persist::snapshot::PaneRecord,
+        crate::handoff::manifest::PaneRuntime,
+    )>,
     precopy: &mut HashMap<u64, (u64, crate::term::Terminal)>,
 ) -> Result<HashMap<u64, (u64, Pane)>, String> {
     let now = Instant::now();

@@ -1134,7 +1134,6 @@ impl Server {
             }
         }
     }
-
 }
 
 fn internal(message: String) -> RpcError {
