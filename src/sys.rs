@@ -170,32 +170,3 @@ pub fn session_members(sid: i32) -> Vec<i32> {
 pub fn sessions_members(sids: &[i32]) -> std::collections::HashMap<i32, Vec<i32>> {
     sids.iter().map(|s| (*s, session_members(*s))).collect()
 }
-
-/// While `on`, freed memory stays mapped in the heap (glibc: no trimming,
-/// no separate mappings up to 32 MiB), so that an allocation reuses pages
-/// already faulted in. The import turns it on before the pre-copy, whose
-/// decoding frees a buffer as large as all the terminals, so the blackout
-/// after it does not fault in fresh zeroed pages; off again, the heap is
-/// trimmed. Elsewhere a no-op.
-pub fn keep_freed_memory(on: bool) {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        const DEFAULT: libc::c_int = 128 * 1024;
-        let (trim, mmap) = if on {
-            (libc::c_int::MAX, 32 * 1024 * 1024)
-        } else {
-            (DEFAULT, DEFAULT)
-        };
-        // SAFETY: mallopt and malloc_trim only adjust the allocator's
-        // tunables and free lists; any value is accepted or refused.
-        unsafe {
-            libc::mallopt(libc::M_TRIM_THRESHOLD, trim);
-            libc::mallopt(libc::M_MMAP_THRESHOLD, mmap);
-            if !on {
-                libc::malloc_trim(0);
-            }
-        }
-    }
-    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-    let _ = on;
-}

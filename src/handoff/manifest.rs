@@ -28,11 +28,17 @@ pub enum Control {
         pid: u32,
     },
     /// old → new, before the pause: a memfd holding [`Precopy`] JSON,
-    /// every terminal model and the event ring as they are now, then the
-    /// fds named by `ids` (`listener`, `lock`: they never change, and with
-    /// them the new side builds its server shell ahead). Decoded while the
-    /// old server still serves, so the pause only carries what changed.
-    Precopy { bytes: u64, ids: Vec<String> },
+    /// every terminal model, pane and the event ring as they are now, then
+    /// the fds named by `ids`: `listener` and `lock` (they never change;
+    /// with them the new side builds its server shell ahead) and the fds
+    /// of the pre-copied panes, continued in `batches` fd batches (seq 1..)
+    /// sent right after, unacked. Decoded while the old server still
+    /// serves, so the pause only carries what changed.
+    Precopy {
+        bytes: u64,
+        ids: Vec<String>,
+        batches: u32,
+    },
     /// new → old: the pre-copied terminals are decoded.
     PrecopyAck,
     /// old → new: the memfd holding the manifest JSON, then fd batch 0

@@ -57,7 +57,6 @@ pub fn run(fd: RawFd, paths: NamespacePaths) -> Result<(), String> {
     // SAFETY: single-threaded here; nothing else reads the environment.
     unsafe { std::env::remove_var(fault::FAULT_ENV) };
 
-    crate::sys::keep_freed_memory(true);
     fault::check(fault, "new-before-hello");
     let hello = Control::Hello {
         handoff_version: HANDOFF_VERSION,
@@ -70,7 +69,12 @@ pub fn run(fd: RawFd, paths: NamespacePaths) -> Result<(), String> {
     // server shell (poll, signals, disk thread, log) around the listener
     // and lock it carries, is time the old server still serves.
     let (msg, fds) = recv(&sock)?;
-    let Control::Precopy { bytes, ids } = msg else {
+    let Control::Precopy {
+        bytes,
+        ids,
+        batches,
+    } = msg
+    else {
         return Err(format!("expected the pre-copy, got {msg:?}"));
     };
     if fds.len() != ids.len() + 1 {
@@ -83,6 +87,21 @@ pub fn run(fd: RawFd, paths: NamespacePaths) -> Result<(), String> {
     let mut fds = fds.into_iter();
     let memfd = fds.next().ok_or("the pre-copy message carried no fd")?;
     let mut named: HashMap<String, OwnedFd> = ids.into_iter().zip(fds).collect();
+    for seq in 1..=batches {
+        let batch = fdpass::recv_batch_timeout(&sock, STEP_TIMEOUT)
+            .map_err(|e| format!("receiving the pre-copy's fd batch {seq}: {e}"))?;
+        if batch.seq != seq {
+            return Err(format!(
+                "pre-copy fd batch {} arrived, expected {seq}",
+                batch.seq
+            ));
+        }
+        for (id, fd) in batch.fds {
+            if named.insert(id.clone(), fd).is_some() {
+                return Err(format!("the pre-copy carried fd {id:?} twice"));
+            }
+        }
+    }
     let data = read_memfd(memfd, bytes)?;
     let decoded: crate::handoff::manifest::Precopy =
         serde_json::from_slice(&data).map_err(|e| format!("decoding the pre-copy: {e}"))?;
@@ -94,7 +113,7 @@ pub fn run(fd: RawFd, paths: NamespacePaths) -> Result<(), String> {
         .collect();
     let precopied_events = (decoded.event_last_seq, decoded.event_ring);
     let mut shell = assemble_shell(&mut named, paths.clone())?;
-    let prebuilt = prebuild_panes(&mut shell, decoded.panes, &mut precopy)?;
+    let prebuilt = prebuild_panes(&mut shell, decoded.panes, &mut precopy, &mut named)?;
     fdpass::send_message(&sock, &Control::PrecopyAck, &[])
         .map_err(|e| format!("acking the pre-copy: {e}"))?;
     spin_until_readable(&sock, BLACKOUT_SPIN);
@@ -218,7 +237,8 @@ pub fn run(fd: RawFd, paths: NamespacePaths) -> Result<(), String> {
             us: to.saturating_sub(from),
         });
     }
-    server.report_upgrade(phases, blackout_us, seq);
+    // Every fd message, the pre-copy's (before the pause) included.
+    server.report_upgrade(phases, blackout_us, 1 + batches + seq);
     crate::service::notify::ready(&format!(
         "serving {} panes (generation {})",
         server.panes.len(),
@@ -228,7 +248,6 @@ pub fn run(fd: RawFd, paths: NamespacePaths) -> Result<(), String> {
     // die in probation from here on, the old side must not answer again.
     server.flush_conns();
     let _ = fdpass::send_message(&sock, &Control::Answered, &[]);
-    crate::sys::keep_freed_memory(false);
     // The old side keeps the channel through its probation; its close tells
     // us it let go for good.
     let _ = crate::sys::set_nonblocking_cloexec(sock.as_raw_fd());
@@ -312,9 +331,6 @@ fn assemble_shell(
         .set_nonblocking(true)
         .map_err(|e| format!("listener: {e}"))?;
     let lock = super::listener::InstanceLock::from_fd(take("lock")?);
-    if let Some(id) = named.keys().next() {
-        return Err(format!("the pre-copy carried an unexpected fd {id:?}"));
-    }
     // The socket's identity and the history setting come with the manifest.
     Server::assemble(
         paths,
@@ -325,10 +341,11 @@ fn assemble_shell(
     )
 }
 
-/// Builds every pre-copied pane ahead of the pause, with its terminal and
-/// its token, but without fds (they come in the blackout) or input acks
-/// (a pane with acks always travels again). Keyed by pane id, with the
-/// terminal's change count as pre-copied.
+/// Builds every pre-copied pane ahead of the pause, with its terminal,
+/// token and fds, registered (nothing is read before we serve), but
+/// without input acks (a pane with acks always travels again). Keyed by
+/// pane id, with the terminal's change count as pre-copied. Every fd in
+/// `named` must belong to one of them.
 fn prebuild_panes(
     shell: &mut Server,
     panes: Vec<(
@@ -336,6 +353,7 @@ fn prebuild_panes(
         crate::handoff::manifest::PaneRuntime,
     )>,
     precopy: &mut HashMap<u64, (u64, crate::term::Terminal)>,
+    named: &mut HashMap<String, OwnedFd>,
 ) -> Result<HashMap<u64, (u64, Pane)>, String> {
     let now = Instant::now();
     let no_conns = HashMap::new();
@@ -343,10 +361,65 @@ fn prebuild_panes(
     for (rec, rt) in panes {
         let (id, changes) = (rt.id, rt.screen_changes);
         let token = shell.alloc_token(Source::Pane(id));
-        let pane = Pane::import(rec, rt, token, now, &no_conns, precopy)?;
+        let mut pane = Pane::import(rec, rt, token, now, &no_conns, precopy)?;
+        attach_pane_fds(shell, &mut pane, named);
+        register_pane(shell, &pane)?;
         out.insert(id, (changes, pane));
     }
+    if let Some(id) = named.keys().next() {
+        return Err(format!("the pre-copy carried an unexpected fd {id:?}"));
+    }
     Ok(out)
+}
+
+/// Gives `pane` its fds from `fds`, by name.
+fn attach_pane_fds(server: &mut Server, pane: &mut Pane, fds: &mut HashMap<String, OwnedFd>) {
+    let id = pane.id;
+    pane.master = fds
+        .remove(&format!("pty:p{id}"))
+        .map(crate::pty::PtyMaster::from_fd);
+    pane.hung_up_master = fds
+        .remove(&format!("ptyhup:p{id}"))
+        .map(crate::pty::PtyMaster::from_fd);
+    if let Some(pidfd) = fds.remove(&format!("pidfd:p{id}")) {
+        pane.pidfd_token = Some(server.alloc_token(Source::Pidfd(id)));
+        pane.pidfd = Some(pidfd);
+    }
+}
+
+fn register_pane(server: &Server, pane: &Pane) -> Result<(), String> {
+    let registry = server.poll.registry();
+    if let Some(m) = &pane.master {
+        registry
+            .register(
+                &mut SourceFd(&m.raw_fd()),
+                pane.token,
+                Interest::READABLE | Interest::WRITABLE,
+            )
+            .map_err(|e| format!("registering pane {}: {e}", pane.public_id()))?;
+    }
+    if let (Some(fd), Some(token)) = (&pane.pidfd, pane.pidfd_token) {
+        registry
+            .register(&mut SourceFd(&fd.as_raw_fd()), token, Interest::READABLE)
+            .map_err(|e| format!("registering pane {}'s pidfd: {e}", pane.public_id()))?;
+    }
+    Ok(())
+}
+
+/// Lets go of a pre-built pane's fds (out of the poll first: epoll tracks
+/// the open file, which the old side and the blackout's copies still hold).
+fn drop_pane_fds(server: &mut Server, pane: &mut Pane) {
+    let registry = server.poll.registry();
+    if let Some(m) = pane.master.take() {
+        let _ = registry.deregister(&mut SourceFd(&m.raw_fd()));
+    }
+    if let Some(fd) = pane.pidfd.take() {
+        let _ = registry.deregister(&mut SourceFd(&fd.as_raw_fd()));
+    }
+    drop(pane.hung_up_master.take());
+    if let Some(token) = pane.pidfd_token.take() {
+        server.sources.remove(&token);
+    }
 }
 
 /// Fills the server shell in from the manifest and the received fds.
@@ -413,13 +486,16 @@ fn rebuild(
         // Changed since the pre-copy: built again, with the pre-copied
         // terminal if that did not change.
         let token = match prebuilt.remove(&id) {
-            Some((changes, pane)) => {
+            Some((changes, mut pane)) => {
+                drop_pane_fds(&mut server, &mut pane);
                 precopy.insert(id, (changes, pane.screen));
                 pane.token
             }
             None => server.alloc_token(Source::Pane(id)),
         };
-        let pane = Pane::import(rec, rt, token, now, &conn_map, precopy)?;
+        let mut pane = Pane::import(rec, rt, token, now, &conn_map, precopy)?;
+        attach_pane_fds(&mut server, &mut pane, fds);
+        register_pane(&server, &pane)?;
         server.panes.insert(id, pane);
     }
     if let Some((id, _)) = records.into_iter().next() {
@@ -434,24 +510,9 @@ fn rebuild(
         }
     }
     // Removed since the pre-copy.
-    for (_, pane) in prebuilt.into_values() {
+    for (_, mut pane) in prebuilt.into_values() {
+        drop_pane_fds(&mut server, &mut pane);
         server.sources.remove(&pane.token);
-    }
-    let ids: Vec<u64> = server.panes.keys().copied().collect();
-    for id in ids {
-        let master = take(&format!("pty:p{id}")).ok();
-        let hung_up = take(&format!("ptyhup:p{id}")).ok();
-        let pidfd = take(&format!("pidfd:p{id}")).ok();
-        let pidfd_token = pidfd
-            .as_ref()
-            .map(|_| server.alloc_token(Source::Pidfd(id)));
-        let Some(pane) = server.panes.get_mut(&id) else {
-            continue;
-        };
-        pane.master = master.map(crate::pty::PtyMaster::from_fd);
-        pane.hung_up_master = hung_up.map(crate::pty::PtyMaster::from_fd);
-        pane.pidfd = pidfd;
-        pane.pidfd_token = pidfd_token;
     }
     for w in m.waits {
         let Some(conn) = conn_map.get(&w.conn) else {
@@ -555,10 +616,12 @@ fn layout_from(rec: &LayoutRecord) -> Option<Layout> {
 }
 
 impl Server {
-    /// Puts every source in our poll before the commit, so that the commit
-    /// itself does not pay an epoll_ctl per fd. Nothing is read until the
-    /// loop runs (after `go_live`), and an edge raised meanwhile waits in
-    /// the epoll's ready list: registering reports current readiness too.
+    /// Puts the listener and the connections in our poll before the
+    /// commit (the panes are registered as they are built: unchanged ones
+    /// before the pause), so that the commit itself does not pay an
+    /// epoll_ctl per fd. Nothing is read until the loop runs (after
+    /// `go_live`), and an edge raised meanwhile waits in the epoll's ready
+    /// list: registering reports current readiness too.
     fn register_sources(&mut self) -> Result<(), String> {
         let registry = self.poll.registry();
         registry
@@ -572,22 +635,6 @@ impl Server {
                     Interest::READABLE | Interest::WRITABLE,
                 )
                 .map_err(|e| format!("registering a connection: {e}"))?;
-        }
-        for pane in self.panes.values() {
-            if let Some(m) = &pane.master {
-                registry
-                    .register(
-                        &mut SourceFd(&m.raw_fd()),
-                        pane.token,
-                        Interest::READABLE | Interest::WRITABLE,
-                    )
-                    .map_err(|e| format!("registering pane {}: {e}", pane.public_id()))?;
-            }
-            if let (Some(fd), Some(token)) = (&pane.pidfd, pane.pidfd_token) {
-                registry
-                    .register(&mut SourceFd(&fd.as_raw_fd()), token, Interest::READABLE)
-                    .map_err(|e| format!("registering pane {}'s pidfd: {e}", pane.public_id()))?;
-            }
         }
         Ok(())
     }

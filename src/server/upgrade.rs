@@ -108,7 +108,8 @@ pub struct Active {
     acked: usize,
     /// Kept open until the new side has its copies.
     memfd: Option<OwnedFd>,
-    opened_pidfds: Vec<OwnedFd>,
+    /// Pidfds we opened for our own children's panes, by pane id.
+    opened_pidfds: HashMap<u64, OwnedFd>,
     new_version: String,
     /// `--mode restore`: save, stop, and exec the new binary in this
     /// process, which restores from the snapshot (no handoff).
@@ -125,10 +126,43 @@ pub struct Active {
 }
 
 /// A pane as the pre-copy carried it: its record and runtime state encoded
-/// with the times relative to "now" zeroed, and the instants behind them.
+/// with the times relative to "now" zeroed, the instants behind them, and
+/// its fds (the same numbers in the same run are the same open files).
 struct PaneDraft {
     bytes: Vec<u8>,
     times: PaneTimes,
+    fds: Vec<(String, RawFd)>,
+}
+
+/// A pane's fds as named for the handoff; for a running process of our own
+/// a pidfd is opened (once per upgrade, kept in `opened`).
+fn pane_fds(
+    pane: &super::pane::Pane,
+    opened: &mut HashMap<u64, OwnedFd>,
+) -> Result<Vec<(String, RawFd)>, String> {
+    let id = pane.public_id();
+    let mut fds = Vec::with_capacity(2);
+    if let Some(m) = &pane.master {
+        fds.push((format!("pty:{id}"), m.raw_fd()));
+    }
+    if let Some(m) = &pane.hung_up_master {
+        fds.push((format!("ptyhup:{id}"), m.raw_fd()));
+    }
+    if let super::pane::PaneState::Running(child) = pane.state {
+        let fd = match (&pane.pidfd, opened.get(&pane.id)) {
+            (Some(fd), _) | (None, Some(fd)) => fd.as_raw_fd(),
+            (None, None) => {
+                let fd = crate::pty::pidfd::open(child.pid).map_err(|e| {
+                    format!("opening a pidfd for pane {id} (pid {}): {e}", child.pid)
+                })?;
+                let raw = fd.as_raw_fd();
+                opened.insert(pane.id, fd);
+                raw
+            }
+        };
+        fds.push((format!("pidfd:{id}"), fd));
+    }
+    Ok(fds)
 }
 
 type PaneTimes = (Instant, Option<Instant>, Option<Instant>);
@@ -259,7 +293,7 @@ impl Server {
             next_batch: 0,
             acked: 0,
             memfd: None,
-            opened_pidfds: Vec::new(),
+            opened_pidfds: HashMap::new(),
             new_version: String::new(),
             restore_mode: req.mode.as_deref() == Some("restore"),
             child_reaped: false,
@@ -587,10 +621,17 @@ impl Server {
             .collect();
         // Panes waiting for input acks name connections, whose ids the new
         // side maps only at the pause: those always travel again.
+        // Their fds go ahead too: the new side attaches and registers them
+        // before the pause, and the blackout carries only changed panes'.
         let now = Instant::now();
         let history = self.persist.history;
         let mut drafts = HashMap::new();
         let mut panes = Vec::with_capacity(self.panes.len());
+        let mut pane_fd_list: Vec<(String, RawFd)> = Vec::new();
+        let mut opened = match &mut self.upgrade {
+            Upgrade::Active(a) => std::mem::take(&mut a.opened_pidfds),
+            Upgrade::Idle => return Ok(()),
+        };
         for p in self.panes.values() {
             let record = super::persistence::pane_record(p, history);
             let mut rt = p.export(now, Some(p.screen.changes()));
@@ -598,9 +639,14 @@ impl Server {
                 let mut bytes = Vec::new();
                 draft_bytes(&mut bytes, &record, &mut rt)?;
                 let times = pane_times(p);
-                drafts.insert(p.id, PaneDraft { bytes, times });
+                let fds = pane_fds(p, &mut opened)?;
+                pane_fd_list.extend(fds.iter().cloned());
+                drafts.insert(p.id, PaneDraft { bytes, times, fds });
             }
             panes.push((record, rt));
+        }
+        if let Upgrade::Active(a) = &mut self.upgrade {
+            a.opened_pidfds = opened;
         }
         let precopy = manifest::Precopy {
             screens,
@@ -615,17 +661,29 @@ impl Server {
         let Upgrade::Active(a) = &mut self.upgrade else {
             return Ok(());
         };
+        let mut named: Vec<(String, RawFd)> = vec![
+            ("listener".into(), self.listener.as_raw_fd()),
+            ("lock".into(), self.lock.raw_fd()),
+        ];
+        named.extend(pane_fd_list);
+        // The first batch rides with the memfd; the rest follow unacked
+        // (before the pause, a failure here only fails the upgrade).
+        let first = named.len().min(MAX_FDS_PER_BATCH - 1);
+        let rest: Vec<&[(String, RawFd)]> = named[first..].chunks(MAX_FDS_PER_BATCH).collect();
         let msg = Control::Precopy {
             bytes: bytes.len() as u64,
-            ids: vec!["listener".into(), "lock".into()],
+            ids: named[..first].iter().map(|(id, _)| id.clone()).collect(),
+            batches: rest.len() as u32,
         };
-        let fds = [
-            memfd.as_raw_fd(),
-            self.listener.as_raw_fd(),
-            self.lock.raw_fd(),
-        ];
+        let fds: Vec<RawFd> = std::iter::once(memfd.as_raw_fd())
+            .chain(named[..first].iter().map(|(_, fd)| *fd))
+            .collect();
         fdpass::send_message(&a.channel, &msg, &fds)
             .map_err(|e| format!("sending the pre-copy: {e}"))?;
+        for (i, batch) in rest.iter().enumerate() {
+            fdpass::send_batch(&a.channel, i as u32 + 1, batch)
+                .map_err(|e| format!("sending the pre-copy's fd batch {}: {e}", i + 1))?;
+        }
         a.precopied = precopied;
         a.events_precopied = Some(events_precopied);
         a.pane_drafts = drafts;
@@ -657,47 +715,22 @@ impl Server {
         if let Some(l) = &self.lineage {
             fds.push(("lineage".into(), l.as_raw_fd()));
         }
-        let mut opened = Vec::new();
-        for pane in self.panes.values() {
-            let id = pane.public_id();
-            if let Some(m) = &pane.master {
-                fds.push((format!("pty:{id}"), m.raw_fd()));
-            }
-            if let Some(m) = &pane.hung_up_master {
-                fds.push((format!("ptyhup:{id}"), m.raw_fd()));
-            }
-            if let super::pane::PaneState::Running(child) = pane.state {
-                match &pane.pidfd {
-                    Some(fd) => fds.push((format!("pidfd:{id}"), fd.as_raw_fd())),
-                    None => match crate::pty::pidfd::open(child.pid) {
-                        Ok(fd) => {
-                            fds.push((format!("pidfd:{id}"), fd.as_raw_fd()));
-                            opened.push(fd);
-                        }
-                        Err(e) => {
-                            return Err(format!(
-                                "opening a pidfd for pane {id} (pid {}): {e}",
-                                child.pid
-                            ));
-                        }
-                    },
-                }
-            }
-        }
         let conns: Vec<ConnId> = self.conns.keys().copied().collect();
         for id in &conns {
             fds.push((format!("conn:{id}"), self.conns[id].stream.as_raw_fd()));
         }
-        let (binary, caller, precopied, events_precopied, drafts) = match &mut self.upgrade {
-            Upgrade::Active(a) => (
-                a.binary.clone(),
-                a.caller.clone(),
-                std::mem::take(&mut a.precopied),
-                a.events_precopied.take(),
-                std::mem::take(&mut a.pane_drafts),
-            ),
-            Upgrade::Idle => return Ok(()),
-        };
+        let (binary, caller, precopied, events_precopied, drafts, mut opened) =
+            match &mut self.upgrade {
+                Upgrade::Active(a) => (
+                    a.binary.clone(),
+                    a.caller.clone(),
+                    std::mem::take(&mut a.precopied),
+                    a.events_precopied.take(),
+                    std::mem::take(&mut a.pane_drafts),
+                    std::mem::take(&mut a.opened_pidfds),
+                ),
+                Upgrade::Idle => return Ok(()),
+            };
         // Only the panes that changed since the pre-copy travel now: an
         // idle pane costs the blackout an encoding and a comparison here,
         // and nothing on the new side.
@@ -709,10 +742,11 @@ impl Server {
         for p in self.panes.values() {
             let record = super::persistence::pane_record(p, history);
             let mut rt = p.export(now, precopied.get(&p.id).copied());
+            let pfds = pane_fds(p, &mut opened)?;
             let same = rt.screen.is_none()
                 && p.pending_acks.is_empty()
                 && match drafts.get(&p.id) {
-                    Some(d) if d.times == pane_times(p) => {
+                    Some(d) if d.times == pane_times(p) && d.fds == pfds => {
                         draft_bytes(&mut buf, &record, &mut rt)?;
                         buf == d.bytes
                     }
@@ -723,6 +757,7 @@ impl Server {
             } else {
                 records.push(record);
                 runtimes.push(rt);
+                fds.extend(pfds);
             }
         }
         // Events are never changed once logged: only those after the
