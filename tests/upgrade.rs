@@ -1081,7 +1081,8 @@ fn an_incompatible_binary_is_refused_with_nothing_touched() {
     util::assert_exit(&out, 1);
     let err = util::stderr(&out);
     assert_eq!(err.trim_end().lines().count(), 1, "{err:?}");
-    for needle in ["9.9.9", "99", "0.1.0", "speaks 1", "nothing was touched"] {
+    let ours = format!("speaks {}", ptyd::handoff::manifest::HANDOFF_VERSION);
+    for needle in ["9.9.9", "99", "0.1.0", &ours, "nothing was touched"] {
         assert!(err.contains(needle), "{needle:?} missing from {err:?}");
     }
     f.check_serving("incompatible");

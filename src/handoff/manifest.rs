@@ -14,7 +14,7 @@ use serde_json::Value;
 /// `term::Terminal` or `persist::snapshot::Snapshot`, changes
 /// incompatibly. Old and new servers refuse each other at preflight when
 /// they differ.
-pub const HANDOFF_VERSION: u32 = 1;
+pub const HANDOFF_VERSION: u32 = 2;
 
 /// Control messages on the handoff socket, in sequence order. See
 /// ARCHITECTURE.md ("Live upgrade") for the state machine.
@@ -27,25 +27,37 @@ pub enum Control {
         server_version: String,
         pid: u32,
     },
-    /// old → new, before the pause and optional, with one fd: a memfd
-    /// holding [`Precopy`] JSON, every terminal model as it is now. Decoded
-    /// while the old server still serves, so the pause only carries the
-    /// terminals that changed since.
-    Precopy { bytes: u64 },
+    /// old → new, before the pause: a memfd holding [`Precopy`] JSON,
+    /// every terminal model, pane and the event ring as they are now, then
+    /// the fds named by `ids`: `listener` and `lock` (they never change;
+    /// with them the new side builds its server shell ahead) and the fds
+    /// of the pre-copied panes, continued in `batches` fd batches (seq 1..)
+    /// sent right after, unacked. Decoded while the old server still
+    /// serves, so the pause only carries what changed.
+    Precopy {
+        bytes: u64,
+        ids: Vec<String>,
+        batches: u32,
+    },
     /// new → old: the pre-copied terminals are decoded.
     PrecopyAck,
-    /// old → new, with one fd: the memfd holding the manifest JSON.
-    Manifest { bytes: u64, fd_count: u32 },
-    /// new → old: one fd batch was received and checked.
-    BatchAck { seq: u32 },
-    /// new → old: everything is validated and rebuilt, nothing registered.
-    Imported { import_us: u64 },
-    /// old → new: start serving. Carries the old side's phase timings.
-    Commit {
+    /// old → new: the memfd holding the manifest JSON, then fd batch 0
+    /// (named by `ids`) in the same message, so that up to 251 fds the
+    /// whole transfer is one message and one wakeup; later batches follow
+    /// without waiting. Carries the old side's phase timings so far and
+    /// when (CLOCK_MONOTONIC, system-wide) it paused.
+    Manifest {
+        bytes: u64,
+        fd_count: u32,
+        ids: Vec<String>,
         timings: Vec<Phase>,
         pause_started_mono_us: u64,
     },
-    /// new → old: serving. The commit point.
+    /// new → old: one fd batch was received and checked.
+    BatchAck { seq: u32 },
+    /// new → old: imported and serving. The commit point: once every fd
+    /// is in and the state rebuilt, the new side commits on its own, so
+    /// the blackout holds no round trip back to the old side.
     Committed { blackout_us: u64 },
     /// new → old, in probation: the upgrade's caller got its answer from
     /// the new server, so a take-back must not answer it again.
@@ -54,10 +66,18 @@ pub enum Control {
     Abort { reason: String },
 }
 
-/// The pre-copied terminals: (pane id, change count, model).
+/// What is copied ahead of the pause: the terminals as (pane id, change
+/// count, model), and the event ring as it is (events never change once
+/// logged, so the manifest then carries only later ones).
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Precopy<S = Terminal> {
     pub screens: Vec<(u64, u64, S)>,
+    pub event_last_seq: u64,
+    pub event_ring: Vec<Value>,
+    /// Every pane's record and runtime state (its terminal is in
+    /// `screens`), for the new side to rebuild ahead: the manifest then
+    /// lists the panes that did not change since in `unchanged_panes`.
+    pub panes: Vec<(crate::persist::snapshot::PaneRecord, PaneRuntime<S>)>,
 }
 
 /// One timed phase of an upgrade, for reports.
@@ -78,12 +98,21 @@ pub struct Manifest<S = Terminal> {
     pub generation: u64,
     pub namespace: String,
     /// The structure, as a snapshot would save it.
+    /// The structure, as a snapshot would save it, with the records of
+    /// the panes in `panes` only.
     pub snapshot: Snapshot,
+    /// The panes that changed since the pre-copy (or came after it).
     pub panes: Vec<PaneRuntime<S>>,
+    /// The panes whose record and runtime state are exactly as the
+    /// pre-copy carried them: the new side uses what it built from that.
+    pub unchanged_panes: Vec<u64>,
     pub conns: Vec<ConnRuntime>,
     pub waits: Vec<WaitRuntime>,
     pub event_last_seq: u64,
+    /// The retained events, oldest first; with `events_after`, only those
+    /// after that sequence number, the pre-copy having carried the rest.
     pub event_ring: Vec<Value>,
+    pub events_after: Option<u64>,
     pub persist_revision: u64,
     pub history: bool,
     pub started_unix_ms: u64,
@@ -95,7 +124,8 @@ pub struct Manifest<S = Terminal> {
     /// The `server.upgrade` request to answer once committed.
     pub caller: Option<Caller>,
     /// Every fd id the batches carry, so the new side can check it got them
-    /// all: `listener`, `lock`, `lineage`, `conn:N`, `pty:pN`, `pidfd:pN`.
+    /// all: `lineage`, `conn:N`, `pty:pN`, `ptyhup:pN`, `pidfd:pN` (the
+    /// listener and the lock came with the pre-copy).
     pub fd_ids: Vec<String>,
 }
 

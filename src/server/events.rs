@@ -33,6 +33,31 @@ impl EventLog {
         self.ring.iter().cloned().collect()
     }
 
+    /// Every event after `seq`, if the ring still holds all of them.
+    pub fn after(&self, seq: u64) -> Option<Vec<Value>> {
+        let count = self.last_seq.checked_sub(seq)?;
+        if count > self.ring.len() as u64 {
+            return None;
+        }
+        Some(
+            self.ring
+                .range(self.ring.len() - count as usize..)
+                .cloned()
+                .collect(),
+        )
+    }
+
+    /// Adds events a previous server logged after the ones this log holds.
+    pub fn extend(&mut self, last_seq: u64, events: Vec<Value>) {
+        for event in events {
+            if self.ring.len() == EVENT_RING_CAPACITY {
+                self.ring.pop_front();
+            }
+            self.ring.push_back(event);
+        }
+        self.last_seq = last_seq;
+    }
+
     /// Rebuilds the log a previous server handed over.
     pub fn from_parts(last_seq: u64, ring: Vec<Value>) -> EventLog {
         let mut ring: VecDeque<Value> = ring.into();

@@ -3,11 +3,12 @@
 //! loop, so plain blocking calls with deadlines are right here: it serves
 //! nothing until it commits.
 //!
-//! hello → manifest (memfd) → fd batches, each acked → validate and rebuild,
-//! registering nothing → imported → wait for commit → register everything,
-//! announce on the lineage pipe → committed → answer the upgrade caller →
-//! serve. If the old server vanishes after the fds arrived, this side takes
-//! over instead of dying with it.
+//! hello → pre-copy (terminals, events; decoded and acked before the
+//! pause) → manifest (memfd) → fd batches, each acked → validate and
+//! rebuild, register every source (reading nothing yet) → commit on our
+//! own: catch up, announce on the lineage pipe → committed → answer the
+//! upgrade caller → serve. Nothing after the fds needs the old server, so
+//! if it vanishes meanwhile this side serves instead of dying with it.
 
 use super::connection::{ConnId, Connection};
 use super::pane::Pane;
@@ -30,6 +31,11 @@ use std::time::{Duration, Instant};
 /// side's own deadline (10 s by default) is what normally ends a stuck
 /// upgrade; this only keeps an orphaned new process from waiting forever.
 const STEP_TIMEOUT: Duration = Duration::from_secs(60);
+/// From the pre-copy ack on, the old side pauses at once and everything
+/// it sends next is inside the blackout: for this long we poll for it
+/// without sleeping, since a sleeping process woken on a busy machine may
+/// wait milliseconds for a CPU. Longer captures fall back to sleeping.
+const BLACKOUT_SPIN: Duration = Duration::from_millis(50);
 
 /// Runs the import and then serves.
 pub fn run(fd: RawFd, paths: NamespacePaths) -> Result<(), String> {
@@ -59,29 +65,81 @@ pub fn run(fd: RawFd, paths: NamespacePaths) -> Result<(), String> {
     };
     fdpass::send_message(&sock, &hello, &[]).map_err(|e| format!("sending hello: {e}"))?;
 
-    let (mut msg, mut fds) = recv(&sock)?;
-    // The pre-copy, if the old side sends one, comes before the pause:
-    // decoding it here is time the old server still serves.
-    let mut precopy: HashMap<u64, (u64, crate::term::Terminal)> = HashMap::new();
-    if let Control::Precopy { bytes } = msg {
-        let memfd = fds.pop().ok_or("the pre-copy message carried no fd")?;
-        let data = read_memfd(memfd, bytes)?;
-        let decoded: crate::handoff::manifest::Precopy =
-            serde_json::from_slice(&data).map_err(|e| format!("decoding the pre-copy: {e}"))?;
-        precopy = decoded
-            .screens
-            .into_iter()
-            .map(|(id, changes, t)| (id, (changes, t)))
-            .collect();
-        fdpass::send_message(&sock, &Control::PrecopyAck, &[])
-            .map_err(|e| format!("acking the pre-copy: {e}"))?;
-        (msg, fds) = recv(&sock)?;
+    // The pre-copy comes before the pause: decoding it, and building the
+    // server shell (poll, signals, disk thread, log) around the listener
+    // and lock it carries, is time the old server still serves.
+    let (msg, fds) = recv(&sock)?;
+    let Control::Precopy {
+        bytes,
+        ids,
+        batches,
+    } = msg
+    else {
+        return Err(format!("expected the pre-copy, got {msg:?}"));
+    };
+    if fds.len() != ids.len() + 1 {
+        return Err(format!(
+            "the pre-copy message names {} fds but carries {}",
+            ids.len() + 1,
+            fds.len()
+        ));
     }
-    let Control::Manifest { bytes, fd_count } = msg else {
+    let mut fds = fds.into_iter();
+    let memfd = fds.next().ok_or("the pre-copy message carried no fd")?;
+    let mut named: HashMap<String, OwnedFd> = ids.into_iter().zip(fds).collect();
+    for seq in 1..=batches {
+        let batch = fdpass::recv_batch_timeout(&sock, STEP_TIMEOUT)
+            .map_err(|e| format!("receiving the pre-copy's fd batch {seq}: {e}"))?;
+        if batch.seq != seq {
+            return Err(format!(
+                "pre-copy fd batch {} arrived, expected {seq}",
+                batch.seq
+            ));
+        }
+        for (id, fd) in batch.fds {
+            if named.insert(id.clone(), fd).is_some() {
+                return Err(format!("the pre-copy carried fd {id:?} twice"));
+            }
+        }
+    }
+    let data = read_memfd(memfd, bytes)?;
+    let decoded: crate::handoff::manifest::Precopy =
+        serde_json::from_slice(&data).map_err(|e| format!("decoding the pre-copy: {e}"))?;
+    drop(data);
+    let mut precopy: HashMap<u64, (u64, crate::term::Terminal)> = decoded
+        .screens
+        .into_iter()
+        .map(|(id, changes, t)| (id, (changes, t)))
+        .collect();
+    let precopied_events = (decoded.event_last_seq, decoded.event_ring);
+    let mut shell = assemble_shell(&mut named, paths.clone())?;
+    let prebuilt = prebuild_panes(&mut shell, decoded.panes, &mut precopy, &mut named)?;
+    fdpass::send_message(&sock, &Control::PrecopyAck, &[])
+        .map_err(|e| format!("acking the pre-copy: {e}"))?;
+    spin_until_readable(&sock, BLACKOUT_SPIN);
+    let (msg, fds) = recv(&sock)?;
+    let Control::Manifest {
+        bytes,
+        fd_count,
+        ids,
+        timings,
+        pause_started_mono_us,
+    } = msg
+    else {
         return Err(format!("expected the manifest, got {msg:?}"));
     };
-    let started = Instant::now();
-    let memfd = fds.pop().ok_or("the manifest message carried no fd")?;
+    // Both processes read the same system-wide CLOCK_MONOTONIC.
+    let manifest_at = crate::sys::monotonic_usec();
+    if fds.len() != ids.len() + 1 {
+        return Err(format!(
+            "the manifest message names {} fds but carries {}",
+            ids.len() + 1,
+            fds.len()
+        ));
+    }
+    let mut fds = fds.into_iter();
+    let memfd = fds.next().ok_or("the manifest message carried no fd")?;
+    let mut first_batch = Some(ids.into_iter().zip(fds).collect::<Vec<_>>());
     let manifest = read_manifest(memfd, bytes)?;
     fault::check(fault, "new-after-manifest");
     if manifest.handoff_version != HANDOFF_VERSION {
@@ -111,9 +169,15 @@ pub fn run(fd: RawFd, paths: NamespacePaths) -> Result<(), String> {
     // at 1000 panes (2000 fds).
     let expected: HashSet<&str> = manifest.fd_ids.iter().map(String::as_str).collect();
     let mut seq = 0u32;
-    while received.len() < manifest.fd_ids.len() {
-        let batch = fdpass::recv_batch_timeout(&sock, STEP_TIMEOUT)
-            .map_err(|e| format!("receiving fd batch {seq}: {e}"))?;
+    while received.len() < manifest.fd_ids.len() || first_batch.is_some() {
+        let batch = match first_batch.take() {
+            Some(fds) => fdpass::Batch { seq: 0, fds },
+            None => {
+                spin_until_readable(&sock, BLACKOUT_SPIN);
+                fdpass::recv_batch_timeout(&sock, STEP_TIMEOUT)
+                    .map_err(|e| format!("receiving fd batch {seq}: {e}"))?
+            }
+        };
         if batch.seq != seq {
             return abort(
                 &sock,
@@ -134,53 +198,47 @@ pub fn run(fd: RawFd, paths: NamespacePaths) -> Result<(), String> {
         fault::check(fault, "new-mid-batches");
     }
 
-    let mut server = match rebuild(manifest, &mut received, &mut precopy, paths) {
+    let imported_from = crate::sys::monotonic_usec();
+    let mut server = match rebuild(
+        manifest,
+        &mut received,
+        &mut precopy,
+        precopied_events,
+        shell,
+        prebuilt,
+    )
+    .and_then(|mut s| s.register_sources().map(|()| s))
+    {
         Ok(s) => s,
         Err(e) => return abort(&sock, e),
     };
     fault::check(fault, "new-before-imported");
-    let import_us = started.elapsed().as_micros() as u64;
-    fdpass::send_message(&sock, &Control::Imported { import_us }, &[])
-        .map_err(|e| format!("sending imported: {e}"))?;
-
-    let (timings, pause_started_mono_us) = match recv(&sock) {
-        Ok((
-            Control::Commit {
-                timings,
-                pause_started_mono_us,
-            },
-            _,
-        )) => (timings, pause_started_mono_us),
-        Ok((Control::Abort { reason }, _)) => {
-            return Err(format!("the old server aborted the upgrade: {reason}"));
-        }
-        Ok((other, _)) => return Err(format!("expected commit, got {other:?}")),
-        // Everything is here and the old server is gone: serving is the
-        // only way nothing is lost.
-        Err(e) => {
-            server.log.log(
-                "takeover",
-                &format!("the old server vanished after the transfer ({e}); taking over"),
-            );
-            (Vec::new(), 0)
-        }
-    };
+    // The commit is ours to make: every fd is here and the state rebuilt.
+    // Waiting for the old side's go-ahead would put a round trip (two
+    // wakeups, each maybe queued behind other work for a CPU) inside the
+    // blackout. The old side still rolls back if we die before `committed`
+    // reaches it; once we serve, it takes back only if we die.
     fault::check(fault, "new-before-committed");
-    let commit_started = Instant::now();
+    let commit_from = crate::sys::monotonic_usec();
     server.go_live()?;
-    let blackout_us = if pause_started_mono_us > 0 {
-        crate::sys::monotonic_usec().saturating_sub(pause_started_mono_us)
-    } else {
-        0
-    };
+    let live_at = crate::sys::monotonic_usec();
+    let blackout_us = live_at.saturating_sub(pause_started_mono_us);
     let _ = fdpass::send_message(&sock, &Control::Committed { blackout_us }, &[]);
     fault::check(fault, "new-after-committed");
     let mut phases = timings;
-    phases.push(Phase {
-        name: "commit".into(),
-        us: commit_started.elapsed().as_micros() as u64,
-    });
-    server.report_upgrade(phases, blackout_us, seq);
+    for (name, from, to) in [
+        ("capture", pause_started_mono_us, manifest_at),
+        ("transfer", manifest_at, imported_from),
+        ("import", imported_from, commit_from),
+        ("commit", commit_from, live_at),
+    ] {
+        phases.push(Phase {
+            name: name.into(),
+            us: to.saturating_sub(from),
+        });
+    }
+    // Every fd message, the pre-copy's (before the pause) included.
+    server.report_upgrade(phases, blackout_us, 1 + batches + seq);
     crate::service::notify::ready(&format!(
         "serving {} panes (generation {})",
         server.panes.len(),
@@ -200,6 +258,15 @@ pub fn run(fd: RawFd, paths: NamespacePaths) -> Result<(), String> {
     );
     server.predecessor = Some(sock);
     server.serve()
+}
+
+/// Polls `sock` without sleeping until it is readable or `spin` passed,
+/// yielding the CPU to anything else runnable on it meanwhile.
+fn spin_until_readable(sock: &OwnedFd, spin: Duration) {
+    let until = Instant::now() + spin;
+    while !fdpass::wait_readable(sock, Duration::ZERO) && Instant::now() < until {
+        std::thread::yield_now();
+    }
 }
 
 fn recv(sock: &OwnedFd) -> Result<(Control, Vec<OwnedFd>), String> {
@@ -248,36 +315,146 @@ fn read_memfd(memfd: OwnedFd, bytes: u64) -> Result<Vec<u8>, String> {
     Ok(data)
 }
 
-/// Rebuilds a server from the manifest and the received fds, registering
-/// nothing: until commit, the old server still owns the readiness.
-fn rebuild(
-    m: Manifest,
-    fds: &mut HashMap<String, OwnedFd>,
-    precopy: &mut HashMap<u64, (u64, crate::term::Terminal)>,
+/// The server around the listener and lock the pre-copy carried, with
+/// nothing of the state yet: `rebuild` fills it in from the manifest.
+fn assemble_shell(
+    named: &mut HashMap<String, OwnedFd>,
     paths: NamespacePaths,
 ) -> Result<Server, String> {
-    let mut take = |id: &str| fds.remove(id).ok_or_else(|| format!("fd {id:?} missing"));
+    let mut take = |id: &str| {
+        named
+            .remove(id)
+            .ok_or_else(|| format!("the pre-copy carried no {id:?} fd"))
+    };
     let listener = std::os::unix::net::UnixListener::from(take("listener")?);
     listener
         .set_nonblocking(true)
         .map_err(|e| format!("listener: {e}"))?;
     let lock = super::listener::InstanceLock::from_fd(take("lock")?);
-    let lineage = take("lineage").ok();
-    let mut server = Server::assemble(
+    // The socket's identity and the history setting come with the manifest.
+    Server::assemble(
         paths,
         mio::net::UnixListener::from_std(listener),
-        (m.socket_dev, m.socket_ino),
+        (0, 0),
         lock,
-        m.history,
-    )?;
+        false,
+    )
+}
+
+/// Builds every pre-copied pane ahead of the pause, with its terminal,
+/// token and fds, registered (nothing is read before we serve), but
+/// without input acks (a pane with acks always travels again). Keyed by
+/// pane id, with the terminal's change count as pre-copied. Every fd in
+/// `named` must belong to one of them.
+fn prebuild_panes(
+    shell: &mut Server,
+    panes: Vec<(
+        crate::persist::snapshot::PaneRecord,
+        crate::handoff::manifest::PaneRuntime,
+    )>,
+    precopy: &mut HashMap<u64, (u64, crate::term::Terminal)>,
+    named: &mut HashMap<String, OwnedFd>,
+) -> Result<HashMap<u64, (u64, Pane)>, String> {
+    let now = Instant::now();
+    let no_conns = HashMap::new();
+    let mut out = HashMap::with_capacity(panes.len());
+    for (rec, rt) in panes {
+        let (id, changes) = (rt.id, rt.screen_changes);
+        let token = shell.alloc_token(Source::Pane(id));
+        let mut pane = Pane::import(rec, rt, token, now, &no_conns, precopy)?;
+        attach_pane_fds(shell, &mut pane, named);
+        register_pane(shell, &pane)?;
+        out.insert(id, (changes, pane));
+    }
+    if let Some(id) = named.keys().next() {
+        return Err(format!("the pre-copy carried an unexpected fd {id:?}"));
+    }
+    Ok(out)
+}
+
+/// Gives `pane` its fds from `fds`, by name.
+fn attach_pane_fds(server: &mut Server, pane: &mut Pane, fds: &mut HashMap<String, OwnedFd>) {
+    let id = pane.id;
+    pane.master = fds
+        .remove(&format!("pty:p{id}"))
+        .map(crate::pty::PtyMaster::from_fd);
+    pane.hung_up_master = fds
+        .remove(&format!("ptyhup:p{id}"))
+        .map(crate::pty::PtyMaster::from_fd);
+    if let Some(pidfd) = fds.remove(&format!("pidfd:p{id}")) {
+        pane.pidfd_token = Some(server.alloc_token(Source::Pidfd(id)));
+        pane.pidfd = Some(pidfd);
+    }
+}
+
+fn register_pane(server: &Server, pane: &Pane) -> Result<(), String> {
+    let registry = server.poll.registry();
+    if let Some(m) = &pane.master {
+        registry
+            .register(
+                &mut SourceFd(&m.raw_fd()),
+                pane.token,
+                Interest::READABLE | Interest::WRITABLE,
+            )
+            .map_err(|e| format!("registering pane {}: {e}", pane.public_id()))?;
+    }
+    if let (Some(fd), Some(token)) = (&pane.pidfd, pane.pidfd_token) {
+        registry
+            .register(&mut SourceFd(&fd.as_raw_fd()), token, Interest::READABLE)
+            .map_err(|e| format!("registering pane {}'s pidfd: {e}", pane.public_id()))?;
+    }
+    Ok(())
+}
+
+/// Lets go of a pre-built pane's fds (out of the poll first: epoll tracks
+/// the open file, which the old side and the blackout's copies still hold).
+fn drop_pane_fds(server: &mut Server, pane: &mut Pane) {
+    let registry = server.poll.registry();
+    if let Some(m) = pane.master.take() {
+        let _ = registry.deregister(&mut SourceFd(&m.raw_fd()));
+    }
+    if let Some(fd) = pane.pidfd.take() {
+        let _ = registry.deregister(&mut SourceFd(&fd.as_raw_fd()));
+    }
+    drop(pane.hung_up_master.take());
+    if let Some(token) = pane.pidfd_token.take() {
+        server.sources.remove(&token);
+    }
+}
+
+/// Fills the server shell in from the manifest and the received fds.
+fn rebuild(
+    m: Manifest,
+    fds: &mut HashMap<String, OwnedFd>,
+    precopy: &mut HashMap<u64, (u64, crate::term::Terminal)>,
+    precopied_events: (u64, Vec<serde_json::Value>),
+    mut server: Server,
+    mut prebuilt: HashMap<u64, (u64, Pane)>,
+) -> Result<Server, String> {
+    let mut take = |id: &str| fds.remove(id).ok_or_else(|| format!("fd {id:?} missing"));
+    let lineage = take("lineage").ok();
+    server.socket_dev_ino = (m.socket_dev, m.socket_ino);
+    server.persist.history = m.history;
     server.generation = m.generation;
     server.lineage = lineage;
     server.started_unix_ms = m.started_unix_ms;
     server.exe_path = std::path::PathBuf::from(&m.exe_path);
     server.next_wait_id = m.next_wait_id;
-    server.events = super::events::EventLog::from_parts(m.event_last_seq, m.event_ring);
+    server.events = match (m.events_after, precopied_events) {
+        (None, _) => super::events::EventLog::from_parts(m.event_last_seq, m.event_ring),
+        (Some(after), (seq, ring)) if after == seq => {
+            let mut log = super::events::EventLog::from_parts(seq, ring);
+            log.extend(m.event_last_seq, m.event_ring);
+            log
+        }
+        (Some(after), _) => {
+            return Err(format!(
+                "the manifest continues the events after {after}, which the pre-copy did not carry"
+            ));
+        }
+    };
     server.persist.revision = m.persist_revision;
-    server.tree = tree_from_snapshot(&m.snapshot)?;
+    server.tree = tree_from_snapshot(&m.snapshot, &m.unchanged_panes)?;
     server.next_pane_id = m.snapshot.counters.pane;
     let now = Instant::now();
 
@@ -306,22 +483,36 @@ fn rebuild(
         let rec = records
             .remove(&id)
             .ok_or_else(|| format!("pane p{id} has no record"))?;
-        let token = server.alloc_token(Source::Pane(id));
+        // Changed since the pre-copy: built again, with the pre-copied
+        // terminal if that did not change.
+        let token = match prebuilt.remove(&id) {
+            Some((changes, mut pane)) => {
+                drop_pane_fds(&mut server, &mut pane);
+                precopy.insert(id, (changes, pane.screen));
+                pane.token
+            }
+            None => server.alloc_token(Source::Pane(id)),
+        };
         let mut pane = Pane::import(rec, rt, token, now, &conn_map, precopy)?;
-        pane.master = take(&format!("pty:p{id}"))
-            .ok()
-            .map(crate::pty::PtyMaster::from_fd);
-        pane.hung_up_master = take(&format!("ptyhup:p{id}"))
-            .ok()
-            .map(crate::pty::PtyMaster::from_fd);
-        if let Ok(pidfd) = take(&format!("pidfd:p{id}")) {
-            pane.pidfd_token = Some(server.alloc_token(Source::Pidfd(id)));
-            pane.pidfd = Some(pidfd);
-        }
+        attach_pane_fds(&mut server, &mut pane, fds);
+        register_pane(&server, &pane)?;
         server.panes.insert(id, pane);
     }
     if let Some((id, _)) = records.into_iter().next() {
         return Err(format!("pane p{id} has a record but no runtime state"));
+    }
+    for id in m.unchanged_panes {
+        let (_, pane) = prebuilt
+            .remove(&id)
+            .ok_or_else(|| format!("pane p{id} is named unchanged but was not pre-copied"))?;
+        if server.panes.insert(id, pane).is_some() {
+            return Err(format!("pane p{id} is both changed and unchanged"));
+        }
+    }
+    // Removed since the pre-copy.
+    for (_, mut pane) in prebuilt.into_values() {
+        drop_pane_fds(&mut server, &mut pane);
+        server.sources.remove(&pane.token);
     }
     for w in m.waits {
         let Some(conn) = conn_map.get(&w.conn) else {
@@ -343,7 +534,8 @@ fn rebuild(
 
 /// The tree of a live server's snapshot, taken as it is: unlike a restore
 /// from disk there is nothing to repair, and any inconsistency aborts.
-fn tree_from_snapshot(snap: &Snapshot) -> Result<Tree, String> {
+/// `more_panes` exist besides those with a record in the snapshot.
+fn tree_from_snapshot(snap: &Snapshot, more_panes: &[u64]) -> Result<Tree, String> {
     let mut tree = Tree::new();
     let bad = |what: &str| format!("manifest snapshot: bad {what}");
     for ws in &snap.workspaces {
@@ -400,6 +592,7 @@ fn tree_from_snapshot(snap: &Snapshot) -> Result<Tree, String> {
         .panes
         .iter()
         .filter_map(|p| parse_id('p', &p.id))
+        .chain(more_panes.iter().copied())
         .collect();
     tree.check(|p| panes.contains(&p))?;
     Ok(tree)
@@ -423,9 +616,13 @@ fn layout_from(rec: &LayoutRecord) -> Option<Layout> {
 }
 
 impl Server {
-    /// The commit: register every source, catch up on what arrived during
-    /// the blackout, and tell the reaper we are current.
-    fn go_live(&mut self) -> Result<(), String> {
+    /// Puts the listener and the connections in our poll before the
+    /// commit (the panes are registered as they are built: unchanged ones
+    /// before the pause), so that the commit itself does not pay an
+    /// epoll_ctl per fd. Nothing is read until the loop runs (after
+    /// `go_live`), and an edge raised meanwhile waits in the epoll's ready
+    /// list: registering reports current readiness too.
+    fn register_sources(&mut self) -> Result<(), String> {
         let registry = self.poll.registry();
         registry
             .register(&mut self.listener, LISTENER, Interest::READABLE)
@@ -439,22 +636,13 @@ impl Server {
                 )
                 .map_err(|e| format!("registering a connection: {e}"))?;
         }
-        for pane in self.panes.values() {
-            if let Some(m) = &pane.master {
-                registry
-                    .register(
-                        &mut SourceFd(&m.raw_fd()),
-                        pane.token,
-                        Interest::READABLE | Interest::WRITABLE,
-                    )
-                    .map_err(|e| format!("registering pane {}: {e}", pane.public_id()))?;
-            }
-            if let (Some(fd), Some(token)) = (&pane.pidfd, pane.pidfd_token) {
-                registry
-                    .register(&mut SourceFd(&fd.as_raw_fd()), token, Interest::READABLE)
-                    .map_err(|e| format!("registering pane {}'s pidfd: {e}", pane.public_id()))?;
-            }
-        }
+        Ok(())
+    }
+
+    /// The commit: catch up on what arrived during the blackout (every
+    /// source goes on the backlog, since the old server may have consumed
+    /// edges), and tell the reaper we are current.
+    fn go_live(&mut self) -> Result<(), String> {
         let now = Instant::now();
         let panes: Vec<u64> = self.panes.keys().copied().collect();
         for id in &panes {

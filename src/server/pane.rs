@@ -141,6 +141,16 @@ pub struct PaneSetup {
 impl Pane {
     /// A pane with no process yet (`Held`); `start` gives it one.
     pub fn new(setup: PaneSetup, token: mio::Token, held_reason: String) -> Pane {
+        let screen = Terminal::new(setup.cols, setup.rows, setup.term.clone());
+        Pane::with_screen(setup, token, held_reason, screen)
+    }
+
+    fn with_screen(
+        setup: PaneSetup,
+        token: mio::Token,
+        held_reason: String,
+        screen: Terminal,
+    ) -> Pane {
         Pane {
             id: setup.id,
             name: setup.name,
@@ -165,7 +175,7 @@ impl Pane {
             prompts_seen: 0,
             commands_finished: 0,
             last_command_exit: None,
-            screen: Terminal::new(setup.cols, setup.rows, setup.term),
+            screen,
             last_output: Instant::now(),
             timeout: setup.timeout,
             idle_timeout: setup.idle_timeout,
@@ -481,10 +491,24 @@ impl Pane {
             idle_timeout: rt.idle_timeout_ms.map(Duration::from_millis),
             restore: rec.restore,
             resume: rec.resume,
-            // Replaced by the transferred screen, which keeps its own.
+            // Unused: the transferred screen keeps its own.
             term: TermConfig::default(),
         };
-        let mut pane = Pane::new(setup, token, String::new());
+        // The terminal first: a throwaway one from `Pane::new` would cost
+        // the blackout an allocation and a drop per pane.
+        let screen = match rt.screen {
+            Some(screen) => screen,
+            None => match precopy.remove(&rt.id) {
+                Some((changes, screen)) if changes == rt.screen_changes => screen,
+                _ => {
+                    return Err(format!(
+                        "pane p{}: its terminal was neither sent nor pre-copied",
+                        rt.id
+                    ));
+                }
+            },
+        };
+        let mut pane = Pane::with_screen(setup, token, String::new(), screen);
         pane.state = match rt.process {
             ProcessRuntime::Running {
                 pid,
@@ -519,18 +543,6 @@ impl Pane {
         pane.kill_deadline = rt
             .kill_escalate_in_ms
             .map(|ms| now + Duration::from_millis(ms));
-        pane.screen = match rt.screen {
-            Some(screen) => screen,
-            None => match precopy.remove(&rt.id) {
-                Some((changes, screen)) if changes == rt.screen_changes => screen,
-                _ => {
-                    return Err(format!(
-                        "pane p{}: its terminal was neither sent nor pre-copied",
-                        rt.id
-                    ));
-                }
-            },
-        };
         pane.last_output = now
             .checked_sub(Duration::from_millis(rt.idle_ms))
             .unwrap_or(now);

@@ -197,6 +197,8 @@ impl Server {
         let mut histories = Vec::new();
         let mut keep = Vec::new();
         let mut deferred = false;
+        // Deferred panes that have no history file yet: not named.
+        let mut unwritten = std::collections::HashSet::new();
         // Panes after the last save's stopping point first.
         let resume = self.persist.history_resume;
         let (before, after): (Vec<_>, Vec<_>) =
@@ -219,6 +221,8 @@ impl Server {
                     deferred = true;
                     if history_dir.join(&name).exists() {
                         keep.push(name);
+                    } else {
+                        unwritten.insert(id);
                     }
                     continue;
                 } else {
@@ -230,7 +234,12 @@ impl Server {
             keep.push(name);
         }
         self.persist.history_due = deferred;
-        let snapshot = self.build_snapshot(&keep);
+        let panes = self
+            .panes
+            .values()
+            .map(|p| pane_record(p, history && !unwritten.contains(&p.id)))
+            .collect();
+        let snapshot = self.build_snapshot_with(panes);
         Some(SaveJob {
             revision: self.persist.revision,
             session_path: crate::persist::session_path(state_dir),
@@ -241,9 +250,9 @@ impl Server {
         })
     }
 
-    /// The current state as a snapshot. `with_history` lists the history
-    /// files that exist (or are being written) for panes.
-    pub(super) fn build_snapshot(&self, with_history: &[String]) -> Snapshot {
+    /// The snapshot with these pane records (a live upgrade leaves out
+    /// those the new server already has).
+    pub(super) fn build_snapshot_with(&self, panes: Vec<PaneRecord>) -> Snapshot {
         let tree = &self.tree;
         Snapshot {
             version: snapshot::SNAPSHOT_VERSION,
@@ -279,27 +288,7 @@ impl Server {
                     zoom: t.zoom.map(|z| format!("p{z}")),
                 })
                 .collect(),
-            panes: self
-                .panes
-                .values()
-                .map(|p| {
-                    let history = format!("{}.txt", p.public_id());
-                    PaneRecord {
-                        id: p.public_id(),
-                        name: p.name.clone(),
-                        cwd: p.cwd.to_string_lossy().into_owned(),
-                        command: p.command.clone(),
-                        env: p.env.clone(),
-                        cols: p.cols,
-                        rows: p.rows,
-                        restore: p.restore,
-                        resume: p.resume.clone(),
-                        history: with_history.contains(&history).then_some(history),
-                        pid: p.child().map(|c| c.pid),
-                        start_token: p.child().and_then(|c| c.start_token),
-                    }
-                })
-                .collect(),
+            panes,
         }
     }
 
@@ -473,5 +462,23 @@ fn layout_record(layout: &Layout) -> LayoutRecord {
             first: Box::new(layout_record(first)),
             second: Box::new(layout_record(second)),
         },
+    }
+}
+
+/// A pane's snapshot record; `with_history`: its history file exists.
+pub(super) fn pane_record(p: &super::pane::Pane, with_history: bool) -> PaneRecord {
+    PaneRecord {
+        id: p.public_id(),
+        name: p.name.clone(),
+        cwd: p.cwd.to_string_lossy().into_owned(),
+        command: p.command.clone(),
+        env: p.env.clone(),
+        cols: p.cols,
+        rows: p.rows,
+        restore: p.restore,
+        resume: p.resume.clone(),
+        history: with_history.then(|| format!("{}.txt", p.public_id())),
+        pid: p.child().map(|c| c.pid),
+        start_token: p.child().and_then(|c| c.start_token),
     }
 }

@@ -3,9 +3,9 @@
 //! and every rollback edge.
 //!
 //! ```text
-//! Idle -> Probing -> Starting -> Saving -> Transferring -> Importing -> Committing -> Probation -> (released)
-//!            \          \           \           \              \            \             \
-//!             `----------`-----------`-----------`--------------`------------`-> rollback: kill the new
+//! Idle -> Probing -> Starting -> Saving -> Precopying -> Transferring -> Committing -> Probation -> (released)
+//!            \          \           \          \             \              \             \
+//!             `----------`-----------`----------`-------------`--------------`-> rollback: kill the new
 //!                                                                              process, resume serving
 //! ```
 //!
@@ -36,6 +36,9 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// After the commit the old server keeps its paused copies this long, and
 /// takes everything back if the new server dies meanwhile.
 pub const PROBATION: Duration = Duration::from_secs(2);
+/// Fd batches sent ahead of their acks: at most 4 x 252 fds in flight,
+/// below the default RLIMIT_NOFILE that bounds them per user.
+const BATCH_WINDOW: usize = 4;
 
 pub enum Upgrade {
     Idle,
@@ -63,11 +66,10 @@ enum Step {
     /// Terminal models copied ahead, still serving; waiting for the new
     /// side to have decoded them.
     Precopying,
-    /// Paused; fd batches going out one per ack.
+    /// Paused; fd batches going out, a few ahead of the acks.
     Transferring,
-    /// All fds acked; waiting for `imported`.
-    Importing,
-    /// `commit` sent; waiting for `committed`.
+    /// Every fd sent: the new side imports and commits on its own (no
+    /// round trip back to us inside the blackout); waiting for `committed`.
     Committing,
     /// Committed; keeping paused copies until the window ends.
     Probation,
@@ -81,7 +83,6 @@ impl Step {
             Step::Saving => "save",
             Step::Precopying => "precopy",
             Step::Transferring => "transfer",
-            Step::Importing => "import",
             Step::Committing => "commit",
             Step::Probation => "probation",
         }
@@ -100,15 +101,15 @@ pub struct Active {
     deadline: Instant,
     step_started: Instant,
     timings: Vec<Phase>,
-    pause_started: Option<Instant>,
-    pause_started_mono_us: u64,
-    /// What is still to be sent, one batch per ack.
+    /// The fd batches; `next_batch` is the first not sent, `acked` counts
+    /// those the new side confirmed.
     batches: Vec<Vec<(String, RawFd)>>,
     next_batch: usize,
+    acked: usize,
     /// Kept open until the new side has its copies.
     memfd: Option<OwnedFd>,
-    opened_pidfds: Vec<OwnedFd>,
-    counts: (usize, usize, usize),
+    /// Pidfds we opened for our own children's panes, by pane id.
+    opened_pidfds: HashMap<u64, OwnedFd>,
     new_version: String,
     /// `--mode restore`: save, stop, and exec the new binary in this
     /// process, which restores from the snapshot (no handoff).
@@ -117,6 +118,75 @@ pub struct Active {
     child_reaped: bool,
     /// Change counts of the terminals the new side got in the pre-copy.
     precopied: HashMap<u64, u64>,
+    /// The last event sequence number the pre-copy carried.
+    events_precopied: Option<u64>,
+    /// What the pre-copy carried of each pane, to tell at the pause which
+    /// ones the new side already has right.
+    pane_drafts: HashMap<u64, PaneDraft>,
+}
+
+/// A pane as the pre-copy carried it: its record and runtime state encoded
+/// with the times relative to "now" zeroed, the instants behind them, and
+/// its fds (the same numbers in the same run are the same open files).
+struct PaneDraft {
+    bytes: Vec<u8>,
+    times: PaneTimes,
+    fds: Vec<(String, RawFd)>,
+}
+
+/// A pane's fds as named for the handoff; for a running process of our own
+/// a pidfd is opened (once per upgrade, kept in `opened`).
+fn pane_fds(
+    pane: &super::pane::Pane,
+    opened: &mut HashMap<u64, OwnedFd>,
+) -> Result<Vec<(String, RawFd)>, String> {
+    let id = pane.public_id();
+    let mut fds = Vec::with_capacity(2);
+    if let Some(m) = &pane.master {
+        fds.push((format!("pty:{id}"), m.raw_fd()));
+    }
+    if let Some(m) = &pane.hung_up_master {
+        fds.push((format!("ptyhup:{id}"), m.raw_fd()));
+    }
+    if let super::pane::PaneState::Running(child) = pane.state {
+        let fd = match (&pane.pidfd, opened.get(&pane.id)) {
+            (Some(fd), _) | (None, Some(fd)) => fd.as_raw_fd(),
+            (None, None) => {
+                let fd = crate::pty::pidfd::open(child.pid).map_err(|e| {
+                    format!("opening a pidfd for pane {id} (pid {}): {e}", child.pid)
+                })?;
+                let raw = fd.as_raw_fd();
+                opened.insert(pane.id, fd);
+                raw
+            }
+        };
+        fds.push((format!("pidfd:{id}"), fd));
+    }
+    Ok(fds)
+}
+
+type PaneTimes = (Instant, Option<Instant>, Option<Instant>);
+
+fn pane_times(p: &super::pane::Pane) -> PaneTimes {
+    (p.last_output, p.timeout_at, p.kill_deadline)
+}
+
+/// Encodes a pane's record and runtime state into `buf` for comparison:
+/// the relative times move with the clock, so they are zeroed here and
+/// compared as instants (`pane_times`) instead.
+fn draft_bytes(
+    buf: &mut Vec<u8>,
+    record: &crate::persist::snapshot::PaneRecord,
+    rt: &mut manifest::PaneRuntime<&crate::term::Terminal>,
+) -> Result<(), String> {
+    let saved = (rt.idle_ms, rt.timeout_in_ms, rt.kill_escalate_in_ms);
+    rt.idle_ms = 0;
+    rt.timeout_in_ms = rt.timeout_in_ms.map(|_| 0);
+    rt.kill_escalate_in_ms = rt.kill_escalate_in_ms.map(|_| 0);
+    buf.clear();
+    let encoded = serde_json::to_writer(&mut *buf, &(record, &*rt));
+    (rt.idle_ms, rt.timeout_in_ms, rt.kill_escalate_in_ms) = saved;
+    encoded.map_err(|e| format!("encoding pane p{}: {e}", rt.id))
 }
 
 impl Server {
@@ -219,17 +289,17 @@ impl Server {
             deadline: now + timeout,
             step_started: now,
             timings: Vec::new(),
-            pause_started: None,
-            pause_started_mono_us: 0,
             batches: Vec::new(),
             next_batch: 0,
+            acked: 0,
             memfd: None,
-            opened_pidfds: Vec::new(),
-            counts: (0, 0, 0),
+            opened_pidfds: HashMap::new(),
             new_version: String::new(),
             restore_mode: req.mode.as_deref() == Some("restore"),
             child_reaped: false,
             precopied: HashMap::new(),
+            events_precopied: None,
+            pane_drafts: HashMap::new(),
         }));
         Ok(())
     }
@@ -474,29 +544,16 @@ impl Server {
                     self.rollback(e);
                 }
             }
-            (Step::Transferring, Control::BatchAck { seq }) if seq as usize + 1 == a.next_batch => {
-                if let Err(e) = self.send_next_batch() {
+            (Step::Transferring | Step::Committing, Control::BatchAck { seq })
+                if seq as usize == a.acked && a.acked < a.next_batch =>
+            {
+                a.acked += 1;
+                if a.acked == a.batches.len() {
+                    fault::check(a.fault.as_deref(), "old-after-transfer");
+                }
+                if let Err(e) = self.send_batches() {
                     self.rollback(e);
                 }
-            }
-            (Step::Importing, Control::Imported { import_us }) => {
-                self.finish_step("transfer");
-                let Upgrade::Active(a) = &mut self.upgrade else {
-                    return;
-                };
-                a.timings.push(Phase {
-                    name: "import".into(),
-                    us: import_us,
-                });
-                fault::check(a.fault.as_deref(), "old-after-transfer");
-                let commit = Control::Commit {
-                    timings: a.timings.clone(),
-                    pause_started_mono_us: a.pause_started_mono_us,
-                };
-                if let Err(e) = fdpass::send_message(&a.channel, &commit, &[]) {
-                    return self.rollback(format!("sending commit: {e}"));
-                }
-                self.set_step(Step::Committing);
             }
             (Step::Committing, Control::Committed { blackout_us }) => {
                 self.on_committed(blackout_us)
@@ -562,36 +619,92 @@ impl Server {
             .iter()
             .map(|(id, changes, _)| (*id, *changes))
             .collect();
-        let bytes = serde_json::to_vec(&manifest::Precopy { screens })
-            .map_err(|e| format!("encoding the pre-copy: {e}"))?;
+        // Panes waiting for input acks name connections, whose ids the new
+        // side maps only at the pause: those always travel again.
+        // Their fds go ahead too: the new side attaches and registers them
+        // before the pause, and the blackout carries only changed panes'.
+        let now = Instant::now();
+        let history = self.persist.history;
+        let mut drafts = HashMap::new();
+        let mut panes = Vec::with_capacity(self.panes.len());
+        let mut pane_fd_list: Vec<(String, RawFd)> = Vec::new();
+        let mut opened = match &mut self.upgrade {
+            Upgrade::Active(a) => std::mem::take(&mut a.opened_pidfds),
+            Upgrade::Idle => return Ok(()),
+        };
+        for p in self.panes.values() {
+            let record = super::persistence::pane_record(p, history);
+            let mut rt = p.export(now, Some(p.screen.changes()));
+            if p.pending_acks.is_empty() {
+                let mut bytes = Vec::new();
+                draft_bytes(&mut bytes, &record, &mut rt)?;
+                let times = pane_times(p);
+                let fds = pane_fds(p, &mut opened)?;
+                pane_fd_list.extend(fds.iter().cloned());
+                drafts.insert(p.id, PaneDraft { bytes, times, fds });
+            }
+            panes.push((record, rt));
+        }
+        if let Upgrade::Active(a) = &mut self.upgrade {
+            a.opened_pidfds = opened;
+        }
+        let precopy = manifest::Precopy {
+            screens,
+            event_last_seq: self.events.last_seq(),
+            event_ring: self.events.ring(),
+            panes,
+        };
+        let bytes =
+            serde_json::to_vec(&precopy).map_err(|e| format!("encoding the pre-copy: {e}"))?;
+        let events_precopied = self.events.last_seq();
         let memfd = write_memfd(&bytes)?;
         let Upgrade::Active(a) = &mut self.upgrade else {
             return Ok(());
         };
+        let mut named: Vec<(String, RawFd)> = vec![
+            ("listener".into(), self.listener.as_raw_fd()),
+            ("lock".into(), self.lock.raw_fd()),
+        ];
+        named.extend(pane_fd_list);
+        // The first batch rides with the memfd; the rest follow unacked
+        // (before the pause, a failure here only fails the upgrade).
+        let first = named.len().min(MAX_FDS_PER_BATCH - 1);
+        let rest: Vec<&[(String, RawFd)]> = named[first..].chunks(MAX_FDS_PER_BATCH).collect();
         let msg = Control::Precopy {
             bytes: bytes.len() as u64,
+            ids: named[..first].iter().map(|(id, _)| id.clone()).collect(),
+            batches: rest.len() as u32,
         };
-        fdpass::send_message(&a.channel, &msg, &[memfd.as_raw_fd()])
+        let fds: Vec<RawFd> = std::iter::once(memfd.as_raw_fd())
+            .chain(named[..first].iter().map(|(_, fd)| *fd))
+            .collect();
+        fdpass::send_message(&a.channel, &msg, &fds)
             .map_err(|e| format!("sending the pre-copy: {e}"))?;
+        for (i, batch) in rest.iter().enumerate() {
+            fdpass::send_batch(&a.channel, i as u32 + 1, batch)
+                .map_err(|e| format!("sending the pre-copy's fd batch {}: {e}", i + 1))?;
+        }
         a.precopied = precopied;
+        a.events_precopied = Some(events_precopied);
+        a.pane_drafts = drafts;
         a.step = Step::Precopying;
         a.step_started = Instant::now();
         Ok(())
     }
 
-    /// The blackout starts here: every source leaves the poll, the state is
-    /// captured into the manifest, and the fds are lined up in batches.
+    /// The blackout starts here: the loop stops acting on every source, the
+    /// state is captured into the manifest, and the fds go out in batches.
     fn pause_and_send_manifest(&mut self) -> Result<(), String> {
-        let pause_started = Instant::now();
+        let pause_started_mono_us = crate::sys::monotonic_usec();
         // Last chance for queued output to leave while it is still ours.
         self.flush_conns();
         self.paused = true;
-        self.deregister_all();
+        // Nothing leaves the poll here: the loop ignores every source but
+        // the upgrade's own while paused, and epoll_ctl on every fd would
+        // cost the blackout ~2 us a source. They leave after the commit.
         let now = Instant::now();
-        let mut fds: Vec<(String, RawFd)> = vec![
-            ("listener".into(), self.listener.as_raw_fd()),
-            ("lock".into(), self.lock.raw_fd()),
-        ];
+        // The listener and the lock went with the pre-copy.
+        let mut fds: Vec<(String, RawFd)> = Vec::new();
         if self.lineage.is_none() {
             // First upgrade of the first generation: we become the reaper.
             let (reader, writer) = crate::reaper::lineage_pipe()
@@ -602,44 +715,59 @@ impl Server {
         if let Some(l) = &self.lineage {
             fds.push(("lineage".into(), l.as_raw_fd()));
         }
-        let mut opened = Vec::new();
-        for pane in self.panes.values() {
-            let id = pane.public_id();
-            if let Some(m) = &pane.master {
-                fds.push((format!("pty:{id}"), m.raw_fd()));
-            }
-            if let Some(m) = &pane.hung_up_master {
-                fds.push((format!("ptyhup:{id}"), m.raw_fd()));
-            }
-            if let super::pane::PaneState::Running(child) = pane.state {
-                match &pane.pidfd {
-                    Some(fd) => fds.push((format!("pidfd:{id}"), fd.as_raw_fd())),
-                    None => match crate::pty::pidfd::open(child.pid) {
-                        Ok(fd) => {
-                            fds.push((format!("pidfd:{id}"), fd.as_raw_fd()));
-                            opened.push(fd);
-                        }
-                        Err(e) => {
-                            return Err(format!(
-                                "opening a pidfd for pane {id} (pid {}): {e}",
-                                child.pid
-                            ));
-                        }
-                    },
-                }
-            }
-        }
         let conns: Vec<ConnId> = self.conns.keys().copied().collect();
         for id in &conns {
             fds.push((format!("conn:{id}"), self.conns[id].stream.as_raw_fd()));
         }
-        let (binary, caller, precopied) = match &mut self.upgrade {
-            Upgrade::Active(a) => (
-                a.binary.clone(),
-                a.caller.clone(),
-                std::mem::take(&mut a.precopied),
-            ),
-            Upgrade::Idle => return Ok(()),
+        let (binary, caller, precopied, events_precopied, drafts, mut opened) =
+            match &mut self.upgrade {
+                Upgrade::Active(a) => (
+                    a.binary.clone(),
+                    a.caller.clone(),
+                    std::mem::take(&mut a.precopied),
+                    a.events_precopied.take(),
+                    std::mem::take(&mut a.pane_drafts),
+                    std::mem::take(&mut a.opened_pidfds),
+                ),
+                Upgrade::Idle => return Ok(()),
+            };
+        // Only the panes that changed since the pre-copy travel now: an
+        // idle pane costs the blackout an encoding and a comparison here,
+        // and nothing on the new side.
+        let history = self.persist.history;
+        let mut records = Vec::new();
+        let mut runtimes = Vec::new();
+        let mut unchanged_panes = Vec::new();
+        let mut buf = Vec::new();
+        for p in self.panes.values() {
+            let record = super::persistence::pane_record(p, history);
+            let mut rt = p.export(now, precopied.get(&p.id).copied());
+            let pfds = pane_fds(p, &mut opened)?;
+            let same = rt.screen.is_none()
+                && p.pending_acks.is_empty()
+                && match drafts.get(&p.id) {
+                    Some(d) if d.times == pane_times(p) && d.fds == pfds => {
+                        draft_bytes(&mut buf, &record, &mut rt)?;
+                        buf == d.bytes
+                    }
+                    _ => false,
+                };
+            if same {
+                unchanged_panes.push(p.id);
+            } else {
+                records.push(record);
+                runtimes.push(rt);
+                fds.extend(pfds);
+            }
+        }
+        // Events are never changed once logged: only those after the
+        // pre-copy travel now (all of them if the ring dropped some since).
+        let (event_ring, events_after) = match events_precopied {
+            Some(seq) => match self.events.after(seq) {
+                Some(tail) => (tail, Some(seq)),
+                None => (self.events.ring(), None),
+            },
+            None => (self.events.ring(), None),
         };
         let manifest = Manifest {
             handoff_version: HANDOFF_VERSION,
@@ -647,19 +775,17 @@ impl Server {
             from_pid: std::process::id(),
             generation: self.generation + 1,
             namespace: self.paths.namespace.clone(),
-            snapshot: self.build_snapshot_for_handoff(),
-            panes: self
-                .panes
-                .values()
-                .map(|p| p.export(now, precopied.get(&p.id).copied()))
-                .collect(),
+            snapshot: self.build_snapshot_with(records),
+            panes: runtimes,
+            unchanged_panes,
             conns: conns
                 .iter()
                 .map(|id| self.conns[id].export(*id, now))
                 .collect(),
             waits: self.waits.values().map(|w| w.export(now)).collect(),
             event_last_seq: self.events.last_seq(),
-            event_ring: self.events.ring(),
+            event_ring,
+            events_after,
             persist_revision: self.persist.revision,
             history: self.persist.history,
             started_unix_ms: self.started_unix_ms,
@@ -676,40 +802,59 @@ impl Server {
         let bytes =
             serde_json::to_vec(&manifest).map_err(|e| format!("encoding the manifest: {e}"))?;
         let memfd = write_memfd(&bytes)?;
-        a.pause_started = Some(pause_started);
-        a.pause_started_mono_us =
-            crate::sys::monotonic_usec().saturating_sub(pause_started.elapsed().as_micros() as u64);
-        a.counts = (self.panes.len(), conns.len(), fds.len());
-        a.batches = fds.chunks(MAX_FDS_PER_BATCH).map(<[_]>::to_vec).collect();
-        a.next_batch = 0;
+        // Batch 0 rides with the memfd, one fd short of a full batch.
+        let first = fds.len().min(MAX_FDS_PER_BATCH - 1);
+        a.batches = std::iter::once(&fds[..first])
+            .chain(fds[first..].chunks(MAX_FDS_PER_BATCH))
+            .map(<[_]>::to_vec)
+            .collect();
+        a.next_batch = 1;
+        a.acked = 0;
         a.opened_pidfds = opened;
         let msg = Control::Manifest {
             bytes: bytes.len() as u64,
             fd_count: fds.len() as u32,
+            ids: fds[..first].iter().map(|(id, _)| id.clone()).collect(),
+            timings: a.timings.clone(),
+            pause_started_mono_us,
         };
-        fdpass::send_message(&a.channel, &msg, &[memfd.as_raw_fd()])
+        let carried: Vec<RawFd> = std::iter::once(memfd.as_raw_fd())
+            .chain(fds[..first].iter().map(|(_, fd)| *fd))
+            .collect();
+        fdpass::send_message(&a.channel, &msg, &carried)
             .map_err(|e| format!("sending the manifest: {e}"))?;
         a.memfd = Some(memfd);
-        a.timings.push(Phase {
-            name: "capture".into(),
-            us: pause_started.elapsed().as_micros() as u64,
-        });
         a.step = Step::Transferring;
         a.step_started = Instant::now();
-        self.send_next_batch()
+        self.send_batches()
     }
 
-    fn send_next_batch(&mut self) -> Result<(), String> {
+    /// Sends fd batches up to [`BATCH_WINDOW`] ahead of the acks: each
+    /// round trip inside the blackout costs two wakeups, and on a busy
+    /// machine each wakeup may wait for a CPU.
+    fn send_batches(&mut self) -> Result<(), String> {
         let Upgrade::Active(a) = &mut self.upgrade else {
             return Ok(());
         };
-        match a.batches.get(a.next_batch) {
-            Some(batch) => {
-                fdpass::send_batch(&a.channel, a.next_batch as u32, batch)
-                    .map_err(|e| format!("sending fd batch {}: {e}", a.next_batch))?;
-                a.next_batch += 1;
+        while a.next_batch < a.batches.len() && a.next_batch - a.acked < BATCH_WINDOW {
+            let seq = a.next_batch;
+            match fdpass::send_batch(&a.channel, seq as u32, &a.batches[seq]) {
+                Ok(()) => a.next_batch += 1,
+                // A full socket buffer, or the kernel's per-user limit on
+                // fds in flight (ETOOMANYREFS): an ack will make room.
+                Err(e)
+                    if seq > a.acked
+                        && (e.kind() == std::io::ErrorKind::WouldBlock
+                            || e.raw_os_error() == Some(libc::ETOOMANYREFS)) =>
+                {
+                    break;
+                }
+                Err(e) => return Err(format!("sending fd batch {seq}: {e}")),
             }
-            None => a.step = Step::Importing,
+        }
+        if a.step == Step::Transferring && a.next_batch == a.batches.len() {
+            a.step = Step::Committing;
+            a.step_started = Instant::now();
         }
         Ok(())
     }
@@ -729,6 +874,10 @@ impl Server {
             blackout_us,
             PROBATION.as_millis()
         );
+        // Out of the poll now that the blackout is over: the new server
+        // reads these, and every edge would wake us for nothing during
+        // probation. `release` closes only what left the poll first.
+        self.deregister_all();
         self.log.log("upgrade_committed", &msg);
     }
 
@@ -832,7 +981,8 @@ impl Server {
         self.drop_attempt_lineage();
         let was_paused = self.paused;
         if was_paused {
-            self.resume();
+            // Before the commit nothing left the poll.
+            self.resume(false);
         }
         let msg = format!(
             "upgrade to {} failed: {reason}; this server (pid {}) keeps serving{}",
@@ -870,7 +1020,8 @@ impl Server {
             .registry()
             .deregister(&mut SourceFd(&a.channel.as_raw_fd()));
         self.drop_attempt_lineage();
-        self.resume();
+        // The commit took every source out of the poll.
+        self.resume(true);
         self.log.log("upgrade_taken_back", &msg);
         self.emit(
             "server.upgrade_failed",
@@ -902,7 +1053,7 @@ impl Server {
         }
     }
 
-    /// Takes every source out of the poll (the pause).
+    /// Takes every source out of the poll, once the new server owns them.
     fn deregister_all(&mut self) {
         let registry = self.poll.registry();
         let _ = registry.deregister(&mut self.listener);
@@ -919,9 +1070,34 @@ impl Server {
         }
     }
 
-    /// Puts every source back and catches up on what happened meanwhile.
-    fn resume(&mut self) {
+    /// Serves again and catches up on what happened meanwhile; `reregister`
+    /// when the sources had left the poll (after the commit).
+    fn resume(&mut self, reregister: bool) {
         self.paused = false;
+        if reregister {
+            self.register_all();
+        }
+        // Edge-triggered: edges that came while paused were consumed by the
+        // ignoring loop (or raised none), so every source is read once.
+        let panes: Vec<u64> = self.panes.keys().copied().collect();
+        let conns: Vec<ConnId> = self.conns.keys().copied().collect();
+        self.backlog
+            .extend(panes.iter().map(|id| Source::Pane(*id)));
+        self.backlog
+            .extend(conns.iter().map(|id| Source::Conn(*id)));
+        for id in panes {
+            self.flush_pane_input(id);
+        }
+        for timer in std::mem::take(&mut self.deferred_timers) {
+            self.timers.add(Instant::now(), timer);
+        }
+        for (pid, status) in std::mem::take(&mut self.deferred_exits) {
+            self.on_child_exit(pid, status);
+        }
+        self.accept_all();
+    }
+
+    fn register_all(&mut self) {
         let registry = self.poll.registry();
         let _ = registry.register(&mut self.listener, LISTENER, Interest::READABLE);
         for conn in self.conns.values_mut() {
@@ -944,23 +1120,6 @@ impl Server {
                     registry.register(&mut SourceFd(&fd.as_raw_fd()), token, Interest::READABLE);
             }
         }
-        // Edge-triggered: whatever arrived while paused raised no new edge.
-        let panes: Vec<u64> = self.panes.keys().copied().collect();
-        let conns: Vec<ConnId> = self.conns.keys().copied().collect();
-        self.backlog
-            .extend(panes.iter().map(|id| Source::Pane(*id)));
-        self.backlog
-            .extend(conns.iter().map(|id| Source::Conn(*id)));
-        for id in panes {
-            self.flush_pane_input(id);
-        }
-        for timer in std::mem::take(&mut self.deferred_timers) {
-            self.timers.add(Instant::now(), timer);
-        }
-        for (pid, status) in std::mem::take(&mut self.deferred_exits) {
-            self.on_child_exit(pid, status);
-        }
-        self.accept_all();
     }
 
     /// After probation: let go of every fd without hanging anything up (the
@@ -1009,17 +1168,6 @@ impl Server {
                 json!({ "phase": a.step.name(), "binary": a.binary, "new_pid": a.child.id() })
             }
         }
-    }
-
-    /// The snapshot part of the manifest: the structure, with history file
-    /// names as the last save wrote them.
-    fn build_snapshot_for_handoff(&self) -> crate::persist::snapshot::Snapshot {
-        let names: Vec<String> = self
-            .panes
-            .values()
-            .map(|p| format!("{}.txt", p.public_id()))
-            .collect();
-        self.build_snapshot(if self.persist.history { &names } else { &[] })
     }
 }
 
