@@ -169,13 +169,16 @@ fn sgr_at(pen: &mut Style, input: &[u8]) -> Option<usize> {
     }
     let mut params = Params::new();
     let (n, fin, colon) = parse_at(&mut params, input)?;
-    if fin != b'm' || touches_extra(&params) {
+    if fin != b'm' {
         return None;
     }
     if colon {
+        if touches_extra(&params) {
+            return None;
+        }
         sgr(pen, &params);
-    } else {
-        sgr_values(pen, &params.values[..params.len]);
+    } else if !sgr_values(pen, &params.values[..params.len]) {
+        return None;
     }
     Some(n)
 }
@@ -295,15 +298,17 @@ pub fn ground(s: &mut Screen, input: &[u8], mut i: usize) -> usize {
 fn dispatch(s: &mut Screen, params: &Params, fin: u8, colon: bool) -> bool {
     if fin == b'm' {
         // vte's handler (`handler.rs`) keeps `pen_extra` right.
-        if s.pen_extra.ul != 0 || touches_extra(params) {
+        if s.pen_extra.ul != 0 {
             return false;
         }
         if colon {
+            if touches_extra(params) {
+                return false;
+            }
             sgr(&mut s.pen, params);
-        } else {
-            sgr_values(&mut s.pen, &params.values[..params.len]);
+            return true;
         }
-        return true;
+        return sgr_values(&mut s.pen, &params.values[..params.len]);
     }
     if !matches!(fin, b'H' | b'f' | b'K') {
         return false;
@@ -330,24 +335,29 @@ fn dispatch(s: &mut Screen, params: &Params, fin: u8, colon: bool) -> bool {
     true
 }
 
-/// Whether an SGR may set or clear the underline colour (58, 59), which
-/// lives in `Screen::pen_extra`, beyond the `Style` these paths work on. A
-/// colour argument that happens to be 58 or 59 only costs the slower path.
-#[inline(always)]
+/// Whether an SGR with subparameters may set or clear the underline colour
+/// (58, 59), which lives in `Screen::pen_extra`, beyond the `Style` these
+/// paths work on. Rare input: a group that merely starts with 58 as a
+/// colour argument only costs the general path.
 fn touches_extra(params: &Params) -> bool {
-    params.values[..params.len]
-        .iter()
-        .any(|&v| v == 58 || v == 59)
+    params.groups().any(|g| matches!(g.first(), Some(58 | 59)))
 }
 
 /// SGR without subparameters (every group one value), the common form:
-/// the same as `sgr` on such input, without the group slices.
+/// the same as `sgr` on such input, without the group slices. False at an
+/// underline colour (58, 59: `Screen::pen_extra`, out of reach here), with
+/// the values before it applied: the caller then hands the whole SGR to the
+/// general path, and applying a prefix of an SGR twice changes nothing
+/// (every value assigns, none toggles).
 #[inline(always)]
-fn sgr_values(p: &mut Style, values: &[u16]) {
+fn sgr_values(p: &mut Style, values: &[u16]) -> bool {
     let mut k = 0;
     while let Some(&v) = values.get(k) {
         k += 1;
         if !sgr_simple(p, v) {
+            if v == 58 || v == 59 {
+                return false;
+            }
             let (c, used) = color_values(values.get(k..).unwrap_or_default());
             k += used;
             match (v, c) {
@@ -357,6 +367,7 @@ fn sgr_values(p: &mut Style, values: &[u16]) {
             }
         }
     }
+    true
 }
 
 /// `parse_color` over plain values: the colour and how many values it
@@ -416,7 +427,8 @@ enum Target {
     Underline,
 }
 
-/// One SGR value that takes no arguments; false for 38/48/58, which do.
+/// One SGR value that takes no arguments; false for 38/48/58, which do,
+/// and 59, which like 58 is `Screen::pen_extra`'s.
 #[inline]
 fn sgr_simple(p: &mut Style, v: u16) -> bool {
     match v {
@@ -443,7 +455,7 @@ fn sgr_simple(p: &mut Style, v: u16) -> bool {
         49 => p.set_bg(Color::Default),
         90..=97 => p.set_fg(named(v - 90 + 8)),
         100..=107 => p.set_bg(named(v - 100 + 8)),
-        38 | 48 | 58 => return false,
+        38 | 48 | 58 | 59 => return false,
         _ => {}
     }
     true

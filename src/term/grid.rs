@@ -214,6 +214,7 @@ impl Row {
         }
     }
 
+    #[inline]
     pub fn reset(&mut self, style: Style) {
         self.cells.fill(Cell::blank(style));
         self.wrapped = false;
