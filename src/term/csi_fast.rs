@@ -178,6 +178,9 @@ fn sgr_at(pen: &mut Style, input: &[u8]) -> Option<usize> {
         }
         sgr(pen, &params);
     } else if !sgr_values(pen, &params.values[..params.len]) {
+        // `pen` is `text_and_sgr`'s copy: the values applied before the
+        // 58/59 are applied again, to the same effect (every SGR value
+        // assigns, none toggles), when the general path takes the SGR.
         return None;
     }
     Some(n)
@@ -308,7 +311,13 @@ fn dispatch(s: &mut Screen, params: &Params, fin: u8, colon: bool) -> bool {
             sgr(&mut s.pen, params);
             return true;
         }
-        return sgr_values(&mut s.pen, &params.values[..params.len]);
+        let saved = s.pen;
+        if !sgr_values(&mut s.pen, &params.values[..params.len]) {
+            // Declining leaves the screen as it was.
+            s.pen = saved;
+            return false;
+        }
+        return true;
     }
     if !matches!(fin, b'H' | b'f' | b'K') {
         return false;
@@ -346,9 +355,8 @@ fn touches_extra(params: &Params) -> bool {
 /// SGR without subparameters (every group one value), the common form:
 /// the same as `sgr` on such input, without the group slices. False at an
 /// underline colour (58, 59: `Screen::pen_extra`, out of reach here), with
-/// the values before it applied: the caller then hands the whole SGR to the
-/// general path, and applying a prefix of an SGR twice changes nothing
-/// (every value assigns, none toggles).
+/// the values before it applied: the caller restores the pen and hands the
+/// whole SGR to the general path.
 #[inline(always)]
 fn sgr_values(p: &mut Style, values: &[u16]) -> bool {
     let mut k = 0;
