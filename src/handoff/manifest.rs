@@ -55,9 +55,12 @@ pub enum Control {
     },
     /// new → old: one fd batch was received and checked.
     BatchAck { seq: u32 },
-    /// new → old: imported and serving. The commit point: once every fd
-    /// is in and the state rebuilt, the new side commits on its own, so
-    /// the blackout holds no round trip back to the old side.
+    /// new → old: every fd is in, the state rebuilt and every source
+    /// registered; nothing read yet.
+    Imported,
+    /// old → new: go live. The old side has checked everything it could.
+    Commit,
+    /// new → old: serving. The commit point.
     Committed { blackout_us: u64 },
     /// new → old, in probation: the upgrade's caller got its answer from
     /// the new server, so a take-back must not answer it again.

@@ -5,10 +5,10 @@
 //!
 //! hello → pre-copy (terminals, events; decoded and acked before the
 //! pause) → manifest (memfd) → fd batches, each acked → validate and
-//! rebuild, register every source (reading nothing yet) → commit on our
-//! own: catch up, announce on the lineage pipe → committed → answer the
-//! upgrade caller → serve. Nothing after the fds needs the old server, so
-//! if it vanishes meanwhile this side serves instead of dying with it.
+//! rebuild, register every source (reading nothing yet) → imported → wait
+//! for commit → catch up, announce on the lineage pipe → committed → answer
+//! the upgrade caller → serve. Nothing after the fds needs the old server,
+//! so if it vanishes meanwhile this side serves instead of dying with it.
 
 use super::connection::{ConnId, Connection};
 use super::pane::Pane;
@@ -213,11 +213,22 @@ pub fn run(fd: RawFd, paths: NamespacePaths) -> Result<(), String> {
         Err(e) => return abort(&sock, e),
     };
     fault::check(fault, "new-before-imported");
-    // The commit is ours to make: every fd is here and the state rebuilt.
-    // Waiting for the old side's go-ahead would put a round trip (two
-    // wakeups, each maybe queued behind other work for a CPU) inside the
-    // blackout. The old side still rolls back if we die before `committed`
-    // reaches it; once we serve, it takes back only if we die.
+    let go = fdpass::send_message(&sock, &Control::Imported, &[])
+        .map_err(|e| e.to_string())
+        .and_then(|()| recv(&sock));
+    match go {
+        Ok((Control::Commit, _)) => {}
+        Ok((Control::Abort { reason }, _)) => {
+            return Err(format!("the old server aborted the upgrade: {reason}"));
+        }
+        Ok((other, _)) => return Err(format!("expected commit, got {other:?}")),
+        // Everything is here and the old server is gone (or silent past
+        // the step deadline): serving is the only way nothing is lost.
+        Err(e) => server.log.log(
+            "takeover",
+            &format!("the old server vanished after the transfer ({e}); taking over"),
+        ),
+    }
     fault::check(fault, "new-before-committed");
     let commit_from = crate::sys::monotonic_usec();
     server.go_live()?;

@@ -3,7 +3,7 @@
 //! and every rollback edge.
 //!
 //! ```text
-//! Idle -> Probing -> Starting -> Saving -> Precopying -> Transferring -> Committing -> Probation -> (released)
+//! Idle -> Probing -> Starting -> Saving -> Precopying -> Transferring -> Importing -> Committing -> Probation -> (released)
 //!            \          \           \          \             \              \             \
 //!             `----------`-----------`----------`-------------`--------------`-> rollback: kill the new
 //!                                                                              process, resume serving
@@ -68,8 +68,9 @@ enum Step {
     Precopying,
     /// Paused; fd batches going out, a few ahead of the acks.
     Transferring,
-    /// Every fd sent: the new side imports and commits on its own (no
-    /// round trip back to us inside the blackout); waiting for `committed`.
+    /// Every fd sent; waiting for the new side's `imported`.
+    Importing,
+    /// `commit` sent; waiting for `committed`.
     Committing,
     /// Committed; keeping paused copies until the window ends.
     Probation,
@@ -83,6 +84,7 @@ impl Step {
             Step::Saving => "save",
             Step::Precopying => "precopy",
             Step::Transferring => "transfer",
+            Step::Importing => "import",
             Step::Committing => "commit",
             Step::Probation => "probation",
         }
@@ -544,7 +546,7 @@ impl Server {
                     self.rollback(e);
                 }
             }
-            (Step::Transferring | Step::Committing, Control::BatchAck { seq })
+            (Step::Transferring | Step::Importing, Control::BatchAck { seq })
                 if seq as usize == a.acked && a.acked < a.next_batch =>
             {
                 a.acked += 1;
@@ -554,6 +556,12 @@ impl Server {
                 if let Err(e) = self.send_batches() {
                     self.rollback(e);
                 }
+            }
+            (Step::Importing, Control::Imported) if a.acked == a.batches.len() => {
+                if let Err(e) = fdpass::send_message(&a.channel, &Control::Commit, &[]) {
+                    return self.rollback(format!("sending commit: {e}"));
+                }
+                self.set_step(Step::Committing);
             }
             (Step::Committing, Control::Committed { blackout_us }) => {
                 self.on_committed(blackout_us)
@@ -853,7 +861,7 @@ impl Server {
             }
         }
         if a.step == Step::Transferring && a.next_batch == a.batches.len() {
-            a.step = Step::Committing;
+            a.step = Step::Importing;
             a.step_started = Instant::now();
         }
         Ok(())
