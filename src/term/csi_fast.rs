@@ -10,7 +10,7 @@
 //! values, defaults, the 32-value limit, and SGR's consumption of colour
 //! arguments), which `tests.rs` checks against vte on random sequences.
 
-use super::cell::{BLINK, BOLD, Cell, Color, DIM, HIDDEN, INVERSE, ITALIC, STRIKE, Style};
+use super::cell::{BLINK, BOLD, Color, DIM, HIDDEN, INVERSE, ITALIC, STRIKE, Style};
 use super::screen::{Charset, Screen};
 
 const MAX_VALUES: usize = 32;
@@ -204,7 +204,6 @@ fn text_and_sgr(s: &mut Screen, input: &[u8]) -> usize {
     {
         return s.print_ascii_prefix(input);
     }
-    let printable = |b: &u8| (0x20..0x7F).contains(b);
     let cols = s.cols;
     let mut col = s.cursor.col;
     let mut pen = s.pen;
@@ -213,33 +212,11 @@ fn text_and_sgr(s: &mut Screen, input: &[u8]) -> usize {
     let mut i = 0;
     let row = s.cursor.row;
     let r = s.grid_mut().row_mut(row);
-    while let Some(cells) = r.cells.get_mut(col..cols) {
-        // Checked before the write that would hide it.
-        let left_spacer = cells.first().is_some_and(Cell::is_spacer);
-        let mut n = 0;
-        for (cell, &b) in cells.iter_mut().zip(&input[i..]) {
-            if !printable(&b) {
-                break;
-            }
-            *cell = Cell {
-                ch: char::from(b),
-                style: pen,
-            };
-            n += 1;
-        }
+    while col < cols {
+        let n = r.write_ascii(col, &input[i..], pen, None);
         if n == 0 {
             break;
         }
-        if left_spacer && col > 0 {
-            r.cells[col - 1] = Cell::blank(pen.erase_part());
-            r.set_extra(col - 1, col, None);
-        }
-        r.split_wide_right(col + n, pen.erase_part());
-        if !r.marks.is_empty() {
-            r.marks
-                .retain(|(mc, _)| usize::from(*mc) < col || usize::from(*mc) >= col + n);
-        }
-        r.set_extra(col, col + n, None);
         i += n;
         last = Some(input[i - 1]);
         col += n;

@@ -281,11 +281,54 @@ impl Row {
         }
     }
 
+    #[inline]
     fn drop_marks(&mut self, from: usize, to: usize) {
         if !self.marks.is_empty() {
             self.marks
                 .retain(|(c, _)| usize::from(*c) < from || usize::from(*c) >= to);
         }
+    }
+
+    /// Writes the printable ASCII at the start of `input` with `pen` (and
+    /// `extra`) into the cells from `col` to the row's end, keeping the
+    /// row's invariants: a wide character half overwritten is blanked, marks
+    /// and extras of written cells replaced. Returns the cells written. The
+    /// one place text is drawn in bulk, inlined into each caller's loop.
+    #[inline(always)]
+    pub fn write_ascii(
+        &mut self,
+        col: usize,
+        input: &[u8],
+        pen: Style,
+        extra: Option<&Extra>,
+    ) -> usize {
+        let Some(cells) = self.cells.get_mut(col..) else {
+            return 0;
+        };
+        // Checked before the write that would hide it.
+        let left_spacer = cells.first().is_some_and(Cell::is_spacer);
+        let mut n = 0;
+        for (cell, &b) in cells.iter_mut().zip(input) {
+            if !(0x20..0x7F).contains(&b) {
+                break;
+            }
+            *cell = Cell {
+                ch: char::from(b),
+                style: pen,
+            };
+            n += 1;
+        }
+        if n == 0 {
+            return 0;
+        }
+        if left_spacer && col > 0 {
+            self.cells[col - 1] = Cell::blank(pen.erase_part());
+            self.set_extra(col - 1, col, None);
+        }
+        self.split_wide_right(col + n, pen.erase_part());
+        self.drop_marks(col, col + n);
+        self.set_extra(col, col + n, extra);
+        n
     }
 
     /// Blanks the other half of a wide character that straddles `col`'s left

@@ -306,23 +306,13 @@ impl Screen {
                 }
                 self.cursor.pending_wrap = false;
             }
-            let col = self.cursor.col;
-            let n = (cols - col).min(run.len() - i);
-            let row = self.cursor.row;
+            let (row, col) = (self.cursor.row, self.cursor.col);
             let r = self.grid_mut().row_mut(row);
-            r.split_wide_left(col, pen.erase_part());
-            r.split_wide_right(col + n, pen.erase_part());
-            if !r.marks.is_empty() {
-                r.marks
-                    .retain(|(mc, _)| usize::from(*mc) < col || usize::from(*mc) >= col + n);
+            let n = r.write_ascii(col, &run[i..], pen, extra.as_ref());
+            if n == 0 {
+                // Not printable ASCII after all: callers pass only that.
+                break;
             }
-            for (cell, &b) in r.cells[col..col + n].iter_mut().zip(&run[i..i + n]) {
-                *cell = Cell {
-                    ch: char::from(b),
-                    style: pen,
-                };
-            }
-            r.set_extra(col, col + n, extra.as_ref());
             i += n;
             if col + n >= cols {
                 self.cursor.col = cols - 1;
@@ -365,35 +355,10 @@ impl Screen {
             }
             let (row, col) = (self.cursor.row, self.cursor.col);
             let r = self.grid_mut().row_mut(row);
-            let Some(cells) = r.cells.get_mut(col..cols) else {
-                break;
-            };
-            // Checked before the write that would hide it.
-            let left_spacer = cells.first().is_some_and(Cell::is_spacer);
-            let mut n = 0;
-            for (cell, &b) in cells.iter_mut().zip(&input[i..]) {
-                if !printable(&b) {
-                    break;
-                }
-                *cell = Cell {
-                    ch: char::from(b),
-                    style: pen,
-                };
-                n += 1;
-            }
+            let n = r.write_ascii(col, &input[i..], pen, extra.as_ref());
             if n == 0 {
                 break;
             }
-            if left_spacer && col > 0 {
-                r.cells[col - 1] = Cell::blank(pen.erase_part());
-                r.set_extra(col - 1, col, None);
-            }
-            r.split_wide_right(col + n, pen.erase_part());
-            if !r.marks.is_empty() {
-                r.marks
-                    .retain(|(mc, _)| usize::from(*mc) < col || usize::from(*mc) >= col + n);
-            }
-            r.set_extra(col, col + n, extra.as_ref());
             i += n;
             if col + n >= cols {
                 self.cursor.col = cols - 1;
