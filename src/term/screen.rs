@@ -284,50 +284,17 @@ impl Screen {
         }
     }
 
-    /// Bulk write of printable ASCII: one row slice per screen row instead of
-    /// a call per character.
+    /// Bulk write of printable ASCII (callers pass nothing else): one row
+    /// slice per screen row instead of a call per character.
     pub fn print_ascii(&mut self, run: &[u8]) {
-        if self.modes.insert || self.charsets[self.active_charset & 3] != Charset::Ascii {
-            for &b in run {
-                self.print(char::from(b));
-            }
-            return;
-        }
-        let Some(&last) = run.last() else { return };
-        self.last_char = Some(char::from(last));
-        let cols = self.cols;
-        let pen = self.pen;
-        let extra = self.pen_extra.non_empty().cloned();
-        let mut i = 0;
-        while i < run.len() {
-            if self.cursor.pending_wrap {
-                if self.modes.autowrap {
-                    self.wrap_line();
-                }
-                self.cursor.pending_wrap = false;
-            }
-            let (row, col) = (self.cursor.row, self.cursor.col);
-            let r = self.grid_mut().row_mut(row);
-            let n = r.write_ascii(col, &run[i..], pen, extra.as_ref());
-            if n == 0 {
-                // Not printable ASCII after all: callers pass only that.
-                break;
-            }
-            i += n;
-            if col + n >= cols {
-                self.cursor.col = cols - 1;
-                self.cursor.pending_wrap = true;
-            } else {
-                self.cursor.col = col + n;
-            }
-        }
+        self.print_ascii_prefix(run);
     }
 
-    /// Draws the printable ASCII at the start of `input` exactly as
-    /// `print_ascii` would, and returns how many bytes that was. The run's
-    /// end is found while its cells are written, so each byte is looked at
-    /// once: runs between SGRs are a few bytes long, and a separate scan
-    /// plus a call per run cost more than the drawing.
+    /// Draws the printable ASCII at the start of `input` and returns how
+    /// many bytes that was. The run's end is found while its cells are
+    /// written, so each byte is looked at once: runs between SGRs are a few
+    /// bytes long, and a separate scan plus a call per run cost more than
+    /// the drawing.
     #[inline]
     pub fn print_ascii_prefix(&mut self, input: &[u8]) -> usize {
         let printable = |b: &u8| (0x20..0x7F).contains(b);
@@ -336,7 +303,9 @@ impl Screen {
                 .iter()
                 .position(|b| !printable(b))
                 .unwrap_or(input.len());
-            self.print_ascii(&input[..n]);
+            for &b in &input[..n] {
+                self.print(char::from(b));
+            }
             return n;
         }
         let cols = self.cols;
