@@ -187,11 +187,12 @@ fn sgr_at(pen: &mut Style, input: &[u8]) -> Option<usize> {
 }
 
 /// Printable ASCII and the SGRs between its runs, drawn on the cursor's row
-/// with the row, column and pen held in locals: in coloured output the
-/// runs are a word or a space long, and looking up the row and modes per
-/// run cost more than drawing it. Does what `print_ascii_prefix` and
-/// `dispatch_at` would do in turn; stops at the row's end (the wrap is left
-/// to `print_ascii_prefix`) or at anything else. Returns the bytes used.
+/// in one `Row::write_ascii_styled`: in coloured output the runs are a word
+/// or a space long, and looking up the row and modes, or fixing the row's
+/// invariants, per run cost more than drawing it. Does what
+/// `print_ascii_prefix` and `dispatch_at` would do in turn; stops at the
+/// row's end (the wrap is left to `print_ascii_prefix`) or at anything
+/// else. Returns the bytes used.
 #[inline]
 fn text_and_sgr(s: &mut Screen, input: &[u8]) -> usize {
     // An underline colour or a link in the pen goes into the row's side
@@ -205,41 +206,29 @@ fn text_and_sgr(s: &mut Screen, input: &[u8]) -> usize {
         return s.print_ascii_prefix(input);
     }
     let cols = s.cols;
-    let mut col = s.cursor.col;
+    let col = s.cursor.col;
     let mut pen = s.pen;
-    let mut wrap = false;
-    let mut last = None;
-    let mut i = 0;
     let row = s.cursor.row;
     let r = s.grid_mut().row_mut(row);
-    while col < cols {
-        let n = r.write_ascii(col, &input[i..], pen, None);
-        if n == 0 {
-            break;
+    let (n, used) = r.write_ascii_styled(col, input, &mut pen, |pen, rest| {
+        if rest.get(1) == Some(&b'[') {
+            sgr_at(pen, rest)
+        } else {
+            None
         }
-        i += n;
-        last = Some(input[i - 1]);
-        col += n;
-        if col >= cols {
-            col = cols - 1;
-            wrap = true;
-            break;
-        }
-        if !input[i..].starts_with(b"\x1b[") {
-            break;
-        }
-        match sgr_at(&mut pen, &input[i..]) {
-            Some(len) => i += len,
-            None => break,
+    });
+    if n > 0 {
+        s.last_char = Some(r.cells[col + n - 1].ch);
+        let end = col + n;
+        if end >= cols {
+            s.cursor.col = cols - 1;
+            s.cursor.pending_wrap = true;
+        } else {
+            s.cursor.col = end;
         }
     }
-    if let Some(last) = last {
-        s.last_char = Some(char::from(last));
-    }
-    s.cursor.col = col;
-    s.cursor.pending_wrap = wrap;
     s.pen = pen;
-    i
+    used
 }
 
 /// Decodes `input[i..]` for as long as it holds printable ASCII, C0 controls

@@ -318,17 +318,92 @@ impl Row {
             };
             n += 1;
         }
-        if n == 0 {
-            return 0;
+        if n > 0 {
+            self.finish_write(col, n, left_spacer, [pen, pen], extra);
         }
+        n
+    }
+
+    /// `write_ascii` for text broken up by sequences that only change the
+    /// pen, as coloured output is (a word, an SGR, a word...): at each ESC
+    /// after written text, `pen_change` may consume a sequence (its length)
+    /// having updated `pen`. Stops at the row's end, at a byte that is
+    /// neither, or at a sequence `pen_change` declines. Returns the cells
+    /// written and the bytes used.
+    ///
+    /// Why: the runs are a word long, and the row's invariants need fixing
+    /// only at the ends of everything written (the cells in between are
+    /// all fresh narrow characters), so this does once what `write_ascii`
+    /// would do per run.
+    #[inline(always)]
+    pub fn write_ascii_styled(
+        &mut self,
+        col: usize,
+        input: &[u8],
+        pen: &mut Style,
+        mut pen_change: impl FnMut(&mut Style, &[u8]) -> Option<usize>,
+    ) -> (usize, usize) {
+        let Some(cells) = self.cells.get_mut(col..) else {
+            return (0, 0);
+        };
+        let left_spacer = cells.first().is_some_and(Cell::is_spacer);
+        let first_pen = *pen;
+        let mut cur = first_pen;
+        let mut written = first_pen;
+        let mut n = 0;
+        let mut i = 0;
+        loop {
+            let start = n;
+            while let (Some(cell), Some(&b)) = (cells.get_mut(n), input.get(i)) {
+                if !(0x20..0x7F).contains(&b) {
+                    break;
+                }
+                *cell = Cell {
+                    ch: char::from(b),
+                    style: cur,
+                };
+                n += 1;
+                i += 1;
+            }
+            if n == start {
+                break;
+            }
+            written = cur;
+            if n == cells.len() || input.get(i) != Some(&0x1b) {
+                break;
+            }
+            match pen_change(&mut cur, &input[i..]) {
+                Some(len) => i += len,
+                None => break,
+            }
+        }
+        *pen = cur;
+        if n > 0 {
+            self.finish_write(col, n, left_spacer, [first_pen, written], None);
+        }
+        (n, i)
+    }
+
+    /// The fixups after `n` narrow characters were written from `col`:
+    /// the other half of a wide character cut at either end blanked (in the
+    /// erase style of the first and the last pen written with), marks of
+    /// the written cells dropped, their extras set.
+    #[inline(always)]
+    fn finish_write(
+        &mut self,
+        col: usize,
+        n: usize,
+        left_spacer: bool,
+        [first_pen, last_pen]: [Style; 2],
+        extra: Option<&Extra>,
+    ) {
         if left_spacer && col > 0 {
-            self.cells[col - 1] = Cell::blank(pen.erase_part());
+            self.cells[col - 1] = Cell::blank(first_pen.erase_part());
             self.set_extra(col - 1, col, None);
         }
-        self.split_wide_right(col + n, pen.erase_part());
+        self.split_wide_right(col + n, last_pen.erase_part());
         self.drop_marks(col, col + n);
         self.set_extra(col, col + n, extra);
-        n
     }
 
     /// Blanks the other half of a wide character that straddles `col`'s left
