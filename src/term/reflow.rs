@@ -19,7 +19,7 @@ use unicode_width::UnicodeWidthChar;
 use super::cell::{Cell, Extra, Style};
 use super::grid::Row;
 use super::screen::{Screen, line_into_row};
-use super::scrollback::Line;
+use super::scrollback::{Line, LineRef, LineScratch};
 
 /// One logical line, joined from the rows that autowrap chained.
 #[derive(Default)]
@@ -151,11 +151,11 @@ impl Logical {
 
 /// Display width of a history line's text, so a line stored at another
 /// width (before a resize, or injected) is rebuilt without being cut.
-fn line_width(line: &Line) -> usize {
+fn line_width(line: LineRef) -> usize {
     line.text().chars().map(|c| c.width().unwrap_or(0)).sum()
 }
 
-fn line_to_row(line: &Line, cols: usize) -> Row {
+fn line_to_row(line: LineRef, cols: usize) -> Row {
     let width = line_width(line).max(cols).min(usize::from(u16::MAX));
     let mut row = Row::new(width as u16, Style::DEFAULT);
     line_into_row(line, &mut row);
@@ -175,9 +175,9 @@ pub fn reflow_main(s: &mut Screen, new_cols: usize) {
     // history part included, so the cursor is never in a line that went to
     // history.
     let mut carried = Vec::new();
-    while history.last().is_some_and(Line::wrapped) {
+    while history.last().is_some_and(|l| l.view().wrapped()) {
         if let Some(line) = history.pop() {
-            carried.push(line_to_row(&line, old_cols));
+            carried.push(line_to_row(line.view(), old_cols));
         }
     }
     carried.reverse();
@@ -189,21 +189,21 @@ pub fn reflow_main(s: &mut Screen, new_cols: usize) {
     let mut rewrapped = Vec::with_capacity(history.len());
     let mut logical = Logical::default();
     let history = history.into_iter();
-    let (mut text, mut runs) = (Vec::new(), Vec::new());
+    let mut scratch = LineScratch::default();
     for line in history {
-        let row = line_to_row(&line, old_cols);
+        let row = line_to_row(line.view(), old_cols);
         drop(line);
         logical.append(&row, None);
         if !row.wrapped {
             logical.split(new_cols, &mut |row, _| {
-                rewrapped.push(Line::from_row_with(&row, &mut text, &mut runs));
+                rewrapped.push(Line::from_row_with(&row, &mut scratch));
             });
             logical = Logical::default();
         }
     }
     if !logical.cells.is_empty() {
         logical.split(new_cols, &mut |row, _| {
-            rewrapped.push(Line::from_row_with(&row, &mut text, &mut runs));
+            rewrapped.push(Line::from_row_with(&row, &mut scratch));
         });
     }
     s.scrollback.restore_lines(rewrapped);
@@ -245,7 +245,7 @@ pub fn reflow_main(s: &mut Screen, new_cols: usize) {
             break;
         };
         let mut row = Row::new(cols16, Style::DEFAULT);
-        line_into_row(&line, &mut row);
+        line_into_row(line.view(), &mut row);
         out_rows.insert(0, row);
         cursor_row += 1;
     }

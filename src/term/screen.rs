@@ -13,7 +13,7 @@ use unicode_width::UnicodeWidthChar;
 use super::cell::{Cell, Extra, SPACER, Style, WIDE};
 use super::grid::{Grid, Row};
 use super::modes::Modes;
-use super::scrollback::{Line, Scrollback};
+use super::scrollback::{LineRef, Scrollback};
 use super::{TermConfig, TermEvent};
 
 /// Events kept for `take_events` at most; older ones are dropped if the
@@ -820,7 +820,7 @@ impl Screen {
                     break;
                 };
                 self.main.scroll_down(0, new_rows - 1, 1, Style::DEFAULT);
-                line_into_row(&line, self.main.row_mut(0));
+                line_into_row(line.view(), self.main.row_mut(0));
                 pulled += 1;
             }
             self.cursor.row += pulled;
@@ -859,7 +859,7 @@ impl Screen {
 }
 
 /// Writes a scrollback line back into a screen row (resize pulls history).
-pub fn line_into_row(line: &Line, row: &mut Row) {
+pub fn line_into_row(line: LineRef, row: &mut Row) {
     row.reset(Style::DEFAULT);
     row.wrapped = line.wrapped();
     row.wrap_gap = line.wrap_gap();
