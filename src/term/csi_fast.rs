@@ -219,13 +219,7 @@ fn text_and_sgr(s: &mut Screen, input: &[u8]) -> usize {
     });
     if n > 0 {
         s.last_char = Some(r.cells[col + n - 1].ch);
-        let end = col + n;
-        if end >= cols {
-            s.cursor.col = cols - 1;
-            s.cursor.pending_wrap = true;
-        } else {
-            s.cursor.col = end;
-        }
+        s.cursor.advance_to(col + n, cols);
     }
     s.pen = pen;
     used

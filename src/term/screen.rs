@@ -34,6 +34,18 @@ pub struct Cursor {
     pub pending_wrap: bool,
 }
 
+impl Cursor {
+    /// Moves right to column `to` after drawing up to it: past the row's
+    /// end the cursor stays on the last column with a wrap pending.
+    /// Returns whether it did.
+    pub fn advance_to(&mut self, to: usize, cols: usize) -> bool {
+        let wrap = to >= cols;
+        self.col = if wrap { cols - 1 } else { to };
+        self.pending_wrap = wrap;
+        wrap
+    }
+}
+
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Charset {
     #[default]
@@ -329,11 +341,7 @@ impl Screen {
                 break;
             }
             i += n;
-            if col + n >= cols {
-                self.cursor.col = cols - 1;
-                self.cursor.pending_wrap = true;
-            } else {
-                self.cursor.col = col + n;
+            if !self.cursor.advance_to(col + n, cols) {
                 break;
             }
         }
@@ -424,13 +432,7 @@ impl Screen {
             };
         }
         r.set_extra(col, col + width, extra.as_ref());
-        let next = col + width;
-        if next >= cols {
-            self.cursor.col = cols - 1;
-            self.cursor.pending_wrap = true;
-        } else {
-            self.cursor.col = next;
-        }
+        self.cursor.advance_to(col + width, cols);
     }
 
     fn add_mark(&mut self, c: char) {
