@@ -124,10 +124,12 @@ pub fn try_dispatch(s: &mut Screen, seq: &[u8]) -> bool {
 /// Parameters are parsed once, straight from the input.
 #[inline]
 pub fn dispatch_at(s: &mut Screen, input: &[u8]) -> Option<usize> {
-    // A reset also clears the underline colour, which `reset_at` cannot see.
+    // A reset also clears the underline colour, which `reset_len` cannot
+    // see.
     if s.pen_extra.ul == 0
-        && let Some(n) = reset_at(&mut s.pen, input)
+        && let Some(n) = reset_len(input)
     {
+        s.pen = Style::DEFAULT;
         return Some(n);
     }
     let mut params = Params::new();
@@ -136,16 +138,14 @@ pub fn dispatch_at(s: &mut Screen, input: &[u8]) -> Option<usize> {
 }
 
 /// The reset that ends every coloured span, `CSI m` or `CSI 0 m`, is half
-/// of all SGRs in coloured output: applied without parsing.
+/// of all SGRs in coloured output: recognised without parsing. Its length.
 #[inline(always)]
-fn reset_at(pen: &mut Style, input: &[u8]) -> Option<usize> {
-    let n = match input.get(2..)? {
-        [b'm', ..] => 3,
-        [b'0', b'm', ..] => 4,
-        _ => return None,
-    };
-    *pen = Style::DEFAULT;
-    Some(n)
+fn reset_len(input: &[u8]) -> Option<usize> {
+    match input.get(2..)? {
+        [b'm', ..] => Some(3),
+        [b'0', b'm', ..] => Some(4),
+        _ => None,
+    }
 }
 
 /// The parameters, length, final byte and "has a `:`" of the complete CSI
@@ -161,11 +161,14 @@ fn parse_at(params: &mut Params, input: &[u8]) -> Option<(usize, u8, bool)> {
     Some((n + 3, fin, colon))
 }
 
-/// `dispatch_at` for SGR only: nothing is done for other sequences.
+/// `dispatch_at` for SGR only, on a pen passed by value: the new pen and
+/// the sequence's length, `None` for anything else (and at 58/59). By
+/// value so a declined SGR leaves no half-applied pen behind, and the
+/// text loop's pen can stay in registers.
 #[inline(always)]
-fn sgr_at(pen: &mut Style, input: &[u8]) -> Option<usize> {
-    if let Some(n) = reset_at(pen, input) {
-        return Some(n);
+fn sgr_at(pen: Style, input: &[u8]) -> Option<(Style, usize)> {
+    if let Some(n) = reset_len(input) {
+        return Some((Style::DEFAULT, n));
     }
     let mut params = Params::new();
     let (n, fin, colon) = parse_at(&mut params, input)?;
@@ -176,14 +179,11 @@ fn sgr_at(pen: &mut Style, input: &[u8]) -> Option<usize> {
         if touches_extra(&params) {
             return None;
         }
-        sgr(pen, &params);
-    } else if !sgr_values(pen, &params.values[..params.len]) {
-        // `pen` is `text_and_sgr`'s copy: the values applied before the
-        // 58/59 are applied again, to the same effect (every SGR value
-        // assigns, none toggles), when the general path takes the SGR.
-        return None;
+        let mut pen = pen;
+        sgr(&mut pen, &params);
+        return Some((pen, n));
     }
-    Some(n)
+    Some((sgr_values(pen, &params.values[..params.len])?, n))
 }
 
 /// Printable ASCII and the SGRs between its runs, drawn on the cursor's row
@@ -207,10 +207,10 @@ fn text_and_sgr(s: &mut Screen, input: &[u8]) -> usize {
     }
     let cols = s.cols;
     let col = s.cursor.col;
-    let mut pen = s.pen;
+    let pen = s.pen;
     let row = s.cursor.row;
     let r = s.grid_mut().row_mut(row);
-    let (n, used) = r.write_ascii_styled(col, input, &mut pen, |pen, rest| {
+    let (n, used, pen) = r.write_ascii_styled(col, input, pen, |pen, rest| {
         if rest.get(1) == Some(&b'[') {
             sgr_at(pen, rest)
         } else {
@@ -271,12 +271,11 @@ fn dispatch(s: &mut Screen, params: &Params, fin: u8, colon: bool) -> bool {
             sgr(&mut s.pen, params);
             return true;
         }
-        let saved = s.pen;
-        if !sgr_values(&mut s.pen, &params.values[..params.len]) {
-            // Declining leaves the screen as it was.
-            s.pen = saved;
+        // Declining (at 58/59) leaves the screen as it was.
+        let Some(pen) = sgr_values(s.pen, &params.values[..params.len]) else {
             return false;
-        }
+        };
+        s.pen = pen;
         return true;
     }
     if !matches!(fin, b'H' | b'f' | b'K') {
@@ -313,29 +312,29 @@ fn touches_extra(params: &Params) -> bool {
 }
 
 /// SGR without subparameters (every group one value), the common form:
-/// the same as `sgr` on such input, without the group slices. False at an
-/// underline colour (58, 59: `Screen::pen_extra`, out of reach here), with
-/// the values before it applied: the caller restores the pen and hands the
-/// whole SGR to the general path.
+/// the same as `sgr` on such input, without the group slices. `None` at an
+/// underline colour (58, 59: `Screen::pen_extra`, out of reach here): the
+/// caller hands the whole SGR to the general path.
 #[inline(always)]
-fn sgr_values(p: &mut Style, values: &[u16]) -> bool {
+fn sgr_values(mut p: Style, values: &[u16]) -> Option<Style> {
     let mut k = 0;
     while let Some(&v) = values.get(k) {
         k += 1;
-        if !sgr_simple(p, v) {
-            if v == 58 || v == 59 {
-                return false;
-            }
-            let (c, used) = color_values(values.get(k..).unwrap_or_default());
-            k += used;
-            match (v, c) {
-                (38, Some(c)) => p.set_fg(c),
-                (48, Some(c)) => p.set_bg(c),
-                _ => {}
+        match sgr_simple(p, v) {
+            Some(next) => p = next,
+            None if v == 58 || v == 59 => return None,
+            None => {
+                let (c, used) = color_values(values.get(k..).unwrap_or_default());
+                k += used;
+                match (v, c) {
+                    (38, Some(c)) => p.set_fg(c),
+                    (48, Some(c)) => p.set_bg(c),
+                    _ => {}
+                }
             }
         }
     }
-    true
+    Some(p)
 }
 
 /// `parse_color` over plain values: the colour and how many values it
@@ -395,12 +394,12 @@ enum Target {
     Underline,
 }
 
-/// One SGR value that takes no arguments; false for 38/48/58, which do,
-/// and 59, which like 58 is `Screen::pen_extra`'s.
-#[inline]
-fn sgr_simple(p: &mut Style, v: u16) -> bool {
+/// One SGR value that takes no arguments, applied to `p`; `None` for
+/// 38/48/58, which do, and 59, which like 58 is `Screen::pen_extra`'s.
+#[inline(always)]
+fn sgr_simple(mut p: Style, v: u16) -> Option<Style> {
     match v {
-        0 => *p = Style::default(),
+        0 => p = Style::default(),
         1 => p.fg |= BOLD,
         2 => p.fg |= DIM,
         3 => p.fg |= ITALIC,
@@ -423,10 +422,10 @@ fn sgr_simple(p: &mut Style, v: u16) -> bool {
         49 => p.set_bg(Color::Default),
         90..=97 => p.set_fg(named(v - 90 + 8)),
         100..=107 => p.set_bg(named(v - 100 + 8)),
-        38 | 48 | 58 | 59 => return false,
+        38 | 48 | 58 | 59 => return None,
         _ => {}
     }
-    true
+    Some(p)
 }
 
 fn sgr(p: &mut Style, params: &Params) {

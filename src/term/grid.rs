@@ -326,10 +326,10 @@ impl Row {
 
     /// `write_ascii` for text broken up by sequences that only change the
     /// pen, as coloured output is (a word, an SGR, a word...): at each ESC
-    /// after written text, `pen_change` may consume a sequence (its length)
-    /// having updated `pen`. Stops at the row's end, at a byte that is
-    /// neither, or at a sequence `pen_change` declines. Returns the cells
-    /// written and the bytes used.
+    /// after written text, `pen_change` may consume a sequence, returning
+    /// the new pen and the sequence's length. Stops at the row's end, at a
+    /// byte that is neither, or at a sequence `pen_change` declines.
+    /// Returns the cells written, the bytes used and the pen after them.
     ///
     /// Why: the runs are a word long, and the row's invariants need fixing
     /// only at the ends of everything written (the cells in between are
@@ -340,16 +340,15 @@ impl Row {
         &mut self,
         col: usize,
         input: &[u8],
-        pen: &mut Style,
-        mut pen_change: impl FnMut(&mut Style, &[u8]) -> Option<usize>,
-    ) -> (usize, usize) {
+        pen: Style,
+        mut pen_change: impl FnMut(Style, &[u8]) -> Option<(Style, usize)>,
+    ) -> (usize, usize, Style) {
         let Some(cells) = self.cells.get_mut(col..) else {
-            return (0, 0);
+            return (0, 0, pen);
         };
         let left_spacer = cells.first().is_some_and(Cell::is_spacer);
-        let first_pen = *pen;
-        let mut cur = first_pen;
-        let mut written = first_pen;
+        let mut cur = pen;
+        let mut written = pen;
         let mut n = 0;
         let mut i = 0;
         loop {
@@ -372,16 +371,18 @@ impl Row {
             if n == cells.len() || input.get(i) != Some(&0x1b) {
                 break;
             }
-            match pen_change(&mut cur, &input[i..]) {
-                Some(len) => i += len,
+            match pen_change(cur, &input[i..]) {
+                Some((next, len)) => {
+                    cur = next;
+                    i += len;
+                }
                 None => break,
             }
         }
-        *pen = cur;
         if n > 0 {
-            self.finish_write(col, n, left_spacer, [first_pen, written], None);
+            self.finish_write(col, n, left_spacer, [pen, written], None);
         }
-        (n, i)
+        (n, i, cur)
     }
 
     /// The fixups after `n` narrow characters were written from `col`:
