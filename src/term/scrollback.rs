@@ -533,24 +533,32 @@ impl Arena {
 
     /// Appends a line of `len` bytes, which `encode` writes at the end of
     /// the buffer it is given; a new buffer is at most `max_chunk` long
-    /// unless the line is longer.
-    fn push(&mut self, len: usize, max_chunk: usize, encode: impl FnOnce(&mut Vec<u8>)) {
+    /// unless the line is longer. False, having stored nothing, for a line
+    /// a span cannot describe (4 GiB; no row makes one).
+    fn push(&mut self, len: usize, max_chunk: usize, encode: impl FnOnce(&mut Vec<u8>)) -> bool {
         let room = self.chunks.back().map_or(0, |c| c.capacity() - c.len());
         if room < len || self.chunks.is_empty() {
             self.add_chunk(len, max_chunk);
         }
         let seq = self.first_chunk.wrapping_add(self.chunks.len() as u32 - 1);
         let Some(chunk) = self.chunks.back_mut() else {
-            return;
+            return false;
         };
         let start = chunk.len();
         encode(chunk);
-        let len = chunk.len() - start;
-        self.spans.push_back(Span {
-            chunk: seq,
-            start: start as u32,
-            len: len as u32,
-        });
+        let span = match (u32::try_from(start), u32::try_from(chunk.len() - start)) {
+            (Ok(start), Ok(len)) => Span {
+                chunk: seq,
+                start,
+                len,
+            },
+            _ => {
+                chunk.truncate(start);
+                return false;
+            }
+        };
+        self.spans.push_back(span);
+        true
     }
 
     fn add_chunk(&mut self, len: usize, max_chunk: usize) {
@@ -650,6 +658,7 @@ impl<'de> Deserialize<'de> for Arena {
                 while let Some(repr) = seq.next_element::<LineRepr>()? {
                     let flags = scratch.fill_from_repr(&repr);
                     let len = scratch.encoded_len();
+                    // A line too long to store is dropped, as `push` would.
                     arena.push(len, CHUNK, |buf| scratch.encode(buf, flags));
                 }
                 Ok(arena)
@@ -714,9 +723,12 @@ impl Scrollback {
         let scratch = &self.scratch;
         let len = scratch.encoded_len();
         let max_chunk = self.max_chunk();
-        self.lines
-            .push(len, max_chunk, |buf| scratch.encode(buf, flags));
-        self.pushed_line(len);
+        if self
+            .lines
+            .push(len, max_chunk, |buf| scratch.encode(buf, flags))
+        {
+            self.pushed_line(len);
+        }
     }
 
     pub fn push(&mut self, line: Line) {
@@ -725,9 +737,10 @@ impl Scrollback {
         }
         let bytes = &line.0;
         let max_chunk = self.max_chunk();
-        self.lines
-            .push(bytes.len(), max_chunk, |buf| buf.extend_from_slice(bytes));
-        self.pushed_line(bytes.len());
+        let write = |buf: &mut Vec<u8>| buf.extend_from_slice(bytes);
+        if self.lines.push(bytes.len(), max_chunk, write) {
+            self.pushed_line(bytes.len());
+        }
     }
 
     fn max_chunk(&self) -> usize {
