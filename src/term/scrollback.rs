@@ -674,6 +674,7 @@ impl<'de> Deserialize<'de> for Arena {
 const SLOT_BYTES: usize = 16;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(from = "ScrollbackRepr")]
 pub struct Scrollback {
     lines: Arena,
     bytes: usize,
@@ -687,6 +688,35 @@ pub struct Scrollback {
     /// last looked", which `len` cannot say once the oldest are trimmed.
     #[serde(default)]
     pushed: u64,
+}
+
+/// What a history is decoded from: its `bytes` is recomputed, not read
+/// (a snapshot edited by hand must not unbalance the accounting), and the
+/// bounds are applied.
+#[derive(Deserialize)]
+struct ScrollbackRepr {
+    lines: Arena,
+    max_lines: usize,
+    max_bytes: usize,
+    #[serde(default)]
+    pushed: u64,
+}
+
+impl From<ScrollbackRepr> for Scrollback {
+    fn from(r: ScrollbackRepr) -> Scrollback {
+        let bytes = r.lines.spans.iter().map(|s| s.len as usize).sum::<usize>()
+            + r.lines.len() * SLOT_BYTES;
+        let mut s = Scrollback {
+            lines: r.lines,
+            bytes,
+            max_lines: r.max_lines,
+            max_bytes: r.max_bytes,
+            scratch: LineScratch::default(),
+            pushed: r.pushed,
+        };
+        s.trim();
+        s
+    }
 }
 
 impl PartialEq for Scrollback {
@@ -752,6 +782,11 @@ impl Scrollback {
     fn pushed_line(&mut self, len: usize) {
         self.bytes += len + SLOT_BYTES;
         self.pushed += 1;
+        self.trim();
+    }
+
+    /// Evicts the oldest lines down to the bounds.
+    fn trim(&mut self) {
         while self.lines.len() > self.max_lines
             || (self.bytes > self.max_bytes && self.lines.len() > 0)
         {
@@ -944,7 +979,7 @@ mod tests {
 
     /// The history serializes as the plain list of lines it was before the
     /// arena (snapshots and handoff manifests read both ways) and decodes
-    /// to an equal history.
+    /// to an equal history, whatever `bytes` the input claims.
     #[test]
     fn history_serializes_as_a_list_of_lines() {
         let mut sb = Scrollback::new(100, usize::MAX);
@@ -952,12 +987,22 @@ mod tests {
         for line in &lines {
             sb.push(line.clone());
         }
-        let json = serde_json::to_value(&sb).unwrap();
+        let mut json = serde_json::to_value(&sb).unwrap();
         let as_list = serde_json::to_value(&lines[200..]).unwrap();
         assert_eq!(json["lines"], as_list);
         assert_eq!(json["pushed"], 300);
-        let back: Scrollback = serde_json::from_value(json).unwrap();
+        let back: Scrollback = serde_json::from_value(json.clone()).unwrap();
         assert_eq!(back, sb);
         assert_eq!(back.get(99), Some(lines[299].view()));
+        json["bytes"] = 0.into();
+        let mut back: Scrollback = serde_json::from_value(json.clone()).unwrap();
+        assert_eq!(back, sb);
+        back.push(numbered(300));
+        assert_eq!(back.get(99), Some(numbered(300).view()));
+        // Bounds lower than the lines held are applied on the way in.
+        json["max_lines"] = 10.into();
+        let back: Scrollback = serde_json::from_value(json).unwrap();
+        assert_eq!(back.len(), 10);
+        assert_eq!(back.get(9), Some(lines[299].view()));
     }
 }
