@@ -124,8 +124,8 @@ pub fn try_dispatch(s: &mut Screen, seq: &[u8]) -> bool {
 /// Parameters are parsed once, straight from the input.
 #[inline]
 pub fn dispatch_at(s: &mut Screen, input: &[u8]) -> Option<usize> {
-    // A reset also clears the underline colour, which `reset_len` cannot
-    // see.
+    // Not with an underline colour set: a reset clears that too, and it
+    // lives in `pen_extra`, which the general path keeps.
     if s.pen_extra.ul == 0
         && let Some(n) = reset_len(input)
     {
@@ -166,7 +166,7 @@ fn parse_at(params: &mut Params, input: &[u8]) -> Option<(usize, u8, bool)> {
 /// value so a declined SGR leaves no half-applied pen behind, and the
 /// text loop's pen can stay in registers.
 #[inline(always)]
-fn sgr_at(pen: Style, input: &[u8]) -> Option<(Style, usize)> {
+fn sgr_at(mut pen: Style, input: &[u8]) -> Option<(Style, usize)> {
     if let Some(n) = reset_len(input) {
         return Some((Style::DEFAULT, n));
     }
@@ -179,7 +179,6 @@ fn sgr_at(pen: Style, input: &[u8]) -> Option<(Style, usize)> {
         if touches_extra(&params) {
             return None;
         }
-        let mut pen = pen;
         sgr(&mut pen, &params);
         return Some((pen, n));
     }
