@@ -749,6 +749,7 @@ impl Scrollback {
         if self.max_lines == 0 {
             return;
         }
+        self.reserve_slot();
         let flags = self.scratch.fill(row);
         let scratch = &self.scratch;
         let len = scratch.encoded_len();
@@ -765,11 +766,24 @@ impl Scrollback {
         if self.max_lines == 0 {
             return;
         }
+        self.reserve_slot();
         let bytes = &line.0;
         let max_chunk = self.max_chunk();
         let write = |buf: &mut Vec<u8>| buf.extend_from_slice(bytes);
         if self.lines.push(bytes.len(), max_chunk, write) {
             self.pushed_line(bytes.len());
+        }
+    }
+
+    /// Makes room in the index for one more line: by doubling, but no
+    /// further than the line bound (plus the line pushed before the oldest
+    /// goes); a 10,000-line history would otherwise keep 16,384 slots.
+    fn reserve_slot(&mut self) {
+        let spans = &mut self.lines.spans;
+        if spans.len() == spans.capacity() {
+            let doubled = (spans.len() * 2).max(8);
+            let want = doubled.min(self.max_lines.saturating_add(1));
+            spans.reserve_exact(want.saturating_sub(spans.len()).max(1));
         }
     }
 
