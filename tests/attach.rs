@@ -298,23 +298,7 @@ fn attach_client_inside_tmux_types_shows_and_detaches() {
     let tmux = Tmux::new();
     // An outer shell inside tmux runs `ptyd attach`, so that after it ends
     // its message and exit code stay visible.
-    let env = format!(
-        "env XDG_RUNTIME_DIR={} XDG_STATE_HOME={} PTYD_NAMESPACE={} PS1='outer$ ' /bin/sh",
-        shell_quote(ptyd.dirs.runtime.path().to_str().unwrap()),
-        shell_quote(ptyd.dirs.state.path().to_str().unwrap()),
-        shell_quote(&ptyd.namespace),
-    );
-    tmux.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        "main",
-        "-x",
-        "100",
-        "-y",
-        "30",
-        &env,
-    ]);
+    tmux.new_session(100, 30, &util::outer_shell(&ptyd));
     tmux.wait_screen("the outer prompt", |s| s.contains("outer$"));
     let mut ev = ptyd.connect();
     ev.ok("events.subscribe", json!({}));

@@ -196,21 +196,15 @@ fn reflow_matches_tmux() {
         std::fs::write(&input, &text).unwrap();
         let done = dir.path().join("done");
         let tmux = util::Tmux::new();
-        tmux.run(&[
-            "new-session",
-            "-d",
-            "-s",
-            "main",
-            "-x",
-            "40",
-            "-y",
-            "8",
+        tmux.new_session(
+            40,
+            8,
             &format!(
                 "stty -opost -echo; cat '{}'; touch '{}'; exec sleep 1000",
                 input.display(),
                 done.display()
             ),
-        ]);
+        );
         let mut model = Terminal::new(40, 8, TermConfig::default());
         model.feed(text.as_bytes(), &mut Vec::new());
         tmux.wait_screen("the input", |_| done.exists());

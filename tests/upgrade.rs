@@ -650,23 +650,7 @@ fn attach_client_in_tmux_stays_through_upgrades_and_terminal_state_survives() {
     c.wait_text(&id, "inner$");
 
     let tmux = Tmux::new();
-    let env = format!(
-        "env XDG_RUNTIME_DIR={} XDG_STATE_HOME={} PTYD_NAMESPACE={} PS1='outer$ ' /bin/sh",
-        shell_quote(l.ptyd.dirs.runtime.path().to_str().unwrap()),
-        shell_quote(l.ptyd.dirs.state.path().to_str().unwrap()),
-        shell_quote(&l.ptyd.namespace),
-    );
-    tmux.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        "main",
-        "-x",
-        "100",
-        "-y",
-        "30",
-        &env,
-    ]);
+    tmux.new_session(100, 30, &util::outer_shell(&l.ptyd));
     tmux.wait_screen("the outer prompt", |s| s.contains("outer$"));
     let attach = |tag: &str| {
         let line = format!("{} attach {id}; echo {tag}-rc=$?", shell_quote(util::PTYD));

@@ -726,6 +726,23 @@ impl Tmux {
         cmd
     }
 
+    /// Starts the detached session `main`, `cols` x `rows`, running
+    /// `command`.
+    pub fn new_session(&self, cols: u16, rows: u16, command: &str) {
+        let (cols, rows) = (cols.to_string(), rows.to_string());
+        self.run(&[
+            "new-session",
+            "-d",
+            "-s",
+            "main",
+            "-x",
+            &cols,
+            "-y",
+            &rows,
+            command,
+        ]);
+    }
+
     /// Runs a tmux command that must succeed; returns its stdout.
     pub fn run(&self, args: &[&str]) -> String {
         let mut cmd = self.command();
@@ -780,6 +797,17 @@ impl Drop for Tmux {
 }
 
 /// Quotes `s` for a POSIX shell command line.
+/// The command for a shell (prompt `outer$ `) whose `ptyd` commands reach
+/// `ptyd`'s server: the outer terminal of attach tests, run inside tmux.
+pub fn outer_shell(ptyd: &Ptyd) -> String {
+    format!(
+        "env XDG_RUNTIME_DIR={} XDG_STATE_HOME={} PTYD_NAMESPACE={} PS1='outer$ ' /bin/sh",
+        shell_quote(ptyd.dirs.runtime.path().to_str().unwrap()),
+        shell_quote(ptyd.dirs.state.path().to_str().unwrap()),
+        shell_quote(&ptyd.namespace),
+    )
+}
+
 pub fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
