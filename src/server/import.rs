@@ -77,16 +77,8 @@ pub fn run(fd: RawFd, paths: NamespacePaths) -> Result<(), String> {
     else {
         return Err(format!("expected the pre-copy, got {msg:?}"));
     };
-    if fds.len() != ids.len() + 1 {
-        return Err(format!(
-            "the pre-copy message names {} fds but carries {}",
-            ids.len() + 1,
-            fds.len()
-        ));
-    }
-    let mut fds = fds.into_iter();
-    let memfd = fds.next().ok_or("the pre-copy message carried no fd")?;
-    let mut named: HashMap<String, OwnedFd> = ids.into_iter().zip(fds).collect();
+    let (memfd, named) = split_fds("pre-copy", ids, fds)?;
+    let mut named: HashMap<String, OwnedFd> = named.collect();
     for seq in 1..=batches {
         let batch = fdpass::recv_batch_timeout(&sock, STEP_TIMEOUT)
             .map_err(|e| format!("receiving the pre-copy's fd batch {seq}: {e}"))?;
@@ -130,16 +122,8 @@ pub fn run(fd: RawFd, paths: NamespacePaths) -> Result<(), String> {
     };
     // Both processes read the same system-wide CLOCK_MONOTONIC.
     let manifest_at = crate::sys::monotonic_usec();
-    if fds.len() != ids.len() + 1 {
-        return Err(format!(
-            "the manifest message names {} fds but carries {}",
-            ids.len() + 1,
-            fds.len()
-        ));
-    }
-    let mut fds = fds.into_iter();
-    let memfd = fds.next().ok_or("the manifest message carried no fd")?;
-    let mut first_batch = Some(ids.into_iter().zip(fds).collect::<Vec<_>>());
+    let (memfd, named) = split_fds("manifest", ids, fds)?;
+    let mut first_batch = Some(named.collect::<Vec<_>>());
     let manifest = read_manifest(memfd, bytes)?;
     fault::check(fault, "new-after-manifest");
     if manifest.handoff_version != HANDOFF_VERSION {
@@ -273,6 +257,27 @@ pub fn run(fd: RawFd, paths: NamespacePaths) -> Result<(), String> {
 
 /// Polls `sock` without sleeping until it is readable or `spin` passed,
 /// yielding the CPU to anything else runnable on it meanwhile.
+/// The fds of a message that carries a memfd and then one fd per id:
+/// the memfd and the named rest, or an error if the counts disagree.
+fn split_fds(
+    what: &str,
+    ids: Vec<String>,
+    fds: Vec<OwnedFd>,
+) -> Result<(OwnedFd, impl Iterator<Item = (String, OwnedFd)>), String> {
+    if fds.len() != ids.len() + 1 {
+        return Err(format!(
+            "the {what} message names {} fds but carries {}",
+            ids.len() + 1,
+            fds.len()
+        ));
+    }
+    let mut fds = fds.into_iter();
+    let memfd = fds
+        .next()
+        .ok_or_else(|| format!("the {what} message carried no fd"))?;
+    Ok((memfd, ids.into_iter().zip(fds)))
+}
+
 fn spin_until_readable(sock: &OwnedFd, spin: Duration) {
     let until = Instant::now() + spin;
     while !fdpass::wait_readable(sock, Duration::ZERO) && Instant::now() < until {
