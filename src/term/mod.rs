@@ -268,8 +268,9 @@ impl Terminal {
         std::mem::take(&mut self.screen.events)
     }
 
-    /// See `Screen::resize`: no reflow; rows leaving the top of the main
-    /// screen go to scrollback, growing pulls history back.
+    /// See `Screen::resize`: a width change reflows the main screen and
+    /// its history, the alternate screen is cut or padded; rows leaving the
+    /// top of the main screen go to scrollback, growing pulls history back.
     pub fn resize(&mut self, cols: u16, rows: u16) {
         self.changes += 1;
         self.screen.resize(cols, rows);
