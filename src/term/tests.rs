@@ -603,17 +603,21 @@ fn snapshot_is_compact() {
     assert!(json.len() < 12_000, "snapshot is {} bytes", json.len());
 }
 
-/// `Screen::text` replaces vte for ground-state bytes; it must do exactly
-/// what vte's ansi layer would do with them.
-#[test]
-fn ground_text_matches_vte() {
-    let mut seed = 0x2545_f491_4f6c_dd1du64;
-    let mut next = move || {
+/// A seeded xorshift64 stream: the random tests' inputs, reproducible.
+fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
+    move || {
         seed ^= seed << 13;
         seed ^= seed >> 7;
         seed ^= seed << 17;
         seed
-    };
+    }
+}
+
+/// `Screen::text` replaces vte for ground-state bytes; it must do exactly
+/// what vte's ansi layer would do with them.
+#[test]
+fn ground_text_matches_vte() {
+    let mut next = xorshift(0x2545_f491_4f6c_dd1du64);
     const ALPHABET: &[&[u8]] = &[
         b"a",
         b"Z",
@@ -686,13 +690,7 @@ fn rep_matches_vte() {
 /// any parameters, including odd ones (subparameters, overflow, too many).
 #[test]
 fn fast_csi_matches_vte() {
-    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    };
+    let mut next = xorshift(0x9e37_79b9_7f4a_7c15u64);
     const PARTS: &[&str] = &[
         "0",
         "1",
@@ -926,13 +924,7 @@ fn join_keeps_blanks_at_the_joint_with_escapes() {
 /// tracker alone does, on any input cut at any points.
 #[test]
 fn fast_path_matches_general_path() {
-    let mut seed = 0x1234_5678_9abc_def1u64;
-    let mut next = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    };
+    let mut next = xorshift(0x1234_5678_9abc_def1u64);
     const PARTS: &[&[u8]] = &[
         b"abc",
         b"hello world ",
