@@ -359,9 +359,10 @@ fn assemble_shell(
 
 /// Builds every pre-copied pane ahead of the pause, with its terminal,
 /// token and fds, registered (nothing is read before we serve), but
-/// without input acks (a pane with acks always travels again). Keyed by
-/// pane id, with the terminal's change count as pre-copied. Every fd in
-/// `named` must belong to one of them.
+/// without input acks (a pane with acks always travels again), into the
+/// shell's panes (which owns their fds, whatever happens next). Returns
+/// each one's terminal change count as pre-copied, by pane id. Every fd
+/// in `named` must belong to one of them.
 fn prebuild_panes(
     shell: &mut Server,
     panes: Vec<(
@@ -370,7 +371,7 @@ fn prebuild_panes(
     )>,
     precopy: &mut HashMap<u64, (u64, crate::term::Terminal)>,
     named: &mut HashMap<String, OwnedFd>,
-) -> Result<HashMap<u64, (u64, Pane)>, String> {
+) -> Result<HashMap<u64, u64>, String> {
     let now = Instant::now();
     let no_conns = HashMap::new();
     let mut out = HashMap::with_capacity(panes.len());
@@ -379,8 +380,9 @@ fn prebuild_panes(
         let token = shell.alloc_token(Source::Pane(id));
         let mut pane = Pane::import(rec, rt, token, now, &no_conns, precopy)?;
         attach_pane_fds(shell, &mut pane, named);
-        register_pane(shell, &pane)?;
-        out.insert(id, (changes, pane));
+        register_pane(shell, &mut pane)?;
+        shell.panes.insert(id, pane);
+        out.insert(id, changes);
     }
     if let Some(id) = named.keys().next() {
         return Err(format!("the pre-copy carried an unexpected fd {id:?}"));
@@ -388,52 +390,31 @@ fn prebuild_panes(
     Ok(out)
 }
 
-/// Gives `pane` its fds from `fds`, by name.
+/// Gives `pane` its fds from `fds`, by name, none registered yet.
 fn attach_pane_fds(server: &mut Server, pane: &mut Pane, fds: &mut HashMap<String, OwnedFd>) {
-    let id = pane.id;
-    pane.master = fds
+    let id = pane.id();
+    let master = fds
         .remove(&format!("pty:p{id}"))
         .map(crate::pty::PtyMaster::from_fd);
-    pane.hung_up_master = fds
+    let hung_up = fds
         .remove(&format!("ptyhup:p{id}"))
         .map(crate::pty::PtyMaster::from_fd);
-    if let Some(pidfd) = fds.remove(&format!("pidfd:p{id}")) {
-        pane.pidfd_token = Some(server.alloc_token(Source::Pidfd(id)));
-        pane.pidfd = Some(pidfd);
-    }
+    let pidfd = fds
+        .remove(&format!("pidfd:p{id}"))
+        .map(|fd| (fd, server.alloc_token(Source::Pidfd(id))));
+    pane.fds_mut().adopt(master, hung_up, pidfd);
 }
 
-fn register_pane(server: &Server, pane: &Pane) -> Result<(), String> {
-    let registry = server.poll.registry();
-    if let Some(m) = &pane.master {
-        registry
-            .register(
-                &mut SourceFd(&m.raw_fd()),
-                pane.token,
-                Interest::READABLE | Interest::WRITABLE,
-            )
-            .map_err(|e| format!("registering pane {}: {e}", pane.public_id()))?;
-    }
-    if let (Some(fd), Some(token)) = (&pane.pidfd, pane.pidfd_token) {
-        registry
-            .register(&mut SourceFd(&fd.as_raw_fd()), token, Interest::READABLE)
-            .map_err(|e| format!("registering pane {}'s pidfd: {e}", pane.public_id()))?;
-    }
-    Ok(())
+fn register_pane(server: &Server, pane: &mut Pane) -> Result<(), String> {
+    pane.fds_mut()
+        .register(server.poll.registry())
+        .map_err(|e| format!("registering pane {}: {e}", pane.public_id()))
 }
 
 /// Lets go of a pre-built pane's fds (out of the poll first: epoll tracks
 /// the open file, which the old side and the blackout's copies still hold).
 fn drop_pane_fds(server: &mut Server, pane: &mut Pane) {
-    let registry = server.poll.registry();
-    if let Some(m) = pane.master.take() {
-        let _ = registry.deregister(&mut SourceFd(&m.raw_fd()));
-    }
-    if let Some(fd) = pane.pidfd.take() {
-        let _ = registry.deregister(&mut SourceFd(&fd.as_raw_fd()));
-    }
-    drop(pane.hung_up_master.take());
-    if let Some(token) = pane.pidfd_token.take() {
+    if let Some(token) = pane.close_fds(server.poll.registry()) {
         server.sources.remove(&token);
     }
 }
@@ -445,7 +426,7 @@ fn rebuild(
     precopy: &mut HashMap<u64, (u64, crate::term::Terminal)>,
     precopied_events: (u64, Vec<serde_json::Value>),
     mut server: Server,
-    mut prebuilt: HashMap<u64, (u64, Pane)>,
+    mut prebuilt: HashMap<u64, u64>,
 ) -> Result<Server, String> {
     let mut take = |id: &str| fds.remove(id).ok_or_else(|| format!("fd {id:?} missing"));
     let lineage = take("lineage").ok();
@@ -501,34 +482,40 @@ fn rebuild(
             .ok_or_else(|| format!("pane p{id} has no record"))?;
         // Changed since the pre-copy: built again, with the pre-copied
         // terminal if that did not change.
-        let token = match prebuilt.remove(&id) {
+        let token = match prebuilt
+            .remove(&id)
+            .and_then(|changes| Some((changes, server.panes.remove(&id)?)))
+        {
             Some((changes, mut pane)) => {
                 drop_pane_fds(&mut server, &mut pane);
-                precopy.insert(id, (changes, pane.screen));
-                pane.token
+                let token = pane.token();
+                precopy.insert(id, (changes, pane.into_screen()));
+                token
             }
             None => server.alloc_token(Source::Pane(id)),
         };
         let mut pane = Pane::import(rec, rt, token, now, &conn_map, precopy)?;
         attach_pane_fds(&mut server, &mut pane, fds);
-        register_pane(&server, &pane)?;
+        register_pane(&server, &mut pane)?;
         server.panes.insert(id, pane);
     }
     if let Some((id, _)) = records.into_iter().next() {
         return Err(format!("pane p{id} has a record but no runtime state"));
     }
+    // Unchanged: the pre-built pane stays as it is.
     for id in m.unchanged_panes {
-        let (_, pane) = prebuilt
-            .remove(&id)
-            .ok_or_else(|| format!("pane p{id} is named unchanged but was not pre-copied"))?;
-        if server.panes.insert(id, pane).is_some() {
-            return Err(format!("pane p{id} is both changed and unchanged"));
+        if prebuilt.remove(&id).is_none() {
+            return Err(format!(
+                "pane p{id} is named unchanged but was not pre-copied"
+            ));
         }
     }
     // Removed since the pre-copy.
-    for (_, mut pane) in prebuilt.into_values() {
-        drop_pane_fds(&mut server, &mut pane);
-        server.sources.remove(&pane.token);
+    for id in prebuilt.into_keys() {
+        if let Some(mut pane) = server.panes.remove(&id) {
+            drop_pane_fds(&mut server, &mut pane);
+            server.sources.remove(&pane.token());
+        }
     }
     for w in m.waits {
         let Some(conn) = conn_map.get(&w.conn) else {
@@ -685,17 +672,17 @@ impl Server {
         let Some(pane) = self.panes.get(&id) else {
             return;
         };
-        if let Some(at) = pane.timeout_at {
-            self.timers.add(at, TimerKind::PaneTimeout(id, pane.run));
+        if let Some(at) = pane.timeout_at() {
+            self.timers.add(at, TimerKind::PaneTimeout(id, pane.run()));
         }
-        if let Some(idle) = pane.idle_timeout {
+        if let Some(idle) = pane.idle_timeout() {
             self.timers.add(
-                (pane.last_output + idle).max(now),
-                TimerKind::PaneIdle(id, pane.run),
+                (pane.last_output() + idle).max(now),
+                TimerKind::PaneIdle(id, pane.run()),
             );
         }
-        if let Some(at) = pane.kill_deadline {
-            self.timers.add(at, TimerKind::KillEscalate(id, pane.run));
+        if let Some(at) = pane.kill_deadline() {
+            self.timers.add(at, TimerKind::KillEscalate(id, pane.run()));
         }
     }
 
@@ -703,7 +690,7 @@ impl Server {
         let fds: usize = self
             .panes
             .values()
-            .map(|p| p.master.is_some() as usize + p.pidfd.is_some() as usize)
+            .map(|p| p.fds().pollable())
             .sum();
         let report = json!({
             "generation": self.generation,
@@ -733,7 +720,9 @@ impl Server {
         let Some(pane) = self.panes.get(&id) else {
             return;
         };
-        let Some(pidfd) = &pane.pidfd else { return };
+        let Some(pidfd) = pane.fds().pidfd() else {
+            return;
+        };
         let raw = match crate::pty::pidfd::exit_status(pidfd) {
             Ok(Some(raw)) => raw,
             Ok(None) => return,
@@ -749,15 +738,9 @@ impl Server {
             crate::protocol::methods::ExitStatus::Code(libc::WEXITSTATUS(raw))
         };
         if let Some(pane) = self.panes.get_mut(&id)
-            && let Some(fd) = pane.pidfd.take()
+            && let Some(token) = pane.fds_mut().close_pidfd(self.poll.registry())
         {
-            let _ = self
-                .poll
-                .registry()
-                .deregister(&mut SourceFd(&fd.as_raw_fd()));
-            if let Some(token) = pane.pidfd_token.take() {
-                self.sources.remove(&token);
-            }
+            self.sources.remove(&token);
         }
         self.on_pane_exit(id, status);
     }

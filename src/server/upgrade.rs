@@ -144,21 +144,21 @@ fn pane_fds(
 ) -> Result<Vec<(String, RawFd)>, String> {
     let id = pane.public_id();
     let mut fds = Vec::with_capacity(2);
-    if let Some(m) = &pane.master {
+    if let Some(m) = pane.fds().master() {
         fds.push((format!("pty:{id}"), m.raw_fd()));
     }
-    if let Some(m) = &pane.hung_up_master {
+    if let Some(m) = pane.fds().hung_up_master() {
         fds.push((format!("ptyhup:{id}"), m.raw_fd()));
     }
-    if let super::pane::PaneState::Running(child) = pane.state {
-        let fd = match (&pane.pidfd, opened.get(&pane.id)) {
+    if let super::pane::PaneState::Running(child) = *pane.state() {
+        let fd = match (pane.fds().pidfd(), opened.get(&pane.id())) {
             (Some(fd), _) | (None, Some(fd)) => fd.as_raw_fd(),
             (None, None) => {
                 let fd = crate::pty::pidfd::open(child.pid).map_err(|e| {
                     format!("opening a pidfd for pane {id} (pid {}): {e}", child.pid)
                 })?;
                 let raw = fd.as_raw_fd();
-                opened.insert(pane.id, fd);
+                opened.insert(pane.id(), fd);
                 raw
             }
         };
@@ -170,7 +170,7 @@ fn pane_fds(
 type PaneTimes = (Instant, Option<Instant>, Option<Instant>);
 
 fn pane_times(p: &super::pane::Pane) -> PaneTimes {
-    (p.last_output, p.timeout_at, p.kill_deadline)
+    (p.last_output(), p.timeout_at(), p.kill_deadline())
 }
 
 /// Encodes a pane's record and runtime state into `buf` for comparison:
@@ -621,7 +621,7 @@ impl Server {
         let screens: Vec<(u64, u64, &crate::term::Terminal)> = self
             .panes
             .values()
-            .map(|p| (p.id, p.screen.changes(), &p.screen))
+            .map(|p| (p.id(), p.screen().changes(), p.screen()))
             .collect();
         let precopied: HashMap<u64, u64> = screens
             .iter()
@@ -642,14 +642,14 @@ impl Server {
         };
         for p in self.panes.values() {
             let record = super::persistence::pane_record(p, history);
-            let mut rt = p.export(now, Some(p.screen.changes()));
-            if p.pending_acks.is_empty() {
+            let mut rt = p.export(now, Some(p.screen().changes()));
+            if p.pending_acks().is_empty() {
                 let mut bytes = Vec::new();
                 draft_bytes(&mut bytes, &record, &mut rt)?;
                 let times = pane_times(p);
                 let fds = pane_fds(p, &mut opened)?;
                 pane_fd_list.extend(fds.iter().cloned());
-                drafts.insert(p.id, PaneDraft { bytes, times, fds });
+                drafts.insert(p.id(), PaneDraft { bytes, times, fds });
             }
             panes.push((record, rt));
         }
@@ -749,11 +749,11 @@ impl Server {
         let mut buf = Vec::new();
         for p in self.panes.values() {
             let record = super::persistence::pane_record(p, history);
-            let mut rt = p.export(now, precopied.get(&p.id).copied());
+            let mut rt = p.export(now, precopied.get(&p.id()).copied());
             let pfds = pane_fds(p, &mut opened)?;
             let same = rt.screen.is_none()
-                && p.pending_acks.is_empty()
-                && match drafts.get(&p.id) {
+                && p.pending_acks().is_empty()
+                && match drafts.get(&p.id()) {
                     Some(d) if d.times == pane_times(p) && d.fds == pfds => {
                         draft_bytes(&mut buf, &record, &mut rt)?;
                         buf == d.bytes
@@ -761,7 +761,7 @@ impl Server {
                     _ => false,
                 };
             if same {
-                unchanged_panes.push(p.id);
+                unchanged_panes.push(p.id());
             } else {
                 records.push(record);
                 runtimes.push(rt);
@@ -1068,13 +1068,8 @@ impl Server {
         for conn in self.conns.values_mut() {
             let _ = registry.deregister(&mut conn.stream);
         }
-        for pane in self.panes.values() {
-            if let Some(m) = &pane.master {
-                let _ = registry.deregister(&mut SourceFd(&m.raw_fd()));
-            }
-            if let Some(fd) = &pane.pidfd {
-                let _ = registry.deregister(&mut SourceFd(&fd.as_raw_fd()));
-            }
+        for pane in self.panes.values_mut() {
+            pane.fds_mut().deregister(registry);
         }
     }
 
@@ -1115,18 +1110,8 @@ impl Server {
                 Interest::READABLE | Interest::WRITABLE,
             );
         }
-        for pane in self.panes.values() {
-            if let Some(m) = &pane.master {
-                let _ = registry.register(
-                    &mut SourceFd(&m.raw_fd()),
-                    pane.token,
-                    Interest::READABLE | Interest::WRITABLE,
-                );
-            }
-            if let (Some(fd), Some(token)) = (&pane.pidfd, pane.pidfd_token) {
-                let _ =
-                    registry.register(&mut SourceFd(&fd.as_raw_fd()), token, Interest::READABLE);
-            }
+        for pane in self.panes.values_mut() {
+            let _ = pane.fds_mut().register(registry);
         }
     }
 
@@ -1137,10 +1122,11 @@ impl Server {
             "released",
             "handed everything to the new server; letting go",
         );
+        // Out of the poll since the commit (`deregister_all`), so this
+        // only closes.
+        let registry = self.poll.registry();
         for pane in self.panes.values_mut() {
-            drop(pane.master.take());
-            drop(pane.hung_up_master.take());
-            drop(pane.pidfd.take());
+            pane.close_fds(registry);
         }
         self.conns.clear();
         drop(self.lineage.take());
