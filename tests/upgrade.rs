@@ -1278,7 +1278,11 @@ fn steal_fd(pid: i32, fd: i32) -> std::os::fd::OwnedFd {
     use std::os::fd::FromRawFd;
     // SAFETY: plain syscalls on integers; the results are checked.
     let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
-    assert!(pidfd >= 0, "pidfd_open({pid}): {}", std::io::Error::last_os_error());
+    assert!(
+        pidfd >= 0,
+        "pidfd_open({pid}): {}",
+        std::io::Error::last_os_error()
+    );
     // SAFETY: as above.
     let copy = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd, fd, 0) } as i32;
     let err = std::io::Error::last_os_error();

@@ -687,11 +687,7 @@ impl Server {
     }
 
     fn report_upgrade(&mut self, phases: Vec<Phase>, blackout_us: u64, batches: u32) {
-        let fds: usize = self
-            .panes
-            .values()
-            .map(|p| p.fds().pollable())
-            .sum();
+        let fds: usize = self.panes.values().map(|p| p.fds().pollable()).sum();
         let report = json!({
             "generation": self.generation,
             "new_pid": std::process::id(),

@@ -6,10 +6,10 @@
 
 mod attach;
 mod config;
+mod conn_io;
 mod connection;
 mod defaults;
 mod diagnostics;
-mod conn_io;
 mod event_loop;
 mod events;
 mod import;

@@ -254,7 +254,10 @@ impl Pane {
             return None;
         };
         self.kill_reason.get_or_insert(reason);
-        self.kill_deadline = Some(self.kill_deadline.map_or(escalate_at, |d| d.min(escalate_at)));
+        self.kill_deadline = Some(
+            self.kill_deadline
+                .map_or(escalate_at, |d| d.min(escalate_at)),
+        );
         Some(child)
     }
 

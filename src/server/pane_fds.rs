@@ -278,13 +278,19 @@ mod tests {
         let registry = poll.registry();
         let mut fds = PaneFds::new(Token(7));
         fds.adopt(None, None, Some((pidfd_of_self(), Token(8))));
-        assert_eq!(fds.registrations(), (None, Some(Registration::Unregistered)));
+        assert_eq!(
+            fds.registrations(),
+            (None, Some(Registration::Unregistered))
+        );
         fds.register(registry).unwrap();
         assert_eq!(fds.registrations(), (None, Some(Registration::Registered)));
         // Registering twice is a no-op, not EEXIST.
         fds.register(registry).unwrap();
         fds.deregister(registry);
-        assert_eq!(fds.registrations(), (None, Some(Registration::Unregistered)));
+        assert_eq!(
+            fds.registrations(),
+            (None, Some(Registration::Unregistered))
+        );
         fds.register(registry).unwrap();
         assert_eq!(fds.close(registry), Some(Token(8)));
         assert_eq!(fds.registrations(), (None, None));

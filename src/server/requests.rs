@@ -283,7 +283,7 @@ impl Server {
         let mut named = self
             .panes
             .values()
-            .filter(|p| p.name().as_deref() == Some(target));
+            .filter(|p| p.name() == Some(target));
         match (named.next(), named.next()) {
             (Some(pane), None) => Ok(pane.id()),
             (Some(_), Some(_)) => Err(RpcError::new(

@@ -48,7 +48,7 @@ impl Server {
             if let Some(other) = self
                 .panes
                 .values()
-                .find(|p| p.name().as_deref() == Some(name.as_str()))
+                .find(|p| p.name() == Some(name.as_str()))
             {
                 return Err(invalid(format!(
                     "name {name:?} is already used by pane {}; pick another or remove that pane",
@@ -211,7 +211,7 @@ impl Server {
             program,
             args,
             cwd: pane.cwd().to_path_buf(),
-            env: self.child_env(id, &pane.env()),
+            env: self.child_env(id, pane.env()),
             cols: pane.cols(),
             rows: pane.rows(),
         };
@@ -254,7 +254,7 @@ impl Server {
             ));
         }
         if !pane.cwd().is_dir() {
-            let fallback = existing_cwd(&pane.cwd());
+            let fallback = existing_cwd(pane.cwd());
             let pane = self.panes.get_mut(&id).expect("present");
             pane.move_to(fallback);
         }
@@ -298,7 +298,7 @@ fn default_tab_name(pane: &Pane) -> String {
     if let Some(name) = pane.name() {
         return name.to_string();
     }
-    match &pane.command() {
+    match pane.command() {
         CommandSpec::Argv(argv) => Path::new(&argv[0])
             .file_name()
             .map_or_else(|| argv[0].clone(), |n| n.to_string_lossy().into_owned()),

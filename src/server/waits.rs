@@ -106,7 +106,8 @@ impl Server {
                     None
                 }
             }
-            WaitCondition::Idle(idle) => (now.saturating_duration_since(pane.last_output()) >= *idle)
+            WaitCondition::Idle(idle) => (now.saturating_duration_since(pane.last_output())
+                >= *idle)
                 .then(|| Ok(json!({ "reason": "idle" }))),
             WaitCondition::Prompt(after) if pane.prompts_seen() > *after => Some(Ok(
                 json!({ "reason": "prompt", "prompts_seen": pane.prompts_seen() }),
@@ -150,7 +151,11 @@ impl Server {
         for (id, outcome) in ready {
             self.finish_wait(id, outcome);
         }
-        if let Some(pushed) = self.panes.get(&pane).map(|p| p.screen().scrollback_pushed()) {
+        if let Some(pushed) = self
+            .panes
+            .get(&pane)
+            .map(|p| p.screen().scrollback_pushed())
+        {
             for w in self.waits.values_mut().filter(|w| w.pane == pane) {
                 w.seen_pushed = pushed;
             }
