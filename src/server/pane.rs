@@ -7,7 +7,17 @@
 //! watchdog). `respawn` takes `Held` or `Exited` back to `Running` with a new
 //! PTY. The master fd may end earlier (EIO: every slave fd closed) or later (a
 //! background process still holds the slave) than the process; the two are
-//! tracked apart. The pane and its exit status stay until removed.
+//! tracked apart (the fds and their poll registration in
+//! [`PaneFds`](super::pane_fds::PaneFds)). The pane and its exit status stay
+//! until removed.
+//!
+//! The fields are private: every change is a method named for it.
+//! `start` (`Held` or `Exited` → `Running`: a new run on a new master),
+//! `hold` (no process), `mark_exited` (`Running` → `Exited`), `start_kill`
+//! (a kill in progress: its reason and escalation deadline); within a run
+//! `read_output`/`end_output`, `queue_input`/`flush_input` with their acks,
+//! `resize`, `move_to`, `note_prompt`, `note_command_finished`, output
+//! pausing for slow clients, and the history file's dirty flag.
 
 use super::connection::ConnId;
 use super::pane_fds::PaneFds;
