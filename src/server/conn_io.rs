@@ -187,6 +187,18 @@ impl Server {
         }
     }
 
+    /// A closing connection's grace period ended: close it even if its
+    /// output is not all out.
+    pub(super) fn on_close_deadline(&mut self, id: ConnId, now: Instant) {
+        if self
+            .conns
+            .get(&id)
+            .is_some_and(|c| c.closing.is_some_and(|at| at <= now))
+        {
+            self.close_conn(id);
+        }
+    }
+
     pub(super) fn flush_conns(&mut self) {
         // While paused the connections may already belong to the new server:
         // not a byte may go out from here.

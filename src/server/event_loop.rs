@@ -162,33 +162,14 @@ impl Server {
                 {
                     self.check_idle_watchdog(id, now)
                 }
-                TimerKind::KillEscalate(id, run) => {
-                    // Only the run the kill was for: a respawned pane's new
-                    // process is not the one we were asked to kill.
-                    if let Some(child) = self
-                        .panes
-                        .get(&id)
-                        .filter(|p| p.run() == run)
-                        .and_then(|p| p.child())
-                    {
-                        super::pane_exit::signal_session(child.sid, libc::SIGKILL);
-                    }
-                }
+                TimerKind::KillEscalate(id, run) => self.escalate_kill(id, run),
                 TimerKind::PaneTimeout(..) | TimerKind::PaneIdle(..) => {}
                 TimerKind::WaitTimeout(wait) => self.on_wait_timeout(wait),
                 TimerKind::WaitIdle(wait) => self.check_idle_wait(wait, now),
                 TimerKind::Save => self.on_save_timer(now),
                 TimerKind::HistoryTick => self.on_history_tick(),
                 TimerKind::PaneStall(id) => self.check_stalled_clients(id, now),
-                TimerKind::ConnClose(id) => {
-                    if self
-                        .conns
-                        .get(&id)
-                        .is_some_and(|c| c.closing.is_some_and(|at| at <= now))
-                    {
-                        self.close_conn(id);
-                    }
-                }
+                TimerKind::ConnClose(id) => self.on_close_deadline(id, now),
             }
         }
     }

@@ -73,6 +73,20 @@ impl Server {
         }
     }
 
+    /// A kill's grace period ended: SIGKILL what is left of the session,
+    /// if the pane still runs the run the kill was for (a respawned pane's
+    /// new process is not the one we were asked to kill).
+    pub(super) fn escalate_kill(&mut self, id: u64, run: u64) {
+        if let Some(child) = self
+            .panes
+            .get(&id)
+            .filter(|p| p.run() == run)
+            .and_then(|p| p.child())
+        {
+            signal_session(child.sid, libc::SIGKILL);
+        }
+    }
+
     /// Sends `signal` to every process in the pane's session and SIGKILL to
     /// what is left after `grace`. Killing an exited pane does nothing.
     pub(super) fn kill_pane(&mut self, id: u64, signal: i32, grace: Duration, reason: ExitReason) {

@@ -280,10 +280,7 @@ impl Server {
                 format!("no pane {target:?}; `ptyd ls` lists panes"),
             ));
         }
-        let mut named = self
-            .panes
-            .values()
-            .filter(|p| p.name() == Some(target));
+        let mut named = self.panes.values().filter(|p| p.name() == Some(target));
         match (named.next(), named.next()) {
             (Some(pane), None) => Ok(pane.id()),
             (Some(_), Some(_)) => Err(RpcError::new(
