@@ -778,6 +778,11 @@ fn three_hundred_panes_move_in_several_batches_without_leaks() {
     assert_eq!(report["panes"], PANES, "{report}");
     let gen2 = report["new_pid"].as_i64().unwrap() as i32;
     l.wait_released();
+    // Once the release probe's connection is closed (asynchronously), so
+    // that only `c` is connected, as when generation 3 is compared below.
+    util::eventually("generation 2 to close the probe's connection", || {
+        (c.ok("server.status", json!({}))["clients"] == 1).then_some(())
+    });
     let kinds2 = fd_kinds(gen2);
     assert_eq!(kinds2.get("ptmx"), Some(&PANES), "{kinds2:?}");
     assert_eq!(
