@@ -47,24 +47,8 @@ fn restore_mode_restarts_in_place_and_restores_the_session() {
     assert_eq!(after["pid"], before["pid"], "restarts in the same process");
     assert_eq!(after["generation"], 2);
     let panes = c.ok("pane.list", json!({}))["panes"].clone();
-    let find = |id: &str| {
-        panes
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|p| p["id"] == id)
-            .cloned()
-            .unwrap()
-    };
-    let old = |id: &str| {
-        old_pids
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|p| p["id"] == id)
-            .cloned()
-            .unwrap()
-    };
+    let find = |id: &str| pane_by_id(&panes, id);
+    let old = |id: &str| pane_by_id(&old_pids, id);
 
     // A plain shell comes back as a fresh shell, its history above.
     assert_eq!(find(&shell)["state"], "running");
@@ -143,4 +127,15 @@ fn resume_rules_from_the_config_resume_known_programs() {
     c.wait_text(&pane, "resumed-by-rule");
     let info = c.ok("pane.list", json!({}))["panes"][0].clone();
     assert_eq!(info["state"], "running", "{info}");
+}
+
+/// The entry with id `id` of a `pane.list` array.
+fn pane_by_id(panes: &serde_json::Value, id: &str) -> serde_json::Value {
+    panes
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["id"] == id)
+        .cloned()
+        .unwrap_or_else(|| panic!("no pane {id} in {panes}"))
 }
