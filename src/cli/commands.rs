@@ -57,6 +57,7 @@ pub fn dispatch(g: &Global, command: &str, mut p: lexopt::Parser) -> Result<i32,
         "resume" => resume(g, &mut p),
         "workspace" | "ws" => tree_command(g, &mut p, "workspace"),
         "tab" => tree_command(g, &mut p, "tab"),
+        "service" => super::service::service(g, &mut p),
         "demo" => {
             no_args(&mut p, help::DEMO)?;
             super::demo::run()
@@ -66,7 +67,7 @@ pub fn dispatch(g: &Global, command: &str, mut p: lexopt::Parser) -> Result<i32,
 }
 
 /// Prints help and returns `Ok(true)` for -h/--help.
-fn help_requested(arg: &lexopt::Arg, text: &str) -> bool {
+pub(super) fn help_requested(arg: &lexopt::Arg, text: &str) -> bool {
     if matches!(arg, Short('h') | Long("help")) {
         print!("{text}");
         return true;

@@ -29,6 +29,7 @@ Commands:
   upgrade [--binary PATH]     replace the server binary; every pane keeps running
   version [--json]            versions of this binary (protocol, handoff, snapshot)
   api METHOD [JSON]           send one raw API request, print the result
+  service install|uninstall   install the systemd user units for the namespace
   demo                        run a self-contained demonstration
 
 Options:
@@ -260,4 +261,25 @@ Usage: ptyd version [--json]
 
 Prints the binary's version and the versions of what it speaks: the client
 protocol, the live-upgrade handoff and the snapshot format.
+";
+
+pub const SERVICE: &str = "\
+Usage: ptyd service install [--enable] [--print] [--binary PATH]
+       ptyd service uninstall
+
+Installs ptyd as a systemd user service for the namespace (-L): writes
+ptyd.service and ptyd.socket (ptyd-NAME.* for namespace NAME) to
+$XDG_CONFIG_HOME/systemd/user, naming the binary that runs this command,
+then runs `systemctl --user daemon-reload`. Prints what it did.
+
+  --enable        also `systemctl --user enable --now` both units (only
+                  enabled if a server already runs outside systemd)
+  --print         print the units, write nothing
+  --binary PATH   name PATH in the units instead of this binary
+  --user          user units (the only kind; accepted for scripts)
+
+`uninstall` disables the units and removes their files; a running service
+keeps running until stopped. Upgrade with `systemctl --user reload ptyd`,
+never `restart` (it ends every pane). `loginctl enable-linger $USER` keeps
+the service running after logout and starts it at boot.
 ";

@@ -6,6 +6,7 @@
 mod commands;
 mod demo;
 mod help;
+mod service;
 
 use crate::paths::{DEFAULT_NAMESPACE, NamespacePaths};
 use lexopt::prelude::*;

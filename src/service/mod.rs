@@ -6,4 +6,5 @@
 //! changes and no `MAINPID=` dance is needed. Later generations notify too,
 //! which is why the unit says `NotifyAccess=all`.
 
+pub mod install;
 pub mod notify;
