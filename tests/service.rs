@@ -149,7 +149,10 @@ fn installed_units_verify() {
         "{}",
         units[0].1
     );
-    assert!(units[0].1.contains("upgrade"), "reload must be the live upgrade");
+    assert!(
+        units[0].1.contains("upgrade"),
+        "reload must be the live upgrade"
+    );
     assert!(
         units[1]
             .1
@@ -174,7 +177,10 @@ fn installed_units_verify() {
     for (name, text) in &units {
         let path = config.join("systemd/user").join(name);
         assert_eq!(&std::fs::read_to_string(&path).unwrap(), text);
-        assert!(stdout.contains(&format!("wrote {}", path.display())), "{stdout}");
+        assert!(
+            stdout.contains(&format!("wrote {}", path.display())),
+            "{stdout}"
+        );
     }
     if !out.status.success() {
         assert!(stderr.contains("daemon-reload"), "{stderr}");

@@ -107,7 +107,7 @@ fn install_cmd(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
 }
 
 fn uninstall_cmd(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
-    while let Some(arg) = p.next()? {
+    if let Some(arg) = p.next()? {
         if help_requested(&arg, help::SERVICE) {
             return Ok(0);
         }
@@ -169,8 +169,6 @@ fn namespace_flag(namespace: &str) -> String {
 /// The pid of the server serving the namespace now, if one does.
 fn serving_pid(g: &Global) -> Option<u64> {
     let mut client = crate::client::Client::connect(&g.paths, false).ok()?;
-    let status = client
-        .call("server.status", serde_json::json!({}))
-        .ok()?;
+    let status = client.call("server.status", serde_json::json!({})).ok()?;
     status["pid"].as_u64()
 }

@@ -210,10 +210,7 @@ mod tests {
         assert_eq!(u.service_name, "ptyd-work.service");
         assert!(u.service.contains("Requires=ptyd-work.socket"));
         assert!(u.service.contains("ExecStart=/usr/bin/ptyd -L work server"));
-        assert!(
-            u.socket
-                .contains("ListenStream=%t/ptyd/work/ptyd.sock")
-        );
+        assert!(u.socket.contains("ListenStream=%t/ptyd/work/ptyd.sock"));
     }
 
     /// The shipped units are this module's output for the packaged path.
