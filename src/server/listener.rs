@@ -108,6 +108,27 @@ pub fn bind_socket(paths: &NamespacePaths) -> io::Result<BoundSocket> {
     })
 }
 
+/// The dev/ino recorded for a socket systemd bound and passed to us
+/// (`service::activation`): it matches no file, so the path is never
+/// unlinked by us, and the record travels through live upgrades as is.
+pub const NOT_OURS: (u64, u64) = (0, 0);
+
+/// Adopts the listening socket systemd passed (`ptyd.socket`), if any.
+pub fn adopt_socket(paths: &NamespacePaths) -> io::Result<Option<BoundSocket>> {
+    let Some(listener) =
+        crate::service::activation::adopt_listener(paths).map_err(io::Error::other)?
+    else {
+        return Ok(None);
+    };
+    listener.set_nonblocking(true)?;
+    Ok(Some(BoundSocket {
+        listener,
+        path: paths.socket(),
+        dev: NOT_OURS.0,
+        ino: NOT_OURS.1,
+    }))
+}
+
 /// Unlinks `path` only if it is still the socket inode we bound.
 pub fn unlink_if_ours(path: &Path, dev: u64, ino: u64) {
     if let Ok(meta) = std::fs::symlink_metadata(path)

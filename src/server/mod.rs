@@ -158,7 +158,16 @@ pub fn run(opts: ServerOptions) -> Result<(), String> {
     crate::reaper::become_subreaper();
     paths.prepare_runtime_dir().map_err(|e| e.to_string())?;
     let lock = listener::lock_namespace(&paths).map_err(|e| e.to_string())?;
-    let bound = listener::bind_socket(&paths).map_err(|e| e.to_string())?;
+    let activated = listener::adopt_socket(&paths).map_err(|e| e.to_string())?;
+    let how = if activated.is_some() {
+        "adopted from systemd"
+    } else {
+        "bound"
+    };
+    let bound = match activated {
+        Some(bound) => bound,
+        None => listener::bind_socket(&paths).map_err(|e| e.to_string())?,
+    };
     let _ = paths.prepare_state_dir();
     // Temp files of a server killed mid-save; we hold the lock now.
     persist::atomic::remove_stale_temps(&paths.state_dir);
@@ -173,7 +182,7 @@ pub fn run(opts: ServerOptions) -> Result<(), String> {
     server.log.log(
         "started",
         &format!(
-            "ptyd {} serving namespace {:?} on {}",
+            "ptyd {} serving namespace {:?} on {} ({how})",
             crate::protocol::SERVER_VERSION,
             server.paths.namespace,
             bound.path.display()
