@@ -58,6 +58,12 @@ pub fn dispatch(g: &Global, command: &str, mut p: lexopt::Parser) -> Result<i32,
         "workspace" | "ws" => tree_command(g, &mut p, "workspace"),
         "tab" => tree_command(g, &mut p, "tab"),
         "service" => super::service::service(g, &mut p),
+        "completions" => super::completions::completions(g, &mut p),
+        "manpage" => {
+            no_args(&mut p, help::MANPAGE)?;
+            print!("{}", super::manpage::render());
+            Ok(0)
+        }
         "demo" => {
             no_args(&mut p, help::DEMO)?;
             super::demo::run()
@@ -67,7 +73,7 @@ pub fn dispatch(g: &Global, command: &str, mut p: lexopt::Parser) -> Result<i32,
 }
 
 /// Prints help and returns `Ok(true)` for -h/--help.
-pub(super) fn help_requested(arg: &lexopt::Arg, text: &str) -> bool {
+pub(super) fn help_requested(arg: &lexopt::Arg, text: help::Topic) -> bool {
     if matches!(arg, Short('h') | Long("help")) {
         print!("{text}");
         return true;
@@ -75,7 +81,7 @@ pub(super) fn help_requested(arg: &lexopt::Arg, text: &str) -> bool {
     false
 }
 
-fn no_args(p: &mut lexopt::Parser, text: &str) -> Result<(), CliError> {
+fn no_args(p: &mut lexopt::Parser, text: help::Topic) -> Result<(), CliError> {
     match p.next()? {
         None => Ok(()),
         Some(arg) if help_requested(&arg, text) => std::process::exit(0),
@@ -452,7 +458,7 @@ fn pane_line(pane: &Value, focused: bool) -> String {
     )
 }
 
-fn json_flag(p: &mut lexopt::Parser, text: &str) -> Result<bool, CliError> {
+fn json_flag(p: &mut lexopt::Parser, text: help::Topic) -> Result<bool, CliError> {
     let mut as_json = false;
     while let Some(arg) = p.next()? {
         if help_requested(&arg, text) {
@@ -832,7 +838,7 @@ fn api(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
 fn simple_target(
     g: &Global,
     p: &mut lexopt::Parser,
-    text: &str,
+    text: help::Topic,
     method: &str,
 ) -> Result<i32, CliError> {
     let mut target = None;

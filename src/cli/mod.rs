@@ -4,8 +4,10 @@
 //! `wait --exit` exit with the pane's own code.
 
 mod commands;
+mod completions;
 mod demo;
 mod help;
+mod manpage;
 mod service;
 
 use crate::paths::{DEFAULT_NAMESPACE, NamespacePaths};
