@@ -233,3 +233,31 @@ fn shipped_units_verify() {
     }
     verify_units(tmp.path(), &names);
 }
+
+/// `ptyd server` while one serves the namespace names the serving pid (not
+/// the reaper's, after an upgrade) and a stop command that works.
+#[test]
+fn a_second_server_names_the_serving_pid_and_a_working_stop() {
+    let ptyd = util::Ptyd::start();
+    let out = ptyd.run_cli(&["upgrade"]);
+    assert!(out.status.success(), "{out:?}");
+    let status = ptyd.run_cli(&["status", "--json"]);
+    let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    let serving = status["pid"].as_i64().unwrap();
+    assert_ne!(serving, ptyd.pid() as i64, "the upgrade kept the pid");
+
+    let out = ptyd.run_cli(&["server"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("(pid {serving})")), "{err}");
+    let command = err
+        .split('`')
+        .nth(1)
+        .unwrap_or_else(|| panic!("no command in {err}"));
+    let words: Vec<&str> = command.split_whitespace().collect();
+    assert_eq!(words[0], "ptyd", "{err}");
+    let mut stop = ptyd.dirs.command(&ptyd.namespace);
+    stop.args(&words[1..]);
+    let out = util::run_bounded(stop, command);
+    assert!(out.status.success(), "`{command}` failed: {out:?}");
+}

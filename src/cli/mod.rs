@@ -53,7 +53,11 @@ pub fn main() -> i32 {
     match run() {
         Ok(code) => code,
         Err(e) => {
-            if !e.message.is_empty() {
+            if e.message.is_empty() {
+            } else if crate::service::journal::stderr_is_journal() {
+                // journald records the identifier itself; `<3>` is "error".
+                eprintln!("<3>{}", e.message);
+            } else {
                 eprintln!("ptyd: {}", e.message);
             }
             if e.code == 2 {

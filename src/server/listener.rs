@@ -55,17 +55,18 @@ pub fn lock_namespace(paths: &NamespacePaths) -> io::Result<InstanceLock> {
         .open(&path)
         .map_err(|e| io::Error::new(e.kind(), format!("opening lock {}: {e}", path.display())))?;
     if !crate::sys::try_lock_exclusive(file.as_raw_fd())? {
+        // The lock file names the first generation, which after a live
+        // upgrade is only the reaper: ask the server itself who serves.
         let mut holder = String::new();
         let _ = file.read_to_string(&mut holder);
+        let pid = serving_pid(paths)
+            .or_else(|| holder.trim().parse::<u64>().ok())
+            .map_or("unknown".to_string(), |p| p.to_string());
         return Err(io::Error::new(
             io::ErrorKind::AddrInUse,
             format!(
-                "a ptyd server is already running in namespace {:?} (pid {}); use it, stop it with `ptyd stop{}`, or pick another namespace with -L NAME",
+                "a ptyd server is already running in namespace {:?} (pid {pid}); use it, stop it with `ptyd{} stop`, or pick another namespace with -L NAME",
                 paths.namespace,
-                holder
-                    .trim()
-                    .parse::<u32>()
-                    .map_or("unknown".to_string(), |p| p.to_string()),
                 if paths.namespace == crate::paths::DEFAULT_NAMESPACE {
                     String::new()
                 } else {
@@ -78,6 +79,34 @@ pub fn lock_namespace(paths: &NamespacePaths) -> io::Result<InstanceLock> {
     file.rewind()?;
     writeln!(file, "{}", std::process::id())?;
     Ok(InstanceLock { file })
+}
+
+/// The pid of the server answering on the namespace's socket, asked with
+/// `server.status` (bounded by a short timeout: this runs while starting).
+/// Not asked when systemd passed us the socket: its pending connections
+/// would be waiting for us.
+fn serving_pid(paths: &NamespacePaths) -> Option<u64> {
+    if std::env::var("LISTEN_PID").ok() == Some(std::process::id().to_string()) {
+        return None;
+    }
+    let mut stream = std::os::unix::net::UnixStream::connect(paths.socket()).ok()?;
+    let timeout = Some(std::time::Duration::from_secs(2));
+    stream.set_read_timeout(timeout).ok()?;
+    stream.set_write_timeout(timeout).ok()?;
+    let hello = serde_json::json!({ "id": 1, "method": "hello",
+        "params": { "protocol": crate::protocol::PROTOCOL_VERSION, "client": "ptyd-server" } });
+    let status = serde_json::json!({ "id": 2, "method": "server.status", "params": {} });
+    stream
+        .write_all(format!("{hello}\n{status}\n").as_bytes())
+        .ok()?;
+    let reader = io::BufReader::new(stream);
+    for line in io::BufRead::lines(reader).take(16) {
+        let msg: serde_json::Value = serde_json::from_str(&line.ok()?).ok()?;
+        if msg["id"] == 2 {
+            return msg["result"]["pid"].as_u64();
+        }
+    }
+    None
 }
 
 /// Binds the public socket. Call only while holding the namespace lock: any

@@ -8,4 +8,5 @@
 
 pub mod activation;
 pub mod install;
+pub mod journal;
 pub mod notify;
