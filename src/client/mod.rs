@@ -189,7 +189,7 @@ fn start_background_server(paths: &NamespacePaths) -> Result<(), ClientError> {
         .map_or(0, |m| m.len() as usize);
     let stderr = stderr_file
         .map(std::process::Stdio::from)
-        .unwrap_or_else(|| std::process::Stdio::null());
+        .unwrap_or_else(std::process::Stdio::null);
     let mut cmd = std::process::Command::new(&exe);
     cmd.arg("-L")
         .arg(&paths.namespace)

@@ -247,7 +247,7 @@ impl Server {
             "pane {} pid {} ({})",
             pane.public_id(),
             child.pid,
-            super::diagnostics::describe_command(&command)
+            super::diagnostics::describe_command(command)
         );
         self.log.log("pane_started", &msg);
         Ok(())
