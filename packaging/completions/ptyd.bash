@@ -28,7 +28,7 @@ _ptyd() {
         if [[ $cur == -* ]]; then
             COMPREPLY=($(compgen -W "-L --namespace -h --help -V --version" -- "$cur"))
         else
-            COMPREPLY=($(compgen -W "server new ls attach send capture run wait kill rm resize events status stop save respawn focus resume workspace tab upgrade version api service completions manpage demo" -- "$cur"))
+            COMPREPLY=($(compgen -W "server new ls attach send capture run wait kill rm resize events status stop save respawn focus resume workspace tab upgrade version api service config completions manpage demo" -- "$cur"))
         fi
         return
     fi
@@ -118,6 +118,7 @@ _ptyd() {
             version) COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
             api) COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
             service) COMPREPLY=($(compgen -W "--enable --print --binary --user --help" -- "$cur")) ;;
+            config) COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
             completions) COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
             manpage) COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
             demo) COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
@@ -140,6 +141,7 @@ _ptyd() {
         workspace) [ $npos = 0 ] && COMPREPLY=($(compgen -W "new rename rm" -- "$cur")) ;;
         tab) [ $npos = 0 ] && COMPREPLY=($(compgen -W "rename rm" -- "$cur")) ;;
         service) [ $npos = 0 ] && COMPREPLY=($(compgen -W "install uninstall" -- "$cur")) ;;
+        config) [ $npos = 0 ] && COMPREPLY=($(compgen -W "check" -- "$cur")) ;;
         completions) [ $npos = 0 ] && COMPREPLY=($(compgen -W "bash zsh fish" -- "$cur")) ;;
     esac
 }

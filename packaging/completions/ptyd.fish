@@ -38,6 +38,7 @@ complete -c ptyd -n __fish_use_subcommand -a upgrade -d 'replace the server bina
 complete -c ptyd -n __fish_use_subcommand -a version -d 'versions of this binary (protocol, handoff, snapshot)'
 complete -c ptyd -n __fish_use_subcommand -a api -d 'send one raw API request, print the result'
 complete -c ptyd -n __fish_use_subcommand -a service -d 'install the systemd user units for the namespace'
+complete -c ptyd -n __fish_use_subcommand -a config -d 'check a configuration file'
 complete -c ptyd -n __fish_use_subcommand -a completions -d 'print shell completions (bash, zsh or fish)'
 complete -c ptyd -n __fish_use_subcommand -a manpage -d 'print this manual as a man page (roff)'
 complete -c ptyd -n __fish_use_subcommand -a demo -d 'run a self-contained demonstration'
@@ -125,4 +126,5 @@ complete -c ptyd -n '__fish_seen_subcommand_from service' -l print -d 'print the
 complete -c ptyd -n '__fish_seen_subcommand_from service' -l binary -r -F -d 'name PATH in the units instead of this binary'
 complete -c ptyd -n '__fish_seen_subcommand_from service' -l user -d 'user units (the only kind; accepted for scripts)'
 complete -c ptyd -n '__fish_seen_subcommand_from service' -x -a 'install uninstall'
+complete -c ptyd -n '__fish_seen_subcommand_from config' -x -a 'check'
 complete -c ptyd -n '__fish_seen_subcommand_from completions' -x -a 'bash zsh fish'

@@ -59,6 +59,7 @@ pub fn dispatch(g: &Global, command: &str, mut p: lexopt::Parser) -> Result<i32,
         "tab" => tree_command(g, &mut p, "tab"),
         "service" => super::service::service(g, &mut p),
         "completions" => super::completions::completions(g, &mut p),
+        "config" => super::config::config_cmd(&mut p),
         "manpage" => {
             no_args(&mut p, help::MANPAGE)?;
             print!("{}", super::manpage::render());
@@ -795,6 +796,19 @@ fn status(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         );
         println!("clients:    {}", s["clients"]);
         println!("generation: {}", s["generation"]);
+        let problems = s["config"]["problems"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        if !problems.is_empty() {
+            println!(
+                "config:     {} problem(s), each key falls back to its default:",
+                problems.len()
+            );
+            for p in problems {
+                println!("  {}", p.as_str().unwrap_or_default());
+            }
+        }
     }
     Ok(0)
 }

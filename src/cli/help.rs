@@ -610,6 +610,23 @@ running after logout and starts it at boot.",
         args: Args::First(Complete::OneOf(&["install", "uninstall"])),
     },
     Command {
+        name: "config",
+        aliases: &[],
+        brief: "config check [FILE]",
+        summary: "check a configuration file",
+        usage: &["config check [FILE]"],
+        about: "\
+Reads FILE (default: $XDG_CONFIG_HOME/ptyd/config.toml, else the deprecated
+config.json beside it) as a server would and prints each problem with its
+line and key: unknown keys, values of the wrong type or out of range, broken
+resume rules, syntax errors. Exits 1 when there are any. A server ignores
+only the keys in question and uses their defaults. Settings are described
+in docs/config.md; a server reads the file when it starts (and at
+`ptyd upgrade`).",
+        options: &[],
+        args: Args::First(Complete::OneOf(&["check"])),
+    },
+    Command {
         name: "completions",
         aliases: &[],
         brief: "completions SHELL",
@@ -703,6 +720,7 @@ pub const VERSION: Topic = Topic(Some("version"));
 pub const SERVICE: Topic = Topic(Some("service"));
 pub const COMPLETIONS: Topic = Topic(Some("completions"));
 pub const MANPAGE: Topic = Topic(Some("manpage"));
+pub const CONFIG: Topic = Topic(Some("config"));
 
 /// The table entry named `name` (or one of its aliases).
 pub fn command(name: &str) -> Option<&'static Command> {

@@ -139,8 +139,8 @@ running after you log out, and starts it at boot.",
             "the snapshot restored at start (default ~/.local/state). Beside it: per-pane history, diagnostics.jsonl (rotated at 1 MiB) and server.stderr of a background server.",
         ),
         (
-            "$XDG_CONFIG_HOME/ptyd/config.json",
-            "optional settings: scrollback limits, resume rules (default ~/.config).",
+            "$XDG_CONFIG_HOME/ptyd/config.toml",
+            "optional settings: scrollback limits, resume rules (default ~/.config; see ptyd config check). A config.json is read only while no config.toml exists, with a deprecation notice.",
         ),
     ] {
         out.push_str(&format!(".TP\n\\fI{}\\fR\n{}\n", roff(path), roff(what)));

@@ -5,6 +5,7 @@
 
 mod commands;
 mod completions;
+mod config;
 mod demo;
 mod help;
 mod manpage;

@@ -5,7 +5,7 @@
 //! attached connections in `attach`, parked `pane.wait`s in `waits`.
 
 mod attach;
-mod config;
+pub mod config;
 mod connection;
 mod defaults;
 mod diagnostics;
