@@ -220,10 +220,12 @@ fn client_commands_start_a_server_when_none_runs() {
         cmd.args(args);
         util::run_bounded(cmd, &format!("ptyd {args:?}"))
     };
-    // Commands that only make sense with a server do not start one.
-    let out = cli(&["kill", "p1"]);
-    assert_exit(&out, 1);
-    assert!(!dirs.socket(&ns).exists());
+    // Commands about the server itself do not start one.
+    for args in [&["status"][..], &["stop"], &["save"], &["upgrade"]] {
+        let out = cli(args);
+        assert_exit(&out, 1);
+        assert!(!dirs.socket(&ns).exists(), "{args:?} started a server");
+    }
 
     let out = cli(&["new", "-d", "--", "sleep", "1000"]);
     assert_exit(&out, 0);

@@ -94,7 +94,7 @@ _ptyd() {
     done
     if [ $dashdash = 0 ] && [[ $cur == -* ]]; then
         case "$cmd" in
-            server) COMPREPLY=($(compgen -W "--no-history --no-restore --help" -- "$cur")) ;;
+            server) COMPREPLY=($(compgen -W "--no-history --no-restore --hold-reruns --help" -- "$cur")) ;;
             new) COMPREPLY=($(compgen -W "-n --name -c --cwd -e --env --size --timeout --idle-timeout --shell -w --workspace --tab-name -s --split -v --vertical --ratio --restore --resume -d --detached --json --help" -- "$cur")) ;;
             ls) COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
             attach) COMPREPLY=($(compgen -W "-r --read-only --detach-key --help" -- "$cur")) ;;

@@ -44,6 +44,7 @@ complete -c ptyd -n __fish_use_subcommand -a manpage -d 'print this manual as a 
 complete -c ptyd -n __fish_use_subcommand -a demo -d 'run a self-contained demonstration'
 complete -c ptyd -n '__fish_seen_subcommand_from server' -l no-history -d 'do not write per-pane history files'
 complete -c ptyd -n '__fish_seen_subcommand_from server' -l no-restore -d 'start empty (the old snapshot is replaced at the first save)'
+complete -c ptyd -n '__fish_seen_subcommand_from server' -l hold-reruns -d 'hold panes whose restore policy is rerun instead of running them again (servers started by client commands do)'
 complete -c ptyd -n '__fish_seen_subcommand_from new' -s n -l name -x -d 'name the pane (usable as TARGET)'
 complete -c ptyd -n '__fish_seen_subcommand_from new' -s c -l cwd -x -a '(__fish_complete_directories)' -d 'working directory (default: the current one)'
 complete -c ptyd -n '__fish_seen_subcommand_from new' -s e -l env -x -d 'add an environment variable (repeatable)'

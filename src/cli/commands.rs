@@ -90,12 +90,37 @@ fn no_args(p: &mut lexopt::Parser, text: help::Topic) -> Result<(), CliError> {
     }
 }
 
+/// Connects for a command about panes, tabs, workspaces or events: when
+/// no server runs, one is started in the background, unless the config
+/// says `autostart = false` (then the error says how to start one).
 fn connect(g: &Global) -> Result<Client, CliError> {
-    Ok(Client::connect(&g.paths, true)?)
+    let autostart = crate::server::config::load().0.autostart;
+    Client::connect(&g.paths, autostart).map_err(|e| {
+        if autostart || e.code != "no_server" {
+            return e.into();
+        }
+        let ns = &g.paths.namespace;
+        let flag = if ns == crate::paths::DEFAULT_NAMESPACE {
+            String::new()
+        } else {
+            format!(" -L {ns}")
+        };
+        CliError {
+            message: format!(
+                "no ptyd server runs in namespace {ns:?}, and `autostart = false` in {} keeps \
+                 client commands from starting one: start it with `ptyd{flag} server` (or \
+                 `ptyd{flag} service install --enable` for systemd)",
+                crate::server::config::path()
+                    .map_or("the config file".to_string(), |p| p.display().to_string())
+            ),
+            code: 1,
+        }
+    })
 }
 
-/// Connects without starting a server: for commands that make no sense on a
-/// fresh one (stop, kill, ...).
+/// Connects without starting a server: for the commands about the server
+/// itself (status, save, stop, upgrade), which have nothing to do on a
+/// fresh one.
 fn connect_existing(g: &Global) -> Result<Client, CliError> {
     Ok(Client::connect(&g.paths, false)?)
 }
@@ -141,6 +166,7 @@ fn parse_env(s: &str) -> Result<(String, String), CliError> {
 fn server(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     let mut history = true;
     let mut restore = true;
+    let mut hold_reruns = false;
     while let Some(arg) = p.next()? {
         if help_requested(&arg, help::SERVER) {
             return Ok(0);
@@ -148,6 +174,7 @@ fn server(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         match arg {
             Long("no-history") => history = false,
             Long("no-restore") => restore = false,
+            Long("hold-reruns") => hold_reruns = true,
             _ => return Err(arg.unexpected().into()),
         }
     }
@@ -155,6 +182,7 @@ fn server(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         paths: g.paths.clone(),
         history,
         restore,
+        hold_reruns,
     })
     .map_err(|message| CliError { message, code: 1 })?;
     Ok(0)
@@ -560,7 +588,7 @@ fn send(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     if let Some(id) = request_id {
         params["request_id"] = json!(id);
     }
-    let mut client = connect_existing(g)?;
+    let mut client = connect(g)?;
     let ack = client.call("pane.input", params)?;
     if !wait_finished {
         return Ok(0);
@@ -601,7 +629,7 @@ fn capture(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
             _ => return Err(arg.unexpected().into()),
         }
     }
-    let result = connect_existing(g)?.call("pane.capture", {
+    let result = connect(g)?.call("pane.capture", {
         let mut params = range;
         params["target"] = json!(need_target(target)?);
         params["ansi"] = json!(ansi);
@@ -665,7 +693,7 @@ fn wait(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     }
     params["target"] = json!(need_target(target)?);
     let want_exit = params["exit"] == json!(true);
-    match connect_existing(g)?.call("pane.wait", params) {
+    match connect(g)?.call("pane.wait", params) {
         Ok(result) => {
             if as_json {
                 print_json(&result);
@@ -698,7 +726,7 @@ fn kill(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         }
     }
     params["target"] = json!(need_target(target)?);
-    connect_existing(g)?.call("pane.kill", params)?;
+    connect(g)?.call("pane.kill", params)?;
     Ok(0)
 }
 
@@ -715,7 +743,7 @@ fn rm(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
             _ => return Err(arg.unexpected().into()),
         }
     }
-    connect_existing(g)?.call(
+    connect(g)?.call(
         "pane.remove",
         json!({ "target": need_target(target)?, "force": force }),
     )?;
@@ -737,7 +765,7 @@ fn resize(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         return Err(CliError::usage("usage: ptyd resize TARGET COLSxROWS"));
     };
     let (cols, rows) = parse_size(size)?;
-    connect_existing(g)?.call(
+    connect(g)?.call(
         "pane.resize",
         json!({ "target": target, "cols": cols, "rows": rows }),
     )?;
@@ -865,7 +893,7 @@ fn simple_target(
             _ => return Err(arg.unexpected().into()),
         }
     }
-    connect_existing(g)?.call(method, json!({ "target": need_target(target)? }))?;
+    connect(g)?.call(method, json!({ "target": need_target(target)? }))?;
     Ok(0)
 }
 
@@ -891,7 +919,7 @@ fn resume(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
             ));
         }
     };
-    connect_existing(g)?.call(
+    connect(g)?.call(
         "pane.set_resume",
         json!({ "target": target, "resume": command }),
     )?;

@@ -124,11 +124,17 @@ pub static COMMANDS: &[Command] = &[
         aliases: &[],
         brief: "server",
         summary: "run the server in the foreground",
-        usage: &["server [--no-history] [--no-restore]"],
+        usage: &["server [--no-history] [--no-restore] [--hold-reruns]"],
         about: "\
 Runs the server for the namespace in the foreground, logging to stderr and
-to diagnostics.jsonl in the state directory. Client commands start one in the
-background when none runs. SIGTERM or SIGINT (or `ptyd stop`) stop it.
+to diagnostics.jsonl in the state directory. SIGTERM or SIGINT (or
+`ptyd stop`) stop it.
+
+When none runs, every command about panes, tabs, workspaces or events (new,
+ls, attach, send, capture, run, wait, kill, rm, resize, events, respawn,
+focus, resume, workspace, tab, api) starts one in the background, with
+--hold-reruns; status, save, stop and upgrade never do. `autostart = false`
+in config.toml turns this off: those commands then say how to start one.
 
 At start it rebuilds the workspaces, tabs and panes of the last snapshot
 (session.json in the state directory) and saves changes as they happen.
@@ -146,6 +152,12 @@ socket.",
                 "no-restore",
                 None,
                 "start empty (the old snapshot is replaced at the first save)",
+            ),
+            opt(
+                None,
+                "hold-reruns",
+                None,
+                "hold panes whose restore policy is rerun instead of running them again (servers started by client commands do)",
             ),
         ],
         args: Args::None,

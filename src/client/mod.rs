@@ -67,9 +67,14 @@ impl Client {
                 return Err(ClientError {
                     code: "no_server".into(),
                     message: format!(
-                        "no ptyd server in namespace {:?} ({}: {e}); start one with `ptyd server`",
+                        "no ptyd server in namespace {:?} ({}: {e}); start one with `ptyd{} server`",
                         paths.namespace,
-                        paths.socket().display()
+                        paths.socket().display(),
+                        if paths.namespace == crate::paths::DEFAULT_NAMESPACE {
+                            String::new()
+                        } else {
+                            format!(" -L {}", paths.namespace)
+                        }
                     ),
                 });
             }
@@ -191,9 +196,10 @@ fn start_background_server(paths: &NamespacePaths) -> Result<(), ClientError> {
         .map(std::process::Stdio::from)
         .unwrap_or_else(std::process::Stdio::null);
     let mut cmd = std::process::Command::new(&exe);
+    // --hold-reruns: a listing must not re-run commands as a side effect.
     cmd.arg("-L")
         .arg(&paths.namespace)
-        .arg("server")
+        .args(["server", "--hold-reruns"])
         .env(
             crate::server::READY_FD_ENV,
             write_end.as_raw_fd().to_string(),

@@ -5,6 +5,7 @@
 //! ```toml
 //! scrollback_lines = 10000
 //! scrollback_bytes = 16777216
+//! autostart = true
 //!
 //! [[resume_rules]]
 //! program = "myagent"
@@ -39,14 +40,31 @@ pub const MAX_SCROLLBACK_LINES: usize = 1_000_000;
 pub const MAX_SCROLLBACK_BYTES: usize = 1 << 30;
 
 /// The keys the file may hold.
-pub const KEYS: &[&str] = &["scrollback_lines", "scrollback_bytes", "resume_rules"];
+pub const KEYS: &[&str] = &[
+    "scrollback_lines",
+    "scrollback_bytes",
+    "resume_rules",
+    "autostart",
+];
 
-/// What the server uses from the file.
-#[derive(Debug, Clone, Default)]
+/// What the server (and, for `autostart`, the client) uses from the file.
+#[derive(Debug, Clone)]
 pub struct UserConfig {
     pub resume_rules: ResumeRules,
     /// For new panes' terminal models.
     pub term: TermConfig,
+    /// Client commands start a background server when none runs.
+    pub autostart: bool,
+}
+
+impl Default for UserConfig {
+    fn default() -> UserConfig {
+        UserConfig {
+            resume_rules: ResumeRules::default(),
+            term: TermConfig::default(),
+            autostart: true,
+        }
+    }
 }
 
 fn config_dir() -> Option<PathBuf> {
@@ -146,6 +164,13 @@ pub fn parse(path: &Path, text: &str) -> (UserConfig, Vec<String>) {
                 let rules = resume_rules(&mut problems, &at, &place, value);
                 config.resume_rules = ResumeRules::new(rules);
             }
+            "autostart" => match bool::deserialize(ValueDeserializer::from(value)) {
+                Ok(v) => config.autostart = v,
+                Err(e) => problems.push(format!(
+                    "{place}: autostart must be true or false ({}); using the default true",
+                    e.message().trim()
+                )),
+            },
             other => problems.push(format!(
                 "{place}: unknown key {other:?} ignored; known keys: {}",
                 KEYS.join(", ")

@@ -66,6 +66,10 @@ pub struct ServerOptions {
     /// Restore from the snapshot at start-up (else start empty and leave
     /// the file alone until the first save replaces it).
     pub restore: bool,
+    /// Hold panes whose restore policy is `rerun` instead of running them:
+    /// a server a client command started in the background (`ptyd ls`
+    /// after a reboot) must not re-run commands as a side effect.
+    pub hold_reruns: bool,
 }
 
 /// Who a dynamic token belongs to.
@@ -193,7 +197,7 @@ pub fn run(opts: ServerOptions) -> Result<(), String> {
         crate::reaper::announce(l);
     }
     if opts.restore {
-        server.restore_from_disk();
+        server.restore_from_disk(opts.hold_reruns);
     }
     signal_ready();
     crate::service::notify::ready(&format!("serving {} panes", server.panes.len()));
