@@ -85,7 +85,7 @@ fn serves_a_passed_socket_through_upgrades() {
     let path = dirs.socket(&ns);
     let listener = bind(&path);
     let ours = inode(&path);
-    let stderr = dirs.state.path().join("server.stderr");
+    let stderr = dirs.state.join("server.stderr");
     let mut server = activated_server(&dirs, &ns, listener.as_raw_fd(), &stderr);
     // The server has its own copy now; ours must not keep accepting.
     drop(listener);
@@ -147,9 +147,9 @@ fn serves_a_passed_socket_through_upgrades() {
 fn refuses_a_socket_bound_elsewhere() {
     let dirs = Dirs::new();
     let ns = unique_name("wrongpath");
-    let elsewhere = dirs.runtime.path().join("other/ptyd.sock");
+    let elsewhere = dirs.runtime.join("other/ptyd.sock");
     let listener = bind(&elsewhere);
-    let stderr = dirs.state.path().join("server.stderr");
+    let stderr = dirs.state.join("server.stderr");
     let mut server = activated_server(&dirs, &ns, listener.as_raw_fd(), &stderr);
     let status = util::wait_child(&mut server, util::TIMEOUT).expect("server did not exit");
     assert_eq!(status.code(), Some(1), "{}", read(&stderr));
@@ -167,7 +167,7 @@ fn refuses_a_socket_bound_elsewhere() {
 fn refuses_what_is_not_a_listening_socket() {
     let dirs = Dirs::new();
     let ns = unique_name("notlistening");
-    let stderr = dirs.state.path().join("server.stderr");
+    let stderr = dirs.state.join("server.stderr");
     // A connected socket at the right path is still not a listener.
     let path = dirs.socket(&ns);
     let _listener = bind(&path);

@@ -27,7 +27,7 @@ impl Drop for StopOnDrop<'_> {
 fn autostart_false_is_a_clear_error() {
     let dirs = Dirs::new();
     let ns = util::unique_name("noauto");
-    let config = dirs.state.path().join("config/ptyd");
+    let config = dirs.state.join("config/ptyd");
     std::fs::create_dir_all(&config).unwrap();
     std::fs::write(config.join("config.toml"), "autostart = false\n").unwrap();
     for args in [
@@ -51,7 +51,7 @@ fn autostart_false_is_a_clear_error() {
 fn a_listing_never_reruns_commands() {
     let ptyd_fg = Ptyd::start();
     let (dirs, ns) = (&ptyd_fg.dirs, ptyd_fg.namespace.clone());
-    let runs = dirs.state.path().join("runs.txt");
+    let runs = dirs.state.join("runs.txt");
     let script = format!("echo run >> {}; exec sleep 1000", runs.display());
     let out = ptyd(
         dirs,

@@ -15,7 +15,7 @@ detach_key = \"C-a\"
 ";
 
 fn write_config(dirs: &Dirs, name: &str, text: &str) -> std::path::PathBuf {
-    let dir = dirs.state.path().join("config/ptyd");
+    let dir = dirs.state.join("config/ptyd");
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(name);
     std::fs::write(&path, text).unwrap();

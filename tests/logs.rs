@@ -16,10 +16,10 @@ use util::Dirs;
 fn server_log(journal_stream: impl Fn(&std::fs::Metadata) -> String) -> String {
     let dirs = Dirs::new();
     let ns = util::unique_name("logs");
-    let log_path = dirs.state.path().join("stderr.log");
+    let log_path = dirs.state.join("stderr.log");
     let log = std::fs::File::create(&log_path).unwrap();
     let stream = journal_stream(&log.metadata().unwrap());
-    let notify_path = dirs.state.path().join("notify.sock");
+    let notify_path = dirs.state.join("notify.sock");
     let notify = UnixDatagram::bind(&notify_path).unwrap();
     let mut server = dirs
         .command(&ns)
@@ -80,7 +80,7 @@ fn other_stderr_gets_plain_lines() {
 fn background_server_stderr_is_appended_and_rotated() {
     let dirs = Dirs::new();
     let ns = util::unique_name("bgerr");
-    let state = dirs.state.path().join("ptyd").join(&ns);
+    let state = dirs.state.join("ptyd").join(&ns);
     std::fs::create_dir_all(&state).unwrap();
     let path = state.join("server.stderr");
     std::fs::write(&path, "an earlier server's last words\n").unwrap();

@@ -149,7 +149,7 @@ fn verify_units(dir: &std::path::Path, names: &[&str]) {
 #[test]
 fn installed_units_verify() {
     let dirs = Dirs::new();
-    let config = dirs.state.path().join("config");
+    let config = dirs.state.join("config");
     let out = dirs
         .command("default")
         .args(["service", "install", "--print"])
