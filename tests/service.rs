@@ -263,3 +263,40 @@ fn a_second_server_names_the_serving_pid_and_a_working_stop() {
     let out = util::run_bounded(stop, command);
     assert!(out.status.success(), "`{command}` failed: {out:?}");
 }
+
+/// A rolled-back upgrade tells systemd it is ready again (the reload is
+/// over, the old server serves on), and a later stop says STOPPING.
+#[test]
+fn notify_protocol_through_a_rollback() {
+    let dirs = Dirs::new();
+    let ns = unique_name("notify-rb");
+    let sock_path = dirs.state.join("notify.sock");
+    let sock = UnixDatagram::bind(&sock_path).unwrap();
+    let mut server = dirs
+        .command(&ns)
+        .arg("server")
+        .env("NOTIFY_SOCKET", &sock_path)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut seen = Vec::new();
+    wait_for(&sock, "READY=1", &mut seen);
+
+    let out = dirs
+        .command(&ns)
+        .args(["upgrade", "--fault", "new-before-imported:exit"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    wait_for(&sock, "RELOADING=1", &mut seen);
+    wait_for(&sock, "READY=1", &mut seen);
+    let ready = seen.last().unwrap();
+    assert!(ready.contains("STATUS=upgrade failed"), "{seen:?}");
+
+    let out = dirs.command(&ns).arg("stop").output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    wait_for(&sock, "STOPPING=1", &mut seen);
+    let status = util::wait_child(&mut server, util::TIMEOUT).expect("server did not stop");
+    assert!(status.success(), "{status}");
+}
