@@ -91,3 +91,38 @@ fn a_listing_never_reruns_commands() {
             .filter(|t| t == "run\nrun\n")
     });
 }
+
+/// With the namespace's units installed, a client asks systemd to start the
+/// service rather than starting a server outside it; when that fails (here
+/// no user manager reads this test's unit directory) it says so and starts
+/// nothing itself.
+#[test]
+fn installed_units_start_through_systemd_only() {
+    let dirs = Dirs::new();
+    let ns = util::unique_name("unit");
+    let out = ptyd(&dirs, &ns, &["service", "install"]);
+    let unit_dir = dirs.state.join("config/systemd/user");
+    assert!(
+        unit_dir.join(format!("ptyd-{ns}.socket")).exists(),
+        "{out:?}"
+    );
+    let out = ptyd(&dirs, &ns, &["ls"]);
+    if out.status.success() {
+        // A user manager that reads this directory started the service.
+        let _stop = StopOnDrop(&dirs, &ns);
+        return;
+    }
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("systemctl --user start ptyd-{ns}.socket")),
+        "{err}"
+    );
+    assert!(
+        !dirs.socket(&ns).exists(),
+        "a server was started outside systemd"
+    );
+    assert!(
+        !dirs.state_dir(&ns).join("server.stderr").exists(),
+        "a background server was started"
+    );
+}

@@ -133,8 +133,11 @@ to diagnostics.jsonl in the state directory. SIGTERM or SIGINT (or
 When none runs, every command about panes, tabs, workspaces or events (new,
 ls, attach, send, capture, run, wait, kill, rm, resize, events, respawn,
 focus, resume, workspace, tab, api) starts one in the background, with
---hold-reruns; status, save, stop and upgrade never do. `autostart = false`
-in config.toml turns this off: those commands then say how to start one.
+--hold-reruns; status, save, stop and upgrade never do. When the
+namespace's systemd units are installed (`ptyd service install`), they ask
+systemd to start the socket unit instead, never a server of their own.
+`autostart = false` in config.toml turns this off: those commands then say
+how to start one.
 
 At start it rebuilds the workspaces, tabs and panes of the last snapshot
 (session.json in the state directory) and saves changes as they happen.

@@ -58,7 +58,10 @@ impl Client {
                         io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused
                     ) =>
             {
-                start_background_server(paths)?;
+                match crate::service::install::installed_socket_unit(&paths.namespace) {
+                    Some(unit) => start_through_systemd(paths, &unit)?,
+                    None => start_background_server(paths)?,
+                }
                 UnixStream::connect(paths.socket()).map_err(|e| {
                     ClientError::io(&format!("connecting to {}", paths.socket().display()), e)
                 })?
@@ -234,6 +237,27 @@ fn start_background_server(paths: &NamespacePaths) -> Result<(), ClientError> {
         });
     }
     Ok(())
+}
+
+/// Asks the user's systemd to start the namespace's socket unit: the server
+/// then runs as the service (in its cgroup, under its restart policy),
+/// started by our connection. Never falls back to a server of our own,
+/// which would hold the namespace against the service.
+fn start_through_systemd(paths: &NamespacePaths, unit: &str) -> Result<(), ClientError> {
+    crate::service::install::systemctl(&["start", unit]).map_err(|e| ClientError {
+        code: "no_server".into(),
+        message: format!(
+            "no ptyd server in namespace {:?}, and {unit} is installed, so it was asked to \
+             start it: {e}. Start the service (`systemctl --user start {unit}`), or remove \
+             its units (`ptyd{} service uninstall`) to let commands start servers themselves",
+            paths.namespace,
+            if paths.namespace == crate::paths::DEFAULT_NAMESPACE {
+                String::new()
+            } else {
+                format!(" -L {}", paths.namespace)
+            }
+        ),
+    })
 }
 
 /// Past this size `server.stderr` is moved to `server.stderr.1` before a

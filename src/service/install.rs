@@ -144,6 +144,16 @@ pub fn user_unit_dir() -> Result<PathBuf, String> {
     }
 }
 
+/// The socket unit of `namespace`, if one is installed where the user
+/// manager reads units: then the server belongs to systemd, and clients ask
+/// systemd to start it rather than starting one outside its cgroup.
+pub fn installed_socket_unit(namespace: &str) -> Option<String> {
+    let name = format!("{}.socket", unit_stem(namespace));
+    let mut dirs: Vec<PathBuf> = user_unit_dir().into_iter().collect();
+    dirs.extend(["/etc/systemd/user", "/usr/lib/systemd/user"].map(PathBuf::from));
+    dirs.iter().any(|d| d.join(&name).exists()).then_some(name)
+}
+
 /// The binary this process runs, as a path systemd can start later.
 pub fn running_binary() -> Result<PathBuf, String> {
     let exe = std::env::current_exe().map_err(|e| format!("finding this binary: {e}"))?;
