@@ -11,13 +11,13 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::net::UnixListener;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use util::{Dirs, PTYD, unique_name};
+use std::process::{Command, Stdio};
+use util::{Dirs, KillOnDrop, PTYD, unique_name};
 
 /// `ptyd server` started as systemd starts an activated service: `fd` as
 /// fd 3 and the variables naming this very process (`sh` sets `LISTEN_PID`
 /// to its own pid, then execs ptyd in place).
-fn activated_server(dirs: &Dirs, ns: &str, fd: RawFd, stderr: &Path) -> Child {
+fn activated_server(dirs: &Dirs, ns: &str, fd: RawFd, stderr: &Path) -> KillOnDrop {
     let template = dirs.command(ns);
     let mut cmd = Command::new("/bin/sh");
     cmd.args([
@@ -50,7 +50,7 @@ fn activated_server(dirs: &Dirs, ns: &str, fd: RawFd, stderr: &Path) -> Child {
             Ok(())
         });
     }
-    cmd.spawn().unwrap()
+    KillOnDrop::child(cmd.spawn().unwrap())
 }
 
 /// A listening socket at `path`, bound as the socket unit would bind it.
@@ -102,7 +102,11 @@ fn serves_a_passed_socket_through_upgrades() {
     assert!(log.contains("adopted from systemd"), "{log}");
     let status = ptyd(&dirs, &ns, &["status", "--json"]);
     let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
-    assert_eq!(status["pid"].as_u64(), Some(server.id() as u64), "{status}");
+    assert_eq!(
+        status["pid"].as_u64(),
+        Some(server.as_child().id() as u64),
+        "{status}"
+    );
 
     // A live upgrade hands the listener on like any other.
     let out = ptyd(&dirs, &ns, &["upgrade", "--json"]);
@@ -137,7 +141,8 @@ fn serves_a_passed_socket_through_upgrades() {
 
     let out = ptyd(&dirs, &ns, &["stop"]);
     assert!(out.status.success(), "{out:?}");
-    let status = util::wait_child(&mut server, util::TIMEOUT).expect("server did not stop");
+    let status =
+        util::wait_child(server.as_child_mut(), util::TIMEOUT).expect("server did not stop");
     assert!(status.success(), "{status}\n{}", read(&stderr));
     // The path is the socket unit's: it stays for the next activation.
     assert_eq!(inode(&path), ours, "ptyd removed systemd's socket");
@@ -151,7 +156,8 @@ fn refuses_a_socket_bound_elsewhere() {
     let listener = bind(&elsewhere);
     let stderr = dirs.state.join("server.stderr");
     let mut server = activated_server(&dirs, &ns, listener.as_raw_fd(), &stderr);
-    let status = util::wait_child(&mut server, util::TIMEOUT).expect("server did not exit");
+    let status =
+        util::wait_child(server.as_child_mut(), util::TIMEOUT).expect("server did not exit");
     assert_eq!(status.code(), Some(1), "{}", read(&stderr));
     let log = read(&stderr);
     assert!(
@@ -173,7 +179,8 @@ fn refuses_what_is_not_a_listening_socket() {
     let _listener = bind(&path);
     let stream = std::os::unix::net::UnixStream::connect(&path).unwrap();
     let mut server = activated_server(&dirs, &ns, stream.as_raw_fd(), &stderr);
-    let status = util::wait_child(&mut server, util::TIMEOUT).expect("server did not exit");
+    let status =
+        util::wait_child(server.as_child_mut(), util::TIMEOUT).expect("server did not exit");
     assert_eq!(status.code(), Some(1), "{}", read(&stderr));
     assert!(
         read(&stderr).contains("is not listening"),
@@ -184,7 +191,8 @@ fn refuses_what_is_not_a_listening_socket() {
     // A regular file.
     let file = std::fs::File::open(PTYD).unwrap();
     let mut server = activated_server(&dirs, &ns, file.as_raw_fd(), &stderr);
-    let status = util::wait_child(&mut server, util::TIMEOUT).expect("server did not exit");
+    let status =
+        util::wait_child(server.as_child_mut(), util::TIMEOUT).expect("server did not exit");
     assert_eq!(status.code(), Some(1), "{}", read(&stderr));
     assert!(
         read(&stderr).contains("is not a socket"),

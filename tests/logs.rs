@@ -21,15 +21,16 @@ fn server_log(journal_stream: impl Fn(&std::fs::Metadata) -> String) -> String {
     let stream = journal_stream(&log.metadata().unwrap());
     let notify_path = dirs.state.join("notify.sock");
     let notify = UnixDatagram::bind(&notify_path).unwrap();
-    let mut server = dirs
-        .command(&ns)
-        .arg("server")
-        .env("JOURNAL_STREAM", stream)
-        .env("NOTIFY_SOCKET", &notify_path)
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .unwrap();
+    let mut server = util::KillOnDrop::child(
+        dirs.command(&ns)
+            .arg("server")
+            .env("JOURNAL_STREAM", stream)
+            .env("NOTIFY_SOCKET", &notify_path)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap(),
+    );
     // READY=1 is the first datagram: the server accepts connections.
     notify.set_read_timeout(Some(util::TIMEOUT)).unwrap();
     let mut buf = [0u8; 512];
@@ -44,7 +45,8 @@ fn server_log(journal_stream: impl Fn(&std::fs::Metadata) -> String) -> String {
     };
     run(&["new", "-d", "--", "sleep", "1000"]);
     run(&["stop"]);
-    let status = util::wait_child(&mut server, util::TIMEOUT).expect("server did not stop");
+    let status =
+        util::wait_child(server.as_child_mut(), util::TIMEOUT).expect("server did not stop");
     assert!(status.success());
     std::fs::read_to_string(&log_path).unwrap()
 }
@@ -102,6 +104,12 @@ fn background_server_stderr_is_appended_and_rotated() {
         status["pid"].as_i64().unwrap() as i32
     };
 
+    // Stops whichever background server runs if the test fails half-way.
+    let _guard = util::KillOnDrop::command({
+        let mut cmd = dirs.command(&ns);
+        cmd.arg("stop");
+        cmd
+    });
     run(&["ls"]); // starts one
     let first = pid(run(&["status", "--json"]));
     stop(first);

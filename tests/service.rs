@@ -272,14 +272,15 @@ fn notify_protocol_through_a_rollback() {
     let ns = unique_name("notify-rb");
     let sock_path = dirs.state.join("notify.sock");
     let sock = UnixDatagram::bind(&sock_path).unwrap();
-    let mut server = dirs
-        .command(&ns)
-        .arg("server")
-        .env("NOTIFY_SOCKET", &sock_path)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut server = KillOnDrop::child(
+        dirs.command(&ns)
+            .arg("server")
+            .env("NOTIFY_SOCKET", &sock_path)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     let mut seen = Vec::new();
     wait_for(&sock, "READY=1", &mut seen);
 
@@ -297,6 +298,7 @@ fn notify_protocol_through_a_rollback() {
     let out = dirs.command(&ns).arg("stop").output().unwrap();
     assert!(out.status.success(), "{out:?}");
     wait_for(&sock, "STOPPING=1", &mut seen);
-    let status = util::wait_child(&mut server, util::TIMEOUT).expect("server did not stop");
+    let status =
+        util::wait_child(server.as_child_mut(), util::TIMEOUT).expect("server did not stop");
     assert!(status.success(), "{status}");
 }
