@@ -204,3 +204,24 @@ fn refuses_what_is_not_a_listening_socket() {
 fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_default()
 }
+
+/// `ptyd server`, not activated, while a socket unit listens on the
+/// namespace's path: it refuses instead of replacing systemd's socket.
+#[test]
+fn a_plain_server_leaves_a_socket_unit_alone() {
+    let dirs = Dirs::new();
+    let ns = unique_name("unitlistens");
+    let path = dirs.socket(&ns);
+    let _listener = bind(&path);
+    let ours = inode(&path);
+    let mut cmd = dirs.command(&ns);
+    cmd.arg("server");
+    let out = util::run_bounded(cmd, "ptyd server");
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("systemctl --user start ptyd-{ns}.service")),
+        "{err}"
+    );
+    assert_eq!(inode(&path), ours, "the socket file was replaced");
+}

@@ -113,6 +113,22 @@ fn serving_pid(paths: &NamespacePaths) -> Option<u64> {
 /// file at the path is then a leftover of a dead server and is replaced.
 pub fn bind_socket(paths: &NamespacePaths) -> io::Result<BoundSocket> {
     let path = paths.socket();
+    // We hold the lock, so no ptyd server listens there; a listener there
+    // is systemd's socket unit, whose service we would be competing with
+    // (and whose socket we would orphan by replacing the file).
+    if crate::service::activation::someone_listens(&path) {
+        let unit = crate::service::install::unit_stem(&paths.namespace);
+        return Err(io::Error::new(
+            io::ErrorKind::AddrInUse,
+            format!(
+                "{} is a socket something listens on, most likely systemd's {unit}.socket: \
+                 the server belongs to the service, so start it with \
+                 `systemctl --user start {unit}.service` (a client command does too), \
+                 or `systemctl --user stop {unit}.socket` first to run `ptyd server` yourself",
+                path.display()
+            ),
+        ));
+    }
     match std::fs::remove_file(&path) {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}

@@ -168,3 +168,38 @@ pub fn pass_on_exec(cmd: &mut std::process::Command, listener: RawFd) {
         });
     }
 }
+
+/// Whether some process listens on the Unix socket at `path`, found in
+/// `/proc/net/unix` (flag `__SO_ACCEPTCON`) without connecting: a connection
+/// to a socket unit's socket would start its service. Only Linux tells;
+/// elsewhere this says no.
+pub fn someone_listens(path: &std::path::Path) -> bool {
+    const ACCEPTCON: u32 = 0x0001_0000;
+    let Ok(table) = std::fs::read_to_string("/proc/net/unix") else {
+        return false;
+    };
+    let want = path.as_os_str().to_string_lossy();
+    table.lines().skip(1).any(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        // Num RefCount Protocol Flags Type St Inode Path
+        fields.len() >= 8
+            && fields[7..].join(" ") == want
+            && u32::from_str_radix(fields[3], 16).is_ok_and(|f| f & ACCEPTCON != 0)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn finds_a_listening_socket_without_connecting() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.sock");
+        assert!(!super::someone_listens(&path));
+        let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        if std::path::Path::new("/proc/net/unix").exists() {
+            assert!(super::someone_listens(&path));
+        }
+        drop(listener);
+        assert!(!super::someone_listens(&path));
+    }
+}
