@@ -314,3 +314,29 @@ fn send_request_id_and_wait_idle_from_the_cli() {
     let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(v["reason"], "idle", "{v}");
 }
+
+/// `ptyd demo` runs end to end in its own namespace and shows, step by
+/// step, the command line for each API call, an attach, a restore and a
+/// live upgrade that keeps every process, then what to try next.
+#[test]
+fn demo_shows_each_step_as_a_command() {
+    let dirs = util::Dirs::new();
+    let mut cmd = dirs.command("unused");
+    cmd.arg("demo");
+    let out = util::run_bounded(cmd, "ptyd demo");
+    assert_exit(&out, 0);
+    let text = stdout(&out);
+    for want in [
+        "$ ptyd -L demo-",
+        " new -d -n shell ",
+        "attach shell --read-only",
+        "first frame: the redraw",
+        "upgrade --mode restore",
+        "--- ptyd: restored",
+        "(same processes)",
+        "no gap, no repeat",
+        "== what to try next",
+    ] {
+        assert!(text.contains(want), "no {want:?} in\n{text}");
+    }
+}

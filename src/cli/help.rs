@@ -676,8 +676,11 @@ texts. View it with `ptyd manpage | man -l -`.",
         summary: "run a self-contained demonstration",
         usage: &["demo"],
         about: "\
-Starts a server in a private temporary namespace, runs a few panes, drives
-them through the API, prints what it did and saw, and cleans up.",
+Starts a server in a private temporary namespace, runs a few panes and
+drives them through the API, printing each step as the `ptyd` command that
+does the same and what it saw: typing and waiting, a read-only attach, a
+restore from the snapshot, a live upgrade. Then it cleans up and suggests
+what to try next.",
         options: &[],
         args: Args::None,
     },
