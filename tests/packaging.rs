@@ -161,3 +161,65 @@ fn zsh_and_fish_scripts_parse() {
         );
     }
 }
+
+/// Completes `line` with the shipped fish script in a real fish.
+fn fish_complete(dirs: &Dirs, namespace: &str, line: &str) -> Vec<String> {
+    let template = dirs.command(namespace);
+    let mut fish = Command::new("fish");
+    for (k, v) in template.get_envs() {
+        match v {
+            Some(v) => fish.env(k, v),
+            None => fish.env_remove(k),
+        };
+    }
+    let bin_dir = Path::new(PTYD).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let script = format!(
+        "source {}; complete -C '{line}'",
+        shipped("packaging/completions/ptyd.fish").display()
+    );
+    let out = fish
+        .args(["--no-config", "-c", &script])
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut words: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.split('\t').next().unwrap_or_default().to_string())
+        .filter(|w| !w.is_empty())
+        .collect();
+    words.sort();
+    words
+}
+
+#[test]
+fn fish_completes_commands_options_and_panes() {
+    if !have("fish") {
+        println!("skipped: fish is not installed (Debian package fish)");
+        return;
+    }
+    let dirs = Dirs::new();
+    let none = |line: &str| fish_complete(&dirs, "nothing-runs", line);
+    assert_eq!(none("ptyd se"), ["send", "server", "service"]);
+    assert_eq!(none("ptyd new --restore "), ["hold", "rerun", "shell"]);
+    assert_eq!(none("ptyd kill --s"), ["--signal"]);
+    let ptyd = Ptyd::start();
+    let out = ptyd.run_cli(&["new", "-d", "-n", "builder", "--", "sleep", "1000"]);
+    assert!(out.status.success(), "{out:?}");
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let mut want = vec![id, "builder".to_string()];
+    want.sort();
+    assert_eq!(
+        fish_complete(&ptyd.dirs, &ptyd.namespace, "ptyd attach "),
+        want
+    );
+}

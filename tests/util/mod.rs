@@ -48,8 +48,9 @@
 //! - `config.rs`: config.toml problems by line and key, `ptyd config check`.
 //! - `logs.rs`: journald priorities on `JOURNAL_STREAM`, plain lines
 //!   otherwise, `server.stderr` appended and rotated.
-//! - `packaging.rs`: the man page renders with man(1); bash completion in a
-//!   real bash (commands, values, panes); zsh and fish scripts parse.
+//! - `packaging.rs`: the man page renders with man(1); bash and fish
+//!   completion in the real shells (commands, values, panes); the zsh
+//!   script parses.
 //! - `term_golden.rs`: the terminal model against `fixtures/vt/` goldens.
 //! - `term_roundtrip.rs`: the model serialized and restored at any byte of a
 //!   stream ends in the same state.
