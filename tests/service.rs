@@ -236,7 +236,8 @@ fn shipped_units_verify() {
     verify_units(tmp.path(), &names);
 }
 
-/// `ptyd server` while one serves the namespace names the serving pid (not
+/// `ptyd server` while one serves the namespace exits 3 (the unit's
+/// RestartPreventExitStatus) naming the serving pid (not
 /// the reaper's, after an upgrade) and a stop command that works.
 #[test]
 fn a_second_server_names_the_serving_pid_and_a_working_stop() {
@@ -249,7 +250,7 @@ fn a_second_server_names_the_serving_pid_and_a_working_stop() {
     assert_ne!(serving, ptyd.pid() as i64, "the upgrade kept the pid");
 
     let out = ptyd.run_cli(&["server"]);
-    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains(&format!("(pid {serving})")), "{err}");
     let command = err

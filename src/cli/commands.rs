@@ -184,7 +184,14 @@ fn server(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         restore,
         hold_reruns,
     })
-    .map_err(|message| CliError { message, code: 1 })?;
+    .map_err(|e| CliError {
+        message: e.message,
+        code: if e.already_served {
+            crate::server::EXIT_ALREADY_SERVED
+        } else {
+            1
+        },
+    })?;
     Ok(0)
 }
 

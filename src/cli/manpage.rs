@@ -165,7 +165,7 @@ running after you log out, and starts it at boot.",
     paragraphs(
         &mut out,
         "0 on success, 1 on failure (the message is on stderr), 2 for a usage
-error. ptyd run and ptyd wait --exit exit with the pane's code (128+N when
+error, 3 when ptyd server finds another server serving the namespace. ptyd run and ptyd wait --exit exit with the pane's code (128+N when
 killed by signal N); waits that time out exit 124.",
     );
     out.push_str(".SH SEE ALSO\n\\fBtmux\\fR(1), \\fBsystemctl\\fR(1), \\fBloginctl\\fR(1), \\fBsystemd.socket\\fR(5)\n");

@@ -1,7 +1,8 @@
 //! The command line: `ptyd [-L NAME] COMMAND [ARGS]`. Each command is parsed
 //! with lexopt into its own options, then run against the server. Exit codes:
-//! 0 success, 1 failure (message on stderr), 2 usage error; `run` and
-//! `wait --exit` exit with the pane's own code.
+//! 0 success, 1 failure (message on stderr), 2 usage error, 3 `server`
+//! found the namespace already served; `run` and `wait --exit` exit with
+//! the pane's own code.
 
 mod commands;
 mod completions;

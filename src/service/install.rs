@@ -83,6 +83,9 @@ ExecStop={exe} -L {ns} stop
 TimeoutStopSec=15
 Restart=on-failure
 RestartSec=1
+# Exit 3: another ptyd server (started outside systemd) holds the
+# namespace. Retrying cannot help; `ptyd stop`, then start the service.
+RestartPreventExitStatus=3
 
 [Install]
 WantedBy=default.target
