@@ -106,12 +106,12 @@ impl Plan2 {
     fn quick() -> Plan2 {
         Plan2 {
             mode: "quick",
-            mb: 10,
+            mb: 20,
             runs: 3,
             keys: 500,
             key_rounds: 5,
             idle_panes: vec![1, 100],
-            history_panes: 20,
+            history_panes: 100,
             history_lines: 10_000,
             upgrade_panes: vec![10, 100],
             upgrades: 3,
