@@ -86,6 +86,9 @@ pub enum Terminal {
     Bare,
     /// `ptyd attach` in a PTY the bench drains.
     PtydAttach,
+    /// The same with another ptyd binary (server and client), for a
+    /// before/after comparison in one run.
+    PtydBaseline,
     /// `tmux attach` in a PTY the bench drains.
     TmuxAttach,
 }
@@ -97,15 +100,22 @@ impl Terminal {
         match self {
             Terminal::Bare => "bare pty",
             Terminal::PtydAttach => "ptyd attach",
+            Terminal::PtydBaseline => "ptyd attach (baseline)",
             Terminal::TmuxAttach => "tmux attach",
         }
     }
 }
 
+/// A ptyd binary and a server running it.
+pub struct Ptyd<'a> {
+    pub bin: &'a Path,
+    pub server: &'a mut PtydServer,
+}
+
 /// What one end-to-end run needs.
 pub struct EndToEnd<'a> {
-    pub ptyd_bin: &'a Path,
-    pub server: &'a mut PtydServer,
+    pub ptyd: Ptyd<'a>,
+    pub baseline: Option<Ptyd<'a>>,
     pub tmp: &'a Path,
     pub size: (u16, u16),
     /// Every run gets its own names (FIFO, tmux socket).
@@ -148,22 +158,26 @@ pub fn end_to_end(
             PtyProc::spawn(&["sh", "-c", &script], &[], cols, rows)?,
             None,
         ),
-        Terminal::PtydAttach => {
-            let mut ctl = e.server.connect()?;
+        Terminal::PtydAttach | Terminal::PtydBaseline => {
+            let ptyd = match term {
+                Terminal::PtydAttach => &mut e.ptyd,
+                _ => e.baseline.as_mut().ok_or("no baseline ptyd binary given")?,
+            };
+            let mut ctl = ptyd.server.connect()?;
             let info = ctl
                 .call(
                     "pane.create",
                     json!({ "argv": ["sh", "-c", script], "cols": cols, "rows": rows, "cwd": path_str(e.tmp)? }),
                 )
                 .map_err(|err| format!("pane.create: {err}"))?;
-            let id = e.server.track(&info)?;
+            let id = ptyd.server.track(&info)?;
             pane = Some((ctl, id.clone()));
-            let bin = path_str(e.ptyd_bin)?;
-            let ns = e.server.paths.namespace.clone();
-            let mut env = e.server.client_env()?;
+            let bin = path_str(ptyd.bin)?;
+            let ns = ptyd.server.paths.namespace.clone();
+            let mut env = ptyd.server.client_env()?;
             env.push(("TERM", Path::new("xterm-256color")));
             let client = PtyProc::spawn(&[bin, "-L", &ns, "attach", &id], &env, cols, rows)?;
-            (client, Some(e.server.serving_pid))
+            (client, Some(ptyd.server.serving_pid))
         }
         Terminal::TmuxAttach => {
             let tmux = Tmux::new(e.tmp, &format!("tput{}", e.run), &[])?;

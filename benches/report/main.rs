@@ -34,7 +34,9 @@ use common::echo::{ECHO_SCRIPT, EchoSession, Latency, latency_stats};
 use common::persist::{Kind, save_restore};
 use common::pty::PtyProc;
 use common::server::{PtydServer, STUCK, wait_all};
-use common::throughput::{EndToEnd, Terminal, Throughput, end_to_end, generate_colour, protocol};
+use common::throughput::{
+    EndToEnd, Ptyd, Terminal, Throughput, end_to_end, generate_colour, protocol,
+};
 use common::tmux::Tmux;
 use common::upgrade::{self, Plan, Sample};
 use common::{
@@ -61,6 +63,8 @@ struct Args {
     quick: bool,
     json: Option<PathBuf>,
     docs: Option<PathBuf>,
+    /// Another ptyd binary measured beside this one (before/after).
+    baseline: Option<PathBuf>,
 }
 
 /// What a mode measures.
@@ -130,6 +134,7 @@ fn parse_args() -> Res<Args> {
         quick: false,
         json: None,
         docs: None,
+        baseline: None,
     };
     let mut p = lexopt::Parser::from_env();
     while let Some(arg) = p.next().map_err(|e| e.to_string())? {
@@ -137,11 +142,18 @@ fn parse_args() -> Res<Args> {
             Long("quick") => args.quick = true,
             Long("json") => args.json = Some(p.value().map_err(|e| e.to_string())?.into()),
             Long("docs") => args.docs = Some(p.value().map_err(|e| e.to_string())?.into()),
+            Long("baseline") => {
+                let path: PathBuf = p.value().map_err(|e| e.to_string())?.into();
+                if !path.is_file() {
+                    return Err(format!("--baseline {} is not a file", path.display()));
+                }
+                args.baseline = Some(path);
+            }
             // `cargo bench` passes --bench; a filter argument is meaningless here.
             Long("bench") | Value(_) => {}
             Short('h') | Long("help") => {
                 println!(
-                    "usage: cargo bench --bench report [-- [--quick] [--json PATH] [--docs DIR]]"
+                    "usage: cargo bench --bench report [-- [--quick] [--json PATH] [--docs DIR] [--baseline PTYD]]"
                 );
                 std::process::exit(0);
             }
@@ -210,7 +222,13 @@ fn run() -> Res<usize> {
             .to_string(),
         commit: stdout_of(
             Path::new("git"),
-            &["-C", env!("CARGO_MANIFEST_DIR"), "rev-parse", "--short", "HEAD"],
+            &[
+                "-C",
+                env!("CARGO_MANIFEST_DIR"),
+                "rev-parse",
+                "--short",
+                "HEAD",
+            ],
             "unknown",
         ),
         load_start: loadavg(),
@@ -247,7 +265,14 @@ fn run() -> Res<usize> {
         )
     };
     step("throughput");
-    let (tput, tput_goals) = throughput(&plan, &ptyd_bin, nofile, tmp, &mut bars);
+    let (tput, tput_goals) = throughput(
+        &plan,
+        &ptyd_bin,
+        args.baseline.as_deref(),
+        nofile,
+        tmp,
+        &mut bars,
+    );
     print!("\n{}", tput.to_text());
     sections.push(tput);
     goals.extend(tput_goals);
@@ -346,6 +371,7 @@ struct Runs {
 fn throughput(
     plan: &Plan2,
     ptyd_bin: &Path,
+    baseline: Option<&Path>,
     nofile: u64,
     tmp: &Path,
     bars: &mut Vec<svg::Bar>,
@@ -378,6 +404,12 @@ fn throughput(
          forwards, so its client writes fewer bytes.",
         plan.runs
     );
+    if let Some(b) = baseline {
+        s.note.push_str(&format!(
+            " The baseline rows run another ptyd binary, server and client: {}.",
+            b.display()
+        ));
+    }
     let mut goals = Vec::new();
     let bytes = plan.mb * 1_000_000;
     let plain = tmp.join("plain.txt");
@@ -405,24 +437,43 @@ fn throughput(
             return (s, goals);
         }
     };
+    let mut baseline_server = match baseline
+        .map(|b| PtydServer::start(b, &tmp.join("tput-baseline"), nofile))
+        .transpose()
+    {
+        Ok(s) => s,
+        Err(e) => {
+            s.push("baseline ptyd server", Err(e));
+            return (s, goals);
+        }
+    };
+    let mut terminals = Terminal::ALL.to_vec();
+    if baseline.is_some() {
+        terminals.insert(2, Terminal::PtydBaseline);
+    }
     let mut all: Vec<Runs> = Vec::new();
     let mut proto: Vec<Vec<Res<Throughput>>> = Vec::new();
     for (_, file, size, lines) in &files {
         // What cat writes through the tty: the file plus a CR per line.
         let want = size + lines;
         let mut runs = Runs {
-            times: (0..Terminal::ALL.len()).map(|_| Vec::new()).collect(),
+            times: (0..terminals.len()).map(|_| Vec::new()).collect(),
         };
         let mut proto_runs = Vec::new();
         for run in 0..plan.runs {
             let mut e = EndToEnd {
-                ptyd_bin,
-                server: &mut server,
+                ptyd: Ptyd {
+                    bin: ptyd_bin,
+                    server: &mut server,
+                },
+                baseline: baseline
+                    .zip(baseline_server.as_mut())
+                    .map(|(bin, server)| Ptyd { bin, server }),
                 tmp,
                 size: (COLS, ROWS),
                 run: run + all.len() * plan.runs,
             };
-            for (i, term) in Terminal::ALL.into_iter().enumerate() {
+            for (i, &term) in terminals.iter().enumerate() {
                 let min = if term == Terminal::TmuxAttach {
                     0
                 } else {
@@ -444,10 +495,11 @@ fn throughput(
         proto.push(proto_runs);
     }
     drop(server);
+    drop(baseline_server);
 
     for (fi, (name, _, size, _)) in files.iter().enumerate() {
         let bare = &all[fi].times[0];
-        let mut rows: Vec<(String, &Vec<Res<Throughput>>)> = Terminal::ALL
+        let mut rows: Vec<(String, &Vec<Res<Throughput>>)> = terminals
             .iter()
             .enumerate()
             .map(|(i, t)| (format!("{name}: {}", t.label()), &all[fi].times[i]))
@@ -467,12 +519,16 @@ fn throughput(
             s.push(label, cells.map(|c| c.cells));
         }
         let ptyd = ratios[1];
+        let tmux = terminals
+            .iter()
+            .position(|&t| t == Terminal::TmuxAttach)
+            .and_then(|i| ratios[i]);
         goals.push(Goal {
             name: format!("throughput, {name} text: ptyd attach within {THROUGHPUT_GOAL}x of bare"),
             detail: ptyd.map_or("a run failed".into(), |r| {
                 format!(
                     "{r:.2}x bare (tmux attach {})",
-                    ratios[2].map_or("failed".into(), |t| format!("{t:.2}x"))
+                    tmux.map_or("failed".into(), |t| format!("{t:.2}x"))
                 )
             }),
             pass: ptyd.map(|r| r <= THROUGHPUT_GOAL),
@@ -489,11 +545,7 @@ struct Summary {
     cells: Vec<Cell>,
 }
 
-fn summarize(
-    runs: &[Res<Throughput>],
-    bare: &[Res<Throughput>],
-    size: u64,
-) -> Res<Summary> {
+fn summarize(runs: &[Res<Throughput>], bare: &[Res<Throughput>], size: u64) -> Res<Summary> {
     let ok: Vec<&Throughput> = runs
         .iter()
         .map(|r| r.as_ref().map_err(|e| e.clone()))
