@@ -426,7 +426,7 @@ fn throughput(
         Ok(f) => f,
         Err(e) => {
             s.push("input files", Err(e));
-            return (s, goals);
+            return (s, tput_goals_failed());
         }
     };
     let server_dir = tmp.join("tput-server");
@@ -434,7 +434,7 @@ fn throughput(
         Ok(s) => s,
         Err(e) => {
             s.push("ptyd server", Err(e));
-            return (s, goals);
+            return (s, tput_goals_failed());
         }
     };
     let mut baseline_server = match baseline
@@ -444,7 +444,7 @@ fn throughput(
         Ok(s) => s,
         Err(e) => {
             s.push("baseline ptyd server", Err(e));
-            return (s, goals);
+            return (s, tput_goals_failed());
         }
     };
     let mut terminals = Terminal::ALL.to_vec();
@@ -535,6 +535,18 @@ fn throughput(
         });
     }
     (s, goals)
+}
+
+/// The throughput goals when nothing could be measured.
+fn tput_goals_failed() -> Vec<Goal> {
+    ["plain", "colour"]
+        .iter()
+        .map(|name| Goal {
+            name: format!("throughput, {name} text: ptyd attach within {THROUGHPUT_GOAL}x of bare"),
+            detail: "the measurement failed".into(),
+            pass: None,
+        })
+        .collect()
 }
 
 /// One terminal's runs of one file.
@@ -631,7 +643,7 @@ fn latency(plan: &Plan2, ptyd_bin: &Path, nofile: u64, tmp: &Path) -> (Section, 
     let mut goals = Vec::new();
     for flood in [false, true] {
         let tag = if flood { "flood" } else { "idle" };
-        let r = latency_set(
+        let lats = latency_set(
             plan,
             ptyd_bin,
             nofile,
@@ -640,68 +652,51 @@ fn latency(plan: &Plan2, ptyd_bin: &Path, nofile: u64, tmp: &Path) -> (Section, 
             flood,
         );
         let suffix = if flood { ", neighbour floods" } else { "" };
-        match r {
-            Err(e) => {
-                for l in ["bare pty", "ptyd attach", "tmux attach"] {
-                    s.push(format!("{l}{suffix}"), Err(e.clone()));
+        let f = |i: usize, p: fn(&Latency) -> Duration| lats[i].as_ref().map(|l| us(p(l))).ok();
+        // (share of tmux's addition that ptyd adds, goal met): the
+        // goal is compared directly, since a tmux that adds nothing
+        // (or less than nothing, in noise) gives no share to divide.
+        let share = |p: fn(&Latency) -> Duration| -> Option<(f64, bool)> {
+            let (b, d, t) = (f(0, p)?, f(1, p)?, f(2, p)?);
+            Some(((d - b) / (t - b), d - b <= ECHO_SHARE_GOAL * (t - b)))
+        };
+        let (g50, g99) = (share(|l| l.p50), share(|l| l.p99));
+        let (s50, s99) = (g50.map(|g| g.0), g99.map(|g| g.0));
+        for (i, l) in lats.iter().enumerate() {
+            let label = ["bare pty", "ptyd attach", "tmux attach"][i];
+            let share_cell = |v: Option<f64>| {
+                if i == 1 {
+                    v.map_or(Cell::text("-"), |v| Cell::num(v, 2))
+                } else {
+                    Cell::text("")
                 }
-                goals.push(Goal {
-                    name: format!(
-                        "echo{suffix}: ptyd adds <= {ECHO_SHARE_GOAL} of what tmux adds over bare"
-                    ),
-                    detail: "the measurement failed".into(),
-                    pass: None,
-                });
-            }
-            Ok(lats) => {
-                let f =
-                    |i: usize, p: fn(&Latency) -> Duration| lats[i].as_ref().map(|l| us(p(l))).ok();
-                // (share of tmux's addition that ptyd adds, goal met): the
-                // goal is compared directly, since a tmux that adds nothing
-                // (or less than nothing, in noise) gives no share to divide.
-                let share = |p: fn(&Latency) -> Duration| -> Option<(f64, bool)> {
-                    let (b, d, t) = (f(0, p)?, f(1, p)?, f(2, p)?);
-                    Some(((d - b) / (t - b), d - b <= ECHO_SHARE_GOAL * (t - b)))
-                };
-                let (g50, g99) = (share(|l| l.p50), share(|l| l.p99));
-                let (s50, s99) = (g50.map(|g| g.0), g99.map(|g| g.0));
-                for (i, l) in lats.iter().enumerate() {
-                    let label = ["bare pty", "ptyd attach", "tmux attach"][i];
-                    let share_cell = |v: Option<f64>| {
-                        if i == 1 {
-                            v.map_or(Cell::text("-"), |v| Cell::num(v, 2))
-                        } else {
-                            Cell::text("")
-                        }
-                    };
-                    s.push(
-                        format!("{label}{suffix}"),
-                        l.as_ref().map_err(|e| e.clone()).map(|l| {
-                            vec![
-                                share_cell(s50),
-                                share_cell(s99),
-                                Cell::num(us(l.p50), 0),
-                                Cell::num(us(l.p99), 0),
-                                Cell::num(us(l.max), 0),
-                            ]
-                        }),
-                    );
-                }
-                let detail = match (s50, s99) {
-                    (Some(a), Some(b)) => format!(
-                        "ptyd adds {a:.2} (p50) and {b:.2} (p99) of tmux's added latency; p50 bare/ptyd/tmux {} us, p99 {} us",
-                        fmt3(&lats, |l| l.p50),
-                        fmt3(&lats, |l| l.p99)
-                    ),
-                    _ => "a row failed".into(),
-                };
-                goals.push(Goal {
-                    name: format!("echo{suffix}: ptyd adds <= {ECHO_SHARE_GOAL} of what tmux adds over bare (p50 and p99)"),
-                    detail,
-                    pass: g50.zip(g99).map(|(a, b)| a.1 && b.1),
-                });
-            }
+            };
+            s.push(
+                format!("{label}{suffix}"),
+                l.as_ref().map_err(|e| e.clone()).map(|l| {
+                    vec![
+                        share_cell(s50),
+                        share_cell(s99),
+                        Cell::num(us(l.p50), 0),
+                        Cell::num(us(l.p99), 0),
+                        Cell::num(us(l.max), 0),
+                    ]
+                }),
+            );
         }
+        let detail = match (s50, s99) {
+            (Some(a), Some(b)) => format!(
+                "ptyd adds {a:.2} (p50) and {b:.2} (p99) of tmux's added latency; p50 bare/ptyd/tmux {} us, p99 {} us",
+                fmt3(&lats, |l| l.p50),
+                fmt3(&lats, |l| l.p99)
+            ),
+            _ => "a row failed".into(),
+        };
+        goals.push(Goal {
+            name: format!("echo{suffix}: ptyd adds <= {ECHO_SHARE_GOAL} of what tmux adds over bare (p50 and p99)"),
+            detail,
+            pass: g50.zip(g99).map(|(a, b)| a.1 && b.1),
+        });
     }
     (s, goals)
 }
@@ -717,6 +712,7 @@ fn fmt3(lats: &[Res<Latency>], p: fn(&Latency) -> Duration) -> String {
 }
 
 /// Bare, ptyd attach and tmux attach, typed into in interleaved rounds.
+/// Each is set up on its own, so one that breaks fails only its row.
 fn latency_set(
     plan: &Plan2,
     ptyd_bin: &Path,
@@ -724,81 +720,77 @@ fn latency_set(
     dir: &Path,
     data: &Path,
     flood: bool,
-) -> Res<Vec<Res<Latency>>> {
-    let flood_script = format!(
-        "while :; do cat {}; done",
-        shell_quote(path_str(&data.join("plain.txt"))?)
-    );
-    // Bare.
+) -> Vec<Res<Latency>> {
+    let flood_script = path_str(&data.join("plain.txt"))
+        .map(|p| format!("while :; do cat {}; done", shell_quote(p)));
+    let flood_script = flood.then_some(flood_script).transpose();
+    // Bare, with a neighbour PTY drained as a terminal would.
     let mut flooder = None;
-    if flood {
-        let p = PtyProc::spawn(&["sh", "-c", &flood_script], &[], COLS, ROWS)?;
-        let mut master = p.master.try_clone().map_err(|e| e.to_string())?;
-        // Drained like a terminal would; ends with EIO when `p` is dropped.
-        std::thread::spawn(move || {
-            let mut buf = vec![0u8; 64 * 1024];
-            while matches!(master.read(&mut buf), Ok(n) if n > 0) {}
-        });
-        flooder = Some(p);
-    }
-    let bare = PtyProc::spawn(&["sh", "-c", ECHO_SCRIPT], &[], COLS, ROWS)?;
+    let bare = (|| {
+        if let Some(script) = flood_script.clone()? {
+            let p = PtyProc::spawn(&["sh", "-c", &script], &[], COLS, ROWS)?;
+            let mut master = p.master.try_clone().map_err(|e| e.to_string())?;
+            // Ends with EIO when `p` is dropped.
+            std::thread::spawn(move || {
+                let mut buf = vec![0u8; 64 * 1024];
+                while matches!(master.read(&mut buf), Ok(n) if n > 0) {}
+            });
+            flooder = Some(p);
+        }
+        let p = PtyProc::spawn(&["sh", "-c", ECHO_SCRIPT], &[], COLS, ROWS)?;
+        echo_target("bare pty", p)
+    })();
     // ptyd.
-    let mut server = PtydServer::start(ptyd_bin, dir, nofile)?;
-    let mut ctl = server.connect()?;
-    let cwd = path_str(dir)?;
-    let mut scripts = vec![ECHO_SCRIPT.to_string()];
-    if flood {
-        scripts.push(flood_script.clone());
-    }
-    let ids = server.create_panes(
-        &mut ctl,
-        scripts.len(),
-        |i| json!({ "argv": ["sh", "-c", scripts[i]], "cols": COLS, "rows": ROWS, "cwd": cwd }),
-    )?;
-    let bin = path_str(ptyd_bin)?;
-    let ns = server.paths.namespace.clone();
-    let mut env = server.client_env()?;
-    env.push(("TERM", Path::new("xterm-256color")));
-    let ptyd_client = PtyProc::spawn(&[bin, "-L", &ns, "attach", &ids[0]], &env, COLS, ROWS)?;
+    let mut server = PtydServer::start(ptyd_bin, dir, nofile);
+    let ptyd =
+        server.as_mut().map_err(|e| e.clone()).and_then(|server| {
+            let mut ctl = server.connect()?;
+            let cwd = path_str(dir)?;
+            let mut scripts = vec![ECHO_SCRIPT.to_string()];
+            scripts.extend(flood_script.clone()?);
+            let ids = server.create_panes(&mut ctl, scripts.len(), |i| {
+            json!({ "argv": ["sh", "-c", scripts[i]], "cols": COLS, "rows": ROWS, "cwd": cwd })
+        })?;
+            let bin = path_str(ptyd_bin)?;
+            let ns = server.paths.namespace.clone();
+            let mut env = server.client_env()?;
+            env.push(("TERM", Path::new("xterm-256color")));
+            let client = PtyProc::spawn(&[bin, "-L", &ns, "attach", &ids[0]], &env, COLS, ROWS)?;
+            echo_target("ptyd attach", client)
+        });
     // tmux.
-    let tmux = Tmux::new(dir, "lat", &[])?;
-    tmux.new_session("echo", ECHO_SCRIPT, COLS, ROWS)?;
-    if flood {
-        tmux.new_session("flood", &flood_script, COLS, ROWS)?;
-    }
-    let tmux_client = tmux.attach_client("echo", COLS, ROWS)?;
+    let tmux = Tmux::new(dir, "lat", &[]);
+    let tmux_target = tmux.as_ref().map_err(|e| e.clone()).and_then(|tmux| {
+        tmux.new_session("echo", ECHO_SCRIPT, COLS, ROWS)?;
+        if let Some(script) = flood_script.clone()? {
+            tmux.new_session("flood", &script, COLS, ROWS)?;
+        }
+        echo_target("tmux attach", tmux.attach_client("echo", COLS, ROWS)?)
+    });
 
-    let mut targets = vec![
-        echo_target("bare pty", bare)?,
-        echo_target("ptyd attach", ptyd_client)?,
-        echo_target("tmux attach", tmux_client)?,
-    ];
+    let mut targets = [bare, ptyd, tmux_target];
     let per_round = plan.keys.div_ceil(plan.key_rounds);
-    let mut errors: Vec<Option<String>> = vec![None; targets.len()];
     for _ in 0..plan.key_rounds {
-        for (t, err) in targets.iter_mut().zip(&mut errors) {
-            if err.is_some() {
-                continue;
-            }
+        for slot in &mut targets {
+            let Ok(t) = slot else { continue };
             match t.session.type_keys(per_round) {
                 Ok(v) => t.samples.extend(v),
-                Err(e) => *err = Some(format!("{}: {e}", t.label)),
+                Err(e) => *slot = Err(format!("{}: {e}", t.label)),
             }
         }
     }
-    let out = targets
+    let mut out: Vec<Res<Latency>> = targets
         .into_iter()
-        .zip(errors)
-        .map(|(t, err)| match err {
-            Some(e) => Err(e),
-            None => latency_stats(t.samples),
-        })
+        .map(|t| t.and_then(|t| latency_stats(t.samples)))
         .collect();
     drop(flooder);
-    drop(ctl);
-    server.stop()?;
+    if let Ok(server) = &mut server
+        && let Err(e) = server.stop()
+    {
+        out[1] = Err(format!("stopping the server: {e}"));
+    }
     drop(tmux);
-    Ok(out)
+    out
 }
 
 // ---------------------------------------------------------------- memory
