@@ -19,6 +19,9 @@ use std::time::{Duration, Instant};
 /// How long any single wait on the server may take before the run is
 /// declared stuck.
 pub const STUCK: Duration = Duration::from_secs(120);
+/// How long a server may take to become ready: its restore comes first,
+/// and 1000 panes with full histories take a while.
+const READY_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// A pane's process as created: enough to find it again, and to tell it
 /// from a later process reusing the pid.
@@ -154,7 +157,7 @@ impl PtydServer {
         };
         // One byte when it accepts connections; EOF if it died first.
         let mut byte = [0u8; 1];
-        if !wait_readable(ready_r.as_raw_fd(), STUCK)?
+        if !wait_readable(ready_r.as_raw_fd(), READY_TIMEOUT)?
             || !matches!(File::from(ready_r).read(&mut byte), Ok(1))
         {
             let log = std::fs::read_to_string(tmp.join("ptyd-server.stderr")).unwrap_or_default();
