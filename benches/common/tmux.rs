@@ -63,8 +63,13 @@ impl Tmux {
         let what = format!("tmux {}", args.first().copied().unwrap_or(""));
         let out = output_within(c, TMUX_TIMEOUT, &what)?;
         if !out.status.success() {
+            let shown = if args.len() > 8 {
+                format!("{:?} and {} more arguments", &args[..8], args.len() - 8)
+            } else {
+                format!("{args:?}")
+            };
             return Err(format!(
-                "tmux {args:?} failed: {}",
+                "tmux {shown} failed: {}",
                 String::from_utf8_lossy(&out.stderr).trim()
             ));
         }
@@ -76,6 +81,25 @@ impl Tmux {
         let (c, r) = (cols.to_string(), rows.to_string());
         self.run(&["new-session", "-d", "-s", name, "-x", &c, "-y", &r, command])
             .map(drop)
+    }
+
+    /// Adds `n` detached windows running `command` to `session`, a hundred
+    /// per tmux invocation (a longer command line is refused).
+    pub fn new_windows(&self, session: &str, command: &str, n: usize) -> Res<()> {
+        let mut left = n;
+        while left > 0 {
+            let batch = left.min(100);
+            let mut args: Vec<&str> = Vec::with_capacity(batch * 6);
+            for i in 0..batch {
+                if i > 0 {
+                    args.push(";");
+                }
+                args.extend(["new-window", "-d", "-t", session, command]);
+            }
+            self.run(&args)?;
+            left -= batch;
+        }
+        Ok(())
     }
 
     /// The tmux server's pid.

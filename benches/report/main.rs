@@ -621,8 +621,8 @@ fn latency(plan: &Plan2, ptyd_bin: &Path, nofile: u64, tmp: &Path) -> (Section, 
         format!("Keystroke echo latency, {} keys per row", plan.keys),
         vec![
             "terminal",
-            "p50 adds vs tmux",
-            "p99 adds vs tmux",
+            "p50 added / tmux added",
+            "p99 added / tmux added",
             "p50 us",
             "p99 us",
             "max us",
@@ -633,7 +633,7 @@ fn latency(plan: &Plan2, ptyd_bin: &Path, nofile: u64, tmp: &Path) -> (Section, 
          raw-mode tty (so cat itself echoes, as a shell's line editor would): bare is that \
          program in a PTY, ptyd and tmux run it in a pane with `ptyd attach` / `tmux attach` \
          in a PTY. The three are typed into in {} interleaved rounds, after {} warm-up keys. \
-         \"adds vs tmux\" is (ptyd - bare) / (tmux - bare): the share of tmux's added latency \
+         \"added / tmux added\" is (ptyd - bare) / (tmux - bare): the share of tmux's added latency \
          that ptyd adds (goal <= {ECHO_SHARE_GOAL}). With flood, another pane in the same \
          server (for bare: another PTY the bench drains) runs cat of the plain-text file in a \
          loop, unattached.",
@@ -911,16 +911,7 @@ fn memory_idle(plan: &Plan2, ptyd_bin: &Path, nofile: u64, dir: &Path) -> Res<Ve
             })?;
                 // tmux's first pane came with the session.
                 let tmux_add = if have == 0 { add - 1 } else { add };
-                let mut args: Vec<&str> = Vec::new();
-                for i in 0..tmux_add {
-                    if i > 0 {
-                        args.push(";");
-                    }
-                    args.extend(["new-window", "-d", "-t", "idle", "sleep 100000"]);
-                }
-                if !args.is_empty() {
-                    tmux.run(&args)?;
-                }
+                tmux.new_windows("idle", "sleep 100000", tmux_add)?;
                 let panes = tmux.run(&["list-panes", "-a"])?.lines().count();
                 if panes != n {
                     return Err(format!("tmux has {panes} panes, not {n}"));
@@ -986,16 +977,7 @@ fn memory_history(
     let tmux = Tmux::new(dir, "hist", &["history-limit 10000"])?;
     let script = format!("cat {}; exec sleep 100000", shell_quote(path_str(&file)?));
     tmux.new_session("hist", &script, COLS, ROWS)?;
-    let mut args: Vec<&str> = Vec::new();
-    for i in 1..n {
-        if i > 1 {
-            args.push(";");
-        }
-        args.extend(["new-window", "-d", "-t", "hist", &script]);
-    }
-    if !args.is_empty() {
-        tmux.run(&args)?;
-    }
+    tmux.new_windows("hist", &script, n - 1)?;
     let panes: Vec<String> = tmux
         .run(&["list-panes", "-a", "-F", "#{pane_id}"])?
         .lines()
