@@ -68,7 +68,7 @@ struct Args {
 }
 
 /// What a mode measures.
-struct Plan2 {
+struct Scale {
     mode: &'static str,
     mb: usize,
     runs: usize,
@@ -86,9 +86,9 @@ struct Plan2 {
     attach_reps: usize,
 }
 
-impl Plan2 {
-    fn full() -> Plan2 {
-        Plan2 {
+impl Scale {
+    fn full() -> Scale {
+        Scale {
             mode: "full",
             mb: 100,
             runs: 5,
@@ -107,8 +107,8 @@ impl Plan2 {
         }
     }
 
-    fn quick() -> Plan2 {
-        Plan2 {
+    fn quick() -> Scale {
+        Scale {
             mode: "quick",
             mb: 20,
             runs: 3,
@@ -194,9 +194,9 @@ struct Machine {
 fn run() -> Res<usize> {
     let args = parse_args()?;
     let plan = if args.quick {
-        Plan2::quick()
+        Scale::quick()
     } else {
-        Plan2::full()
+        Scale::full()
     };
     let started = Instant::now();
     let ptyd_bin = find_ptyd()?;
@@ -369,7 +369,7 @@ struct Runs {
 }
 
 fn throughput(
-    plan: &Plan2,
+    plan: &Scale,
     ptyd_bin: &Path,
     baseline: Option<&Path>,
     nofile: u64,
@@ -615,7 +615,7 @@ fn echo_target(label: &'static str, proc: PtyProc) -> Res<EchoTarget> {
     })
 }
 
-fn latency(plan: &Plan2, ptyd_bin: &Path, nofile: u64, tmp: &Path) -> (Section, Vec<Goal>) {
+fn latency(plan: &Scale, ptyd_bin: &Path, nofile: u64, tmp: &Path) -> (Section, Vec<Goal>) {
     let mut s = Section::new(
         "echo_latency",
         format!("Keystroke echo latency, {} keys per row", plan.keys),
@@ -714,7 +714,7 @@ fn fmt3(lats: &[Res<Latency>], p: fn(&Latency) -> Duration) -> String {
 /// Bare, ptyd attach and tmux attach, typed into in interleaved rounds.
 /// Each is set up on its own, so one that breaks fails only its row.
 fn latency_set(
-    plan: &Plan2,
+    plan: &Scale,
     ptyd_bin: &Path,
     nofile: u64,
     dir: &Path,
@@ -815,7 +815,7 @@ fn mib(b: u64) -> Cell {
     Cell::num(b as f64 / (1 << 20) as f64, 1)
 }
 
-fn memory(plan: &Plan2, ptyd_bin: &Path, nofile: u64, tmp: &Path) -> Section {
+fn memory(plan: &Scale, ptyd_bin: &Path, nofile: u64, tmp: &Path) -> Section {
     let mut s = Section::new(
         "memory",
         "Server memory (RSS)",
@@ -893,7 +893,7 @@ fn memory(plan: &Plan2, ptyd_bin: &Path, nofile: u64, tmp: &Path) -> Section {
 
 type MemPair = Res<(u64, u64)>;
 
-fn memory_idle(plan: &Plan2, ptyd_bin: &Path, nofile: u64, dir: &Path) -> Res<Vec<MemPair>> {
+fn memory_idle(plan: &Scale, ptyd_bin: &Path, nofile: u64, dir: &Path) -> Res<Vec<MemPair>> {
     let mut server = PtydServer::start(ptyd_bin, dir, nofile)?;
     let mut ctl = server.connect()?;
     let tmux = Tmux::new(dir, "mem", &["history-limit 10000"])?;
@@ -938,7 +938,7 @@ fn memory_idle(plan: &Plan2, ptyd_bin: &Path, nofile: u64, dir: &Path) -> Res<Ve
 
 /// (ptyd, after an upgrade (new server, reaper), tmux).
 fn memory_history(
-    plan: &Plan2,
+    plan: &Scale,
     ptyd_bin: &Path,
     nofile: u64,
     dir: &Path,
@@ -1021,7 +1021,7 @@ fn wait_released(reaper: u32) -> Res<()> {
 
 // ---------------------------------------------------------------- attach time
 
-fn attach_time(plan: &Plan2, ptyd_bin: &Path, nofile: u64, tmp: &Path) -> Section {
+fn attach_time(plan: &Scale, ptyd_bin: &Path, nofile: u64, tmp: &Path) -> Section {
     let mut s = Section::new(
         "attach_time",
         format!("Attach time with {} lines of history", plan.history_lines),
@@ -1064,7 +1064,7 @@ fn attach_time(plan: &Plan2, ptyd_bin: &Path, nofile: u64, tmp: &Path) -> Sectio
     s
 }
 
-fn attach_runs(plan: &Plan2, ptyd_bin: &Path, nofile: u64, dir: &Path) -> Res<[Res<Vec<f64>>; 2]> {
+fn attach_runs(plan: &Scale, ptyd_bin: &Path, nofile: u64, dir: &Path) -> Res<[Res<Vec<f64>>; 2]> {
     const MARKER: &str = "\u{2592}ptyd-bench-attach\u{2592}";
     std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
     let file = dir.join("history.txt");
@@ -1118,7 +1118,7 @@ fn attach_runs(plan: &Plan2, ptyd_bin: &Path, nofile: u64, dir: &Path) -> Res<[R
 
 // ---------------------------------------------------------------- term model
 
-fn term_model(plan: &Plan2) -> Section {
+fn term_model(plan: &Scale) -> Section {
     let mut s = Section::new(
         "terminal_model",
         "Terminal model against the vt100 crate",
@@ -1154,7 +1154,7 @@ fn term_model(plan: &Plan2) -> Section {
 // ---------------------------------------------------------------- upgrade
 
 fn upgrades(
-    plan: &Plan2,
+    plan: &Scale,
     ptyd_bin: &Path,
     nofile: u64,
     tmp: &Path,
@@ -1245,7 +1245,7 @@ fn upgrades(
 
 // ---------------------------------------------------------------- persist
 
-fn persist(plan: &Plan2, ptyd_bin: &Path, nofile: u64, tmp: &Path) -> Section {
+fn persist(plan: &Scale, ptyd_bin: &Path, nofile: u64, tmp: &Path) -> Section {
     let mut s = Section::new(
         "save_restore",
         "Save and restore",
@@ -1297,7 +1297,7 @@ fn persist(plan: &Plan2, ptyd_bin: &Path, nofile: u64, tmp: &Path) -> Section {
 // ---------------------------------------------------------------- output
 
 fn to_json(
-    plan: &Plan2,
+    plan: &Scale,
     m: &Machine,
     sections: &[Section],
     goals: &[Goal],
@@ -1329,7 +1329,7 @@ fn to_json(
 }
 
 fn to_markdown(
-    plan: &Plan2,
+    plan: &Scale,
     m: &Machine,
     sections: &[Section],
     goals: &[Goal],
