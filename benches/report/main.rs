@@ -65,7 +65,20 @@ struct Args {
     docs: Option<PathBuf>,
     /// Another ptyd binary measured beside this one (before/after).
     baseline: Option<PathBuf>,
+    /// Only these sections (of [`SECTIONS`]).
+    only: Option<Vec<String>>,
 }
+
+/// The sections `--only` can pick.
+const SECTIONS: &[&str] = &[
+    "throughput",
+    "latency",
+    "memory",
+    "attach",
+    "term",
+    "upgrade",
+    "persist",
+];
 
 /// What a mode measures.
 struct Scale {
@@ -135,6 +148,7 @@ fn parse_args() -> Res<Args> {
         json: None,
         docs: None,
         baseline: None,
+        only: None,
     };
     let mut p = lexopt::Parser::from_env();
     while let Some(arg) = p.next().map_err(|e| e.to_string())? {
@@ -142,6 +156,21 @@ fn parse_args() -> Res<Args> {
             Long("quick") => args.quick = true,
             Long("json") => args.json = Some(p.value().map_err(|e| e.to_string())?.into()),
             Long("docs") => args.docs = Some(p.value().map_err(|e| e.to_string())?.into()),
+            Long("only") => {
+                let v = p.value().map_err(|e| e.to_string())?;
+                let picked: Vec<String> = v
+                    .to_string_lossy()
+                    .split(',')
+                    .map(|s| s.trim().to_string())
+                    .collect();
+                if let Some(bad) = picked.iter().find(|p| !SECTIONS.contains(&p.as_str())) {
+                    return Err(format!(
+                        "--only: no section {bad:?}; the sections are {}",
+                        SECTIONS.join(",")
+                    ));
+                }
+                args.only = Some(picked);
+            }
             Long("baseline") => {
                 let path: PathBuf = p.value().map_err(|e| e.to_string())?.into();
                 if !path.is_file() {
@@ -153,7 +182,8 @@ fn parse_args() -> Res<Args> {
             Long("bench") | Value(_) => {}
             Short('h') | Long("help") => {
                 println!(
-                    "usage: cargo bench --bench report [-- [--quick] [--json PATH] [--docs DIR] [--baseline PTYD]]"
+                    "usage: cargo bench --bench report [-- [--quick] [--json PATH] [--docs DIR] [--baseline PTYD] [--only SECTION,...]]\nsections: {}",
+                    SECTIONS.join(",")
                 );
                 std::process::exit(0);
             }
@@ -264,44 +294,71 @@ fn run() -> Res<usize> {
             loadavg()
         )
     };
-    step("throughput");
-    let (tput, tput_goals) = throughput(
-        &plan,
-        &ptyd_bin,
-        args.baseline.as_deref(),
-        nofile,
-        tmp,
-        &mut bars,
-    );
-    print!("\n{}", tput.to_text());
-    sections.push(tput);
-    goals.extend(tput_goals);
-    step("echo latency");
-    let (lat, lat_goals) = latency(&plan, &ptyd_bin, nofile, tmp);
-    print!("\n{}", lat.to_text());
-    sections.push(lat);
-    goals.extend(lat_goals);
-    step("memory");
-    let mem = memory(&plan, &ptyd_bin, nofile, tmp);
-    print!("\n{}", mem.to_text());
-    sections.push(mem);
-    step("attach time");
-    let att = attach_time(&plan, &ptyd_bin, nofile, tmp);
-    print!("\n{}", att.to_text());
-    sections.push(att);
-    step("terminal model");
-    let term = term_model(&plan);
-    print!("\n{}", term.to_text());
-    sections.push(term);
-    step("live upgrade");
-    let (up, up_goals) = upgrades(&plan, &ptyd_bin, nofile, tmp, &mut blackout);
-    print!("\n{}", up.to_text());
-    sections.push(up);
-    goals.extend(up_goals);
-    step("save and restore");
-    let per = persist(&plan, &ptyd_bin, nofile, tmp);
-    print!("\n{}", per.to_text());
-    sections.push(per);
+    let wants = |key: &str| {
+        args.only
+            .as_ref()
+            .is_none_or(|o| o.iter().any(|k| k == key))
+    };
+    // The inputs of the throughput runs; the plain one also floods in the
+    // latency runs.
+    let inputs = if wants("throughput") || wants("latency") {
+        Some(generate_inputs(&plan, tmp)?)
+    } else {
+        None
+    };
+    if let (true, Some(inputs)) = (wants("throughput"), &inputs) {
+        step("throughput");
+        let (s, g) = throughput(
+            &plan,
+            &ptyd_bin,
+            args.baseline.as_deref(),
+            nofile,
+            tmp,
+            inputs,
+            &mut bars,
+        );
+        print!("\n{}", s.to_text());
+        sections.push(s);
+        goals.extend(g);
+    }
+    if let (true, Some(inputs)) = (wants("latency"), &inputs) {
+        step("echo latency");
+        let (s, g) = latency(&plan, &ptyd_bin, nofile, tmp, &inputs[0].path);
+        print!("\n{}", s.to_text());
+        sections.push(s);
+        goals.extend(g);
+    }
+    if wants("memory") {
+        step("memory");
+        let s = memory(&plan, &ptyd_bin, nofile, tmp);
+        print!("\n{}", s.to_text());
+        sections.push(s);
+    }
+    if wants("attach") {
+        step("attach time");
+        let s = attach_time(&plan, &ptyd_bin, nofile, tmp);
+        print!("\n{}", s.to_text());
+        sections.push(s);
+    }
+    if wants("term") {
+        step("terminal model");
+        let s = term_model(&plan);
+        print!("\n{}", s.to_text());
+        sections.push(s);
+    }
+    if wants("upgrade") {
+        step("live upgrade");
+        let (s, g) = upgrades(&plan, &ptyd_bin, nofile, tmp, &mut blackout);
+        print!("\n{}", s.to_text());
+        sections.push(s);
+        goals.extend(g);
+    }
+    if wants("persist") {
+        step("save and restore");
+        let s = persist(&plan, &ptyd_bin, nofile, tmp);
+        print!("\n{}", s.to_text());
+        sections.push(s);
+    }
     let mut crash = Section::new("crash_recovery", "Crash recovery", vec!["case", "time ms"]);
     crash.rows.push(Row {
         label: "server killed, panes back".into(),
@@ -330,29 +387,42 @@ fn run() -> Res<usize> {
         Some(p) => p,
         None => target_dir()?.join("bench-report.json"),
     };
-    let docs = args
-        .docs
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("docs"));
-    std::fs::create_dir_all(&docs).map_err(|e| format!("creating {}: {e}", docs.display()))?;
     let json = to_json(&plan, &machine, &sections, &goals, failed);
     let text = serde_json::to_string_pretty(&json).map_err(|e| e.to_string())?;
     write(&json_path, &text)?;
-    let svg_path = docs.join("benchmarks.svg");
-    write(
-        &svg_path,
-        &svg::draw(plan.mode, &machine.date, &bars, &blackout),
-    )?;
-    let md_path = docs.join("benchmarks.md");
-    write(
-        &md_path,
-        &to_markdown(&plan, &machine, &sections, &goals, failed),
-    )?;
-    println!(
-        "wrote {}, {} and {}",
-        json_path.display(),
-        md_path.display(),
-        svg_path.display()
-    );
+    // A partial run (--only) does not replace the committed report unless
+    // asked to.
+    let docs = match (args.docs, &args.only) {
+        (Some(d), _) => Some(d),
+        (None, None) => Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs")),
+        (None, Some(_)) => None,
+    };
+    match docs {
+        Some(docs) => {
+            std::fs::create_dir_all(&docs)
+                .map_err(|e| format!("creating {}: {e}", docs.display()))?;
+            let svg_path = docs.join("benchmarks.svg");
+            write(
+                &svg_path,
+                &svg::draw(plan.mode, &machine.date, &bars, &blackout),
+            )?;
+            let md_path = docs.join("benchmarks.md");
+            write(
+                &md_path,
+                &to_markdown(&plan, &machine, &sections, &goals, failed),
+            )?;
+            println!(
+                "wrote {}, {} and {}",
+                json_path.display(),
+                md_path.display(),
+                svg_path.display()
+            );
+        }
+        None => println!(
+            "wrote {} (a partial run: pass --docs DIR for the Markdown and SVG)",
+            json_path.display()
+        ),
+    }
     keep_dir(dir);
     Ok(failed)
 }
@@ -362,6 +432,37 @@ fn write(path: &Path, text: &str) -> Res<()> {
 }
 
 // ---------------------------------------------------------------- throughput
+
+/// A file the throughput runs `cat` (the plain one also floods in the
+/// latency runs).
+struct Input {
+    name: &'static str,
+    path: PathBuf,
+    bytes: u64,
+    lines: u64,
+}
+
+fn generate_inputs(plan: &Scale, tmp: &Path) -> Res<[Input; 2]> {
+    let bytes = plan.mb * 1_000_000;
+    let plain = tmp.join("plain.txt");
+    let colour = tmp.join("colour.txt");
+    let lines = generate_lines(&plain, bytes, LINE_LEN)? as u64;
+    let (cbytes, clines) = generate_colour(&colour, bytes)?;
+    Ok([
+        Input {
+            name: "plain",
+            path: plain,
+            bytes: bytes as u64,
+            lines,
+        },
+        Input {
+            name: "colour",
+            path: colour,
+            bytes: cbytes,
+            lines: clines,
+        },
+    ])
+}
 
 /// The end-to-end runs of one file: per terminal, every run's time.
 struct Runs {
@@ -374,6 +475,7 @@ fn throughput(
     baseline: Option<&Path>,
     nofile: u64,
     tmp: &Path,
+    files: &[Input; 2],
     bars: &mut Vec<svg::Bar>,
 ) -> (Section, Vec<Goal>) {
     let mut s = Section::new(
@@ -411,24 +513,6 @@ fn throughput(
         ));
     }
     let mut goals = Vec::new();
-    let bytes = plan.mb * 1_000_000;
-    let plain = tmp.join("plain.txt");
-    let colour = tmp.join("colour.txt");
-    let files = (|| -> Res<[(&'static str, PathBuf, u64, u64); 2]> {
-        let lines = generate_lines(&plain, bytes, LINE_LEN)? as u64;
-        let (cbytes, clines) = generate_colour(&colour, bytes)?;
-        Ok([
-            ("plain", plain.clone(), bytes as u64, lines),
-            ("colour", colour.clone(), cbytes, clines),
-        ])
-    })();
-    let files = match files {
-        Ok(f) => f,
-        Err(e) => {
-            s.push("input files", Err(e));
-            return (s, tput_goals_failed());
-        }
-    };
     let server_dir = tmp.join("tput-server");
     let mut server = match PtydServer::start(ptyd_bin, &server_dir, nofile) {
         Ok(s) => s,
@@ -453,7 +537,13 @@ fn throughput(
     }
     let mut all: Vec<Runs> = Vec::new();
     let mut proto: Vec<Vec<Res<Throughput>>> = Vec::new();
-    for (_, file, size, lines) in &files {
+    for Input {
+        path: file,
+        bytes: size,
+        lines,
+        ..
+    } in files
+    {
         // What cat writes through the tty: the file plus a CR per line.
         let want = size + lines;
         let mut runs = Runs {
@@ -497,7 +587,13 @@ fn throughput(
     drop(server);
     drop(baseline_server);
 
-    for (fi, (name, _, size, _)) in files.iter().enumerate() {
+    for (
+        fi,
+        Input {
+            name, bytes: size, ..
+        },
+    ) in files.iter().enumerate()
+    {
         let bare = &all[fi].times[0];
         let mut rows: Vec<(String, &Vec<Res<Throughput>>)> = terminals
             .iter()
@@ -615,7 +711,13 @@ fn echo_target(label: &'static str, proc: PtyProc) -> Res<EchoTarget> {
     })
 }
 
-fn latency(plan: &Scale, ptyd_bin: &Path, nofile: u64, tmp: &Path) -> (Section, Vec<Goal>) {
+fn latency(
+    plan: &Scale,
+    ptyd_bin: &Path,
+    nofile: u64,
+    tmp: &Path,
+    flood_file: &Path,
+) -> (Section, Vec<Goal>) {
     let mut s = Section::new(
         "echo_latency",
         format!("Keystroke echo latency, {} keys per row", plan.keys),
@@ -648,7 +750,7 @@ fn latency(plan: &Scale, ptyd_bin: &Path, nofile: u64, tmp: &Path) -> (Section, 
             ptyd_bin,
             nofile,
             &tmp.join(format!("lat-{tag}")),
-            tmp,
+            flood_file,
             flood,
         );
         let suffix = if flood { ", neighbour floods" } else { "" };
@@ -718,11 +820,11 @@ fn latency_set(
     ptyd_bin: &Path,
     nofile: u64,
     dir: &Path,
-    data: &Path,
+    flood_file: &Path,
     flood: bool,
 ) -> Vec<Res<Latency>> {
-    let flood_script = path_str(&data.join("plain.txt"))
-        .map(|p| format!("while :; do cat {}; done", shell_quote(p)));
+    let flood_script =
+        path_str(flood_file).map(|p| format!("while :; do cat {}; done", shell_quote(p)));
     let flood_script = flood.then_some(flood_script).transpose();
     // Bare, with a neighbour PTY drained as a terminal would.
     let mut flooder = None;
