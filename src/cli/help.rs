@@ -252,7 +252,7 @@ exits 1 with the cause. Prints each phase with its duration and the blackout
                   impossible, save the session, stop, and restart this
                   process as the new binary, which restores the panes from
                   the snapshot (restarting or resuming them; docs/snapshot.md)
-  --fault S:A     testing only: make a step fail (see src/handoff/fault.rs)
+  --fault S:A     debug builds only: make a step fail (src/handoff/fault.rs)
 ";
 
 pub const VERSION: &str = "\
