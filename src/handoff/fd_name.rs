@@ -109,13 +109,27 @@ mod tests {
     #[test]
     fn unknown_or_malformed_names_are_refused() {
         for bad in [
-            "", "listen", "pty:3", "pty:p", "pty:p-1", "pty:p+3", "pty:px", "conn:",
-            "conn:p7", "pidfd:p1:2", "Lock", "pane:p1", "pty:p99999999999999999999",
+            "",
+            "listen",
+            "pty:3",
+            "pty:p",
+            "pty:p-1",
+            "pty:p+3",
+            "pty:px",
+            "conn:",
+            "conn:p7",
+            "pidfd:p1:2",
+            "Lock",
+            "pane:p1",
+            "pty:p99999999999999999999",
         ] {
             assert!(bad.parse::<FdName>().is_err(), "{bad:?} parsed");
             let json = serde_json::to_string(bad).unwrap();
             let err = serde_json::from_str::<FdName>(&json).unwrap_err();
-            assert!(err.to_string().contains("unknown fd name"), "{bad:?}: {err}");
+            assert!(
+                err.to_string().contains("unknown fd name"),
+                "{bad:?}: {err}"
+            );
         }
     }
 }

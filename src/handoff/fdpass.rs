@@ -249,7 +249,7 @@ mod tests {
     fn count_mismatch_is_refused() {
         let (a, b) = seqpacket_pair();
         // Hand-craft a message naming two fds but carrying one.
-        let data = serde_json::to_vec(&BatchHeader {
+        let data = serde_json::to_vec(&BatchHeader::<String> {
             seq: 0,
             ids: vec!["x".into(), "y".into()],
         })

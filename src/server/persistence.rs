@@ -174,7 +174,9 @@ impl Server {
     fn start_save_within(&mut self, budget: Option<Duration>) {
         // Paused for an upgrade, the state may already be the new server's:
         // only the current owner writes snapshots.
-        if self.persist.disabled.is_some() || self.persist.in_flight.is_some() || self.serving.is_paused()
+        if self.persist.disabled.is_some()
+            || self.persist.in_flight.is_some()
+            || self.serving.is_paused()
         {
             return;
         }

@@ -356,10 +356,7 @@ pub fn wait_runtime(w: &Wait, now: Instant) -> WaitRuntime {
 }
 
 /// A parked wait handed over, for `conn` (ours), with its timeout left.
-pub fn wait_from_runtime(
-    w: WaitRuntime,
-    conn: ConnId,
-) -> Result<(Wait, Option<Duration>), String> {
+pub fn wait_from_runtime(w: WaitRuntime, conn: ConnId) -> Result<(Wait, Option<Duration>), String> {
     use WaitCondition as C;
     let condition = match w.kind.as_str() {
         "exit" => C::Exit,
@@ -398,7 +395,11 @@ pub struct Capture<'a> {
 impl Server {
     /// The manifest of the blackout: the server's own state, plus what
     /// the capture chose of panes, connections and events.
-    pub(super) fn capture_manifest<'a>(&'a self, c: Capture<'a>, now: Instant) -> Manifest<&'a Terminal> {
+    pub(super) fn capture_manifest<'a>(
+        &'a self,
+        c: Capture<'a>,
+        now: Instant,
+    ) -> Manifest<&'a Terminal> {
         Manifest {
             handoff_version: HANDOFF_VERSION,
             from_version: crate::protocol::SERVER_VERSION.to_string(),

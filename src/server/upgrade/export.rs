@@ -106,7 +106,10 @@ impl Server {
 
     /// Runs `BINARY version --json` with its stdout on a pipe whose read
     /// end is in our poll.
-    fn start_probe(&mut self, binary: &PathBuf) -> Result<(std::process::Child, OwnedFd), RpcError> {
+    fn start_probe(
+        &mut self,
+        binary: &PathBuf,
+    ) -> Result<(std::process::Child, OwnedFd), RpcError> {
         let (read_end, write_end) =
             nix::unistd::pipe().map_err(|e| internal(format!("creating pipe: {e}")))?;
         crate::sys::set_nonblocking_cloexec(read_end.as_raw_fd())
@@ -315,7 +318,11 @@ impl Server {
     /// The pre-copy's message: the memfd and the first fds, the rest in
     /// batches right after, unacked (before the pause a failure here only
     /// fails the upgrade).
-    fn send_precopy_message(&mut self, bytes: &[u8], named: &[(FdName, RawFd)]) -> Result<(), String> {
+    fn send_precopy_message(
+        &mut self,
+        bytes: &[u8],
+        named: &[(FdName, RawFd)],
+    ) -> Result<(), String> {
         let memfd = write_memfd(bytes)?;
         let Upgrade::Active(a) = &mut self.upgrade else {
             return Err("no upgrade in progress".into());
@@ -488,7 +495,12 @@ impl Server {
     /// ahead of the acks: each round trip inside the blackout costs two
     /// wakeups, and on a busy machine each wakeup may wait for a CPU).
     /// Returns the first batch not sent.
-    pub(super) fn send_batches(&mut self, from: usize, to: usize, acked: usize) -> Result<usize, String> {
+    pub(super) fn send_batches(
+        &mut self,
+        from: usize,
+        to: usize,
+        acked: usize,
+    ) -> Result<usize, String> {
         let Upgrade::Active(a) = &self.upgrade else {
             return Err("no upgrade in progress".into());
         };

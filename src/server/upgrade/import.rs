@@ -297,7 +297,10 @@ fn import_fds(
         }
         for (id, fd) in batch.fds {
             if !expected.contains(&id) || received.insert(id, fd).is_some() {
-                let why = format!("fd {:?} is not in the manifest or came twice", id.to_string());
+                let why = format!(
+                    "fd {:?} is not in the manifest or came twice",
+                    id.to_string()
+                );
                 return Err(Failure::Abort(why));
             }
         }

@@ -176,10 +176,7 @@ pub enum Action {
     Log(&'static str, String),
     /// Before the commit: kill the new process, serve on, answer the
     /// caller with the cause. Ends the attempt.
-    Rollback {
-        reason: String,
-        phase: &'static str,
-    },
+    Rollback { reason: String, phase: &'static str },
     /// In probation, the new server died: register everything again and
     /// serve on. Ends the attempt.
     TakeBack { reason: String, answer_caller: bool },
@@ -339,7 +336,10 @@ pub fn on(step: Step, input: Input) -> (Step, Vec<Action>) {
             rollback(&step, format!("the new server sent a bad message: {e}"))
         }
         (step, I::ChannelLost(e)) => {
-            let why = format!("the new server's channel failed in phase {}: {e}", step.name());
+            let why = format!(
+                "the new server's channel failed in phase {}: {e}",
+                step.name()
+            );
             rollback(&step, why)
         }
         (step, I::ChildExited { what, .. }) => {
@@ -366,7 +366,10 @@ pub fn on(step: Step, input: Input) -> (Step, Vec<Action>) {
 fn on_batch_ack(mut t: Transfer, importing: bool, seq: u32) -> (Step, Vec<Action>) {
     if seq as usize != t.acked || t.acked >= t.next {
         let step = transfer_step(t, importing);
-        let why = format!("unexpected BatchAck {{ seq: {seq} }} in phase {}", step.name());
+        let why = format!(
+            "unexpected BatchAck {{ seq: {seq} }} in phase {}",
+            step.name()
+        );
         return rollback(&step, why);
     }
     t.acked += 1;

@@ -246,7 +246,9 @@ impl Server {
                 Ok(n) => self.feed(Input::ProbeOutput(buf[..n].to_vec())),
                 Err(nix::errno::Errno::EAGAIN) => return,
                 Err(nix::errno::Errno::EINTR) => {}
-                Err(e) => return self.feed(Input::Failed(format!("reading the version probe: {e}"))),
+                Err(e) => {
+                    return self.feed(Input::Failed(format!("reading the version probe: {e}")));
+                }
             }
         }
     }
@@ -273,7 +275,10 @@ impl Server {
         if a.deadline > now {
             return;
         }
-        let took_ms = a.deadline.saturating_duration_since(a.step_started).as_millis();
+        let took_ms = a
+            .deadline
+            .saturating_duration_since(a.step_started)
+            .as_millis();
         self.feed(Input::Deadline { took_ms });
     }
 

@@ -2,9 +2,9 @@
 //! the commit point ([R1], [R2]), the take-back in probation ([T]), the
 //! resume both share, and the release once probation is over.
 
-use super::Upgrade;
 use super::super::connection::ConnId;
 use super::super::{LISTENER, Server, Source};
+use super::Upgrade;
 use crate::protocol::{ErrorCode, RpcError};
 use mio::Interest;
 use mio::unix::SourceFd;
