@@ -226,55 +226,69 @@ fn transfer_step(t: Transfer, was_importing: bool) -> Step {
 
 /// One edge of the sequence: the step after `input`, and what to do.
 pub fn on(step: Step, input: Input) -> (Step, Vec<Action>) {
-    use Input as I;
-    match (step, input) {
-        (Step::Done, _) => (Step::Done, vec![]),
-        (Step::Probation { answered }, input) => on_probation(answered, input),
+    match step {
+        Step::Done => (Step::Done, vec![]),
+        Step::Probing {
+            output,
+            restore,
+            binary,
+        } => on_probing(output, restore, binary, input),
+        Step::Starting { child } => on_starting(child, input),
+        Step::Saving => on_saving(input),
+        Step::Precopying(p) => on_precopying(p, input),
+        Step::Transferring(t) => on_transfer(t, false, input),
+        Step::Importing(t) => on_transfer(t, true, input),
+        Step::Committing => match input {
+            Input::Msg(Control::Committed { blackout_us }) => (
+                Step::Probation { answered: false },
+                vec![Action::Committed { blackout_us }],
+            ),
+            input => before_commit(Step::Committing, input),
+        },
+        Step::Probation { answered } => on_probation(answered, input),
+    }
+}
 
-        (
-            Step::Probing {
-                mut output,
-                restore,
-                binary,
-            },
-            I::ProbeOutput(bytes),
-        ) => {
+fn on_probing(output: Vec<u8>, restore: bool, binary: String, input: Input) -> (Step, Vec<Action>) {
+    let mut step = Step::Probing {
+        output,
+        restore,
+        binary,
+    };
+    match input {
+        Input::ProbeOutput(bytes) => {
+            let Step::Probing { output, .. } = &mut step else {
+                return (step, vec![]);
+            };
             if output.len() >= PROBE_OUTPUT_LIMIT {
-                let step = Step::Probing {
-                    output,
-                    restore,
-                    binary,
-                };
                 return rollback(&step, "the version probe printed too much".into());
             }
             output.extend_from_slice(&bytes);
-            let step = Step::Probing {
-                output,
-                restore,
-                binary,
-            };
             (step, vec![])
         }
-        (
+        Input::ProbeEnded => match step {
             Step::Probing {
                 output,
                 restore,
                 binary,
-            },
-            I::ProbeEnded,
-        ) => after_probe(output, restore, binary),
+            } => after_probe(output, restore, binary),
+            step => (step, vec![]),
+        },
         // The probe's own exit; its output decides.
-        (step @ Step::Probing { .. }, I::ChildExited { .. }) => (step, vec![]),
-        (Step::Probing { .. }, I::Spawned { child }) => (Step::Starting { child }, vec![]),
+        Input::ChildExited { .. } => (step, vec![]),
+        Input::Spawned { child } => (Step::Starting { child }, vec![]),
+        input => before_commit(step, input),
+    }
+}
 
-        (
-            step @ Step::Starting { child },
-            I::Msg(Control::Hello {
-                handoff_version,
-                server_version,
-                pid,
-            }),
-        ) => {
+fn on_starting(child: u32, input: Input) -> (Step, Vec<Action>) {
+    let step = Step::Starting { child };
+    match input {
+        Input::Msg(Control::Hello {
+            handoff_version,
+            server_version,
+            pid,
+        }) => {
             if handoff_version != HANDOFF_VERSION || pid != child {
                 let why = format!(
                     "the new server (pid {pid}, ptyd {server_version}) is not the process we started or speaks handoff version {handoff_version}"
@@ -291,74 +305,80 @@ pub fn on(step: Step, input: Input) -> (Step, Vec<Action>) {
                 ],
             )
         }
+        input => before_commit(step, input),
+    }
+}
 
-        (Step::Saving, I::SaveFinished) => (
+fn on_saving(input: Input) -> (Step, Vec<Action>) {
+    match input {
+        Input::SaveFinished => (
             Step::Saving,
             vec![Action::FinishPhase("save"), Action::SendPrecopy],
         ),
-        (Step::Saving, I::PrecopySent(p)) => (Step::Precopying(p), vec![]),
-        // Saves finish in every step; only Saving waits for one.
-        (step, I::SaveFinished) => (step, vec![]),
+        Input::PrecopySent(p) => (Step::Precopying(p), vec![]),
+        input => before_commit(Step::Saving, input),
+    }
+}
 
-        (Step::Precopying(p), I::Msg(Control::PrecopyAck)) => (
+fn on_precopying(p: Precopied, input: Input) -> (Step, Vec<Action>) {
+    match input {
+        Input::Msg(Control::PrecopyAck) => (
             Step::Transferring(Transfer::default()),
             vec![Action::FinishPhase("precopy"), Action::Pause(p)],
         ),
-        (Step::Transferring(t), I::ManifestSent(sent)) if t.batches.is_empty() => {
+        input => before_commit(Step::Precopying(p), input),
+    }
+}
+
+/// Transferring and Importing: batches going out and acked, then
+/// `imported` once every batch was acked.
+fn on_transfer(mut t: Transfer, importing: bool, input: Input) -> (Step, Vec<Action>) {
+    match input {
+        // The manifest went out (Transferring starts with no batches).
+        Input::ManifestSent(sent) if !importing && t.batches.is_empty() => {
             let actions = send_more(&sent).into_iter().collect();
             (transfer_step(sent, false), actions)
         }
-        (Step::Transferring(mut t) | Step::Importing(mut t), I::BatchesSent { next })
-            if next >= t.next && next <= t.batches.len() =>
-        {
+        Input::BatchesSent { next } if next >= t.next && next <= t.batches.len() => {
             t.next = next;
-            (transfer_step(t, false), vec![])
+            (transfer_step(t, importing), vec![])
         }
-        (Step::Transferring(t), I::Msg(Control::BatchAck { seq })) => on_batch_ack(t, false, seq),
-        (Step::Importing(t), I::Msg(Control::BatchAck { seq })) => on_batch_ack(t, true, seq),
-        (Step::Importing(t), I::Msg(Control::Imported)) if t.acked == t.batches.len() => {
+        Input::Msg(Control::BatchAck { seq }) => on_batch_ack(t, importing, seq),
+        Input::Msg(Control::Imported) if importing && t.acked == t.batches.len() => {
             (Step::Committing, vec![Action::SendCommit])
         }
-        (Step::Committing, I::Msg(Control::Committed { blackout_us })) => (
-            Step::Probation { answered: false },
-            vec![Action::Committed { blackout_us }],
-        ),
+        input => before_commit(transfer_step(t, importing), input),
+    }
+}
 
-        // Every other edge before the commit point rolls back.
-        (step, I::Msg(Control::Abort { reason })) => {
-            rollback(&step, format!("the new server gave up: {reason}"))
-        }
-        (step, I::Msg(msg)) => {
-            let why = format!("unexpected {msg:?} in phase {}", step.name());
-            rollback(&step, why)
-        }
-        (step, I::BadMessage(e)) => {
-            rollback(&step, format!("the new server sent a bad message: {e}"))
-        }
-        (step, I::ChannelLost(e)) => {
-            let why = format!(
+/// Every other edge before the commit point: a save finishing changes
+/// nothing; anything else rolls back.
+fn before_commit(step: Step, input: Input) -> (Step, Vec<Action>) {
+    let why = match input {
+        // Saves finish in every step; only Saving waits for one.
+        Input::SaveFinished => return (step, vec![]),
+        Input::Msg(Control::Abort { reason }) => format!("the new server gave up: {reason}"),
+        Input::Msg(msg) => format!("unexpected {msg:?} in phase {}", step.name()),
+        Input::BadMessage(e) => format!("the new server sent a bad message: {e}"),
+        Input::ChannelLost(e) => {
+            format!(
                 "the new server's channel failed in phase {}: {e}",
                 step.name()
-            );
-            rollback(&step, why)
+            )
         }
-        (step, I::ChildExited { what, .. }) => {
-            let why = format!("the new server {what} in phase {}", step.name());
-            rollback(&step, why)
+        Input::ChildExited { what, .. } => {
+            format!("the new server {what} in phase {}", step.name())
         }
-        (step, I::Deadline { took_ms }) => {
-            let why = format!("timed out in phase {} (after {took_ms} ms)", step.name());
-            rollback(&step, why)
+        Input::Deadline { took_ms } => {
+            format!("timed out in phase {} (after {took_ms} ms)", step.name())
         }
-        (step, I::Stop) => rollback(&step, "the server was asked to stop".into()),
-        (step, I::Failed(e)) => rollback(&step, e),
+        Input::Stop => "the server was asked to stop".into(),
+        Input::Failed(e) => e,
         // A result in a step that did not ask for it: a bug here, and
         // before the commit a rollback loses nothing.
-        (step, input) => {
-            let why = format!("internal: {} in phase {}", input.name(), step.name());
-            rollback(&step, why)
-        }
-    }
+        input => format!("internal: {} in phase {}", input.name(), step.name()),
+    };
+    rollback(&step, why)
 }
 
 /// The new side confirmed batch `seq`: only the next unacked one that
