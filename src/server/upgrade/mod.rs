@@ -116,9 +116,7 @@ impl Server {
             let step = std::mem::replace(&mut a.step, Step::Done);
             let before = step.name();
             let (next, actions) = machine::on(step, input);
-            if next.name() != before {
-                a.step_started = Instant::now();
-            }
+            let changed = next.name() != before;
             a.step = next;
             for action in actions {
                 match self.execute(action) {
@@ -129,6 +127,11 @@ impl Server {
                         break;
                     }
                 }
+            }
+            // After the actions: a `FinishPhase` among them measures the
+            // step that just ended.
+            if changed && let Upgrade::Active(a) = &mut self.upgrade {
+                a.step_started = Instant::now();
             }
         }
     }
