@@ -206,7 +206,7 @@ impl Server {
     pub(super) fn flush_conns(&mut self) {
         // While paused the connections may already belong to the new server:
         // not a byte may go out from here.
-        if self.paused {
+        if self.serving.is_paused() {
             return;
         }
         let now = Instant::now();
