@@ -627,9 +627,9 @@ running after logout and starts it at boot.",
     Command {
         name: "config",
         aliases: &[],
-        brief: "config check [FILE]",
-        summary: "check a configuration file",
-        usage: &["config check [FILE]"],
+        brief: "config check [FILE] | reload",
+        summary: "check a configuration file, or reload it in the server",
+        usage: &["config check [FILE]", "config reload [--json]"],
         about: "\
 Reads FILE (default: $XDG_CONFIG_HOME/ptyd/config.toml, else the deprecated
 config.json beside it) as a server would and prints each problem with its
@@ -637,9 +637,14 @@ line and key: unknown keys, values of the wrong type or out of range, broken
 resume rules, syntax errors. Exits 1 when there are any. A server ignores
 only the keys in question and uses their defaults. Settings are described
 in docs/config.md; a server reads the file when it starts (and at
-`ptyd upgrade`).",
-        options: &[],
-        args: Args::First(Complete::OneOf(&["check"])),
+`ptyd upgrade`).
+
+`reload` makes the running server read the file again (it never starts
+one) and prints each setting that changed and when it applies: now, for
+panes created from now on, or at the next restore; then the problems, as
+`check` does (exit 1 when there are any; every other setting is in force).",
+        options: &[opt(None, "json", None, "reload: print the server's report as JSON")],
+        args: Args::First(Complete::OneOf(&["check", "reload"])),
     },
     Command {
         name: "completions",

@@ -81,6 +81,10 @@ impl Server {
                 self.start_upgrade(Some((conn, rpc_id.clone())), req);
                 Ok(None)
             }
+            "server.config.reload" => {
+                params::<methods::NoParams>(method, p)?;
+                Ok(Some(self.reload_config()))
+            }
             "server.save" => {
                 params::<methods::NoParams>(method, p)?;
                 self.save_now(conn, rpc_id)
@@ -246,12 +250,7 @@ impl Server {
             "workspaces": self.tree.workspaces.len(),
             "tabs": self.tree.tabs.len(),
             "persistence": self.persist.status(),
-            "config": {
-                "path": super::config::path(),
-                "scrollback_lines": self.config.term.scrollback_lines,
-                "scrollback_bytes": self.config.term.scrollback_bytes,
-                "problems": self.config_problems,
-            },
+            "config": self.config_status(),
         })
     }
 

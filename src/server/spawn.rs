@@ -133,7 +133,7 @@ impl Server {
             rows,
             timeout: req.timeout_ms.map(Duration::from_millis),
             idle_timeout: req.idle_timeout_ms.map(Duration::from_millis),
-            restore: req.restore.unwrap_or_default(),
+            restore: req.restore.unwrap_or(self.config.restore),
             resume: req.resume,
             term: self.config.term.clone(),
         };
@@ -206,7 +206,7 @@ impl Server {
         let Some(pane) = self.panes.get(&id) else {
             return Err(RpcError::new(ErrorCode::NotFound, format!("no pane p{id}")));
         };
-        let (program, args) = exec_form(command);
+        let (program, args) = exec_form(command, &self.shell());
         let spec = crate::pty::SpawnSpec {
             program,
             args,
@@ -273,6 +273,14 @@ impl Server {
         Ok(Some(info))
     }
 
+    /// The shell of new panes: the config's, else the user's.
+    fn shell(&self) -> OsString {
+        self.config
+            .shell
+            .clone()
+            .map_or_else(user_shell, PathBuf::into_os_string)
+    }
+
     /// The environment of a new pane's process.
     fn child_env(&self, id: u64, extra: &BTreeMap<String, String>) -> Vec<(OsString, OsString)> {
         let mut env: BTreeMap<OsString, OsString> = std::env::vars_os()
@@ -281,7 +289,12 @@ impl Server {
                 !STRIPPED_ENV_PREFIXES.iter().any(|p| k.starts_with(p))
             })
             .collect();
-        env.insert("TERM".into(), super::defaults::TERM.into());
+        env.insert("TERM".into(), self.config.term_name.clone().into());
+        // What programs in the pane start as "the shell" is the one the
+        // pane runs, when the config names one.
+        if let Some(shell) = &self.config.shell {
+            env.insert("SHELL".into(), shell.into());
+        }
         env.insert("PTYD_PANE_ID".into(), format!("p{id}").into());
         env.insert("PTYD_SOCKET".into(), self.paths.socket().into());
         // `PTYD_*` is stripped above, so without this a `ptyd` command run in
@@ -322,15 +335,15 @@ pub fn existing_cwd(dir: &Path) -> PathBuf {
 }
 
 /// The program and arguments of a command: argv as given, a shell string
-/// through `$SHELL -c`, or the login shell.
-pub fn exec_form(command: &CommandSpec) -> (OsString, Vec<OsString>) {
+/// through `shell -c`, or `shell` as a login shell.
+pub fn exec_form(command: &CommandSpec, shell: &OsString) -> (OsString, Vec<OsString>) {
     match command {
         CommandSpec::Argv(argv) => (
             argv[0].clone().into(),
             argv[1..].iter().map(OsString::from).collect(),
         ),
-        CommandSpec::Shell(script) => (user_shell(), vec!["-c".into(), script.into()]),
-        CommandSpec::LoginShell => (user_shell(), vec!["-l".into()]),
+        CommandSpec::Shell(script) => (shell.clone(), vec!["-c".into(), script.into()]),
+        CommandSpec::LoginShell => (shell.clone(), vec!["-l".into()]),
     }
 }
 
