@@ -643,7 +643,12 @@ in docs/config.md; a server reads the file when it starts (and at
 one) and prints each setting that changed and when it applies: now, for
 panes created from now on, or at the next restore; then the problems, as
 `check` does (exit 1 when there are any; every other setting is in force).",
-        options: &[opt(None, "json", None, "reload: print the server's report as JSON")],
+        options: &[opt(
+            None,
+            "json",
+            None,
+            "reload: print the server's report as JSON",
+        )],
         args: Args::First(Complete::OneOf(&["check", "reload"])),
     },
     Command {

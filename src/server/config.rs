@@ -132,10 +132,7 @@ impl UserConfig {
         m.insert("shell".into(), json!(self.shell));
         m.insert("term".into(), json!(self.term_name));
         m.insert("restore".into(), json!(self.restore));
-        m.insert(
-            "resume_rules".into(),
-            json!(self.resume_rules.user_rules()),
-        );
+        m.insert("resume_rules".into(), json!(self.resume_rules.user_rules()));
         m.insert("autostart".into(), json!(self.autostart));
         m.insert("save_debounce_ms".into(), ms(self.save_debounce));
         m.insert("save_max_delay_ms".into(), ms(self.save_max_delay));
@@ -435,8 +432,7 @@ fn millis(
 /// An absolute path to a file someone may execute (a shell must be run).
 fn is_executable(path: &Path) -> bool {
     path.is_absolute()
-        && std::fs::metadata(path)
-            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        && std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 /// What terminfo accepts as a name and is safe in an environment variable.
