@@ -118,7 +118,7 @@ _ptyd() {
             version) COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
             api) COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
             service) COMPREPLY=($(compgen -W "--enable --print --binary --user --help" -- "$cur")) ;;
-            config) COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
+            config) COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
             completions) COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
             manpage) COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
             demo) COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
@@ -141,7 +141,7 @@ _ptyd() {
         workspace) [ $npos = 0 ] && COMPREPLY=($(compgen -W "new rename rm" -- "$cur")) ;;
         tab) [ $npos = 0 ] && COMPREPLY=($(compgen -W "rename rm" -- "$cur")) ;;
         service) [ $npos = 0 ] && COMPREPLY=($(compgen -W "install uninstall" -- "$cur")) ;;
-        config) [ $npos = 0 ] && COMPREPLY=($(compgen -W "check" -- "$cur")) ;;
+        config) [ $npos = 0 ] && COMPREPLY=($(compgen -W "check reload" -- "$cur")) ;;
         completions) [ $npos = 0 ] && COMPREPLY=($(compgen -W "bash zsh fish" -- "$cur")) ;;
     esac
 }

@@ -577,6 +577,50 @@ program = \"broken\"
     }
 
     #[test]
+    fn durations_and_names_are_checked_against_their_ranges() {
+        let (config, problems) = parse(
+            Path::new("c.toml"),
+            "save_debounce_ms = 0\nupgrade_probation_ms = 50\nterm = \"vt220\"\n\
+             restore = \"shell\"\nshell = \"/nonexistent/sh\"\n",
+        );
+        assert_eq!(config.save_debounce, Duration::ZERO);
+        assert_eq!(
+            config.upgrade_probation,
+            UserConfig::default().upgrade_probation
+        );
+        assert_eq!(config.term_name, "vt220");
+        assert_eq!(config.restore, RestorePolicy::Shell);
+        assert_eq!(config.shell, None);
+        assert_eq!(problems.len(), 2, "{problems:#?}");
+        assert_eq!(
+            problems[0],
+            "c.toml:2: upgrade_probation_ms = 50 is less than the minimum 100 \
+             (allowed: 100 to 60000); using the default 2000"
+        );
+        assert!(problems[1].starts_with("c.toml:5: shell"), "{problems:#?}");
+    }
+
+    #[test]
+    fn changes_name_every_key_and_when_it_applies() {
+        let old = UserConfig::default();
+        let (new, _) = parse(
+            Path::new("c.toml"),
+            "scrollback_lines = 5\nautostart = false\n",
+        );
+        let settings = changes(&old, &new);
+        assert_eq!(settings.len(), KEYS.len());
+        let changed: Vec<_> = settings
+            .iter()
+            .filter(|s| s["changed"] == true)
+            .map(|s| (s["key"].as_str().unwrap(), s["applies"].as_str().unwrap()))
+            .collect();
+        assert_eq!(
+            changed,
+            [("scrollback_lines", "new_panes"), ("autostart", "now")]
+        );
+    }
+
+    #[test]
     fn json_is_read_with_a_deprecation_notice() {
         let (config, problems) = parse(
             Path::new("config.json"),
