@@ -1,7 +1,9 @@
 //! The configuration file through the real binary: `ptyd config check`
 //! reports each problem with its line and key and exits 1; a server given
 //! a file with one bad key keeps the others, and shows the problems in
-//! `ptyd status`.
+//! `ptyd status`; `ptyd config reload` puts an edit in force for new panes;
+//! each key's effect is seen where it acts (the pane's shell and `TERM`, a
+//! restart's rerun, an upgrade's deadline and probation).
 
 mod util;
 
@@ -306,4 +308,23 @@ fn the_configured_upgrade_timeout_bounds_an_upgrade() {
     assert!(util::stderr(&out).contains("keeps serving"), "{out:?}");
     assert!(took < std::time::Duration::from_secs(8), "took {took:?}");
     assert_eq!(ptyd.status_json()["config"]["upgrade_timeout_ms"], 1000);
+}
+
+#[test]
+fn the_configured_probation_is_what_the_old_server_keeps() {
+    let dirs = Dirs::new();
+    write_config(&dirs, "config.toml", "upgrade_probation_ms = 300\n");
+    let ns = util::unique_name("probation");
+    let ptyd = Ptyd::start_in(dirs.clone(), &ns);
+    let out = ptyd.run_cli(&["upgrade"]);
+    assert!(out.status.success(), "{out:?}");
+    // The old server logs how long it stays ready to take back.
+    let log = dirs.state_dir(&ns).join("diagnostics.jsonl");
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("probation 300 ms"), "{text}");
+    // And the next upgrade is possible once that is over (the default is
+    // 2 s; the test's whole budget is far above either).
+    util::eventually("a second upgrade after the probation", || {
+        ptyd.run_cli(&["upgrade"]).status.success()
+    });
 }

@@ -102,13 +102,13 @@ macro_rules! pane_spec_options {
             opt(None, "size", Some("COLSxROWS"), "initial size (default: this terminal's, else 80x24)"),
             opt(None, "timeout", Some("MS"), "kill the pane after MS milliseconds"),
             opt(None, "idle-timeout", Some("MS"), "kill the pane after MS milliseconds without output"),
-            opt(None, "shell", Some("STR"), "run STR with $SHELL -c"),
+            opt(None, "shell", Some("STR"), "run STR with SHELL -c (the config's shell, else $SHELL)"),
             opt(Some('w'), "workspace", Some("W"), "open in a new tab of workspace W (default: \"main\")"),
             opt(None, "tab-name", Some("NAME"), "name the new tab"),
             opt_of(Some('s'), "split", "TARGET", "split the pane TARGET instead of opening a tab", Complete::Pane),
             opt(Some('v'), "vertical", None, "with --split: stack instead of side by side"),
             opt(None, "ratio", Some("R"), "with --split: share kept by TARGET (default 0.5)"),
-            opt_of(None, "restore", "POLICY", "after a reboot: rerun, shell or hold (default hold; plain shells always come back as a fresh shell)", Complete::OneOf(&["rerun", "shell", "hold"])),
+            opt_of(None, "restore", "POLICY", "after a reboot: rerun, shell or hold (default: restore of config.toml, else hold; plain shells always come back as a fresh shell)", Complete::OneOf(&["rerun", "shell", "hold"])),
             opt(None, "resume", Some("CMD"), "after a reboot run CMD (a shell command) instead"),
             $($more),*
         ]
@@ -175,8 +175,9 @@ socket.",
             "    [--timeout MS] [--idle-timeout MS] [--shell STR | -- ARGV...]",
         ],
         about: "\
-Creates a pane running ARGV exactly as given, or STR through $SHELL -c, or
-your login shell when neither is given. Attaches to it unless -d, which
+Creates a pane running ARGV exactly as given, or STR through SHELL -c, or
+SHELL as a login shell when neither is given; SHELL is `shell` of
+config.toml, else $SHELL, else your login shell. Attaches to it unless -d, which
 prints the new pane's id instead.",
         options: pane_spec_options![
             opt(
@@ -537,7 +538,7 @@ exits 1 with the cause. Prints each phase with its duration and the blackout
                 None,
                 "timeout",
                 Some("MS"),
-                "deadline up to the commit point (default 10000)",
+                "deadline up to the commit point (default: upgrade_timeout_ms of config.toml, 10000)",
             ),
             JSON,
             opt_of(
