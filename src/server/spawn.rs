@@ -206,7 +206,7 @@ impl Server {
         let Some(pane) = self.panes.get(&id) else {
             return Err(RpcError::new(ErrorCode::NotFound, format!("no pane p{id}")));
         };
-        let (program, args) = exec_form(command, &self.shell());
+        let (program, args) = exec_form(command, &self.pane_shell());
         let spec = crate::pty::SpawnSpec {
             program,
             args,
@@ -274,7 +274,7 @@ impl Server {
     }
 
     /// The shell of new panes: the config's, else the user's.
-    fn shell(&self) -> OsString {
+    fn pane_shell(&self) -> OsString {
         self.config
             .shell
             .clone()
