@@ -468,7 +468,10 @@ impl PtydServer {
             .args(["-L", &namespace, "server"])
             .env("XDG_RUNTIME_DIR", &run_dir)
             .env("XDG_STATE_HOME", &state_dir)
-            .env(ptyd::server::READY_FD_ENV, ready_w.as_raw_fd().to_string())
+            .env(
+                ptyd::protocol::READY_FD_ENV,
+                ready_w.as_raw_fd().to_string(),
+            )
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(stderr)

@@ -174,7 +174,7 @@ pub fn response_result(msg: Value) -> Result<Value, ClientError> {
 
 /// Starts `ptyd server` for the namespace as a detached background process
 /// and waits until it accepts connections (it writes a byte on a pipe we
-/// give it; see `server::READY_FD_ENV`).
+/// give it; see `protocol::READY_FD_ENV`).
 fn start_background_server(paths: &NamespacePaths) -> Result<(), ClientError> {
     let exe = std::env::current_exe().map_err(|e| ClientError::io("finding the ptyd binary", e))?;
     let (read_end, write_end) =
@@ -189,7 +189,7 @@ fn start_background_server(paths: &NamespacePaths) -> Result<(), ClientError> {
         .arg(&paths.namespace)
         .arg("server")
         .env(
-            crate::server::READY_FD_ENV,
+            crate::protocol::READY_FD_ENV,
             write_end.as_raw_fd().to_string(),
         )
         .stdin(std::process::Stdio::null())

@@ -2,8 +2,7 @@
 //! reply it gets. Unknown fields are refused so a typo is an error, not a
 //! silently ignored option.
 
-pub use crate::persist::snapshot::RestorePolicy;
-pub use crate::workspace::layout::Direction;
+pub use crate::model::{CommandSpec, Direction, RestorePolicy};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -22,17 +21,6 @@ pub struct Hello {
 #[derive(Debug, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct NoParams {}
-
-/// The program a pane runs. `argv` is exec'd exactly as given; `shell` is one
-/// string run by `$SHELL -c` (else `/bin/sh -c`). Never both; neither means
-/// the user's login shell.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CommandSpec {
-    Argv(Vec<String>),
-    Shell(String),
-    LoginShell,
-}
 
 /// `pane.create` → the new pane's info (as in `pane.list`).
 #[derive(Debug, Deserialize, Default)]

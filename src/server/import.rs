@@ -16,10 +16,8 @@ use super::{LISTENER, Server, Source};
 use crate::handoff::fdpass;
 use crate::handoff::manifest::{Control, HANDOFF_VERSION, Manifest, Phase};
 use crate::handoff::{HANDOFF_FD_ENV, fault};
+use crate::model::PaneId;
 use crate::paths::NamespacePaths;
-use crate::persist::snapshot::{LayoutRecord, Snapshot, parse_id};
-use crate::workspace::layout::Layout;
-use crate::workspace::{Tab, Tree, Workspace};
 use mio::Interest;
 use mio::unix::SourceFd;
 use serde_json::json;
@@ -470,7 +468,11 @@ fn rebuild(
         }
     };
     server.persist.revision = m.persist_revision;
-    server.tree = tree_from_snapshot(&m.snapshot, &m.unchanged_panes)?;
+    server.tree = crate::persist::tree::strict(
+        &m.snapshot,
+        m.unchanged_panes.iter().map(|&p| PaneId::new(p)),
+    )
+    .map_err(|e| format!("manifest snapshot: {e}"))?;
     server.next_pane_id = m.snapshot.counters.pane;
     let now = Instant::now();
 
@@ -489,11 +491,12 @@ fn rebuild(
         server.conns.insert(token.0, conn);
         conn_map.insert(old_id, token.0);
     }
-    let mut records: HashMap<u64, crate::persist::snapshot::PaneRecord> = HashMap::new();
-    for rec in m.snapshot.panes {
-        let id = parse_id('p', &rec.id).ok_or_else(|| format!("bad pane id {:?}", rec.id))?;
-        records.insert(id, rec);
-    }
+    let mut records: HashMap<u64, crate::persist::snapshot::PaneRecord> =
+        crate::persist::tree::pane_records_strict(m.snapshot.panes)
+            .map_err(|e| format!("manifest snapshot: {e}"))?
+            .into_iter()
+            .map(|(id, rec)| (id.get(), rec))
+            .collect();
     for rt in m.panes {
         let id = rt.id;
         let rec = records
@@ -546,89 +549,6 @@ fn rebuild(
         ));
     }
     Ok(server)
-}
-
-/// The tree of a live server's snapshot, taken as it is: unlike a restore
-/// from disk there is nothing to repair, and any inconsistency aborts.
-/// `more_panes` exist besides those with a record in the snapshot.
-fn tree_from_snapshot(snap: &Snapshot, more_panes: &[u64]) -> Result<Tree, String> {
-    let mut tree = Tree::new();
-    let bad = |what: &str| format!("manifest snapshot: bad {what}");
-    for ws in &snap.workspaces {
-        let id = parse_id('w', &ws.id).ok_or_else(|| bad("workspace id"))?;
-        let tabs = ws
-            .tabs
-            .iter()
-            .map(|t| parse_id('t', t).ok_or_else(|| bad("tab id")))
-            .collect::<Result<_, _>>()?;
-        let active_tab = ws
-            .active_tab
-            .as_deref()
-            .map(|t| parse_id('t', t).ok_or_else(|| bad("tab id")))
-            .transpose()?;
-        tree.workspaces.insert(
-            id,
-            Workspace {
-                id,
-                name: ws.name.clone(),
-                tabs,
-                active_tab,
-            },
-        );
-    }
-    for tab in &snap.tabs {
-        let id = parse_id('t', &tab.id).ok_or_else(|| bad("tab id"))?;
-        let workspace = parse_id('w', &tab.workspace).ok_or_else(|| bad("workspace id"))?;
-        let focus = parse_id('p', &tab.focus).ok_or_else(|| bad("focus"))?;
-        let zoom = tab
-            .zoom
-            .as_deref()
-            .map(|z| parse_id('p', z).ok_or_else(|| bad("zoom")))
-            .transpose()?;
-        let layout = layout_from(&tab.layout).ok_or_else(|| bad("layout"))?;
-        tree.tabs.insert(
-            id,
-            Tab {
-                id,
-                name: tab.name.clone(),
-                workspace,
-                layout,
-                focus,
-                zoom,
-            },
-        );
-    }
-    tree.active_workspace = snap
-        .active_workspace
-        .as_deref()
-        .and_then(|w| parse_id('w', w));
-    tree.next_workspace_id = snap.counters.workspace;
-    tree.next_tab_id = snap.counters.tab;
-    let panes: std::collections::HashSet<u64> = snap
-        .panes
-        .iter()
-        .filter_map(|p| parse_id('p', &p.id))
-        .chain(more_panes.iter().copied())
-        .collect();
-    tree.check(|p| panes.contains(&p))?;
-    Ok(tree)
-}
-
-fn layout_from(rec: &LayoutRecord) -> Option<Layout> {
-    match rec {
-        LayoutRecord::Pane(id) => parse_id('p', id).map(Layout::Pane),
-        LayoutRecord::Split {
-            direction,
-            ratio,
-            first,
-            second,
-        } => Some(Layout::Split {
-            direction: *direction,
-            ratio: *ratio,
-            first: Box::new(layout_from(first)?),
-            second: Box::new(layout_from(second)?),
-        }),
-    }
 }
 
 impl Server {
@@ -715,7 +635,7 @@ impl Server {
             "clients": self.conns.len(),
             "fds": fds + self.conns.len() + 3,
             "fd_batches": batches,
-            "finished_unix_ms": super::pane::unix_ms(),
+            "finished_unix_ms": crate::clock::unix_ms(),
         });
         self.log.log(
             "upgraded",

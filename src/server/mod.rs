@@ -54,10 +54,7 @@ const UPGRADE: Token = Token(3);
 const PREDECESSOR: Token = Token(4);
 const FIRST_DYNAMIC_TOKEN: usize = 5;
 
-/// Environment variable naming an fd the server writes one byte to once it
-/// accepts connections, then closes. Clients that start a background server
-/// wait on it instead of polling for the socket.
-pub const READY_FD_ENV: &str = "PTYD_READY_FD";
+pub use crate::protocol::READY_FD_ENV;
 
 pub struct ServerOptions {
     pub paths: NamespacePaths,

@@ -10,12 +10,9 @@ use super::Server;
 use super::connection::ConnId;
 use super::pane::{Pane, PaneState};
 use super::timers::TimerKind;
-use crate::persist::snapshot::{
-    self, Counters, LayoutRecord, PaneRecord, Snapshot, TabRecord, WorkspaceRecord,
-};
+use crate::persist::snapshot::{self, Counters, PaneRecord, Snapshot};
 use crate::persist::writer::{SaveJob, Writer};
 use crate::protocol::{ErrorCode, RpcError};
-use crate::workspace::layout::Layout;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
@@ -253,41 +250,21 @@ impl Server {
     /// The snapshot with these pane records (a live upgrade leaves out
     /// those the new server already has).
     pub(super) fn build_snapshot_with(&self, panes: Vec<PaneRecord>) -> Snapshot {
-        let tree = &self.tree;
+        let tree = crate::persist::tree::to_records(&self.tree);
         Snapshot {
             version: snapshot::SNAPSHOT_VERSION,
             server_version: crate::protocol::SERVER_VERSION.to_string(),
-            written_unix_ms: super::pane::unix_ms(),
+            written_unix_ms: crate::clock::unix_ms(),
             revision: self.persist.revision,
             generation: self.generation,
             counters: Counters {
-                workspace: tree.next_workspace_id,
-                tab: tree.next_tab_id,
+                workspace: self.tree.next_workspace_id.get(),
+                tab: self.tree.next_tab_id.get(),
                 pane: self.next_pane_id,
             },
-            active_workspace: tree.active_workspace.map(|w| format!("w{w}")),
-            workspaces: tree
-                .workspaces
-                .values()
-                .map(|w| WorkspaceRecord {
-                    id: format!("w{}", w.id),
-                    name: w.name.clone(),
-                    tabs: w.tabs.iter().map(|t| format!("t{t}")).collect(),
-                    active_tab: w.active_tab.map(|t| format!("t{t}")),
-                })
-                .collect(),
-            tabs: tree
-                .tabs
-                .values()
-                .map(|t| TabRecord {
-                    id: format!("t{}", t.id),
-                    name: t.name.clone(),
-                    workspace: format!("w{}", t.workspace),
-                    layout: layout_record(&t.layout),
-                    focus: format!("p{}", t.focus),
-                    zoom: t.zoom.map(|z| format!("p{z}")),
-                })
-                .collect(),
+            active_workspace: tree.active_workspace,
+            workspaces: tree.workspaces,
+            tabs: tree.tabs,
             panes,
         }
     }
@@ -314,7 +291,7 @@ impl Server {
                     p.saved_revision = p.saved_revision.max(result.revision);
                     p.last_error = None;
                     p.retry_at = None;
-                    p.last_save_unix_ms = Some(super::pane::unix_ms());
+                    p.last_save_unix_ms = Some(crate::clock::unix_ms());
                     p.last_save_ms = Some(took.as_millis() as u64);
                     if p.saved_revision >= p.revision {
                         p.first_dirty = None;
@@ -446,23 +423,6 @@ fn history_bytes(pane: &Pane) -> Vec<u8> {
         text.drain(..start);
     }
     text.into_bytes()
-}
-
-fn layout_record(layout: &Layout) -> LayoutRecord {
-    match layout {
-        Layout::Pane(id) => LayoutRecord::Pane(format!("p{id}")),
-        Layout::Split {
-            direction,
-            ratio,
-            first,
-            second,
-        } => LayoutRecord::Split {
-            direction: *direction,
-            ratio: *ratio,
-            first: Box::new(layout_record(first)),
-            second: Box::new(layout_record(second)),
-        },
-    }
 }
 
 /// A pane's snapshot record; `with_history`: its history file exists.

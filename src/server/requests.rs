@@ -6,6 +6,7 @@ use super::Server;
 use super::connection::{ConnId, ConnMode};
 use super::pane::ExitReason;
 use super::waits::{Wait, WaitCondition};
+use crate::model::PaneId;
 use crate::protocol::methods;
 use crate::protocol::{ErrorCode, PROTOCOL_VERSION, RawRequest, RpcError, SERVER_VERSION};
 use mio::unix::SourceFd;
@@ -271,8 +272,12 @@ impl Server {
 
     /// Finds a pane by id (`p3`, or `3`) or by name.
     pub(super) fn resolve_target(&self, target: &str) -> Result<u64, RpcError> {
-        let numeric = target.strip_prefix('p').unwrap_or(target);
-        if let Ok(id) = numeric.parse::<u64>() {
+        // `p3`, or the bare number as a convenience for typing.
+        let by_id = target
+            .parse::<PaneId>()
+            .ok()
+            .or_else(|| target.parse::<u64>().ok().map(PaneId::new));
+        if let Some(id) = by_id.map(PaneId::get) {
             if self.panes.contains_key(&id) {
                 return Ok(id);
             }
@@ -405,7 +410,7 @@ impl Server {
     }
 
     pub(super) fn remove_pane(&mut self, id: u64) {
-        let payload = json!({ "reason": "pane_removed", "pane": format!("p{id}"), "message": "the pane was removed" });
+        let payload = json!({ "reason": "pane_removed", "pane": PaneId::new(id), "message": "the pane was removed" });
         self.end_attachments(id, &payload);
         self.fail_waits_on_remove(id);
         if let Some(mut pane) = self.panes.remove(&id) {
@@ -419,14 +424,17 @@ impl Server {
             for ack in std::mem::take(&mut pane.pending_acks) {
                 let err = RpcError::new(
                     ErrorCode::NotFound,
-                    format!("pane p{id} was removed before this input was written"),
+                    format!(
+                        "pane {} was removed before this input was written",
+                        PaneId::new(id)
+                    ),
                 );
                 self.respond(ack.conn, &ack.rpc_id, Err(err));
             }
         }
-        self.tree.remove_pane(id);
+        self.tree.remove_pane(PaneId::new(id));
         self.mark_dirty();
-        self.emit("pane.removed", json!({ "pane": format!("p{id}") }));
+        self.emit("pane.removed", json!({ "pane": PaneId::new(id) }));
     }
 }
 

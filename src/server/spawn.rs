@@ -7,6 +7,7 @@ use super::connection::{ConnId, ConnMode};
 use super::pane::{Pane, PaneSetup};
 use super::timers::TimerKind;
 use super::{Server, Source};
+use crate::model::PaneId;
 use crate::protocol::methods::{self, CommandSpec, Direction};
 use crate::protocol::{ErrorCode, RpcError};
 use mio::Interest;
@@ -30,7 +31,7 @@ enum Placement {
         ratio: f32,
     },
     NewTab {
-        workspace: Option<u64>,
+        workspace: Option<crate::model::WorkspaceId>,
         name: Option<String>,
     },
 }
@@ -186,17 +187,22 @@ impl Server {
                 direction,
                 ratio,
             } => {
+                let (target, id) = (PaneId::new(target), PaneId::new(id));
                 self.tree.split(target, id, direction, ratio);
             }
             Placement::NewTab { workspace, name } => {
-                let ws = workspace.unwrap_or_else(|| self.tree.default_workspace());
+                let ws = workspace.or_else(|| self.tree.default_workspace());
                 let name = name.unwrap_or_else(|| {
                     self.panes
                         .get(&id)
                         .map(default_tab_name)
                         .unwrap_or_default()
                 });
-                self.tree.add_tab(ws, name, id);
+                // Only with workspace or tab ids used up is there no tab;
+                // a restore then opens one for the pane.
+                if let Some(ws) = ws {
+                    self.tree.add_tab(ws, name, PaneId::new(id));
+                }
             }
         }
         self.mark_dirty();
