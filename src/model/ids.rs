@@ -60,8 +60,9 @@ macro_rules! id_type {
         }
 
         impl fmt::Display for $name {
+            /// `p3`; honours width and alignment (`{:<5}`) like a string.
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                write!(f, "{}{}", $prefix, self.0)
+                f.pad(&format!("{}{}", $prefix, self.0))
             }
         }
 
@@ -123,6 +124,7 @@ mod tests {
         assert_eq!(PaneId::new(3).to_string(), "p3");
         assert_eq!(TabId::new(2).to_string(), "t2");
         assert_eq!(WorkspaceId::new(1).to_string(), "w1");
+        assert_eq!(format!("[{:<4}]", PaneId::new(3)), "[p3  ]");
         assert_eq!("p12".parse::<PaneId>(), Ok(PaneId::new(12)));
         assert_eq!("t0".parse::<TabId>(), Ok(TabId::new(0)));
     }

@@ -7,8 +7,10 @@
 //! into [`RawRequest`] (as close to the wire as possible), then its params
 //! into the typed struct of its method (`methods`), whose doc says the reply.
 
+pub mod events;
 pub mod frame;
 pub mod methods;
+pub mod replies;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

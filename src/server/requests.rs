@@ -7,24 +7,13 @@ use super::connection::{ConnId, ConnMode};
 use super::pane::ExitReason;
 use super::waits::{Wait, WaitCondition};
 use crate::model::PaneId;
-use crate::protocol::methods;
+use crate::protocol::methods::{self, Request};
 use crate::protocol::{ErrorCode, PROTOCOL_VERSION, RawRequest, RpcError, SERVER_VERSION};
 use mio::unix::SourceFd;
-use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use std::time::Duration;
 
 type Outcome = Result<Option<Value>, RpcError>;
-
-fn params<T: DeserializeOwned>(method: &str, params: Value) -> Result<T, RpcError> {
-    let params = if params.is_null() { json!({}) } else { params };
-    serde_json::from_value(params).map_err(|e| {
-        RpcError::new(
-            ErrorCode::InvalidParams,
-            format!("bad params for {method}: {e}; see docs/protocol.md"),
-        )
-    })
-}
 
 impl Server {
     pub(super) fn handle_line(&mut self, conn: ConnId, line: &[u8]) {
@@ -72,50 +61,36 @@ impl Server {
     /// Runs one method. `Ok(None)` means the handler answers later (a parked
     /// wait, an input ack) or has already answered (attach).
     fn dispatch(&mut self, conn: ConnId, rpc_id: &Value, method: &str, p: Value) -> Outcome {
-        match method {
-            "hello" => self.hello(params(method, p)?),
-            "server.status" => {
-                params::<methods::NoParams>(method, p)?;
-                Ok(Some(self.status()))
-            }
-            "server.upgrade" => {
-                let req: methods::Upgrade = params(method, p)?;
+        match Request::parse(method, p)? {
+            Request::Hello(req) => self.hello(req),
+            Request::ServerStatus(_) => Ok(Some(self.status())),
+            Request::ServerUpgrade(req) => {
                 self.start_upgrade(Some((conn, rpc_id.clone())), req);
                 Ok(None)
             }
-            "server.save" => {
-                params::<methods::NoParams>(method, p)?;
-                self.save_now(conn, rpc_id)
-            }
-            "tree" => {
-                params::<methods::NoParams>(method, p)?;
-                Ok(Some(self.tree_json()))
-            }
-            "workspace.create" => self.workspace_create(params(method, p)?),
-            "workspace.rename" => self.workspace_rename(params(method, p)?),
-            "workspace.remove" => self.workspace_remove(params(method, p)?),
-            "tab.rename" => self.tab_rename(params(method, p)?),
-            "tab.remove" => self.tab_remove(params(method, p)?),
-            "pane.focus" => {
-                let req: methods::Target = params(method, p)?;
+            Request::ServerSave(_) => self.save_now(conn, rpc_id),
+            Request::Tree(_) => Ok(Some(self.tree_json())),
+            Request::WorkspaceCreate(req) => self.workspace_create(req),
+            Request::WorkspaceRename(req) => self.workspace_rename(req),
+            Request::WorkspaceRemove(req) => self.workspace_remove(req),
+            Request::TabRename(req) => self.tab_rename(req),
+            Request::TabRemove(req) => self.tab_remove(req),
+            Request::PaneFocus(req) => {
                 let id = self.resolve_target(&req.target)?;
                 self.pane_focus(id)
             }
-            "pane.set_resume" => self.set_resume(params(method, p)?),
-            "pane.respawn" => {
-                let req: methods::Target = params(method, p)?;
+            Request::PaneSetResume(req) => self.set_resume(req),
+            Request::PaneRespawn(req) => {
                 let id = self.resolve_target(&req.target)?;
                 self.respawn(id)
             }
-            "server.stop" => {
-                params::<methods::NoParams>(method, p)?;
+            Request::ServerStop(_) => {
                 self.log.log("stopping", "server.stop requested");
                 self.stopping = true;
                 Ok(Some(json!({})))
             }
-            "pane.create" => self.pane_create(conn, params(method, p)?),
-            "pane.list" => {
-                params::<methods::NoParams>(method, p)?;
+            Request::PaneCreate(req) => self.pane_create(conn, req),
+            Request::PaneList(_) => {
                 let panes: Vec<Value> = self
                     .panes
                     .values()
@@ -123,16 +98,14 @@ impl Server {
                     .collect();
                 Ok(Some(json!({ "panes": panes })))
             }
-            "pane.input" => self.pane_input(conn, rpc_id, params(method, p)?),
-            "pane.resize" => {
-                let req: methods::PaneResize = params(method, p)?;
+            Request::PaneInput(req) => self.pane_input(conn, rpc_id, req),
+            Request::PaneResize(req) => {
                 let id = self.resolve_target(&req.target)?;
                 let (cols, rows) = crate::pty::clamp_size(req.cols, req.rows);
                 self.resize_pane(id, cols, rows);
                 Ok(Some(self.pane_info(id)))
             }
-            "pane.capture" => {
-                let req: methods::PaneCapture = params(method, p)?;
+            Request::PaneCapture(req) => {
                 let id = self.resolve_target(&req.target)?;
                 let pane = &self.panes[&id];
                 let opts = crate::term::CaptureOptions {
@@ -148,8 +121,7 @@ impl Server {
                 reply["scrollback_lines"] = json!(pane.screen.scrollback_len());
                 Ok(Some(reply))
             }
-            "pane.kill" => {
-                let req: methods::PaneKill = params(method, p)?;
+            Request::PaneKill(req) => {
                 let id = self.resolve_target(&req.target)?;
                 let signal = match &req.signal {
                     Some(name) => parse_signal(name)?,
@@ -161,15 +133,15 @@ impl Server {
                 self.kill_pane(id, signal, grace, ExitReason::Killed);
                 Ok(Some(json!({})))
             }
-            "pane.remove" => {
-                let req: methods::PaneRemove = params(method, p)?;
+            Request::PaneRemove(req) => {
                 let id = self.resolve_target(&req.target)?;
                 if self.panes[&id].is_running() {
                     if !req.force {
                         return Err(RpcError::new(
                             ErrorCode::PaneRunning,
                             format!(
-                                "pane p{id} is still running; kill it first or pass \"force\": true"
+                                "pane {} is still running; kill it first or pass \"force\": true",
+                                PaneId::new(id)
                             ),
                         ));
                     }
@@ -178,9 +150,8 @@ impl Server {
                 self.remove_pane(id);
                 Ok(Some(json!({})))
             }
-            "pane.wait" => self.pane_wait(conn, rpc_id, params(method, p)?),
-            "events.subscribe" => {
-                let req: methods::Subscribe = params(method, p)?;
+            Request::PaneWait(req) => self.pane_wait(conn, rpc_id, req),
+            Request::EventsSubscribe(req) => {
                 let last = self.events.last_seq();
                 let since = req.since.unwrap_or(last);
                 let backlog: Vec<Vec<u8>> = self
@@ -200,14 +171,10 @@ impl Server {
                 }
                 Ok(None)
             }
-            "attach" => {
-                self.attach(conn, rpc_id, params(method, p)?)?;
+            Request::Attach(req) => {
+                self.attach(conn, rpc_id, req)?;
                 Ok(None)
             }
-            other => Err(RpcError::new(
-                ErrorCode::UnknownMethod,
-                format!("unknown method {other:?}; known methods are listed in docs/protocol.md"),
-            )),
         }
     }
 
