@@ -3,6 +3,7 @@
 //! N" and miss nothing between checking state and subscribing. A subscriber
 //! that asks for events already dropped from the ring gets an explicit `gap`.
 
+use crate::protocol::events::Event;
 use serde_json::{Value, json};
 use std::collections::VecDeque;
 
@@ -93,16 +94,30 @@ impl EventLog {
             .unwrap_or(self.last_seq + 1);
         // `since < last_seq` first: a client may send u64::MAX.
         if since < self.last_seq && since + 1 < oldest {
-            out.push(json!({
-                "type": "gap",
-                "from": since + 1,
-                "to": oldest - 1,
-                "message": "events in this range were dropped from the server's ring; re-read state with pane.list"
-            }));
+            let gap = Event::Gap {
+                from: Some(since + 1),
+                to: Some(oldest - 1),
+                message: "events in this range were dropped from the server's ring; re-read state with pane.list".into(),
+            };
+            out.push(gap.to_value());
         }
         let skip = since.saturating_sub(oldest.saturating_sub(1)) as usize;
         out.extend(self.ring.iter().skip(skip).cloned());
         out
+    }
+}
+
+impl super::Server {
+    /// Logs `event` and pushes it to every subscriber.
+    pub(super) fn emit_event(&mut self, event: Event) {
+        let Value::Object(mut members) = event.to_value() else {
+            return;
+        };
+        let kind = match members.remove("type") {
+            Some(Value::String(kind)) => kind,
+            _ => return,
+        };
+        self.emit(&kind, Value::Object(members));
     }
 }
 

@@ -12,6 +12,8 @@ use super::pane::{Pane, PaneState};
 use super::timers::TimerKind;
 use crate::persist::snapshot::{self, Counters, PaneRecord, Snapshot};
 use crate::persist::writer::{SaveJob, Writer};
+use crate::protocol::events::Event;
+use crate::protocol::replies::Saved;
 use crate::protocol::{ErrorCode, RpcError};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -308,7 +310,7 @@ impl Server {
                     for pane in self.panes.values_mut() {
                         pane.history_dirty = true;
                     }
-                    self.emit("server.save_failed", json!({ "error": e }));
+                    self.emit_event(Event::ServerSaveFailed { error: e.clone() });
                     self.answer_save_waiters(result.revision, Err(e));
                     self.timers
                         .add(Instant::now() + SAVE_RETRY, TimerKind::Save);
@@ -339,7 +341,11 @@ impl Server {
         let path = crate::persist::session_path(&self.paths.state_dir);
         for (conn, rpc_id, _) in done {
             let reply = match &outcome {
-                Ok(()) => Ok(json!({ "path": path, "revision": revision })),
+                Ok(()) => Ok(serde_json::to_value(Saved {
+                    path: path.clone(),
+                    revision,
+                })
+                .unwrap_or(Value::Null)),
                 Err(e) => Err(RpcError::new(
                     ErrorCode::Internal,
                     format!("saving failed: {e}"),

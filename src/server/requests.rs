@@ -7,13 +7,22 @@ use super::connection::{ConnId, ConnMode};
 use super::pane::ExitReason;
 use super::waits::{Wait, WaitCondition};
 use crate::model::PaneId;
+use crate::protocol::events::Event;
 use crate::protocol::methods::{self, Request};
+use crate::protocol::replies::{HelloReply, Status};
 use crate::protocol::{ErrorCode, PROTOCOL_VERSION, RawRequest, RpcError, SERVER_VERSION};
 use mio::unix::SourceFd;
 use serde_json::{Value, json};
 use std::time::Duration;
 
 type Outcome = Result<Option<Value>, RpcError>;
+
+/// A typed reply (`protocol::replies`) as the handler's outcome.
+pub(super) fn reply<T: serde::Serialize>(value: &T) -> Outcome {
+    serde_json::to_value(value).map(Some).map_err(|e| {
+        RpcError::new(ErrorCode::Internal, format!("encoding the reply: {e}"))
+    })
+}
 
 impl Server {
     pub(super) fn handle_line(&mut self, conn: ConnId, line: &[u8]) {
@@ -63,7 +72,7 @@ impl Server {
     fn dispatch(&mut self, conn: ConnId, rpc_id: &Value, method: &str, p: Value) -> Outcome {
         match Request::parse(method, p)? {
             Request::Hello(req) => self.hello(req),
-            Request::ServerStatus(_) => Ok(Some(self.status())),
+            Request::ServerStatus(_) => reply(&self.status()),
             Request::ServerUpgrade(req) => {
                 self.start_upgrade(Some((conn, rpc_id.clone())), req);
                 Ok(None)
@@ -189,39 +198,39 @@ impl Server {
                 ),
             ));
         }
-        Ok(Some(json!({
-            "protocol": PROTOCOL_VERSION,
-            "server_version": SERVER_VERSION,
-            "pid": std::process::id(),
-        })))
+        reply(&HelloReply {
+            protocol: PROTOCOL_VERSION,
+            server_version: SERVER_VERSION.into(),
+            pid: std::process::id(),
+        })
     }
 
-    fn status(&self) -> Value {
-        json!({
-            "pid": std::process::id(),
-            "server_version": SERVER_VERSION,
-            "protocol": PROTOCOL_VERSION,
-            "namespace": self.paths.namespace,
-            "socket": self.paths.socket(),
-            "started_unix_ms": self.started_unix_ms,
-            "uptime_ms": self.started.elapsed().as_millis() as u64,
-            "panes": self.panes.len(),
-            "running_panes": self.panes.values().filter(|p| p.is_running()).count(),
-            "clients": self.conns.len(),
-            "event_seq": self.events.last_seq(),
-            "generation": self.generation,
-            "upgrade": self.upgrade_status(),
-            "last_upgrade": self.last_upgrade,
-            "workspaces": self.tree.workspaces.len(),
-            "tabs": self.tree.tabs.len(),
-            "persistence": self.persist.status(),
-            "config": {
+    fn status(&self) -> Status {
+        Status {
+            pid: std::process::id(),
+            server_version: SERVER_VERSION.into(),
+            protocol: PROTOCOL_VERSION,
+            namespace: self.paths.namespace.clone(),
+            socket: self.paths.socket(),
+            started_unix_ms: self.started_unix_ms,
+            uptime_ms: self.started.elapsed().as_millis() as u64,
+            panes: self.panes.len(),
+            running_panes: self.panes.values().filter(|p| p.is_running()).count(),
+            clients: self.conns.len(),
+            event_seq: self.events.last_seq(),
+            generation: self.generation,
+            upgrade: self.upgrade_status(),
+            last_upgrade: self.last_upgrade.clone(),
+            workspaces: self.tree.workspaces.len(),
+            tabs: self.tree.tabs.len(),
+            persistence: self.persist.status(),
+            config: json!({
                 "path": super::config::path(),
                 "scrollback_lines": self.config.term.scrollback_lines,
                 "scrollback_bytes": self.config.term.scrollback_bytes,
                 "problems": self.config_problems,
-            },
-        })
+            }),
+        }
     }
 
     pub(super) fn attached_count(&self, pane: u64) -> usize {
@@ -322,12 +331,12 @@ impl Server {
         pane.cols = cols;
         pane.rows = rows;
         pane.screen.resize(cols, rows);
-        let public_id = pane.public_id();
         self.mark_dirty();
-        self.emit(
-            "pane.resized",
-            json!({ "pane": public_id, "cols": cols, "rows": rows }),
-        );
+        self.emit_event(Event::PaneResized {
+            pane: PaneId::new(id),
+            cols,
+            rows,
+        });
     }
 
     fn pane_wait(&mut self, conn: ConnId, rpc_id: &Value, req: methods::PaneWait) -> Outcome {
@@ -401,7 +410,9 @@ impl Server {
         }
         self.tree.remove_pane(PaneId::new(id));
         self.mark_dirty();
-        self.emit("pane.removed", json!({ "pane": PaneId::new(id) }));
+        self.emit_event(Event::PaneRemoved {
+            pane: PaneId::new(id),
+        });
     }
 }
 

@@ -13,7 +13,8 @@ use crate::model::{CommandSpec, PaneId, RestorePolicy};
 use crate::persist::snapshot::{PaneRecord, Snapshot};
 use crate::persist::tree::Repaired;
 use crate::persist::{self, Loaded};
-use serde_json::json;
+use crate::protocol::events::Event;
+use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -37,10 +38,10 @@ impl Server {
                     backup.display()
                 );
                 self.log.log("snapshot_set_aside", &msg);
-                self.emit(
-                    "server.snapshot_set_aside",
-                    json!({ "reason": reason, "backup": backup }),
-                );
+                self.emit_event(Event::ServerSnapshotSetAside {
+                    reason: reason.clone(),
+                    backup: backup.display().to_string(),
+                });
                 self.persist.restore_report =
                     json!({ "found": true, "set_aside": backup, "reason": reason });
             }
@@ -67,7 +68,9 @@ impl Server {
                 );
                 self.log.log("restored", &msg);
                 self.persist.restore_report = json!({ "found": true, "panes": self.panes.len(), "repairs": fixes, "took_ms": took });
-                self.emit("server.restored", self.persist.restore_report.clone());
+                if let Value::Object(report) = self.persist.restore_report.clone() {
+                    self.emit_event(Event::ServerRestored { report });
+                }
             }
         }
     }

@@ -2,8 +2,11 @@
 //! remove), focus, and the JSON form of the whole tree that `ptyd ls` shows.
 
 use super::Server;
+use super::requests::reply;
 use crate::model::{PaneId, TabId, WorkspaceId};
+use crate::protocol::events::Event;
 use crate::protocol::methods;
+use crate::protocol::replies::WorkspaceCreated;
 use crate::protocol::{ErrorCode, RpcError};
 use crate::workspace::layout::Layout;
 use serde_json::{Value, json};
@@ -67,11 +70,11 @@ impl Server {
             .add_workspace(req.name.clone())
             .ok_or_else(|| RpcError::new(ErrorCode::Internal, "workspace ids are used up"))?;
         self.mark_dirty();
-        self.emit(
-            "workspace.created",
-            json!({ "workspace": id, "name": req.name }),
-        );
-        Ok(Some(json!({ "id": id, "name": req.name })))
+        self.emit_event(Event::WorkspaceCreated {
+            workspace: id,
+            name: req.name.clone(),
+        });
+        reply(&WorkspaceCreated { id, name: req.name })
     }
 
     pub(super) fn workspace_rename(
@@ -157,7 +160,7 @@ impl Server {
         self.remove_container(panes, req.force, &format!("workspace {id}"))?;
         self.tree.remove_workspace(id);
         self.mark_dirty();
-        self.emit("workspace.removed", json!({ "workspace": id }));
+        self.emit_event(Event::WorkspaceRemoved { workspace: id });
         Ok(Some(json!({})))
     }
 
