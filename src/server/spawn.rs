@@ -125,6 +125,14 @@ impl Server {
             u32::from(req.rows.unwrap_or(super::defaults::ROWS)),
         );
         let id = self.next_pane_id;
+        // A counter restored at the end of the id range has no id left: an
+        // error, never an id handed out twice (or a wrapped counter).
+        let Some(next_id) = PaneId::new(id).next() else {
+            return Err(RpcError::new(
+                ErrorCode::Internal,
+                format!("pane ids are used up (the counter is at {id})"),
+            ));
+        };
         let token = self.alloc_token(Source::Pane(id));
         let setup = PaneSetup {
             id,
@@ -149,7 +157,7 @@ impl Server {
         }
         // Only a pane that started takes an id: ids are never reused, and
         // failed attempts do not leave holes.
-        self.next_pane_id += 1;
+        self.next_pane_id = next_id.get();
         self.place_pane(id, placement);
         if req.attach
             && let Some(c) = self.conns.get_mut(&conn)
