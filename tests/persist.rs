@@ -710,19 +710,28 @@ fn ids_at_the_end_of_their_range_never_wrap() {
     let ids: Vec<Value> = c.panes().iter().map(|p| p["id"].clone()).collect();
     assert_eq!(ids, vec![json!(format!("p{}", max - 1))]);
     let repairs = server.status_json()["persistence"]["restore"]["repairs"].to_string();
-    assert!(repairs.contains(&format!("bad id \\\"p{max}\\\"")), "{repairs}");
+    assert!(
+        repairs.contains(&format!("bad id \\\"p{max}\\\"")),
+        "{repairs}"
+    );
     let err = c
         .call("pane.create", json!({ "argv": ["sleep", "1000"] }))
         .expect_err("a pane with no id left");
     assert!(
-        err["message"].as_str().unwrap().contains("pane ids are used up"),
+        err["message"]
+            .as_str()
+            .unwrap()
+            .contains("pane ids are used up"),
         "{err}"
     );
     // The server is unharmed and saves the counter as it was.
     assert_eq!(c.panes().len(), 1);
     c.save();
     server.stop();
-    assert_eq!(read_json(&env.session_path(ns))["counters"]["pane"], json!(max));
+    assert_eq!(
+        read_json(&env.session_path(ns))["counters"]["pane"],
+        json!(max)
+    );
 }
 
 // ---------------------------------------------------------------------------

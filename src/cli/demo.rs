@@ -3,9 +3,15 @@
 //! API exactly as a script would, prints what it did and saw, and cleans up.
 
 use super::CliError;
-use crate::client::Client;
+use crate::client::{self, Client};
 use crate::paths::NamespacePaths;
-use serde_json::{Value, json};
+use crate::protocol::methods::{self, NoParams, Request};
+use crate::protocol::replies::{
+    Capture, PaneInfo, PaneList, PaneStateName, Status, UpgradeReport, WaitReply,
+};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::collections::BTreeMap;
 
 /// Stops the demo's server and removes its namespace, however the demo ends.
 struct DemoServer {
@@ -15,7 +21,7 @@ struct DemoServer {
 impl Drop for DemoServer {
     fn drop(&mut self) {
         if let Ok(mut c) = Client::connect(&self.paths, false) {
-            let _ = c.call("server.stop", json!({}));
+            let _ = c.request(&Request::ServerStop(NoParams {}));
             // The server closes the connection as its last act.
             while c.read_message().is_ok() {}
         }
@@ -28,10 +34,68 @@ fn step(what: &str) {
     println!("\n== {what}");
 }
 
-fn call(client: &mut Client, method: &str, params: Value) -> Result<Value, CliError> {
-    println!("  -> {method} {params}");
-    let result = client.call(method, params)?;
-    Ok(result)
+/// Sends `request`, showing it as a script would write it.
+fn call(client: &mut Client, request: Request) -> Result<Value, CliError> {
+    let wire = serde_json::to_value(&request).unwrap_or_default();
+    println!("  -> {} {}", request.method(), wire["params"]);
+    Ok(client.request(&request)?)
+}
+
+/// [`call`], reading the reply into its typed form.
+fn call_as<T: DeserializeOwned>(client: &mut Client, request: Request) -> Result<T, CliError> {
+    let method = request.method();
+    let result = call(client, request)?;
+    Ok(client::parse_reply(method, result)?)
+}
+
+fn create(name: &str, cwd: &std::path::Path) -> methods::PaneCreate {
+    methods::PaneCreate {
+        name: Some(name.into()),
+        cwd: Some(cwd.to_string_lossy().into_owned()),
+        ..methods::PaneCreate::default()
+    }
+}
+
+fn input(target: &str, data: &str, request_id: &str) -> Request {
+    Request::PaneInput(methods::PaneInput {
+        target: target.into(),
+        data: data.into(),
+        request_id: Some(request_id.into()),
+    })
+}
+
+fn wait_text(target: &str, text: &str) -> Request {
+    Request::PaneWait(methods::PaneWait {
+        text: Some(text.into()),
+        timeout_ms: Some(10_000),
+        ..methods::PaneWait::new(target.into())
+    })
+}
+
+fn wait_exit(target: &str) -> Request {
+    Request::PaneWait(methods::PaneWait {
+        exit: true,
+        timeout_ms: Some(10_000),
+        ..methods::PaneWait::new(target.into())
+    })
+}
+
+fn capture(target: &str, start: Option<i64>) -> Request {
+    Request::PaneCapture(methods::PaneCapture {
+        target: target.into(),
+        ansi: false,
+        start,
+        end: None,
+        join: false,
+    })
+}
+
+/// The `exit` of a wait for an exit, as JSON.
+fn exit_json(reply: &WaitReply) -> Value {
+    match reply {
+        WaitReply::Exited { exit } => serde_json::to_value(exit).unwrap_or_default(),
+        _ => Value::Null,
+    }
 }
 
 pub fn run() -> Result<i32, CliError> {
@@ -49,96 +113,76 @@ pub fn run() -> Result<i32, CliError> {
         paths: paths.clone(),
     };
     let mut client = Client::connect(&server.paths, true)?;
-    let status = call(&mut client, "server.status", json!({}))?;
+    let status: Status = call_as(&mut client, Request::ServerStatus(NoParams {}))?;
     println!(
         "  server pid {} listening on {}",
-        status["pid"],
-        status["socket"].as_str().unwrap_or("?")
+        status.pid,
+        status.socket.display()
     );
 
     step("creating three panes: a shell, a counter, and a command that exits with code 7");
     let tmp = std::env::temp_dir();
-    let shell = call(
+    let shell: PaneInfo = call_as(
         &mut client,
-        "pane.create",
-        json!({ "name": "shell", "argv": ["/bin/sh"], "cwd": tmp, "env": { "PS1": "demo$ " } }),
+        Request::PaneCreate(methods::PaneCreate {
+            argv: Some(vec!["/bin/sh".into()]),
+            env: BTreeMap::from([("PS1".into(), "demo$ ".into())]),
+            ..create("shell", &tmp)
+        }),
     )?;
-    let counter = call(
+    let counter: PaneInfo = call_as(
         &mut client,
-        "pane.create",
-        json!({ "name": "counter", "shell": "i=0; while true; do i=$((i+1)); echo tick $i; sleep 0.1; done", "cwd": tmp }),
+        Request::PaneCreate(methods::PaneCreate {
+            shell: Some("i=0; while true; do i=$((i+1)); echo tick $i; sleep 0.1; done".into()),
+            ..create("counter", &tmp)
+        }),
     )?;
-    let exiter = call(
+    let exiter: PaneInfo = call_as(
         &mut client,
-        "pane.create",
-        json!({ "name": "exiter", "shell": "echo about to exit; exit 7", "cwd": tmp }),
+        Request::PaneCreate(methods::PaneCreate {
+            shell: Some("echo about to exit; exit 7".into()),
+            ..create("exiter", &tmp)
+        }),
     )?;
     for pane in [&shell, &counter, &exiter] {
         println!(
             "  {} {:<8} pid {}",
-            pane["id"].as_str().unwrap_or("?"),
-            pane["name"].as_str().unwrap_or(""),
-            pane["pid"]
+            pane.id,
+            pane.name.as_deref().unwrap_or(""),
+            pane.pid.map_or("-".into(), |p| p.to_string())
         );
     }
 
     step("typing into the shell and waiting for its answer on screen");
-    call(
-        &mut client,
-        "pane.input",
-        json!({ "target": "shell", "data": "echo hello from $PTYD_PANE_ID\r", "request_id": "demo-1" }),
-    )?;
-    call(
-        &mut client,
-        "pane.wait",
-        json!({ "target": "shell", "text": "hello from p1", "timeout_ms": 10000 }),
-    )?;
-    let screen = call(&mut client, "pane.capture", json!({ "target": "shell" }))?;
+    let hello = "echo hello from $PTYD_PANE_ID\r";
+    call(&mut client, input("shell", hello, "demo-1"))?;
+    call(&mut client, wait_text("shell", "hello from p1"))?;
+    let screen: Capture = call_as(&mut client, capture("shell", None))?;
     print_screen(&screen);
-    let again = call(
-        &mut client,
-        "pane.input",
-        json!({ "target": "shell", "data": "echo hello from $PTYD_PANE_ID\r", "request_id": "demo-1" }),
-    )?;
+    let again = call(&mut client, input("shell", hello, "demo-1"))?;
     println!("  the same request_id again is acknowledged without typing twice: {again}");
 
     step("waiting for the exiting command");
-    let exit = call(
-        &mut client,
-        "pane.wait",
-        json!({ "target": "exiter", "exit": true, "timeout_ms": 10000 }),
-    )?;
-    println!("  exiter finished: {}", exit["exit"]);
+    let exit: WaitReply = call_as(&mut client, wait_exit("exiter"))?;
+    println!("  exiter finished: {}", exit_json(&exit));
 
     step("waiting until the counter reaches 5");
-    call(
-        &mut client,
-        "pane.wait",
-        json!({ "target": "counter", "text": "tick 5", "timeout_ms": 10000 }),
-    )?;
+    call(&mut client, wait_text("counter", "tick 5"))?;
 
     step("live upgrade: the server replaces its own binary while every pane runs");
     let before = pane_pids(&mut client)?;
-    let old_server = call(&mut client, "server.status", json!({}))?["pid"].clone();
-    let last_tick = last_tick(&call(
+    let old_server = call_as::<Status>(&mut client, Request::ServerStatus(NoParams {}))?.pid;
+    let last_tick = last_tick(&call_as(&mut client, capture("counter", None))?);
+    let report: UpgradeReport = call_as(
         &mut client,
-        "pane.capture",
-        json!({ "target": "counter" }),
-    )?);
-    let report = call(&mut client, "server.upgrade", json!({}))?;
-    for phase in report["phases"].as_array().into_iter().flatten() {
-        println!(
-            "  {:<10} {:>8.3} ms",
-            phase["name"].as_str().unwrap_or("?"),
-            phase["ms"].as_f64().unwrap_or(0.0)
-        );
+        Request::ServerUpgrade(methods::Upgrade::default()),
+    )?;
+    for phase in &report.phases {
+        println!("  {:<10} {:>8.3} ms", phase.name, phase.ms);
     }
     println!(
         "  server pid {old_server} -> {}, generation {}, blackout {:.3} ms, {} fds moved",
-        report["new_pid"],
-        report["generation"],
-        report["blackout_ms"].as_f64().unwrap_or(0.0),
-        report["fds"]
+        report.new_pid, report.generation, report.blackout_ms, report.fds
     );
     let after = pane_pids(&mut client)?;
     println!("  pane pids before: {before:?}");
@@ -151,17 +195,10 @@ pub fn run() -> Result<i32, CliError> {
         }
     );
     let target = format!("tick {}", last_tick + 10);
-    call(
-        &mut client,
-        "pane.wait",
-        json!({ "target": "counter", "text": target, "timeout_ms": 10000 }),
-    )?;
-    let capture = call(
-        &mut client,
-        "pane.capture",
-        json!({ "target": "counter", "start": -200 }),
-    )?;
-    let ticks: Vec<u64> = crate::client::capture_lines(&capture)
+    call(&mut client, wait_text("counter", &target))?;
+    let capture: Capture = call_as(&mut client, capture("counter", Some(-200)))?;
+    let ticks: Vec<u64> = capture
+        .trimmed_lines()
         .iter()
         .filter_map(|l| l.strip_prefix("tick ").and_then(|n| n.trim().parse().ok()))
         .collect();
@@ -178,23 +215,26 @@ pub fn run() -> Result<i32, CliError> {
     );
 
     step("killing the counter's whole process tree");
-    call(&mut client, "pane.kill", json!({ "target": "counter" }))?;
-    let killed = call(
+    call(
         &mut client,
-        "pane.wait",
-        json!({ "target": "counter", "exit": true, "timeout_ms": 10000 }),
+        Request::PaneKill(methods::PaneKill {
+            target: "counter".into(),
+            signal: None,
+            grace_ms: None,
+        }),
     )?;
-    println!("  counter ended: {}", killed["exit"]);
+    let killed: WaitReply = call_as(&mut client, wait_exit("counter"))?;
+    println!("  counter ended: {}", exit_json(&killed));
 
     step("listing panes");
-    let list = call(&mut client, "pane.list", json!({}))?;
-    for pane in list["panes"].as_array().into_iter().flatten() {
+    let list: PaneList = call_as(&mut client, Request::PaneList(NoParams {}))?;
+    for pane in &list.panes {
         println!(
             "  {} {:<8} {:<8} exit={}",
-            pane["id"].as_str().unwrap_or("?"),
-            pane["name"].as_str().unwrap_or(""),
-            pane["state"].as_str().unwrap_or("?"),
-            pane["exit"]
+            pane.id,
+            pane.name.as_deref().unwrap_or(""),
+            state_name(pane.state),
+            serde_json::to_value(&pane.exit).unwrap_or_default()
         );
     }
 
@@ -205,35 +245,38 @@ pub fn run() -> Result<i32, CliError> {
     Ok(0)
 }
 
+fn state_name(state: PaneStateName) -> &'static str {
+    match state {
+        PaneStateName::Running => "running",
+        PaneStateName::Exited => "exited",
+        PaneStateName::Held => "held",
+    }
+}
+
 /// Pane id -> pid, for comparing before and after the upgrade.
 fn pane_pids(client: &mut Client) -> Result<Vec<(String, i64)>, CliError> {
-    let list = client.call("pane.list", json!({}))?;
-    Ok(list["panes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|p| p["state"] == "running")
-        .map(|p| {
-            (
-                p["id"].as_str().unwrap_or("?").to_string(),
-                p["pid"].as_i64().unwrap_or(0),
-            )
-        })
+    let list: PaneList = client.request_as(&Request::PaneList(NoParams {}))?;
+    Ok(list
+        .panes
+        .iter()
+        .filter(|p| p.state == PaneStateName::Running)
+        .map(|p| (p.id.to_string(), p.pid.map_or(0, i64::from)))
         .collect())
 }
 
 /// The highest `tick N` on the counter's screen.
-fn last_tick(capture: &Value) -> u64 {
-    crate::client::capture_lines(capture)
+fn last_tick(capture: &Capture) -> u64 {
+    capture
+        .trimmed_lines()
         .iter()
         .filter_map(|l| l.strip_prefix("tick ").and_then(|n| n.trim().parse().ok()))
         .max()
         .unwrap_or(0)
 }
 
-fn print_screen(capture: &Value) {
-    println!("  screen of {}:", capture["pane"].as_str().unwrap_or("?"));
-    for line in crate::client::capture_lines(capture) {
+fn print_screen(capture: &Capture) {
+    println!("  screen of {}:", capture.pane);
+    for line in capture.trimmed_lines() {
         println!("  | {line}");
     }
 }

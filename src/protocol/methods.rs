@@ -40,7 +40,7 @@ pub struct PaneCreate {
     pub shell: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cols: Option<u16>,
@@ -453,5 +453,138 @@ impl ExitStatus {
             ExitStatus::Code(c) => c,
             ExitStatus::Signal(s) => 128 + s,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn target(t: &str) -> Target {
+        Target { target: t.into() }
+    }
+
+    /// One request of every method: the serialized `method` is the name
+    /// `method()` gives, and `parse` reads the params back to the same JSON.
+    #[test]
+    fn every_request_round_trips_through_its_method_name() {
+        let all = vec![
+            Request::Hello(Hello {
+                protocol: 1,
+                client: Some("t".into()),
+            }),
+            Request::ServerStatus(NoParams {}),
+            Request::ServerUpgrade(Upgrade::default()),
+            Request::ServerSave(NoParams {}),
+            Request::ServerStop(NoParams {}),
+            Request::Tree(NoParams {}),
+            Request::WorkspaceCreate(WorkspaceCreate { name: "w".into() }),
+            Request::WorkspaceRename(Rename {
+                target: "w1".into(),
+                name: "x".into(),
+            }),
+            Request::WorkspaceRemove(RemoveTree {
+                target: "w1".into(),
+                force: true,
+            }),
+            Request::TabRename(Rename {
+                target: "t1".into(),
+                name: "x".into(),
+            }),
+            Request::TabRemove(RemoveTree {
+                target: "t1".into(),
+                force: false,
+            }),
+            Request::PaneCreate(PaneCreate {
+                argv: Some(vec!["sh".into()]),
+                direction: Some(Direction::Vertical),
+                restore: Some(RestorePolicy::Rerun),
+                ..PaneCreate::default()
+            }),
+            Request::PaneList(NoParams {}),
+            Request::PaneFocus(target("p1")),
+            Request::PaneRespawn(target("p1")),
+            Request::PaneSetResume(PaneSetResume {
+                target: "p1".into(),
+                resume: None,
+            }),
+            Request::PaneInput(PaneInput {
+                target: "p1".into(),
+                data: "x".into(),
+                request_id: None,
+            }),
+            Request::PaneResize(PaneResize {
+                target: "p1".into(),
+                cols: 80,
+                rows: 24,
+            }),
+            Request::PaneCapture(PaneCapture {
+                target: "p1".into(),
+                ansi: true,
+                start: Some(-5),
+                end: None,
+                join: false,
+            }),
+            Request::PaneKill(PaneKill {
+                target: "p1".into(),
+                signal: Some("KILL".into()),
+                grace_ms: None,
+            }),
+            Request::PaneRemove(PaneRemove {
+                target: "p1".into(),
+                force: false,
+            }),
+            Request::PaneWait(PaneWait {
+                exit: true,
+                ..PaneWait::new("p1".into())
+            }),
+            Request::EventsSubscribe(Subscribe { since: Some(3) }),
+            Request::Attach(Attach {
+                target: "p1".into(),
+                read_only: true,
+                cols: None,
+                rows: None,
+            }),
+        ];
+        for request in all {
+            let wire = serde_json::to_value(&request).unwrap();
+            assert_eq!(wire["method"], request.method(), "{wire}");
+            let again = Request::parse(request.method(), wire["params"].clone())
+                .unwrap_or_else(|e| panic!("{wire}: {e}"));
+            assert_eq!(serde_json::to_value(&again).unwrap(), wire);
+        }
+    }
+
+    #[test]
+    fn params_leave_out_what_is_unset() {
+        let wire = serde_json::to_value(Request::PaneWait(PaneWait {
+            text: Some("$ ".into()),
+            ..PaneWait::new("p1".into())
+        }))
+        .unwrap();
+        assert_eq!(
+            wire,
+            json!({ "method": "pane.wait", "params": { "target": "p1", "text": "$ " } })
+        );
+        let wire = serde_json::to_value(Request::PaneSetResume(PaneSetResume {
+            target: "p1".into(),
+            resume: None,
+        }))
+        .unwrap();
+        assert_eq!(wire["params"], json!({ "target": "p1", "resume": null }));
+    }
+
+    #[test]
+    fn parse_names_unknown_methods_and_bad_params() {
+        let err = Request::parse("pane.nope", Value::Null).unwrap_err();
+        assert_eq!(err.0.code, ErrorCode::UnknownMethod);
+        let err = Request::parse("pane.kill", json!({ "target": "p1", "grace": 5 })).unwrap_err();
+        assert_eq!(err.0.code, ErrorCode::InvalidParams);
+        assert!(err.0.message.contains("bad params for pane.kill"), "{err}");
+        assert!(matches!(
+            Request::parse("server.status", Value::Null),
+            Ok(Request::ServerStatus(_))
+        ));
     }
 }

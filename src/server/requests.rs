@@ -19,9 +19,9 @@ type Outcome = Result<Option<Value>, RpcError>;
 
 /// A typed reply (`protocol::replies`) as the handler's outcome.
 pub(super) fn reply<T: serde::Serialize>(value: &T) -> Outcome {
-    serde_json::to_value(value).map(Some).map_err(|e| {
-        RpcError::new(ErrorCode::Internal, format!("encoding the reply: {e}"))
-    })
+    serde_json::to_value(value)
+        .map(Some)
+        .map_err(|e| RpcError::new(ErrorCode::Internal, format!("encoding the reply: {e}")))
 }
 
 impl Server {
