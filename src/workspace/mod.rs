@@ -274,7 +274,7 @@ impl Tree {
             }
             let mut listed = std::collections::HashSet::new();
             for t in &ws.tabs {
-                if !self.tabs.get(t).is_some_and(|tab| tab.workspace == ws.id) {
+                if self.tabs.get(t).is_none_or(|tab| tab.workspace != ws.id) {
                     return Err(format!(
                         "workspace {} lists a missing or foreign tab {t}",
                         ws.id
