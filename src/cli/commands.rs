@@ -64,6 +64,14 @@ pub fn dispatch(g: &Global, command: &str, mut p: lexopt::Parser) -> Result<i32,
         "resume" => resume(g, &mut p),
         "workspace" | "ws" => tree_command(g, &mut p, "workspace"),
         "tab" => tree_command(g, &mut p, "tab"),
+        "service" => super::service::service(g, &mut p),
+        "completions" => super::completions::completions(g, &mut p),
+        "config" => super::config::config_cmd(&mut p),
+        "manpage" => {
+            no_args(&mut p, help::MANPAGE)?;
+            print!("{}", super::manpage::render());
+            Ok(0)
+        }
         "demo" => {
             no_args(&mut p, help::DEMO)?;
             super::demo::run()
@@ -73,7 +81,7 @@ pub fn dispatch(g: &Global, command: &str, mut p: lexopt::Parser) -> Result<i32,
 }
 
 /// Prints help and returns `Ok(true)` for -h/--help.
-fn help_requested(arg: &lexopt::Arg, text: &str) -> bool {
+pub(super) fn help_requested(arg: &lexopt::Arg, text: help::Topic) -> bool {
     if matches!(arg, Short('h') | Long("help")) {
         print!("{text}");
         return true;
@@ -81,7 +89,7 @@ fn help_requested(arg: &lexopt::Arg, text: &str) -> bool {
     false
 }
 
-fn no_args(p: &mut lexopt::Parser, text: &str) -> Result<(), CliError> {
+fn no_args(p: &mut lexopt::Parser, text: help::Topic) -> Result<(), CliError> {
     match p.next()? {
         None => Ok(()),
         Some(arg) if help_requested(&arg, text) => std::process::exit(0),
@@ -89,12 +97,37 @@ fn no_args(p: &mut lexopt::Parser, text: &str) -> Result<(), CliError> {
     }
 }
 
+/// Connects for a command about panes, tabs, workspaces or events: when
+/// no server runs, one is started in the background, unless the config
+/// says `autostart = false` (then the error says how to start one).
 fn connect(g: &Global) -> Result<Client, CliError> {
-    Ok(Client::connect(&g.paths, true)?)
+    let autostart = crate::server::config::load().0.autostart;
+    Client::connect(&g.paths, autostart).map_err(|e| {
+        if autostart || e.code != "no_server" {
+            return e.into();
+        }
+        let ns = &g.paths.namespace;
+        let flag = if ns == crate::paths::DEFAULT_NAMESPACE {
+            String::new()
+        } else {
+            format!(" -L {ns}")
+        };
+        CliError {
+            message: format!(
+                "no ptyd server runs in namespace {ns:?}, and `autostart = false` in {} keeps \
+                 client commands from starting one: start it with `ptyd{flag} server` (or \
+                 `ptyd{flag} service install --enable` for systemd)",
+                crate::server::config::path()
+                    .map_or("the config file".to_string(), |p| p.display().to_string())
+            ),
+            code: 1,
+        }
+    })
 }
 
-/// Connects without starting a server: for commands that make no sense on a
-/// fresh one (stop, kill, ...).
+/// Connects without starting a server: for the commands about the server
+/// itself (status, save, stop, upgrade), which have nothing to do on a
+/// fresh one.
 fn connect_existing(g: &Global) -> Result<Client, CliError> {
     Ok(Client::connect(&g.paths, false)?)
 }
@@ -140,6 +173,7 @@ fn parse_env(s: &str) -> Result<(String, String), CliError> {
 fn server(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     let mut history = true;
     let mut restore = true;
+    let mut hold_reruns = false;
     while let Some(arg) = p.next()? {
         if help_requested(&arg, help::SERVER) {
             return Ok(0);
@@ -147,6 +181,7 @@ fn server(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         match arg {
             Long("no-history") => history = false,
             Long("no-restore") => restore = false,
+            Long("hold-reruns") => hold_reruns = true,
             _ => return Err(arg.unexpected().into()),
         }
     }
@@ -154,8 +189,16 @@ fn server(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         paths: g.paths.clone(),
         history,
         restore,
+        hold_reruns,
     })
-    .map_err(|message| CliError { message, code: 1 })?;
+    .map_err(|e| CliError {
+        message: e.message,
+        code: if e.already_served {
+            crate::server::EXIT_ALREADY_SERVED
+        } else {
+            1
+        },
+    })?;
     Ok(0)
 }
 
@@ -454,7 +497,7 @@ fn pane_line(pane: &PaneInfo, focused: bool) -> String {
     )
 }
 
-fn json_flag(p: &mut lexopt::Parser, text: &str) -> Result<bool, CliError> {
+fn json_flag(p: &mut lexopt::Parser, text: help::Topic) -> Result<bool, CliError> {
     let mut as_json = false;
     while let Some(arg) = p.next()? {
         if help_requested(&arg, text) {
@@ -551,7 +594,7 @@ fn send(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     if data.is_empty() {
         return Err(CliError::usage("nothing to send: give TEXT and/or --enter"));
     }
-    let mut client = connect_existing(g)?;
+    let mut client = connect(g)?;
     let ack: InputAck = client.request_as(&Request::PaneInput(methods::PaneInput {
         target: target.clone(),
         data,
@@ -597,7 +640,7 @@ fn capture(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
             _ => return Err(arg.unexpected().into()),
         }
     }
-    let result = connect_existing(g)?.request(&Request::PaneCapture(methods::PaneCapture {
+    let result = connect(g)?.request(&Request::PaneCapture(methods::PaneCapture {
         target: need_target(target)?,
         ansi,
         start,
@@ -663,7 +706,7 @@ fn wait(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     }
     wait.target = need_target(target)?;
     let want_exit = wait.exit;
-    match connect_existing(g)?.request(&Request::PaneWait(wait)) {
+    match connect(g)?.request(&Request::PaneWait(wait)) {
         Ok(result) => {
             if as_json {
                 print_json(&result);
@@ -699,7 +742,7 @@ fn kill(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
             _ => return Err(arg.unexpected().into()),
         }
     }
-    connect_existing(g)?.request(&Request::PaneKill(methods::PaneKill {
+    connect(g)?.request(&Request::PaneKill(methods::PaneKill {
         target: need_target(target)?,
         signal,
         grace_ms,
@@ -720,7 +763,7 @@ fn rm(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
             _ => return Err(arg.unexpected().into()),
         }
     }
-    connect_existing(g)?.request(&Request::PaneRemove(methods::PaneRemove {
+    connect(g)?.request(&Request::PaneRemove(methods::PaneRemove {
         target: need_target(target)?,
         force,
     }))?;
@@ -742,7 +785,7 @@ fn resize(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         return Err(CliError::usage("usage: ptyd resize TARGET COLSxROWS"));
     };
     let (cols, rows) = parse_size(size)?;
-    connect_existing(g)?.request(&Request::PaneResize(methods::PaneResize {
+    connect(g)?.request(&Request::PaneResize(methods::PaneResize {
         target: target.clone(),
         cols,
         rows,
@@ -795,6 +838,16 @@ fn status(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         println!("panes:      {} ({} running)", s.panes, s.running_panes);
         println!("clients:    {}", s.clients);
         println!("generation: {}", s.generation);
+        let problems = s.config["problems"].as_array().cloned().unwrap_or_default();
+        if !problems.is_empty() {
+            println!(
+                "config:     {} problem(s), each key falls back to its default:",
+                problems.len()
+            );
+            for p in problems {
+                println!("  {}", p.as_str().unwrap_or_default());
+            }
+        }
     }
     Ok(0)
 }
@@ -838,7 +891,7 @@ fn api(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
 fn simple_target(
     g: &Global,
     p: &mut lexopt::Parser,
-    text: &str,
+    text: help::Topic,
     request: fn(methods::Target) -> Request,
 ) -> Result<i32, CliError> {
     let mut target = None;
@@ -852,7 +905,7 @@ fn simple_target(
         }
     }
     let target = need_target(target)?;
-    connect_existing(g)?.request(&request(methods::Target { target }))?;
+    connect(g)?.request(&request(methods::Target { target }))?;
     Ok(0)
 }
 
@@ -878,7 +931,7 @@ fn resume(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
             ));
         }
     };
-    connect_existing(g)?.request(&Request::PaneSetResume(methods::PaneSetResume {
+    connect(g)?.request(&Request::PaneSetResume(methods::PaneSetResume {
         target,
         resume,
     }))?;

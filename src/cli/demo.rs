@@ -1,17 +1,13 @@
 //! `ptyd demo`: the main job on embedded defaults. It starts a server in a
 //! private temporary namespace, runs a few panes, drives them through the
-//! API exactly as a script would, prints what it did and saw, and cleans up.
+//! API exactly as a script would, prints what it did and saw (each step
+//! with the `ptyd` command that does the same), attaches, upgrades live,
+//! restores from the snapshot, cleans up, and ends with what to try next.
 
 use super::CliError;
-use crate::client::{self, Client};
+use crate::client::Client;
 use crate::paths::NamespacePaths;
-use crate::protocol::methods::{self, NoParams, Request};
-use crate::protocol::replies::{
-    Capture, PaneInfo, PaneList, PaneStateName, Status, UpgradeReport, WaitReply,
-};
-use serde::de::DeserializeOwned;
-use serde_json::Value;
-use std::collections::BTreeMap;
+use serde_json::{Value, json};
 
 /// Stops the demo's server and removes its namespace, however the demo ends.
 struct DemoServer {
@@ -21,7 +17,7 @@ struct DemoServer {
 impl Drop for DemoServer {
     fn drop(&mut self) {
         if let Ok(mut c) = Client::connect(&self.paths, false) {
-            let _ = c.request(&Request::ServerStop(NoParams {}));
+            let _ = c.call("server.stop", json!({}));
             // The server closes the connection as its last act.
             while c.read_message().is_ok() {}
         }
@@ -34,72 +30,22 @@ fn step(what: &str) {
     println!("\n== {what}");
 }
 
-/// Sends `request`, showing it as a script would write it.
-fn call(client: &mut Client, request: Request) -> Result<Value, CliError> {
-    let wire = serde_json::to_value(&request).unwrap_or_default();
-    println!("  -> {} {}", request.method(), wire["params"]);
-    Ok(client.request(&request)?)
+/// One API call, shown as the command line that does the same (`cli`,
+/// after `ptyd -L NAMESPACE`) and as the request it sends.
+fn call(client: &mut Client, cli: &str, method: &str, params: Value) -> Result<Value, CliError> {
+    println!("  $ ptyd -L {} {cli}", demo_namespace());
+    println!("    (API: {method} {params})");
+    let result = client.call(method, params)?;
+    Ok(result)
 }
 
-/// [`call`], reading the reply into its typed form.
-fn call_as<T: DeserializeOwned>(client: &mut Client, request: Request) -> Result<T, CliError> {
-    let method = request.method();
-    let result = call(client, request)?;
-    Ok(client::parse_reply(method, result)?)
-}
-
-fn create(name: &str, cwd: &std::path::Path) -> methods::PaneCreate {
-    methods::PaneCreate {
-        name: Some(name.into()),
-        cwd: Some(cwd.to_string_lossy().into_owned()),
-        ..methods::PaneCreate::default()
-    }
-}
-
-fn input(target: &str, data: &str, request_id: &str) -> Request {
-    Request::PaneInput(methods::PaneInput {
-        target: target.into(),
-        data: data.into(),
-        request_id: Some(request_id.into()),
-    })
-}
-
-fn wait_text(target: &str, text: &str) -> Request {
-    Request::PaneWait(methods::PaneWait {
-        text: Some(text.into()),
-        timeout_ms: Some(10_000),
-        ..methods::PaneWait::new(target.into())
-    })
-}
-
-fn wait_exit(target: &str) -> Request {
-    Request::PaneWait(methods::PaneWait {
-        exit: true,
-        timeout_ms: Some(10_000),
-        ..methods::PaneWait::new(target.into())
-    })
-}
-
-fn capture(target: &str, start: Option<i64>) -> Request {
-    Request::PaneCapture(methods::PaneCapture {
-        target: target.into(),
-        ansi: false,
-        start,
-        end: None,
-        join: false,
-    })
-}
-
-/// The `exit` of a wait for an exit, as JSON.
-fn exit_json(reply: &WaitReply) -> Value {
-    match reply {
-        WaitReply::Exited { exit } => serde_json::to_value(exit).unwrap_or_default(),
-        _ => Value::Null,
-    }
+/// The demo's private namespace.
+fn demo_namespace() -> String {
+    format!("demo-{}", std::process::id())
 }
 
 pub fn run() -> Result<i32, CliError> {
-    let namespace = format!("demo-{}", std::process::id());
+    let namespace = demo_namespace();
     let paths = NamespacePaths::resolve(&namespace).map_err(CliError::usage)?;
     paths.prepare_runtime_dir().map_err(|e| CliError {
         message: e.to_string(),
@@ -113,76 +59,152 @@ pub fn run() -> Result<i32, CliError> {
         paths: paths.clone(),
     };
     let mut client = Client::connect(&server.paths, true)?;
-    let status: Status = call_as(&mut client, Request::ServerStatus(NoParams {}))?;
+    let status = call(&mut client, "status --json", "server.status", json!({}))?;
     println!(
         "  server pid {} listening on {}",
-        status.pid,
-        status.socket.display()
+        status["pid"],
+        status["socket"].as_str().unwrap_or("?")
     );
 
     step("creating three panes: a shell, a counter, and a command that exits with code 7");
     let tmp = std::env::temp_dir();
-    let shell: PaneInfo = call_as(
+    let shell = call(
         &mut client,
-        Request::PaneCreate(methods::PaneCreate {
-            argv: Some(vec!["/bin/sh".into()]),
-            env: BTreeMap::from([("PS1".into(), "demo$ ".into())]),
-            ..create("shell", &tmp)
-        }),
+        &format!(
+            "new -d -n shell -c {} -e PS1='demo$ ' -- /bin/sh",
+            tmp.display()
+        ),
+        "pane.create",
+        json!({ "name": "shell", "argv": ["/bin/sh"], "cwd": tmp, "env": { "PS1": "demo$ " } }),
     )?;
-    let counter: PaneInfo = call_as(
+    let counter = call(
         &mut client,
-        Request::PaneCreate(methods::PaneCreate {
-            shell: Some("i=0; while true; do i=$((i+1)); echo tick $i; sleep 0.1; done".into()),
-            ..create("counter", &tmp)
-        }),
+        &format!(
+            "new -d -n counter -c {} --restore rerun --shell 'i=0; while true; do ...; done'",
+            tmp.display()
+        ),
+        "pane.create",
+        json!({ "name": "counter", "shell": "i=0; while true; do i=$((i+1)); echo tick $i; sleep 0.1; done", "cwd": tmp, "restore": "rerun" }),
     )?;
-    let exiter: PaneInfo = call_as(
+    let exiter = call(
         &mut client,
-        Request::PaneCreate(methods::PaneCreate {
-            shell: Some("echo about to exit; exit 7".into()),
-            ..create("exiter", &tmp)
-        }),
+        &format!(
+            "new -d -n exiter -c {} --shell 'echo about to exit; exit 7'",
+            tmp.display()
+        ),
+        "pane.create",
+        json!({ "name": "exiter", "shell": "echo about to exit; exit 7", "cwd": tmp }),
     )?;
     for pane in [&shell, &counter, &exiter] {
         println!(
             "  {} {:<8} pid {}",
-            pane.id,
-            pane.name.as_deref().unwrap_or(""),
-            pane.pid.map_or("-".into(), |p| p.to_string())
+            pane["id"].as_str().unwrap_or("?"),
+            pane["name"].as_str().unwrap_or(""),
+            pane["pid"]
         );
     }
 
     step("typing into the shell and waiting for its answer on screen");
-    let hello = "echo hello from $PTYD_PANE_ID\r";
-    call(&mut client, input("shell", hello, "demo-1"))?;
-    call(&mut client, wait_text("shell", "hello from p1"))?;
-    let screen: Capture = call_as(&mut client, capture("shell", None))?;
+    call(
+        &mut client,
+        "send shell --enter --request-id demo-1 'echo hello from $PTYD_PANE_ID'",
+        "pane.input",
+        json!({ "target": "shell", "data": "echo hello from $PTYD_PANE_ID\r", "request_id": "demo-1" }),
+    )?;
+    call(
+        &mut client,
+        "wait shell --text 'hello from p1' --timeout 10000",
+        "pane.wait",
+        json!({ "target": "shell", "text": "hello from p1", "timeout_ms": 10000 }),
+    )?;
+    let screen = call(
+        &mut client,
+        "capture shell",
+        "pane.capture",
+        json!({ "target": "shell" }),
+    )?;
     print_screen(&screen);
-    let again = call(&mut client, input("shell", hello, "demo-1"))?;
+    let again = call(
+        &mut client,
+        "send shell --enter --request-id demo-1 'echo hello from $PTYD_PANE_ID'",
+        "pane.input",
+        json!({ "target": "shell", "data": "echo hello from $PTYD_PANE_ID\r", "request_id": "demo-1" }),
+    )?;
     println!("  the same request_id again is acknowledged without typing twice: {again}");
 
     step("waiting for the exiting command");
-    let exit: WaitReply = call_as(&mut client, wait_exit("exiter"))?;
-    println!("  exiter finished: {}", exit_json(&exit));
+    let exit = call(
+        &mut client,
+        "wait exiter --exit --timeout 10000",
+        "pane.wait",
+        json!({ "target": "exiter", "exit": true, "timeout_ms": 10000 }),
+    )?;
+    println!("  exiter finished: {}", exit["exit"]);
 
     step("waiting until the counter reaches 5");
-    call(&mut client, wait_text("counter", "tick 5"))?;
+    call(
+        &mut client,
+        "wait counter --text 'tick 5' --timeout 10000",
+        "pane.wait",
+        json!({ "target": "counter", "text": "tick 5", "timeout_ms": 10000 }),
+    )?;
+
+    step("attaching read-only to the shell, as `ptyd attach` does");
+    attach_and_watch(&paths, &mut client)?;
+
+    step("restore: the server saves, restarts in place and rebuilds the session from disk");
+    println!("  (what a reboot does; also the fallback where a live upgrade is impossible)");
+    let before = pane_pids(&mut client)?;
+    call(
+        &mut client,
+        "upgrade --mode restore",
+        "server.upgrade",
+        json!({ "mode": "restore" }),
+    )?;
+    drop(client);
+    let mut client = reconnect(&paths)?;
+    call(
+        &mut client,
+        "wait counter --text 'tick 3' --timeout 10000",
+        "pane.wait",
+        json!({ "target": "counter", "text": "tick 3", "timeout_ms": 10000 }),
+    )?;
+    let after = pane_pids(&mut client)?;
+    println!("  running pane pids before: {before:?}");
+    println!("  running pane pids after:  {after:?}");
+    println!("  the shell is a fresh shell in its directory, the counter (--restore rerun)");
+    println!("  runs again, and each screen's history comes back above a marker:");
+    let screen = call(
+        &mut client,
+        "capture shell -S -20",
+        "pane.capture",
+        json!({ "target": "shell", "start": -20 }),
+    )?;
+    print_screen(&screen);
 
     step("live upgrade: the server replaces its own binary while every pane runs");
     let before = pane_pids(&mut client)?;
-    let old_server = call_as::<Status>(&mut client, Request::ServerStatus(NoParams {}))?.pid;
-    let last_tick = last_tick(&call_as(&mut client, capture("counter", None))?);
-    let report: UpgradeReport = call_as(
+    let old_server = call(&mut client, "status --json", "server.status", json!({}))?["pid"].clone();
+    let last_tick = last_tick(&call(
         &mut client,
-        Request::ServerUpgrade(methods::Upgrade::default()),
-    )?;
-    for phase in &report.phases {
-        println!("  {:<10} {:>8.3} ms", phase.name, phase.ms);
+        "capture counter",
+        "pane.capture",
+        json!({ "target": "counter" }),
+    )?);
+    let report = call(&mut client, "upgrade", "server.upgrade", json!({}))?;
+    for phase in report["phases"].as_array().into_iter().flatten() {
+        println!(
+            "  {:<10} {:>8.3} ms",
+            phase["name"].as_str().unwrap_or("?"),
+            phase["ms"].as_f64().unwrap_or(0.0)
+        );
     }
     println!(
         "  server pid {old_server} -> {}, generation {}, blackout {:.3} ms, {} fds moved",
-        report.new_pid, report.generation, report.blackout_ms, report.fds
+        report["new_pid"],
+        report["generation"],
+        report["blackout_ms"].as_f64().unwrap_or(0.0),
+        report["fds"]
     );
     let after = pane_pids(&mut client)?;
     println!("  pane pids before: {before:?}");
@@ -195,13 +217,19 @@ pub fn run() -> Result<i32, CliError> {
         }
     );
     let target = format!("tick {}", last_tick + 10);
-    call(&mut client, wait_text("counter", &target))?;
-    let capture: Capture = call_as(&mut client, capture("counter", Some(-200)))?;
-    let ticks: Vec<u64> = capture
-        .trimmed_lines()
-        .iter()
-        .filter_map(|l| l.strip_prefix("tick ").and_then(|n| n.trim().parse().ok()))
-        .collect();
+    call(
+        &mut client,
+        &format!("wait counter --text '{target}' --timeout 10000"),
+        "pane.wait",
+        json!({ "target": "counter", "text": target, "timeout_ms": 10000 }),
+    )?;
+    let capture = call(
+        &mut client,
+        "capture counter -S -200",
+        "pane.capture",
+        json!({ "target": "counter", "start": -200 }),
+    )?;
+    let ticks = run_ticks(&capture);
     let continuous = ticks.windows(2).all(|w| w[1] == w[0] + 1);
     println!(
         "  counter went on from {last_tick} to {}: {} ticks in scrollback, {}",
@@ -217,66 +245,144 @@ pub fn run() -> Result<i32, CliError> {
     step("killing the counter's whole process tree");
     call(
         &mut client,
-        Request::PaneKill(methods::PaneKill {
-            target: "counter".into(),
-            signal: None,
-            grace_ms: None,
-        }),
+        "kill counter",
+        "pane.kill",
+        json!({ "target": "counter" }),
     )?;
-    let killed: WaitReply = call_as(&mut client, wait_exit("counter"))?;
-    println!("  counter ended: {}", exit_json(&killed));
+    let killed = call(
+        &mut client,
+        "wait counter --exit --timeout 10000",
+        "pane.wait",
+        json!({ "target": "counter", "exit": true, "timeout_ms": 10000 }),
+    )?;
+    println!("  counter ended: {}", killed["exit"]);
 
     step("listing panes");
-    let list: PaneList = call_as(&mut client, Request::PaneList(NoParams {}))?;
-    for pane in &list.panes {
+    let list = call(&mut client, "ls --json", "pane.list", json!({}))?;
+    for pane in list["panes"].as_array().into_iter().flatten() {
         println!(
             "  {} {:<8} {:<8} exit={}",
-            pane.id,
-            pane.name.as_deref().unwrap_or(""),
-            state_name(pane.state),
-            serde_json::to_value(&pane.exit).unwrap_or_default()
+            pane["id"].as_str().unwrap_or("?"),
+            pane["name"].as_str().unwrap_or(""),
+            pane["state"].as_str().unwrap_or("?"),
+            pane["exit"]
         );
     }
 
     step("stopping the server and removing the namespace");
+    println!("  $ ptyd -L {} stop", demo_namespace());
     drop(client);
     drop(server);
     println!("  done");
+
+    println!(
+        "\n== what to try next
+  ptyd new                          a shell in a pane, attached (Ctrl-\\ detaches)
+  ptyd ls                           your workspaces, tabs and panes
+  ptyd attach NAME                  back into a pane, from any terminal
+  ptyd run -- make test             a command in a pane, its output and exit code here
+  ptyd upgrade                      after installing a new build: every pane keeps running
+  ptyd service install --enable     run it as a systemd user service (man ptyd, SYSTEMD)
+  ptyd completions bash             shell completions (also zsh, fish)
+  ptyd --help                       every command; docs/protocol.md for the API"
+    );
     Ok(0)
 }
 
-fn state_name(state: PaneStateName) -> &'static str {
-    match state {
-        PaneStateName::Running => "running",
-        PaneStateName::Exited => "exited",
-        PaneStateName::Held => "held",
+/// Attaches a second connection read-only to the shell: it gets the
+/// redraw of the current screen first, then live output as the shell
+/// prints, until it detaches by closing.
+fn attach_and_watch(paths: &NamespacePaths, client: &mut Client) -> Result<(), CliError> {
+    println!("  $ ptyd -L {} attach shell --read-only", demo_namespace());
+    let watcher = Client::connect(paths, false)?;
+    let (_, mut frames) = crate::client::attach(watcher, "shell", true, Some((80, 24)))?;
+    let _ = frames
+        .stream()
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)));
+    let mut seen = Vec::new();
+    match frames.next_blocking()? {
+        Some(crate::client::ServerFrame::Output(redraw)) => {
+            println!(
+                "  first frame: the redraw of the current screen ({} bytes)",
+                redraw.len()
+            );
+        }
+        _ => println!("  the attachment ended at once"),
+    }
+    call(
+        client,
+        "send shell --enter 'echo seen live by the attached client'",
+        "pane.input",
+        json!({ "target": "shell", "data": "echo seen live by the attached client\r" }),
+    )?;
+    // The echo of the typed line comes first; wait for the printed one.
+    let want = b"\r\nseen live by the attached client";
+    while !seen.windows(want.len()).any(|w| w == want) {
+        match frames.next_blocking()? {
+            Some(crate::client::ServerFrame::Output(bytes)) => seen.extend_from_slice(&bytes),
+            _ => break,
+        }
+    }
+    println!(
+        "  then live output, {} bytes, with the shell's answer; closing the connection detaches",
+        seen.len()
+    );
+    Ok(())
+}
+
+/// Connects again once the server restarted in place (it rebinds the
+/// socket after restoring), within 10 s.
+fn reconnect(paths: &NamespacePaths) -> Result<Client, CliError> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match Client::connect(paths, false) {
+            Ok(c) => return Ok(c),
+            Err(e) if std::time::Instant::now() >= deadline => return Err(e.into()),
+            // Polled: the restarting server has no way to tell us.
+            Err(_) => std::thread::sleep(std::time::Duration::from_millis(20)),
+        }
     }
 }
 
 /// Pane id -> pid, for comparing before and after the upgrade.
 fn pane_pids(client: &mut Client) -> Result<Vec<(String, i64)>, CliError> {
-    let list: PaneList = client.request_as(&Request::PaneList(NoParams {}))?;
-    Ok(list
-        .panes
-        .iter()
-        .filter(|p| p.state == PaneStateName::Running)
-        .map(|p| (p.id.to_string(), p.pid.map_or(0, i64::from)))
+    let list = client.call("pane.list", json!({}))?;
+    Ok(list["panes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|p| p["state"] == "running")
+        .map(|p| {
+            (
+                p["id"].as_str().unwrap_or("?").to_string(),
+                p["pid"].as_i64().unwrap_or(0),
+            )
+        })
         .collect())
 }
 
 /// The highest `tick N` on the counter's screen.
-fn last_tick(capture: &Capture) -> u64 {
-    capture
-        .trimmed_lines()
-        .iter()
-        .filter_map(|l| l.strip_prefix("tick ").and_then(|n| n.trim().parse().ok()))
-        .max()
-        .unwrap_or(0)
+fn last_tick(capture: &Value) -> u64 {
+    run_ticks(capture).into_iter().max().unwrap_or(0)
 }
 
-fn print_screen(capture: &Capture) {
-    println!("  screen of {}:", capture.pane);
-    for line in capture.trimmed_lines() {
+/// The counter's `tick N` lines of its current run: those below the marker
+/// a restore put under the previous run's history.
+fn run_ticks(capture: &Value) -> Vec<u64> {
+    let lines = crate::client::capture_lines(capture);
+    let run_start = lines
+        .iter()
+        .rposition(|l| l.contains("--- ptyd: restored"))
+        .map_or(0, |i| i + 1);
+    lines[run_start..]
+        .iter()
+        .filter_map(|l| l.strip_prefix("tick ").and_then(|n| n.trim().parse().ok()))
+        .collect()
+}
+
+fn print_screen(capture: &Value) {
+    println!("  screen of {}:", capture["pane"].as_str().unwrap_or("?"));
+    for line in crate::client::capture_lines(capture) {
         println!("  | {line}");
     }
 }
