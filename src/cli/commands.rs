@@ -1005,6 +1005,8 @@ fn upgrade(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         match arg {
             Long("binary") => params.binary = Some(p.value()?.string()?),
             Long("timeout") => params.timeout_ms = Some(parse_u64(p.value()?, "--timeout")?),
+            // Tests only: release builds have no fault points (handoff::fault).
+            #[cfg(any(debug_assertions, feature = "fault-injection"))]
             Long("fault") => params.fault = Some(p.value()?.string()?),
             Long("mode") => params.mode = Some(p.value()?.string()?),
             Long("json") => as_json = true,
