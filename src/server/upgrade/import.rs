@@ -22,6 +22,7 @@ use crate::handoff::manifest::{Control, HANDOFF_VERSION, Manifest, PaneRuntime, 
 use crate::handoff::{HANDOFF_FD_ENV, fault};
 use crate::paths::NamespacePaths;
 use crate::persist::snapshot::PaneRecord;
+use crate::protocol::events::Event;
 use crate::term::Terminal;
 use mio::Interest;
 use mio::unix::SourceFd;
@@ -752,7 +753,9 @@ impl Server {
             &format!("generation {} serving; {report}", self.generation),
         );
         self.last_upgrade = report.clone();
-        self.emit("server.upgraded", report.clone());
+        if let serde_json::Value::Object(members) = report.clone() {
+            self.emit_event(Event::ServerUpgraded { report: members });
+        }
         if let Some((conn, rpc_id)) = self.upgrade_caller.take() {
             self.respond(conn, &rpc_id, Ok(report));
         }
