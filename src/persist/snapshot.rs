@@ -7,8 +7,7 @@
 //! current [`Snapshot`] struct. Turning that into a live tree (validation,
 //! repair of broken parts) is `restore.rs`'s job.
 
-pub use crate::model::RestorePolicy;
-use crate::model::{CommandSpec, Direction};
+use crate::model::{CommandSpec, Direction, RestorePolicy};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;

@@ -6,7 +6,7 @@
 //! `false`), so a request a client builds is the minimal JSON the docs show.
 
 use super::{ErrorCode, RpcError};
-pub use crate::model::{CommandSpec, Direction, RestorePolicy};
+use crate::model::{Direction, RestorePolicy};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

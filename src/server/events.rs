@@ -68,14 +68,11 @@ impl EventLog {
         EventLog { ring, last_seq }
     }
 
-    /// Records an event of `kind` with the members of `data` (an object) and
-    /// returns it with its `seq` and `type` filled in.
-    pub fn push(&mut self, kind: &str, data: Value) -> &Value {
+    /// Records `event` and returns it as logged, with its `seq`.
+    pub fn push(&mut self, event: &Event) -> &Value {
         self.last_seq += 1;
-        let mut event = json!({ "seq": self.last_seq, "type": kind });
-        if let (Some(obj), Value::Object(extra)) = (event.as_object_mut(), data) {
-            obj.extend(extra);
-        }
+        let mut event = event.to_value();
+        event["seq"] = json!(self.last_seq);
         if self.ring.len() == EVENT_RING_CAPACITY {
             self.ring.pop_front();
         }
@@ -107,20 +104,6 @@ impl EventLog {
     }
 }
 
-impl super::Server {
-    /// Logs `event` and pushes it to every subscriber.
-    pub(super) fn emit_event(&mut self, event: Event) {
-        let Value::Object(mut members) = event.to_value() else {
-            return;
-        };
-        let kind = match members.remove("type") {
-            Some(Value::String(kind)) => kind,
-            _ => return,
-        };
-        self.emit(&kind, Value::Object(members));
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,7 +112,9 @@ mod tests {
     fn resumes_and_reports_gaps() {
         let mut log = EventLog::new();
         for _ in 0..EVENT_RING_CAPACITY + 5 {
-            log.push("bell", json!({}));
+            log.push(&Event::PaneBell {
+                pane: crate::model::PaneId::new(1),
+            });
         }
         let tail = log.since(log.last_seq() - 2);
         assert_eq!(tail.len(), 2);

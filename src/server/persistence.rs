@@ -312,7 +312,7 @@ impl Server {
                     for pane in self.panes.values_mut() {
                         pane.mark_history_dirty();
                     }
-                    self.emit_event(Event::ServerSaveFailed { error: e.clone() });
+                    self.emit(Event::ServerSaveFailed { error: e.clone() });
                     self.answer_save_waiters(result.revision, Err(e));
                     self.timers
                         .add(Instant::now() + SAVE_RETRY, TimerKind::Save);
@@ -436,7 +436,7 @@ fn history_bytes(pane: &Pane) -> Vec<u8> {
 /// A pane's snapshot record; `with_history`: its history file exists.
 pub(super) fn pane_record(p: &super::pane::Pane, with_history: bool) -> PaneRecord {
     PaneRecord {
-        id: p.public_id(),
+        id: p.public_id().to_string(),
         name: p.name().map(str::to_string),
         cwd: p.cwd().to_string_lossy().into_owned(),
         command: p.command().clone(),

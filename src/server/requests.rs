@@ -323,7 +323,7 @@ impl Server {
             return;
         }
         self.mark_dirty();
-        self.emit_event(Event::PaneResized {
+        self.emit(Event::PaneResized {
             pane: PaneId::new(id),
             cols,
             rows,
@@ -402,7 +402,7 @@ impl Server {
         }
         self.tree.remove_pane(PaneId::new(id));
         self.mark_dirty();
-        self.emit_event(Event::PaneRemoved {
+        self.emit(Event::PaneRemoved {
             pane: PaneId::new(id),
         });
     }

@@ -40,7 +40,7 @@ impl Server {
                     backup.display()
                 );
                 self.log.log("snapshot_set_aside", &msg);
-                self.emit_event(Event::ServerSnapshotSetAside {
+                self.emit(Event::ServerSnapshotSetAside {
                     reason: reason.clone(),
                     backup: backup.display().to_string(),
                 });
@@ -71,7 +71,7 @@ impl Server {
                 self.log.log("restored", &msg);
                 self.persist.restore_report = json!({ "found": true, "panes": self.panes.len(), "repairs": fixes, "took_ms": took });
                 if let Value::Object(report) = self.persist.restore_report.clone() {
-                    self.emit_event(Event::ServerRestored { report });
+                    self.emit(Event::ServerRestored { report });
                 }
             }
         }

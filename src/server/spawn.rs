@@ -8,9 +8,11 @@ use super::pane::{Pane, PaneSetup};
 use super::timers::TimerKind;
 use super::{Server, Source};
 use crate::model::PaneId;
-use crate::protocol::methods::{self, CommandSpec, Direction};
+use crate::model::{CommandSpec, Direction};
+use crate::protocol::events::Event;
+use crate::protocol::methods;
 use crate::protocol::{ErrorCode, RpcError};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -170,18 +172,20 @@ impl Server {
             c.subscribed = false;
         }
         let info = self.pane_info(id);
-        self.emit(
-            "pane.created",
-            json!({ "pane": format!("p{id}"), "info": info }),
-        );
+        self.emit(Event::PaneCreated {
+            pane: PaneId::new(id),
+            info: info.clone(),
+        });
         // As `attach` does, so every `client.detached` has its `client.attached`.
         if req.attach
             && let Some(peer_pid) = self.conns.get(&conn).map(|c| c.peer.pid)
         {
-            self.emit(
-                "client.attached",
-                json!({ "pane": format!("p{id}"), "client": conn, "pid": peer_pid, "read_only": req.read_only }),
-            );
+            self.emit(Event::ClientAttached {
+                pane: PaneId::new(id),
+                client: conn,
+                pid: peer_pid,
+                read_only: req.read_only,
+            });
         }
         Ok(Some(info))
     }
@@ -218,7 +222,10 @@ impl Server {
     /// PTY of the pane's size, in its cwd, with its environment.
     pub(super) fn start_pane(&mut self, id: u64, command: &CommandSpec) -> Result<(), RpcError> {
         let Some(pane) = self.panes.get(&id) else {
-            return Err(RpcError::new(ErrorCode::NotFound, format!("no pane p{id}")));
+            return Err(RpcError::new(
+                ErrorCode::NotFound,
+                format!("no pane {}", PaneId::new(id)),
+            ));
         };
         let (program, args) = exec_form(command);
         let spec = crate::pty::SpawnSpec {
@@ -280,10 +287,10 @@ impl Server {
         let command = self.panes[&id].command().clone();
         self.start_pane(id, &command)?;
         let info = self.pane_info(id);
-        self.emit(
-            "pane.respawned",
-            json!({ "pane": format!("p{id}"), "info": info }),
-        );
+        self.emit(Event::PaneRespawned {
+            pane: PaneId::new(id),
+            info: info.clone(),
+        });
         Ok(Some(info))
     }
 
@@ -296,7 +303,7 @@ impl Server {
             })
             .collect();
         env.insert("TERM".into(), super::defaults::TERM.into());
-        env.insert("PTYD_PANE_ID".into(), format!("p{id}").into());
+        env.insert("PTYD_PANE_ID".into(), PaneId::new(id).to_string().into());
         env.insert("PTYD_SOCKET".into(), self.paths.socket().into());
         // `PTYD_*` is stripped above, so without this a `ptyd` command run in
         // the pane would talk to the default namespace, not to this server.

@@ -70,7 +70,7 @@ impl Server {
             .add_workspace(req.name.clone())
             .ok_or_else(|| RpcError::new(ErrorCode::Internal, "workspace ids are used up"))?;
         self.mark_dirty();
-        self.emit_event(Event::WorkspaceCreated {
+        self.emit(Event::WorkspaceCreated {
             workspace: id,
             name: req.name.clone(),
         });
@@ -160,7 +160,7 @@ impl Server {
         self.remove_container(panes, req.force, &format!("workspace {id}"))?;
         self.tree.remove_workspace(id);
         self.mark_dirty();
-        self.emit_event(Event::WorkspaceRemoved { workspace: id });
+        self.emit(Event::WorkspaceRemoved { workspace: id });
         Ok(Some(json!({})))
     }
 

@@ -107,7 +107,7 @@ pub fn draft_bytes(
     buf.clear();
     let encoded = serde_json::to_writer(&mut *buf, &(record, &*rt));
     (rt.idle_ms, rt.timeout_in_ms, rt.kill_escalate_in_ms) = saved;
-    encoded.map_err(|e| format!("encoding pane p{}: {e}", rt.id))
+    encoded.map_err(|e| format!("encoding pane {}: {e}", PaneId::new(rt.id)))
 }
 
 /// A pane's runtime state for a live upgrade (its structural part travels
@@ -193,8 +193,10 @@ fn process_from_runtime(id: u64, process: ProcessRuntime) -> Result<PaneState, S
                 start_token,
             },
             status,
-            reason: ExitReason::parse(&reason)
-                .ok_or(format!("pane p{id}: unknown exit reason {reason:?}"))?,
+            reason: ExitReason::parse(&reason).ok_or(format!(
+                "pane {}: unknown exit reason {reason:?}",
+                PaneId::new(id)
+            ))?,
         },
         ProcessRuntime::Held { reason } => PaneState::Held { reason },
     })
@@ -234,8 +236,8 @@ pub fn pane_from_runtime(
             Some((changes, screen)) if changes == rt.screen_changes => screen,
             _ => {
                 return Err(format!(
-                    "pane p{}: its terminal was neither sent nor pre-copied",
-                    rt.id
+                    "pane {}: its terminal was neither sent nor pre-copied",
+                    PaneId::new(rt.id)
                 ));
             }
         },

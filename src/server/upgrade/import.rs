@@ -20,6 +20,7 @@ use crate::handoff::fd_name::FdName;
 use crate::handoff::fdpass;
 use crate::handoff::manifest::{Control, HANDOFF_VERSION, Manifest, PaneRuntime, Phase, Precopy};
 use crate::handoff::{HANDOFF_FD_ENV, fault};
+use crate::model::PaneId;
 use crate::paths::NamespacePaths;
 use crate::persist::snapshot::PaneRecord;
 use crate::protocol::events::Event;
@@ -601,7 +602,7 @@ fn import_changed_panes(
         let id = rt.id;
         let rec = by_id
             .remove(&id)
-            .ok_or_else(|| format!("pane p{id} has no record"))?;
+            .ok_or_else(|| format!("pane {} has no record", PaneId::new(id)))?;
         let token = match ctx
             .prebuilt
             .remove(&id)
@@ -622,7 +623,10 @@ fn import_changed_panes(
         server.panes.insert(id, pane);
     }
     if let Some((id, _)) = by_id.into_iter().next() {
-        return Err(format!("pane p{id} has a record but no runtime state"));
+        return Err(format!(
+            "pane {} has a record but no runtime state",
+            PaneId::new(id)
+        ));
     }
     Ok(())
 }
@@ -638,7 +642,8 @@ fn adopt_unchanged_panes(
     for &id in unchanged {
         if prebuilt.remove(&id).is_none() {
             return Err(format!(
-                "pane p{id} is named unchanged but was not pre-copied"
+                "pane {} is named unchanged but was not pre-copied",
+                PaneId::new(id)
             ));
         }
     }
@@ -738,7 +743,7 @@ impl Server {
         );
         self.last_upgrade = report.clone();
         if let serde_json::Value::Object(members) = report.clone() {
-            self.emit_event(Event::ServerUpgraded { report: members });
+            self.emit(Event::ServerUpgraded { report: members });
         }
         if let Some((conn, rpc_id)) = self.upgrade_caller.take() {
             self.respond(conn, &rpc_id, Ok(report));

@@ -46,7 +46,7 @@ impl Server {
         );
         self.log.log("upgrade_failed", &msg);
         crate::service::notify::ready(&format!("upgrade failed: {reason}"));
-        self.emit_event(Event::ServerUpgradeFailed {
+        self.emit(Event::ServerUpgradeFailed {
             reason: reason.to_string(),
             phase: phase.to_string(),
         });
@@ -73,7 +73,7 @@ impl Server {
         self.drop_attempt_lineage();
         self.resume();
         self.log.log("upgrade_taken_back", &msg);
-        self.emit_event(Event::ServerUpgradeFailed {
+        self.emit(Event::ServerUpgradeFailed {
             reason: msg.to_string(),
             phase: "probation".to_string(),
         });
