@@ -51,9 +51,10 @@ fn number<T: FromStr>(text: &str) -> Option<T> {
     text.parse().ok()
 }
 
-/// A pane id as the wire spells it (`p3`).
+/// The number of a pane id as the wire spells it (`p3`). Any u64, unlike
+/// `PaneId`'s parse: a name only has to round-trip, not be a valid id.
 fn pane(text: &str) -> Option<u64> {
-    text.parse::<PaneId>().ok().map(PaneId::get)
+    text.strip_prefix(PaneId::PREFIX).and_then(number)
 }
 
 impl FromStr for FdName {
