@@ -5,9 +5,9 @@
 
 use super::commands::help_requested;
 use super::{CliError, Global, help};
+use crate::protocol::methods::{NoParams, Request};
 use crate::server::config;
 use lexopt::prelude::*;
-use serde_json::json;
 use std::path::PathBuf;
 
 pub fn config_cmd(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
@@ -50,8 +50,8 @@ fn reload(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         }
     }
     // Never starts a server: one started now would read the file anyway.
-    let report =
-        crate::client::Client::connect(&g.paths, false)?.call("server.config.reload", json!({}))?;
+    let report = crate::client::Client::connect(&g.paths, false)?
+        .request(&Request::ServerConfigReload(NoParams {}))?;
     let path = report["path"].as_str().unwrap_or("the config file");
     let problems = report["problems"].as_array().cloned().unwrap_or_default();
     if as_json {

@@ -30,7 +30,7 @@
 //! migrated behind the user's back.
 
 use super::resume_rules::{ResumeRules, Rule};
-use crate::persist::snapshot::RestorePolicy;
+use crate::model::RestorePolicy;
 use crate::term::TermConfig;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -357,10 +357,10 @@ impl super::Server {
             self.log.log("config_ignored", problem);
         }
         let settings = changes(&self.config, &config);
-        let changed: Vec<&str> = settings
+        let changed: Vec<String> = settings
             .iter()
             .filter(|s| s["changed"] == true)
-            .filter_map(|s| s["key"].as_str())
+            .filter_map(|s| s["key"].as_str().map(String::from))
             .collect();
         self.log.log(
             "config_reloaded",
@@ -380,10 +380,10 @@ impl super::Server {
             "problems": self.config_problems,
             "settings": settings,
         });
-        self.emit(
-            "server.config_reloaded",
-            json!({ "problems": self.config_problems, "changed": changed }),
-        );
+        self.emit(crate::protocol::events::Event::ServerConfigReloaded {
+            problems: self.config_problems.clone(),
+            changed,
+        });
         report
     }
 }
@@ -530,7 +530,7 @@ program = \"broken\"
             config.term.scrollback_bytes,
             TermConfig::default().scrollback_bytes
         );
-        let argv = crate::protocol::methods::CommandSpec::Argv(vec!["myagent".into()]);
+        let argv = crate::model::CommandSpec::Argv(vec!["myagent".into()]);
         assert_eq!(
             config.resume_rules.resume_for(&argv).as_deref(),
             Some("myagent --continue")
