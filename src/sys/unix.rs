@@ -1,0 +1,389 @@
+//! Portable POSIX: what every Unix ptyd runs on provides. Where two Unixes
+//! spell the same thing differently (peer credentials, `MSG_NOSIGNAL`) the
+//! `cfg` stays inside the function.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::process::CommandExt;
+use std::time::Duration;
+
+/// Turns a libc return value of -1 into the current `errno` as an `io::Error`
+/// (mio's `syscall!` idiom).
+macro_rules! syscall {
+    ($fn:ident ( $($arg:expr),* $(,)? )) => {{
+        // SAFETY: the caller passes arguments valid for this libc call; the
+        // macro only inspects the return value.
+        #[allow(unused_unsafe)]
+        let res = unsafe { libc::$fn($($arg),*) };
+        if res == -1 { Err(std::io::Error::last_os_error()) } else { Ok(res) }
+    }};
+}
+pub(crate) use syscall;
+
+/// Signal numbers ptyd sends or handles. The numbers differ between
+/// Unixes (SIGCHLD is 17 on Linux, 20 on macOS), so they come from here.
+pub use libc::{SIGCHLD, SIGHUP, SIGINT, SIGKILL, SIGTERM, SIGWINCH};
+
+/// Sets O_NONBLOCK and FD_CLOEXEC. `openpty` returns fds with neither, and a
+/// master leaking into a child would keep the PTY alive after we close it.
+pub fn set_nonblocking_cloexec(fd: RawFd) -> io::Result<()> {
+    let flags = syscall!(fcntl(fd, libc::F_GETFL))?;
+    syscall!(fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK))?;
+    set_cloexec(fd)
+}
+
+/// Sets FD_CLOEXEC, so the fd does not leak into spawned programs.
+pub fn set_cloexec(fd: RawFd) -> io::Result<()> {
+    let fdflags = syscall!(fcntl(fd, libc::F_GETFD))?;
+    syscall!(fcntl(fd, libc::F_SETFD, fdflags | libc::FD_CLOEXEC))?;
+    Ok(())
+}
+
+/// Clears FD_CLOEXEC (the only fd flag), so an `exec` of this very process
+/// keeps the fd.
+pub fn clear_cloexec(fd: RawFd) -> io::Result<()> {
+    syscall!(fcntl(fd, libc::F_SETFD, 0))?;
+    Ok(())
+}
+
+/// Lets exactly `fd` survive the exec of `cmd`'s child, and in blocking
+/// mode (the child reads it sequentially): both are cleared in the forked
+/// child, so our own copy keeps its flags.
+pub fn inherit_fd_on_exec(cmd: &mut std::process::Command, fd: RawFd) {
+    // SAFETY: the closure runs in the forked child before exec and calls
+    // only fcntl, which is async-signal-safe; it allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::fcntl(fd, libc::F_SETFD, 0);
+            let flags = libc::fcntl(fd, libc::F_GETFL);
+            libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK);
+            Ok(())
+        });
+    }
+}
+
+/// Makes `cmd`'s child a session leader (`setsid()` between fork and exec),
+/// detached from our controlling terminal, so closing that terminal does
+/// not hang it up.
+pub fn setsid_on_exec(cmd: &mut std::process::Command) {
+    // SAFETY: the closure runs in the forked child before exec and calls
+    // only setsid, which is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+}
+
+/// What an inherited fd must be before ptyd adopts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FdKind {
+    Pipe,
+    Socket,
+}
+
+/// Adopts the fd whose number a parent put in the environment variable
+/// `var`, and removes the variable, so that no child of ours inherits a
+/// number that means nothing to it. `Ok(None)` when the variable is absent
+/// or not a number (then it is left as it is). An error when it names
+/// something that is not an open fd of `kind` (a stale variable pointing at
+/// an unrelated fd number): that fd is left alone.
+///
+/// # Safety
+///
+/// No other thread may read or write the environment meanwhile (see
+/// `std::env::remove_var`): call it before starting threads. Nothing in
+/// this process may already own the fd the variable names, which holds for
+/// an fd inherited at exec and not touched since.
+pub unsafe fn take_inherited_fd(var: &str, kind: FdKind) -> io::Result<Option<OwnedFd>> {
+    let Some(fd) = std::env::var(var)
+        .ok()
+        .and_then(|v| v.parse::<RawFd>().ok())
+    else {
+        return Ok(None);
+    };
+    // SAFETY: the caller guarantees no other thread touches the environment.
+    unsafe { std::env::remove_var(var) };
+    // SAFETY: an all-zero `stat` is a valid value of this plain C struct.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    syscall!(fstat(fd, &mut st))?;
+    let want = match kind {
+        FdKind::Pipe => libc::S_IFIFO,
+        FdKind::Socket => libc::S_IFSOCK,
+    };
+    if st.st_mode & libc::S_IFMT != want {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{var}={fd} is not a {kind:?}"),
+        ));
+    }
+    // SAFETY: fstat says the fd is open and of the expected kind; the caller
+    // guarantees nothing else in this process owns it, and the variable is
+    // gone, so it cannot be adopted twice.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    set_cloexec(fd.as_raw_fd())?;
+    Ok(Some(fd))
+}
+
+/// Credentials of the process at the other end of a Unix socket, as of connect.
+#[derive(Debug, Clone, Copy)]
+pub struct PeerCred {
+    pub uid: u32,
+    /// Only Linux reports the peer pid; other systems leave it unknown.
+    pub pid: Option<i32>,
+}
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub fn peer_cred(sock: &impl AsRawFd) -> io::Result<PeerCred> {
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    syscall!(getsockopt(
+        sock.as_raw_fd(),
+        libc::SOL_SOCKET,
+        libc::SO_PEERCRED,
+        (&mut cred as *mut libc::ucred).cast(),
+        &mut len,
+    ))?;
+    Ok(PeerCred {
+        uid: cred.uid,
+        pid: Some(cred.pid),
+    })
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+pub fn peer_cred(sock: &impl AsRawFd) -> io::Result<PeerCred> {
+    let mut uid: libc::uid_t = 0;
+    let mut gid: libc::gid_t = 0;
+    syscall!(getpeereid(sock.as_raw_fd(), &mut uid, &mut gid))?;
+    Ok(PeerCred { uid, pid: None })
+}
+
+pub fn current_uid() -> u32 {
+    // SAFETY: getuid has no preconditions and cannot fail.
+    unsafe { libc::getuid() }
+}
+
+/// Takes an exclusive, non-blocking `flock` on `fd`. Returns `Ok(false)` when
+/// another process holds it. The lock lives as long as the open file
+/// description, which is what lets a live upgrade pass it on with the fd.
+pub fn try_lock_exclusive(fd: RawFd) -> io::Result<bool> {
+    match syscall!(flock(fd, libc::LOCK_EX | libc::LOCK_NB)) {
+        Ok(_) => Ok(true),
+        Err(e) if e.raw_os_error() == Some(libc::EWOULDBLOCK) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// A monotonic clock reading in microseconds. Both sides of an upgrade
+/// read the same clock, so the blackout is measured across processes.
+pub fn monotonic_usec() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000 + ts.tv_nsec as u64 / 1_000
+}
+
+/// Sends `sig` to `pid` (a negative pid: to that process group).
+pub fn kill(pid: i32, sig: i32) -> io::Result<()> {
+    syscall!(kill(pid, sig))?;
+    Ok(())
+}
+
+/// Whether a process with this pid exists (signal 0 checks without
+/// sending). A process of another user counts: EPERM still means it exists.
+pub fn process_exists(pid: i32) -> bool {
+    match kill(pid, 0) {
+        Ok(()) => true,
+        Err(e) => e.raw_os_error() != Some(libc::ESRCH),
+    }
+}
+
+/// Sets `sig`'s disposition to "ignore".
+pub fn ignore_signal(sig: i32) -> io::Result<()> {
+    // SAFETY: setting a disposition to SIG_IGN installs no handler, so it
+    // has no memory-safety preconditions.
+    if unsafe { libc::signal(sig, libc::SIG_IGN) } == libc::SIG_ERR {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// How a process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProcessExit {
+    Code(i32),
+    Signal(i32),
+}
+
+/// Decodes a wait status (as `waitpid` reports it) of a process that ended.
+pub(super) fn wait_status_exit(raw: i32) -> ProcessExit {
+    if libc::WIFSIGNALED(raw) {
+        ProcessExit::Signal(libc::WTERMSIG(raw))
+    } else {
+        ProcessExit::Code(libc::WEXITSTATUS(raw))
+    }
+}
+
+/// Reaps one child that has exited, without blocking: its pid and how it
+/// ended, or `None` when no child is left to reap now (or none exists).
+/// SIGCHLD coalesces, so callers loop until `None`.
+pub fn reap_any_child() -> Option<(i32, ProcessExit)> {
+    let mut raw = 0;
+    // Without WUNTRACED/WCONTINUED only exits are reported.
+    match syscall!(waitpid(-1, &mut raw, libc::WNOHANG)) {
+        Ok(pid) if pid > 0 => Some((pid, wait_status_exit(raw))),
+        _ => None,
+    }
+}
+
+/// Waits for our child `pid` to exit and reaps it; `None` if it is not our
+/// child (already reaped) or the wait was interrupted.
+pub fn wait_child(pid: i32) -> Option<ProcessExit> {
+    let mut raw = 0;
+    match syscall!(waitpid(pid, &mut raw, 0)) {
+        Ok(p) if p == pid => Some(wait_status_exit(raw)),
+        _ => None,
+    }
+}
+
+/// The kernel's limit on fds in flight over Unix sockets (per user) was
+/// hit: a send that fails with it can be retried once the peer has
+/// received some.
+pub fn is_too_many_refs(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::ETOOMANYREFS)
+}
+
+/// The size of the terminal on `fd` as (columns, rows), if it is one.
+pub fn terminal_size(fd: &impl AsRawFd) -> Option<(u16, u16)> {
+    let mut ws = libc::winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: `ws` is a valid, writable winsize.
+    let ok = unsafe { libc::ioctl(fd.as_raw_fd(), libc::TIOCGWINSZ, &mut ws) } == 0;
+    (ok && ws.ws_col > 0 && ws.ws_row > 0).then_some((ws.ws_col, ws.ws_row))
+}
+
+/// Standard input's terminal mode, as saved before switching to raw mode.
+pub struct StdinMode(nix::sys::termios::Termios);
+
+fn stdin_fd() -> std::os::fd::BorrowedFd<'static> {
+    // SAFETY: fd 0 is never closed by ptyd, so it stays open for the life
+    // of the process.
+    unsafe { std::os::fd::BorrowedFd::borrow_raw(0) }
+}
+
+/// Puts the terminal on standard input in raw mode (`cfmakeraw`, applied
+/// after pending output drains) and returns the mode it had.
+pub fn stdin_raw_mode() -> io::Result<StdinMode> {
+    use nix::sys::termios::{self, SetArg};
+    let original = termios::tcgetattr(stdin_fd())?;
+    let mut raw = original.clone();
+    termios::cfmakeraw(&mut raw);
+    termios::tcsetattr(stdin_fd(), SetArg::TCSADRAIN, &raw)?;
+    Ok(StdinMode(original))
+}
+
+/// Puts back a mode saved by [`stdin_raw_mode`].
+pub fn restore_stdin_mode(mode: &StdinMode) -> io::Result<()> {
+    use nix::sys::termios::{self, SetArg};
+    termios::tcsetattr(stdin_fd(), SetArg::TCSADRAIN, &mode.0)?;
+    Ok(())
+}
+
+/// One `read(2)` from standard input, unbuffered (std's `Stdin` buffers,
+/// and bytes held in its buffer would be invisible to `poll`).
+pub fn read_stdin(buf: &mut [u8]) -> io::Result<usize> {
+    let n = syscall!(read(0, buf.as_mut_ptr().cast(), buf.len()))?;
+    Ok(n as usize)
+}
+
+/// poll(2) for input over a few fds, at most `timeout` (`None`: no limit).
+/// Returns, per fd, whether it is readable, hung up, in error, or not an
+/// open fd (each of which a read then reports). A signal interrupting the
+/// wait is an `Interrupted` error, for the caller to retry or act on.
+pub fn poll_readable(fds: &[RawFd], timeout: Option<Duration>) -> io::Result<Vec<bool>> {
+    let mut pfds: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    let ms = timeout.map_or(-1, |t| t.as_millis().min(i32::MAX as u128) as i32);
+    syscall!(poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, ms))?;
+    Ok(pfds.iter().map(|p| p.revents != 0).collect())
+}
+
+/// Sends one message with `fds` attached (`SCM_RIGHTS`); returns the bytes
+/// of `data` sent. A peer that has gone is an `EPIPE` error, never a
+/// SIGPIPE (`MSG_NOSIGNAL` where the OS has it; Rust ignores SIGPIPE
+/// anyway).
+pub fn send_with_fds(sock: &impl AsRawFd, data: &[u8], fds: &[RawFd]) -> io::Result<usize> {
+    use nix::sys::socket::{ControlMessage, MsgFlags, sendmsg};
+    let iov = [io::IoSlice::new(data)];
+    let cmsg = [ControlMessage::ScmRights(fds)];
+    let cmsgs: &[ControlMessage] = if fds.is_empty() { &[] } else { &cmsg };
+    #[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
+    let flags = MsgFlags::MSG_NOSIGNAL;
+    #[cfg(not(any(target_os = "linux", target_os = "android", target_os = "freebsd")))]
+    let flags = MsgFlags::empty();
+    Ok(sendmsg::<()>(sock.as_raw_fd(), &iov, cmsgs, flags, None)?)
+}
+
+/// One message received by [`recv_with_fds`](super::recv_with_fds).
+#[derive(Debug)]
+pub struct Received {
+    /// Bytes of data received; 0 means the peer closed the socket.
+    pub len: usize,
+    /// The fds it carried, owned and close-on-exec.
+    pub fds: Vec<OwnedFd>,
+    /// The data or the control part did not fit (`MSG_TRUNC`,
+    /// `MSG_CTRUNC`): the kernel closed the fds that did not fit.
+    pub truncated: bool,
+}
+
+/// `recvmsg` with room for `max_fds` fds; `flags` are the backend's
+/// (`MSG_CMSG_CLOEXEC` where it exists).
+pub(super) fn recvmsg_fds(
+    sock: RawFd,
+    data: &mut [u8],
+    max_fds: usize,
+    flags: nix::sys::socket::MsgFlags,
+) -> io::Result<Received> {
+    use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
+    let fd_bytes = (max_fds * std::mem::size_of::<RawFd>()) as libc::c_uint;
+    // SAFETY: CMSG_SPACE is arithmetic on its argument.
+    let mut cmsg_space = vec![0u8; unsafe { libc::CMSG_SPACE(fd_bytes) } as usize];
+    let mut iov = [io::IoSliceMut::new(data)];
+    let msg = recvmsg::<()>(sock, &mut iov, Some(&mut cmsg_space), flags)?;
+    let mut fds: Vec<OwnedFd> = Vec::new();
+    for cmsg in msg.cmsgs()? {
+        if let ControlMessageOwned::ScmRights(raw) = cmsg {
+            // SAFETY: the kernel just installed these fds in our table for
+            // us; nothing else owns them.
+            fds.extend(
+                raw.into_iter()
+                    .map(|fd| unsafe { OwnedFd::from_raw_fd(fd) }),
+            );
+        }
+    }
+    Ok(Received {
+        len: msg.bytes,
+        fds,
+        truncated: msg
+            .flags
+            .intersects(MsgFlags::MSG_CTRUNC | MsgFlags::MSG_TRUNC),
+    })
+}
