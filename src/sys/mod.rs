@@ -29,6 +29,11 @@
 //! | [`seqpacket_pair`]: the handoff channel | `socketpair` with `SOCK_CLOEXEC`, `SOCK_NONBLOCK` | flags set by `fcntl` right after (only this thread forks, so no child can inherit the gap); an OS without `SOCK_SEQPACKET` for `AF_UNIX` fails the upgrade before anything is touched |
 //! | [`recv_with_fds`]: received fds are close-on-exec | `MSG_CMSG_CLOEXEC` | `FD_CLOEXEC` set on each right after `recvmsg` |
 //!
+//! Portable but not identical: on macOS and the BSDs an fd sent over
+//! `SCM_RIGHTS` is duplicated only when the peer receives it, so a sender
+//! must keep its copy until then. The handoff does (the old side closes
+//! nothing it sent before the commit), so it holds on both.
+//!
 //! A new backend (a `windows.rs` beside `pty/windows.rs`, say) provides the
 //! same functions; an item it cannot provide returns `Unsupported` or the
 //! documented "cannot tell" value, never a compile error.
@@ -46,10 +51,11 @@ mod os;
 pub(crate) use unix::syscall;
 pub use unix::{
     FdKind, PeerCred, ProcessExit, Received, SIGCHLD, SIGHUP, SIGINT, SIGKILL, SIGTERM, SIGWINCH,
-    StdinMode, clear_cloexec, current_uid, ignore_signal, inherit_fd_on_exec, is_too_many_refs,
-    kill, monotonic_usec, peer_cred, poll_readable, process_exists, read_stdin, reap_any_child,
-    restore_stdin_mode, send_with_fds, set_cloexec, set_nonblocking_cloexec, setsid_on_exec,
-    stdin_raw_mode, take_inherited_fd, terminal_size, try_lock_exclusive, wait_child,
+    SIGXFSZ, StdinMode, clear_cloexec, current_uid, ignore_signal, inherit_fd_on_exec,
+    is_too_many_refs, kill, monotonic_usec, peer_cred, poll_readable, process_exists, read_stdin,
+    reap_any_child, restore_stdin_mode, send_with_fds, set_cloexec, set_nonblocking_cloexec,
+    setsid_on_exec, stdin_raw_mode, take_inherited_fd, terminal_size, try_lock_exclusive,
+    wait_child,
 };
 
 pub use os::{

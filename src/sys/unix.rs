@@ -22,7 +22,7 @@ pub(crate) use syscall;
 
 /// Signal numbers ptyd sends or handles. The numbers differ between
 /// Unixes (SIGCHLD is 17 on Linux, 20 on macOS), so they come from here.
-pub use libc::{SIGCHLD, SIGHUP, SIGINT, SIGKILL, SIGTERM, SIGWINCH};
+pub use libc::{SIGCHLD, SIGHUP, SIGINT, SIGKILL, SIGTERM, SIGWINCH, SIGXFSZ};
 
 /// Sets O_NONBLOCK and FD_CLOEXEC. `openpty` returns fds with neither, and a
 /// master leaking into a child would keep the PTY alive after we close it.
