@@ -3,7 +3,9 @@
 //! there is none (the table in `sys/mod.rs`). Built on Linux too with
 //! `--cfg ptyd_portable`, so it is compiled and can be exercised here.
 
-use super::unix::{ProcessExit, Received, recvmsg_fds, set_cloexec, set_nonblocking_cloexec};
+use super::unix::{
+    ProcessExit, Received, context, recvmsg_fds, set_cloexec, set_nonblocking_cloexec,
+};
 use std::collections::HashMap;
 use std::ffi::CStr;
 use std::io;
@@ -50,9 +52,11 @@ pub fn anonymous_file(name: &CStr, bytes: &[u8]) -> io::Result<OwnedFd> {
         .write(true)
         .create_new(true)
         .mode(0o600)
-        .open(&path)?;
-    std::fs::remove_file(&path)?;
-    file.write_all(bytes)?;
+        .open(&path)
+        .map_err(context(format_args!("creating {}", path.display())))?;
+    std::fs::remove_file(&path).map_err(context(format_args!("unlinking {}", path.display())))?;
+    file.write_all(bytes)
+        .map_err(context("writing the anonymous file"))?;
     Ok(OwnedFd::from(file))
 }
 
@@ -97,7 +101,8 @@ pub fn seqpacket_pair(nonblocking: bool) -> io::Result<(OwnedFd, OwnedFd)> {
         SockType::SeqPacket,
         None,
         SockFlag::empty(),
-    )?;
+    )
+    .map_err(|e| context("socketpair(AF_UNIX, SOCK_SEQPACKET)")(e.into()))?;
     for fd in [&a, &b] {
         if nonblocking {
             set_nonblocking_cloexec(fd.as_raw_fd())?;

@@ -10,7 +10,7 @@
 //! init) reaped it. So no zombie is left and no status is lost, whoever the
 //! parent is.
 
-use super::unix::{ProcessExit, Received, recvmsg_fds, syscall, wait_status_exit};
+use super::unix::{ProcessExit, Received, context, recvmsg_fds, syscall, wait_status_exit};
 use std::collections::HashMap;
 use std::ffi::CStr;
 use std::io;
@@ -47,7 +47,9 @@ pub fn pidfd_open(pid: i32) -> io::Result<OwnedFd> {
     // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
     if fd < 0 {
-        return Err(io::Error::last_os_error());
+        return Err(context(format_args!("pidfd_open({pid})"))(
+            io::Error::last_os_error(),
+        ));
     }
     // SAFETY: the kernel just created this fd for us.
     Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
@@ -79,11 +81,12 @@ pub fn pidfd_exit_status(pidfd: &OwnedFd) -> io::Result<Option<ProcessExit>> {
 /// Its offset is left at the end: a reader that shares the open file
 /// description rewinds first.
 pub fn anonymous_file(name: &CStr, bytes: &[u8]) -> io::Result<OwnedFd> {
-    let fd = syscall!(memfd_create(name.as_ptr(), libc::MFD_CLOEXEC))?;
+    let fd = syscall!(memfd_create(name.as_ptr(), libc::MFD_CLOEXEC))
+        .map_err(context("memfd_create"))?;
     // SAFETY: the kernel just created this fd for us.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
     let mut file = std::fs::File::from(fd);
-    std::io::Write::write_all(&mut file, bytes)?;
+    std::io::Write::write_all(&mut file, bytes).map_err(context("writing the memfd"))?;
     Ok(OwnedFd::from(file))
 }
 
@@ -93,7 +96,8 @@ pub fn anonymous_file(name: &CStr, bytes: &[u8]) -> io::Result<OwnedFd> {
 pub fn become_child_subreaper() -> io::Result<()> {
     let one: libc::c_ulong = 1;
     let zero: libc::c_ulong = 0;
-    syscall!(prctl(libc::PR_SET_CHILD_SUBREAPER, one, zero, zero, zero))?;
+    syscall!(prctl(libc::PR_SET_CHILD_SUBREAPER, one, zero, zero, zero))
+        .map_err(context("prctl(PR_SET_CHILD_SUBREAPER)"))?;
     Ok(())
 }
 
@@ -165,12 +169,8 @@ pub fn seqpacket_pair(nonblocking: bool) -> io::Result<(OwnedFd, OwnedFd)> {
     if nonblocking {
         flags |= SockFlag::SOCK_NONBLOCK;
     }
-    Ok(socketpair(
-        AddressFamily::Unix,
-        SockType::SeqPacket,
-        None,
-        flags,
-    )?)
+    socketpair(AddressFamily::Unix, SockType::SeqPacket, None, flags)
+        .map_err(|e| context("socketpair(AF_UNIX, SOCK_SEQPACKET)")(e.into()))
 }
 
 /// Receives one message into `data` with room for `max_fds` fds, which

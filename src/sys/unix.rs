@@ -20,6 +20,12 @@ macro_rules! syscall {
 }
 pub(crate) use syscall;
 
+/// Prefixes an error with what was being done, keeping its kind. Only for
+/// calls whose callers do not look at the raw errno (this drops it).
+pub(super) fn context(what: impl std::fmt::Display) -> impl FnOnce(io::Error) -> io::Error {
+    move |e| io::Error::new(e.kind(), format!("{what}: {e}"))
+}
+
 /// Signal numbers ptyd sends or handles. The numbers differ between
 /// Unixes (SIGCHLD is 17 on Linux, 20 on macOS), so they come from here.
 pub use libc::{SIGCHLD, SIGHUP, SIGINT, SIGKILL, SIGTERM, SIGWINCH, SIGXFSZ};
@@ -108,21 +114,22 @@ pub unsafe fn take_inherited_fd(var: &str, kind: FdKind) -> io::Result<Option<Ow
     // SAFETY: an all-zero `stat` is a valid value of this plain C struct.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     syscall!(fstat(fd, &mut st))?;
-    let want = match kind {
-        FdKind::Pipe => libc::S_IFIFO,
-        FdKind::Socket => libc::S_IFSOCK,
+    let (want, name) = match kind {
+        FdKind::Pipe => (libc::S_IFIFO, "pipe"),
+        FdKind::Socket => (libc::S_IFSOCK, "socket"),
     };
     if st.st_mode & libc::S_IFMT != want {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
-            format!("{var}={fd} is not a {kind:?}"),
+            format!("{var}={fd} is not a {name}"),
         ));
     }
     // SAFETY: fstat says the fd is open and of the expected kind; the caller
     // guarantees nothing else in this process owns it, and the variable is
     // gone, so it cannot be adopted twice.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    set_cloexec(fd.as_raw_fd())?;
+    // Best effort: an fd we cannot flag is still ours to use.
+    let _ = set_cloexec(fd.as_raw_fd());
     Ok(Some(fd))
 }
 
@@ -287,10 +294,11 @@ fn stdin_fd() -> std::os::fd::BorrowedFd<'static> {
 /// after pending output drains) and returns the mode it had.
 pub fn stdin_raw_mode() -> io::Result<StdinMode> {
     use nix::sys::termios::{self, SetArg};
-    let original = termios::tcgetattr(stdin_fd())?;
+    let original = termios::tcgetattr(stdin_fd()).map_err(|e| context("tcgetattr")(e.into()))?;
     let mut raw = original.clone();
     termios::cfmakeraw(&mut raw);
-    termios::tcsetattr(stdin_fd(), SetArg::TCSADRAIN, &raw)?;
+    termios::tcsetattr(stdin_fd(), SetArg::TCSADRAIN, &raw)
+        .map_err(|e| context("tcsetattr")(e.into()))?;
     Ok(StdinMode(original))
 }
 
