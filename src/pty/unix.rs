@@ -308,10 +308,20 @@ fn start(spec: &SpawnSpec, pty: &nix::pty::OpenptyResult) -> io::Result<i32> {
         .stdin(Stdio::from(pty.slave.try_clone()?))
         .stdout(Stdio::from(pty.slave.try_clone()?))
         .stderr(Stdio::from(pty.slave.try_clone()?));
-    // SAFETY: the closure runs in the forked child before exec and calls only
-    // async-signal-safe functions (setsid, ioctl, signal, sigprocmask).
+    let fd_limit = inherited_fd_limit();
+    // SAFETY: the closure runs in the forked child before exec, allocates
+    // nothing and calls only async-signal-safe functions (setsid, ioctl,
+    // fcntl, signal, sigprocmask).
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
+            // Whatever the server inherited without close-on-exec (a pipe
+            // from the shell that started it, say) must not reach the panes,
+            // as `closefrom(3)` ensures on Linux. Marked close-on-exec rather
+            // than closed: std's own pipe for reporting an exec failure must
+            // stay open until the exec.
+            for fd in 3..fd_limit {
+                libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+            }
             syscall!(setsid())?;
             // stdin is already the slave here: std dups stdio before pre_exec.
             syscall!(ioctl(0, libc::TIOCSCTTY as _, 0))?;
@@ -332,4 +342,24 @@ fn start(spec: &SpawnSpec, pty: &nix::pty::OpenptyResult) -> io::Result<i32> {
     // or kill on drop.
     let child = cmd.spawn()?;
     Ok(child.id() as i32)
+}
+
+/// One past the highest fd number a pane could inherit: the soft
+/// `RLIMIT_NOFILE`, read before the fork (getrlimit is not on POSIX's list
+/// of async-signal-safe functions), capped so that an unlimited or huge
+/// limit cannot make every spawn walk millions of numbers.
+#[cfg(any(not(target_os = "linux"), ptyd_portable))]
+fn inherited_fd_limit() -> libc::c_int {
+    const CAP: libc::rlim_t = 1 << 16;
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `lim` is a valid, writable rlimit.
+    let cur = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0 {
+        lim.rlim_cur.min(CAP)
+    } else {
+        CAP
+    };
+    cur as libc::c_int
 }
