@@ -117,12 +117,7 @@ pub fn seqpacket_pair(nonblocking: bool) -> io::Result<(OwnedFd, OwnedFd)> {
 /// makes each close-on-exec (no `MSG_CMSG_CLOEXEC` everywhere; as above,
 /// no process is spawned in between).
 pub fn recv_with_fds(sock: &impl AsRawFd, data: &mut [u8], max_fds: usize) -> io::Result<Received> {
-    let received = recvmsg_fds(
-        sock.as_raw_fd(),
-        data,
-        max_fds,
-        nix::sys::socket::MsgFlags::empty(),
-    )?;
+    let received = recvmsg_fds(sock.as_raw_fd(), data, max_fds, 0)?;
     for fd in &received.fds {
         set_cloexec(fd.as_raw_fd())?;
     }

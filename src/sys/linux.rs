@@ -177,12 +177,7 @@ pub fn seqpacket_pair(nonblocking: bool) -> io::Result<(OwnedFd, OwnedFd)> {
 /// arrive close-on-exec atomically (`MSG_CMSG_CLOEXEC`), so a process
 /// spawned meanwhile cannot inherit one.
 pub fn recv_with_fds(sock: &impl AsRawFd, data: &mut [u8], max_fds: usize) -> io::Result<Received> {
-    recvmsg_fds(
-        sock.as_raw_fd(),
-        data,
-        max_fds,
-        nix::sys::socket::MsgFlags::MSG_CMSG_CLOEXEC,
-    )
+    recvmsg_fds(sock.as_raw_fd(), data, max_fds, libc::MSG_CMSG_CLOEXEC)
 }
 
 #[cfg(test)]

@@ -62,3 +62,102 @@ pub use os::{
     anonymous_file, become_child_subreaper, pidfd_exit_status, pidfd_open, process_cwd,
     process_start_token, recv_with_fds, seqpacket_pair, session_members, sessions_members,
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Seek};
+    use std::os::fd::AsRawFd;
+    use std::time::Duration;
+
+    fn cloexec(fd: &impl std::os::fd::AsFd) -> bool {
+        let flags = nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_GETFD).unwrap();
+        nix::fcntl::FdFlag::from_bits_truncate(flags).contains(nix::fcntl::FdFlag::FD_CLOEXEC)
+    }
+
+    fn nonblocking(fd: &impl std::os::fd::AsFd) -> bool {
+        let flags = nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_GETFL).unwrap();
+        nix::fcntl::OFlag::from_bits_truncate(flags).contains(nix::fcntl::OFlag::O_NONBLOCK)
+    }
+
+    #[test]
+    fn anonymous_file_holds_the_bytes_for_a_reader_that_rewinds() {
+        let fd = anonymous_file(c"ptyd-test", b"manifest bytes").unwrap();
+        assert!(cloexec(&fd));
+        let mut file = std::fs::File::from(fd);
+        file.rewind().unwrap();
+        let mut text = String::new();
+        file.read_to_string(&mut text).unwrap();
+        assert_eq!(text, "manifest bytes");
+    }
+
+    #[test]
+    fn seqpacket_pair_keeps_boundaries_and_flags() {
+        let (a, b) = seqpacket_pair(true).unwrap();
+        assert!(cloexec(&a) && cloexec(&b) && nonblocking(&a) && nonblocking(&b));
+        send_with_fds(&a, b"one", &[]).unwrap();
+        send_with_fds(&a, b"two", &[]).unwrap();
+        let mut buf = [0u8; 16];
+        let first = recv_with_fds(&b, &mut buf, 4).unwrap();
+        assert_eq!(&buf[..first.len], b"one");
+        let (c, _d) = seqpacket_pair(false).unwrap();
+        assert!(cloexec(&c) && !nonblocking(&c));
+    }
+
+    #[test]
+    fn fds_arrive_close_on_exec_and_overflow_is_reported() {
+        let (a, b) = seqpacket_pair(false).unwrap();
+        let (r, w) = nix::unistd::pipe().unwrap();
+        send_with_fds(&a, b"x", &[r.as_raw_fd(), w.as_raw_fd()]).unwrap();
+        let mut buf = [0u8; 8];
+        let got = recv_with_fds(&b, &mut buf, 2).unwrap();
+        assert_eq!((got.len, got.fds.len(), got.truncated), (1, 2, false));
+        assert!(got.fds.iter().all(cloexec));
+        // More fds than the receiver made room for: the kernel drops the
+        // rest and says so.
+        send_with_fds(&a, b"y", &[r.as_raw_fd(), w.as_raw_fd(), r.as_raw_fd()]).unwrap();
+        let got = recv_with_fds(&b, &mut buf, 1).unwrap();
+        assert!(got.truncated, "{got:?}");
+        // Those that fit (room is rounded up to the header's alignment)
+        // are ours, open, and closed with `got`, not leaked.
+        assert!((1..3).contains(&got.fds.len()), "{got:?}");
+        assert!(got.fds.iter().all(cloexec));
+    }
+
+    #[test]
+    fn peer_credentials_of_our_own_socketpair_are_ours() {
+        let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let cred = peer_cred(&a).unwrap();
+        assert_eq!(cred.uid, current_uid());
+        if cfg!(any(target_os = "linux", target_os = "android")) {
+            assert_eq!(cred.pid, Some(std::process::id() as i32));
+        }
+    }
+
+    #[test]
+    fn poll_readable_sees_input_and_times_out_without() {
+        let (r, w) = nix::unistd::pipe().unwrap();
+        let ready = poll_readable(&[r.as_raw_fd()], Some(Duration::ZERO)).unwrap();
+        assert_eq!(ready, [false]);
+        nix::unistd::write(&w, b"!").unwrap();
+        let ready = poll_readable(&[r.as_raw_fd()], Some(Duration::from_secs(5))).unwrap();
+        assert_eq!(ready, [true]);
+    }
+
+    #[test]
+    fn wait_child_decodes_exit_codes_and_signals() {
+        let sh = |script: &str| {
+            std::process::Command::new("/bin/sh")
+                .args(["-c", script])
+                .spawn()
+                .unwrap()
+                .id() as i32
+        };
+        let exited = sh("exit 7");
+        assert_eq!(wait_child(exited), Some(ProcessExit::Code(7)));
+        assert!(!process_exists(exited) || wait_child(exited).is_none());
+        let killed = sh("kill -TERM $$");
+        assert_eq!(wait_child(killed), Some(ProcessExit::Signal(SIGTERM)));
+        assert!(process_exists(std::process::id() as i32));
+    }
+}

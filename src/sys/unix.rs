@@ -363,35 +363,56 @@ pub struct Received {
 }
 
 /// `recvmsg` with room for `max_fds` fds; `flags` are the backend's
-/// (`MSG_CMSG_CLOEXEC` where it exists).
+/// (`MSG_CMSG_CLOEXEC` where it exists). Parsed here rather than through
+/// nix, whose control-message iterator refuses a truncated buffer: the fds
+/// that did fit would then be installed in our table and never closed.
 pub(super) fn recvmsg_fds(
     sock: RawFd,
     data: &mut [u8],
     max_fds: usize,
-    flags: nix::sys::socket::MsgFlags,
+    flags: libc::c_int,
 ) -> io::Result<Received> {
-    use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
     let fd_bytes = (max_fds * std::mem::size_of::<RawFd>()) as libc::c_uint;
     // SAFETY: CMSG_SPACE is arithmetic on its argument.
-    let mut cmsg_space = vec![0u8; unsafe { libc::CMSG_SPACE(fd_bytes) } as usize];
-    let mut iov = [io::IoSliceMut::new(data)];
-    let msg = recvmsg::<()>(sock, &mut iov, Some(&mut cmsg_space), flags)?;
+    let space = unsafe { libc::CMSG_SPACE(fd_bytes) } as usize;
+    // u64 elements: cmsghdr needs the alignment of its size_t field.
+    let mut control = vec![0u64; space.div_ceil(8)];
+    let mut iov = libc::iovec {
+        iov_base: data.as_mut_ptr().cast(),
+        iov_len: data.len(),
+    };
+    // SAFETY: an all-zero msghdr (null pointers, zero lengths) is valid.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = space as _;
+    let n = syscall!(recvmsg(sock, &mut msg, flags))?;
     let mut fds: Vec<OwnedFd> = Vec::new();
-    for cmsg in msg.cmsgs()? {
-        if let ControlMessageOwned::ScmRights(raw) = cmsg {
-            // SAFETY: the kernel just installed these fds in our table for
-            // us; nothing else owns them.
-            fds.extend(
-                raw.into_iter()
-                    .map(|fd| unsafe { OwnedFd::from_raw_fd(fd) }),
-            );
+    // SAFETY: `msg` describes `control`, which the kernel filled up to the
+    // `msg_controllen` it wrote back; CMSG_FIRSTHDR and CMSG_NXTHDR return
+    // headers inside that length or null. An SCM_RIGHTS header's `cmsg_len`
+    // counts only the fds the kernel installed (it shrinks on truncation),
+    // and those are new in our table, owned by nothing else.
+    unsafe {
+        let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
+        while !cmsg.is_null() {
+            if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS {
+                let first = libc::CMSG_DATA(cmsg);
+                let header = first as usize - cmsg as usize;
+                let count = ((*cmsg).cmsg_len as usize).saturating_sub(header)
+                    / std::mem::size_of::<RawFd>();
+                for i in 0..count {
+                    let fd = std::ptr::read_unaligned(first.cast::<RawFd>().add(i));
+                    fds.push(OwnedFd::from_raw_fd(fd));
+                }
+            }
+            cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
         }
     }
     Ok(Received {
-        len: msg.bytes,
+        len: n as usize,
         fds,
-        truncated: msg
-            .flags
-            .intersects(MsgFlags::MSG_CTRUNC | MsgFlags::MSG_TRUNC),
+        truncated: msg.msg_flags & (libc::MSG_CTRUNC | libc::MSG_TRUNC) != 0,
     })
 }
