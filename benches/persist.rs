@@ -15,12 +15,12 @@
 //! Each pane is a real process holding a PTY master in the server, so the
 //! open-file limit is raised to its hard maximum first.
 
-#[path = "../tests/persist_util/mod.rs"]
-mod persist_util;
+#[path = "../tests/util/mod.rs"]
+mod util;
 
-use persist_util::{Env, files_under};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
+use util::{Dirs, files_under};
 
 const SIZES: &[usize] = &[10, 100, 1000];
 
@@ -51,7 +51,7 @@ enum Kind {
 }
 
 fn bench(n: usize, kind: Kind) {
-    let mut env = Env::new();
+    let mut env = Dirs::new();
     // 1000 panes with full histories take a while to restore.
     env.ready_timeout = Duration::from_secs(300);
     let ns = format!("bench{n}");

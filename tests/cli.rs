@@ -128,7 +128,7 @@ fn run_mirrors_output_and_exits_with_the_code() {
 #[test]
 fn run_passes_name_env_and_cwd() {
     let ptyd = Ptyd::start();
-    let dir = ptyd.dirs.state.path().to_str().unwrap().to_string();
+    let dir = ptyd.dirs.state.to_str().unwrap().to_string();
     let out = ptyd.run_cli(&[
         "run",
         "-n",
@@ -227,7 +227,9 @@ fn client_commands_start_a_server_when_none_runs() {
 
     let out = cli(&["new", "-d", "--", "sleep", "1000"]);
     assert_exit(&out, 0);
-    let guard = StopOnDrop(&dirs, &ns);
+    let mut stop = dirs.command(&ns);
+    stop.arg("stop");
+    let guard = util::KillOnDrop::command(stop);
     assert_eq!(stdout(&out).trim(), "p1");
     let out = cli(&["status", "--json"]);
     assert_exit(&out, 0);
@@ -235,22 +237,11 @@ fn client_commands_start_a_server_when_none_runs() {
     let server_pid = status["pid"].as_i64().unwrap() as i32;
     let out = cli(&["stop"]);
     assert_exit(&out, 0);
-    std::mem::forget(guard);
+    guard.disarm();
     util::eventually("the background server to exit after stop", || {
         util::process_gone(server_pid).then_some(())
     });
     assert!(!dirs.socket(&ns).exists());
-}
-
-/// Runs `ptyd stop` for a background server if the test fails early.
-struct StopOnDrop<'a>(&'a util::Dirs, &'a str);
-
-impl Drop for StopOnDrop<'_> {
-    fn drop(&mut self) {
-        let mut cmd = self.0.command(self.1);
-        cmd.arg("stop");
-        let _ = cmd.output();
-    }
 }
 
 /// Interrupting `ptyd run` kills its pane and reports that status.
@@ -263,7 +254,7 @@ fn interrupting_run_kills_the_pane() {
     cmd.stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
     let mut child = cmd.spawn().unwrap();
-    let guard = KillChild(child.id() as i32);
+    let guard = util::KillOnDrop::pid(child.id() as i32);
     // Wait for the pane to exist, and for run to be attached to it.
     loop {
         let e = events.next_event();
@@ -274,19 +265,10 @@ fn interrupting_run_kills_the_pane() {
     // SAFETY: kill has no memory-safety preconditions.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let status = util::wait_child(&mut child, util::TIMEOUT).expect("run did not exit");
-    std::mem::forget(guard);
+    guard.disarm();
     assert_eq!(status.code(), Some(143), "{status:?}");
     let pane = &ls_json(&ptyd)["panes"][0];
     assert_eq!(pane["exit"]["reason"], "killed", "{pane}");
-}
-
-struct KillChild(i32);
-
-impl Drop for KillChild {
-    fn drop(&mut self) {
-        // SAFETY: kill has no memory-safety preconditions.
-        unsafe { libc::kill(self.0, libc::SIGKILL) };
-    }
 }
 
 #[test]
@@ -298,7 +280,7 @@ fn events_command_prints_json_lines() {
     let mut cmd = ptyd.cli(&["events", "--since", "0"]);
     cmd.stdout(std::process::Stdio::piped());
     let mut child = cmd.spawn().unwrap();
-    let _guard = KillChild(child.id() as i32);
+    let _guard = util::KillOnDrop::pid(child.id() as i32);
     let mut lines = std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap()));
     let first: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
     let second: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();

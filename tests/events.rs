@@ -126,10 +126,10 @@ fn attach_and_detach_are_events() {
     let mut sub = ptyd.connect();
     sub.ok("events.subscribe", json!({}));
     let id = ptyd.create_argv(&["cat"]);
-    let (_, stream, _) = ptyd
+    let (_, attached) = ptyd
         .connect()
         .attach(json!({ "target": id, "read_only": true }));
-    drop(stream);
+    drop(attached);
     let events = events_until(&mut sub, "client.detached", &id);
     assert_increasing(&events);
     let types: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();

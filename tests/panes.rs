@@ -5,7 +5,7 @@
 mod util;
 
 use serde_json::json;
-use util::{Ptyd, eventually, proc_stat_field, process_gone};
+use util::{KillOnDrop, Ptyd, eventually, proc_stat_field, process_gone};
 
 #[test]
 fn create_list_input_capture_kill_remove() {
@@ -161,7 +161,7 @@ fn exit_codes_and_signals_are_reported_exactly() {
 fn kill_reaches_a_grandchild_in_its_own_process_group() {
     let ptyd = Ptyd::start();
     let mut c = ptyd.connect();
-    let pidfile = ptyd.dirs.state.path().join("grandchild.pid");
+    let pidfile = ptyd.dirs.state.join("grandchild.pid");
     let script = r#"
         perl -e '
             setpgrp(0, 0);
@@ -199,21 +199,11 @@ fn kill_reaches_a_grandchild_in_its_own_process_group() {
     c.ok("pane.kill", json!({ "target": id, "grace_ms": 300 }));
     let exit = c.wait_exit(&id);
     assert_eq!(exit["reason"], "killed", "{exit}");
-    let guard = KillOnDrop(grandchild);
+    let guard = KillOnDrop::pid(grandchild);
     eventually("the grandchild to be killed after the grace", || {
         process_gone(grandchild).then_some(())
     });
-    std::mem::forget(guard);
-}
-
-/// Kills a stray process if the test fails before it is gone.
-struct KillOnDrop(i32);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        // SAFETY: kill has no memory-safety preconditions.
-        unsafe { libc::kill(self.0, libc::SIGKILL) };
-    }
+    guard.disarm();
 }
 
 #[test]
@@ -401,7 +391,7 @@ fn input_acks_wait_for_the_pty_and_overflow_is_refused() {
 #[test]
 fn many_clients_at_once_all_get_answers() {
     let ptyd = Ptyd::start();
-    let file = ptyd.dirs.state.path().join("typed.txt");
+    let file = ptyd.dirs.state.join("typed.txt");
     let script = format!("stty -echo; echo ready; exec cat > '{}'", file.display());
     let id = ptyd.create_argv(&["/bin/sh", "-c", &script]);
     let mut c = ptyd.connect();
@@ -471,8 +461,8 @@ fn capture_reports_title_and_keeps_colours_on_request() {
 fn exit_is_reported_while_a_background_child_holds_the_terminal() {
     let ptyd = Ptyd::start();
     let mut c = ptyd.connect();
-    let pidfile = ptyd.dirs.state.path().join("bg.pid");
-    let ready = ptyd.dirs.state.path().join("bg.ready");
+    let pidfile = ptyd.dirs.state.join("bg.pid");
+    let ready = ptyd.dirs.state.join("bg.ready");
     // The parent exits only once the child ignores SIGHUP: the session
     // leader's exit sends one to the foreground process group.
     let script = format!(
@@ -487,7 +477,7 @@ fn exit_is_reported_while_a_background_child_holds_the_terminal() {
     let bg: i32 = eventually("the pid file", || {
         std::fs::read_to_string(&pidfile).ok()?.trim().parse().ok()
     });
-    let _guard = KillOnDrop(bg);
+    let _guard = KillOnDrop::pid(bg);
     assert!(
         !process_gone(bg),
         "the background child should outlive the exit"
@@ -505,7 +495,7 @@ fn exit_is_reported_while_a_background_child_holds_the_terminal() {
 fn scrollback_limit_comes_from_the_config_file() {
     let start_with = |config: &str| {
         let dirs = util::Dirs::new();
-        let dir = dirs.state.path().join("config/ptyd");
+        let dir = dirs.state.join("config/ptyd");
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("config.json"), config).unwrap();
         Ptyd::start_in(dirs, &util::unique_name("cfg"))
@@ -552,7 +542,7 @@ fn pane_process_starts_clean_in_its_own_session() {
         unsafe { libc::close(fd) };
     }
     let mut c = ptyd.connect();
-    let bin = ptyd.dirs.state.path().join("bin");
+    let bin = ptyd.dirs.state.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     let probe = bin.join("ptyd-probe");
     std::fs::write(

@@ -13,15 +13,15 @@
 //! - `namespaces_*`: two namespaces never share a file.
 //!
 //! Servers run with `SHELL=/bin/sh` and private XDG dirs (see
-//! `persist_util`); every wait has a 20 s limit.
+//! `util/server.rs`); every wait has a 20 s limit.
 
-mod persist_util;
+mod util;
 
-use persist_util::{Conn, Env, TIMEOUT, cmdline, files_under, temp_files, wait_until};
 use ptyd::persist::snapshot::{self, LoadError};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use util::{Conn, Dirs, cmdline, eventually, files_under, temp_files};
 
 /// Pane-info and snapshot fields that describe a process run, not the
 /// state the user arranged: they may differ after a restore.
@@ -89,22 +89,15 @@ fn states(conn: &mut Conn) -> Vec<(String, String)> {
 /// Waits until the pane's process runs `argv` (after a `sh -c "exec ..."`).
 #[track_caller]
 fn wait_cmdline(conn: &mut Conn, target: &str, argv: &[&str]) {
-    let mut last = Vec::new();
-    let deadline = Instant::now() + TIMEOUT;
-    loop {
+    eventually(format!("pane {target} to run {argv:?}"), || {
         let pane = conn.pane(target);
-        if let Some(pid) = pane["pid"].as_i64() {
-            last = cmdline(pid);
-            if last == argv {
-                return;
-            }
+        let now = pane["pid"].as_i64().map(cmdline).unwrap_or_default();
+        if now == argv {
+            Ok(())
+        } else {
+            Err(format!("it runs {now:?}; info {pane}"))
         }
-        assert!(
-            Instant::now() < deadline,
-            "pane {target} runs {last:?}, expected {argv:?}; info {pane}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    })
 }
 
 fn line_count(path: &Path) -> usize {
@@ -113,13 +106,13 @@ fn line_count(path: &Path) -> usize {
 
 /// Puts a fixture (and its `.history/` dir, if any) in place as the
 /// namespace's snapshot.
-fn install_fixture(env: &Env, ns: &str, name: &str) -> Vec<u8> {
+fn install_fixture(env: &Dirs, ns: &str, name: &str) -> Vec<u8> {
     let src = fixtures_dir().join(name);
     let bytes = std::fs::read(&src).unwrap();
     let dir = env.state_dir(ns);
     std::fs::create_dir_all(&dir).unwrap();
-    persist_util::set_mode(&env.state.join("ptyd"), 0o700);
-    persist_util::set_mode(&dir, 0o700);
+    util::set_mode(&env.state.join("ptyd"), 0o700);
+    util::set_mode(&dir, 0o700);
     std::fs::write(dir.join("session.json"), &bytes).unwrap();
     let history = src.with_extension("history");
     if history.is_dir() {
@@ -141,7 +134,7 @@ fn fixtures_dir() -> PathBuf {
 
 #[test]
 fn round_trip_restores_tree_panes_and_snapshot() {
-    let env = Env::new();
+    let env = Dirs::new();
     let ns = "roundtrip";
     let dir_a = env.path("src/a");
     let dir_b = env.path("src/b");
@@ -314,7 +307,7 @@ fn fixture_every_file_parses_as_its_name_says() {
 
 #[test]
 fn fixture_valid_v1_restores_exactly() {
-    let env = Env::new();
+    let env = Dirs::new();
     let ns = "fixture-valid";
     let fixture = install_fixture(&env, ns, "v1-workspaces.json");
     let server = env.start(ns);
@@ -476,7 +469,7 @@ fn round_ratios(v: &Value) -> Value {
 /// A file the server cannot use is moved to `backups/` intact, reported,
 /// and never touched again; the server starts empty and saves normally.
 fn check_set_aside(fixture: &str, tag: &str, reason_has: &str) {
-    let env = Env::new();
+    let env = Dirs::new();
     let ns = "setaside";
     let original = install_fixture(&env, ns, fixture);
     let server = env.start(ns);
@@ -515,7 +508,7 @@ fn check_set_aside(fixture: &str, tag: &str, reason_has: &str) {
 
     let mut events = server.connect();
     events.ok("events.subscribe", json!({ "since": 0 }));
-    let event = events.wait_event("server.snapshot_set_aside");
+    let event = events.wait_event_type("server.snapshot_set_aside");
     assert_eq!(event["backup"], json!(backup), "{event}");
     assert_eq!(event["reason"], json!(reason), "{event}");
 
@@ -546,7 +539,7 @@ fn fixture_future_version_is_set_aside() {
 
 #[test]
 fn fixture_broken_references_are_repaired() {
-    let env = Env::new();
+    let env = Dirs::new();
     let ns = "broken";
     install_fixture(&env, ns, "v1-broken-refs.json");
     let server = env.start(ns);
@@ -628,7 +621,7 @@ fn fixture_broken_references_are_repaired() {
 
 #[test]
 fn deleted_cwd_starts_in_nearest_ancestor_with_notice() {
-    let env = Env::new();
+    let env = Dirs::new();
     let ns = "cwd";
     let project = env.path("project");
     let deep = env.path("project/gone/deeper");
@@ -677,14 +670,14 @@ fn deleted_cwd_starts_in_nearest_ancestor_with_notice() {
 
 #[test]
 fn kill9_during_saves_never_leaves_a_torn_or_missing_snapshot() {
-    let env = Env::new();
+    let env = Dirs::new();
     let ns = "crash";
     let session = env.session_path(ns);
     let state_dir = env.state_dir(ns);
     let mut saved_once = false;
     let mut kills_with_temp = 0;
     for i in 0..30u64 {
-        let server = env.start(ns);
+        let mut server = env.start(ns);
         let mut c = server.connect();
         let restore = c.ok("server.status", json!({}))["persistence"]["restore"].clone();
         assert!(
@@ -713,7 +706,7 @@ fn kill9_during_saves_never_leaves_a_torn_or_missing_snapshot() {
                 );
                 let id = match created {
                     Some(Ok(info)) => info["id"].clone(),
-                    Some(Err(e)) => panic!("pane.create failed: {e}"),
+                    Some(Err(e)) => panic!("pane.create failed: {e:?}"),
                     None => break,
                 };
                 let resize = json!({ "target": id, "cols": 100 + n % 50, "rows": 30 });
@@ -722,7 +715,7 @@ fn kill9_during_saves_never_leaves_a_torn_or_missing_snapshot() {
                 }
                 match worker.try_call("server.save", json!({})) {
                     Some(Ok(_)) => saved = true,
-                    Some(Err(e)) => panic!("server.save failed: {e}"),
+                    Some(Err(e)) => panic!("server.save failed: {e:?}"),
                     None => break,
                 }
                 if n % 3 == 2
@@ -783,7 +776,7 @@ fn kill9_during_saves_never_leaves_a_torn_or_missing_snapshot() {
 #[test]
 fn failed_write_keeps_old_snapshot_and_server() {
     const LIMIT: u64 = 32 * 1024;
-    let env = Env::new();
+    let env = Dirs::new();
     let ns = "efbig";
     let server = env.start_with(ns, &[], Some(LIMIT));
     let mut c = server.connect();
@@ -798,13 +791,12 @@ fn failed_write_keeps_old_snapshot_and_server() {
     // One pane whose environment alone makes the snapshot pass the limit.
     let big = "x".repeat(LIMIT as usize + 1000);
     c.create(json!({ "name": "big", "argv": ["sleep", "1000"], "env": { "BIG": big } }));
-    let err = c
+    let (code, message) = c
         .call("server.save", json!({}))
         .expect_err("a save past RLIMIT_FSIZE succeeded");
-    let message = err["message"].as_str().unwrap_or_default();
-    assert_eq!(err["code"], "internal", "{err}");
-    assert!(message.contains("File too large"), "{err}");
-    let event = events.wait_event("server.save_failed");
+    assert_eq!(code, "internal", "{message}");
+    assert!(message.contains("File too large"), "{code}: {message}");
+    let event = events.wait_event_type("server.save_failed");
     assert!(
         event["error"]
             .as_str()
@@ -857,7 +849,7 @@ fn failed_write_keeps_old_snapshot_and_server() {
 
 #[test]
 fn namespaces_never_share_files() {
-    let env = Env::new();
+    let env = Dirs::new();
     let alpha = env.start("alpha");
     let beta = env.start("beta");
     for (server, word) in [(&alpha, "alpha"), (&beta, "beta")] {
@@ -925,7 +917,7 @@ fn namespaces_never_share_files() {
 
 #[test]
 fn restore_policies_resume_and_history() {
-    let env = Env::new();
+    let env = Dirs::new();
     let ns = "policies";
     let dir = env.path("counts");
     let count = |name: &str| dir.join(name);
@@ -954,7 +946,7 @@ fn restore_policies_resume_and_history() {
     c.type_line("plain", "echo $((100+23))before");
     c.wait_text("plain", "123before");
     for name in ["rerun", "shell", "hold", "resume-cmd", "late-cmd"] {
-        wait_until(&format!("{name} started"), || line_count(&count(name)) == 1);
+        eventually(format!("{name} started"), || line_count(&count(name)) == 1);
     }
     c.save();
     server.stop();
@@ -962,7 +954,7 @@ fn restore_policies_resume_and_history() {
     let server = env.start(ns);
     let mut c = server.connect();
     // rerun: the same command again.
-    wait_until("rerun re-ran", || line_count(&count("rerun")) == 2);
+    eventually("rerun re-ran", || line_count(&count("rerun")) == 2);
     // shell: the user's login shell instead of the command.
     assert_eq!(c.pane("shell")["state"], "running");
     wait_cmdline(&mut c, "shell", &["/bin/sh", "-l"]);
@@ -979,17 +971,17 @@ fn restore_policies_resume_and_history() {
             .contains("respawn"),
         "{held}"
     );
-    let out = server.cli(&["respawn", "hold"]);
+    let out = server.run_cli(&["respawn", "hold"]);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(c.pane("hold")["state"], "running");
-    wait_until("hold respawned", || line_count(&count("hold")) == 2);
+    eventually("hold respawned", || line_count(&count("hold")) == 2);
     // resume, given at creation or set later, wins over the command.
-    wait_until("resume ran", || line_count(&count("resume")) == 1);
-    wait_until("late resume ran", || line_count(&count("late")) == 1);
+    eventually("resume ran", || line_count(&count("resume")) == 1);
+    eventually("late resume ran", || line_count(&count("late")) == 1);
     assert_eq!(c.pane("late-resume")["state"], "running");
     // A plain shell comes back as a shell, its history above the marker.
     let screen = c.capture_all("plain");
@@ -1020,7 +1012,7 @@ fn restore_policies_resume_and_history() {
 
 #[test]
 fn no_history_writes_no_history_files() {
-    let env = Env::new();
+    let env = Dirs::new();
     let ns = "nohist";
     let history = env.state_dir(ns).join("history");
     let run = |args: &[&str]| {
@@ -1056,7 +1048,7 @@ fn no_history_writes_no_history_files() {
 
 #[test]
 fn automatic_save_names_only_written_history() {
-    let env = Env::new();
+    let env = Dirs::new();
     let ns = "auto";
     let session = env.session_path(ns);
     let server = env.start(ns);
@@ -1066,7 +1058,7 @@ fn automatic_save_names_only_written_history() {
     c.create(json!({ "name": "talker", "argv": ["/bin/sh"] }));
     c.type_line("talker", "echo $((2+3))said");
     c.wait_text("talker", "5said");
-    wait_until("the debounced save", || {
+    eventually("the debounced save", || {
         let p = &c.ok("server.status", json!({}))["persistence"];
         p["dirty"] == false && p["saved_revision"].as_u64() >= p["revision"].as_u64()
     });
@@ -1107,7 +1099,7 @@ fn automatic_save_names_only_written_history() {
 
 #[test]
 fn sigterm_saves_and_an_empty_state_is_still_a_file() {
-    let env = Env::new();
+    let env = Dirs::new();
     let ns = "sigterm";
     let session = env.session_path(ns);
     let server = env.start(ns);
@@ -1119,7 +1111,7 @@ fn sigterm_saves_and_an_empty_state_is_still_a_file() {
     assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
     c.read_until_eof();
     let mut server = server;
-    wait_until("server exits on SIGTERM", || !server.is_alive());
+    eventually("server exits on SIGTERM", || !server.is_alive());
     let snap = snapshot::parse(&std::fs::read(&session).unwrap()).unwrap();
     assert_eq!(snap.panes.len(), 1);
     assert_eq!(snap.panes[0].name.as_deref(), Some("fresh"));
@@ -1136,7 +1128,7 @@ fn sigterm_saves_and_an_empty_state_is_still_a_file() {
 
 #[test]
 fn fixture_unmovable_snapshot_disables_saving() {
-    let env = Env::new();
+    let env = Dirs::new();
     let ns = "unmovable";
     let original = install_fixture(&env, ns, "corrupt-truncated.json");
     // `backups` as a plain file: the corrupt snapshot cannot be moved aside.
@@ -1149,16 +1141,10 @@ fn fixture_unmovable_snapshot_disables_saving() {
         .as_str()
         .unwrap_or_default();
     assert!(unusable.contains("corrupt"), "{status}");
-    let err = c
+    let (code, message) = c
         .call("server.save", json!({}))
         .expect_err("saving should be off");
-    assert!(
-        err["message"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("disabled"),
-        "{err}"
-    );
+    assert!(message.contains("disabled"), "{code}: {message}");
     c.create(json!({ "argv": ["sleep", "1000"] }));
     server.stop();
     assert_eq!(std::fs::read(env.session_path(ns)).unwrap(), original);
@@ -1169,7 +1155,7 @@ fn fixture_unmovable_snapshot_disables_saving() {
 
 #[test]
 fn history_is_bounded_and_cut_at_a_line() {
-    let env = Env::new();
+    let env = Dirs::new();
     let ns = "bounded";
     let server = env.start(ns);
     let mut c = server.connect();
@@ -1182,7 +1168,7 @@ fn history_is_bounded_and_cut_at_a_line() {
         done.display()
     );
     c.create(json!({ "name": "wide", "argv": ["sh", "-c", script], "cols": 1000, "rows": 10 }));
-    wait_until("the output was written", || done.exists());
+    eventually("the output was written", || done.exists());
     c.ok(
         "pane.wait",
         json!({ "target": "wide", "idle_ms": 300, "timeout_ms": 20_000 }),
@@ -1214,7 +1200,7 @@ fn history_is_bounded_and_cut_at_a_line() {
 
 #[test]
 fn restore_uses_the_live_cwd_of_the_shell() {
-    let env = Env::new();
+    let env = Dirs::new();
     let ns = "livecwd";
     let start = env.path("start");
     let moved = env.path("moved here");
@@ -1242,12 +1228,12 @@ fn restore_uses_the_live_cwd_of_the_shell() {
 
 #[test]
 fn restore_start_failure_holds_that_pane_only() {
-    let env = Env::new();
+    let env = Dirs::new();
     let ns = "startfail";
     let bin = env.path("bin");
     let tool = bin.join("tool");
     std::fs::write(&tool, "#!/bin/sh\nexec sleep 1000\n").unwrap();
-    persist_util::set_mode(&tool, 0o755);
+    util::set_mode(&tool, 0o755);
     let server = env.start(ns);
     let mut c = server.connect();
     c.create(json!({ "name": "before", "argv": ["sleep", "1000"], "restore": "rerun" }));
@@ -1279,7 +1265,7 @@ fn restore_start_failure_holds_that_pane_only() {
     assert!(repairs.contains("p2 failed to start"), "{repairs}");
     // Once the program is back, respawn starts it.
     std::fs::write(&tool, "#!/bin/sh\nexec sleep 1000\n").unwrap();
-    persist_util::set_mode(&tool, 0o755);
+    util::set_mode(&tool, 0o755);
     c.ok("pane.respawn", json!({ "target": "tool" }));
     assert_eq!(c.pane("tool")["state"], "running");
     server.stop();
@@ -1287,7 +1273,7 @@ fn restore_start_failure_holds_that_pane_only() {
 
 #[test]
 fn constant_churn_is_saved_within_the_max_delay() {
-    let env = Env::new();
+    let env = Dirs::new();
     let ns = "churn";
     let server = env.start(ns);
     let mut c = server.connect();
@@ -1300,7 +1286,8 @@ fn constant_churn_is_saved_within_the_max_delay() {
     // 5 s maximum delay must still save.
     let started = Instant::now();
     let mut n = 0u32;
-    let saved_after = loop {
+    // Each check is a change (the pace of `eventually` stays under 50 ms).
+    let saved_after = util::eventually_within(Duration::from_secs(8), "a save under churn", || {
         n += 1;
         c.ok(
             "pane.resize",
@@ -1309,14 +1296,11 @@ fn constant_churn_is_saved_within_the_max_delay() {
         let p = c.ok("server.status", json!({}))["persistence"].clone();
         let saved = p["saved_revision"].as_u64().unwrap();
         if saved > saved_before {
-            break started.elapsed();
+            Ok(started.elapsed())
+        } else {
+            Err(format!("persistence {p}"))
         }
-        assert!(
-            started.elapsed() < Duration::from_secs(8),
-            "no save under churn: {p}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    });
     assert!(
         saved_after >= Duration::from_secs(4),
         "saved after {saved_after:?}, inside the debounce"
@@ -1329,7 +1313,7 @@ fn failed_history_write_does_not_block_the_session_file() {
     // History files are the optional class: one that cannot be written
     // (here: past RLIMIT_FSIZE) must not keep session.json from saving.
     const LIMIT: u64 = 64 * 1024;
-    let env = Env::new();
+    let env = Dirs::new();
     let ns = "histfail";
     let server = env.start_with(ns, &[], Some(LIMIT));
     let mut c = server.connect();
@@ -1339,7 +1323,7 @@ fn failed_history_write_does_not_block_the_session_file() {
         done.display()
     );
     c.create(json!({ "name": "loud", "argv": ["sh", "-c", script], "cols": 200 }));
-    wait_until("the output was written", || done.exists());
+    eventually("the output was written", || done.exists());
     c.ok(
         "pane.wait",
         json!({ "target": "loud", "idle_ms": 300, "timeout_ms": 20_000 }),
@@ -1376,7 +1360,7 @@ fn failed_history_write_does_not_block_the_session_file() {
 /// a history file that is not there.
 #[test]
 fn budgeted_history_saves_reach_every_pane() {
-    let env = Env::new();
+    let env = Dirs::new();
     let ns = "budget";
     let session = env.session_path(ns);
     let history = env.state_dir(ns).join("history");
@@ -1395,7 +1379,7 @@ fn budgeted_history_saves_reach_every_pane() {
     // The output alone waits for the 30 s history tick; a structural
     // change makes a save due now, and it renders the dirty histories.
     c.ok("workspace.create", json!({ "name": "trigger" }));
-    wait_until("every history file with its pane's last line", || {
+    eventually("every history file with its pane's last line", || {
         if let Ok(bytes) = std::fs::read(&session)
             && let Ok(snap) = snapshot::parse(&bytes)
         {

@@ -7,12 +7,12 @@ mod util;
 use std::os::unix::net::UnixDatagram;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
-use util::{Dirs, PTYD, unique_name};
+use util::{Dirs, KillOnDrop, PTYD, TIMEOUT, unique_name};
 
 /// Receives notify datagrams until one contains `want`, failing after a
 /// generous timeout. Returns every message seen.
 fn wait_for(sock: &UnixDatagram, want: &str, seen: &mut Vec<String>) {
-    let deadline = Instant::now() + Duration::from_secs(20);
+    let deadline = Instant::now() + TIMEOUT;
     let mut buf = [0u8; 4096];
     while Instant::now() < deadline {
         sock.set_read_timeout(Some(
@@ -36,16 +36,17 @@ fn wait_for(sock: &UnixDatagram, want: &str, seen: &mut Vec<String>) {
 fn notify_protocol_through_an_upgrade() {
     let dirs = Dirs::new();
     let ns = unique_name("notify");
-    let sock_path = dirs.state.path().join("notify.sock");
+    let sock_path = dirs.state.join("notify.sock");
     let sock = UnixDatagram::bind(&sock_path).unwrap();
-    let mut server = dirs
-        .command(&ns)
-        .arg("server")
-        .env("NOTIFY_SOCKET", &sock_path)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut server = KillOnDrop::child(
+        dirs.command(&ns)
+            .arg("server")
+            .env("NOTIFY_SOCKET", &sock_path)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     let mut seen = Vec::new();
     wait_for(&sock, "READY=1", &mut seen);
 
@@ -76,8 +77,9 @@ fn notify_protocol_through_an_upgrade() {
     wait_for(&sock, "STOPPING=1", &mut seen);
     // The spawned process is the first generation, now the reaper: it exits
     // once the last generation is gone, with that server's code.
-    let status =
-        util::wait_child(&mut server, util::TIMEOUT).expect("the reaper did not exit after stop");
+    let status = util::wait_child(server.as_child_mut(), TIMEOUT)
+        .expect("the reaper did not exit after stop");
+    server.disarm();
     assert!(status.success(), "reaper exited with {status}");
 }
 

@@ -112,9 +112,8 @@ fn namespaces_are_isolated() {
     // Two servers sharing XDG directories, in two namespaces.
     let a = Ptyd::start_in(dirs, &unique_name("a"));
     let b_ns = unique_name("b");
-    let b = util::try_spawn_server(&a.dirs, &b_ns, &a.dirs.state.path().join("b.stderr"))
-        .expect("second namespace's server starts beside the first");
-    let _b_guard = ChildGuard(b);
+    // Beside the first; stopped on drop like it.
+    let _b = a.dirs.start(&b_ns);
     assert_ne!(a.socket(), a.dirs.socket(&b_ns));
 
     let info = a.create(json!({ "argv": ["sleep", "1000"], "name": "only-in-a" }));
@@ -136,20 +135,6 @@ fn namespaces_are_isolated() {
     let out = a.run_cli(&["ls", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&util::stdout(&out)).unwrap();
     assert_eq!(v["panes"][0]["name"], "only-in-a", "{v}");
-}
-
-/// Stops a server child (SIGTERM, then SIGKILL) on drop.
-struct ChildGuard(std::process::Child);
-
-impl Drop for ChildGuard {
-    fn drop(&mut self) {
-        // SAFETY: kill has no memory-safety preconditions.
-        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
-        if util::wait_child(&mut self.0, util::TIMEOUT).is_none() {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
 }
 
 #[test]
@@ -182,15 +167,14 @@ fn stop_ends_the_server_and_removes_its_socket() {
 fn sigterm_ends_attachments_with_server_exit() {
     let mut ptyd = Ptyd::start();
     let id = ptyd.create_argv(&["sleep", "1000"]);
-    let (_, stream, leftover) = ptyd
+    let (_, mut attached) = ptyd
         .connect()
         .attach(json!({ "target": id, "read_only": true }));
     // SAFETY: kill has no memory-safety preconditions.
     unsafe { libc::kill(ptyd.pid(), libc::SIGTERM) };
-    let mut frames = util::FrameReader::new(&stream, leftover);
     let exit = loop {
-        match frames.next() {
-            Some((2, payload)) => {
+        match attached.next_frame() {
+            Some((util::EXIT, payload)) => {
                 break serde_json::from_slice::<serde_json::Value>(&payload).unwrap();
             }
             Some(_) => {}
@@ -219,7 +203,9 @@ fn connections_from_another_uid_are_refused() {
     let ns_dir = socket.parent().unwrap().to_path_buf();
     // Open the way for uid 65534: every directory down to the socket.
     for dir in [
-        ptyd.dirs.runtime.path().to_path_buf(),
+        // The test's temp dir, which holds the runtime dir.
+        ptyd.dirs.runtime.parent().unwrap().to_path_buf(),
+        ptyd.dirs.runtime.to_path_buf(),
         ns_dir.parent().unwrap().to_path_buf(),
         ns_dir.clone(),
     ] {

@@ -8,8 +8,7 @@ use std::path::Path;
 
 mod rng;
 mod util;
-use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const COLS: u16 = 80;
 const ROWS: u16 = 24;
@@ -18,11 +17,6 @@ const ROWS: u16 = 24;
 /// and no echo of the answers tmux sends to the queries in it)
 /// into an 80x24 pane.
 fn tmux_screen(file: &Path) -> Vec<String> {
-    let name = format!(
-        "ptyd-rec-{}-{}",
-        std::process::id(),
-        file.file_stem().unwrap().to_string_lossy()
-    );
     let dir = tempfile::tempdir().unwrap();
     let done = dir.path().join("done");
     let script = format!(
@@ -30,50 +24,25 @@ fn tmux_screen(file: &Path) -> Vec<String> {
         file.display(),
         done.display()
     );
-    let tmux = |args: &[&str]| {
-        Command::new("tmux")
-            .args(["-L", &name, "-f", "/dev/null"])
-            .args(args)
-            .env("TMUX_TMPDIR", dir.path())
-            .output()
-            .expect("tmux is needed for this test")
-    };
-    let out = tmux(&[
-        "new-session",
-        "-d",
-        "-s",
-        "rec",
-        "-x",
-        "80",
-        "-y",
-        "24",
-        &script,
-    ]);
-    assert!(out.status.success(), "{out:?}");
+    let tmux = util::Tmux::new();
+    tmux.new_session(COLS, ROWS, &script);
     // Nothing tells us when tmux has drawn the bytes: wait for the marker
-    // file, then until two captures agree.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !done.exists() {
-        assert!(
-            Instant::now() < deadline,
-            "tmux never finished showing {}",
-            file.display()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    // file, then until two captures 100 ms apart agree.
+    tmux.wait_screen(&format!("all of {}", file.display()), |_| done.exists());
     let mut last = String::new();
-    loop {
+    let text = util::eventually("tmux's screen to settle", || {
         std::thread::sleep(Duration::from_millis(100));
-        let out = tmux(&["capture-pane", "-p", "-t", "rec"]);
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        if text == last || Instant::now() > deadline {
-            tmux(&["kill-server"]);
-            let mut lines: Vec<String> = text.lines().map(|l| l.trim_end().to_string()).collect();
-            lines.resize(ROWS as usize, String::new());
-            return lines;
+        let now = tmux.screen();
+        if now == last {
+            Some(now)
+        } else {
+            last = now;
+            None
         }
-        last = text;
-    }
+    });
+    let mut lines: Vec<String> = text.lines().map(|l| l.trim_end().to_string()).collect();
+    lines.resize(ROWS as usize, String::new());
+    lines
 }
 
 fn model_screen(bytes: &[u8]) -> Vec<String> {

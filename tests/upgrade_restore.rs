@@ -6,14 +6,13 @@
 mod util;
 
 use serde_json::json;
-use std::time::{Duration, Instant};
 use util::Ptyd;
 
 #[test]
 fn restore_mode_restarts_in_place_and_restores_the_session() {
     let ptyd = Ptyd::start();
     let mut c = ptyd.connect();
-    let marker_file = ptyd.dirs.state.path().join("runs.txt");
+    let marker_file = ptyd.dirs.state.join("runs.txt");
     let shell = ptyd.create_argv(&["/bin/sh"]);
     c.ok(
         "pane.input",
@@ -48,24 +47,8 @@ fn restore_mode_restarts_in_place_and_restores_the_session() {
     assert_eq!(after["pid"], before["pid"], "restarts in the same process");
     assert_eq!(after["generation"], 2);
     let panes = c.ok("pane.list", json!({}))["panes"].clone();
-    let find = |id: &str| {
-        panes
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|p| p["id"] == id)
-            .cloned()
-            .unwrap()
-    };
-    let old = |id: &str| {
-        old_pids
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|p| p["id"] == id)
-            .cloned()
-            .unwrap()
-    };
+    let find = |id: &str| pane_by_id(&panes, id);
+    let old = |id: &str| pane_by_id(&old_pids, id);
 
     // A plain shell comes back as a fresh shell, its history above.
     assert_eq!(find(&shell)["state"], "running");
@@ -80,19 +63,13 @@ fn restore_mode_restarts_in_place_and_restores_the_session() {
     // `rerun` ran its command a second time.
     assert_eq!(find(&rerun)["state"], "running");
     c.wait_text(&rerun, "started");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while std::fs::read_to_string(&marker_file)
-        .unwrap_or_default()
-        .lines()
-        .count()
-        < 2
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the rerun pane did not run again"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    util::eventually("the rerun pane to run again", || {
+        std::fs::read_to_string(&marker_file)
+            .unwrap_or_default()
+            .lines()
+            .count()
+            >= 2
+    });
 
     // The default policy for a command is `hold`: no process until respawned.
     assert_eq!(find(&held)["state"], "held");
@@ -103,7 +80,7 @@ fn restore_mode_restarts_in_place_and_restores_the_session() {
 #[test]
 fn restore_mode_refuses_a_binary_that_cannot_read_the_snapshot() {
     let ptyd = Ptyd::start();
-    let fake = ptyd.dirs.state.path().join("old-ptyd");
+    let fake = ptyd.dirs.state.join("old-ptyd");
     std::fs::write(&fake, "#!/bin/sh\necho '{\"handoff_version\": 1, \"snapshot_version\": 0, \"server_version\": \"0.0.1\"}'\n").unwrap();
     std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let pane = ptyd.create_argv(&["sleep", "1000"]);
@@ -125,10 +102,10 @@ fn restore_mode_refuses_a_binary_that_cannot_read_the_snapshot() {
 #[test]
 fn resume_rules_from_the_config_resume_known_programs() {
     let ptyd = Ptyd::start();
-    let agent = ptyd.dirs.state.path().join("myagent");
+    let agent = ptyd.dirs.state.join("myagent");
     std::fs::write(&agent, "#!/bin/sh\necho agent-first-run\nexec sleep 1000\n").unwrap();
     std::fs::set_permissions(&agent, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let config = ptyd.dirs.state.path().join("config/ptyd");
+    let config = ptyd.dirs.state.join("config/ptyd");
     std::fs::create_dir_all(&config).unwrap();
     std::fs::write(
         config.join("config.json"),
@@ -150,4 +127,15 @@ fn resume_rules_from_the_config_resume_known_programs() {
     c.wait_text(&pane, "resumed-by-rule");
     let info = c.ok("pane.list", json!({}))["panes"][0].clone();
     assert_eq!(info["state"], "running", "{info}");
+}
+
+/// The entry with id `id` of a `pane.list` array.
+fn pane_by_id(panes: &serde_json::Value, id: &str) -> serde_json::Value {
+    panes
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["id"] == id)
+        .cloned()
+        .unwrap_or_else(|| panic!("no pane {id} in {panes}"))
 }
