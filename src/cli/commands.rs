@@ -57,6 +57,14 @@ pub fn dispatch(g: &Global, command: &str, mut p: lexopt::Parser) -> Result<i32,
         "resume" => resume(g, &mut p),
         "workspace" | "ws" => tree_command(g, &mut p, "workspace"),
         "tab" => tree_command(g, &mut p, "tab"),
+        "service" => super::service::service(g, &mut p),
+        "completions" => super::completions::completions(g, &mut p),
+        "config" => super::config::config_cmd(&mut p),
+        "manpage" => {
+            no_args(&mut p, help::MANPAGE)?;
+            print!("{}", super::manpage::render());
+            Ok(0)
+        }
         "demo" => {
             no_args(&mut p, help::DEMO)?;
             super::demo::run()
@@ -66,7 +74,7 @@ pub fn dispatch(g: &Global, command: &str, mut p: lexopt::Parser) -> Result<i32,
 }
 
 /// Prints help and returns `Ok(true)` for -h/--help.
-fn help_requested(arg: &lexopt::Arg, text: &str) -> bool {
+pub(super) fn help_requested(arg: &lexopt::Arg, text: help::Topic) -> bool {
     if matches!(arg, Short('h') | Long("help")) {
         print!("{text}");
         return true;
@@ -74,7 +82,7 @@ fn help_requested(arg: &lexopt::Arg, text: &str) -> bool {
     false
 }
 
-fn no_args(p: &mut lexopt::Parser, text: &str) -> Result<(), CliError> {
+fn no_args(p: &mut lexopt::Parser, text: help::Topic) -> Result<(), CliError> {
     match p.next()? {
         None => Ok(()),
         Some(arg) if help_requested(&arg, text) => std::process::exit(0),
@@ -82,12 +90,37 @@ fn no_args(p: &mut lexopt::Parser, text: &str) -> Result<(), CliError> {
     }
 }
 
+/// Connects for a command about panes, tabs, workspaces or events: when
+/// no server runs, one is started in the background, unless the config
+/// says `autostart = false` (then the error says how to start one).
 fn connect(g: &Global) -> Result<Client, CliError> {
-    Ok(Client::connect(&g.paths, true)?)
+    let autostart = crate::server::config::load().0.autostart;
+    Client::connect(&g.paths, autostart).map_err(|e| {
+        if autostart || e.code != "no_server" {
+            return e.into();
+        }
+        let ns = &g.paths.namespace;
+        let flag = if ns == crate::paths::DEFAULT_NAMESPACE {
+            String::new()
+        } else {
+            format!(" -L {ns}")
+        };
+        CliError {
+            message: format!(
+                "no ptyd server runs in namespace {ns:?}, and `autostart = false` in {} keeps \
+                 client commands from starting one: start it with `ptyd{flag} server` (or \
+                 `ptyd{flag} service install --enable` for systemd)",
+                crate::server::config::path()
+                    .map_or("the config file".to_string(), |p| p.display().to_string())
+            ),
+            code: 1,
+        }
+    })
 }
 
-/// Connects without starting a server: for commands that make no sense on a
-/// fresh one (stop, kill, ...).
+/// Connects without starting a server: for the commands about the server
+/// itself (status, save, stop, upgrade), which have nothing to do on a
+/// fresh one.
 fn connect_existing(g: &Global) -> Result<Client, CliError> {
     Ok(Client::connect(&g.paths, false)?)
 }
@@ -133,6 +166,7 @@ fn parse_env(s: &str) -> Result<(String, String), CliError> {
 fn server(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     let mut history = true;
     let mut restore = true;
+    let mut hold_reruns = false;
     while let Some(arg) = p.next()? {
         if help_requested(&arg, help::SERVER) {
             return Ok(0);
@@ -140,6 +174,7 @@ fn server(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         match arg {
             Long("no-history") => history = false,
             Long("no-restore") => restore = false,
+            Long("hold-reruns") => hold_reruns = true,
             _ => return Err(arg.unexpected().into()),
         }
     }
@@ -147,8 +182,16 @@ fn server(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         paths: g.paths.clone(),
         history,
         restore,
+        hold_reruns,
     })
-    .map_err(|message| CliError { message, code: 1 })?;
+    .map_err(|e| CliError {
+        message: e.message,
+        code: if e.already_served {
+            crate::server::EXIT_ALREADY_SERVED
+        } else {
+            1
+        },
+    })?;
     Ok(0)
 }
 
@@ -451,7 +494,7 @@ fn pane_line(pane: &Value, focused: bool) -> String {
     )
 }
 
-fn json_flag(p: &mut lexopt::Parser, text: &str) -> Result<bool, CliError> {
+fn json_flag(p: &mut lexopt::Parser, text: help::Topic) -> Result<bool, CliError> {
     let mut as_json = false;
     while let Some(arg) = p.next()? {
         if help_requested(&arg, text) {
@@ -552,7 +595,7 @@ fn send(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     if let Some(id) = request_id {
         params["request_id"] = json!(id);
     }
-    let mut client = connect_existing(g)?;
+    let mut client = connect(g)?;
     let ack = client.call("pane.input", params)?;
     if !wait_finished {
         return Ok(0);
@@ -593,7 +636,7 @@ fn capture(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
             _ => return Err(arg.unexpected().into()),
         }
     }
-    let result = connect_existing(g)?.call("pane.capture", {
+    let result = connect(g)?.call("pane.capture", {
         let mut params = range;
         params["target"] = json!(need_target(target)?);
         params["ansi"] = json!(ansi);
@@ -657,7 +700,7 @@ fn wait(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     }
     params["target"] = json!(need_target(target)?);
     let want_exit = params["exit"] == json!(true);
-    match connect_existing(g)?.call("pane.wait", params) {
+    match connect(g)?.call("pane.wait", params) {
         Ok(result) => {
             if as_json {
                 print_json(&result);
@@ -690,7 +733,7 @@ fn kill(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         }
     }
     params["target"] = json!(need_target(target)?);
-    connect_existing(g)?.call("pane.kill", params)?;
+    connect(g)?.call("pane.kill", params)?;
     Ok(0)
 }
 
@@ -707,7 +750,7 @@ fn rm(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
             _ => return Err(arg.unexpected().into()),
         }
     }
-    connect_existing(g)?.call(
+    connect(g)?.call(
         "pane.remove",
         json!({ "target": need_target(target)?, "force": force }),
     )?;
@@ -729,7 +772,7 @@ fn resize(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         return Err(CliError::usage("usage: ptyd resize TARGET COLSxROWS"));
     };
     let (cols, rows) = parse_size(size)?;
-    connect_existing(g)?.call(
+    connect(g)?.call(
         "pane.resize",
         json!({ "target": target, "cols": cols, "rows": rows }),
     )?;
@@ -788,6 +831,19 @@ fn status(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         );
         println!("clients:    {}", s["clients"]);
         println!("generation: {}", s["generation"]);
+        let problems = s["config"]["problems"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        if !problems.is_empty() {
+            println!(
+                "config:     {} problem(s), each key falls back to its default:",
+                problems.len()
+            );
+            for p in problems {
+                println!("  {}", p.as_str().unwrap_or_default());
+            }
+        }
     }
     Ok(0)
 }
@@ -831,7 +887,7 @@ fn api(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
 fn simple_target(
     g: &Global,
     p: &mut lexopt::Parser,
-    text: &str,
+    text: help::Topic,
     method: &str,
 ) -> Result<i32, CliError> {
     let mut target = None;
@@ -844,7 +900,7 @@ fn simple_target(
             _ => return Err(arg.unexpected().into()),
         }
     }
-    connect_existing(g)?.call(method, json!({ "target": need_target(target)? }))?;
+    connect(g)?.call(method, json!({ "target": need_target(target)? }))?;
     Ok(0)
 }
 
@@ -870,7 +926,7 @@ fn resume(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
             ));
         }
     };
-    connect_existing(g)?.call(
+    connect(g)?.call(
         "pane.set_resume",
         json!({ "target": target, "resume": command }),
     )?;

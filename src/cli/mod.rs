@@ -1,11 +1,16 @@
 //! The command line: `ptyd [-L NAME] COMMAND [ARGS]`. Each command is parsed
 //! with lexopt into its own options, then run against the server. Exit codes:
-//! 0 success, 1 failure (message on stderr), 2 usage error; `run` and
-//! `wait --exit` exit with the pane's own code.
+//! 0 success, 1 failure (message on stderr), 2 usage error, 3 `server`
+//! found the namespace already served; `run` and `wait --exit` exit with
+//! the pane's own code.
 
 mod commands;
+mod completions;
+mod config;
 mod demo;
 mod help;
+mod manpage;
+mod service;
 
 use crate::paths::{DEFAULT_NAMESPACE, NamespacePaths};
 use lexopt::prelude::*;
@@ -50,7 +55,11 @@ pub fn main() -> i32 {
     match run() {
         Ok(code) => code,
         Err(e) => {
-            if !e.message.is_empty() {
+            if e.message.is_empty() {
+            } else if crate::service::journal::stderr_is_journal() {
+                // journald records the identifier itself; `<3>` is "error".
+                eprintln!("<3>{}", e.message);
+            } else {
                 eprintln!("ptyd: {}", e.message);
             }
             if e.code == 2 {
