@@ -89,6 +89,12 @@ pub fn process_cwd(_pid: i32) -> Option<PathBuf> {
     None
 }
 
+/// No portable way to see listeners without connecting (which would start
+/// a socket unit's service): "no".
+pub fn unix_socket_listening(_path: &std::path::Path) -> bool {
+    false
+}
+
 /// A connected pair of `AF_UNIX` `SOCK_SEQPACKET` sockets, close-on-exec
 /// and, if asked, non-blocking. Not every OS has the atomic flags, so they
 /// are set right after; only the loop's thread spawns processes, so no

@@ -161,6 +161,23 @@ pub fn process_cwd(pid: i32) -> Option<PathBuf> {
         .filter(|p| p.is_absolute())
 }
 
+/// Whether some process listens on the Unix socket bound at `path`, from
+/// `/proc/net/unix` (flag `__SO_ACCEPTCON`), without connecting to it.
+pub fn unix_socket_listening(path: &std::path::Path) -> bool {
+    const ACCEPTCON: u32 = 0x0001_0000;
+    let Ok(table) = std::fs::read_to_string("/proc/net/unix") else {
+        return false;
+    };
+    let want = path.as_os_str().to_string_lossy();
+    table.lines().skip(1).any(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        // Num RefCount Protocol Flags Type St Inode Path
+        fields.len() >= 8
+            && fields[7..].join(" ") == want
+            && u32::from_str_radix(fields[3], 16).is_ok_and(|f| f & ACCEPTCON != 0)
+    })
+}
+
 /// A connected pair of `AF_UNIX` `SOCK_SEQPACKET` sockets, both
 /// close-on-exec (atomically) and, if asked, non-blocking.
 pub fn seqpacket_pair(nonblocking: bool) -> io::Result<(OwnedFd, OwnedFd)> {
@@ -207,5 +224,16 @@ mod tests {
                 "kernel {release} should report PIDFD_INFO_EXIT"
             ),
         }
+    }
+
+    #[test]
+    fn finds_a_listening_socket_without_connecting() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.sock");
+        assert!(!unix_socket_listening(&path));
+        let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        assert!(unix_socket_listening(&path));
+        drop(listener);
+        assert!(!unix_socket_listening(&path));
     }
 }

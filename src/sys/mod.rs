@@ -26,6 +26,7 @@
 //! | [`process_start_token`]: what tells a process from a later one with the same pid | `/proc/<pid>/stat` field 22 | `None`: records carry no token and are matched by pid alone |
 //! | [`session_members`], [`sessions_members`]: every process of a pane's session | a scan of `/proc` | the session leader's process group (`-sid`): children that moved to a group of their own are not reached |
 //! | [`process_cwd`]: a process's current directory | `/proc/<pid>/cwd` | `None`: snapshots keep the directory the pane started in |
+//! | [`unix_socket_listening`]: someone listens on a socket path (systemd's socket unit), seen without connecting | `/proc/net/unix` | "no": `ptyd server` replaces the socket file as if stale |
 //! | [`seqpacket_pair`]: the handoff channel | `socketpair` with `SOCK_CLOEXEC`, `SOCK_NONBLOCK` | flags set by `fcntl` right after (only this thread forks, so no child can inherit the gap); an OS without `SOCK_SEQPACKET` for `AF_UNIX` fails the upgrade before anything is touched |
 //! | [`recv_with_fds`]: received fds are close-on-exec | `MSG_CMSG_CLOEXEC` | `FD_CLOEXEC` set on each right after `recvmsg` |
 //!
@@ -51,16 +52,17 @@ mod os;
 pub(crate) use unix::syscall;
 pub use unix::{
     FdKind, PeerCred, ProcessExit, Received, SIGCHLD, SIGHUP, SIGINT, SIGKILL, SIGTERM, SIGWINCH,
-    SIGXFSZ, StdinMode, clear_cloexec, current_uid, ignore_signal, inherit_fd_on_exec,
-    is_too_many_refs, kill, monotonic_usec, peer_cred, poll_readable, process_exists, read_stdin,
-    reap_any_child, restore_stdin_mode, send_with_fds, set_cloexec, set_nonblocking_cloexec,
-    setsid_on_exec, stdin_raw_mode, take_inherited_fd, terminal_size, try_lock_exclusive,
-    wait_child,
+    SIGXFSZ, StdinMode, clear_cloexec, current_uid, dup2_on_exec, fd_dev_ino, fd_is, ignore_signal,
+    inherit_fd_on_exec, is_too_many_refs, kill, monotonic_usec, peer_cred, poll_readable,
+    process_exists, read_stdin, reap_any_child, restore_stdin_mode, send_with_fds, set_cloexec,
+    set_nonblocking_cloexec, setsid_on_exec, stdin_raw_mode, take_inherited_fd, terminal_size,
+    try_lock_exclusive, wait_child,
 };
 
 pub use os::{
     anonymous_file, become_child_subreaper, pidfd_exit_status, pidfd_open, process_cwd,
     process_start_token, recv_with_fds, seqpacket_pair, session_members, sessions_members,
+    unix_socket_listening,
 };
 
 #[cfg(test)]

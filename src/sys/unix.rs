@@ -111,14 +111,11 @@ pub unsafe fn take_inherited_fd(var: &str, kind: FdKind) -> io::Result<Option<Ow
     };
     // SAFETY: the caller guarantees no other thread touches the environment.
     unsafe { std::env::remove_var(var) };
-    // SAFETY: an all-zero `stat` is a valid value of this plain C struct.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    syscall!(fstat(fd, &mut st))?;
-    let (want, name) = match kind {
-        FdKind::Pipe => (libc::S_IFIFO, "pipe"),
-        FdKind::Socket => (libc::S_IFSOCK, "socket"),
-    };
-    if st.st_mode & libc::S_IFMT != want {
+    if !fd_is(fd, kind)? {
+        let name = match kind {
+            FdKind::Pipe => "pipe",
+            FdKind::Socket => "socket",
+        };
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             format!("{var}={fd} is not a {name}"),
@@ -131,6 +128,51 @@ pub unsafe fn take_inherited_fd(var: &str, kind: FdKind) -> io::Result<Option<Ow
     // Best effort: an fd we cannot flag is still ours to use.
     let _ = set_cloexec(fd.as_raw_fd());
     Ok(Some(fd))
+}
+
+fn fstat(fd: RawFd) -> io::Result<libc::stat> {
+    // SAFETY: an all-zero `stat` is a valid value of this plain C struct.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // fstat on a number that is not an open fd fails with EBADF and touches
+    // nothing, so any number is safe to ask about.
+    syscall!(fstat(fd, &mut st))?;
+    Ok(st)
+}
+
+/// Whether the open fd numbered `fd` is of `kind`; an error when `fd` is not
+/// an open fd. For checking an fd handed to us before trusting it.
+pub fn fd_is(fd: RawFd, kind: FdKind) -> io::Result<bool> {
+    let want = match kind {
+        FdKind::Pipe => libc::S_IFIFO,
+        FdKind::Socket => libc::S_IFSOCK,
+    };
+    Ok(fstat(fd)?.st_mode & libc::S_IFMT == want)
+}
+
+/// The device and inode numbers of what `fd` refers to.
+pub fn fd_dev_ino(fd: std::os::fd::BorrowedFd<'_>) -> io::Result<(u64, u64)> {
+    let st = fstat(fd.as_raw_fd())?;
+    #[allow(clippy::unnecessary_cast)] // the field types differ by platform
+    Ok((st.st_dev as u64, st.st_ino as u64))
+}
+
+/// Makes `cmd`'s child find `fd` at number `target` after the exec, without
+/// close-on-exec (`dup2` in the forked child; or, when `fd` already is
+/// `target`, its close-on-exec flag cleared). Our own fds are untouched.
+pub fn dup2_on_exec(cmd: &mut std::process::Command, fd: RawFd, target: RawFd) {
+    // SAFETY: the closure runs in the forked child before exec and calls
+    // only dup2 and fcntl, which are async-signal-safe; it allocates
+    // nothing (the error is built from errno).
+    unsafe {
+        cmd.pre_exec(move || {
+            if fd == target {
+                libc::fcntl(fd, libc::F_SETFD, 0);
+            } else if libc::dup2(fd, target) < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
 }
 
 /// Credentials of the process at the other end of a Unix socket, as of connect.
