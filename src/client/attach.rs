@@ -182,27 +182,14 @@ impl TerminalOutput {
 /// through its other fds.
 fn write_stdout(mut bytes: &[u8]) {
     while !bytes.is_empty() {
-        // SAFETY: writing from a valid buffer of the given length to fd 1.
-        let n = unsafe { libc::write(1, bytes.as_ptr().cast(), bytes.len()) };
-        if n > 0 {
-            bytes = &bytes[n as usize..];
-            continue;
-        }
-        if n == 0 {
-            return;
-        }
-        match io::Error::last_os_error().kind() {
-            io::ErrorKind::Interrupted => {}
-            io::ErrorKind::WouldBlock => {
-                let mut pfd = libc::pollfd {
-                    fd: 1,
-                    events: libc::POLLOUT,
-                    revents: 0,
-                };
-                // SAFETY: one valid pollfd.
-                unsafe { libc::poll(&mut pfd, 1, -1) };
+        match sys::write_stdout(bytes) {
+            Ok(0) => return,
+            Ok(n) => bytes = &bytes[n..],
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                let _ = sys::wait_writable(1);
             }
-            _ => return,
+            Err(_) => return,
         }
     }
 }

@@ -56,7 +56,7 @@ pub use unix::{
     inherit_fd_on_exec, is_too_many_refs, kill, monotonic_usec, peer_cred, poll_readable,
     process_exists, read_stdin, reap_any_child, restore_stdin_mode, send_with_fds, set_cloexec,
     set_nonblocking_cloexec, setsid_on_exec, stdin_raw_mode, take_inherited_fd, terminal_size,
-    try_lock_exclusive, wait_child,
+    try_lock_exclusive, wait_child, wait_writable, write_stdout,
 };
 
 pub use os::{

@@ -358,6 +358,25 @@ pub fn read_stdin(buf: &mut [u8]) -> io::Result<usize> {
     Ok(n as usize)
 }
 
+/// One `write(2)` to standard output, unbuffered (std's `Stdout` buffers
+/// lines, and a non-blocking terminal needs each short write seen).
+pub fn write_stdout(buf: &[u8]) -> io::Result<usize> {
+    let n = syscall!(write(1, buf.as_ptr().cast(), buf.len()))?;
+    Ok(n as usize)
+}
+
+/// Waits, without a time limit, until `fd` can be written to (or is hung
+/// up or in error, which the next write reports).
+pub fn wait_writable(fd: RawFd) -> io::Result<()> {
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLOUT,
+        revents: 0,
+    };
+    syscall!(poll(&mut pfd, 1, -1))?;
+    Ok(())
+}
+
 /// poll(2) for input over a few fds, at most `timeout` (`None`: no limit).
 /// Returns, per fd, whether it is readable, hung up, in error, or not an
 /// open fd (each of which a read then reports). A signal interrupting the
