@@ -52,6 +52,14 @@ pub fn clear_cloexec(fd: RawFd) -> io::Result<()> {
     Ok(())
 }
 
+/// A duplicate of `fd` numbered `min` or higher (close-on-exec, like
+/// every fd we open), to free a low number that something else must take.
+pub fn dup_at_least(fd: RawFd, min: RawFd) -> io::Result<OwnedFd> {
+    let new = syscall!(fcntl(fd, libc::F_DUPFD_CLOEXEC, min))?;
+    // SAFETY: the kernel just created this fd for us.
+    Ok(unsafe { OwnedFd::from_raw_fd(new) })
+}
+
 /// Lets exactly `fd` survive the exec of `cmd`'s child, and in blocking
 /// mode (the child reads it sequentially): both are cleared in the forked
 /// child, so our own copy keeps its flags.

@@ -764,8 +764,8 @@ impl Server {
             return;
         };
         let Some(pidfd) = &pane.pidfd else { return };
-        let raw = match crate::pty::pidfd::exit_status(pidfd) {
-            Ok(Some(raw)) => raw,
+        let exit = match crate::sys::pidfd_exit_status(pidfd) {
+            Ok(Some(exit)) => exit,
             Ok(None) => return,
             Err(e) => {
                 let msg = format!("reading the exit of pane {}: {e}", pane.public_id());
@@ -773,10 +773,9 @@ impl Server {
                 return;
             }
         };
-        let status = if libc::WIFSIGNALED(raw) {
-            crate::protocol::methods::ExitStatus::Signal(libc::WTERMSIG(raw))
-        } else {
-            crate::protocol::methods::ExitStatus::Code(libc::WEXITSTATUS(raw))
+        let status = match exit {
+            crate::sys::ProcessExit::Code(c) => crate::protocol::methods::ExitStatus::Code(c),
+            crate::sys::ProcessExit::Signal(s) => crate::protocol::methods::ExitStatus::Signal(s),
         };
         if let Some(pane) = self.panes.get_mut(&id)
             && let Some(fd) = pane.pidfd.take()
