@@ -15,7 +15,7 @@ use crate::protocol::methods;
 use crate::protocol::{ErrorCode, RpcError};
 use serde_json::{Value, json};
 use std::collections::HashMap;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
