@@ -35,10 +35,13 @@ pub const LINEAGE_FD_ENV: &str = "PTYD_LINEAGE_FD";
 
 /// Adopts the lineage write end named in the environment, if any (a pipe;
 /// anything else is left alone).
-// TRANSITIONAL: becomes `unsafe fn` once server/ is converted.
-pub fn lineage_from_env() -> Option<OwnedFd> {
-    // SAFETY: TRANSITIONAL, as before this change: the variable names an fd
-    // our previous image handed to us alone.
+///
+/// # Safety
+///
+/// As [`crate::sys::take_inherited_fd`]: no other thread may be running,
+/// and only our previous image (a restore-mode upgrade) names the fd.
+pub unsafe fn lineage_from_env() -> Option<OwnedFd> {
+    // SAFETY: the caller's guarantees are the ones this call needs.
     unsafe { crate::sys::take_inherited_fd(LINEAGE_FD_ENV, crate::sys::FdKind::Pipe) }
         .ok()
         .flatten()

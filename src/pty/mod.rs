@@ -12,7 +12,6 @@
 //! is closed only on purpose (pane removed, or output ended). A `ChildProcess`
 //! is only a record: dropping it never signals or reaps anything.
 
-pub mod pidfd;
 mod unix;
 
 pub use unix::{PtyMaster, spawn};

@@ -103,7 +103,7 @@ pub struct Pane {
     pub kill_deadline: Option<Instant>,
     /// For a process spawned by an earlier server generation (not our
     /// child, so no SIGCHLD for it): a pidfd that polls readable on its exit
-    /// and reports the status (`pty::pidfd`).
+    /// and reports the status (`sys::pidfd_exit_status`).
     pub pidfd: Option<std::os::fd::OwnedFd>,
     pub pidfd_token: Option<mio::Token>,
     /// When the wall-clock watchdog fires, for the same reason.

@@ -119,7 +119,8 @@ pub unsafe fn take_inherited_fd(var: &str, kind: FdKind) -> io::Result<Option<Ow
     };
     // SAFETY: the caller guarantees no other thread touches the environment.
     unsafe { std::env::remove_var(var) };
-    if !fd_is(fd, kind)? {
+    // Not open at all reads the same as open but of another kind.
+    if !fd_is(fd, kind).unwrap_or(false) {
         let name = match kind {
             FdKind::Pipe => "pipe",
             FdKind::Socket => "socket",
