@@ -377,8 +377,7 @@ impl Server {
             })
             .collect();
         for pid in crate::sys::sessions_members(&sids).into_values().flatten() {
-            // SAFETY: kill has no memory-safety preconditions.
-            unsafe { libc::kill(pid, libc::SIGHUP) };
+            let _ = crate::sys::kill(pid, crate::sys::SIGHUP);
         }
         let registry = self.poll.registry();
         for pane in self.panes.values_mut() {

@@ -743,10 +743,7 @@ impl Server {
                 return;
             }
         };
-        let status = match exit {
-            crate::sys::ProcessExit::Code(c) => crate::protocol::methods::ExitStatus::Code(c),
-            crate::sys::ProcessExit::Signal(s) => crate::protocol::methods::ExitStatus::Signal(s),
-        };
+        let status = super::super::pane_exit::exit_status(exit);
         if let Some(pane) = self.panes.get_mut(&id)
             && let Some(token) = pane.fds_mut().close_pidfd(self.poll.registry())
         {
