@@ -626,6 +626,18 @@ impl Grid {
         self.rows.len()
     }
 
+    /// Every cell a default blank, no row wrapped, no marks or extras: what
+    /// `Grid::new` makes.
+    pub fn is_blank(&self) -> bool {
+        self.rows.iter().all(|row| {
+            !row.wrapped
+                && !row.wrap_gap
+                && row.marks.is_empty()
+                && row.extras.is_none()
+                && row.cells.iter().all(|c| *c == Cell::BLANK)
+        })
+    }
+
     #[inline]
     fn idx(&self, r: usize) -> usize {
         let i = self.top + r;
@@ -770,6 +782,144 @@ impl Grid {
         self.rows = ordered;
         self.top = 0;
         self.cols = cols;
+    }
+}
+
+/// The alternate screen's grid, allocated on first use: most panes run a
+/// shell and never switch screens, and a second grid of cells is most of an
+/// idle pane's memory (200x50 cells of 12 bytes = 117 KiB). Unallocated it
+/// stands for a blank grid of `cols` x `lines`, and serializes and compares
+/// as one, so the wire form and `PartialEq` are those of `Grid`.
+#[derive(Clone, Debug)]
+pub struct LazyGrid {
+    grid: Option<Box<Grid>>,
+    cols: u16,
+    lines: u16,
+}
+
+impl LazyGrid {
+    /// A blank grid that allocates nothing until written.
+    pub fn new(cols: u16, lines: u16) -> LazyGrid {
+        LazyGrid {
+            grid: None,
+            cols,
+            lines: lines.max(1),
+        }
+    }
+
+    pub fn get(&self) -> Option<&Grid> {
+        self.grid.as_deref()
+    }
+
+    /// The grid, allocated (blank) if it was not.
+    pub fn get_mut(&mut self) -> &mut Grid {
+        let (cols, lines) = (self.cols, self.lines);
+        self.grid
+            .get_or_insert_with(|| Box::new(Grid::new(cols, lines)))
+    }
+
+    pub fn is_allocated(&self) -> bool {
+        self.grid.is_some()
+    }
+
+    /// Back to unallocated, which reads as blank.
+    pub fn free(&mut self) {
+        self.grid = None;
+    }
+
+    /// `Grid::clear`. An unallocated grid is already clear to the default
+    /// style; an allocated one is cleared in place and kept, as a program
+    /// that switched screens once (`less`, `vim`) usually does again.
+    pub fn clear(&mut self, style: Style) {
+        match &mut self.grid {
+            Some(g) => g.clear(style),
+            None if style == Style::DEFAULT => {}
+            None => self.get_mut().clear(style),
+        }
+    }
+
+    /// `Grid::resize`; an unallocated grid only takes the new size.
+    pub fn resize(
+        &mut self,
+        cols: u16,
+        lines: u16,
+        remove_from_top: usize,
+        evicted: &mut dyn FnMut(&Row),
+    ) {
+        self.cols = cols;
+        self.lines = lines.max(1);
+        if let Some(g) = &mut self.grid {
+            g.resize(cols, lines, remove_from_top, evicted);
+        }
+    }
+
+    /// `Grid::repair`; a deserialized grid that is blank is dropped unless
+    /// `keep` (the alternate screen is showing).
+    pub fn repair(&mut self, cols: u16, lines: u16, keep: bool) {
+        self.cols = cols;
+        self.lines = lines.max(1);
+        match &mut self.grid {
+            Some(g) => {
+                g.repair(cols, lines);
+                if !keep && g.is_blank() {
+                    self.grid = None;
+                }
+            }
+            None if keep => {
+                self.get_mut();
+            }
+            None => {}
+        }
+    }
+}
+
+impl PartialEq for LazyGrid {
+    fn eq(&self, other: &LazyGrid) -> bool {
+        match (&self.grid, &other.grid) {
+            (Some(a), Some(b)) => a == b,
+            (None, None) => self.cols == other.cols && self.lines == other.lines,
+            (Some(g), None) | (None, Some(g)) => {
+                let blank = if self.grid.is_none() { self } else { other };
+                g.cols == blank.cols && g.lines() == usize::from(blank.lines) && g.is_blank()
+            }
+        }
+    }
+}
+
+impl Eq for LazyGrid {}
+
+impl Serialize for LazyGrid {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        if let Some(g) = &self.grid {
+            return g.serialize(serializer);
+        }
+        // Exactly what `Grid`'s derived `Serialize` writes for a blank grid,
+        // from one blank row rather than a grid allocated for the purpose.
+        struct BlankRows<'a>(&'a Row, usize);
+        impl Serialize for BlankRows<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_seq(std::iter::repeat_n(self.0, self.1))
+            }
+        }
+        let row = Row::new(self.cols, Style::DEFAULT);
+        let mut s = serializer.serialize_struct("Grid", 3)?;
+        s.serialize_field("rows", &BlankRows(&row, usize::from(self.lines)))?;
+        s.serialize_field("top", &0usize)?;
+        s.serialize_field("cols", &self.cols)?;
+        s.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for LazyGrid {
+    /// Allocated as read; `repair` frees it if it is blank.
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<LazyGrid, D::Error> {
+        let g = Grid::deserialize(deserializer)?;
+        Ok(LazyGrid {
+            cols: g.cols,
+            lines: u16::try_from(g.lines()).unwrap_or(u16::MAX).max(1),
+            grid: Some(Box::new(g)),
+        })
     }
 }
 
