@@ -204,6 +204,31 @@ impl From<RowRepr> for Row {
 }
 
 impl Row {
+    /// A row of a grid that was never written: no cells (see `Grid`).
+    fn unwritten() -> Row {
+        Row {
+            cells: Vec::new(),
+            wrapped: false,
+            wrap_gap: false,
+            marks: Vec::new(),
+            extras: None,
+        }
+    }
+
+    #[inline]
+    fn is_unwritten(&self) -> bool {
+        self.cells.is_empty()
+    }
+
+    /// A default blank row with nothing else set.
+    fn is_blank(&self) -> bool {
+        !self.wrapped
+            && !self.wrap_gap
+            && self.marks.is_empty()
+            && self.extras.is_none()
+            && self.cells.iter().all(|c| *c == Cell::BLANK)
+    }
+
     pub fn new(cols: u16, style: Style) -> Row {
         Row {
             cells: vec![Cell::blank(style); usize::from(cols)],
@@ -571,11 +596,39 @@ impl Row {
     }
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// Rows that were never written hold no cells (`Row::unwritten`) and read
+/// as `blank`, a shared row of default blanks: a fresh 200x50 grid would
+/// otherwise be 117 KiB of cells, and a shell pane writes a few rows of it.
+/// `row_mut` gives a row its cells on first write; once written a row keeps
+/// them (scrolling and erasing reuse them in place).
+#[derive(Clone, Debug, Deserialize)]
 pub struct Grid {
     rows: Vec<Row>,
     top: usize,
     cols: u16,
+    /// `cols` default blanks: what an unwritten row reads as. Rebuilt by
+    /// `repair` after deserializing.
+    #[serde(skip, default = "Row::unwritten")]
+    blank: Row,
+}
+
+impl Serialize for Grid {
+    /// The derived form of `rows`, `top`, `cols`, unwritten rows written out
+    /// as the blank rows they stand for: the serialized form is unchanged.
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        struct Rows<'a>(&'a Grid);
+        impl Serialize for Rows<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_seq(self.0.rows.iter().map(|r| self.0.or_blank(r)))
+            }
+        }
+        let mut s = serializer.serialize_struct("Grid", 3)?;
+        s.serialize_field("rows", &Rows(self))?;
+        s.serialize_field("top", &self.top)?;
+        s.serialize_field("cols", &self.cols)?;
+        s.end()
+    }
 }
 
 impl PartialEq for Grid {
@@ -596,29 +649,35 @@ impl Grid {
     pub fn repair(&mut self, cols: u16, lines: u16) {
         let lines = usize::from(lines.max(1));
         if self.rows.is_empty() {
-            self.rows.push(Row::new(cols, Style::DEFAULT));
+            self.rows.push(Row::unwritten());
         }
         self.top %= self.rows.len();
         self.rows.rotate_left(self.top);
         self.top = 0;
         self.rows.truncate(lines);
         while self.rows.len() < lines {
-            self.rows.push(Row::new(cols, Style::DEFAULT));
+            self.rows.push(Row::unwritten());
         }
         for row in &mut self.rows {
-            if row.cells.len() != usize::from(cols) {
+            // Blank rows read back from a snapshot give their cells up
+            // again, so a restored idle pane is as small as a new one.
+            if row.is_blank() {
+                *row = Row::unwritten();
+            } else if row.cells.len() != usize::from(cols) {
                 row.resize(cols, Style::DEFAULT);
             }
         }
         self.cols = cols;
+        self.blank = Row::new(cols, Style::DEFAULT);
     }
 
     pub fn new(cols: u16, rows: u16) -> Grid {
         let rows = usize::from(rows.max(1));
         Grid {
-            rows: (0..rows).map(|_| Row::new(cols, Style::DEFAULT)).collect(),
+            rows: (0..rows).map(|_| Row::unwritten()).collect(),
             top: 0,
             cols,
+            blank: Row::new(cols, Style::DEFAULT),
         }
     }
 
@@ -629,13 +688,25 @@ impl Grid {
     /// Every cell a default blank, no row wrapped, no marks or extras: what
     /// `Grid::new` makes.
     pub fn is_blank(&self) -> bool {
-        self.rows.iter().all(|row| {
-            !row.wrapped
-                && !row.wrap_gap
-                && row.marks.is_empty()
-                && row.extras.is_none()
-                && row.cells.iter().all(|c| *c == Cell::BLANK)
-        })
+        self.rows.iter().all(Row::is_blank)
+    }
+
+    /// `row`, or the blank row it stands for if it was never written.
+    #[inline]
+    fn or_blank<'a>(&'a self, row: &'a Row) -> &'a Row {
+        if row.is_unwritten() { &self.blank } else { row }
+    }
+
+    /// Resets storage row `i` to blanks of `fill`; an unwritten row stays
+    /// so when the fill is the default.
+    #[inline]
+    fn reset_stored(&mut self, i: usize, fill: Style) {
+        let row = &mut self.rows[i];
+        if !row.is_unwritten() {
+            row.reset(fill);
+        } else if fill != Style::DEFAULT {
+            *row = Row::new(self.cols, fill);
+        }
     }
 
     #[inline]
@@ -651,13 +722,18 @@ impl Grid {
     /// Row `r` of the view; `r` must be `< lines()` (callers clamp the cursor).
     #[inline]
     pub fn row(&self, r: usize) -> &Row {
-        &self.rows[self.idx(r.min(self.rows.len() - 1))]
+        self.or_blank(&self.rows[self.idx(r.min(self.rows.len() - 1))])
     }
 
+    /// Row `r` of the view for writing: an unwritten row gets its cells.
     #[inline]
     pub fn row_mut(&mut self, r: usize) -> &mut Row {
         let i = self.idx(r.min(self.rows.len() - 1));
-        &mut self.rows[i]
+        let row = &mut self.rows[i];
+        if row.is_unwritten() {
+            row.cells = self.blank.cells.clone();
+        }
+        row
     }
 
     /// Scrolls rows `[top, bottom]` up by `n`, filling the bottom with blanks.
@@ -680,9 +756,9 @@ impl Grid {
             for _ in 0..n {
                 let i = self.idx(0);
                 if let Some(cb) = evicted.as_mut() {
-                    cb(&self.rows[i]);
+                    cb(self.or_blank(&self.rows[i]));
                 }
-                self.rows[i].reset(fill);
+                self.reset_stored(i, fill);
                 self.top = self.idx(1);
             }
             return;
@@ -697,7 +773,8 @@ impl Grid {
                 let (a, b) = (self.idx(r), self.idx(r + 1));
                 self.rows.swap(a, b);
             }
-            self.row_mut(bottom).reset(fill);
+            let i = self.idx(bottom);
+            self.reset_stored(i, fill);
         }
     }
 
@@ -712,7 +789,7 @@ impl Grid {
             for _ in 0..n {
                 self.top = self.idx(lines - 1);
                 let i = self.idx(0);
-                self.rows[i].reset(fill);
+                self.reset_stored(i, fill);
             }
             return;
         }
@@ -721,25 +798,29 @@ impl Grid {
                 let (a, b) = (self.idx(r), self.idx(r + 1));
                 self.rows.swap(a, b);
             }
-            self.row_mut(top).reset(fill);
+            let i = self.idx(top);
+            self.reset_stored(i, fill);
         }
     }
 
     pub fn clear(&mut self, style: Style) {
-        for row in &mut self.rows {
-            row.reset(style);
+        for i in 0..self.rows.len() {
+            self.reset_stored(i, style);
         }
     }
 
-    /// Changes the column count of every row (truncating or padding) and the
-    /// row count: rows removed from the top go to `evicted` first, rows added
-    /// appear at the bottom.
-    /// The rows in view order, leaving the grid empty until `set_rows`.
+    /// The rows in view order, every one with its cells, leaving the grid
+    /// empty until `set_rows`.
     pub fn take_rows(&mut self) -> Vec<Row> {
         let mut rows = std::mem::take(&mut self.rows);
         let len = rows.len();
         rows.rotate_left(self.top % len.max(1));
         self.top = 0;
+        for row in &mut rows {
+            if row.is_unwritten() {
+                row.cells = self.blank.cells.clone();
+            }
+        }
         rows
     }
 
@@ -749,9 +830,16 @@ impl Grid {
         self.top = 0;
         self.cols = cols;
         if self.rows.is_empty() {
-            self.rows.push(Row::new(cols, Style::DEFAULT));
+            self.rows.push(Row::unwritten());
+        }
+        if self.blank.cells.len() != usize::from(cols) {
+            self.blank = Row::new(cols, Style::DEFAULT);
         }
     }
+
+    /// Changes the column count of every row (truncating or padding) and the
+    /// row count: rows removed from the top go to `evicted` first, rows added
+    /// appear at the bottom.
 
     pub fn resize(
         &mut self,
@@ -769,15 +857,20 @@ impl Grid {
         let remove_from_top = remove_from_top.min(old.len());
         for (i, mut row) in old.into_iter().enumerate() {
             if i < remove_from_top {
-                evicted(&row);
+                evicted(self.or_blank(&row));
                 continue;
             }
-            row.resize(cols, Style::DEFAULT);
+            if !row.is_unwritten() {
+                row.resize(cols, Style::DEFAULT);
+            }
             ordered.push(row);
         }
         ordered.truncate(lines);
         while ordered.len() < lines {
-            ordered.push(Row::new(cols, Style::DEFAULT));
+            ordered.push(Row::unwritten());
+        }
+        if self.blank.cells.len() != usize::from(cols) {
+            self.blank = Row::new(cols, Style::DEFAULT);
         }
         self.rows = ordered;
         self.top = 0;
@@ -818,6 +911,7 @@ impl LazyGrid {
             .get_or_insert_with(|| Box::new(Grid::new(cols, lines)))
     }
 
+    #[cfg(test)]
     pub fn is_allocated(&self) -> bool {
         self.grid.is_some()
     }
@@ -975,6 +1069,43 @@ mod tests {
         );
         g.scroll_down(0, 2, 1, Style::DEFAULT);
         assert_eq!((g.row(0).text(), g.row(1).text()), ("".into(), "b".into()));
+    }
+
+    fn written_rows(g: &Grid) -> usize {
+        g.rows.iter().filter(|r| !r.is_unwritten()).count()
+    }
+
+    #[test]
+    fn rows_get_cells_on_first_write_and_serialize_as_blanks() {
+        let mut g = Grid::new(4, 3);
+        assert_eq!(written_rows(&g), 0, "a new grid holds no cells");
+        assert_eq!(g.row(2), &Row::new(4, Style::DEFAULT));
+        put(&mut g, 1, "ab");
+        assert_eq!(written_rows(&g), 1);
+        // The same grid with every row written has the same form.
+        let lazy = serde_json::to_string(&g).unwrap();
+        let mut full = g.clone();
+        for r in 0..3 {
+            full.row_mut(r);
+        }
+        assert_eq!(written_rows(&full), 3);
+        assert_eq!(serde_json::to_string(&full).unwrap(), lazy);
+        assert_eq!(full, g);
+        // Read back and repaired, blank rows give their cells up again.
+        let mut back: Grid = serde_json::from_str(&lazy).unwrap();
+        back.repair(4, 3);
+        assert_eq!(written_rows(&back), 1);
+        assert_eq!(back, g);
+        // Scrolling in default blanks allocates nothing; coloured ones do.
+        g.scroll_up(0, 2, 1, Style::DEFAULT, None);
+        assert_eq!(written_rows(&g), 1);
+        g.scroll_up(0, 2, 1, Style { fg: 0, bg: 3 }, None);
+        assert_eq!(g.row(2).cells[0].style.bg, 3);
+        // A resize keeps unwritten rows so, at the new width.
+        g.resize(6, 5, 0, &mut |_| {});
+        assert_eq!(g.row(4), &Row::new(6, Style::DEFAULT));
+        assert_eq!(g.row(2).cells.len(), 6);
+        assert_eq!(written_rows(&g), 1);
     }
 
     #[test]
