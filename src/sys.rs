@@ -33,6 +33,21 @@ pub fn set_cloexec(fd: RawFd) -> io::Result<()> {
     Ok(())
 }
 
+/// Hands the allocator's free memory back to the system. glibc keeps freed
+/// heap memory mapped for reuse; a server that turns into the reaper after a
+/// live upgrade has just freed every pane's model (often 100 MiB and more)
+/// and will allocate next to nothing again, so without this its RSS stays
+/// that of the server it was. Other allocators return memory on their own
+/// or have no such call: a no-op there.
+pub fn release_free_memory() {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: malloc_trim takes no pointers and only walks glibc's own heap
+    // structures, under their locks; any thread may call it at any time.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 /// Credentials of the process at the other end of a Unix socket, as of connect.
 #[derive(Debug, Clone, Copy)]
 pub struct PeerCred {
