@@ -69,7 +69,11 @@ impl Server {
                             if event.is_writable() {
                                 self.flush_pane_input(id);
                             }
-                            if event.is_readable() || event.is_read_closed() || event.is_error() {
+                            let backlogged =
+                                self.panes.get(&id).is_some_and(|p| p.backlogged);
+                            if !backlogged
+                                && (event.is_readable() || event.is_read_closed() || event.is_error())
+                            {
                                 self.read_pane_paced(id);
                             }
                         }
@@ -89,6 +93,9 @@ impl Server {
                     },
                 }
             }
+            // What this pass read (echoes of keys typed, a prompt) goes out
+            // now, not after the slices of busy panes below.
+            self.flush_queued_output();
             let mut backlog = std::mem::take(&mut self.backlog);
             if self.serving.is_paused() {
                 // The same while paused; a rollback puts every pane and
@@ -97,7 +104,12 @@ impl Server {
             }
             for source in backlog {
                 match source {
-                    Source::Pane(id) => self.read_pane_paced(id),
+                    Source::Pane(id) => {
+                        if let Some(pane) = self.panes.get_mut(&id) {
+                            pane.backlogged = false;
+                        }
+                        self.read_pane_paced(id)
+                    }
                     Source::Conn(id) => self.read_conn(id, false),
                     Source::Pidfd(id) => self.on_pidfd(id),
                 }
@@ -369,7 +381,10 @@ impl Server {
                     pane.screen.feed(&buf[..n], &mut forward);
                     taken += n;
                     if taken >= budget {
-                        self.backlog.push_back(Source::Pane(id));
+                        if !pane.backlogged {
+                            pane.backlogged = true;
+                            self.backlog.push_back(Source::Pane(id));
+                        }
                         break;
                     }
                 }
@@ -747,6 +762,21 @@ impl Server {
         let at = Instant::now() + grace;
         pane.kill_deadline = Some(pane.kill_deadline.map_or(at, |d| d.min(at)));
         self.timers.add(at, TimerKind::KillEscalate(id, pane.run));
+    }
+
+    /// Writes out what connections have queued, without the bookkeeping of
+    /// `flush_conns` (closing finished ones, resuming paused panes), which
+    /// runs at the end of the turn.
+    fn flush_queued_output(&mut self) {
+        if self.serving.is_paused() {
+            return;
+        }
+        for conn in self.conns.values_mut() {
+            if conn.queued() > 0 {
+                // A failure is seen again, and acted on, by `flush_conns`.
+                let _ = conn.flush();
+            }
+        }
     }
 
     pub(super) fn flush_conns(&mut self) {

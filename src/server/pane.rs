@@ -111,6 +111,10 @@ pub struct Pane {
     /// Not read while an attached client is too far behind; the loop reads
     /// it again once they catch up.
     pub output_paused: bool,
+    /// On the loop's backlog after stopping at its read budget: the
+    /// backlog pass reads it, so a readiness event does not also (a
+    /// flooding pane gets one slice per turn, not two).
+    pub backlogged: bool,
     /// A `PaneStall` timer is pending for this pane.
     pub stall_timer: bool,
     input: Vec<u8>,
@@ -185,6 +189,7 @@ impl Pane {
             pidfd_token: None,
             timeout_at: None,
             output_paused: false,
+            backlogged: false,
             stall_timer: false,
             input: Vec::new(),
             input_pos: 0,
