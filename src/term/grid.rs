@@ -840,7 +840,6 @@ impl Grid {
     /// Changes the column count of every row (truncating or padding) and the
     /// row count: rows removed from the top go to `evicted` first, rows added
     /// appear at the bottom.
-
     pub fn resize(
         &mut self,
         cols: u16,
