@@ -825,7 +825,14 @@ impl Grid {
     }
 
     /// Replaces the rows (view order, each `cols` cells, at least one).
-    pub fn set_rows(&mut self, rows: Vec<Row>, cols: u16) {
+    /// Blank ones give their cells up, so a reflow (a width change, as
+    /// attaching from another terminal does) leaves an idle pane small.
+    pub fn set_rows(&mut self, mut rows: Vec<Row>, cols: u16) {
+        for row in &mut rows {
+            if row.is_blank() {
+                *row = Row::unwritten();
+            }
+        }
         self.rows = rows;
         self.top = 0;
         self.cols = cols;
@@ -1104,6 +1111,11 @@ mod tests {
         g.resize(6, 5, 0, &mut |_| {});
         assert_eq!(g.row(4), &Row::new(6, Style::DEFAULT));
         assert_eq!(g.row(2).cells.len(), 6);
+        assert_eq!(written_rows(&g), 1);
+        // So do the rows a reflow hands back blank.
+        let rows = g.take_rows();
+        assert_eq!(rows.len(), 5);
+        g.set_rows(rows, 6);
         assert_eq!(written_rows(&g), 1);
     }
 
