@@ -4,6 +4,7 @@
 //! everything else lives here so integration tests and benchmarks can reach it.
 
 pub mod cli;
+pub mod keys;
 pub mod client;
 pub mod handoff;
 pub mod paths;
@@ -13,6 +14,7 @@ pub mod pty;
 pub mod reaper;
 pub mod server;
 pub mod service;
+pub mod shell;
 pub(crate) mod sys;
 pub mod term;
 pub mod workspace;

@@ -74,6 +74,9 @@ pub struct PaneCreate {
     pub direction: Option<Direction>,
     /// Share of the split given to the existing pane, in (0, 1); default 0.5.
     pub ratio: Option<f32>,
+    /// `false`: start an interactive bash, zsh or fish without ptyd's shell
+    /// integration (default: on, unless the config turns it off).
+    pub shell_integration: Option<bool>,
 }
 
 /// `server.upgrade` → the upgrade report (phases with durations, blackout,
@@ -151,7 +154,17 @@ pub struct PaneRemove {
 #[serde(deny_unknown_fields)]
 pub struct PaneInput {
     pub target: String,
+    /// Text written as it is.
+    #[serde(default)]
     pub data: String,
+    /// Key names (tmux's: `C-c`, `Enter`, `Up`, `F5`, `M-x`, ...), encoded
+    /// for the pane's current modes and written after `data`.
+    #[serde(default)]
+    pub keys: Vec<String>,
+    /// Wrap `data` in bracketed-paste markers if the program enabled them
+    /// (mode 2004); otherwise it is written as it is.
+    #[serde(default)]
+    pub paste: bool,
     pub request_id: Option<String>,
 }
 
@@ -217,7 +230,24 @@ pub struct PaneWait {
     /// `pane.input` ack); default: the count when the wait starts. Passing
     /// the ack's count closes the race between typing and waiting.
     pub after: Option<u64>,
+    /// Text to find in the pane's output. By default only output that
+    /// arrives after the wait starts (or after `after_output`) counts.
     pub text: Option<String>,
+    /// `text` is a regular expression (Rust `regex` syntax), matched within
+    /// a line.
+    #[serde(default)]
+    pub regex: bool,
+    /// Also match what the screen shows when the wait starts (and lines
+    /// that scroll off while it waits).
+    #[serde(default)]
+    pub include_screen: bool,
+    /// With `text`: match only output after this output byte count
+    /// (`output_bytes` from a `pane.input` ack); default: the count when
+    /// the wait starts.
+    pub after_output: Option<u64>,
+    /// With `text`: ignore output up to and including this many line feeds
+    /// (the shell's echo of the lines just typed).
+    pub skip_lines: Option<u64>,
     pub idle_ms: Option<u64>,
     pub timeout_ms: Option<u64>,
 }

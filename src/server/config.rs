@@ -5,6 +5,7 @@
 //! {
 //!   "scrollback_lines": 10000,
 //!   "scrollback_bytes": 16777216,
+//!   "shell_integration": true,
 //!   "resume_rules": [ { "program": "myagent", "resume": "myagent --continue" } ]
 //! }
 //! ```
@@ -33,14 +34,27 @@ struct File {
     resume_rules: Vec<Rule>,
     scrollback_lines: Option<usize>,
     scrollback_bytes: Option<usize>,
+    shell_integration: Option<bool>,
 }
 
 /// What the server uses from the file.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct UserConfig {
     pub resume_rules: ResumeRules,
     /// For new panes' terminal models.
     pub term: TermConfig,
+    /// Inject shell integration into the shells panes start (default on).
+    pub shell_integration: bool,
+}
+
+impl Default for UserConfig {
+    fn default() -> UserConfig {
+        UserConfig {
+            resume_rules: ResumeRules::default(),
+            term: TermConfig::default(),
+            shell_integration: true,
+        }
+    }
 }
 
 pub fn path() -> Option<PathBuf> {
@@ -74,7 +88,7 @@ pub fn load() -> (UserConfig, Vec<String>) {
         Err(e) => (
             UserConfig::default(),
             vec![format!(
-                "{} ignored ({e}); using defaults. Known keys: scrollback_lines, scrollback_bytes, resume_rules",
+                "{} ignored ({e}); using defaults. Known keys: scrollback_lines, scrollback_bytes, resume_rules, shell_integration",
                 path.display()
             )],
         ),
@@ -109,6 +123,7 @@ fn from_file(file: File, path: &Path) -> (UserConfig, Vec<String>) {
         UserConfig {
             resume_rules: ResumeRules::new(file.resume_rules),
             term,
+            shell_integration: file.shell_integration.unwrap_or(true),
         },
         problems,
     )

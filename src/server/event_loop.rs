@@ -363,6 +363,7 @@ impl Server {
                 }
                 Ok(n) => {
                     pane.screen.feed(&buf[..n], &mut forward);
+                    pane.output.feed(&buf[..n]);
                     taken += n;
                     if taken >= budget {
                         self.backlog.push_back(Source::Pane(id));
@@ -487,6 +488,11 @@ impl Server {
         }
         let written = pane.written_total();
         let (prompts, finished) = (pane.prompts_seen, pane.commands_finished);
+        let output_bytes = if pane.pending_acks.iter().any(|a| a.end_offset <= written) {
+            pane.output.checkpoint()
+        } else {
+            pane.output.total()
+        };
         let mut done = Vec::new();
         pane.pending_acks.retain_mut(|ack| {
             if ack.end_offset <= written {
@@ -505,6 +511,7 @@ impl Server {
                     "duplicate": duplicate,
                     "prompts_seen": prompts,
                     "commands_finished": finished,
+                    "output_bytes": output_bytes,
                 })),
             );
         }

@@ -771,7 +771,25 @@ impl Server {
         use super::waits::{Wait, WaitCondition as C};
         let condition = match w.kind.as_str() {
             "exit" => C::Exit,
-            "text" => C::Text(w.text.unwrap_or_default()),
+            "text" => {
+                let text = w.text.unwrap_or_default();
+                let regex = w
+                    .regex
+                    .then(|| regex::Regex::new(&text))
+                    .transpose()
+                    .map_err(|e| format!("a parked wait's regex: {e}"))?;
+                // From the output that follows: what the old server read
+                // was already searched.
+                let from = self.panes.get(&w.pane).map_or(0, |p| p.output.end());
+                C::Text(super::waits::TextWait {
+                    text,
+                    regex,
+                    include_screen: w.include_screen,
+                    from,
+                    skip_lines: w.n,
+                    scanned: from,
+                })
+            }
             "idle" => C::Idle(Duration::from_millis(w.n)),
             "prompt" => C::Prompt(w.n),
             "command_finished" => C::CommandFinished(w.n),

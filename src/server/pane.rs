@@ -93,6 +93,15 @@ pub struct Pane {
     pub last_command_exit: Option<i32>,
     /// The terminal model: screen, scrollback, modes, title.
     pub screen: Terminal,
+    /// Whether an interactive bash, zsh or fish started here gets ptyd's
+    /// shell integration (`shell.rs`); off when created with
+    /// `shell_integration: false`.
+    pub shell_integration: bool,
+    /// The shell this run's process got the integration injected into
+    /// (`None`: not a shell ptyd recognised, or opted out).
+    pub shell_injected: Option<crate::shell::Shell>,
+    /// Output as plain text and its byte count, for text waits.
+    pub output: super::output_log::OutputLog,
     pub last_output: Instant,
     pub timeout: Option<Duration>,
     pub idle_timeout: Option<Duration>,
@@ -136,6 +145,7 @@ pub struct PaneSetup {
     pub resume: Option<String>,
     /// Scrollback limits and reported colours of the terminal model.
     pub term: TermConfig,
+    pub shell_integration: bool,
 }
 
 impl Pane {
@@ -176,6 +186,9 @@ impl Pane {
             commands_finished: 0,
             last_command_exit: None,
             screen,
+            shell_integration: setup.shell_integration,
+            shell_injected: None,
+            output: Default::default(),
             last_output: Instant::now(),
             timeout: setup.timeout,
             idle_timeout: setup.idle_timeout,
@@ -205,6 +218,7 @@ impl Pane {
         self.master = Some(master);
         self.state = PaneState::Running(child);
         self.run += 1;
+        self.shell_injected = None;
         self.kill_reason = None;
         self.kill_deadline = None;
         self.timeout_at = None;
@@ -335,6 +349,9 @@ impl Pane {
             "prompts_seen": self.prompts_seen,
             "commands_finished": self.commands_finished,
             "last_command_exit": self.last_command_exit,
+            "shell_integration": self.shell_integration,
+            "shell_injected": self.shell_injected.map(crate::shell::Shell::name),
+            "output_bytes": self.output.total(),
             "created_unix_ms": self.created_unix_ms,
             "attached_clients": attached_clients,
         })
@@ -465,6 +482,8 @@ impl Pane {
             prompts_seen: self.prompts_seen,
             commands_finished: self.commands_finished,
             last_command_exit: self.last_command_exit,
+            output_bytes: self.output.total(),
+            shell_injected: self.shell_injected.map(|s| s.name().to_string()),
         }
     }
 
@@ -493,6 +512,7 @@ impl Pane {
             resume: rec.resume,
             // Unused: the transferred screen keeps its own.
             term: TermConfig::default(),
+            shell_integration: !rec.no_shell_integration,
         };
         // The terminal first: a throwaway one from `Pane::new` would cost
         // the blackout an allocation and a drop per pane.
@@ -568,6 +588,11 @@ impl Pane {
         pane.prompts_seen = rt.prompts_seen;
         pane.commands_finished = rt.commands_finished;
         pane.last_command_exit = rt.last_command_exit;
+        pane.output = super::output_log::OutputLog::resume(rt.output_bytes);
+        pane.shell_injected = rt
+            .shell_injected
+            .as_deref()
+            .and_then(|s| crate::shell::Shell::from_program(s.as_ref()));
         Ok(pane)
     }
 }

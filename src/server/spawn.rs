@@ -138,6 +138,7 @@ impl Server {
             restore: req.restore.unwrap_or_default(),
             resume: req.resume,
             term: self.config.term.clone(),
+            shell_integration: req.shell_integration.unwrap_or(true),
         };
         self.panes
             .insert(id, Pane::new(setup, token, "starting".into()));
@@ -208,12 +209,19 @@ impl Server {
         let Some(pane) = self.panes.get(&id) else {
             return Err(RpcError::new(ErrorCode::NotFound, format!("no pane p{id}")));
         };
-        let (program, args) = exec_form(command);
+        let (program, mut args) = exec_form(command);
+        let mut env = self.child_env(id, &pane.env);
+        let injected = match &self.shell {
+            Some(shell) if pane.shell_integration && self.config.shell_integration => {
+                shell.inject(&program, &mut args, &mut env)
+            }
+            _ => None,
+        };
         let spec = crate::pty::SpawnSpec {
             program,
             args,
             cwd: pane.cwd.clone(),
-            env: self.child_env(id, &pane.env),
+            env,
             cols: pane.cols,
             rows: pane.rows,
         };
@@ -233,6 +241,7 @@ impl Server {
         }
         let pane = self.panes.get_mut(&id).expect("checked above");
         pane.start(master, child);
+        pane.shell_injected = injected;
         let now = Instant::now();
         if let Some(timeout) = pane.timeout {
             pane.timeout_at = Some(now + timeout);

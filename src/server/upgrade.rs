@@ -1202,9 +1202,14 @@ fn write_memfd(bytes: &[u8]) -> Result<OwnedFd, String> {
 impl super::waits::Wait {
     pub fn export(&self, now: Instant) -> manifest::WaitRuntime {
         use super::waits::WaitCondition as C;
+        let (mut regex, mut include_screen) = (false, false);
         let (kind, text, n) = match &self.condition {
             C::Exit => ("exit", None, 0),
-            C::Text(t) => ("text", Some(t.clone()), 0),
+            C::Text(t) => {
+                regex = t.regex.is_some();
+                include_screen = t.include_screen;
+                ("text", Some(t.text.clone()), t.skip_lines)
+            }
             C::Idle(d) => ("idle", None, d.as_millis() as u64),
             C::Prompt(n) => ("prompt", None, *n),
             C::CommandFinished(n) => ("command_finished", None, *n),
@@ -1216,6 +1221,8 @@ impl super::waits::Wait {
             kind: kind.into(),
             text,
             n,
+            regex,
+            include_screen,
             timeout_in_ms: self
                 .deadline
                 .map(|d| d.saturating_duration_since(now).as_millis() as u64),
