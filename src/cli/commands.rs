@@ -13,10 +13,11 @@ pub fn dispatch(g: &Global, command: &str, mut p: lexopt::Parser) -> Result<i32,
         "new" => new(g, &mut p),
         "ls" | "list" => ls(g, &mut p),
         "attach" | "a" => attach_cmd(g, &mut p),
-        "send" => send(g, &mut p),
+        "send" => super::scripting::send(g, &mut p),
         "capture" => capture(g, &mut p),
         "run" => run(g, &mut p),
-        "wait" => wait(g, &mut p),
+        "wait" => super::scripting::wait(g, &mut p),
+        "shell-init" => super::scripting::shell_init(&mut p),
         "kill" => kill(g, &mut p),
         "rm" | "remove" => rm(g, &mut p),
         "resize" => resize(g, &mut p),
@@ -66,7 +67,7 @@ pub fn dispatch(g: &Global, command: &str, mut p: lexopt::Parser) -> Result<i32,
 }
 
 /// Prints help and returns `Ok(true)` for -h/--help.
-fn help_requested(arg: &lexopt::Arg, text: &str) -> bool {
+pub(super) fn help_requested(arg: &lexopt::Arg, text: &str) -> bool {
     if matches!(arg, Short('h') | Long("help")) {
         print!("{text}");
         return true;
@@ -88,21 +89,12 @@ fn connect(g: &Global) -> Result<Client, CliError> {
 
 /// Connects without starting a server: for commands that make no sense on a
 /// fresh one (stop, kill, ...).
-fn connect_existing(g: &Global) -> Result<Client, CliError> {
+pub(super) fn connect_existing(g: &Global) -> Result<Client, CliError> {
     Ok(Client::connect(&g.paths, false)?)
 }
 
-fn print_json(v: &Value) {
+pub(super) fn print_json(v: &Value) {
     println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
-}
-
-fn parse_u64(value: std::ffi::OsString, what: &str) -> Result<u64, CliError> {
-    let s = value.string()?;
-    s.parse().map_err(|_| {
-        CliError::usage(format!(
-            "{what} must be a whole number of milliseconds, got {s:?}"
-        ))
-    })
 }
 
 /// A capture line number: 0 is the top visible row, negative is scrollback.
@@ -214,9 +206,9 @@ impl PaneSpecArgs {
             let (k, v) = parse_env(&p.value()?.string()?)?;
             self.env.insert(k, v);
         } else if arg.is(None, "timeout") {
-            self.timeout = Some(parse_u64(p.value()?, "--timeout")?);
+            self.timeout = Some(super::duration::parse_ms(p.value()?, "--timeout")?);
         } else if arg.is(None, "idle-timeout") {
-            self.idle_timeout = Some(parse_u64(p.value()?, "--idle-timeout")?);
+            self.idle_timeout = Some(super::duration::parse_ms(p.value()?, "--idle-timeout")?);
         } else if arg.is(None, "size") {
             self.size = Some(parse_size(&p.value()?.string()?)?);
         } else if arg.is(None, "shell") {
@@ -241,6 +233,8 @@ impl PaneSpecArgs {
         } else if arg.is(None, "restore") {
             self.extra
                 .insert("restore".into(), json!(p.value()?.string()?));
+        } else if arg.is(None, "no-shell-integration") {
+            self.extra.insert("shell_integration".into(), json!(false));
         } else if arg.is(None, "resume") {
             self.extra
                 .insert("resume".into(), json!(p.value()?.string()?));
@@ -465,7 +459,7 @@ fn json_flag(p: &mut lexopt::Parser, text: &str) -> Result<bool, CliError> {
     Ok(as_json)
 }
 
-fn target_arg(
+pub(super) fn target_arg(
     p: &mut lexopt::Parser,
     target: &mut Option<String>,
     v: std::ffi::OsString,
@@ -481,7 +475,7 @@ fn target_arg(
     Ok(())
 }
 
-fn need_target(target: Option<String>) -> Result<String, CliError> {
+pub(super) fn need_target(target: Option<String>) -> Result<String, CliError> {
     target.ok_or_else(|| CliError::usage("missing TARGET (a pane id like p1, or a pane name)"))
 }
 
@@ -517,61 +511,6 @@ fn attach_cmd(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         client::terminal_size(&std::io::stdout()),
     )?;
     finish_attach(attach::run_attach(&g.paths, &opts, Some(reader))?)
-}
-
-fn send(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
-    let mut target = None;
-    let mut enter = false;
-    let mut request_id = None;
-    let mut wait_finished = false;
-    let mut timeout = None;
-    let mut words: Vec<String> = Vec::new();
-    while let Some(arg) = p.next()? {
-        if help_requested(&arg, help::SEND) {
-            return Ok(0);
-        }
-        match arg {
-            Long("enter") => enter = true,
-            Long("wait") => wait_finished = true,
-            Long("timeout") => timeout = Some(parse_u64(p.value()?, "--timeout")?),
-            Long("request-id") => request_id = Some(p.value()?.string()?),
-            Value(v) if target.is_none() => target = Some(v.string()?),
-            Value(v) => words.push(v.string()?),
-            _ => return Err(arg.unexpected().into()),
-        }
-    }
-    let target = need_target(target)?;
-    let mut data = words.join(" ");
-    if enter {
-        data.push('\r');
-    }
-    if data.is_empty() {
-        return Err(CliError::usage("nothing to send: give TEXT and/or --enter"));
-    }
-    let mut params = json!({ "target": target, "data": data });
-    if let Some(id) = request_id {
-        params["request_id"] = json!(id);
-    }
-    let mut client = connect_existing(g)?;
-    let ack = client.call("pane.input", params)?;
-    if !wait_finished {
-        return Ok(0);
-    }
-    // Wait for a finished command beyond the count at the moment our bytes
-    // were written: no race with a shell that answers fast.
-    let mut wait =
-        json!({ "target": target, "command_finished": true, "after": ack["commands_finished"] });
-    if let Some(ms) = timeout {
-        wait["timeout_ms"] = json!(ms);
-    }
-    match client.call("pane.wait", wait) {
-        Ok(done) => Ok(done["exit"].as_i64().unwrap_or(0) as i32),
-        Err(e) if e.code == "timeout" => {
-            eprintln!("ptyd: {}", e.message);
-            Ok(124)
-        }
-        Err(e) => Err(e.into()),
-    }
 }
 
 fn capture(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
@@ -635,46 +574,6 @@ fn run(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     Ok(attach::run_mirror(&g.paths, spec.params()?)?)
 }
 
-fn wait(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
-    let mut target = None;
-    let mut params = json!({});
-    let mut as_json = false;
-    while let Some(arg) = p.next()? {
-        if help_requested(&arg, help::WAIT) {
-            return Ok(0);
-        }
-        match arg {
-            Long("exit") => params["exit"] = json!(true),
-            Long("text") => params["text"] = json!(p.value()?.string()?),
-            Long("idle") => params["idle_ms"] = json!(parse_u64(p.value()?, "--idle")?),
-            Long("prompt") => params["prompt"] = json!(true),
-            Long("command-finished") => params["command_finished"] = json!(true),
-            Long("timeout") => params["timeout_ms"] = json!(parse_u64(p.value()?, "--timeout")?),
-            Long("json") => as_json = true,
-            Value(v) => target_arg(p, &mut target, v)?,
-            _ => return Err(arg.unexpected().into()),
-        }
-    }
-    params["target"] = json!(need_target(target)?);
-    let want_exit = params["exit"] == json!(true);
-    match connect_existing(g)?.call("pane.wait", params) {
-        Ok(result) => {
-            if as_json {
-                print_json(&result);
-            }
-            if want_exit {
-                return Ok(result["exit"]["shell_code"].as_i64().unwrap_or(1) as i32);
-            }
-            Ok(0)
-        }
-        Err(e) if e.code == "timeout" => {
-            eprintln!("ptyd: {}", e.message);
-            Ok(124)
-        }
-        Err(e) => Err(e.into()),
-    }
-}
-
 fn kill(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     let mut target = None;
     let mut params = json!({});
@@ -684,7 +583,7 @@ fn kill(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         }
         match arg {
             Short('s') | Long("signal") => params["signal"] = json!(p.value()?.string()?),
-            Long("grace") => params["grace_ms"] = json!(parse_u64(p.value()?, "--grace")?),
+            Long("grace") => params["grace_ms"] = json!(super::duration::parse_ms(p.value()?, "--grace")?),
             Value(v) => target_arg(p, &mut target, v)?,
             _ => return Err(arg.unexpected().into()),
         }
@@ -925,7 +824,7 @@ fn upgrade(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         }
         match arg {
             Long("binary") => params["binary"] = json!(p.value()?.string()?),
-            Long("timeout") => params["timeout_ms"] = json!(parse_u64(p.value()?, "--timeout")?),
+            Long("timeout") => params["timeout_ms"] = json!(super::duration::parse_ms(p.value()?, "--timeout")?),
             Long("fault") => params["fault"] = json!(p.value()?.string()?),
             Long("mode") => params["mode"] = json!(p.value()?.string()?),
             Long("json") => as_json = true,

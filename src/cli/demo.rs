@@ -83,15 +83,18 @@ pub fn run() -> Result<i32, CliError> {
     }
 
     step("typing into the shell and waiting for its answer on screen");
-    call(
+    let ack = call(
         &mut client,
         "pane.input",
         json!({ "target": "shell", "data": "echo hello from $PTYD_PANE_ID\r", "request_id": "demo-1" }),
     )?;
+    // From the ack's output count, past the echoed command line: only the
+    // command's own output can match, however fast it comes.
     call(
         &mut client,
         "pane.wait",
-        json!({ "target": "shell", "text": "hello from p1", "timeout_ms": 10000 }),
+        json!({ "target": "shell", "text": "hello from p1", "after_output": ack["output_bytes"],
+                "skip_lines": 1, "timeout_ms": 10000 }),
     )?;
     let screen = call(&mut client, "pane.capture", json!({ "target": "shell" }))?;
     print_screen(&screen);
@@ -114,7 +117,7 @@ pub fn run() -> Result<i32, CliError> {
     call(
         &mut client,
         "pane.wait",
-        json!({ "target": "counter", "text": "tick 5", "timeout_ms": 10000 }),
+        json!({ "target": "counter", "text": "tick 5", "include_screen": true, "timeout_ms": 10000 }),
     )?;
 
     step("live upgrade: the server replaces its own binary while every pane runs");

@@ -10,10 +10,10 @@ Commands:
   new [-d] ... [-- ARGV...]   create a pane (attach unless -d)
   ls [--json]                 list panes
   attach TARGET               attach this terminal to a pane
-  send TARGET [--enter] TEXT  type text into a pane
+  send TARGET [--enter] TEXT  type text, keys (--keys C-c Up) or a paste into a pane
   capture TARGET              print a pane's screen
   run -- ARGV...              run a command in a pane, mirror its output, exit with its code
-  wait TARGET ...             wait for exit, text or idleness
+  wait TARGET ...             wait for exit, new text, idleness, a prompt or a command
   kill TARGET                 signal a pane's whole process tree
   rm TARGET                   remove an exited pane
   resize TARGET COLSxROWS     resize a pane
@@ -29,6 +29,7 @@ Commands:
   upgrade [--binary PATH]     replace the server binary; every pane keeps running
   version [--json]            versions of this binary (protocol, handoff, snapshot)
   api METHOD [JSON]           send one raw API request, print the result
+  shell-init bash|zsh|fish    print the shell-integration hooks (for shells ptyd did not start)
   demo                        run a self-contained demonstration
 
 Options:
@@ -36,7 +37,8 @@ Options:
   -h, --help             help; `ptyd COMMAND --help` for a command
   -V, --version          version
 
-TARGET is a pane id (p3) or a pane name.
+TARGET is a pane id (p3) or a pane name. DURATION is a number with a unit:
+500ms, 5s, 1.5s, 2m, 1h; a bare number is milliseconds.
 ";
 
 pub const SERVER: &str = "\
@@ -55,7 +57,8 @@ At start it rebuilds the workspaces, tabs and panes of the last snapshot
 
 pub const NEW: &str = "\
 Usage: ptyd new [-d] [-n NAME] [-c DIR] [-e K=V]... [--size COLSxROWS]
-                [--timeout MS] [--idle-timeout MS] [--shell STR | -- ARGV...]
+                [--timeout DURATION] [--idle-timeout DURATION]
+                [--no-shell-integration] [--shell STR | -- ARGV...]
 
 Creates a pane running ARGV exactly as given, or STR through $SHELL -c, or
 your login shell when neither is given. Attaches to it unless -d, which
@@ -66,9 +69,15 @@ prints the new pane's id instead.
   -c, --cwd DIR          working directory (default: the current one)
   -e, --env K=V          add an environment variable (repeatable)
       --size COLSxROWS   initial size (default: this terminal's, else 80x24)
-      --timeout MS       kill the pane after MS milliseconds
-      --idle-timeout MS  kill the pane after MS milliseconds without output
+      --timeout DUR      kill the pane after DUR (5s, 10m, 1h; bare number: ms)
+      --idle-timeout DUR kill the pane after DUR without output
       --shell STR        run STR with $SHELL -c
+      --no-shell-integration
+                         start bash, zsh or fish without ptyd's shell
+                         integration (OSC 133 prompt and command marks, OSC 7
+                         cwd), which is otherwise loaded into interactive
+                         shells without touching your rc files; see
+                         `ptyd shell-init --help`
   -w, --workspace W      open in a new tab of workspace W (default: \"main\")
       --tab-name NAME    name the new tab
   -s, --split TARGET     split the pane TARGET instead of opening a tab
@@ -143,13 +152,36 @@ every moment, even while the server is unreachable.
 ";
 
 pub const SEND: &str = "\
-Usage: ptyd send TARGET [--enter] [--request-id ID] [--wait [--timeout MS]] TEXT...
+Usage: ptyd send TARGET [TEXT... | -] [--keys KEY...] [--paste] [--enter]
+                 [--wait | --wait-for TEXT [--regex]] [--timeout DURATION]
+                 [--request-id ID] [--json]
 
-Types TEXT (arguments joined by spaces) into the pane and returns once the
-bytes are written to its terminal. --enter adds a carriage return. A retried
-request with the same --request-id is not typed twice. --wait then waits for
-the shell to report the command finished (OSC 133;D shell integration) and
-exits with its exit code (124 on timeout).
+Types TEXT (arguments joined by spaces; `-` reads it from stdin, byte for
+byte) into the pane and returns once the bytes are written to its terminal.
+
+  --keys KEY...    after the text, press keys, tmux's names: Enter, Escape,
+                   Tab, BTab, Space, BSpace, Up, Down, Left, Right, Home,
+                   End, PageUp, PageDown, Insert, Delete, F1-F12, any single
+                   character, with C- M- S- prefixes (C-c, M-x, C-S-Up).
+                   Encoded for the pane's current modes (application cursor
+                   keys, kitty keyboard flags). Every argument after --keys
+                   is a key; an unknown name is an error.
+  --paste          send TEXT as a bracketed paste if the program enabled it
+                   (mode 2004); otherwise as typed
+  --enter          press Enter after the text; after a --paste, as a write
+                   of its own once the paste is written
+  --wait           then wait for the shell to report the command finished
+                   (shell integration, OSC 133;D) and exit with its exit
+                   code. Fails at once, typing nothing, if the pane's shell
+                   cannot report it (see `ptyd shell-init --help`).
+  --wait-for TEXT  then wait for TEXT in output that follows the input,
+                   after the lines the input typed (their echo never
+                   matches); --regex makes TEXT a regular expression
+  --timeout DUR    for --wait/--wait-for (default 30s; 0 waits forever);
+                   exit code 124 when it passes
+  --request-id ID  a retried send with the same ID is not typed twice
+  --json           print the input acknowledgements (counters
+                   commands_finished, output_bytes) and the wait's result
 ";
 
 pub const CAPTURE: &str = "\
@@ -163,7 +195,8 @@ that autowrap continued, so long lines come out whole.
 ";
 
 pub const RUN: &str = "\
-Usage: ptyd run [-n NAME] [-c DIR] [-e K=V]... [--timeout MS] [--idle-timeout MS] -- ARGV...
+Usage: ptyd run [-n NAME] [-c DIR] [-e K=V]... [--timeout DURATION]
+                [--idle-timeout DURATION] -- ARGV...
 
 Runs ARGV in a new pane, mirrors its output to stdout and exits with its exit
 code (128+N when killed by signal N). Ctrl-C kills the pane. The pane stays
@@ -171,20 +204,35 @@ listed with its exit status until removed.
 ";
 
 pub const WAIT: &str = "\
-Usage: ptyd wait TARGET (--exit | --text STR | --idle MS | --prompt | --command-finished)
-                 [--timeout MS] [--json]
+Usage: ptyd wait TARGET CONDITION [--timeout DURATION] [--json]
 
-Waits until the pane exits (and exits with its code), until STR shows on its
-screen, until it has been silent for MS milliseconds, or until its shell
-reports the next prompt or finished command (OSC 133 shell integration).
-Exits 124 when the timeout passes first.
+Waits until CONDITION holds; exits 0 (or the pane's code with --exit), 124
+when the timeout passes first (default 30s; --timeout 0 waits forever).
+
+Conditions (exactly one):
+  --exit                 the pane's process exits; exits with its code
+  --text STR             STR appears in output that arrives after the wait
+                         starts (text already printed does not count)
+      --screen           ... or is on the screen already
+      --regex            STR is a regular expression (matched within a line)
+      --after-output N   count output from byte N (output_bytes of a
+                         `ptyd send --json` ack) instead of from now
+  --idle DUR             no output for DUR (500ms, 2s; bare number: ms)
+  --prompt               the shell shows its next prompt (OSC 133;A)
+  --command-finished     the shell reports the next command finished
+                         (OSC 133;D)
+      --after N          the mark after the N-th instead of the next one
+
+--prompt and --command-finished need shell integration: on by default for
+bash, zsh and fish that ptyd starts, else `ptyd shell-init`. On a pane
+whose shell has shown no mark and has no integration they fail at once.
 ";
 
 pub const KILL: &str = "\
-Usage: ptyd kill TARGET [--signal SIG] [--grace MS]
+Usage: ptyd kill TARGET [--signal SIG] [--grace DURATION]
 
 Sends SIG (default TERM) to every process of the pane's session, then KILL
-to what is left after MS milliseconds (default 3000).
+to what is left after DURATION (default 3s; a bare number is milliseconds).
 ";
 
 pub const RM: &str = "\
@@ -234,7 +282,7 @@ them through the API, prints what it did and saw, and cleans up.
 ";
 
 pub const UPGRADE: &str = "\
-Usage: ptyd upgrade [--binary PATH] [--timeout MS] [--mode live|restore] [--json]
+Usage: ptyd upgrade [--binary PATH] [--timeout DURATION] [--mode live|restore] [--json]
 
 Replaces the running server with a new binary while every pane keeps
 running: same processes, no hangup, no lost or repeated output byte, the
@@ -246,7 +294,7 @@ exits 1 with the cause. Prints each phase with its duration and the blackout
 (first pane paused to new server reading).
 
   --binary PATH   the new ptyd binary
-  --timeout MS    deadline up to the commit point (default 10000)
+  --timeout DUR   deadline up to the commit point (default 10s; bare: ms)
   --json          print the report as one JSON object
   --mode MODE     live (default), or restore: where a live handoff is
                   impossible, save the session, stop, and restart this
@@ -260,4 +308,26 @@ Usage: ptyd version [--json]
 
 Prints the binary's version and the versions of what it speaks: the client
 protocol, the live-upgrade handoff and the snapshot format.
+";
+
+pub const SHELL_INIT: &str = "\
+Usage: ptyd shell-init bash|zsh|fish
+
+Prints ptyd's shell integration for the shell: hooks that report each
+prompt (OSC 133;A), the start of input (B) and of a command (C), the
+command's exit status (D;STATUS) and the working directory (OSC 7). They
+make `ptyd send --wait` and `ptyd wait --prompt/--command-finished` work.
+
+Shells ptyd starts (bash, zsh, fish run as interactive shells, without a
+script or -c) load them on their own, without touching your files: bash
+through --rcfile (a file that runs your ~/.bashrc, or for a login shell
+your profile files, first), zsh through ZDOTDIR, fish through
+XDG_DATA_DIRS. Turn that off with `ptyd new --no-shell-integration` or
+\"shell_integration\": false in the config file.
+
+For other shells (ssh from a pane, a shell inside a container), load them
+yourself, in the rc file or at the prompt:
+  bash:  eval \"$(ptyd shell-init bash)\"
+  zsh:   eval \"$(ptyd shell-init zsh)\"
+  fish:  ptyd shell-init fish | source
 ";

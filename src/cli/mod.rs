@@ -5,7 +5,9 @@
 
 mod commands;
 mod demo;
+mod duration;
 mod help;
+mod scripting;
 
 use crate::paths::{DEFAULT_NAMESPACE, NamespacePaths};
 use lexopt::prelude::*;

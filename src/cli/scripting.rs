@@ -1,0 +1,268 @@
+//! The commands scripts and agents drive panes with: `send` (text, keys,
+//! pastes, then optionally a race-free wait for what the input caused),
+//! `wait`, and `shell-init`.
+//!
+//! A wait started by `send` begins from the input's acknowledgement (its
+//! `commands_finished` and `output_bytes` counters), so a program that
+//! answers before the wait request arrives is never missed. CLI waits have
+//! a default timeout ([`DEFAULT_WAIT`]) so a script never hangs silently.
+
+use super::commands::{connect_existing, help_requested, need_target, print_json, target_arg};
+use super::{CliError, Global, duration, help};
+use crate::client::Client;
+use lexopt::prelude::*;
+use serde_json::{Value, json};
+use std::io::Read;
+use std::time::Duration;
+
+/// How long a CLI wait lasts unless `--timeout` says otherwise.
+pub const DEFAULT_WAIT: Duration = Duration::from_secs(30);
+
+/// The exit code of a wait that timed out (as timeout(1)'s).
+pub const TIMEOUT_EXIT: i32 = 124;
+
+/// `--timeout DUR` for waits: `None` (no timeout) for `0`.
+fn wait_timeout(value: std::ffi::OsString) -> Result<Option<u64>, CliError> {
+    let ms = duration::parse_ms(value, "--timeout")?;
+    Ok((ms > 0).then_some(ms))
+}
+
+fn default_timeout_ms() -> Option<u64> {
+    Some(DEFAULT_WAIT.as_millis() as u64)
+}
+
+/// Runs a `pane.wait` and turns its outcome into an exit code: `Ok(result)`,
+/// or the timeout's 124 after saying so on stderr.
+fn run_wait(client: &mut Client, params: Value) -> Result<Result<Value, i32>, CliError> {
+    let timeout = params["timeout_ms"].as_u64();
+    match client.call("pane.wait", params) {
+        Ok(result) => Ok(Ok(result)),
+        Err(e) if e.code == "timeout" => {
+            let after = timeout.map_or(String::new(), |ms| format!(" ({ms} ms)"));
+            eprintln!(
+                "ptyd: {}{after}; --timeout sets another limit, 0 for none",
+                e.message
+            );
+            Ok(Err(TIMEOUT_EXIT))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+pub fn send(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
+    let mut target = None;
+    let mut enter = false;
+    let mut paste = false;
+    let mut request_id = None;
+    let mut wait_finished = false;
+    let mut wait_for: Option<String> = None;
+    let mut regex = false;
+    let mut timeout = default_timeout_ms();
+    let mut as_json = false;
+    let mut words: Vec<String> = Vec::new();
+    let mut keys: Vec<String> = Vec::new();
+    let mut in_keys = false;
+    while let Some(arg) = p.next()? {
+        if help_requested(&arg, help::SEND) {
+            return Ok(0);
+        }
+        match arg {
+            Long("enter") => enter = true,
+            Long("paste") => paste = true,
+            Long("keys") | Short('k') => in_keys = true,
+            Long("wait") => wait_finished = true,
+            Long("wait-for") => wait_for = Some(p.value()?.string()?),
+            Long("regex") => regex = true,
+            Long("timeout") => timeout = wait_timeout(p.value()?)?,
+            Long("request-id") => request_id = Some(p.value()?.string()?),
+            Long("json") => as_json = true,
+            Value(v) if target.is_none() => target = Some(v.string()?),
+            Value(v) if in_keys => keys.push(v.string()?),
+            Value(v) => words.push(v.string()?),
+            _ => return Err(arg.unexpected().into()),
+        }
+    }
+    let target = need_target(target)?;
+    if wait_finished && wait_for.is_some() {
+        return Err(CliError::usage("give --wait or --wait-for TEXT, not both"));
+    }
+    if regex && wait_for.is_none() {
+        return Err(CliError::usage("--regex goes with --wait-for"));
+    }
+    let data = if words == ["-"] {
+        let mut bytes = Vec::new();
+        std::io::stdin()
+            .read_to_end(&mut bytes)
+            .map_err(|e| CliError::usage(format!("reading stdin: {e}")))?;
+        String::from_utf8(bytes).map_err(|_| {
+            CliError::usage("stdin is not UTF-8 text; ptyd send takes text (use --keys for keys)")
+        })?
+    } else {
+        words.join(" ")
+    };
+    // An Enter typed right behind a paste is dropped by some programs (it
+    // arrives while they still handle the paste): it goes as its own write.
+    let separate_enter = enter && paste;
+    if enter && !separate_enter {
+        keys.push("Enter".into());
+    }
+    if data.is_empty() && keys.is_empty() && !separate_enter {
+        return Err(CliError::usage(
+            "nothing to send: give TEXT (or - for stdin), --keys KEY..., and/or --enter",
+        ));
+    }
+    let mut client = connect_existing(g)?;
+    if wait_finished {
+        require_marks(&mut client, &target)?;
+    }
+    // Lines the shell will echo before what the input causes.
+    let typed_lines = data.matches(['\r', '\n']).count()
+        + keys.iter().filter(|k| is_enter(k)).count()
+        + usize::from(separate_enter);
+    let mut params = json!({ "target": target, "data": data, "keys": keys, "paste": paste });
+    if let Some(id) = &request_id {
+        params["request_id"] = json!(id);
+    }
+    let ack = client.call("pane.input", params)?;
+    let mut acks = vec![ack.clone()];
+    if separate_enter {
+        let mut params = json!({ "target": target, "keys": ["Enter"] });
+        if let Some(id) = &request_id {
+            params["request_id"] = json!(format!("{id}:enter"));
+        }
+        acks.push(client.call("pane.input", params)?);
+    }
+    let mut report = json!({ "acks": acks });
+    let code = if wait_finished {
+        let mut wait = json!({
+            "target": target,
+            "command_finished": true,
+            "after": ack["commands_finished"],
+        });
+        if let Some(ms) = timeout {
+            wait["timeout_ms"] = json!(ms);
+        }
+        match run_wait(&mut client, wait)? {
+            Ok(done) => {
+                let code = done["exit"].as_i64().unwrap_or(0) as i32;
+                report["wait"] = done;
+                code
+            }
+            Err(code) => code,
+        }
+    } else if let Some(text) = wait_for {
+        let mut wait = json!({
+            "target": target,
+            "text": text,
+            "regex": regex,
+            "after_output": ack["output_bytes"],
+            "skip_lines": typed_lines,
+        });
+        if let Some(ms) = timeout {
+            wait["timeout_ms"] = json!(ms);
+        }
+        match run_wait(&mut client, wait)? {
+            Ok(done) => {
+                report["wait"] = done;
+                0
+            }
+            Err(code) => code,
+        }
+    } else {
+        0
+    };
+    if as_json {
+        print_json(&report);
+    }
+    Ok(code)
+}
+
+fn is_enter(key: &str) -> bool {
+    let base = key.rsplit('-').next().unwrap_or(key);
+    ["enter", "cr", "return"].contains(&base.to_ascii_lowercase().as_str()) || key == "C-m"
+}
+
+/// Fails before anything is typed when the pane's shell cannot report the
+/// command finishing (the server would refuse the wait after the input).
+fn require_marks(client: &mut Client, target: &str) -> Result<(), CliError> {
+    let wait = json!({ "target": target, "command_finished": true, "timeout_ms": 0 });
+    match client.call("pane.wait", wait) {
+        Err(e) if e.code == "no_shell_integration" => Err(e.into()),
+        // Answered (or timed out at once): the pane can report marks.
+        _ => Ok(()),
+    }
+}
+
+pub fn wait(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
+    let mut target = None;
+    let mut params = json!({});
+    let mut as_json = false;
+    let mut timeout = default_timeout_ms();
+    while let Some(arg) = p.next()? {
+        if help_requested(&arg, help::WAIT) {
+            return Ok(0);
+        }
+        match arg {
+            Long("exit") => params["exit"] = json!(true),
+            Long("text") => params["text"] = json!(p.value()?.string()?),
+            Long("regex") => params["regex"] = json!(true),
+            Long("screen") => params["include_screen"] = json!(true),
+            Long("after-output") => {
+                params["after_output"] = json!(count(p.value()?, "--after-output")?)
+            }
+            Long("after") => params["after"] = json!(count(p.value()?, "--after")?),
+            Long("idle") => params["idle_ms"] = json!(duration::parse_ms(p.value()?, "--idle")?),
+            Long("prompt") => params["prompt"] = json!(true),
+            Long("command-finished") => params["command_finished"] = json!(true),
+            Long("timeout") => timeout = wait_timeout(p.value()?)?,
+            Long("json") => as_json = true,
+            Value(v) => target_arg(p, &mut target, v)?,
+            _ => return Err(arg.unexpected().into()),
+        }
+    }
+    params["target"] = json!(need_target(target)?);
+    if let Some(ms) = timeout {
+        params["timeout_ms"] = json!(ms);
+    }
+    let want_exit = params["exit"] == json!(true);
+    let result = match run_wait(&mut connect_existing(g)?, params)? {
+        Ok(result) => result,
+        Err(code) => return Ok(code),
+    };
+    if as_json {
+        print_json(&result);
+    }
+    if want_exit {
+        return Ok(result["exit"]["shell_code"].as_i64().unwrap_or(1) as i32);
+    }
+    Ok(0)
+}
+
+fn count(value: std::ffi::OsString, what: &str) -> Result<u64, CliError> {
+    let s = value.string()?;
+    s.parse()
+        .map_err(|_| CliError::usage(format!("{what} takes a whole number, got {s:?}")))
+}
+
+pub fn shell_init(p: &mut lexopt::Parser) -> Result<i32, CliError> {
+    let mut shell = None;
+    while let Some(arg) = p.next()? {
+        if help_requested(&arg, help::SHELL_INIT) {
+            return Ok(0);
+        }
+        match arg {
+            Value(v) if shell.is_none() => shell = Some(v.string()?),
+            _ => return Err(arg.unexpected().into()),
+        }
+    }
+    let name = shell.ok_or_else(|| CliError::usage("usage: ptyd shell-init bash|zsh|fish"))?;
+    let shell = crate::shell::Shell::from_program(name.as_ref())
+        .filter(|_| !name.contains('/'))
+        .ok_or_else(|| {
+            CliError::usage(format!(
+                "no shell integration for {name:?}; there is one for bash, zsh and fish"
+            ))
+        })?;
+    print!("{}", shell.hooks());
+    Ok(0)
+}
