@@ -157,6 +157,7 @@ pub fn send(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
             "regex": regex,
             "after_output": ack["output_bytes"],
             "skip_lines": typed_lines,
+            "after_command_start": true,
         });
         if let Some(ms) = timeout {
             wait["timeout_ms"] = json!(ms);

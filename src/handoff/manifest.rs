@@ -248,6 +248,8 @@ pub struct WaitRuntime {
     pub regex: bool,
     #[serde(default)]
     pub include_screen: bool,
+    #[serde(default)]
+    pub after_command_start: bool,
     pub timeout_in_ms: Option<u64>,
 }
 

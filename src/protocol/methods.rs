@@ -248,6 +248,12 @@ pub struct PaneWait {
     /// With `text`: ignore output up to and including this many line feeds
     /// (the shell's echo of the lines just typed).
     pub skip_lines: Option<u64>,
+    /// With `text`: match only output after the next command-start mark
+    /// (OSC 133;C) from the start point, i.e. the output of the command
+    /// just typed, never its echo. On a pane that has no shell integration
+    /// (no mark seen, none injected) `skip_lines` applies instead.
+    #[serde(default)]
+    pub after_command_start: bool,
     pub idle_ms: Option<u64>,
     pub timeout_ms: Option<u64>,
 }

@@ -775,7 +775,7 @@ impl Server {
                 let text = w.text.unwrap_or_default();
                 let regex = w
                     .regex
-                    .then(|| regex::Regex::new(&text))
+                    .then(|| regex::RegexBuilder::new(&text).multi_line(true).build())
                     .transpose()
                     .map_err(|e| format!("a parked wait's regex: {e}"))?;
                 // From the output that follows: what the old server read
@@ -787,6 +787,7 @@ impl Server {
                     include_screen: w.include_screen,
                     from,
                     skip_lines: w.n,
+                    after_command_start: w.after_command_start,
                     scanned: from,
                 })
             }

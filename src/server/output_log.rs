@@ -9,7 +9,10 @@
 //! (CSI, OSC, DCS and the other strings, two- and three-byte escapes) and
 //! other controls are dropped, a backspace removes the character before it
 //! on the line, and carriage returns are dropped (CR LF is one line break).
-//! The last [`KEEP_TEXT`] bytes of text are kept.
+//! The last [`KEEP_TEXT`] bytes of text are kept, and where in it each
+//! command-start mark (OSC 133;C, shell integration) came: the output of
+//! the command typed last begins there, after the shell's echo of it
+//! however often that was redrawn.
 //!
 //! Output offsets are turned into text positions through checkpoints, taken
 //! whenever an offset is handed out ([`OutputLog::checkpoint`]): an offset
@@ -22,6 +25,10 @@ use std::collections::VecDeque;
 pub const KEEP_TEXT: usize = 64 * 1024;
 /// Checkpoints kept; older offsets map to the oldest one.
 const KEEP_CHECKPOINTS: usize = 1024;
+/// Command-start marks kept.
+const KEEP_MARKS: usize = 256;
+/// How much of an OSC payload is looked at (enough for `133;C`).
+const OSC_PREFIX: usize = 8;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 enum Strip {
@@ -50,6 +57,14 @@ pub struct OutputLog {
     state: Strip,
     /// (output offset, text position), ascending.
     checkpoints: VecDeque<(u64, u64)>,
+    /// Text positions of command-start marks, ascending.
+    command_starts: VecDeque<u64>,
+    /// The kind of the last OSC 133 mark (`A`, `B`, `C`, `D`).
+    last_mark: Option<u8>,
+    /// The string being skipped is an OSC; its first bytes.
+    in_osc: bool,
+    osc: [u8; OSC_PREFIX],
+    osc_len: usize,
 }
 
 impl OutputLog {
@@ -100,7 +115,11 @@ impl OutputLog {
                 },
                 Strip::Esc => match b {
                     b'[' => Strip::Csi,
-                    b']' | b'P' | b'X' | b'^' | b'_' => Strip::Str,
+                    b']' | b'P' | b'X' | b'^' | b'_' => {
+                        self.in_osc = b == b']';
+                        self.osc_len = 0;
+                        Strip::Str
+                    }
                     b' '..=b'/' => Strip::EscIntermediate,
                     0x1b => Strip::Esc,
                     _ => Strip::Text,
@@ -112,12 +131,24 @@ impl OutputLog {
                     _ => Strip::Csi,
                 },
                 Strip::Str => match b {
-                    0x07 => Strip::Text,
+                    0x07 => {
+                        self.string_ended();
+                        Strip::Text
+                    }
                     0x1b => Strip::StrEsc,
-                    _ => Strip::Str,
+                    _ => {
+                        if self.osc_len < OSC_PREFIX {
+                            self.osc[self.osc_len] = b;
+                            self.osc_len += 1;
+                        }
+                        Strip::Str
+                    }
                 },
                 Strip::StrEsc => match b {
-                    b'\\' => Strip::Text,
+                    b'\\' => {
+                        self.string_ended();
+                        Strip::Text
+                    }
                     0x1b => Strip::StrEsc,
                     _ => Strip::Str,
                 },
@@ -129,6 +160,31 @@ impl OutputLog {
             self.text.drain(..drop);
             self.base += drop as u64;
         }
+    }
+
+    fn string_ended(&mut self) {
+        let payload = &self.osc[..self.osc_len];
+        if self.in_osc && payload.len() > 4 && payload.starts_with(b"133;") {
+            self.last_mark = Some(payload[4]);
+        }
+        if self.in_osc && (payload == b"133;C" || payload.starts_with(b"133;C;")) {
+            if self.command_starts.len() == KEEP_MARKS {
+                self.command_starts.pop_front();
+            }
+            self.command_starts.push_back(self.end());
+        }
+        self.in_osc = false;
+    }
+
+    /// Whether a command is running by the shell's last mark (C, and no
+    /// D or A since): input then goes to it, not to the shell.
+    pub fn command_running(&self) -> bool {
+        self.last_mark == Some(b'C')
+    }
+
+    /// The position of the first command-start mark at or after `from`.
+    pub fn command_start_from(&self, from: u64) -> Option<u64> {
+        self.command_starts.iter().copied().find(|&p| p >= from)
     }
 
     /// Records that `total()` maps to the current text end and returns it:
@@ -200,6 +256,17 @@ mod tests {
         }
         assert_eq!(log.text_from(0).1, b"onetwothree");
         assert_eq!(log.total(), reads.iter().map(|r| r.len() as u64).sum::<u64>());
+    }
+
+    #[test]
+    fn command_start_marks_are_located() {
+        let mut log = OutputLog::default();
+        log.feed(b"$ echo PASS\r\n\x1b]133;C\x07");
+        log.feed(b"PASS\r\n\x1b]133;D;0\x1b\\\x1b]133;C;x\x07");
+        let first = log.command_start_from(0).unwrap();
+        assert_eq!(log.text_from(first).1, b"PASS\n");
+        assert_eq!(log.command_start_from(first + 1), Some(log.end()));
+        assert_eq!(log.command_start_from(log.end() + 1), None);
     }
 
     #[test]

@@ -395,6 +395,7 @@ impl Server {
             text_only(req.include_screen, "include_screen")?;
             text_only(req.after_output.is_some(), "after_output")?;
             text_only(req.skip_lines.is_some(), "skip_lines")?;
+            text_only(req.after_command_start, "after_command_start")?;
         }
         if let Some(ms) = req.idle_ms {
             conditions.push(WaitCondition::Idle(Duration::from_millis(ms)));
@@ -491,6 +492,7 @@ fn text_wait(
     let regex = if req.regex {
         Some(
             regex::RegexBuilder::new(&text)
+                .multi_line(true)
                 .size_limit(1 << 20)
                 .build()
                 .map_err(|e| invalid(format!("\"text\" is not a valid regex: {e}")))?,
@@ -506,12 +508,21 @@ fn text_wait(
             pane.public_id()
         ))
     })?;
+    // Marks help only if the shell reads the input: not while a command it
+    // started (an editor, a REPL, an agent) does, unless that command began
+    // after the input.
+    let integrated =
+        pane.shell_injected.is_some() || pane.prompts_seen > 0 || pane.commands_finished > 0;
+    let marks = req.after_command_start
+        && integrated
+        && (!pane.output.command_running() || pane.output.command_start_from(from).is_some());
     Ok(super::waits::TextWait {
         text,
         regex,
         include_screen: req.include_screen,
         from,
-        skip_lines: req.skip_lines.unwrap_or(0),
+        skip_lines: if marks { 0 } else { req.skip_lines.unwrap_or(0) },
+        after_command_start: marks,
         scanned: from,
     })
 }

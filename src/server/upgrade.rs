@@ -1202,12 +1202,13 @@ fn write_memfd(bytes: &[u8]) -> Result<OwnedFd, String> {
 impl super::waits::Wait {
     pub fn export(&self, now: Instant) -> manifest::WaitRuntime {
         use super::waits::WaitCondition as C;
-        let (mut regex, mut include_screen) = (false, false);
+        let (mut regex, mut include_screen, mut after_command_start) = (false, false, false);
         let (kind, text, n) = match &self.condition {
             C::Exit => ("exit", None, 0),
             C::Text(t) => {
                 regex = t.regex.is_some();
                 include_screen = t.include_screen;
+                after_command_start = t.after_command_start;
                 ("text", Some(t.text.clone()), t.skip_lines)
             }
             C::Idle(d) => ("idle", None, d.as_millis() as u64),
@@ -1223,6 +1224,7 @@ impl super::waits::Wait {
             n,
             regex,
             include_screen,
+            after_command_start,
             timeout_in_ms: self
                 .deadline
                 .map(|d| d.saturating_duration_since(now).as_millis() as u64),

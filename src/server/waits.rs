@@ -40,6 +40,9 @@ pub struct TextWait {
     /// Line feeds still to pass (from `from`) before matching starts: the
     /// echo of typed lines.
     pub skip_lines: u64,
+    /// Matching starts after the next command-start mark (OSC 133;C) from
+    /// `from`: the output of the command typed (shell integration).
+    pub after_command_start: bool,
     /// Text position up to which output was searched without a match.
     pub scanned: u64,
 }
@@ -47,6 +50,18 @@ pub struct TextWait {
 impl TextWait {
     /// Advances over new output; true on a match.
     fn search(&mut self, log: &super::output_log::OutputLog) -> bool {
+        if self.after_command_start {
+            match log.command_start_from(self.from) {
+                Some(mark) => {
+                    self.from = mark;
+                    self.after_command_start = false;
+                }
+                None => {
+                    self.scanned = log.end();
+                    return false;
+                }
+            }
+        }
         let (start, text) = log.text_from(self.from);
         self.from = start;
         let mut text = text;
