@@ -127,12 +127,8 @@ pub fn parse(name: &str) -> Result<Key, String> {
         mods.ctrl = true;
         rest = c;
     }
-    loop {
-        let Some(prefix) = rest.get(..2) else { break };
-        // `C-` alone (or `-` as the key) is the key `-` with modifiers.
-        if rest.len() == 2 && !rest.ends_with('-') {
-            break;
-        }
+    // `get` is `None` inside a multi-byte character: no prefix there.
+    while let Some(prefix) = rest.get(..2) {
         match prefix {
             "C-" | "c-" => mods.ctrl = true,
             "M-" | "m-" => mods.meta = true,
@@ -175,10 +171,18 @@ fn encode_char(c: char, mods: Mods, kitty: u8) -> Option<Vec<u8>> {
     let all = kitty & KITTY_ALL_AS_ESCAPES != 0;
     if all || (kitty & KITTY_DISAMBIGUATE != 0 && (mods.ctrl || mods.meta)) {
         // kitty reports the unshifted key with the shift modifier.
-        let base = if mods.shift { c.to_lowercase().next()? } else { c };
+        let base = if mods.shift {
+            c.to_lowercase().next()?
+        } else {
+            c
+        };
         return Some(csi_u(base as u32, mods));
     }
-    let c = if mods.shift { c.to_uppercase().next()? } else { c };
+    let c = if mods.shift {
+        c.to_uppercase().next()?
+    } else {
+        c
+    };
     let mut out = Vec::new();
     if mods.meta {
         out.push(0x1b);
@@ -290,7 +294,9 @@ pub fn encode_all(names: &[String], modes: KeyModes) -> Result<Vec<u8>, String> 
     for name in names {
         let key = parse(name)?;
         let bytes = encode(key, modes).ok_or_else(|| {
-            format!("key {name:?} has no encoding a terminal could send in the pane's current modes")
+            format!(
+                "key {name:?} has no encoding a terminal could send in the pane's current modes"
+            )
         })?;
         out.extend(bytes);
     }

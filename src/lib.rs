@@ -4,9 +4,9 @@
 //! everything else lives here so integration tests and benchmarks can reach it.
 
 pub mod cli;
-pub mod keys;
 pub mod client;
 pub mod handoff;
+pub mod keys;
 pub mod paths;
 pub mod persist;
 pub mod protocol;

@@ -313,7 +313,15 @@ fn send_request_id_and_wait_idle_from_the_cli() {
     let out = ptyd.run_cli(&["send", &id, "--enter", "after"]);
     assert_exit(&out, 0);
     // The text may be on the screen before the wait starts: --screen.
-    let out = ptyd.run_cli(&["wait", &id, "--text", "after", "--screen", "--timeout", "20000"]);
+    let out = ptyd.run_cli(&[
+        "wait",
+        &id,
+        "--text",
+        "after",
+        "--screen",
+        "--timeout",
+        "20000",
+    ]);
     assert_exit(&out, 0);
     let text = c.capture(&id);
     assert_eq!(text.matches("once-only").count(), 1, "{text}");

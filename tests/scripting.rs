@@ -66,12 +66,21 @@ fn bash_login_shell_reports_exit_codes_and_keeps_the_users_hooks() {
     assert_exit(&out, 0);
     // The profile chain ran (login emulated), the user's prompt is there.
     let out = ptyd.run_cli(&[
-        "send", "sh", "--enter", "--wait-for", "profile=yes", "echo", "profile=$FROM_PROFILE",
+        "send",
+        "sh",
+        "--enter",
+        "--wait-for",
+        "profile=yes",
+        "echo",
+        "profile=$FROM_PROFILE",
     ]);
     assert_exit(&out, 0);
     let mut c = ptyd.connect();
     let screen = c.capture(&id);
-    assert!(screen.contains("mine:~> "), "the user's PS1 is gone:\n{screen}");
+    assert!(
+        screen.contains("mine:~> "),
+        "the user's PS1 is gone:\n{screen}"
+    );
     // The user's PROMPT_COMMAND and DEBUG trap still run.
     assert!(home_text(&ptyd, "prompt_command.log").lines().count() >= 4);
     assert!(home_text(&ptyd, "debug_trap.log").lines().count() >= 4);
@@ -80,7 +89,13 @@ fn bash_login_shell_reports_exit_codes_and_keeps_the_users_hooks() {
     assert_eq!(info["last_command_exit"], 0, "{info}");
     // Nothing of ptyd's is left in the user's environment.
     let out = ptyd.run_cli(&[
-        "send", "sh", "--enter", "--wait-for", "vars:.", "echo", "vars:${PTYD_BASH_LOGIN}.",
+        "send",
+        "sh",
+        "--enter",
+        "--wait-for",
+        "vars:.",
+        "echo",
+        "vars:${PTYD_BASH_LOGIN}.",
     ]);
     assert_exit(&out, 0);
 }
@@ -152,7 +167,13 @@ fn fish_gets_integration() {
     let out = ptyd.run_cli(&["send", "f", "--wait", "--enter", "true"]);
     assert_exit(&out, 0);
     let out = ptyd.run_cli(&[
-        "send", "f", "--enter", "--wait-for", "cfg=yes.", "echo", "cfg=$FROM_CONFIG.",
+        "send",
+        "f",
+        "--enter",
+        "--wait-for",
+        "cfg=yes.",
+        "echo",
+        "cfg=$FROM_CONFIG.",
     ]);
     assert_exit(&out, 0);
 }
@@ -161,7 +182,10 @@ fn fish_gets_integration() {
 fn command_waits_without_integration_fail_at_once_and_type_nothing() {
     let ptyd = Ptyd::start();
     home_file(&ptyd, ".bashrc", BASHRC);
-    let off = new_pane(&ptyd, &["-n", "off", "--no-shell-integration", "--", "bash"]);
+    let off = new_pane(
+        &ptyd,
+        &["-n", "off", "--no-shell-integration", "--", "bash"],
+    );
     let plain = new_pane(&ptyd, &["-n", "plain", "--", "sh"]);
     let mut c = ptyd.connect();
     c.wait_text(&off, "mine:~>");
@@ -180,7 +204,11 @@ fn command_waits_without_integration_fail_at_once_and_type_nothing() {
         assert!(stderr(&out).contains("--text"), "{}", stderr(&out));
     }
     assert!(!c.capture(&off).contains("typed"), "{}", c.capture(&off));
-    assert!(!c.capture(&plain).contains("typed"), "{}", c.capture(&plain));
+    assert!(
+        !c.capture(&plain).contains("typed"),
+        "{}",
+        c.capture(&plain)
+    );
     let info = c.pane(&off);
     assert_eq!(info["shell_integration"], false, "{info}");
     assert_eq!(info["shell_injected"], Value::Null, "{info}");
@@ -214,7 +242,14 @@ fn output_waits_skip_the_echo_and_the_past() {
     // The echoed command line holds PASS at once; the output a second later.
     let started = Instant::now();
     let out = ptyd.run_cli(&[
-        "send", "sh", "--enter", "--wait-for", "PASS", "--timeout", "20s", "sleep 1; echo PASS",
+        "send",
+        "sh",
+        "--enter",
+        "--wait-for",
+        "PASS",
+        "--timeout",
+        "20s",
+        "sleep 1; echo PASS",
     ]);
     assert_exit(&out, 0);
     assert!(
@@ -226,11 +261,25 @@ fn output_waits_skip_the_echo_and_the_past() {
     let out = ptyd.run_cli(&["wait", "sh", "--text", "PASS", "--timeout", "300ms"]);
     assert_exit(&out, 124);
     // ... unless the screen counts.
-    let out = ptyd.run_cli(&["wait", "sh", "--text", "PASS", "--screen", "--timeout", "5s"]);
+    let out = ptyd.run_cli(&[
+        "wait",
+        "sh",
+        "--text",
+        "PASS",
+        "--screen",
+        "--timeout",
+        "5s",
+    ]);
     assert_exit(&out, 0);
     // A regex.
     let out = ptyd.run_cli(&[
-        "send", "sh", "--enter", "--wait-for", "code=4[0-9]$", "--regex", "echo code=$((6*7))",
+        "send",
+        "sh",
+        "--enter",
+        "--wait-for",
+        "code=4[0-9]$",
+        "--regex",
+        "echo code=$((6*7))",
     ]);
     assert_exit(&out, 0);
     let out = ptyd.run_cli(&["wait", "sh", "--text", "(", "--regex"]);
@@ -245,12 +294,21 @@ fn a_wait_can_start_from_the_sends_output_count() {
     let out = ptyd.run_cli(&["send", "sh", "--json", "--enter", "echo AFTER-$((1+1))"]);
     assert_exit(&out, 0);
     let report: Value = serde_json::from_str(&stdout(&out)).unwrap();
-    let from = report["acks"][0]["output_bytes"].as_u64().expect("output_bytes");
+    let from = report["acks"][0]["output_bytes"]
+        .as_u64()
+        .expect("output_bytes");
     // Make sure the output is there before the next wait starts.
     let out = ptyd.run_cli(&["wait", "sh", "--text", "AFTER-2", "--screen"]);
     assert_exit(&out, 0);
     let out = ptyd.run_cli(&[
-        "wait", "sh", "--text", "AFTER-2", "--after-output", &from.to_string(), "--timeout", "5s",
+        "wait",
+        "sh",
+        "--text",
+        "AFTER-2",
+        "--after-output",
+        &from.to_string(),
+        "--timeout",
+        "5s",
     ]);
     assert_exit(&out, 0);
     let out = ptyd.run_cli(&["wait", "sh", "--text", "AFTER-2", "--timeout", "300ms"]);
@@ -281,13 +339,21 @@ fn recorder(ptyd: &Ptyd, name: &str, setup: &str, file: &Path, n: usize) -> Stri
         "{setup}stty raw -echo; echo ready; head -c {n} > '{}'; echo recorded; sleep 1000",
         file.display()
     );
-    let id = new_pane(&ptyd, &["-n", name, "--shell", &script]);
+    let id = new_pane(ptyd, &["-n", name, "--shell", &script]);
     ptyd.connect().wait_text(&id, "ready");
     id
 }
 
 fn wait_recorded(ptyd: &Ptyd, id: &str) {
-    let out = ptyd.run_cli(&["wait", id, "--text", "recorded", "--screen", "--timeout", "20s"]);
+    let out = ptyd.run_cli(&[
+        "wait",
+        id,
+        "--text",
+        "recorded",
+        "--screen",
+        "--timeout",
+        "20s",
+    ]);
     assert_exit(&out, 0);
 }
 
@@ -313,7 +379,13 @@ fn stdin_and_pastes_arrive_byte_for_byte() {
     // A paste into a program that enabled bracketed paste, then Enter.
     let file = dir.join("paste.bin");
     let framed = format!("\x1b[200~{text}\x1b[201~\r");
-    let id = recorder(&ptyd, "paste", "printf '\\033[?2004h'; ", &file, framed.len());
+    let id = recorder(
+        &ptyd,
+        "paste",
+        "printf '\\033[?2004h'; ",
+        &file,
+        framed.len(),
+    );
     let out = ptyd.run_cli(&["send", &id, "--paste", "--enter", text]);
     assert_exit(&out, 0);
     wait_recorded(&ptyd, &id);

@@ -583,7 +583,9 @@ fn kill(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         }
         match arg {
             Short('s') | Long("signal") => params["signal"] = json!(p.value()?.string()?),
-            Long("grace") => params["grace_ms"] = json!(super::duration::parse_ms(p.value()?, "--grace")?),
+            Long("grace") => {
+                params["grace_ms"] = json!(super::duration::parse_ms(p.value()?, "--grace")?)
+            }
             Value(v) => target_arg(p, &mut target, v)?,
             _ => return Err(arg.unexpected().into()),
         }
@@ -824,7 +826,9 @@ fn upgrade(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         }
         match arg {
             Long("binary") => params["binary"] = json!(p.value()?.string()?),
-            Long("timeout") => params["timeout_ms"] = json!(super::duration::parse_ms(p.value()?, "--timeout")?),
+            Long("timeout") => {
+                params["timeout_ms"] = json!(super::duration::parse_ms(p.value()?, "--timeout")?)
+            }
             Long("fault") => params["fault"] = json!(p.value()?.string()?),
             Long("mode") => params["mode"] = json!(p.value()?.string()?),
             Long("json") => as_json = true,

@@ -255,7 +255,10 @@ mod tests {
             log.feed(read);
         }
         assert_eq!(log.text_from(0).1, b"onetwothree");
-        assert_eq!(log.total(), reads.iter().map(|r| r.len() as u64).sum::<u64>());
+        assert_eq!(
+            log.total(),
+            reads.iter().map(|r| r.len() as u64).sum::<u64>()
+        );
     }
 
     #[test]

@@ -521,7 +521,11 @@ fn text_wait(
         regex,
         include_screen: req.include_screen,
         from,
-        skip_lines: if marks { 0 } else { req.skip_lines.unwrap_or(0) },
+        skip_lines: if marks {
+            0
+        } else {
+            req.skip_lines.unwrap_or(0)
+        },
         after_command_start: marks,
         scanned: from,
     })

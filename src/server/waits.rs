@@ -5,10 +5,10 @@
 use super::Server;
 use super::connection::ConnId;
 use super::pane::Pane;
-use std::collections::BTreeMap;
 use super::timers::TimerKind;
 use crate::protocol::{ErrorCode, RpcError};
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 #[derive(Debug)]

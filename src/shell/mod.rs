@@ -103,9 +103,15 @@ pub fn install(dir: &Path) -> io::Result<Installed> {
     let quoted = |sub: &str| format!("'{}'", dir.join(sub).display());
     let files: [(&str, String); 6] = [
         ("bash/ptyd.bash", BASH_HOOKS.to_string()),
-        ("bash/bashrc", BASH_RC.replace(DIR_PLACEHOLDER, &quoted("bash"))),
+        (
+            "bash/bashrc",
+            BASH_RC.replace(DIR_PLACEHOLDER, &quoted("bash")),
+        ),
         ("zsh/ptyd.zsh", ZSH_HOOKS.to_string()),
-        ("zsh/.zshenv", ZSH_ENV.replace(DIR_PLACEHOLDER, &quoted("zsh"))),
+        (
+            "zsh/.zshenv",
+            ZSH_ENV.replace(DIR_PLACEHOLDER, &quoted("zsh")),
+        ),
         ("fish/ptyd.fish", FISH_HOOKS.to_string()),
         (
             "fish/vendor_conf.d/ptyd-shell-integration.fish",
@@ -164,7 +170,12 @@ impl Installed {
     /// `--login`, `-i`), it loads the integration. Anything else (a script,
     /// `-c`, other options, other programs) is left exactly as it was.
     /// Returns the shell it injected into.
-    pub fn inject(&self, program: &OsStr, args: &mut Vec<OsString>, env: &mut Env) -> Option<Shell> {
+    pub fn inject(
+        &self,
+        program: &OsStr,
+        args: &mut Vec<OsString>,
+        env: &mut Env,
+    ) -> Option<Shell> {
         let shell = Shell::from_program(program)?;
         let interactive_only = args
             .iter()
@@ -278,9 +289,11 @@ mod tests {
         assert!(env_get(&env, FISH_DATA_DIRS_ENV).is_none());
         let dirs = env_get(&env, "XDG_DATA_DIRS").unwrap().to_str().unwrap();
         assert!(dirs.ends_with(":/usr/local/share:/usr/share"), "{dirs}");
-        assert!(Path::new(dirs.split(':').next().unwrap())
-            .join("fish/vendor_conf.d/ptyd-shell-integration.fish")
-            .is_file());
+        assert!(
+            Path::new(dirs.split(':').next().unwrap())
+                .join("fish/vendor_conf.d/ptyd-shell-integration.fish")
+                .is_file()
+        );
     }
 
     #[test]
