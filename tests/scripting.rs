@@ -437,3 +437,18 @@ fn durations_take_units() {
     assert_exit(&out, 2);
     assert!(stderr(&out).contains("500ms"), "{}", stderr(&out));
 }
+
+#[test]
+fn the_config_turns_shell_integration_off() {
+    let dirs = util::Dirs::new();
+    let config = dirs.state.join("config/ptyd");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(config.join("config.json"), r#"{"shell_integration": false}"#).unwrap();
+    let ptyd = Ptyd::start_in(dirs, &util::unique_name("t"));
+    assert_eq!(ptyd.status_json()["config"]["shell_integration"], false);
+    let id = new_pane(&ptyd, &["-n", "sh", "--", "bash"]);
+    assert_eq!(ptyd.connect().pane(&id)["shell_injected"], Value::Null);
+    let out = ptyd.run_cli(&["send", "sh", "--wait", "--enter", "true"]);
+    assert_exit(&out, 1);
+    assert!(stderr(&out).contains("in the config"), "{}", stderr(&out));
+}

@@ -88,7 +88,22 @@ impl OutputLog {
 
     pub fn feed(&mut self, bytes: &[u8]) {
         self.total += bytes.len() as u64;
-        for &b in bytes {
+        let mut i = 0;
+        while i < bytes.len() {
+            // Runs of printable text (the bulk of output) in one copy.
+            if self.state == Strip::Text {
+                let run = bytes[i..]
+                    .iter()
+                    .position(|&b| b < 0x20 || b == 0x7f)
+                    .unwrap_or(bytes.len() - i);
+                if run > 0 {
+                    self.text.extend_from_slice(&bytes[i..i + run]);
+                    i += run;
+                    continue;
+                }
+            }
+            let b = bytes[i];
+            i += 1;
             self.state = match self.state {
                 Strip::Text => match b {
                     0x1b => Strip::Esc,
