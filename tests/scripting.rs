@@ -443,7 +443,11 @@ fn the_config_turns_shell_integration_off() {
     let dirs = util::Dirs::new();
     let config = dirs.state.join("config/ptyd");
     std::fs::create_dir_all(&config).unwrap();
-    std::fs::write(config.join("config.json"), r#"{"shell_integration": false}"#).unwrap();
+    std::fs::write(
+        config.join("config.json"),
+        r#"{"shell_integration": false}"#,
+    )
+    .unwrap();
     let ptyd = Ptyd::start_in(dirs, &util::unique_name("t"));
     assert_eq!(ptyd.status_json()["config"]["shell_integration"], false);
     let id = new_pane(&ptyd, &["-n", "sh", "--", "bash"]);
@@ -451,4 +455,35 @@ fn the_config_turns_shell_integration_off() {
     let out = ptyd.run_cli(&["send", "sh", "--wait", "--enter", "true"]);
     assert_exit(&out, 1);
     assert!(stderr(&out).contains("in the config"), "{}", stderr(&out));
+}
+
+#[test]
+fn run_writes_lf_into_a_pipe_and_removes_its_pane_with_rm() {
+    let ptyd = Ptyd::start();
+    let out = ptyd.run_cli(&["run", "--rm", "-n", "once", "--", "printf", "a\\nb\\rc\\n"]);
+    assert_exit(&out, 0);
+    // The PTY turned \n into \r\n; a pipe gets \n back, a lone \r stays.
+    assert_eq!(out.stdout, b"a\nb\rc\n");
+    let mut c = ptyd.connect();
+    assert!(c.panes().is_empty(), "{:?}", c.panes());
+    let tree = c.ok("tree", json!({}));
+    assert_eq!(tree["workspaces"][0]["tabs"], json!([]), "{tree}");
+    // A pane its --timeout ended: 124, like a wait that timed out.
+    let out = ptyd.run_cli(&["run", "--timeout", "300ms", "--", "sleep", "100"]);
+    assert_exit(&out, 124);
+}
+
+#[test]
+fn rm_exited_prunes_only_exited_panes() {
+    let ptyd = Ptyd::start();
+    let mut c = ptyd.connect();
+    let done = ptyd.create_argv(&["true"]);
+    let running = ptyd.create_argv(&["sleep", "100"]);
+    c.wait_exit(&done);
+    let out = ptyd.run_cli(&["rm", "--exited"]);
+    assert_exit(&out, 0);
+    assert_eq!(stdout(&out).trim(), done);
+    let ids: Vec<Value> = c.panes().iter().map(|p| p["id"].clone()).collect();
+    assert_eq!(ids, vec![json!(running)]);
+    assert_exit(&ptyd.run_cli(&["rm", "--exited", &running]), 2);
 }

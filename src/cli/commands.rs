@@ -550,6 +550,7 @@ fn capture(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
 
 fn run(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     let mut spec = PaneSpecArgs::default();
+    let mut remove = false;
     while let Some(arg) = p.next()? {
         if help_requested(&arg, help::RUN) {
             return Ok(0);
@@ -558,7 +559,9 @@ fn run(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         if spec.take(&arg, p)? {
             continue;
         }
-        if let Key::Value(v) = arg {
+        if arg.is(None, "rm") {
+            remove = true;
+        } else if let Key::Value(v) = arg {
             spec.argv.push(v.string()?);
             spec.argv
                 .extend(p.raw_args()?.map(|a| a.to_string_lossy().into_owned()));
@@ -571,7 +574,7 @@ fn run(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
             "nothing to run: give -- ARGV... or --shell STR",
         ));
     }
-    Ok(attach::run_mirror(&g.paths, spec.params()?)?)
+    Ok(attach::run_mirror(&g.paths, spec.params()?, remove)?)
 }
 
 fn kill(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
@@ -598,15 +601,37 @@ fn kill(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
 fn rm(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     let mut target = None;
     let mut force = false;
+    let mut exited = false;
     while let Some(arg) = p.next()? {
         if help_requested(&arg, help::RM) {
             return Ok(0);
         }
         match arg {
             Short('f') | Long("force") => force = true,
+            Long("exited") => exited = true,
             Value(v) => target_arg(p, &mut target, v)?,
             _ => return Err(arg.unexpected().into()),
         }
+    }
+    if exited {
+        if target.is_some() || force {
+            return Err(CliError::usage("--exited takes no TARGET and no --force"));
+        }
+        let mut client = connect_existing(g)?;
+        let panes = client.call("pane.list", json!({}))?;
+        for pane in panes["panes"].as_array().into_iter().flatten() {
+            if pane["state"] != "exited" {
+                continue;
+            }
+            let id = pane["id"].as_str().unwrap_or_default();
+            match client.call("pane.remove", json!({ "target": id })) {
+                Ok(_) => println!("{id}"),
+                // Removed or respawned meanwhile: not ours to prune.
+                Err(e) if e.code == "not_found" || e.code == "pane_running" => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        return Ok(0);
     }
     connect_existing(g)?.call(
         "pane.remove",

@@ -15,7 +15,7 @@ Commands:
   run -- ARGV...              run a command in a pane, mirror its output, exit with its code
   wait TARGET ...             wait for exit, new text, idleness, a prompt or a command
   kill TARGET                 signal a pane's whole process tree
-  rm TARGET                   remove an exited pane
+  rm TARGET | --exited        remove an exited pane, or every exited pane
   resize TARGET COLSxROWS     resize a pane
   events [--since N]          stream server events as JSON lines
   status [--json]             show the server's state
@@ -195,12 +195,14 @@ that autowrap continued, so long lines come out whole.
 ";
 
 pub const RUN: &str = "\
-Usage: ptyd run [-n NAME] [-c DIR] [-e K=V]... [--timeout DURATION]
+Usage: ptyd run [--rm] [-n NAME] [-c DIR] [-e K=V]... [--timeout DURATION]
                 [--idle-timeout DURATION] -- ARGV...
 
 Runs ARGV in a new pane, mirrors its output to stdout and exits with its exit
-code (128+N when killed by signal N). Ctrl-C kills the pane. The pane stays
-listed with its exit status until removed.
+code (128+N when killed by signal N, 124 when --timeout or --idle-timeout
+ended it). Ctrl-C kills the pane. Into a pipe or file, lines end in LF (the
+terminal's CR LF is for terminals). The pane stays listed with its exit
+status until removed, unless --rm: then it is removed once it exits.
 ";
 
 pub const WAIT: &str = "\
@@ -237,8 +239,10 @@ to what is left after DURATION (default 3s; a bare number is milliseconds).
 
 pub const RM: &str = "\
 Usage: ptyd rm TARGET [--force]
+       ptyd rm --exited
 
-Removes an exited pane. --force kills a running one first.
+Removes an exited pane. --force kills a running one first. --exited removes
+every exited pane and prints their ids.
 ";
 
 pub const RESIZE: &str = "\

@@ -3,6 +3,9 @@
 //! 0 success, 1 failure (message on stderr), 2 usage error; `run` and
 //! `wait --exit` exit with the pane's own code.
 
+/// The exit code of a command whose wait or pane timed out (as timeout(1)).
+pub const TIMEOUT_EXIT: i32 = 124;
+
 mod commands;
 mod demo;
 mod duration;

@@ -18,8 +18,7 @@ use std::time::Duration;
 /// How long a CLI wait lasts unless `--timeout` says otherwise.
 pub const DEFAULT_WAIT: Duration = Duration::from_secs(30);
 
-/// The exit code of a wait that timed out (as timeout(1)'s).
-pub const TIMEOUT_EXIT: i32 = 124;
+use super::TIMEOUT_EXIT;
 
 /// `--timeout DUR` for waits: `None` (no timeout) for `0`.
 fn wait_timeout(value: std::ffi::OsString) -> Result<Option<u64>, CliError> {

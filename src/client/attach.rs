@@ -345,10 +345,53 @@ pub fn describe_exit(exit: &Value) -> String {
     }
 }
 
+/// Line ends for a stdout that is not a terminal: a PTY's CR LF becomes LF
+/// (a CR on its own is kept), across chunk boundaries.
+#[derive(Default)]
+pub struct CrlfToLf {
+    pending_cr: bool,
+}
+
+impl CrlfToLf {
+    pub fn convert(&mut self, bytes: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(bytes.len() + 1);
+        for &b in bytes {
+            if self.pending_cr {
+                self.pending_cr = false;
+                if b != b'\n' {
+                    out.push(b'\r');
+                }
+            }
+            if b == b'\r' {
+                self.pending_cr = true;
+            } else {
+                out.push(b);
+            }
+        }
+        out
+    }
+
+    /// A CR held back at the end of the output.
+    pub fn finish(&mut self) -> &'static [u8] {
+        if std::mem::take(&mut self.pending_cr) {
+            b"\r"
+        } else {
+            b""
+        }
+    }
+}
+
 /// `ptyd run`: creates a pane attached read-only on this connection, mirrors
-/// its output to stdout and returns its shell-style exit code. SIGINT or
-/// SIGTERM kill the pane (the exit status then says so).
-pub fn run_mirror(paths: &NamespacePaths, create_params: Value) -> Result<i32, ClientError> {
+/// its output to stdout and returns its shell-style exit code, or 124 if the
+/// pane's `--timeout`/`--idle-timeout` ended it. SIGINT or SIGTERM kill the
+/// pane (the exit status then says so). When stdout is not a terminal the
+/// PTY's CR LF line ends are written as LF. With `remove`, the pane is
+/// removed once it has exited.
+pub fn run_mirror(
+    paths: &NamespacePaths,
+    create_params: Value,
+    remove: bool,
+) -> Result<i32, ClientError> {
     let mut signals =
         SignalPipe::new(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP]).map_err(|e| ClientError {
             code: "io".into(),
@@ -363,16 +406,37 @@ pub fn run_mirror(paths: &NamespacePaths, create_params: Value) -> Result<i32, C
     let (stream, leftover) = client.into_stream();
     let mut reader = FrameReader::new(stream, leftover);
     let mut stdout = io::stdout();
+    // SAFETY: isatty only inspects the fd.
+    let mut line_ends = (unsafe { libc::isatty(libc::STDOUT_FILENO) } != 1).then(CrlfToLf::default);
     let mut kill_sent = false;
     loop {
         while let Some(frame) = reader.next_buffered()? {
             match frame {
                 ServerFrame::Output(bytes) => {
-                    let _ = stdout.write_all(&bytes);
+                    let _ = match &mut line_ends {
+                        Some(conv) => stdout.write_all(&conv.convert(&bytes)),
+                        None => stdout.write_all(&bytes),
+                    };
                     let _ = stdout.flush();
                 }
                 ServerFrame::Exit(payload) => {
-                    let code = payload["exit"]["shell_code"].as_i64().unwrap_or(1) as i32;
+                    if let Some(conv) = &mut line_ends {
+                        let _ = stdout.write_all(conv.finish());
+                        let _ = stdout.flush();
+                    }
+                    let timed_out = matches!(
+                        payload["exit"]["reason"].as_str(),
+                        Some("timeout" | "idle_timeout")
+                    );
+                    let code = if timed_out {
+                        crate::cli::TIMEOUT_EXIT
+                    } else {
+                        payload["exit"]["shell_code"].as_i64().unwrap_or(1) as i32
+                    };
+                    if remove && payload["reason"] == "pane_exited" {
+                        Client::connect(paths, false)?
+                            .call("pane.remove", json!({ "target": pane_id }))?;
+                    }
                     if payload["reason"] != "pane_exited" {
                         return Err(ClientError {
                             code: "detached".into(),
