@@ -283,7 +283,7 @@ fn output_waits_skip_the_echo_and_the_past() {
     ]);
     assert_exit(&out, 0);
     let out = ptyd.run_cli(&["wait", "sh", "--text", "(", "--regex"]);
-    assert_exit(&out, 1);
+    assert_exit(&out, 2);
     assert!(stderr(&out).contains("regex"), "{}", stderr(&out));
 }
 
@@ -419,7 +419,7 @@ fn keys_follow_the_panes_cursor_key_mode() {
     assert_eq!(std::fs::read(&app).unwrap(), b"\x1bOA\x1bOD");
     // A name that is no key is refused, and nothing is typed.
     let out = ptyd.run_cli(&["send", &id, "--keys", "Entr"]);
-    assert_exit(&out, 1);
+    assert_exit(&out, 2);
     assert!(stderr(&out).contains("unknown key"), "{}", stderr(&out));
 }
 
@@ -486,4 +486,71 @@ fn rm_exited_prunes_only_exited_panes() {
     let ids: Vec<Value> = c.panes().iter().map(|p| p["id"].clone()).collect();
     assert_eq!(ids, vec![json!(running)]);
     assert_exit(&ptyd.run_cli(&["rm", "--exited", &running]), 2);
+}
+
+/// Every exit code of the documented scheme (`ptyd --help`, README).
+#[test]
+fn exit_codes_follow_one_scheme() {
+    let ptyd = Ptyd::start();
+    let sleeper = ptyd.create_argv(&["sleep", "100"]);
+    // 1: ptyd failed (here: no such pane).
+    assert_exit(&ptyd.run_cli(&["kill", "nosuch"]), 1);
+    // 2: usage, found by the client ...
+    assert_exit(&ptyd.run_cli(&["wait"]), 2);
+    assert_exit(&ptyd.run_cli(&["send", &sleeper, "--bogus"]), 2);
+    // ... or by the server.
+    assert_exit(&ptyd.run_cli(&["wait", &sleeper]), 2);
+    assert_exit(&ptyd.run_cli(&["kill", &sleeper, "--signal", "FOO"]), 2);
+    assert_exit(&ptyd.run_cli(&["upgrade", "--mode", "bogus"]), 2);
+    // 124: a wait timed out.
+    assert_exit(
+        &ptyd.run_cli(&["wait", &sleeper, "--text", "x", "--timeout", "100ms"]),
+        124,
+    );
+    // 127 / 126: the program cannot be found / run, as shells report it.
+    assert_exit(&ptyd.run_cli(&["run", "--", "/nonexistent/program"]), 127);
+    let dir = ptyd.dirs.path("bin");
+    let not_executable = dir.join("script");
+    std::fs::write(&not_executable, "#!/bin/sh\necho hi\n").unwrap();
+    util::set_mode(&not_executable, 0o644);
+    assert_exit(
+        &ptyd.run_cli(&["run", "--", not_executable.to_str().unwrap()]),
+        126,
+    );
+    // The program's own code, passed through; 128+N for signal N.
+    assert_exit(&ptyd.run_cli(&["run", "--", "sh", "-c", "exit 124"]), 124);
+    assert_exit(
+        &ptyd.run_cli(&["run", "--shell", "kill -TERM $$"]),
+        128 + 15,
+    );
+    // With --json, errors are JSON on stdout too.
+    let out = ptyd.run_cli(&["wait", "nosuch", "--text", "x", "--json"]);
+    assert_exit(&out, 1);
+    let v: Value = serde_json::from_str(stdout(&out).trim()).expect("a JSON error");
+    assert_eq!(v["error"]["code"], "not_found", "{v}");
+    assert_eq!(v["error"]["exit_code"], 1, "{v}");
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("nosuch"),
+        "{v}"
+    );
+    let out = ptyd.run_cli(&[
+        "wait",
+        &sleeper,
+        "--text",
+        "x",
+        "--timeout",
+        "50ms",
+        "--json",
+    ]);
+    assert_exit(&out, 124);
+    let v: Value = serde_json::from_str(stdout(&out).trim()).expect("a JSON error");
+    assert_eq!(v["error"]["code"], "timeout", "{v}");
+    // The scheme is in the help.
+    let help = stdout(&ptyd.run_cli(&["--help"]));
+    for code in ["124", "126", "127", "128+N"] {
+        assert!(
+            help.contains(code),
+            "ptyd --help lacks exit code {code}:\n{help}"
+        );
+    }
 }

@@ -140,7 +140,7 @@ fn server(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         history,
         restore,
     })
-    .map_err(|message| CliError { message, code: 1 })?;
+    .map_err(CliError::failure)?;
     Ok(0)
 }
 
@@ -920,7 +920,9 @@ fn wait_for_server(g: &Global) -> Result<Value, CliError> {
             return Ok(status);
         }
         if std::time::Instant::now() > deadline {
-            return Err(CliError { message: "the server did not come back within 30 s after the restore restart; see diagnostics.jsonl".into(), code: 1 });
+            return Err(CliError::failure(
+                "the server did not come back within 30 s after the restore restart; see diagnostics.jsonl",
+            ));
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
     }

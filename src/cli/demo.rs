@@ -37,10 +37,9 @@ fn call(client: &mut Client, method: &str, params: Value) -> Result<Value, CliEr
 pub fn run() -> Result<i32, CliError> {
     let namespace = format!("demo-{}", std::process::id());
     let paths = NamespacePaths::resolve(&namespace).map_err(CliError::usage)?;
-    paths.prepare_runtime_dir().map_err(|e| CliError {
-        message: e.to_string(),
-        code: 1,
-    })?;
+    paths
+        .prepare_runtime_dir()
+        .map_err(|e| CliError::failure(e.to_string()))?;
 
     step(&format!(
         "starting a server in the private namespace {namespace:?}"

@@ -39,6 +39,18 @@ Options:
 
 TARGET is a pane id (p3) or a pane name. DURATION is a number with a unit:
 500ms, 5s, 1.5s, 2m, 1h; a bare number is milliseconds.
+
+Exit codes:
+  0      success
+  1      ptyd failed (no server, no such pane, the server refused)
+  2      usage error, whether this client or the server found it
+  124    a wait timed out, or `run --timeout` ended the pane
+  126    the program was found but could not be run
+  127    the program was not found
+  N      the program's own code (run, wait --exit, send --wait); 128+N when
+         signal N ended it
+With --json, a failure is also printed on stdout as
+{\"error\": {\"code\": ..., \"message\": ..., \"exit_code\": N}}.
 ";
 
 pub const SERVER: &str = "\

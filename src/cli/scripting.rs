@@ -5,7 +5,8 @@
 //! A wait started by `send` begins from the input's acknowledgement (its
 //! `commands_finished` and `output_bytes` counters), so a program that
 //! answers before the wait request arrives is never missed. CLI waits have
-//! a default timeout ([`DEFAULT_WAIT`]) so a script never hangs silently.
+//! a default timeout ([`DEFAULT_WAIT`]) so a script never hangs silently;
+//! one that passes exits 124.
 
 use super::commands::{connect_existing, help_requested, need_target, print_json, target_arg};
 use super::{CliError, Global, duration, help};
@@ -18,8 +19,6 @@ use std::time::Duration;
 /// How long a CLI wait lasts unless `--timeout` says otherwise.
 pub const DEFAULT_WAIT: Duration = Duration::from_secs(30);
 
-use super::TIMEOUT_EXIT;
-
 /// `--timeout DUR` for waits: `None` (no timeout) for `0`.
 fn wait_timeout(value: std::ffi::OsString) -> Result<Option<u64>, CliError> {
     let ms = duration::parse_ms(value, "--timeout")?;
@@ -30,22 +29,22 @@ fn default_timeout_ms() -> Option<u64> {
     Some(DEFAULT_WAIT.as_millis() as u64)
 }
 
-/// Runs a `pane.wait` and turns its outcome into an exit code: `Ok(result)`,
-/// or the timeout's 124 after saying so on stderr.
-fn run_wait(client: &mut Client, params: Value) -> Result<Result<Value, i32>, CliError> {
+/// Runs a `pane.wait`. A timeout is an error with exit code 124 (as
+/// timeout(1)'s) whose message says how to wait longer.
+fn run_wait(client: &mut Client, params: Value) -> Result<Value, CliError> {
     let timeout = params["timeout_ms"].as_u64();
-    match client.call("pane.wait", params) {
-        Ok(result) => Ok(Ok(result)),
-        Err(e) if e.code == "timeout" => {
+    client.call("pane.wait", params).map_err(|e| {
+        let timed_out = e.code == "timeout";
+        let mut err = CliError::from(e);
+        if timed_out {
             let after = timeout.map_or(String::new(), |ms| format!(" ({ms} ms)"));
-            eprintln!(
-                "ptyd: {}{after}; --timeout sets another limit, 0 for none",
-                e.message
+            err.message = format!(
+                "{}{after}; --timeout sets another limit, 0 for none",
+                err.message
             );
-            Ok(Err(TIMEOUT_EXIT))
         }
-        Err(e) => Err(e.into()),
-    }
+        err
+    })
 }
 
 pub fn send(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
@@ -141,14 +140,10 @@ pub fn send(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         if let Some(ms) = timeout {
             wait["timeout_ms"] = json!(ms);
         }
-        match run_wait(&mut client, wait)? {
-            Ok(done) => {
-                let code = done["exit"].as_i64().unwrap_or(0) as i32;
-                report["wait"] = done;
-                code
-            }
-            Err(code) => code,
-        }
+        let done = run_wait(&mut client, wait)?;
+        let code = done["exit"].as_i64().unwrap_or(0) as i32;
+        report["wait"] = done;
+        code
     } else if let Some(text) = wait_for {
         let mut wait = json!({
             "target": target,
@@ -161,13 +156,8 @@ pub fn send(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         if let Some(ms) = timeout {
             wait["timeout_ms"] = json!(ms);
         }
-        match run_wait(&mut client, wait)? {
-            Ok(done) => {
-                report["wait"] = done;
-                0
-            }
-            Err(code) => code,
-        }
+        report["wait"] = run_wait(&mut client, wait)?;
+        0
     } else {
         0
     };
@@ -225,10 +215,7 @@ pub fn wait(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         params["timeout_ms"] = json!(ms);
     }
     let want_exit = params["exit"] == json!(true);
-    let result = match run_wait(&mut connect_existing(g)?, params)? {
-        Ok(result) => result,
-        Err(code) => return Ok(code),
-    };
+    let result = run_wait(&mut connect_existing(g)?, params)?;
     if as_json {
         print_json(&result);
     }

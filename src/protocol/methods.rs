@@ -154,9 +154,8 @@ pub struct PaneRemove {
 #[serde(deny_unknown_fields)]
 pub struct PaneInput {
     pub target: String,
-    /// Text written as it is.
-    #[serde(default)]
-    pub data: String,
+    /// Text written as it is. At least one of `data` and `keys` is given.
+    pub data: Option<String>,
     /// Key names (tmux's: `C-c`, `Enter`, `Up`, `F5`, `M-x`, ...), encoded
     /// for the pane's current modes and written after `data`.
     #[serde(default)]

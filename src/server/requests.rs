@@ -314,11 +314,18 @@ impl Server {
         }
         // Encoded now, for the modes the program has set by now: keys it
         // reads after switching modes are what it asked for then.
+        if req.data.is_none() && req.keys.is_empty() {
+            return Err(RpcError::new(
+                ErrorCode::InvalidParams,
+                "pane.input needs \"data\" (text) and/or \"keys\" (key names)",
+            ));
+        }
+        let data = req.data.unwrap_or_default();
         let modes = pane.screen.modes();
         let mut bytes = if req.paste && modes.bracketed_paste {
-            crate::keys::bracketed_paste(req.data.as_bytes())
+            crate::keys::bracketed_paste(data.as_bytes())
         } else {
-            req.data.into_bytes()
+            data.into_bytes()
         };
         let keys = crate::keys::encode_all(&req.keys, crate::keys::KeyModes::of(&modes))
             .map_err(|msg| RpcError::new(ErrorCode::InvalidParams, msg))?;
