@@ -554,3 +554,28 @@ fn exit_codes_follow_one_scheme() {
         );
     }
 }
+
+#[test]
+fn a_panes_opt_out_survives_a_restart() {
+    let ptyd = Ptyd::start();
+    let (dirs, ns) = (ptyd.dirs.clone(), ptyd.namespace.clone());
+    let mut c = ptyd.connect();
+    let off = c.create(json!({ "argv": ["sh"], "shell_integration": false }))["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let on = ptyd.create_argv(&["sh"]);
+    c.save();
+    let session = std::fs::read_to_string(dirs.session_path(&ns)).unwrap();
+    assert_eq!(
+        session.matches("no_shell_integration").count(),
+        1,
+        "{session}"
+    );
+    drop(c);
+    ptyd.stop();
+    let ptyd = dirs.start(&ns);
+    let mut c = ptyd.connect();
+    assert_eq!(c.pane(&off)["shell_integration"], false);
+    assert_eq!(c.pane(&on)["shell_integration"], true);
+}
