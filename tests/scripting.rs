@@ -579,3 +579,45 @@ fn a_panes_opt_out_survives_a_restart() {
     assert_eq!(c.pane(&off)["shell_integration"], false);
     assert_eq!(c.pane(&on)["shell_integration"], true);
 }
+
+/// An agent-like program that drops an Enter arriving within 1 s of the
+/// text before it, as agent CLIs drop one inside a paste.
+const PICKY_AGENT: &str = r#"
+stty raw -echo
+printf 'agent> '
+buf=; last=0
+while IFS= read -rsn1 -d '' c; do
+    now=${EPOCHREALTIME/./}
+    if [[ $c == $'\r' || $c == $'\n' || -z $c ]]; then
+        if (( now - last < 1000000 )); then continue; fi
+        printf '\r\nGOT: %s\r\nagent> ' "$buf"
+        buf=
+    else
+        buf+=$c; last=$now; printf '%s' "$c"
+    fi
+done
+"#;
+
+#[test]
+fn submit_retries_an_enter_the_program_dropped() {
+    let ptyd = Ptyd::start();
+    let id = ptyd
+        .connect()
+        .create(json!({ "argv": ["bash", "-c", PICKY_AGENT] }))["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    ptyd.connect().wait_text(&id, "agent>");
+    let out = ptyd.run_cli(&["send", &id, "--submit", "--json", "fix the bug"]);
+    assert_exit(&out, 0);
+    let report: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(report["submit"]["confirmed"], true, "{report}");
+    assert_eq!(report["submit"]["echo_seen"], true, "{report}");
+    let screen = ptyd.connect().capture(&id);
+    assert_eq!(screen.matches("GOT: fix the bug").count(), 1, "{screen}");
+    // The first Enter came too soon after the text and was dropped.
+    assert!(
+        report["submit"]["enter_attempts"].as_u64().unwrap() >= 2,
+        "{report}"
+    );
+}

@@ -164,7 +164,7 @@ every moment, even while the server is unreachable.
 ";
 
 pub const SEND: &str = "\
-Usage: ptyd send TARGET [TEXT... | -] [--keys KEY...] [--paste] [--enter]
+Usage: ptyd send TARGET [TEXT... | -] [--keys KEY...] [--paste] [--enter | --submit]
                  [--wait | --wait-for TEXT [--regex]] [--timeout DURATION]
                  [--request-id ID] [--json]
 
@@ -182,6 +182,12 @@ byte) into the pane and returns once the bytes are written to its terminal.
                    (mode 2004); otherwise as typed
   --enter          press Enter after the text; after a --paste, as a write
                    of its own once the paste is written
+  --submit         type (or --paste) TEXT, wait until the program shows it,
+                   press Enter and confirm the program took it (it printed
+                   something after the Enter), pressing Enter again up to 3
+                   times if not: for agent CLIs that drop an Enter arriving
+                   while they still handle the text. Exits 1 if no Enter
+                   was taken; --json reports echo_seen and enter_attempts
   --wait           then wait for the shell to report the command finished
                    (shell integration, OSC 133;D) and exit with its exit
                    code. Fails at once, typing nothing, if the pane's shell

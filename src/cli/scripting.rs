@@ -50,6 +50,7 @@ fn run_wait(client: &mut Client, params: Value) -> Result<Value, CliError> {
 pub fn send(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     let mut target = None;
     let mut enter = false;
+    let mut submit = false;
     let mut paste = false;
     let mut request_id = None;
     let mut wait_finished = false;
@@ -66,6 +67,7 @@ pub fn send(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         }
         match arg {
             Long("enter") => enter = true,
+            Long("submit") => submit = true,
             Long("paste") => paste = true,
             Long("keys") | Short('k') => in_keys = true,
             Long("wait") => wait_finished = true,
@@ -87,6 +89,11 @@ pub fn send(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     if regex && wait_for.is_none() {
         return Err(CliError::usage("--regex goes with --wait-for"));
     }
+    if submit && (enter || in_keys) {
+        return Err(CliError::usage(
+            "--submit presses Enter itself: give it TEXT, without --enter or --keys",
+        ));
+    }
     let data = if words == ["-"] {
         let mut bytes = Vec::new();
         std::io::stdin()
@@ -104,6 +111,9 @@ pub fn send(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     if enter && !separate_enter {
         keys.push("Enter".into());
     }
+    if submit && data.is_empty() {
+        return Err(CliError::usage("--submit needs TEXT (or - for stdin)"));
+    }
     if data.is_empty() && keys.is_empty() && !separate_enter {
         return Err(CliError::usage(
             "nothing to send: give TEXT (or - for stdin), --keys KEY..., and/or --enter",
@@ -116,7 +126,7 @@ pub fn send(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     // Lines the shell will echo before what the input causes.
     let typed_lines = data.matches(['\r', '\n']).count()
         + keys.iter().filter(|k| is_enter(k)).count()
-        + usize::from(separate_enter);
+        + usize::from(separate_enter || submit);
     let mut params = json!({ "target": target, "data": data, "keys": keys, "paste": paste });
     if let Some(id) = &request_id {
         params["request_id"] = json!(id);
@@ -131,6 +141,9 @@ pub fn send(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         acks.push(client.call("pane.input", params)?);
     }
     let mut report = json!({ "acks": acks });
+    if submit {
+        report["submit"] = confirm_submit(&mut client, &target, &data, &ack)?;
+    }
     let code = if wait_finished {
         let mut wait = json!({
             "target": target,
@@ -165,6 +178,76 @@ pub fn send(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         print_json(&report);
     }
     Ok(code)
+}
+
+/// How long `--submit` waits for the program to react to each Enter.
+const SUBMIT_CONFIRM: Duration = Duration::from_millis(1500);
+/// Enters `--submit` tries before it gives up.
+const SUBMIT_ATTEMPTS: usize = 3;
+
+/// `send --submit`, after the text went in: waits until the program shows
+/// it (its echo, or else a moment of quiet after whatever it drew), then
+/// presses Enter and confirms the program took it (it printed something
+/// after the Enter: the input line cleared, output began, a new prompt),
+/// pressing Enter again up to [`SUBMIT_ATTEMPTS`] times. Agent CLIs drop
+/// an Enter that arrives while they still handle a paste; tmux `send-keys`
+/// users retry by hand. Returns the report; fails (exit 1) when no Enter
+/// was taken.
+fn confirm_submit(
+    client: &mut Client,
+    target: &str,
+    data: &str,
+    ack: &Value,
+) -> Result<Value, CliError> {
+    // The echo: the end of the last line typed (a TUI may wrap or
+    // abbreviate the rest).
+    let last_line = data
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("");
+    let chars: Vec<char> = last_line.trim().chars().collect();
+    let probe: String = chars[chars.len().saturating_sub(16)..].iter().collect();
+    let echo_seen = !probe.is_empty()
+        && client
+            .call(
+                "pane.wait",
+                json!({ "target": target, "text": probe, "after_output": ack["output_bytes"],
+                        "timeout_ms": SUBMIT_CONFIRM.as_millis() as u64 }),
+            )
+            .is_ok();
+    // Let the program finish drawing what the text caused.
+    let _ = client.call(
+        "pane.wait",
+        json!({ "target": target, "idle_ms": 100, "timeout_ms": SUBMIT_CONFIRM.as_millis() as u64 }),
+    );
+    for attempt in 1..=SUBMIT_ATTEMPTS {
+        let enter = client.call("pane.input", json!({ "target": target, "keys": ["Enter"] }))?;
+        // Anything visible after the Enter (not its bare line feed).
+        let reacted = client.call(
+            "pane.wait",
+            json!({ "target": target, "text": "\\S", "regex": true,
+                    "after_output": enter["output_bytes"],
+                    "timeout_ms": SUBMIT_CONFIRM.as_millis() as u64 }),
+        );
+        match reacted {
+            Ok(_) => {
+                return Ok(json!({ "echo_seen": echo_seen, "enter_attempts": attempt,
+                                  "confirmed": true }));
+            }
+            Err(e) if e.code == "timeout" => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(CliError::failure(format!(
+        "pane {target} showed nothing after {SUBMIT_ATTEMPTS} Enters ({} ms each); the text {} typed",
+        SUBMIT_CONFIRM.as_millis(),
+        if echo_seen {
+            "was"
+        } else {
+            "may not have been"
+        }
+    )))
 }
 
 fn is_enter(key: &str) -> bool {
