@@ -621,3 +621,90 @@ fn submit_retries_an_enter_the_program_dropped() {
         "{report}"
     );
 }
+
+/// What prompt frameworks do, in miniature: starship (bash) rebuilds PS1 in
+/// PROMPT_COMMAND every prompt, runs a preexec from PS0 and a DEBUG trap.
+const STARSHIP_LIKE_BASHRC: &str = r#"
+fw_precmd() { local s=$?; PS1="fw[$s]> "; echo precmd >> ~/fw.log; }
+fw_preexec() { echo preexec >> ~/fw.log; }
+PROMPT_COMMAND="fw_precmd${PROMPT_COMMAND:+;$PROMPT_COMMAND}"
+PS0='$(fw_preexec)'
+trap 'true' DEBUG
+"#;
+
+#[test]
+fn bash_composes_with_a_prompt_framework() {
+    let ptyd = Ptyd::start();
+    home_file(&ptyd, ".bashrc", STARSHIP_LIKE_BASHRC);
+    let id = new_pane(&ptyd, &["-n", "sh", "--", "bash"]);
+    let out = ptyd.run_cli(&["send", "sh", "--wait", "--enter", "false"]);
+    assert_exit(&out, 1);
+    // The framework saw the status too, and its preexec ran.
+    let out = ptyd.run_cli(&[
+        "wait",
+        "sh",
+        "--text",
+        "fw[1]>",
+        "--screen",
+        "--timeout",
+        "5s",
+    ]);
+    assert_exit(&out, 0);
+    let out = ptyd.run_cli(&[
+        "send",
+        "sh",
+        "--enter",
+        "--wait-for",
+        "out-3",
+        "echo out-$((1+2))",
+    ]);
+    assert_exit(&out, 0);
+    let log = home_text(&ptyd, "fw.log");
+    assert!(log.matches("preexec").count() >= 2, "{log}");
+    assert!(ptyd.connect().pane(&id)["prompts_seen"].as_u64().unwrap() >= 3);
+}
+
+/// oh-my-zsh style: a theme's precmd rebuilds PROMPT every time, and
+/// zsh-syntax-highlighting redraws the command line as it is typed.
+#[test]
+fn zsh_composes_with_a_theme_and_syntax_highlighting() {
+    let highlighting = "/usr/share/zsh-syntax-highlighting/zsh-syntax-highlighting.zsh";
+    if !have("zsh") || !Path::new(highlighting).exists() {
+        eprintln!(
+            "zsh or zsh-syntax-highlighting is not installed (.ci/run installs them); skipped"
+        );
+        return;
+    }
+    let ptyd = Ptyd::start();
+    home_file(
+        &ptyd,
+        ".zshrc",
+        &format!(
+            "theme_precmd() {{ PROMPT=\"theme[%?]%# \" }}\nprecmd_functions+=(theme_precmd)\nsource {highlighting}\n"
+        ),
+    );
+    new_pane(&ptyd, &["-n", "z", "--", "zsh"]);
+    let out = ptyd.run_cli(&["send", "z", "--wait", "--enter", "false"]);
+    assert_exit(&out, 1);
+    let out = ptyd.run_cli(&["send", "z", "--wait", "--enter", "true"]);
+    assert_exit(&out, 0);
+    let out = ptyd.run_cli(&[
+        "send",
+        "z",
+        "--enter",
+        "--wait-for",
+        "hl-3",
+        "echo hl-$((1+2))",
+    ]);
+    assert_exit(&out, 0);
+    let out = ptyd.run_cli(&[
+        "wait",
+        "z",
+        "--text",
+        "theme[0]",
+        "--screen",
+        "--timeout",
+        "5s",
+    ]);
+    assert_exit(&out, 0);
+}
