@@ -243,6 +243,11 @@ Conditions (exactly one):
                          (OSC 133;D)
       --after N          the mark after the N-th instead of the next one
 
+To wait for what a command you type prints, use `ptyd send --wait-for TEXT`
+(or --after-output with the count from `ptyd send --json`): it starts from
+the input and skips the command line's echo, which a separate `wait --text`
+may still see if the shell draws it late.
+
 --prompt and --command-finished need shell integration: on by default for
 bash, zsh and fish that ptyd starts, else `ptyd shell-init`. On a pane
 whose shell has shown no mark and has no integration they fail at once.
