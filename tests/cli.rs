@@ -229,10 +229,12 @@ fn client_commands_start_a_server_when_none_runs() {
         cmd.args(args);
         util::run_bounded(cmd, &format!("ptyd {args:?}"))
     };
-    // Commands that only make sense with a server do not start one.
-    let out = cli(&["kill", "p1"]);
-    assert_exit(&out, 1);
-    assert!(!dirs.socket(&ns).exists());
+    // Commands about the server itself do not start one.
+    for args in [&["status"][..], &["stop"], &["save"], &["upgrade"]] {
+        let out = cli(args);
+        assert_exit(&out, 1);
+        assert!(!dirs.socket(&ns).exists(), "{args:?} started a server");
+    }
 
     let out = cli(&["new", "-d", "--", "sleep", "1000"]);
     assert_exit(&out, 0);
@@ -329,4 +331,30 @@ fn send_request_id_and_wait_idle_from_the_cli() {
     assert_exit(&out, 0);
     let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(v["reason"], "idle", "{v}");
+}
+
+/// `ptyd demo` runs end to end in its own namespace and shows, step by
+/// step, the command line for each API call, an attach, a restore and a
+/// live upgrade that keeps every process, then what to try next.
+#[test]
+fn demo_shows_each_step_as_a_command() {
+    let dirs = util::Dirs::new();
+    let mut cmd = dirs.command("unused");
+    cmd.arg("demo");
+    let out = util::run_bounded(cmd, "ptyd demo");
+    assert_exit(&out, 0);
+    let text = stdout(&out);
+    for want in [
+        "$ ptyd -L demo-",
+        " new -d -n shell ",
+        "attach shell --read-only",
+        "first frame: the redraw",
+        "upgrade --mode restore",
+        "--- ptyd: restored",
+        "(same processes)",
+        "no gap, no repeat",
+        "== what to try next",
+    ] {
+        assert!(text.contains(want), "no {want:?} in\n{text}");
+    }
 }

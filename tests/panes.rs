@@ -497,10 +497,10 @@ fn scrollback_limit_comes_from_the_config_file() {
         let dirs = util::Dirs::new();
         let dir = dirs.state.join("config/ptyd");
         std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("config.json"), config).unwrap();
+        std::fs::write(dir.join("config.toml"), config).unwrap();
         Ptyd::start_in(dirs, &util::unique_name("cfg"))
     };
-    let ptyd = start_with(r#"{"scrollback_lines": 50}"#);
+    let ptyd = start_with("scrollback_lines = 50\n");
     let mut c = ptyd.connect();
     let status = c.ok("server.status", json!({}));
     assert_eq!(status["config"]["scrollback_lines"], 50, "{status}");
@@ -512,9 +512,9 @@ fn scrollback_limit_comes_from_the_config_file() {
     assert_eq!(cap["lines"][0], "428", "the oldest line kept: {cap}");
 
     for (bad, says) in [
-        (r#"{"scrollback_lines": 5000000}"#, "more than the maximum"),
-        (r#"{"scrolback_lines": 5}"#, "unknown field"),
-        ("not json", "ignored"),
+        ("scrollback_lines = 5000000", "more than the maximum"),
+        ("scrolback_lines = 5", "unknown key"),
+        ("not toml", "not valid TOML"),
     ] {
         let ptyd = start_with(bad);
         let status = ptyd.connect().ok("server.status", json!({}));

@@ -443,11 +443,7 @@ fn the_config_turns_shell_integration_off() {
     let dirs = util::Dirs::new();
     let config = dirs.state.join("config/ptyd");
     std::fs::create_dir_all(&config).unwrap();
-    std::fs::write(
-        config.join("config.json"),
-        r#"{"shell_integration": false}"#,
-    )
-    .unwrap();
+    std::fs::write(config.join("config.toml"), "shell_integration = false\n").unwrap();
     let ptyd = Ptyd::start_in(dirs, &util::unique_name("t"));
     assert_eq!(ptyd.status_json()["config"]["shell_integration"], false);
     let id = new_pane(&ptyd, &["-n", "sh", "--", "bash"]);

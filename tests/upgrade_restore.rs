@@ -108,8 +108,8 @@ fn resume_rules_from_the_config_resume_known_programs() {
     let config = ptyd.dirs.state.join("config/ptyd");
     std::fs::create_dir_all(&config).unwrap();
     std::fs::write(
-        config.join("config.json"),
-        r#"{"resume_rules": [{"program": "myagent", "resume": "echo resumed-by-rule; exec sleep 1000"}]}"#,
+        config.join("config.toml"),
+        "[[resume_rules]]\nprogram = \"myagent\"\nresume = \"echo resumed-by-rule; exec sleep 1000\"\n",
     )
     .unwrap();
     let mut c = ptyd.connect();

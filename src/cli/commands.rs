@@ -58,6 +58,14 @@ pub fn dispatch(g: &Global, command: &str, mut p: lexopt::Parser) -> Result<i32,
         "resume" => resume(g, &mut p),
         "workspace" | "ws" => tree_command(g, &mut p, "workspace"),
         "tab" => tree_command(g, &mut p, "tab"),
+        "service" => super::service::service(g, &mut p),
+        "completions" => super::completions::completions(g, &mut p),
+        "config" => super::config::config_cmd(&mut p),
+        "manpage" => {
+            no_args(&mut p, help::MANPAGE)?;
+            print!("{}", super::manpage::render());
+            Ok(0)
+        }
         "demo" => {
             no_args(&mut p, help::DEMO)?;
             super::demo::run()
@@ -67,7 +75,7 @@ pub fn dispatch(g: &Global, command: &str, mut p: lexopt::Parser) -> Result<i32,
 }
 
 /// Prints help and returns `Ok(true)` for -h/--help.
-pub(super) fn help_requested(arg: &lexopt::Arg, text: &str) -> bool {
+pub(super) fn help_requested(arg: &lexopt::Arg, text: help::Topic) -> bool {
     if matches!(arg, Short('h') | Long("help")) {
         print!("{text}");
         return true;
@@ -75,7 +83,7 @@ pub(super) fn help_requested(arg: &lexopt::Arg, text: &str) -> bool {
     false
 }
 
-fn no_args(p: &mut lexopt::Parser, text: &str) -> Result<(), CliError> {
+fn no_args(p: &mut lexopt::Parser, text: help::Topic) -> Result<(), CliError> {
     match p.next()? {
         None => Ok(()),
         Some(arg) if help_requested(&arg, text) => std::process::exit(0),
@@ -83,12 +91,38 @@ fn no_args(p: &mut lexopt::Parser, text: &str) -> Result<(), CliError> {
     }
 }
 
-fn connect(g: &Global) -> Result<Client, CliError> {
-    Ok(Client::connect(&g.paths, true)?)
+/// Connects for a command about panes, tabs, workspaces or events: when
+/// no server runs, one is started in the background, unless the config
+/// says `autostart = false` (then the error says how to start one).
+pub(super) fn connect(g: &Global) -> Result<Client, CliError> {
+    let autostart = crate::server::config::load().0.autostart;
+    Client::connect(&g.paths, autostart).map_err(|e| {
+        if autostart || e.code != "no_server" {
+            return e.into();
+        }
+        let ns = &g.paths.namespace;
+        let flag = if ns == crate::paths::DEFAULT_NAMESPACE {
+            String::new()
+        } else {
+            format!(" -L {ns}")
+        };
+        CliError {
+            message: format!(
+                "no ptyd server runs in namespace {ns:?}, and `autostart = false` in {} keeps \
+                 client commands from starting one: start it with `ptyd{flag} server` (or \
+                 `ptyd{flag} service install --enable` for systemd)",
+                crate::server::config::path()
+                    .map_or("the config file".to_string(), |p| p.display().to_string())
+            ),
+            code: 1,
+            kind: "no_server".into(),
+        }
+    })
 }
 
-/// Connects without starting a server: for commands that make no sense on a
-/// fresh one (stop, kill, ...).
+/// Connects without starting a server: for the commands about the server
+/// itself (status, save, stop, upgrade), which have nothing to do on a
+/// fresh one.
 pub(super) fn connect_existing(g: &Global) -> Result<Client, CliError> {
     Ok(Client::connect(&g.paths, false)?)
 }
@@ -125,6 +159,7 @@ fn parse_env(s: &str) -> Result<(String, String), CliError> {
 fn server(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     let mut history = true;
     let mut restore = true;
+    let mut hold_reruns = false;
     while let Some(arg) = p.next()? {
         if help_requested(&arg, help::SERVER) {
             return Ok(0);
@@ -132,6 +167,7 @@ fn server(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         match arg {
             Long("no-history") => history = false,
             Long("no-restore") => restore = false,
+            Long("hold-reruns") => hold_reruns = true,
             _ => return Err(arg.unexpected().into()),
         }
     }
@@ -139,8 +175,22 @@ fn server(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         paths: g.paths.clone(),
         history,
         restore,
+        hold_reruns,
     })
-    .map_err(CliError::failure)?;
+    .map_err(|e| CliError {
+        message: e.message,
+        code: if e.already_served {
+            crate::server::EXIT_ALREADY_SERVED
+        } else {
+            1
+        },
+        kind: if e.already_served {
+            "already_served"
+        } else {
+            "failed"
+        }
+        .into(),
+    })?;
     Ok(0)
 }
 
@@ -445,7 +495,7 @@ fn pane_line(pane: &Value, focused: bool) -> String {
     )
 }
 
-fn json_flag(p: &mut lexopt::Parser, text: &str) -> Result<bool, CliError> {
+fn json_flag(p: &mut lexopt::Parser, text: help::Topic) -> Result<bool, CliError> {
     let mut as_json = false;
     while let Some(arg) = p.next()? {
         if help_requested(&arg, text) {
@@ -532,7 +582,7 @@ fn capture(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
             _ => return Err(arg.unexpected().into()),
         }
     }
-    let result = connect_existing(g)?.call("pane.capture", {
+    let result = connect(g)?.call("pane.capture", {
         let mut params = range;
         params["target"] = json!(need_target(target)?);
         params["ansi"] = json!(ansi);
@@ -594,7 +644,7 @@ fn kill(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         }
     }
     params["target"] = json!(need_target(target)?);
-    connect_existing(g)?.call("pane.kill", params)?;
+    connect(g)?.call("pane.kill", params)?;
     Ok(0)
 }
 
@@ -617,7 +667,7 @@ fn rm(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         if target.is_some() || force {
             return Err(CliError::usage("--exited takes no TARGET and no --force"));
         }
-        let mut client = connect_existing(g)?;
+        let mut client = connect(g)?;
         let panes = client.call("pane.list", json!({}))?;
         for pane in panes["panes"].as_array().into_iter().flatten() {
             if pane["state"] != "exited" {
@@ -633,7 +683,7 @@ fn rm(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         }
         return Ok(0);
     }
-    connect_existing(g)?.call(
+    connect(g)?.call(
         "pane.remove",
         json!({ "target": need_target(target)?, "force": force }),
     )?;
@@ -655,7 +705,7 @@ fn resize(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         return Err(CliError::usage("usage: ptyd resize TARGET COLSxROWS"));
     };
     let (cols, rows) = parse_size(size)?;
-    connect_existing(g)?.call(
+    connect(g)?.call(
         "pane.resize",
         json!({ "target": target, "cols": cols, "rows": rows }),
     )?;
@@ -714,6 +764,19 @@ fn status(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         );
         println!("clients:    {}", s["clients"]);
         println!("generation: {}", s["generation"]);
+        let problems = s["config"]["problems"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        if !problems.is_empty() {
+            println!(
+                "config:     {} problem(s), each key falls back to its default:",
+                problems.len()
+            );
+            for p in problems {
+                println!("  {}", p.as_str().unwrap_or_default());
+            }
+        }
     }
     Ok(0)
 }
@@ -757,7 +820,7 @@ fn api(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
 fn simple_target(
     g: &Global,
     p: &mut lexopt::Parser,
-    text: &str,
+    text: help::Topic,
     method: &str,
 ) -> Result<i32, CliError> {
     let mut target = None;
@@ -770,7 +833,7 @@ fn simple_target(
             _ => return Err(arg.unexpected().into()),
         }
     }
-    connect_existing(g)?.call(method, json!({ "target": need_target(target)? }))?;
+    connect(g)?.call(method, json!({ "target": need_target(target)? }))?;
     Ok(0)
 }
 
@@ -796,7 +859,7 @@ fn resume(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
             ));
         }
     };
-    connect_existing(g)?.call(
+    connect(g)?.call(
         "pane.set_resume",
         json!({ "target": target, "resume": command }),
     )?;

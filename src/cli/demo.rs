@@ -1,6 +1,8 @@
 //! `ptyd demo`: the main job on embedded defaults. It starts a server in a
 //! private temporary namespace, runs a few panes, drives them through the
-//! API exactly as a script would, prints what it did and saw, and cleans up.
+//! API exactly as a script would, prints what it did and saw (each step
+//! with the `ptyd` command that does the same), attaches, upgrades live,
+//! restores from the snapshot, cleans up, and ends with what to try next.
 
 use super::CliError;
 use crate::client::Client;
@@ -28,14 +30,22 @@ fn step(what: &str) {
     println!("\n== {what}");
 }
 
-fn call(client: &mut Client, method: &str, params: Value) -> Result<Value, CliError> {
-    println!("  -> {method} {params}");
+/// One API call, shown as the command line that does the same (`cli`,
+/// after `ptyd -L NAMESPACE`) and as the request it sends.
+fn call(client: &mut Client, cli: &str, method: &str, params: Value) -> Result<Value, CliError> {
+    println!("  $ ptyd -L {} {cli}", demo_namespace());
+    println!("    (API: {method} {params})");
     let result = client.call(method, params)?;
     Ok(result)
 }
 
+/// The demo's private namespace.
+fn demo_namespace() -> String {
+    format!("demo-{}", std::process::id())
+}
+
 pub fn run() -> Result<i32, CliError> {
-    let namespace = format!("demo-{}", std::process::id());
+    let namespace = demo_namespace();
     let paths = NamespacePaths::resolve(&namespace).map_err(CliError::usage)?;
     paths
         .prepare_runtime_dir()
@@ -48,7 +58,7 @@ pub fn run() -> Result<i32, CliError> {
         paths: paths.clone(),
     };
     let mut client = Client::connect(&server.paths, true)?;
-    let status = call(&mut client, "server.status", json!({}))?;
+    let status = call(&mut client, "status --json", "server.status", json!({}))?;
     println!(
         "  server pid {} listening on {}",
         status["pid"],
@@ -59,16 +69,28 @@ pub fn run() -> Result<i32, CliError> {
     let tmp = std::env::temp_dir();
     let shell = call(
         &mut client,
+        &format!(
+            "new -d -n shell -c {} -e PS1='demo$ ' -- /bin/sh",
+            tmp.display()
+        ),
         "pane.create",
         json!({ "name": "shell", "argv": ["/bin/sh"], "cwd": tmp, "env": { "PS1": "demo$ " } }),
     )?;
     let counter = call(
         &mut client,
+        &format!(
+            "new -d -n counter -c {} --restore rerun --shell 'i=0; while true; do ...; done'",
+            tmp.display()
+        ),
         "pane.create",
-        json!({ "name": "counter", "shell": "i=0; while true; do i=$((i+1)); echo tick $i; sleep 0.1; done", "cwd": tmp }),
+        json!({ "name": "counter", "shell": "i=0; while true; do i=$((i+1)); echo tick $i; sleep 0.1; done", "cwd": tmp, "restore": "rerun" }),
     )?;
     let exiter = call(
         &mut client,
+        &format!(
+            "new -d -n exiter -c {} --shell 'echo about to exit; exit 7'",
+            tmp.display()
+        ),
         "pane.create",
         json!({ "name": "exiter", "shell": "echo about to exit; exit 7", "cwd": tmp }),
     )?;
@@ -84,6 +106,7 @@ pub fn run() -> Result<i32, CliError> {
     step("typing into the shell and waiting for its answer on screen");
     let ack = call(
         &mut client,
+        "send shell --enter --request-id demo-1 --json 'echo hello from $PTYD_PANE_ID'",
         "pane.input",
         json!({ "target": "shell", "data": "echo hello from $PTYD_PANE_ID\r", "request_id": "demo-1" }),
     )?;
@@ -91,14 +114,21 @@ pub fn run() -> Result<i32, CliError> {
     // command's own output can match, however fast it comes.
     call(
         &mut client,
+        "wait shell --text 'hello from p1' --after-output OUTPUT_BYTES_OF_THE_ACK --timeout 10s",
         "pane.wait",
         json!({ "target": "shell", "text": "hello from p1", "after_output": ack["output_bytes"],
                 "skip_lines": 1, "timeout_ms": 10000 }),
     )?;
-    let screen = call(&mut client, "pane.capture", json!({ "target": "shell" }))?;
+    let screen = call(
+        &mut client,
+        "capture shell",
+        "pane.capture",
+        json!({ "target": "shell" }),
+    )?;
     print_screen(&screen);
     let again = call(
         &mut client,
+        "send shell --enter --request-id demo-1 'echo hello from $PTYD_PANE_ID'",
         "pane.input",
         json!({ "target": "shell", "data": "echo hello from $PTYD_PANE_ID\r", "request_id": "demo-1" }),
     )?;
@@ -107,6 +137,7 @@ pub fn run() -> Result<i32, CliError> {
     step("waiting for the exiting command");
     let exit = call(
         &mut client,
+        "wait exiter --exit --timeout 10s",
         "pane.wait",
         json!({ "target": "exiter", "exit": true, "timeout_ms": 10000 }),
     )?;
@@ -115,19 +146,54 @@ pub fn run() -> Result<i32, CliError> {
     step("waiting until the counter reaches 5");
     call(
         &mut client,
+        "wait counter --text 'tick 5' --screen --timeout 10s",
         "pane.wait",
         json!({ "target": "counter", "text": "tick 5", "include_screen": true, "timeout_ms": 10000 }),
     )?;
 
+    step("attaching read-only to the shell, as `ptyd attach` does");
+    attach_and_watch(&paths, &mut client)?;
+
+    step("restore: the server saves, restarts in place and rebuilds the session from disk");
+    println!("  (what a reboot does; also the fallback where a live upgrade is impossible)");
+    let before = pane_pids(&mut client)?;
+    call(
+        &mut client,
+        "upgrade --mode restore",
+        "server.upgrade",
+        json!({ "mode": "restore" }),
+    )?;
+    drop(client);
+    let mut client = reconnect(&paths)?;
+    call(
+        &mut client,
+        "wait counter --text 'tick 3' --screen --timeout 10s",
+        "pane.wait",
+        json!({ "target": "counter", "text": "tick 3", "include_screen": true, "timeout_ms": 10000 }),
+    )?;
+    let after = pane_pids(&mut client)?;
+    println!("  running pane pids before: {before:?}");
+    println!("  running pane pids after:  {after:?}");
+    println!("  the shell is a fresh shell in its directory, the counter (--restore rerun)");
+    println!("  runs again, and each screen's history comes back above a marker:");
+    let screen = call(
+        &mut client,
+        "capture shell -S -20",
+        "pane.capture",
+        json!({ "target": "shell", "start": -20 }),
+    )?;
+    print_screen(&screen);
+
     step("live upgrade: the server replaces its own binary while every pane runs");
     let before = pane_pids(&mut client)?;
-    let old_server = call(&mut client, "server.status", json!({}))?["pid"].clone();
+    let old_server = call(&mut client, "status --json", "server.status", json!({}))?["pid"].clone();
     let last_tick = last_tick(&call(
         &mut client,
+        "capture counter",
         "pane.capture",
         json!({ "target": "counter" }),
     )?);
-    let report = call(&mut client, "server.upgrade", json!({}))?;
+    let report = call(&mut client, "upgrade", "server.upgrade", json!({}))?;
     for phase in report["phases"].as_array().into_iter().flatten() {
         println!(
             "  {:<10} {:>8.3} ms",
@@ -155,18 +221,17 @@ pub fn run() -> Result<i32, CliError> {
     let target = format!("tick {}", last_tick + 10);
     call(
         &mut client,
+        &format!("wait counter --text '{target}' --timeout 10s"),
         "pane.wait",
         json!({ "target": "counter", "text": target, "timeout_ms": 10000 }),
     )?;
     let capture = call(
         &mut client,
+        "capture counter -S -200",
         "pane.capture",
         json!({ "target": "counter", "start": -200 }),
     )?;
-    let ticks: Vec<u64> = crate::client::capture_lines(&capture)
-        .iter()
-        .filter_map(|l| l.strip_prefix("tick ").and_then(|n| n.trim().parse().ok()))
-        .collect();
+    let ticks = run_ticks(&capture);
     let continuous = ticks.windows(2).all(|w| w[1] == w[0] + 1);
     println!(
         "  counter went on from {last_tick} to {}: {} ticks in scrollback, {}",
@@ -180,16 +245,22 @@ pub fn run() -> Result<i32, CliError> {
     );
 
     step("killing the counter's whole process tree");
-    call(&mut client, "pane.kill", json!({ "target": "counter" }))?;
+    call(
+        &mut client,
+        "kill counter",
+        "pane.kill",
+        json!({ "target": "counter" }),
+    )?;
     let killed = call(
         &mut client,
+        "wait counter --exit --timeout 10s",
         "pane.wait",
         json!({ "target": "counter", "exit": true, "timeout_ms": 10000 }),
     )?;
     println!("  counter ended: {}", killed["exit"]);
 
     step("listing panes");
-    let list = call(&mut client, "pane.list", json!({}))?;
+    let list = call(&mut client, "ls --json", "pane.list", json!({}))?;
     for pane in list["panes"].as_array().into_iter().flatten() {
         println!(
             "  {} {:<8} {:<8} exit={}",
@@ -201,10 +272,78 @@ pub fn run() -> Result<i32, CliError> {
     }
 
     step("stopping the server and removing the namespace");
+    println!("  $ ptyd -L {} stop", demo_namespace());
     drop(client);
     drop(server);
     println!("  done");
+
+    println!(
+        "\n== what to try next
+  ptyd new                          a shell in a pane, attached (Ctrl-\\ detaches)
+  ptyd ls                           your workspaces, tabs and panes
+  ptyd attach NAME                  back into a pane, from any terminal
+  ptyd run -- make test             a command in a pane, its output and exit code here
+  ptyd upgrade                      after installing a new build: every pane keeps running
+  ptyd service install --enable     run it as a systemd user service (man ptyd, SYSTEMD)
+  ptyd completions bash             shell completions (also zsh, fish)
+  ptyd --help                       every command; docs/protocol.md for the API"
+    );
     Ok(0)
+}
+
+/// Attaches a second connection read-only to the shell: it gets the
+/// redraw of the current screen first, then live output as the shell
+/// prints, until it detaches by closing.
+fn attach_and_watch(paths: &NamespacePaths, client: &mut Client) -> Result<(), CliError> {
+    println!("  $ ptyd -L {} attach shell --read-only", demo_namespace());
+    let watcher = Client::connect(paths, false)?;
+    let (_, mut frames) = crate::client::attach(watcher, "shell", true, Some((80, 24)))?;
+    let _ = frames
+        .stream()
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)));
+    let mut seen = Vec::new();
+    match frames.next_blocking()? {
+        Some(crate::client::ServerFrame::Output(redraw)) => {
+            println!(
+                "  first frame: the redraw of the current screen ({} bytes)",
+                redraw.len()
+            );
+        }
+        _ => println!("  the attachment ended at once"),
+    }
+    call(
+        client,
+        "send shell --enter 'echo seen live by the attached client'",
+        "pane.input",
+        json!({ "target": "shell", "data": "echo seen live by the attached client\r" }),
+    )?;
+    // The echo of the typed line comes first; wait for the printed one.
+    let want = b"\r\nseen live by the attached client";
+    while !seen.windows(want.len()).any(|w| w == want) {
+        match frames.next_blocking()? {
+            Some(crate::client::ServerFrame::Output(bytes)) => seen.extend_from_slice(&bytes),
+            _ => break,
+        }
+    }
+    println!(
+        "  then live output, {} bytes, with the shell's answer; closing the connection detaches",
+        seen.len()
+    );
+    Ok(())
+}
+
+/// Connects again once the server restarted in place (it rebinds the
+/// socket after restoring), within 10 s.
+fn reconnect(paths: &NamespacePaths) -> Result<Client, CliError> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match Client::connect(paths, false) {
+            Ok(c) => return Ok(c),
+            Err(e) if std::time::Instant::now() >= deadline => return Err(e.into()),
+            // Polled: the restarting server has no way to tell us.
+            Err(_) => std::thread::sleep(std::time::Duration::from_millis(20)),
+        }
+    }
 }
 
 /// Pane id -> pid, for comparing before and after the upgrade.
@@ -226,11 +365,21 @@ fn pane_pids(client: &mut Client) -> Result<Vec<(String, i64)>, CliError> {
 
 /// The highest `tick N` on the counter's screen.
 fn last_tick(capture: &Value) -> u64 {
-    crate::client::capture_lines(capture)
+    run_ticks(capture).into_iter().max().unwrap_or(0)
+}
+
+/// The counter's `tick N` lines of its current run: those below the marker
+/// a restore put under the previous run's history.
+fn run_ticks(capture: &Value) -> Vec<u64> {
+    let lines = crate::client::capture_lines(capture);
+    let run_start = lines
+        .iter()
+        .rposition(|l| l.contains("--- ptyd: restored"))
+        .map_or(0, |i| i + 1);
+    lines[run_start..]
         .iter()
         .filter_map(|l| l.strip_prefix("tick ").and_then(|n| n.trim().parse().ok()))
-        .max()
-        .unwrap_or(0)
+        .collect()
 }
 
 fn print_screen(capture: &Value) {

@@ -12,6 +12,7 @@
 //! | 124 | a wait timed out, or a `run` pane's `--timeout` ended it |
 //! | 126 | the program was found but could not be run (permission, format) |
 //! | 127 | the program was not found |
+//! | 3 | `ptyd server`: the namespace is already served |
 //! | N | the pane's or command's own code (`run`, `wait --exit`, `send --wait`), 128+S for signal S |
 //!
 //! With `--json`, a failure is also printed on stdout as
@@ -21,10 +22,14 @@
 pub const TIMEOUT_EXIT: i32 = 124;
 
 mod commands;
+mod completions;
+mod config;
 mod demo;
 mod duration;
 mod help;
+mod manpage;
 mod scripting;
+mod service;
 
 use crate::paths::{DEFAULT_NAMESPACE, NamespacePaths};
 use lexopt::prelude::*;
@@ -106,7 +111,11 @@ pub fn main() -> i32 {
                 });
                 println!("{error}");
             }
-            if !e.message.is_empty() {
+            if e.message.is_empty() {
+            } else if crate::service::journal::stderr_is_journal() {
+                // journald records the identifier itself; `<3>` is "error".
+                eprintln!("<3>{}", e.message);
+            } else {
                 eprintln!("ptyd: {}", e.message);
             }
             if e.code == 2 {

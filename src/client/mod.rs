@@ -58,7 +58,10 @@ impl Client {
                         io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused
                     ) =>
             {
-                start_background_server(paths)?;
+                match crate::service::install::installed_socket_unit(&paths.namespace) {
+                    Some(unit) => start_through_systemd(paths, &unit)?,
+                    None => start_background_server(paths)?,
+                }
                 UnixStream::connect(paths.socket()).map_err(|e| {
                     ClientError::io(&format!("connecting to {}", paths.socket().display()), e)
                 })?
@@ -67,9 +70,14 @@ impl Client {
                 return Err(ClientError {
                     code: "no_server".into(),
                     message: format!(
-                        "no ptyd server in namespace {:?} ({}: {e}); start one with `ptyd server`",
+                        "no ptyd server in namespace {:?} ({}: {e}); start one with `ptyd{} server`",
                         paths.namespace,
-                        paths.socket().display()
+                        paths.socket().display(),
+                        if paths.namespace == crate::paths::DEFAULT_NAMESPACE {
+                            String::new()
+                        } else {
+                            format!(" -L {}", paths.namespace)
+                        }
                     ),
                 });
             }
@@ -181,13 +189,20 @@ fn start_background_server(paths: &NamespacePaths) -> Result<(), ClientError> {
         nix::unistd::pipe().map_err(|e| ClientError::io("creating pipe", e.into()))?;
     let _ = paths.prepare_state_dir();
     let stderr_path = paths.state_dir.join("server.stderr");
-    let stderr = std::fs::File::create(&stderr_path)
+    let stderr_file = open_server_stderr(&stderr_path).ok();
+    // Where this server's lines begin, for the error message below.
+    let stderr_start = stderr_file
+        .as_ref()
+        .and_then(|f| f.metadata().ok())
+        .map_or(0, |m| m.len() as usize);
+    let stderr = stderr_file
         .map(std::process::Stdio::from)
-        .unwrap_or_else(|_| std::process::Stdio::null());
+        .unwrap_or_else(std::process::Stdio::null);
     let mut cmd = std::process::Command::new(&exe);
+    // --hold-reruns: a listing must not re-run commands as a side effect.
     cmd.arg("-L")
         .arg(&paths.namespace)
-        .arg("server")
+        .args(["server", "--hold-reruns"])
         .env(
             crate::server::READY_FD_ENV,
             write_end.as_raw_fd().to_string(),
@@ -214,13 +229,55 @@ fn start_background_server(paths: &NamespacePaths) -> Result<(), ClientError> {
     let started = matches!(pipe.read(&mut byte), Ok(1));
     drop(child);
     if !started && UnixStream::connect(paths.socket()).is_err() {
-        let log = std::fs::read_to_string(&stderr_path).unwrap_or_default();
+        let log = std::fs::read(&stderr_path).unwrap_or_default();
+        let log = String::from_utf8_lossy(log.get(stderr_start..).unwrap_or_default());
         return Err(ClientError {
             code: "no_server".into(),
             message: format!("could not start a ptyd server: {}", log.trim()),
         });
     }
     Ok(())
+}
+
+/// Asks the user's systemd to start the namespace's socket unit: the server
+/// then runs as the service (in its cgroup, under its restart policy),
+/// started by our connection. Never falls back to a server of our own,
+/// which would hold the namespace against the service.
+fn start_through_systemd(paths: &NamespacePaths, unit: &str) -> Result<(), ClientError> {
+    crate::service::install::systemctl(&["start", unit]).map_err(|e| ClientError {
+        code: "no_server".into(),
+        message: format!(
+            "no ptyd server in namespace {:?}, and {unit} is installed, so it was asked to \
+             start it: {e}. Start the service (`systemctl --user start {unit}`), or remove \
+             its units (`ptyd{} service uninstall`) to let commands start servers themselves",
+            paths.namespace,
+            if paths.namespace == crate::paths::DEFAULT_NAMESPACE {
+                String::new()
+            } else {
+                format!(" -L {}", paths.namespace)
+            }
+        ),
+    })
+}
+
+/// Past this size `server.stderr` is moved to `server.stderr.1` before a
+/// new background server appends to it.
+const SERVER_STDERR_MAX: u64 = 1 << 20;
+
+/// Opens the background server's stderr for appending, so what earlier
+/// servers logged (why one died, say) survives the next start; rotated once
+/// past [`SERVER_STDERR_MAX`], so at most two bounded files exist. A server
+/// runs for long, so the bound is checked at each start, not per line.
+fn open_server_stderr(path: &std::path::Path) -> io::Result<std::fs::File> {
+    if std::fs::metadata(path).is_ok_and(|m| m.len() > SERVER_STDERR_MAX) {
+        let mut old = path.as_os_str().to_owned();
+        old.push(".1");
+        let _ = std::fs::rename(path, old);
+    }
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
 }
 
 /// Reads frames from an attached socket.

@@ -1,7 +1,10 @@
 //! Notable events, as one line on stderr each and in a bounded
 //! `diagnostics.jsonl` in the namespace's state dir. The file is rotated to
 //! `diagnostics.jsonl.1` past [`MAX_BYTES`], so it never grows without bound.
+//! On stderr each line carries the syslog priority of its tag when stderr
+//! is the journal (`service::journal`).
 
+use crate::service::journal::{self, Priority};
 use serde_json::json;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -37,7 +40,10 @@ impl Diagnostics {
     /// Logs one event. `what` is a short stable tag (`accept_refused`), the
     /// message is for people.
     pub fn log(&mut self, what: &str, message: &str) {
-        eprintln!("ptyd[{}]: {what}: {message}", std::process::id());
+        eprintln!(
+            "{}",
+            journal::line(priority(what), &format!("{what}: {message}"))
+        );
         let ms = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);
@@ -64,5 +70,61 @@ impl Diagnostics {
             .open(&self.path)
             .ok();
         self.written = 0;
+    }
+}
+
+/// The syslog priority of an event, by its tag: failures are errors,
+/// refusals and repairs warnings, the server's life cycle notices, the rest
+/// (a pane started) information.
+fn priority(what: &str) -> Priority {
+    match what {
+        _ if what.ends_with("_failed") => Priority::Err,
+        "snapshot_unusable" => Priority::Err,
+        "accept_refused" | "client_too_slow" | "config_ignored" | "input_dropped"
+        | "restore_repair" | "snapshot_set_aside" | "upgrade_refused" | "upgrade_taken_back"
+        | "takeover" => Priority::Warning,
+        "started" | "stopping" | "stopped" | "restored" | "upgrade_started"
+        | "upgrade_committed" | "upgraded" | "upgrade_restore" | "released"
+        | "upgrade_released" => Priority::Notice,
+        _ => Priority::Info,
+    }
+}
+
+/// A pane's command for people: `sleep 1000`, `shell: make test`, `login
+/// shell`. Words with spaces or quotes are single-quoted.
+pub fn describe_command(command: &crate::protocol::methods::CommandSpec) -> String {
+    use crate::protocol::methods::CommandSpec;
+    match command {
+        CommandSpec::Argv(argv) => argv
+            .iter()
+            .map(|w| {
+                if !w.is_empty()
+                    && w.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
+                {
+                    w.clone()
+                } else {
+                    format!("'{}'", w.replace('\'', "'\\''"))
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
+        CommandSpec::Shell(s) => format!("shell: {s}"),
+        CommandSpec::LoginShell => "login shell".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::protocol::methods::CommandSpec;
+
+    #[test]
+    fn commands_read_as_command_lines() {
+        let argv = CommandSpec::Argv(vec!["echo".into(), "a b".into(), "it's".into()]);
+        assert_eq!(super::describe_command(&argv), "echo 'a b' 'it'\\''s'");
+        assert_eq!(
+            super::describe_command(&CommandSpec::LoginShell),
+            "login shell"
+        );
     }
 }

@@ -141,7 +141,11 @@ impl Server {
             if peer.uid != uid {
                 self.log.log(
                     "accept_refused",
-                    &format!("refused connection from uid {} (pid {:?}); this server serves uid {uid} only", peer.uid, peer.pid),
+                    &format!(
+                        "refused connection from uid {} (pid {}); this server serves uid {uid} only",
+                        peer.uid,
+                        peer.pid.map_or("unknown".to_string(), |p| p.to_string())
+                    ),
                 );
                 continue;
             }

@@ -55,17 +55,18 @@ pub fn lock_namespace(paths: &NamespacePaths) -> io::Result<InstanceLock> {
         .open(&path)
         .map_err(|e| io::Error::new(e.kind(), format!("opening lock {}: {e}", path.display())))?;
     if !crate::sys::try_lock_exclusive(file.as_raw_fd())? {
+        // The lock file names the first generation, which after a live
+        // upgrade is only the reaper: ask the server itself who serves.
         let mut holder = String::new();
         let _ = file.read_to_string(&mut holder);
+        let pid = serving_pid(paths)
+            .or_else(|| holder.trim().parse::<u64>().ok())
+            .map_or("unknown".to_string(), |p| p.to_string());
         return Err(io::Error::new(
             io::ErrorKind::AddrInUse,
             format!(
-                "a ptyd server is already running in namespace {:?} (pid {}); use it, stop it with `ptyd stop{}`, or pick another namespace with -L NAME",
+                "a ptyd server is already running in namespace {:?} (pid {pid}); use it, stop it with `ptyd{} stop`, or pick another namespace with -L NAME",
                 paths.namespace,
-                holder
-                    .trim()
-                    .parse::<u32>()
-                    .map_or("unknown".to_string(), |p| p.to_string()),
                 if paths.namespace == crate::paths::DEFAULT_NAMESPACE {
                     String::new()
                 } else {
@@ -80,10 +81,54 @@ pub fn lock_namespace(paths: &NamespacePaths) -> io::Result<InstanceLock> {
     Ok(InstanceLock { file })
 }
 
+/// The pid of the server answering on the namespace's socket, asked with
+/// `server.status` (bounded by a short timeout: this runs while starting).
+/// Not asked when systemd passed us the socket: its pending connections
+/// would be waiting for us.
+fn serving_pid(paths: &NamespacePaths) -> Option<u64> {
+    if std::env::var("LISTEN_PID").ok() == Some(std::process::id().to_string()) {
+        return None;
+    }
+    let mut stream = std::os::unix::net::UnixStream::connect(paths.socket()).ok()?;
+    let timeout = Some(std::time::Duration::from_secs(2));
+    stream.set_read_timeout(timeout).ok()?;
+    stream.set_write_timeout(timeout).ok()?;
+    let hello = serde_json::json!({ "id": 1, "method": "hello",
+        "params": { "protocol": crate::protocol::PROTOCOL_VERSION, "client": "ptyd-server" } });
+    let status = serde_json::json!({ "id": 2, "method": "server.status", "params": {} });
+    stream
+        .write_all(format!("{hello}\n{status}\n").as_bytes())
+        .ok()?;
+    let reader = io::BufReader::new(stream);
+    for line in io::BufRead::lines(reader).take(16) {
+        let msg: serde_json::Value = serde_json::from_str(&line.ok()?).ok()?;
+        if msg["id"] == 2 {
+            return msg["result"]["pid"].as_u64();
+        }
+    }
+    None
+}
+
 /// Binds the public socket. Call only while holding the namespace lock: any
 /// file at the path is then a leftover of a dead server and is replaced.
 pub fn bind_socket(paths: &NamespacePaths) -> io::Result<BoundSocket> {
     let path = paths.socket();
+    // We hold the lock, so no ptyd server listens there; a listener there
+    // is systemd's socket unit, whose service we would be competing with
+    // (and whose socket we would orphan by replacing the file).
+    if crate::service::activation::someone_listens(&path) {
+        let unit = crate::service::install::unit_stem(&paths.namespace);
+        return Err(io::Error::new(
+            io::ErrorKind::AddrInUse,
+            format!(
+                "{} is a socket something listens on, most likely systemd's {unit}.socket: \
+                 the server belongs to the service, so start it with \
+                 `systemctl --user start {unit}.service` (a client command does too), \
+                 or `systemctl --user stop {unit}.socket` first to run `ptyd server` yourself",
+                path.display()
+            ),
+        ));
+    }
     match std::fs::remove_file(&path) {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
@@ -106,6 +151,27 @@ pub fn bind_socket(paths: &NamespacePaths) -> io::Result<BoundSocket> {
         dev: meta.dev(),
         ino: meta.ino(),
     })
+}
+
+/// The dev/ino recorded for a socket systemd bound and passed to us
+/// (`service::activation`): it matches no file, so the path is never
+/// unlinked by us, and the record travels through live upgrades as is.
+pub const NOT_OURS: (u64, u64) = (0, 0);
+
+/// Adopts the listening socket systemd passed (`ptyd.socket`), if any.
+pub fn adopt_socket(paths: &NamespacePaths) -> io::Result<Option<BoundSocket>> {
+    let Some(listener) =
+        crate::service::activation::adopt_listener(paths).map_err(io::Error::other)?
+    else {
+        return Ok(None);
+    };
+    listener.set_nonblocking(true)?;
+    Ok(Some(BoundSocket {
+        listener,
+        path: paths.socket(),
+        dev: NOT_OURS.0,
+        ino: NOT_OURS.1,
+    }))
 }
 
 /// Unlinks `path` only if it is still the socket inode we bound.

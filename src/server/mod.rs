@@ -5,7 +5,7 @@
 //! attached connections in `attach`, parked `pane.wait`s in `waits`.
 
 mod attach;
-mod config;
+pub mod config;
 mod connection;
 mod defaults;
 mod diagnostics;
@@ -67,6 +67,10 @@ pub struct ServerOptions {
     /// Restore from the snapshot at start-up (else start empty and leave
     /// the file alone until the first save replaces it).
     pub restore: bool,
+    /// Hold panes whose restore policy is `rerun` instead of running them:
+    /// a server a client command started in the background (`ptyd ls`
+    /// after a reboot) must not re-run commands as a side effect.
+    pub hold_reruns: bool,
 }
 
 /// Who a dynamic token belongs to.
@@ -147,7 +151,7 @@ pub struct Server {
 }
 
 /// Runs a server in the foreground until it is stopped.
-pub fn run(opts: ServerOptions) -> Result<(), String> {
+pub fn run(opts: ServerOptions) -> Result<(), StartError> {
     if let Some(fd) = std::env::var(crate::handoff::HANDOFF_FD_ENV)
         .ok()
         .and_then(|v| v.parse::<RawFd>().ok())
@@ -155,14 +159,26 @@ pub fn run(opts: ServerOptions) -> Result<(), String> {
         // SAFETY: the old server put this fd number in our environment for us
         // alone; `import::run` checks it is a socket before trusting it.
         unsafe { std::env::remove_var(crate::handoff::HANDOFF_FD_ENV) };
-        return import::run(fd, opts.paths);
+        return Ok(import::run(fd, opts.paths)?);
     }
     let paths = opts.paths;
     ignore_sigxfsz();
     crate::reaper::become_subreaper();
     paths.prepare_runtime_dir().map_err(|e| e.to_string())?;
-    let lock = listener::lock_namespace(&paths).map_err(|e| e.to_string())?;
-    let bound = listener::bind_socket(&paths).map_err(|e| e.to_string())?;
+    let lock = listener::lock_namespace(&paths).map_err(|e| StartError {
+        already_served: e.kind() == std::io::ErrorKind::AddrInUse,
+        message: e.to_string(),
+    })?;
+    let activated = listener::adopt_socket(&paths).map_err(|e| e.to_string())?;
+    let how = if activated.is_some() {
+        "adopted from systemd"
+    } else {
+        "bound"
+    };
+    let bound = match activated {
+        Some(bound) => bound,
+        None => listener::bind_socket(&paths).map_err(|e| e.to_string())?,
+    };
     let _ = paths.prepare_state_dir();
     // Temp files of a server killed mid-save; we hold the lock now.
     persist::atomic::remove_stale_temps(&paths.state_dir);
@@ -177,7 +193,7 @@ pub fn run(opts: ServerOptions) -> Result<(), String> {
     server.log.log(
         "started",
         &format!(
-            "ptyd {} serving namespace {:?} on {}",
+            "ptyd {} serving namespace {:?} on {} ({how})",
             crate::protocol::SERVER_VERSION,
             server.paths.namespace,
             bound.path.display()
@@ -188,11 +204,34 @@ pub fn run(opts: ServerOptions) -> Result<(), String> {
         crate::reaper::announce(l);
     }
     if opts.restore {
-        server.restore_from_disk();
+        server.restore_from_disk(opts.hold_reruns);
     }
     signal_ready();
     crate::service::notify::ready(&format!("serving {} panes", server.panes.len()));
-    server.serve()
+    Ok(server.serve()?)
+}
+
+/// Exit code of `ptyd server` when another server already serves the
+/// namespace. The systemd unit names it in `RestartPreventExitStatus=`, so
+/// a service that finds a server running outside it fails once instead of
+/// being restarted until systemd's start limit.
+pub const EXIT_ALREADY_SERVED: i32 = 3;
+
+/// Why [`run`] ended with an error.
+#[derive(Debug)]
+pub struct StartError {
+    pub message: String,
+    /// Another server holds the namespace ([`EXIT_ALREADY_SERVED`]).
+    pub already_served: bool,
+}
+
+impl From<String> for StartError {
+    fn from(message: String) -> StartError {
+        StartError {
+            message,
+            already_served: false,
+        }
+    }
 }
 
 /// A write past RLIMIT_FSIZE must fail with EFBIG, not kill the server.

@@ -417,7 +417,7 @@ impl Server {
             } else if !pane.shell_integration {
                 "was started with shell integration off"
             } else if !self.config.shell_integration {
-                "runs without shell integration (\"shell_integration\": false in the config)"
+                "runs without shell integration (shell_integration = false in config.toml)"
             } else {
                 "does not run a shell ptyd starts with shell integration (bash, zsh or fish with no script or -c)"
             };

@@ -26,7 +26,9 @@ enum Plan {
 
 impl Server {
     /// Loads the namespace's snapshot, if any, and rebuilds from it.
-    pub(super) fn restore_from_disk(&mut self) {
+    /// With `hold_reruns` (a server a client started, see
+    /// `ServerOptions::hold_reruns`) panes whose policy is `rerun` are held.
+    pub(super) fn restore_from_disk(&mut self, hold_reruns: bool) {
         let started = Instant::now();
         match persist::load(&self.paths.state_dir) {
             Loaded::Nothing => {
@@ -54,7 +56,7 @@ impl Server {
             Loaded::Snapshot(snapshot) => {
                 // The revision only grows, also across restarts.
                 let revision = snapshot.revision;
-                let fixes = self.rebuild(snapshot);
+                let fixes = self.rebuild(snapshot, hold_reruns);
                 self.persist.revision = self.persist.revision.max(revision);
                 self.persist.saved_revision = self.persist.revision;
                 for fix in &fixes {
@@ -74,7 +76,7 @@ impl Server {
     }
 
     /// Rebuilds tree and panes; returns the repairs made.
-    fn rebuild(&mut self, snap: Snapshot) -> Vec<String> {
+    fn rebuild(&mut self, snap: Snapshot, hold_reruns: bool) -> Vec<String> {
         let mut fixes = Vec::new();
         // A restart is a new generation of the same session: the fence
         // keeps growing.
@@ -274,7 +276,7 @@ impl Server {
         }
         let mut fills = Vec::new();
         for (id, rec) in records {
-            fills.push(self.restore_pane(id, rec, &rules, &mut fixes));
+            fills.push(self.restore_pane(id, rec, &rules, hold_reruns, &mut fixes));
         }
         for (id, history, notice) in fills {
             let Some(pane) = self.panes.get_mut(&id) else {
@@ -295,6 +297,7 @@ impl Server {
         id: u64,
         rec: PaneRecord,
         rules: &super::resume_rules::ResumeRules,
+        hold_reruns: bool,
         fixes: &mut Vec<String>,
     ) -> (u64, Option<PathBuf>, String) {
         let saved_cwd = PathBuf::from(&rec.cwd);
@@ -315,7 +318,12 @@ impl Server {
                 Plan::Run(CommandSpec::Shell(by_rule.clone().unwrap_or_default()))
             }
             (None, cmd, _) if is_plain_shell(cmd) => Plan::Run(cmd.clone()),
-            (None, cmd, RestorePolicy::Rerun) => Plan::Run(cmd.clone()),
+            (None, cmd, RestorePolicy::Rerun) if !hold_reruns => Plan::Run(cmd.clone()),
+            // Listing panes must not run commands as a side effect.
+            (None, _, RestorePolicy::Rerun) => Plan::Hold(format!(
+                "restored by a server a client command started, which re-runs nothing; \
+                 `ptyd respawn p{id}` runs it again"
+            )),
             (None, _, RestorePolicy::Shell) => Plan::Run(CommandSpec::LoginShell),
             (None, _, RestorePolicy::Hold) => Plan::Hold(format!(
                 "restored with policy hold; `ptyd respawn p{id}` starts it again"

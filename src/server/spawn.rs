@@ -253,10 +253,10 @@ impl Server {
                 .add(now + idle, TimerKind::PaneIdle(id, pane.run));
         }
         let msg = format!(
-            "pane {} pid {} ({:?})",
+            "pane {} pid {} ({})",
             pane.public_id(),
             child.pid,
-            command
+            super::diagnostics::describe_command(command)
         );
         self.log.log("pane_started", &msg);
         Ok(())

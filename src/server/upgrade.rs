@@ -440,9 +440,24 @@ impl Server {
         let mut cmd = std::process::Command::new(&a.binary);
         cmd.args(["-L", &self.paths.namespace, "server"])
             .env_remove(super::READY_FD_ENV);
+        // A socket systemd passed stays systemd's: the new binary gets the
+        // very same one, as systemd passes it (fd 3), instead of binding a
+        // new file over the socket unit's path.
+        let activated = self.socket_dev_ino == super::listener::NOT_OURS;
+        if activated {
+            crate::service::activation::pass_on_exec(&mut cmd, self.listener.as_raw_fd());
+        }
         // The reaper, if any, must keep seeing this process as current.
         if let Some(l) = &self.lineage {
-            let fd = l.as_raw_fd();
+            let mut fd = l.as_raw_fd();
+            if activated && fd == 3 {
+                // SAFETY: duplicating an fd we own to a free number >= 4
+                // (without FD_CLOEXEC), so fd 3 can take the listener.
+                let moved = unsafe { libc::fcntl(fd, libc::F_DUPFD, 4) };
+                if moved >= 0 {
+                    fd = moved;
+                }
+            }
             // SAFETY: clearing FD_CLOEXEC on an fd we own, so exec keeps it.
             unsafe { libc::fcntl(fd, libc::F_SETFD, 0) };
             cmd.env(crate::reaper::LINEAGE_FD_ENV, fd.to_string());

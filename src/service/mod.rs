@@ -6,4 +6,7 @@
 //! changes and no `MAINPID=` dance is needed. Later generations notify too,
 //! which is why the unit says `NotifyAccess=all`.
 
+pub mod activation;
+pub mod install;
+pub mod journal;
 pub mod notify;

@@ -27,7 +27,8 @@
 //!   namespace isolation, stop and signals, other uids.
 //! - `attach.rs`: frames, detach, EXIT reasons, slow clients, `ptyd attach`
 //!   and `ptyd new` driven inside tmux.
-//! - `cli.rs`: the commands, their output and exit codes, auto-start.
+//! - `cli.rs`: the commands, their output and exit codes, auto-start (and
+//!   which commands never start a server).
 //! - `events.rs`: replay, live delivery, sequence numbers.
 //! - `waits.rs`: `pane.wait` conditions and timeouts, pane watchdogs.
 //! - `scripting.rs`: driving panes from scripts with real bash, zsh and
@@ -40,8 +41,20 @@
 //!   repeated upgrades, 300 panes, every fault point, no fd or zombie left).
 //! - `upgrade_restore.rs`: `upgrade --mode restore`, the restart-in-place
 //!   fallback, and resume rules from the config.
-//! - `service.rs`: the systemd unit verifies; the notify protocol through an
-//!   upgrade.
+//! - `service.rs`: the shipped units and what `ptyd service install` writes
+//!   pass `systemd-analyze verify`; install/uninstall; the notify protocol
+//!   through an upgrade; a second server names the serving pid.
+//! - `activation.rs`: socket activation with a socket passed as systemd
+//!   does (fd 3, `LISTEN_*`), through live and restore-mode upgrades; wrong
+//!   sockets refused.
+//! - `autostart.rs`: `autostart = false`; a client-started server holds
+//!   `rerun` panes.
+//! - `config.rs`: config.toml problems by line and key, `ptyd config check`.
+//! - `logs.rs`: journald priorities on `JOURNAL_STREAM`, plain lines
+//!   otherwise, `server.stderr` appended and rotated.
+//! - `packaging.rs`: the man page renders with man(1); bash and fish
+//!   completion in the real shells (commands, values, panes); the zsh
+//!   script parses.
 //! - `term_golden.rs`: the terminal model against `fixtures/vt/` goldens.
 //! - `term_roundtrip.rs`: the model serialized and restored at any byte of a
 //!   stream ends in the same state.

@@ -1,0 +1,71 @@
+//! Writing log lines for whoever reads our stderr.
+//!
+//! Under systemd, stderr is usually a stream to journald, which already
+//! records the identifier and pid with every line and reads a `<N>` prefix
+//! as the line's syslog priority (`sd-daemon(3)`), so `journalctl -p
+//! warning` can filter. systemd says it is the journal by setting
+//! `JOURNAL_STREAM=DEV:INO` to the stream's device and inode: only when our
+//! fd 2 is that very file (a server that inherited the variable but writes
+//! to a file must not emit prefixes) do lines get the prefix and lose the
+//! `ptyd[PID]:` identifier that would otherwise be recorded twice.
+
+use std::sync::OnceLock;
+
+/// Syslog priorities, as journald reads them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Priority {
+    Err = 3,
+    Warning = 4,
+    Notice = 5,
+    Info = 6,
+}
+
+/// Whether fd 2 is the journal stream systemd connected us to. Decided
+/// once: stderr does not change under a running process.
+pub fn stderr_is_journal() -> bool {
+    static IS_JOURNAL: OnceLock<bool> = OnceLock::new();
+    *IS_JOURNAL.get_or_init(|| {
+        std::env::var("JOURNAL_STREAM")
+            .ok()
+            .and_then(|v| parse_stream(&v))
+            .is_some_and(|want| stderr_dev_ino() == Some(want))
+    })
+}
+
+fn stderr_dev_ino() -> Option<(u64, u64)> {
+    // SAFETY: an all-zero `stat` is a valid value for fstat to overwrite.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `st` is a valid, writable stat buffer; fstat on a closed fd 2
+    // fails with EBADF and touches nothing.
+    if unsafe { libc::fstat(2, &mut st) } != 0 {
+        return None;
+    }
+    #[allow(clippy::unnecessary_cast)] // the field types differ by platform
+    Some((st.st_dev as u64, st.st_ino as u64))
+}
+
+/// `DEV:INO`, both decimal.
+fn parse_stream(value: &str) -> Option<(u64, u64)> {
+    let (dev, ino) = value.split_once(':')?;
+    Some((dev.parse().ok()?, ino.parse().ok()?))
+}
+
+/// One log line (without the newline) for stderr: `<N>text` for the
+/// journal, `ptyd[PID]: text` for a file or terminal.
+pub fn line(priority: Priority, text: &str) -> String {
+    if stderr_is_journal() {
+        format!("<{}>{text}", priority as u8)
+    } else {
+        format!("ptyd[{}]: {text}", std::process::id())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn parses_journal_stream() {
+        assert_eq!(super::parse_stream("8:12345"), Some((8, 12345)));
+        assert_eq!(super::parse_stream("8"), None);
+        assert_eq!(super::parse_stream("x:1"), None);
+    }
+}
