@@ -450,7 +450,7 @@ fn the_config_turns_shell_integration_off() {
     assert_eq!(ptyd.connect().pane(&id)["shell_injected"], Value::Null);
     let out = ptyd.run_cli(&["send", "sh", "--wait", "--enter", "true"]);
     assert_exit(&out, 1);
-    assert!(stderr(&out).contains("in the config"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("in config.toml"), "{}", stderr(&out));
 }
 
 #[test]

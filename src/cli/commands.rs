@@ -123,7 +123,7 @@ pub(super) fn connect(g: &Global) -> Result<Client, CliError> {
 /// Connects without starting a server: for the commands about the server
 /// itself (status, save, stop, upgrade), which have nothing to do on a
 /// fresh one.
-pub(super) fn connect_existing(g: &Global) -> Result<Client, CliError> {
+fn connect_existing(g: &Global) -> Result<Client, CliError> {
     Ok(Client::connect(&g.paths, false)?)
 }
 

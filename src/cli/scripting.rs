@@ -8,7 +8,7 @@
 //! a default timeout ([`DEFAULT_WAIT`]) so a script never hangs silently;
 //! one that passes exits 124.
 
-use super::commands::{connect_existing, help_requested, need_target, print_json, target_arg};
+use super::commands::{connect, help_requested, need_target, print_json, target_arg};
 use super::{CliError, Global, duration, help};
 use crate::client::Client;
 use lexopt::prelude::*;
@@ -119,7 +119,7 @@ pub fn send(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
             "nothing to send: give TEXT (or - for stdin), --keys KEY..., and/or --enter",
         ));
     }
-    let mut client = connect_existing(g)?;
+    let mut client = connect(g)?;
     if wait_finished {
         require_marks(&mut client, &target)?;
     }
@@ -298,7 +298,7 @@ pub fn wait(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         params["timeout_ms"] = json!(ms);
     }
     let want_exit = params["exit"] == json!(true);
-    let result = run_wait(&mut connect_existing(g)?, params)?;
+    let result = run_wait(&mut connect(g)?, params)?;
     if as_json {
         print_json(&result);
     }
