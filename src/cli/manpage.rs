@@ -135,6 +135,10 @@ running after you log out, and starts it at boot.",
             "held by the serving server for its lifetime.",
         ),
         (
+            "$XDG_RUNTIME_DIR/ptyd/NAMESPACE/shell/",
+            "the shell-integration scripts (0700), written at server start and loaded into the bash, zsh and fish panes start (see ptyd shell-init).",
+        ),
+        (
             "$XDG_STATE_HOME/ptyd/NAMESPACE/session.json",
             "the snapshot restored at start (default ~/.local/state). Beside it: per-pane history, diagnostics.jsonl (rotated at 1 MiB) and server.stderr of a background server.",
         ),
