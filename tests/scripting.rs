@@ -704,3 +704,22 @@ fn zsh_composes_with_a_theme_and_syntax_highlighting() {
     ]);
     assert_exit(&out, 0);
 }
+
+#[test]
+fn a_parked_text_wait_goes_on_after_a_live_upgrade() {
+    let ptyd = Ptyd::start();
+    let mut c = ptyd.connect();
+    let id = ptyd.create_argv(&["sh", "-c", "read x; echo late-$((40+2)); exec sleep 100"]);
+    let wait = c.send(
+        "pane.wait",
+        json!({ "target": id, "text": "late-4[0-9]$", "regex": true, "timeout_ms": 20000 }),
+    );
+    // Parked before the upgrade: a later request on the same connection
+    // is answered first.
+    let status = c.send("server.status", json!({}));
+    assert_eq!(c.next_response()["id"], status);
+    assert_exit(&ptyd.run_cli(&["upgrade"]), 0);
+    ptyd.connect().input(&id, "\r");
+    let r = c.response(wait).expect("the wait is answered");
+    assert_eq!(r["reason"], "text", "{r}");
+}

@@ -778,17 +778,17 @@ impl Server {
                     .then(|| regex::RegexBuilder::new(&text).multi_line(true).build())
                     .transpose()
                     .map_err(|e| format!("a parked wait's regex: {e}"))?;
-                // From the output that follows: what the old server read
-                // was already searched.
-                let from = self.panes.get(&w.pane).map_or(0, |p| p.output.end());
+                // A handed-over pane's output log starts empty at position
+                // 0, so the wait goes on with the output that follows: what
+                // the old server read was searched already.
                 C::Text(super::waits::TextWait {
                     text,
                     regex,
                     include_screen: w.include_screen,
-                    from,
+                    from: 0,
                     skip_lines: w.n,
                     after_command_start: w.after_command_start,
-                    scanned: from,
+                    scanned: 0,
                 })
             }
             "idle" => C::Idle(Duration::from_millis(w.n)),
