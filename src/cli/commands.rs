@@ -917,6 +917,8 @@ fn upgrade(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
             Long("timeout") => {
                 params["timeout_ms"] = json!(super::duration::parse_ms(p.value()?, "--timeout")?)
             }
+            // Tests only: release builds have no fault points (handoff::fault).
+            #[cfg(any(debug_assertions, feature = "fault-injection"))]
             Long("fault") => params["fault"] = json!(p.value()?.string()?),
             Long("mode") => params["mode"] = json!(p.value()?.string()?),
             Long("json") => as_json = true,
