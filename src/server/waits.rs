@@ -151,8 +151,8 @@ fn outcome(
             exited.then(|| Ok(json!({ "reason": "exited", "exit": pane.exit_json() })))
         }
         WaitCondition::Text(text) => {
-            let found = text.search(&pane.output)
-                || (text.include_screen && text.on_screen(&pane.screen, wait.seen_pushed));
+            let found = text.search(pane.output())
+                || (text.include_screen && text.on_screen(pane.screen(), wait.seen_pushed));
             if found {
                 Some(Ok(json!({ "reason": "text" })))
             } else if exited {
@@ -168,16 +168,16 @@ fn outcome(
                 None
             }
         }
-        WaitCondition::Idle(idle) => (now.saturating_duration_since(pane.last_output) >= *idle)
+        WaitCondition::Idle(idle) => (now.saturating_duration_since(pane.last_output()) >= *idle)
             .then(|| Ok(json!({ "reason": "idle" }))),
-        WaitCondition::Prompt(after) if pane.prompts_seen > *after => Some(Ok(
-            json!({ "reason": "prompt", "prompts_seen": pane.prompts_seen }),
+        WaitCondition::Prompt(after) if pane.prompts_seen() > *after => Some(Ok(
+            json!({ "reason": "prompt", "prompts_seen": pane.prompts_seen() }),
         )),
-        WaitCondition::CommandFinished(after) if pane.commands_finished > *after => {
+        WaitCondition::CommandFinished(after) if pane.commands_finished() > *after => {
             Some(Ok(json!({
                 "reason": "command_finished",
-                "exit": pane.last_command_exit,
-                "commands_finished": pane.commands_finished,
+                "exit": pane.last_command_exit(),
+                "commands_finished": pane.commands_finished(),
             })))
         }
         WaitCondition::Prompt(_) | WaitCondition::CommandFinished(_) => exited.then(|| {
@@ -216,7 +216,7 @@ impl Server {
         let id = self.next_wait_id;
         self.next_wait_id += 1;
         if let Some(pane) = self.panes.get(&wait.pane) {
-            wait.seen_pushed = pane.screen.scrollback_pushed();
+            wait.seen_pushed = pane.screen().scrollback_pushed();
         }
         if let Some(timeout) = timeout {
             wait.deadline = Some(Instant::now() + timeout);
@@ -227,7 +227,7 @@ impl Server {
             && let Some(pane) = self.panes.get(&wait.pane)
         {
             self.timers
-                .add(pane.last_output + idle, TimerKind::WaitIdle(id));
+                .add(pane.last_output() + idle, TimerKind::WaitIdle(id));
         }
         self.waits.insert(id, wait);
     }
@@ -247,7 +247,11 @@ impl Server {
         for (id, outcome) in ready {
             self.finish_wait(id, outcome);
         }
-        if let Some(pushed) = self.panes.get(&pane).map(|p| p.screen.scrollback_pushed()) {
+        if let Some(pushed) = self
+            .panes
+            .get(&pane)
+            .map(|p| p.screen().scrollback_pushed())
+        {
             for w in self.waits.values_mut().filter(|w| w.pane == pane) {
                 w.seen_pushed = pushed;
             }
@@ -317,7 +321,7 @@ impl Server {
         } else if let (WaitCondition::Idle(idle), Some(pane)) =
             (&wait.condition, self.panes.get(&wait.pane))
         {
-            let due = pane.last_output + *idle;
+            let due = pane.last_output() + *idle;
             self.timers.add(due, TimerKind::WaitIdle(id));
         }
     }
