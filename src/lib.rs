@@ -5,8 +5,10 @@
 
 pub mod cli;
 pub mod client;
+pub mod clock;
 pub mod handoff;
 pub mod keys;
+pub mod model;
 pub mod paths;
 pub mod persist;
 pub mod protocol;

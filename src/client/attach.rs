@@ -12,8 +12,11 @@
 use super::{Client, ClientError, FrameReader, ServerFrame, send_frame, terminal_size};
 use crate::paths::NamespacePaths;
 use crate::protocol::frame;
+use crate::protocol::methods::{self, Request};
+use crate::protocol::replies::{ExitInfo, PaneInfo};
 use nix::sys::termios::{self, SetArg, Termios};
-use serde_json::{Value, json};
+use serde::Deserialize;
+use serde_json::Value;
 use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
 use std::os::unix::net::UnixStream;
@@ -396,21 +399,10 @@ fn end_from_exit(payload: &Value) -> AttachEnd {
     AttachEnd { message, exit_code }
 }
 
-/// "code 3", "signal SIGKILL (killed)".
+/// "code 3", "signal SIGKILL (killed)", from an `exit` member (an EXIT
+/// frame's, a pane's).
 pub fn describe_exit(exit: &Value) -> String {
-    let reason = exit["reason"].as_str().unwrap_or("exited");
-    let what = if let Some(code) = exit["code"].as_i64() {
-        format!("code {code}")
-    } else if let Some(name) = exit["signal_name"].as_str() {
-        format!("signal {name}")
-    } else {
-        "unknown status".to_string()
-    };
-    if reason == "exited" {
-        what
-    } else {
-        format!("{what} ({reason})")
-    }
+    ExitInfo::deserialize(exit).map_or_else(|_| "unknown status".to_string(), |e| e.describe())
 }
 
 /// Line ends for a stdout that is not a terminal: a PTY's CR LF becomes LF
@@ -457,7 +449,7 @@ impl CrlfToLf {
 /// removed once it has exited.
 pub fn run_mirror(
     paths: &NamespacePaths,
-    create_params: Value,
+    create: methods::PaneCreate,
     remove: bool,
 ) -> Result<i32, ClientError> {
     let mut signals =
@@ -466,11 +458,12 @@ pub fn run_mirror(
             message: format!("installing signal handlers: {e}"),
         })?;
     let mut client = Client::connect(paths, true)?;
-    let mut params = create_params;
-    params["attach"] = json!(true);
-    params["read_only"] = json!(true);
-    let info = client.call("pane.create", params)?;
-    let pane_id = info["id"].as_str().unwrap_or_default().to_string();
+    let info: PaneInfo = client.request_as(&Request::PaneCreate(methods::PaneCreate {
+        attach: true,
+        read_only: true,
+        ..create
+    }))?;
+    let pane_id = info.id.to_string();
     let (stream, leftover) = client.into_stream();
     let mut reader = FrameReader::new(stream, leftover);
     let mut output = TerminalOutput::default();
@@ -501,7 +494,12 @@ pub fn run_mirror(
                 });
             }
             if remove {
-                Client::connect(paths, false)?.call("pane.remove", json!({ "target": pane_id }))?;
+                Client::connect(paths, false)?.request(&Request::PaneRemove(
+                    methods::PaneRemove {
+                        target: pane_id.clone(),
+                        force: false,
+                    },
+                ))?;
             }
             return Ok(code);
         }
@@ -516,7 +514,11 @@ pub fn run_mirror(
         if ready[1] && signals.drain() && !kill_sent {
             kill_sent = true;
             let mut killer = Client::connect(paths, false)?;
-            killer.call("pane.kill", json!({ "target": pane_id }))?;
+            killer.request(&Request::PaneKill(methods::PaneKill {
+                target: pane_id.clone(),
+                signal: None,
+                grace_ms: None,
+            }))?;
         }
         if ready[0] {
             match reader.fill() {

@@ -5,6 +5,7 @@
 use super::connection::{ConnId, ConnMode, Connection, ReadOutcome};
 use super::timers::TimerKind;
 use super::{Server, Source};
+use crate::protocol::events::Event;
 use crate::protocol::{self, frame};
 use mio::Interest;
 use mio::Token;
@@ -267,8 +268,8 @@ impl Server {
     }
 
     /// Records an event and pushes it to subscribers.
-    pub(super) fn emit(&mut self, kind: &str, data: serde_json::Value) {
-        let line = protocol::event_line(self.events.push(kind, data));
+    pub(super) fn emit(&mut self, event: Event) {
+        let line = protocol::event_line(self.events.push(&event));
         let mut overflow = Vec::new();
         for (id, conn) in &mut self.conns {
             if conn.subscribed && conn.closing.is_none() && !conn.queue(&line) {

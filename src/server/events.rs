@@ -3,6 +3,7 @@
 //! N" and miss nothing between checking state and subscribing. A subscriber
 //! that asks for events already dropped from the ring gets an explicit `gap`.
 
+use crate::protocol::events::Event;
 use serde_json::{Value, json};
 use std::collections::VecDeque;
 
@@ -67,14 +68,11 @@ impl EventLog {
         EventLog { ring, last_seq }
     }
 
-    /// Records an event of `kind` with the members of `data` (an object) and
-    /// returns it with its `seq` and `type` filled in.
-    pub fn push(&mut self, kind: &str, data: Value) -> &Value {
+    /// Records `event` and returns it as logged, with its `seq`.
+    pub fn push(&mut self, event: &Event) -> &Value {
         self.last_seq += 1;
-        let mut event = json!({ "seq": self.last_seq, "type": kind });
-        if let (Some(obj), Value::Object(extra)) = (event.as_object_mut(), data) {
-            obj.extend(extra);
-        }
+        let mut event = event.to_value();
+        event["seq"] = json!(self.last_seq);
         if self.ring.len() == EVENT_RING_CAPACITY {
             self.ring.pop_front();
         }
@@ -93,12 +91,12 @@ impl EventLog {
             .unwrap_or(self.last_seq + 1);
         // `since < last_seq` first: a client may send u64::MAX.
         if since < self.last_seq && since + 1 < oldest {
-            out.push(json!({
-                "type": "gap",
-                "from": since + 1,
-                "to": oldest - 1,
-                "message": "events in this range were dropped from the server's ring; re-read state with pane.list"
-            }));
+            let gap = Event::Gap {
+                from: Some(since + 1),
+                to: Some(oldest - 1),
+                message: "events in this range were dropped from the server's ring; re-read state with pane.list".into(),
+            };
+            out.push(gap.to_value());
         }
         let skip = since.saturating_sub(oldest.saturating_sub(1)) as usize;
         out.extend(self.ring.iter().skip(skip).cloned());
@@ -114,7 +112,9 @@ mod tests {
     fn resumes_and_reports_gaps() {
         let mut log = EventLog::new();
         for _ in 0..EVENT_RING_CAPACITY + 5 {
-            log.push("bell", json!({}));
+            log.push(&Event::PaneBell {
+                pane: crate::model::PaneId::new(1),
+            });
         }
         let tail = log.since(log.last_seq() - 2);
         assert_eq!(tail.len(), 2);

@@ -6,6 +6,7 @@ use super::Server;
 use super::connection::ConnId;
 use super::pane::Pane;
 use super::timers::TimerKind;
+use crate::model::PaneId;
 use crate::protocol::{ErrorCode, RpcError};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -298,7 +299,7 @@ impl Server {
         for id in ids {
             let err = RpcError::new(
                 ErrorCode::NotFound,
-                format!("pane p{pane} was removed while waiting"),
+                format!("pane {} was removed while waiting", PaneId::new(pane)),
             );
             self.finish_wait(id, Err(err));
         }
