@@ -11,6 +11,8 @@
 use super::commands::{connect, help_requested, need_target, print_json, target_arg};
 use super::{CliError, Global, duration, help};
 use crate::client::Client;
+use crate::protocol::methods::{self, Request};
+use crate::protocol::replies::InputAck;
 use lexopt::prelude::*;
 use serde_json::{Value, json};
 use std::io::Read;
@@ -31,9 +33,9 @@ fn default_timeout_ms() -> Option<u64> {
 
 /// Runs a `pane.wait`. A timeout is an error with exit code 124 (as
 /// timeout(1)'s) whose message says how to wait longer.
-fn run_wait(client: &mut Client, params: Value) -> Result<Value, CliError> {
-    let timeout = params["timeout_ms"].as_u64();
-    client.call("pane.wait", params).map_err(|e| {
+fn run_wait(client: &mut Client, wait: methods::PaneWait) -> Result<Value, CliError> {
+    let timeout = wait.timeout_ms;
+    client.request(&Request::PaneWait(wait)).map_err(|e| {
         let timed_out = e.code == "timeout";
         let mut err = CliError::from(e);
         if timed_out {
@@ -127,48 +129,54 @@ pub fn send(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     let typed_lines = data.matches(['\r', '\n']).count()
         + keys.iter().filter(|k| is_enter(k)).count()
         + usize::from(separate_enter || submit);
-    let mut params = json!({ "target": target, "data": data, "keys": keys, "paste": paste });
-    if let Some(id) = &request_id {
-        params["request_id"] = json!(id);
-    }
-    let ack = client.call("pane.input", params)?;
+    let ack = input(
+        &mut client,
+        methods::PaneInput {
+            target: target.clone(),
+            data: Some(data.clone()),
+            keys,
+            paste,
+            request_id: request_id.clone(),
+        },
+    )?;
     let mut acks = vec![ack.clone()];
     if separate_enter {
-        let mut params = json!({ "target": target, "keys": ["Enter"] });
-        if let Some(id) = &request_id {
-            params["request_id"] = json!(format!("{id}:enter"));
-        }
-        acks.push(client.call("pane.input", params)?);
+        acks.push(input(
+            &mut client,
+            methods::PaneInput {
+                target: target.clone(),
+                data: None,
+                keys: vec!["Enter".into()],
+                paste: false,
+                request_id: request_id.map(|id| format!("{id}:enter")),
+            },
+        )?);
     }
     let mut report = json!({ "acks": acks });
     if submit {
         report["submit"] = confirm_submit(&mut client, &target, &data, &ack)?;
     }
     let code = if wait_finished {
-        let mut wait = json!({
-            "target": target,
-            "command_finished": true,
-            "after": ack["commands_finished"],
-        });
-        if let Some(ms) = timeout {
-            wait["timeout_ms"] = json!(ms);
-        }
+        let wait = methods::PaneWait {
+            command_finished: true,
+            after: Some(ack.commands_finished),
+            timeout_ms: timeout,
+            ..methods::PaneWait::new(target)
+        };
         let done = run_wait(&mut client, wait)?;
         let code = done["exit"].as_i64().unwrap_or(0) as i32;
         report["wait"] = done;
         code
     } else if let Some(text) = wait_for {
-        let mut wait = json!({
-            "target": target,
-            "text": text,
-            "regex": regex,
-            "after_output": ack["output_bytes"],
-            "skip_lines": typed_lines,
-            "after_command_start": true,
-        });
-        if let Some(ms) = timeout {
-            wait["timeout_ms"] = json!(ms);
-        }
+        let wait = methods::PaneWait {
+            text: Some(text),
+            regex,
+            after_output: Some(ack.output_bytes),
+            skip_lines: Some(typed_lines as u64),
+            after_command_start: true,
+            timeout_ms: timeout,
+            ..methods::PaneWait::new(target)
+        };
         report["wait"] = run_wait(&mut client, wait)?;
         0
     } else {
@@ -178,6 +186,11 @@ pub fn send(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         print_json(&report);
     }
     Ok(code)
+}
+
+/// Types one input and returns its acknowledgement.
+fn input(client: &mut Client, input: methods::PaneInput) -> Result<InputAck, CliError> {
+    Ok(client.request_as(&Request::PaneInput(input))?)
 }
 
 /// How long `--submit` waits for the program to react to each Enter.
@@ -197,8 +210,15 @@ fn confirm_submit(
     client: &mut Client,
     target: &str,
     data: &str,
-    ack: &Value,
+    ack: &InputAck,
 ) -> Result<Value, CliError> {
+    let limit = Some(SUBMIT_CONFIRM.as_millis() as u64);
+    let wait = |text: Option<String>, after_output: Option<u64>| methods::PaneWait {
+        text,
+        after_output,
+        timeout_ms: limit,
+        ..methods::PaneWait::new(target.to_string())
+    };
     // The echo: the end of the last line typed (a TUI may wrap or
     // abbreviate the rest).
     let last_line = data
@@ -210,26 +230,32 @@ fn confirm_submit(
     let probe: String = chars[chars.len().saturating_sub(16)..].iter().collect();
     let echo_seen = !probe.is_empty()
         && client
-            .call(
-                "pane.wait",
-                json!({ "target": target, "text": probe, "after_output": ack["output_bytes"],
-                        "timeout_ms": SUBMIT_CONFIRM.as_millis() as u64 }),
-            )
+            .request(&Request::PaneWait(wait(
+                Some(probe),
+                Some(ack.output_bytes),
+            )))
             .is_ok();
     // Let the program finish drawing what the text caused.
-    let _ = client.call(
-        "pane.wait",
-        json!({ "target": target, "idle_ms": 100, "timeout_ms": SUBMIT_CONFIRM.as_millis() as u64 }),
-    );
+    let _ = client.request(&Request::PaneWait(methods::PaneWait {
+        idle_ms: Some(100),
+        ..wait(None, None)
+    }));
     for attempt in 1..=SUBMIT_ATTEMPTS {
-        let enter = client.call("pane.input", json!({ "target": target, "keys": ["Enter"] }))?;
+        let enter = input(
+            client,
+            methods::PaneInput {
+                target: target.to_string(),
+                data: None,
+                keys: vec!["Enter".into()],
+                paste: false,
+                request_id: None,
+            },
+        )?;
         // Anything visible after the Enter (not its bare line feed).
-        let reacted = client.call(
-            "pane.wait",
-            json!({ "target": target, "text": "\\S", "regex": true,
-                    "after_output": enter["output_bytes"],
-                    "timeout_ms": SUBMIT_CONFIRM.as_millis() as u64 }),
-        );
+        let reacted = client.request(&Request::PaneWait(methods::PaneWait {
+            regex: true,
+            ..wait(Some("\\S".into()), Some(enter.output_bytes))
+        }));
         match reacted {
             Ok(_) => {
                 return Ok(json!({ "echo_seen": echo_seen, "enter_attempts": attempt,
@@ -258,8 +284,12 @@ fn is_enter(key: &str) -> bool {
 /// Fails before anything is typed when the pane's shell cannot report the
 /// command finishing (the server would refuse the wait after the input).
 fn require_marks(client: &mut Client, target: &str) -> Result<(), CliError> {
-    let wait = json!({ "target": target, "command_finished": true, "timeout_ms": 0 });
-    match client.call("pane.wait", wait) {
+    let wait = methods::PaneWait {
+        command_finished: true,
+        timeout_ms: Some(0),
+        ..methods::PaneWait::new(target.to_string())
+    };
+    match client.request(&Request::PaneWait(wait)) {
         Err(e) if e.code == "no_shell_integration" => Err(e.into()),
         // Answered (or timed out at once): the pane can report marks.
         _ => Ok(()),
@@ -268,7 +298,7 @@ fn require_marks(client: &mut Client, target: &str) -> Result<(), CliError> {
 
 pub fn wait(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     let mut target = None;
-    let mut params = json!({});
+    let mut wait = methods::PaneWait::new(String::new());
     let mut as_json = false;
     let mut timeout = default_timeout_ms();
     while let Some(arg) = p.next()? {
@@ -276,29 +306,25 @@ pub fn wait(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
             return Ok(0);
         }
         match arg {
-            Long("exit") => params["exit"] = json!(true),
-            Long("text") => params["text"] = json!(p.value()?.string()?),
-            Long("regex") => params["regex"] = json!(true),
-            Long("screen") => params["include_screen"] = json!(true),
-            Long("after-output") => {
-                params["after_output"] = json!(count(p.value()?, "--after-output")?)
-            }
-            Long("after") => params["after"] = json!(count(p.value()?, "--after")?),
-            Long("idle") => params["idle_ms"] = json!(duration::parse_ms(p.value()?, "--idle")?),
-            Long("prompt") => params["prompt"] = json!(true),
-            Long("command-finished") => params["command_finished"] = json!(true),
+            Long("exit") => wait.exit = true,
+            Long("text") => wait.text = Some(p.value()?.string()?),
+            Long("regex") => wait.regex = true,
+            Long("screen") => wait.include_screen = true,
+            Long("after-output") => wait.after_output = Some(count(p.value()?, "--after-output")?),
+            Long("after") => wait.after = Some(count(p.value()?, "--after")?),
+            Long("idle") => wait.idle_ms = Some(duration::parse_ms(p.value()?, "--idle")?),
+            Long("prompt") => wait.prompt = true,
+            Long("command-finished") => wait.command_finished = true,
             Long("timeout") => timeout = wait_timeout(p.value()?)?,
             Long("json") => as_json = true,
             Value(v) => target_arg(p, &mut target, v)?,
             _ => return Err(arg.unexpected().into()),
         }
     }
-    params["target"] = json!(need_target(target)?);
-    if let Some(ms) = timeout {
-        params["timeout_ms"] = json!(ms);
-    }
-    let want_exit = params["exit"] == json!(true);
-    let result = run_wait(&mut connect(g)?, params)?;
+    wait.target = need_target(target)?;
+    wait.timeout_ms = timeout;
+    let want_exit = wait.exit;
+    let result = run_wait(&mut connect(g)?, wait)?;
     if as_json {
         print_json(&result);
     }
