@@ -51,7 +51,7 @@ pub fn lock_namespace(paths: &NamespacePaths) -> io::Result<InstanceLock> {
         .create(true)
         .truncate(false)
         .mode(0o600)
-        .custom_flags(libc::O_CLOEXEC)
+        // (std opens every file close-on-exec already.)
         .open(&path)
         .map_err(|e| io::Error::new(e.kind(), format!("opening lock {}: {e}", path.display())))?;
     if !crate::sys::try_lock_exclusive(file.as_raw_fd())? {
