@@ -432,8 +432,7 @@ pub fn run_mirror(
     let (stream, leftover) = client.into_stream();
     let mut reader = FrameReader::new(stream, leftover);
     let mut output = TerminalOutput::default();
-    // SAFETY: isatty only inspects the fd.
-    if unsafe { libc::isatty(libc::STDOUT_FILENO) } != 1 {
+    if !std::io::IsTerminal::is_terminal(&io::stdout()) {
         output.line_ends = Some(CrlfToLf::default());
     }
     let mut kill_sent = false;
