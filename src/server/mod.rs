@@ -13,6 +13,7 @@ mod diagnostics;
 mod event_loop;
 mod events;
 mod listener;
+mod output_log;
 mod pane;
 mod pane_exit;
 mod pane_fds;
@@ -135,6 +136,9 @@ pub struct Server {
     config: config::UserConfig,
     /// What of it was ignored and why, for `server.status`.
     config_problems: Vec<String>,
+    /// The shell-integration scripts, written at start-up (`crate::shell`);
+    /// `None` if they could not be (logged).
+    shell: Option<crate::shell::Installed>,
 }
 
 /// Runs a server in the foreground until it is stopped.
@@ -272,6 +276,16 @@ impl Server {
         for problem in &config_problems {
             log.log("config_ignored", problem);
         }
+        let shell = match crate::shell::install(&paths.runtime_dir.join("shell")) {
+            Ok(installed) => Some(installed),
+            Err(e) => {
+                log.log(
+                    "shell_integration_unavailable",
+                    &format!("{e}; shells start without ptyd's shell integration"),
+                );
+                None
+            }
+        };
         let mut server = Server {
             poll,
             listener,
@@ -306,6 +320,7 @@ impl Server {
             predecessor: None,
             config,
             config_problems,
+            shell,
         };
         server.timers.add(
             Instant::now() + persistence::HISTORY_INTERVAL,
