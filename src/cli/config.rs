@@ -29,13 +29,10 @@ pub fn config_cmd(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
 /// Problems make the exit status 1 for both actions: the file needs a fix
 /// even though everything else in it is in force.
 fn problems_error(count: usize, path: &str, rest: &str) -> CliError {
-    CliError {
-        message: format!(
-            "{count} problem{} in {path} (each falls back to its default{rest}; docs/config.md)",
-            if count == 1 { "" } else { "s" },
-        ),
-        code: 1,
-    }
+    CliError::failure(format!(
+        "{count} problem{} in {path} (each falls back to its default{rest}; docs/config.md)",
+        if count == 1 { "" } else { "s" },
+    ))
 }
 
 fn reload(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
@@ -113,9 +110,10 @@ fn check(p: &mut lexopt::Parser) -> Result<i32, CliError> {
     let path = match file {
         Some(f) => f,
         None => {
-            let toml = config::path().ok_or_else(|| CliError {
-                message: "neither XDG_CONFIG_HOME nor HOME is set: no config file to check".into(),
-                code: 1,
+            let toml = config::path().ok_or_else(|| {
+                CliError::failure(
+                    "neither XDG_CONFIG_HOME nor HOME is set: no config file to check",
+                )
             })?;
             let json = toml.with_extension("json");
             if !toml.exists() && json.exists() {
@@ -131,7 +129,7 @@ fn check(p: &mut lexopt::Parser) -> Result<i32, CliError> {
             }
         }
     };
-    let (_, problems) = config::check(&path).map_err(|message| CliError { message, code: 1 })?;
+    let (_, problems) = config::check(&path).map_err(CliError::failure)?;
     if problems.is_empty() {
         println!("{}: ok", path.display());
         return Ok(0);

@@ -6,6 +6,7 @@
 //! scrollback_lines = 10000
 //! scrollback_bytes = 16777216
 //! autostart = true
+//! shell_integration = true
 //!
 //! [[resume_rules]]
 //! program = "myagent"
@@ -52,6 +53,7 @@ pub const KEYS: &[&str] = &[
     "shell",
     "term",
     "restore",
+    "shell_integration",
     "resume_rules",
     "autostart",
     "save_debounce_ms",
@@ -90,6 +92,8 @@ pub struct UserConfig {
     pub upgrade_timeout: Duration,
     /// How long the old server stays ready to take back after the commit.
     pub upgrade_probation: Duration,
+    /// Inject shell integration into the shells panes start (`crate::shell`).
+    pub shell_integration: bool,
 }
 
 impl Default for UserConfig {
@@ -105,6 +109,7 @@ impl Default for UserConfig {
             save_max_delay: super::persistence::SAVE_MAX_DELAY,
             upgrade_timeout: super::upgrade::DEFAULT_TIMEOUT,
             upgrade_probation: super::upgrade::PROBATION,
+            shell_integration: true,
         }
     }
 }
@@ -114,6 +119,8 @@ fn applies(key: &str) -> &'static str {
     match key {
         // Carried by each pane from its creation.
         "scrollback_lines" | "scrollback_bytes" | "shell" | "term" | "restore" => "new_panes",
+        // Looked at when a shell starts: new panes, and respawns.
+        "shell_integration" => "new_panes",
         // Used only when a server restores a snapshot.
         "resume_rules" => "next_restore",
         // Read by every client command from the file itself; the rest are
@@ -132,6 +139,7 @@ impl UserConfig {
         m.insert("shell".into(), json!(self.shell));
         m.insert("term".into(), json!(self.term_name));
         m.insert("restore".into(), json!(self.restore));
+        m.insert("shell_integration".into(), json!(self.shell_integration));
         m.insert("resume_rules".into(), json!(self.resume_rules.user_rules()));
         m.insert("autostart".into(), json!(self.autostart));
         m.insert("save_debounce_ms".into(), ms(self.save_debounce));
@@ -328,6 +336,13 @@ pub fn parse(path: &Path, text: &str) -> (UserConfig, Vec<String>) {
                     e.message().trim()
                 )),
             },
+            "shell_integration" => match bool::deserialize(ValueDeserializer::from(value)) {
+                Ok(v) => config.shell_integration = v,
+                Err(e) => problems.push(format!(
+                    "{place}: shell_integration must be true or false ({}); using the default true",
+                    e.message().trim()
+                )),
+            },
             other => problems.push(format!(
                 "{place}: unknown key {other:?} ignored; known keys: {}",
                 KEYS.join(", ")
@@ -343,6 +358,10 @@ impl super::Server {
     pub(super) fn config_status(&self) -> Value {
         let mut m = self.config.values();
         m.insert("path".into(), json!(path()));
+        m.insert(
+            "shell_integration_dir".into(),
+            json!(self.shell.as_ref().map(|s| s.dir())),
+        );
         m.insert("problems".into(), json!(self.config_problems));
         Value::Object(m)
     }

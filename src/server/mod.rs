@@ -13,6 +13,7 @@ mod diagnostics;
 mod event_loop;
 mod events;
 mod listener;
+mod output_log;
 mod pane;
 mod pane_exit;
 mod pane_fds;
@@ -136,6 +137,9 @@ pub struct Server {
     config: config::UserConfig,
     /// What of it was ignored and why, for `server.status`.
     config_problems: Vec<String>,
+    /// The shell-integration scripts, written at start-up (`crate::shell`);
+    /// `None` if they could not be (logged).
+    shell: Option<crate::shell::Installed>,
 }
 
 /// Runs a server in the foreground until it is stopped.
@@ -273,6 +277,16 @@ impl Server {
         for problem in &config_problems {
             log.log("config_ignored", problem);
         }
+        let shell = match crate::shell::install(&paths.runtime_dir.join("shell")) {
+            Ok(installed) => Some(installed),
+            Err(e) => {
+                log.log(
+                    "shell_integration_unavailable",
+                    &format!("{e}; shells start without ptyd's shell integration"),
+                );
+                None
+            }
+        };
         let mut server = Server {
             poll,
             listener,
@@ -307,6 +321,7 @@ impl Server {
             predecessor: None,
             config,
             config_problems,
+            shell,
         };
         server.persist.debounce = server.config.save_debounce;
         server.persist.max_delay = server.config.save_max_delay;
