@@ -18,6 +18,11 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
 use std::time::Instant;
 
+/// Most of a history file read at restore: what a save writes (1 MiB)
+/// plus a margin for a file written under another bound. A larger file
+/// (or one that is not a regular file) costs no more than this.
+const HISTORY_READ_LIMIT: u64 = super::persistence::HISTORY_MAX_BYTES as u64 + (64 << 10);
+
 /// What a pane does after the restore.
 enum Plan {
     Run(CommandSpec),
@@ -278,12 +283,38 @@ impl Server {
         for (id, rec) in records {
             fills.push(self.restore_pane(id, rec, &rules, hold_reruns, &mut fixes));
         }
+        // The history directory itself must be a real, private directory:
+        // through a symlink we would read (and later write) elsewhere.
+        let history_dir = persist::history_dir(&self.paths.state_dir);
+        let histories_ok = match persist::files::check_dir(&history_dir) {
+            Err(persist::files::FileError::Refused(why)) => {
+                fixes.push(format!("history not restored: {why}"));
+                false
+            }
+            _ => true,
+        };
         for (id, history, notice) in fills {
             let Some(pane) = self.panes.get_mut(&id) else {
                 continue;
             };
-            if let Some(Ok(bytes)) = history.map(std::fs::read) {
-                pane.inject_history(&String::from_utf8_lossy(&bytes));
+            if let Some(path) = history.filter(|_| histories_ok) {
+                match persist::files::read_tail(&path, HISTORY_READ_LIMIT) {
+                    Ok(tail) => {
+                        if tail.skipped > 0 {
+                            fixes.push(format!(
+                                "pane p{id}: history file {} is over the {HISTORY_READ_LIMIT} byte bound; \
+                                 read only its last part ({} bytes skipped)",
+                                path.display(),
+                                tail.skipped
+                            ));
+                        }
+                        pane.inject_history(&String::from_utf8_lossy(&tail.bytes));
+                    }
+                    Err(persist::files::FileError::Missing) => {}
+                    Err(persist::files::FileError::Refused(why)) => {
+                        fixes.push(format!("pane p{id}: history not restored: {why}"));
+                    }
+                }
             }
             pane.inject_history(&notice);
         }
