@@ -39,6 +39,7 @@ impl Server {
         // lines (the resize below emits one) would corrupt the stream.
         if let Some(c) = self.conns.get_mut(&conn) {
             c.subscribed = false;
+            c.replay_after = None;
         }
         self.respond(
             conn,

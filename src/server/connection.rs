@@ -55,6 +55,9 @@ pub struct Connection {
     pub mode: ConnMode,
     /// Receives pushed events.
     pub subscribed: bool,
+    /// While an `events.subscribe {since}` replay is under way: the last
+    /// event queued (`server/replay.rs`). Live events wait in the ring.
+    pub replay_after: Option<u64>,
     /// Bytes received and not yet handled (a partial line or frame).
     pub inbuf: Vec<u8>,
     out: Vec<u8>,
@@ -83,6 +86,7 @@ impl Connection {
             peer,
             mode: ConnMode::Rpc,
             subscribed: false,
+            replay_after: None,
             inbuf: Vec::new(),
             out: Vec::new(),
             out_pos: 0,
@@ -226,6 +230,7 @@ impl Connection {
                 }),
             },
             subscribed: self.subscribed,
+            replay_after: self.replay_after,
             inbuf: self.inbuf.clone(),
             out: self.out[base..].to_vec(),
             written: self.out_pos - base,
@@ -267,6 +272,7 @@ impl Connection {
             },
         };
         conn.subscribed = rt.subscribed;
+        conn.replay_after = rt.replay_after;
         conn.inbuf = rt.inbuf;
         conn.out = rt.out;
         conn.out_pos = rt.written;

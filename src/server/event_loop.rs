@@ -755,7 +755,16 @@ impl Server {
         let now = Instant::now();
         let mut dead = Vec::new();
         for (id, conn) in &mut self.conns {
-            let failed = conn.queued() > 0 && conn.flush().is_err();
+            let mut failed;
+            // A replay refills as the socket takes it: until the socket is
+            // full (its writable edge brings us back) or the replay is done.
+            loop {
+                super::replay::continue_replay(conn, &self.events);
+                failed = conn.queued() > 0 && conn.flush().is_err();
+                if failed || conn.replay_after.is_none() || conn.queued() > 0 {
+                    break;
+                }
+            }
             let finished = conn
                 .closing
                 .is_some_and(|at| conn.queued() == 0 || at <= now);
@@ -814,7 +823,9 @@ impl Server {
         let line = protocol::event_line(self.events.push(kind, data));
         let mut overflow = Vec::new();
         for (id, conn) in &mut self.conns {
-            if conn.subscribed && conn.closing.is_none() && !conn.queue(&line) {
+            // A connection still replaying gets this event from the ring.
+            let live = conn.subscribed && conn.replay_after.is_none();
+            if live && conn.closing.is_none() && !conn.queue(&line) {
                 overflow.push(*id);
             }
         }

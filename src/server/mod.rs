@@ -15,6 +15,7 @@ mod import;
 mod listener;
 mod pane;
 mod persistence;
+mod replay;
 mod requests;
 mod restore;
 mod resume_rules;

@@ -181,21 +181,14 @@ impl Server {
             "events.subscribe" => {
                 let req: methods::Subscribe = params(method, p)?;
                 let last = self.events.last_seq();
-                let since = req.since.unwrap_or(last);
-                let backlog: Vec<Vec<u8>> = self
-                    .events
-                    .since(since)
-                    .iter()
-                    .map(crate::protocol::event_line)
-                    .collect();
+                let since = req.since.unwrap_or(last).min(last);
                 self.respond(conn, rpc_id, Ok(json!({ "seq": last })));
                 if let Some(c) = self.conns.get_mut(&conn) {
+                    // Queued as the client reads (`replay.rs`), so a long
+                    // replay never overflows its queue.
                     c.subscribed = true;
-                    for line in backlog {
-                        if !c.queue(&line) {
-                            break;
-                        }
-                    }
+                    c.replay_after = Some(since);
+                    super::replay::continue_replay(c, &self.events);
                 }
                 Ok(None)
             }
@@ -241,6 +234,7 @@ impl Server {
             "running_panes": self.panes.values().filter(|p| p.is_running()).count(),
             "clients": self.conns.len(),
             "event_seq": self.events.last_seq(),
+            "event_ring_bytes": self.events.bytes(),
             "generation": self.generation,
             "upgrade": self.upgrade_status(),
             "last_upgrade": self.last_upgrade,

@@ -161,6 +161,7 @@ impl Server {
             };
             // Frames only from here: no event lines after the response.
             c.subscribed = false;
+            c.replay_after = None;
         }
         let info = self.pane_info(id);
         self.emit(
