@@ -357,3 +357,42 @@ fn a_half_closed_connection_still_gets_its_answers() {
         (status.ok("server.status", json!({}))["clients"] == 1).then_some(())
     });
 }
+
+/// Issue 16 F21: a reply over the 4 MiB reply limit is refused with
+/// `too_large` naming its size, the limit and how to ask for less, and the
+/// connection goes on; a reply under it reaches a client that reads it even
+/// when the client owes another (over the 4 MiB queue bound together).
+#[test]
+fn a_reply_over_the_limit_is_refused_not_taken_for_a_slow_client() {
+    let ptyd = Ptyd::start();
+    let mut c = ptyd.connect();
+    // 6000 lines of 990 characters in the scrollback of a 1000-column pane.
+    let script = "awk 'BEGIN { s = sprintf(\"%990s\", \"\"); gsub(/ /, \"x\", s); \
+                  for (i = 0; i < 6000; i++) print s }'; echo filled; exec sleep 1000";
+    let info = c.ok(
+        "pane.create",
+        json!({ "argv": ["sh", "-c", script], "cols": 1000, "rows": 50 }),
+    );
+    let id = info["id"].as_str().unwrap();
+    c.wait_text(id, "filled");
+
+    let message = c.err(
+        "pane.capture",
+        json!({ "target": id, "start": -6000 }),
+        "too_large",
+    );
+    assert!(message.starts_with("pane.capture reply of 11."), "{message}");
+    assert!(message.contains("exceeds the 4.0 MiB reply limit"), "{message}");
+    assert!(message.contains("start/end"), "{message}");
+    still_works(&ptyd, &mut c, "a refused reply");
+
+    // Two captures of about 3 MB each, asked at once, read afterwards.
+    for _ in 0..2 {
+        c.send("pane.capture", json!({ "target": id, "start": -1500 }));
+    }
+    for _ in 0..2 {
+        let reply = c.next_response();
+        assert!(reply["result"]["lines"].as_array().is_some_and(|l| l.len() > 1500), "{reply:.200}");
+    }
+    still_works(&ptyd, &mut c, "two big replies");
+}

@@ -114,6 +114,20 @@ impl Connection {
         true
     }
 
+    /// Queues a reply line: accepted over [`MAX_OUTPUT_QUEUE`] as long as
+    /// the queue was below it (a reply is at most
+    /// [`crate::protocol::MAX_REPLY_BYTES`]), so one big answer to a client
+    /// that reads is not taken for a client that stopped reading.
+    #[must_use]
+    pub fn queue_reply(&mut self, bytes: &[u8]) -> bool {
+        if self.queued() >= MAX_OUTPUT_QUEUE {
+            return false;
+        }
+        self.out.extend_from_slice(bytes);
+        self.msg_ends.push_back(self.out.len());
+        true
+    }
+
     pub fn queue_frame(&mut self, kind: u8, payload: &[u8]) -> bool {
         if self.queued() + payload.len() + frame::HEADER_LEN > MAX_OUTPUT_QUEUE {
             return false;

@@ -801,7 +801,7 @@ impl Server {
             return;
         };
         let line = protocol::response_line(rpc_id, outcome);
-        if !conn.queue(&line) {
+        if !conn.queue_reply(&line) {
             conn.replace_queue(b"{\"id\":null,\"error\":{\"code\":\"too_large\",\"message\":\"output queue overflow: this client stopped reading; disconnected\"}}\n");
             self.close_after_flush(id);
         } else if conn.half_closed && !self.owes_answers(id) {

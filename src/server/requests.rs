@@ -25,6 +25,29 @@ fn params<T: DeserializeOwned>(method: &str, params: Value) -> Result<T, RpcErro
     })
 }
 
+/// `result`, or a `too_large` error when its reply would pass
+/// [`protocol::MAX_REPLY_BYTES`]: the message names the size, the limit and
+/// how to ask for less.
+fn within_reply_limit(method: &str, result: Value) -> Result<Value, RpcError> {
+    let size = serde_json::to_vec(&result).map_or(0, |v| v.len());
+    if size + 64 <= crate::protocol::MAX_REPLY_BYTES {
+        return Ok(result);
+    }
+    let hint = match method {
+        "pane.capture" => "capture a range with start/end (or without ansi)",
+        _ => "ask for less at a time",
+    };
+    let mib = |n: usize| format!("{:.1} MiB", n as f64 / f64::from(1 << 20));
+    Err(RpcError::new(
+        ErrorCode::TooLarge,
+        format!(
+            "{method} reply of {} exceeds the {} reply limit: {hint}",
+            mib(size),
+            mib(crate::protocol::MAX_REPLY_BYTES)
+        ),
+    ))
+}
+
 impl Server {
     pub(super) fn handle_line(&mut self, conn: ConnId, line: &[u8]) {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
@@ -62,7 +85,10 @@ impl Server {
         };
         let outcome = self.dispatch(conn, &raw.id, &method, raw.params);
         match outcome {
-            Ok(Some(result)) => self.respond(conn, &raw.id, Ok(result)),
+            Ok(Some(result)) => {
+                let result = within_reply_limit(&method, result);
+                self.respond(conn, &raw.id, result)
+            }
             Ok(None) => {}
             Err(err) => self.respond(conn, &raw.id, Err(err)),
         }
