@@ -72,6 +72,17 @@ fn a_state_dir_others_can_write_is_refused_and_left_untouched() {
     assert!(err.contains(&state.display().to_string()), "{err}");
     assert!(!marker.exists(), "the planted resume command ran");
     assert_eq!(fs::read(env.session_path(ns)).unwrap(), original);
+    // A command that starts a server says why it could not, once.
+    let mut cmd = env.command(ns);
+    cmd.arg("ls");
+    let out = util::run_bounded(cmd, "ptyd ls (autostart refused)");
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = util::stderr(&out);
+    assert!(
+        err.starts_with("ptyd: could not start a ptyd server: refusing the state directory"),
+        "{err}"
+    );
+    assert_eq!(err.matches("chmod go-w").count(), 1, "{err}");
     set_mode(&state, 0o700);
 
     if is_root() {

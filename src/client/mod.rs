@@ -233,7 +233,16 @@ fn start_background_server(paths: &NamespacePaths) -> Result<(), ClientError> {
         let log = String::from_utf8_lossy(log.get(stderr_start..).unwrap_or_default());
         return Err(ClientError {
             code: "no_server".into(),
-            message: format!("could not start a ptyd server: {}", log.trim()),
+            // The server's own lines, without their `ptyd: ` prefix: the
+            // message gets one when printed.
+            message: format!(
+                "could not start a ptyd server: {}",
+                log.lines()
+                    .map(|l| l.trim().trim_start_matches("ptyd: "))
+                    .filter(|l| !l.is_empty())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
         });
     }
     Ok(())
