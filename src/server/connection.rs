@@ -23,6 +23,9 @@ pub const OUTPUT_LOW_WATER: usize = 256 << 10;
 /// How long a client may hold its pane paused without taking any output.
 pub const STALL_LIMIT: Duration = Duration::from_secs(10);
 
+/// Input buffer capacity a connection keeps between requests.
+const INBUF_KEEP: usize = 64 << 10;
+
 pub type ConnId = usize;
 
 /// What the connection is doing: exchanging JSON lines, or attached to a pane
@@ -60,6 +63,9 @@ pub struct Connection {
     pub replay_after: Option<u64>,
     /// Bytes received and not yet handled (a partial line or frame).
     pub inbuf: Vec<u8>,
+    /// In JSON mode: how many bytes at the start of `inbuf` are known to
+    /// hold no newline, so the next read scans only what it added.
+    pub line_scanned: usize,
     out: Vec<u8>,
     out_pos: usize,
     /// End offsets in `out` of the queued messages (lines or frames) not yet
@@ -88,6 +94,7 @@ impl Connection {
             subscribed: false,
             replay_after: None,
             inbuf: Vec::new(),
+            line_scanned: 0,
             out: Vec::new(),
             out_pos: 0,
             msg_ends: VecDeque::new(),
@@ -192,6 +199,14 @@ impl Connection {
             self.msg_start = 0;
         }
         Ok(())
+    }
+
+    /// Gives back the memory of a large line or frame once it is handled:
+    /// an idle connection should not keep a megabyte it once needed.
+    pub fn release_idle_inbuf(&mut self) {
+        if self.inbuf.capacity() > INBUF_KEEP && self.inbuf.len() <= INBUF_KEEP / 2 {
+            self.inbuf.shrink_to(INBUF_KEEP / 2);
+        }
     }
 
     /// Reads into `inbuf`, at most `budget` bytes this wakeup, never letting

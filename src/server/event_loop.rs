@@ -550,6 +550,7 @@ impl Server {
         };
         let outcome = conn.read_some(CONN_READ_BUDGET, limit);
         self.handle_input_buffer(id);
+        self.enforce_partial_line_budget(id);
         match outcome {
             ReadOutcome::Drained => {}
             ReadOutcome::Budget => self.backlog.push_back(Source::Conn(id)),
@@ -583,6 +584,9 @@ impl Server {
             return;
         };
         let buf = std::mem::take(&mut conn.inbuf);
+        // How much of a partial line earlier reads already scanned: a line
+        // dripped a byte at a time is scanned once, not once per read.
+        let mut scanned = std::mem::take(&mut conn.line_scanned);
         let mut start = 0;
         loop {
             let Some(conn) = self.conns.get(&id) else {
@@ -590,15 +594,19 @@ impl Server {
             };
             if conn.closing.is_some() {
                 start = buf.len();
+                scanned = 0;
                 break;
             }
             let rest = &buf[start..];
             match conn.mode {
                 ConnMode::Rpc => {
-                    if let Some(nl) = rest.iter().position(|&b| b == b'\n') {
+                    let skip = std::mem::take(&mut scanned).min(rest.len());
+                    if let Some(nl) = rest[skip..].iter().position(|&b| b == b'\n') {
+                        let nl = skip + nl;
                         start += nl + 1;
                         self.handle_line(id, &rest[..nl]);
                     } else {
+                        scanned = rest.len();
                         if rest.len() > protocol::MAX_LINE_BYTES {
                             let err = protocol::RpcError::new(
                                 protocol::ErrorCode::TooLarge,
@@ -638,6 +646,11 @@ impl Server {
             rest.drain(..start.min(rest.len()));
             rest.append(&mut conn.inbuf);
             conn.inbuf = rest;
+            conn.line_scanned = match conn.mode {
+                ConnMode::Rpc => scanned.min(conn.inbuf.len()),
+                ConnMode::Attached { .. } => 0,
+            };
+            conn.release_idle_inbuf();
         }
     }
 

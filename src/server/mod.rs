@@ -12,6 +12,7 @@ mod diagnostics;
 mod event_loop;
 mod events;
 mod import;
+mod line_budget;
 mod listener;
 mod pane;
 mod persistence;
