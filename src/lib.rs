@@ -7,6 +7,7 @@ pub mod cli;
 pub mod client;
 pub mod handoff;
 pub mod paths;
+pub mod validate;
 pub mod persist;
 pub mod protocol;
 pub mod pty;

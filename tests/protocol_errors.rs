@@ -489,3 +489,34 @@ fn fs_status(pid: i32) -> u64 {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap()
 }
+
+/// Issue 16 F25: the API's rules (shared with the restore path): NUL in
+/// argv is `invalid_params`, not `spawn_failed`; tab names empty or with
+/// NUL, names with escape sequences or like ids, env names with `=`.
+#[test]
+fn names_commands_and_env_are_validated_as_params() {
+    let ptyd = Ptyd::start();
+    let mut c = ptyd.connect();
+    for (params, says) in [
+        (json!({ "argv": ["echo", "a\u{0}b"] }), "argv[1] contains NUL"),
+        (json!({ "argv": [""] }), "argv[0] is empty"),
+        (json!({ "argv": [] }), "argv is empty"),
+        (json!({ "shell": "echo \u{0}" }), "shell contains NUL"),
+        (json!({ "tab_name": "" }), "tab_name"),
+        (json!({ "tab_name": "a\u{0}b" }), "tab_name"),
+        (json!({ "name": "\u{1b}[31mred" }), "printable"),
+        (json!({ "name": "p12" }), "looks like an id"),
+        (json!({ "name": "x".repeat(100_000) }), "1-128 bytes"),
+        (json!({ "env": { "A=B": "1" } }), "env name"),
+    ] {
+        let message = c.err("pane.create", params.clone(), "invalid_params");
+        assert!(message.contains(says), "{params:.80}: {message}");
+        assert!(message.len() < 400, "the message repeats the input: {message:.100}");
+    }
+    let id = ptyd.create_argv(&["sleep", "1000"]);
+    let tab = c.ok("tree", json!({}))["workspaces"][0]["tabs"][0]["id"].clone();
+    let message = c.err("tab.rename", json!({ "target": tab, "name": "" }), "invalid_params");
+    assert!(message.contains("tab name"), "{message}");
+    still_works(&ptyd, &mut c, "invalid names");
+    c.ok("pane.kill", json!({ "target": id, "signal": "KILL" }));
+}

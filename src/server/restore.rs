@@ -125,7 +125,7 @@ impl Server {
                 id,
                 Workspace {
                     id,
-                    name: ws.name.clone(),
+                    name: checked_name(&ws.name, crate::validate::name, "workspace", id, &mut fixes),
                     tabs: Vec::new(),
                     active_tab: None,
                 },
@@ -181,7 +181,7 @@ impl Server {
                 id,
                 Tab {
                     id,
-                    name: tab.name.clone(),
+                    name: checked_name(&tab.name, crate::validate::label, "tab", id, &mut fixes),
                     workspace: ws,
                     layout,
                     focus,
@@ -331,6 +331,8 @@ impl Server {
         hold_reruns: bool,
         fixes: &mut Vec<String>,
     ) -> (u64, Option<PathBuf>, String) {
+        let mut rec = rec;
+        repair_record(id, &mut rec, fixes);
         let saved_cwd = PathBuf::from(&rec.cwd);
         let cwd = if saved_cwd.is_absolute() && saved_cwd.is_dir() {
             saved_cwd.clone()
@@ -360,6 +362,17 @@ impl Server {
                 "restored with policy hold; `ptyd respawn p{id}` starts it again"
             )),
         };
+        // A plan to run a command the API would refuse (an empty argv, say)
+        // holds the pane instead: it waits for the user, it never panics.
+        let plan = match plan {
+            Plan::Run(cmd) => match crate::validate::command(&cmd) {
+                Ok(()) => Plan::Run(cmd),
+                Err(why) => Plan::Hold(format!(
+                    "its saved command cannot be started ({why}); remove it and create a new pane"
+                )),
+            },
+            hold => hold,
+        };
         let token = self.alloc_token(super::Source::Pane(id));
         let setup = PaneSetup {
             id,
@@ -378,7 +391,7 @@ impl Server {
         let pane = Pane::new(setup, token, String::new());
         let history = rec
             .history
-            .filter(|f| self.persist.history && !f.contains('/') && !f.starts_with('.'))
+            .filter(|_| self.persist.history)
             .map(|file| persist::history_dir(&self.paths.state_dir).join(file));
         let mut notice = format!("--- ptyd: restored {} ---", restored_when());
         if cwd != saved_cwd {
@@ -412,6 +425,64 @@ impl Server {
             }
         }
         (id, history, notice)
+    }
+}
+
+/// A saved workspace or tab name if it passes `rule` (the API's), else a
+/// plain replacement with a repair note.
+fn checked_name(
+    name: &str,
+    rule: fn(&str) -> Result<(), String>,
+    kind: &str,
+    id: u64,
+    fixes: &mut Vec<String>,
+) -> String {
+    match rule(name) {
+        Ok(()) => name.to_string(),
+        Err(e) => {
+            let replacement = format!("{kind}-{id}");
+            fixes.push(format!("{kind} {}{id}: renamed {replacement:?}: {e}", &kind[..1]));
+            replacement
+        }
+    }
+}
+
+/// Checks a pane record with the rules the API applies (`validate`): what
+/// breaks them is dropped with a repair note (a name, environment entries,
+/// a resume command, a history file name that leaves `history/`). A command
+/// that cannot be started is kept (it is what the pane ran) and noted: the
+/// restore holds the pane rather than run it.
+fn repair_record(id: u64, rec: &mut PaneRecord, fixes: &mut Vec<String>) {
+    if let Some(name) = &rec.name
+        && let Err(e) = crate::validate::name(name)
+    {
+        fixes.push(format!("pane p{id}: dropped its {e}"));
+        rec.name = None;
+    }
+    let before = rec.env.len();
+    rec.env.retain(|k, v| crate::validate::env_entry(k, v).is_ok());
+    if rec.env.len() < before {
+        fixes.push(format!(
+            "pane p{id}: dropped {} environment entries with an empty name, '=' or NUL",
+            before - rec.env.len()
+        ));
+    }
+    if let Some(resume) = &rec.resume
+        && let Err(e) = crate::validate::resume(resume)
+    {
+        fixes.push(format!("pane p{id}: dropped its resume command: {e}"));
+        rec.resume = None;
+    }
+    if let Some(file) = &rec.history
+        && (file.is_empty() || file.contains('/') || file.contains('\0') || file.starts_with('.'))
+    {
+        fixes.push(format!(
+            "pane p{id}: ignored history file name {file:?}: it must be a plain file name in history/"
+        ));
+        rec.history = None;
+    }
+    if let Err(e) = crate::validate::command(&rec.command) {
+        fixes.push(format!("pane p{id}: its command cannot be started: {e}"));
     }
 }
 
