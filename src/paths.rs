@@ -89,7 +89,9 @@ impl NamespacePaths {
             {
                 return Err(io::Error::new(
                     io::ErrorKind::PermissionDenied,
-                    format!("refusing the state directory: {why}; the snapshot in it was left untouched"),
+                    format!(
+                        "refusing the state directory: {why}; the snapshot in it was left untouched"
+                    ),
                 ));
             }
         }

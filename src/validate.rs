@@ -109,7 +109,16 @@ mod tests {
     #[test]
     fn names_labels_and_commands() {
         assert!(name("work").is_ok());
-        for bad in ["", "p1", "w2", "t3", "42", "a\u{1b}[31mred", "nul\0", &"n".repeat(129)] {
+        for bad in [
+            "",
+            "p1",
+            "w2",
+            "t3",
+            "42",
+            "a\u{1b}[31mred",
+            "nul\0",
+            &"n".repeat(129),
+        ] {
             assert!(name(bad).is_err(), "{bad:?} accepted");
         }
         assert!(label("p1").is_ok(), "a tab may be called p1");

@@ -472,7 +472,10 @@ fn input_beyond_the_pending_limit_ends_the_attachment_saying_so() {
     assert_eq!(exit["reason"], "input_overflow", "{exit}");
     let message = exit["message"].as_str().unwrap_or_default();
     assert!(message.contains("limit 1048576"), "{message}");
-    assert!(message.contains("524288 typed bytes were not delivered"), "{message}");
+    assert!(
+        message.contains("524288 typed bytes were not delivered"),
+        "{message}"
+    );
     assert!(message.contains(&format!("ptyd attach {id}")), "{message}");
     let mut c = ptyd.connect();
     assert_eq!(c.pane_info(&id).unwrap()["state"], "running");

@@ -197,14 +197,20 @@ fn a_replay_larger_than_the_queue_arrives_whole_after_a_gap() {
     let p = ptyd.create_argv(&["sh", "-c", &title_flood(2600, 4000)]);
     c.wait_text(&p, "done");
     let held = ptyd.status_json()["event_ring_bytes"].as_u64().unwrap();
-    assert!(held <= 8 << 20 && held > 7 << 20, "the ring holds {held} bytes");
+    assert!(
+        held <= 8 << 20 && held > 7 << 20,
+        "the ring holds {held} bytes"
+    );
 
     let mut sub = ptyd.connect();
     let last = sub.ok("events.subscribe", json!({ "since": 0 }))["seq"]
         .as_u64()
         .unwrap();
     // A live event while the replay is still queued.
-    c.ok("pane.resize", json!({ "target": p, "cols": 90, "rows": 20 }));
+    c.ok(
+        "pane.resize",
+        json!({ "target": p, "cols": 90, "rows": 20 }),
+    );
 
     let gap = sub.next_event();
     assert_eq!(gap["type"], "gap", "{gap}");
@@ -221,7 +227,11 @@ fn a_replay_larger_than_the_queue_arrives_whole_after_a_gap() {
             break;
         }
     }
-    assert_eq!(expect, last + 2, "the live event came before the replay ended");
+    assert_eq!(
+        expect,
+        last + 2,
+        "the live event came before the replay ended"
+    );
     assert!(bytes > 6 << 20, "replayed only {bytes} bytes");
     assert!(bytes < 9 << 20, "the ring held {bytes} bytes");
     // Still subscribed and served.

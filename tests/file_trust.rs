@@ -114,14 +114,24 @@ fn a_session_file_not_ours_alone_is_not_read_or_overwritten() {
     let server = env.start(ns);
     let report = restore_report(&server);
     assert!(
-        report["unusable"].as_str().unwrap_or_default().contains("chmod go-w"),
+        report["unusable"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("chmod go-w"),
         "{report}"
     );
     let mut c = server.connect();
     c.create(json!({ "argv": ["sleep", "1000"] }));
     server.stop();
-    assert!(!marker.exists(), "the resume command of an untrusted file ran");
-    assert_eq!(fs::read(&session).unwrap(), original, "the file was overwritten");
+    assert!(
+        !marker.exists(),
+        "the resume command of an untrusted file ran"
+    );
+    assert_eq!(
+        fs::read(&session).unwrap(),
+        original,
+        "the file was overwritten"
+    );
 
     // A symlink to a real snapshot: not followed.
     let elsewhere = env.path("elsewhere").join("session.json");
@@ -130,12 +140,20 @@ fn a_session_file_not_ours_alone_is_not_read_or_overwritten() {
     let server = env.start(ns);
     let report = restore_report(&server);
     assert!(
-        report["unusable"].as_str().unwrap_or_default().contains("symbolic link"),
+        report["unusable"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("symbolic link"),
         "{report}"
     );
     server.stop();
     assert!(!marker.exists());
-    assert!(fs::symlink_metadata(&session).unwrap().file_type().is_symlink());
+    assert!(
+        fs::symlink_metadata(&session)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
 
     if is_root() {
         fs::remove_file(&session).unwrap();
@@ -145,7 +163,10 @@ fn a_session_file_not_ours_alone_is_not_read_or_overwritten() {
         let server = env.start(ns);
         let report = restore_report(&server);
         assert!(
-            report["unusable"].as_str().unwrap_or_default().contains("owned by uid"),
+            report["unusable"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("owned by uid"),
             "{report}"
         );
         server.stop();
@@ -171,7 +192,10 @@ fn fifos_as_state_and_config_files_never_hang_start_up() {
     assert!(started.elapsed() < Duration::from_secs(10));
     let report = restore_report(&server);
     assert!(
-        report["unusable"].as_str().unwrap_or_default().contains("not a regular file"),
+        report["unusable"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("not a regular file"),
         "{report}"
     );
     let problems = server.status_json()["config"]["problems"].to_string();

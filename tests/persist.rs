@@ -1423,7 +1423,12 @@ fn records_breaking_the_api_rules_are_repaired_not_trusted() {
     let mut panes = vec![
         pane("p1", json!("\u{1b}[31mred"), json!([]), "rerun"),
         pane("p2", json!("p7"), json!([]), "shell"),
-        pane("p3", json!("x".repeat(100_000)), json!(["sleep", "1000"]), "rerun"),
+        pane(
+            "p3",
+            json!("x".repeat(100_000)),
+            json!(["sleep", "1000"]),
+            "rerun",
+        ),
         pane("p4", json!("fine"), json!(["sleep", "a\u{0}b"]), "rerun"),
     ];
     panes[2]["env"] = json!({ "A=B": "1", "": "2", "OK": "3" });
@@ -1474,7 +1479,10 @@ fn records_breaking_the_api_rules_are_repaired_not_trusted() {
         let held = by_id(id);
         assert_eq!(held["state"], "held", "{held}");
         assert!(
-            held["held_reason"].as_str().unwrap().contains("cannot be started"),
+            held["held_reason"]
+                .as_str()
+                .unwrap()
+                .contains("cannot be started"),
             "{held}"
         );
     }
@@ -1492,6 +1500,9 @@ fn records_breaking_the_api_rules_are_repaired_not_trusted() {
     // The server is alive and the file it saves is clean.
     c.save();
     let saved = std::fs::read_to_string(env.session_path(ns)).unwrap();
-    assert!(!saved.contains("\\u001b") && !saved.contains("xxxxx"), "{saved}");
+    assert!(
+        !saved.contains("\\u001b") && !saved.contains("xxxxx"),
+        "{saved}"
+    );
     server.stop();
 }

@@ -381,8 +381,14 @@ fn a_reply_over_the_limit_is_refused_not_taken_for_a_slow_client() {
         json!({ "target": id, "start": -6000 }),
         "too_large",
     );
-    assert!(message.starts_with("pane.capture reply of 11."), "{message}");
-    assert!(message.contains("exceeds the 4.0 MiB reply limit"), "{message}");
+    assert!(
+        message.starts_with("pane.capture reply of 11."),
+        "{message}"
+    );
+    assert!(
+        message.contains("exceeds the 4.0 MiB reply limit"),
+        "{message}"
+    );
     assert!(message.contains("start/end"), "{message}");
     still_works(&ptyd, &mut c, "a refused reply");
 
@@ -392,7 +398,12 @@ fn a_reply_over_the_limit_is_refused_not_taken_for_a_slow_client() {
     }
     for _ in 0..2 {
         let reply = c.next_response();
-        assert!(reply["result"]["lines"].as_array().is_some_and(|l| l.len() > 1500), "{reply:.200}");
+        assert!(
+            reply["result"]["lines"]
+                .as_array()
+                .is_some_and(|l| l.len() > 1500),
+            "{reply:.200}"
+        );
     }
     still_works(&ptyd, &mut c, "two big replies");
 }
@@ -430,7 +441,10 @@ fn a_dripped_line_is_not_rescanned_from_its_start() {
     // Rescanning read 800 MB: 3 s of CPU in a debug build; scanned once,
     // the line and the round trips take about 0.1 s.
     let hz = 100; // USER_HZ on Linux
-    assert!(ticks < hz, "the server spent {ticks} ticks on a 400 KB line");
+    assert!(
+        ticks < hz,
+        "the server spent {ticks} ticks on a 400 KB line"
+    );
 }
 
 /// Issue 16 F15: unfinished request lines are bounded in aggregate: past
@@ -498,7 +512,10 @@ fn names_commands_and_env_are_validated_as_params() {
     let ptyd = Ptyd::start();
     let mut c = ptyd.connect();
     for (params, says) in [
-        (json!({ "argv": ["echo", "a\u{0}b"] }), "argv[1] contains NUL"),
+        (
+            json!({ "argv": ["echo", "a\u{0}b"] }),
+            "argv[1] contains NUL",
+        ),
         (json!({ "argv": [""] }), "argv[0] is empty"),
         (json!({ "argv": [] }), "argv is empty"),
         (json!({ "shell": "echo \u{0}" }), "shell contains NUL"),
@@ -511,11 +528,18 @@ fn names_commands_and_env_are_validated_as_params() {
     ] {
         let message = c.err("pane.create", params.clone(), "invalid_params");
         assert!(message.contains(says), "{params:.80}: {message}");
-        assert!(message.len() < 400, "the message repeats the input: {message:.100}");
+        assert!(
+            message.len() < 400,
+            "the message repeats the input: {message:.100}"
+        );
     }
     let id = ptyd.create_argv(&["sleep", "1000"]);
     let tab = c.ok("tree", json!({}))["workspaces"][0]["tabs"][0]["id"].clone();
-    let message = c.err("tab.rename", json!({ "target": tab, "name": "" }), "invalid_params");
+    let message = c.err(
+        "tab.rename",
+        json!({ "target": tab, "name": "" }),
+        "invalid_params",
+    );
     assert!(message.contains("tab name"), "{message}");
     still_works(&ptyd, &mut c, "invalid names");
     c.ok("pane.kill", json!({ "target": id, "signal": "KILL" }));

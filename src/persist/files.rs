@@ -156,7 +156,11 @@ pub fn check_dir(dir: &Path) -> Result<(), FileError> {
     check_owner_and_mode(dir, &meta, "directory")
 }
 
-fn check_owner_and_mode(path: &Path, meta: &std::fs::Metadata, what: &str) -> Result<(), FileError> {
+fn check_owner_and_mode(
+    path: &Path,
+    meta: &std::fs::Metadata,
+    what: &str,
+) -> Result<(), FileError> {
     let uid = crate::sys::current_uid();
     if meta.uid() != uid {
         return Err(FileError::Refused(format!(
@@ -190,20 +194,31 @@ mod tests {
         let file = dir.path().join("f");
         std::fs::write(&file, b"hello").unwrap();
         assert_eq!(read_trusted(&file, 10).unwrap(), b"hello");
-        assert!(matches!(read_trusted(&file, 4), Err(FileError::Refused(m)) if m.contains("limit")));
+        assert!(
+            matches!(read_trusted(&file, 4), Err(FileError::Refused(m)) if m.contains("limit"))
+        );
 
         let link = dir.path().join("link");
         std::os::unix::fs::symlink(&file, &link).unwrap();
-        assert!(matches!(read_trusted(&link, 10), Err(FileError::Refused(m)) if m.contains("symbolic link")));
+        assert!(
+            matches!(read_trusted(&link, 10), Err(FileError::Refused(m)) if m.contains("symbolic link"))
+        );
 
         let fifo = dir.path().join("fifo");
         nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
-        assert!(matches!(read_trusted(&fifo, 10), Err(FileError::Refused(m)) if m.contains("not a regular file")));
+        assert!(
+            matches!(read_trusted(&fifo, 10), Err(FileError::Refused(m)) if m.contains("not a regular file"))
+        );
 
         std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o664)).unwrap();
-        assert!(matches!(read_trusted(&file, 10), Err(FileError::Refused(m)) if m.contains("chmod go-w")));
+        assert!(
+            matches!(read_trusted(&file, 10), Err(FileError::Refused(m)) if m.contains("chmod go-w"))
+        );
 
-        assert!(matches!(read_trusted(&dir.path().join("none"), 10), Err(FileError::Missing)));
+        assert!(matches!(
+            read_trusted(&dir.path().join("none"), 10),
+            Err(FileError::Missing)
+        ));
     }
 
     #[test]

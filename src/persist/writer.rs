@@ -133,8 +133,12 @@ fn run_job(job: SaveJob, history_errors: &mut Vec<String>) -> Result<(), String>
 fn real_history_dir(dir: &std::path::Path) -> Result<(), String> {
     use std::os::unix::fs::DirBuilderExt;
     if std::fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink()) {
-        std::fs::remove_file(dir)
-            .map_err(|e| format!("replacing the symlink {} with a directory: {e}", dir.display()))?;
+        std::fs::remove_file(dir).map_err(|e| {
+            format!(
+                "replacing the symlink {} with a directory: {e}",
+                dir.display()
+            )
+        })?;
     }
     match std::fs::DirBuilder::new().mode(0o700).create(dir) {
         Ok(()) => {}

@@ -80,9 +80,16 @@ fn priority(what: &str) -> Priority {
     match what {
         _ if what.ends_with("_failed") => Priority::Err,
         "snapshot_unusable" => Priority::Err,
-        "accept_refused" | "client_too_slow" | "config_ignored" | "input_dropped"
-        | "restore_repair" | "snapshot_set_aside" | "upgrade_refused" | "upgrade_taken_back"
-        | "takeover" | "partial_lines_over_budget" => Priority::Warning,
+        "accept_refused"
+        | "client_too_slow"
+        | "config_ignored"
+        | "input_dropped"
+        | "restore_repair"
+        | "snapshot_set_aside"
+        | "upgrade_refused"
+        | "upgrade_taken_back"
+        | "takeover"
+        | "partial_lines_over_budget" => Priority::Warning,
         "started" | "stopping" | "stopped" | "restored" | "upgrade_started"
         | "upgrade_committed" | "upgraded" | "upgrade_restore" | "released"
         | "upgrade_released" => Priority::Notice,

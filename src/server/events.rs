@@ -41,7 +41,9 @@ impl EventLog {
 
     /// Sequence number of the oldest event held (`last_seq + 1` when none).
     pub fn oldest_seq(&self) -> u64 {
-        self.last_seq.saturating_add(1).saturating_sub(self.ring.len() as u64)
+        self.last_seq
+            .saturating_add(1)
+            .saturating_sub(self.ring.len() as u64)
     }
 
     /// Bytes of event JSON held.

@@ -125,7 +125,13 @@ impl Server {
                 id,
                 Workspace {
                     id,
-                    name: checked_name(&ws.name, crate::validate::name, "workspace", id, &mut fixes),
+                    name: checked_name(
+                        &ws.name,
+                        crate::validate::name,
+                        "workspace",
+                        id,
+                        &mut fixes,
+                    ),
                     tabs: Vec::new(),
                     active_tab: None,
                 },
@@ -441,7 +447,10 @@ fn checked_name(
         Ok(()) => name.to_string(),
         Err(e) => {
             let replacement = format!("{kind}-{id}");
-            fixes.push(format!("{kind} {}{id}: renamed {replacement:?}: {e}", &kind[..1]));
+            fixes.push(format!(
+                "{kind} {}{id}: renamed {replacement:?}: {e}",
+                &kind[..1]
+            ));
             replacement
         }
     }
@@ -460,7 +469,8 @@ fn repair_record(id: u64, rec: &mut PaneRecord, fixes: &mut Vec<String>) {
         rec.name = None;
     }
     let before = rec.env.len();
-    rec.env.retain(|k, v| crate::validate::env_entry(k, v).is_ok());
+    rec.env
+        .retain(|k, v| crate::validate::env_entry(k, v).is_ok());
     if rec.env.len() < before {
         fixes.push(format!(
             "pane p{id}: dropped {} environment entries with an empty name, '=' or NUL",

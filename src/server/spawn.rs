@@ -375,4 +375,3 @@ fn user_shell() -> OsString {
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| "/bin/sh".into())
 }
-

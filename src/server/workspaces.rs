@@ -53,8 +53,7 @@ impl Server {
         &mut self,
         req: methods::WorkspaceCreate,
     ) -> Result<Option<Value>, RpcError> {
-        crate::validate::name(&req.name)
-            .map_err(|m| RpcError::new(ErrorCode::InvalidParams, m))?;
+        crate::validate::name(&req.name).map_err(|m| RpcError::new(ErrorCode::InvalidParams, m))?;
         if self.tree.workspaces.values().any(|w| w.name == req.name) {
             return Err(RpcError::new(
                 ErrorCode::InvalidParams,
@@ -75,8 +74,7 @@ impl Server {
         req: methods::Rename,
     ) -> Result<Option<Value>, RpcError> {
         let id = self.resolve_workspace(&req.target)?;
-        crate::validate::name(&req.name)
-            .map_err(|m| RpcError::new(ErrorCode::InvalidParams, m))?;
+        crate::validate::name(&req.name).map_err(|m| RpcError::new(ErrorCode::InvalidParams, m))?;
         if self
             .tree
             .workspaces
@@ -187,8 +185,7 @@ impl Server {
     ) -> Result<Option<Value>, RpcError> {
         let id = self.resolve_target(&req.target)?;
         if let Some(r) = &req.resume {
-            crate::validate::resume(r)
-                .map_err(|m| RpcError::new(ErrorCode::InvalidParams, m))?;
+            crate::validate::resume(r).map_err(|m| RpcError::new(ErrorCode::InvalidParams, m))?;
         }
         if let Some(pane) = self.panes.get_mut(&id) {
             pane.resume = req.resume;
