@@ -346,3 +346,31 @@ fn huge_and_endless_history_files_are_read_within_a_bound() {
     assert!(rss_kb < 48 << 10, "peak RSS {rss_kb} kB");
     server.stop();
 }
+
+#[test]
+fn logs_are_never_written_through_a_symlink() {
+    let env = Dirs::new();
+    let ns = "log-link";
+    let state = env.state_dir(ns);
+    fs::create_dir_all(&state).unwrap();
+    set_mode(&state, 0o700);
+    set_mode(state.parent().unwrap(), 0o700);
+    let victim = env.path("precious").join("notes.txt");
+    fs::write(&victim, b"keep me").unwrap();
+    symlink(&victim, state.join("diagnostics.jsonl")).unwrap();
+    symlink(&victim, state.join("server.stderr")).unwrap();
+    // A server the CLI starts (its stderr goes to server.stderr), which
+    // logs to diagnostics.jsonl.
+    let mut cmd = env.command(ns);
+    cmd.args(["new", "-d", "--", "sleep", "1000"]);
+    let out = util::run_bounded(cmd, "ptyd new -d (autostart)");
+    assert!(out.status.success(), "{out:?}");
+    let mut cmd = env.command(ns);
+    cmd.args(["status", "--json"]);
+    let status: Value = serde_json::from_slice(&util::run_bounded(cmd, "status").stdout).unwrap();
+    let _server = util::KillOnDrop::pid(status["pid"].as_i64().unwrap() as i32);
+    let mut cmd = env.command(ns);
+    cmd.arg("stop");
+    util::run_bounded(cmd, "ptyd stop");
+    assert_eq!(fs::read(&victim).unwrap(), b"keep me");
+}

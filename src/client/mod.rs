@@ -283,10 +283,7 @@ fn open_server_stderr(path: &std::path::Path) -> io::Result<std::fs::File> {
         old.push(".1");
         let _ = std::fs::rename(path, old);
     }
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
+    crate::persist::files::open_append(path)
 }
 
 /// Reads frames from an attached socket.

@@ -96,6 +96,27 @@ pub fn read_tail(path: &Path, limit: u64) -> Result<Tail, FileError> {
     Ok(Tail { bytes, skipped })
 }
 
+/// Opens (creating, 0600) a log file of ours for appending, with the same
+/// care as a read: never through a symlink, never blocking on a FIFO, and
+/// only a regular file of ours (a log written into a planted file or a
+/// device would be a write where it was not meant to go).
+pub fn open_append(path: &Path) -> io::Result<File> {
+    let file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() || meta.uid() != crate::sys::current_uid() {
+        return Err(io::Error::other(format!(
+            "{} is not a regular file of yours; remove it",
+            path.display()
+        )));
+    }
+    Ok(file)
+}
+
 /// Opens `path` for reading without following a symlink or blocking on a
 /// FIFO, and checks the open file is one we may trust. Returns its length.
 fn open_trusted(path: &Path) -> Result<(File, u64), FileError> {
