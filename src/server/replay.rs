@@ -38,7 +38,19 @@ pub fn continue_replay(conn: &mut Connection, log: &EventLog) {
             return;
         };
         if !conn.queue(&event_line(event)) {
-            break;
+            if conn.queued() > 0 {
+                break;
+            }
+            // Larger than a whole queue: it can never be sent. Say so in
+            // its place rather than stall the replay on it.
+            let seq = after + 1;
+            let gap = serde_json::json!({
+                "type": "gap", "from": seq, "to": seq,
+                "message": "this event is larger than a client's output queue and cannot be replayed",
+            });
+            if !conn.queue(&event_line(&gap)) {
+                break;
+            }
         }
         after += 1;
     }
