@@ -29,42 +29,33 @@
 //! `PTYD_BENCH_KEEP=1` the directory (server logs) is kept. A failed
 //! measurement is printed in its row and makes the run exit non-zero.
 
-use ptyd::client::{self, Client, FrameReader, ServerFrame};
-use ptyd::paths::NamespacePaths;
+use ptyd::client::{self, FrameReader, ServerFrame};
 use ptyd::protocol::frame;
-use serde_json::{Value, json};
-use std::fs::File;
-use std::io::{self, BufWriter, Read, Write};
-use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use serde_json::json;
+use std::io::{self, Read};
+use std::path::Path;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 mod common;
 
+use common::echo::{ECHO_SCRIPT, Echo, KEY_TIMEOUT, Latency, PtyEcho, WARMUP_KEYS, measure_echo};
+use common::pty::{PtyProc, check_exit};
+use common::server::PtydServer;
+use common::throughput::{Throughput, protocol};
+use common::tmux::Tmux;
 use common::{
-    find_ptyd, keep_dir, loadavg, nproc, parse_num, path_str, set_cloexec, shell_quote,
-    wait_readable,
+    Res, find_ptyd, generate_lines, keep_dir, loadavg, nproc, parse_num, path_str, process_cpu,
+    raised_nofile, shell_quote, us,
 };
-
-type Res<T> = Result<T, String>;
 
 const COLS: u16 = 200;
 const ROWS: u16 = 50;
 const LINE_LEN: usize = 100;
 /// How long any single wait may take before the run is declared stuck.
 const STUCK: Duration = Duration::from_secs(60);
-/// How long one keystroke may take to echo before the run is declared stuck.
-const KEY_TIMEOUT: Duration = Duration::from_secs(5);
-/// Keystrokes typed before measuring (first-use costs: page faults, caches).
-const WARMUP_KEYS: usize = 20;
 const NO_TMUX: &str = "skipped (no tmux)";
 const NO_RUN: &str = "no run";
-/// The program the latency runs talk to: `cat` on a raw, non-echoing tty, so
-/// the echo is `cat` writing back what it read.
-const ECHO_SCRIPT: &str = "stty raw -echo; printf READY; exec cat";
 
 struct Args {
     size_mb: usize,
@@ -112,19 +103,14 @@ fn main() {
 fn run() -> Res<()> {
     let args = parse_args()?;
     let ptyd_bin = find_ptyd()?;
-    let have_tmux = Command::new("tmux")
-        .arg("-V")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
+    let have_tmux = common::tmux::version().is_ok();
     let dir = tempfile::Builder::new()
         .prefix("ptyd-bench-")
         .tempdir()
         .map_err(|e| format!("creating a temporary directory: {e}"))?;
     let file = dir.path().join("data.txt");
     let bytes = args.size_mb * 1_000_000;
-    let lines = generate(&file, bytes)?;
+    let lines = generate_lines(&file, bytes, LINE_LEN)?;
 
     println!(
         "ptyd core bench: nproc {}, load {}, ptyd {}",
@@ -153,7 +139,7 @@ fn measure(
     tmp: &Path,
     bytes: usize,
 ) -> Res<()> {
-    let server = PtydServer::start(ptyd_bin, tmp)?;
+    let mut server = PtydServer::start(ptyd_bin, &tmp.join("ptyd"), raised_nofile()?)?;
 
     // A failed measurement is reported in its row and the others still run.
     // Runs interleaved so a burst of load elsewhere on the machine hits all
@@ -173,7 +159,7 @@ fn measure(
         );
         keep_best(
             &mut tput[1].1,
-            throughput_ptyd(&server, file, tmp).and_then(all_of(bytes)),
+            protocol(&mut server, file, tmp, (COLS, ROWS)).and_then(all_of(bytes)),
         );
         if have_tmux {
             keep_best(&mut tput[2].1, throughput_tmux(file, tmp));
@@ -181,7 +167,7 @@ fn measure(
     }
     let lat: [(&str, Res<Latency>); 3] = [
         ("bare pty", latency_bare(args.keys)),
-        ("ptyd", latency_ptyd(&server, tmp, args.keys)),
+        ("ptyd", latency_ptyd(&mut server, tmp, args.keys)),
         (
             "tmux",
             if have_tmux {
@@ -211,15 +197,6 @@ fn measure(
 
 // ---------------------------------------------------------------- reporting
 
-struct Throughput {
-    elapsed: Duration,
-    /// Bytes the reader received (PTY output, frame payloads, or what the
-    /// tmux client drew).
-    received: u64,
-    /// CPU time (user + system) the ptyd or tmux server used meanwhile.
-    server_cpu: Option<Duration>,
-}
-
 /// Checks that the reader got every byte of `cat`'s output: the file plus a
 /// CR per line (the tty's ONLCR).
 fn all_of(bytes: usize) -> impl Fn(Throughput) -> Res<Throughput> {
@@ -244,25 +221,6 @@ fn keep_best(best: &mut Res<Throughput>, run: Res<Throughput>) {
     if better {
         *best = run;
     }
-}
-
-/// CPU time (user + system) of process `pid` so far.
-fn process_cpu(pid: u32) -> Option<Duration> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the parenthesised command name; utime and stime are the
-    // 14th and 15th fields of the whole line.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    (hz > 0).then(|| Duration::from_secs_f64(ticks as f64 / hz as f64))
-}
-
-struct Latency {
-    p50: Duration,
-    p99: Duration,
-    max: Duration,
 }
 
 fn report(bytes: usize, tput: &[(&str, Res<Throughput>)], lat: &[(&str, Res<Latency>)]) {
@@ -331,309 +289,11 @@ fn report(bytes: usize, tput: &[(&str, Res<Throughput>)], lat: &[(&str, Res<Late
     println!("(MB/s ratios above 1 and latency ratios below 1 favour the first named)");
 }
 
-fn us(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e6
-}
-
-fn latency_stats(mut samples: Vec<Duration>) -> Latency {
-    samples.sort();
-    let at = |q: usize| samples[(samples.len() * q / 100).min(samples.len() - 1)];
-    Latency {
-        p50: at(50),
-        p99: at(99),
-        max: samples[samples.len() - 1],
-    }
-}
-
-// ---------------------------------------------------------------- set-up
-
-/// Writes `bytes` bytes of printable 100-byte lines; returns the line count.
-fn generate(path: &Path, bytes: usize) -> Res<usize> {
-    let alphabet: Vec<u8> = (b' '..=b'~').collect();
-    let mut w = BufWriter::with_capacity(1 << 20, File::create(path).map_err(|e| e.to_string())?);
-    let lines = bytes / LINE_LEN;
-    let mut line = Vec::with_capacity(LINE_LEN);
-    for i in 0..lines {
-        line.clear();
-        write!(line, "{i:010} ").map_err(|e| e.to_string())?;
-        let mut k = i % alphabet.len();
-        while line.len() < LINE_LEN - 1 {
-            line.push(alphabet[k]);
-            k = (k + 1) % alphabet.len();
-        }
-        line.push(b'\n');
-        w.write_all(&line).map_err(|e| e.to_string())?;
-    }
-    w.flush().map_err(|e| e.to_string())?;
-    Ok(lines)
-}
-
-/// A process on the slave side of a PTY we hold the master of. Killed and
-/// reaped on drop.
-struct PtyProc {
-    master: File,
-    child: Child,
-}
-
-impl PtyProc {
-    fn spawn(argv: &[&str], env: &[(&str, &Path)]) -> Res<PtyProc> {
-        let ws = nix::pty::Winsize {
-            ws_row: ROWS,
-            ws_col: COLS,
-            ws_xpixel: 0,
-            ws_ypixel: 0,
-        };
-        let pty = nix::pty::openpty(&ws, None).map_err(|e| format!("openpty: {e}"))?;
-        // Neither end may leak into other children: a stray slave copy would
-        // keep the master from ever seeing EIO.
-        set_cloexec(pty.master.as_raw_fd())?;
-        set_cloexec(pty.slave.as_raw_fd())?;
-        let slave = |fd: &OwnedFd| fd.try_clone().map(Stdio::from).map_err(|e| e.to_string());
-        let mut cmd = Command::new(argv[0]);
-        cmd.args(&argv[1..])
-            .env_remove("TMUX")
-            .stdin(slave(&pty.slave)?)
-            .stdout(slave(&pty.slave)?)
-            .stderr(slave(&pty.slave)?);
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        // SAFETY: setsid and ioctl are async-signal-safe.
-        unsafe {
-            cmd.pre_exec(|| {
-                if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY as _, 0) < 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-        let child = cmd.spawn().map_err(|e| format!("starting {argv:?}: {e}"))?;
-        drop(cmd);
-        drop(pty.slave);
-        Ok(PtyProc {
-            master: File::from(pty.master),
-            child,
-        })
-    }
-
-    /// Reads and discards output until the slave side is closed; returns the
-    /// byte count. Blocking reads: nothing else in the loop to skew the bare
-    /// reference.
-    fn drain(&mut self) -> Res<u64> {
-        let mut buf = vec![0u8; 64 * 1024];
-        let mut total = 0u64;
-        loop {
-            match self.master.read(&mut buf) {
-                Ok(0) => return Ok(total),
-                Ok(n) => total += n as u64,
-                Err(e) if e.raw_os_error() == Some(libc::EIO) => return Ok(total),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(format!("reading the PTY: {e}")),
-            }
-        }
-    }
-}
-
-impl Drop for PtyProc {
-    fn drop(&mut self) {
-        // The child leads its own session: signal the whole group.
-        let pid = self.child.id() as i32;
-        // SAFETY: kill has no memory-safety preconditions.
-        unsafe { libc::kill(-pid, libc::SIGKILL) };
-        let _ = self.child.wait();
-    }
-}
-
-/// A private ptyd server: its own namespace and XDG directories inside the
-/// bench's temporary directory. Stopped on drop.
-struct PtydServer {
-    child: Child,
-    paths: NamespacePaths,
-}
-
-impl PtydServer {
-    fn start(bin: &Path, tmp: &Path) -> Res<PtydServer> {
-        let namespace = format!("bench-{}", std::process::id());
-        let run_dir = tmp.join("run");
-        let state_dir = tmp.join("state");
-        let paths = NamespacePaths {
-            namespace: namespace.clone(),
-            runtime_dir: run_dir.join("ptyd").join(&namespace),
-            state_dir: state_dir.join("ptyd").join(&namespace),
-        };
-        let (ready_r, ready_w) = nix::unistd::pipe().map_err(|e| format!("pipe: {e}"))?;
-        set_cloexec(ready_r.as_raw_fd())?;
-        let stderr = File::create(tmp.join("ptyd-server.stderr")).map_err(|e| e.to_string())?;
-        let child = Command::new(bin)
-            .args(["-L", &namespace, "server"])
-            .env("XDG_RUNTIME_DIR", &run_dir)
-            .env("XDG_STATE_HOME", &state_dir)
-            .env(ptyd::server::READY_FD_ENV, ready_w.as_raw_fd().to_string())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(stderr)
-            .spawn()
-            .map_err(|e| format!("starting {}: {e}", bin.display()))?;
-        drop(ready_w);
-        let server = PtydServer { child, paths };
-        // One byte when it accepts connections; EOF if it died first.
-        let mut byte = [0u8; 1];
-        if !wait_readable(ready_r.as_raw_fd(), STUCK)?
-            || !matches!(File::from(ready_r).read(&mut byte), Ok(1))
-        {
-            let log = std::fs::read_to_string(tmp.join("ptyd-server.stderr")).unwrap_or_default();
-            return Err(format!("the ptyd server did not start: {}", log.trim()));
-        }
-        Ok(server)
-    }
-
-    fn connect(&self) -> Res<Client> {
-        Client::connect(&self.paths, false).map_err(|e| e.to_string())
-    }
-
-    /// Creates a pane on a fresh connection that is attached to it from the
-    /// start; returns the frame reader.
-    fn create_attached(&self, params: Value) -> Res<FrameReader> {
-        let mut client = self.connect()?;
-        client
-            .call("pane.create", params)
-            .map_err(|e| format!("pane.create: {e}"))?;
-        let (stream, leftover) = client.into_stream();
-        stream
-            .set_read_timeout(Some(STUCK))
-            .map_err(|e| e.to_string())?;
-        Ok(FrameReader::new(stream, leftover))
-    }
-}
-
-impl Drop for PtydServer {
-    fn drop(&mut self) {
-        let stopped = self
-            .connect()
-            .and_then(|mut c| c.call("server.stop", json!({})).map_err(|e| e.to_string()));
-        if stopped.is_err() {
-            // SAFETY: kill has no memory-safety preconditions.
-            unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        }
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// A private tmux server (`-L NAME`, sockets under our temporary directory,
-/// no config). Killed on drop.
-struct Tmux {
-    name: String,
-    tmpdir: PathBuf,
-}
-
-impl Tmux {
-    fn new(tmp: &Path, tag: &str) -> Res<Tmux> {
-        let tmpdir = tmp.join("tmux");
-        std::fs::create_dir_all(&tmpdir).map_err(|e| e.to_string())?;
-        Ok(Tmux {
-            name: format!("ptyd-bench-{}-{tag}", std::process::id()),
-            tmpdir,
-        })
-    }
-
-    fn cmd(&self) -> Command {
-        let mut c = Command::new("tmux");
-        c.env("TMUX_TMPDIR", &self.tmpdir).env_remove("TMUX").args([
-            "-L",
-            &self.name,
-            "-f",
-            "/dev/null",
-        ]);
-        c
-    }
-
-    fn run(&self, args: &[&str]) -> Res<String> {
-        let out = self
-            .cmd()
-            .args(args)
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| format!("running tmux {args:?}: {e}"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "tmux {args:?} failed: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
-        }
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    }
-
-    /// A session running `command`, with the status line off so the
-    /// attached client draws only the pane.
-    fn new_session(&self, command: &str) -> Res<()> {
-        let (c, r) = (COLS.to_string(), ROWS.to_string());
-        self.run(&[
-            "new-session",
-            "-d",
-            "-x",
-            &c,
-            "-y",
-            &r,
-            command,
-            ";",
-            "set",
-            "-g",
-            "status",
-            "off",
-        ])
-        .map(drop)
-    }
-
-    /// `tmux attach` running in a bare PTY of the same size.
-    fn attach_client(&self) -> Res<PtyProc> {
-        let (name, tmpdir) = (self.name.as_str(), self.tmpdir.as_path());
-        PtyProc::spawn(
-            &["tmux", "-L", name, "-f", "/dev/null", "attach"],
-            &[
-                ("TMUX_TMPDIR", tmpdir),
-                ("TERM", Path::new("xterm-256color")),
-            ],
-        )
-    }
-
-    /// Polls until a client is attached. tmux has no way to wait for that.
-    fn wait_client(&self) -> Res<()> {
-        let deadline = Instant::now() + STUCK;
-        while self.run(&["list-clients"])?.trim().is_empty() {
-            if Instant::now() > deadline {
-                return Err("tmux client did not attach".into());
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        Ok(())
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = self
-            .cmd()
-            .arg("kill-server")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-    }
-}
-
 // ---------------------------------------------------------------- throughput
 
 fn throughput_bare(file: &Path) -> Res<Throughput> {
     let t0 = Instant::now();
-    let mut p = PtyProc::spawn(&["cat", path_str(file)?], &[])?;
+    let mut p = PtyProc::spawn(&["cat", path_str(file)?], &[], COLS, ROWS)?;
     let received = p.drain()?;
     let elapsed = t0.elapsed();
     check_exit(&mut p.child, "cat in the bare PTY")?;
@@ -641,58 +301,20 @@ fn throughput_bare(file: &Path) -> Res<Throughput> {
         elapsed,
         received,
         server_cpu: None,
+        client_cpu: None,
     })
 }
 
-fn throughput_ptyd(server: &PtydServer, file: &Path, tmp: &Path) -> Res<Throughput> {
-    let params = json!({
-        "argv": ["cat", path_str(file)?],
-        "attach": true,
-        "read_only": true,
-        "cols": COLS,
-        "rows": ROWS,
-        "cwd": path_str(tmp)?,
-    });
-    let cpu0 = process_cpu(server.child.id());
-    let t0 = Instant::now();
-    let mut reader = server.create_attached(params)?;
-    let mut received = 0u64;
-    loop {
-        match reader.next_blocking().map_err(|e| e.to_string())? {
-            Some(ServerFrame::Output(bytes)) => received += bytes.len() as u64,
-            Some(ServerFrame::Exit(v)) => {
-                let elapsed = t0.elapsed();
-                if v["reason"] != "pane_exited" || v["exit"]["code"] != 0 {
-                    return Err(format!("attachment ended after {received} bytes with {v}"));
-                }
-                let server_cpu = cpu0
-                    .zip(process_cpu(server.child.id()))
-                    .map(|(a, b)| b.saturating_sub(a));
-                return Ok(Throughput {
-                    elapsed,
-                    received,
-                    server_cpu,
-                });
-            }
-            None => {
-                return Err(format!(
-                    "ptyd closed the connection without an EXIT frame after {received} bytes"
-                ));
-            }
-        }
-    }
-}
-
 fn throughput_tmux(file: &Path, tmp: &Path) -> Res<Throughput> {
-    let tmux = Tmux::new(tmp, "tput")?;
+    let tmux = Tmux::new(tmp, "tput", &[])?;
     // cat starts only once the client is attached, so everything it writes
     // goes through an attached tmux.
     let script = format!(
         "tmux wait-for go; cat {}; tmux wait-for -S done",
         shell_quote(path_str(file)?)
     );
-    tmux.new_session(&script)?;
-    let client = tmux.attach_client()?;
+    tmux.new_session("bench", &script, COLS, ROWS)?;
+    let client = tmux.attach_client("bench", COLS, ROWS)?;
     let master = client.master.try_clone().map_err(|e| e.to_string())?;
     let (tx, rx) = mpsc::channel();
     let drainer = std::thread::spawn(move || {
@@ -734,50 +356,11 @@ fn throughput_tmux(file: &Path, tmp: &Path) -> Res<Throughput> {
         elapsed,
         received,
         server_cpu,
+        client_cpu: None,
     })
 }
 
-fn check_exit(child: &mut Child, what: &str) -> Res<()> {
-    let status = child.wait().map_err(|e| e.to_string())?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("{what} exited with {status}"))
-    }
-}
-
 // ---------------------------------------------------------------- latency
-
-/// Something we type bytes into and read the terminal output of.
-trait Echo {
-    fn send(&mut self, bytes: &[u8]) -> Res<()>;
-    /// Blocks until there is output, appending it to `out`.
-    fn recv(&mut self, out: &mut Vec<u8>) -> Res<()>;
-}
-
-struct PtyEcho<'a>(&'a mut File);
-
-impl Echo for PtyEcho<'_> {
-    fn send(&mut self, bytes: &[u8]) -> Res<()> {
-        self.0.write_all(bytes).map_err(|e| e.to_string())
-    }
-
-    fn recv(&mut self, out: &mut Vec<u8>) -> Res<()> {
-        if !wait_readable(self.0.as_raw_fd(), KEY_TIMEOUT)? {
-            return Err(format!("no output for {KEY_TIMEOUT:?}"));
-        }
-        let mut buf = [0u8; 16 * 1024];
-        match self.0.read(&mut buf) {
-            Ok(0) => Err("end of output".into()),
-            Ok(n) => {
-                out.extend_from_slice(&buf[..n]);
-                Ok(())
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(()),
-            Err(e) => Err(format!("reading the PTY: {e}")),
-        }
-    }
-}
 
 struct FrameEcho(FrameReader);
 
@@ -798,63 +381,12 @@ impl Echo for FrameEcho {
     }
 }
 
-/// Waits for `READY`, then types `keys` letters one at a time, timing each
-/// until it shows up in the output's text (escape sequences stripped, which
-/// tmux's redraws are full of).
-fn measure_echo(t: &mut dyn Echo, keys: usize) -> Res<Latency> {
-    let mut strip = Stripper::default();
-    let mut raw = Vec::new();
-    let mut text = Vec::new();
-    let deadline = Instant::now() + STUCK;
-    while !text.windows(5).any(|w| w == b"READY") {
-        if Instant::now() > deadline {
-            return Err("the echo program never printed READY".into());
-        }
-        raw.clear();
-        t.recv(&mut raw)?;
-        strip.feed(&raw, &mut text);
-    }
-    let mut samples = Vec::with_capacity(keys);
-    let mut col = 5;
-    let mut skip_next = WARMUP_KEYS;
-    let mut n = 0usize;
-    while samples.len() < keys {
-        // Back to column 0 well before the line would wrap: a wrap or scroll
-        // makes tmux redraw, and a redrawn letter would look like an echo.
-        // The key after the CR carries its cost and is not counted.
-        if col >= usize::from(COLS) - 20 {
-            t.send(b"\r")?;
-            col = 0;
-            skip_next = skip_next.max(1);
-        }
-        let key = b'a' + (n % 26) as u8;
-        n += 1;
-        text.clear();
-        let t0 = Instant::now();
-        t.send(&[key])?;
-        while !text.contains(&key) {
-            raw.clear();
-            t.recv(&mut raw)
-                .map_err(|e| format!("waiting for the echo of {:?}: {e}", key as char))?;
-            strip.feed(&raw, &mut text);
-        }
-        let dt = t0.elapsed();
-        col += 1;
-        if skip_next > 0 {
-            skip_next -= 1;
-        } else {
-            samples.push(dt);
-        }
-    }
-    Ok(latency_stats(samples))
-}
-
 fn latency_bare(keys: usize) -> Res<Latency> {
-    let mut p = PtyProc::spawn(&["sh", "-c", ECHO_SCRIPT], &[])?;
-    measure_echo(&mut PtyEcho(&mut p.master), keys)
+    let mut p = PtyProc::spawn(&["sh", "-c", ECHO_SCRIPT], &[], COLS, ROWS)?;
+    measure_echo(PtyEcho(&mut p.master), COLS, keys)
 }
 
-fn latency_ptyd(server: &PtydServer, tmp: &Path, keys: usize) -> Res<Latency> {
+fn latency_ptyd(server: &mut PtydServer, tmp: &Path, keys: usize) -> Res<Latency> {
     let reader = server.create_attached(json!({
         "argv": ["sh", "-c", ECHO_SCRIPT],
         "attach": true,
@@ -867,65 +399,19 @@ fn latency_ptyd(server: &PtydServer, tmp: &Path, keys: usize) -> Res<Latency> {
         .set_read_timeout(Some(KEY_TIMEOUT))
         .map_err(|e| e.to_string())?;
     let mut echo = FrameEcho(reader);
-    let result = measure_echo(&mut echo, keys);
+    let result = measure_echo(&mut echo, COLS, keys);
     // Detach; the pane goes with the server.
     let _ = client::send_frame(echo.0.stream(), frame::client::DETACH, &[]);
     result
 }
 
 fn latency_tmux(tmp: &Path, keys: usize) -> Res<Latency> {
-    let tmux = Tmux::new(tmp, "lat")?;
-    tmux.new_session(ECHO_SCRIPT)?;
-    let mut client = tmux.attach_client()?;
+    let tmux = Tmux::new(tmp, "lat", &[])?;
+    tmux.new_session("bench", ECHO_SCRIPT, COLS, ROWS)?;
+    let mut client = tmux.attach_client("bench", COLS, ROWS)?;
     tmux.wait_client()?;
-    let result = measure_echo(&mut PtyEcho(&mut client.master), keys);
+    let result = measure_echo(PtyEcho(&mut client.master), COLS, keys);
     drop(tmux);
     drop(client);
     result
-}
-
-/// Drops escape sequences (CSI, OSC, DCS and friends, two-byte ESC forms)
-/// and control characters, keeping printable bytes.
-#[derive(Default)]
-struct Stripper {
-    state: StripState,
-}
-
-#[derive(Default, Clone, Copy)]
-enum StripState {
-    #[default]
-    Ground,
-    Esc,
-    EscIntermediate,
-    Csi,
-    Str,
-    StrEsc,
-}
-
-impl Stripper {
-    fn feed(&mut self, bytes: &[u8], out: &mut Vec<u8>) {
-        use StripState::*;
-        for &b in bytes {
-            self.state = match (self.state, b) {
-                (Ground, 0x1b) => Esc,
-                (Ground, b) => {
-                    if b >= 0x20 && b != 0x7f {
-                        out.push(b);
-                    }
-                    Ground
-                }
-                (Esc, b'[') => Csi,
-                (Esc, b']' | b'P' | b'_' | b'^' | b'X') => Str,
-                (Esc, 0x20..=0x2f) => EscIntermediate,
-                (Esc, _) | (EscIntermediate, _) => Ground,
-                (Csi, 0x40..=0x7e) => Ground,
-                (Csi, _) => Csi,
-                (Str, 0x07) => Ground,
-                (Str, 0x1b) => StrEsc,
-                (Str, _) => Str,
-                (StrEsc, b'\\') => Ground,
-                (StrEsc, _) => Str,
-            };
-        }
-    }
 }

@@ -16,9 +16,12 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
 use std::num::NonZeroU16;
 use std::sync::atomic::{AtomicIsize, Ordering};
-use std::time::{Duration, Instant};
 
 use ptyd::term::{TermConfig, Terminal};
+
+mod common;
+
+use common::term::{COLS, ROWS, SCROLLBACK, best_of, compare, inputs, mbps, ours, theirs};
 
 struct Counting;
 
@@ -49,9 +52,6 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static ALLOC: Counting = Counting;
 
-const COLS: u16 = 80;
-const ROWS: u16 = 24;
-const SCROLLBACK: usize = 10_000;
 /// Overridable (`TERM_BENCH_ROUNDS`, `TERM_BENCH_MB`) so the bench can run
 /// under callgrind, whose instruction counts do not depend on machine load.
 fn env_usize(name: &str, default: usize) -> usize {
@@ -61,145 +61,6 @@ fn env_usize(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
-struct Rng(u64);
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        let mut x = self.0;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.0 = x;
-        x % n
-    }
-}
-
-fn word(rng: &mut Rng) -> String {
-    (0..rng.below(8) + 2)
-        .map(|_| (b'a' + rng.below(26) as u8) as char)
-        .collect()
-}
-
-fn plain_text(size: usize) -> Vec<u8> {
-    let mut rng = Rng(1);
-    let mut out = Vec::with_capacity(size);
-    while out.len() < size {
-        let mut line = String::new();
-        while line.len() < 70 {
-            line.push_str(&word(&mut rng));
-            line.push(' ');
-        }
-        out.extend_from_slice(line.trim_end().as_bytes());
-        out.extend_from_slice(b"\r\n");
-    }
-    out
-}
-
-fn sgr_text(size: usize) -> Vec<u8> {
-    let mut rng = Rng(2);
-    let mut out = Vec::with_capacity(size);
-    while out.len() < size {
-        let mut width = 0;
-        while width < 70 {
-            let w = word(&mut rng);
-            width += w.len() + 1;
-            let sgr = match rng.below(4) {
-                0 => format!("\x1b[{}m", 31 + rng.below(7)),
-                1 => format!("\x1b[1;38;5;{}m", rng.below(256)),
-                2 => format!(
-                    "\x1b[38;2;{};{};{}m",
-                    rng.below(256),
-                    rng.below(256),
-                    rng.below(256)
-                ),
-                _ => format!("\x1b[4;{}m", 41 + rng.below(7)),
-            };
-            out.extend_from_slice(sgr.as_bytes());
-            out.extend_from_slice(w.as_bytes());
-            out.extend_from_slice(b"\x1b[0m ");
-        }
-        out.extend_from_slice(b"\r\n");
-    }
-    out
-}
-
-/// Full-screen redraws as a TUI (htop, vim) sends them: home, then every row
-/// addressed with CUP, coloured segments, erase to end of line.
-fn redraws(size: usize) -> Vec<u8> {
-    let mut rng = Rng(3);
-    let mut out = Vec::with_capacity(size);
-    while out.len() < size {
-        out.extend_from_slice(b"\x1b[H");
-        for row in 1..=ROWS {
-            out.extend_from_slice(format!("\x1b[{row};1H").as_bytes());
-            let mut width = 0;
-            while width < 70 {
-                let w = word(&mut rng);
-                width += w.len() + 1;
-                out.extend_from_slice(
-                    format!("\x1b[{};{}m", 30 + rng.below(8), 40 + rng.below(8)).as_bytes(),
-                );
-                out.extend_from_slice(w.as_bytes());
-                out.push(b' ');
-            }
-            out.extend_from_slice(b"\x1b[0m\x1b[K");
-        }
-    }
-    out
-}
-
-/// CPU time of this thread: the machine this runs on is shared (another
-/// build may be running), and wall time would charge that load to whichever
-/// emulator happened to be running.
-fn thread_cpu() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec for the call's duration.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    if rc != 0 {
-        return Instant::now().elapsed();
-    }
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-}
-
-fn best_of(runs: usize, mut f: impl FnMut()) -> Duration {
-    (0..runs)
-        .map(|_| {
-            let t = thread_cpu();
-            f();
-            thread_cpu().saturating_sub(t)
-        })
-        .min()
-        .unwrap_or_default()
-}
-
-fn ours(input: &[u8]) {
-    let mut t = Terminal::new(COLS, ROWS, TermConfig::default());
-    let mut fwd = Vec::with_capacity(64 * 1024);
-    // Feed in PTY-read-sized chunks, as the server will.
-    for chunk in input.chunks(16 * 1024) {
-        fwd.clear();
-        t.feed(chunk, &mut fwd);
-    }
-    black_box(&t);
-}
-
-fn theirs(input: &[u8], scrollback: usize) {
-    let (Some(r), Some(c)) = (NonZeroU16::new(ROWS), NonZeroU16::new(COLS)) else {
-        return;
-    };
-    let mut p = vt100::Parser::new(r, c, scrollback);
-    for chunk in input.chunks(16 * 1024) {
-        p.process(chunk);
-    }
-    black_box(&p);
-}
-
-fn mbps(bytes: usize, d: Duration) -> f64 {
-    bytes as f64 / 1e6 / d.as_secs_f64()
-}
-
 fn live() -> isize {
     LIVE.load(Ordering::Relaxed)
 }
@@ -207,11 +68,7 @@ fn live() -> isize {
 fn main() {
     let size = env_usize("TERM_BENCH_MB", 8) << 20;
     let rounds = env_usize("TERM_BENCH_ROUNDS", 7);
-    let inputs = [
-        ("plain text", plain_text(size)),
-        ("SGR-heavy text", sgr_text(size)),
-        ("full-screen redraws", redraws(size)),
-    ];
+    let inputs = inputs(size);
     println!(
         "throughput, {COLS}x{ROWS}, {} MiB per input, best of {rounds} interleaved runs (thread CPU time), both with {SCROLLBACK} lines of scrollback",
         size >> 20
@@ -236,23 +93,14 @@ fn main() {
         }
         return;
     }
-    // Runs are interleaved and the best of each kept, so load from other
-    // processes on the machine hits both emulators alike.
-    for (name, input) in &inputs {
-        let (mut a, mut b, mut c) = (Duration::MAX, Duration::MAX, Duration::MAX);
-        for _ in 0..rounds {
-            a = a.min(best_of(1, || ours(input)));
-            b = b.min(best_of(1, || theirs(input, SCROLLBACK)));
-            c = c.min(best_of(1, || theirs(input, 0)));
-        }
-        let (ma, mb, mc) = (
-            mbps(input.len(), a),
-            mbps(input.len(), b),
-            mbps(input.len(), c),
-        );
+    for row in compare(&inputs, rounds) {
         println!(
-            "{name:<22} {ma:>12.1} {mb:>12.1} {:>7.2}x {mc:>16.1}",
-            ma / mb
+            "{:<22} {:>12.1} {:>12.1} {:>7.2}x {:>16.1}",
+            row.input,
+            row.ours,
+            row.vt100,
+            row.ours / row.vt100,
+            row.vt100_no_scrollback
         );
     }
 

@@ -171,6 +171,67 @@ fn poll_readable(fds: &[RawFd], timeout: Option<Duration>) -> io::Result<Vec<boo
         .collect())
 }
 
+/// Pane output bound for this process's stdout. Every frame already
+/// buffered is gathered and written with one write(2) straight to fd 1:
+/// `Stdout` is line-buffered, which split every frame at its last newline
+/// into two writes plus a copy of the tail. Written before the client waits
+/// for anything again, so a lone keystroke's echo is never held back.
+#[derive(Default)]
+struct TerminalOutput {
+    pending: Vec<u8>,
+}
+
+impl TerminalOutput {
+    /// Writes out the output frames `reader` holds; the payload of an EXIT
+    /// frame among them (what came before it is written first).
+    fn write_buffered(&mut self, reader: &mut FrameReader) -> Result<Option<Value>, ClientError> {
+        let result = loop {
+            match reader.next_buffered() {
+                Ok(Some(ServerFrame::Output(bytes))) if self.pending.is_empty() => {
+                    self.pending = bytes;
+                }
+                Ok(Some(ServerFrame::Output(bytes))) => self.pending.extend_from_slice(&bytes),
+                Ok(Some(ServerFrame::Exit(payload))) => break Ok(Some(payload)),
+                Ok(None) => break Ok(None),
+                Err(e) => break Err(e),
+            }
+        };
+        write_stdout(&self.pending);
+        self.pending.clear();
+        result
+    }
+}
+
+/// Writes all of `bytes` to fd 1, waiting while it is full. Errors end the
+/// write silently, as before: the terminal is gone and the attachment ends
+/// through its other fds.
+fn write_stdout(mut bytes: &[u8]) {
+    while !bytes.is_empty() {
+        // SAFETY: writing from a valid buffer of the given length to fd 1.
+        let n = unsafe { libc::write(1, bytes.as_ptr().cast(), bytes.len()) };
+        if n > 0 {
+            bytes = &bytes[n as usize..];
+            continue;
+        }
+        if n == 0 {
+            return;
+        }
+        match io::Error::last_os_error().kind() {
+            io::ErrorKind::Interrupted => {}
+            io::ErrorKind::WouldBlock => {
+                let mut pfd = libc::pollfd {
+                    fd: 1,
+                    events: libc::POLLOUT,
+                    revents: 0,
+                };
+                // SAFETY: one valid pollfd.
+                unsafe { libc::poll(&mut pfd, 1, -1) };
+            }
+            _ => return,
+        }
+    }
+}
+
 /// Attaches the user's terminal to a pane until detach or the end of the
 /// pane. `first` is an already-attached connection (from `ptyd new`), if any.
 pub fn run_attach(
@@ -207,16 +268,11 @@ pub fn run_attach(
     let mut input = [0u8; 16 * 1024];
     let mut connected = true;
     let mut lost_at = Instant::now();
+    let mut output = TerminalOutput::default();
     loop {
         // Frames already buffered first: poll knows nothing of them.
-        while connected && let Some(frame) = reader.next_buffered()? {
-            match frame {
-                ServerFrame::Output(bytes) => {
-                    let _ = stdout.write_all(&bytes);
-                    let _ = stdout.flush();
-                }
-                ServerFrame::Exit(payload) => return Ok(end_from_exit(&payload)),
-            }
+        if connected && let Some(payload) = output.write_buffered(&mut reader)? {
+            return Ok(end_from_exit(&payload));
         }
         let sock_fd = reader.stream().as_raw_fd();
         let fds = if connected {
@@ -362,29 +418,21 @@ pub fn run_mirror(paths: &NamespacePaths, create_params: Value) -> Result<i32, C
     let pane_id = info["id"].as_str().unwrap_or_default().to_string();
     let (stream, leftover) = client.into_stream();
     let mut reader = FrameReader::new(stream, leftover);
-    let mut stdout = io::stdout();
+    let mut output = TerminalOutput::default();
     let mut kill_sent = false;
     loop {
-        while let Some(frame) = reader.next_buffered()? {
-            match frame {
-                ServerFrame::Output(bytes) => {
-                    let _ = stdout.write_all(&bytes);
-                    let _ = stdout.flush();
-                }
-                ServerFrame::Exit(payload) => {
-                    let code = payload["exit"]["shell_code"].as_i64().unwrap_or(1) as i32;
-                    if payload["reason"] != "pane_exited" {
-                        return Err(ClientError {
-                            code: "detached".into(),
-                            message: format!(
-                                "pane {pane_id}: {}",
-                                payload["message"].as_str().unwrap_or("attachment ended")
-                            ),
-                        });
-                    }
-                    return Ok(code);
-                }
+        if let Some(payload) = output.write_buffered(&mut reader)? {
+            let code = payload["exit"]["shell_code"].as_i64().unwrap_or(1) as i32;
+            if payload["reason"] != "pane_exited" {
+                return Err(ClientError {
+                    code: "detached".into(),
+                    message: format!(
+                        "pane {pane_id}: {}",
+                        payload["message"].as_str().unwrap_or("attachment ended")
+                    ),
+                });
             }
+            return Ok(code);
         }
         let ready = poll_readable(
             &[reader.stream().as_raw_fd(), signals.read.as_raw_fd()],

@@ -143,6 +143,12 @@ impl Client {
         }
     }
 
+    /// Bounds every later read (`None`: wait forever, the default), so a
+    /// caller that must not hang on a stuck server gets an error instead.
+    pub fn set_read_timeout(&self, timeout: Option<std::time::Duration>) -> io::Result<()> {
+        self.reader.get_ref().set_read_timeout(timeout)
+    }
+
     /// Gives up the JSON reader, returning the socket and any bytes already
     /// buffered past the last line (the start of the frame stream).
     pub fn into_stream(self) -> (UnixStream, Vec<u8>) {
