@@ -982,6 +982,8 @@ fn upgrade(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         match arg {
             Long("binary") => params["binary"] = json!(p.value()?.string()?),
             Long("timeout") => params["timeout_ms"] = json!(parse_u64(p.value()?, "--timeout")?),
+            // Tests only: release builds have no fault points (handoff::fault).
+            #[cfg(any(debug_assertions, feature = "fault-injection"))]
             Long("fault") => params["fault"] = json!(p.value()?.string()?),
             Long("mode") => params["mode"] = json!(p.value()?.string()?),
             Long("json") => as_json = true,

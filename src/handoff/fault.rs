@@ -4,6 +4,11 @@
 //! which reaches the new process as `PTYD_FAULT`. Documented as for testing
 //! only; with nothing set these checks cost a string compare.
 //!
+//! Compiled only into debug builds and builds with the `fault-injection`
+//! cargo feature (`handoff/mod.rs` has the release stand-in, which refuses
+//! the parameter): a release server cannot be made to exit or stall by a
+//! request.
+//!
 //! Steps: new side `new-before-hello`, `new-after-manifest`,
 //! `new-mid-batches`, `new-before-imported`, `new-before-committed`,
 //! `new-after-committed`; old side `old-after-hello`, `old-after-transfer`.
@@ -12,6 +17,13 @@
 
 /// Environment variable carrying `STEP:ACTION` to the new process.
 pub const FAULT_ENV: &str = "PTYD_FAULT";
+/// Whether this build has fault points.
+pub const COMPILED_IN: bool = true;
+
+/// The `fault` parameter of `server.upgrade`, accepted as given.
+pub fn accept(spec: Option<String>) -> Result<Option<String>, String> {
+    super::accept_fault(spec, COMPILED_IN)
+}
 
 /// Acts on `spec` (`STEP:ACTION`) if it names `step`.
 pub fn check(spec: Option<&str>, step: &str) {

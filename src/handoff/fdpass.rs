@@ -12,9 +12,10 @@
 //! - `SOCK_SEQPACKET` keeps message boundaries, so the ids travelling in a
 //!   batch's data always belong to the fds in that same message.
 //!
-//! A batch's data is JSON `{"seq": n, "ids": ["pane:p1", ...]}`: positions
+//! A batch's data is JSON `{"seq": n, "ids": ["pty:p1", ...]}`: positions
 //! are never trusted alone, every fd is named.
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -107,13 +108,18 @@ pub fn recv_message(sock: &impl AsRawFd) -> io::Result<(Vec<u8>, Vec<OwnedFd>)> 
 }
 
 #[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
-struct BatchHeader {
+struct BatchHeader<N> {
     seq: u32,
-    ids: Vec<String>,
+    ids: Vec<N>,
 }
 
-/// Sends one batch: `items[i].1` is named `items[i].0`.
-pub fn send_batch(sock: &impl AsRawFd, seq: u32, items: &[(String, RawFd)]) -> io::Result<()> {
+/// Sends one batch: `items[i].1` is named `items[i].0` (the handoff names
+/// them with [`super::fd_name::FdName`]).
+pub fn send_batch<N: Serialize + Clone>(
+    sock: &impl AsRawFd,
+    seq: u32,
+    items: &[(N, RawFd)],
+) -> io::Result<()> {
     let header = BatchHeader {
         seq,
         ids: items.iter().map(|(id, _)| id.clone()).collect(),
@@ -124,16 +130,16 @@ pub fn send_batch(sock: &impl AsRawFd, seq: u32, items: &[(String, RawFd)]) -> i
 
 /// One received batch: its sequence number and the named fds, owned.
 #[derive(Debug)]
-pub struct Batch {
+pub struct Batch<N> {
     pub seq: u32,
-    pub fds: Vec<(String, OwnedFd)>,
+    pub fds: Vec<(N, OwnedFd)>,
 }
 
 /// Receives one batch; a count that does not match its ids, or malformed
-/// ids, fail it.
-pub fn recv_batch(sock: &impl AsRawFd) -> io::Result<Batch> {
+/// ids (for `FdName`, an unknown name), fail it.
+pub fn recv_batch<N: DeserializeOwned>(sock: &impl AsRawFd) -> io::Result<Batch<N>> {
     let (data, received) = recv_message(sock)?;
-    let header: BatchHeader = serde_json::from_slice(&data).map_err(|e| {
+    let header: BatchHeader<N> = serde_json::from_slice(&data).map_err(|e| {
         io::Error::new(io::ErrorKind::InvalidData, format!("bad batch header: {e}"))
     })?;
     if header.ids.len() != received.len() {
@@ -175,7 +181,10 @@ pub fn wait_readable(sock: &impl AsRawFd, timeout: std::time::Duration) -> bool 
 }
 
 /// `recv_batch` with a deadline, for the blocking new side.
-pub fn recv_batch_timeout(sock: &impl AsRawFd, timeout: std::time::Duration) -> io::Result<Batch> {
+pub fn recv_batch_timeout<N: DeserializeOwned>(
+    sock: &impl AsRawFd,
+    timeout: std::time::Duration,
+) -> io::Result<Batch<N>> {
     if !wait_readable(sock, timeout) {
         return Err(io::Error::new(
             io::ErrorKind::TimedOut,
@@ -219,8 +228,8 @@ mod tests {
                 }
             }
         });
-        let first = recv_batch(&b).unwrap();
-        let second = recv_batch(&b).unwrap();
+        let first = recv_batch::<String>(&b).unwrap();
+        let second = recv_batch::<String>(&b).unwrap();
         sender.join().unwrap();
         assert_eq!((first.seq, first.fds.len()), (0, 252));
         assert_eq!((second.seq, second.fds.len()), (1, 48));
@@ -240,7 +249,7 @@ mod tests {
     fn count_mismatch_is_refused() {
         let (a, b) = seqpacket_pair();
         // Hand-craft a message naming two fds but carrying one.
-        let data = serde_json::to_vec(&BatchHeader {
+        let data = serde_json::to_vec(&BatchHeader::<String> {
             seq: 0,
             ids: vec!["x".into(), "y".into()],
         })
@@ -256,7 +265,7 @@ mod tests {
             None,
         )
         .unwrap();
-        let err = recv_batch(&b).unwrap_err();
+        let err = recv_batch::<String>(&b).unwrap_err();
         assert!(
             err.to_string().contains("names 2 fds but carries 1"),
             "{err}"

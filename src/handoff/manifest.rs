@@ -4,6 +4,7 @@
 //! types, so two binaries of different builds agree on them as long as
 //! [`HANDOFF_VERSION`] matches.
 
+use super::fd_name::FdName;
 use crate::persist::snapshot::Snapshot;
 use crate::protocol::methods::ExitStatus;
 use crate::term::Terminal;
@@ -36,7 +37,7 @@ pub enum Control {
     /// serves, so the pause only carries what changed.
     Precopy {
         bytes: u64,
-        ids: Vec<String>,
+        ids: Vec<FdName>,
         batches: u32,
     },
     /// new → old: the pre-copied terminals are decoded.
@@ -49,7 +50,7 @@ pub enum Control {
     Manifest {
         bytes: u64,
         fd_count: u32,
-        ids: Vec<String>,
+        ids: Vec<FdName>,
         timings: Vec<Phase>,
         pause_started_mono_us: u64,
     },
@@ -129,7 +130,7 @@ pub struct Manifest<S = Terminal> {
     /// Every fd id the batches carry, so the new side can check it got them
     /// all: `lineage`, `conn:N`, `pty:pN`, `ptyhup:pN`, `pidfd:pN` (the
     /// listener and the lock came with the pre-copy).
-    pub fd_ids: Vec<String>,
+    pub fd_ids: Vec<FdName>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]

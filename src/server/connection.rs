@@ -234,83 +234,35 @@ impl Connection {
 }
 
 impl Connection {
-    /// This connection's state for a live upgrade. Output is carried from
-    /// the start of the message being written, with how much of it already
-    /// went out, so the new server continues the stream byte for byte.
-    pub fn export(&self, id: ConnId, now: Instant) -> crate::handoff::manifest::ConnRuntime {
-        use crate::handoff::manifest::{AttachRuntime, ConnRuntime};
+    /// What a live upgrade carries of the output queue: the output owed
+    /// from the start of the message being written, how much of it
+    /// already went out, and where each queued message ends in it. The new
+    /// server continues the stream byte for byte.
+    pub fn output_state(&self) -> (&[u8], usize, Vec<usize>) {
         let base = self.msg_start.min(self.out_pos);
-        ConnRuntime {
-            id,
-            peer_uid: self.peer.uid,
-            peer_pid: self.peer.pid,
-            attached: match self.mode {
-                ConnMode::Rpc => None,
-                ConnMode::Attached {
-                    pane,
-                    read_only,
-                    cols,
-                    rows,
-                } => Some(AttachRuntime {
-                    pane,
-                    read_only,
-                    cols,
-                    rows,
-                }),
-            },
-            subscribed: self.subscribed,
-            replay_after: self.replay_after,
-            inbuf: self.inbuf.clone(),
-            out: self.out[base..].to_vec(),
-            written: self.out_pos - base,
-            msg_ends: self.msg_ends.iter().map(|end| end - base).collect(),
-            closing_in_ms: self
-                .closing
-                .map(|at| at.saturating_duration_since(now).as_millis() as u64),
-        }
+        (
+            &self.out[base..],
+            self.out_pos - base,
+            self.msg_ends.iter().map(|end| end - base).collect(),
+        )
     }
 
-    /// Rebuilds a connection handed over by the previous server.
-    pub fn import(
-        rt: crate::handoff::manifest::ConnRuntime,
-        token: Token,
-        stream: UnixStream,
-        now: Instant,
-    ) -> Result<Connection, String> {
-        if rt.written > rt.out.len() || rt.msg_ends.iter().any(|&end| end > rt.out.len()) {
-            return Err(format!(
-                "connection {}: output bookkeeping out of range",
-                rt.id
-            ));
+    /// The output queue as a live upgrade carried it (see `output_state`),
+    /// checked: offsets past the output are refused.
+    pub fn restore_output_state(
+        &mut self,
+        out: Vec<u8>,
+        written: usize,
+        msg_ends: Vec<usize>,
+    ) -> Result<(), String> {
+        if written > out.len() || msg_ends.iter().any(|&end| end > out.len()) {
+            return Err("output bookkeeping out of range".into());
         }
-        let mut conn = Connection::new(
-            token,
-            stream,
-            PeerCred {
-                uid: rt.peer_uid,
-                pid: rt.peer_pid,
-            },
-        );
-        conn.mode = match rt.attached {
-            None => ConnMode::Rpc,
-            Some(a) => ConnMode::Attached {
-                pane: a.pane,
-                read_only: a.read_only,
-                cols: a.cols,
-                rows: a.rows,
-            },
-        };
-        conn.subscribed = rt.subscribed;
-        conn.replay_after = rt.replay_after;
-        conn.inbuf = rt.inbuf;
-        conn.out = rt.out;
-        conn.out_pos = rt.written;
-        conn.msg_ends = rt.msg_ends.into_iter().collect();
-        conn.msg_start = 0;
-        conn.closing = rt
-            .closing_in_ms
-            .map(|ms| now + std::time::Duration::from_millis(ms));
-        Ok(conn)
+        self.out = out;
+        self.out_pos = written;
+        self.msg_ends = msg_ends.into_iter().collect();
+        self.msg_start = 0;
+        Ok(())
     }
 }
 

@@ -53,7 +53,9 @@ impl Server {
                 // connections may already be the new server's, and a byte
                 // read here would be lost to it (the manifest is written).
                 // Only the upgrade's own sources are still ours.
-                if self.paused && !matches!(event.token(), SIGNALS | DISK | UPGRADE | PREDECESSOR) {
+                if self.serving.is_paused()
+                    && !matches!(event.token(), SIGNALS | DISK | UPGRADE | PREDECESSOR)
+                {
                     continue;
                 }
                 match event.token() {
@@ -88,7 +90,7 @@ impl Server {
                 }
             }
             let mut backlog = std::mem::take(&mut self.backlog);
-            if self.paused {
+            if self.serving.is_paused() {
                 // The same while paused; a rollback puts every pane and
                 // connection back on the backlog.
                 backlog.clear();
@@ -202,14 +204,12 @@ impl Server {
                 self.on_upgrade_child_exit(status);
                 continue;
             }
-            if self.paused {
-                // The manifest already describes this pane as running; the
-                // new server learns the exit from the pidfd. Kept for a
-                // rollback.
-                self.deferred_exits.push((pid, status));
-                continue;
+            // While paused the manifest already describes this pane as
+            // running; the new server learns the exit from the pidfd. Kept
+            // for a rollback.
+            if let Some((pid, status)) = self.serving.defer_exit(pid, status) {
+                self.on_child_exit(pid, status);
             }
-            self.on_child_exit(pid, status);
         }
     }
 
@@ -668,10 +668,13 @@ impl Server {
     fn fire_timers(&mut self) {
         let now = Instant::now();
         for timer in self.timers.expired(now) {
-            if self.paused && !matches!(timer, TimerKind::Upgrade) {
-                self.deferred_timers.push(timer);
-                continue;
-            }
+            let timer = match timer {
+                TimerKind::Upgrade => timer,
+                other => match self.serving.defer_timer(other) {
+                    Some(timer) => timer,
+                    None => continue,
+                },
+            };
             match timer {
                 TimerKind::Upgrade => self.on_upgrade_timer(now),
                 TimerKind::PaneTimeout(id, run)
@@ -762,7 +765,7 @@ impl Server {
     pub(super) fn flush_conns(&mut self) {
         // While paused the connections may already belong to the new server:
         // not a byte may go out from here.
-        if self.paused {
+        if self.serving.is_paused() {
             return;
         }
         let now = Instant::now();

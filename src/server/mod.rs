@@ -11,7 +11,6 @@ mod defaults;
 mod diagnostics;
 mod event_loop;
 mod events;
-mod import;
 mod line_budget;
 mod listener;
 mod pane;
@@ -20,6 +19,7 @@ mod replay;
 mod requests;
 mod restore;
 mod resume_rules;
+mod serving;
 mod spawn;
 mod timers;
 mod upgrade;
@@ -118,22 +118,15 @@ pub struct Server {
     generation: u64,
     /// The binary `server.upgrade` starts by default.
     exe_path: std::path::PathBuf,
-    /// The live upgrade in progress, if any (`upgrade.rs`).
+    /// The live upgrade in progress, if any (`upgrade/`).
     upgrade: upgrade::Upgrade,
     /// Write end of the lineage pipe (see `reaper`), once there is one.
     lineage: Option<std::os::fd::OwnedFd>,
     /// Read end of the lineage pipe: only the first generation has it.
     lineage_reader: Option<std::os::fd::OwnedFd>,
-    /// Set while an upgrade has paused everything: nothing is read,
-    /// written or acted on until it commits (then `handed_over_to`) or rolls
-    /// back.
-    paused: bool,
-    /// Exits reaped while paused, processed on rollback.
-    deferred_exits: Vec<(i32, crate::protocol::methods::ExitStatus)>,
-    /// Timers that came due while paused, re-armed on rollback.
-    deferred_timers: Vec<timers::TimerKind>,
-    /// The new server's pid once a handoff committed.
-    handed_over_to: Option<u32>,
+    /// Whether we serve our sources, or an upgrade paused them, handed
+    /// them over (probation) or released them (`serving.rs`).
+    serving: serving::Serving,
     /// Figures of the last upgrade, for `server.status`.
     last_upgrade: serde_json::Value,
     /// On a server started by an upgrade: the `server.upgrade` request to
@@ -155,9 +148,9 @@ pub fn run(opts: ServerOptions) -> Result<(), StartError> {
         .and_then(|v| v.parse::<RawFd>().ok())
     {
         // SAFETY: the old server put this fd number in our environment for us
-        // alone; `import::run` checks it is a socket before trusting it.
+        // alone; `upgrade::import::run` checks it is a socket before trusting it.
         unsafe { std::env::remove_var(crate::handoff::HANDOFF_FD_ENV) };
-        return Ok(import::run(fd, opts.paths)?);
+        return Ok(upgrade::import::run(fd, opts.paths)?);
     }
     let paths = opts.paths;
     ignore_sigxfsz();
@@ -302,10 +295,7 @@ impl Server {
             upgrade: upgrade::Upgrade::Idle,
             lineage: None,
             lineage_reader: None,
-            paused: false,
-            deferred_exits: Vec::new(),
-            deferred_timers: Vec::new(),
-            handed_over_to: None,
+            serving: serving::Serving::Owned,
             last_upgrade: serde_json::Value::Null,
             upgrade_caller: None,
             predecessor: None,
@@ -333,7 +323,7 @@ impl Server {
                     "the server loop panicked; saved what it could and told clients".to_string(),
                 ),
             };
-        let Some(new_pid) = self.handed_over_to else {
+        let Some(new_pid) = self.serving.released_to() else {
             self.shutdown();
             return result;
         };

@@ -145,7 +145,7 @@ impl Pane {
         Pane::with_screen(setup, token, held_reason, screen)
     }
 
-    fn with_screen(
+    pub fn with_screen(
         setup: PaneSetup,
         token: mio::Token,
         held_reason: String,
@@ -395,180 +395,32 @@ impl ExitReason {
     }
 }
 
-/// Milliseconds from `now` until `at` (0 if passed).
-fn ms_until(at: Instant, now: Instant) -> u64 {
-    at.saturating_duration_since(now).as_millis() as u64
-}
-
 impl Pane {
-    /// This pane's runtime state for a live upgrade (its structural part
-    /// travels in the manifest's snapshot).
-    /// `precopied` is the change count of the terminal copy the new server
-    /// already has, if any: an unchanged terminal is not sent again.
-    pub fn export(
-        &self,
-        now: Instant,
-        precopied: Option<u64>,
-    ) -> crate::handoff::manifest::PaneRuntime<&Terminal> {
-        use crate::handoff::manifest::{AckRuntime, PaneRuntime, ProcessRuntime};
-        let process = match &self.state {
-            PaneState::Running(c) => ProcessRuntime::Running {
-                pid: c.pid,
-                sid: c.sid,
-                start_token: c.start_token,
-            },
-            PaneState::Exited {
-                child: c,
-                status,
-                reason,
-            } => ProcessRuntime::Exited {
-                pid: c.pid,
-                sid: c.sid,
-                start_token: c.start_token,
-                status: *status,
-                reason: reason.as_str().to_string(),
-            },
-            PaneState::Held { reason } => ProcessRuntime::Held {
-                reason: reason.clone(),
-            },
-        };
-        PaneRuntime {
-            id: self.id,
-            created_unix_ms: self.created_unix_ms,
-            process,
-            run: self.run,
-            kill_reason: self.kill_reason.map(|r| r.as_str().to_string()),
-            kill_escalate_in_ms: self.kill_deadline.map(|at| ms_until(at, now)),
-            screen: (precopied != Some(self.screen.changes())).then_some(&self.screen),
-            screen_changes: self.screen.changes(),
-            idle_ms: now.saturating_duration_since(self.last_output).as_millis() as u64,
-            timeout_in_ms: self.timeout_at.map(|at| ms_until(at, now)),
-            idle_timeout_ms: self.idle_timeout.map(|d| d.as_millis() as u64),
-            input: self.input[self.input_pos..].to_vec(),
-            written_total: self.written_total,
-            acks: self
-                .pending_acks
-                .iter()
-                .map(|a| AckRuntime {
-                    conn: a.conn,
-                    rpc_id: a.rpc_id.clone(),
-                    end_offset: a.end_offset,
-                    duplicate: a.duplicate,
-                })
-                .collect(),
-            recent_requests: self
-                .recent_order
-                .iter()
-                .filter_map(|r| self.recent_requests.get(r).map(|end| (r.clone(), *end)))
-                .collect(),
-            history_dirty: self.history_dirty,
-            prompts_seen: self.prompts_seen,
-            commands_finished: self.commands_finished,
-            last_command_exit: self.last_command_exit,
-        }
+    /// What a live upgrade carries of the input path: the input accepted
+    /// and not yet written, the total written so far, and the remembered
+    /// request ids with their end offsets, oldest first.
+    pub fn input_state(&self) -> (&[u8], u64, Vec<(String, u64)>) {
+        let recent = self
+            .recent_order
+            .iter()
+            .filter_map(|r| self.recent_requests.get(r).map(|end| (r.clone(), *end)))
+            .collect();
+        (&self.input[self.input_pos..], self.written_total, recent)
     }
 
-    /// Rebuilds a pane from its snapshot record and runtime state. `conn_map`
-    /// turns the old server's connection ids into ours.
-    pub fn import(
-        rec: crate::persist::snapshot::PaneRecord,
-        rt: crate::handoff::manifest::PaneRuntime,
-        token: mio::Token,
-        now: Instant,
-        conn_map: &HashMap<usize, ConnId>,
-        precopy: &mut HashMap<u64, (u64, Terminal)>,
-    ) -> Result<Pane, String> {
-        use crate::handoff::manifest::ProcessRuntime;
-        let setup = PaneSetup {
-            id: rt.id,
-            name: rec.name,
-            command: rec.command,
-            cwd: PathBuf::from(rec.cwd),
-            env: rec.env,
-            cols: rec.cols,
-            rows: rec.rows,
-            timeout: None,
-            idle_timeout: rt.idle_timeout_ms.map(Duration::from_millis),
-            restore: rec.restore,
-            resume: rec.resume,
-            // Unused: the transferred screen keeps its own.
-            term: TermConfig::default(),
-        };
-        // The terminal first: a throwaway one from `Pane::new` would cost
-        // the blackout an allocation and a drop per pane.
-        let screen = match rt.screen {
-            Some(screen) => screen,
-            None => match precopy.remove(&rt.id) {
-                Some((changes, screen)) if changes == rt.screen_changes => screen,
-                _ => {
-                    return Err(format!(
-                        "pane p{}: its terminal was neither sent nor pre-copied",
-                        rt.id
-                    ));
-                }
-            },
-        };
-        let mut pane = Pane::with_screen(setup, token, String::new(), screen);
-        pane.state = match rt.process {
-            ProcessRuntime::Running {
-                pid,
-                sid,
-                start_token,
-            } => PaneState::Running(ChildProcess {
-                pid,
-                sid,
-                start_token,
-            }),
-            ProcessRuntime::Exited {
-                pid,
-                sid,
-                start_token,
-                status,
-                reason,
-            } => PaneState::Exited {
-                child: ChildProcess {
-                    pid,
-                    sid,
-                    start_token,
-                },
-                status,
-                reason: ExitReason::parse(&reason)
-                    .ok_or(format!("pane p{}: unknown exit reason {reason:?}", rt.id))?,
-            },
-            ProcessRuntime::Held { reason } => PaneState::Held { reason },
-        };
-        pane.created_unix_ms = rt.created_unix_ms;
-        pane.run = rt.run;
-        pane.kill_reason = rt.kill_reason.as_deref().and_then(ExitReason::parse);
-        pane.kill_deadline = rt
-            .kill_escalate_in_ms
-            .map(|ms| now + Duration::from_millis(ms));
-        pane.last_output = now
-            .checked_sub(Duration::from_millis(rt.idle_ms))
-            .unwrap_or(now);
-        pane.timeout_at = rt.timeout_in_ms.map(|ms| now + Duration::from_millis(ms));
-        pane.input = rt.input;
-        pane.written_total = rt.written_total;
-        pane.pending_acks = rt
-            .acks
-            .into_iter()
-            .filter_map(|a| {
-                conn_map.get(&a.conn).map(|conn| PendingAck {
-                    conn: *conn,
-                    rpc_id: a.rpc_id,
-                    end_offset: a.end_offset,
-                    duplicate: a.duplicate,
-                })
-            })
-            .collect();
-        for (request, end) in rt.recent_requests {
-            pane.remember_request(request, end);
+    /// The input path as a live upgrade carried it (see `input_state`).
+    pub fn restore_input_state(
+        &mut self,
+        input: Vec<u8>,
+        written_total: u64,
+        recent: Vec<(String, u64)>,
+    ) {
+        self.input = input;
+        self.input_pos = 0;
+        self.written_total = written_total;
+        for (request, end) in recent {
+            self.remember_request(request, end);
         }
-        pane.history_dirty = rt.history_dirty;
-        pane.prompts_seen = rt.prompts_seen;
-        pane.commands_finished = rt.commands_finished;
-        pane.last_command_exit = rt.last_command_exit;
-        Ok(pane)
     }
 }
 

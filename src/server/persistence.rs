@@ -174,7 +174,10 @@ impl Server {
     fn start_save_within(&mut self, budget: Option<Duration>) {
         // Paused for an upgrade, the state may already be the new server's:
         // only the current owner writes snapshots.
-        if self.persist.disabled.is_some() || self.persist.in_flight.is_some() || self.paused {
+        if self.persist.disabled.is_some()
+            || self.persist.in_flight.is_some()
+            || self.serving.is_paused()
+        {
             return;
         }
         let Some(job) = self.build_save_job(budget) else {

@@ -27,7 +27,7 @@ pub enum TimerKind {
     WaitIdle(u64),
     /// A connection being closed runs out of time to take its last output.
     ConnClose(usize),
-    /// The live upgrade's deadline or probation end (`upgrade.rs` knows
+    /// The live upgrade's deadline or probation end (`upgrade/` knows
     /// which from its phase).
     Upgrade,
     /// Re-check the clients holding a paused pane (see `STALL_LIMIT`).

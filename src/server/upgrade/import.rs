@@ -3,23 +3,26 @@
 //! loop, so plain blocking calls with deadlines are right here: it serves
 //! nothing until it commits.
 //!
-//! hello → pre-copy (terminals, events; decoded and acked before the
-//! pause) → manifest (memfd) → fd batches, each acked → validate and
-//! rebuild, register every source (reading nothing yet) → imported → wait
-//! for commit → catch up, announce on the lineage pipe → committed → answer
+//! Its phases, one function each: hello → receive the pre-copy
+//! (terminals, panes, events, the listener and lock; decoded, the server
+//! shell and every pane built and registered before the pause) → receive
+//! the manifest (memfd) → import the fd batches, each acked → rebuild and
+//! register every source (reading nothing yet) → imported → the commit
+//! handshake → catch up, announce on the lineage pipe → committed → answer
 //! the upgrade caller → serve. Nothing after the fds needs the old server,
 //! so if it vanishes meanwhile this side serves instead of dying with it.
 
-use super::connection::{ConnId, Connection};
-use super::pane::Pane;
-use super::{LISTENER, Server, Source};
+use super::super::connection::ConnId;
+use super::super::pane::Pane;
+use super::super::{LISTENER, Server, Source};
+use super::convert;
+use crate::handoff::fd_name::FdName;
 use crate::handoff::fdpass;
-use crate::handoff::manifest::{Control, HANDOFF_VERSION, Manifest, Phase};
+use crate::handoff::manifest::{Control, HANDOFF_VERSION, Manifest, PaneRuntime, Phase, Precopy};
 use crate::handoff::{HANDOFF_FD_ENV, fault};
 use crate::paths::NamespacePaths;
-use crate::persist::snapshot::{LayoutRecord, Snapshot, parse_id};
-use crate::workspace::layout::Layout;
-use crate::workspace::{Tab, Tree, Workspace};
+use crate::persist::snapshot::{PaneRecord, parse_id};
+use crate::term::Terminal;
 use mio::Interest;
 use mio::unix::SourceFd;
 use serde_json::json;
@@ -37,21 +40,38 @@ const STEP_TIMEOUT: Duration = Duration::from_secs(60);
 /// wait milliseconds for a CPU. Longer captures fall back to sleeping.
 const BLACKOUT_SPIN: Duration = Duration::from_millis(50);
 
+/// Pre-copied terminals by pane id, with their change counts.
+type Screens = HashMap<u64, (u64, Terminal)>;
+
+/// What the pre-copy built ahead of the pause.
+struct Prepared {
+    /// The server around the listener and lock, with nothing of the state.
+    shell: Server,
+    /// Every pre-copied pane, built and registered, with its terminal's
+    /// change count as pre-copied.
+    prebuilt: HashMap<u64, (u64, Pane)>,
+    /// Terminals not yet given to a pane (none, once prebuilt).
+    screens: Screens,
+    /// The event log as pre-copied: last sequence number and ring.
+    events: (u64, Vec<serde_json::Value>),
+    /// Fd batches the pre-copy took besides its own message.
+    batches: u32,
+}
+
+/// The manifest as received, with its first fd batch.
+struct Received {
+    manifest: Manifest,
+    first_batch: Vec<(FdName, OwnedFd)>,
+    timings: Vec<Phase>,
+    pause_started_mono_us: u64,
+    manifest_at: u64,
+}
+
 /// Runs the import and then serves.
 pub fn run(fd: RawFd, paths: NamespacePaths) -> Result<(), String> {
-    super::ignore_sigxfsz();
+    super::super::ignore_sigxfsz();
     crate::reaper::become_subreaper();
-    // SAFETY: fstat on an fd number we were told is ours; checked before use.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: `st` is a valid, writable stat buffer.
-    if unsafe { libc::fstat(fd, &mut st) } != 0 || (st.st_mode & libc::S_IFMT) != libc::S_IFSOCK {
-        return Err(format!(
-            "{HANDOFF_FD_ENV}={fd} is not a socket; this mode is only for `ptyd upgrade`"
-        ));
-    }
-    // SAFETY: the old server handed this fd to us alone.
-    let sock = unsafe { OwnedFd::from_raw_fd(fd) };
-    let _ = crate::sys::set_cloexec(sock.as_raw_fd());
+    let sock = open_channel(fd)?;
     let fault_spec = fault::from_env();
     let fault = fault_spec.as_deref();
     // SAFETY: single-threaded here; nothing else reads the environment.
@@ -64,11 +84,84 @@ pub fn run(fd: RawFd, paths: NamespacePaths) -> Result<(), String> {
         pid: std::process::id(),
     };
     fdpass::send_message(&sock, &hello, &[]).map_err(|e| format!("sending hello: {e}"))?;
+    let Prepared {
+        shell,
+        prebuilt,
+        mut screens,
+        events,
+        batches: precopy_batches,
+    } = receive_precopy(&sock, paths.clone())?;
+    fdpass::send_message(&sock, &Control::PrecopyAck, &[])
+        .map_err(|e| format!("acking the pre-copy: {e}"))?;
+    spin_until_readable(&sock, BLACKOUT_SPIN);
 
-    // The pre-copy comes before the pause: decoding it, and building the
-    // server shell (poll, signals, disk thread, log) around the listener
-    // and lock it carries, is time the old server still serves.
-    let (msg, fds) = recv(&sock)?;
+    let received = receive_manifest(&sock, &paths, fault)?;
+    let (timings, pause_started, manifest_at) = (
+        received.timings,
+        received.pause_started_mono_us,
+        received.manifest_at,
+    );
+    let manifest = received.manifest;
+    let (mut fds, batches) = match import_fds(&sock, &manifest, received.first_batch, fault) {
+        Ok(got) => got,
+        Err(Failure::Abort(e)) => return abort(&sock, e),
+        Err(Failure::Plain(e)) => return Err(e),
+    };
+    let imported_from = crate::sys::monotonic_usec();
+    let mut server = match rebuild(manifest, &mut fds, shell, prebuilt, &mut screens, events)
+        .and_then(|mut s| s.register_sources().map(|()| s))
+    {
+        Ok(s) => s,
+        Err(e) => return abort(&sock, e),
+    };
+    fault::check(fault, "new-before-imported");
+    commit_handshake(&sock, &mut server)?;
+    fault::check(fault, "new-before-committed");
+    let commit_from = crate::sys::monotonic_usec();
+    server.go_live();
+    let live_at = crate::sys::monotonic_usec();
+    let blackout_us = live_at.saturating_sub(pause_started);
+    let _ = fdpass::send_message(&sock, &Control::Committed { blackout_us }, &[]);
+    fault::check(fault, "new-after-committed");
+    let mut phases = timings;
+    for (name, from, to) in [
+        ("capture", pause_started, manifest_at),
+        ("transfer", manifest_at, imported_from),
+        ("import", imported_from, commit_from),
+        ("commit", commit_from, live_at),
+    ] {
+        phases.push(Phase {
+            name: name.into(),
+            us: to.saturating_sub(from),
+        });
+    }
+    // Every fd message, the pre-copy's (before the pause) included.
+    server.report_upgrade(phases, blackout_us, 1 + precopy_batches + batches);
+    serve_after_commit(server, sock)
+}
+
+/// The fd the old server handed us, checked to be a socket.
+fn open_channel(fd: RawFd) -> Result<OwnedFd, String> {
+    // SAFETY: fstat on an fd number we were told is ours; checked before use.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `st` is a valid, writable stat buffer.
+    if unsafe { libc::fstat(fd, &mut st) } != 0 || (st.st_mode & libc::S_IFMT) != libc::S_IFSOCK {
+        return Err(format!(
+            "{HANDOFF_FD_ENV}={fd} is not a socket; this mode is only for `ptyd upgrade`"
+        ));
+    }
+    // SAFETY: the old server handed this fd to us alone.
+    let sock = unsafe { OwnedFd::from_raw_fd(fd) };
+    let _ = crate::sys::set_cloexec(sock.as_raw_fd());
+    Ok(sock)
+}
+
+/// The pre-copy comes before the pause: decoding it, and building the
+/// server shell (poll, signals, disk thread, log) around the listener and
+/// lock it carries and every pane with its fds, is time the old server
+/// still serves.
+fn receive_precopy(sock: &OwnedFd, paths: NamespacePaths) -> Result<Prepared, String> {
+    let (msg, fds) = recv(sock)?;
     let Control::Precopy {
         bytes,
         ids,
@@ -78,9 +171,9 @@ pub fn run(fd: RawFd, paths: NamespacePaths) -> Result<(), String> {
         return Err(format!("expected the pre-copy, got {msg:?}"));
     };
     let (memfd, named) = split_fds("pre-copy", ids, fds)?;
-    let mut named: HashMap<String, OwnedFd> = named.collect();
+    let mut named: HashMap<FdName, OwnedFd> = named.collect();
     for seq in 1..=batches {
-        let batch = fdpass::recv_batch_timeout(&sock, STEP_TIMEOUT)
+        let batch = fdpass::recv_batch_timeout::<FdName>(sock, STEP_TIMEOUT)
             .map_err(|e| format!("receiving the pre-copy's fd batch {seq}: {e}"))?;
         if batch.seq != seq {
             return Err(format!(
@@ -89,27 +182,40 @@ pub fn run(fd: RawFd, paths: NamespacePaths) -> Result<(), String> {
             ));
         }
         for (id, fd) in batch.fds {
-            if named.insert(id.clone(), fd).is_some() {
-                return Err(format!("the pre-copy carried fd {id:?} twice"));
+            if named.insert(id, fd).is_some() {
+                return Err(format!("the pre-copy carried fd {id} twice"));
             }
         }
     }
     let data = read_memfd(memfd, bytes)?;
-    let decoded: crate::handoff::manifest::Precopy =
+    let decoded: Precopy =
         serde_json::from_slice(&data).map_err(|e| format!("decoding the pre-copy: {e}"))?;
     drop(data);
-    let mut precopy: HashMap<u64, (u64, crate::term::Terminal)> = decoded
+    let mut screens: Screens = decoded
         .screens
         .into_iter()
         .map(|(id, changes, t)| (id, (changes, t)))
         .collect();
-    let precopied_events = (decoded.event_last_seq, decoded.event_ring);
-    let mut shell = assemble_shell(&mut named, paths.clone())?;
-    let prebuilt = prebuild_panes(&mut shell, decoded.panes, &mut precopy, &mut named)?;
-    fdpass::send_message(&sock, &Control::PrecopyAck, &[])
-        .map_err(|e| format!("acking the pre-copy: {e}"))?;
-    spin_until_readable(&sock, BLACKOUT_SPIN);
-    let (msg, fds) = recv(&sock)?;
+    let events = (decoded.event_last_seq, decoded.event_ring);
+    let mut shell = assemble_shell(&mut named, paths)?;
+    let prebuilt = prebuild_panes(&mut shell, decoded.panes, &mut screens, &mut named)?;
+    Ok(Prepared {
+        shell,
+        prebuilt,
+        screens,
+        events,
+        batches,
+    })
+}
+
+/// The manifest message and its memfd, checked against this server:
+/// handoff version and namespace. Inside the blackout from here on.
+fn receive_manifest(
+    sock: &OwnedFd,
+    paths: &NamespacePaths,
+    fault: Option<&str>,
+) -> Result<Received, String> {
+    let (msg, fds) = recv(sock)?;
     let Control::Manifest {
         bytes,
         fd_count,
@@ -123,117 +229,116 @@ pub fn run(fd: RawFd, paths: NamespacePaths) -> Result<(), String> {
     // Both processes read the same system-wide CLOCK_MONOTONIC.
     let manifest_at = crate::sys::monotonic_usec();
     let (memfd, named) = split_fds("manifest", ids, fds)?;
-    let mut first_batch = Some(named.collect::<Vec<_>>());
-    let manifest = read_manifest(memfd, bytes)?;
+    let first_batch = named.collect();
+    let data = read_memfd(memfd, bytes)?;
+    let manifest: Manifest =
+        serde_json::from_slice(&data).map_err(|e| format!("decoding the manifest: {e}"))?;
     fault::check(fault, "new-after-manifest");
-    if manifest.handoff_version != HANDOFF_VERSION {
-        return abort(
-            &sock,
-            format!(
-                "manifest version {} is not ours ({HANDOFF_VERSION})",
-                manifest.handoff_version
-            ),
-        );
+    let refused = if manifest.handoff_version != HANDOFF_VERSION {
+        Some(format!(
+            "manifest version {} is not ours ({HANDOFF_VERSION})",
+            manifest.handoff_version
+        ))
+    } else if manifest.namespace != paths.namespace {
+        Some(format!(
+            "manifest is for namespace {:?}, not {:?}",
+            manifest.namespace, paths.namespace
+        ))
+    } else if manifest.fd_ids.len() != fd_count as usize {
+        Some("the manifest's fd list and count disagree".into())
+    } else {
+        None
+    };
+    if let Some(reason) = refused {
+        abort(sock, reason.clone())?;
     }
-    if manifest.namespace != paths.namespace {
-        return abort(
-            &sock,
-            format!(
-                "manifest is for namespace {:?}, not {:?}",
-                manifest.namespace, paths.namespace
-            ),
-        );
-    }
-    if manifest.fd_ids.len() != fd_count as usize {
-        return abort(&sock, "the manifest's fd list and count disagree".into());
-    }
+    Ok(Received {
+        manifest,
+        first_batch,
+        timings,
+        pause_started_mono_us,
+        manifest_at,
+    })
+}
 
-    let mut received: HashMap<String, OwnedFd> = HashMap::new();
+/// An error of the new side: `Abort` also tells the old side why.
+enum Failure {
+    Abort(String),
+    Plain(String),
+}
+
+/// Receives every fd batch of the blackout (batch 0 came with the
+/// manifest), each checked against the manifest's list and acked. Returns
+/// the fds by name and how many batches there were.
+fn import_fds(
+    sock: &OwnedFd,
+    manifest: &Manifest,
+    first_batch: Vec<(FdName, OwnedFd)>,
+    fault: Option<&str>,
+) -> Result<(HashMap<FdName, OwnedFd>, u32), Failure> {
+    let mut received: HashMap<FdName, OwnedFd> = HashMap::new();
     // A set, not `fd_ids.contains`: that is quadratic, ~8 ms of blackout
     // at 1000 panes (2000 fds).
-    let expected: HashSet<&str> = manifest.fd_ids.iter().map(String::as_str).collect();
+    let expected: HashSet<FdName> = manifest.fd_ids.iter().copied().collect();
+    let mut first_batch = Some(first_batch);
     let mut seq = 0u32;
     while received.len() < manifest.fd_ids.len() || first_batch.is_some() {
         let batch = match first_batch.take() {
             Some(fds) => fdpass::Batch { seq: 0, fds },
             None => {
-                spin_until_readable(&sock, BLACKOUT_SPIN);
-                fdpass::recv_batch_timeout(&sock, STEP_TIMEOUT)
-                    .map_err(|e| format!("receiving fd batch {seq}: {e}"))?
+                spin_until_readable(sock, BLACKOUT_SPIN);
+                fdpass::recv_batch_timeout(sock, STEP_TIMEOUT)
+                    .map_err(|e| Failure::Plain(format!("receiving fd batch {seq}: {e}")))?
             }
         };
         if batch.seq != seq {
-            return abort(
-                &sock,
-                format!("fd batch {} arrived, expected {seq}", batch.seq),
-            );
+            let why = format!("fd batch {} arrived, expected {seq}", batch.seq);
+            return Err(Failure::Abort(why));
         }
         for (id, fd) in batch.fds {
-            if !expected.contains(id.as_str()) || received.insert(id.clone(), fd).is_some() {
-                return abort(
-                    &sock,
-                    format!("fd {id:?} is not in the manifest or came twice"),
+            if !expected.contains(&id) || received.insert(id, fd).is_some() {
+                let why = format!(
+                    "fd {:?} is not in the manifest or came twice",
+                    id.to_string()
                 );
+                return Err(Failure::Abort(why));
             }
         }
-        fdpass::send_message(&sock, &Control::BatchAck { seq }, &[])
-            .map_err(|e| format!("acking batch {seq}: {e}"))?;
+        fdpass::send_message(sock, &Control::BatchAck { seq }, &[])
+            .map_err(|e| Failure::Plain(format!("acking batch {seq}: {e}")))?;
         seq += 1;
         fault::check(fault, "new-mid-batches");
     }
+    Ok((received, seq))
+}
 
-    let imported_from = crate::sys::monotonic_usec();
-    let mut server = match rebuild(
-        manifest,
-        &mut received,
-        &mut precopy,
-        precopied_events,
-        shell,
-        prebuilt,
-    )
-    .and_then(|mut s| s.register_sources().map(|()| s))
-    {
-        Ok(s) => s,
-        Err(e) => return abort(&sock, e),
-    };
-    fault::check(fault, "new-before-imported");
-    let go = fdpass::send_message(&sock, &Control::Imported, &[])
+/// Reports `imported` and waits for the old side's `commit`: the decision
+/// to go live stays with the server that can still roll back.
+fn commit_handshake(sock: &OwnedFd, server: &mut Server) -> Result<(), String> {
+    let go = fdpass::send_message(sock, &Control::Imported, &[])
         .map_err(|e| e.to_string())
-        .and_then(|()| recv(&sock));
+        .and_then(|()| recv(sock));
     match go {
-        Ok((Control::Commit, _)) => {}
+        Ok((Control::Commit, _)) => Ok(()),
         Ok((Control::Abort { reason }, _)) => {
-            return Err(format!("the old server aborted the upgrade: {reason}"));
+            Err(format!("the old server aborted the upgrade: {reason}"))
         }
-        Ok((other, _)) => return Err(format!("expected commit, got {other:?}")),
+        Ok((other, _)) => Err(format!("expected commit, got {other:?}")),
         // Everything is here and the old server is gone (or silent past
         // the step deadline): serving is the only way nothing is lost.
-        Err(e) => server.log.log(
-            "takeover",
-            &format!("the old server vanished after the transfer ({e}); taking over"),
-        ),
+        Err(e) => {
+            server.log.log(
+                "takeover",
+                &format!("the old server vanished after the transfer ({e}); taking over"),
+            );
+            Ok(())
+        }
     }
-    fault::check(fault, "new-before-committed");
-    let commit_from = crate::sys::monotonic_usec();
-    server.go_live()?;
-    let live_at = crate::sys::monotonic_usec();
-    let blackout_us = live_at.saturating_sub(pause_started_mono_us);
-    let _ = fdpass::send_message(&sock, &Control::Committed { blackout_us }, &[]);
-    fault::check(fault, "new-after-committed");
-    let mut phases = timings;
-    for (name, from, to) in [
-        ("capture", pause_started_mono_us, manifest_at),
-        ("transfer", manifest_at, imported_from),
-        ("import", imported_from, commit_from),
-        ("commit", commit_from, live_at),
-    ] {
-        phases.push(Phase {
-            name: name.into(),
-            us: to.saturating_sub(from),
-        });
-    }
-    // Every fd message, the pre-copy's (before the pause) included.
-    server.report_upgrade(phases, blackout_us, 1 + batches + seq);
+}
+
+/// Committed: tell systemd, answer the caller, and tell the old side it
+/// was answered; keep its channel until its probation ends; serve.
+fn serve_after_commit(mut server: Server, sock: OwnedFd) -> Result<(), String> {
     crate::service::notify::ready(&format!(
         "serving {} panes (generation {})",
         server.panes.len(),
@@ -248,22 +353,20 @@ pub fn run(fd: RawFd, paths: NamespacePaths) -> Result<(), String> {
     let _ = crate::sys::set_nonblocking_cloexec(sock.as_raw_fd());
     let _ = server.poll.registry().register(
         &mut SourceFd(&sock.as_raw_fd()),
-        super::PREDECESSOR,
+        super::super::PREDECESSOR,
         Interest::READABLE,
     );
     server.predecessor = Some(sock);
     server.serve()
 }
 
-/// Polls `sock` without sleeping until it is readable or `spin` passed,
-/// yielding the CPU to anything else runnable on it meanwhile.
 /// The fds of a message that carries a memfd and then one fd per id:
 /// the memfd and the named rest, or an error if the counts disagree.
 fn split_fds(
     what: &str,
-    ids: Vec<String>,
+    ids: Vec<FdName>,
     fds: Vec<OwnedFd>,
-) -> Result<(OwnedFd, impl Iterator<Item = (String, OwnedFd)>), String> {
+) -> Result<(OwnedFd, impl Iterator<Item = (FdName, OwnedFd)>), String> {
     if fds.len() != ids.len() + 1 {
         return Err(format!(
             "the {what} message names {} fds but carries {}",
@@ -309,11 +412,6 @@ fn abort(sock: &OwnedFd, reason: String) -> Result<(), String> {
     Err(reason)
 }
 
-fn read_manifest(memfd: OwnedFd, bytes: u64) -> Result<Manifest, String> {
-    let data = read_memfd(memfd, bytes)?;
-    serde_json::from_slice(&data).map_err(|e| format!("decoding the manifest: {e}"))
-}
-
 /// The whole content of a memfd the old side wrote, checked against the
 /// size it announced.
 fn read_memfd(memfd: OwnedFd, bytes: u64) -> Result<Vec<u8>, String> {
@@ -334,19 +432,19 @@ fn read_memfd(memfd: OwnedFd, bytes: u64) -> Result<Vec<u8>, String> {
 /// The server around the listener and lock the pre-copy carried, with
 /// nothing of the state yet: `rebuild` fills it in from the manifest.
 fn assemble_shell(
-    named: &mut HashMap<String, OwnedFd>,
+    named: &mut HashMap<FdName, OwnedFd>,
     paths: NamespacePaths,
 ) -> Result<Server, String> {
-    let mut take = |id: &str| {
+    let mut take = |id: FdName| {
         named
-            .remove(id)
-            .ok_or_else(|| format!("the pre-copy carried no {id:?} fd"))
+            .remove(&id)
+            .ok_or_else(|| format!("the pre-copy carried no {:?} fd", id.to_string()))
     };
-    let listener = std::os::unix::net::UnixListener::from(take("listener")?);
+    let listener = std::os::unix::net::UnixListener::from(take(FdName::Listener)?);
     listener
         .set_nonblocking(true)
         .map_err(|e| format!("listener: {e}"))?;
-    let lock = super::listener::InstanceLock::from_fd(take("lock")?);
+    let lock = super::super::listener::InstanceLock::from_fd(take(FdName::Lock)?);
     // The socket's identity and the history setting come with the manifest.
     Server::assemble(
         paths,
@@ -364,12 +462,9 @@ fn assemble_shell(
 /// `named` must belong to one of them.
 fn prebuild_panes(
     shell: &mut Server,
-    panes: Vec<(
-        crate::persist::snapshot::PaneRecord,
-        crate::handoff::manifest::PaneRuntime,
-    )>,
-    precopy: &mut HashMap<u64, (u64, crate::term::Terminal)>,
-    named: &mut HashMap<String, OwnedFd>,
+    panes: Vec<(PaneRecord, PaneRuntime)>,
+    precopy: &mut Screens,
+    named: &mut HashMap<FdName, OwnedFd>,
 ) -> Result<HashMap<u64, (u64, Pane)>, String> {
     let now = Instant::now();
     let no_conns = HashMap::new();
@@ -377,30 +472,18 @@ fn prebuild_panes(
     for (rec, rt) in panes {
         let (id, changes) = (rt.id, rt.screen_changes);
         let token = shell.alloc_token(Source::Pane(id));
-        let mut pane = Pane::import(rec, rt, token, now, &no_conns, precopy)?;
-        attach_pane_fds(shell, &mut pane, named);
+        let mut pane = convert::pane_from_runtime(rec, rt, token, now, &no_conns, precopy)?;
+        convert::attach_pane_fds(shell, &mut pane, named);
         register_pane(shell, &pane)?;
         out.insert(id, (changes, pane));
     }
     if let Some(id) = named.keys().next() {
-        return Err(format!("the pre-copy carried an unexpected fd {id:?}"));
+        return Err(format!(
+            "the pre-copy carried an unexpected fd {:?}",
+            id.to_string()
+        ));
     }
     Ok(out)
-}
-
-/// Gives `pane` its fds from `fds`, by name.
-fn attach_pane_fds(server: &mut Server, pane: &mut Pane, fds: &mut HashMap<String, OwnedFd>) {
-    let id = pane.id;
-    pane.master = fds
-        .remove(&format!("pty:p{id}"))
-        .map(crate::pty::PtyMaster::from_fd);
-    pane.hung_up_master = fds
-        .remove(&format!("ptyhup:p{id}"))
-        .map(crate::pty::PtyMaster::from_fd);
-    if let Some(pidfd) = fds.remove(&format!("pidfd:p{id}")) {
-        pane.pidfd_token = Some(server.alloc_token(Source::Pidfd(id)));
-        pane.pidfd = Some(pidfd);
-    }
 }
 
 fn register_pane(server: &Server, pane: &Pane) -> Result<(), String> {
@@ -440,84 +523,131 @@ fn drop_pane_fds(server: &mut Server, pane: &mut Pane) {
 
 /// Fills the server shell in from the manifest and the received fds.
 fn rebuild(
-    m: Manifest,
-    fds: &mut HashMap<String, OwnedFd>,
-    precopy: &mut HashMap<u64, (u64, crate::term::Terminal)>,
-    precopied_events: (u64, Vec<serde_json::Value>),
+    mut m: Manifest,
+    fds: &mut HashMap<FdName, OwnedFd>,
     mut server: Server,
     mut prebuilt: HashMap<u64, (u64, Pane)>,
+    screens: &mut Screens,
+    events: (u64, Vec<serde_json::Value>),
 ) -> Result<Server, String> {
-    let mut take = |id: &str| fds.remove(id).ok_or_else(|| format!("fd {id:?} missing"));
-    let lineage = take("lineage").ok();
-    server.socket_dev_ino = (m.socket_dev, m.socket_ino);
-    server.persist.history = m.history;
-    server.generation = m.generation;
-    server.lineage = lineage;
-    server.started_unix_ms = m.started_unix_ms;
-    server.exe_path = std::path::PathBuf::from(&m.exe_path);
-    server.next_wait_id = m.next_wait_id;
-    server.events = match (m.events_after, precopied_events) {
-        (None, _) => super::events::EventLog::from_parts(m.event_last_seq, m.event_ring),
-        (Some(after), (seq, ring)) if after == seq => {
-            let mut log = super::events::EventLog::from_parts(seq, ring);
-            log.extend(m.event_last_seq, m.event_ring);
-            log
-        }
-        (Some(after), _) => {
-            return Err(format!(
-                "the manifest continues the events after {after}, which the pre-copy did not carry"
-            ));
-        }
-    };
-    server.persist.revision = m.persist_revision;
-    server.tree = tree_from_snapshot(&m.snapshot, &m.unchanged_panes)?;
-    server.next_pane_id = m.snapshot.counters.pane;
+    server.lineage = fds.remove(&FdName::Lineage);
+    server.apply_manifest_state(&mut m, events)?;
     let now = Instant::now();
-
     // Connections first: panes' acks and waits refer to them.
-    let mut conn_map: HashMap<usize, ConnId> = HashMap::new();
-    for rt in m.conns {
+    let conn_map = import_conns(&mut server, std::mem::take(&mut m.conns), fds, now)?;
+    let records = std::mem::take(&mut m.snapshot.panes);
+    let runtimes = std::mem::take(&mut m.panes);
+    let mut ctx = PaneImport {
+        fds,
+        prebuilt: &mut prebuilt,
+        screens,
+        conn_map: &conn_map,
+        now,
+    };
+    import_changed_panes(&mut server, records, runtimes, &mut ctx)?;
+    adopt_unchanged_panes(&mut server, &m.unchanged_panes, prebuilt)?;
+    for w in m.waits {
+        let Some(conn) = conn_map.get(&w.conn) else {
+            continue;
+        };
+        let (wait, timeout) = convert::wait_from_runtime(w, *conn)?;
+        server.park_wait(wait, timeout);
+    }
+    server.upgrade_caller = m
+        .caller
+        .and_then(|c| conn_map.get(&c.conn).map(|conn| (*conn, c.rpc_id)));
+    if !fds.is_empty() {
+        let names: Vec<String> = fds.keys().map(FdName::to_string).collect();
+        return Err(format!("unexpected fds: {names:?}"));
+    }
+    Ok(server)
+}
+
+/// Every handed-over connection with its socket; returns the map from the
+/// old server's connection ids to ours.
+fn import_conns(
+    server: &mut Server,
+    conns: Vec<crate::handoff::manifest::ConnRuntime>,
+    fds: &mut HashMap<FdName, OwnedFd>,
+    now: Instant,
+) -> Result<HashMap<usize, ConnId>, String> {
+    let mut conn_map = HashMap::new();
+    for rt in conns {
         let old_id = rt.id;
-        let stream = std::os::unix::net::UnixStream::from(take(&format!("conn:{old_id}"))?);
+        let fd = fds
+            .remove(&FdName::Conn(old_id))
+            .ok_or_else(|| format!("fd {:?} missing", FdName::Conn(old_id).to_string()))?;
+        let stream = std::os::unix::net::UnixStream::from(fd);
         stream
             .set_nonblocking(true)
             .map_err(|e| format!("connection {old_id}: {e}"))?;
         let token = mio::Token(server.next_token);
         server.next_token += 1;
-        let conn = Connection::import(rt, token, mio::net::UnixStream::from_std(stream), now)?;
+        let stream = mio::net::UnixStream::from_std(stream);
+        let conn = convert::conn_from_runtime(rt, token, stream, now)?;
         server.sources.insert(token, Source::Conn(token.0));
         server.conns.insert(token.0, conn);
         conn_map.insert(old_id, token.0);
     }
-    let mut records: HashMap<u64, crate::persist::snapshot::PaneRecord> = HashMap::new();
-    for rec in m.snapshot.panes {
+    Ok(conn_map)
+}
+
+/// What building the changed panes draws on.
+struct PaneImport<'a> {
+    fds: &'a mut HashMap<FdName, OwnedFd>,
+    prebuilt: &'a mut HashMap<u64, (u64, Pane)>,
+    screens: &'a mut Screens,
+    conn_map: &'a HashMap<usize, ConnId>,
+    now: Instant,
+}
+
+/// The panes that changed since the pre-copy (or came after it), built
+/// again from the manifest, with the pre-copied terminal if that did not
+/// change; their pre-built versions let go of their fds.
+fn import_changed_panes(
+    server: &mut Server,
+    records: Vec<PaneRecord>,
+    runtimes: Vec<PaneRuntime>,
+    ctx: &mut PaneImport,
+) -> Result<(), String> {
+    let mut by_id: HashMap<u64, PaneRecord> = HashMap::new();
+    for rec in records {
         let id = parse_id('p', &rec.id).ok_or_else(|| format!("bad pane id {:?}", rec.id))?;
-        records.insert(id, rec);
+        by_id.insert(id, rec);
     }
-    for rt in m.panes {
+    for rt in runtimes {
         let id = rt.id;
-        let rec = records
+        let rec = by_id
             .remove(&id)
             .ok_or_else(|| format!("pane p{id} has no record"))?;
-        // Changed since the pre-copy: built again, with the pre-copied
-        // terminal if that did not change.
-        let token = match prebuilt.remove(&id) {
+        let token = match ctx.prebuilt.remove(&id) {
             Some((changes, mut pane)) => {
-                drop_pane_fds(&mut server, &mut pane);
-                precopy.insert(id, (changes, pane.screen));
+                drop_pane_fds(server, &mut pane);
+                ctx.screens.insert(id, (changes, pane.screen));
                 pane.token
             }
             None => server.alloc_token(Source::Pane(id)),
         };
-        let mut pane = Pane::import(rec, rt, token, now, &conn_map, precopy)?;
-        attach_pane_fds(&mut server, &mut pane, fds);
-        register_pane(&server, &pane)?;
+        let mut pane =
+            convert::pane_from_runtime(rec, rt, token, ctx.now, ctx.conn_map, ctx.screens)?;
+        convert::attach_pane_fds(server, &mut pane, ctx.fds);
+        register_pane(server, &pane)?;
         server.panes.insert(id, pane);
     }
-    if let Some((id, _)) = records.into_iter().next() {
+    if let Some((id, _)) = by_id.into_iter().next() {
         return Err(format!("pane p{id} has a record but no runtime state"));
     }
-    for id in m.unchanged_panes {
+    Ok(())
+}
+
+/// The panes named unchanged are taken as pre-built; pre-built panes left
+/// over were removed since the pre-copy, and let go of their fds.
+fn adopt_unchanged_panes(
+    server: &mut Server,
+    unchanged: &[u64],
+    mut prebuilt: HashMap<u64, (u64, Pane)>,
+) -> Result<(), String> {
+    for &id in unchanged {
         let (_, pane) = prebuilt
             .remove(&id)
             .ok_or_else(|| format!("pane p{id} is named unchanged but was not pre-copied"))?;
@@ -525,110 +655,11 @@ fn rebuild(
             return Err(format!("pane p{id} is both changed and unchanged"));
         }
     }
-    // Removed since the pre-copy.
     for (_, mut pane) in prebuilt.into_values() {
-        drop_pane_fds(&mut server, &mut pane);
+        drop_pane_fds(server, &mut pane);
         server.sources.remove(&pane.token);
     }
-    for w in m.waits {
-        let Some(conn) = conn_map.get(&w.conn) else {
-            continue;
-        };
-        server.import_wait(*conn, w, now)?;
-    }
-    server.upgrade_caller = m
-        .caller
-        .and_then(|c| conn_map.get(&c.conn).map(|conn| (*conn, c.rpc_id)));
-    if !fds.is_empty() {
-        return Err(format!(
-            "unexpected fds: {:?}",
-            fds.keys().collect::<Vec<_>>()
-        ));
-    }
-    Ok(server)
-}
-
-/// The tree of a live server's snapshot, taken as it is: unlike a restore
-/// from disk there is nothing to repair, and any inconsistency aborts.
-/// `more_panes` exist besides those with a record in the snapshot.
-fn tree_from_snapshot(snap: &Snapshot, more_panes: &[u64]) -> Result<Tree, String> {
-    let mut tree = Tree::new();
-    let bad = |what: &str| format!("manifest snapshot: bad {what}");
-    for ws in &snap.workspaces {
-        let id = parse_id('w', &ws.id).ok_or_else(|| bad("workspace id"))?;
-        let tabs = ws
-            .tabs
-            .iter()
-            .map(|t| parse_id('t', t).ok_or_else(|| bad("tab id")))
-            .collect::<Result<_, _>>()?;
-        let active_tab = ws
-            .active_tab
-            .as_deref()
-            .map(|t| parse_id('t', t).ok_or_else(|| bad("tab id")))
-            .transpose()?;
-        tree.workspaces.insert(
-            id,
-            Workspace {
-                id,
-                name: ws.name.clone(),
-                tabs,
-                active_tab,
-            },
-        );
-    }
-    for tab in &snap.tabs {
-        let id = parse_id('t', &tab.id).ok_or_else(|| bad("tab id"))?;
-        let workspace = parse_id('w', &tab.workspace).ok_or_else(|| bad("workspace id"))?;
-        let focus = parse_id('p', &tab.focus).ok_or_else(|| bad("focus"))?;
-        let zoom = tab
-            .zoom
-            .as_deref()
-            .map(|z| parse_id('p', z).ok_or_else(|| bad("zoom")))
-            .transpose()?;
-        let layout = layout_from(&tab.layout).ok_or_else(|| bad("layout"))?;
-        tree.tabs.insert(
-            id,
-            Tab {
-                id,
-                name: tab.name.clone(),
-                workspace,
-                layout,
-                focus,
-                zoom,
-            },
-        );
-    }
-    tree.active_workspace = snap
-        .active_workspace
-        .as_deref()
-        .and_then(|w| parse_id('w', w));
-    tree.next_workspace_id = snap.counters.workspace;
-    tree.next_tab_id = snap.counters.tab;
-    let panes: std::collections::HashSet<u64> = snap
-        .panes
-        .iter()
-        .filter_map(|p| parse_id('p', &p.id))
-        .chain(more_panes.iter().copied())
-        .collect();
-    tree.check(|p| panes.contains(&p))?;
-    Ok(tree)
-}
-
-fn layout_from(rec: &LayoutRecord) -> Option<Layout> {
-    match rec {
-        LayoutRecord::Pane(id) => parse_id('p', id).map(Layout::Pane),
-        LayoutRecord::Split {
-            direction,
-            ratio,
-            first,
-            second,
-        } => Some(Layout::Split {
-            direction: *direction,
-            ratio: *ratio,
-            first: Box::new(layout_from(first)?),
-            second: Box::new(layout_from(second)?),
-        }),
-    }
+    Ok(())
 }
 
 impl Server {
@@ -658,7 +689,7 @@ impl Server {
     /// The commit: catch up on what arrived during the blackout (every
     /// source goes on the backlog, since the old server may have consumed
     /// edges), and tell the reaper we are current.
-    fn go_live(&mut self) -> Result<(), String> {
+    fn go_live(&mut self) {
         let now = Instant::now();
         let panes: Vec<u64> = self.panes.keys().copied().collect();
         for id in &panes {
@@ -677,11 +708,10 @@ impl Server {
             crate::reaper::announce(l);
         }
         self.mark_dirty();
-        Ok(())
     }
 
     fn rearm_pane_timers(&mut self, id: u64, now: Instant) {
-        use super::timers::TimerKind;
+        use super::super::timers::TimerKind;
         let Some(pane) = self.panes.get(&id) else {
             return;
         };
@@ -715,7 +745,7 @@ impl Server {
             "clients": self.conns.len(),
             "fds": fds + self.conns.len() + 3,
             "fd_batches": batches,
-            "finished_unix_ms": super::pane::unix_ms(),
+            "finished_unix_ms": super::super::pane::unix_ms(),
         });
         self.log.log(
             "upgraded",
@@ -729,7 +759,7 @@ impl Server {
     }
 
     /// A pane's inherited process may have exited: its pidfd says so.
-    pub(super) fn on_pidfd(&mut self, id: u64) {
+    pub(in crate::server) fn on_pidfd(&mut self, id: u64) {
         let Some(pane) = self.panes.get(&id) else {
             return;
         };
@@ -760,34 +790,5 @@ impl Server {
             }
         }
         self.on_pane_exit(id, status);
-    }
-
-    fn import_wait(
-        &mut self,
-        conn: ConnId,
-        w: crate::handoff::manifest::WaitRuntime,
-        now: Instant,
-    ) -> Result<(), String> {
-        use super::waits::{Wait, WaitCondition as C};
-        let condition = match w.kind.as_str() {
-            "exit" => C::Exit,
-            "text" => C::Text(w.text.unwrap_or_default()),
-            "idle" => C::Idle(Duration::from_millis(w.n)),
-            "prompt" => C::Prompt(w.n),
-            "command_finished" => C::CommandFinished(w.n),
-            other => return Err(format!("unknown wait kind {other:?}")),
-        };
-        let timeout = w.timeout_in_ms.map(Duration::from_millis);
-        let wait = Wait {
-            conn,
-            rpc_id: w.rpc_id,
-            pane: w.pane,
-            condition,
-            deadline: None,
-            seen_pushed: 0,
-        };
-        let _ = now;
-        self.park_wait(wait, timeout);
-        Ok(())
     }
 }

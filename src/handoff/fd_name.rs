@@ -1,0 +1,135 @@
+//! The name each fd carries in a handoff message. Every fd travels named,
+//! never by position alone; the old side builds the names and the new side
+//! takes them apart, so both do it through this one type. On the wire a
+//! name is the same string it always was (`pty:p3`), so adding this type
+//! did not change [`super::manifest::HANDOFF_VERSION`].
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::fmt;
+use std::str::FromStr;
+
+/// One handed-over fd, by what it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FdName {
+    /// The listening socket (`listener`), with the pre-copy.
+    Listener,
+    /// `ptyd.lock`, whose flock travels with the open file (`lock`).
+    Lock,
+    /// The write end of the reaper's lineage pipe (`lineage`).
+    Lineage,
+    /// A pane's PTY master (`pty:pN`), by pane number.
+    Pty(u64),
+    /// A pane's hung-up master kept for its last output (`ptyhup:pN`).
+    PtyHangup(u64),
+    /// A pidfd of a pane's running process (`pidfd:pN`).
+    Pidfd(u64),
+    /// A client connection (`conn:N`), by the old server's connection id.
+    Conn(usize),
+}
+
+impl fmt::Display for FdName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FdName::Listener => f.write_str("listener"),
+            FdName::Lock => f.write_str("lock"),
+            FdName::Lineage => f.write_str("lineage"),
+            FdName::Pty(p) => write!(f, "pty:p{p}"),
+            FdName::PtyHangup(p) => write!(f, "ptyhup:p{p}"),
+            FdName::Pidfd(p) => write!(f, "pidfd:p{p}"),
+            FdName::Conn(c) => write!(f, "conn:{c}"),
+        }
+    }
+}
+
+/// Digits only: `u64::from_str` would also take `+3`, a second spelling
+/// of the same name.
+fn number<T: FromStr>(text: &str) -> Option<T> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok()
+}
+
+impl FromStr for FdName {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<FdName, String> {
+        let parsed = match s {
+            "listener" => Some(FdName::Listener),
+            "lock" => Some(FdName::Lock),
+            "lineage" => Some(FdName::Lineage),
+            _ => match s.split_once(':') {
+                Some(("pty", p)) => p.strip_prefix('p').and_then(number).map(FdName::Pty),
+                Some(("ptyhup", p)) => p.strip_prefix('p').and_then(number).map(FdName::PtyHangup),
+                Some(("pidfd", p)) => p.strip_prefix('p').and_then(number).map(FdName::Pidfd),
+                Some(("conn", c)) => number(c).map(FdName::Conn),
+                _ => None,
+            },
+        };
+        parsed.ok_or_else(|| format!("unknown fd name {s:?}"))
+    }
+}
+
+impl Serialize for FdName {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for FdName {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<FdName, D::Error> {
+        let text = std::borrow::Cow::<str>::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FdName;
+
+    #[test]
+    fn names_round_trip_as_the_strings_they_always_were() {
+        for (name, text) in [
+            (FdName::Listener, "listener"),
+            (FdName::Lock, "lock"),
+            (FdName::Lineage, "lineage"),
+            (FdName::Pty(3), "pty:p3"),
+            (FdName::PtyHangup(17), "ptyhup:p17"),
+            (FdName::Pidfd(u64::MAX), "pidfd:p18446744073709551615"),
+            (FdName::Conn(7), "conn:7"),
+        ] {
+            assert_eq!(name.to_string(), text);
+            assert_eq!(text.parse::<FdName>(), Ok(name));
+            let json = serde_json::to_string(&name).unwrap();
+            assert_eq!(json, format!("\"{text}\""));
+            assert_eq!(serde_json::from_str::<FdName>(&json).unwrap(), name);
+        }
+    }
+
+    #[test]
+    fn unknown_or_malformed_names_are_refused() {
+        for bad in [
+            "",
+            "listen",
+            "pty:3",
+            "pty:p",
+            "pty:p-1",
+            "pty:p+3",
+            "pty:px",
+            "conn:",
+            "conn:p7",
+            "pidfd:p1:2",
+            "Lock",
+            "pane:p1",
+            "pty:p99999999999999999999",
+        ] {
+            assert!(bad.parse::<FdName>().is_err(), "{bad:?} parsed");
+            let json = serde_json::to_string(bad).unwrap();
+            let err = serde_json::from_str::<FdName>(&json).unwrap_err();
+            assert!(
+                err.to_string().contains("unknown fd name"),
+                "{bad:?}: {err}"
+            );
+        }
+    }
+}

@@ -1,0 +1,365 @@
+//! The live upgrade, both sides. ARCHITECTURE.md ("Live upgrade") draws
+//! the sequence and every rollback edge; this folder implements it:
+//!
+//! - `machine.rs`: the old side's sequence as a pure state machine,
+//!   `on(step, input) -> (step, actions)`; each step carries its own data.
+//! - this file: the old side's entry points from the loop (a request or
+//!   SIGHUP, the channel's readiness, the new process's exit, the deadline,
+//!   a finished save, a stop) and the driver that feeds them to the machine
+//!   and executes its actions. Nothing here blocks.
+//! - `export.rs`: the old side's actions: probe, start the new server,
+//!   pre-copy, pause and capture the manifest, send fd batches, commit.
+//! - `rollback.rs`: rollback, take-back, and the resume, deregister and
+//!   register helpers both use; the release after probation.
+//! - `import.rs`: the new side, run sequentially before it serves.
+//! - `convert.rs`: every conversion between server state and manifest.
+//!
+//! `handoff/` is the wire format only (messages, manifest, fd names, fd
+//! batches, fault points).
+//!
+//! ```text
+//! Probing -> Starting -> Saving -> Precopying -> Transferring -> Importing -> Committing -> Probation -> Done
+//!    \           \          \          \              \              \             \            \
+//!     `-----------`----------`----------`--------------`--------------`-------------`-> Rollback  `-> TakeBack
+//! ```
+//!
+//! Until `committed` arrives nothing is lost by a rollback: the old server
+//! kept every fd, and while paused it neither read nor wrote any of them.
+//! After it, the new server serves; the old keeps its paused copies for a
+//! probation window and takes everything back if the new one dies in it.
+
+mod convert;
+mod export;
+pub mod import;
+mod machine;
+mod rollback;
+
+use super::connection::ConnId;
+use super::timers::TimerKind;
+use super::{Server, UPGRADE};
+use crate::handoff::fdpass;
+use crate::handoff::manifest::{Control, Phase};
+use crate::protocol::methods::{self, ExitStatus};
+use crate::protocol::{ErrorCode, RpcError};
+use machine::{Action, Input, Step};
+use mio::unix::SourceFd;
+use serde_json::{Value, json};
+use std::collections::{HashMap, VecDeque};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// Default deadline for everything before the commit point.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+/// After the commit the old server keeps its paused copies this long, and
+/// takes everything back if the new server dies meanwhile.
+pub const PROBATION: Duration = Duration::from_secs(2);
+
+pub enum Upgrade {
+    Idle,
+    Active(Box<Active>),
+}
+
+impl Upgrade {
+    /// The new server's pid (or the probe's), to recognise its exit.
+    pub fn child_pid(&self) -> Option<i32> {
+        match self {
+            Upgrade::Active(a) => Some(a.child.id() as i32),
+            Upgrade::Idle => None,
+        }
+    }
+}
+
+/// An attempt in flight: the machine's step, and the resources the server
+/// holds for it (closed or killed by a rollback).
+pub struct Active {
+    step: Step,
+    /// The probe while probing, then the new server.
+    child: std::process::Child,
+    /// The probe's stdout while probing, then our end of the handoff socket.
+    channel: OwnedFd,
+    binary: PathBuf,
+    caller: Option<(ConnId, Value)>,
+    fault: Option<String>,
+    deadline: Instant,
+    step_started: Instant,
+    timings: Vec<Phase>,
+    /// The manifest's memfd, kept open until the new side has its copy.
+    memfd: Option<OwnedFd>,
+    /// Pidfds we opened for our own children's panes, by pane id.
+    opened_pidfds: HashMap<u64, OwnedFd>,
+    new_version: String,
+    /// The loop already reaped the child: its pid must not be signalled.
+    child_reaped: bool,
+}
+
+impl Server {
+    /// `server.upgrade`, or SIGHUP (`caller` is then `None`).
+    pub(super) fn start_upgrade(&mut self, caller: Option<(ConnId, Value)>, req: methods::Upgrade) {
+        if let Err(e) = self.preflight(caller.clone(), req) {
+            self.log.log("upgrade_refused", &e.0.message);
+            if let Some((conn, rpc_id)) = caller {
+                self.respond(conn, &rpc_id, Err(e));
+            }
+        }
+    }
+
+    /// Feeds one input to the machine and executes what it decides, with
+    /// the results of those actions fed back in turn. An action that fails
+    /// feeds `Failed` and skips the rest of its batch.
+    fn feed(&mut self, input: Input) {
+        let mut inputs = VecDeque::from([input]);
+        while let Some(input) = inputs.pop_front() {
+            let Upgrade::Active(a) = &mut self.upgrade else {
+                return;
+            };
+            let step = std::mem::replace(&mut a.step, Step::Done);
+            let before = step.name();
+            let (next, actions) = machine::on(step, input);
+            let changed = next.name() != before;
+            a.step = next;
+            for action in actions {
+                match self.execute(action) {
+                    Ok(Some(result)) => inputs.push_back(result),
+                    Ok(None) => {}
+                    Err(e) => {
+                        inputs.push_back(Input::Failed(e));
+                        break;
+                    }
+                }
+            }
+            // After the actions: a `FinishPhase` among them measures the
+            // step that just ended.
+            if changed && let Upgrade::Active(a) = &mut self.upgrade {
+                a.step_started = Instant::now();
+            }
+        }
+    }
+
+    /// One action of the machine; `Ok(Some(input))` is its result to feed.
+    fn execute(&mut self, action: Action) -> Result<Option<Input>, String> {
+        let Upgrade::Active(a) = &mut self.upgrade else {
+            return Ok(None);
+        };
+        match action {
+            Action::FinishPhase(name) => {
+                a.timings.push(Phase {
+                    name: name.into(),
+                    us: a.step_started.elapsed().as_micros() as u64,
+                });
+                a.step_started = Instant::now();
+            }
+            Action::SpawnNewServer { version } => {
+                a.new_version = version;
+                let child = self.spawn_new_server()?;
+                return Ok(Some(Input::Spawned { child }));
+            }
+            Action::RestartInPlace => self.restart_in_place(),
+            // SO_PEERCRED of a socketpair names its creator (us), so it
+            // proves the uid; the pid is the one our own child reports.
+            Action::CheckPeer => match crate::sys::peer_cred(&a.channel) {
+                Ok(peer) if peer.uid == crate::sys::current_uid() => {}
+                _ => return Err("the handoff peer's uid is not ours".into()),
+            },
+            Action::Fault(point) => crate::handoff::fault::check(a.fault.as_deref(), point),
+            Action::Save => {
+                if self.persist.disabled.is_none() {
+                    self.mark_dirty();
+                    self.start_save();
+                }
+                return Ok(self.save_finished().then_some(Input::SaveFinished));
+            }
+            Action::SendPrecopy => return self.send_precopy().map(|p| Some(Input::PrecopySent(p))),
+            Action::Pause(precopied) => {
+                let transfer = self.pause_and_send_manifest(precopied)?;
+                return Ok(Some(Input::ManifestSent(transfer)));
+            }
+            Action::SendBatches { from, to, acked } => {
+                let next = self.send_batches(from, to, acked)?;
+                return Ok(Some(Input::BatchesSent { next }));
+            }
+            Action::SendCommit => fdpass::send_message(&a.channel, &Control::Commit, &[])
+                .map_err(|e| format!("sending commit: {e}"))?,
+            Action::Committed { blackout_us } => self.on_committed(blackout_us),
+            Action::DeregisterChannel => {
+                let _ = self
+                    .poll
+                    .registry()
+                    .deregister(&mut SourceFd(&a.channel.as_raw_fd()));
+            }
+            Action::Log(kind, msg) => self.log.log(kind, &msg),
+            Action::Rollback { reason, phase } => self.rollback(reason, phase),
+            Action::TakeBack {
+                reason,
+                answer_caller,
+            } => self.take_back(reason, answer_caller),
+            Action::HandOver(why) => self.hand_over(why),
+        }
+        Ok(None)
+    }
+
+    /// The probe's stdout or the handoff socket is readable.
+    pub(super) fn on_upgrade_readable(&mut self) {
+        let Upgrade::Active(a) = &mut self.upgrade else {
+            return;
+        };
+        if matches!(a.step, Step::Probing { .. }) {
+            return self.read_probe();
+        }
+        loop {
+            let Upgrade::Active(a) = &mut self.upgrade else {
+                return;
+            };
+            let input = match fdpass::recv_message(&a.channel) {
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+                Err(e) => Input::ChannelLost(e.to_string()),
+                // Control messages carry no fds; any that came are closed.
+                Ok((data, _fds)) => match serde_json::from_slice::<Control>(&data) {
+                    Ok(msg) => Input::Msg(msg),
+                    Err(e) => Input::BadMessage(e.to_string()),
+                },
+            };
+            let lost = matches!(input, Input::ChannelLost(_));
+            self.feed(input);
+            if lost {
+                return;
+            }
+        }
+    }
+
+    /// Reads what the version probe printed, until it closes its output.
+    fn read_probe(&mut self) {
+        let mut buf = [0u8; 4096];
+        loop {
+            let Upgrade::Active(a) = &mut self.upgrade else {
+                return;
+            };
+            if !matches!(a.step, Step::Probing { .. }) {
+                return;
+            }
+            match nix::unistd::read(&a.channel, &mut buf) {
+                Ok(0) => {
+                    let _ = self
+                        .poll
+                        .registry()
+                        .deregister(&mut SourceFd(&a.channel.as_raw_fd()));
+                    let _ = a.child.wait();
+                    return self.feed(Input::ProbeEnded);
+                }
+                Ok(n) => self.feed(Input::ProbeOutput(buf[..n].to_vec())),
+                Err(nix::errno::Errno::EAGAIN) => return,
+                Err(nix::errno::Errno::EINTR) => {}
+                Err(e) => {
+                    return self.feed(Input::Failed(format!("reading the version probe: {e}")));
+                }
+            }
+        }
+    }
+
+    /// Called after every save result: in the Saving step, a finished save
+    /// (or none needed) lets the pre-copy begin.
+    pub(super) fn upgrade_after_save(&mut self) {
+        if let Upgrade::Active(a) = &self.upgrade
+            && matches!(a.step, Step::Saving)
+            && self.save_finished()
+        {
+            self.feed(Input::SaveFinished);
+        }
+    }
+
+    fn save_finished(&self) -> bool {
+        self.persist.in_flight_revision().is_none()
+    }
+
+    pub(super) fn on_upgrade_timer(&mut self, now: Instant) {
+        let Upgrade::Active(a) = &self.upgrade else {
+            return;
+        };
+        if a.deadline > now {
+            return;
+        }
+        let took_ms = a
+            .deadline
+            .saturating_duration_since(a.step_started)
+            .as_millis();
+        self.feed(Input::Deadline { took_ms });
+    }
+
+    /// The new process (or the probe) exited.
+    pub(super) fn on_upgrade_child_exit(&mut self, status: ExitStatus) {
+        let Upgrade::Active(a) = &mut self.upgrade else {
+            return;
+        };
+        let probing = matches!(a.step, Step::Probing { .. });
+        if !probing {
+            a.child_reaped = true;
+        }
+        if matches!(a.step, Step::Probation { .. }) {
+            // Read what it sent before dying (its `Answered` above all):
+            // SIGCHLD may be handled before the channel's readiness.
+            self.on_upgrade_readable();
+        }
+        let what = match status {
+            ExitStatus::Code(c) => format!("exited with code {c}"),
+            ExitStatus::Signal(s) => format!("was killed by {}", super::pane::signal_name(s)),
+        };
+        let clean = matches!(status, ExitStatus::Code(0));
+        self.feed(Input::ChildExited { clean, what });
+    }
+
+    /// SIGTERM or SIGINT while an upgrade runs: before the commit, undo it
+    /// (the stop then hangs up panes as usual); in probation the new server
+    /// owns everything, so pass the stop on to it and let go.
+    pub(super) fn stop_during_upgrade(&mut self) {
+        self.feed(Input::Stop);
+    }
+
+    /// The previous generation's channel: anything but a message is its
+    /// close, the end of its probation.
+    pub(super) fn on_predecessor_readable(&mut self) {
+        let Some(sock) = &self.predecessor else {
+            return;
+        };
+        loop {
+            match fdpass::recv_message(sock) {
+                Ok(_) => continue,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+                Err(_) => break,
+            }
+        }
+        if let Some(sock) = self.predecessor.take() {
+            let _ = self
+                .poll
+                .registry()
+                .deregister(&mut SourceFd(&sock.as_raw_fd()));
+        }
+    }
+
+    /// `server.status`'s view of an upgrade in flight.
+    pub(super) fn upgrade_status(&self) -> Value {
+        match &self.upgrade {
+            Upgrade::Idle => Value::Null,
+            Upgrade::Active(a) => {
+                json!({ "phase": a.step.name(), "binary": a.binary, "new_pid": a.child.id() })
+            }
+        }
+    }
+
+    /// Arms the upgrade's single timer kind for `at`.
+    fn arm_upgrade_timer(&mut self, at: Instant) {
+        self.timers.add(at, TimerKind::Upgrade);
+    }
+}
+
+fn internal(message: String) -> RpcError {
+    RpcError::new(ErrorCode::Internal, message)
+}
+
+/// Registers the upgrade's channel (the probe's output, then the socket).
+fn register_channel(server: &Server, fd: &OwnedFd) -> std::io::Result<()> {
+    server.poll.registry().register(
+        &mut SourceFd(&fd.as_raw_fd()),
+        UPGRADE,
+        mio::Interest::READABLE,
+    )
+}

@@ -1,0 +1,199 @@
+//! Undoing an upgrade, and letting go after one: the rollback edges before
+//! the commit point ([R1], [R2]), the take-back in probation ([T]), the
+//! resume both share, and the release once probation is over.
+
+use super::super::connection::ConnId;
+use super::super::{LISTENER, Server, Source};
+use super::Upgrade;
+use crate::protocol::{ErrorCode, RpcError};
+use mio::Interest;
+use mio::unix::SourceFd;
+use serde_json::json;
+use std::os::fd::AsRawFd;
+use std::time::Instant;
+
+impl Server {
+    /// Before the commit point: kill the new process, undo everything and
+    /// serve on, answer the caller with the cause.
+    pub(super) fn rollback(&mut self, reason: String, phase: &'static str) {
+        let Upgrade::Active(a) = std::mem::replace(&mut self.upgrade, Upgrade::Idle) else {
+            return;
+        };
+        let mut a = *a;
+        let _ = self
+            .poll
+            .registry()
+            .deregister(&mut SourceFd(&a.channel.as_raw_fd()));
+        if !a.child_reaped {
+            // SAFETY: kill has no memory-safety preconditions; the pid is our
+            // unreaped child, so it cannot have been reused.
+            unsafe { libc::kill(a.child.id() as i32, libc::SIGKILL) };
+            let _ = a.child.wait();
+        }
+        drop(a.memfd.take());
+        drop(std::mem::take(&mut a.opened_pidfds));
+        self.drop_attempt_lineage();
+        let was_paused = self.resume();
+        let msg = format!(
+            "upgrade to {} failed: {reason}; this server (pid {}) keeps serving{}",
+            a.binary.display(),
+            std::process::id(),
+            if was_paused {
+                ", everything resumed, nothing lost"
+            } else {
+                ", nothing was touched"
+            }
+        );
+        self.log.log("upgrade_failed", &msg);
+        crate::service::notify::ready(&format!("upgrade failed: {reason}"));
+        self.emit(
+            "server.upgrade_failed",
+            json!({ "reason": reason, "phase": phase }),
+        );
+        if let Some((conn, rpc_id)) = a.caller {
+            self.respond(
+                conn,
+                &rpc_id,
+                Err(RpcError::new(ErrorCode::UpgradeFailed, msg)),
+            );
+        }
+    }
+
+    /// After the commit point, the new server died in probation: serve again
+    /// with our paused copies. `answer_caller` unless the new server already
+    /// answered it (then it got its answer; a second would be a lie).
+    pub(super) fn take_back(&mut self, msg: String, answer_caller: bool) {
+        let Upgrade::Active(a) = std::mem::replace(&mut self.upgrade, Upgrade::Idle) else {
+            return;
+        };
+        let _ = self
+            .poll
+            .registry()
+            .deregister(&mut SourceFd(&a.channel.as_raw_fd()));
+        self.drop_attempt_lineage();
+        self.resume();
+        self.log.log("upgrade_taken_back", &msg);
+        self.emit(
+            "server.upgrade_failed",
+            json!({ "reason": msg, "phase": "probation" }),
+        );
+        // The new server died before answering the caller: we owe the
+        // answer, or it waits forever.
+        if let Some((conn, rpc_id)) = a.caller.filter(|_| answer_caller) {
+            let msg = format!(
+                "upgrade to {} failed: {msg} (this server, pid {})",
+                a.binary.display(),
+                std::process::id()
+            );
+            self.respond(
+                conn,
+                &rpc_id,
+                Err(RpcError::new(ErrorCode::UpgradeFailed, msg)),
+            );
+        }
+    }
+
+    /// A first generation serving on after a failed attempt closes the
+    /// lineage pipe the attempt's pause made (the next pause makes a fresh
+    /// one): nothing of a failed attempt stays open. Later generations keep
+    /// the write end they inherited.
+    fn drop_attempt_lineage(&mut self) {
+        if self.lineage_reader.take().is_some() {
+            self.lineage = None;
+        }
+    }
+
+    /// Takes every source out of the poll, once the new server owns them.
+    pub(super) fn deregister_all(&mut self) {
+        let registry = self.poll.registry();
+        let _ = registry.deregister(&mut self.listener);
+        for conn in self.conns.values_mut() {
+            let _ = registry.deregister(&mut conn.stream);
+        }
+        for pane in self.panes.values() {
+            if let Some(m) = &pane.master {
+                let _ = registry.deregister(&mut SourceFd(&m.raw_fd()));
+            }
+            if let Some(fd) = &pane.pidfd {
+                let _ = registry.deregister(&mut SourceFd(&fd.as_raw_fd()));
+            }
+        }
+    }
+
+    /// Serves again and catches up on what happened meanwhile: sources
+    /// register again if they had left the poll (after the commit), and
+    /// what was deferred is done now. Returns whether we were paused.
+    fn resume(&mut self) -> bool {
+        let Some((deferred, reregister)) = self.serving.resume() else {
+            return false;
+        };
+        if reregister {
+            self.register_all();
+        }
+        // Edge-triggered: edges that came while paused were consumed by the
+        // ignoring loop (or raised none), so every source is read once.
+        let panes: Vec<u64> = self.panes.keys().copied().collect();
+        let conns: Vec<ConnId> = self.conns.keys().copied().collect();
+        self.backlog
+            .extend(panes.iter().map(|id| Source::Pane(*id)));
+        self.backlog
+            .extend(conns.iter().map(|id| Source::Conn(*id)));
+        for id in panes {
+            self.flush_pane_input(id);
+        }
+        for timer in deferred.timers {
+            self.timers.add(Instant::now(), timer);
+        }
+        for (pid, status) in deferred.exits {
+            self.on_child_exit(pid, status);
+        }
+        self.accept_all();
+        true
+    }
+
+    fn register_all(&mut self) {
+        let registry = self.poll.registry();
+        let _ = registry.register(&mut self.listener, LISTENER, Interest::READABLE);
+        for conn in self.conns.values_mut() {
+            let _ = registry.register(
+                &mut conn.stream,
+                conn.token,
+                Interest::READABLE | Interest::WRITABLE,
+            );
+        }
+        for pane in self.panes.values() {
+            if let Some(m) = &pane.master {
+                let _ = registry.register(
+                    &mut SourceFd(&m.raw_fd()),
+                    pane.token,
+                    Interest::READABLE | Interest::WRITABLE,
+                );
+            }
+            if let (Some(fd), Some(token)) = (&pane.pidfd, pane.pidfd_token) {
+                let _ =
+                    registry.register(&mut SourceFd(&fd.as_raw_fd()), token, Interest::READABLE);
+            }
+        }
+    }
+
+    /// After probation: let go of every fd without hanging anything up (the
+    /// new server holds the same open files, so no close here is the last).
+    /// Only once released: an owned or paused server keeps everything.
+    pub(in crate::server) fn release(&mut self) {
+        if self.serving.released_to().is_none() {
+            return;
+        }
+        self.log.log(
+            "released",
+            "handed everything to the new server; letting go",
+        );
+        for pane in self.panes.values_mut() {
+            drop(pane.master.take());
+            drop(pane.hung_up_master.take());
+            drop(pane.pidfd.take());
+        }
+        self.conns.clear();
+        drop(self.lineage.take());
+        self.upgrade = Upgrade::Idle;
+    }
+}
