@@ -597,11 +597,16 @@ fn pane_process_starts_clean_in_its_own_session() {
         .and_then(|m| u64::from_str_radix(m, 16).ok())
         .unwrap_or(u64::MAX);
     assert_eq!(ignored & !(0b11 << 31), 0, "{sigs}");
-    // After `exec sleep`, the process holds exactly what it inherited.
+    // After `exec sleep`, the process holds exactly what it inherited. Read
+    // the fds only once sleep sits in its nanosleep: its own start-up (the
+    // locale files of LANG) opens and closes fds of its own.
     let pid = info["pid"].as_i64().unwrap();
-    let fds = eventually("the probe to exec sleep", || {
+    let fds = eventually("the probe to exec sleep and start sleeping", || {
         let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
-        (comm.trim() == "sleep").then(|| {
+        let wchan = std::fs::read_to_string(format!("/proc/{pid}/wchan")).ok()?;
+        // A kernel that hides wchan says "0": fall back to the command name.
+        let asleep = wchan.contains("sleep") || wchan.trim() == "0";
+        (comm.trim() == "sleep" && asleep).then(|| {
             let mut fds: Vec<u32> = std::fs::read_dir(format!("/proc/{pid}/fd"))
                 .unwrap()
                 .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
