@@ -1120,3 +1120,102 @@ fn exit_codes_and_signals_survive_upgrades_and_nothing_is_left_a_zombie() {
     assert!(util::process_gone(last));
     assert_eq!(status.code(), Some(0), "{status:?}\n{}", l.ptyd.stderr());
 }
+
+// ---------------------------------------------------------------------------
+// Regressions.
+
+/// The fds `pid`'s epoll instances watch that are not (or no longer) the
+/// file they were registered as: `(epoll fd, watched fd number)` for each
+/// entry of `/proc/<pid>/fdinfo/<epoll>` whose fd is closed or now names
+/// another inode. epoll keeps an entry while its open file lives anywhere,
+/// so an fd closed without deregistering, whose file someone else still
+/// holds, shows up here.
+fn stale_epoll_entries(pid: i32) -> Vec<(i32, i32)> {
+    use std::os::unix::fs::MetadataExt;
+    let mut stale = Vec::new();
+    for (epfd, target) in fd_targets(pid) {
+        if target != "anon_inode:[eventpoll]" {
+            continue;
+        }
+        let info = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{epfd}")).unwrap();
+        for line in info.lines() {
+            let Some(rest) = line.strip_prefix("tfd:") else {
+                continue;
+            };
+            let words: Vec<&str> = rest.split_whitespace().collect();
+            let tfd: i32 = words[0].parse().unwrap();
+            let ino = words
+                .iter()
+                .find_map(|w| w.strip_prefix("ino:"))
+                .and_then(|h| u64::from_str_radix(h, 16).ok())
+                .expect("an ino in the epoll entry");
+            let now = std::fs::metadata(format!("/proc/{pid}/fd/{tfd}")).map(|m| m.ino());
+            if now.ok() != Some(ino) {
+                stale.push((epfd, tfd));
+            }
+        }
+    }
+    stale
+}
+
+/// A copy, in this process, of `pid`'s fd `fd` (`pidfd_getfd`): keeps its
+/// open file alive whatever `pid` does with its own.
+fn steal_fd(pid: i32, fd: i32) -> std::os::fd::OwnedFd {
+    use std::os::fd::FromRawFd;
+    // SAFETY: plain syscalls on integers; the results are checked.
+    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
+    assert!(
+        pidfd >= 0,
+        "pidfd_open({pid}): {}",
+        std::io::Error::last_os_error()
+    );
+    // SAFETY: as above.
+    let copy = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd, fd, 0) } as i32;
+    let err = std::io::Error::last_os_error();
+    // SAFETY: `pidfd` is ours and closed once.
+    unsafe { libc::close(pidfd) };
+    assert!(copy >= 0, "pidfd_getfd({pid}, {fd}): {err}");
+    // SAFETY: the kernel just gave us this fd.
+    unsafe { std::os::fd::OwnedFd::from_raw_fd(copy) }
+}
+
+/// Removing a pane inherited from an earlier generation takes its pidfd
+/// out of the poll, not only its master: the previous generation (during
+/// probation) may still hold the same open file, and closing our fd alone
+/// left it watched under a token nobody owned.
+#[test]
+fn removing_an_inherited_pane_takes_its_pidfd_out_of_the_poll() {
+    let l = Lineage::start();
+    let mut c = l.conn();
+    let pane = l.ptyd.create_argv(&["sleep", "600"]);
+    let pid = pane_pids(&mut c)[&pane].0 as i32;
+    l.track(pid);
+    let report = l.upgrade();
+    let gen2 = report["new_pid"].as_i64().unwrap() as i32;
+    let pidfds: Vec<i32> = fd_targets(gen2)
+        .into_iter()
+        .filter(|(_, t)| t.contains("pidfd"))
+        .map(|(n, _)| n)
+        .collect();
+    assert_eq!(pidfds.len(), 1, "one inherited pane, one pidfd: {pidfds:?}");
+    // Held here so the file outlives the server's fd whether or not the
+    // first generation's probation is over.
+    let _held = steal_fd(gen2, pidfds[0]);
+    assert_eq!(stale_epoll_entries(gen2), vec![], "before the removal");
+
+    c.ok("pane.remove", json!({ "target": pane, "force": true }));
+    assert!(
+        !fd_kinds(gen2).contains_key("pidfd"),
+        "the pidfd is closed: {:#?}",
+        fd_targets(gen2)
+    );
+    assert_eq!(
+        stale_epoll_entries(gen2),
+        vec![],
+        "gen2's epoll still watches closed fds:\n{:#?}",
+        fd_targets(gen2)
+    );
+    util::eventually("the pane's process to be gone", || {
+        util::process_gone(pid).then_some(())
+    });
+}

@@ -32,7 +32,7 @@ impl Server {
         let pane = &self.panes[&id];
         let (cols, rows) = match (req.cols, req.rows) {
             (Some(c), Some(r)) => crate::pty::clamp_size(u32::from(c), u32::from(r)),
-            _ => (pane.cols, pane.rows),
+            _ => (pane.cols(), pane.rows()),
         };
         let public_id = pane.public_id();
         // From the response on, the connection carries frames only: event
@@ -50,7 +50,7 @@ impl Server {
             self.resize_pane(id, cols, rows);
         }
         let pane = &self.panes[&id];
-        let redraw = pane.screen.redraw(pane.cols, pane.rows);
+        let redraw = pane.screen().redraw(pane.cols(), pane.rows());
         let exited = (!pane.is_running()).then(|| pane.exit_json());
         let Some(c) = self.conns.get_mut(&conn) else {
             return Ok(());

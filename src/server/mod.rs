@@ -6,6 +6,7 @@
 
 mod attach;
 pub mod config;
+mod conn_io;
 mod connection;
 mod defaults;
 mod diagnostics;
@@ -14,6 +15,9 @@ mod events;
 mod line_budget;
 mod listener;
 mod pane;
+mod pane_exit;
+mod pane_fds;
+mod pane_io;
 mod persistence;
 mod replay;
 mod requests;
@@ -30,7 +34,7 @@ pub use pane::unix_ms;
 
 use crate::paths::NamespacePaths;
 use crate::persist;
-use connection::{ConnId, Connection};
+use connection::{ConnId, ConnMode, Connection};
 use diagnostics::Diagnostics;
 use events::EventLog;
 use mio::net::UnixListener;
@@ -333,6 +337,64 @@ impl Server {
         match reader {
             Some(reader) => std::process::exit(crate::reaper::run_reaper(reader, new_pid as i32)),
             None => Ok(()),
+        }
+    }
+
+    /// Tells clients we are going, hangs up the panes, removes our socket.
+    pub(super) fn shutdown(&mut self) {
+        crate::service::notify::stopping();
+        // Save first: the snapshot must describe the panes as they ran,
+        // and stopping the server is no reason to forget them.
+        self.final_save();
+        self.emit("server.stopping", serde_json::json!({}));
+        let attached: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| matches!(c.mode, ConnMode::Attached { .. }))
+            .map(|(id, _)| *id)
+            .collect();
+        let payload =
+            serde_json::json!({ "reason": "server_exit", "message": "the ptyd server stopped" });
+        for id in attached {
+            self.end_attachment(id, &payload, false);
+        }
+        for conn in self.conns.values_mut() {
+            let _ = conn.flush();
+        }
+        // One pass over /proc for all sessions, not one per pane.
+        let sids: Vec<i32> = self
+            .panes
+            .values()
+            .filter_map(|p| match *p.state() {
+                pane::PaneState::Running(child) => Some(child.sid),
+                _ => None,
+            })
+            .collect();
+        for pid in crate::sys::sessions_members(&sids).into_values().flatten() {
+            // SAFETY: kill has no memory-safety preconditions.
+            unsafe { libc::kill(pid, libc::SIGHUP) };
+        }
+        let registry = self.poll.registry();
+        for pane in self.panes.values_mut() {
+            pane.close_fds(registry);
+        }
+        listener::unlink_if_ours(
+            &self.paths.socket(),
+            self.socket_dev_ino.0,
+            self.socket_dev_ino.1,
+        );
+        self.log.log("stopped", "server stopped");
+    }
+}
+
+impl Drop for Server {
+    /// `shutdown` and `release` let go of every pane's fds on purpose; a
+    /// server dropped without either (an import that failed part-way)
+    /// still takes them out of its poll first, as `PaneFds` requires.
+    fn drop(&mut self) {
+        let registry = self.poll.registry();
+        for pane in self.panes.values_mut() {
+            pane.close_fds(registry);
         }
     }
 }

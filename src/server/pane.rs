@@ -7,18 +7,29 @@
 //! watchdog). `respawn` takes `Held` or `Exited` back to `Running` with a new
 //! PTY. The master fd may end earlier (EIO: every slave fd closed) or later (a
 //! background process still holds the slave) than the process; the two are
-//! tracked apart. The pane and its exit status stay until removed.
+//! tracked apart (the fds and their poll registration in
+//! [`PaneFds`](super::pane_fds::PaneFds)). The pane and its exit status stay
+//! until removed.
+//!
+//! The fields are private: every change is a method named for it.
+//! `start` (`Held` or `Exited` → `Running`: a new run on a new master),
+//! `hold` (no process), `mark_exited` (`Running` → `Exited`), `start_kill`
+//! (a kill in progress: its reason and escalation deadline); within a run
+//! `read_output`/`end_output`, `queue_input`/`flush_input` with their acks,
+//! `resize`, `move_to`, `note_prompt`, `note_command_finished`, output
+//! pausing for slow clients, and the history file's dirty flag.
 
 use super::connection::ConnId;
+use super::pane_fds::PaneFds;
 use crate::persist::snapshot::RestorePolicy;
 use crate::protocol::methods::{CommandSpec, ExitStatus};
 use crate::pty::{ChildProcess, PtyMaster};
-use crate::term::{CaptureOptions, TermConfig, Terminal};
+use crate::term::{CaptureOptions, TermConfig, TermEvent, Terminal};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// Input accepted for a pane and not yet written to its PTY.
@@ -62,63 +73,85 @@ pub struct PendingAck {
     pub duplicate: bool,
 }
 
+/// A pane. Its fields change only through the methods below, named for
+/// the transition they make (`start`, `mark_exited`, `start_kill`,
+/// `note_output`, ...), so the state machine in the module doc cannot be
+/// bypassed from another file.
 pub struct Pane {
-    pub id: u64,
-    pub name: Option<String>,
-    pub command: CommandSpec,
-    pub cwd: PathBuf,
-    pub env: BTreeMap<String, String>,
-    pub cols: u16,
-    pub rows: u16,
-    pub created_unix_ms: u64,
-    /// `None` once output has ended and the fd is closed.
-    pub master: Option<PtyMaster>,
-    /// The master after output ended (EIO) while the process still runs,
-    /// kept open until it is reaped. Closing it hangs up the terminal, and
-    /// the kernel's SIGHUP would kill a process that closed its stdio and is
-    /// about to exit normally (GNU tools do), falsifying its exit status.
-    pub hung_up_master: Option<PtyMaster>,
-    pub token: mio::Token,
-    pub state: PaneState,
+    id: u64,
+    name: Option<String>,
+    command: CommandSpec,
+    cwd: PathBuf,
+    env: BTreeMap<String, String>,
+    cols: u16,
+    rows: u16,
+    created_unix_ms: u64,
+    /// The PTY master (until output ends), the hung-up master and an
+    /// inherited process's pidfd, each with its poll registration.
+    fds: PaneFds,
+    state: PaneState,
     /// Counts starts; timers for one run must not act on the next.
-    pub run: u64,
-    pub restore: RestorePolicy,
-    pub resume: Option<String>,
+    run: u64,
+    restore: RestorePolicy,
+    resume: Option<String>,
     /// Output arrived since the history file was last written.
-    pub history_dirty: bool,
+    history_dirty: bool,
     /// Shell-integration marks seen (OSC 133 A and D), so a wait can ask for
     /// "a mark after the N-th" without racing the shell.
-    pub prompts_seen: u64,
-    pub commands_finished: u64,
-    pub last_command_exit: Option<i32>,
+    prompts_seen: u64,
+    commands_finished: u64,
+    last_command_exit: Option<i32>,
     /// The terminal model: screen, scrollback, modes, title.
-    pub screen: Terminal,
-    pub last_output: Instant,
-    pub timeout: Option<Duration>,
-    pub idle_timeout: Option<Duration>,
+    screen: Terminal,
+    last_output: Instant,
+    timeout: Option<Duration>,
+    idle_timeout: Option<Duration>,
     /// Set by the first kill request: why the pane is being killed.
-    pub kill_reason: Option<ExitReason>,
+    kill_reason: Option<ExitReason>,
     /// When a kill in progress escalates to SIGKILL (its timer's deadline,
     /// kept so a live upgrade can carry it).
-    pub kill_deadline: Option<Instant>,
-    /// For a process spawned by an earlier server generation (not our
-    /// child, so no SIGCHLD for it): a pidfd that polls readable on its exit
-    /// and reports the status (`pty::pidfd`).
-    pub pidfd: Option<std::os::fd::OwnedFd>,
-    pub pidfd_token: Option<mio::Token>,
+    kill_deadline: Option<Instant>,
     /// When the wall-clock watchdog fires, for the same reason.
-    pub timeout_at: Option<Instant>,
+    timeout_at: Option<Instant>,
     /// Not read while an attached client is too far behind; the loop reads
     /// it again once they catch up.
-    pub output_paused: bool,
+    output_paused: bool,
     /// A `PaneStall` timer is pending for this pane.
-    pub stall_timer: bool,
+    stall_timer: bool,
     input: Vec<u8>,
     input_pos: usize,
     written_total: u64,
-    pub pending_acks: Vec<PendingAck>,
+    pending_acks: Vec<PendingAck>,
     recent_requests: HashMap<String, u64>,
     recent_order: VecDeque<String>,
+}
+
+/// What one `Pane::read_output` call got.
+pub struct OutputRead {
+    /// Bytes read (and fed to the screen).
+    pub taken: usize,
+    /// The budget ran out with output perhaps left.
+    pub more: bool,
+    /// Output ended: end of file or EIO, every slave fd closed.
+    pub ended: bool,
+}
+
+/// What a live upgrade carries of a pane besides its setup, screen and
+/// input path: the new server rebuilds the pane in this state
+/// (`Pane::carried_over`), with every instant relative to its own clock.
+pub struct Carried {
+    pub state: PaneState,
+    pub created_unix_ms: u64,
+    pub run: u64,
+    pub kill_reason: Option<ExitReason>,
+    pub kill_deadline: Option<Instant>,
+    pub last_output: Instant,
+    pub timeout_at: Option<Instant>,
+    pub pending_acks: Vec<PendingAck>,
+    pub history_dirty: bool,
+    pub prompts_seen: u64,
+    pub commands_finished: u64,
+    pub last_command_exit: Option<i32>,
 }
 
 /// Everything needed to construct a pane besides its fds.
@@ -145,7 +178,7 @@ impl Pane {
         Pane::with_screen(setup, token, held_reason, screen)
     }
 
-    pub fn with_screen(
+    fn with_screen(
         setup: PaneSetup,
         token: mio::Token,
         held_reason: String,
@@ -160,9 +193,7 @@ impl Pane {
             cols: setup.cols,
             rows: setup.rows,
             created_unix_ms: unix_ms(),
-            master: None,
-            hung_up_master: None,
-            token,
+            fds: PaneFds::new(token),
             state: PaneState::Held {
                 reason: held_reason,
             },
@@ -181,8 +212,6 @@ impl Pane {
             idle_timeout: setup.idle_timeout,
             kill_reason: None,
             kill_deadline: None,
-            pidfd: None,
-            pidfd_token: None,
             timeout_at: None,
             output_paused: false,
             stall_timer: false,
@@ -195,21 +224,93 @@ impl Pane {
         }
     }
 
+    /// A pane handed over by the previous server generation, in the state
+    /// it had there; its fds come next (`PaneFds::adopt`).
+    pub fn carried_over(
+        setup: PaneSetup,
+        token: mio::Token,
+        screen: Terminal,
+        carried: Carried,
+    ) -> Pane {
+        let mut pane = Pane::with_screen(setup, token, String::new(), screen);
+        pane.state = carried.state;
+        pane.created_unix_ms = carried.created_unix_ms;
+        pane.run = carried.run;
+        pane.kill_reason = carried.kill_reason;
+        pane.kill_deadline = carried.kill_deadline;
+        pane.last_output = carried.last_output;
+        pane.timeout_at = carried.timeout_at;
+        pane.pending_acks = carried.pending_acks;
+        pane.history_dirty = carried.history_dirty;
+        pane.prompts_seen = carried.prompts_seen;
+        pane.commands_finished = carried.commands_finished;
+        pane.last_command_exit = carried.last_command_exit;
+        pane
+    }
+
     pub fn public_id(&self) -> String {
         format!("p{}", self.id)
     }
 
-    /// Takes a freshly spawned process: the pane is `Running` again, with
-    /// no leftovers of an earlier run (kill reason, input, acks).
-    pub fn start(&mut self, master: PtyMaster, child: ChildProcess) {
-        self.master = Some(master);
+    /// Takes a freshly spawned process: the pane is `Running` again, its
+    /// master in the poll, with no leftovers of an earlier run (kill reason,
+    /// input, acks) and the wall-clock watchdog counting from `now`. If the
+    /// master cannot be registered nothing changes but that the pane has no
+    /// master; the caller kills the process.
+    pub fn start(
+        &mut self,
+        registry: &mio::Registry,
+        master: PtyMaster,
+        child: ChildProcess,
+        now: Instant,
+    ) -> io::Result<()> {
+        self.fds.start(registry, master)?;
         self.state = PaneState::Running(child);
         self.run += 1;
         self.kill_reason = None;
         self.kill_deadline = None;
-        self.timeout_at = None;
-        self.last_output = Instant::now();
+        self.timeout_at = self.timeout.map(|t| now + t);
+        self.last_output = now;
         self.discard_input();
+        Ok(())
+    }
+
+    /// No process (restored with the `hold` policy, or its start failed).
+    pub fn hold(&mut self, reason: String) {
+        debug_assert!(!self.is_running(), "holding a running pane");
+        self.state = PaneState::Held { reason };
+    }
+
+    /// The process was reaped: `Running` becomes `Exited` with `status`
+    /// and the kill reason if one was given. Returns the input acks that
+    /// will never be written, or `None` if the pane was not running.
+    pub fn mark_exited(&mut self, status: ExitStatus) -> Option<Vec<PendingAck>> {
+        let PaneState::Running(child) = self.state else {
+            return None;
+        };
+        self.state = PaneState::Exited {
+            child,
+            status,
+            reason: self.kill_reason.unwrap_or(ExitReason::Exited),
+        };
+        self.fds.process_ended();
+        self.discard_input();
+        Some(std::mem::take(&mut self.pending_acks))
+    }
+
+    /// A kill begins (or another request joins one in progress): the
+    /// first reason stands, the earliest escalation deadline wins. Returns
+    /// the process to signal, or `None` if nothing runs.
+    pub fn start_kill(&mut self, reason: ExitReason, escalate_at: Instant) -> Option<ChildProcess> {
+        let PaneState::Running(child) = self.state else {
+            return None;
+        };
+        self.kill_reason.get_or_insert(reason);
+        self.kill_deadline = Some(
+            self.kill_deadline
+                .map_or(escalate_at, |d| d.min(escalate_at)),
+        );
+        Some(child)
     }
 
     pub fn is_running(&self) -> bool {
@@ -265,13 +366,9 @@ impl Pane {
         self.recent_order.push_back(request_id);
     }
 
-    pub fn written_total(&self) -> u64 {
-        self.written_total
-    }
-
     /// Writes pending input until the PTY is full.
     pub fn flush_input(&mut self) -> io::Result<()> {
-        let Some(master) = &self.master else {
+        let Some(master) = self.fds.master() else {
             return Ok(());
         };
         while self.input_pos < self.input.len() {
@@ -298,6 +395,273 @@ impl Pane {
         self.input_pos = 0;
     }
 
+    /// Reads output until the PTY is empty, output ends or `budget` bytes
+    /// were taken, feeding the screen; `forward` gets what attached clients
+    /// are sent (the output minus the queries the screen answers itself).
+    pub fn read_output(&mut self, budget: usize, forward: &mut Vec<u8>) -> OutputRead {
+        let mut read = OutputRead {
+            taken: 0,
+            more: false,
+            ended: false,
+        };
+        let Some(master) = self.fds.master() else {
+            return read;
+        };
+        let mut buf = [0u8; 16 * 1024];
+        loop {
+            match master.read(&mut buf) {
+                Ok(0) => {
+                    read.ended = true;
+                    break;
+                }
+                Ok(n) => {
+                    self.screen.feed(&buf[..n], forward);
+                    read.taken += n;
+                    if read.taken >= budget {
+                        read.more = true;
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // EIO: every slave fd is closed. See the PtyMaster::read doc.
+                Err(_) => {
+                    read.ended = true;
+                    break;
+                }
+            }
+        }
+        if read.taken > 0 {
+            self.last_output = Instant::now();
+            self.history_dirty = true;
+        }
+        read
+    }
+
+    /// Output ended: the master leaves the poll, and is closed unless the
+    /// process still runs (see `PaneFds::end_output`).
+    pub fn end_output(&mut self, registry: &mio::Registry) {
+        let running = self.is_running();
+        self.fds.end_output(registry, running);
+    }
+
+    /// Queues the screen's answers to terminal queries as input; whether
+    /// there were any.
+    pub fn answer_queries(&mut self) -> bool {
+        let replies = self.screen.take_replies();
+        if replies.is_empty() {
+            return false;
+        }
+        self.queue_reply(&replies);
+        true
+    }
+
+    /// What the screen noticed since last asked (title, bell, marks, cwd).
+    pub fn take_term_events(&mut self) -> Vec<TermEvent> {
+        self.screen.take_events()
+    }
+
+    /// The shell drew a prompt (OSC 133 A).
+    pub fn note_prompt(&mut self) {
+        self.prompts_seen += 1;
+    }
+
+    /// The shell reported a command's end (OSC 133 D).
+    pub fn note_command_finished(&mut self, exit: Option<i32>) {
+        self.commands_finished += 1;
+        self.last_command_exit = exit;
+    }
+
+    /// The pane's working directory moved; whether it changed.
+    pub fn move_to(&mut self, cwd: PathBuf) -> bool {
+        if self.cwd == cwd {
+            return false;
+        }
+        self.cwd = cwd;
+        true
+    }
+
+    /// Resizes the PTY (the kernel tells the foreground process group) and
+    /// the screen. On an error nothing changed.
+    pub fn resize(&mut self, cols: u16, rows: u16) -> io::Result<()> {
+        if let Some(master) = self.fds.master() {
+            master.resize(cols, rows)?;
+        }
+        self.cols = cols;
+        self.rows = rows;
+        self.screen.resize(cols, rows);
+        Ok(())
+    }
+
+    pub fn set_resume(&mut self, resume: Option<String>) {
+        self.resume = resume;
+    }
+
+    /// The history file must be written again (output, a failed save, a
+    /// save that renders every pane).
+    pub fn mark_history_dirty(&mut self) {
+        self.history_dirty = true;
+    }
+
+    /// The history file was rendered for a save.
+    pub fn history_saved(&mut self) {
+        self.history_dirty = false;
+    }
+
+    /// Stops reading output until the attached clients catch up. Returns
+    /// whether a stall check must be armed (none is pending).
+    pub fn pause_output(&mut self) -> bool {
+        self.output_paused = true;
+        !std::mem::replace(&mut self.stall_timer, true)
+    }
+
+    /// Reads output again.
+    pub fn resume_output(&mut self) {
+        self.output_paused = false;
+    }
+
+    /// The stall check fired: whether the pane is still paused (and the
+    /// check goes on); if not, no check is pending any more.
+    pub fn stall_check_due(&mut self) -> bool {
+        if !self.output_paused {
+            self.stall_timer = false;
+        }
+        self.output_paused
+    }
+
+    /// An input request waits for its bytes to reach the PTY.
+    pub fn add_ack(&mut self, ack: PendingAck) {
+        self.pending_acks.push(ack);
+    }
+
+    /// The acks whose bytes are all written now.
+    pub fn take_written_acks(&mut self) -> Vec<PendingAck> {
+        let written = self.written_total;
+        let mut done = Vec::new();
+        self.pending_acks.retain_mut(|ack| {
+            if ack.end_offset <= written {
+                done.push(PendingAck {
+                    conn: ack.conn,
+                    rpc_id: std::mem::take(&mut ack.rpc_id),
+                    end_offset: ack.end_offset,
+                    duplicate: ack.duplicate,
+                });
+                false
+            } else {
+                true
+            }
+        });
+        done
+    }
+
+    /// Every ack still waiting, for a pane being removed.
+    pub fn take_acks(&mut self) -> Vec<PendingAck> {
+        std::mem::take(&mut self.pending_acks)
+    }
+
+    /// Lets go of every fd, out of the poll first; returns the pidfd's
+    /// token if there was one (see `PaneFds::close`).
+    pub fn close_fds(&mut self, registry: &mio::Registry) -> Option<mio::Token> {
+        self.fds.close(registry)
+    }
+
+    /// The terminal model, for a pane rebuilt around it (its fds must be
+    /// closed first).
+    pub fn into_screen(self) -> Terminal {
+        debug_assert_eq!(self.fds.pollable(), 0, "fds left open");
+        self.screen
+    }
+
+    /// The fds, for the transitions a live upgrade makes on all of them
+    /// together (adopt, register, deregister, close the pidfd).
+    pub fn fds_mut(&mut self) -> &mut PaneFds {
+        &mut self.fds
+    }
+}
+
+/// Read access.
+impl Pane {
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+    pub fn command(&self) -> &CommandSpec {
+        &self.command
+    }
+    pub fn cwd(&self) -> &Path {
+        &self.cwd
+    }
+    pub fn env(&self) -> &BTreeMap<String, String> {
+        &self.env
+    }
+    pub fn created_unix_ms(&self) -> u64 {
+        self.created_unix_ms
+    }
+    pub fn kill_reason(&self) -> Option<ExitReason> {
+        self.kill_reason
+    }
+    pub fn cols(&self) -> u16 {
+        self.cols
+    }
+    pub fn rows(&self) -> u16 {
+        self.rows
+    }
+    pub fn fds(&self) -> &PaneFds {
+        &self.fds
+    }
+    pub fn token(&self) -> mio::Token {
+        self.fds.token()
+    }
+    pub fn state(&self) -> &PaneState {
+        &self.state
+    }
+    pub fn run(&self) -> u64 {
+        self.run
+    }
+    pub fn restore(&self) -> RestorePolicy {
+        self.restore
+    }
+    pub fn resume(&self) -> Option<&str> {
+        self.resume.as_deref()
+    }
+    pub fn history_dirty(&self) -> bool {
+        self.history_dirty
+    }
+    pub fn prompts_seen(&self) -> u64 {
+        self.prompts_seen
+    }
+    pub fn commands_finished(&self) -> u64 {
+        self.commands_finished
+    }
+    pub fn last_command_exit(&self) -> Option<i32> {
+        self.last_command_exit
+    }
+    pub fn screen(&self) -> &Terminal {
+        &self.screen
+    }
+    pub fn last_output(&self) -> Instant {
+        self.last_output
+    }
+    pub fn idle_timeout(&self) -> Option<Duration> {
+        self.idle_timeout
+    }
+    pub fn kill_deadline(&self) -> Option<Instant> {
+        self.kill_deadline
+    }
+    pub fn timeout_at(&self) -> Option<Instant> {
+        self.timeout_at
+    }
+    pub fn output_paused(&self) -> bool {
+        self.output_paused
+    }
+    pub fn pending_acks(&self) -> &[PendingAck] {
+        &self.pending_acks
+    }
+}
+
+impl Pane {
     pub fn exit_json(&self) -> Value {
         match &self.state {
             PaneState::Exited { status, reason, .. } => exit_status_json(*status, *reason),

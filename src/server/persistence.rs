@@ -149,16 +149,15 @@ impl Server {
         let mut moved = false;
         for pane in self.panes.values_mut() {
             if let Some(cwd) = live_cwd(pane)
-                && cwd != pane.cwd
+                && pane.move_to(cwd)
             {
-                pane.cwd = cwd;
                 moved = true;
             }
         }
         if moved {
             self.mark_dirty();
         }
-        if self.persist.history && self.panes.values().any(|p| p.history_dirty) {
+        if self.persist.history && self.panes.values().any(|p| p.history_dirty()) {
             self.persist.history_due = true;
             self.on_save_timer(Instant::now());
         }
@@ -209,13 +208,13 @@ impl Server {
         for (&id, pane) in after.into_iter().chain(before) {
             // The shell may have moved since the last tick: save where it is.
             if let Some(cwd) = live_cwd(pane) {
-                pane.cwd = cwd;
+                pane.move_to(cwd);
             }
             if !history {
                 continue;
             }
             let name = format!("{}.txt", pane.public_id());
-            if pane.history_dirty {
+            if pane.history_dirty() {
                 if budget.is_some_and(|b| started.elapsed() >= b) {
                     // Left dirty: a follow-up save renders it. Its file
                     // keeps the previous contents meanwhile; the session
@@ -230,7 +229,7 @@ impl Server {
                     continue;
                 } else {
                     histories.push((name.clone(), history_bytes(pane)));
-                    pane.history_dirty = false;
+                    pane.history_saved();
                     self.persist.history_resume = id;
                 }
             }
@@ -240,7 +239,7 @@ impl Server {
         let panes = self
             .panes
             .values()
-            .map(|p| pane_record(p, history && !unwritten.contains(&p.id)))
+            .map(|p| pane_record(p, history && !unwritten.contains(&p.id())))
             .collect();
         let snapshot = self.build_snapshot_with(panes);
         Some(SaveJob {
@@ -332,7 +331,7 @@ impl Server {
                     self.persist.last_error = Some(e.clone());
                     self.persist.retry_at = Some(Instant::now() + SAVE_RETRY);
                     for pane in self.panes.values_mut() {
-                        pane.history_dirty = true;
+                        pane.mark_history_dirty();
                     }
                     self.emit("server.save_failed", json!({ "error": e }));
                     self.answer_save_waiters(result.revision, Err(e));
@@ -390,7 +389,7 @@ impl Server {
         self.mark_dirty();
         self.persist.history_due = true;
         for pane in self.panes.values_mut() {
-            pane.history_dirty = true;
+            pane.mark_history_dirty();
         }
         self.persist
             .waiting
@@ -406,7 +405,7 @@ impl Server {
             return;
         }
         for pane in self.panes.values_mut() {
-            pane.history_dirty = true;
+            pane.mark_history_dirty();
         }
         self.persist.in_flight = None;
         if let Some(job) = self.build_save_job(None)
@@ -428,7 +427,7 @@ impl Server {
 
 /// The current directory of the pane's shell, if the OS tells us.
 fn live_cwd(pane: &Pane) -> Option<std::path::PathBuf> {
-    let PaneState::Running(child) = pane.state else {
+    let PaneState::Running(child) = pane.state() else {
         return None;
     };
     std::fs::read_link(format!("/proc/{}/cwd", child.pid))
@@ -472,14 +471,14 @@ fn layout_record(layout: &Layout) -> LayoutRecord {
 pub(super) fn pane_record(p: &super::pane::Pane, with_history: bool) -> PaneRecord {
     PaneRecord {
         id: p.public_id(),
-        name: p.name.clone(),
-        cwd: p.cwd.to_string_lossy().into_owned(),
-        command: p.command.clone(),
-        env: p.env.clone(),
-        cols: p.cols,
-        rows: p.rows,
-        restore: p.restore,
-        resume: p.resume.clone(),
+        name: p.name().map(str::to_string),
+        cwd: p.cwd().to_string_lossy().into_owned(),
+        command: p.command().clone(),
+        env: p.env().clone(),
+        cols: p.cols(),
+        rows: p.rows(),
+        restore: p.restore(),
+        resume: p.resume().map(str::to_string),
         history: with_history.then(|| format!("{}.txt", p.public_id())),
         pid: p.child().map(|c| c.pid),
         start_token: p.child().and_then(|c| c.start_token),

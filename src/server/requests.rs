@@ -8,7 +8,6 @@ use super::pane::ExitReason;
 use super::waits::{Wait, WaitCondition};
 use crate::protocol::methods;
 use crate::protocol::{ErrorCode, PROTOCOL_VERSION, RawRequest, RpcError, SERVER_VERSION};
-use mio::unix::SourceFd;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -144,7 +143,7 @@ impl Server {
                 let panes: Vec<Value> = self
                     .panes
                     .values()
-                    .map(|p| p.info(self.attached_count(p.id)))
+                    .map(|p| p.info(self.attached_count(p.id())))
                     .collect();
                 Ok(Some(json!({ "panes": panes })))
             }
@@ -166,11 +165,11 @@ impl Server {
                     escapes: req.ansi,
                     join: req.join,
                 };
-                let capture = pane.screen.capture(&opts);
+                let capture = pane.screen().capture(&opts);
                 let mut reply = serde_json::to_value(&capture).unwrap_or(Value::Null);
                 reply["pane"] = json!(pane.public_id());
                 reply["text"] = json!(capture.lines.join("\n"));
-                reply["scrollback_lines"] = json!(pane.screen.scrollback_len());
+                reply["scrollback_lines"] = json!(pane.screen().scrollback_len());
                 Ok(Some(reply))
             }
             "pane.kill" => {
@@ -301,12 +300,9 @@ impl Server {
                 format!("no pane {target:?}; `ptyd ls` lists panes"),
             ));
         }
-        let mut named = self
-            .panes
-            .values()
-            .filter(|p| p.name.as_deref() == Some(target));
+        let mut named = self.panes.values().filter(|p| p.name() == Some(target));
         match (named.next(), named.next()) {
-            (Some(pane), None) => Ok(pane.id),
+            (Some(pane), None) => Ok(pane.id()),
             (Some(_), Some(_)) => Err(RpcError::new(
                 ErrorCode::Ambiguous,
                 format!("several panes are named {target:?}; use the pane id instead"),
@@ -321,7 +317,7 @@ impl Server {
     fn pane_input(&mut self, conn: ConnId, rpc_id: &Value, req: methods::PaneInput) -> Outcome {
         let id = self.resolve_target(&req.target)?;
         let pane = self.panes.get_mut(&id).expect("resolved");
-        if !pane.is_running() || pane.master.is_none() {
+        if !pane.is_running() || pane.fds().master().is_none() {
             return Err(RpcError::new(
                 ErrorCode::PaneExited,
                 format!(
@@ -343,7 +339,7 @@ impl Server {
                     (end, false)
                 }
             };
-        pane.pending_acks.push(super::pane::PendingAck {
+        pane.add_ack(super::pane::PendingAck {
             conn,
             rpc_id: rpc_id.clone(),
             end_offset,
@@ -357,19 +353,14 @@ impl Server {
         let Some(pane) = self.panes.get_mut(&id) else {
             return;
         };
-        if (pane.cols, pane.rows) == (cols, rows) {
+        if (pane.cols(), pane.rows()) == (cols, rows) {
             return;
         }
-        if let Some(master) = &pane.master
-            && let Err(e) = master.resize(cols, rows)
-        {
+        if let Err(e) = pane.resize(cols, rows) {
             let msg = format!("resizing pane {}: {e}", pane.public_id());
             self.log.log("resize_failed", &msg);
             return;
         }
-        pane.cols = cols;
-        pane.rows = rows;
-        pane.screen.resize(cols, rows);
         let public_id = pane.public_id();
         self.mark_dirty();
         self.emit(
@@ -393,12 +384,12 @@ impl Server {
         let pane = &self.panes[&id];
         if req.prompt {
             conditions.push(WaitCondition::Prompt(
-                req.after.unwrap_or(pane.prompts_seen),
+                req.after.unwrap_or(pane.prompts_seen()),
             ));
         }
         if req.command_finished {
             conditions.push(WaitCondition::CommandFinished(
-                req.after.unwrap_or(pane.commands_finished),
+                req.after.unwrap_or(pane.commands_finished()),
             ));
         }
         let condition = match conditions.pop() {
@@ -429,14 +420,15 @@ impl Server {
         self.end_attachments(id, &payload);
         self.fail_waits_on_remove(id);
         if let Some(mut pane) = self.panes.remove(&id) {
-            if let Some(master) = pane.master.take() {
-                let _ = self
-                    .poll
-                    .registry()
-                    .deregister(&mut SourceFd(&master.raw_fd()));
+            // Every fd out of the poll, then closed: the pidfd of an
+            // inherited process too, whose open file the previous
+            // generation may still hold (closing our fd alone would leave
+            // it polled under a token nobody owns).
+            if let Some(pidfd_token) = pane.close_fds(self.poll.registry()) {
+                self.sources.remove(&pidfd_token);
             }
-            self.sources.remove(&pane.token);
-            for ack in std::mem::take(&mut pane.pending_acks) {
+            self.sources.remove(&pane.token());
+            for ack in pane.take_acks() {
                 let err = RpcError::new(
                     ErrorCode::NotFound,
                     format!("pane p{id} was removed before this input was written"),

@@ -6,7 +6,7 @@
 //! by one (a failure holds that pane, the others go on), then focus as saved.
 
 use super::Server;
-use super::pane::{Pane, PaneSetup, PaneState};
+use super::pane::{Pane, PaneSetup};
 use super::spawn::existing_cwd;
 use crate::persist::snapshot::{LayoutRecord, PaneRecord, RestorePolicy, Snapshot, parse_id};
 use crate::persist::{self, Loaded};
@@ -416,16 +416,14 @@ impl Server {
         match plan {
             Plan::Hold(reason) => {
                 if let Some(p) = self.panes.get_mut(&id) {
-                    p.state = PaneState::Held { reason };
+                    p.hold(reason);
                 }
             }
             Plan::Run(command) => {
                 if let Err(e) = self.start_pane(id, &command) {
                     fixes.push(format!("pane p{id} failed to start: {e}"));
                     if let Some(p) = self.panes.get_mut(&id) {
-                        p.state = PaneState::Held {
-                            reason: format!("failed to start after restore: {}", e.0.message),
-                        };
+                        p.hold(format!("failed to start after restore: {}", e.0.message));
                     }
                 }
             }

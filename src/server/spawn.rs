@@ -9,8 +9,6 @@ use super::timers::TimerKind;
 use super::{Server, Source};
 use crate::protocol::methods::{self, CommandSpec, Direction};
 use crate::protocol::{ErrorCode, RpcError};
-use mio::Interest;
-use mio::unix::SourceFd;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -50,7 +48,7 @@ impl Server {
             if let Some(other) = self
                 .panes
                 .values()
-                .find(|p| p.name.as_deref() == Some(name.as_str()))
+                .find(|p| p.name() == Some(name.as_str()))
             {
                 return Err(invalid(format!(
                     "name {name:?} is already used by pane {}; pick another or remove that pane",
@@ -214,36 +212,28 @@ impl Server {
         let spec = crate::pty::SpawnSpec {
             program,
             args,
-            cwd: pane.cwd.clone(),
-            env: self.child_env(id, &pane.env),
-            cols: pane.cols,
-            rows: pane.rows,
+            cwd: pane.cwd().to_path_buf(),
+            env: self.child_env(id, pane.env()),
+            cols: pane.cols(),
+            rows: pane.rows(),
         };
         let (master, child) = crate::pty::spawn(&spec)
             .map_err(|e| RpcError::new(ErrorCode::SpawnFailed, e.to_string()))?;
-        let token = pane.token;
-        if let Err(e) = self.poll.registry().register(
-            &mut SourceFd(&master.raw_fd()),
-            token,
-            Interest::READABLE | Interest::WRITABLE,
-        ) {
-            super::event_loop::signal_session(child.sid, libc::SIGKILL);
+        let now = Instant::now();
+        let pane = self.panes.get_mut(&id).expect("checked above");
+        if let Err(e) = pane.start(self.poll.registry(), master, child, now) {
+            super::pane_exit::signal_session(child.sid, libc::SIGKILL);
             return Err(RpcError::new(
                 ErrorCode::Internal,
                 format!("registering the pane's PTY: {e}"),
             ));
         }
-        let pane = self.panes.get_mut(&id).expect("checked above");
-        pane.start(master, child);
-        let now = Instant::now();
-        if let Some(timeout) = pane.timeout {
-            pane.timeout_at = Some(now + timeout);
-            self.timers
-                .add(now + timeout, TimerKind::PaneTimeout(id, pane.run));
+        if let Some(at) = pane.timeout_at() {
+            self.timers.add(at, TimerKind::PaneTimeout(id, pane.run()));
         }
-        if let Some(idle) = pane.idle_timeout {
+        if let Some(idle) = pane.idle_timeout() {
             self.timers
-                .add(now + idle, TimerKind::PaneIdle(id, pane.run));
+                .add(now + idle, TimerKind::PaneIdle(id, pane.run()));
         }
         let msg = format!(
             "pane {} pid {} ({})",
@@ -267,7 +257,7 @@ impl Server {
         }
         // A command from a snapshot the restore could not use (an empty
         // argv, say) is refused here too, before anything is torn down.
-        if let Err(e) = crate::validate::command(&pane.command) {
+        if let Err(e) = crate::validate::command(pane.command()) {
             return Err(RpcError::new(
                 ErrorCode::SpawnFailed,
                 format!(
@@ -276,18 +266,17 @@ impl Server {
                 ),
             ));
         }
-        if !pane.cwd.is_dir() {
-            let fallback = existing_cwd(&pane.cwd);
+        if !pane.cwd().is_dir() {
+            let fallback = existing_cwd(pane.cwd());
             let pane = self.panes.get_mut(&id).expect("present");
-            pane.cwd = fallback;
+            pane.move_to(fallback);
         }
-        if let Some(master) = self.panes.get_mut(&id).and_then(|p| p.master.take()) {
-            let _ = self
-                .poll
-                .registry()
-                .deregister(&mut SourceFd(&master.raw_fd()));
+        // The last run's master (a background process may still hold its
+        // slave) goes now, out of the poll first, even if the start fails.
+        if let Some(pane) = self.panes.get_mut(&id) {
+            pane.end_output(self.poll.registry());
         }
-        let command = self.panes[&id].command.clone();
+        let command = self.panes[&id].command().clone();
         self.start_pane(id, &command)?;
         let info = self.pane_info(id);
         self.emit(
@@ -319,10 +308,10 @@ impl Server {
 }
 
 fn default_tab_name(pane: &Pane) -> String {
-    if let Some(name) = &pane.name {
-        return name.clone();
+    if let Some(name) = pane.name() {
+        return name.to_string();
     }
-    match &pane.command {
+    match pane.command() {
         CommandSpec::Argv(argv) => {
             let program = argv.first().map_or("", String::as_str);
             Path::new(program)

@@ -46,7 +46,7 @@ impl Server {
         let id = self.next_wait_id;
         self.next_wait_id += 1;
         if let Some(pane) = self.panes.get(&wait.pane) {
-            wait.seen_pushed = pane.screen.scrollback_pushed();
+            wait.seen_pushed = pane.screen().scrollback_pushed();
         }
         if let Some(timeout) = timeout {
             wait.deadline = Some(Instant::now() + timeout);
@@ -57,7 +57,7 @@ impl Server {
             && let Some(pane) = self.panes.get(&wait.pane)
         {
             self.timers
-                .add(pane.last_output + idle, TimerKind::WaitIdle(id));
+                .add(pane.last_output() + idle, TimerKind::WaitIdle(id));
         }
         self.waits.insert(id, wait);
     }
@@ -77,10 +77,10 @@ impl Server {
             }
             WaitCondition::Text(text) => {
                 let scrolled = pane
-                    .screen
+                    .screen()
                     .scrollback_pushed()
                     .saturating_sub(wait.seen_pushed);
-                let scrolled = scrolled.min(pane.screen.scrollback_len() as u64) as i64;
+                let scrolled = scrolled.min(pane.screen().scrollback_len() as u64) as i64;
                 let start = if scrolled > 0 { Some(-scrolled) } else { None };
                 // Joined, so text that autowrap split across rows matches.
                 let opts = crate::term::CaptureOptions {
@@ -90,7 +90,7 @@ impl Server {
                     join: true,
                 };
                 if pane
-                    .screen
+                    .screen()
                     .capture(&opts)
                     .lines
                     .join("\n")
@@ -106,16 +106,17 @@ impl Server {
                     None
                 }
             }
-            WaitCondition::Idle(idle) => (now.saturating_duration_since(pane.last_output) >= *idle)
+            WaitCondition::Idle(idle) => (now.saturating_duration_since(pane.last_output())
+                >= *idle)
                 .then(|| Ok(json!({ "reason": "idle" }))),
-            WaitCondition::Prompt(after) if pane.prompts_seen > *after => Some(Ok(
-                json!({ "reason": "prompt", "prompts_seen": pane.prompts_seen }),
+            WaitCondition::Prompt(after) if pane.prompts_seen() > *after => Some(Ok(
+                json!({ "reason": "prompt", "prompts_seen": pane.prompts_seen() }),
             )),
-            WaitCondition::CommandFinished(after) if pane.commands_finished > *after => {
+            WaitCondition::CommandFinished(after) if pane.commands_finished() > *after => {
                 Some(Ok(json!({
                     "reason": "command_finished",
-                    "exit": pane.last_command_exit,
-                    "commands_finished": pane.commands_finished,
+                    "exit": pane.last_command_exit(),
+                    "commands_finished": pane.commands_finished(),
                 })))
             }
             WaitCondition::Prompt(_) | WaitCondition::CommandFinished(_) => exited.then(|| {
@@ -150,7 +151,11 @@ impl Server {
         for (id, outcome) in ready {
             self.finish_wait(id, outcome);
         }
-        if let Some(pushed) = self.panes.get(&pane).map(|p| p.screen.scrollback_pushed()) {
+        if let Some(pushed) = self
+            .panes
+            .get(&pane)
+            .map(|p| p.screen().scrollback_pushed())
+        {
             for w in self.waits.values_mut().filter(|w| w.pane == pane) {
                 w.seen_pushed = pushed;
             }
@@ -225,7 +230,7 @@ impl Server {
         } else if let (WaitCondition::Idle(idle), Some(pane)) =
             (&wait.condition, self.panes.get(&wait.pane))
         {
-            let due = pane.last_output + *idle;
+            let due = pane.last_output() + *idle;
             self.timers.add(due, TimerKind::WaitIdle(id));
         }
     }

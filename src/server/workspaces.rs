@@ -188,7 +188,7 @@ impl Server {
             crate::validate::resume(r).map_err(|m| RpcError::new(ErrorCode::InvalidParams, m))?;
         }
         if let Some(pane) = self.panes.get_mut(&id) {
-            pane.resume = req.resume;
+            pane.set_resume(req.resume);
         }
         self.mark_dirty();
         Ok(Some(self.pane_info(id)))

@@ -5,7 +5,7 @@
 //! functions; the new side the `*_from_runtime` and `apply_*` ones.
 
 use super::super::connection::{ConnId, ConnMode, Connection};
-use super::super::pane::{ExitReason, Pane, PaneSetup, PaneState, PendingAck};
+use super::super::pane::{Carried, ExitReason, Pane, PaneSetup, PaneState, PendingAck};
 use super::super::waits::{Wait, WaitCondition};
 use super::super::{Server, Source};
 use crate::handoff::fd_name::FdName;
@@ -43,7 +43,7 @@ pub struct PaneDraft {
 pub type PaneTimes = (Instant, Option<Instant>, Option<Instant>);
 
 pub fn pane_times(p: &Pane) -> PaneTimes {
-    (p.last_output, p.timeout_at, p.kill_deadline)
+    (p.last_output(), p.timeout_at(), p.kill_deadline())
 }
 
 /// A pane's fds as named for the handoff; for a running process of our own
@@ -52,16 +52,16 @@ pub fn pane_fds(
     pane: &Pane,
     opened: &mut HashMap<u64, OwnedFd>,
 ) -> Result<Vec<(FdName, RawFd)>, String> {
-    let id = pane.id;
+    let id = pane.id();
     let mut fds = Vec::with_capacity(2);
-    if let Some(m) = &pane.master {
+    if let Some(m) = pane.fds().master() {
         fds.push((FdName::Pty(id), m.raw_fd()));
     }
-    if let Some(m) = &pane.hung_up_master {
+    if let Some(m) = pane.fds().hung_up_master() {
         fds.push((FdName::PtyHangup(id), m.raw_fd()));
     }
-    if let PaneState::Running(child) = pane.state {
-        let fd = match (&pane.pidfd, opened.get(&pane.id)) {
+    if let PaneState::Running(child) = *pane.state() {
+        let fd = match (pane.fds().pidfd(), opened.get(&id)) {
             (Some(fd), _) | (None, Some(fd)) => fd.as_raw_fd(),
             (None, None) => {
                 let fd = crate::pty::pidfd::open(child.pid).map_err(|e| {
@@ -72,7 +72,7 @@ pub fn pane_fds(
                     )
                 })?;
                 let raw = fd.as_raw_fd();
-                opened.insert(pane.id, fd);
+                opened.insert(id, fd);
                 raw
             }
         };
@@ -81,15 +81,16 @@ pub fn pane_fds(
     Ok(fds)
 }
 
-/// Gives `pane` its fds from `fds`, by name; a pidfd gets a token.
+/// Gives `pane` its fds from `fds`, by name, none registered yet; a pidfd
+/// gets a token.
 pub fn attach_pane_fds(server: &mut Server, pane: &mut Pane, fds: &mut HashMap<FdName, OwnedFd>) {
-    let id = pane.id;
-    pane.master = fds.remove(&FdName::Pty(id)).map(PtyMaster::from_fd);
-    pane.hung_up_master = fds.remove(&FdName::PtyHangup(id)).map(PtyMaster::from_fd);
-    if let Some(pidfd) = fds.remove(&FdName::Pidfd(id)) {
-        pane.pidfd_token = Some(server.alloc_token(Source::Pidfd(id)));
-        pane.pidfd = Some(pidfd);
-    }
+    let id = pane.id();
+    let master = fds.remove(&FdName::Pty(id)).map(PtyMaster::from_fd);
+    let hung_up = fds.remove(&FdName::PtyHangup(id)).map(PtyMaster::from_fd);
+    let pidfd = fds
+        .remove(&FdName::Pidfd(id))
+        .map(|fd| (fd, server.alloc_token(Source::Pidfd(id))));
+    pane.fds_mut().adopt(master, hung_up, pidfd);
 }
 
 /// Encodes a pane's record and runtime state into `buf` for comparison:
@@ -115,7 +116,7 @@ pub fn draft_bytes(
 /// terminal copy the new server already has, if any: an unchanged
 /// terminal is not sent again.
 pub fn pane_runtime(p: &Pane, now: Instant, precopied: Option<u64>) -> PaneRuntime<&Terminal> {
-    let process = match &p.state {
+    let process = match p.state() {
         PaneState::Running(c) => ProcessRuntime::Running {
             pid: c.pid,
             sid: c.sid,
@@ -138,21 +139,21 @@ pub fn pane_runtime(p: &Pane, now: Instant, precopied: Option<u64>) -> PaneRunti
     };
     let (input, written_total, recent_requests) = p.input_state();
     PaneRuntime {
-        id: p.id,
-        created_unix_ms: p.created_unix_ms,
+        id: p.id(),
+        created_unix_ms: p.created_unix_ms(),
         process,
-        run: p.run,
-        kill_reason: p.kill_reason.map(|r| r.as_str().to_string()),
-        kill_escalate_in_ms: p.kill_deadline.map(|at| ms_until(at, now)),
-        screen: (precopied != Some(p.screen.changes())).then_some(&p.screen),
-        screen_changes: p.screen.changes(),
-        idle_ms: now.saturating_duration_since(p.last_output).as_millis() as u64,
-        timeout_in_ms: p.timeout_at.map(|at| ms_until(at, now)),
-        idle_timeout_ms: p.idle_timeout.map(|d| d.as_millis() as u64),
+        run: p.run(),
+        kill_reason: p.kill_reason().map(|r| r.as_str().to_string()),
+        kill_escalate_in_ms: p.kill_deadline().map(|at| ms_until(at, now)),
+        screen: (precopied != Some(p.screen().changes())).then_some(p.screen()),
+        screen_changes: p.screen().changes(),
+        idle_ms: now.saturating_duration_since(p.last_output()).as_millis() as u64,
+        timeout_in_ms: p.timeout_at().map(|at| ms_until(at, now)),
+        idle_timeout_ms: p.idle_timeout().map(|d| d.as_millis() as u64),
         input: input.to_vec(),
         written_total,
         acks: p
-            .pending_acks
+            .pending_acks()
             .iter()
             .map(|a| AckRuntime {
                 conn: a.conn,
@@ -162,10 +163,10 @@ pub fn pane_runtime(p: &Pane, now: Instant, precopied: Option<u64>) -> PaneRunti
             })
             .collect(),
         recent_requests,
-        history_dirty: p.history_dirty,
-        prompts_seen: p.prompts_seen,
-        commands_finished: p.commands_finished,
-        last_command_exit: p.last_command_exit,
+        history_dirty: p.history_dirty(),
+        prompts_seen: p.prompts_seen(),
+        commands_finished: p.commands_finished(),
+        last_command_exit: p.last_command_exit(),
     }
 }
 
@@ -240,35 +241,37 @@ pub fn pane_from_runtime(
             }
         },
     };
-    let mut pane = Pane::with_screen(setup, token, String::new(), screen);
-    pane.state = process_from_runtime(rt.id, rt.process)?;
-    pane.created_unix_ms = rt.created_unix_ms;
-    pane.run = rt.run;
-    pane.kill_reason = rt.kill_reason.as_deref().and_then(ExitReason::parse);
-    pane.kill_deadline = rt
-        .kill_escalate_in_ms
-        .map(|ms| now + Duration::from_millis(ms));
-    pane.last_output = now
-        .checked_sub(Duration::from_millis(rt.idle_ms))
-        .unwrap_or(now);
-    pane.timeout_at = rt.timeout_in_ms.map(|ms| now + Duration::from_millis(ms));
-    pane.restore_input_state(rt.input, rt.written_total, rt.recent_requests);
-    pane.pending_acks = rt
-        .acks
-        .into_iter()
-        .filter_map(|a| {
-            conn_map.get(&a.conn).map(|conn| PendingAck {
-                conn: *conn,
-                rpc_id: a.rpc_id,
-                end_offset: a.end_offset,
-                duplicate: a.duplicate,
+    let carried = Carried {
+        state: process_from_runtime(rt.id, rt.process)?,
+        created_unix_ms: rt.created_unix_ms,
+        run: rt.run,
+        kill_reason: rt.kill_reason.as_deref().and_then(ExitReason::parse),
+        kill_deadline: rt
+            .kill_escalate_in_ms
+            .map(|ms| now + Duration::from_millis(ms)),
+        last_output: now
+            .checked_sub(Duration::from_millis(rt.idle_ms))
+            .unwrap_or(now),
+        timeout_at: rt.timeout_in_ms.map(|ms| now + Duration::from_millis(ms)),
+        pending_acks: rt
+            .acks
+            .into_iter()
+            .filter_map(|a| {
+                conn_map.get(&a.conn).map(|conn| PendingAck {
+                    conn: *conn,
+                    rpc_id: a.rpc_id,
+                    end_offset: a.end_offset,
+                    duplicate: a.duplicate,
+                })
             })
-        })
-        .collect();
-    pane.history_dirty = rt.history_dirty;
-    pane.prompts_seen = rt.prompts_seen;
-    pane.commands_finished = rt.commands_finished;
-    pane.last_command_exit = rt.last_command_exit;
+            .collect(),
+        history_dirty: rt.history_dirty,
+        prompts_seen: rt.prompts_seen,
+        commands_finished: rt.commands_finished,
+        last_command_exit: rt.last_command_exit,
+    };
+    let mut pane = Pane::carried_over(setup, token, screen, carried);
+    pane.restore_input_state(rt.input, rt.written_total, rt.recent_requests);
     Ok(pane)
 }
 

@@ -272,7 +272,7 @@ impl Server {
         let screens: Vec<(u64, u64, &crate::term::Terminal)> = self
             .panes
             .values()
-            .map(|p| (p.id, p.screen.changes(), &p.screen))
+            .map(|p| (p.id(), p.screen().changes(), p.screen()))
             .collect();
         let precopied = Precopied {
             screens: screens.iter().map(|(id, c, _)| (*id, *c)).collect(),
@@ -316,14 +316,14 @@ impl Server {
         let mut fd_list = Vec::new();
         for p in self.panes.values() {
             let record = super::super::persistence::pane_record(p, history);
-            let mut rt = convert::pane_runtime(p, now, Some(p.screen.changes()));
-            if p.pending_acks.is_empty() {
+            let mut rt = convert::pane_runtime(p, now, Some(p.screen().changes()));
+            if p.pending_acks().is_empty() {
                 let mut bytes = Vec::new();
                 convert::draft_bytes(&mut bytes, &record, &mut rt)?;
                 let times = convert::pane_times(p);
                 let fds = convert::pane_fds(p, opened)?;
                 fd_list.extend(fds.iter().copied());
-                drafts.insert(p.id, PaneDraft { bytes, times, fds });
+                drafts.insert(p.id(), PaneDraft { bytes, times, fds });
             }
             panes.push((record, rt));
         }
@@ -429,11 +429,11 @@ impl Server {
         let mut buf = Vec::new();
         for p in self.panes.values() {
             let record = super::super::persistence::pane_record(p, history);
-            let mut rt = convert::pane_runtime(p, now, pre.screens.get(&p.id).copied());
+            let mut rt = convert::pane_runtime(p, now, pre.screens.get(&p.id()).copied());
             let pfds = convert::pane_fds(p, opened)?;
             let same = rt.screen.is_none()
-                && p.pending_acks.is_empty()
-                && match pre.drafts.get(&p.id) {
+                && p.pending_acks().is_empty()
+                && match pre.drafts.get(&p.id()) {
                     Some(d) if d.times == convert::pane_times(p) && d.fds == pfds => {
                         convert::draft_bytes(&mut buf, &record, &mut rt)?;
                         buf == d.bytes
@@ -441,7 +441,7 @@ impl Server {
                     _ => false,
                 };
             if same {
-                unchanged_panes.push(p.id);
+                unchanged_panes.push(p.id());
             } else {
                 records.push(record);
                 runtimes.push(rt);

@@ -47,9 +47,9 @@ type Screens = HashMap<u64, (u64, Terminal)>;
 struct Prepared {
     /// The server around the listener and lock, with nothing of the state.
     shell: Server,
-    /// Every pre-copied pane, built and registered, with its terminal's
-    /// change count as pre-copied.
-    prebuilt: HashMap<u64, (u64, Pane)>,
+    /// Every pre-copied pane's terminal change count as pre-copied; the
+    /// panes themselves, built and registered, are in `shell.panes`.
+    prebuilt: HashMap<u64, u64>,
     /// Terminals not yet given to a pane (none, once prebuilt).
     screens: Screens,
     /// The event log as pre-copied: last sequence number and ring.
@@ -457,15 +457,16 @@ fn assemble_shell(
 
 /// Builds every pre-copied pane ahead of the pause, with its terminal,
 /// token and fds, registered (nothing is read before we serve), but
-/// without input acks (a pane with acks always travels again). Keyed by
-/// pane id, with the terminal's change count as pre-copied. Every fd in
-/// `named` must belong to one of them.
+/// without input acks (a pane with acks always travels again), into the
+/// shell's panes (which owns their fds, whatever happens next). Returns
+/// each one's terminal change count as pre-copied, by pane id. Every fd
+/// in `named` must belong to one of them.
 fn prebuild_panes(
     shell: &mut Server,
     panes: Vec<(PaneRecord, PaneRuntime)>,
     precopy: &mut Screens,
     named: &mut HashMap<FdName, OwnedFd>,
-) -> Result<HashMap<u64, (u64, Pane)>, String> {
+) -> Result<HashMap<u64, u64>, String> {
     let now = Instant::now();
     let no_conns = HashMap::new();
     let mut out = HashMap::with_capacity(panes.len());
@@ -474,8 +475,9 @@ fn prebuild_panes(
         let token = shell.alloc_token(Source::Pane(id));
         let mut pane = convert::pane_from_runtime(rec, rt, token, now, &no_conns, precopy)?;
         convert::attach_pane_fds(shell, &mut pane, named);
-        register_pane(shell, &pane)?;
-        out.insert(id, (changes, pane));
+        register_pane(shell, &mut pane)?;
+        shell.panes.insert(id, pane);
+        out.insert(id, changes);
     }
     if let Some(id) = named.keys().next() {
         return Err(format!(
@@ -486,37 +488,16 @@ fn prebuild_panes(
     Ok(out)
 }
 
-fn register_pane(server: &Server, pane: &Pane) -> Result<(), String> {
-    let registry = server.poll.registry();
-    if let Some(m) = &pane.master {
-        registry
-            .register(
-                &mut SourceFd(&m.raw_fd()),
-                pane.token,
-                Interest::READABLE | Interest::WRITABLE,
-            )
-            .map_err(|e| format!("registering pane {}: {e}", pane.public_id()))?;
-    }
-    if let (Some(fd), Some(token)) = (&pane.pidfd, pane.pidfd_token) {
-        registry
-            .register(&mut SourceFd(&fd.as_raw_fd()), token, Interest::READABLE)
-            .map_err(|e| format!("registering pane {}'s pidfd: {e}", pane.public_id()))?;
-    }
-    Ok(())
+fn register_pane(server: &Server, pane: &mut Pane) -> Result<(), String> {
+    pane.fds_mut()
+        .register(server.poll.registry())
+        .map_err(|e| format!("registering pane {}: {e}", pane.public_id()))
 }
 
 /// Lets go of a pre-built pane's fds (out of the poll first: epoll tracks
 /// the open file, which the old side and the blackout's copies still hold).
 fn drop_pane_fds(server: &mut Server, pane: &mut Pane) {
-    let registry = server.poll.registry();
-    if let Some(m) = pane.master.take() {
-        let _ = registry.deregister(&mut SourceFd(&m.raw_fd()));
-    }
-    if let Some(fd) = pane.pidfd.take() {
-        let _ = registry.deregister(&mut SourceFd(&fd.as_raw_fd()));
-    }
-    drop(pane.hung_up_master.take());
-    if let Some(token) = pane.pidfd_token.take() {
+    if let Some(token) = pane.close_fds(server.poll.registry()) {
         server.sources.remove(&token);
     }
 }
@@ -526,7 +507,7 @@ fn rebuild(
     mut m: Manifest,
     fds: &mut HashMap<FdName, OwnedFd>,
     mut server: Server,
-    mut prebuilt: HashMap<u64, (u64, Pane)>,
+    mut prebuilt: HashMap<u64, u64>,
     screens: &mut Screens,
     events: (u64, Vec<serde_json::Value>),
 ) -> Result<Server, String> {
@@ -595,7 +576,7 @@ fn import_conns(
 /// What building the changed panes draws on.
 struct PaneImport<'a> {
     fds: &'a mut HashMap<FdName, OwnedFd>,
-    prebuilt: &'a mut HashMap<u64, (u64, Pane)>,
+    prebuilt: &'a mut HashMap<u64, u64>,
     screens: &'a mut Screens,
     conn_map: &'a HashMap<usize, ConnId>,
     now: Instant,
@@ -620,18 +601,23 @@ fn import_changed_panes(
         let rec = by_id
             .remove(&id)
             .ok_or_else(|| format!("pane p{id} has no record"))?;
-        let token = match ctx.prebuilt.remove(&id) {
+        let token = match ctx
+            .prebuilt
+            .remove(&id)
+            .and_then(|changes| Some((changes, server.panes.remove(&id)?)))
+        {
             Some((changes, mut pane)) => {
                 drop_pane_fds(server, &mut pane);
-                ctx.screens.insert(id, (changes, pane.screen));
-                pane.token
+                let token = pane.token();
+                ctx.screens.insert(id, (changes, pane.into_screen()));
+                token
             }
             None => server.alloc_token(Source::Pane(id)),
         };
         let mut pane =
             convert::pane_from_runtime(rec, rt, token, ctx.now, ctx.conn_map, ctx.screens)?;
         convert::attach_pane_fds(server, &mut pane, ctx.fds);
-        register_pane(server, &pane)?;
+        register_pane(server, &mut pane)?;
         server.panes.insert(id, pane);
     }
     if let Some((id, _)) = by_id.into_iter().next() {
@@ -640,24 +626,26 @@ fn import_changed_panes(
     Ok(())
 }
 
-/// The panes named unchanged are taken as pre-built; pre-built panes left
-/// over were removed since the pre-copy, and let go of their fds.
+/// The panes named unchanged stay as pre-built (in `server.panes` since
+/// the pre-copy); pre-built panes left over were removed since the
+/// pre-copy, and let go of their fds.
 fn adopt_unchanged_panes(
     server: &mut Server,
     unchanged: &[u64],
-    mut prebuilt: HashMap<u64, (u64, Pane)>,
+    mut prebuilt: HashMap<u64, u64>,
 ) -> Result<(), String> {
     for &id in unchanged {
-        let (_, pane) = prebuilt
-            .remove(&id)
-            .ok_or_else(|| format!("pane p{id} is named unchanged but was not pre-copied"))?;
-        if server.panes.insert(id, pane).is_some() {
-            return Err(format!("pane p{id} is both changed and unchanged"));
+        if prebuilt.remove(&id).is_none() {
+            return Err(format!(
+                "pane p{id} is named unchanged but was not pre-copied"
+            ));
         }
     }
-    for (_, mut pane) in prebuilt.into_values() {
-        drop_pane_fds(server, &mut pane);
-        server.sources.remove(&pane.token);
+    for id in prebuilt.into_keys() {
+        if let Some(mut pane) = server.panes.remove(&id) {
+            drop_pane_fds(server, &mut pane);
+            server.sources.remove(&pane.token());
+        }
     }
     Ok(())
 }
@@ -715,26 +703,22 @@ impl Server {
         let Some(pane) = self.panes.get(&id) else {
             return;
         };
-        if let Some(at) = pane.timeout_at {
-            self.timers.add(at, TimerKind::PaneTimeout(id, pane.run));
+        if let Some(at) = pane.timeout_at() {
+            self.timers.add(at, TimerKind::PaneTimeout(id, pane.run()));
         }
-        if let Some(idle) = pane.idle_timeout {
+        if let Some(idle) = pane.idle_timeout() {
             self.timers.add(
-                (pane.last_output + idle).max(now),
-                TimerKind::PaneIdle(id, pane.run),
+                (pane.last_output() + idle).max(now),
+                TimerKind::PaneIdle(id, pane.run()),
             );
         }
-        if let Some(at) = pane.kill_deadline {
-            self.timers.add(at, TimerKind::KillEscalate(id, pane.run));
+        if let Some(at) = pane.kill_deadline() {
+            self.timers.add(at, TimerKind::KillEscalate(id, pane.run()));
         }
     }
 
     fn report_upgrade(&mut self, phases: Vec<Phase>, blackout_us: u64, batches: u32) {
-        let fds: usize = self
-            .panes
-            .values()
-            .map(|p| p.master.is_some() as usize + p.pidfd.is_some() as usize)
-            .sum();
+        let fds: usize = self.panes.values().map(|p| p.fds().pollable()).sum();
         let report = json!({
             "generation": self.generation,
             "new_pid": std::process::id(),
@@ -763,7 +747,9 @@ impl Server {
         let Some(pane) = self.panes.get(&id) else {
             return;
         };
-        let Some(pidfd) = &pane.pidfd else { return };
+        let Some(pidfd) = pane.fds().pidfd() else {
+            return;
+        };
         let raw = match crate::pty::pidfd::exit_status(pidfd) {
             Ok(Some(raw)) => raw,
             Ok(None) => return,
@@ -779,15 +765,9 @@ impl Server {
             crate::protocol::methods::ExitStatus::Code(libc::WEXITSTATUS(raw))
         };
         if let Some(pane) = self.panes.get_mut(&id)
-            && let Some(fd) = pane.pidfd.take()
+            && let Some(token) = pane.fds_mut().close_pidfd(self.poll.registry())
         {
-            let _ = self
-                .poll
-                .registry()
-                .deregister(&mut SourceFd(&fd.as_raw_fd()));
-            if let Some(token) = pane.pidfd_token.take() {
-                self.sources.remove(&token);
-            }
+            self.sources.remove(&token);
         }
         self.on_pane_exit(id, status);
     }

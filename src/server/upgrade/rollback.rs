@@ -110,13 +110,8 @@ impl Server {
         for conn in self.conns.values_mut() {
             let _ = registry.deregister(&mut conn.stream);
         }
-        for pane in self.panes.values() {
-            if let Some(m) = &pane.master {
-                let _ = registry.deregister(&mut SourceFd(&m.raw_fd()));
-            }
-            if let Some(fd) = &pane.pidfd {
-                let _ = registry.deregister(&mut SourceFd(&fd.as_raw_fd()));
-            }
+        for pane in self.panes.values_mut() {
+            pane.fds_mut().deregister(registry);
         }
     }
 
@@ -161,18 +156,8 @@ impl Server {
                 Interest::READABLE | Interest::WRITABLE,
             );
         }
-        for pane in self.panes.values() {
-            if let Some(m) = &pane.master {
-                let _ = registry.register(
-                    &mut SourceFd(&m.raw_fd()),
-                    pane.token,
-                    Interest::READABLE | Interest::WRITABLE,
-                );
-            }
-            if let (Some(fd), Some(token)) = (&pane.pidfd, pane.pidfd_token) {
-                let _ =
-                    registry.register(&mut SourceFd(&fd.as_raw_fd()), token, Interest::READABLE);
-            }
+        for pane in self.panes.values_mut() {
+            let _ = pane.fds_mut().register(registry);
         }
     }
 
@@ -187,10 +172,11 @@ impl Server {
             "released",
             "handed everything to the new server; letting go",
         );
+        // Out of the poll since the commit (`deregister_all`), so this
+        // only closes.
+        let registry = self.poll.registry();
         for pane in self.panes.values_mut() {
-            drop(pane.master.take());
-            drop(pane.hung_up_master.take());
-            drop(pane.pidfd.take());
+            pane.close_fds(registry);
         }
         self.conns.clear();
         drop(self.lineage.take());

@@ -1,0 +1,309 @@
+//! Connection I/O: accepting (peer uid checked), reading requests and
+//! frames at most a budget per wakeup, dispatching each complete line or
+//! frame, queueing responses and events, flushing, and closing.
+
+use super::connection::{ConnId, ConnMode, Connection, ReadOutcome};
+use super::timers::TimerKind;
+use super::{Server, Source};
+use crate::protocol::{self, frame};
+use mio::Interest;
+use mio::Token;
+use std::io;
+use std::time::{Duration, Instant};
+
+/// Request bytes taken from one client per wakeup.
+const CONN_READ_BUDGET: usize = 256 * 1024;
+/// How long a connection we are closing gets to take its last output.
+const CLOSE_GRACE: Duration = Duration::from_secs(5);
+
+impl Server {
+    pub(super) fn accept_all(&mut self) {
+        loop {
+            let (mut stream, _) = match self.listener.accept() {
+                Ok(pair) => pair,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    // EMFILE and friends: log and try again on the next wakeup
+                    // rather than spin.
+                    self.log
+                        .log("accept_failed", &format!("accepting a connection: {e}"));
+                    return;
+                }
+            };
+            let peer = match crate::sys::peer_cred(&stream) {
+                Ok(peer) => peer,
+                Err(e) => {
+                    self.log.log(
+                        "accept_refused",
+                        &format!("cannot read peer credentials: {e}"),
+                    );
+                    continue;
+                }
+            };
+            let uid = crate::sys::current_uid();
+            if peer.uid != uid {
+                self.log.log(
+                    "accept_refused",
+                    &format!(
+                        "refused connection from uid {} (pid {}); this server serves uid {uid} only",
+                        peer.uid,
+                        peer.pid.map_or("unknown".to_string(), |p| p.to_string())
+                    ),
+                );
+                continue;
+            }
+            let token = Token(self.next_token);
+            if let Err(e) = self.poll.registry().register(
+                &mut stream,
+                token,
+                Interest::READABLE | Interest::WRITABLE,
+            ) {
+                self.log
+                    .log("accept_failed", &format!("registering a connection: {e}"));
+                continue;
+            }
+            self.alloc_token(Source::Conn(token.0));
+            self.conns
+                .insert(token.0, Connection::new(token, stream, peer));
+        }
+    }
+
+    /// A connection is ready to read (or hung up). Writes wait for the
+    /// flush pass.
+    pub(super) fn on_conn_ready(&mut self, id: ConnId, event: &mio::event::Event) {
+        if event.is_readable() || event.is_read_closed() || event.is_error() {
+            // EPOLLHUP: the peer closed both ways, not just its writing side.
+            let hung_up = event.is_write_closed() || event.is_error();
+            self.read_conn(id, hung_up);
+        }
+    }
+
+    pub(super) fn read_conn(&mut self, id: ConnId, hung_up: bool) {
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return;
+        };
+        let limit = match conn.mode {
+            ConnMode::Rpc => protocol::MAX_LINE_BYTES + 1,
+            ConnMode::Attached { .. } => frame::MAX_FRAME_PAYLOAD + frame::HEADER_LEN,
+        };
+        let outcome = conn.read_some(CONN_READ_BUDGET, limit);
+        self.handle_input_buffer(id);
+        self.enforce_partial_line_budget(id);
+        match outcome {
+            ReadOutcome::Drained => {}
+            ReadOutcome::Budget => self.backlog.push_back(Source::Conn(id)),
+            ReadOutcome::Closed => {
+                let mut was_attached = false;
+                if let Some(conn) = self.conns.get_mut(&id) {
+                    // Answer what was asked before the peer shut its side, then close.
+                    conn.inbuf.clear();
+                    if let ConnMode::Attached { pane, .. } = conn.mode {
+                        was_attached = true;
+                        conn.mode = ConnMode::Rpc;
+                        self.note_detached(id, pane, "connection closed");
+                    }
+                }
+                // A peer that shut only its writing side (socat and `nc -U` do
+                // at the end of their input) still reads: keep the connection
+                // until the parked waits and input acks it is owed are sent
+                // (`respond` closes it then).
+                if hung_up || was_attached || !self.owes_answers(id) {
+                    self.close_after_flush(id);
+                } else if let Some(conn) = self.conns.get_mut(&id) {
+                    conn.half_closed = true;
+                }
+            }
+        }
+    }
+
+    /// Handles every complete line or frame received on a connection.
+    fn handle_input_buffer(&mut self, id: ConnId) {
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return;
+        };
+        let buf = std::mem::take(&mut conn.inbuf);
+        // How much of a partial line earlier reads already scanned: a line
+        // dripped a byte at a time is scanned once, not once per read.
+        let mut scanned = std::mem::take(&mut conn.line_scanned);
+        let mut start = 0;
+        loop {
+            let Some(conn) = self.conns.get(&id) else {
+                return;
+            };
+            if conn.closing.is_some() {
+                start = buf.len();
+                scanned = 0;
+                break;
+            }
+            let rest = &buf[start..];
+            match conn.mode {
+                ConnMode::Rpc => {
+                    let skip = std::mem::take(&mut scanned).min(rest.len());
+                    if let Some(nl) = rest[skip..].iter().position(|&b| b == b'\n') {
+                        let nl = skip + nl;
+                        start += nl + 1;
+                        self.handle_line(id, &rest[..nl]);
+                    } else {
+                        scanned = rest.len();
+                        if rest.len() > protocol::MAX_LINE_BYTES {
+                            let err = protocol::RpcError::new(
+                                protocol::ErrorCode::TooLarge,
+                                format!(
+                                    "request line over {} bytes; the connection is closed because the next request cannot be found",
+                                    protocol::MAX_LINE_BYTES
+                                ),
+                            );
+                            self.respond(id, &serde_json::Value::Null, Err(err));
+                            self.close_after_flush(id);
+                            start = buf.len();
+                        }
+                        break;
+                    }
+                }
+                ConnMode::Attached { .. } => match frame::decode(rest) {
+                    Ok(Some((f, used))) => {
+                        let (kind, payload) = (f.kind, f.payload);
+                        start += used;
+                        self.handle_frame(id, kind, payload);
+                    }
+                    Ok(None) => break,
+                    Err(frame::DecodeError::TooLarge(len)) => {
+                        let payload = serde_json::json!({
+                            "reason": "protocol_error",
+                            "message": format!("frame of {len} bytes is over the {} byte limit", frame::MAX_FRAME_PAYLOAD)
+                        });
+                        self.end_attachment(id, &payload, false);
+                        start = buf.len();
+                        break;
+                    }
+                },
+            }
+        }
+        if let Some(conn) = self.conns.get_mut(&id) {
+            let mut rest = buf;
+            rest.drain(..start.min(rest.len()));
+            rest.append(&mut conn.inbuf);
+            conn.inbuf = rest;
+            conn.line_scanned = match conn.mode {
+                ConnMode::Rpc => scanned.min(conn.inbuf.len()),
+                ConnMode::Attached { .. } => 0,
+            };
+            conn.release_idle_inbuf();
+        }
+    }
+
+    /// Marks a connection to be closed once its queued output is written.
+    pub(super) fn close_after_flush(&mut self, id: ConnId) {
+        if let Some(conn) = self.conns.get_mut(&id)
+            && conn.closing.is_none()
+        {
+            conn.closing = Some(Instant::now() + CLOSE_GRACE);
+            self.timers
+                .add(Instant::now() + CLOSE_GRACE, TimerKind::ConnClose(id));
+        }
+    }
+
+    /// A closing connection's grace period ended: close it even if its
+    /// output is not all out.
+    pub(super) fn on_close_deadline(&mut self, id: ConnId, now: Instant) {
+        if self
+            .conns
+            .get(&id)
+            .is_some_and(|c| c.closing.is_some_and(|at| at <= now))
+        {
+            self.close_conn(id);
+        }
+    }
+
+    pub(super) fn flush_conns(&mut self) {
+        // While paused the connections may already belong to the new server:
+        // not a byte may go out from here.
+        if self.serving.is_paused() {
+            return;
+        }
+        let now = Instant::now();
+        let mut dead = Vec::new();
+        for (id, conn) in &mut self.conns {
+            let mut failed;
+            // A replay refills as the socket takes it: until the socket is
+            // full (its writable edge brings us back) or the replay is done.
+            loop {
+                super::replay::continue_replay(conn, &self.events);
+                failed = conn.queued() > 0 && conn.flush().is_err();
+                if failed || conn.replay_after.is_none() || conn.queued() > 0 {
+                    break;
+                }
+            }
+            let finished = conn
+                .closing
+                .is_some_and(|at| conn.queued() == 0 || at <= now);
+            if failed || finished {
+                dead.push(*id);
+            }
+        }
+        for id in dead {
+            self.close_conn(id);
+        }
+        self.resume_paused_panes();
+    }
+
+    pub(super) fn close_conn(&mut self, id: ConnId) {
+        let Some(mut conn) = self.conns.remove(&id) else {
+            return;
+        };
+        let _ = self.poll.registry().deregister(&mut conn.stream);
+        self.sources.remove(&conn.token);
+        if let ConnMode::Attached { pane, .. } = conn.mode {
+            self.note_detached(id, pane, "connection closed");
+        }
+        self.waits.retain(|_, w| w.conn != id);
+    }
+
+    /// Sends a response line, disconnecting a client that stopped reading.
+    pub(super) fn respond(
+        &mut self,
+        id: ConnId,
+        rpc_id: &serde_json::Value,
+        outcome: Result<serde_json::Value, protocol::RpcError>,
+    ) {
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return;
+        };
+        let line = protocol::response_line(rpc_id, outcome);
+        if !conn.queue_reply(&line) {
+            conn.replace_queue(b"{\"id\":null,\"error\":{\"code\":\"too_large\",\"message\":\"output queue overflow: this client stopped reading; disconnected\"}}\n");
+            self.close_after_flush(id);
+        } else if conn.half_closed && !self.owes_answers(id) {
+            self.close_after_flush(id);
+        }
+    }
+
+    /// Whether a parked wait or an input ack still owes `id` an answer.
+    fn owes_answers(&self, id: ConnId) -> bool {
+        self.waits.values().any(|w| w.conn == id)
+            || self
+                .panes
+                .values()
+                .any(|p| p.pending_acks().iter().any(|a| a.conn == id))
+    }
+
+    /// Records an event and pushes it to subscribers.
+    pub(super) fn emit(&mut self, kind: &str, data: serde_json::Value) {
+        let line = protocol::event_line(self.events.push(kind, data));
+        let mut overflow = Vec::new();
+        for (id, conn) in &mut self.conns {
+            // A connection still replaying gets this event from the ring.
+            let live = conn.subscribed && conn.replay_after.is_none();
+            if live && conn.closing.is_none() && !conn.queue(&line) {
+                overflow.push(*id);
+            }
+        }
+        for id in overflow {
+            if let Some(conn) = self.conns.get_mut(&id) {
+                conn.replace_queue(b"{\"event\":{\"type\":\"gap\",\"message\":\"subscriber too slow: disconnected; resubscribe with since\"}}\n");
+            }
+            self.close_after_flush(id);
+        }
+    }
+}

@@ -1,0 +1,112 @@
+//! How a pane's process ends: kills (requests and watchdogs) with their
+//! escalation to SIGKILL, and the exit itself, reaped by the SIGCHLD
+//! handler (our children) or reported by a pidfd (inherited ones, see
+//! `import.rs`).
+
+use super::Server;
+use super::pane::ExitReason;
+use super::pane_io::EXIT_DRAIN_BUDGET;
+use super::timers::TimerKind;
+use crate::protocol::{self, methods::ExitStatus};
+use std::time::{Duration, Instant};
+
+impl Server {
+    /// A reaped child: if it is a running pane's process, the pane exited.
+    pub(super) fn on_child_exit(&mut self, pid: i32, status: ExitStatus) {
+        let pane = self
+            .panes
+            .values()
+            .find(|p| p.is_running() && p.child().is_some_and(|c| c.pid == pid))
+            .map(|p| p.id());
+        if let Some(id) = pane {
+            self.on_pane_exit(id, status);
+        }
+    }
+
+    pub(super) fn on_pane_exit(&mut self, id: u64, status: ExitStatus) {
+        self.read_pane(id, EXIT_DRAIN_BUDGET);
+        let Some(pane) = self.panes.get_mut(&id) else {
+            return;
+        };
+        let Some(unwritten) = pane.mark_exited(status) else {
+            return;
+        };
+        let exit = pane.exit_json();
+        let public_id = pane.public_id();
+        for ack in unwritten {
+            let err = protocol::RpcError::new(
+                protocol::ErrorCode::PaneExited,
+                format!("pane {public_id} exited before this input was written"),
+            );
+            self.respond(ack.conn, &ack.rpc_id, Err(err));
+        }
+        self.emit(
+            "pane.exited",
+            serde_json::json!({ "pane": public_id, "exit": exit }),
+        );
+        self.resolve_waits_on_exit(id);
+        let payload =
+            serde_json::json!({ "reason": "pane_exited", "pane": public_id, "exit": exit });
+        self.end_attachments(id, &payload);
+    }
+
+    pub(super) fn check_idle_watchdog(&mut self, id: u64, now: Instant) {
+        let Some(pane) = self.panes.get(&id) else {
+            return;
+        };
+        let Some(idle) = pane.idle_timeout() else {
+            return;
+        };
+        if !pane.is_running() {
+            return;
+        }
+        let due = pane.last_output() + idle;
+        if due <= now {
+            self.kill_pane(
+                id,
+                libc::SIGTERM,
+                super::defaults::KILL_GRACE,
+                ExitReason::IdleTimeout,
+            );
+        } else {
+            self.timers.add(due, TimerKind::PaneIdle(id, pane.run()));
+        }
+    }
+
+    /// A kill's grace period ended: SIGKILL what is left of the session,
+    /// if the pane still runs the run the kill was for (a respawned pane's
+    /// new process is not the one we were asked to kill).
+    pub(super) fn escalate_kill(&mut self, id: u64, run: u64) {
+        if let Some(child) = self
+            .panes
+            .get(&id)
+            .filter(|p| p.run() == run)
+            .and_then(|p| p.child())
+        {
+            signal_session(child.sid, libc::SIGKILL);
+        }
+    }
+
+    /// Sends `signal` to every process in the pane's session and SIGKILL to
+    /// what is left after `grace`. Killing an exited pane does nothing.
+    pub(super) fn kill_pane(&mut self, id: u64, signal: i32, grace: Duration, reason: ExitReason) {
+        let Some(pane) = self.panes.get_mut(&id) else {
+            return;
+        };
+        let at = Instant::now() + grace;
+        let Some(child) = pane.start_kill(reason, at) else {
+            return;
+        };
+        signal_session(child.sid, signal);
+        self.timers.add(at, TimerKind::KillEscalate(id, pane.run()));
+    }
+}
+
+/// Signals every process of a pane's session, including children that moved
+/// to a process group of their own.
+pub(super) fn signal_session(sid: i32, signal: i32) {
+    for pid in crate::sys::session_members(sid) {
+        // SAFETY: kill has no memory-safety preconditions.
+        unsafe { libc::kill(pid, signal) };
+    }
+}

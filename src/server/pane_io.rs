@@ -1,0 +1,265 @@
+//! Pane I/O: reading a pane's output (paced for slow attached clients,
+//! at most a budget per wakeup), feeding its screen and forwarding to
+//! attached clients, the end of output (EIO), turning what the screen
+//! noticed into events, and writing pending input with its acks.
+
+use super::connection::{ConnId, ConnMode, OUTPUT_HIGH_WATER, OUTPUT_LOW_WATER, STALL_LIMIT};
+use super::timers::TimerKind;
+use super::{Server, Source};
+use crate::protocol::frame;
+use crate::term::TermEvent;
+use std::time::{Duration, Instant};
+
+/// Output bytes taken from one pane per wakeup, so a flooding pane cannot
+/// starve the others or the clients.
+const PANE_READ_BUDGET: usize = 64 * 1024;
+/// Output drained from a pane when its process exits, so the exit is
+/// reported after the output the process wrote before it.
+pub(super) const EXIT_DRAIN_BUDGET: usize = 1 << 20;
+/// How often the clients holding a paused pane are checked for progress.
+const STALL_CHECK: Duration = Duration::from_secs(1);
+
+impl Server {
+    /// A pane's master is ready: write pending input if it is writable,
+    /// read output if it is readable (or hung up).
+    pub(super) fn on_pane_ready(&mut self, id: u64, event: &mio::event::Event) {
+        if event.is_writable() {
+            self.flush_pane_input(id);
+        }
+        if event.is_readable() || event.is_read_closed() || event.is_error() {
+            self.read_pane_paced(id);
+        }
+    }
+
+    /// Reads a pane's output unless one of its attached clients is over the
+    /// high-water mark: then the pane is paused instead, so its program
+    /// blocks on a full PTY as it would with a terminal that stops reading,
+    /// until `flush_conns` sees the clients catch up. (The drain at exit does
+    /// not pause: the exit must come after all output.)
+    pub(super) fn read_pane_paced(&mut self, id: u64) {
+        if self.attached_output_over(id, OUTPUT_HIGH_WATER) {
+            if let Some(pane) = self.panes.get_mut(&id)
+                && pane.pause_output()
+            {
+                self.timers
+                    .add(Instant::now() + STALL_CHECK, TimerKind::PaneStall(id));
+            }
+            return;
+        }
+        self.read_pane(id, PANE_READ_BUDGET);
+    }
+
+    /// Whether a client attached to `pane` has more than `limit` bytes queued.
+    fn attached_output_over(&self, pane: u64, limit: usize) -> bool {
+        self.conns.values().any(|c| {
+            matches!(c.mode, ConnMode::Attached { pane: p, .. } if p == pane)
+                && c.closing.is_none()
+                && c.queued() > limit
+        })
+    }
+
+    /// Reads paused panes again whose clients have caught up (or left).
+    pub(super) fn resume_paused_panes(&mut self) {
+        let paused: Vec<u64> = self
+            .panes
+            .values()
+            .filter(|p| p.output_paused())
+            .map(|p| p.id())
+            .collect();
+        for id in paused {
+            if !self.attached_output_over(id, OUTPUT_LOW_WATER)
+                && let Some(pane) = self.panes.get_mut(&id)
+            {
+                pane.resume_output();
+                self.backlog.push_back(Source::Pane(id));
+            }
+        }
+    }
+
+    /// Disconnects the clients that keep a paused pane paused without taking
+    /// any output for [`STALL_LIMIT`]: one stuck client must not freeze the
+    /// pane for everyone.
+    pub(super) fn check_stalled_clients(&mut self, pane: u64, now: Instant) {
+        if !self
+            .panes
+            .get_mut(&pane)
+            .is_some_and(|p| p.stall_check_due())
+        {
+            return;
+        }
+        let stuck: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| {
+                matches!(c.mode, ConnMode::Attached { pane: p, .. } if p == pane)
+                    && c.closing.is_none()
+                    && c.queued() > OUTPUT_LOW_WATER
+                    && now.duration_since(c.last_progress) >= STALL_LIMIT
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        for id in stuck {
+            self.log.log(
+                "client_too_slow",
+                &format!(
+                    "client {id} took no output for {} s while its pane was paused; disconnected",
+                    STALL_LIMIT.as_secs()
+                ),
+            );
+            let payload = serde_json::json!({
+                "reason": "too_slow",
+                "message": "disconnected: this client stopped reading output; reattach to resume"
+            });
+            self.end_attachment(id, &payload, true);
+        }
+        self.timers
+            .add(now + STALL_CHECK, TimerKind::PaneStall(pane));
+    }
+
+    /// Reads a pane's output (at most `budget` bytes), feeds the screen and
+    /// forwards to attached clients. At the end of output the master
+    /// leaves the poll (`Pane::end_output`).
+    pub(super) fn read_pane(&mut self, id: u64, budget: usize) {
+        let Some(pane) = self.panes.get_mut(&id) else {
+            return;
+        };
+        if pane.fds().master().is_none() {
+            return;
+        }
+        let mut forward = Vec::new();
+        let read = pane.read_output(budget, &mut forward);
+        if read.more {
+            self.backlog.push_back(Source::Pane(id));
+        }
+        let replied = pane.answer_queries();
+        let term_events = pane.take_term_events();
+        if read.ended {
+            pane.end_output(self.poll.registry());
+        }
+        if replied {
+            self.flush_pane_input(id);
+        }
+        if !forward.is_empty() {
+            self.broadcast_output(id, &forward);
+        }
+        if read.taken > 0 {
+            self.check_text_waits(id);
+        }
+        if !term_events.is_empty() {
+            self.on_term_events(id, term_events);
+        }
+    }
+
+    /// Turns what the terminal model noticed into events (and answers waits
+    /// on prompts and finished commands).
+    fn on_term_events(&mut self, id: u64, term_events: Vec<TermEvent>) {
+        let pane_id = format!("p{id}");
+        let mut rang = false;
+        for event in term_events {
+            match event {
+                // A program ringing in a loop gets one event per read batch.
+                TermEvent::Bell if rang => {}
+                TermEvent::Bell => {
+                    rang = true;
+                    self.emit("pane.bell", serde_json::json!({ "pane": pane_id }));
+                }
+                TermEvent::Title(title) => {
+                    self.emit(
+                        "pane.title",
+                        serde_json::json!({ "pane": pane_id, "title": title }),
+                    );
+                }
+                TermEvent::Cwd(path) => {
+                    let dir = std::path::PathBuf::from(&path);
+                    if dir.is_absolute()
+                        && let Some(pane) = self.panes.get_mut(&id)
+                        && pane.move_to(dir)
+                    {
+                        self.mark_dirty();
+                    }
+                    self.emit(
+                        "pane.cwd",
+                        serde_json::json!({ "pane": pane_id, "cwd": path }),
+                    );
+                }
+                TermEvent::Prompt => {
+                    if let Some(pane) = self.panes.get_mut(&id) {
+                        pane.note_prompt();
+                    }
+                    self.emit("pane.prompt", serde_json::json!({ "pane": pane_id }));
+                    self.on_shell_mark(id);
+                }
+                TermEvent::CommandStart => {
+                    self.emit(
+                        "pane.command_started",
+                        serde_json::json!({ "pane": pane_id }),
+                    );
+                }
+                TermEvent::CommandFinished { exit } => {
+                    if let Some(pane) = self.panes.get_mut(&id) {
+                        pane.note_command_finished(exit);
+                    }
+                    self.emit(
+                        "pane.command_finished",
+                        serde_json::json!({ "pane": pane_id, "exit": exit }),
+                    );
+                    self.on_shell_mark(id);
+                }
+            }
+        }
+    }
+
+    /// Writes pending input to a pane and acknowledges the requests whose
+    /// bytes are now all in the PTY.
+    pub(super) fn flush_pane_input(&mut self, id: u64) {
+        let Some(pane) = self.panes.get_mut(&id) else {
+            return;
+        };
+        if let Err(e) = pane.flush_input() {
+            // The slave side is gone; the exit will be reported by SIGCHLD.
+            pane.discard_input();
+            let msg = format!("writing input to pane {}: {e}", pane.public_id());
+            self.log.log("input_failed", &msg);
+        }
+        let (prompts, finished) = (pane.prompts_seen(), pane.commands_finished());
+        for ack in pane.take_written_acks() {
+            let duplicate = ack.duplicate;
+            self.respond(
+                ack.conn,
+                &ack.rpc_id,
+                Ok(serde_json::json!({
+                    "written": true,
+                    "duplicate": duplicate,
+                    "prompts_seen": prompts,
+                    "commands_finished": finished,
+                })),
+            );
+        }
+    }
+
+    fn broadcast_output(&mut self, pane: u64, bytes: &[u8]) {
+        let mut too_slow = Vec::new();
+        for (id, conn) in &mut self.conns {
+            if matches!(conn.mode, ConnMode::Attached { pane: p, .. } if p == pane)
+                && conn.closing.is_none()
+                && !conn.queue_frame(frame::server::OUTPUT, bytes)
+            {
+                too_slow.push(*id);
+            }
+        }
+        for id in too_slow {
+            self.log.log(
+                "client_too_slow",
+                &format!(
+                    "client {id} fell {} MiB behind; disconnected",
+                    super::connection::MAX_OUTPUT_QUEUE >> 20
+                ),
+            );
+            let payload = serde_json::json!({
+                "reason": "too_slow",
+                "message": "disconnected: this client read output too slowly and its queue filled; reattach to resume"
+            });
+            self.end_attachment(id, &payload, true);
+        }
+    }
+}
