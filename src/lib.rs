@@ -5,7 +5,9 @@
 
 pub mod cli;
 pub mod client;
+pub mod clock;
 pub mod handoff;
+pub mod model;
 pub mod paths;
 pub mod persist;
 pub mod protocol;

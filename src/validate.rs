@@ -6,7 +6,7 @@
 //! wrong; the API answers it as `invalid_params`, a restore turns it into a
 //! repair.
 
-use crate::protocol::methods::CommandSpec;
+use crate::model::CommandSpec;
 use std::collections::BTreeMap;
 
 /// Longest name or label, in bytes.

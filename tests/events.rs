@@ -1,5 +1,6 @@
 //! The event stream: replay from a sequence number, live delivery, strictly
-//! increasing `seq`, and the events pane changes produce.
+//! increasing `seq`, the events pane changes produce, and every event being
+//! exactly the typed `protocol::events::Event`.
 
 mod util;
 
@@ -237,4 +238,63 @@ fn a_replay_larger_than_the_queue_arrives_whole_after_a_gap() {
     // Still subscribed and served.
     c.ok("pane.kill", json!({ "target": p, "signal": "KILL" }));
     assert_eq!(sub.wait_event("pane.exited", &p)["seq"], last + 2);
+}
+
+/// Every event the server sends reads back as `protocol::events::Logged`
+/// and serializes to the very same JSON: the typed enum is the wire.
+#[test]
+fn every_event_is_the_typed_enum_exactly() {
+    use ptyd::protocol::events::{Event, Logged};
+    let ptyd = Ptyd::start();
+    let mut c = ptyd.connect();
+    c.ok("workspace.create", json!({ "name": "side" }));
+    let sh = ptyd.create_argv(&["/bin/sh"]);
+    // Title, bell, cwd and the shell-integration marks, printed by the
+    // shell itself (OSC 0, BEL, OSC 7, OSC 133 A/C/D).
+    c.input(
+        &sh,
+        "printf '\\033]0;typed\\007\\007\\033]7;file:///tmp\\007\\033]133;A\\007\\033]133;C\\007\\033]133;D;3\\007'; echo marks-$((1+1))\r",
+    );
+    c.wait_text(&sh, "marks-2");
+    c.ok(
+        "pane.resize",
+        json!({ "target": sh, "cols": 90, "rows": 20 }),
+    );
+    c.ok("pane.kill", json!({ "target": sh, "signal": "KILL" }));
+    c.wait_exit(&sh);
+    c.ok("pane.respawn", json!({ "target": sh }));
+    c.ok("pane.remove", json!({ "target": sh, "force": true }));
+    c.ok("workspace.remove", json!({ "target": "side" }));
+
+    let mut sub = ptyd.connect();
+    sub.ok("events.subscribe", json!({ "since": 0 }));
+    let mut kinds = Vec::new();
+    loop {
+        let wire = sub.next_event();
+        let logged: Logged = serde_json::from_value(wire.clone())
+            .unwrap_or_else(|e| panic!("event {wire} is not the typed enum: {e}"));
+        assert_eq!(serde_json::to_value(&logged).unwrap(), wire);
+        assert!(logged.seq.is_some(), "{wire}");
+        kinds.push(wire["type"].as_str().unwrap().to_string());
+        if matches!(logged.event, Event::WorkspaceRemoved { .. }) {
+            break;
+        }
+    }
+    for kind in [
+        "workspace.created",
+        "pane.created",
+        "pane.title",
+        "pane.bell",
+        "pane.cwd",
+        "pane.prompt",
+        "pane.command_started",
+        "pane.command_finished",
+        "pane.resized",
+        "pane.exited",
+        "pane.respawned",
+        "pane.removed",
+        "workspace.removed",
+    ] {
+        assert!(kinds.iter().any(|k| k == kind), "no {kind} in {kinds:?}");
+    }
 }

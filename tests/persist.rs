@@ -665,6 +665,63 @@ fn deleted_cwd_starts_in_nearest_ancestor_with_notice() {
     server.stop();
 }
 
+/// Ids and counters at the end of the u64 range (a hand-edited or damaged
+/// file): the restore used to overflow computing the next id (a panic in
+/// debug builds, a wrapped counter in release), and a pane counter at its
+/// end overflowed on the next `pane.create`. Now the last value is no id,
+/// the restore drops it as a repair, and a used-up counter refuses.
+#[test]
+fn ids_at_the_end_of_their_range_never_wrap() {
+    let env = Dirs::new();
+    let ns = "maxid";
+    let max = u64::MAX;
+    let pane = |id: String| {
+        json!({ "id": id, "name": null, "cwd": "/", "command": { "argv": ["sleep", "1000"] },
+                "env": {}, "cols": 80, "rows": 24, "restore": "rerun", "resume": null,
+                "history": null, "pid": null, "start_token": null })
+    };
+    let snapshot = json!({
+        "version": 1, "server_version": "0.1.0", "written_unix_ms": 0, "revision": 1,
+        "generation": 1, "counters": { "workspace": 2, "tab": 2, "pane": max },
+        "active_workspace": "w1",
+        "workspaces": [{ "id": "w1", "name": "main", "tabs": ["t1"], "active_tab": "t1" }],
+        "tabs": [{ "id": "t1", "name": "big", "workspace": "w1",
+                   "layout": { "split": { "direction": "horizontal", "ratio": 0.5,
+                       "first": { "pane": format!("p{}", max - 1) },
+                       "second": { "pane": format!("p{max}") } } },
+                   "focus": format!("p{}", max - 1), "zoom": null }],
+        "panes": [pane(format!("p{}", max - 1)), pane(format!("p{max}"))],
+    });
+    let dir = env.state_dir(ns);
+    std::fs::create_dir_all(&dir).unwrap();
+    util::set_mode(&env.state.join("ptyd"), 0o700);
+    util::set_mode(&dir, 0o700);
+    std::fs::write(dir.join("session.json"), snapshot.to_string()).unwrap();
+
+    let server = env.start(ns);
+    let mut c = server.connect();
+    let ids: Vec<Value> = c.panes().iter().map(|p| p["id"].clone()).collect();
+    assert_eq!(ids, vec![json!(format!("p{}", max - 1))]);
+    let repairs = server.status_json()["persistence"]["restore"]["repairs"].to_string();
+    assert!(
+        repairs.contains(&format!("bad id \\\"p{max}\\\"")),
+        "{repairs}"
+    );
+    let (code, message) = c
+        .call("pane.create", json!({ "argv": ["sleep", "1000"] }))
+        .expect_err("a pane with no id left");
+    assert_eq!(code, "internal");
+    assert!(message.contains("pane ids are used up"), "{message}");
+    // The server is unharmed and saves the counter as it was.
+    assert_eq!(c.panes().len(), 1);
+    c.save();
+    server.stop();
+    assert_eq!(
+        read_json(&env.session_path(ns))["counters"]["pane"],
+        json!(max)
+    );
+}
+
 // ---------------------------------------------------------------------------
 // 4. SIGKILL during saves
 

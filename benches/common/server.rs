@@ -124,7 +124,10 @@ impl PtydServer {
             .env("XDG_STATE_HOME", &state_dir)
             // Not the user's config file: default scrollback limits.
             .env("XDG_CONFIG_HOME", &config_dir)
-            .env(ptyd::server::READY_FD_ENV, ready_w.as_raw_fd().to_string())
+            .env(
+                ptyd::protocol::READY_FD_ENV,
+                ready_w.as_raw_fd().to_string(),
+            )
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(stderr);

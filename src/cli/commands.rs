@@ -3,6 +3,13 @@
 use super::{CliError, Global, help};
 use crate::client::attach::{self, AttachOptions};
 use crate::client::{self, Client};
+use crate::model::CommandSpec;
+use crate::model::{Direction, RestorePolicy};
+use crate::protocol::methods::{self, NoParams, Request};
+use crate::protocol::replies::{
+    Capture, InputAck, LayoutNode, PaneInfo, PaneList, PaneStateName, RestartReport, Saved, Status,
+    TreeReply, UpgradeReport, WaitReply, WorkspaceCreated,
+};
 use lexopt::prelude::*;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -48,12 +55,12 @@ pub fn dispatch(g: &Global, command: &str, mut p: lexopt::Parser) -> Result<i32,
         "upgrade" => upgrade(g, &mut p),
         "save" => {
             no_args(&mut p, help::SAVE)?;
-            let r = connect_existing(g)?.call("server.save", json!({}))?;
-            println!("saved to {}", r["path"].as_str().unwrap_or("?"));
+            let r: Saved = connect_existing(g)?.request_as(&Request::ServerSave(NoParams {}))?;
+            println!("saved to {}", r.path.display());
             Ok(0)
         }
-        "respawn" => simple_target(g, &mut p, help::RESPAWN, "pane.respawn"),
-        "focus" => simple_target(g, &mut p, help::FOCUS, "pane.focus"),
+        "respawn" => simple_target(g, &mut p, help::RESPAWN, Request::PaneRespawn),
+        "focus" => simple_target(g, &mut p, help::FOCUS, Request::PaneFocus),
         "resume" => resume(g, &mut p),
         "workspace" | "ws" => tree_command(g, &mut p, "workspace"),
         "tab" => tree_command(g, &mut p, "tab"),
@@ -206,8 +213,13 @@ struct PaneSpecArgs {
     size: Option<(u32, u32)>,
     shell: Option<String>,
     argv: Vec<String>,
-    /// Placement and restore options, passed through as they are.
-    extra: serde_json::Map<String, Value>,
+    workspace: Option<String>,
+    tab_name: Option<String>,
+    split: Option<String>,
+    direction: Option<Direction>,
+    ratio: Option<f32>,
+    restore: Option<RestorePolicy>,
+    resume: Option<String>,
 }
 
 /// An argument detached from the parser's borrow, so an option's value can
@@ -265,35 +277,34 @@ impl PaneSpecArgs {
         } else if arg.is(None, "shell") {
             self.shell = Some(p.value()?.string()?);
         } else if arg.is(Some('w'), "workspace") {
-            self.extra
-                .insert("workspace".into(), json!(p.value()?.string()?));
+            self.workspace = Some(p.value()?.string()?);
         } else if arg.is(None, "tab-name") {
-            self.extra
-                .insert("tab_name".into(), json!(p.value()?.string()?));
+            self.tab_name = Some(p.value()?.string()?);
         } else if arg.is(Some('s'), "split") {
-            self.extra
-                .insert("split".into(), json!(p.value()?.string()?));
+            self.split = Some(p.value()?.string()?);
         } else if arg.is(Some('v'), "vertical") {
-            self.extra.insert("direction".into(), json!("vertical"));
+            self.direction = Some(Direction::Vertical);
         } else if arg.is(None, "ratio") {
             let r = p.value()?.string()?;
             let r: f32 = r.parse().map_err(|_| {
                 CliError::usage(format!("--ratio takes a number in (0, 1), got {r:?}"))
             })?;
-            self.extra.insert("ratio".into(), json!(r));
+            self.ratio = Some(r);
         } else if arg.is(None, "restore") {
-            self.extra
-                .insert("restore".into(), json!(p.value()?.string()?));
+            let r = p.value()?.string()?;
+            let policy = serde_json::from_value(json!(r)).map_err(|_| {
+                CliError::usage(format!("--restore takes rerun, shell or hold, got {r:?}"))
+            })?;
+            self.restore = Some(policy);
         } else if arg.is(None, "resume") {
-            self.extra
-                .insert("resume".into(), json!(p.value()?.string()?));
+            self.resume = Some(p.value()?.string()?);
         } else {
             return Ok(false);
         }
         Ok(true)
     }
 
-    fn params(self) -> Result<Value, CliError> {
+    fn params(self) -> Result<methods::PaneCreate, CliError> {
         let cwd = match self.cwd {
             Some(dir) => std::path::absolute(&dir)
                 .map_err(|e| CliError::usage(format!("cwd {dir:?}: {e}")))?
@@ -309,30 +320,39 @@ impl PaneSpecArgs {
                 client::terminal_size(&std::io::stdout()).map(|(c, r)| (c.into(), r.into()))
             })
             .unwrap_or((80, 24));
-        let mut params = json!({ "cwd": cwd, "env": self.env, "cols": cols.min(u16::MAX.into()), "rows": rows.min(u16::MAX.into()) });
-        if let Some(name) = self.name {
-            params["name"] = json!(name);
-        }
-        if let Some(t) = self.timeout {
-            params["timeout_ms"] = json!(t);
-        }
-        if let Some(t) = self.idle_timeout {
-            params["idle_timeout_ms"] = json!(t);
-        }
-        if let Value::Object(obj) = &mut params {
-            obj.extend(self.extra);
-        }
-        match (self.shell, self.argv.is_empty()) {
+        let (shell, argv) = match (self.shell, self.argv.is_empty()) {
             (Some(_), false) => {
                 return Err(CliError::usage(
                     "give either --shell STR or -- ARGV..., not both",
                 ));
             }
-            (Some(shell), true) => params["shell"] = json!(shell),
-            (None, false) => params["argv"] = json!(self.argv),
-            (None, true) => {}
-        }
-        Ok(params)
+            (Some(shell), true) => (Some(shell), None),
+            (None, false) => (None, Some(self.argv)),
+            (None, true) => (None, None),
+        };
+        // The server clamps sizes to what a terminal can be; u16 only has
+        // to hold what the user typed.
+        let clamp = |n: u32| u16::try_from(n).unwrap_or(u16::MAX);
+        Ok(methods::PaneCreate {
+            name: self.name,
+            argv,
+            shell,
+            cwd: Some(cwd),
+            env: self.env,
+            cols: Some(clamp(cols)),
+            rows: Some(clamp(rows)),
+            timeout_ms: self.timeout,
+            idle_timeout_ms: self.idle_timeout,
+            attach: false,
+            read_only: false,
+            restore: self.restore,
+            resume: self.resume,
+            workspace: self.workspace,
+            tab_name: self.tab_name,
+            split: self.split,
+            direction: self.direction,
+            ratio: self.ratio,
+        })
     }
 }
 
@@ -360,23 +380,26 @@ fn new(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
             return Err(arg.unexpected());
         }
     }
-    let mut params = spec.params()?;
+    let params = spec.params()?;
     let mut client = connect(g)?;
     if detached {
-        let info = client.call("pane.create", params)?;
+        let info = client.request(&Request::PaneCreate(params))?;
         if as_json {
             print_json(&info);
         } else {
-            println!("{}", info["id"].as_str().unwrap_or_default());
+            let info: PaneInfo = client::parse_reply("pane.create", info)?;
+            println!("{}", info.id);
         }
         return Ok(0);
     }
-    params["attach"] = json!(true);
-    let info = client.call("pane.create", params)?;
+    let info: PaneInfo = client.request_as(&Request::PaneCreate(methods::PaneCreate {
+        attach: true,
+        ..params
+    }))?;
     let (stream, leftover) = client.into_stream();
     let reader = client::FrameReader::new(stream, leftover);
     let opts = AttachOptions {
-        target: info["id"].as_str().unwrap_or_default().to_string(),
+        target: info.id.to_string(),
         read_only: false,
         detach_key: 0x1c,
     };
@@ -391,49 +414,35 @@ fn finish_attach(end: attach::AttachEnd) -> Result<i32, CliError> {
 fn ls(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     let as_json = json_flag(p, help::LS)?;
     let mut client = connect(g)?;
-    let mut tree = client.call("tree", json!({}))?;
-    let panes = client.call("pane.list", json!({}))?;
+    let mut tree = client.request(&Request::Tree(NoParams {}))?;
+    let panes = client.request(&Request::PaneList(NoParams {}))?;
     if as_json {
         tree["panes"] = panes["panes"].clone();
         print_json(&tree);
         return Ok(0);
     }
-    let workspaces = tree["workspaces"].as_array().cloned().unwrap_or_default();
-    if panes["panes"].as_array().is_none_or(|p| p.is_empty()) {
-        for ws in &workspaces {
-            println!(
-                "{} {} (empty)",
-                ws["id"].as_str().unwrap_or("?"),
-                ws["name"].as_str().unwrap_or("")
-            );
+    let tree: TreeReply = client::parse_reply("tree", tree)?;
+    let panes: PaneList = client::parse_reply("pane.list", panes)?;
+    if panes.panes.is_empty() {
+        for ws in &tree.workspaces {
+            println!("{} {} (empty)", ws.id, ws.name);
         }
         println!("no panes");
         return Ok(0);
     }
-    let active = |v: &Value| {
-        if v["active"] == json!(true) {
-            " (active)"
-        } else {
-            ""
-        }
-    };
-    for ws in &workspaces {
-        println!(
-            "{} {}{}",
-            ws["id"].as_str().unwrap_or("?"),
-            ws["name"].as_str().unwrap_or(""),
-            active(ws)
-        );
-        for tab in ws["tabs"].as_array().into_iter().flatten() {
+    let active = |a: bool| if a { " (active)" } else { "" };
+    for ws in &tree.workspaces {
+        println!("{} {}{}", ws.id, ws.name, active(ws.active));
+        for tab in &ws.tabs {
             println!(
                 "  {} {}{}  {}",
-                tab["id"].as_str().unwrap_or("?"),
-                tab["name"].as_str().unwrap_or(""),
-                active(tab),
-                layout_summary(&tab["layout"])
+                tab.id,
+                tab.name,
+                active(tab.active),
+                layout_summary(&tab.layout)
             );
-            for pane in tab["panes"].as_array().into_iter().flatten() {
-                println!("    {}", pane_line(pane, tab["focus"] == pane["id"]));
+            for pane in tab.panes.iter().flatten() {
+                println!("    {}", pane_line(pane, tab.focus == pane.id));
             }
         }
     }
@@ -441,55 +450,49 @@ fn ls(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
 }
 
 /// `[p1 | [p2 / p3]]`: `|` side by side, `/` stacked.
-fn layout_summary(layout: &Value) -> String {
-    if let Some(p) = layout["pane"].as_str() {
-        return p.to_string();
+fn layout_summary(layout: &LayoutNode) -> String {
+    match layout {
+        LayoutNode::Pane(p) => p.to_string(),
+        LayoutNode::Split {
+            direction,
+            first,
+            second,
+            ..
+        } => {
+            let sep = match direction {
+                Direction::Vertical => "/",
+                Direction::Horizontal => "|",
+            };
+            format!(
+                "[{} {sep} {}]",
+                layout_summary(first),
+                layout_summary(second)
+            )
+        }
     }
-    let split = &layout["split"];
-    let sep = if split["direction"] == "vertical" {
-        "/"
-    } else {
-        "|"
-    };
-    format!(
-        "[{} {sep} {}]",
-        layout_summary(&split["first"]),
-        layout_summary(&split["second"])
-    )
 }
 
-fn pane_line(pane: &Value, focused: bool) -> String {
-    let state = match pane["state"].as_str() {
-        Some("exited") => format!("exited ({})", attach::describe_exit(&pane["exit"])),
-        Some(s) => s.to_string(),
-        None => "?".into(),
+fn pane_line(pane: &PaneInfo, focused: bool) -> String {
+    let state = match (pane.state, &pane.exit) {
+        (PaneStateName::Exited, Some(exit)) => format!("exited ({})", exit.describe()),
+        (PaneStateName::Exited, None) => "exited (unknown status)".into(),
+        (PaneStateName::Running, _) => "running".into(),
+        (PaneStateName::Held, _) => "held".into(),
     };
-    let command = match &pane["command"] {
-        Value::Object(m) if m.contains_key("argv") => m["argv"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            })
-            .unwrap_or_default(),
-        Value::Object(m) if m.contains_key("shell") => {
-            format!("sh -c {}", m["shell"].as_str().unwrap_or_default())
-        }
-        _ => "(login shell)".into(),
+    let command = match &pane.command {
+        CommandSpec::Argv(argv) => argv.join(" "),
+        CommandSpec::Shell(shell) => format!("sh -c {shell}"),
+        CommandSpec::LoginShell => "(login shell)".into(),
     };
     format!(
         "{}{:<5} {:<14} {:<24} {:>7} {:>8}  {}  {}",
         if focused { "*" } else { " " },
-        pane["id"].as_str().unwrap_or("?"),
-        pane["name"].as_str().unwrap_or("-"),
+        pane.id.to_string(),
+        pane.name.as_deref().unwrap_or("-"),
         state,
-        pane["pid"]
-            .as_i64()
-            .map_or("-".to_string(), |p| p.to_string()),
-        format!("{}x{}", pane["cols"], pane["rows"]),
-        pane["cwd"].as_str().unwrap_or(""),
+        pane.pid.map_or("-".to_string(), |p| p.to_string()),
+        format!("{}x{}", pane.cols, pane.rows),
+        pane.cwd.display(),
         command
     )
 }
@@ -591,24 +594,26 @@ fn send(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     if data.is_empty() {
         return Err(CliError::usage("nothing to send: give TEXT and/or --enter"));
     }
-    let mut params = json!({ "target": target, "data": data });
-    if let Some(id) = request_id {
-        params["request_id"] = json!(id);
-    }
     let mut client = connect(g)?;
-    let ack = client.call("pane.input", params)?;
+    let ack: InputAck = client.request_as(&Request::PaneInput(methods::PaneInput {
+        target: target.clone(),
+        data,
+        request_id,
+    }))?;
     if !wait_finished {
         return Ok(0);
     }
     // Wait for a finished command beyond the count at the moment our bytes
     // were written: no race with a shell that answers fast.
-    let mut wait =
-        json!({ "target": target, "command_finished": true, "after": ack["commands_finished"] });
-    if let Some(ms) = timeout {
-        wait["timeout_ms"] = json!(ms);
-    }
-    match client.call("pane.wait", wait) {
-        Ok(done) => Ok(done["exit"].as_i64().unwrap_or(0) as i32),
+    let wait = methods::PaneWait {
+        command_finished: true,
+        after: Some(ack.commands_finished),
+        timeout_ms: timeout,
+        ..methods::PaneWait::new(target)
+    };
+    match client.request_as::<WaitReply>(&Request::PaneWait(wait)) {
+        Ok(WaitReply::CommandFinished { exit, .. }) => Ok(exit.unwrap_or(0)),
+        Ok(_) => Ok(0),
         Err(e) if e.code == "timeout" => {
             eprintln!("ptyd: {}", e.message);
             Ok(124)
@@ -619,33 +624,34 @@ fn send(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
 
 fn capture(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     let mut target = None;
-    let mut ansi = false;
+    let (mut ansi, mut join, mut start, mut end) = (false, false, None, None);
     let mut as_json = false;
-    let mut range = json!({});
     while let Some(arg) = p.next()? {
         if help_requested(&arg, help::CAPTURE) {
             return Ok(0);
         }
         match arg {
             Long("ansi") | Short('e') => ansi = true,
-            Long("join") | Short('J') => range["join"] = json!(true),
-            Short('S') | Long("start") => range["start"] = json!(parse_line(p.value()?)?),
-            Short('E') | Long("end") => range["end"] = json!(parse_line(p.value()?)?),
+            Long("join") | Short('J') => join = true,
+            Short('S') | Long("start") => start = Some(parse_line(p.value()?)?),
+            Short('E') | Long("end") => end = Some(parse_line(p.value()?)?),
             Long("json") => as_json = true,
             Value(v) => target_arg(p, &mut target, v)?,
             _ => return Err(arg.unexpected().into()),
         }
     }
-    let result = connect(g)?.call("pane.capture", {
-        let mut params = range;
-        params["target"] = json!(need_target(target)?);
-        params["ansi"] = json!(ansi);
-        params
-    })?;
+    let result = connect(g)?.request(&Request::PaneCapture(methods::PaneCapture {
+        target: need_target(target)?,
+        ansi,
+        start,
+        end,
+        join,
+    }))?;
     if as_json {
         print_json(&result);
     } else {
-        for line in client::capture_lines(&result) {
+        let capture: Capture = client::parse_reply("pane.capture", result)?;
+        for line in capture.trimmed_lines() {
             println!("{line}");
         }
     }
@@ -680,33 +686,37 @@ fn run(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
 
 fn wait(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     let mut target = None;
-    let mut params = json!({});
+    let mut wait = methods::PaneWait::new(String::new());
     let mut as_json = false;
     while let Some(arg) = p.next()? {
         if help_requested(&arg, help::WAIT) {
             return Ok(0);
         }
         match arg {
-            Long("exit") => params["exit"] = json!(true),
-            Long("text") => params["text"] = json!(p.value()?.string()?),
-            Long("idle") => params["idle_ms"] = json!(parse_u64(p.value()?, "--idle")?),
-            Long("prompt") => params["prompt"] = json!(true),
-            Long("command-finished") => params["command_finished"] = json!(true),
-            Long("timeout") => params["timeout_ms"] = json!(parse_u64(p.value()?, "--timeout")?),
+            Long("exit") => wait.exit = true,
+            Long("text") => wait.text = Some(p.value()?.string()?),
+            Long("idle") => wait.idle_ms = Some(parse_u64(p.value()?, "--idle")?),
+            Long("prompt") => wait.prompt = true,
+            Long("command-finished") => wait.command_finished = true,
+            Long("timeout") => wait.timeout_ms = Some(parse_u64(p.value()?, "--timeout")?),
             Long("json") => as_json = true,
             Value(v) => target_arg(p, &mut target, v)?,
             _ => return Err(arg.unexpected().into()),
         }
     }
-    params["target"] = json!(need_target(target)?);
-    let want_exit = params["exit"] == json!(true);
-    match connect(g)?.call("pane.wait", params) {
+    wait.target = need_target(target)?;
+    let want_exit = wait.exit;
+    match connect(g)?.request(&Request::PaneWait(wait)) {
         Ok(result) => {
             if as_json {
                 print_json(&result);
             }
             if want_exit {
-                return Ok(result["exit"]["shell_code"].as_i64().unwrap_or(1) as i32);
+                let code = match client::parse_reply("pane.wait", result)? {
+                    WaitReply::Exited { exit: Some(exit) } => exit.shell_code,
+                    _ => 1,
+                };
+                return Ok(code);
             }
             Ok(0)
         }
@@ -720,20 +730,23 @@ fn wait(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
 
 fn kill(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     let mut target = None;
-    let mut params = json!({});
+    let (mut signal, mut grace_ms) = (None, None);
     while let Some(arg) = p.next()? {
         if help_requested(&arg, help::KILL) {
             return Ok(0);
         }
         match arg {
-            Short('s') | Long("signal") => params["signal"] = json!(p.value()?.string()?),
-            Long("grace") => params["grace_ms"] = json!(parse_u64(p.value()?, "--grace")?),
+            Short('s') | Long("signal") => signal = Some(p.value()?.string()?),
+            Long("grace") => grace_ms = Some(parse_u64(p.value()?, "--grace")?),
             Value(v) => target_arg(p, &mut target, v)?,
             _ => return Err(arg.unexpected().into()),
         }
     }
-    params["target"] = json!(need_target(target)?);
-    connect(g)?.call("pane.kill", params)?;
+    connect(g)?.request(&Request::PaneKill(methods::PaneKill {
+        target: need_target(target)?,
+        signal,
+        grace_ms,
+    }))?;
     Ok(0)
 }
 
@@ -750,10 +763,10 @@ fn rm(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
             _ => return Err(arg.unexpected().into()),
         }
     }
-    connect(g)?.call(
-        "pane.remove",
-        json!({ "target": need_target(target)?, "force": force }),
-    )?;
+    connect(g)?.request(&Request::PaneRemove(methods::PaneRemove {
+        target: need_target(target)?,
+        force,
+    }))?;
     Ok(0)
 }
 
@@ -772,33 +785,34 @@ fn resize(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         return Err(CliError::usage("usage: ptyd resize TARGET COLSxROWS"));
     };
     let (cols, rows) = parse_size(size)?;
-    connect(g)?.call(
-        "pane.resize",
-        json!({ "target": target, "cols": cols, "rows": rows }),
-    )?;
+    connect(g)?.request(&Request::PaneResize(methods::PaneResize {
+        target: target.clone(),
+        cols,
+        rows,
+    }))?;
     Ok(0)
 }
 
 fn events(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
-    let mut params = json!({});
+    let mut since = None;
     while let Some(arg) = p.next()? {
         if help_requested(&arg, help::EVENTS) {
             return Ok(0);
         }
         match arg {
             Long("since") => {
-                params["since"] = json!(
+                since = Some(
                     p.value()?
                         .string()?
                         .parse::<u64>()
-                        .map_err(|_| CliError::usage("--since takes a sequence number"))?
+                        .map_err(|_| CliError::usage("--since takes a sequence number"))?,
                 )
             }
             _ => return Err(arg.unexpected().into()),
         }
     }
     let mut client = connect(g)?;
-    client.call("events.subscribe", params)?;
+    client.request(&Request::EventsSubscribe(methods::Subscribe { since }))?;
     loop {
         let msg = client.read_message()?;
         if let Some(event) = msg.get("event") {
@@ -809,32 +823,22 @@ fn events(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
 
 fn status(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     let as_json = json_flag(p, help::STATUS)?;
-    let s = connect_existing(g)?.call("server.status", json!({}))?;
+    let s = connect_existing(g)?.request(&Request::ServerStatus(NoParams {}))?;
     if as_json {
         print_json(&s);
     } else {
+        let s: Status = client::parse_reply("server.status", s)?;
         println!(
             "ptyd {} (protocol {}), pid {}",
-            s["server_version"].as_str().unwrap_or("?"),
-            s["protocol"],
-            s["pid"]
+            s.server_version, s.protocol, s.pid
         );
-        println!("namespace:  {}", s["namespace"].as_str().unwrap_or("?"));
-        println!("socket:     {}", s["socket"].as_str().unwrap_or("?"));
-        println!(
-            "uptime:     {} s",
-            s["uptime_ms"].as_u64().unwrap_or(0) / 1000
-        );
-        println!(
-            "panes:      {} ({} running)",
-            s["panes"], s["running_panes"]
-        );
-        println!("clients:    {}", s["clients"]);
-        println!("generation: {}", s["generation"]);
-        let problems = s["config"]["problems"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
+        println!("namespace:  {}", s.namespace);
+        println!("socket:     {}", s.socket.display());
+        println!("uptime:     {} s", s.uptime_ms / 1000);
+        println!("panes:      {} ({} running)", s.panes, s.running_panes);
+        println!("clients:    {}", s.clients);
+        println!("generation: {}", s.generation);
+        let problems = s.config["problems"].as_array().cloned().unwrap_or_default();
         if !problems.is_empty() {
             println!(
                 "config:     {} problem(s), each key falls back to its default:",
@@ -851,7 +855,7 @@ fn status(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
 fn stop(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     no_args(p, help::STOP)?;
     let mut client = connect_existing(g)?;
-    client.call("server.stop", json!({}))?;
+    client.request(&Request::ServerStop(NoParams {}))?;
     // The server closes our connection as its last act: wait for that, so
     // a `ptyd stop && ptyd server` never races the old server's lock.
     while client.read_message().is_ok() {}
@@ -888,7 +892,7 @@ fn simple_target(
     g: &Global,
     p: &mut lexopt::Parser,
     text: help::Topic,
-    method: &str,
+    request: fn(methods::Target) -> Request,
 ) -> Result<i32, CliError> {
     let mut target = None;
     while let Some(arg) = p.next()? {
@@ -900,7 +904,8 @@ fn simple_target(
             _ => return Err(arg.unexpected().into()),
         }
     }
-    connect(g)?.call(method, json!({ "target": need_target(target)? }))?;
+    let target = need_target(target)?;
+    connect(g)?.request(&request(methods::Target { target }))?;
     Ok(0)
 }
 
@@ -917,19 +922,19 @@ fn resume(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
             _ => return Err(arg.unexpected().into()),
         }
     }
-    let (target, command) = match (args.as_slice(), clear) {
-        ([t], true) => (t.clone(), Value::Null),
-        ([t, c], false) => (t.clone(), json!(c)),
+    let (target, resume) = match (args.as_slice(), clear) {
+        ([t], true) => (t.clone(), None),
+        ([t, c], false) => (t.clone(), Some(c.clone())),
         _ => {
             return Err(CliError::usage(
                 "usage: ptyd resume TARGET COMMAND, or ptyd resume TARGET --clear",
             ));
         }
     };
-    connect(g)?.call(
-        "pane.set_resume",
-        json!({ "target": target, "resume": command }),
-    )?;
+    connect(g)?.request(&Request::PaneSetResume(methods::PaneSetResume {
+        target,
+        resume,
+    }))?;
     Ok(0)
 }
 
@@ -953,45 +958,63 @@ fn tree_command(g: &Global, p: &mut lexopt::Parser, kind: &str) -> Result<i32, C
             _ => return Err(arg.unexpected().into()),
         }
     }
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let (method, params) = match (kind, args.as_slice()) {
-        ("workspace", ["new", name]) => ("workspace.create", json!({ "name": name })),
-        (_, ["rename", target, name]) => ("rename", json!({ "target": target, "name": name })),
-        (_, ["rm", target]) => ("remove", json!({ "target": target, "force": force })),
+    let tab = kind == "tab";
+    let request = match args.as_slice() {
+        [verb, name] if verb == "new" && !tab => {
+            Request::WorkspaceCreate(methods::WorkspaceCreate { name: name.clone() })
+        }
+        [verb, target, name] if verb == "rename" => {
+            let rename = methods::Rename {
+                target: target.clone(),
+                name: name.clone(),
+            };
+            if tab {
+                Request::TabRename(rename)
+            } else {
+                Request::WorkspaceRename(rename)
+            }
+        }
+        [verb, target] if verb == "rm" => {
+            let remove = methods::RemoveTree {
+                target: target.clone(),
+                force,
+            };
+            if tab {
+                Request::TabRemove(remove)
+            } else {
+                Request::WorkspaceRemove(remove)
+            }
+        }
         _ => return Err(CliError::usage(format!("see `ptyd {kind} --help`"))),
     };
-    let method = if method.contains('.') {
-        method.to_string()
-    } else {
-        format!("{kind}.{method}")
-    };
-    let result = connect(g)?.call(&method, params)?;
-    if let Some(id) = result["id"].as_str() {
-        println!("{id}");
+    let result = connect(g)?.request(&request)?;
+    if let Request::WorkspaceCreate(_) = request {
+        let created: WorkspaceCreated = client::parse_reply("workspace.create", result)?;
+        println!("{}", created.id);
     }
     Ok(0)
 }
 
 fn upgrade(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
-    let mut params = json!({});
+    let mut params = methods::Upgrade::default();
     let mut as_json = false;
     while let Some(arg) = p.next()? {
         if help_requested(&arg, help::UPGRADE) {
             return Ok(0);
         }
         match arg {
-            Long("binary") => params["binary"] = json!(p.value()?.string()?),
-            Long("timeout") => params["timeout_ms"] = json!(parse_u64(p.value()?, "--timeout")?),
+            Long("binary") => params.binary = Some(p.value()?.string()?),
+            Long("timeout") => params.timeout_ms = Some(parse_u64(p.value()?, "--timeout")?),
             // Tests only: release builds have no fault points (handoff::fault).
             #[cfg(any(debug_assertions, feature = "fault-injection"))]
-            Long("fault") => params["fault"] = json!(p.value()?.string()?),
-            Long("mode") => params["mode"] = json!(p.value()?.string()?),
+            Long("fault") => params.fault = Some(p.value()?.string()?),
+            Long("mode") => params.mode = Some(p.value()?.string()?),
             Long("json") => as_json = true,
             _ => return Err(arg.unexpected().into()),
         }
     }
-    let restore = params["mode"] == "restore";
-    let report = connect_existing(g)?.call("server.upgrade", params)?;
+    let restore = params.mode.as_deref() == Some("restore");
+    let report = connect_existing(g)?.request(&Request::ServerUpgrade(params))?;
     if restore {
         // The server restarts in place; it answers again once restored.
         let status = wait_for_server(g)?;
@@ -1001,12 +1024,11 @@ fn upgrade(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
                 json!({ "mode": "restore", "before": report, "status": status })
             );
         } else {
+            let report: RestartReport = client::parse_reply("server.upgrade", report)?;
+            let status: Status = client::parse_reply("server.status", status)?;
             println!(
                 "restarted pid {} as {}; restored {} panes ({} running)",
-                report["pid"],
-                report["binary"].as_str().unwrap_or("?"),
-                status["panes"],
-                status["running_panes"]
+                report.pid, report.binary, status.panes, status.running_panes
             );
         }
         return Ok(0);
@@ -1015,26 +1037,18 @@ fn upgrade(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         println!("{report}");
         return Ok(0);
     }
+    let report: UpgradeReport = client::parse_reply("server.upgrade", report)?;
     println!(
         "upgraded to generation {} (pid {}, ptyd {})",
-        report["generation"],
-        report["new_pid"],
-        report["server_version"].as_str().unwrap_or("?")
+        report.generation, report.new_pid, report.server_version
     );
-    for phase in report["phases"].as_array().into_iter().flatten() {
-        println!(
-            "  {:<10} {:>9.3} ms",
-            phase["name"].as_str().unwrap_or("?"),
-            phase["ms"].as_f64().unwrap_or(0.0)
-        );
+    for phase in &report.phases {
+        println!("  {:<10} {:>9.3} ms", phase.name, phase.ms);
     }
-    println!(
-        "  blackout   {:>9.3} ms",
-        report["blackout_ms"].as_f64().unwrap_or(0.0)
-    );
+    println!("  blackout   {:>9.3} ms", report.blackout_ms);
     println!(
         "  moved {} panes, {} clients, {} fds in {} batches",
-        report["panes"], report["clients"], report["fds"], report["fd_batches"]
+        report.panes, report.clients, report.fds, report.fd_batches
     );
     Ok(0)
 }
@@ -1045,7 +1059,7 @@ fn wait_for_server(g: &Global) -> Result<Value, CliError> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     loop {
         if let Ok(mut c) = Client::connect(&g.paths, false)
-            && let Ok(status) = c.call("server.status", json!({}))
+            && let Ok(status) = c.request(&Request::ServerStatus(NoParams {}))
         {
             return Ok(status);
         }

@@ -9,6 +9,8 @@
 
 use super::help::{self, Args, COMMANDS, Complete, GLOBAL_OPTIONS, Opt};
 use super::{CliError, Global};
+use crate::protocol::methods::{NoParams, Request};
+use crate::protocol::replies::PaneList;
 use lexopt::prelude::*;
 
 pub fn completions(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
@@ -52,14 +54,13 @@ fn print_panes(g: &Global) {
     let Ok(mut client) = crate::client::Client::connect(&g.paths, false) else {
         return;
     };
-    let Ok(list) = client.call("pane.list", serde_json::json!({})) else {
+    let Ok(list) = client.request_as::<PaneList>(&Request::PaneList(NoParams {})) else {
         return;
     };
-    for pane in list["panes"].as_array().into_iter().flatten() {
-        for key in ["id", "name"] {
-            if let Some(s) = pane[key].as_str().filter(|s| !s.is_empty()) {
-                println!("{s}");
-            }
+    for pane in list.panes {
+        println!("{}", pane.id);
+        if let Some(name) = pane.name.filter(|n| !n.is_empty()) {
+            println!("{name}");
         }
     }
 }

@@ -7,7 +7,9 @@
 use super::CliError;
 use crate::client::Client;
 use crate::paths::NamespacePaths;
-use serde_json::{Value, json};
+use crate::protocol::methods::{self, NoParams, Request};
+use serde_json::Value;
+use std::collections::BTreeMap;
 
 /// Stops the demo's server and removes its namespace, however the demo ends.
 struct DemoServer {
@@ -17,7 +19,7 @@ struct DemoServer {
 impl Drop for DemoServer {
     fn drop(&mut self) {
         if let Ok(mut c) = Client::connect(&self.paths, false) {
-            let _ = c.call("server.stop", json!({}));
+            let _ = c.request(&Request::ServerStop(NoParams {}));
             // The server closes the connection as its last act.
             while c.read_message().is_ok() {}
         }
@@ -32,11 +34,60 @@ fn step(what: &str) {
 
 /// One API call, shown as the command line that does the same (`cli`,
 /// after `ptyd -L NAMESPACE`) and as the request it sends.
-fn call(client: &mut Client, cli: &str, method: &str, params: Value) -> Result<Value, CliError> {
+fn call(client: &mut Client, cli: &str, request: Request) -> Result<Value, CliError> {
+    let wire = serde_json::to_value(&request).unwrap_or_default();
     println!("  $ ptyd -L {} {cli}", demo_namespace());
-    println!("    (API: {method} {params})");
-    let result = client.call(method, params)?;
-    Ok(result)
+    println!("    (API: {} {})", request.method(), wire["params"]);
+    Ok(client.request(&request)?)
+}
+
+fn create(name: &str, cwd: &std::path::Path) -> methods::PaneCreate {
+    methods::PaneCreate {
+        name: Some(name.into()),
+        cwd: Some(cwd.to_string_lossy().into_owned()),
+        ..methods::PaneCreate::default()
+    }
+}
+
+fn input(target: &str, data: &str, request_id: Option<&str>) -> Request {
+    Request::PaneInput(methods::PaneInput {
+        target: target.into(),
+        data: data.into(),
+        request_id: request_id.map(str::to_string),
+    })
+}
+
+fn wait_text(target: &str, text: &str) -> Request {
+    Request::PaneWait(methods::PaneWait {
+        text: Some(text.into()),
+        timeout_ms: Some(10_000),
+        ..methods::PaneWait::new(target.into())
+    })
+}
+
+fn wait_exit(target: &str) -> Request {
+    Request::PaneWait(methods::PaneWait {
+        exit: true,
+        timeout_ms: Some(10_000),
+        ..methods::PaneWait::new(target.into())
+    })
+}
+
+fn capture(target: &str, start: Option<i64>) -> Request {
+    Request::PaneCapture(methods::PaneCapture {
+        target: target.into(),
+        ansi: false,
+        start,
+        end: None,
+        join: false,
+    })
+}
+
+fn upgrade(mode: Option<&str>) -> Request {
+    Request::ServerUpgrade(methods::Upgrade {
+        mode: mode.map(str::to_string),
+        ..methods::Upgrade::default()
+    })
 }
 
 /// The demo's private namespace.
@@ -59,7 +110,11 @@ pub fn run() -> Result<i32, CliError> {
         paths: paths.clone(),
     };
     let mut client = Client::connect(&server.paths, true)?;
-    let status = call(&mut client, "status --json", "server.status", json!({}))?;
+    let status = call(
+        &mut client,
+        "status --json",
+        Request::ServerStatus(NoParams {}),
+    )?;
     println!(
         "  server pid {} listening on {}",
         status["pid"],
@@ -74,8 +129,11 @@ pub fn run() -> Result<i32, CliError> {
             "new -d -n shell -c {} -e PS1='demo$ ' -- /bin/sh",
             tmp.display()
         ),
-        "pane.create",
-        json!({ "name": "shell", "argv": ["/bin/sh"], "cwd": tmp, "env": { "PS1": "demo$ " } }),
+        Request::PaneCreate(methods::PaneCreate {
+            argv: Some(vec!["/bin/sh".into()]),
+            env: BTreeMap::from([("PS1".into(), "demo$ ".into())]),
+            ..create("shell", &tmp)
+        }),
     )?;
     let counter = call(
         &mut client,
@@ -83,8 +141,11 @@ pub fn run() -> Result<i32, CliError> {
             "new -d -n counter -c {} --restore rerun --shell 'i=0; while true; do ...; done'",
             tmp.display()
         ),
-        "pane.create",
-        json!({ "name": "counter", "shell": "i=0; while true; do i=$((i+1)); echo tick $i; sleep 0.1; done", "cwd": tmp, "restore": "rerun" }),
+        Request::PaneCreate(methods::PaneCreate {
+            shell: Some("i=0; while true; do i=$((i+1)); echo tick $i; sleep 0.1; done".into()),
+            restore: Some(crate::model::RestorePolicy::Rerun),
+            ..create("counter", &tmp)
+        }),
     )?;
     let exiter = call(
         &mut client,
@@ -92,8 +153,10 @@ pub fn run() -> Result<i32, CliError> {
             "new -d -n exiter -c {} --shell 'echo about to exit; exit 7'",
             tmp.display()
         ),
-        "pane.create",
-        json!({ "name": "exiter", "shell": "echo about to exit; exit 7", "cwd": tmp }),
+        Request::PaneCreate(methods::PaneCreate {
+            shell: Some("echo about to exit; exit 7".into()),
+            ..create("exiter", &tmp)
+        }),
     )?;
     for pane in [&shell, &counter, &exiter] {
         println!(
@@ -108,27 +171,19 @@ pub fn run() -> Result<i32, CliError> {
     call(
         &mut client,
         "send shell --enter --request-id demo-1 'echo hello from $PTYD_PANE_ID'",
-        "pane.input",
-        json!({ "target": "shell", "data": "echo hello from $PTYD_PANE_ID\r", "request_id": "demo-1" }),
+        input("shell", "echo hello from $PTYD_PANE_ID\r", Some("demo-1")),
     )?;
     call(
         &mut client,
         "wait shell --text 'hello from p1' --timeout 10000",
-        "pane.wait",
-        json!({ "target": "shell", "text": "hello from p1", "timeout_ms": 10000 }),
+        wait_text("shell", "hello from p1"),
     )?;
-    let screen = call(
-        &mut client,
-        "capture shell",
-        "pane.capture",
-        json!({ "target": "shell" }),
-    )?;
+    let screen = call(&mut client, "capture shell", capture("shell", None))?;
     print_screen(&screen);
     let again = call(
         &mut client,
         "send shell --enter --request-id demo-1 'echo hello from $PTYD_PANE_ID'",
-        "pane.input",
-        json!({ "target": "shell", "data": "echo hello from $PTYD_PANE_ID\r", "request_id": "demo-1" }),
+        input("shell", "echo hello from $PTYD_PANE_ID\r", Some("demo-1")),
     )?;
     println!("  the same request_id again is acknowledged without typing twice: {again}");
 
@@ -136,8 +191,7 @@ pub fn run() -> Result<i32, CliError> {
     let exit = call(
         &mut client,
         "wait exiter --exit --timeout 10000",
-        "pane.wait",
-        json!({ "target": "exiter", "exit": true, "timeout_ms": 10000 }),
+        wait_exit("exiter"),
     )?;
     println!("  exiter finished: {}", exit["exit"]);
 
@@ -145,8 +199,7 @@ pub fn run() -> Result<i32, CliError> {
     call(
         &mut client,
         "wait counter --text 'tick 5' --timeout 10000",
-        "pane.wait",
-        json!({ "target": "counter", "text": "tick 5", "timeout_ms": 10000 }),
+        wait_text("counter", "tick 5"),
     )?;
 
     step("attaching read-only to the shell, as `ptyd attach` does");
@@ -158,16 +211,14 @@ pub fn run() -> Result<i32, CliError> {
     call(
         &mut client,
         "upgrade --mode restore",
-        "server.upgrade",
-        json!({ "mode": "restore" }),
+        upgrade(Some("restore")),
     )?;
     drop(client);
     let mut client = reconnect(&paths)?;
     call(
         &mut client,
         "wait counter --text 'tick 3' --timeout 10000",
-        "pane.wait",
-        json!({ "target": "counter", "text": "tick 3", "timeout_ms": 10000 }),
+        wait_text("counter", "tick 3"),
     )?;
     let after = pane_pids(&mut client)?;
     println!("  running pane pids before: {before:?}");
@@ -177,21 +228,24 @@ pub fn run() -> Result<i32, CliError> {
     let screen = call(
         &mut client,
         "capture shell -S -20",
-        "pane.capture",
-        json!({ "target": "shell", "start": -20 }),
+        capture("shell", Some(-20)),
     )?;
     print_screen(&screen);
 
     step("live upgrade: the server replaces its own binary while every pane runs");
     let before = pane_pids(&mut client)?;
-    let old_server = call(&mut client, "status --json", "server.status", json!({}))?["pid"].clone();
+    let old_server = call(
+        &mut client,
+        "status --json",
+        Request::ServerStatus(NoParams {}),
+    )?["pid"]
+        .clone();
     let last_tick = last_tick(&call(
         &mut client,
         "capture counter",
-        "pane.capture",
-        json!({ "target": "counter" }),
+        capture("counter", None),
     )?);
-    let report = call(&mut client, "upgrade", "server.upgrade", json!({}))?;
+    let report = call(&mut client, "upgrade", upgrade(None))?;
     for phase in report["phases"].as_array().into_iter().flatten() {
         println!(
             "  {:<10} {:>8.3} ms",
@@ -220,14 +274,12 @@ pub fn run() -> Result<i32, CliError> {
     call(
         &mut client,
         &format!("wait counter --text '{target}' --timeout 10000"),
-        "pane.wait",
-        json!({ "target": "counter", "text": target, "timeout_ms": 10000 }),
+        wait_text("counter", &target),
     )?;
     let capture = call(
         &mut client,
         "capture counter -S -200",
-        "pane.capture",
-        json!({ "target": "counter", "start": -200 }),
+        capture("counter", Some(-200)),
     )?;
     let ticks = run_ticks(&capture);
     let continuous = ticks.windows(2).all(|w| w[1] == w[0] + 1);
@@ -246,19 +298,21 @@ pub fn run() -> Result<i32, CliError> {
     call(
         &mut client,
         "kill counter",
-        "pane.kill",
-        json!({ "target": "counter" }),
+        Request::PaneKill(methods::PaneKill {
+            target: "counter".into(),
+            signal: None,
+            grace_ms: None,
+        }),
     )?;
     let killed = call(
         &mut client,
         "wait counter --exit --timeout 10000",
-        "pane.wait",
-        json!({ "target": "counter", "exit": true, "timeout_ms": 10000 }),
+        wait_exit("counter"),
     )?;
     println!("  counter ended: {}", killed["exit"]);
 
     step("listing panes");
-    let list = call(&mut client, "ls --json", "pane.list", json!({}))?;
+    let list = call(&mut client, "ls --json", Request::PaneList(NoParams {}))?;
     for pane in list["panes"].as_array().into_iter().flatten() {
         println!(
             "  {} {:<8} {:<8} exit={}",
@@ -312,8 +366,7 @@ fn attach_and_watch(paths: &NamespacePaths, client: &mut Client) -> Result<(), C
     call(
         client,
         "send shell --enter 'echo seen live by the attached client'",
-        "pane.input",
-        json!({ "target": "shell", "data": "echo seen live by the attached client\r" }),
+        input("shell", "echo seen live by the attached client\r", None),
     )?;
     // The echo of the typed line comes first; wait for the printed one.
     let want = b"\r\nseen live by the attached client";
@@ -346,7 +399,7 @@ fn reconnect(paths: &NamespacePaths) -> Result<Client, CliError> {
 
 /// Pane id -> pid, for comparing before and after the upgrade.
 fn pane_pids(client: &mut Client) -> Result<Vec<(String, i64)>, CliError> {
-    let list = client.call("pane.list", json!({}))?;
+    let list = client.request(&Request::PaneList(NoParams {}))?;
     Ok(list["panes"]
         .as_array()
         .into_iter()

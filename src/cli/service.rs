@@ -3,6 +3,8 @@
 
 use super::commands::help_requested;
 use super::{CliError, Global, help};
+use crate::protocol::methods::{NoParams, Request};
+use crate::protocol::replies::Status;
 use crate::service::install::{self, Units};
 use lexopt::prelude::*;
 use std::path::PathBuf;
@@ -169,6 +171,8 @@ fn namespace_flag(namespace: &str) -> String {
 /// The pid of the server serving the namespace now, if one does.
 fn serving_pid(g: &Global) -> Option<u64> {
     let mut client = crate::client::Client::connect(&g.paths, false).ok()?;
-    let status = client.call("server.status", serde_json::json!({})).ok()?;
-    status["pid"].as_u64()
+    let status: Status = client
+        .request_as(&Request::ServerStatus(NoParams {}))
+        .ok()?;
+    Some(u64::from(status.pid))
 }

@@ -12,8 +12,11 @@
 use super::{Client, ClientError, FrameReader, ServerFrame, send_frame, terminal_size};
 use crate::paths::NamespacePaths;
 use crate::protocol::frame;
+use crate::protocol::methods::{self, Request};
+use crate::protocol::replies::{ExitInfo, PaneInfo};
 use nix::sys::termios::{self, SetArg, Termios};
-use serde_json::{Value, json};
+use serde::Deserialize;
+use serde_json::Value;
 use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
 use std::os::unix::net::UnixStream;
@@ -384,38 +387,28 @@ fn end_from_exit(payload: &Value) -> AttachEnd {
     AttachEnd { message, exit_code }
 }
 
-/// "code 3", "signal SIGKILL (killed)".
+/// "code 3", "signal SIGKILL (killed)", from an `exit` member (an EXIT
+/// frame's, a pane's).
 pub fn describe_exit(exit: &Value) -> String {
-    let reason = exit["reason"].as_str().unwrap_or("exited");
-    let what = if let Some(code) = exit["code"].as_i64() {
-        format!("code {code}")
-    } else if let Some(name) = exit["signal_name"].as_str() {
-        format!("signal {name}")
-    } else {
-        "unknown status".to_string()
-    };
-    if reason == "exited" {
-        what
-    } else {
-        format!("{what} ({reason})")
-    }
+    ExitInfo::deserialize(exit).map_or_else(|_| "unknown status".to_string(), |e| e.describe())
 }
 
 /// `ptyd run`: creates a pane attached read-only on this connection, mirrors
 /// its output to stdout and returns its shell-style exit code. SIGINT or
 /// SIGTERM kill the pane (the exit status then says so).
-pub fn run_mirror(paths: &NamespacePaths, create_params: Value) -> Result<i32, ClientError> {
+pub fn run_mirror(paths: &NamespacePaths, create: methods::PaneCreate) -> Result<i32, ClientError> {
     let mut signals =
         SignalPipe::new(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP]).map_err(|e| ClientError {
             code: "io".into(),
             message: format!("installing signal handlers: {e}"),
         })?;
     let mut client = Client::connect(paths, true)?;
-    let mut params = create_params;
-    params["attach"] = json!(true);
-    params["read_only"] = json!(true);
-    let info = client.call("pane.create", params)?;
-    let pane_id = info["id"].as_str().unwrap_or_default().to_string();
+    let info: PaneInfo = client.request_as(&Request::PaneCreate(methods::PaneCreate {
+        attach: true,
+        read_only: true,
+        ..create
+    }))?;
+    let pane_id = info.id.to_string();
     let (stream, leftover) = client.into_stream();
     let mut reader = FrameReader::new(stream, leftover);
     let mut output = TerminalOutput::default();
@@ -445,7 +438,11 @@ pub fn run_mirror(paths: &NamespacePaths, create_params: Value) -> Result<i32, C
         if ready[1] && signals.drain() && !kill_sent {
             kill_sent = true;
             let mut killer = Client::connect(paths, false)?;
-            killer.call("pane.kill", json!({ "target": pane_id }))?;
+            killer.request(&Request::PaneKill(methods::PaneKill {
+                target: pane_id.clone(),
+                signal: None,
+                grace_ms: None,
+            }))?;
         }
         if ready[0] {
             match reader.fill() {

@@ -6,7 +6,9 @@
 pub mod attach;
 
 use crate::paths::NamespacePaths;
+use crate::protocol::methods::{self, Request};
 use crate::protocol::{PROTOCOL_VERSION, frame};
+use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::os::fd::AsRawFd;
@@ -90,11 +92,29 @@ impl Client {
             writer,
             next_id: 1,
         };
-        client.call(
-            "hello",
-            json!({ "protocol": PROTOCOL_VERSION, "client": "ptyd-cli" }),
-        )?;
+        client.request(&Request::Hello(methods::Hello {
+            protocol: PROTOCOL_VERSION,
+            client: Some("ptyd-cli".into()),
+        }))?;
         Ok(client)
+    }
+
+    /// Sends a typed request and returns its result as JSON, skipping
+    /// pushed events.
+    pub fn request(&mut self, request: &Request) -> Result<Value, ClientError> {
+        let message = serde_json::to_value(request).map_err(|e| ClientError {
+            code: "internal".into(),
+            message: format!("encoding {}: {e}", request.method()),
+        })?;
+        let params = message.get("params").cloned().unwrap_or(json!({}));
+        self.call(request.method(), params)
+    }
+
+    /// Sends a typed request and reads its result into `T` (a
+    /// `protocol::replies` struct).
+    pub fn request_as<T: DeserializeOwned>(&mut self, request: &Request) -> Result<T, ClientError> {
+        let result = self.request(request)?;
+        parse_reply(request.method(), result)
     }
 
     pub fn send_request(&mut self, method: &str, params: Value) -> Result<u64, ClientError> {
@@ -157,6 +177,15 @@ impl Client {
     }
 }
 
+/// A reply read into its typed form (`protocol::replies`); a mismatch is
+/// reported as the server sending something this client does not expect.
+pub fn parse_reply<T: DeserializeOwned>(method: &str, result: Value) -> Result<T, ClientError> {
+    serde_json::from_value(result).map_err(|e| ClientError {
+        code: "parse_error".into(),
+        message: format!("unexpected reply to {method}: {e}"),
+    })
+}
+
 /// The rows of a `pane.capture` result, without the blank rows at the
 /// bottom of the screen.
 pub fn capture_lines(capture: &Value) -> Vec<&str> {
@@ -188,7 +217,7 @@ pub fn response_result(msg: Value) -> Result<Value, ClientError> {
 
 /// Starts `ptyd server` for the namespace as a detached background process
 /// and waits until it accepts connections (it writes a byte on a pipe we
-/// give it; see `server::READY_FD_ENV`).
+/// give it; see `protocol::READY_FD_ENV`).
 fn start_background_server(paths: &NamespacePaths) -> Result<(), ClientError> {
     let exe = std::env::current_exe().map_err(|e| ClientError::io("finding the ptyd binary", e))?;
     let (read_end, write_end) =
@@ -210,7 +239,7 @@ fn start_background_server(paths: &NamespacePaths) -> Result<(), ClientError> {
         .arg(&paths.namespace)
         .args(["server", "--hold-reruns"])
         .env(
-            crate::server::READY_FD_ENV,
+            crate::protocol::READY_FD_ENV,
             write_end.as_raw_fd().to_string(),
         )
         .stdin(std::process::Stdio::null())
@@ -376,12 +405,12 @@ pub fn attach(
     read_only: bool,
     size: Option<(u16, u16)>,
 ) -> Result<(Value, FrameReader), ClientError> {
-    let mut params = json!({ "target": target, "read_only": read_only });
-    if let Some((cols, rows)) = size {
-        params["cols"] = json!(cols);
-        params["rows"] = json!(rows);
-    }
-    let result = client.call("attach", params)?;
+    let result = client.request(&Request::Attach(methods::Attach {
+        target: target.to_string(),
+        read_only,
+        cols: size.map(|s| s.0),
+        rows: size.map(|s| s.1),
+    }))?;
     let (stream, leftover) = client.into_stream();
     Ok((result, FrameReader::new(stream, leftover)))
 }

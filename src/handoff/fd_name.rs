@@ -4,6 +4,7 @@
 //! name is the same string it always was (`pty:p3`), so adding this type
 //! did not change [`super::manifest::HANDOFF_VERSION`].
 
+use crate::model::PaneId;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 use std::str::FromStr;
@@ -33,9 +34,9 @@ impl fmt::Display for FdName {
             FdName::Listener => f.write_str("listener"),
             FdName::Lock => f.write_str("lock"),
             FdName::Lineage => f.write_str("lineage"),
-            FdName::Pty(p) => write!(f, "pty:p{p}"),
-            FdName::PtyHangup(p) => write!(f, "ptyhup:p{p}"),
-            FdName::Pidfd(p) => write!(f, "pidfd:p{p}"),
+            FdName::Pty(p) => write!(f, "pty:{}", PaneId::new(*p)),
+            FdName::PtyHangup(p) => write!(f, "ptyhup:{}", PaneId::new(*p)),
+            FdName::Pidfd(p) => write!(f, "pidfd:{}", PaneId::new(*p)),
             FdName::Conn(c) => write!(f, "conn:{c}"),
         }
     }
@@ -50,6 +51,12 @@ fn number<T: FromStr>(text: &str) -> Option<T> {
     text.parse().ok()
 }
 
+/// The number of a pane id as the wire spells it (`p3`). Any u64, unlike
+/// `PaneId`'s parse: a name only has to round-trip, not be a valid id.
+fn pane(text: &str) -> Option<u64> {
+    text.strip_prefix(PaneId::PREFIX).and_then(number)
+}
+
 impl FromStr for FdName {
     type Err = String;
 
@@ -59,9 +66,9 @@ impl FromStr for FdName {
             "lock" => Some(FdName::Lock),
             "lineage" => Some(FdName::Lineage),
             _ => match s.split_once(':') {
-                Some(("pty", p)) => p.strip_prefix('p').and_then(number).map(FdName::Pty),
-                Some(("ptyhup", p)) => p.strip_prefix('p').and_then(number).map(FdName::PtyHangup),
-                Some(("pidfd", p)) => p.strip_prefix('p').and_then(number).map(FdName::Pidfd),
+                Some(("pty", p)) => pane(p).map(FdName::Pty),
+                Some(("ptyhup", p)) => pane(p).map(FdName::PtyHangup),
+                Some(("pidfd", p)) => pane(p).map(FdName::Pidfd),
                 Some(("conn", c)) => number(c).map(FdName::Conn),
                 _ => None,
             },

@@ -1,4 +1,5 @@
-//! Persistence: the snapshot format (`snapshot`), atomic file replacement
+//! Persistence: the snapshot format (`snapshot`), its conversion to and
+//! from the workspace tree (`tree`), atomic file replacement
 //! (`atomic`), the disk-writer thread (`writer`), and reading a snapshot at
 //! start-up without ever destroying one we could not understand.
 //!
@@ -9,6 +10,7 @@
 pub mod atomic;
 pub mod files;
 pub mod snapshot;
+pub mod tree;
 pub mod writer;
 
 use std::path::{Path, PathBuf};
@@ -66,7 +68,7 @@ pub fn load(state_dir: &Path) -> Loaded {
         snapshot::LoadError::Newer { .. } => "newer",
     };
     let backups = backups_dir(state_dir);
-    let ms = crate::server::unix_ms();
+    let ms = crate::clock::unix_ms();
     let backup = backups.join(format!("session.json.{ms}.{tag}"));
     let moved = std::fs::create_dir_all(&backups).and_then(|()| std::fs::rename(&path, &backup));
     match moved {

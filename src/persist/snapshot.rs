@@ -7,7 +7,7 @@
 //! current [`Snapshot`] struct. Turning that into a live tree (validation,
 //! repair of broken parts) is `restore.rs`'s job.
 
-use crate::protocol::methods::CommandSpec;
+use crate::model::{CommandSpec, Direction, RestorePolicy};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -68,24 +68,11 @@ pub struct TabRecord {
 pub enum LayoutRecord {
     Pane(String),
     Split {
-        direction: crate::workspace::layout::Direction,
+        direction: Direction,
         ratio: f32,
         first: Box<LayoutRecord>,
         second: Box<LayoutRecord>,
     },
-}
-
-/// What to do with a command pane after a reboot.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum RestorePolicy {
-    /// Run the same command again.
-    Rerun,
-    /// Start the user's shell in its place.
-    Shell,
-    /// Show it stopped, with its old command, until `ptyd respawn`.
-    #[default]
-    Hold,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -159,9 +146,4 @@ pub fn encode(snapshot: &Snapshot) -> Vec<u8> {
     let mut out = serde_json::to_vec_pretty(snapshot).unwrap_or_default();
     out.push(b'\n');
     out
-}
-
-/// `"p12"` → 12, for ids of the given prefix.
-pub fn parse_id(prefix: char, id: &str) -> Option<u64> {
-    id.strip_prefix(prefix)?.parse().ok()
 }

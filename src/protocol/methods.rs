@@ -1,78 +1,87 @@
-//! Typed params of every method. Each struct's doc names the method and the
-//! reply it gets. Unknown fields are refused so a typo is an error, not a
-//! silently ignored option.
+//! Typed params of every method, and [`Request`], the one list of methods
+//! that the server parses and the client builds. Each struct's doc names the
+//! method and the reply it gets (typed in `replies` where a client reads
+//! it). Unknown fields are refused so a typo is an error, not a silently
+//! ignored option. Params serialize without the fields left out (`None`,
+//! `false`), so a request a client builds is the minimal JSON the docs show.
 
-pub use crate::persist::snapshot::RestorePolicy;
-pub use crate::workspace::layout::Direction;
+use super::{ErrorCode, RpcError};
+use crate::model::{Direction, RestorePolicy};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// `hello`: `{"protocol": 1}` → `{"protocol", "server_version", "pid"}`, or
 /// `version_mismatch` naming both versions.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Hello {
     pub protocol: u32,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<String>,
 }
 
 /// Params of methods that take none (`server.status`, `server.stop`,
 /// `pane.list`).
-#[derive(Debug, Deserialize, Default)]
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct NoParams {}
 
-/// The program a pane runs. `argv` is exec'd exactly as given; `shell` is one
-/// string run by `$SHELL -c` (else `/bin/sh -c`). Never both; neither means
-/// the user's login shell.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CommandSpec {
-    Argv(Vec<String>),
-    Shell(String),
-    LoginShell,
-}
-
 /// `pane.create` → the new pane's info (as in `pane.list`).
-#[derive(Debug, Deserialize, Default)]
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct PaneCreate {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub argv: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub shell: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub cols: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub rows: Option<u16>,
     /// Kill the pane after this many ms of wall-clock time.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
     /// Kill the pane after this many ms without output.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub idle_timeout_ms: Option<u64>,
     /// Switch this connection to attached mode on the new pane right after
     /// the response, before any output is read: nothing is missed and no
     /// redraw is needed. Used by `ptyd new` and `ptyd run`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub attach: bool,
     /// With `attach`: never type into or resize the pane.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub read_only: bool,
     /// What a reboot does with this pane when it has no `resume`
     /// (default `hold` for commands; shells always get a fresh shell).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub restore: Option<RestorePolicy>,
     /// A shell command that resumes this pane's work after a reboot.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub resume: Option<String>,
     /// Open the pane in a new tab of this workspace (id `w2` or name);
     /// default: the `main` workspace.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub workspace: Option<String>,
     /// Name of the new tab (default: the pane's name or program).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub tab_name: Option<String>,
     /// Instead of a new tab, split this pane (a target) and put the new
     /// pane beside it.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub split: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub direction: Option<Direction>,
     /// Share of the split given to the existing pane, in (0, 1); default 0.5.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub ratio: Option<f32>,
 }
 
@@ -80,22 +89,26 @@ pub struct PaneCreate {
 /// panes, clients and fds moved, old and new pid, generation), answered by
 /// the *new* server once it serves; or an error from the old one, which then
 /// keeps serving as before. See docs/protocol.md.
-#[derive(Debug, Deserialize, Default)]
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct Upgrade {
     /// The new binary (default: the path this server was started from).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub binary: Option<String>,
     /// Deadline for everything up to the commit point (default 10000).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
     /// For tests only: `STEP:ACTION` fault injection (see `handoff::fault`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub fault: Option<String>,
     /// `live` (default) or `restore`: save, stop and restart as the new
     /// binary, which restores the session from the snapshot.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
 }
 
 /// `pane.set_resume` → pane info. `resume: null` clears it.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PaneSetResume {
     pub target: String,
@@ -103,14 +116,14 @@ pub struct PaneSetResume {
 }
 
 /// `workspace.create` → `{"id": "w2", "name": ...}`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WorkspaceCreate {
     pub name: String,
 }
 
 /// `workspace.rename`, `tab.rename` → `{}`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Rename {
     pub target: String,
@@ -120,16 +133,16 @@ pub struct Rename {
 /// `workspace.remove`, `tab.remove` → `{}`. Refused while a pane in it is
 /// running unless `force`, which kills them (SIGKILL); every pane in it is
 /// removed.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RemoveTree {
     pub target: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub force: bool,
 }
 
 /// Params naming one pane: `pane.capture` etc. extend this with more fields.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Target {
     pub target: String,
@@ -137,27 +150,29 @@ pub struct Target {
 
 /// `pane.remove` → `{}`. A running pane is refused (`pane_running`) unless
 /// `force`, which SIGKILLs its session first.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PaneRemove {
     pub target: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub force: bool,
 }
 
-/// `pane.input` → `{"written": N}` once the bytes are in the PTY. A repeated
+/// `pane.input` → `{"written": true, "duplicate", "prompts_seen",
+/// "commands_finished"}` once the bytes are in the PTY. A repeated
 /// `request_id` is acknowledged again (`"duplicate": true`) without writing.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PaneInput {
     pub target: String,
     pub data: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
 }
 
 /// `pane.resize` → the pane's info. Sizes are clamped to 2..=1000 columns
 /// and 1..=500 rows.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PaneResize {
     pub target: String,
@@ -169,19 +184,21 @@ pub struct PaneResize {
 /// "cols", "rows", "cursor", "modes", "title", "cwd", "scrollback_lines"}`. Lines are numbered
 /// as in `tmux capture-pane -S/-E`: 0 is the top visible row, negative lines
 /// are scrollback (-1 the newest); ranges are clamped to what exists.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PaneCapture {
     pub target: String,
     /// Keep SGR escape sequences in the text.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub ansi: bool,
     /// First line (default 0, the top of the screen).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub start: Option<i64>,
     /// Last line, inclusive (default: the last visible row).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub end: Option<i64>,
     /// Join lines continued by autowrap (`tmux capture-pane -J`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub join: bool,
 }
 
@@ -189,11 +206,13 @@ pub struct PaneCapture {
 /// Sends `signal` (default SIGTERM) to every process of the pane's session,
 /// then SIGKILL after `grace_ms` (default 3000). Killing an exited pane is a
 /// no-op.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PaneKill {
     pub target: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub signal: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub grace_ms: Option<u64>,
 }
 
@@ -202,45 +221,221 @@ pub struct PaneKill {
 /// Exactly one of `exit`, `text`, `idle_ms`, `prompt`, `command_finished`
 /// must be given. The last two wait for an OSC 133 mark (shell
 /// integration) beyond `after`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PaneWait {
     pub target: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub exit: bool,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub prompt: bool,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub command_finished: bool,
     /// With `prompt` / `command_finished`: wait for a mark beyond this
     /// count (`prompts_seen` / `commands_finished` from pane info or a
     /// `pane.input` ack); default: the count when the wait starts. Passing
     /// the ack's count closes the race between typing and waiting.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub after: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub idle_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
+}
+
+impl PaneWait {
+    /// A wait on `target` with no condition yet: set exactly one.
+    pub fn new(target: String) -> PaneWait {
+        PaneWait {
+            target,
+            exit: false,
+            prompt: false,
+            command_finished: false,
+            after: None,
+            text: None,
+            idle_ms: None,
+            timeout_ms: None,
+        }
+    }
 }
 
 /// `events.subscribe` → `{"seq": last}`; then every event with a sequence
 /// number above `since` (default: the current one) is pushed as an
 /// `{"event": ...}` line.
-#[derive(Debug, Deserialize, Default)]
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct Subscribe {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub since: Option<u64>,
 }
 
 /// `attach` → `{"pane", "framing": "ptyd-frames-1"}`, then the connection
 /// carries binary frames (see `frame`).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Attach {
     pub target: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub read_only: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub cols: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub rows: Option<u16>,
+}
+
+/// Every method with its params: what a client sends (serialized as
+/// `{"method": ..., "params": ...}`, the request id added by the client) and
+/// what the server dispatches on after [`Request::parse`].
+///
+/// To add a method: a params struct above (its doc names the reply), a
+/// variant here and its name in [`Request::parse`] and [`Request::method`],
+/// a match arm in `server::requests::dispatch`, a section in
+/// docs/protocol.md, and a reply struct in `replies` if a client reads it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "method", content = "params")]
+pub enum Request {
+    #[serde(rename = "hello")]
+    Hello(Hello),
+    #[serde(rename = "server.status")]
+    ServerStatus(NoParams),
+    #[serde(rename = "server.upgrade")]
+    ServerUpgrade(Upgrade),
+    #[serde(rename = "server.save")]
+    ServerSave(NoParams),
+    #[serde(rename = "server.stop")]
+    ServerStop(NoParams),
+    #[serde(rename = "tree")]
+    Tree(NoParams),
+    #[serde(rename = "workspace.create")]
+    WorkspaceCreate(WorkspaceCreate),
+    #[serde(rename = "workspace.rename")]
+    WorkspaceRename(Rename),
+    #[serde(rename = "workspace.remove")]
+    WorkspaceRemove(RemoveTree),
+    #[serde(rename = "tab.rename")]
+    TabRename(Rename),
+    #[serde(rename = "tab.remove")]
+    TabRemove(RemoveTree),
+    #[serde(rename = "pane.create")]
+    PaneCreate(PaneCreate),
+    #[serde(rename = "pane.list")]
+    PaneList(NoParams),
+    #[serde(rename = "pane.focus")]
+    PaneFocus(Target),
+    #[serde(rename = "pane.respawn")]
+    PaneRespawn(Target),
+    #[serde(rename = "pane.set_resume")]
+    PaneSetResume(PaneSetResume),
+    #[serde(rename = "pane.input")]
+    PaneInput(PaneInput),
+    #[serde(rename = "pane.resize")]
+    PaneResize(PaneResize),
+    #[serde(rename = "pane.capture")]
+    PaneCapture(PaneCapture),
+    #[serde(rename = "pane.kill")]
+    PaneKill(PaneKill),
+    #[serde(rename = "pane.remove")]
+    PaneRemove(PaneRemove),
+    #[serde(rename = "pane.wait")]
+    PaneWait(PaneWait),
+    #[serde(rename = "events.subscribe")]
+    EventsSubscribe(Subscribe),
+    #[serde(rename = "attach")]
+    Attach(Attach),
+}
+
+impl Request {
+    /// The second stage of parsing a request: its params into the struct of
+    /// its method. `null` params count as `{}`. Errors are `unknown_method`
+    /// or `invalid_params` naming the method and the field.
+    pub fn parse(method: &str, params: Value) -> Result<Request, RpcError> {
+        use Request as R;
+        let p = params;
+        Ok(match method {
+            "hello" => R::Hello(parse_params(method, p)?),
+            "server.status" => R::ServerStatus(parse_params(method, p)?),
+            "server.upgrade" => R::ServerUpgrade(parse_params(method, p)?),
+            "server.save" => R::ServerSave(parse_params(method, p)?),
+            "server.stop" => R::ServerStop(parse_params(method, p)?),
+            "tree" => R::Tree(parse_params(method, p)?),
+            "workspace.create" => R::WorkspaceCreate(parse_params(method, p)?),
+            "workspace.rename" => R::WorkspaceRename(parse_params(method, p)?),
+            "workspace.remove" => R::WorkspaceRemove(parse_params(method, p)?),
+            "tab.rename" => R::TabRename(parse_params(method, p)?),
+            "tab.remove" => R::TabRemove(parse_params(method, p)?),
+            "pane.create" => R::PaneCreate(parse_params(method, p)?),
+            "pane.list" => R::PaneList(parse_params(method, p)?),
+            "pane.focus" => R::PaneFocus(parse_params(method, p)?),
+            "pane.respawn" => R::PaneRespawn(parse_params(method, p)?),
+            "pane.set_resume" => R::PaneSetResume(parse_params(method, p)?),
+            "pane.input" => R::PaneInput(parse_params(method, p)?),
+            "pane.resize" => R::PaneResize(parse_params(method, p)?),
+            "pane.capture" => R::PaneCapture(parse_params(method, p)?),
+            "pane.kill" => R::PaneKill(parse_params(method, p)?),
+            "pane.remove" => R::PaneRemove(parse_params(method, p)?),
+            "pane.wait" => R::PaneWait(parse_params(method, p)?),
+            "events.subscribe" => R::EventsSubscribe(parse_params(method, p)?),
+            "attach" => R::Attach(parse_params(method, p)?),
+            other => {
+                return Err(RpcError::new(
+                    ErrorCode::UnknownMethod,
+                    format!(
+                        "unknown method {other:?}; known methods are listed in docs/protocol.md"
+                    ),
+                ));
+            }
+        })
+    }
+
+    /// The method's name on the wire.
+    pub fn method(&self) -> &'static str {
+        match self {
+            Request::Hello(_) => "hello",
+            Request::ServerStatus(_) => "server.status",
+            Request::ServerUpgrade(_) => "server.upgrade",
+            Request::ServerSave(_) => "server.save",
+            Request::ServerStop(_) => "server.stop",
+            Request::Tree(_) => "tree",
+            Request::WorkspaceCreate(_) => "workspace.create",
+            Request::WorkspaceRename(_) => "workspace.rename",
+            Request::WorkspaceRemove(_) => "workspace.remove",
+            Request::TabRename(_) => "tab.rename",
+            Request::TabRemove(_) => "tab.remove",
+            Request::PaneCreate(_) => "pane.create",
+            Request::PaneList(_) => "pane.list",
+            Request::PaneFocus(_) => "pane.focus",
+            Request::PaneRespawn(_) => "pane.respawn",
+            Request::PaneSetResume(_) => "pane.set_resume",
+            Request::PaneInput(_) => "pane.input",
+            Request::PaneResize(_) => "pane.resize",
+            Request::PaneCapture(_) => "pane.capture",
+            Request::PaneKill(_) => "pane.kill",
+            Request::PaneRemove(_) => "pane.remove",
+            Request::PaneWait(_) => "pane.wait",
+            Request::EventsSubscribe(_) => "events.subscribe",
+            Request::Attach(_) => "attach",
+        }
+    }
+}
+
+fn parse_params<T: DeserializeOwned>(method: &str, params: Value) -> Result<T, RpcError> {
+    let params = if params.is_null() {
+        Value::Object(Default::default())
+    } else {
+        params
+    };
+    serde_json::from_value(params).map_err(|e| {
+        RpcError::new(
+            ErrorCode::InvalidParams,
+            format!("bad params for {method}: {e}; see docs/protocol.md"),
+        )
+    })
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// Exit status of a pane's process, kept until the pane is removed.
@@ -258,5 +453,138 @@ impl ExitStatus {
             ExitStatus::Code(c) => c,
             ExitStatus::Signal(s) => 128 + s,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn target(t: &str) -> Target {
+        Target { target: t.into() }
+    }
+
+    /// One request of every method: the serialized `method` is the name
+    /// `method()` gives, and `parse` reads the params back to the same JSON.
+    #[test]
+    fn every_request_round_trips_through_its_method_name() {
+        let all = vec![
+            Request::Hello(Hello {
+                protocol: 1,
+                client: Some("t".into()),
+            }),
+            Request::ServerStatus(NoParams {}),
+            Request::ServerUpgrade(Upgrade::default()),
+            Request::ServerSave(NoParams {}),
+            Request::ServerStop(NoParams {}),
+            Request::Tree(NoParams {}),
+            Request::WorkspaceCreate(WorkspaceCreate { name: "w".into() }),
+            Request::WorkspaceRename(Rename {
+                target: "w1".into(),
+                name: "x".into(),
+            }),
+            Request::WorkspaceRemove(RemoveTree {
+                target: "w1".into(),
+                force: true,
+            }),
+            Request::TabRename(Rename {
+                target: "t1".into(),
+                name: "x".into(),
+            }),
+            Request::TabRemove(RemoveTree {
+                target: "t1".into(),
+                force: false,
+            }),
+            Request::PaneCreate(PaneCreate {
+                argv: Some(vec!["sh".into()]),
+                direction: Some(Direction::Vertical),
+                restore: Some(RestorePolicy::Rerun),
+                ..PaneCreate::default()
+            }),
+            Request::PaneList(NoParams {}),
+            Request::PaneFocus(target("p1")),
+            Request::PaneRespawn(target("p1")),
+            Request::PaneSetResume(PaneSetResume {
+                target: "p1".into(),
+                resume: None,
+            }),
+            Request::PaneInput(PaneInput {
+                target: "p1".into(),
+                data: "x".into(),
+                request_id: None,
+            }),
+            Request::PaneResize(PaneResize {
+                target: "p1".into(),
+                cols: 80,
+                rows: 24,
+            }),
+            Request::PaneCapture(PaneCapture {
+                target: "p1".into(),
+                ansi: true,
+                start: Some(-5),
+                end: None,
+                join: false,
+            }),
+            Request::PaneKill(PaneKill {
+                target: "p1".into(),
+                signal: Some("KILL".into()),
+                grace_ms: None,
+            }),
+            Request::PaneRemove(PaneRemove {
+                target: "p1".into(),
+                force: false,
+            }),
+            Request::PaneWait(PaneWait {
+                exit: true,
+                ..PaneWait::new("p1".into())
+            }),
+            Request::EventsSubscribe(Subscribe { since: Some(3) }),
+            Request::Attach(Attach {
+                target: "p1".into(),
+                read_only: true,
+                cols: None,
+                rows: None,
+            }),
+        ];
+        for request in all {
+            let wire = serde_json::to_value(&request).unwrap();
+            assert_eq!(wire["method"], request.method(), "{wire}");
+            let again = Request::parse(request.method(), wire["params"].clone())
+                .unwrap_or_else(|e| panic!("{wire}: {e}"));
+            assert_eq!(serde_json::to_value(&again).unwrap(), wire);
+        }
+    }
+
+    #[test]
+    fn params_leave_out_what_is_unset() {
+        let wire = serde_json::to_value(Request::PaneWait(PaneWait {
+            text: Some("$ ".into()),
+            ..PaneWait::new("p1".into())
+        }))
+        .unwrap();
+        assert_eq!(
+            wire,
+            json!({ "method": "pane.wait", "params": { "target": "p1", "text": "$ " } })
+        );
+        let wire = serde_json::to_value(Request::PaneSetResume(PaneSetResume {
+            target: "p1".into(),
+            resume: None,
+        }))
+        .unwrap();
+        assert_eq!(wire["params"], json!({ "target": "p1", "resume": null }));
+    }
+
+    #[test]
+    fn parse_names_unknown_methods_and_bad_params() {
+        let err = Request::parse("pane.nope", Value::Null).unwrap_err();
+        assert_eq!(err.0.code, ErrorCode::UnknownMethod);
+        let err = Request::parse("pane.kill", json!({ "target": "p1", "grace": 5 })).unwrap_err();
+        assert_eq!(err.0.code, ErrorCode::InvalidParams);
+        assert!(err.0.message.contains("bad params for pane.kill"), "{err}");
+        assert!(matches!(
+            Request::parse("server.status", Value::Null),
+            Ok(Request::ServerStatus(_))
+        ));
     }
 }

@@ -7,8 +7,10 @@
 //! into [`RawRequest`] (as close to the wire as possible), then its params
 //! into the typed struct of its method (`methods`), whose doc says the reply.
 
+pub mod events;
 pub mod frame;
 pub mod methods;
+pub mod replies;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -20,6 +22,11 @@ pub const PROTOCOL_VERSION: u32 = 1;
 
 /// The server's own version, reported by `hello` and `server.status`.
 pub const SERVER_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The environment variable through which a client that starts a server
+/// in the background learns it is ready: it names the write end of a pipe
+/// on which the server writes one byte once it accepts connections.
+pub const READY_FD_ENV: &str = "PTYD_READY_FD";
 
 /// A request line longer than this is answered with `too_large` and the
 /// connection is closed: we cannot find where the next request starts.

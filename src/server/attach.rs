@@ -7,6 +7,8 @@
 
 use super::Server;
 use super::connection::{ConnId, ConnMode};
+use crate::model::PaneId;
+use crate::protocol::events::Event;
 use crate::protocol::frame;
 use crate::protocol::methods;
 use crate::protocol::{ErrorCode, RpcError};
@@ -70,10 +72,12 @@ impl Server {
             self.end_attachment(conn, &payload, false);
             return Ok(());
         }
-        self.emit(
-            "client.attached",
-            json!({ "pane": public_id, "client": conn, "pid": peer_pid, "read_only": req.read_only }),
-        );
+        self.emit(Event::ClientAttached {
+            pane: public_id,
+            client: conn,
+            pid: peer_pid,
+            read_only: req.read_only,
+        });
         Ok(())
     }
 
@@ -175,9 +179,10 @@ impl Server {
     }
 
     pub(super) fn note_detached(&mut self, conn: ConnId, pane: u64, reason: &str) {
-        self.emit(
-            "client.detached",
-            json!({ "pane": format!("p{pane}"), "client": conn, "reason": reason }),
-        );
+        self.emit(Event::ClientDetached {
+            pane: PaneId::new(pane),
+            client: conn,
+            reason: reason.to_string(),
+        });
     }
 }

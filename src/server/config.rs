@@ -311,7 +311,7 @@ program = \"broken\"
             config.term.scrollback_bytes,
             TermConfig::default().scrollback_bytes
         );
-        let argv = crate::protocol::methods::CommandSpec::Argv(vec!["myagent".into()]);
+        let argv = crate::model::CommandSpec::Argv(vec!["myagent".into()]);
         assert_eq!(
             config.resume_rules.resume_for(&argv).as_deref(),
             Some("myagent --continue")

@@ -5,6 +5,7 @@
 use super::connection::{ConnId, ConnMode, Connection, ReadOutcome};
 use super::timers::TimerKind;
 use super::{Server, Source};
+use crate::protocol::events::Event;
 use crate::protocol::{self, frame};
 use mio::Interest;
 use mio::Token;
@@ -289,8 +290,8 @@ impl Server {
     }
 
     /// Records an event and pushes it to subscribers.
-    pub(super) fn emit(&mut self, kind: &str, data: serde_json::Value) {
-        let line = protocol::event_line(self.events.push(kind, data));
+    pub(super) fn emit(&mut self, event: Event) {
+        let line = protocol::event_line(self.events.push(&event));
         let mut overflow = Vec::new();
         for (id, conn) in &mut self.conns {
             // A connection still replaying gets this event from the ring.

@@ -91,8 +91,8 @@ fn priority(what: &str) -> Priority {
 
 /// A pane's command for people: `sleep 1000`, `shell: make test`, `login
 /// shell`. Words with spaces or quotes are single-quoted.
-pub fn describe_command(command: &crate::protocol::methods::CommandSpec) -> String {
-    use crate::protocol::methods::CommandSpec;
+pub fn describe_command(command: &crate::model::CommandSpec) -> String {
+    use crate::model::CommandSpec;
     match command {
         CommandSpec::Argv(argv) => argv
             .iter()
@@ -115,7 +115,7 @@ pub fn describe_command(command: &crate::protocol::methods::CommandSpec) -> Stri
 
 #[cfg(test)]
 mod tests {
-    use crate::protocol::methods::CommandSpec;
+    use crate::model::CommandSpec;
 
     #[test]
     fn commands_read_as_command_lines() {

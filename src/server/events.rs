@@ -7,6 +7,7 @@
 //! text): a title can be 64 KiB, so 10,000 of them would otherwise hold
 //! 640 MiB. The oldest events go first.
 
+use crate::protocol::events::Event;
 use serde_json::{Value, json};
 use std::collections::VecDeque;
 
@@ -105,14 +106,11 @@ impl EventLog {
         }
     }
 
-    /// Records an event of `kind` with the members of `data` (an object) and
-    /// returns it with its `seq` and `type` filled in.
-    pub fn push(&mut self, kind: &str, data: Value) -> &Value {
+    /// Records `event` and returns it as logged, with its `seq`.
+    pub fn push(&mut self, event: &Event) -> &Value {
         self.last_seq += 1;
-        let mut event = json!({ "seq": self.last_seq, "type": kind });
-        if let (Some(obj), Value::Object(extra)) = (event.as_object_mut(), data) {
-            obj.extend(extra);
-        }
+        let mut event = event.to_value();
+        event["seq"] = json!(self.last_seq);
         self.keep(event);
         &self.ring.back().expect("just pushed").0
     }
@@ -123,12 +121,12 @@ impl EventLog {
         let oldest = self.oldest_seq();
         // `since < last_seq` first: a client may send u64::MAX.
         (since < self.last_seq && since + 1 < oldest).then(|| {
-            json!({
-                "type": "gap",
-                "from": since + 1,
-                "to": oldest - 1,
-                "message": "events in this range were dropped from the server's ring; re-read state with pane.list"
-            })
+            Event::Gap {
+                from: Some(since + 1),
+                to: Some(oldest - 1),
+                message: "events in this range were dropped from the server's ring; re-read state with pane.list".into(),
+            }
+            .to_value()
         })
     }
 }
@@ -141,7 +139,9 @@ mod tests {
     fn resumes_and_reports_gaps() {
         let mut log = EventLog::new();
         for _ in 0..EVENT_RING_CAPACITY + 5 {
-            log.push("bell", json!({}));
+            log.push(&Event::PaneBell {
+                pane: crate::model::PaneId::new(1),
+            });
         }
         let tail = log.after(log.last_seq() - 2).unwrap();
         assert_eq!(tail.len(), 2);
@@ -158,7 +158,10 @@ mod tests {
         let mut log = EventLog::new();
         let title = "t".repeat(60_000);
         for _ in 0..1000 {
-            log.push("pane.title", json!({ "title": title }));
+            log.push(&Event::PaneTitle {
+                pane: crate::model::PaneId::new(1),
+                title: title.clone(),
+            });
         }
         assert!(log.bytes() <= EVENT_RING_BYTES, "{}", log.bytes());
         assert!(log.ring.len() < 200, "{}", log.ring.len());

@@ -30,8 +30,6 @@ mod upgrade;
 mod waits;
 mod workspaces;
 
-pub use pane::unix_ms;
-
 use crate::paths::NamespacePaths;
 use crate::persist;
 use connection::{ConnId, ConnMode, Connection};
@@ -60,10 +58,7 @@ const UPGRADE: Token = Token(3);
 const PREDECESSOR: Token = Token(4);
 const FIRST_DYNAMIC_TOKEN: usize = 5;
 
-/// Environment variable naming an fd the server writes one byte to once it
-/// accepts connections, then closes. Clients that start a background server
-/// wait on it instead of polling for the socket.
-pub const READY_FD_ENV: &str = "PTYD_READY_FD";
+use crate::protocol::READY_FD_ENV;
 
 pub struct ServerOptions {
     pub paths: NamespacePaths,
@@ -288,7 +283,7 @@ impl Server {
             waits: BTreeMap::new(),
             log,
             started: Instant::now(),
-            started_unix_ms: pane::unix_ms(),
+            started_unix_ms: crate::clock::unix_ms(),
             backlog: VecDeque::new(),
             stopping: false,
             tree: crate::workspace::Tree::new(),
@@ -346,7 +341,7 @@ impl Server {
         // Save first: the snapshot must describe the panes as they ran,
         // and stopping the server is no reason to forget them.
         self.final_save();
-        self.emit("server.stopping", serde_json::json!({}));
+        self.emit(crate::protocol::events::Event::ServerStopping {});
         let attached: Vec<ConnId> = self
             .conns
             .iter()

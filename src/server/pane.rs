@@ -21,8 +21,8 @@
 
 use super::connection::ConnId;
 use super::pane_fds::PaneFds;
-use crate::persist::snapshot::RestorePolicy;
-use crate::protocol::methods::{CommandSpec, ExitStatus};
+use crate::model::{CommandSpec, PaneId, RestorePolicy};
+use crate::protocol::methods::ExitStatus;
 use crate::pty::{ChildProcess, PtyMaster};
 use crate::term::{CaptureOptions, TermConfig, TermEvent, Terminal};
 use serde::Serialize;
@@ -192,7 +192,7 @@ impl Pane {
             env: setup.env,
             cols: setup.cols,
             rows: setup.rows,
-            created_unix_ms: unix_ms(),
+            created_unix_ms: crate::clock::unix_ms(),
             fds: PaneFds::new(token),
             state: PaneState::Held {
                 reason: held_reason,
@@ -248,8 +248,9 @@ impl Pane {
         pane
     }
 
-    pub fn public_id(&self) -> String {
-        format!("p{}", self.id)
+    /// The pane's id as clients see it (`p3`).
+    pub fn public_id(&self) -> PaneId {
+        PaneId::new(self.id)
     }
 
     /// Takes a freshly spawned process: the pane is `Running` again, its
@@ -803,10 +804,4 @@ pub fn exit_status_json(status: ExitStatus, reason: ExitReason) -> Value {
 pub fn signal_name(sig: i32) -> String {
     nix::sys::signal::Signal::try_from(sig)
         .map_or_else(|_| format!("SIG{sig}"), |s| s.as_str().to_string())
-}
-
-pub fn unix_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }

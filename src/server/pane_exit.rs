@@ -7,6 +7,7 @@ use super::Server;
 use super::pane::ExitReason;
 use super::pane_io::EXIT_DRAIN_BUDGET;
 use super::timers::TimerKind;
+use crate::protocol::events::Event;
 use crate::protocol::{self, methods::ExitStatus};
 use std::time::{Duration, Instant};
 
@@ -40,10 +41,10 @@ impl Server {
             );
             self.respond(ack.conn, &ack.rpc_id, Err(err));
         }
-        self.emit(
-            "pane.exited",
-            serde_json::json!({ "pane": public_id, "exit": exit }),
-        );
+        self.emit(Event::PaneExited {
+            pane: public_id,
+            exit: exit.clone(),
+        });
         self.resolve_waits_on_exit(id);
         let payload =
             serde_json::json!({ "reason": "pane_exited", "pane": public_id, "exit": exit });

@@ -6,6 +6,8 @@
 use super::connection::{ConnId, ConnMode, OUTPUT_HIGH_WATER, OUTPUT_LOW_WATER, STALL_LIMIT};
 use super::timers::TimerKind;
 use super::{Server, Source};
+use crate::model::PaneId;
+use crate::protocol::events::Event;
 use crate::protocol::frame;
 use crate::term::TermEvent;
 use std::time::{Duration, Instant};
@@ -153,7 +155,7 @@ impl Server {
     /// Turns what the terminal model noticed into events (and answers waits
     /// on prompts and finished commands).
     fn on_term_events(&mut self, id: u64, term_events: Vec<TermEvent>) {
-        let pane_id = format!("p{id}");
+        let pane = PaneId::new(id);
         let mut rang = false;
         for event in term_events {
             match event {
@@ -161,13 +163,10 @@ impl Server {
                 TermEvent::Bell if rang => {}
                 TermEvent::Bell => {
                     rang = true;
-                    self.emit("pane.bell", serde_json::json!({ "pane": pane_id }));
+                    self.emit(Event::PaneBell { pane });
                 }
                 TermEvent::Title(title) => {
-                    self.emit(
-                        "pane.title",
-                        serde_json::json!({ "pane": pane_id, "title": title }),
-                    );
+                    self.emit(Event::PaneTitle { pane, title });
                 }
                 TermEvent::Cwd(path) => {
                     let dir = std::path::PathBuf::from(&path);
@@ -177,32 +176,23 @@ impl Server {
                     {
                         self.mark_dirty();
                     }
-                    self.emit(
-                        "pane.cwd",
-                        serde_json::json!({ "pane": pane_id, "cwd": path }),
-                    );
+                    self.emit(Event::PaneCwd { pane, cwd: path });
                 }
                 TermEvent::Prompt => {
                     if let Some(pane) = self.panes.get_mut(&id) {
                         pane.note_prompt();
                     }
-                    self.emit("pane.prompt", serde_json::json!({ "pane": pane_id }));
+                    self.emit(Event::PanePrompt { pane });
                     self.on_shell_mark(id);
                 }
                 TermEvent::CommandStart => {
-                    self.emit(
-                        "pane.command_started",
-                        serde_json::json!({ "pane": pane_id }),
-                    );
+                    self.emit(Event::PaneCommandStarted { pane });
                 }
                 TermEvent::CommandFinished { exit } => {
                     if let Some(pane) = self.panes.get_mut(&id) {
                         pane.note_command_finished(exit);
                     }
-                    self.emit(
-                        "pane.command_finished",
-                        serde_json::json!({ "pane": pane_id, "exit": exit }),
-                    );
+                    self.emit(Event::PaneCommandFinished { pane, exit });
                     self.on_shell_mark(id);
                 }
             }

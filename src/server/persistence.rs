@@ -10,12 +10,11 @@ use super::Server;
 use super::connection::ConnId;
 use super::pane::{Pane, PaneState};
 use super::timers::TimerKind;
-use crate::persist::snapshot::{
-    self, Counters, LayoutRecord, PaneRecord, Snapshot, TabRecord, WorkspaceRecord,
-};
+use crate::persist::snapshot::{self, Counters, PaneRecord, Snapshot};
 use crate::persist::writer::{SaveJob, Writer};
+use crate::protocol::events::Event;
+use crate::protocol::replies::Saved;
 use crate::protocol::{ErrorCode, RpcError};
-use crate::workspace::layout::Layout;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
@@ -255,41 +254,21 @@ impl Server {
     /// The snapshot with these pane records (a live upgrade leaves out
     /// those the new server already has).
     pub(super) fn build_snapshot_with(&self, panes: Vec<PaneRecord>) -> Snapshot {
-        let tree = &self.tree;
+        let tree = crate::persist::tree::to_records(&self.tree);
         Snapshot {
             version: snapshot::SNAPSHOT_VERSION,
             server_version: crate::protocol::SERVER_VERSION.to_string(),
-            written_unix_ms: super::pane::unix_ms(),
+            written_unix_ms: crate::clock::unix_ms(),
             revision: self.persist.revision,
             generation: self.generation,
             counters: Counters {
-                workspace: tree.next_workspace_id,
-                tab: tree.next_tab_id,
+                workspace: self.tree.next_workspace_id.get(),
+                tab: self.tree.next_tab_id.get(),
                 pane: self.next_pane_id,
             },
-            active_workspace: tree.active_workspace.map(|w| format!("w{w}")),
-            workspaces: tree
-                .workspaces
-                .values()
-                .map(|w| WorkspaceRecord {
-                    id: format!("w{}", w.id),
-                    name: w.name.clone(),
-                    tabs: w.tabs.iter().map(|t| format!("t{t}")).collect(),
-                    active_tab: w.active_tab.map(|t| format!("t{t}")),
-                })
-                .collect(),
-            tabs: tree
-                .tabs
-                .values()
-                .map(|t| TabRecord {
-                    id: format!("t{}", t.id),
-                    name: t.name.clone(),
-                    workspace: format!("w{}", t.workspace),
-                    layout: layout_record(&t.layout),
-                    focus: format!("p{}", t.focus),
-                    zoom: t.zoom.map(|z| format!("p{z}")),
-                })
-                .collect(),
+            active_workspace: tree.active_workspace,
+            workspaces: tree.workspaces,
+            tabs: tree.tabs,
             panes,
         }
     }
@@ -316,7 +295,7 @@ impl Server {
                     p.saved_revision = p.saved_revision.max(result.revision);
                     p.last_error = None;
                     p.retry_at = None;
-                    p.last_save_unix_ms = Some(super::pane::unix_ms());
+                    p.last_save_unix_ms = Some(crate::clock::unix_ms());
                     p.last_save_ms = Some(took.as_millis() as u64);
                     if p.saved_revision >= p.revision {
                         p.first_dirty = None;
@@ -333,7 +312,7 @@ impl Server {
                     for pane in self.panes.values_mut() {
                         pane.mark_history_dirty();
                     }
-                    self.emit("server.save_failed", json!({ "error": e }));
+                    self.emit(Event::ServerSaveFailed { error: e.clone() });
                     self.answer_save_waiters(result.revision, Err(e));
                     self.timers
                         .add(Instant::now() + SAVE_RETRY, TimerKind::Save);
@@ -364,7 +343,11 @@ impl Server {
         let path = crate::persist::session_path(&self.paths.state_dir);
         for (conn, rpc_id, _) in done {
             let reply = match &outcome {
-                Ok(()) => Ok(json!({ "path": path, "revision": revision })),
+                Ok(()) => Ok(serde_json::to_value(Saved {
+                    path: path.clone(),
+                    revision,
+                })
+                .unwrap_or(Value::Null)),
                 Err(e) => Err(RpcError::new(
                     ErrorCode::Internal,
                     format!("saving failed: {e}"),
@@ -450,27 +433,10 @@ fn history_bytes(pane: &Pane) -> Vec<u8> {
     text.into_bytes()
 }
 
-fn layout_record(layout: &Layout) -> LayoutRecord {
-    match layout {
-        Layout::Pane(id) => LayoutRecord::Pane(format!("p{id}")),
-        Layout::Split {
-            direction,
-            ratio,
-            first,
-            second,
-        } => LayoutRecord::Split {
-            direction: *direction,
-            ratio: *ratio,
-            first: Box::new(layout_record(first)),
-            second: Box::new(layout_record(second)),
-        },
-    }
-}
-
 /// A pane's snapshot record; `with_history`: its history file exists.
 pub(super) fn pane_record(p: &super::pane::Pane, with_history: bool) -> PaneRecord {
     PaneRecord {
-        id: p.public_id(),
+        id: p.public_id().to_string(),
         name: p.name().map(str::to_string),
         cwd: p.cwd().to_string_lossy().into_owned(),
         command: p.command().clone(),

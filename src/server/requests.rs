@@ -6,22 +6,21 @@ use super::Server;
 use super::connection::{ConnId, ConnMode};
 use super::pane::ExitReason;
 use super::waits::{Wait, WaitCondition};
-use crate::protocol::methods;
+use crate::model::PaneId;
+use crate::protocol::events::Event;
+use crate::protocol::methods::{self, Request};
+use crate::protocol::replies::{HelloReply, Status};
 use crate::protocol::{ErrorCode, PROTOCOL_VERSION, RawRequest, RpcError, SERVER_VERSION};
-use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use std::time::Duration;
 
 type Outcome = Result<Option<Value>, RpcError>;
 
-fn params<T: DeserializeOwned>(method: &str, params: Value) -> Result<T, RpcError> {
-    let params = if params.is_null() { json!({}) } else { params };
-    serde_json::from_value(params).map_err(|e| {
-        RpcError::new(
-            ErrorCode::InvalidParams,
-            format!("bad params for {method}: {e}; see docs/protocol.md"),
-        )
-    })
+/// A typed reply (`protocol::replies`) as the handler's outcome.
+pub(super) fn reply<T: serde::Serialize>(value: &T) -> Outcome {
+    serde_json::to_value(value)
+        .map(Some)
+        .map_err(|e| RpcError::new(ErrorCode::Internal, format!("encoding the reply: {e}")))
 }
 
 /// `result`, or a `too_large` error when its reply would pass
@@ -96,50 +95,36 @@ impl Server {
     /// Runs one method. `Ok(None)` means the handler answers later (a parked
     /// wait, an input ack) or has already answered (attach).
     fn dispatch(&mut self, conn: ConnId, rpc_id: &Value, method: &str, p: Value) -> Outcome {
-        match method {
-            "hello" => self.hello(params(method, p)?),
-            "server.status" => {
-                params::<methods::NoParams>(method, p)?;
-                Ok(Some(self.status()))
-            }
-            "server.upgrade" => {
-                let req: methods::Upgrade = params(method, p)?;
+        match Request::parse(method, p)? {
+            Request::Hello(req) => self.hello(req),
+            Request::ServerStatus(_) => reply(&self.status()),
+            Request::ServerUpgrade(req) => {
                 self.start_upgrade(Some((conn, rpc_id.clone())), req);
                 Ok(None)
             }
-            "server.save" => {
-                params::<methods::NoParams>(method, p)?;
-                self.save_now(conn, rpc_id)
-            }
-            "tree" => {
-                params::<methods::NoParams>(method, p)?;
-                Ok(Some(self.tree_json()))
-            }
-            "workspace.create" => self.workspace_create(params(method, p)?),
-            "workspace.rename" => self.workspace_rename(params(method, p)?),
-            "workspace.remove" => self.workspace_remove(params(method, p)?),
-            "tab.rename" => self.tab_rename(params(method, p)?),
-            "tab.remove" => self.tab_remove(params(method, p)?),
-            "pane.focus" => {
-                let req: methods::Target = params(method, p)?;
+            Request::ServerSave(_) => self.save_now(conn, rpc_id),
+            Request::Tree(_) => Ok(Some(self.tree_json())),
+            Request::WorkspaceCreate(req) => self.workspace_create(req),
+            Request::WorkspaceRename(req) => self.workspace_rename(req),
+            Request::WorkspaceRemove(req) => self.workspace_remove(req),
+            Request::TabRename(req) => self.tab_rename(req),
+            Request::TabRemove(req) => self.tab_remove(req),
+            Request::PaneFocus(req) => {
                 let id = self.resolve_target(&req.target)?;
                 self.pane_focus(id)
             }
-            "pane.set_resume" => self.set_resume(params(method, p)?),
-            "pane.respawn" => {
-                let req: methods::Target = params(method, p)?;
+            Request::PaneSetResume(req) => self.set_resume(req),
+            Request::PaneRespawn(req) => {
                 let id = self.resolve_target(&req.target)?;
                 self.respawn(id)
             }
-            "server.stop" => {
-                params::<methods::NoParams>(method, p)?;
+            Request::ServerStop(_) => {
                 self.log.log("stopping", "server.stop requested");
                 self.stopping = true;
                 Ok(Some(json!({})))
             }
-            "pane.create" => self.pane_create(conn, params(method, p)?),
-            "pane.list" => {
-                params::<methods::NoParams>(method, p)?;
+            Request::PaneCreate(req) => self.pane_create(conn, req),
+            Request::PaneList(_) => {
                 let panes: Vec<Value> = self
                     .panes
                     .values()
@@ -147,16 +132,14 @@ impl Server {
                     .collect();
                 Ok(Some(json!({ "panes": panes })))
             }
-            "pane.input" => self.pane_input(conn, rpc_id, params(method, p)?),
-            "pane.resize" => {
-                let req: methods::PaneResize = params(method, p)?;
+            Request::PaneInput(req) => self.pane_input(conn, rpc_id, req),
+            Request::PaneResize(req) => {
                 let id = self.resolve_target(&req.target)?;
                 let (cols, rows) = crate::pty::clamp_size(req.cols, req.rows);
                 self.resize_pane(id, cols, rows);
                 Ok(Some(self.pane_info(id)))
             }
-            "pane.capture" => {
-                let req: methods::PaneCapture = params(method, p)?;
+            Request::PaneCapture(req) => {
                 let id = self.resolve_target(&req.target)?;
                 let pane = &self.panes[&id];
                 let opts = crate::term::CaptureOptions {
@@ -172,8 +155,7 @@ impl Server {
                 reply["scrollback_lines"] = json!(pane.screen().scrollback_len());
                 Ok(Some(reply))
             }
-            "pane.kill" => {
-                let req: methods::PaneKill = params(method, p)?;
+            Request::PaneKill(req) => {
                 let id = self.resolve_target(&req.target)?;
                 let signal = match &req.signal {
                     Some(name) => parse_signal(name)?,
@@ -185,15 +167,15 @@ impl Server {
                 self.kill_pane(id, signal, grace, ExitReason::Killed);
                 Ok(Some(json!({})))
             }
-            "pane.remove" => {
-                let req: methods::PaneRemove = params(method, p)?;
+            Request::PaneRemove(req) => {
                 let id = self.resolve_target(&req.target)?;
                 if self.panes[&id].is_running() {
                     if !req.force {
                         return Err(RpcError::new(
                             ErrorCode::PaneRunning,
                             format!(
-                                "pane p{id} is still running; kill it first or pass \"force\": true"
+                                "pane {} is still running; kill it first or pass \"force\": true",
+                                PaneId::new(id)
                             ),
                         ));
                     }
@@ -202,9 +184,8 @@ impl Server {
                 self.remove_pane(id);
                 Ok(Some(json!({})))
             }
-            "pane.wait" => self.pane_wait(conn, rpc_id, params(method, p)?),
-            "events.subscribe" => {
-                let req: methods::Subscribe = params(method, p)?;
+            Request::PaneWait(req) => self.pane_wait(conn, rpc_id, req),
+            Request::EventsSubscribe(req) => {
                 let last = self.events.last_seq();
                 let since = req.since.unwrap_or(last).min(last);
                 self.respond(conn, rpc_id, Ok(json!({ "seq": last })));
@@ -217,14 +198,10 @@ impl Server {
                 }
                 Ok(None)
             }
-            "attach" => {
-                self.attach(conn, rpc_id, params(method, p)?)?;
+            Request::Attach(req) => {
+                self.attach(conn, rpc_id, req)?;
                 Ok(None)
             }
-            other => Err(RpcError::new(
-                ErrorCode::UnknownMethod,
-                format!("unknown method {other:?}; known methods are listed in docs/protocol.md"),
-            )),
         }
     }
 
@@ -239,40 +216,40 @@ impl Server {
                 ),
             ));
         }
-        Ok(Some(json!({
-            "protocol": PROTOCOL_VERSION,
-            "server_version": SERVER_VERSION,
-            "pid": std::process::id(),
-        })))
+        reply(&HelloReply {
+            protocol: PROTOCOL_VERSION,
+            server_version: SERVER_VERSION.into(),
+            pid: std::process::id(),
+        })
     }
 
-    fn status(&self) -> Value {
-        json!({
-            "pid": std::process::id(),
-            "server_version": SERVER_VERSION,
-            "protocol": PROTOCOL_VERSION,
-            "namespace": self.paths.namespace,
-            "socket": self.paths.socket(),
-            "started_unix_ms": self.started_unix_ms,
-            "uptime_ms": self.started.elapsed().as_millis() as u64,
-            "panes": self.panes.len(),
-            "running_panes": self.panes.values().filter(|p| p.is_running()).count(),
-            "clients": self.conns.len(),
-            "event_seq": self.events.last_seq(),
-            "event_ring_bytes": self.events.bytes(),
-            "generation": self.generation,
-            "upgrade": self.upgrade_status(),
-            "last_upgrade": self.last_upgrade,
-            "workspaces": self.tree.workspaces.len(),
-            "tabs": self.tree.tabs.len(),
-            "persistence": self.persist.status(),
-            "config": {
+    fn status(&self) -> Status {
+        Status {
+            pid: std::process::id(),
+            server_version: SERVER_VERSION.into(),
+            protocol: PROTOCOL_VERSION,
+            namespace: self.paths.namespace.clone(),
+            socket: self.paths.socket(),
+            started_unix_ms: self.started_unix_ms,
+            uptime_ms: self.started.elapsed().as_millis() as u64,
+            panes: self.panes.len(),
+            running_panes: self.panes.values().filter(|p| p.is_running()).count(),
+            clients: self.conns.len(),
+            event_seq: self.events.last_seq(),
+            event_ring_bytes: self.events.bytes(),
+            generation: self.generation,
+            upgrade: self.upgrade_status(),
+            last_upgrade: self.last_upgrade.clone(),
+            workspaces: self.tree.workspaces.len(),
+            tabs: self.tree.tabs.len(),
+            persistence: self.persist.status(),
+            config: json!({
                 "path": super::config::path(),
                 "scrollback_lines": self.config.term.scrollback_lines,
                 "scrollback_bytes": self.config.term.scrollback_bytes,
                 "problems": self.config_problems,
-            },
-        })
+            }),
+        }
     }
 
     pub(super) fn attached_count(&self, pane: u64) -> usize {
@@ -290,8 +267,12 @@ impl Server {
 
     /// Finds a pane by id (`p3`, or `3`) or by name.
     pub(super) fn resolve_target(&self, target: &str) -> Result<u64, RpcError> {
-        let numeric = target.strip_prefix('p').unwrap_or(target);
-        if let Ok(id) = numeric.parse::<u64>() {
+        // `p3`, or the bare number as a convenience for typing.
+        let by_id = target
+            .parse::<PaneId>()
+            .ok()
+            .or_else(|| target.parse::<u64>().ok().map(PaneId::new));
+        if let Some(id) = by_id.map(PaneId::get) {
             if self.panes.contains_key(&id) {
                 return Ok(id);
             }
@@ -361,12 +342,12 @@ impl Server {
             self.log.log("resize_failed", &msg);
             return;
         }
-        let public_id = pane.public_id();
         self.mark_dirty();
-        self.emit(
-            "pane.resized",
-            json!({ "pane": public_id, "cols": cols, "rows": rows }),
-        );
+        self.emit(Event::PaneResized {
+            pane: PaneId::new(id),
+            cols,
+            rows,
+        });
     }
 
     fn pane_wait(&mut self, conn: ConnId, rpc_id: &Value, req: methods::PaneWait) -> Outcome {
@@ -416,7 +397,7 @@ impl Server {
     }
 
     pub(super) fn remove_pane(&mut self, id: u64) {
-        let payload = json!({ "reason": "pane_removed", "pane": format!("p{id}"), "message": "the pane was removed" });
+        let payload = json!({ "reason": "pane_removed", "pane": PaneId::new(id), "message": "the pane was removed" });
         self.end_attachments(id, &payload);
         self.fail_waits_on_remove(id);
         if let Some(mut pane) = self.panes.remove(&id) {
@@ -431,14 +412,19 @@ impl Server {
             for ack in pane.take_acks() {
                 let err = RpcError::new(
                     ErrorCode::NotFound,
-                    format!("pane p{id} was removed before this input was written"),
+                    format!(
+                        "pane {} was removed before this input was written",
+                        PaneId::new(id)
+                    ),
                 );
                 self.respond(ack.conn, &ack.rpc_id, Err(err));
             }
         }
-        self.tree.remove_pane(id);
+        self.tree.remove_pane(PaneId::new(id));
         self.mark_dirty();
-        self.emit("pane.removed", json!({ "pane": format!("p{id}") }));
+        self.emit(Event::PaneRemoved {
+            pane: PaneId::new(id),
+        });
     }
 }
 

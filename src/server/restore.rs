@@ -1,20 +1,20 @@
 //! Start-up restore: rebuild what the last snapshot described.
 //!
-//! Order: validate and repair the records (broken parts are dropped with a
-//! diagnostic, never the whole restore), rebuild identities and the tree,
+//! Order: validate and repair the records (`persist::tree::repair`: broken
+//! parts are dropped with a diagnostic, never the whole restore), rebuild
+//! identities and the tree,
 //! choose a plan per pane, inject each pane's history, start processes one
 //! by one (a failure holds that pane, the others go on), then focus as saved.
 
 use super::Server;
 use super::pane::{Pane, PaneSetup};
 use super::spawn::existing_cwd;
-use crate::persist::snapshot::{LayoutRecord, PaneRecord, RestorePolicy, Snapshot, parse_id};
+use crate::model::{CommandSpec, PaneId, RestorePolicy};
+use crate::persist::snapshot::{PaneRecord, Snapshot};
+use crate::persist::tree::Repaired;
 use crate::persist::{self, Loaded};
-use crate::protocol::methods::CommandSpec;
-use crate::workspace::layout::Layout;
-use crate::workspace::{Tab, Tree, Workspace};
-use serde_json::json;
-use std::collections::{BTreeMap, HashSet};
+use crate::protocol::events::Event;
+use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -45,10 +45,10 @@ impl Server {
                     backup.display()
                 );
                 self.log.log("snapshot_set_aside", &msg);
-                self.emit(
-                    "server.snapshot_set_aside",
-                    json!({ "reason": reason, "backup": backup }),
-                );
+                self.emit(Event::ServerSnapshotSetAside {
+                    reason: reason.clone(),
+                    backup: backup.display().to_string(),
+                });
                 self.persist.restore_report =
                     json!({ "found": true, "set_aside": backup, "reason": reason });
             }
@@ -75,208 +75,28 @@ impl Server {
                 );
                 self.log.log("restored", &msg);
                 self.persist.restore_report = json!({ "found": true, "panes": self.panes.len(), "repairs": fixes, "took_ms": took });
-                self.emit("server.restored", self.persist.restore_report.clone());
+                if let Value::Object(report) = self.persist.restore_report.clone() {
+                    self.emit(Event::ServerRestored { report });
+                }
             }
         }
     }
 
     /// Rebuilds tree and panes; returns the repairs made.
     fn rebuild(&mut self, snap: Snapshot, hold_reruns: bool) -> Vec<String> {
-        let mut fixes = Vec::new();
         // A restart is a new generation of the same session: the fence
         // keeps growing.
         self.generation = snap.generation + 1;
-        // 1. Pane identities, each id once.
-        let mut records: BTreeMap<u64, PaneRecord> = BTreeMap::new();
-        for rec in snap.panes {
-            match parse_id('p', &rec.id) {
-                Some(id) if !records.contains_key(&id) => {
-                    records.insert(id, rec);
-                }
-                Some(_) => fixes.push(format!("dropped duplicate pane {}", rec.id)),
-                None => fixes.push(format!("dropped pane with bad id {:?}", rec.id)),
-            }
-        }
-        let mut names = HashSet::new();
-        for rec in records.values_mut() {
-            if let Some(name) = &rec.name
-                && !names.insert(name.clone())
-            {
-                fixes.push(format!(
-                    "pane {} lost its name {name:?}, already used by another pane",
-                    rec.id
-                ));
-                rec.name = None;
-            }
-        }
-        // 2. The tree: workspaces, then tabs whose layouts keep only panes
-        // that exist and appear nowhere else.
-        let mut tree = Tree::new();
-        for ws in &snap.workspaces {
-            let Some(id) = parse_id('w', &ws.id) else {
-                fixes.push(format!("dropped workspace with bad id {:?}", ws.id));
-                continue;
-            };
-            if tree.workspaces.contains_key(&id) {
-                fixes.push(format!("dropped duplicate workspace {}", ws.id));
-                continue;
-            }
-            tree.workspaces.insert(
-                id,
-                Workspace {
-                    id,
-                    name: checked_name(
-                        &ws.name,
-                        crate::validate::name,
-                        "workspace",
-                        id,
-                        &mut fixes,
-                    ),
-                    tabs: Vec::new(),
-                    active_tab: None,
-                },
-            );
-        }
-        let mut placed = HashSet::new();
-        for tab in &snap.tabs {
-            let (Some(id), Some(ws)) = (parse_id('t', &tab.id), parse_id('w', &tab.workspace))
-            else {
-                fixes.push(format!(
-                    "dropped tab {:?} with a bad id or workspace",
-                    tab.id
-                ));
-                continue;
-            };
-            if !tree.workspaces.contains_key(&ws) || tree.tabs.contains_key(&id) {
-                fixes.push(format!(
-                    "dropped tab {} (unknown workspace or duplicate id)",
-                    tab.id
-                ));
-                continue;
-            }
-            let Some(layout) = layout_from_record(&tab.layout, &mut fixes) else {
-                continue;
-            };
-            let mut keep = |p: u64| records.contains_key(&p) && placed.insert(p);
-            let Some(layout) = layout.repaired(&mut keep, &mut fixes) else {
-                fixes.push(format!("dropped tab {} whose panes are all gone", tab.id));
-                continue;
-            };
-            let panes = layout.panes();
-            let focus = parse_id('p', &tab.focus)
-                .filter(|f| panes.contains(f))
-                .unwrap_or_else(|| {
-                    fixes.push(format!(
-                        "tab {}: focus {} is not one of its panes; focusing p{}",
-                        tab.id, tab.focus, panes[0]
-                    ));
-                    panes[0]
-                });
-            let zoom = tab
-                .zoom
-                .as_deref()
-                .and_then(|z| parse_id('p', z))
-                .filter(|z| panes.contains(z));
-            if let (Some(saved), None) = (&tab.zoom, zoom) {
-                fixes.push(format!(
-                    "tab {}: zoom {saved} is not one of its panes; unzoomed",
-                    tab.id
-                ));
-            }
-            tree.tabs.insert(
-                id,
-                Tab {
-                    id,
-                    name: checked_name(&tab.name, crate::validate::label, "tab", id, &mut fixes),
-                    workspace: ws,
-                    layout,
-                    focus,
-                    zoom,
-                },
-            );
-        }
-        // Tab order and active tab come from the workspace records (the
-        // first record of each id: duplicates were dropped above).
-        let mut ordered = HashSet::new();
-        for ws in &snap.workspaces {
-            let Some(wid) = parse_id('w', &ws.id).filter(|w| ordered.insert(*w)) else {
-                continue;
-            };
-            let mut listed = HashSet::new();
-            let tabs: Vec<u64> = ws
-                .tabs
-                .iter()
-                .filter_map(|t| parse_id('t', t))
-                .filter(|t| tree.tabs.get(t).is_some_and(|tab| tab.workspace == wid))
-                .filter(|t| {
-                    let first = listed.insert(*t);
-                    if !first {
-                        fixes.push(format!("workspace {} listed tab t{t} twice", ws.id));
-                    }
-                    first
-                })
-                .collect();
-            let active = ws
-                .active_tab
-                .as_deref()
-                .and_then(|t| parse_id('t', t))
-                .filter(|t| tabs.contains(t));
-            if let Some(w) = tree.workspaces.get_mut(&wid) {
-                w.active_tab = active.or(tabs.first().copied());
-                w.tabs = tabs;
-            }
-        }
-        let orphan_tabs: Vec<u64> = tree
-            .tabs
-            .values()
-            .filter(|t| {
-                !tree
-                    .workspaces
-                    .get(&t.workspace)
-                    .is_some_and(|w| w.tabs.contains(&t.id))
-            })
-            .map(|t| t.id)
-            .collect();
-        for t in orphan_tabs {
-            let ws = tree.tabs[&t].workspace;
-            if let Some(w) = tree.workspaces.get_mut(&ws) {
-                w.tabs.push(t);
-            }
-        }
-        // 3. Counters never behind the ids in use.
-        let max_ws = tree.workspaces.keys().max().copied().unwrap_or(0);
-        let max_tab = tree.tabs.keys().max().copied().unwrap_or(0);
-        let max_pane = records.keys().max().copied().unwrap_or(0);
-        tree.next_workspace_id = snap.counters.workspace.max(max_ws + 1);
-        tree.next_tab_id = snap.counters.tab.max(max_tab + 1);
-        self.next_pane_id = snap.counters.pane.max(max_pane + 1).max(self.next_pane_id);
-        for (what, saved, now) in [
-            ("workspace", snap.counters.workspace, tree.next_workspace_id),
-            ("tab", snap.counters.tab, tree.next_tab_id),
-            ("pane", snap.counters.pane, self.next_pane_id),
-        ] {
-            if saved != now {
-                fixes.push(format!(
-                    "{what} counter {saved} was behind the ids in use; raised to {now}"
-                ));
-            }
-        }
-        tree.active_workspace = snap
-            .active_workspace
-            .as_deref()
-            .and_then(|w| parse_id('w', w))
-            .filter(|w| tree.workspaces.contains_key(w))
-            .or(tree.workspaces.keys().next().copied());
+        // Identities, the tree and the counters, repaired where broken.
+        let Repaired {
+            tree,
+            panes: records,
+            next_pane_id,
+            mut fixes,
+        } = persist::tree::repair(snap);
         self.tree = tree;
-        // Panes that were in no tab still get one, rather than vanish.
-        for id in records.keys() {
-            if !placed.contains(id) {
-                fixes.push(format!("pane p{id} was in no tab; opened it in a new tab"));
-                let ws = self.tree.default_workspace();
-                self.tree.add_tab(ws, format!("p{id}"), *id);
-            }
-        }
-        // 4-6. Per pane: plan and start; then history. Processes start
+        self.next_pane_id = next_pane_id.get().max(self.next_pane_id);
+        // Per pane: plan and start; then history. Processes start
         // while the screens are still empty (on systems where a start forks,
         // each fork copies the page tables of every screen filled so far);
         // no output is read before the loop runs, so the history still
@@ -287,7 +107,7 @@ impl Server {
         }
         let mut fills = Vec::new();
         for (id, rec) in records {
-            fills.push(self.restore_pane(id, rec, &rules, hold_reruns, &mut fixes));
+            fills.push(self.restore_pane(id.get(), rec, &rules, hold_reruns, &mut fixes));
         }
         // The history directory itself must be a real, private directory:
         // through a symlink we would read (and later write) elsewhere.
@@ -337,8 +157,6 @@ impl Server {
         hold_reruns: bool,
         fixes: &mut Vec<String>,
     ) -> (u64, Option<PathBuf>, String) {
-        let mut rec = rec;
-        repair_record(id, &mut rec, fixes);
         let saved_cwd = PathBuf::from(&rec.cwd);
         let cwd = if saved_cwd.is_absolute() && saved_cwd.is_dir() {
             saved_cwd.clone()
@@ -361,11 +179,13 @@ impl Server {
             // Listing panes must not run commands as a side effect.
             (None, _, RestorePolicy::Rerun) => Plan::Hold(format!(
                 "restored by a server a client command started, which re-runs nothing; \
-                 `ptyd respawn p{id}` runs it again"
+                 `ptyd respawn {}` runs it again",
+                PaneId::new(id)
             )),
             (None, _, RestorePolicy::Shell) => Plan::Run(CommandSpec::LoginShell),
             (None, _, RestorePolicy::Hold) => Plan::Hold(format!(
-                "restored with policy hold; `ptyd respawn p{id}` starts it again"
+                "restored with policy hold; `ptyd respawn {}` starts it again",
+                PaneId::new(id)
             )),
         };
         // A plan to run a command the API would refuse (an empty argv, say)
@@ -407,7 +227,8 @@ impl Server {
                 cwd.display()
             ));
             fixes.push(format!(
-                "pane p{id}: cwd {} is gone, using {}",
+                "pane {}: cwd {} is gone, using {}",
+                PaneId::new(id),
                 saved_cwd.display(),
                 cwd.display()
             ));
@@ -421,7 +242,7 @@ impl Server {
             }
             Plan::Run(command) => {
                 if let Err(e) = self.start_pane(id, &command) {
-                    fixes.push(format!("pane p{id} failed to start: {e}"));
+                    fixes.push(format!("pane {} failed to start: {e}", PaneId::new(id)));
                     if let Some(p) = self.panes.get_mut(&id) {
                         p.hold(format!("failed to start after restore: {}", e.0.message));
                     }
@@ -429,89 +250,6 @@ impl Server {
             }
         }
         (id, history, notice)
-    }
-}
-
-/// A saved workspace or tab name if it passes `rule` (the API's), else a
-/// plain replacement with a repair note.
-fn checked_name(
-    name: &str,
-    rule: fn(&str) -> Result<(), String>,
-    kind: &str,
-    id: u64,
-    fixes: &mut Vec<String>,
-) -> String {
-    match rule(name) {
-        Ok(()) => name.to_string(),
-        Err(e) => {
-            let replacement = format!("{kind}-{id}");
-            fixes.push(format!(
-                "{kind} {}{id}: renamed {replacement:?}: {e}",
-                &kind[..1]
-            ));
-            replacement
-        }
-    }
-}
-
-/// Checks a pane record with the rules the API applies (`validate`): what
-/// breaks them is dropped with a repair note (a name, environment entries,
-/// a resume command, a history file name that leaves `history/`). A command
-/// that cannot be started is kept (it is what the pane ran) and noted: the
-/// restore holds the pane rather than run it.
-fn repair_record(id: u64, rec: &mut PaneRecord, fixes: &mut Vec<String>) {
-    if let Some(name) = &rec.name
-        && let Err(e) = crate::validate::name(name)
-    {
-        fixes.push(format!("pane p{id}: dropped its {e}"));
-        rec.name = None;
-    }
-    let before = rec.env.len();
-    rec.env
-        .retain(|k, v| crate::validate::env_entry(k, v).is_ok());
-    if rec.env.len() < before {
-        fixes.push(format!(
-            "pane p{id}: dropped {} environment entries with an empty name, '=' or NUL",
-            before - rec.env.len()
-        ));
-    }
-    if let Some(resume) = &rec.resume
-        && let Err(e) = crate::validate::resume(resume)
-    {
-        fixes.push(format!("pane p{id}: dropped its resume command: {e}"));
-        rec.resume = None;
-    }
-    if let Some(file) = &rec.history
-        && (file.is_empty() || file.contains('/') || file.contains('\0') || file.starts_with('.'))
-    {
-        fixes.push(format!(
-            "pane p{id}: ignored history file name {file:?}: it must be a plain file name in history/"
-        ));
-        rec.history = None;
-    }
-    if let Err(e) = crate::validate::command(&rec.command) {
-        fixes.push(format!("pane p{id}: its command cannot be started: {e}"));
-    }
-}
-
-fn layout_from_record(rec: &LayoutRecord, fixes: &mut Vec<String>) -> Option<Layout> {
-    match rec {
-        LayoutRecord::Pane(id) => match parse_id('p', id) {
-            Some(id) => Some(Layout::Pane(id)),
-            None => {
-                fixes.push(format!("dropped layout leaf with bad pane id {id:?}"));
-                None
-            }
-        },
-        LayoutRecord::Split {
-            direction,
-            ratio,
-            first,
-            second,
-        } => {
-            let first = layout_from_record(first, fixes);
-            Layout::join(*direction, *ratio, first, layout_from_record(second, fixes))
-        }
     }
 }
 
@@ -538,7 +276,7 @@ fn is_plain_shell(command: &CommandSpec) -> bool {
 
 /// "2026-11-30 01:02:03 UTC", without a date crate.
 fn restored_when() -> String {
-    let secs = super::pane::unix_ms() / 1000;
+    let secs = crate::clock::unix_ms() / 1000;
     let (days, rem) = (secs / 86_400, secs % 86_400);
     // Civil-from-days (Howard Hinnant's algorithm), valid for any date after 1970.
     let z = days as i64 + 719_468;

@@ -8,7 +8,7 @@
 //! of a shell string). User rules win over built-ins; a pane's own `resume`
 //! wins over both.
 
-use crate::protocol::methods::CommandSpec;
+use crate::model::CommandSpec;
 use serde::Deserialize;
 use std::path::Path;
 

@@ -7,9 +7,12 @@ use super::connection::{ConnId, ConnMode};
 use super::pane::{Pane, PaneSetup};
 use super::timers::TimerKind;
 use super::{Server, Source};
-use crate::protocol::methods::{self, CommandSpec, Direction};
+use crate::model::PaneId;
+use crate::model::{CommandSpec, Direction};
+use crate::protocol::events::Event;
+use crate::protocol::methods;
 use crate::protocol::{ErrorCode, RpcError};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -28,7 +31,7 @@ enum Placement {
         ratio: f32,
     },
     NewTab {
-        workspace: Option<u64>,
+        workspace: Option<crate::model::WorkspaceId>,
         name: Option<String>,
     },
 }
@@ -123,6 +126,14 @@ impl Server {
             u32::from(req.rows.unwrap_or(super::defaults::ROWS)),
         );
         let id = self.next_pane_id;
+        // A counter restored at the end of the id range has no id left: an
+        // error, never an id handed out twice (or a wrapped counter).
+        let Some(next_id) = PaneId::new(id).next() else {
+            return Err(RpcError::new(
+                ErrorCode::Internal,
+                format!("pane ids are used up (the counter is at {id})"),
+            ));
+        };
         let token = self.alloc_token(Source::Pane(id));
         let setup = PaneSetup {
             id,
@@ -147,7 +158,7 @@ impl Server {
         }
         // Only a pane that started takes an id: ids are never reused, and
         // failed attempts do not leave holes.
-        self.next_pane_id += 1;
+        self.next_pane_id = next_id.get();
         self.place_pane(id, placement);
         if req.attach
             && let Some(c) = self.conns.get_mut(&conn)
@@ -163,18 +174,20 @@ impl Server {
             c.replay_after = None;
         }
         let info = self.pane_info(id);
-        self.emit(
-            "pane.created",
-            json!({ "pane": format!("p{id}"), "info": info }),
-        );
+        self.emit(Event::PaneCreated {
+            pane: PaneId::new(id),
+            info: info.clone(),
+        });
         // As `attach` does, so every `client.detached` has its `client.attached`.
         if req.attach
             && let Some(peer_pid) = self.conns.get(&conn).map(|c| c.peer.pid)
         {
-            self.emit(
-                "client.attached",
-                json!({ "pane": format!("p{id}"), "client": conn, "pid": peer_pid, "read_only": req.read_only }),
-            );
+            self.emit(Event::ClientAttached {
+                pane: PaneId::new(id),
+                client: conn,
+                pid: peer_pid,
+                read_only: req.read_only,
+            });
         }
         Ok(Some(info))
     }
@@ -186,17 +199,22 @@ impl Server {
                 direction,
                 ratio,
             } => {
+                let (target, id) = (PaneId::new(target), PaneId::new(id));
                 self.tree.split(target, id, direction, ratio);
             }
             Placement::NewTab { workspace, name } => {
-                let ws = workspace.unwrap_or_else(|| self.tree.default_workspace());
+                let ws = workspace.or_else(|| self.tree.default_workspace());
                 let name = name.unwrap_or_else(|| {
                     self.panes
                         .get(&id)
                         .map(default_tab_name)
                         .unwrap_or_default()
                 });
-                self.tree.add_tab(ws, name, id);
+                // Only with workspace or tab ids used up is there no tab;
+                // a restore then opens one for the pane.
+                if let Some(ws) = ws {
+                    self.tree.add_tab(ws, name, PaneId::new(id));
+                }
             }
         }
         self.mark_dirty();
@@ -206,7 +224,10 @@ impl Server {
     /// PTY of the pane's size, in its cwd, with its environment.
     pub(super) fn start_pane(&mut self, id: u64, command: &CommandSpec) -> Result<(), RpcError> {
         let Some(pane) = self.panes.get(&id) else {
-            return Err(RpcError::new(ErrorCode::NotFound, format!("no pane p{id}")));
+            return Err(RpcError::new(
+                ErrorCode::NotFound,
+                format!("no pane {}", PaneId::new(id)),
+            ));
         };
         let (program, args) = exec_form(command);
         let spec = crate::pty::SpawnSpec {
@@ -279,10 +300,10 @@ impl Server {
         let command = self.panes[&id].command().clone();
         self.start_pane(id, &command)?;
         let info = self.pane_info(id);
-        self.emit(
-            "pane.respawned",
-            json!({ "pane": format!("p{id}"), "info": info }),
-        );
+        self.emit(Event::PaneRespawned {
+            pane: PaneId::new(id),
+            info: info.clone(),
+        });
         Ok(Some(info))
     }
 
@@ -295,7 +316,7 @@ impl Server {
             })
             .collect();
         env.insert("TERM".into(), super::defaults::TERM.into());
-        env.insert("PTYD_PANE_ID".into(), format!("p{id}").into());
+        env.insert("PTYD_PANE_ID".into(), PaneId::new(id).to_string().into());
         env.insert("PTYD_SOCKET".into(), self.paths.socket().into());
         // `PTYD_*` is stripped above, so without this a `ptyd` command run in
         // the pane would talk to the default namespace, not to this server.

@@ -5,6 +5,7 @@
 use super::Server;
 use super::connection::ConnId;
 use super::timers::TimerKind;
+use crate::model::PaneId;
 use crate::protocol::{ErrorCode, RpcError};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -67,7 +68,7 @@ impl Server {
         let Some(pane) = self.panes.get(&wait.pane) else {
             return Some(Err(RpcError::new(
                 ErrorCode::NotFound,
-                format!("pane p{} was removed", wait.pane),
+                format!("pane {} was removed", PaneId::new(wait.pane)),
             )));
         };
         let exited = !pane.is_running();
@@ -207,7 +208,7 @@ impl Server {
         for id in ids {
             let err = RpcError::new(
                 ErrorCode::NotFound,
-                format!("pane p{pane} was removed while waiting"),
+                format!("pane {} was removed while waiting", PaneId::new(pane)),
             );
             self.finish_wait(id, Err(err));
         }

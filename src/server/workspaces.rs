@@ -2,15 +2,19 @@
 //! remove), focus, and the JSON form of the whole tree that `ptyd ls` shows.
 
 use super::Server;
+use super::requests::reply;
+use crate::model::{PaneId, TabId, WorkspaceId};
+use crate::protocol::events::Event;
 use crate::protocol::methods;
+use crate::protocol::replies::WorkspaceCreated;
 use crate::protocol::{ErrorCode, RpcError};
 use crate::workspace::layout::Layout;
 use serde_json::{Value, json};
 
 impl Server {
     /// Finds a workspace by id (`w2`) or name.
-    pub(super) fn resolve_workspace(&self, target: &str) -> Result<u64, RpcError> {
-        if let Some(id) = crate::persist::snapshot::parse_id('w', target)
+    pub(super) fn resolve_workspace(&self, target: &str) -> Result<WorkspaceId, RpcError> {
+        if let Ok(id) = target.parse::<WorkspaceId>()
             && self.tree.workspaces.contains_key(&id)
         {
             return Ok(id);
@@ -29,8 +33,8 @@ impl Server {
     }
 
     /// Finds a tab by id (`t3`) or name (names must then be unique).
-    pub(super) fn resolve_tab(&self, target: &str) -> Result<u64, RpcError> {
-        if let Some(id) = crate::persist::snapshot::parse_id('t', target)
+    pub(super) fn resolve_tab(&self, target: &str) -> Result<TabId, RpcError> {
+        if let Ok(id) = target.parse::<TabId>()
             && self.tree.tabs.contains_key(&id)
         {
             return Ok(id);
@@ -60,13 +64,16 @@ impl Server {
                 format!("a workspace named {:?} exists", req.name),
             ));
         }
-        let id = self.tree.add_workspace(req.name.clone());
+        let id = self
+            .tree
+            .add_workspace(req.name.clone())
+            .ok_or_else(|| RpcError::new(ErrorCode::Internal, "workspace ids are used up"))?;
         self.mark_dirty();
-        self.emit(
-            "workspace.created",
-            json!({ "workspace": format!("w{id}"), "name": req.name }),
-        );
-        Ok(Some(json!({ "id": format!("w{id}"), "name": req.name })))
+        self.emit(Event::WorkspaceCreated {
+            workspace: id,
+            name: req.name.clone(),
+        });
+        reply(&WorkspaceCreated { id, name: req.name })
     }
 
     pub(super) fn workspace_rename(
@@ -112,23 +119,23 @@ impl Server {
     /// without `force`), then the container itself.
     pub(super) fn remove_container(
         &mut self,
-        panes: Vec<u64>,
+        panes: Vec<PaneId>,
         force: bool,
         what: &str,
     ) -> Result<(), RpcError> {
         if !force
             && let Some(p) = panes
                 .iter()
-                .find(|p| self.panes.get(p).is_some_and(|p| p.is_running()))
+                .find(|p| self.panes.get(&p.get()).is_some_and(|p| p.is_running()))
         {
             return Err(RpcError::new(
                 ErrorCode::PaneRunning,
                 format!(
-                    "{what} has running pane p{p}; kill its panes first or pass \"force\": true"
+                    "{what} has running pane {p}; kill its panes first or pass \"force\": true"
                 ),
             ));
         }
-        for p in panes {
+        for p in panes.into_iter().map(PaneId::get) {
             if self.panes.get(&p).is_some_and(|p| p.is_running()) {
                 self.kill_pane(
                     p,
@@ -148,13 +155,10 @@ impl Server {
     ) -> Result<Option<Value>, RpcError> {
         let id = self.resolve_workspace(&req.target)?;
         let panes = self.tree.workspace_panes(id);
-        self.remove_container(panes, req.force, &format!("workspace w{id}"))?;
+        self.remove_container(panes, req.force, &format!("workspace {id}"))?;
         self.tree.remove_workspace(id);
         self.mark_dirty();
-        self.emit(
-            "workspace.removed",
-            json!({ "workspace": format!("w{id}") }),
-        );
+        self.emit(Event::WorkspaceRemoved { workspace: id });
         Ok(Some(json!({})))
     }
 
@@ -164,15 +168,16 @@ impl Server {
     ) -> Result<Option<Value>, RpcError> {
         let id = self.resolve_tab(&req.target)?;
         let panes = self.tree.tabs[&id].layout.panes();
-        self.remove_container(panes, req.force, &format!("tab t{id}"))?;
+        self.remove_container(panes, req.force, &format!("tab {id}"))?;
         Ok(Some(json!({})))
     }
 
     pub(super) fn pane_focus(&mut self, id: u64) -> Result<Option<Value>, RpcError> {
+        let id = PaneId::new(id);
         if !self.tree.focus(id) {
             return Err(RpcError::new(
                 ErrorCode::NotFound,
-                format!("pane p{id} is in no tab"),
+                format!("pane {id} is in no tab"),
             ));
         }
         self.mark_dirty();
@@ -207,18 +212,18 @@ impl Server {
                     .filter_map(|t| self.tree.tabs.get(t))
                     .map(|tab| {
                         json!({
-                            "id": format!("t{}", tab.id),
+                            "id": tab.id,
                             "name": tab.name,
                             "active": ws.active_tab == Some(tab.id),
-                            "focus": format!("p{}", tab.focus),
-                            "zoom": tab.zoom.map(|z| format!("p{z}")),
+                            "focus": tab.focus,
+                            "zoom": tab.zoom,
                             "layout": layout_json(&tab.layout),
-                            "panes": tab.layout.panes().iter().map(|p| self.pane_info(*p)).collect::<Vec<_>>(),
+                            "panes": tab.layout.panes().iter().map(|p| self.pane_info(p.get())).collect::<Vec<_>>(),
                         })
                     })
                     .collect();
                 json!({
-                    "id": format!("w{}", ws.id),
+                    "id": ws.id,
                     "name": ws.name,
                     "active": self.tree.active_workspace == Some(ws.id),
                     "tabs": tabs,
@@ -231,7 +236,7 @@ impl Server {
 
 pub fn layout_json(layout: &Layout) -> Value {
     match layout {
-        Layout::Pane(id) => json!({ "pane": format!("p{id}") }),
+        Layout::Pane(id) => json!({ "pane": id }),
         Layout::Split {
             direction,
             ratio,

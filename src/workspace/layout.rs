@@ -2,23 +2,17 @@
 //! inner nodes split their area in two, side by side or one above the other.
 //!
 //! Invariants: every pane appears in at most one leaf of all tabs; ratios are
-//! in (0, 1) and give the share of the first child.
+//! in (0, 1) and give the share of the first child. A layout read from a
+//! snapshot is checked or repaired by `persist::tree`.
 
+pub use crate::model::Direction;
+use crate::model::PaneId;
 use serde::{Deserialize, Serialize};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Direction {
-    /// Children side by side (a vertical divider), first on the left.
-    Horizontal,
-    /// Children stacked (a horizontal divider), first on top.
-    Vertical,
-}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Layout {
-    Pane(u64),
+    Pane(PaneId),
     Split {
         direction: Direction,
         ratio: f32,
@@ -29,13 +23,13 @@ pub enum Layout {
 
 impl Layout {
     /// Panes in left-to-right, top-to-bottom order.
-    pub fn panes(&self) -> Vec<u64> {
+    pub fn panes(&self) -> Vec<PaneId> {
         let mut out = Vec::new();
         self.collect(&mut out);
         out
     }
 
-    fn collect(&self, out: &mut Vec<u64>) {
+    fn collect(&self, out: &mut Vec<PaneId>) {
         match self {
             Layout::Pane(id) => out.push(*id),
             Layout::Split { first, second, .. } => {
@@ -45,7 +39,7 @@ impl Layout {
         }
     }
 
-    pub fn contains(&self, pane: u64) -> bool {
+    pub fn contains(&self, pane: PaneId) -> bool {
         match self {
             Layout::Pane(id) => *id == pane,
             Layout::Split { first, second, .. } => first.contains(pane) || second.contains(pane),
@@ -53,7 +47,13 @@ impl Layout {
     }
 
     /// Replaces the leaf `target` with a split of it and `new_pane`.
-    pub fn split(&mut self, target: u64, new_pane: u64, direction: Direction, ratio: f32) -> bool {
+    pub fn split(
+        &mut self,
+        target: PaneId,
+        new_pane: PaneId,
+        direction: Direction,
+        ratio: f32,
+    ) -> bool {
         match self {
             Layout::Pane(id) if *id == target => {
                 *self = Layout::Split {
@@ -74,7 +74,7 @@ impl Layout {
 
     /// Removes the leaf `pane`; its sibling takes the parent's place.
     /// Returns `None` when the tree was that single leaf (the tab is empty).
-    pub fn remove(self, pane: u64) -> Option<Layout> {
+    pub fn remove(self, pane: PaneId) -> Option<Layout> {
         match self {
             Layout::Pane(id) if id == pane => None,
             Layout::Pane(_) => Some(self),
@@ -106,78 +106,26 @@ impl Layout {
             (None, None) => None,
         }
     }
-
-    /// Drops leaves for which `keep` is false and splits whose ratio is not
-    /// in (0, 1) get 0.5: the repair applied to a restored layout.
-    pub fn repaired(
-        self,
-        keep: &mut impl FnMut(u64) -> bool,
-        fixes: &mut Vec<String>,
-    ) -> Option<Layout> {
-        match self {
-            Layout::Pane(id) => {
-                if keep(id) {
-                    Some(Layout::Pane(id))
-                } else {
-                    fixes.push(format!(
-                        "dropped layout leaf for unknown or duplicate pane p{id}"
-                    ));
-                    None
-                }
-            }
-            Layout::Split {
-                direction,
-                ratio,
-                first,
-                second,
-            } => {
-                let ratio = if ratio > 0.0 && ratio < 1.0 {
-                    ratio
-                } else {
-                    fixes.push(format!("split ratio {ratio} is outside (0, 1); using 0.5"));
-                    0.5
-                };
-                let first = first.repaired(keep, fixes);
-                Layout::join(direction, ratio, first, second.repaired(keep, fixes))
-            }
-        }
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn split_and_remove_collapse() {
-        let mut l = Layout::Pane(1);
-        assert!(l.split(1, 2, Direction::Horizontal, 0.5));
-        assert!(l.split(2, 3, Direction::Vertical, 0.3));
-        assert_eq!(l.panes(), vec![1, 2, 3]);
-        let l = l.remove(2).unwrap();
-        assert_eq!(l.panes(), vec![1, 3]);
-        let l = l.remove(1).unwrap();
-        assert_eq!(l, Layout::Pane(3));
-        assert_eq!(l.remove(3), None);
+    fn p(n: u64) -> PaneId {
+        PaneId::new(n)
     }
 
     #[test]
-    fn repair_drops_bad_leaves_and_ratios() {
-        let l = Layout::Split {
-            direction: Direction::Horizontal,
-            ratio: 1.5,
-            first: Box::new(Layout::Pane(1)),
-            second: Box::new(Layout::Split {
-                direction: Direction::Vertical,
-                ratio: 0.5,
-                first: Box::new(Layout::Pane(9)),
-                second: Box::new(Layout::Pane(2)),
-            }),
-        };
-        let mut fixes = Vec::new();
-        let r = l.repaired(&mut |id| id != 9, &mut fixes).unwrap();
-        assert_eq!(r.panes(), vec![1, 2]);
-        assert!(matches!(r, Layout::Split { ratio, .. } if ratio == 0.5));
-        assert_eq!(fixes.len(), 2);
+    fn split_and_remove_collapse() {
+        let mut l = Layout::Pane(p(1));
+        assert!(l.split(p(1), p(2), Direction::Horizontal, 0.5));
+        assert!(l.split(p(2), p(3), Direction::Vertical, 0.3));
+        assert_eq!(l.panes(), vec![p(1), p(2), p(3)]);
+        let l = l.remove(p(2)).unwrap();
+        assert_eq!(l.panes(), vec![p(1), p(3)]);
+        let l = l.remove(p(1)).unwrap();
+        assert_eq!(l, Layout::Pane(p(3)));
+        assert_eq!(l.remove(p(3)), None);
     }
 }

@@ -13,12 +13,11 @@ use crate::handoff::manifest::{
     AckRuntime, AttachRuntime, Caller, ConnRuntime, HANDOFF_VERSION, Manifest, PaneRuntime,
     ProcessRuntime, WaitRuntime,
 };
-use crate::persist::snapshot::{LayoutRecord, PaneRecord, Snapshot, parse_id};
+use crate::model::PaneId;
+use crate::persist::snapshot::PaneRecord;
 use crate::pty::{ChildProcess, PtyMaster};
 use crate::sys::PeerCred;
 use crate::term::{TermConfig, Terminal};
-use crate::workspace::layout::Layout;
-use crate::workspace::{Tab, Tree, Workspace};
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
@@ -108,7 +107,7 @@ pub fn draft_bytes(
     buf.clear();
     let encoded = serde_json::to_writer(&mut *buf, &(record, &*rt));
     (rt.idle_ms, rt.timeout_in_ms, rt.kill_escalate_in_ms) = saved;
-    encoded.map_err(|e| format!("encoding pane p{}: {e}", rt.id))
+    encoded.map_err(|e| format!("encoding pane {}: {e}", PaneId::new(rt.id)))
 }
 
 /// A pane's runtime state for a live upgrade (its structural part travels
@@ -194,8 +193,10 @@ fn process_from_runtime(id: u64, process: ProcessRuntime) -> Result<PaneState, S
                 start_token,
             },
             status,
-            reason: ExitReason::parse(&reason)
-                .ok_or(format!("pane p{id}: unknown exit reason {reason:?}"))?,
+            reason: ExitReason::parse(&reason).ok_or(format!(
+                "pane {}: unknown exit reason {reason:?}",
+                PaneId::new(id)
+            ))?,
         },
         ProcessRuntime::Held { reason } => PaneState::Held { reason },
     })
@@ -235,8 +236,8 @@ pub fn pane_from_runtime(
             Some((changes, screen)) if changes == rt.screen_changes => screen,
             _ => {
                 return Err(format!(
-                    "pane p{}: its terminal was neither sent nor pre-copied",
-                    rt.id
+                    "pane {}: its terminal was neither sent nor pre-copied",
+                    PaneId::new(rt.id)
                 ));
             }
         },
@@ -464,91 +465,12 @@ impl Server {
             }
         };
         self.persist.revision = m.persist_revision;
-        self.tree = tree_from_snapshot(&m.snapshot, &m.unchanged_panes)?;
+        self.tree = crate::persist::tree::strict(
+            &m.snapshot,
+            m.unchanged_panes.iter().map(|&p| PaneId::new(p)),
+        )
+        .map_err(|e| format!("manifest snapshot: {e}"))?;
         self.next_pane_id = m.snapshot.counters.pane;
         Ok(())
-    }
-}
-
-/// The tree of a live server's snapshot, taken as it is: unlike a restore
-/// from disk there is nothing to repair, and any inconsistency aborts.
-/// `more_panes` exist besides those with a record in the snapshot.
-pub fn tree_from_snapshot(snap: &Snapshot, more_panes: &[u64]) -> Result<Tree, String> {
-    let mut tree = Tree::new();
-    let bad = |what: &str| format!("manifest snapshot: bad {what}");
-    for ws in &snap.workspaces {
-        let id = parse_id('w', &ws.id).ok_or_else(|| bad("workspace id"))?;
-        let tabs = ws
-            .tabs
-            .iter()
-            .map(|t| parse_id('t', t).ok_or_else(|| bad("tab id")))
-            .collect::<Result<_, _>>()?;
-        let active_tab = ws
-            .active_tab
-            .as_deref()
-            .map(|t| parse_id('t', t).ok_or_else(|| bad("tab id")))
-            .transpose()?;
-        tree.workspaces.insert(
-            id,
-            Workspace {
-                id,
-                name: ws.name.clone(),
-                tabs,
-                active_tab,
-            },
-        );
-    }
-    for tab in &snap.tabs {
-        let id = parse_id('t', &tab.id).ok_or_else(|| bad("tab id"))?;
-        let workspace = parse_id('w', &tab.workspace).ok_or_else(|| bad("workspace id"))?;
-        let focus = parse_id('p', &tab.focus).ok_or_else(|| bad("focus"))?;
-        let zoom = tab
-            .zoom
-            .as_deref()
-            .map(|z| parse_id('p', z).ok_or_else(|| bad("zoom")))
-            .transpose()?;
-        let layout = layout_from(&tab.layout).ok_or_else(|| bad("layout"))?;
-        tree.tabs.insert(
-            id,
-            Tab {
-                id,
-                name: tab.name.clone(),
-                workspace,
-                layout,
-                focus,
-                zoom,
-            },
-        );
-    }
-    tree.active_workspace = snap
-        .active_workspace
-        .as_deref()
-        .and_then(|w| parse_id('w', w));
-    tree.next_workspace_id = snap.counters.workspace;
-    tree.next_tab_id = snap.counters.tab;
-    let panes: std::collections::HashSet<u64> = snap
-        .panes
-        .iter()
-        .filter_map(|p| parse_id('p', &p.id))
-        .chain(more_panes.iter().copied())
-        .collect();
-    tree.check(|p| panes.contains(&p))?;
-    Ok(tree)
-}
-
-fn layout_from(rec: &LayoutRecord) -> Option<Layout> {
-    match rec {
-        LayoutRecord::Pane(id) => parse_id('p', id).map(Layout::Pane),
-        LayoutRecord::Split {
-            direction,
-            ratio,
-            first,
-            second,
-        } => Some(Layout::Split {
-            direction: *direction,
-            ratio: *ratio,
-            first: Box::new(layout_from(first)?),
-            second: Box::new(layout_from(second)?),
-        }),
     }
 }

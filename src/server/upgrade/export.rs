@@ -157,7 +157,7 @@ impl Server {
         self.shutdown();
         let mut cmd = std::process::Command::new(&a.binary);
         cmd.args(["-L", &self.paths.namespace, "server"])
-            .env_remove(super::super::READY_FD_ENV);
+            .env_remove(crate::protocol::READY_FD_ENV);
         // A socket systemd passed stays systemd's: the new binary gets the
         // very same one, as systemd passes it (fd 3), instead of binding a
         // new file over the socket unit's path.
@@ -206,7 +206,7 @@ impl Server {
         let mut cmd = std::process::Command::new(&a.binary);
         cmd.args(["-L", &self.paths.namespace, "server"])
             .env(HANDOFF_FD_ENV, theirs_fd.to_string())
-            .env_remove(super::super::READY_FD_ENV)
+            .env_remove(crate::protocol::READY_FD_ENV)
             .stdin(std::process::Stdio::null());
         match &a.fault {
             Some(f) => cmd.env(fault::FAULT_ENV, f),

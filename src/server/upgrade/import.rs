@@ -20,8 +20,10 @@ use crate::handoff::fd_name::FdName;
 use crate::handoff::fdpass;
 use crate::handoff::manifest::{Control, HANDOFF_VERSION, Manifest, PaneRuntime, Phase, Precopy};
 use crate::handoff::{HANDOFF_FD_ENV, fault};
+use crate::model::PaneId;
 use crate::paths::NamespacePaths;
-use crate::persist::snapshot::{PaneRecord, parse_id};
+use crate::persist::snapshot::PaneRecord;
+use crate::protocol::events::Event;
 use crate::term::Terminal;
 use mio::Interest;
 use mio::unix::SourceFd;
@@ -591,16 +593,16 @@ fn import_changed_panes(
     runtimes: Vec<PaneRuntime>,
     ctx: &mut PaneImport,
 ) -> Result<(), String> {
-    let mut by_id: HashMap<u64, PaneRecord> = HashMap::new();
-    for rec in records {
-        let id = parse_id('p', &rec.id).ok_or_else(|| format!("bad pane id {:?}", rec.id))?;
-        by_id.insert(id, rec);
-    }
+    let mut by_id: HashMap<u64, PaneRecord> = crate::persist::tree::pane_records_strict(records)
+        .map_err(|e| format!("manifest snapshot: {e}"))?
+        .into_iter()
+        .map(|(id, rec)| (id.get(), rec))
+        .collect();
     for rt in runtimes {
         let id = rt.id;
         let rec = by_id
             .remove(&id)
-            .ok_or_else(|| format!("pane p{id} has no record"))?;
+            .ok_or_else(|| format!("pane {} has no record", PaneId::new(id)))?;
         let token = match ctx
             .prebuilt
             .remove(&id)
@@ -621,7 +623,10 @@ fn import_changed_panes(
         server.panes.insert(id, pane);
     }
     if let Some((id, _)) = by_id.into_iter().next() {
-        return Err(format!("pane p{id} has a record but no runtime state"));
+        return Err(format!(
+            "pane {} has a record but no runtime state",
+            PaneId::new(id)
+        ));
     }
     Ok(())
 }
@@ -637,7 +642,8 @@ fn adopt_unchanged_panes(
     for &id in unchanged {
         if prebuilt.remove(&id).is_none() {
             return Err(format!(
-                "pane p{id} is named unchanged but was not pre-copied"
+                "pane {} is named unchanged but was not pre-copied",
+                PaneId::new(id)
             ));
         }
     }
@@ -729,14 +735,16 @@ impl Server {
             "clients": self.conns.len(),
             "fds": fds + self.conns.len() + 3,
             "fd_batches": batches,
-            "finished_unix_ms": super::super::pane::unix_ms(),
+            "finished_unix_ms": crate::clock::unix_ms(),
         });
         self.log.log(
             "upgraded",
             &format!("generation {} serving; {report}", self.generation),
         );
         self.last_upgrade = report.clone();
-        self.emit("server.upgraded", report.clone());
+        if let serde_json::Value::Object(members) = report.clone() {
+            self.emit(Event::ServerUpgraded { report: members });
+        }
         if let Some((conn, rpc_id)) = self.upgrade_caller.take() {
             self.respond(conn, &rpc_id, Ok(report));
         }

@@ -5,10 +5,10 @@
 use super::super::connection::ConnId;
 use super::super::{LISTENER, Server, Source};
 use super::Upgrade;
+use crate::protocol::events::Event;
 use crate::protocol::{ErrorCode, RpcError};
 use mio::Interest;
 use mio::unix::SourceFd;
-use serde_json::json;
 use std::os::fd::AsRawFd;
 use std::time::Instant;
 
@@ -46,10 +46,10 @@ impl Server {
         );
         self.log.log("upgrade_failed", &msg);
         crate::service::notify::ready(&format!("upgrade failed: {reason}"));
-        self.emit(
-            "server.upgrade_failed",
-            json!({ "reason": reason, "phase": phase }),
-        );
+        self.emit(Event::ServerUpgradeFailed {
+            reason: reason.to_string(),
+            phase: phase.to_string(),
+        });
         if let Some((conn, rpc_id)) = a.caller {
             self.respond(
                 conn,
@@ -73,10 +73,10 @@ impl Server {
         self.drop_attempt_lineage();
         self.resume();
         self.log.log("upgrade_taken_back", &msg);
-        self.emit(
-            "server.upgrade_failed",
-            json!({ "reason": msg, "phase": "probation" }),
-        );
+        self.emit(Event::ServerUpgradeFailed {
+            reason: msg.to_string(),
+            phase: "probation".to_string(),
+        });
         // The new server died before answering the caller: we owe the
         // answer, or it waits forever.
         if let Some((conn, rpc_id)) = a.caller.filter(|_| answer_caller) {

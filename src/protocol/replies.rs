@@ -1,0 +1,264 @@
+//! Typed replies: what the server answers, as structs a client reads
+//! (`Deserialize`) and the server builds (`Serialize`) where it has them.
+//! Members that carry nested reports the client only passes through stay
+//! `Value`. Readers ignore members they do not know, so a server may add
+//! members without breaking older clients of the same protocol version.
+
+use crate::model::{CommandSpec, Direction, PaneId, RestorePolicy, TabId, WorkspaceId};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// `hello`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HelloReply {
+    pub protocol: u32,
+    pub server_version: String,
+    pub pid: u32,
+}
+
+/// `server.status`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Status {
+    pub pid: u32,
+    pub server_version: String,
+    pub protocol: u32,
+    pub namespace: String,
+    pub socket: PathBuf,
+    pub started_unix_ms: u64,
+    pub uptime_ms: u64,
+    pub panes: usize,
+    pub running_panes: usize,
+    pub clients: usize,
+    pub event_seq: u64,
+    /// Bytes of event JSON the ring holds (at most 8 MiB).
+    #[serde(default)]
+    pub event_ring_bytes: usize,
+    pub generation: u64,
+    /// The running upgrade, if any (see docs/protocol.md).
+    pub upgrade: Value,
+    /// The last upgrade's report or failure.
+    pub last_upgrade: Value,
+    pub workspaces: usize,
+    pub tabs: usize,
+    /// Saving: enabled, revisions, last save and error, the restore report.
+    pub persistence: Value,
+    /// The config file's path, the values in force and its problems.
+    pub config: Value,
+}
+
+/// `server.save`: once the snapshot of `revision` is on disk.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Saved {
+    pub path: PathBuf,
+    pub revision: u64,
+}
+
+/// `workspace.create`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WorkspaceCreated {
+    pub id: WorkspaceId,
+    pub name: String,
+}
+
+/// A pane's state in its info.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PaneStateName {
+    Running,
+    Exited,
+    /// Not started: restored with policy `hold`, or its start failed.
+    Held,
+}
+
+/// How a pane's process ended, in pane info, `pane.exited` events, waits
+/// and EXIT frames.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExitInfo {
+    /// `exited`, `killed`, `timeout`, `idle_timeout`, ...
+    #[serde(default = "exited")]
+    pub reason: String,
+    /// The code, or 128 + the signal.
+    #[serde(default)]
+    pub shell_code: i32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal_name: Option<String>,
+}
+
+fn exited() -> String {
+    "exited".into()
+}
+
+impl ExitInfo {
+    /// "code 3", "signal SIGKILL (killed)": for people.
+    pub fn describe(&self) -> String {
+        let what = match (&self.code, &self.signal_name) {
+            (Some(code), _) => format!("code {code}"),
+            (None, Some(name)) => format!("signal {name}"),
+            (None, None) => "unknown status".to_string(),
+        };
+        if self.reason == "exited" {
+            what
+        } else {
+            format!("{what} ({})", self.reason)
+        }
+    }
+}
+
+/// A pane as `pane.list`, `pane.create`, `pane.resize`, ... report it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PaneInfo {
+    pub id: PaneId,
+    pub name: Option<String>,
+    pub pid: Option<i32>,
+    pub sid: Option<i32>,
+    pub start_token: Option<u64>,
+    pub cols: u16,
+    pub rows: u16,
+    pub cwd: PathBuf,
+    pub command: CommandSpec,
+    pub env: BTreeMap<String, String>,
+    pub state: PaneStateName,
+    pub exit: Option<ExitInfo>,
+    pub held_reason: Option<String>,
+    pub restore: RestorePolicy,
+    pub resume: Option<String>,
+    pub title: String,
+    pub prompts_seen: u64,
+    pub commands_finished: u64,
+    pub last_command_exit: Option<i32>,
+    pub created_unix_ms: u64,
+    pub attached_clients: usize,
+}
+
+/// `pane.list`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PaneList {
+    pub panes: Vec<PaneInfo>,
+}
+
+/// `pane.input`, once the bytes are in the PTY: the pane's shell-mark
+/// counters at that moment (for `pane.wait`'s `after`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct InputAck {
+    pub written: bool,
+    pub duplicate: bool,
+    pub prompts_seen: u64,
+    pub commands_finished: u64,
+}
+
+/// `pane.wait`: which condition held.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+pub enum WaitReply {
+    /// The process exited (`exit` as in pane info).
+    Exited { exit: Option<ExitInfo> },
+    /// The text is on the screen (or scrolled off since the wait began).
+    Text {},
+    /// No output for `idle_ms`.
+    Idle {},
+    /// A prompt beyond `after` was shown.
+    Prompt { prompts_seen: u64 },
+    /// A command beyond `after` finished, with the exit code the shell
+    /// reported, if any.
+    CommandFinished {
+        exit: Option<i32>,
+        commands_finished: u64,
+    },
+}
+
+/// `pane.capture` (the members a client reads; see docs/protocol.md for
+/// the rest).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Capture {
+    pub pane: PaneId,
+    pub lines: Vec<String>,
+}
+
+impl Capture {
+    /// The lines without the blank rows at the bottom of the screen.
+    pub fn trimmed_lines(&self) -> &[String] {
+        let last = self
+            .lines
+            .iter()
+            .rposition(|l| !l.is_empty())
+            .map_or(0, |i| i + 1);
+        &self.lines[..last]
+    }
+}
+
+/// `tree`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TreeReply {
+    pub workspaces: Vec<WorkspaceInfo>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WorkspaceInfo {
+    pub id: WorkspaceId,
+    pub name: String,
+    pub active: bool,
+    pub tabs: Vec<TabInfo>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TabInfo {
+    pub id: TabId,
+    pub name: String,
+    pub active: bool,
+    pub focus: PaneId,
+    pub zoom: Option<PaneId>,
+    pub layout: LayoutNode,
+    /// Each pane's info, in layout order (`null` for one that is gone).
+    pub panes: Vec<Option<PaneInfo>>,
+}
+
+/// A tab's layout: `{"pane": "p1"}` or `{"split": {"direction", "ratio",
+/// "first", "second"}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LayoutNode {
+    Pane(PaneId),
+    Split {
+        direction: Direction,
+        /// As `f64`: the reply carries the stored `f32` widened, digit for
+        /// digit as before this type existed.
+        ratio: f64,
+        first: Box<LayoutNode>,
+        second: Box<LayoutNode>,
+    },
+}
+
+/// `server.upgrade` (the members a client prints; the report has more, see
+/// docs/protocol.md).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct UpgradeReport {
+    pub generation: u64,
+    pub new_pid: u32,
+    pub server_version: String,
+    pub phases: Vec<Phase>,
+    pub blackout_ms: f64,
+    pub panes: usize,
+    pub clients: usize,
+    pub fds: usize,
+    pub fd_batches: usize,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Phase {
+    pub name: String,
+    pub ms: f64,
+}
+
+/// `server.upgrade` with `mode: restore`: answered by the old process just
+/// before it restarts as the new binary.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RestartReport {
+    pub pid: u32,
+    pub binary: String,
+}
