@@ -2,6 +2,11 @@
 //!
 //! The binary (`src/main.rs`) only parses the command line and dispatches;
 //! everything else lives here so integration tests and benchmarks can reach it.
+//!
+//! Raw system calls live behind two boundaries, `sys` and `pty`; every
+//! `unsafe` block anywhere carries a `// SAFETY:` comment saying why it holds.
+
+#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
 pub mod cli;
 pub mod client;

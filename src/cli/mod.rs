@@ -126,7 +126,7 @@ fn end_quietly_on_closed_stdout() {
             .or_else(|| payload.downcast_ref::<&str>().copied())
             .unwrap_or_default();
         if message.starts_with("failed printing to stdout")
-            && message.contains(&format!("(os error {})", libc::EPIPE))
+            && message.contains(&format!("(os error {})", crate::sys::broken_pipe_errno()))
         {
             std::process::exit(141);
         }

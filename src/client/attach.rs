@@ -14,11 +14,11 @@ use crate::paths::NamespacePaths;
 use crate::protocol::frame;
 use crate::protocol::methods::{self, Request};
 use crate::protocol::replies::{ExitInfo, PaneInfo};
-use nix::sys::termios::{self, SetArg, Termios};
+use crate::sys;
 use serde::Deserialize;
 use serde_json::Value;
 use std::io::{self, Read, Write};
-use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -33,7 +33,7 @@ const RECONNECT_EVERY: Duration = Duration::from_millis(250);
 const TERMINAL_RESET: &[u8] = b"\x1b[?1049l\x1b[?1l\x1b>\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1004l\x1b[?1005l\x1b[?1006l\x1b[?1015l\x1b[?2004l\x1b[<u\x1b[>4;0m\x1b[0m\x1b[?25h";
 
 /// The original terminal settings, for restoring from a panic hook too.
-static SAVED_TERMIOS: Mutex<Option<Termios>> = Mutex::new(None);
+static SAVED_TERMIOS: Mutex<Option<sys::StdinMode>> = Mutex::new(None);
 
 /// What ended an attachment, and the exit code the CLI should use.
 pub struct AttachEnd {
@@ -62,20 +62,12 @@ pub fn parse_detach_key(spec: &str) -> Result<u8, String> {
     }
 }
 
-fn stdin_fd() -> BorrowedFd<'static> {
-    // SAFETY: fd 0 stays open for the life of the process.
-    unsafe { BorrowedFd::borrow_raw(0) }
-}
-
 /// Raw mode for the life of the guard.
 struct RawMode;
 
 impl RawMode {
     fn enter() -> Option<RawMode> {
-        let original = termios::tcgetattr(stdin_fd()).ok()?;
-        let mut raw = original.clone();
-        termios::cfmakeraw(&mut raw);
-        termios::tcsetattr(stdin_fd(), SetArg::TCSADRAIN, &raw).ok()?;
+        let original = sys::stdin_raw_mode().ok()?;
         *SAVED_TERMIOS.lock().unwrap_or_else(|e| e.into_inner()) = Some(original);
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
@@ -100,7 +92,7 @@ fn restore_terminal() {
     {
         let _ = io::stdout().write_all(TERMINAL_RESET);
         let _ = io::stdout().flush();
-        let _ = termios::tcsetattr(stdin_fd(), SetArg::TCSADRAIN, &original);
+        let _ = sys::restore_stdin_mode(&original);
     }
 }
 
@@ -148,30 +140,13 @@ impl Drop for SignalPipe {
     }
 }
 
-/// poll(2) over a few fds; returns which are readable (or hung up).
+/// poll(2) over a few fds; returns which are readable (or hung up). A
+/// signal ending the wait early makes none ready: the signal pipe then is.
 fn poll_readable(fds: &[RawFd], timeout: Option<Duration>) -> io::Result<Vec<bool>> {
-    let mut pfds: Vec<libc::pollfd> = fds
-        .iter()
-        .map(|&fd| libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        })
-        .collect();
-    let ms = timeout.map_or(-1, |t| t.as_millis().min(i32::MAX as u128) as i32);
-    // SAFETY: `pfds` is a valid array of pollfd of the given length.
-    let n = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, ms) };
-    if n < 0 {
-        let e = io::Error::last_os_error();
-        if e.kind() == io::ErrorKind::Interrupted {
-            return Ok(vec![false; fds.len()]);
-        }
-        return Err(e);
+    match sys::poll_readable(fds, timeout) {
+        Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(vec![false; fds.len()]),
+        other => other,
     }
-    Ok(pfds
-        .iter()
-        .map(|p| p.revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0)
-        .collect())
 }
 
 /// Pane output bound for this process's stdout. Every frame already
@@ -210,27 +185,14 @@ impl TerminalOutput {
 /// through its other fds.
 fn write_stdout(mut bytes: &[u8]) {
     while !bytes.is_empty() {
-        // SAFETY: writing from a valid buffer of the given length to fd 1.
-        let n = unsafe { libc::write(1, bytes.as_ptr().cast(), bytes.len()) };
-        if n > 0 {
-            bytes = &bytes[n as usize..];
-            continue;
-        }
-        if n == 0 {
-            return;
-        }
-        match io::Error::last_os_error().kind() {
-            io::ErrorKind::Interrupted => {}
-            io::ErrorKind::WouldBlock => {
-                let mut pfd = libc::pollfd {
-                    fd: 1,
-                    events: libc::POLLOUT,
-                    revents: 0,
-                };
-                // SAFETY: one valid pollfd.
-                unsafe { libc::poll(&mut pfd, 1, -1) };
+        match sys::write_stdout(bytes) {
+            Ok(0) => return,
+            Ok(n) => bytes = &bytes[n..],
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                let _ = sys::wait_writable(1);
             }
-            _ => return,
+            Err(_) => return,
         }
     }
 }
@@ -242,7 +204,7 @@ pub fn run_attach(
     opts: &AttachOptions,
     first: Option<FrameReader>,
 ) -> Result<AttachEnd, ClientError> {
-    let mut signals = SignalPipe::new(&[libc::SIGWINCH, libc::SIGTERM, libc::SIGHUP, libc::SIGINT])
+    let mut signals = SignalPipe::new(&[sys::SIGWINCH, sys::SIGTERM, sys::SIGHUP, sys::SIGINT])
         .map_err(|e| ClientError {
             code: "io".into(),
             message: format!("installing signal handlers: {e}"),
@@ -262,7 +224,7 @@ pub fn run_attach(
     };
     // Set by a terminating signal, as opposed to SIGWINCH.
     let end_flag = Arc::new(AtomicBool::new(false));
-    for sig in [libc::SIGTERM, libc::SIGHUP, libc::SIGINT] {
+    for sig in [sys::SIGTERM, sys::SIGHUP, sys::SIGINT] {
         let _ = signal_hook::flag::register(sig, Arc::clone(&end_flag));
     }
     let _raw = RawMode::enter();
@@ -308,30 +270,33 @@ pub fn run_attach(
             }
         }
         if ready[0] {
-            // SAFETY: reading into a valid buffer from fd 0.
-            let n = unsafe { libc::read(0, input.as_mut_ptr().cast(), input.len()) };
-            if n == 0 {
-                return Ok(AttachEnd {
-                    message: "[ptyd: input closed; detached]".into(),
-                    exit_code: 0,
-                });
-            }
-            if n > 0 {
-                let bytes = &input[..n as usize];
-                if let Some(pos) = bytes.iter().position(|&b| b == opts.detach_key) {
-                    if connected && !opts.read_only {
-                        let _ = send_frame(reader.stream(), frame::client::INPUT, &bytes[..pos]);
-                    }
-                    if connected {
-                        let _ = send_frame(reader.stream(), frame::client::DETACH, &[]);
-                    }
+            match sys::read_stdin(&mut input) {
+                Ok(0) => {
                     return Ok(AttachEnd {
-                        message: "[ptyd: detached]".into(),
+                        message: "[ptyd: input closed; detached]".into(),
                         exit_code: 0,
                     });
                 }
-                if connected && !opts.read_only {
-                    let _ = send_frame(reader.stream(), frame::client::INPUT, bytes);
+                // A failed read (EINTR, EAGAIN) is tried again on the next turn.
+                Err(_) => {}
+                Ok(n) => {
+                    let bytes = &input[..n];
+                    if let Some(pos) = bytes.iter().position(|&b| b == opts.detach_key) {
+                        if connected && !opts.read_only {
+                            let _ =
+                                send_frame(reader.stream(), frame::client::INPUT, &bytes[..pos]);
+                        }
+                        if connected {
+                            let _ = send_frame(reader.stream(), frame::client::DETACH, &[]);
+                        }
+                        return Ok(AttachEnd {
+                            message: "[ptyd: detached]".into(),
+                            exit_code: 0,
+                        });
+                    }
+                    if connected && !opts.read_only {
+                        let _ = send_frame(reader.stream(), frame::client::INPUT, bytes);
+                    }
                 }
             }
         }
@@ -398,7 +363,7 @@ pub fn describe_exit(exit: &Value) -> String {
 /// SIGTERM kill the pane (the exit status then says so).
 pub fn run_mirror(paths: &NamespacePaths, create: methods::PaneCreate) -> Result<i32, ClientError> {
     let mut signals =
-        SignalPipe::new(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP]).map_err(|e| ClientError {
+        SignalPipe::new(&[sys::SIGINT, sys::SIGTERM, sys::SIGHUP]).map_err(|e| ClientError {
             code: "io".into(),
             message: format!("installing signal handlers: {e}"),
         })?;

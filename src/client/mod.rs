@@ -13,7 +13,6 @@ use serde_json::{Value, json};
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
-use std::os::unix::process::CommandExt;
 
 /// An error from the server (`code` as on the wire) or from getting there.
 #[derive(Debug)]
@@ -245,14 +244,9 @@ fn start_background_server(paths: &NamespacePaths) -> Result<(), ClientError> {
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(stderr);
-    // SAFETY: setsid is async-signal-safe; it detaches the server from our
-    // terminal so closing the terminal does not hang it up.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::setsid();
-            Ok(())
-        });
-    }
+    // Detached from our terminal, so closing the terminal does not hang
+    // the server up.
+    crate::sys::setsid_on_exec(&mut cmd);
     let child = cmd
         .spawn()
         .map_err(|e| ClientError::io(&format!("starting {}", exe.display()), e))?;
@@ -417,13 +411,5 @@ pub fn attach(
 
 /// The size of the terminal on `fd`, if it is one.
 pub fn terminal_size(fd: &impl AsRawFd) -> Option<(u16, u16)> {
-    let mut ws = libc::winsize {
-        ws_row: 0,
-        ws_col: 0,
-        ws_xpixel: 0,
-        ws_ypixel: 0,
-    };
-    // SAFETY: `ws` is a valid, writable winsize.
-    let ok = unsafe { libc::ioctl(fd.as_raw_fd(), libc::TIOCGWINSZ, &mut ws) } == 0;
-    (ok && ws.ws_col > 0 && ws.ws_row > 0).then_some((ws.ws_col, ws.ws_row))
+    crate::sys::terminal_size(fd)
 }

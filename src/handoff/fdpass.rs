@@ -18,7 +18,7 @@
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 /// Fds per message: below the kernel's 253 and musl's 252.
 pub const MAX_FDS_PER_BATCH: usize = 252;
@@ -41,17 +41,7 @@ pub fn send_message<T: Serialize>(
             "handoff message too large",
         ));
     }
-    let iov = [io::IoSlice::new(&data)];
-    let cmsg = [nix::sys::socket::ControlMessage::ScmRights(fds)];
-    let cmsgs: &[nix::sys::socket::ControlMessage] = if fds.is_empty() { &[] } else { &cmsg };
-    let sent = nix::sys::socket::sendmsg::<()>(
-        sock.as_raw_fd(),
-        &iov,
-        cmsgs,
-        nix::sys::socket::MsgFlags::MSG_NOSIGNAL,
-        None,
-    )
-    .map_err(io::Error::from)?;
+    let sent = crate::sys::send_with_fds(sock, &data, fds)?;
     if sent != data.len() {
         return Err(io::Error::new(
             io::ErrorKind::WriteZero,
@@ -66,43 +56,21 @@ pub fn send_message<T: Serialize>(
 /// that did arrive are closed by being dropped).
 pub fn recv_message(sock: &impl AsRawFd) -> io::Result<(Vec<u8>, Vec<OwnedFd>)> {
     let mut data = vec![0u8; MAX_BATCH_DATA];
-    let mut cmsg_space = nix::cmsg_space!([RawFd; MAX_FDS_PER_BATCH]);
-    let (n, flags, received) = {
-        let mut iov = [io::IoSliceMut::new(&mut data)];
-        let msg = nix::sys::socket::recvmsg::<()>(
-            sock.as_raw_fd(),
-            &mut iov,
-            Some(&mut cmsg_space),
-            nix::sys::socket::MsgFlags::MSG_CMSG_CLOEXEC,
-        )
-        .map_err(io::Error::from)?;
-        let mut received: Vec<OwnedFd> = Vec::new();
-        for cmsg in msg.cmsgs().map_err(io::Error::from)? {
-            if let nix::sys::socket::ControlMessageOwned::ScmRights(fds) = cmsg {
-                // SAFETY: the kernel just installed these fds in our table
-                // for us; nothing else owns them.
-                received.extend(
-                    fds.into_iter()
-                        .map(|fd| unsafe { OwnedFd::from_raw_fd(fd) }),
-                );
-            }
-        }
-        (msg.bytes, msg.flags, received)
-    };
-    if n == 0 {
+    let received = crate::sys::recv_with_fds(sock, &mut data, MAX_FDS_PER_BATCH)?;
+    if received.len == 0 {
         return Err(io::Error::new(
             io::ErrorKind::UnexpectedEof,
             "the peer closed the handoff socket",
         ));
     }
-    if flags.contains(nix::sys::socket::MsgFlags::MSG_CTRUNC)
-        || flags.contains(nix::sys::socket::MsgFlags::MSG_TRUNC)
-    {
+    if received.truncated {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
             "a handoff message was truncated (MSG_CTRUNC/MSG_TRUNC)",
         ));
     }
+    let n = received.len;
+    let received = received.fds;
     data.truncate(n);
     Ok((data, received))
 }
@@ -163,19 +131,11 @@ pub fn recv_batch<N: DeserializeOwned>(sock: &impl AsRawFd) -> io::Result<Batch<
 pub fn wait_readable(sock: &impl AsRawFd, timeout: std::time::Duration) -> bool {
     let deadline = std::time::Instant::now() + timeout;
     loop {
-        let mut pfd = libc::pollfd {
-            fd: sock.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
         let left = deadline.saturating_duration_since(std::time::Instant::now());
-        // SAFETY: `pfd` is one valid pollfd.
-        let n = unsafe { libc::poll(&mut pfd, 1, left.as_millis().min(i32::MAX as u128) as i32) };
-        if n > 0 {
-            return true;
-        }
-        if n == 0 || std::io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
-            return false;
+        match crate::sys::poll_readable(&[sock.as_raw_fd()], Some(left)) {
+            Ok(ready) => return ready[0],
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return false,
         }
     }
 }
@@ -199,13 +159,7 @@ mod tests {
     use super::*;
 
     fn seqpacket_pair() -> (OwnedFd, OwnedFd) {
-        nix::sys::socket::socketpair(
-            nix::sys::socket::AddressFamily::Unix,
-            nix::sys::socket::SockType::SeqPacket,
-            None,
-            nix::sys::socket::SockFlag::SOCK_CLOEXEC,
-        )
-        .unwrap()
+        crate::sys::seqpacket_pair(false).unwrap()
     }
 
     #[test]
@@ -236,7 +190,11 @@ mod tests {
         for (id, fd) in first.fds.into_iter().chain(second.fds) {
             let i: usize = id.strip_prefix("pipe:").unwrap().parse().unwrap();
             let flags = nix::fcntl::fcntl(&fd, nix::fcntl::FcntlArg::F_GETFD).unwrap();
-            assert!(flags & libc::FD_CLOEXEC != 0, "{id} not close-on-exec");
+            let flags = nix::fcntl::FdFlag::from_bits_truncate(flags);
+            assert!(
+                flags.contains(nix::fcntl::FdFlag::FD_CLOEXEC),
+                "{id} not close-on-exec"
+            );
             // Writing through the received fd reaches the matching pipe.
             nix::unistd::write(&fd, id.as_bytes()).unwrap();
             let mut buf = [0u8; 16];
@@ -254,17 +212,7 @@ mod tests {
             ids: vec!["x".into(), "y".into()],
         })
         .unwrap();
-        let fd = a.as_raw_fd();
-        let fds = [fd];
-        let iov = [io::IoSlice::new(&data)];
-        nix::sys::socket::sendmsg::<()>(
-            a.as_raw_fd(),
-            &iov,
-            &[nix::sys::socket::ControlMessage::ScmRights(&fds)],
-            nix::sys::socket::MsgFlags::empty(),
-            None,
-        )
-        .unwrap();
+        crate::sys::send_with_fds(&a, &data, &[a.as_raw_fd()]).unwrap();
         let err = recv_batch::<String>(&b).unwrap_err();
         assert!(
             err.to_string().contains("names 2 fds but carries 1"),

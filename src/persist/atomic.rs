@@ -110,9 +110,7 @@ fn process_exists(pid: u32) -> bool {
     let Ok(pid) = i32::try_from(pid) else {
         return false;
     };
-    // SAFETY: signal 0 only checks that the process exists.
-    let rc = unsafe { libc::kill(pid, 0) };
-    rc == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+    crate::sys::process_exists(pid)
 }
 
 fn rename_with_retry(from: &Path, to: &Path) -> io::Result<()> {
@@ -129,10 +127,11 @@ fn rename_with_retry(from: &Path, to: &Path) -> io::Result<()> {
     }
 }
 
+/// EPERM, EACCES (both `PermissionDenied`) or EBUSY (`ResourceBusy`).
 fn is_sharing_error(e: &io::Error) -> bool {
     matches!(
-        e.raw_os_error(),
-        Some(libc::EPERM) | Some(libc::EBUSY) | Some(libc::EACCES)
+        e.kind(),
+        io::ErrorKind::PermissionDenied | io::ErrorKind::ResourceBusy
     )
 }
 

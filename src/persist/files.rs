@@ -105,7 +105,7 @@ pub fn open_append(path: &Path) -> io::Result<File> {
         .create(true)
         .append(true)
         .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .custom_flags(crate::sys::OPEN_UNTRUSTED_PATH)
         .open(path)?;
     let meta = file.metadata()?;
     if !meta.is_file() || meta.uid() != crate::sys::current_uid() {
@@ -122,11 +122,11 @@ pub fn open_append(path: &Path) -> io::Result<File> {
 fn open_trusted(path: &Path) -> Result<(File, u64), FileError> {
     let file = OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .custom_flags(crate::sys::OPEN_UNTRUSTED_PATH)
         .open(path)
-        .map_err(|e| match e.raw_os_error() {
-            _ if e.kind() == io::ErrorKind::NotFound => FileError::Missing,
-            Some(libc::ELOOP) => FileError::Refused(format!(
+        .map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => FileError::Missing,
+            _ if crate::sys::is_symlink_refused(&e) => FileError::Refused(format!(
                 "{} is a symbolic link; ptyd does not follow links for its state and config \
                  files. Replace it with the file itself",
                 path.display()

@@ -5,12 +5,13 @@
 //! leader of the slave, returning the master (non-blocking, close-on-exec) and
 //! a [`ChildProcess`] record; `PtyMaster` reads, writes and resizes.
 //!
+//! Everything else the OS provides (fd flags, pidfds, /proc) is in
+//! `crate::sys`; `unix.rs` uses `libc` directly, as the other boundary.
+//!
 //! Ownership: a `PtyMaster` owns its fd and closing it hangs up the pane, so it
 //! is closed only on purpose (pane removed, or output ended). A `ChildProcess`
 //! is only a record: dropping it never signals or reaps anything.
 
-#[cfg(target_os = "linux")]
-pub mod pidfd;
 mod unix;
 
 pub use unix::{PtyMaster, spawn};

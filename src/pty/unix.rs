@@ -1,5 +1,6 @@
 //! The Unix PTY backend: openpty, start a program as a session leader on the
-//! slave (posix_spawn on Linux, fork/exec elsewhere), winsize.
+//! slave (posix_spawn on Linux, fork/exec elsewhere, and on Linux with
+//! `--cfg ptyd_portable`), winsize.
 
 use super::{ChildProcess, SpawnSpec};
 use crate::sys::syscall;
@@ -88,7 +89,7 @@ pub fn spawn(spec: &SpawnSpec) -> io::Result<(PtyMaster, ChildProcess)> {
 /// pane at 300 busy panes, against 8 ms at 10). The child becomes a session
 /// leader (POSIX_SPAWN_SETSID) before its file actions run, so opening the
 /// slave by name as fd 0 makes it the controlling terminal.
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(ptyd_portable)))]
 fn start(spec: &SpawnSpec, pty: &nix::pty::OpenptyResult) -> io::Result<i32> {
     use std::ffi::CString;
     use std::os::unix::ffi::OsStrExt;
@@ -184,7 +185,7 @@ fn start(spec: &SpawnSpec, pty: &nix::pty::OpenptyResult) -> io::Result<i32> {
 }
 
 /// posix_spawn's functions return an errno value instead of setting errno.
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(ptyd_portable)))]
 fn check(rc: libc::c_int) -> io::Result<()> {
     if rc == 0 {
         Ok(())
@@ -193,10 +194,10 @@ fn check(rc: libc::c_int) -> io::Result<()> {
     }
 }
 
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(ptyd_portable)))]
 struct SpawnAttr(Box<std::mem::MaybeUninit<libc::posix_spawnattr_t>>);
 
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(ptyd_portable)))]
 impl SpawnAttr {
     fn new() -> io::Result<SpawnAttr> {
         let mut attr = Box::new(std::mem::MaybeUninit::uninit());
@@ -209,7 +210,7 @@ impl SpawnAttr {
     }
 }
 
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(ptyd_portable)))]
 impl Drop for SpawnAttr {
     fn drop(&mut self) {
         // SAFETY: initialized in `new`, destroyed once.
@@ -217,10 +218,10 @@ impl Drop for SpawnAttr {
     }
 }
 
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(ptyd_portable)))]
 struct FileActions(Box<std::mem::MaybeUninit<libc::posix_spawn_file_actions_t>>);
 
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(ptyd_portable)))]
 impl FileActions {
     fn new() -> io::Result<FileActions> {
         let mut actions = Box::new(std::mem::MaybeUninit::uninit());
@@ -233,7 +234,7 @@ impl FileActions {
     }
 }
 
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(ptyd_portable)))]
 impl Drop for FileActions {
     fn drop(&mut self) {
         // SAFETY: initialized in `new`, destroyed once.
@@ -242,7 +243,7 @@ impl Drop for FileActions {
 }
 
 /// `/dev/pts/N` of the pair's slave.
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(ptyd_portable)))]
 fn slave_name(pty: &nix::pty::OpenptyResult) -> io::Result<std::ffi::OsString> {
     let mut buf = [0u8; 128];
     // SAFETY: `buf` is writable for its length; ptsname_r NUL-terminates.
@@ -255,7 +256,7 @@ fn slave_name(pty: &nix::pty::OpenptyResult) -> io::Result<std::ffi::OsString> {
 /// The file to execute: `program` itself if it names a path, else the first
 /// executable match in the *child's* `PATH` (as `execvp` in the child
 /// would search; posix_spawnp would search the server's). ENOENT if none.
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(ptyd_portable)))]
 fn resolve_program(spec: &SpawnSpec) -> io::Result<std::path::PathBuf> {
     use std::os::unix::ffi::OsStrExt;
     use std::os::unix::fs::PermissionsExt;
@@ -295,7 +296,7 @@ fn resolve_program(spec: &SpawnSpec) -> io::Result<std::path::PathBuf> {
 
 /// Elsewhere: fork and exec through std, with the session and controlling
 /// terminal set up between them.
-#[cfg(not(target_os = "linux"))]
+#[cfg(any(not(target_os = "linux"), ptyd_portable))]
 fn start(spec: &SpawnSpec, pty: &nix::pty::OpenptyResult) -> io::Result<i32> {
     use std::os::unix::process::CommandExt;
     use std::process::{Command, Stdio};
@@ -307,10 +308,20 @@ fn start(spec: &SpawnSpec, pty: &nix::pty::OpenptyResult) -> io::Result<i32> {
         .stdin(Stdio::from(pty.slave.try_clone()?))
         .stdout(Stdio::from(pty.slave.try_clone()?))
         .stderr(Stdio::from(pty.slave.try_clone()?));
-    // SAFETY: the closure runs in the forked child before exec and calls only
-    // async-signal-safe functions (setsid, ioctl, signal, sigprocmask).
+    let fd_limit = inherited_fd_limit();
+    // SAFETY: the closure runs in the forked child before exec, allocates
+    // nothing and calls only async-signal-safe functions (setsid, ioctl,
+    // fcntl, signal, sigprocmask).
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
+            // Whatever the server inherited without close-on-exec (a pipe
+            // from the shell that started it, say) must not reach the panes,
+            // as `closefrom(3)` ensures on Linux. Marked close-on-exec rather
+            // than closed: std's own pipe for reporting an exec failure must
+            // stay open until the exec.
+            for fd in 3..fd_limit {
+                libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+            }
             syscall!(setsid())?;
             // stdin is already the slave here: std dups stdio before pre_exec.
             syscall!(ioctl(0, libc::TIOCSCTTY as _, 0))?;
@@ -331,4 +342,24 @@ fn start(spec: &SpawnSpec, pty: &nix::pty::OpenptyResult) -> io::Result<i32> {
     // or kill on drop.
     let child = cmd.spawn()?;
     Ok(child.id() as i32)
+}
+
+/// One past the highest fd number a pane could inherit: the soft
+/// `RLIMIT_NOFILE`, read before the fork (getrlimit is not on POSIX's list
+/// of async-signal-safe functions), capped so that an unlimited or huge
+/// limit cannot make every spawn walk millions of numbers.
+#[cfg(any(not(target_os = "linux"), ptyd_portable))]
+fn inherited_fd_limit() -> libc::c_int {
+    const CAP: libc::rlim_t = 1 << 16;
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `lim` is a valid, writable rlimit.
+    let cur = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0 {
+        lim.rlim_cur.min(CAP)
+    } else {
+        CAP
+    };
+    cur as libc::c_int
 }

@@ -8,9 +8,7 @@
 use super::pane::ExitReason;
 use super::timers::TimerKind;
 use super::{DISK, LISTENER, PREDECESSOR, SIGNALS, Server, Source, UPGRADE};
-use crate::protocol::methods::ExitStatus;
 use mio::{Events, Token};
-use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use signal_hook::consts::{SIGCHLD, SIGHUP, SIGINT, SIGTERM};
 use std::io;
 use std::time::{Duration, Instant};
@@ -116,15 +114,8 @@ impl Server {
     /// Reaps every exited child; SIGCHLD coalesces, so one signal may stand
     /// for many exits.
     pub(super) fn reap_children(&mut self) {
-        loop {
-            let (pid, status) = match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
-                Ok(WaitStatus::Exited(pid, code)) => (pid.as_raw(), ExitStatus::Code(code)),
-                Ok(WaitStatus::Signaled(pid, sig, _)) => {
-                    (pid.as_raw(), ExitStatus::Signal(sig as i32))
-                }
-                Ok(WaitStatus::StillAlive) | Err(_) => return,
-                Ok(_) => continue,
-            };
+        while let Some((pid, exit)) = crate::sys::reap_any_child() {
+            let status = super::pane_exit::exit_status(exit);
             if self.upgrade.child_pid() == Some(pid) {
                 self.on_upgrade_child_exit(status);
                 continue;
@@ -155,7 +146,7 @@ impl Server {
                 {
                     self.kill_pane(
                         id,
-                        libc::SIGTERM,
+                        crate::sys::SIGTERM,
                         super::defaults::KILL_GRACE,
                         ExitReason::Timeout,
                     );

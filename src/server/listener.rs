@@ -52,11 +52,12 @@ pub fn lock_namespace(paths: &NamespacePaths) -> io::Result<InstanceLock> {
         .truncate(false)
         .mode(0o600)
         // Never through a symlink, never blocking on a FIFO: whatever is
-        // found there must not be the file we write our pid into.
-        .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        // found there must not be the file we write our pid into. (std
+        // opens every file close-on-exec already.)
+        .custom_flags(crate::sys::OPEN_UNTRUSTED_PATH)
         .open(&path)
         .map_err(|e| {
-            let why = if e.raw_os_error() == Some(libc::ELOOP) {
+            let why = if crate::sys::is_symlink_refused(&e) {
                 "it is a symbolic link; remove it".to_string()
             } else {
                 e.to_string()

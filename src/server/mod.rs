@@ -42,7 +42,6 @@ use signal_hook::consts::{SIGCHLD, SIGHUP, SIGINT, SIGTERM};
 use signal_hook_mio::v1_0::Signals;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::Write;
-use std::os::fd::{FromRawFd, RawFd};
 use std::time::Instant;
 use timers::Timers;
 use waits::Wait;
@@ -142,15 +141,27 @@ pub struct Server {
 
 /// Runs a server in the foreground until it is stopped.
 pub fn run(opts: ServerOptions) -> Result<(), StartError> {
-    if let Some(fd) = std::env::var(crate::handoff::HANDOFF_FD_ENV)
-        .ok()
-        .and_then(|v| v.parse::<RawFd>().ok())
-    {
-        // SAFETY: the old server put this fd number in our environment for us
-        // alone; `upgrade::import::run` checks it is a socket before trusting it.
-        unsafe { std::env::remove_var(crate::handoff::HANDOFF_FD_ENV) };
-        return Ok(upgrade::import::run(fd, opts.paths)?);
+    // The fds a parent named in our environment are taken (and the
+    // variables removed, so no child of ours inherits them) now, while this
+    // is the only thread: the disk writer starts in `Server::assemble`.
+    // SAFETY: no other thread runs yet; the old server put this fd number
+    // there for us alone, and it is adopted only if it is a socket.
+    let handoff = unsafe {
+        crate::sys::take_inherited_fd(crate::handoff::HANDOFF_FD_ENV, crate::sys::FdKind::Socket)
+    };
+    if let Some(sock) = handoff.map_err(|e| format!("{e}; this mode is only for `ptyd upgrade`"))? {
+        return Ok(upgrade::import::run(sock, opts.paths)?);
     }
+    // SAFETY: as above: still the only thread; the spawning client (the
+    // pipe) and our previous image (the lineage) named these for us alone.
+    let (ready, lineage) = unsafe {
+        (
+            crate::sys::take_inherited_fd(READY_FD_ENV, crate::sys::FdKind::Pipe)
+                .ok()
+                .flatten(),
+            crate::reaper::lineage_from_env(),
+        )
+    };
     let paths = opts.paths;
     ignore_sigxfsz();
     crate::reaper::become_subreaper();
@@ -191,14 +202,14 @@ pub fn run(opts: ServerOptions) -> Result<(), StartError> {
             bound.path.display()
         ),
     );
-    server.lineage = crate::reaper::lineage_from_env();
+    server.lineage = lineage;
     if let Some(l) = &server.lineage {
         crate::reaper::announce(l);
     }
     if opts.restore {
         server.restore_from_disk(opts.hold_reruns);
     }
-    signal_ready();
+    signal_ready(ready);
     crate::service::notify::ready(&format!("serving {} panes", server.panes.len()));
     Ok(server.serve()?)
 }
@@ -228,8 +239,7 @@ impl From<String> for StartError {
 
 /// A write past RLIMIT_FSIZE must fail with EFBIG, not kill the server.
 fn ignore_sigxfsz() {
-    // SAFETY: setting a signal disposition to SIG_IGN has no preconditions.
-    unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
+    let _ = crate::sys::ignore_signal(crate::sys::SIGXFSZ);
 }
 
 impl Server {
@@ -366,8 +376,7 @@ impl Server {
             })
             .collect();
         for pid in crate::sys::sessions_members(&sids).into_values().flatten() {
-            // SAFETY: kill has no memory-safety preconditions.
-            unsafe { libc::kill(pid, libc::SIGHUP) };
+            let _ = crate::sys::kill(pid, crate::sys::SIGHUP);
         }
         let registry = self.poll.registry();
         for pane in self.panes.values_mut() {
@@ -394,25 +403,10 @@ impl Drop for Server {
     }
 }
 
-/// Tells a waiting client (see [`READY_FD_ENV`]) that we accept connections.
-fn signal_ready() {
-    let Some(fd) = std::env::var(READY_FD_ENV)
-        .ok()
-        .and_then(|v| v.parse::<RawFd>().ok())
-    else {
-        return;
-    };
-    // SAFETY: the spawning client put this fd number in our environment for
-    // us alone; we take ownership and close it after one byte. fstat first so
-    // a stale variable pointing at an unrelated fd number is left alone.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: `st` is a valid, writable stat buffer.
-    if unsafe { libc::fstat(fd, &mut st) } != 0 || (st.st_mode & libc::S_IFMT) != libc::S_IFIFO {
-        return;
+/// Tells a waiting client (see [`READY_FD_ENV`]) that we accept
+/// connections: one byte on the pipe it gave us, which is then closed.
+fn signal_ready(pipe: Option<std::os::fd::OwnedFd>) {
+    if let Some(pipe) = pipe {
+        let _ = std::fs::File::from(pipe).write_all(b"1");
     }
-    // SAFETY: checked above that the fd is an open pipe handed to us.
-    let mut pipe = unsafe { std::fs::File::from_raw_fd(fd) };
-    let _ = pipe.write_all(b"1");
-    // SAFETY: single-threaded at this point; nothing else reads the env.
-    unsafe { std::env::remove_var(READY_FD_ENV) };
 }

@@ -65,7 +65,7 @@ impl Server {
         if due <= now {
             self.kill_pane(
                 id,
-                libc::SIGTERM,
+                crate::sys::SIGTERM,
                 super::defaults::KILL_GRACE,
                 ExitReason::IdleTimeout,
             );
@@ -84,7 +84,7 @@ impl Server {
             .filter(|p| p.run() == run)
             .and_then(|p| p.child())
         {
-            signal_session(child.sid, libc::SIGKILL);
+            signal_session(child.sid, crate::sys::SIGKILL);
         }
     }
 
@@ -107,7 +107,15 @@ impl Server {
 /// to a process group of their own.
 pub(super) fn signal_session(sid: i32, signal: i32) {
     for pid in crate::sys::session_members(sid) {
-        // SAFETY: kill has no memory-safety preconditions.
-        unsafe { libc::kill(pid, signal) };
+        // A process that exited meanwhile (ESRCH) needs nothing more.
+        let _ = crate::sys::kill(pid, signal);
+    }
+}
+
+/// A process's end as the protocol reports it.
+pub(in crate::server) fn exit_status(exit: crate::sys::ProcessExit) -> ExitStatus {
+    match exit {
+        crate::sys::ProcessExit::Code(c) => ExitStatus::Code(c),
+        crate::sys::ProcessExit::Signal(s) => ExitStatus::Signal(s),
     }
 }

@@ -269,7 +269,7 @@ mod tests {
     use super::*;
 
     fn pidfd_of_self() -> OwnedFd {
-        crate::pty::pidfd::open(std::process::id() as i32).expect("pidfd_open")
+        crate::sys::pidfd_open(std::process::id() as i32).expect("pidfd_open")
     }
 
     #[test]

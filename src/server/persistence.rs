@@ -413,9 +413,7 @@ fn live_cwd(pane: &Pane) -> Option<std::path::PathBuf> {
     let PaneState::Running(child) = pane.state() else {
         return None;
     };
-    std::fs::read_link(format!("/proc/{}/cwd", child.pid))
-        .ok()
-        .filter(|p| p.is_absolute())
+    crate::sys::process_cwd(child.pid)
 }
 
 /// The last [`HISTORY_MAX_BYTES`] of the pane's text, whole lines only.

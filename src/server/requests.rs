@@ -159,7 +159,7 @@ impl Server {
                 let id = self.resolve_target(&req.target)?;
                 let signal = match &req.signal {
                     Some(name) => parse_signal(name)?,
-                    None => libc::SIGTERM,
+                    None => crate::sys::SIGTERM,
                 };
                 let grace = req
                     .grace_ms
@@ -179,7 +179,7 @@ impl Server {
                             ),
                         ));
                     }
-                    self.kill_pane(id, libc::SIGKILL, Duration::ZERO, ExitReason::Killed);
+                    self.kill_pane(id, crate::sys::SIGKILL, Duration::ZERO, ExitReason::Killed);
                 }
                 self.remove_pane(id);
                 Ok(Some(json!({})))

@@ -243,7 +243,7 @@ impl Server {
         let now = Instant::now();
         let pane = self.panes.get_mut(&id).expect("checked above");
         if let Err(e) = pane.start(self.poll.registry(), master, child, now) {
-            super::pane_exit::signal_session(child.sid, libc::SIGKILL);
+            super::pane_exit::signal_session(child.sid, crate::sys::SIGKILL);
             return Err(RpcError::new(
                 ErrorCode::Internal,
                 format!("registering the pane's PTY: {e}"),

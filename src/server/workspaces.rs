@@ -139,7 +139,7 @@ impl Server {
             if self.panes.get(&p).is_some_and(|p| p.is_running()) {
                 self.kill_pane(
                     p,
-                    libc::SIGKILL,
+                    crate::sys::SIGKILL,
                     std::time::Duration::ZERO,
                     super::pane::ExitReason::Killed,
                 );

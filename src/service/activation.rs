@@ -83,18 +83,10 @@ pub fn adopt_listener(paths: &NamespacePaths) -> Result<Option<UnixListener>, St
 /// namespace's socket path. The error completes "the passed fd N ...".
 fn check_listener(fd: RawFd, paths: &NamespacePaths) -> Result<(), String> {
     use nix::sys::socket::{SockType, SockaddrLike, SockaddrStorage, getsockname, getsockopt};
-    // SAFETY: an all-zero `stat` is a valid value for fstat to overwrite.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: `st` is a valid, writable stat buffer; fstat on a closed fd
-    // number fails with EBADF and touches nothing.
-    if unsafe { libc::fstat(fd, &mut st) } != 0 {
-        return Err(format!(
-            "cannot be examined: {}",
-            std::io::Error::last_os_error()
-        ));
-    }
-    if st.st_mode & libc::S_IFMT != libc::S_IFSOCK {
-        return Err("is not a socket".into());
+    match crate::sys::fd_is(fd, crate::sys::FdKind::Socket) {
+        Ok(true) => {}
+        Ok(false) => return Err("is not a socket".into()),
+        Err(e) => return Err(format!("cannot be examined: {e}")),
     }
     // SAFETY: fstat just showed `fd` is open; the borrow ends with this
     // function, before anything takes ownership of it.
@@ -150,56 +142,16 @@ fn set_cloexec_nonblock(fd: &OwnedFd) -> std::io::Result<()> {
 /// it: fd 3, `LISTEN_FDS=1`, `LISTEN_PID` = our pid. Any other fd the new
 /// binary must keep may not be fd 3: the caller moves it first.
 pub fn pass_on_exec(cmd: &mut std::process::Command, listener: RawFd) {
-    use std::os::unix::process::CommandExt;
     cmd.env("LISTEN_FDS", "1")
         .env("LISTEN_PID", std::process::id().to_string())
         .env("LISTEN_FDNAMES", "ptyd");
-    // SAFETY: runs right before exec; dup2 and fcntl are
-    // async-signal-safe. dup2 leaves the new fd 3 without FD_CLOEXEC; when
-    // `listener` already is fd 3, its flag is cleared instead.
-    unsafe {
-        cmd.pre_exec(move || {
-            if listener == LISTEN_FDS_START {
-                libc::fcntl(listener, libc::F_SETFD, 0);
-            } else if libc::dup2(listener, LISTEN_FDS_START) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    crate::sys::dup2_on_exec(cmd, listener, LISTEN_FDS_START);
 }
 
-/// Whether some process listens on the Unix socket at `path`, found in
-/// `/proc/net/unix` (flag `__SO_ACCEPTCON`) without connecting: a connection
-/// to a socket unit's socket would start its service. Only Linux tells;
-/// elsewhere this says no.
+/// Whether some process listens on the Unix socket at `path`, found
+/// without connecting: a connection to a socket unit's socket would start
+/// its service. Only Linux tells (`sys::unix_socket_listening`); elsewhere
+/// this says no.
 pub fn someone_listens(path: &std::path::Path) -> bool {
-    const ACCEPTCON: u32 = 0x0001_0000;
-    let Ok(table) = std::fs::read_to_string("/proc/net/unix") else {
-        return false;
-    };
-    let want = path.as_os_str().to_string_lossy();
-    table.lines().skip(1).any(|line| {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        // Num RefCount Protocol Flags Type St Inode Path
-        fields.len() >= 8
-            && fields[7..].join(" ") == want
-            && u32::from_str_radix(fields[3], 16).is_ok_and(|f| f & ACCEPTCON != 0)
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn finds_a_listening_socket_without_connecting() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("s.sock");
-        assert!(!super::someone_listens(&path));
-        let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
-        if std::path::Path::new("/proc/net/unix").exists() {
-            assert!(super::someone_listens(&path));
-        }
-        drop(listener);
-        assert!(!super::someone_listens(&path));
-    }
+    crate::sys::unix_socket_listening(path)
 }

@@ -33,15 +33,8 @@ pub fn stderr_is_journal() -> bool {
 }
 
 fn stderr_dev_ino() -> Option<(u64, u64)> {
-    // SAFETY: an all-zero `stat` is a valid value for fstat to overwrite.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: `st` is a valid, writable stat buffer; fstat on a closed fd 2
-    // fails with EBADF and touches nothing.
-    if unsafe { libc::fstat(2, &mut st) } != 0 {
-        return None;
-    }
-    #[allow(clippy::unnecessary_cast)] // the field types differ by platform
-    Some((st.st_dev as u64, st.st_ino as u64))
+    use std::os::fd::AsFd;
+    crate::sys::fd_dev_ino(std::io::stderr().as_fd()).ok()
 }
 
 /// `DEV:INO`, both decimal.

@@ -7,9 +7,13 @@ use std::os::unix::net::UnixDatagram;
 /// Sends `state` (e.g. `"READY=1\nSTATUS=serving"`). Failures are ignored:
 /// readiness reporting must never take the server down.
 pub fn notify(state: &str) {
-    let Some(path) = std::env::var_os("NOTIFY_SOCKET") else {
-        return;
-    };
+    if let Some(path) = std::env::var_os("NOTIFY_SOCKET") {
+        send_to(&path, state);
+    }
+}
+
+/// Sends `state` to the socket `path` names (see the module doc).
+fn send_to(path: &std::ffi::OsStr, state: &str) {
     let Ok(sock) = UnixDatagram::unbound() else {
         return;
     };
@@ -17,7 +21,7 @@ pub fn notify(state: &str) {
     let _ = if let Some(name) = bytes.strip_prefix(b"@") {
         send_abstract(&sock, name, state)
     } else {
-        sock.send_to(state.as_bytes(), std::path::Path::new(&path))
+        sock.send_to(state.as_bytes(), std::path::Path::new(path))
             .map(|_| ())
     };
 }
@@ -58,10 +62,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("notify");
         let listener = std::os::unix::net::UnixDatagram::bind(&path).unwrap();
-        // SAFETY: tests in this module do not read NOTIFY_SOCKET concurrently.
-        unsafe { std::env::set_var("NOTIFY_SOCKET", &path) };
-        super::ready("serving 0 panes");
-        unsafe { std::env::remove_var("NOTIFY_SOCKET") };
+        // Not through $NOTIFY_SOCKET: setting a variable while other tests'
+        // threads may read the environment is unsound. tests/service.rs
+        // covers the variable, through the real binary.
+        super::send_to(path.as_os_str(), "READY=1\nSTATUS=serving 0 panes");
         let mut buf = [0u8; 256];
         let n = listener.recv(&mut buf).unwrap();
         assert_eq!(&buf[..n], b"READY=1\nSTATUS=serving 0 panes");

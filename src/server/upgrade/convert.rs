@@ -63,7 +63,7 @@ pub fn pane_fds(
         let fd = match (pane.fds().pidfd(), opened.get(&id)) {
             (Some(fd), _) | (None, Some(fd)) => fd.as_raw_fd(),
             (None, None) => {
-                let fd = crate::pty::pidfd::open(child.pid).map_err(|e| {
+                let fd = crate::sys::pidfd_open(child.pid).map_err(|e| {
                     format!(
                         "opening a pidfd for pane {} (pid {}): {e}",
                         pane.public_id(),

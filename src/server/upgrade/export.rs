@@ -15,7 +15,7 @@ use crate::protocol::methods;
 use crate::protocol::{ErrorCode, RpcError};
 use serde_json::{Value, json};
 use std::collections::HashMap;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -166,18 +166,19 @@ impl Server {
             crate::service::activation::pass_on_exec(&mut cmd, self.listener.as_raw_fd());
         }
         // The reaper, if any, must keep seeing this process as current.
+        // Held until the exec (which keeps it; a failed exec exits).
+        let mut _moved = None;
         if let Some(l) = &self.lineage {
             let mut fd = l.as_raw_fd();
             if activated && fd == 3 {
-                // SAFETY: duplicating an fd we own to a free number >= 4
-                // (without FD_CLOEXEC), so fd 3 can take the listener.
-                let moved = unsafe { libc::fcntl(fd, libc::F_DUPFD, 4) };
-                if moved >= 0 {
-                    fd = moved;
+                // To a free number >= 4, so fd 3 can take the listener.
+                if let Ok(moved) = crate::sys::dup_at_least(fd, 4) {
+                    fd = moved.as_raw_fd();
+                    _moved = Some(moved);
                 }
             }
-            // SAFETY: clearing FD_CLOEXEC on an fd we own, so exec keeps it.
-            unsafe { libc::fcntl(fd, libc::F_SETFD, 0) };
+            // So the exec keeps it.
+            let _ = crate::sys::clear_cloexec(fd);
             cmd.env(crate::reaper::LINEAGE_FD_ENV, fd.to_string());
         }
         let err = cmd.exec();
@@ -192,13 +193,8 @@ impl Server {
     /// and returns its pid. No filesystem rendezvous, no token: only our
     /// child has the other end.
     pub(super) fn spawn_new_server(&mut self) -> Result<u32, String> {
-        let (ours, theirs) = nix::sys::socket::socketpair(
-            nix::sys::socket::AddressFamily::Unix,
-            nix::sys::socket::SockType::SeqPacket,
-            None,
-            nix::sys::socket::SockFlag::SOCK_CLOEXEC | nix::sys::socket::SockFlag::SOCK_NONBLOCK,
-        )
-        .map_err(|e| format!("creating the handoff socketpair: {e}"))?;
+        let (ours, theirs) = crate::sys::seqpacket_pair(true)
+            .map_err(|e| format!("creating the handoff socketpair: {e}"))?;
         let theirs_fd = theirs.as_raw_fd();
         let Upgrade::Active(a) = &mut self.upgrade else {
             return Err("no upgrade in progress".into());
@@ -212,17 +208,9 @@ impl Server {
             Some(f) => cmd.env(fault::FAULT_ENV, f),
             None => cmd.env_remove(fault::FAULT_ENV),
         };
-        // SAFETY: runs in the forked child before exec; fcntl is
-        // async-signal-safe. It lets exactly this one fd survive the exec.
-        unsafe {
-            cmd.pre_exec(move || {
-                libc::fcntl(theirs_fd, libc::F_SETFD, 0);
-                // Blocking on the new side: it runs its import sequentially.
-                let flags = libc::fcntl(theirs_fd, libc::F_GETFL);
-                libc::fcntl(theirs_fd, libc::F_SETFL, flags & !libc::O_NONBLOCK);
-                Ok(())
-            });
-        }
+        // Exactly this one fd survives the exec, blocking on the new side
+        // (it runs its import sequentially).
+        crate::sys::inherit_fd_on_exec(&mut cmd, theirs_fd);
         a.child_reaped = false;
         a.child = cmd
             .spawn()
@@ -530,7 +518,7 @@ impl Server {
                 Err(e)
                     if seq > acked
                         && (e.kind() == std::io::ErrorKind::WouldBlock
-                            || e.raw_os_error() == Some(libc::ETOOMANYREFS)) =>
+                            || crate::sys::is_too_many_refs(&e)) =>
                 {
                     return Ok(seq);
                 }
@@ -576,9 +564,9 @@ impl Server {
                 self.log.log("upgrade_released", &msg);
             }
             HandOver::StopRequested => {
-                // SAFETY: kill has no memory-safety preconditions; our
-                // child, not reaped yet (its exit would have ended this).
-                unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+                // Our child, not reaped yet (its exit would have ended
+                // this), so the pid is still its own.
+                let _ = crate::sys::kill(pid as i32, crate::sys::SIGTERM);
             }
         }
         self.serving.release();
@@ -587,17 +575,8 @@ impl Server {
 }
 
 /// An anonymous file holding `bytes`, to pass as one fd.
+/// (A memfd on Linux; see `sys::anonymous_file` for elsewhere.)
 fn write_memfd(bytes: &[u8]) -> Result<OwnedFd, String> {
-    let name = c"ptyd-manifest";
-    // SAFETY: memfd_create takes a NUL-terminated name and flags.
-    let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
-    if fd < 0 {
-        return Err(format!("memfd_create: {}", std::io::Error::last_os_error()));
-    }
-    // SAFETY: the kernel just created this fd for us.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    let mut file = std::fs::File::from(fd);
-    std::io::Write::write_all(&mut file, bytes)
-        .map_err(|e| format!("writing the manifest: {e}"))?;
-    Ok(OwnedFd::from(file))
+    crate::sys::anonymous_file(c"ptyd-manifest", bytes)
+        .map_err(|e| format!("writing the manifest: {e}"))
 }

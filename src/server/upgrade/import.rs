@@ -16,10 +16,10 @@ use super::super::connection::ConnId;
 use super::super::pane::Pane;
 use super::super::{LISTENER, Server, Source};
 use super::convert;
+use crate::handoff::fault;
 use crate::handoff::fd_name::FdName;
 use crate::handoff::fdpass;
 use crate::handoff::manifest::{Control, HANDOFF_VERSION, Manifest, PaneRuntime, Phase, Precopy};
-use crate::handoff::{HANDOFF_FD_ENV, fault};
 use crate::model::PaneId;
 use crate::paths::NamespacePaths;
 use crate::persist::snapshot::PaneRecord;
@@ -29,7 +29,7 @@ use mio::Interest;
 use mio::unix::SourceFd;
 use serde_json::json;
 use std::collections::{HashMap, HashSet};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
 /// How long the new side waits for each message of the old one. The old
@@ -70,10 +70,10 @@ struct Received {
 }
 
 /// Runs the import and then serves.
-pub fn run(fd: RawFd, paths: NamespacePaths) -> Result<(), String> {
+/// `sock` is the channel the old server handed us (checked to be a socket).
+pub fn run(sock: OwnedFd, paths: NamespacePaths) -> Result<(), String> {
     super::super::ignore_sigxfsz();
     crate::reaper::become_subreaper();
-    let sock = open_channel(fd)?;
     let fault_spec = fault::from_env();
     let fault = fault_spec.as_deref();
     // SAFETY: single-threaded here; nothing else reads the environment.
@@ -140,22 +140,6 @@ pub fn run(fd: RawFd, paths: NamespacePaths) -> Result<(), String> {
     // Every fd message, the pre-copy's (before the pause) included.
     server.report_upgrade(phases, blackout_us, 1 + precopy_batches + batches);
     serve_after_commit(server, sock)
-}
-
-/// The fd the old server handed us, checked to be a socket.
-fn open_channel(fd: RawFd) -> Result<OwnedFd, String> {
-    // SAFETY: fstat on an fd number we were told is ours; checked before use.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: `st` is a valid, writable stat buffer.
-    if unsafe { libc::fstat(fd, &mut st) } != 0 || (st.st_mode & libc::S_IFMT) != libc::S_IFSOCK {
-        return Err(format!(
-            "{HANDOFF_FD_ENV}={fd} is not a socket; this mode is only for `ptyd upgrade`"
-        ));
-    }
-    // SAFETY: the old server handed this fd to us alone.
-    let sock = unsafe { OwnedFd::from_raw_fd(fd) };
-    let _ = crate::sys::set_cloexec(sock.as_raw_fd());
-    Ok(sock)
 }
 
 /// The pre-copy comes before the pause: decoding it, and building the
@@ -758,8 +742,8 @@ impl Server {
         let Some(pidfd) = pane.fds().pidfd() else {
             return;
         };
-        let raw = match crate::pty::pidfd::exit_status(pidfd) {
-            Ok(Some(raw)) => raw,
+        let exit = match crate::sys::pidfd_exit_status(pidfd) {
+            Ok(Some(exit)) => exit,
             Ok(None) => return,
             Err(e) => {
                 let msg = format!("reading the exit of pane {}: {e}", pane.public_id());
@@ -767,11 +751,7 @@ impl Server {
                 return;
             }
         };
-        let status = if libc::WIFSIGNALED(raw) {
-            crate::protocol::methods::ExitStatus::Signal(libc::WTERMSIG(raw))
-        } else {
-            crate::protocol::methods::ExitStatus::Code(libc::WEXITSTATUS(raw))
-        };
+        let status = super::super::pane_exit::exit_status(exit);
         if let Some(pane) = self.panes.get_mut(&id)
             && let Some(token) = pane.fds_mut().close_pidfd(self.poll.registry())
         {

@@ -25,9 +25,8 @@ impl Server {
             .registry()
             .deregister(&mut SourceFd(&a.channel.as_raw_fd()));
         if !a.child_reaped {
-            // SAFETY: kill has no memory-safety preconditions; the pid is our
-            // unreaped child, so it cannot have been reused.
-            unsafe { libc::kill(a.child.id() as i32, libc::SIGKILL) };
+            // The pid is our unreaped child, so it cannot have been reused.
+            let _ = crate::sys::kill(a.child.id() as i32, crate::sys::SIGKILL);
             let _ = a.child.wait();
         }
         drop(a.memfd.take());

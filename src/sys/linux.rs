@@ -1,0 +1,239 @@
+//! The Linux backend: the mechanisms ptyd uses that only Linux has (see the
+//! contract in `sys/mod.rs` for what other systems do instead).
+//!
+//! Pidfds. After a live upgrade the panes' processes stay children of the
+//! server generation that spawned them; the current server cannot
+//! `waitpid` them. A pidfd (`pidfd_open`) refers to the process itself: it
+//! polls readable when the process exits, and on Linux >= 6.15
+//! `PIDFD_GET_INFO` with `PIDFD_INFO_EXIT` returns its wait status even
+//! after whoever is its parent (an old generation, the user's systemd,
+//! init) reaped it. So no zombie is left and no status is lost, whoever the
+//! parent is.
+
+use super::unix::{ProcessExit, Received, context, recvmsg_fds, syscall, wait_status_exit};
+use std::collections::HashMap;
+use std::ffi::CStr;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::PathBuf;
+/// `struct pidfd_info` of linux/pidfd.h (version 0 size, 64 bytes, with the
+/// 6.15 `exit_code` in what was the spare field).
+#[repr(C)]
+#[derive(Default)]
+struct PidfdInfo {
+    mask: u64,
+    cgroupid: u64,
+    pid: u32,
+    tgid: u32,
+    ppid: u32,
+    ruid: u32,
+    rgid: u32,
+    euid: u32,
+    egid: u32,
+    suid: u32,
+    sgid: u32,
+    fsuid: u32,
+    fsgid: u32,
+    exit_code: i32,
+}
+
+const PIDFD_INFO_EXIT: u64 = 1 << 3;
+/// `_IOWR(PIDFS_IOCTL_MAGIC = 0xFF, 11, struct pidfd_info)`.
+const PIDFD_GET_INFO: libc::c_ulong =
+    (3 << 30) | ((std::mem::size_of::<PidfdInfo>() as libc::c_ulong) << 16) | (0xFF << 8) | 11;
+
+/// Opens a pidfd for `pid` (close-on-exec, as the kernel always makes it).
+pub fn pidfd_open(pid: i32) -> io::Result<OwnedFd> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        return Err(context(format_args!("pidfd_open({pid})"))(
+            io::Error::last_os_error(),
+        ));
+    }
+    // SAFETY: the kernel just created this fd for us.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// How the process of `pidfd` ended, or `Ok(None)` while it runs or when
+/// the kernel cannot tell (before 6.15).
+pub fn pidfd_exit_status(pidfd: &OwnedFd) -> io::Result<Option<ProcessExit>> {
+    let mut info = PidfdInfo {
+        mask: PIDFD_INFO_EXIT,
+        ..PidfdInfo::default()
+    };
+    // SAFETY: `info` is a valid, writable pidfd_info of the size encoded in
+    // the request number.
+    let rc = unsafe { libc::ioctl(pidfd.as_raw_fd(), PIDFD_GET_INFO as _, &mut info) };
+    if rc < 0 {
+        let e = io::Error::last_os_error();
+        // ENOTTY/EINVAL: a kernel without PIDFD_GET_INFO.
+        return if matches!(e.raw_os_error(), Some(libc::ENOTTY) | Some(libc::EINVAL)) {
+            Ok(None)
+        } else {
+            Err(e)
+        };
+    }
+    Ok((info.mask & PIDFD_INFO_EXIT != 0).then(|| wait_status_exit(info.exit_code)))
+}
+
+/// An anonymous file (`memfd_create`) holding `bytes`, to pass as one fd.
+/// Its offset is left at the end: a reader that shares the open file
+/// description rewinds first.
+pub fn anonymous_file(name: &CStr, bytes: &[u8]) -> io::Result<OwnedFd> {
+    let fd = syscall!(memfd_create(name.as_ptr(), libc::MFD_CLOEXEC))
+        .map_err(context("memfd_create"))?;
+    // SAFETY: the kernel just created this fd for us.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut file = std::fs::File::from(fd);
+    std::io::Write::write_all(&mut file, bytes).map_err(context("writing the memfd"))?;
+    Ok(OwnedFd::from(file))
+}
+
+/// Marks this process as the subreaper of its descendants
+/// (`PR_SET_CHILD_SUBREAPER`): an orphaned descendant is re-parented to us
+/// rather than to init.
+pub fn become_child_subreaper() -> io::Result<()> {
+    let one: libc::c_ulong = 1;
+    let zero: libc::c_ulong = 0;
+    syscall!(prctl(libc::PR_SET_CHILD_SUBREAPER, one, zero, zero, zero))
+        .map_err(context("prctl(PR_SET_CHILD_SUBREAPER)"))?;
+    Ok(())
+}
+
+/// The kernel's start time of a process (field 22 of `/proc/<pid>/stat`, in
+/// clock ticks since boot). Together with the pid it names one process for
+/// good: a reused pid has a different start time.
+pub fn process_start_token(pid: i32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat_field(&stat, 22)?.parse().ok()
+}
+
+/// Field `n` (1-based, as in proc(5)) of a `/proc/<pid>/stat` line. The
+/// command name (field 2) may contain spaces and parentheses, so fields after
+/// it are counted from its last closing parenthesis.
+fn stat_field(stat: &str, n: usize) -> Option<&str> {
+    let after_comm = &stat[stat.rfind(')')? + 1..];
+    after_comm.split_whitespace().nth(n.checked_sub(3)?)
+}
+
+/// Every live process whose session id is `sid`, found by scanning /proc.
+/// Killing by session rather than process group reaches children that moved
+/// to a process group of their own (job control in the pane's shell does that).
+pub fn session_members(sid: i32) -> Vec<i32> {
+    sessions_members(&[sid]).remove(&sid).unwrap_or_default()
+}
+
+/// [`session_members`] of several sessions in one pass over /proc: a pass
+/// per session made stopping a server with hundreds of panes take tens of
+/// seconds (panes times processes reads).
+pub fn sessions_members(sids: &[i32]) -> HashMap<i32, Vec<i32>> {
+    let mut members: HashMap<i32, Vec<i32>> = sids.iter().map(|s| (*s, Vec::new())).collect();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return members;
+    };
+    for entry in dir.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        if let Some(pids) = stat_field(&stat, 6)
+            .and_then(|s| s.parse::<i32>().ok())
+            .and_then(|sid| members.get_mut(&sid))
+        {
+            pids.push(pid);
+        }
+    }
+    members
+}
+
+/// The current directory of a process (`/proc/<pid>/cwd`), if the kernel
+/// tells us and it is an absolute path.
+pub fn process_cwd(pid: i32) -> Option<PathBuf> {
+    std::fs::read_link(format!("/proc/{pid}/cwd"))
+        .ok()
+        .filter(|p| p.is_absolute())
+}
+
+/// Whether some process listens on the Unix socket bound at `path`, from
+/// `/proc/net/unix` (flag `__SO_ACCEPTCON`), without connecting to it.
+pub fn unix_socket_listening(path: &std::path::Path) -> bool {
+    const ACCEPTCON: u32 = 0x0001_0000;
+    let Ok(table) = std::fs::read_to_string("/proc/net/unix") else {
+        return false;
+    };
+    let want = path.as_os_str().to_string_lossy();
+    table.lines().skip(1).any(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        // Num RefCount Protocol Flags Type St Inode Path
+        fields.len() >= 8
+            && fields[7..].join(" ") == want
+            && u32::from_str_radix(fields[3], 16).is_ok_and(|f| f & ACCEPTCON != 0)
+    })
+}
+
+/// A connected pair of `AF_UNIX` `SOCK_SEQPACKET` sockets, both
+/// close-on-exec (atomically) and, if asked, non-blocking.
+pub fn seqpacket_pair(nonblocking: bool) -> io::Result<(OwnedFd, OwnedFd)> {
+    use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
+    let mut flags = SockFlag::SOCK_CLOEXEC;
+    if nonblocking {
+        flags |= SockFlag::SOCK_NONBLOCK;
+    }
+    socketpair(AddressFamily::Unix, SockType::SeqPacket, None, flags)
+        .map_err(|e| context("socketpair(AF_UNIX, SOCK_SEQPACKET)")(e.into()))
+}
+
+/// Receives one message into `data` with room for `max_fds` fds, which
+/// arrive close-on-exec atomically (`MSG_CMSG_CLOEXEC`), so a process
+/// spawned meanwhile cannot inherit one.
+pub fn recv_with_fds(sock: &impl AsRawFd, data: &mut [u8], max_fds: usize) -> io::Result<Received> {
+    recvmsg_fds(sock.as_raw_fd(), data, max_fds, libc::MSG_CMSG_CLOEXEC)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_survives_reaping_by_the_parent() {
+        let child = std::process::Command::new("/bin/sh")
+            .args(["-c", "exit 42"])
+            .spawn()
+            .unwrap();
+        let pidfd = pidfd_open(child.id() as i32).unwrap();
+        let mut child = child;
+        let status = child.wait().unwrap(); // reaped: the pid is gone
+        assert_eq!(status.code(), Some(42));
+        let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+        let mut parts = release
+            .trim()
+            .split(['.', '-'])
+            .map(|p| p.parse::<u32>().unwrap_or(0));
+        let version = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+        match pidfd_exit_status(&pidfd).unwrap() {
+            Some(exit) => assert_eq!(exit, ProcessExit::Code(42)),
+            None => assert!(
+                version < (6, 15),
+                "kernel {release} should report PIDFD_INFO_EXIT"
+            ),
+        }
+    }
+
+    #[test]
+    fn finds_a_listening_socket_without_connecting() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.sock");
+        assert!(!unix_socket_listening(&path));
+        let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        assert!(unix_socket_listening(&path));
+        drop(listener);
+        assert!(!unix_socket_listening(&path));
+    }
+}

@@ -1,0 +1,166 @@
+//! The operating-system boundary: every raw system call ptyd makes outside
+//! its PTY backend (`pty/`), behind safe functions that return
+//! `io::Result` (or an `Option` where "the OS cannot tell" is an answer).
+//! Call sites never see `libc::`, `unsafe` or `cfg`.
+//!
+//! Two layers, in mio's manner:
+//!
+//! - `unix.rs`, portable POSIX, built on every Unix: fd flags, peer
+//!   credentials (`SO_PEERCRED` on Linux, `getpeereid` elsewhere), `flock`,
+//!   `fstat` checks on inherited fds, terminal size and raw mode, signal
+//!   dispositions and `kill`, `poll`, fd passing over `SCM_RIGHTS`, the
+//!   monotonic clock, wait statuses.
+//! - the OS backend, chosen once below: `linux.rs`, or `fallback.rs` for
+//!   any other Unix. It provides the mechanisms only some kernels have.
+//!
+//! # Contract of an OS backend
+//!
+//! Each item, what Linux uses, and how ptyd degrades where an OS lacks it
+//! (what `fallback.rs` does):
+//!
+//! | item | Linux | without it |
+//! |---|---|---|
+//! | [`pidfd_open`], [`pidfd_exit_status`]: a pollable handle on a process that is not our child, and its wait status whoever reaped it | `pidfd_open(2)`, `PIDFD_GET_INFO` (6.15) | `Unsupported`: a live upgrade with running panes is refused before the pause (nothing is touched; `upgrade --mode restore` still works). A keeper process holding the panes' processes as its children would carry their exit codes instead. |
+//! | [`anonymous_file`]: bytes in a file with no name, to pass as one fd | `memfd_create(2)` | a temp file created `O_EXCL` and unlinked at once |
+//! | [`become_child_subreaper`]: orphaned descendants are re-parented to us | `prctl(PR_SET_CHILD_SUBREAPER)` | `Unsupported`: orphans of a finished generation go to init (or launchd), which reaps them; the reaper then only reaps its own children |
+//! | [`process_start_token`]: what tells a process from a later one with the same pid | `/proc/<pid>/stat` field 22 | `None`: records carry no token and are matched by pid alone |
+//! | [`session_members`], [`sessions_members`]: every process of a pane's session | a scan of `/proc` | the session leader's process group (`-sid`): children that moved to a group of their own are not reached |
+//! | [`process_cwd`]: a process's current directory | `/proc/<pid>/cwd` | `None`: snapshots keep the directory the pane started in |
+//! | [`unix_socket_listening`]: someone listens on a socket path (systemd's socket unit), seen without connecting | `/proc/net/unix` | "no": `ptyd server` replaces the socket file as if stale |
+//! | [`seqpacket_pair`]: the handoff channel | `socketpair` with `SOCK_CLOEXEC`, `SOCK_NONBLOCK` | flags set by `fcntl` right after (only this thread forks, so no child can inherit the gap); an OS without `SOCK_SEQPACKET` for `AF_UNIX` fails the upgrade before anything is touched |
+//! | [`recv_with_fds`]: received fds are close-on-exec | `MSG_CMSG_CLOEXEC` | `FD_CLOEXEC` set on each right after `recvmsg` |
+//!
+//! Portable but not identical: on macOS and the BSDs an fd sent over
+//! `SCM_RIGHTS` is duplicated only when the peer receives it, so a sender
+//! must keep its copy until then. The handoff does (the old side closes
+//! nothing it sent before the commit), so it holds on both.
+//!
+//! A new backend (a `windows.rs` beside `pty/windows.rs`, say) provides the
+//! same functions; an item it cannot provide returns `Unsupported` or the
+//! documented "cannot tell" value, never a compile error.
+//!
+//! `--cfg ptyd_portable` builds `fallback.rs` (and the fork/exec spawn in
+//! `pty/unix.rs`) on Linux too, so the degraded paths are compiled and can
+//! be run here: `RUSTFLAGS="--cfg ptyd_portable" cargo check --all-targets`.
+
+mod unix;
+
+#[cfg_attr(all(target_os = "linux", not(ptyd_portable)), path = "linux.rs")]
+#[cfg_attr(any(not(target_os = "linux"), ptyd_portable), path = "fallback.rs")]
+mod os;
+
+pub(crate) use unix::syscall;
+pub use unix::{
+    FdKind, OPEN_UNTRUSTED_PATH, PeerCred, ProcessExit, SIGCHLD, SIGHUP, SIGINT, SIGKILL, SIGTERM,
+    SIGWINCH, SIGXFSZ, StdinMode, broken_pipe_errno, clear_cloexec, current_uid, dup_at_least,
+    dup2_on_exec, fd_dev_ino, fd_is, ignore_signal, inherit_fd_on_exec, is_symlink_refused,
+    is_too_many_refs, kill, monotonic_usec, peer_cred, poll_readable, process_exists, read_stdin,
+    reap_any_child, restore_stdin_mode, send_with_fds, set_cloexec, set_nonblocking_cloexec,
+    setsid_on_exec, stdin_raw_mode, take_inherited_fd, terminal_size, try_lock_exclusive,
+    wait_child, wait_writable, write_stdout,
+};
+
+pub use os::{
+    anonymous_file, become_child_subreaper, pidfd_exit_status, pidfd_open, process_cwd,
+    process_start_token, recv_with_fds, seqpacket_pair, session_members, sessions_members,
+    unix_socket_listening,
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Seek};
+    use std::os::fd::AsRawFd;
+    use std::time::Duration;
+
+    fn cloexec(fd: &impl std::os::fd::AsFd) -> bool {
+        let flags = nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_GETFD).unwrap();
+        nix::fcntl::FdFlag::from_bits_truncate(flags).contains(nix::fcntl::FdFlag::FD_CLOEXEC)
+    }
+
+    fn nonblocking(fd: &impl std::os::fd::AsFd) -> bool {
+        let flags = nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_GETFL).unwrap();
+        nix::fcntl::OFlag::from_bits_truncate(flags).contains(nix::fcntl::OFlag::O_NONBLOCK)
+    }
+
+    #[test]
+    fn anonymous_file_holds_the_bytes_for_a_reader_that_rewinds() {
+        let fd = anonymous_file(c"ptyd-test", b"manifest bytes").unwrap();
+        assert!(cloexec(&fd));
+        let mut file = std::fs::File::from(fd);
+        file.rewind().unwrap();
+        let mut text = String::new();
+        file.read_to_string(&mut text).unwrap();
+        assert_eq!(text, "manifest bytes");
+    }
+
+    #[test]
+    fn seqpacket_pair_keeps_boundaries_and_flags() {
+        let (a, b) = seqpacket_pair(true).unwrap();
+        assert!(cloexec(&a) && cloexec(&b) && nonblocking(&a) && nonblocking(&b));
+        send_with_fds(&a, b"one", &[]).unwrap();
+        send_with_fds(&a, b"two", &[]).unwrap();
+        let mut buf = [0u8; 16];
+        let first = recv_with_fds(&b, &mut buf, 4).unwrap();
+        assert_eq!(&buf[..first.len], b"one");
+        let (c, _d) = seqpacket_pair(false).unwrap();
+        assert!(cloexec(&c) && !nonblocking(&c));
+    }
+
+    #[test]
+    fn fds_arrive_close_on_exec_and_overflow_is_reported() {
+        let (a, b) = seqpacket_pair(false).unwrap();
+        let (r, w) = nix::unistd::pipe().unwrap();
+        send_with_fds(&a, b"x", &[r.as_raw_fd(), w.as_raw_fd()]).unwrap();
+        let mut buf = [0u8; 8];
+        let got = recv_with_fds(&b, &mut buf, 2).unwrap();
+        assert_eq!((got.len, got.fds.len(), got.truncated), (1, 2, false));
+        assert!(got.fds.iter().all(cloexec));
+        // More fds than the receiver made room for: the kernel drops the
+        // rest and says so.
+        send_with_fds(&a, b"y", &[r.as_raw_fd(), w.as_raw_fd(), r.as_raw_fd()]).unwrap();
+        let got = recv_with_fds(&b, &mut buf, 1).unwrap();
+        assert!(got.truncated, "{got:?}");
+        // Those that fit (room is rounded up to the header's alignment)
+        // are ours, open, and closed with `got`, not leaked.
+        assert!((1..3).contains(&got.fds.len()), "{got:?}");
+        assert!(got.fds.iter().all(cloexec));
+    }
+
+    #[test]
+    fn peer_credentials_of_our_own_socketpair_are_ours() {
+        let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let cred = peer_cred(&a).unwrap();
+        assert_eq!(cred.uid, current_uid());
+        if cfg!(any(target_os = "linux", target_os = "android")) {
+            assert_eq!(cred.pid, Some(std::process::id() as i32));
+        }
+    }
+
+    #[test]
+    fn poll_readable_sees_input_and_times_out_without() {
+        let (r, w) = nix::unistd::pipe().unwrap();
+        let ready = poll_readable(&[r.as_raw_fd()], Some(Duration::ZERO)).unwrap();
+        assert_eq!(ready, [false]);
+        nix::unistd::write(&w, b"!").unwrap();
+        let ready = poll_readable(&[r.as_raw_fd()], Some(Duration::from_secs(5))).unwrap();
+        assert_eq!(ready, [true]);
+    }
+
+    #[test]
+    fn wait_child_decodes_exit_codes_and_signals() {
+        let sh = |script: &str| {
+            std::process::Command::new("/bin/sh")
+                .args(["-c", script])
+                .spawn()
+                .unwrap()
+                .id() as i32
+        };
+        let exited = sh("exit 7");
+        assert_eq!(wait_child(exited), Some(ProcessExit::Code(7)));
+        assert!(!process_exists(exited) || wait_child(exited).is_none());
+        let killed = sh("kill -TERM $$");
+        assert_eq!(wait_child(killed), Some(ProcessExit::Signal(SIGTERM)));
+        assert!(process_exists(std::process::id() as i32));
+    }
+}
