@@ -247,7 +247,7 @@ fn start_background_server(paths: &NamespacePaths) -> Result<(), ClientError> {
     // Detached from our terminal, so closing the terminal does not hang
     // the server up.
     crate::sys::setsid_on_exec(&mut cmd);
-    let child = cmd
+    let mut child = cmd
         .spawn()
         .map_err(|e| ClientError::io(&format!("starting {}", exe.display()), e))?;
     drop(write_end);
@@ -256,6 +256,11 @@ fn start_background_server(paths: &NamespacePaths) -> Result<(), ClientError> {
     // EOF without the byte means the server exited: most often another
     // client started one at the same moment and won the lock, which is fine.
     let started = matches!(pipe.read(&mut byte), Ok(1));
+    if !started {
+        // The server may drop the ready fd before it prints why it stops:
+        // its exit, which comes right after, is when its stderr is whole.
+        let _ = child.wait();
+    }
     drop(child);
     if !started && UnixStream::connect(paths.socket()).is_err() {
         let log = std::fs::read(&stderr_path).unwrap_or_default();
