@@ -31,6 +31,7 @@ pub fn echo_target(label: &'static str, proc: PtyProc) -> Res<EchoTarget> {
 pub fn latency(
     plan: &Scale,
     ptyd_bin: &Path,
+    baseline: Option<&Path>,
     nofile: u64,
     tmp: &Path,
     flood_file: &Path,
@@ -59,12 +60,20 @@ pub fn latency(
         plan.key_rounds,
         crate::common::echo::WARMUP_KEYS
     );
+    if let Some(b) = baseline {
+        s.note.push_str(&format!(
+            " The baseline rows run another ptyd binary, server and client, typed into in the \
+             same rounds: {}.",
+            b.display()
+        ));
+    }
     let mut goals = Vec::new();
     for flood in [false, true] {
         let tag = if flood { "flood" } else { "idle" };
         let lats = latency_set(
             plan,
             ptyd_bin,
+            baseline,
             nofile,
             &tmp.join(format!("lat-{tag}")),
             flood_file,
@@ -75,16 +84,30 @@ pub fn latency(
         // (share of tmux's addition that ptyd adds, goal met): the
         // goal is compared directly, since a tmux that adds nothing
         // (or less than nothing, in noise) gives no share to divide.
-        let share = |p: fn(&Latency) -> Duration| -> Option<(f64, bool)> {
-            let (b, d, t) = (f(0, p)?, f(1, p)?, f(2, p)?);
+        let share_of = |i: usize, p: fn(&Latency) -> Duration| -> Option<(f64, bool)> {
+            let (b, d, t) = (f(0, p)?, f(i, p)?, f(2, p)?);
             Some(((d - b) / (t - b), d - b <= ECHO_SHARE_GOAL * (t - b)))
         };
+        let share = |p: fn(&Latency) -> Duration| share_of(1, p);
         let (g50, g99) = (share(|l| l.p50), share(|l| l.p99));
         let (s50, s99) = (g50.map(|g| g.0), g99.map(|g| g.0));
         for (i, l) in lats.iter().enumerate() {
-            let label = ["bare pty", "ptyd attach", "tmux attach"][i];
+            let label = [
+                "bare pty",
+                "ptyd attach",
+                "tmux attach",
+                "ptyd attach (baseline)",
+            ][i];
+            let (s50, s99) = if i == 3 {
+                (
+                    share_of(3, |l| l.p50).map(|g| g.0),
+                    share_of(3, |l| l.p99).map(|g| g.0),
+                )
+            } else {
+                (s50, s99)
+            };
             let share_cell = |v: Option<f64>| {
-                if i == 1 {
+                if i == 1 || i == 3 {
                     v.map_or(Cell::text("-"), |v| Cell::num(v, 2))
                 } else {
                     Cell::text("")
@@ -122,6 +145,7 @@ pub fn latency(
 
 pub fn fmt3(lats: &[Res<Latency>], p: fn(&Latency) -> Duration) -> String {
     lats.iter()
+        .take(3)
         .map(|l| {
             l.as_ref()
                 .map_or("-".into(), |l| format!("{:.0}", us(p(l))))
@@ -135,6 +159,7 @@ pub fn fmt3(lats: &[Res<Latency>], p: fn(&Latency) -> Duration) -> String {
 pub fn latency_set(
     plan: &Scale,
     ptyd_bin: &Path,
+    baseline: Option<&Path>,
     nofile: u64,
     dir: &Path,
     flood_file: &Path,
@@ -159,24 +184,29 @@ pub fn latency_set(
         let p = PtyProc::spawn(&["sh", "-c", ECHO_SCRIPT], &[], COLS, ROWS)?;
         echo_target("bare pty", p)
     })();
-    // ptyd.
-    let mut server = PtydServer::start(ptyd_bin, dir, nofile);
-    let ptyd =
-        server.as_mut().map_err(|e| e.clone()).and_then(|server| {
+    // ptyd (and the baseline binary, in a server of its own).
+    let start_ptyd = |bin_path: &Path, dir: &Path, label: &'static str| {
+        let mut server = PtydServer::start(bin_path, dir, nofile);
+        let target = server.as_mut().map_err(|e| e.clone()).and_then(|server| {
             let mut ctl = server.connect()?;
             let cwd = path_str(dir)?;
             let mut scripts = vec![ECHO_SCRIPT.to_string()];
             scripts.extend(flood_script.clone()?);
             let ids = server.create_panes(&mut ctl, scripts.len(), |i| {
-            json!({ "argv": ["sh", "-c", scripts[i]], "cols": COLS, "rows": ROWS, "cwd": cwd })
-        })?;
-            let bin = path_str(ptyd_bin)?;
+                json!({ "argv": ["sh", "-c", scripts[i]], "cols": COLS, "rows": ROWS, "cwd": cwd })
+            })?;
+            let bin = path_str(bin_path)?;
             let ns = server.paths.namespace.clone();
             let mut env = server.client_env()?;
             env.push(("TERM", Path::new("xterm-256color")));
             let client = PtyProc::spawn(&[bin, "-L", &ns, "attach", &ids[0]], &env, COLS, ROWS)?;
-            echo_target("ptyd attach", client)
+            echo_target(label, client)
         });
+        (server, target)
+    };
+    let (mut server, ptyd) = start_ptyd(ptyd_bin, dir, "ptyd attach");
+    let mut baseline_run =
+        baseline.map(|b| start_ptyd(b, &dir.join("baseline"), "ptyd attach (baseline)"));
     // tmux.
     let tmux = Tmux::new(dir, "lat", &[]);
     let tmux_target = tmux.as_ref().map_err(|e| e.clone()).and_then(|tmux| {
@@ -187,7 +217,10 @@ pub fn latency_set(
         echo_target("tmux attach", tmux.attach_client("echo", COLS, ROWS)?)
     });
 
-    let mut targets = [bare, ptyd, tmux_target];
+    let mut targets = vec![bare, ptyd, tmux_target];
+    if let Some((_, target)) = &mut baseline_run {
+        targets.push(std::mem::replace(target, Err(String::new())));
+    }
     let per_round = plan.keys.div_ceil(plan.key_rounds);
     for _ in 0..plan.key_rounds {
         for slot in &mut targets {
@@ -207,6 +240,11 @@ pub fn latency_set(
         && let Err(e) = server.stop()
     {
         out[1] = Err(format!("stopping the server: {e}"));
+    }
+    if let Some((Ok(server), _)) = &mut baseline_run
+        && let Err(e) = server.stop()
+    {
+        out[3] = Err(format!("stopping the baseline server: {e}"));
     }
     drop(tmux);
     out

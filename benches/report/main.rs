@@ -317,7 +317,14 @@ fn run() -> Res<usize> {
     }
     if let (true, Some(inputs)) = (wants("latency"), &inputs) {
         step("echo latency");
-        let (s, g) = latency::latency(&plan, &ptyd_bin, nofile, tmp, &inputs[0].path);
+        let (s, g) = latency::latency(
+            &plan,
+            &ptyd_bin,
+            args.baseline.as_deref(),
+            nofile,
+            tmp,
+            &inputs[0].path,
+        );
         print!("\n{}", s.to_text());
         sections.push(s);
         goals.extend(g);

@@ -45,7 +45,7 @@ pub fn memory(plan: &Scale, ptyd_bin: &Path, nofile: u64, tmp: &Path) -> Section
     s.note = format!(
         "VmRSS of the server process (/proc/PID/status), and of ptyd's reaper (the first server \
          generation, which stays behind after a live upgrade; measured once its 2 s probation \
-         is over and it has let go of the panes) where there is one; the ratio compares tmux \
+         is over, it has let go of the panes and its RSS has stopped falling) where there is one; the ratio compares tmux \
          with their sum. Idle panes \
          run sleep; they are added to one server, measured at each count. The history row: \
          {} panes each print {} lines of typical output (words, every fifth line coloured) \
@@ -184,6 +184,7 @@ pub fn memory_history(
                 .map_err(|e| format!("server.status after the upgrade: {e}"))
         })
         .and_then(|_| wait_released(server.child.id()))
+        .and_then(|_| wait_reaper_settled(server.child.id()))
         .and_then(|_| server.rss())
         .and_then(|(p, r)| Ok((p, r.ok_or("no reaper after the upgrade")?)));
     drop(ctl);
@@ -212,6 +213,38 @@ pub fn memory_history(
     }
     let tmux_rss = rss_bytes(tmux.server_pid()?)?;
     Ok((ptyd, after, tmux_rss))
+}
+
+/// Waits until the old server has become the reaper: its loop's epoll fd
+/// is closed (the server is dropped) and its RSS has stopped falling (the
+/// freed heap handed back). Letting go of the PTY masters comes first, so
+/// `wait_released` alone measures a server still freeing its panes. There
+/// is no event for either, so this polls.
+pub fn wait_reaper_settled(reaper: u32) -> Res<()> {
+    let deadline = Instant::now() + STUCK;
+    let mut last = u64::MAX;
+    loop {
+        let polls = std::fs::read_dir(format!("/proc/{reaper}/fd"))
+            .map_err(|e| format!("reading /proc/{reaper}/fd: {e}"))?
+            .flatten()
+            .filter(|e| {
+                std::fs::read_link(e.path())
+                    .is_ok_and(|t| t.to_string_lossy().contains("eventpoll"))
+            })
+            .count();
+        let rss = crate::common::rss_bytes(reaper)?;
+        // Settled: no loop left and no more than 1% freed in the last 50 ms.
+        if polls == 0 && rss + rss / 100 >= last {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "the reaper (pid {reaper}) still frees memory or runs a loop after {STUCK:?}"
+            ));
+        }
+        last = rss;
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// Waits for the end of the old server's probation: the first generation,

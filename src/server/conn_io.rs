@@ -217,6 +217,20 @@ impl Server {
         }
     }
 
+    /// Writes out what connections have queued, without the rest of
+    /// `flush_conns` (closing finished connections, resuming paused panes),
+    /// which runs at the end of the turn and sees a failed write again.
+    pub(super) fn flush_queued_output(&mut self) {
+        if self.serving.is_paused() {
+            return;
+        }
+        for conn in self.conns.values_mut() {
+            if conn.queued() > 0 {
+                let _ = conn.flush();
+            }
+        }
+    }
+
     pub(super) fn flush_conns(&mut self) {
         // While paused the connections may already belong to the new server:
         // not a byte may go out from here.

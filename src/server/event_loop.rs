@@ -41,6 +41,9 @@ impl Server {
                 }
                 self.on_ready(event);
             }
+            // What the event pass read (the echo of a key, a prompt) goes
+            // out now, not after the busy panes' slices below.
+            self.flush_queued_output();
             self.revisit_backlog();
             self.fire_timers();
             self.flush_conns();
@@ -68,13 +71,19 @@ impl Server {
     /// Sources that stopped at their per-wakeup budget with data left:
     /// edge-triggered polling will not report them again.
     fn revisit_backlog(&mut self) {
-        let mut backlog = std::mem::take(&mut self.backlog);
-        if self.serving.is_paused() {
-            // The same while paused; a rollback puts every pane and
-            // connection back on the backlog.
-            backlog.clear();
-        }
+        let backlog = std::mem::take(&mut self.backlog);
+        // Dropped while paused; a rollback puts every pane and connection
+        // back on the backlog.
+        let paused = self.serving.is_paused();
         for source in backlog {
+            if let Source::Pane(id) = source
+                && let Some(pane) = self.panes.get_mut(&id)
+            {
+                pane.leave_backlog();
+            }
+            if paused {
+                continue;
+            }
             match source {
                 Source::Pane(id) => self.read_pane_paced(id),
                 Source::Conn(id) => self.read_conn(id, false),

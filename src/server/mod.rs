@@ -340,7 +340,14 @@ impl Server {
         self.release();
         drop(self);
         match reader {
-            Some(reader) => std::process::exit(crate::reaper::run_reaper(reader, new_pid as i32)),
+            Some(reader) => {
+                // Everything the server held is freed by now (the panes'
+                // models, the connections' queues); the reaper lives on
+                // for as long as the service does and needs almost none of
+                // it, so the memory goes back rather than stay resident.
+                crate::sys::release_free_memory();
+                std::process::exit(crate::reaper::run_reaper(reader, new_pid as i32))
+            }
             None => Ok(()),
         }
     }

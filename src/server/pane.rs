@@ -116,6 +116,10 @@ pub struct Pane {
     /// Not read while an attached client is too far behind; the loop reads
     /// it again once they catch up.
     output_paused: bool,
+    /// On the loop's backlog after stopping at its read budget: the
+    /// backlog pass reads it, so its readiness events do not too (a
+    /// flooding pane gets one slice per turn, not two).
+    backlogged: bool,
     /// A `PaneStall` timer is pending for this pane.
     stall_timer: bool,
     input: Vec<u8>,
@@ -214,6 +218,7 @@ impl Pane {
             kill_deadline: None,
             timeout_at: None,
             output_paused: false,
+            backlogged: false,
             stall_timer: false,
             input: Vec::new(),
             input_pos: 0,
@@ -519,6 +524,21 @@ impl Pane {
     /// Reads output again.
     pub fn resume_output(&mut self) {
         self.output_paused = false;
+    }
+
+    /// Marks the pane as on the backlog; returns whether it was not yet
+    /// (then the caller puts it there).
+    pub fn enter_backlog(&mut self) -> bool {
+        !std::mem::replace(&mut self.backlogged, true)
+    }
+
+    /// Taken off the backlog (to be read, or dropped while paused).
+    pub fn leave_backlog(&mut self) {
+        self.backlogged = false;
+    }
+
+    pub fn is_backlogged(&self) -> bool {
+        self.backlogged
     }
 
     /// The stall check fired: whether the pane is still paused (and the

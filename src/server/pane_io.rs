@@ -23,12 +23,16 @@ const STALL_CHECK: Duration = Duration::from_secs(1);
 
 impl Server {
     /// A pane's master is ready: write pending input if it is writable,
-    /// read output if it is readable (or hung up).
+    /// read output if it is readable (or hung up) and the pane is not on
+    /// the backlog already: the backlog pass of this same turn reads it,
+    /// and reading it here too would give a flooding pane two slices per
+    /// turn, each delaying every keystroke behind it.
     pub(super) fn on_pane_ready(&mut self, id: u64, event: &mio::event::Event) {
         if event.is_writable() {
             self.flush_pane_input(id);
         }
-        if event.is_readable() || event.is_read_closed() || event.is_error() {
+        let backlogged = self.panes.get(&id).is_some_and(|p| p.is_backlogged());
+        if !backlogged && (event.is_readable() || event.is_read_closed() || event.is_error()) {
             self.read_pane_paced(id);
         }
     }
@@ -130,7 +134,7 @@ impl Server {
         }
         let mut forward = Vec::new();
         let read = pane.read_output(budget, &mut forward);
-        if read.more {
+        if read.more && pane.enter_backlog() {
             self.backlog.push_back(Source::Pane(id));
         }
         let replied = pane.answer_queries();

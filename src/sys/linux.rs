@@ -197,6 +197,22 @@ pub fn recv_with_fds(sock: &impl AsRawFd, data: &mut [u8], max_fds: usize) -> io
     recvmsg_fds(sock.as_raw_fd(), data, max_fds, libc::MSG_CMSG_CLOEXEC)
 }
 
+
+/// Hands the allocator's free memory back to the system. glibc keeps freed
+/// heap memory mapped for reuse; a server that turns into the reaper after a
+/// live upgrade has just freed every pane's model (often 100 MiB and more)
+/// and will allocate next to nothing again, so without this its RSS stays
+/// that of the server it was. Other C libraries (musl) have no such call and
+/// return large frees on their own: a no-op there.
+pub fn release_free_memory() {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: malloc_trim takes no pointers and only walks glibc's own heap
+    // structures, under their locks; any thread may call it at any time.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -204,6 +204,31 @@ impl From<RowRepr> for Row {
 }
 
 impl Row {
+    /// A row of a grid that was never written: no cells (see `Grid`).
+    fn unwritten() -> Row {
+        Row {
+            cells: Vec::new(),
+            wrapped: false,
+            wrap_gap: false,
+            marks: Vec::new(),
+            extras: None,
+        }
+    }
+
+    #[inline]
+    fn is_unwritten(&self) -> bool {
+        self.cells.is_empty()
+    }
+
+    /// A default blank row with nothing else set.
+    fn is_blank(&self) -> bool {
+        !self.wrapped
+            && !self.wrap_gap
+            && self.marks.is_empty()
+            && self.extras.is_none()
+            && self.cells.iter().all(|c| *c == Cell::BLANK)
+    }
+
     pub fn new(cols: u16, style: Style) -> Row {
         Row {
             cells: vec![Cell::blank(style); usize::from(cols)],
@@ -571,11 +596,39 @@ impl Row {
     }
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// Rows that were never written hold no cells (`Row::unwritten`) and read
+/// as `blank`, a shared row of default blanks: a fresh 200x50 grid would
+/// otherwise be 117 KiB of cells, and a shell pane writes a few rows of it.
+/// `row_mut` gives a row its cells on first write; once written a row keeps
+/// them (scrolling and erasing reuse them in place).
+#[derive(Clone, Debug, Deserialize)]
 pub struct Grid {
     rows: Vec<Row>,
     top: usize,
     cols: u16,
+    /// `cols` default blanks: what an unwritten row reads as. Rebuilt by
+    /// `repair` after deserializing.
+    #[serde(skip, default = "Row::unwritten")]
+    blank: Row,
+}
+
+impl Serialize for Grid {
+    /// The derived form of `rows`, `top`, `cols`, unwritten rows written out
+    /// as the blank rows they stand for: the serialized form is unchanged.
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        struct Rows<'a>(&'a Grid);
+        impl Serialize for Rows<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_seq(self.0.rows.iter().map(|r| self.0.or_blank(r)))
+            }
+        }
+        let mut s = serializer.serialize_struct("Grid", 3)?;
+        s.serialize_field("rows", &Rows(self))?;
+        s.serialize_field("top", &self.top)?;
+        s.serialize_field("cols", &self.cols)?;
+        s.end()
+    }
 }
 
 impl PartialEq for Grid {
@@ -596,34 +649,64 @@ impl Grid {
     pub fn repair(&mut self, cols: u16, lines: u16) {
         let lines = usize::from(lines.max(1));
         if self.rows.is_empty() {
-            self.rows.push(Row::new(cols, Style::DEFAULT));
+            self.rows.push(Row::unwritten());
         }
         self.top %= self.rows.len();
         self.rows.rotate_left(self.top);
         self.top = 0;
         self.rows.truncate(lines);
         while self.rows.len() < lines {
-            self.rows.push(Row::new(cols, Style::DEFAULT));
+            self.rows.push(Row::unwritten());
         }
         for row in &mut self.rows {
-            if row.cells.len() != usize::from(cols) {
+            // Blank rows read back from a snapshot give their cells up
+            // again, so a restored idle pane is as small as a new one.
+            if row.is_blank() {
+                *row = Row::unwritten();
+            } else if row.cells.len() != usize::from(cols) {
                 row.resize(cols, Style::DEFAULT);
             }
         }
         self.cols = cols;
+        self.blank = Row::new(cols, Style::DEFAULT);
     }
 
     pub fn new(cols: u16, rows: u16) -> Grid {
         let rows = usize::from(rows.max(1));
         Grid {
-            rows: (0..rows).map(|_| Row::new(cols, Style::DEFAULT)).collect(),
+            rows: (0..rows).map(|_| Row::unwritten()).collect(),
             top: 0,
             cols,
+            blank: Row::new(cols, Style::DEFAULT),
         }
     }
 
     pub fn lines(&self) -> usize {
         self.rows.len()
+    }
+
+    /// Every cell a default blank, no row wrapped, no marks or extras: what
+    /// `Grid::new` makes.
+    pub fn is_blank(&self) -> bool {
+        self.rows.iter().all(Row::is_blank)
+    }
+
+    /// `row`, or the blank row it stands for if it was never written.
+    #[inline]
+    fn or_blank<'a>(&'a self, row: &'a Row) -> &'a Row {
+        if row.is_unwritten() { &self.blank } else { row }
+    }
+
+    /// Resets storage row `i` to blanks of `fill`; an unwritten row stays
+    /// so when the fill is the default.
+    #[inline]
+    fn reset_stored(&mut self, i: usize, fill: Style) {
+        let row = &mut self.rows[i];
+        if !row.is_unwritten() {
+            row.reset(fill);
+        } else if fill != Style::DEFAULT {
+            *row = Row::new(self.cols, fill);
+        }
     }
 
     #[inline]
@@ -639,13 +722,18 @@ impl Grid {
     /// Row `r` of the view; `r` must be `< lines()` (callers clamp the cursor).
     #[inline]
     pub fn row(&self, r: usize) -> &Row {
-        &self.rows[self.idx(r.min(self.rows.len() - 1))]
+        self.or_blank(&self.rows[self.idx(r.min(self.rows.len() - 1))])
     }
 
+    /// Row `r` of the view for writing: an unwritten row gets its cells.
     #[inline]
     pub fn row_mut(&mut self, r: usize) -> &mut Row {
         let i = self.idx(r.min(self.rows.len() - 1));
-        &mut self.rows[i]
+        let row = &mut self.rows[i];
+        if row.is_unwritten() {
+            row.cells = self.blank.cells.clone();
+        }
+        row
     }
 
     /// Scrolls rows `[top, bottom]` up by `n`, filling the bottom with blanks.
@@ -668,9 +756,9 @@ impl Grid {
             for _ in 0..n {
                 let i = self.idx(0);
                 if let Some(cb) = evicted.as_mut() {
-                    cb(&self.rows[i]);
+                    cb(self.or_blank(&self.rows[i]));
                 }
-                self.rows[i].reset(fill);
+                self.reset_stored(i, fill);
                 self.top = self.idx(1);
             }
             return;
@@ -685,7 +773,8 @@ impl Grid {
                 let (a, b) = (self.idx(r), self.idx(r + 1));
                 self.rows.swap(a, b);
             }
-            self.row_mut(bottom).reset(fill);
+            let i = self.idx(bottom);
+            self.reset_stored(i, fill);
         }
     }
 
@@ -700,7 +789,7 @@ impl Grid {
             for _ in 0..n {
                 self.top = self.idx(lines - 1);
                 let i = self.idx(0);
-                self.rows[i].reset(fill);
+                self.reset_stored(i, fill);
             }
             return;
         }
@@ -709,38 +798,55 @@ impl Grid {
                 let (a, b) = (self.idx(r), self.idx(r + 1));
                 self.rows.swap(a, b);
             }
-            self.row_mut(top).reset(fill);
+            let i = self.idx(top);
+            self.reset_stored(i, fill);
         }
     }
 
     pub fn clear(&mut self, style: Style) {
-        for row in &mut self.rows {
-            row.reset(style);
+        for i in 0..self.rows.len() {
+            self.reset_stored(i, style);
+        }
+    }
+
+    /// The rows in view order, every one with its cells, leaving the grid
+    /// empty until `set_rows`.
+    pub fn take_rows(&mut self) -> Vec<Row> {
+        let mut rows = std::mem::take(&mut self.rows);
+        let len = rows.len();
+        rows.rotate_left(self.top % len.max(1));
+        self.top = 0;
+        for row in &mut rows {
+            if row.is_unwritten() {
+                row.cells = self.blank.cells.clone();
+            }
+        }
+        rows
+    }
+
+    /// Replaces the rows (view order, each `cols` cells, at least one).
+    /// Blank ones give their cells up, so a reflow (a width change, as
+    /// attaching from another terminal does) leaves an idle pane small.
+    pub fn set_rows(&mut self, mut rows: Vec<Row>, cols: u16) {
+        for row in &mut rows {
+            if row.is_blank() {
+                *row = Row::unwritten();
+            }
+        }
+        self.rows = rows;
+        self.top = 0;
+        self.cols = cols;
+        if self.rows.is_empty() {
+            self.rows.push(Row::unwritten());
+        }
+        if self.blank.cells.len() != usize::from(cols) {
+            self.blank = Row::new(cols, Style::DEFAULT);
         }
     }
 
     /// Changes the column count of every row (truncating or padding) and the
     /// row count: rows removed from the top go to `evicted` first, rows added
     /// appear at the bottom.
-    /// The rows in view order, leaving the grid empty until `set_rows`.
-    pub fn take_rows(&mut self) -> Vec<Row> {
-        let mut rows = std::mem::take(&mut self.rows);
-        let len = rows.len();
-        rows.rotate_left(self.top % len.max(1));
-        self.top = 0;
-        rows
-    }
-
-    /// Replaces the rows (view order, each `cols` cells, at least one).
-    pub fn set_rows(&mut self, rows: Vec<Row>, cols: u16) {
-        self.rows = rows;
-        self.top = 0;
-        self.cols = cols;
-        if self.rows.is_empty() {
-            self.rows.push(Row::new(cols, Style::DEFAULT));
-        }
-    }
-
     pub fn resize(
         &mut self,
         cols: u16,
@@ -757,19 +863,163 @@ impl Grid {
         let remove_from_top = remove_from_top.min(old.len());
         for (i, mut row) in old.into_iter().enumerate() {
             if i < remove_from_top {
-                evicted(&row);
+                evicted(self.or_blank(&row));
                 continue;
             }
-            row.resize(cols, Style::DEFAULT);
+            if !row.is_unwritten() {
+                row.resize(cols, Style::DEFAULT);
+            }
             ordered.push(row);
         }
         ordered.truncate(lines);
         while ordered.len() < lines {
-            ordered.push(Row::new(cols, Style::DEFAULT));
+            ordered.push(Row::unwritten());
+        }
+        if self.blank.cells.len() != usize::from(cols) {
+            self.blank = Row::new(cols, Style::DEFAULT);
         }
         self.rows = ordered;
         self.top = 0;
         self.cols = cols;
+    }
+}
+
+/// The alternate screen's grid, allocated on first use: most panes run a
+/// shell and never switch screens, and a second grid of cells is most of an
+/// idle pane's memory (200x50 cells of 12 bytes = 117 KiB). Unallocated it
+/// stands for a blank grid of `cols` x `lines`, and serializes and compares
+/// as one, so the wire form and `PartialEq` are those of `Grid`.
+#[derive(Clone, Debug)]
+pub struct LazyGrid {
+    grid: Option<Box<Grid>>,
+    cols: u16,
+    lines: u16,
+}
+
+impl LazyGrid {
+    /// A blank grid that allocates nothing until written.
+    pub fn new(cols: u16, lines: u16) -> LazyGrid {
+        LazyGrid {
+            grid: None,
+            cols,
+            lines: lines.max(1),
+        }
+    }
+
+    pub fn get(&self) -> Option<&Grid> {
+        self.grid.as_deref()
+    }
+
+    /// The grid, allocated (blank) if it was not.
+    pub fn get_mut(&mut self) -> &mut Grid {
+        let (cols, lines) = (self.cols, self.lines);
+        self.grid
+            .get_or_insert_with(|| Box::new(Grid::new(cols, lines)))
+    }
+
+    #[cfg(test)]
+    pub fn is_allocated(&self) -> bool {
+        self.grid.is_some()
+    }
+
+    /// Back to unallocated, which reads as blank.
+    pub fn free(&mut self) {
+        self.grid = None;
+    }
+
+    /// `Grid::clear`. An unallocated grid is already clear to the default
+    /// style; an allocated one is cleared in place and kept, as a program
+    /// that switched screens once (`less`, `vim`) usually does again.
+    pub fn clear(&mut self, style: Style) {
+        match &mut self.grid {
+            Some(g) => g.clear(style),
+            None if style == Style::DEFAULT => {}
+            None => self.get_mut().clear(style),
+        }
+    }
+
+    /// `Grid::resize`; an unallocated grid only takes the new size.
+    pub fn resize(
+        &mut self,
+        cols: u16,
+        lines: u16,
+        remove_from_top: usize,
+        evicted: &mut dyn FnMut(&Row),
+    ) {
+        self.cols = cols;
+        self.lines = lines.max(1);
+        if let Some(g) = &mut self.grid {
+            g.resize(cols, lines, remove_from_top, evicted);
+        }
+    }
+
+    /// `Grid::repair`; a deserialized grid that is blank is dropped unless
+    /// `keep` (the alternate screen is showing).
+    pub fn repair(&mut self, cols: u16, lines: u16, keep: bool) {
+        self.cols = cols;
+        self.lines = lines.max(1);
+        match &mut self.grid {
+            Some(g) => {
+                g.repair(cols, lines);
+                if !keep && g.is_blank() {
+                    self.grid = None;
+                }
+            }
+            None if keep => {
+                self.get_mut();
+            }
+            None => {}
+        }
+    }
+}
+
+impl PartialEq for LazyGrid {
+    fn eq(&self, other: &LazyGrid) -> bool {
+        match (&self.grid, &other.grid) {
+            (Some(a), Some(b)) => a == b,
+            (None, None) => self.cols == other.cols && self.lines == other.lines,
+            (Some(g), None) | (None, Some(g)) => {
+                let blank = if self.grid.is_none() { self } else { other };
+                g.cols == blank.cols && g.lines() == usize::from(blank.lines) && g.is_blank()
+            }
+        }
+    }
+}
+
+impl Eq for LazyGrid {}
+
+impl Serialize for LazyGrid {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        if let Some(g) = &self.grid {
+            return g.serialize(serializer);
+        }
+        // Exactly what `Grid`'s derived `Serialize` writes for a blank grid,
+        // from one blank row rather than a grid allocated for the purpose.
+        struct BlankRows<'a>(&'a Row, usize);
+        impl Serialize for BlankRows<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_seq(std::iter::repeat_n(self.0, self.1))
+            }
+        }
+        let row = Row::new(self.cols, Style::DEFAULT);
+        let mut s = serializer.serialize_struct("Grid", 3)?;
+        s.serialize_field("rows", &BlankRows(&row, usize::from(self.lines)))?;
+        s.serialize_field("top", &0usize)?;
+        s.serialize_field("cols", &self.cols)?;
+        s.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for LazyGrid {
+    /// Allocated as read; `repair` frees it if it is blank.
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<LazyGrid, D::Error> {
+        let g = Grid::deserialize(deserializer)?;
+        Ok(LazyGrid {
+            cols: g.cols,
+            lines: u16::try_from(g.lines()).unwrap_or(u16::MAX).max(1),
+            grid: Some(Box::new(g)),
+        })
     }
 }
 
@@ -825,6 +1075,48 @@ mod tests {
         );
         g.scroll_down(0, 2, 1, Style::DEFAULT);
         assert_eq!((g.row(0).text(), g.row(1).text()), ("".into(), "b".into()));
+    }
+
+    fn written_rows(g: &Grid) -> usize {
+        g.rows.iter().filter(|r| !r.is_unwritten()).count()
+    }
+
+    #[test]
+    fn rows_get_cells_on_first_write_and_serialize_as_blanks() {
+        let mut g = Grid::new(4, 3);
+        assert_eq!(written_rows(&g), 0, "a new grid holds no cells");
+        assert_eq!(g.row(2), &Row::new(4, Style::DEFAULT));
+        put(&mut g, 1, "ab");
+        assert_eq!(written_rows(&g), 1);
+        // The same grid with every row written has the same form.
+        let lazy = serde_json::to_string(&g).unwrap();
+        let mut full = g.clone();
+        for r in 0..3 {
+            full.row_mut(r);
+        }
+        assert_eq!(written_rows(&full), 3);
+        assert_eq!(serde_json::to_string(&full).unwrap(), lazy);
+        assert_eq!(full, g);
+        // Read back and repaired, blank rows give their cells up again.
+        let mut back: Grid = serde_json::from_str(&lazy).unwrap();
+        back.repair(4, 3);
+        assert_eq!(written_rows(&back), 1);
+        assert_eq!(back, g);
+        // Scrolling in default blanks allocates nothing; coloured ones do.
+        g.scroll_up(0, 2, 1, Style::DEFAULT, None);
+        assert_eq!(written_rows(&g), 1);
+        g.scroll_up(0, 2, 1, Style { fg: 0, bg: 3 }, None);
+        assert_eq!(g.row(2).cells[0].style.bg, 3);
+        // A resize keeps unwritten rows so, at the new width.
+        g.resize(6, 5, 0, &mut |_| {});
+        assert_eq!(g.row(4), &Row::new(6, Style::DEFAULT));
+        assert_eq!(g.row(2).cells.len(), 6);
+        assert_eq!(written_rows(&g), 1);
+        // So do the rows a reflow hands back blank.
+        let rows = g.take_rows();
+        assert_eq!(rows.len(), 5);
+        g.set_rows(rows, 6);
+        assert_eq!(written_rows(&g), 1);
     }
 
     #[test]

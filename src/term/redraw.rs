@@ -86,7 +86,7 @@ pub fn redraw(s: &Screen, cols: u16, rows: u16) -> Vec<u8> {
         }
         private(&mut out, 1049, true);
         out.extend_from_slice(b"\x1b[0m");
-        draw_grid(&mut out, &s.alt, cols, rows);
+        draw_grid(&mut out, s.grid(), cols, rows);
     }
     let saved = if s.modes.alt_screen {
         &s.saved_alt

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use unicode_width::UnicodeWidthChar;
 
 use super::cell::{Cell, Extra, SPACER, Style, WIDE};
-use super::grid::{Grid, Row};
+use super::grid::{Grid, LazyGrid, Row};
 use super::modes::Modes;
 use super::scrollback::{LineRef, Scrollback};
 use super::{TermConfig, TermEvent};
@@ -72,7 +72,9 @@ pub struct Screen {
     pub cols: usize,
     pub rows: usize,
     pub main: Grid,
-    pub alt: Grid,
+    /// Allocated on first switch to it (see `LazyGrid`); always allocated
+    /// while `modes.alt_screen`.
+    pub alt: LazyGrid,
     pub scrollback: Scrollback,
     pub cursor: Cursor,
     pub pen: Style,
@@ -119,7 +121,7 @@ impl Screen {
             cols: usize::from(cols),
             rows: usize::from(rows),
             main: Grid::new(cols, rows),
-            alt: Grid::new(cols, rows),
+            alt: LazyGrid::new(cols, rows),
             cursor: Cursor::default(),
             pen: Style::DEFAULT,
             pen_extra: Extra::default(),
@@ -151,7 +153,7 @@ impl Screen {
         self.cols = usize::from(cols);
         self.rows = usize::from(rows);
         self.main.repair(cols, rows);
-        self.alt.repair(cols, rows);
+        self.alt.repair(cols, rows, self.modes.alt_screen);
         self.cursor.row = self.cursor.row.min(self.rows - 1);
         self.cursor.col = self.cursor.col.min(self.cols - 1);
         if self.scroll_bottom >= self.rows || self.scroll_top >= self.scroll_bottom {
@@ -178,17 +180,17 @@ impl Screen {
 
     #[inline]
     pub fn grid(&self) -> &Grid {
-        if self.modes.alt_screen {
-            &self.alt
-        } else {
-            &self.main
+        match self.alt.get() {
+            // `alt` is always allocated while it is showing.
+            Some(alt) if self.modes.alt_screen => alt,
+            _ => &self.main,
         }
     }
 
     #[inline]
     pub fn grid_mut(&mut self) -> &mut Grid {
         if self.modes.alt_screen {
-            &mut self.alt
+            self.alt.get_mut()
         } else {
             &mut self.main
         }
@@ -731,9 +733,14 @@ impl Screen {
                     let fill = self.pen.erase_part();
                     self.alt.clear(fill);
                 }
+                // Allocated now, while it shows; 47 shows what it held.
+                self.alt.get_mut();
             } else {
+                // 1047 clears on exit: nothing left to keep, so the grid is
+                // freed. 47 and 1049 leave the content for a later 47 to
+                // show again, as xterm does, so their grid stays.
                 if mode == 1047 {
-                    self.alt.clear(Style::DEFAULT);
+                    self.alt.free();
                 }
                 self.modes.alt_screen = false;
             }

@@ -1042,3 +1042,45 @@ fn fast_path_matches_general_path() {
         assert_eq!(fast.take_events(), general.take_events());
     }
 }
+
+#[test]
+fn alternate_grid_is_allocated_only_while_needed() {
+    let mut t = term(20, 5);
+    feed(&mut t, b"prompt$ ");
+    assert!(!t.screen.alt.is_allocated(), "a shell pane has one grid");
+    feed(&mut t, b"\x1b[?1049h\x1b[Hvim");
+    assert!(t.screen.alt.is_allocated());
+    assert_eq!(screen(&t)[0], "vim");
+    feed(&mut t, b"\x1b[?1049l");
+    assert!(t.screen.alt.is_allocated(), "kept: 47 may show it again");
+    feed(&mut t, b"\x1b[?1047h\x1b[?1047l");
+    assert!(!t.screen.alt.is_allocated(), "1047 clears, so frees");
+    // A resize while unallocated only changes the size it stands for.
+    t.resize(30, 7);
+    feed(&mut t, b"\x1b[?47h");
+    assert_eq!(t.screen.alt.get().map(|g| g.lines()), Some(7));
+    assert_eq!(screen(&t), vec![String::new(); 7]);
+    // RIS starts over with one grid.
+    feed(&mut t, b"\x1bc");
+    assert!(!t.screen.alt.is_allocated());
+}
+
+#[test]
+fn unallocated_alternate_grid_serializes_as_a_blank_grid() {
+    let mut t = term(7, 3);
+    feed(&mut t, b"hi");
+    let lazy = serde_json::to_string(&t).unwrap();
+    // The same terminal with the grid allocated (blank) writes the same
+    // bytes: snapshots and upgrade manifests do not change.
+    t.screen.alt.get_mut();
+    assert_eq!(serde_json::to_string(&t).unwrap(), lazy);
+    // Read back, a blank grid not showing is dropped again.
+    let back: Terminal = serde_json::from_str(&lazy).unwrap();
+    assert!(!back.screen.alt.is_allocated());
+    assert!(back == t);
+    // One with content, or showing, stays.
+    feed(&mut t, b"\x1b[?47hX\x1b[?47l");
+    let back: Terminal = serde_json::from_str(&serde_json::to_string(&t).unwrap()).unwrap();
+    assert!(back.screen.alt.is_allocated());
+    assert!(back == t);
+}
