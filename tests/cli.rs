@@ -33,9 +33,18 @@ fn pane_lifecycle_through_the_cli() {
     assert_exit(&out, 0);
     assert!(stdout(&out).contains("work"), "{}", stdout(&out));
 
-    let out = ptyd.run_cli(&["send", "work", "--enter", "echo", "cli-$((40+2))"]);
-    assert_exit(&out, 0);
-    let out = ptyd.run_cli(&["wait", "p1", "--text", "cli-42", "--timeout", "20000"]);
+    // Typed, then waited for in the output that follows the echoed line.
+    let out = ptyd.run_cli(&[
+        "send",
+        "work",
+        "--enter",
+        "--wait-for",
+        "cli-42",
+        "--timeout",
+        "20s",
+        "echo",
+        "cli-$((40+2))",
+    ]);
     assert_exit(&out, 0);
     let out = ptyd.run_cli(&["capture", "p1"]);
     assert_exit(&out, 0);
@@ -305,7 +314,16 @@ fn send_request_id_and_wait_idle_from_the_cli() {
     }
     let out = ptyd.run_cli(&["send", &id, "--enter", "after"]);
     assert_exit(&out, 0);
-    let out = ptyd.run_cli(&["wait", &id, "--text", "after", "--timeout", "20000"]);
+    // The text may be on the screen before the wait starts: --screen.
+    let out = ptyd.run_cli(&[
+        "wait",
+        &id,
+        "--text",
+        "after",
+        "--screen",
+        "--timeout",
+        "20000",
+    ]);
     assert_exit(&out, 0);
     let text = c.capture(&id);
     assert_eq!(text.matches("once-only").count(), 1, "{text}");

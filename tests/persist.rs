@@ -40,6 +40,8 @@ const RUNTIME_FIELDS: &[&str] = &[
     "prompts_seen",
     "commands_finished",
     "last_command_exit",
+    "output_bytes",
+    "shell_injected",
 ];
 
 /// `v` with every [`RUNTIME_FIELDS`] key (plus `extra`) removed, at any depth.
@@ -328,6 +330,7 @@ fn fixture_valid_v1_restores_exactly() {
         json!({
             "id": id, "name": name, "cwd": cwd, "command": command, "env": env,
             "cols": size.0, "rows": size.1, "restore": restore, "resume": resume,
+            "shell_integration": true,
         })
     };
     let p1 = pane(

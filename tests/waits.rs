@@ -87,8 +87,11 @@ fn wait_text_already_shown_and_text_that_never_comes() {
         "echo early-bird; sleep 0.3; echo late-one; exit 3",
     ]);
     c.wait_text(&id, "late-one");
-    // Already on screen: answered at once.
-    let r = c.ok("pane.wait", json!({ "target": id, "text": "early-bird" }));
+    // Already on screen: answered at once when the screen counts.
+    let r = c.ok(
+        "pane.wait",
+        json!({ "target": id, "text": "early-bird", "include_screen": true }),
+    );
     assert_eq!(r["reason"], "text");
     c.wait_exit(&id);
     // The pane exited without it: an error, not a hang.
@@ -229,7 +232,7 @@ fn wrapped_lines_are_found_and_captured_whole() {
     let id = info["id"].as_str().unwrap().to_string();
     let r = c.ok(
         "pane.wait",
-        json!({ "target": id, "text": line, "timeout_ms": 20000 }),
+        json!({ "target": id, "text": line, "include_screen": true, "timeout_ms": 20000 }),
     );
     assert_eq!(r["reason"], "text", "{r}");
     let cap = c.ok("pane.capture", json!({ "target": id }));

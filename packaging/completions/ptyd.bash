@@ -7,7 +7,7 @@ _ptyd_panes() {
 
 _ptyd_takes_value() {
     case "$1 $2" in
-        "new -n"|"new --name"|"new -c"|"new --cwd"|"new -e"|"new --env"|"new --size"|"new --timeout"|"new --idle-timeout"|"new --shell"|"new -w"|"new --workspace"|"new --tab-name"|"new -s"|"new --split"|"new --ratio"|"new --restore"|"new --resume"|"attach --detach-key"|"send --request-id"|"send --timeout"|"capture -S"|"capture --start"|"capture -E"|"capture --end"|"run -n"|"run --name"|"run -c"|"run --cwd"|"run -e"|"run --env"|"run --size"|"run --timeout"|"run --idle-timeout"|"run --shell"|"run -w"|"run --workspace"|"run --tab-name"|"run -s"|"run --split"|"run --ratio"|"run --restore"|"run --resume"|"wait --text"|"wait --idle"|"wait --timeout"|"kill -s"|"kill --signal"|"kill --grace"|"events --since"|"upgrade --binary"|"upgrade --timeout"|"upgrade --mode"|"upgrade --fault"|"service --binary") return 0 ;;
+        "new -n"|"new --name"|"new -c"|"new --cwd"|"new -e"|"new --env"|"new --size"|"new --timeout"|"new --idle-timeout"|"new --shell"|"new -w"|"new --workspace"|"new --tab-name"|"new -s"|"new --split"|"new --ratio"|"new --restore"|"new --resume"|"attach --detach-key"|"send --wait-for"|"send --timeout"|"send --request-id"|"capture -S"|"capture --start"|"capture -E"|"capture --end"|"run -n"|"run --name"|"run -c"|"run --cwd"|"run -e"|"run --env"|"run --size"|"run --timeout"|"run --idle-timeout"|"run --shell"|"run -w"|"run --workspace"|"run --tab-name"|"run -s"|"run --split"|"run --ratio"|"run --restore"|"run --resume"|"wait --text"|"wait --after-output"|"wait --idle"|"wait --after"|"wait --timeout"|"kill -s"|"kill --signal"|"kill --grace"|"events --since"|"upgrade --binary"|"upgrade --timeout"|"upgrade --mode"|"upgrade --fault"|"service --binary") return 0 ;;
     esac
     return 1
 }
@@ -28,7 +28,7 @@ _ptyd() {
         if [[ $cur == -* ]]; then
             COMPREPLY=($(compgen -W "-L --namespace -h --help -V --version" -- "$cur"))
         else
-            COMPREPLY=($(compgen -W "server new ls attach send capture run wait kill rm resize events status stop save respawn focus resume workspace tab upgrade version api service config completions manpage demo" -- "$cur"))
+            COMPREPLY=($(compgen -W "server new ls attach send capture run wait kill rm resize events status stop save respawn focus resume workspace tab upgrade version api shell-init service config completions manpage demo" -- "$cur"))
         fi
         return
     fi
@@ -53,8 +53,9 @@ _ptyd() {
         "new --restore") COMPREPLY=($(compgen -W "rerun shell hold" -- "$cur")); return ;;
         "new --resume") COMPREPLY=(); return ;;
         "attach --detach-key") COMPREPLY=(); return ;;
-        "send --request-id") COMPREPLY=(); return ;;
+        "send --wait-for") COMPREPLY=(); return ;;
         "send --timeout") COMPREPLY=(); return ;;
+        "send --request-id") COMPREPLY=(); return ;;
         "capture -S"|"capture --start") COMPREPLY=(); return ;;
         "capture -E"|"capture --end") COMPREPLY=(); return ;;
         "run -n"|"run --name") COMPREPLY=(); return ;;
@@ -71,7 +72,9 @@ _ptyd() {
         "run --restore") COMPREPLY=($(compgen -W "rerun shell hold" -- "$cur")); return ;;
         "run --resume") COMPREPLY=(); return ;;
         "wait --text") COMPREPLY=(); return ;;
+        "wait --after-output") COMPREPLY=(); return ;;
         "wait --idle") COMPREPLY=(); return ;;
+        "wait --after") COMPREPLY=(); return ;;
         "wait --timeout") COMPREPLY=(); return ;;
         "kill -s"|"kill --signal") COMPREPLY=($(compgen -W "TERM HUP INT KILL QUIT USR1 USR2" -- "$cur")); return ;;
         "kill --grace") COMPREPLY=(); return ;;
@@ -95,15 +98,15 @@ _ptyd() {
     if [ $dashdash = 0 ] && [[ $cur == -* ]]; then
         case "$cmd" in
             server) COMPREPLY=($(compgen -W "--no-history --no-restore --hold-reruns --help" -- "$cur")) ;;
-            new) COMPREPLY=($(compgen -W "-n --name -c --cwd -e --env --size --timeout --idle-timeout --shell -w --workspace --tab-name -s --split -v --vertical --ratio --restore --resume -d --detached --json --help" -- "$cur")) ;;
+            new) COMPREPLY=($(compgen -W "-n --name -c --cwd -e --env --size --timeout --idle-timeout --shell --no-shell-integration -w --workspace --tab-name -s --split -v --vertical --ratio --restore --resume -d --detached --json --help" -- "$cur")) ;;
             ls) COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
             attach) COMPREPLY=($(compgen -W "-r --read-only --detach-key --help" -- "$cur")) ;;
-            send) COMPREPLY=($(compgen -W "--enter --request-id --wait --timeout --help" -- "$cur")) ;;
+            send) COMPREPLY=($(compgen -W "-k --keys --paste --enter --submit --wait --wait-for --regex --timeout --request-id --json --help" -- "$cur")) ;;
             capture) COMPREPLY=($(compgen -W "-e --ansi -J --join -S --start -E --end --json --help" -- "$cur")) ;;
-            run) COMPREPLY=($(compgen -W "-n --name -c --cwd -e --env --size --timeout --idle-timeout --shell -w --workspace --tab-name -s --split -v --vertical --ratio --restore --resume --help" -- "$cur")) ;;
-            wait) COMPREPLY=($(compgen -W "--exit --text --idle --prompt --command-finished --timeout --json --help" -- "$cur")) ;;
+            run) COMPREPLY=($(compgen -W "-n --name -c --cwd -e --env --size --timeout --idle-timeout --shell --no-shell-integration -w --workspace --tab-name -s --split -v --vertical --ratio --restore --resume --rm --help" -- "$cur")) ;;
+            wait) COMPREPLY=($(compgen -W "--exit --text --regex --screen --after-output --idle --prompt --command-finished --after --timeout --json --help" -- "$cur")) ;;
             kill) COMPREPLY=($(compgen -W "-s --signal --grace --help" -- "$cur")) ;;
-            rm) COMPREPLY=($(compgen -W "-f --force --help" -- "$cur")) ;;
+            rm) COMPREPLY=($(compgen -W "-f --force --exited --help" -- "$cur")) ;;
             resize) COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
             events) COMPREPLY=($(compgen -W "--since --help" -- "$cur")) ;;
             status) COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
@@ -117,6 +120,7 @@ _ptyd() {
             upgrade) COMPREPLY=($(compgen -W "--binary --timeout --json --mode --fault --help" -- "$cur")) ;;
             version) COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
             api) COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
+            shell-init) COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
             service) COMPREPLY=($(compgen -W "--enable --print --binary --user --help" -- "$cur")) ;;
             config) COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
             completions) COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
@@ -140,6 +144,7 @@ _ptyd() {
         resume) [ $npos = 0 ] && COMPREPLY=($(compgen -W "$(_ptyd_panes)" -- "$cur")) ;;
         workspace) [ $npos = 0 ] && COMPREPLY=($(compgen -W "new rename rm" -- "$cur")) ;;
         tab) [ $npos = 0 ] && COMPREPLY=($(compgen -W "rename rm" -- "$cur")) ;;
+        shell-init) [ $npos = 0 ] && COMPREPLY=($(compgen -W "bash zsh fish" -- "$cur")) ;;
         service) [ $npos = 0 ] && COMPREPLY=($(compgen -W "install uninstall" -- "$cur")) ;;
         config) [ $npos = 0 ] && COMPREPLY=($(compgen -W "check" -- "$cur")) ;;
         completions) [ $npos = 0 ] && COMPREPLY=($(compgen -W "bash zsh fish" -- "$cur")) ;;

@@ -7,8 +7,8 @@ use crate::model::CommandSpec;
 use crate::model::{Direction, RestorePolicy};
 use crate::protocol::methods::{self, NoParams, Request};
 use crate::protocol::replies::{
-    Capture, InputAck, LayoutNode, PaneInfo, PaneList, PaneStateName, RestartReport, Saved, Status,
-    TreeReply, UpgradeReport, WaitReply, WorkspaceCreated,
+    Capture, LayoutNode, PaneInfo, PaneList, PaneStateName, RestartReport, Saved, Status,
+    TreeReply, UpgradeReport, WorkspaceCreated,
 };
 use lexopt::prelude::*;
 use serde_json::{Value, json};
@@ -20,10 +20,11 @@ pub fn dispatch(g: &Global, command: &str, mut p: lexopt::Parser) -> Result<i32,
         "new" => new(g, &mut p),
         "ls" | "list" => ls(g, &mut p),
         "attach" | "a" => attach_cmd(g, &mut p),
-        "send" => send(g, &mut p),
+        "send" => super::scripting::send(g, &mut p),
         "capture" => capture(g, &mut p),
         "run" => run(g, &mut p),
-        "wait" => wait(g, &mut p),
+        "wait" => super::scripting::wait(g, &mut p),
+        "shell-init" => super::scripting::shell_init(&mut p),
         "kill" => kill(g, &mut p),
         "rm" | "remove" => rm(g, &mut p),
         "resize" => resize(g, &mut p),
@@ -100,7 +101,7 @@ fn no_args(p: &mut lexopt::Parser, text: help::Topic) -> Result<(), CliError> {
 /// Connects for a command about panes, tabs, workspaces or events: when
 /// no server runs, one is started in the background, unless the config
 /// says `autostart = false` (then the error says how to start one).
-fn connect(g: &Global) -> Result<Client, CliError> {
+pub(super) fn connect(g: &Global) -> Result<Client, CliError> {
     let autostart = crate::server::config::load().0.autostart;
     Client::connect(&g.paths, autostart).map_err(|e| {
         if autostart || e.code != "no_server" {
@@ -121,6 +122,7 @@ fn connect(g: &Global) -> Result<Client, CliError> {
                     .map_or("the config file".to_string(), |p| p.display().to_string())
             ),
             code: 1,
+            kind: "no_server".into(),
         }
     })
 }
@@ -132,17 +134,8 @@ fn connect_existing(g: &Global) -> Result<Client, CliError> {
     Ok(Client::connect(&g.paths, false)?)
 }
 
-fn print_json(v: &Value) {
+pub(super) fn print_json(v: &Value) {
     println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
-}
-
-fn parse_u64(value: std::ffi::OsString, what: &str) -> Result<u64, CliError> {
-    let s = value.string()?;
-    s.parse().map_err(|_| {
-        CliError::usage(format!(
-            "{what} must be a whole number of milliseconds, got {s:?}"
-        ))
-    })
 }
 
 /// A capture line number: 0 is the top visible row, negative is scrollback.
@@ -198,6 +191,12 @@ fn server(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         } else {
             1
         },
+        kind: if e.already_served {
+            "already_served"
+        } else {
+            "failed"
+        }
+        .into(),
     })?;
     Ok(0)
 }
@@ -220,6 +219,8 @@ struct PaneSpecArgs {
     ratio: Option<f32>,
     restore: Option<RestorePolicy>,
     resume: Option<String>,
+    /// `Some(false)` for `--no-shell-integration`.
+    shell_integration: Option<bool>,
 }
 
 /// An argument detached from the parser's borrow, so an option's value can
@@ -269,9 +270,9 @@ impl PaneSpecArgs {
             let (k, v) = parse_env(&p.value()?.string()?)?;
             self.env.insert(k, v);
         } else if arg.is(None, "timeout") {
-            self.timeout = Some(parse_u64(p.value()?, "--timeout")?);
+            self.timeout = Some(super::duration::parse_ms(p.value()?, "--timeout")?);
         } else if arg.is(None, "idle-timeout") {
-            self.idle_timeout = Some(parse_u64(p.value()?, "--idle-timeout")?);
+            self.idle_timeout = Some(super::duration::parse_ms(p.value()?, "--idle-timeout")?);
         } else if arg.is(None, "size") {
             self.size = Some(parse_size(&p.value()?.string()?)?);
         } else if arg.is(None, "shell") {
@@ -296,6 +297,8 @@ impl PaneSpecArgs {
                 CliError::usage(format!("--restore takes rerun, shell or hold, got {r:?}"))
             })?;
             self.restore = Some(policy);
+        } else if arg.is(None, "no-shell-integration") {
+            self.shell_integration = Some(false);
         } else if arg.is(None, "resume") {
             self.resume = Some(p.value()?.string()?);
         } else {
@@ -352,6 +355,7 @@ impl PaneSpecArgs {
             split: self.split,
             direction: self.direction,
             ratio: self.ratio,
+            shell_integration: self.shell_integration,
         })
     }
 }
@@ -511,7 +515,7 @@ fn json_flag(p: &mut lexopt::Parser, text: help::Topic) -> Result<bool, CliError
     Ok(as_json)
 }
 
-fn target_arg(
+pub(super) fn target_arg(
     p: &mut lexopt::Parser,
     target: &mut Option<String>,
     v: std::ffi::OsString,
@@ -527,7 +531,7 @@ fn target_arg(
     Ok(())
 }
 
-fn need_target(target: Option<String>) -> Result<String, CliError> {
+pub(super) fn need_target(target: Option<String>) -> Result<String, CliError> {
     target.ok_or_else(|| CliError::usage("missing TARGET (a pane id like p1, or a pane name)"))
 }
 
@@ -563,63 +567,6 @@ fn attach_cmd(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         client::terminal_size(&std::io::stdout()),
     )?;
     finish_attach(attach::run_attach(&g.paths, &opts, Some(reader))?)
-}
-
-fn send(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
-    let mut target = None;
-    let mut enter = false;
-    let mut request_id = None;
-    let mut wait_finished = false;
-    let mut timeout = None;
-    let mut words: Vec<String> = Vec::new();
-    while let Some(arg) = p.next()? {
-        if help_requested(&arg, help::SEND) {
-            return Ok(0);
-        }
-        match arg {
-            Long("enter") => enter = true,
-            Long("wait") => wait_finished = true,
-            Long("timeout") => timeout = Some(parse_u64(p.value()?, "--timeout")?),
-            Long("request-id") => request_id = Some(p.value()?.string()?),
-            Value(v) if target.is_none() => target = Some(v.string()?),
-            Value(v) => words.push(v.string()?),
-            _ => return Err(arg.unexpected().into()),
-        }
-    }
-    let target = need_target(target)?;
-    let mut data = words.join(" ");
-    if enter {
-        data.push('\r');
-    }
-    if data.is_empty() {
-        return Err(CliError::usage("nothing to send: give TEXT and/or --enter"));
-    }
-    let mut client = connect(g)?;
-    let ack: InputAck = client.request_as(&Request::PaneInput(methods::PaneInput {
-        target: target.clone(),
-        data,
-        request_id,
-    }))?;
-    if !wait_finished {
-        return Ok(0);
-    }
-    // Wait for a finished command beyond the count at the moment our bytes
-    // were written: no race with a shell that answers fast.
-    let wait = methods::PaneWait {
-        command_finished: true,
-        after: Some(ack.commands_finished),
-        timeout_ms: timeout,
-        ..methods::PaneWait::new(target)
-    };
-    match client.request_as::<WaitReply>(&Request::PaneWait(wait)) {
-        Ok(WaitReply::CommandFinished { exit, .. }) => Ok(exit.unwrap_or(0)),
-        Ok(_) => Ok(0),
-        Err(e) if e.code == "timeout" => {
-            eprintln!("ptyd: {}", e.message);
-            Ok(124)
-        }
-        Err(e) => Err(e.into()),
-    }
 }
 
 fn capture(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
@@ -660,6 +607,7 @@ fn capture(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
 
 fn run(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     let mut spec = PaneSpecArgs::default();
+    let mut remove = false;
     while let Some(arg) = p.next()? {
         if help_requested(&arg, help::RUN) {
             return Ok(0);
@@ -668,7 +616,9 @@ fn run(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         if spec.take(&arg, p)? {
             continue;
         }
-        if let Key::Value(v) = arg {
+        if arg.is(None, "rm") {
+            remove = true;
+        } else if let Key::Value(v) = arg {
             spec.argv.push(v.string()?);
             spec.argv
                 .extend(p.raw_args()?.map(|a| a.to_string_lossy().into_owned()));
@@ -681,51 +631,7 @@ fn run(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
             "nothing to run: give -- ARGV... or --shell STR",
         ));
     }
-    Ok(attach::run_mirror(&g.paths, spec.params()?)?)
-}
-
-fn wait(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
-    let mut target = None;
-    let mut wait = methods::PaneWait::new(String::new());
-    let mut as_json = false;
-    while let Some(arg) = p.next()? {
-        if help_requested(&arg, help::WAIT) {
-            return Ok(0);
-        }
-        match arg {
-            Long("exit") => wait.exit = true,
-            Long("text") => wait.text = Some(p.value()?.string()?),
-            Long("idle") => wait.idle_ms = Some(parse_u64(p.value()?, "--idle")?),
-            Long("prompt") => wait.prompt = true,
-            Long("command-finished") => wait.command_finished = true,
-            Long("timeout") => wait.timeout_ms = Some(parse_u64(p.value()?, "--timeout")?),
-            Long("json") => as_json = true,
-            Value(v) => target_arg(p, &mut target, v)?,
-            _ => return Err(arg.unexpected().into()),
-        }
-    }
-    wait.target = need_target(target)?;
-    let want_exit = wait.exit;
-    match connect(g)?.request(&Request::PaneWait(wait)) {
-        Ok(result) => {
-            if as_json {
-                print_json(&result);
-            }
-            if want_exit {
-                let code = match client::parse_reply("pane.wait", result)? {
-                    WaitReply::Exited { exit: Some(exit) } => exit.shell_code,
-                    _ => 1,
-                };
-                return Ok(code);
-            }
-            Ok(0)
-        }
-        Err(e) if e.code == "timeout" => {
-            eprintln!("ptyd: {}", e.message);
-            Ok(124)
-        }
-        Err(e) => Err(e.into()),
-    }
+    Ok(attach::run_mirror(&g.paths, spec.params()?, remove)?)
 }
 
 fn kill(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
@@ -737,7 +643,7 @@ fn kill(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         }
         match arg {
             Short('s') | Long("signal") => signal = Some(p.value()?.string()?),
-            Long("grace") => grace_ms = Some(parse_u64(p.value()?, "--grace")?),
+            Long("grace") => grace_ms = Some(super::duration::parse_ms(p.value()?, "--grace")?),
             Value(v) => target_arg(p, &mut target, v)?,
             _ => return Err(arg.unexpected().into()),
         }
@@ -753,15 +659,37 @@ fn kill(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
 fn rm(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     let mut target = None;
     let mut force = false;
+    let mut exited = false;
     while let Some(arg) = p.next()? {
         if help_requested(&arg, help::RM) {
             return Ok(0);
         }
         match arg {
             Short('f') | Long("force") => force = true,
+            Long("exited") => exited = true,
             Value(v) => target_arg(p, &mut target, v)?,
             _ => return Err(arg.unexpected().into()),
         }
+    }
+    if exited {
+        if target.is_some() || force {
+            return Err(CliError::usage("--exited takes no TARGET and no --force"));
+        }
+        let mut client = connect(g)?;
+        let panes = client.call("pane.list", json!({}))?;
+        for pane in panes["panes"].as_array().into_iter().flatten() {
+            if pane["state"] != "exited" {
+                continue;
+            }
+            let id = pane["id"].as_str().unwrap_or_default();
+            match client.call("pane.remove", json!({ "target": id })) {
+                Ok(_) => println!("{id}"),
+                // Removed or respawned meanwhile: not ours to prune.
+                Err(e) if e.code == "not_found" || e.code == "pane_running" => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        return Ok(0);
     }
     connect(g)?.request(&Request::PaneRemove(methods::PaneRemove {
         target: need_target(target)?,
@@ -1004,7 +932,9 @@ fn upgrade(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         }
         match arg {
             Long("binary") => params.binary = Some(p.value()?.string()?),
-            Long("timeout") => params.timeout_ms = Some(parse_u64(p.value()?, "--timeout")?),
+            Long("timeout") => {
+                params.timeout_ms = Some(super::duration::parse_ms(p.value()?, "--timeout")?)
+            }
             // Tests only: release builds have no fault points (handoff::fault).
             #[cfg(any(debug_assertions, feature = "fault-injection"))]
             Long("fault") => params.fault = Some(p.value()?.string()?),
@@ -1064,7 +994,9 @@ fn wait_for_server(g: &Global) -> Result<Value, CliError> {
             return Ok(status);
         }
         if std::time::Instant::now() > deadline {
-            return Err(CliError { message: "the server did not come back within 30 s after the restore restart; see diagnostics.jsonl".into(), code: 1 });
+            return Err(CliError::failure(
+                "the server did not come back within 30 s after the restore restart; see diagnostics.jsonl",
+            ));
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
     }

@@ -32,9 +32,10 @@ pub fn config_cmd(p: &mut lexopt::Parser) -> Result<i32, CliError> {
     let path = match file {
         Some(f) => f,
         None => {
-            let toml = config::path().ok_or_else(|| CliError {
-                message: "neither XDG_CONFIG_HOME nor HOME is set: no config file to check".into(),
-                code: 1,
+            let toml = config::path().ok_or_else(|| {
+                CliError::failure(
+                    "neither XDG_CONFIG_HOME nor HOME is set: no config file to check",
+                )
             })?;
             let json = toml.with_extension("json");
             if !toml.exists() && json.exists() {
@@ -50,7 +51,7 @@ pub fn config_cmd(p: &mut lexopt::Parser) -> Result<i32, CliError> {
             }
         }
     };
-    let (_, problems) = config::check(&path).map_err(|message| CliError { message, code: 1 })?;
+    let (_, problems) = config::check(&path).map_err(CliError::failure)?;
     if problems.is_empty() {
         println!("{}: ok", path.display());
         return Ok(0);
@@ -58,13 +59,10 @@ pub fn config_cmd(p: &mut lexopt::Parser) -> Result<i32, CliError> {
     for problem in &problems {
         println!("{problem}");
     }
-    Err(CliError {
-        message: format!(
-            "{} problem{} in {} (each falls back to its default; docs/config.md)",
-            problems.len(),
-            if problems.len() == 1 { "" } else { "s" },
-            path.display()
-        ),
-        code: 1,
-    })
+    Err(CliError::failure(format!(
+        "{} problem{} in {} (each falls back to its default; docs/config.md)",
+        problems.len(),
+        if problems.len() == 1 { "" } else { "s" },
+        path.display()
+    )))
 }

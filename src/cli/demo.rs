@@ -52,14 +52,40 @@ fn create(name: &str, cwd: &std::path::Path) -> methods::PaneCreate {
 fn input(target: &str, data: &str, request_id: Option<&str>) -> Request {
     Request::PaneInput(methods::PaneInput {
         target: target.into(),
-        data: data.into(),
+        data: Some(data.into()),
+        keys: Vec::new(),
+        paste: false,
         request_id: request_id.map(str::to_string),
     })
 }
 
+/// Waits for text in output that arrives from now on.
 fn wait_text(target: &str, text: &str) -> Request {
     Request::PaneWait(methods::PaneWait {
         text: Some(text.into()),
+        timeout_ms: Some(10_000),
+        ..methods::PaneWait::new(target.into())
+    })
+}
+
+/// Waits for text that may be on the screen already.
+fn wait_screen_text(target: &str, text: &str) -> Request {
+    Request::PaneWait(methods::PaneWait {
+        text: Some(text.into()),
+        include_screen: true,
+        timeout_ms: Some(10_000),
+        ..methods::PaneWait::new(target.into())
+    })
+}
+
+/// Waits for text in the output that followed an input (`ack` is its
+/// reply), past the echoed command line: only the command's own output can
+/// match, however fast it comes.
+fn wait_text_after(target: &str, text: &str, ack: &serde_json::Value) -> Request {
+    Request::PaneWait(methods::PaneWait {
+        text: Some(text.into()),
+        after_output: ack["output_bytes"].as_u64(),
+        skip_lines: Some(1),
         timeout_ms: Some(10_000),
         ..methods::PaneWait::new(target.into())
     })
@@ -98,10 +124,9 @@ fn demo_namespace() -> String {
 pub fn run() -> Result<i32, CliError> {
     let namespace = demo_namespace();
     let paths = NamespacePaths::resolve(&namespace).map_err(CliError::usage)?;
-    paths.prepare_runtime_dir().map_err(|e| CliError {
-        message: e.to_string(),
-        code: 1,
-    })?;
+    paths
+        .prepare_runtime_dir()
+        .map_err(|e| CliError::failure(e.to_string()))?;
 
     step(&format!(
         "starting a server in the private namespace {namespace:?}"
@@ -168,15 +193,17 @@ pub fn run() -> Result<i32, CliError> {
     }
 
     step("typing into the shell and waiting for its answer on screen");
-    call(
+    let ack = call(
         &mut client,
-        "send shell --enter --request-id demo-1 'echo hello from $PTYD_PANE_ID'",
+        "send shell --enter --request-id demo-1 --json 'echo hello from $PTYD_PANE_ID'",
         input("shell", "echo hello from $PTYD_PANE_ID\r", Some("demo-1")),
     )?;
+    // From the ack's output count, past the echoed command line: only the
+    // command's own output can match, however fast it comes.
     call(
         &mut client,
-        "wait shell --text 'hello from p1' --timeout 10000",
-        wait_text("shell", "hello from p1"),
+        "wait shell --text 'hello from p1' --after-output OUTPUT_BYTES_OF_THE_ACK --timeout 10s",
+        wait_text_after("shell", "hello from p1", &ack),
     )?;
     let screen = call(&mut client, "capture shell", capture("shell", None))?;
     print_screen(&screen);
@@ -190,7 +217,7 @@ pub fn run() -> Result<i32, CliError> {
     step("waiting for the exiting command");
     let exit = call(
         &mut client,
-        "wait exiter --exit --timeout 10000",
+        "wait exiter --exit --timeout 10s",
         wait_exit("exiter"),
     )?;
     println!("  exiter finished: {}", exit["exit"]);
@@ -198,8 +225,8 @@ pub fn run() -> Result<i32, CliError> {
     step("waiting until the counter reaches 5");
     call(
         &mut client,
-        "wait counter --text 'tick 5' --timeout 10000",
-        wait_text("counter", "tick 5"),
+        "wait counter --text 'tick 5' --screen --timeout 10s",
+        wait_screen_text("counter", "tick 5"),
     )?;
 
     step("attaching read-only to the shell, as `ptyd attach` does");
@@ -217,8 +244,8 @@ pub fn run() -> Result<i32, CliError> {
     let mut client = reconnect(&paths)?;
     call(
         &mut client,
-        "wait counter --text 'tick 3' --timeout 10000",
-        wait_text("counter", "tick 3"),
+        "wait counter --text 'tick 3' --screen --timeout 10s",
+        wait_screen_text("counter", "tick 3"),
     )?;
     let after = pane_pids(&mut client)?;
     println!("  running pane pids before: {before:?}");
@@ -273,7 +300,7 @@ pub fn run() -> Result<i32, CliError> {
     let target = format!("tick {}", last_tick + 10);
     call(
         &mut client,
-        &format!("wait counter --text '{target}' --timeout 10000"),
+        &format!("wait counter --text '{target}' --timeout 10s"),
         wait_text("counter", &target),
     )?;
     let capture = call(
@@ -306,7 +333,7 @@ pub fn run() -> Result<i32, CliError> {
     )?;
     let killed = call(
         &mut client,
-        "wait counter --exit --timeout 10000",
+        "wait counter --exit --timeout 10s",
         wait_exit("counter"),
     )?;
     println!("  counter ended: {}", killed["exit"]);

@@ -100,9 +100,10 @@ macro_rules! pane_spec_options {
             opt_of(Some('c'), "cwd", "DIR", "working directory (default: the current one)", Complete::Dir),
             opt(Some('e'), "env", Some("K=V"), "add an environment variable (repeatable)"),
             opt(None, "size", Some("COLSxROWS"), "initial size (default: this terminal's, else 80x24)"),
-            opt(None, "timeout", Some("MS"), "kill the pane after MS milliseconds"),
-            opt(None, "idle-timeout", Some("MS"), "kill the pane after MS milliseconds without output"),
+            opt(None, "timeout", Some("DUR"), "kill the pane after DUR (5s, 10m, 1h; a bare number is milliseconds)"),
+            opt(None, "idle-timeout", Some("DUR"), "kill the pane after DUR without output"),
             opt(None, "shell", Some("STR"), "run STR with $SHELL -c"),
+            opt(None, "no-shell-integration", None, "start bash, zsh or fish without ptyd's shell integration (OSC 133 prompt and command marks, OSC 7), otherwise loaded into interactive shells without touching your rc files; see `ptyd shell-init --help`"),
             opt(Some('w'), "workspace", Some("W"), "open in a new tab of workspace W (default: \"main\")"),
             opt(None, "tab-name", Some("NAME"), "name the new tab"),
             opt_of(Some('s'), "split", "TARGET", "split the pane TARGET instead of opening a tab", Complete::Pane),
@@ -172,7 +173,8 @@ socket.",
         summary: "create a pane (attach unless -d)",
         usage: &[
             "new [-d] [-n NAME] [-c DIR] [-e K=V]... [--size COLSxROWS]",
-            "    [--timeout MS] [--idle-timeout MS] [--shell STR | -- ARGV...]",
+            "    [--timeout DUR] [--idle-timeout DUR] [--no-shell-integration]",
+            "    [--shell STR | -- ARGV...]",
         ],
         about: "\
 Creates a pane running ARGV exactly as given, or STR through $SHELL -c, or
@@ -231,13 +233,71 @@ every moment, even while the server is unreachable.",
         name: "send",
         aliases: &[],
         brief: "send TARGET [--enter] TEXT",
-        summary: "type text into a pane",
-        usage: &["send TARGET [--enter] [--request-id ID] [--wait [--timeout MS]] TEXT..."],
+        summary: "type text, keys (--keys C-c Up) or a paste into a pane",
+        usage: &[
+            "send TARGET [TEXT... | -] [--keys KEY...] [--paste] [--enter | --submit]",
+            "     [--wait | --wait-for TEXT [--regex]] [--timeout DUR] [--request-id ID]",
+            "     [--json]",
+        ],
         about: "\
-Types TEXT (arguments joined by spaces) into the pane and returns once the
-bytes are written to its terminal.",
+Types TEXT (arguments joined by spaces; `-` reads it from stdin, byte for
+byte) into the pane and returns once the bytes are written to its terminal.
+
+Keys after --keys use tmux's names: Enter, Escape, Tab, BTab, Space,
+BSpace, Up, Down, Left, Right, Home, End, PageUp, PageDown, Insert, Delete,
+F1-F12, any single character, with C- M- S- prefixes (C-c, M-x, C-S-Up).
+They are encoded for the pane's current modes (application cursor keys,
+kitty keyboard flags); every argument after --keys is a key, and a name
+that is no key is a usage error.",
         options: &[
-            opt(None, "enter", None, "add a carriage return"),
+            opt(
+                Some('k'),
+                "keys",
+                None,
+                "the arguments that follow are key names, pressed after the text",
+            ),
+            opt(
+                None,
+                "paste",
+                None,
+                "send TEXT as a bracketed paste if the program enabled it (mode 2004); otherwise as typed",
+            ),
+            opt(
+                None,
+                "enter",
+                None,
+                "press Enter after the text; after a --paste, as a write of its own once the paste is written",
+            ),
+            opt(
+                None,
+                "submit",
+                None,
+                "type (or --paste) TEXT, wait until the program shows it, press Enter and confirm the program took it (it printed something after the Enter), pressing Enter again up to 3 times if not: for agent CLIs that drop an Enter arriving while they still handle the text; exits 1 if no Enter was taken",
+            ),
+            opt(
+                None,
+                "wait",
+                None,
+                "then wait for the shell to report the command finished (shell integration, OSC 133;D) and exit with its exit code; fails at once, typing nothing, if the pane's shell cannot report it",
+            ),
+            opt(
+                None,
+                "wait-for",
+                Some("TEXT"),
+                "then wait for TEXT in the output that follows the input, after the command line's echo (after the shell's command-start mark, or the lines typed)",
+            ),
+            opt(
+                None,
+                "regex",
+                None,
+                "with --wait-for: TEXT is a regular expression",
+            ),
+            opt(
+                None,
+                "timeout",
+                Some("DUR"),
+                "for --wait, --wait-for (default 30s; 0 waits forever); exit 124 when it passes",
+            ),
             opt(
                 None,
                 "request-id",
@@ -246,15 +306,9 @@ bytes are written to its terminal.",
             ),
             opt(
                 None,
-                "wait",
+                "json",
                 None,
-                "then wait for the shell to report the command finished (OSC 133;D shell integration) and exit with its exit code",
-            ),
-            opt(
-                None,
-                "timeout",
-                Some("MS"),
-                "with --wait: give up after MS milliseconds (exit 124)",
+                "print the input acknowledgements (commands_finished, output_bytes), the submit report and the wait's result",
             ),
         ],
         args: Args::First(Complete::Pane),
@@ -295,56 +349,102 @@ last 1000 lines of history.",
         brief: "run -- ARGV...",
         summary: "run a command in a pane, mirror its output, exit with its code",
         usage: &[
-            "run [-n NAME] [-c DIR] [-e K=V]... [--timeout MS] [--idle-timeout MS]",
-            "    -- ARGV...",
+            "run [--rm] [-n NAME] [-c DIR] [-e K=V]... [--timeout DUR]",
+            "    [--idle-timeout DUR] -- ARGV...",
         ],
         about: "\
 Runs ARGV in a new pane, mirrors its output to stdout and exits with its exit
-code (128+N when killed by signal N). Ctrl-C kills the pane. The pane stays
-listed with its exit status until removed.",
-        options: pane_spec_options![],
+code (128+N when killed by signal N, 124 when --timeout or --idle-timeout
+ended it). Ctrl-C kills the pane. Into a pipe or a file, lines end in LF
+(the terminal's CR LF is for terminals). The pane stays listed with its exit
+status until removed.",
+        options: pane_spec_options![opt(None, "rm", None, "remove the pane once it has exited")],
         args: Args::First(Complete::CommandLine),
     },
     Command {
         name: "wait",
         aliases: &[],
         brief: "wait TARGET ...",
-        summary: "wait for exit, text or idleness",
+        summary: "wait for exit, new text, idleness, a prompt or a command",
         usage: &[
-            "wait TARGET (--exit | --text STR | --idle MS | --prompt | --command-finished)",
-            "     [--timeout MS] [--json]",
+            "wait TARGET (--exit | --text STR [--regex] [--screen] [--after-output N]",
+            "     | --idle DUR | --prompt | --command-finished [--after N])",
+            "     [--timeout DUR] [--json]",
         ],
         about: "\
-Waits until the pane exits (and exits with its code), until STR shows on its
-screen, until it has been silent for MS milliseconds, or until its shell
-reports the next prompt or finished command (OSC 133 shell integration).
-Exits 124 when the timeout passes first.",
+Waits until the condition holds; exits 0 (or the pane's code with --exit),
+124 when the timeout passes first (default 30s; --timeout 0 waits forever).
+
+--text matches output that arrives after the wait starts: text already on
+the screen does not count unless --screen. To wait for what a command you
+type prints, use `ptyd send --wait-for TEXT` (or --after-output with the
+count from `ptyd send --json`): it starts from the input and skips the
+command line's echo, which a separate `wait --text` may still see if the
+shell draws it late.
+
+--prompt and --command-finished need shell integration: on by default for
+bash, zsh and fish that ptyd starts, else `ptyd shell-init`. On a pane whose
+shell has shown no mark and has no integration they fail at once.",
         options: &[
-            opt(None, "exit", None, "until the pane's program exits"),
-            opt(None, "text", Some("STR"), "until STR shows on the screen"),
+            opt(
+                None,
+                "exit",
+                None,
+                "until the pane's program exits; exit with its code",
+            ),
+            opt(
+                None,
+                "text",
+                Some("STR"),
+                "until STR appears in output that arrives from now on",
+            ),
+            opt(
+                None,
+                "regex",
+                None,
+                "with --text: STR is a regular expression (within a line)",
+            ),
+            opt(
+                None,
+                "screen",
+                None,
+                "with --text: what the screen shows already counts too",
+            ),
+            opt(
+                None,
+                "after-output",
+                Some("N"),
+                "with --text: count output from byte N (output_bytes of a `ptyd send --json` ack) instead of from now",
+            ),
             opt(
                 None,
                 "idle",
-                Some("MS"),
-                "until the pane has been silent for MS milliseconds",
+                Some("DUR"),
+                "until the pane has been silent for DUR (500ms, 2s; a bare number is milliseconds)",
             ),
             opt(
                 None,
                 "prompt",
                 None,
-                "until the shell shows its next prompt",
+                "until the shell shows its next prompt (OSC 133;A)",
             ),
             opt(
                 None,
                 "command-finished",
                 None,
-                "until the shell reports a command finished",
+                "until the shell reports a command finished (OSC 133;D)",
+            ),
+            opt(
+                None,
+                "after",
+                Some("N"),
+                "with --prompt, --command-finished: the mark after the N-th instead of the next",
             ),
             opt(
                 None,
                 "timeout",
-                Some("MS"),
-                "give up after MS milliseconds (exit 124)",
+                Some("DUR"),
+                "give up after DUR (default 30s; 0: never), exit 124",
             ),
             JSON,
         ],
@@ -355,7 +455,7 @@ Exits 124 when the timeout passes first.",
         aliases: &[],
         brief: "kill TARGET",
         summary: "signal a pane's whole process tree",
-        usage: &["kill TARGET [--signal SIG] [--grace MS]"],
+        usage: &["kill TARGET [--signal SIG] [--grace DUR]"],
         about: "\
 Sends SIG to every process of the pane's session, then KILL to what is left
 after the grace period.",
@@ -370,8 +470,8 @@ after the grace period.",
             opt(
                 None,
                 "grace",
-                Some("MS"),
-                "milliseconds before KILL (default 3000)",
+                Some("DUR"),
+                "time before KILL (default 3s; a bare number is milliseconds)",
             ),
         ],
         args: Args::First(Complete::Pane),
@@ -379,11 +479,14 @@ after the grace period.",
     Command {
         name: "rm",
         aliases: &["remove"],
-        brief: "rm TARGET",
-        summary: "remove an exited pane",
-        usage: &["rm TARGET [--force]"],
-        about: "Removes an exited pane.",
-        options: &[opt(Some('f'), "force", None, "kill a running pane first")],
+        brief: "rm TARGET | --exited",
+        summary: "remove an exited pane, or every exited pane",
+        usage: &["rm TARGET [--force]", "rm --exited"],
+        about: "Removes an exited pane, or with --exited every exited pane (their ids are printed).",
+        options: &[
+            opt(Some('f'), "force", None, "kill a running pane first"),
+            opt(None, "exited", None, "remove every exited pane"),
+        ],
         args: Args::First(Complete::Pane),
     },
     Command {
@@ -514,7 +617,7 @@ T is a tab id (t3) or name. New tabs come from `ptyd new` (optionally
         aliases: &[],
         brief: "upgrade [--binary PATH]",
         summary: "replace the server binary; every pane keeps running",
-        usage: &["upgrade [--binary PATH] [--timeout MS] [--mode live|restore] [--json]"],
+        usage: &["upgrade [--binary PATH] [--timeout DUR] [--mode live|restore] [--json]"],
         about: "\
 Replaces the running server with a new binary while every pane keeps
 running: same processes, no hangup, no lost or repeated output byte, the
@@ -536,8 +639,8 @@ exits 1 with the cause. Prints each phase with its duration and the blackout
             opt(
                 None,
                 "timeout",
-                Some("MS"),
-                "deadline up to the commit point (default 10000)",
+                Some("DUR"),
+                "deadline up to the commit point (default 10s; a bare number is milliseconds)",
             ),
             JSON,
             opt_of(
@@ -579,6 +682,34 @@ Sends one request with JSON params (default {}) and prints the result as
 JSON. Methods are documented in docs/protocol.md.",
         options: &[],
         args: Args::None,
+    },
+    Command {
+        name: "shell-init",
+        aliases: &[],
+        brief: "shell-init bash|zsh|fish",
+        summary: "print the shell integration for shells ptyd did not start",
+        usage: &["shell-init bash|zsh|fish"],
+        about: "\
+Prints ptyd's shell integration for the shell: hooks that report each
+prompt (OSC 133;A), the start of input (B) and of a command (C), the
+command's exit status (D;STATUS) and the working directory (OSC 7). They
+make `ptyd send --wait` and `ptyd wait --prompt/--command-finished` work.
+
+Shells ptyd starts (bash, zsh, fish run as interactive shells, without a
+script or -c) load them on their own, without touching your files: bash
+through --rcfile (a file that runs your ~/.bashrc, or for a login shell
+your profile files, first), zsh through ZDOTDIR, fish through
+XDG_DATA_DIRS. Turn that off with `ptyd new --no-shell-integration` or
+`shell_integration = false` in config.toml.
+
+For other shells (ssh from a pane, a shell in a container), load them
+yourself, in the rc file or at the prompt:
+
+  bash:  eval \"$(ptyd shell-init bash)\"
+  zsh:   eval \"$(ptyd shell-init zsh)\"
+  fish:  ptyd shell-init fish | source",
+        options: &[],
+        args: Args::First(Complete::OneOf(SHELLS)),
     },
     Command {
         name: "service",
@@ -739,6 +870,18 @@ pub const SERVICE: Topic = Topic(Some("service"));
 pub const COMPLETIONS: Topic = Topic(Some("completions"));
 pub const MANPAGE: Topic = Topic(Some("manpage"));
 pub const CONFIG: Topic = Topic(Some("config"));
+pub const SHELL_INIT: Topic = Topic(Some("shell-init"));
+
+/// The exit-code scheme, for `ptyd --help` and the man page.
+pub const EXIT_CODES: &str = "\
+Exit codes: 0 success; 1 ptyd failed (no server, no such pane, the server
+refused); 2 a usage error, whether this client or the server found it; 3
+`ptyd server` found the namespace already served; 124 a wait timed out, or
+`run --timeout` ended the pane; 126 the program was found but could not be
+run; 127 the program was not found; otherwise the program's own code (run,
+wait --exit, send --wait), 128+N when signal N ended it. With --json, a
+failure is also printed on stdout as {\"error\": {\"code\", \"message\",
+\"exit_code\"}}.";
 
 /// The table entry named `name` (or one of its aliases).
 pub fn command(name: &str) -> Option<&'static Command> {
@@ -848,7 +991,12 @@ pub fn render_main() -> String {
     }
     out.push_str("\nOptions:\n");
     render_options(&mut out, GLOBAL_OPTIONS);
-    out.push_str("\nTARGET is a pane id (p3) or a pane name.\n");
+    out.push_str(
+        "\nTARGET is a pane id (p3) or a pane name. DUR is a duration: 500ms, 5s,\n\
+         1.5s, 2m, 1h; a bare number is milliseconds.\n\n",
+    );
+    out.push_str(EXIT_CODES);
+    out.push('\n');
     out
 }
 

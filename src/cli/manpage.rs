@@ -4,7 +4,7 @@
 //! `packaging/man/ptyd.1` is this output; a test keeps it current and
 //! checks that `man -l` renders it.
 
-use super::help::{COMMANDS, Command, GLOBAL_OPTIONS, Opt, TAGLINE};
+use super::help::{COMMANDS, Command, EXIT_CODES, GLOBAL_OPTIONS, Opt, TAGLINE};
 
 /// Escapes text for roff: backslashes, hyphens (so they stay ASCII hyphens
 /// and options can be searched for), and a leading `.` or `'` that would
@@ -135,6 +135,10 @@ running after you log out, and starts it at boot.",
             "held by the serving server for its lifetime.",
         ),
         (
+            "$XDG_RUNTIME_DIR/ptyd/NAMESPACE/shell/",
+            "the shell-integration scripts (0700), written at server start and loaded into the bash, zsh and fish panes start (see ptyd shell-init).",
+        ),
+        (
             "$XDG_STATE_HOME/ptyd/NAMESPACE/session.json",
             "the snapshot restored at start (default ~/.local/state). Beside it: per-pane history, diagnostics.jsonl (rotated at 1 MiB) and server.stderr of a background server.",
         ),
@@ -162,12 +166,7 @@ running after you log out, and starts it at boot.",
         out.push_str(&format!(".TP\n\\fB{}\\fR\n{}\n", roff(var), roff(what)));
     }
     out.push_str(".SH EXIT STATUS\n");
-    paragraphs(
-        &mut out,
-        "0 on success, 1 on failure (the message is on stderr), 2 for a usage
-error, 3 when ptyd server finds another server serving the namespace. ptyd run and ptyd wait --exit exit with the pane's code (128+N when
-killed by signal N); waits that time out exit 124.",
-    );
+    paragraphs(&mut out, EXIT_CODES);
     out.push_str(".SH SEE ALSO\n\\fBtmux\\fR(1), \\fBsystemctl\\fR(1), \\fBloginctl\\fR(1), \\fBsystemd.socket\\fR(5)\n");
     out
 }

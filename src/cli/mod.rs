@@ -1,24 +1,45 @@
 //! The command line: `ptyd [-L NAME] COMMAND [ARGS]`. Each command is parsed
-//! with lexopt into its own options, then run against the server. Exit codes:
-//! 0 success, 1 failure (message on stderr), 2 usage error, 3 `server`
-//! found the namespace already served; `run` and `wait --exit` exit with
-//! the pane's own code.
+//! with lexopt into its own options, then run against the server.
+//!
+//! Exit codes, one scheme for every command (also in `ptyd --help` and the
+//! README):
+//!
+//! | code | meaning |
+//! |---|---|
+//! | 0 | success |
+//! | 1 | ptyd failed (no server, no such pane, the server refused) |
+//! | 2 | usage error, found by the client or by the server (`invalid_params`) |
+//! | 124 | a wait timed out, or a `run` pane's `--timeout` ended it |
+//! | 126 | the program was found but could not be run (permission, format) |
+//! | 127 | the program was not found |
+//! | 3 | `ptyd server`: the namespace is already served |
+//! | N | the pane's or command's own code (`run`, `wait --exit`, `send --wait`), 128+S for signal S |
+//!
+//! With `--json`, a failure is also printed on stdout as
+//! `{"error": {"code": "...", "message": "...", "exit_code": N}}`.
+
+/// The exit code of a command whose wait or pane timed out (as timeout(1)).
+pub const TIMEOUT_EXIT: i32 = 124;
 
 mod commands;
 mod completions;
 mod config;
 mod demo;
+mod duration;
 mod help;
 mod manpage;
+mod scripting;
 mod service;
 
 use crate::paths::{DEFAULT_NAMESPACE, NamespacePaths};
 use lexopt::prelude::*;
 
-/// A failure the CLI reports: the message and the exit code.
+/// A failure the CLI reports: the message, the exit code, and a short
+/// machine-readable kind (`usage`, or the server's error code).
 pub struct CliError {
     pub message: String,
     pub code: i32,
+    pub kind: String,
 }
 
 impl CliError {
@@ -26,15 +47,44 @@ impl CliError {
         CliError {
             message: message.into(),
             code: 2,
+            kind: "usage".into(),
         }
+    }
+
+    /// ptyd itself failed (exit code 1).
+    pub fn failure(message: impl Into<String>) -> CliError {
+        CliError {
+            message: message.into(),
+            code: 1,
+            kind: "failed".into(),
+        }
+    }
+}
+
+/// The exit code for a server's (or the client library's) error code.
+fn exit_code_for(code: &str, message: &str) -> i32 {
+    match code {
+        "invalid_params" | "unknown_method" | "invalid_request" | "parse_error" => 2,
+        "timeout" => TIMEOUT_EXIT,
+        // As shells report a command they cannot start.
+        "spawn_failed" if message.contains("(os error 2)") => 127,
+        "spawn_failed"
+            if ["(os error 13)", "(os error 8)", "(os error 21)"]
+                .iter()
+                .any(|e| message.contains(e)) =>
+        {
+            126
+        }
+        _ => 1,
     }
 }
 
 impl From<crate::client::ClientError> for CliError {
     fn from(e: crate::client::ClientError) -> CliError {
         CliError {
+            code: exit_code_for(&e.code, &e.message),
             message: e.message,
-            code: 1,
+            kind: e.code,
         }
     }
 }
@@ -55,6 +105,12 @@ pub fn main() -> i32 {
     match run() {
         Ok(code) => code,
         Err(e) => {
+            if json_requested() {
+                let error = serde_json::json!({
+                    "error": { "code": e.kind, "message": e.message, "exit_code": e.code }
+                });
+                println!("{error}");
+            }
             if e.message.is_empty() {
             } else if crate::service::journal::stderr_is_journal() {
                 // journald records the identifier itself; `<3>` is "error".
@@ -68,6 +124,14 @@ pub fn main() -> i32 {
             e.code
         }
     }
+}
+
+/// Whether `--json` is among the options (before a `--` that ends them).
+fn json_requested() -> bool {
+    std::env::args_os()
+        .skip(1)
+        .take_while(|a| a != "--")
+        .any(|a| a == "--json")
 }
 
 fn run() -> Result<i32, CliError> {

@@ -26,7 +26,7 @@ pub fn service(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
 }
 
 fn fail(message: String) -> CliError {
-    CliError { message, code: 1 }
+    CliError::failure(message)
 }
 
 fn install_cmd(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {

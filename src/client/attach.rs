@@ -157,6 +157,8 @@ fn poll_readable(fds: &[RawFd], timeout: Option<Duration>) -> io::Result<Vec<boo
 #[derive(Default)]
 struct TerminalOutput {
     pending: Vec<u8>,
+    /// CR LF to LF on the way out (`ptyd run` into a pipe or file).
+    line_ends: Option<CrlfToLf>,
 }
 
 impl TerminalOutput {
@@ -174,9 +176,19 @@ impl TerminalOutput {
                 Err(e) => break Err(e),
             }
         };
-        write_stdout(&self.pending);
+        match &mut self.line_ends {
+            Some(conv) => write_stdout(&conv.convert(&self.pending)),
+            None => write_stdout(&self.pending),
+        }
         self.pending.clear();
         result
+    }
+
+    /// Writes what the line-end conversion still holds (a final CR).
+    fn finish(&mut self) {
+        if let Some(conv) = &mut self.line_ends {
+            write_stdout(conv.finish());
+        }
     }
 }
 
@@ -358,10 +370,53 @@ pub fn describe_exit(exit: &Value) -> String {
     ExitInfo::deserialize(exit).map_or_else(|_| "unknown status".to_string(), |e| e.describe())
 }
 
+/// Line ends for a stdout that is not a terminal: a PTY's CR LF becomes LF
+/// (a CR on its own is kept), across chunk boundaries.
+#[derive(Default)]
+pub struct CrlfToLf {
+    pending_cr: bool,
+}
+
+impl CrlfToLf {
+    pub fn convert(&mut self, bytes: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(bytes.len() + 1);
+        for &b in bytes {
+            if self.pending_cr {
+                self.pending_cr = false;
+                if b != b'\n' {
+                    out.push(b'\r');
+                }
+            }
+            if b == b'\r' {
+                self.pending_cr = true;
+            } else {
+                out.push(b);
+            }
+        }
+        out
+    }
+
+    /// A CR held back at the end of the output.
+    pub fn finish(&mut self) -> &'static [u8] {
+        if std::mem::take(&mut self.pending_cr) {
+            b"\r"
+        } else {
+            b""
+        }
+    }
+}
+
 /// `ptyd run`: creates a pane attached read-only on this connection, mirrors
-/// its output to stdout and returns its shell-style exit code. SIGINT or
-/// SIGTERM kill the pane (the exit status then says so).
-pub fn run_mirror(paths: &NamespacePaths, create: methods::PaneCreate) -> Result<i32, ClientError> {
+/// its output to stdout and returns its shell-style exit code, or 124 if the
+/// pane's `--timeout`/`--idle-timeout` ended it. SIGINT or SIGTERM kill the
+/// pane (the exit status then says so). When stdout is not a terminal the
+/// PTY's CR LF line ends are written as LF. With `remove`, the pane is
+/// removed once it has exited.
+pub fn run_mirror(
+    paths: &NamespacePaths,
+    create: methods::PaneCreate,
+    remove: bool,
+) -> Result<i32, ClientError> {
     let mut signals =
         SignalPipe::new(&[sys::SIGINT, sys::SIGTERM, sys::SIGHUP]).map_err(|e| ClientError {
             code: "io".into(),
@@ -377,10 +432,22 @@ pub fn run_mirror(paths: &NamespacePaths, create: methods::PaneCreate) -> Result
     let (stream, leftover) = client.into_stream();
     let mut reader = FrameReader::new(stream, leftover);
     let mut output = TerminalOutput::default();
+    if !std::io::IsTerminal::is_terminal(&io::stdout()) {
+        output.line_ends = Some(CrlfToLf::default());
+    }
     let mut kill_sent = false;
     loop {
         if let Some(payload) = output.write_buffered(&mut reader)? {
-            let code = payload["exit"]["shell_code"].as_i64().unwrap_or(1) as i32;
+            output.finish();
+            let timed_out = matches!(
+                payload["exit"]["reason"].as_str(),
+                Some("timeout" | "idle_timeout")
+            );
+            let code = if timed_out {
+                crate::cli::TIMEOUT_EXIT
+            } else {
+                payload["exit"]["shell_code"].as_i64().unwrap_or(1) as i32
+            };
             if payload["reason"] != "pane_exited" {
                 return Err(ClientError {
                     code: "detached".into(),
@@ -389,6 +456,14 @@ pub fn run_mirror(paths: &NamespacePaths, create: methods::PaneCreate) -> Result
                         payload["message"].as_str().unwrap_or("attachment ended")
                     ),
                 });
+            }
+            if remove {
+                Client::connect(paths, false)?.request(&Request::PaneRemove(
+                    methods::PaneRemove {
+                        target: pane_id.clone(),
+                        force: false,
+                    },
+                ))?;
             }
             return Ok(code);
         }

@@ -187,6 +187,13 @@ pub struct PaneRuntime<S = Terminal> {
     pub prompts_seen: u64,
     pub commands_finished: u64,
     pub last_command_exit: Option<i32>,
+    /// Output bytes read so far (the text itself does not travel: waits
+    /// parked across the upgrade continue on the output that follows).
+    #[serde(default)]
+    pub output_bytes: u64,
+    /// `bash`, `zsh` or `fish` when this run got shell integration.
+    #[serde(default)]
+    pub shell_injected: Option<String>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -237,7 +244,16 @@ pub struct WaitRuntime {
     /// `exit`, `text`, `idle`, `prompt` or `command_finished`.
     pub kind: String,
     pub text: Option<String>,
+    /// The count for marks, the idle ms, or the line feeds a text wait
+    /// still skips.
     pub n: u64,
+    /// Text waits: `text` is a regex; the screen counts too.
+    #[serde(default)]
+    pub regex: bool,
+    #[serde(default)]
+    pub include_screen: bool,
+    #[serde(default)]
+    pub after_command_start: bool,
     pub timeout_in_ms: Option<u64>,
 }
 

@@ -94,6 +94,11 @@ pub struct PaneRecord {
     /// For diagnostics only: the process that ran when this was written.
     pub pid: Option<i32>,
     pub start_token: Option<u64>,
+    /// `true` when the pane was created without shell integration
+    /// (`pane.create` `shell_integration: false`). Written only then, so
+    /// files of panes with the default stay readable by older versions.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_shell_integration: bool,
 }
 
 /// Why a snapshot file could not be used.

@@ -83,6 +83,10 @@ pub struct PaneCreate {
     /// Share of the split given to the existing pane, in (0, 1); default 0.5.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ratio: Option<f32>,
+    /// `false`: start an interactive bash, zsh or fish without ptyd's shell
+    /// integration (default: on, unless the config turns it off).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shell_integration: Option<bool>,
 }
 
 /// `server.upgrade` → the upgrade report (phases with durations, blackout,
@@ -165,7 +169,17 @@ pub struct PaneRemove {
 #[serde(deny_unknown_fields)]
 pub struct PaneInput {
     pub target: String,
-    pub data: String,
+    /// Text written as it is. At least one of `data` and `keys` is given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data: Option<String>,
+    /// Key names (tmux's: `C-c`, `Enter`, `Up`, `F5`, `M-x`, ...), encoded
+    /// for the pane's current modes and written after `data`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub keys: Vec<String>,
+    /// Wrap `data` in bracketed-paste markers if the program enabled them
+    /// (mode 2004); otherwise it is written as it is.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub paste: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
 }
@@ -237,8 +251,33 @@ pub struct PaneWait {
     /// the ack's count closes the race between typing and waiting.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub after: Option<u64>,
+    /// Text to find in the pane's output. By default only output that
+    /// arrives after the wait starts (or after `after_output`) counts.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
+    /// `text` is a regular expression (Rust `regex` syntax), matched within
+    /// a line.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub regex: bool,
+    /// Also match what the screen shows when the wait starts (and lines
+    /// that scroll off while it waits).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub include_screen: bool,
+    /// With `text`: match only output after this output byte count
+    /// (`output_bytes` from a `pane.input` ack); default: the count when
+    /// the wait starts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub after_output: Option<u64>,
+    /// With `text`: ignore output up to and including this many line feeds
+    /// (the shell's echo of the lines just typed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skip_lines: Option<u64>,
+    /// With `text`: match only output after the next command-start mark
+    /// (OSC 133;C) from the start point, i.e. the output of the command
+    /// just typed, never its echo. On a pane that has no shell integration
+    /// (no mark seen, none injected) `skip_lines` applies instead.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub after_command_start: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub idle_ms: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -255,6 +294,11 @@ impl PaneWait {
             command_finished: false,
             after: None,
             text: None,
+            regex: false,
+            include_screen: false,
+            after_output: None,
+            skip_lines: None,
+            after_command_start: false,
             idle_ms: None,
             timeout_ms: None,
         }
@@ -511,7 +555,9 @@ mod tests {
             }),
             Request::PaneInput(PaneInput {
                 target: "p1".into(),
-                data: "x".into(),
+                data: Some("x".into()),
+                keys: vec!["C-c".into()],
+                paste: false,
                 request_id: None,
             }),
             Request::PaneResize(PaneResize {

@@ -76,6 +76,10 @@ pub enum ErrorCode {
     TooLarge,
     /// A `pane.wait` reached its timeout.
     Timeout,
+    /// A prompt or command wait on a pane whose shell has shown no
+    /// shell-integration mark and was not started with ptyd's integration:
+    /// it would never be answered.
+    NoShellIntegration,
     /// Spawning the pane's process failed (bad cwd, command not found, ...).
     SpawnFailed,
     /// The server is shutting down.

@@ -132,6 +132,12 @@ pub struct PaneInfo {
     pub prompts_seen: u64,
     pub commands_finished: u64,
     pub last_command_exit: Option<i32>,
+    /// Whether shells started here get ptyd's shell integration.
+    pub shell_integration: bool,
+    /// `bash`, `zsh` or `fish` if the current process got it injected.
+    pub shell_injected: Option<String>,
+    /// Bytes the pane's programs have written so far.
+    pub output_bytes: u64,
     pub created_unix_ms: u64,
     pub attached_clients: usize,
 }
@@ -143,13 +149,15 @@ pub struct PaneList {
 }
 
 /// `pane.input`, once the bytes are in the PTY: the pane's shell-mark
-/// counters at that moment (for `pane.wait`'s `after`).
+/// counters at that moment (for `pane.wait`'s `after`) and its output byte
+/// count (for `pane.wait`'s `after_output`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct InputAck {
     pub written: bool,
     pub duplicate: bool,
     pub prompts_seen: u64,
     pub commands_finished: u64,
+    pub output_bytes: u64,
 }
 
 /// `pane.wait`: which condition held.

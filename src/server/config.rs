@@ -6,6 +6,7 @@
 //! scrollback_lines = 10000
 //! scrollback_bytes = 16777216
 //! autostart = true
+//! shell_integration = true
 //!
 //! [[resume_rules]]
 //! program = "myagent"
@@ -46,6 +47,7 @@ pub const KEYS: &[&str] = &[
     "scrollback_bytes",
     "resume_rules",
     "autostart",
+    "shell_integration",
 ];
 
 /// What the server (and, for `autostart`, the client) uses from the file.
@@ -56,6 +58,8 @@ pub struct UserConfig {
     pub term: TermConfig,
     /// Client commands start a background server when none runs.
     pub autostart: bool,
+    /// Inject shell integration into the shells panes start (`crate::shell`).
+    pub shell_integration: bool,
 }
 
 impl Default for UserConfig {
@@ -64,6 +68,7 @@ impl Default for UserConfig {
             resume_rules: ResumeRules::default(),
             term: TermConfig::default(),
             autostart: true,
+            shell_integration: true,
         }
     }
 }
@@ -190,6 +195,13 @@ pub fn parse(path: &Path, text: &str) -> (UserConfig, Vec<String>) {
                 Ok(v) => config.autostart = v,
                 Err(e) => problems.push(format!(
                     "{place}: autostart must be true or false ({}); using the default true",
+                    e.message().trim()
+                )),
+            },
+            "shell_integration" => match bool::deserialize(ValueDeserializer::from(value)) {
+                Ok(v) => config.shell_integration = v,
+                Err(e) => problems.push(format!(
+                    "{place}: shell_integration must be true or false ({}); using the default true",
                     e.message().trim()
                 )),
             },

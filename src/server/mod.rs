@@ -14,6 +14,7 @@ mod event_loop;
 mod events;
 mod line_budget;
 mod listener;
+mod output_log;
 mod pane;
 mod pane_exit;
 mod pane_fds;
@@ -137,6 +138,9 @@ pub struct Server {
     config: config::UserConfig,
     /// What of it was ignored and why, for `server.status`.
     config_problems: Vec<String>,
+    /// The shell-integration scripts, written at start-up (`crate::shell`);
+    /// `None` if they could not be (logged).
+    shell: Option<crate::shell::Installed>,
 }
 
 /// Runs a server in the foreground until it is stopped.
@@ -276,6 +280,16 @@ impl Server {
         for problem in &config_problems {
             log.log("config_ignored", problem);
         }
+        let shell = match crate::shell::install(&paths.runtime_dir.join("shell")) {
+            Ok(installed) => Some(installed),
+            Err(e) => {
+                log.log(
+                    "shell_integration_unavailable",
+                    &format!("{e}; shells start without ptyd's shell integration"),
+                );
+                None
+            }
+        };
         let mut server = Server {
             poll,
             listener,
@@ -310,6 +324,7 @@ impl Server {
             predecessor: None,
             config,
             config_problems,
+            shell,
         };
         server.timers.add(
             Instant::now() + persistence::HISTORY_INTERVAL,

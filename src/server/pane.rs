@@ -103,6 +103,15 @@ pub struct Pane {
     last_command_exit: Option<i32>,
     /// The terminal model: screen, scrollback, modes, title.
     screen: Terminal,
+    /// Whether an interactive bash, zsh or fish started here gets ptyd's
+    /// shell integration (`crate::shell`); off when created with
+    /// `shell_integration: false`.
+    shell_integration: bool,
+    /// The shell this run's process got the integration injected into
+    /// (`None`: not a shell ptyd recognised, or opted out).
+    shell_injected: Option<crate::shell::Shell>,
+    /// Output as plain text and its byte count, for text waits.
+    output: super::output_log::OutputLog,
     last_output: Instant,
     timeout: Option<Duration>,
     idle_timeout: Option<Duration>,
@@ -156,6 +165,10 @@ pub struct Carried {
     pub prompts_seen: u64,
     pub commands_finished: u64,
     pub last_command_exit: Option<i32>,
+    /// The output byte count goes on; the text does not travel (a text
+    /// wait handed over searches what follows).
+    pub output_bytes: u64,
+    pub shell_injected: Option<crate::shell::Shell>,
 }
 
 /// Everything needed to construct a pane besides its fds.
@@ -173,6 +186,7 @@ pub struct PaneSetup {
     pub resume: Option<String>,
     /// Scrollback limits and reported colours of the terminal model.
     pub term: TermConfig,
+    pub shell_integration: bool,
 }
 
 impl Pane {
@@ -211,6 +225,9 @@ impl Pane {
             commands_finished: 0,
             last_command_exit: None,
             screen,
+            shell_integration: setup.shell_integration,
+            shell_injected: None,
+            output: Default::default(),
             last_output: Instant::now(),
             timeout: setup.timeout,
             idle_timeout: setup.idle_timeout,
@@ -250,6 +267,8 @@ impl Pane {
         pane.prompts_seen = carried.prompts_seen;
         pane.commands_finished = carried.commands_finished;
         pane.last_command_exit = carried.last_command_exit;
+        pane.output = super::output_log::OutputLog::resume(carried.output_bytes);
+        pane.shell_injected = carried.shell_injected;
         pane
     }
 
@@ -273,6 +292,7 @@ impl Pane {
         self.fds.start(registry, master)?;
         self.state = PaneState::Running(child);
         self.run += 1;
+        self.shell_injected = None;
         self.kill_reason = None;
         self.kill_deadline = None;
         self.timeout_at = self.timeout.map(|t| now + t);
@@ -422,6 +442,7 @@ impl Pane {
                 }
                 Ok(n) => {
                     self.screen.feed(&buf[..n], forward);
+                    self.output.feed(&buf[..n]);
                     read.taken += n;
                     if read.taken >= budget {
                         read.more = true;
@@ -653,6 +674,25 @@ impl Pane {
     pub fn prompts_seen(&self) -> u64 {
         self.prompts_seen
     }
+    pub fn shell_integration(&self) -> bool {
+        self.shell_integration
+    }
+    pub fn shell_injected(&self) -> Option<crate::shell::Shell> {
+        self.shell_injected
+    }
+    /// The shell this run was started with the integration loaded into
+    /// (right after `start`).
+    pub fn set_shell_injected(&mut self, shell: Option<crate::shell::Shell>) {
+        self.shell_injected = shell;
+    }
+    pub fn output(&self) -> &super::output_log::OutputLog {
+        &self.output
+    }
+    /// The output byte count to hand out (in an input ack), made
+    /// resolvable to a text position for a later `after_output` wait.
+    pub fn output_checkpoint(&mut self) -> u64 {
+        self.output.checkpoint()
+    }
     pub fn commands_finished(&self) -> u64 {
         self.commands_finished
     }
@@ -720,6 +760,9 @@ impl Pane {
             "prompts_seen": self.prompts_seen,
             "commands_finished": self.commands_finished,
             "last_command_exit": self.last_command_exit,
+            "shell_integration": self.shell_integration,
+            "shell_injected": self.shell_injected.map(crate::shell::Shell::name),
+            "output_bytes": self.output.total(),
             "created_unix_ms": self.created_unix_ms,
             "attached_clients": attached_clients,
         })

@@ -216,7 +216,12 @@ impl Server {
             self.log.log("input_failed", &msg);
         }
         let (prompts, finished) = (pane.prompts_seen(), pane.commands_finished());
-        for ack in pane.take_written_acks() {
+        let acks = pane.take_written_acks();
+        if acks.is_empty() {
+            return;
+        }
+        let output_bytes = pane.output_checkpoint();
+        for ack in acks {
             let duplicate = ack.duplicate;
             self.respond(
                 ack.conn,
@@ -226,6 +231,7 @@ impl Server {
                     "duplicate": duplicate,
                     "prompts_seen": prompts,
                     "commands_finished": finished,
+                    "output_bytes": output_bytes,
                 })),
             );
         }

@@ -446,5 +446,6 @@ pub(super) fn pane_record(p: &super::pane::Pane, with_history: bool) -> PaneReco
         history: with_history.then(|| format!("{}.txt", p.public_id())),
         pid: p.child().map(|c| c.pid),
         start_token: p.child().and_then(|c| c.start_token),
+        no_shell_integration: !p.shell_integration(),
     }
 }

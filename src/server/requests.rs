@@ -247,6 +247,8 @@ impl Server {
                 "path": super::config::path(),
                 "scrollback_lines": self.config.term.scrollback_lines,
                 "scrollback_bytes": self.config.term.scrollback_bytes,
+                "shell_integration": self.config.shell_integration,
+                "shell_integration_dir": self.shell.as_ref().map(|s| s.dir()),
                 "problems": self.config_problems,
             }),
         }
@@ -307,12 +309,30 @@ impl Server {
                 ),
             ));
         }
+        // Encoded now, for the modes the program has set by now: keys it
+        // reads after switching modes are what it asked for then.
+        if req.data.is_none() && req.keys.is_empty() {
+            return Err(RpcError::new(
+                ErrorCode::InvalidParams,
+                "pane.input needs \"data\" (text) and/or \"keys\" (key names)",
+            ));
+        }
+        let data = req.data.unwrap_or_default();
+        let modes = pane.screen().modes();
+        let mut bytes = if req.paste && modes.bracketed_paste {
+            crate::keys::bracketed_paste(data.as_bytes())
+        } else {
+            data.into_bytes()
+        };
+        let keys = crate::keys::encode_all(&req.keys, crate::keys::KeyModes::of(&modes))
+            .map_err(|msg| RpcError::new(ErrorCode::InvalidParams, msg))?;
+        bytes.extend(keys);
         let (end_offset, duplicate) =
             match req.request_id.as_deref().and_then(|r| pane.seen_request(r)) {
                 Some(end) => (end, true),
                 None => {
                     let end = pane
-                        .queue_input(req.data.as_bytes())
+                        .queue_input(&bytes)
                         .map_err(|msg| RpcError::new(ErrorCode::InputOverflow, msg))?;
                     if let Some(request_id) = req.request_id {
                         pane.remember_request(request_id, end);
@@ -352,17 +372,55 @@ impl Server {
 
     fn pane_wait(&mut self, conn: ConnId, rpc_id: &Value, req: methods::PaneWait) -> Outcome {
         let id = self.resolve_target(&req.target)?;
+        let pane = &self.panes[&id];
         let mut conditions = Vec::new();
         if req.exit {
             conditions.push(WaitCondition::Exit);
         }
-        if let Some(text) = req.text {
-            conditions.push(WaitCondition::Text(text));
+        let text_only = |set: bool, name: &str| {
+            if set {
+                Err(RpcError::new(
+                    ErrorCode::InvalidParams,
+                    format!("\"{name}\" goes with \"text\" only"),
+                ))
+            } else {
+                Ok(())
+            }
+        };
+        if let Some(text) = req.text.clone() {
+            conditions.push(WaitCondition::Text(text_wait(pane, text, &req)?));
+        } else {
+            text_only(req.regex, "regex")?;
+            text_only(req.include_screen, "include_screen")?;
+            text_only(req.after_output.is_some(), "after_output")?;
+            text_only(req.skip_lines.is_some(), "skip_lines")?;
+            text_only(req.after_command_start, "after_command_start")?;
         }
         if let Some(ms) = req.idle_ms {
             conditions.push(WaitCondition::Idle(Duration::from_millis(ms)));
         }
-        let pane = &self.panes[&id];
+        if (req.prompt || req.command_finished)
+            && pane.prompts_seen() == 0
+            && pane.commands_finished() == 0
+            && pane.shell_injected().is_none()
+        {
+            let why = if !pane.is_running() {
+                "has exited"
+            } else if !pane.shell_integration() {
+                "was started with shell integration off"
+            } else if !self.config.shell_integration {
+                "runs without shell integration (shell_integration = false in config.toml)"
+            } else {
+                "does not run a shell ptyd starts with shell integration (bash, zsh or fish with no script or -c)"
+            };
+            return Err(RpcError::new(
+                ErrorCode::NoShellIntegration,
+                format!(
+                    "pane {} has shown no shell-integration marks (OSC 133) and {why}, so a prompt or command wait would never end: start the shell with shell integration (`ptyd new -- bash`), or run `eval \"$(ptyd shell-init bash)\"` (or zsh, fish) in it, or wait for text (`ptyd wait --text`)",
+                    pane.public_id()
+                ),
+            ));
+        }
         if req.prompt {
             conditions.push(WaitCondition::Prompt(
                 req.after.unwrap_or(pane.prompts_seen()),
@@ -374,7 +432,7 @@ impl Server {
             ));
         }
         let condition = match conditions.pop() {
-            Some(WaitCondition::Text(t)) if t.is_empty() => None,
+            Some(WaitCondition::Text(t)) if t.text.is_empty() => None,
             Some(c) if conditions.is_empty() => Some(c),
             _ => None,
         }
@@ -426,6 +484,56 @@ impl Server {
             pane: PaneId::new(id),
         });
     }
+}
+
+/// A text wait from `pane.wait`'s params: from the output after
+/// `after_output` (default: now), the regex compiled.
+fn text_wait(
+    pane: &super::pane::Pane,
+    text: String,
+    req: &methods::PaneWait,
+) -> Result<super::waits::TextWait, RpcError> {
+    let invalid = |msg: String| RpcError::new(ErrorCode::InvalidParams, msg);
+    let regex = if req.regex {
+        Some(
+            regex::RegexBuilder::new(&text)
+                .multi_line(true)
+                .size_limit(1 << 20)
+                .build()
+                .map_err(|e| invalid(format!("\"text\" is not a valid regex: {e}")))?,
+        )
+    } else {
+        None
+    };
+    let total = pane.output().total();
+    let after = req.after_output.unwrap_or(total);
+    let from = pane.output().position_of(after).ok_or_else(|| {
+        invalid(format!(
+            "after_output {after} is beyond pane {}'s output so far ({total} bytes)",
+            pane.public_id()
+        ))
+    })?;
+    // Marks help only if the shell reads the input: not while a command it
+    // started (an editor, a REPL, an agent) does, unless that command began
+    // after the input.
+    let integrated =
+        pane.shell_injected().is_some() || pane.prompts_seen() > 0 || pane.commands_finished() > 0;
+    let marks = req.after_command_start
+        && integrated
+        && (!pane.output().command_running() || pane.output().command_start_from(from).is_some());
+    Ok(super::waits::TextWait {
+        text,
+        regex,
+        include_screen: req.include_screen,
+        from,
+        skip_lines: if marks {
+            0
+        } else {
+            req.skip_lines.unwrap_or(0)
+        },
+        after_command_start: marks,
+        scanned: from,
+    })
 }
 
 /// Parses `TERM`, `SIGTERM`, `sigterm` or `15`.

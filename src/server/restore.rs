@@ -213,6 +213,7 @@ impl Server {
             restore: rec.restore,
             resume: rec.resume,
             term: self.config.term.clone(),
+            shell_integration: !rec.no_shell_integration,
         };
         let pane = Pane::new(setup, token, String::new());
         let history = rec

@@ -148,6 +148,7 @@ impl Server {
             restore: req.restore.unwrap_or_default(),
             resume: req.resume,
             term: self.config.term.clone(),
+            shell_integration: req.shell_integration.unwrap_or(true),
         };
         self.panes
             .insert(id, Pane::new(setup, token, "starting".into()));
@@ -229,12 +230,19 @@ impl Server {
                 format!("no pane {}", PaneId::new(id)),
             ));
         };
-        let (program, args) = exec_form(command);
+        let (program, mut args) = exec_form(command);
+        let mut env = self.child_env(id, pane.env());
+        let injected = match &self.shell {
+            Some(shell) if pane.shell_integration() && self.config.shell_integration => {
+                shell.inject(&program, &mut args, &mut env)
+            }
+            _ => None,
+        };
         let spec = crate::pty::SpawnSpec {
             program,
             args,
             cwd: pane.cwd().to_path_buf(),
-            env: self.child_env(id, pane.env()),
+            env,
             cols: pane.cols(),
             rows: pane.rows(),
         };
@@ -249,6 +257,7 @@ impl Server {
                 format!("registering the pane's PTY: {e}"),
             ));
         }
+        pane.set_shell_injected(injected);
         if let Some(at) = pane.timeout_at() {
             self.timers.add(at, TimerKind::PaneTimeout(id, pane.run()));
         }

@@ -197,7 +197,6 @@ pub fn recv_with_fds(sock: &impl AsRawFd, data: &mut [u8], max_fds: usize) -> io
     recvmsg_fds(sock.as_raw_fd(), data, max_fds, libc::MSG_CMSG_CLOEXEC)
 }
 
-
 /// Hands the allocator's free memory back to the system. glibc keeps freed
 /// heap memory mapped for reuse; a server that turns into the reaper after a
 /// live upgrade has just freed every pane's model (often 100 MiB and more)

@@ -213,14 +213,15 @@ impl Conn {
         self.ok("pane.create", params)
     }
 
-    /// Waits (server side, bounded) for `text` on the pane's screen; on
-    /// failure the message shows the screen.
+    /// Waits (server side, bounded) for `text` on the pane's screen, there
+    /// already or yet to come (`include_screen`); on failure the message
+    /// shows the screen.
     #[track_caller]
     pub fn wait_text(&mut self, pane: &str, text: &str) {
         let ms = TIMEOUT.as_millis() as u64;
         if let Err(e) = self.call(
             "pane.wait",
-            json!({ "target": pane, "text": text, "timeout_ms": ms }),
+            json!({ "target": pane, "text": text, "include_screen": true, "timeout_ms": ms }),
         ) {
             let screen = self.capture(pane);
             panic!("waiting for {text:?} on {pane}: {e:?}; screen:\n{screen}");

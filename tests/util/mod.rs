@@ -31,6 +31,10 @@
 //!   which commands never start a server).
 //! - `events.rs`: replay, live delivery, sequence numbers.
 //! - `waits.rs`: `pane.wait` conditions and timeouts, pane watchdogs.
+//! - `scripting.rs`: driving panes from scripts with real bash, zsh and
+//!   fish: injected shell integration, `send --wait`/`--wait-for`, waits
+//!   that fail fast or skip the past and the echo, keys, stdin, pastes,
+//!   durations.
 //! - `persist.rs`: snapshot and restore (round trip, fixtures, policies,
 //!   history, durability of the writer under SIGKILL and EFBIG).
 //! - `file_trust.rs`: state and config directories and files others could

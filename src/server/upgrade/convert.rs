@@ -166,6 +166,8 @@ pub fn pane_runtime(p: &Pane, now: Instant, precopied: Option<u64>) -> PaneRunti
         prompts_seen: p.prompts_seen(),
         commands_finished: p.commands_finished(),
         last_command_exit: p.last_command_exit(),
+        output_bytes: p.output().total(),
+        shell_injected: p.shell_injected().map(|s| s.name().to_string()),
     }
 }
 
@@ -227,6 +229,7 @@ pub fn pane_from_runtime(
         resume: rec.resume,
         // Unused: the transferred screen keeps its own.
         term: TermConfig::default(),
+        shell_integration: !rec.no_shell_integration,
     };
     // The terminal first: a throwaway one from `Pane::new` would cost
     // the blackout an allocation and a drop per pane.
@@ -270,6 +273,11 @@ pub fn pane_from_runtime(
         prompts_seen: rt.prompts_seen,
         commands_finished: rt.commands_finished,
         last_command_exit: rt.last_command_exit,
+        output_bytes: rt.output_bytes,
+        shell_injected: rt
+            .shell_injected
+            .as_deref()
+            .and_then(|s| crate::shell::Shell::from_program(s.as_ref())),
     };
     let mut pane = Pane::carried_over(setup, token, screen, carried);
     pane.restore_input_state(rt.input, rt.written_total, rt.recent_requests);
@@ -343,9 +351,15 @@ pub fn conn_from_runtime(
 
 pub fn wait_runtime(w: &Wait, now: Instant) -> WaitRuntime {
     use WaitCondition as C;
+    let (mut regex, mut include_screen, mut after_command_start) = (false, false, false);
     let (kind, text, n) = match &w.condition {
         C::Exit => ("exit", None, 0),
-        C::Text(t) => ("text", Some(t.clone()), 0),
+        C::Text(t) => {
+            regex = t.regex.is_some();
+            include_screen = t.include_screen;
+            after_command_start = t.after_command_start;
+            ("text", Some(t.text.clone()), t.skip_lines)
+        }
         C::Idle(d) => ("idle", None, d.as_millis() as u64),
         C::Prompt(n) => ("prompt", None, *n),
         C::CommandFinished(n) => ("command_finished", None, *n),
@@ -357,6 +371,9 @@ pub fn wait_runtime(w: &Wait, now: Instant) -> WaitRuntime {
         kind: kind.into(),
         text,
         n,
+        regex,
+        include_screen,
+        after_command_start,
         timeout_in_ms: w.deadline.map(|d| ms_until(d, now)),
     }
 }
@@ -366,7 +383,26 @@ pub fn wait_from_runtime(w: WaitRuntime, conn: ConnId) -> Result<(Wait, Option<D
     use WaitCondition as C;
     let condition = match w.kind.as_str() {
         "exit" => C::Exit,
-        "text" => C::Text(w.text.unwrap_or_default()),
+        "text" => {
+            let text = w.text.unwrap_or_default();
+            let regex = w
+                .regex
+                .then(|| regex::RegexBuilder::new(&text).multi_line(true).build())
+                .transpose()
+                .map_err(|e| format!("a parked wait's regex: {e}"))?;
+            // A handed-over pane's output log starts empty at position 0,
+            // so the wait goes on with the output that follows: what the
+            // old server read was searched already.
+            C::Text(crate::server::waits::TextWait {
+                text,
+                regex,
+                include_screen: w.include_screen,
+                from: 0,
+                skip_lines: w.n,
+                after_command_start: w.after_command_start,
+                scanned: 0,
+            })
+        }
         "idle" => C::Idle(Duration::from_millis(w.n)),
         "prompt" => C::Prompt(w.n),
         "command_finished" => C::CommandFinished(w.n),

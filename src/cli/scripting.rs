@@ -1,0 +1,364 @@
+//! The commands scripts and agents drive panes with: `send` (text, keys,
+//! pastes, then optionally a race-free wait for what the input caused),
+//! `wait`, and `shell-init`.
+//!
+//! A wait started by `send` begins from the input's acknowledgement (its
+//! `commands_finished` and `output_bytes` counters), so a program that
+//! answers before the wait request arrives is never missed. CLI waits have
+//! a default timeout ([`DEFAULT_WAIT`]) so a script never hangs silently;
+//! one that passes exits 124.
+
+use super::commands::{connect, help_requested, need_target, print_json, target_arg};
+use super::{CliError, Global, duration, help};
+use crate::client::Client;
+use crate::protocol::methods::{self, Request};
+use crate::protocol::replies::InputAck;
+use lexopt::prelude::*;
+use serde_json::{Value, json};
+use std::io::Read;
+use std::time::Duration;
+
+/// How long a CLI wait lasts unless `--timeout` says otherwise.
+pub const DEFAULT_WAIT: Duration = Duration::from_secs(30);
+
+/// `--timeout DUR` for waits: `None` (no timeout) for `0`.
+fn wait_timeout(value: std::ffi::OsString) -> Result<Option<u64>, CliError> {
+    let ms = duration::parse_ms(value, "--timeout")?;
+    Ok((ms > 0).then_some(ms))
+}
+
+fn default_timeout_ms() -> Option<u64> {
+    Some(DEFAULT_WAIT.as_millis() as u64)
+}
+
+/// Runs a `pane.wait`. A timeout is an error with exit code 124 (as
+/// timeout(1)'s) whose message says how to wait longer.
+fn run_wait(client: &mut Client, wait: methods::PaneWait) -> Result<Value, CliError> {
+    let timeout = wait.timeout_ms;
+    client.request(&Request::PaneWait(wait)).map_err(|e| {
+        let timed_out = e.code == "timeout";
+        let mut err = CliError::from(e);
+        if timed_out {
+            let after = timeout.map_or(String::new(), |ms| format!(" ({ms} ms)"));
+            err.message = format!(
+                "{}{after}; --timeout sets another limit, 0 for none",
+                err.message
+            );
+        }
+        err
+    })
+}
+
+pub fn send(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
+    let mut target = None;
+    let mut enter = false;
+    let mut submit = false;
+    let mut paste = false;
+    let mut request_id = None;
+    let mut wait_finished = false;
+    let mut wait_for: Option<String> = None;
+    let mut regex = false;
+    let mut timeout = default_timeout_ms();
+    let mut as_json = false;
+    let mut words: Vec<String> = Vec::new();
+    let mut keys: Vec<String> = Vec::new();
+    let mut in_keys = false;
+    while let Some(arg) = p.next()? {
+        if help_requested(&arg, help::SEND) {
+            return Ok(0);
+        }
+        match arg {
+            Long("enter") => enter = true,
+            Long("submit") => submit = true,
+            Long("paste") => paste = true,
+            Long("keys") | Short('k') => in_keys = true,
+            Long("wait") => wait_finished = true,
+            Long("wait-for") => wait_for = Some(p.value()?.string()?),
+            Long("regex") => regex = true,
+            Long("timeout") => timeout = wait_timeout(p.value()?)?,
+            Long("request-id") => request_id = Some(p.value()?.string()?),
+            Long("json") => as_json = true,
+            Value(v) if target.is_none() => target = Some(v.string()?),
+            Value(v) if in_keys => keys.push(v.string()?),
+            Value(v) => words.push(v.string()?),
+            _ => return Err(arg.unexpected().into()),
+        }
+    }
+    let target = need_target(target)?;
+    if wait_finished && wait_for.is_some() {
+        return Err(CliError::usage("give --wait or --wait-for TEXT, not both"));
+    }
+    if regex && wait_for.is_none() {
+        return Err(CliError::usage("--regex goes with --wait-for"));
+    }
+    if submit && (enter || in_keys) {
+        return Err(CliError::usage(
+            "--submit presses Enter itself: give it TEXT, without --enter or --keys",
+        ));
+    }
+    let data = if words == ["-"] {
+        let mut bytes = Vec::new();
+        std::io::stdin()
+            .read_to_end(&mut bytes)
+            .map_err(|e| CliError::usage(format!("reading stdin: {e}")))?;
+        String::from_utf8(bytes).map_err(|_| {
+            CliError::usage("stdin is not UTF-8 text; ptyd send takes text (use --keys for keys)")
+        })?
+    } else {
+        words.join(" ")
+    };
+    // An Enter typed right behind a paste is dropped by some programs (it
+    // arrives while they still handle the paste): it goes as its own write.
+    let separate_enter = enter && paste;
+    if enter && !separate_enter {
+        keys.push("Enter".into());
+    }
+    if submit && data.is_empty() {
+        return Err(CliError::usage("--submit needs TEXT (or - for stdin)"));
+    }
+    if data.is_empty() && keys.is_empty() && !separate_enter {
+        return Err(CliError::usage(
+            "nothing to send: give TEXT (or - for stdin), --keys KEY..., and/or --enter",
+        ));
+    }
+    let mut client = connect(g)?;
+    if wait_finished {
+        require_marks(&mut client, &target)?;
+    }
+    // Lines the shell will echo before what the input causes.
+    let typed_lines = data.matches(['\r', '\n']).count()
+        + keys.iter().filter(|k| is_enter(k)).count()
+        + usize::from(separate_enter || submit);
+    let ack = input(
+        &mut client,
+        methods::PaneInput {
+            target: target.clone(),
+            data: Some(data.clone()),
+            keys,
+            paste,
+            request_id: request_id.clone(),
+        },
+    )?;
+    let mut acks = vec![ack.clone()];
+    if separate_enter {
+        acks.push(input(
+            &mut client,
+            methods::PaneInput {
+                target: target.clone(),
+                data: None,
+                keys: vec!["Enter".into()],
+                paste: false,
+                request_id: request_id.map(|id| format!("{id}:enter")),
+            },
+        )?);
+    }
+    let mut report = json!({ "acks": acks });
+    if submit {
+        report["submit"] = confirm_submit(&mut client, &target, &data, &ack)?;
+    }
+    let code = if wait_finished {
+        let wait = methods::PaneWait {
+            command_finished: true,
+            after: Some(ack.commands_finished),
+            timeout_ms: timeout,
+            ..methods::PaneWait::new(target)
+        };
+        let done = run_wait(&mut client, wait)?;
+        let code = done["exit"].as_i64().unwrap_or(0) as i32;
+        report["wait"] = done;
+        code
+    } else if let Some(text) = wait_for {
+        let wait = methods::PaneWait {
+            text: Some(text),
+            regex,
+            after_output: Some(ack.output_bytes),
+            skip_lines: Some(typed_lines as u64),
+            after_command_start: true,
+            timeout_ms: timeout,
+            ..methods::PaneWait::new(target)
+        };
+        report["wait"] = run_wait(&mut client, wait)?;
+        0
+    } else {
+        0
+    };
+    if as_json {
+        print_json(&report);
+    }
+    Ok(code)
+}
+
+/// Types one input and returns its acknowledgement.
+fn input(client: &mut Client, input: methods::PaneInput) -> Result<InputAck, CliError> {
+    Ok(client.request_as(&Request::PaneInput(input))?)
+}
+
+/// How long `--submit` waits for the program to react to each Enter.
+const SUBMIT_CONFIRM: Duration = Duration::from_millis(1500);
+/// Enters `--submit` tries before it gives up.
+const SUBMIT_ATTEMPTS: usize = 3;
+
+/// `send --submit`, after the text went in: waits until the program shows
+/// it (its echo, or else a moment of quiet after whatever it drew), then
+/// presses Enter and confirms the program took it (it printed something
+/// after the Enter: the input line cleared, output began, a new prompt),
+/// pressing Enter again up to [`SUBMIT_ATTEMPTS`] times. Agent CLIs drop
+/// an Enter that arrives while they still handle a paste; tmux `send-keys`
+/// users retry by hand. Returns the report; fails (exit 1) when no Enter
+/// was taken.
+fn confirm_submit(
+    client: &mut Client,
+    target: &str,
+    data: &str,
+    ack: &InputAck,
+) -> Result<Value, CliError> {
+    let limit = Some(SUBMIT_CONFIRM.as_millis() as u64);
+    let wait = |text: Option<String>, after_output: Option<u64>| methods::PaneWait {
+        text,
+        after_output,
+        timeout_ms: limit,
+        ..methods::PaneWait::new(target.to_string())
+    };
+    // The echo: the end of the last line typed (a TUI may wrap or
+    // abbreviate the rest).
+    let last_line = data
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("");
+    let chars: Vec<char> = last_line.trim().chars().collect();
+    let probe: String = chars[chars.len().saturating_sub(16)..].iter().collect();
+    let echo_seen = !probe.is_empty()
+        && client
+            .request(&Request::PaneWait(wait(
+                Some(probe),
+                Some(ack.output_bytes),
+            )))
+            .is_ok();
+    // Let the program finish drawing what the text caused.
+    let _ = client.request(&Request::PaneWait(methods::PaneWait {
+        idle_ms: Some(100),
+        ..wait(None, None)
+    }));
+    for attempt in 1..=SUBMIT_ATTEMPTS {
+        let enter = input(
+            client,
+            methods::PaneInput {
+                target: target.to_string(),
+                data: None,
+                keys: vec!["Enter".into()],
+                paste: false,
+                request_id: None,
+            },
+        )?;
+        // Anything visible after the Enter (not its bare line feed).
+        let reacted = client.request(&Request::PaneWait(methods::PaneWait {
+            regex: true,
+            ..wait(Some("\\S".into()), Some(enter.output_bytes))
+        }));
+        match reacted {
+            Ok(_) => {
+                return Ok(json!({ "echo_seen": echo_seen, "enter_attempts": attempt,
+                                  "confirmed": true }));
+            }
+            Err(e) if e.code == "timeout" => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(CliError::failure(format!(
+        "pane {target} showed nothing after {SUBMIT_ATTEMPTS} Enters ({} ms each); the text {} typed",
+        SUBMIT_CONFIRM.as_millis(),
+        if echo_seen {
+            "was"
+        } else {
+            "may not have been"
+        }
+    )))
+}
+
+fn is_enter(key: &str) -> bool {
+    let base = key.rsplit('-').next().unwrap_or(key);
+    ["enter", "cr", "return"].contains(&base.to_ascii_lowercase().as_str()) || key == "C-m"
+}
+
+/// Fails before anything is typed when the pane's shell cannot report the
+/// command finishing (the server would refuse the wait after the input).
+fn require_marks(client: &mut Client, target: &str) -> Result<(), CliError> {
+    let wait = methods::PaneWait {
+        command_finished: true,
+        timeout_ms: Some(0),
+        ..methods::PaneWait::new(target.to_string())
+    };
+    match client.request(&Request::PaneWait(wait)) {
+        Err(e) if e.code == "no_shell_integration" => Err(e.into()),
+        // Answered (or timed out at once): the pane can report marks.
+        _ => Ok(()),
+    }
+}
+
+pub fn wait(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
+    let mut target = None;
+    let mut wait = methods::PaneWait::new(String::new());
+    let mut as_json = false;
+    let mut timeout = default_timeout_ms();
+    while let Some(arg) = p.next()? {
+        if help_requested(&arg, help::WAIT) {
+            return Ok(0);
+        }
+        match arg {
+            Long("exit") => wait.exit = true,
+            Long("text") => wait.text = Some(p.value()?.string()?),
+            Long("regex") => wait.regex = true,
+            Long("screen") => wait.include_screen = true,
+            Long("after-output") => wait.after_output = Some(count(p.value()?, "--after-output")?),
+            Long("after") => wait.after = Some(count(p.value()?, "--after")?),
+            Long("idle") => wait.idle_ms = Some(duration::parse_ms(p.value()?, "--idle")?),
+            Long("prompt") => wait.prompt = true,
+            Long("command-finished") => wait.command_finished = true,
+            Long("timeout") => timeout = wait_timeout(p.value()?)?,
+            Long("json") => as_json = true,
+            Value(v) => target_arg(p, &mut target, v)?,
+            _ => return Err(arg.unexpected().into()),
+        }
+    }
+    wait.target = need_target(target)?;
+    wait.timeout_ms = timeout;
+    let want_exit = wait.exit;
+    let result = run_wait(&mut connect(g)?, wait)?;
+    if as_json {
+        print_json(&result);
+    }
+    if want_exit {
+        return Ok(result["exit"]["shell_code"].as_i64().unwrap_or(1) as i32);
+    }
+    Ok(0)
+}
+
+fn count(value: std::ffi::OsString, what: &str) -> Result<u64, CliError> {
+    let s = value.string()?;
+    s.parse()
+        .map_err(|_| CliError::usage(format!("{what} takes a whole number, got {s:?}")))
+}
+
+pub fn shell_init(p: &mut lexopt::Parser) -> Result<i32, CliError> {
+    let mut shell = None;
+    while let Some(arg) = p.next()? {
+        if help_requested(&arg, help::SHELL_INIT) {
+            return Ok(0);
+        }
+        match arg {
+            Value(v) if shell.is_none() => shell = Some(v.string()?),
+            _ => return Err(arg.unexpected().into()),
+        }
+    }
+    let name = shell.ok_or_else(|| CliError::usage("usage: ptyd shell-init bash|zsh|fish"))?;
+    let shell = crate::shell::Shell::from_program(name.as_ref())
+        .filter(|_| !name.contains('/'))
+        .ok_or_else(|| {
+            CliError::usage(format!(
+                "no shell integration for {name:?}; there is one for bash, zsh and fish"
+            ))
+        })?;
+    print!("{}", shell.hooks());
+    Ok(0)
+}

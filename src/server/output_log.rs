@@ -1,0 +1,319 @@
+//! A pane's recent output as plain text, for text waits that must match only
+//! what a program printed after a given moment (the screen cannot say when
+//! a line was written, so "PASS" already shown, or the echo of the command
+//! that will print it, would satisfy a screen search at once).
+//!
+//! Every byte read from the PTY is counted (`output_bytes`, the number a
+//! `pane.input` ack and pane info report) and run through a small escape
+//! stripper: printable text and line feeds are kept, escape sequences
+//! (CSI, OSC, DCS and the other strings, two- and three-byte escapes) and
+//! other controls are dropped, a backspace removes the character before it
+//! on the line, and carriage returns are dropped (CR LF is one line break).
+//! The last [`KEEP_TEXT`] bytes of text are kept, and where in it each
+//! command-start mark (OSC 133;C, shell integration) came: the output of
+//! the command typed last begins there, after the shell's echo of it
+//! however often that was redrawn.
+//!
+//! Output offsets are turned into text positions through checkpoints, taken
+//! whenever an offset is handed out ([`OutputLog::checkpoint`]): an offset
+//! is always at a read boundary then, so it maps exactly. An offset between
+//! checkpoints maps to the one before it (a little more text, never less).
+
+use std::collections::VecDeque;
+
+/// Text kept for waits that start from an earlier offset.
+pub const KEEP_TEXT: usize = 64 * 1024;
+/// Checkpoints kept; older offsets map to the oldest one.
+const KEEP_CHECKPOINTS: usize = 1024;
+/// Command-start marks kept.
+const KEEP_MARKS: usize = 256;
+/// How much of an OSC payload is looked at (enough for `133;C`).
+const OSC_PREFIX: usize = 8;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum Strip {
+    #[default]
+    Text,
+    /// After ESC.
+    Esc,
+    /// After ESC and an intermediate (`(`, `#`, ...): one more byte.
+    EscIntermediate,
+    /// In a CSI sequence, until its final byte.
+    Csi,
+    /// In an OSC, DCS, SOS, PM or APC string, until BEL or ST.
+    Str,
+    /// In a string, after ESC (an ST if `\` follows).
+    StrEsc,
+}
+
+#[derive(Debug, Default)]
+pub struct OutputLog {
+    /// Bytes read from the PTY since the pane was created (or, after a live
+    /// upgrade, since the first generation created it).
+    total: u64,
+    /// The kept text; `text[0]` is text position `base`.
+    text: Vec<u8>,
+    base: u64,
+    state: Strip,
+    /// (output offset, text position), ascending.
+    checkpoints: VecDeque<(u64, u64)>,
+    /// Text positions of command-start marks, ascending.
+    command_starts: VecDeque<u64>,
+    /// The kind of the last OSC 133 mark (`A`, `B`, `C`, `D`).
+    last_mark: Option<u8>,
+    /// The string being skipped is an OSC; its first bytes.
+    in_osc: bool,
+    osc: [u8; OSC_PREFIX],
+    osc_len: usize,
+}
+
+impl OutputLog {
+    /// A log that continues counting from `total` (a live upgrade's import),
+    /// with no text before it.
+    pub fn resume(total: u64) -> OutputLog {
+        OutputLog {
+            total,
+            ..OutputLog::default()
+        }
+    }
+
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+
+    /// The text position after everything kept.
+    pub fn end(&self) -> u64 {
+        self.base + self.text.len() as u64
+    }
+
+    pub fn feed(&mut self, bytes: &[u8]) {
+        self.total += bytes.len() as u64;
+        let mut i = 0;
+        while i < bytes.len() {
+            // Runs of printable text (the bulk of output) in one copy.
+            if self.state == Strip::Text {
+                let run = bytes[i..]
+                    .iter()
+                    .position(|&b| b < 0x20 || b == 0x7f)
+                    .unwrap_or(bytes.len() - i);
+                if run > 0 {
+                    self.text.extend_from_slice(&bytes[i..i + run]);
+                    i += run;
+                    continue;
+                }
+            }
+            let b = bytes[i];
+            i += 1;
+            self.state = match self.state {
+                Strip::Text => match b {
+                    0x1b => Strip::Esc,
+                    b'\n' | b'\t' => {
+                        self.text.push(b);
+                        Strip::Text
+                    }
+                    0x08 => {
+                        if self.text.last().is_some_and(|&c| c != b'\n') {
+                            // A whole UTF-8 character, not one byte of it.
+                            while let Some(c) = self.text.pop() {
+                                if c & 0xc0 != 0x80 {
+                                    break;
+                                }
+                            }
+                        }
+                        Strip::Text
+                    }
+                    0x00..=0x1f | 0x7f => Strip::Text,
+                    _ => {
+                        self.text.push(b);
+                        Strip::Text
+                    }
+                },
+                Strip::Esc => match b {
+                    b'[' => Strip::Csi,
+                    b']' | b'P' | b'X' | b'^' | b'_' => {
+                        self.in_osc = b == b']';
+                        self.osc_len = 0;
+                        Strip::Str
+                    }
+                    b' '..=b'/' => Strip::EscIntermediate,
+                    0x1b => Strip::Esc,
+                    _ => Strip::Text,
+                },
+                Strip::EscIntermediate => Strip::Text,
+                Strip::Csi => match b {
+                    0x40..=0x7e => Strip::Text,
+                    0x1b => Strip::Esc,
+                    _ => Strip::Csi,
+                },
+                Strip::Str => match b {
+                    0x07 => {
+                        self.string_ended();
+                        Strip::Text
+                    }
+                    0x1b => Strip::StrEsc,
+                    _ => {
+                        if self.osc_len < OSC_PREFIX {
+                            self.osc[self.osc_len] = b;
+                            self.osc_len += 1;
+                        }
+                        Strip::Str
+                    }
+                },
+                Strip::StrEsc => match b {
+                    b'\\' => {
+                        self.string_ended();
+                        Strip::Text
+                    }
+                    0x1b => Strip::StrEsc,
+                    _ => Strip::Str,
+                },
+            };
+        }
+        if self.text.len() > KEEP_TEXT {
+            // Drop in halves, so trimming costs O(1) per byte kept.
+            let drop = self.text.len() - KEEP_TEXT / 2;
+            self.text.drain(..drop);
+            self.base += drop as u64;
+        }
+    }
+
+    fn string_ended(&mut self) {
+        let payload = &self.osc[..self.osc_len];
+        if self.in_osc && payload.len() > 4 && payload.starts_with(b"133;") {
+            self.last_mark = Some(payload[4]);
+        }
+        if self.in_osc && (payload == b"133;C" || payload.starts_with(b"133;C;")) {
+            if self.command_starts.len() == KEEP_MARKS {
+                self.command_starts.pop_front();
+            }
+            self.command_starts.push_back(self.end());
+        }
+        self.in_osc = false;
+    }
+
+    /// Whether a command is running by the shell's last mark (C, and no
+    /// D or A since): input then goes to it, not to the shell.
+    pub fn command_running(&self) -> bool {
+        self.last_mark == Some(b'C')
+    }
+
+    /// The position of the first command-start mark at or after `from`.
+    pub fn command_start_from(&self, from: u64) -> Option<u64> {
+        self.command_starts.iter().copied().find(|&p| p >= from)
+    }
+
+    /// Records that `total()` maps to the current text end and returns it:
+    /// the offset to hand out (in an input ack or pane info).
+    pub fn checkpoint(&mut self) -> u64 {
+        let point = (self.total, self.end());
+        if self.checkpoints.back() != Some(&point) {
+            if self.checkpoints.len() == KEEP_CHECKPOINTS {
+                self.checkpoints.pop_front();
+            }
+            self.checkpoints.push_back(point);
+        }
+        self.total
+    }
+
+    /// The text position output offset `offset` maps to. `None` if the
+    /// offset is beyond the output so far.
+    pub fn position_of(&self, offset: u64) -> Option<u64> {
+        if offset > self.total {
+            return None;
+        }
+        if offset == self.total {
+            return Some(self.end());
+        }
+        let at = self.checkpoints.partition_point(|&(o, _)| o <= offset);
+        let pos = match at {
+            0 => self.base,
+            n => self.checkpoints[n - 1].1,
+        };
+        Some(pos.max(self.base))
+    }
+
+    /// The kept text from position `from` (clamped to what is kept), with
+    /// the position it starts at.
+    pub fn text_from(&self, from: u64) -> (u64, &[u8]) {
+        let from = from.clamp(self.base, self.end());
+        (from, &self.text[(from - self.base) as usize..])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plain(bytes: &[u8]) -> String {
+        let mut log = OutputLog::default();
+        log.feed(bytes);
+        String::from_utf8_lossy(log.text_from(0).1).into_owned()
+    }
+
+    #[test]
+    fn escapes_and_controls_are_stripped() {
+        assert_eq!(
+            plain(b"\x1b[1;31mred\x1b[0m \x1b]0;title\x07x\x1b]133;A\x1b\\y\r\n"),
+            "red xy\n"
+        );
+        assert_eq!(plain(b"a\x1b(Bb\x1b=c\x1bPq#0\x1b\\d"), "abcd");
+        // zsh redraws the first typed character: f, BS, false.
+        assert_eq!(plain(b"f\x08false\r\r\n"), "false\n");
+        assert_eq!(plain("é\x08e".as_bytes()), "e");
+    }
+
+    #[test]
+    fn a_sequence_split_across_reads_is_still_stripped() {
+        let mut log = OutputLog::default();
+        let reads: [&[u8]; 3] = [b"one\x1b[3", b"8;5;1mtwo\x1b]7;file:", b"//h/tmp\x07three"];
+        for read in reads {
+            log.feed(read);
+        }
+        assert_eq!(log.text_from(0).1, b"onetwothree");
+        assert_eq!(
+            log.total(),
+            reads.iter().map(|r| r.len() as u64).sum::<u64>()
+        );
+    }
+
+    #[test]
+    fn command_start_marks_are_located() {
+        let mut log = OutputLog::default();
+        log.feed(b"$ echo PASS\r\n\x1b]133;C\x07");
+        log.feed(b"PASS\r\n\x1b]133;D;0\x1b\\\x1b]133;C;x\x07");
+        let first = log.command_start_from(0).unwrap();
+        assert_eq!(log.text_from(first).1, b"PASS\n");
+        assert_eq!(log.command_start_from(first + 1), Some(log.end()));
+        assert_eq!(log.command_start_from(log.end() + 1), None);
+    }
+
+    #[test]
+    fn offsets_map_to_text_through_checkpoints() {
+        let mut log = OutputLog::default();
+        log.feed(b"before\n");
+        let at = log.checkpoint();
+        log.feed(b"\x1b[1mafter\n");
+        let pos = log.position_of(at).unwrap();
+        assert_eq!(log.text_from(pos).1, b"after\n");
+        // Between checkpoints: the earlier one (more text, never less).
+        assert_eq!(log.position_of(at + 2), Some(pos));
+        assert_eq!(log.position_of(log.total()), Some(log.end()));
+        assert_eq!(log.position_of(log.total() + 1), None);
+    }
+
+    #[test]
+    fn text_is_bounded() {
+        let mut log = OutputLog::default();
+        let at = log.checkpoint();
+        for _ in 0..100 {
+            log.feed(&[b'x'; 4096]);
+        }
+        assert!(log.text_from(0).1.len() <= KEEP_TEXT);
+        // A trimmed offset maps to the oldest text kept.
+        let pos = log.position_of(at).unwrap();
+        assert_eq!(pos, log.text_from(0).0);
+        let mut resumed = OutputLog::resume(log.total());
+        resumed.feed(b"new");
+        assert_eq!(resumed.position_of(log.total()), Some(0));
+    }
+}
