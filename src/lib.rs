@@ -24,4 +24,5 @@ pub mod service;
 pub mod shell;
 pub(crate) mod sys;
 pub mod term;
+pub mod validate;
 pub mod workspace;

@@ -67,6 +67,10 @@ impl NamespacePaths {
         ensure_private_dir(&self.runtime_dir)
     }
 
+    /// Creates the state directory (0700) and refuses it, or the `ptyd`
+    /// directory above it, when it is a symlink, owned by another user or
+    /// writable by group/others: the snapshot there names commands the
+    /// server runs at restore. Servers call this before binding.
     pub fn prepare_state_dir(&self) -> io::Result<()> {
         fs::DirBuilder::new()
             .recursive(true)
@@ -77,7 +81,21 @@ impl NamespacePaths {
                     e.kind(),
                     format!("creating state dir {}: {e}", self.state_dir.display()),
                 )
-            })
+            })?;
+        let base = self.state_dir.parent().unwrap_or(&self.state_dir);
+        for dir in [base, &self.state_dir] {
+            if let Err(crate::persist::files::FileError::Refused(why)) =
+                crate::persist::files::check_dir(dir)
+            {
+                return Err(io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    format!(
+                        "refusing the state directory: {why}; the snapshot in it was left untouched"
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 }
 

@@ -454,3 +454,29 @@ fn a_pane_held_for_a_stuck_client_resumes_when_it_leaves() {
         );
     }
 }
+
+/// Issue 16 F22: typed input beyond what the pane holds pending (1 MiB) is
+/// never dropped silently: the attachment ends with EXIT `input_overflow`,
+/// saying how much was not delivered; the pane and the server go on.
+#[test]
+fn input_beyond_the_pending_limit_ends_the_attachment_saying_so() {
+    let ptyd = Ptyd::start();
+    // A program that never reads its input.
+    let id = ptyd.create_argv(&["sleep", "1000"]);
+    let (_, mut a) = ptyd.connect().attach(json!({ "target": id }));
+    let chunk = vec![b'x'; 512 << 10];
+    for _ in 0..3 {
+        a.send(INPUT, &chunk);
+    }
+    let exit = a.read_exit();
+    assert_eq!(exit["reason"], "input_overflow", "{exit}");
+    let message = exit["message"].as_str().unwrap_or_default();
+    assert!(message.contains("limit 1048576"), "{message}");
+    assert!(
+        message.contains("524288 typed bytes were not delivered"),
+        "{message}"
+    );
+    assert!(message.contains(&format!("ptyd attach {id}")), "{message}");
+    let mut c = ptyd.connect();
+    assert_eq!(c.pane_info(&id).unwrap()["state"], "running");
+}

@@ -358,3 +358,47 @@ fn demo_shows_each_step_as_a_command() {
         assert!(text.contains(want), "no {want:?} in\n{text}");
     }
 }
+
+/// Issue 16 ("other"): a reader that went away (`ptyd status --json | head
+/// -c 5`) ends a command quietly, exit 141 as SIGPIPE would, never with a
+/// panic message; an error about the runtime directory is printed once, as
+/// one line.
+#[test]
+fn a_closed_stdout_ends_commands_quietly() {
+    let ptyd = Ptyd::start();
+    ptyd.create_argv(&["sleep", "1000"]);
+    for args in [
+        &["status", "--json"][..],
+        &["ls"],
+        &["ls", "--json"],
+        &["--help"],
+        &["completions", "bash"],
+    ] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let stderr_file = ptyd.dirs.path("err").join("stderr");
+        let mut child = ptyd
+            .cli(args)
+            .stdout(writer)
+            .stderr(std::fs::File::create(&stderr_file).unwrap())
+            .spawn()
+            .unwrap();
+        let status = util::wait_child(&mut child, util::TIMEOUT).expect("the command hung");
+        let err = std::fs::read_to_string(&stderr_file).unwrap();
+        assert_eq!(status.code(), Some(141), "{args:?}: {status:?} {err}");
+        assert_eq!(err, "", "{args:?}");
+    }
+
+    let dirs = util::Dirs::new();
+    let runtime = dirs.runtime.join("ptyd");
+    std::fs::create_dir_all(&runtime).unwrap();
+    util::set_mode(&runtime, 0o777);
+    let mut cmd = dirs.command("default");
+    cmd.arg("ls");
+    let out = util::run_bounded(cmd, "ptyd ls in an open runtime directory");
+    assert_exit(&out, 1);
+    let err = stderr(&out);
+    assert_eq!(err.matches("chmod 700").count(), 1, "{err}");
+    assert_eq!(err.lines().count(), 1, "{err:?}");
+    assert!(err.ends_with('\n'), "{err:?}");
+}

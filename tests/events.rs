@@ -176,6 +176,70 @@ fn subscribe_with_a_since_beyond_the_present_is_harmless() {
     c.ok("server.status", json!({}));
 }
 
+/// Prints `count` titles of about `size` bytes each, then `done`.
+fn title_flood(count: usize, size: usize) -> String {
+    format!(
+        "pad=$(head -c {size} /dev/zero | tr '\\0' x); i=0; \
+         while [ $i -lt {count} ]; do printf '\\033]2;T%d-%s\\007' $i \"$pad\"; i=$((i+1)); done; \
+         echo done; exec sleep 1000"
+    )
+}
+
+/// Issue 16 F6 F16: a replay larger than a client's 4 MiB queue arrives
+/// whole, in order, at the pace the client reads; events the byte-bounded
+/// ring dropped are announced by a `gap`, and live events follow the
+/// replay with none lost or repeated.
+#[test]
+fn a_replay_larger_than_the_queue_arrives_whole_after_a_gap() {
+    let ptyd = Ptyd::start();
+    let mut c = ptyd.connect();
+    // 2600 titles of 4000 bytes (titles are cut at 4096 characters): over
+    // 10 MB of events, more than the 8 MiB ring.
+    let p = ptyd.create_argv(&["sh", "-c", &title_flood(2600, 4000)]);
+    c.wait_text(&p, "done");
+    let held = ptyd.status_json()["event_ring_bytes"].as_u64().unwrap();
+    assert!(
+        held <= 8 << 20 && held > 7 << 20,
+        "the ring holds {held} bytes"
+    );
+
+    let mut sub = ptyd.connect();
+    let last = sub.ok("events.subscribe", json!({ "since": 0 }))["seq"]
+        .as_u64()
+        .unwrap();
+    // A live event while the replay is still queued.
+    c.ok(
+        "pane.resize",
+        json!({ "target": p, "cols": 90, "rows": 20 }),
+    );
+
+    let gap = sub.next_event();
+    assert_eq!(gap["type"], "gap", "{gap}");
+    let first_kept = gap["to"].as_u64().unwrap() + 1;
+    assert!(first_kept > 2, "the ring dropped nothing: {gap}");
+    let mut bytes = 0;
+    let mut expect = first_kept;
+    loop {
+        let e = sub.next_event();
+        assert_eq!(e["seq"], expect, "an event lost or repeated");
+        bytes += e.to_string().len();
+        expect += 1;
+        if e["type"] == "pane.resized" {
+            break;
+        }
+    }
+    assert_eq!(
+        expect,
+        last + 2,
+        "the live event came before the replay ended"
+    );
+    assert!(bytes > 6 << 20, "replayed only {bytes} bytes");
+    assert!(bytes < 9 << 20, "the ring held {bytes} bytes");
+    // Still subscribed and served.
+    c.ok("pane.kill", json!({ "target": p, "signal": "KILL" }));
+    assert_eq!(sub.wait_event("pane.exited", &p)["seq"], last + 2);
+}
+
 /// Every event the server sends reads back as `protocol::events::Logged`
 /// and serializes to the very same JSON: the typed enum is the wire.
 #[test]

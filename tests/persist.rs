@@ -1459,3 +1459,110 @@ fn budgeted_history_saves_reach_every_pane() {
     });
     server.stop();
 }
+
+// ---------------------------------------------------------------------------
+// Records from disk meet the API's rules (issue 16 F1 F2 F25)
+
+/// A snapshot whose records break the rules the API enforces: names with
+/// escape sequences, like an id, 100,000 characters long, empty or with
+/// NUL; env names with `=`; a history name leaving `history/`; an empty
+/// argv under `rerun` (F1: a panic at every start) and under `shell`
+/// (F2: a panic at `ptyd respawn`). Each is repaired and listed; nothing
+/// panics; the panes that cannot run are held and refuse a respawn.
+#[test]
+fn records_breaking_the_api_rules_are_repaired_not_trusted() {
+    let env = Dirs::new();
+    let ns = "bad-records";
+    let pane = |id: &str, name: Value, argv: Value, restore: &str| {
+        json!({
+            "id": id, "name": name, "cwd": "/", "command": { "argv": argv },
+            "env": {}, "cols": 80, "rows": 24, "restore": restore,
+            "resume": null, "history": null, "pid": null, "start_token": null,
+        })
+    };
+    let mut panes = vec![
+        pane("p1", json!("\u{1b}[31mred"), json!([]), "rerun"),
+        pane("p2", json!("p7"), json!([]), "shell"),
+        pane(
+            "p3",
+            json!("x".repeat(100_000)),
+            json!(["sleep", "1000"]),
+            "rerun",
+        ),
+        pane("p4", json!("fine"), json!(["sleep", "a\u{0}b"]), "rerun"),
+    ];
+    panes[2]["env"] = json!({ "A=B": "1", "": "2", "OK": "3" });
+    panes[2]["history"] = json!("../../outside.txt");
+    let tab = |id: &str, name: &str, pane: &str| {
+        json!({ "id": id, "name": name, "workspace": "w1", "layout": { "pane": pane },
+                "focus": pane, "zoom": null })
+    };
+    let snapshot = json!({
+        "version": 1, "server_version": "0.1.0", "written_unix_ms": 0, "revision": 3,
+        "generation": 1, "counters": { "workspace": 2, "tab": 5, "pane": 5 },
+        "active_workspace": "w1",
+        "workspaces": [{ "id": "w1", "name": "\u{1b}]0;evil\u{7}", "tabs": ["t1", "t2", "t3", "t4"],
+                         "active_tab": "t1" }],
+        "tabs": [tab("t1", "", "p1"), tab("t2", "a\u{0}b", "p2"), tab("t3", "ok", "p3"),
+                 tab("t4", "p1", "p4")],
+        "panes": panes,
+    });
+    std::fs::create_dir_all(env.state_dir(ns)).unwrap();
+    std::fs::write(env.session_path(ns), serde_json::to_vec(&snapshot).unwrap()).unwrap();
+
+    let server = env.start(ns);
+    let mut c = server.connect();
+    let report = server.status_json()["persistence"]["restore"].clone();
+    let repairs = report["repairs"].to_string();
+    for expected in [
+        "pane p1: dropped its name",
+        "pane p2: dropped its name \\\"p7\\\" looks like an id",
+        "pane p3: dropped its name \\\"xxxx",
+        "pane p3: dropped 2 environment entries",
+        "pane p3: ignored history file name \\\"../../outside.txt\\\"",
+        "pane p1: its command cannot be started: argv is empty",
+        "pane p4: its command cannot be started: argv[1] contains NUL",
+        "workspace w1: renamed \\\"workspace-1\\\"",
+        "tab t1: renamed \\\"tab-1\\\"",
+        "tab t2: renamed \\\"tab-2\\\"",
+    ] {
+        assert!(repairs.contains(expected), "no {expected:?} in {repairs}");
+    }
+    assert!(repairs.len() < 10_000, "a repair repeats a 100k name");
+    let panes = c.panes();
+    let by_id = |id: &str| panes.iter().find(|p| p["id"] == id).unwrap().clone();
+    for id in ["p1", "p2", "p3"] {
+        assert_eq!(by_id(id)["name"], Value::Null, "{id}");
+    }
+    assert_eq!(by_id("p3")["env"], json!({ "OK": "3" }));
+    for id in ["p1", "p4"] {
+        let held = by_id(id);
+        assert_eq!(held["state"], "held", "{held}");
+        assert!(
+            held["held_reason"]
+                .as_str()
+                .unwrap()
+                .contains("cannot be started"),
+            "{held}"
+        );
+    }
+    // p2's policy is `shell`: a login shell runs in its place.
+    assert_eq!(by_id("p2")["state"], "running");
+    assert_eq!(by_id("p3")["state"], "running");
+    c.ok("pane.kill", json!({ "target": "p2", "signal": "KILL" }));
+    c.wait_exit("p2");
+    for id in ["p1", "p2", "p4"] {
+        let message = c.err("pane.respawn", json!({ "target": id }), "spawn_failed");
+        assert!(message.contains("cannot be respawned"), "{message}");
+    }
+    let tree = c.ok("tree", json!({}));
+    assert!(!tree.to_string().contains("\\u001b"), "{tree}");
+    // The server is alive and the file it saves is clean.
+    c.save();
+    let saved = std::fs::read_to_string(env.session_path(ns)).unwrap();
+    assert!(
+        !saved.contains("\\u001b") && !saved.contains("xxxxx"),
+        "{saved}"
+    );
+    server.stop();
+}

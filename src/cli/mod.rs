@@ -135,6 +135,7 @@ fn json_requested() -> bool {
 }
 
 fn run() -> Result<i32, CliError> {
+    end_quietly_on_closed_stdout();
     let mut parser = lexopt::Parser::from_env();
     let mut namespace = std::env::var("PTYD_NAMESPACE")
         .ok()
@@ -164,8 +165,35 @@ fn run() -> Result<i32, CliError> {
             }
         }
     };
+    if command == "server" {
+        // Back to the default hook (see `end_quietly_on_closed_stdout`).
+        drop(std::panic::take_hook());
+    }
     let namespace = namespace.unwrap_or_else(|| DEFAULT_NAMESPACE.to_string());
     let paths = NamespacePaths::resolve(&namespace).map_err(CliError::usage)?;
     let global = Global { paths };
     commands::dispatch(&global, &command, parser)
+}
+
+/// A reader that went away (`ptyd status --json | head -c 5`) ends a
+/// command quietly with 141, as SIGPIPE would, instead of the panic
+/// `print!` raises on EPIPE. SIGPIPE itself stays ignored: the client's
+/// socket writes must fail with an error it can report, not kill it. Not
+/// for `ptyd server`, whose panics are caught so it can still save.
+fn end_quietly_on_closed_stdout() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if message.starts_with("failed printing to stdout")
+            && message.contains(&format!("(os error {})", crate::sys::broken_pipe_errno()))
+        {
+            std::process::exit(141);
+        }
+        default(info);
+    }));
 }

@@ -247,7 +247,7 @@ fn start_background_server(paths: &NamespacePaths) -> Result<(), ClientError> {
     // Detached from our terminal, so closing the terminal does not hang
     // the server up.
     crate::sys::setsid_on_exec(&mut cmd);
-    let child = cmd
+    let mut child = cmd
         .spawn()
         .map_err(|e| ClientError::io(&format!("starting {}", exe.display()), e))?;
     drop(write_end);
@@ -256,13 +256,27 @@ fn start_background_server(paths: &NamespacePaths) -> Result<(), ClientError> {
     // EOF without the byte means the server exited: most often another
     // client started one at the same moment and won the lock, which is fine.
     let started = matches!(pipe.read(&mut byte), Ok(1));
+    if !started {
+        // The server may drop the ready fd before it prints why it stops:
+        // its exit, which comes right after, is when its stderr is whole.
+        let _ = child.wait();
+    }
     drop(child);
     if !started && UnixStream::connect(paths.socket()).is_err() {
         let log = std::fs::read(&stderr_path).unwrap_or_default();
         let log = String::from_utf8_lossy(log.get(stderr_start..).unwrap_or_default());
         return Err(ClientError {
             code: "no_server".into(),
-            message: format!("could not start a ptyd server: {}", log.trim()),
+            // The server's own lines, without their `ptyd: ` prefix: the
+            // message gets one when printed.
+            message: format!(
+                "could not start a ptyd server: {}",
+                log.lines()
+                    .map(|l| l.trim().trim_start_matches("ptyd: "))
+                    .filter(|l| !l.is_empty())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
         });
     }
     Ok(())
@@ -303,10 +317,7 @@ fn open_server_stderr(path: &std::path::Path) -> io::Result<std::fs::File> {
         old.push(".1");
         let _ = std::fs::rename(path, old);
     }
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
+    crate::persist::files::open_append(path)
 }
 
 /// Reads frames from an attached socket.

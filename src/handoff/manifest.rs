@@ -212,6 +212,9 @@ pub struct ConnRuntime {
     /// `None` for JSON mode, else the attached pane and its settings.
     pub attached: Option<AttachRuntime>,
     pub subscribed: bool,
+    /// An event replay under way: the last event queued.
+    #[serde(default)]
+    pub replay_after: Option<u64>,
     /// Received bytes not yet handled (a partial request or frame).
     #[serde(with = "b64")]
     pub inbuf: Vec<u8>,

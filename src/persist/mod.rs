@@ -8,11 +8,16 @@
 //! optional, bounded in bytes; losing them harms no restore).
 
 pub mod atomic;
+pub mod files;
 pub mod snapshot;
 pub mod tree;
 pub mod writer;
 
 use std::path::{Path, PathBuf};
+
+/// Largest `session.json` read: far above any real session (a pane's
+/// record is well under a kilobyte), so only a damaged or planted file hits it.
+pub const MAX_SESSION_BYTES: u64 = 64 << 20;
 
 pub fn session_path(state_dir: &Path) -> PathBuf {
     state_dir.join("session.json")
@@ -47,14 +52,12 @@ pub enum Loaded {
 /// moved into `backups/` first, with the reason in its name.
 pub fn load(state_dir: &Path) -> Loaded {
     let path = session_path(state_dir);
-    let bytes = match std::fs::read(&path) {
+    // A file we may not trust or read is left as it is: not parsed, not
+    // moved, not overwritten (the server then runs without saving).
+    let bytes = match files::read_trusted(&path, MAX_SESSION_BYTES) {
         Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Loaded::Nothing,
-        Err(e) => {
-            return Loaded::Unusable {
-                reason: format!("reading {}: {e}", path.display()),
-            };
-        }
+        Err(files::FileError::Missing) => return Loaded::Nothing,
+        Err(files::FileError::Refused(reason)) => return Loaded::Unusable { reason },
     };
     let err = match snapshot::parse(&bytes) {
         Ok(s) => return Loaded::Snapshot(s),

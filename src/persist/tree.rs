@@ -100,6 +100,9 @@ pub fn repair(snap: Snapshot) -> Repaired {
             Err(_) => fixes.push(format!("dropped pane with bad id {:?}", rec.id)),
         }
     }
+    for (id, rec) in records.iter_mut() {
+        repair_record(*id, rec, &mut fixes);
+    }
     let mut names = HashSet::new();
     for rec in records.values_mut() {
         if let Some(name) = &rec.name
@@ -128,7 +131,7 @@ pub fn repair(snap: Snapshot) -> Repaired {
             id,
             Workspace {
                 id,
-                name: ws.name.clone(),
+                name: checked_name(&ws.name, crate::validate::name, "workspace", id, &mut fixes),
                 tabs: Vec::new(),
                 active_tab: None,
             },
@@ -189,7 +192,7 @@ pub fn repair(snap: Snapshot) -> Repaired {
             id,
             Tab {
                 id,
-                name: tab.name.clone(),
+                name: checked_name(&tab.name, crate::validate::label, "tab", id, &mut fixes),
                 workspace: ws,
                 layout,
                 focus,
@@ -309,6 +312,65 @@ pub fn repair(snap: Snapshot) -> Repaired {
 
 /// The layout of a record with every leaf's id parsed; leaves with a bad
 /// id are dropped (their sibling takes the parent's place).
+/// A saved workspace or tab name if it passes `rule` (the API's, from
+/// `validate`), else a plain replacement with a repair note.
+fn checked_name(
+    name: &str,
+    rule: fn(&str) -> Result<(), String>,
+    kind: &str,
+    id: impl std::fmt::Display,
+    fixes: &mut Vec<String>,
+) -> String {
+    match rule(name) {
+        Ok(()) => name.to_string(),
+        Err(e) => {
+            let replacement = format!("{kind}-{}", id.to_string().trim_start_matches(['w', 't']));
+            fixes.push(format!("{kind} {id}: renamed {replacement:?}: {e}"));
+            replacement
+        }
+    }
+}
+
+/// Checks a pane record with the rules the API applies (`validate`): what
+/// breaks them is dropped with a repair note (a name, environment entries,
+/// a resume command, a history file name that leaves `history/`). A command
+/// that cannot be started is kept (it is what the pane ran) and noted: the
+/// restore holds the pane rather than run it.
+fn repair_record(id: PaneId, rec: &mut PaneRecord, fixes: &mut Vec<String>) {
+    if let Some(name) = &rec.name
+        && let Err(e) = crate::validate::name(name)
+    {
+        fixes.push(format!("pane {id}: dropped its {e}"));
+        rec.name = None;
+    }
+    let before = rec.env.len();
+    rec.env
+        .retain(|k, v| crate::validate::env_entry(k, v).is_ok());
+    if rec.env.len() < before {
+        fixes.push(format!(
+            "pane {id}: dropped {} environment entries with an empty name, '=' or NUL",
+            before - rec.env.len()
+        ));
+    }
+    if let Some(resume) = &rec.resume
+        && let Err(e) = crate::validate::resume(resume)
+    {
+        fixes.push(format!("pane {id}: dropped its resume command: {e}"));
+        rec.resume = None;
+    }
+    if let Some(file) = &rec.history
+        && (file.is_empty() || file.contains('/') || file.contains('\0') || file.starts_with('.'))
+    {
+        fixes.push(format!(
+            "pane {id}: ignored history file name {file:?}: it must be a plain file name in history/"
+        ));
+        rec.history = None;
+    }
+    if let Err(e) = crate::validate::command(&rec.command) {
+        fixes.push(format!("pane {id}: its command cannot be started: {e}"));
+    }
+}
+
 fn layout_with_good_ids(rec: &LayoutRecord, fixes: &mut Vec<String>) -> Option<Layout> {
     match rec {
         LayoutRecord::Pane(id) => match id.parse::<PaneId>() {

@@ -89,11 +89,15 @@ impl Writer {
 }
 
 fn run_job(job: SaveJob, history_errors: &mut Vec<String>) -> Result<(), String> {
+    let mut histories = &job.histories[..];
     if !job.histories.is_empty() || !job.keep_histories.is_empty() {
-        std::fs::create_dir_all(&job.history_dir)
-            .map_err(|e| format!("creating {}: {e}", job.history_dir.display()))?;
+        if let Err(e) = real_history_dir(&job.history_dir) {
+            // Optional data: the session is still saved.
+            history_errors.push(e);
+            histories = &[];
+        }
     }
-    for (name, contents) in &job.histories {
+    for (name, contents) in histories {
         // History is the optional durability class: torn never, lost maybe.
         // A failure must not keep session.json from being written; the file
         // it names keeps its old contents, or is created empty.
@@ -106,6 +110,11 @@ fn run_job(job: SaveJob, history_errors: &mut Vec<String>) -> Result<(), String>
         }
     }
     write_atomic(&job.session_path, &job.session, true).map_err(|e| e.to_string())?;
+    // Only ever prune a real directory of ours: through a symlink, this
+    // would delete files wherever the link points.
+    if super::files::check_dir(&job.history_dir).is_err() {
+        return Ok(());
+    }
     if let Ok(entries) = std::fs::read_dir(&job.history_dir) {
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
@@ -115,4 +124,29 @@ fn run_job(job: SaveJob, history_errors: &mut Vec<String>) -> Result<(), String>
         }
     }
     Ok(())
+}
+
+/// Makes `dir` a real directory: a symlink there (planted, or left by a
+/// user's "move history elsewhere" trick) is removed, never followed, and
+/// a directory is created in its place. Anything else refused stays an
+/// error, and no history is written.
+fn real_history_dir(dir: &std::path::Path) -> Result<(), String> {
+    use std::os::unix::fs::DirBuilderExt;
+    if std::fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink()) {
+        std::fs::remove_file(dir).map_err(|e| {
+            format!(
+                "replacing the symlink {} with a directory: {e}",
+                dir.display()
+            )
+        })?;
+    }
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(format!("creating {}: {e}", dir.display())),
+    }
+    match super::files::check_dir(dir) {
+        Err(super::files::FileError::Refused(why)) => Err(why),
+        _ => Ok(()),
+    }
 }

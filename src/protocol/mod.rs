@@ -32,6 +32,12 @@ pub const READY_FD_ENV: &str = "PTYD_READY_FD";
 /// connection is closed: we cannot find where the next request starts.
 pub const MAX_LINE_BYTES: usize = 1 << 20;
 
+/// A reply line longer than this is refused with `too_large` (the request
+/// was carried out; only its answer is withheld), naming how to ask for
+/// less. Any reply up to it is queued even onto a client's full output
+/// queue, so one big answer never reads as "this client stopped reading".
+pub const MAX_REPLY_BYTES: usize = 4 << 20;
+
 /// A request as it arrives, before its method and params are checked.
 #[derive(Debug, Deserialize)]
 pub struct RawRequest {
@@ -66,7 +72,7 @@ pub enum ErrorCode {
     InputOverflow,
     /// The client and server speak different protocol versions.
     VersionMismatch,
-    /// A line over [`MAX_LINE_BYTES`].
+    /// A line over [`MAX_LINE_BYTES`], or a reply over [`MAX_REPLY_BYTES`].
     TooLarge,
     /// A `pane.wait` reached its timeout.
     Timeout,

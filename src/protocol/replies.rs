@@ -32,6 +32,9 @@ pub struct Status {
     pub running_panes: usize,
     pub clients: usize,
     pub event_seq: u64,
+    /// Bytes of event JSON the ring holds (at most 8 MiB).
+    #[serde(default)]
+    pub event_ring_bytes: usize,
     pub generation: u64,
     /// The running upgrade, if any (see docs/protocol.md).
     pub upgrade: Value,

@@ -41,6 +41,7 @@ impl Server {
         // lines (the resize below emits one) would corrupt the stream.
         if let Some(c) = self.conns.get_mut(&conn) {
             c.subscribed = false;
+            c.replay_after = None;
         }
         self.respond(
             conn,
@@ -104,7 +105,17 @@ impl Server {
                     return;
                 }
                 if let Err(msg) = p.queue_input(payload) {
-                    self.log.log("input_dropped", &msg);
+                    // Dropping typed bytes unannounced would leave the user
+                    // believing they arrived: end the attachment saying so.
+                    let message = format!(
+                        "{msg}; {} typed bytes were not delivered, so the attachment ended. \
+                         Reattach with `ptyd attach {}` once the program reads its input",
+                        payload.len(),
+                        p.public_id()
+                    );
+                    self.log.log("input_dropped", &message);
+                    let exit = json!({ "reason": "input_overflow", "message": message });
+                    self.end_attachment(conn, &exit, false);
                     return;
                 }
                 self.flush_pane_input(pane);

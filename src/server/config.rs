@@ -32,6 +32,7 @@
 
 use super::resume_rules::{ResumeRules, Rule};
 use crate::model::RestorePolicy;
+use crate::persist::files::{self, FileError};
 use crate::term::TermConfig;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -184,28 +185,49 @@ fn json_path() -> Option<PathBuf> {
     config_dir().map(|d| d.join("config.json"))
 }
 
-/// Loads the user's file; the strings say what was ignored and why.
+/// Largest config file read: a real one is a few hundred bytes.
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// Loads the user's file; the strings say what was ignored and why. A file
+/// (or config directory) we may not trust is not read at all: it can hold
+/// resume rules, which are commands.
 pub fn load() -> (UserConfig, Vec<String>) {
+    if let Some(dir) = config_dir()
+        && let Err(FileError::Refused(why)) = files::check_dir(&dir)
+    {
+        return (
+            UserConfig::default(),
+            vec![format!("{why}; using defaults")],
+        );
+    }
     for path in [path(), json_path()].into_iter().flatten() {
-        match std::fs::read_to_string(&path) {
+        match read_text(&path) {
             Ok(text) => return parse(&path, &text),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(FileError::Missing) => continue,
             Err(e) => {
-                return (
-                    UserConfig::default(),
-                    vec![format!("reading {}: {e}; using defaults", path.display())],
-                );
+                return (UserConfig::default(), vec![format!("{e}; using defaults")]);
             }
         }
     }
     (UserConfig::default(), Vec::new())
 }
 
-/// Reads and parses `path` (`ptyd config check`).
+/// Reads and parses `path` (`ptyd config check`), with the same checks the
+/// server makes.
 pub fn check(path: &Path) -> Result<(UserConfig, Vec<String>), String> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+    let text = read_text(path).map_err(|e| match e {
+        FileError::Missing => format!("reading {}: no such file", path.display()),
+        FileError::Refused(why) => why,
+    })?;
     Ok(parse(path, &text))
+}
+
+/// The file's text through the trusted-file checks (owner, mode, a regular
+/// file, at most [`MAX_CONFIG_BYTES`]).
+fn read_text(path: &Path) -> Result<String, FileError> {
+    let bytes = files::read_trusted(path, MAX_CONFIG_BYTES)?;
+    String::from_utf8(bytes)
+        .map_err(|e| FileError::Refused(format!("reading {}: not UTF-8 ({e})", path.display())))
 }
 
 /// Parses a file's text: TOML, or the deprecated JSON for `*.json`.

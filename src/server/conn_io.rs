@@ -90,6 +90,7 @@ impl Server {
         };
         let outcome = conn.read_some(CONN_READ_BUDGET, limit);
         self.handle_input_buffer(id);
+        self.enforce_partial_line_budget(id);
         match outcome {
             ReadOutcome::Drained => {}
             ReadOutcome::Budget => self.backlog.push_back(Source::Conn(id)),
@@ -123,6 +124,9 @@ impl Server {
             return;
         };
         let buf = std::mem::take(&mut conn.inbuf);
+        // How much of a partial line earlier reads already scanned: a line
+        // dripped a byte at a time is scanned once, not once per read.
+        let mut scanned = std::mem::take(&mut conn.line_scanned);
         let mut start = 0;
         loop {
             let Some(conn) = self.conns.get(&id) else {
@@ -130,15 +134,19 @@ impl Server {
             };
             if conn.closing.is_some() {
                 start = buf.len();
+                scanned = 0;
                 break;
             }
             let rest = &buf[start..];
             match conn.mode {
                 ConnMode::Rpc => {
-                    if let Some(nl) = rest.iter().position(|&b| b == b'\n') {
+                    let skip = std::mem::take(&mut scanned).min(rest.len());
+                    if let Some(nl) = rest[skip..].iter().position(|&b| b == b'\n') {
+                        let nl = skip + nl;
                         start += nl + 1;
                         self.handle_line(id, &rest[..nl]);
                     } else {
+                        scanned = rest.len();
                         if rest.len() > protocol::MAX_LINE_BYTES {
                             let err = protocol::RpcError::new(
                                 protocol::ErrorCode::TooLarge,
@@ -178,6 +186,11 @@ impl Server {
             rest.drain(..start.min(rest.len()));
             rest.append(&mut conn.inbuf);
             conn.inbuf = rest;
+            conn.line_scanned = match conn.mode {
+                ConnMode::Rpc => scanned.min(conn.inbuf.len()),
+                ConnMode::Attached { .. } => 0,
+            };
+            conn.release_idle_inbuf();
         }
     }
 
@@ -227,7 +240,16 @@ impl Server {
         let now = Instant::now();
         let mut dead = Vec::new();
         for (id, conn) in &mut self.conns {
-            let failed = conn.queued() > 0 && conn.flush().is_err();
+            let mut failed;
+            // A replay refills as the socket takes it: until the socket is
+            // full (its writable edge brings us back) or the replay is done.
+            loop {
+                super::replay::continue_replay(conn, &self.events);
+                failed = conn.queued() > 0 && conn.flush().is_err();
+                if failed || conn.replay_after.is_none() || conn.queued() > 0 {
+                    break;
+                }
+            }
             let finished = conn
                 .closing
                 .is_some_and(|at| conn.queued() == 0 || at <= now);
@@ -264,7 +286,7 @@ impl Server {
             return;
         };
         let line = protocol::response_line(rpc_id, outcome);
-        if !conn.queue(&line) {
+        if !conn.queue_reply(&line) {
             conn.replace_queue(b"{\"id\":null,\"error\":{\"code\":\"too_large\",\"message\":\"output queue overflow: this client stopped reading; disconnected\"}}\n");
             self.close_after_flush(id);
         } else if conn.half_closed && !self.owes_answers(id) {
@@ -286,7 +308,9 @@ impl Server {
         let line = protocol::event_line(self.events.push(&event));
         let mut overflow = Vec::new();
         for (id, conn) in &mut self.conns {
-            if conn.subscribed && conn.closing.is_none() && !conn.queue(&line) {
+            // A connection still replaying gets this event from the ring.
+            let live = conn.subscribed && conn.replay_after.is_none();
+            if live && conn.closing.is_none() && !conn.queue(&line) {
                 overflow.push(*id);
             }
         }

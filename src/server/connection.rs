@@ -23,6 +23,9 @@ pub const OUTPUT_LOW_WATER: usize = 256 << 10;
 /// How long a client may hold its pane paused without taking any output.
 pub const STALL_LIMIT: Duration = Duration::from_secs(10);
 
+/// Input buffer capacity a connection keeps between requests.
+const INBUF_KEEP: usize = 64 << 10;
+
 pub type ConnId = usize;
 
 /// What the connection is doing: exchanging JSON lines, or attached to a pane
@@ -55,8 +58,14 @@ pub struct Connection {
     pub mode: ConnMode,
     /// Receives pushed events.
     pub subscribed: bool,
+    /// While an `events.subscribe {since}` replay is under way: the last
+    /// event queued (`server/replay.rs`). Live events wait in the ring.
+    pub replay_after: Option<u64>,
     /// Bytes received and not yet handled (a partial line or frame).
     pub inbuf: Vec<u8>,
+    /// In JSON mode: how many bytes at the start of `inbuf` are known to
+    /// hold no newline, so the next read scans only what it added.
+    pub line_scanned: usize,
     out: Vec<u8>,
     out_pos: usize,
     /// End offsets in `out` of the queued messages (lines or frames) not yet
@@ -83,7 +92,9 @@ impl Connection {
             peer,
             mode: ConnMode::Rpc,
             subscribed: false,
+            replay_after: None,
             inbuf: Vec::new(),
+            line_scanned: 0,
             out: Vec::new(),
             out_pos: 0,
             msg_ends: VecDeque::new(),
@@ -103,6 +114,20 @@ impl Connection {
     #[must_use]
     pub fn queue(&mut self, bytes: &[u8]) -> bool {
         if self.queued() + bytes.len() > MAX_OUTPUT_QUEUE {
+            return false;
+        }
+        self.out.extend_from_slice(bytes);
+        self.msg_ends.push_back(self.out.len());
+        true
+    }
+
+    /// Queues a reply line: accepted over [`MAX_OUTPUT_QUEUE`] as long as
+    /// the queue was below it (a reply is at most
+    /// [`crate::protocol::MAX_REPLY_BYTES`]), so one big answer to a client
+    /// that reads is not taken for a client that stopped reading.
+    #[must_use]
+    pub fn queue_reply(&mut self, bytes: &[u8]) -> bool {
+        if self.queued() >= MAX_OUTPUT_QUEUE {
             return false;
         }
         self.out.extend_from_slice(bytes);
@@ -174,6 +199,14 @@ impl Connection {
             self.msg_start = 0;
         }
         Ok(())
+    }
+
+    /// Gives back the memory of a large line or frame once it is handled:
+    /// an idle connection should not keep a megabyte it once needed.
+    pub fn release_idle_inbuf(&mut self) {
+        if self.inbuf.capacity() > INBUF_KEEP && self.inbuf.len() <= INBUF_KEEP / 2 {
+            self.inbuf.shrink_to(INBUF_KEEP / 2);
+        }
     }
 
     /// Reads into `inbuf`, at most `budget` bytes this wakeup, never letting

@@ -6,7 +6,7 @@
 
 use crate::service::journal::{self, Priority};
 use serde_json::json;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -21,11 +21,7 @@ pub struct Diagnostics {
 impl Diagnostics {
     /// Opens the log for appending; without it ptyd still logs to stderr.
     pub fn open(path: PathBuf) -> Diagnostics {
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .ok();
+        let file = crate::persist::files::open_append(&path).ok();
         let written = file
             .as_ref()
             .and_then(|f| f.metadata().ok())
@@ -64,11 +60,7 @@ impl Diagnostics {
         let mut old = self.path.clone().into_os_string();
         old.push(".1");
         let _ = std::fs::rename(&self.path, old);
-        self.file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.path)
-            .ok();
+        self.file = crate::persist::files::open_append(&self.path).ok();
         self.written = 0;
     }
 }
@@ -80,9 +72,16 @@ fn priority(what: &str) -> Priority {
     match what {
         _ if what.ends_with("_failed") => Priority::Err,
         "snapshot_unusable" => Priority::Err,
-        "accept_refused" | "client_too_slow" | "config_ignored" | "input_dropped"
-        | "restore_repair" | "snapshot_set_aside" | "upgrade_refused" | "upgrade_taken_back"
-        | "takeover" => Priority::Warning,
+        "accept_refused"
+        | "client_too_slow"
+        | "config_ignored"
+        | "input_dropped"
+        | "restore_repair"
+        | "snapshot_set_aside"
+        | "upgrade_refused"
+        | "upgrade_taken_back"
+        | "takeover"
+        | "partial_lines_over_budget" => Priority::Warning,
         "started" | "stopping" | "stopped" | "restored" | "upgrade_started"
         | "upgrade_committed" | "upgraded" | "upgrade_restore" | "released"
         | "upgrade_released" => Priority::Notice,

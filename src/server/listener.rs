@@ -8,7 +8,7 @@
 
 use crate::paths::NamespacePaths;
 use std::fs::{File, OpenOptions};
-use std::io::{self, Read, Seek, Write};
+use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -51,16 +51,36 @@ pub fn lock_namespace(paths: &NamespacePaths) -> io::Result<InstanceLock> {
         .create(true)
         .truncate(false)
         .mode(0o600)
-        // (std opens every file close-on-exec already.)
+        // Never through a symlink, never blocking on a FIFO: whatever is
+        // found there must not be the file we write our pid into. (std
+        // opens every file close-on-exec already.)
+        .custom_flags(crate::sys::OPEN_UNTRUSTED_PATH)
         .open(&path)
-        .map_err(|e| io::Error::new(e.kind(), format!("opening lock {}: {e}", path.display())))?;
+        .map_err(|e| {
+            let why = if crate::sys::is_symlink_refused(&e) {
+                "it is a symbolic link; remove it".to_string()
+            } else {
+                e.to_string()
+            };
+            io::Error::new(e.kind(), format!("opening lock {}: {why}", path.display()))
+        })?;
+    let meta = file.metadata()?;
+    if !meta.is_file() || meta.uid() != crate::sys::current_uid() {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "lock {} is not a regular file of yours; remove it",
+                path.display()
+            ),
+        ));
+    }
     if !crate::sys::try_lock_exclusive(file.as_raw_fd())? {
         // The lock file names the first generation, which after a live
         // upgrade is only the reaper: ask the server itself who serves.
         let mut holder = String::new();
-        let _ = file.read_to_string(&mut holder);
+        let _ = (&mut file).take(64).read_to_string(&mut holder);
         let pid = serving_pid(paths)
-            .or_else(|| holder.trim().parse::<u64>().ok())
+            .or_else(|| holder.split_whitespace().next()?.parse::<u64>().ok())
             .map_or("unknown".to_string(), |p| p.to_string());
         return Err(io::Error::new(
             io::ErrorKind::AddrInUse,
@@ -75,9 +95,10 @@ pub fn lock_namespace(paths: &NamespacePaths) -> io::Result<InstanceLock> {
             ),
         ));
     }
-    file.set_len(0)?;
-    file.rewind()?;
-    writeln!(file, "{}", std::process::id())?;
+    // Overwritten in place, never truncated: a fixed width covers any
+    // earlier pid, and a file that is somehow not ours loses nothing.
+    let line = format!("{:<20}\n", std::process::id());
+    std::os::unix::fs::FileExt::write_all_at(&file, line.as_bytes(), 0)?;
     Ok(InstanceLock { file })
 }
 

@@ -12,6 +12,7 @@ mod defaults;
 mod diagnostics;
 mod event_loop;
 mod events;
+mod line_budget;
 mod listener;
 mod output_log;
 mod pane;
@@ -19,6 +20,7 @@ mod pane_exit;
 mod pane_fds;
 mod pane_io;
 mod persistence;
+mod replay;
 mod requests;
 mod restore;
 mod resume_rules;
@@ -173,6 +175,9 @@ pub fn run(opts: ServerOptions) -> Result<(), StartError> {
         already_served: e.kind() == std::io::ErrorKind::AddrInUse,
         message: e.to_string(),
     })?;
+    // Before binding: a server that will not trust its state directory
+    // must not be found serving an empty session.
+    paths.prepare_state_dir().map_err(|e| e.to_string())?;
     let activated = listener::adopt_socket(&paths).map_err(|e| e.to_string())?;
     let how = if activated.is_some() {
         "adopted from systemd"
@@ -183,7 +188,6 @@ pub fn run(opts: ServerOptions) -> Result<(), StartError> {
         Some(bound) => bound,
         None => listener::bind_socket(&paths).map_err(|e| e.to_string())?,
     };
-    let _ = paths.prepare_state_dir();
     // Temp files of a server killed mid-save; we hold the lock now.
     persist::atomic::remove_stale_temps(&paths.state_dir);
     persist::atomic::remove_stale_temps(&persist::history_dir(&paths.state_dir));

@@ -23,6 +23,29 @@ pub(super) fn reply<T: serde::Serialize>(value: &T) -> Outcome {
         .map_err(|e| RpcError::new(ErrorCode::Internal, format!("encoding the reply: {e}")))
 }
 
+/// `result`, or a `too_large` error when its reply would pass
+/// [`protocol::MAX_REPLY_BYTES`]: the message names the size, the limit and
+/// how to ask for less.
+fn within_reply_limit(method: &str, result: Value) -> Result<Value, RpcError> {
+    let size = serde_json::to_vec(&result).map_or(0, |v| v.len());
+    if size + 64 <= crate::protocol::MAX_REPLY_BYTES {
+        return Ok(result);
+    }
+    let hint = match method {
+        "pane.capture" => "capture a range with start/end (or without ansi)",
+        _ => "ask for less at a time",
+    };
+    let mib = |n: usize| format!("{:.1} MiB", n as f64 / f64::from(1 << 20));
+    Err(RpcError::new(
+        ErrorCode::TooLarge,
+        format!(
+            "{method} reply of {} exceeds the {} reply limit: {hint}",
+            mib(size),
+            mib(crate::protocol::MAX_REPLY_BYTES)
+        ),
+    ))
+}
+
 impl Server {
     pub(super) fn handle_line(&mut self, conn: ConnId, line: &[u8]) {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
@@ -60,7 +83,10 @@ impl Server {
         };
         let outcome = self.dispatch(conn, &raw.id, &method, raw.params);
         match outcome {
-            Ok(Some(result)) => self.respond(conn, &raw.id, Ok(result)),
+            Ok(Some(result)) => {
+                let result = within_reply_limit(&method, result);
+                self.respond(conn, &raw.id, result)
+            }
             Ok(None) => {}
             Err(err) => self.respond(conn, &raw.id, Err(err)),
         }
@@ -162,21 +188,14 @@ impl Server {
             Request::PaneWait(req) => self.pane_wait(conn, rpc_id, req),
             Request::EventsSubscribe(req) => {
                 let last = self.events.last_seq();
-                let since = req.since.unwrap_or(last);
-                let backlog: Vec<Vec<u8>> = self
-                    .events
-                    .since(since)
-                    .iter()
-                    .map(crate::protocol::event_line)
-                    .collect();
+                let since = req.since.unwrap_or(last).min(last);
                 self.respond(conn, rpc_id, Ok(json!({ "seq": last })));
                 if let Some(c) = self.conns.get_mut(&conn) {
+                    // Queued as the client reads (`replay.rs`), so a long
+                    // replay never overflows its queue.
                     c.subscribed = true;
-                    for line in backlog {
-                        if !c.queue(&line) {
-                            break;
-                        }
-                    }
+                    c.replay_after = Some(since);
+                    super::replay::continue_replay(c, &self.events);
                 }
                 Ok(None)
             }
@@ -218,6 +237,7 @@ impl Server {
             running_panes: self.panes.values().filter(|p| p.is_running()).count(),
             clients: self.conns.len(),
             event_seq: self.events.last_seq(),
+            event_ring_bytes: self.events.bytes(),
             generation: self.generation,
             upgrade: self.upgrade_status(),
             last_upgrade: self.last_upgrade.clone(),

@@ -18,6 +18,11 @@ use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::time::Instant;
 
+/// Most of a history file read at restore: what a save writes (1 MiB)
+/// plus a margin for a file written under another bound. A larger file
+/// (or one that is not a regular file) costs no more than this.
+const HISTORY_READ_LIMIT: u64 = super::persistence::HISTORY_MAX_BYTES as u64 + (64 << 10);
+
 /// What a pane does after the restore.
 enum Plan {
     Run(CommandSpec),
@@ -104,12 +109,38 @@ impl Server {
         for (id, rec) in records {
             fills.push(self.restore_pane(id.get(), rec, &rules, hold_reruns, &mut fixes));
         }
+        // The history directory itself must be a real, private directory:
+        // through a symlink we would read (and later write) elsewhere.
+        let history_dir = persist::history_dir(&self.paths.state_dir);
+        let histories_ok = match persist::files::check_dir(&history_dir) {
+            Err(persist::files::FileError::Refused(why)) => {
+                fixes.push(format!("history not restored: {why}"));
+                false
+            }
+            _ => true,
+        };
         for (id, history, notice) in fills {
             let Some(pane) = self.panes.get_mut(&id) else {
                 continue;
             };
-            if let Some(Ok(bytes)) = history.map(std::fs::read) {
-                pane.inject_history(&String::from_utf8_lossy(&bytes));
+            if let Some(path) = history.filter(|_| histories_ok) {
+                match persist::files::read_tail(&path, HISTORY_READ_LIMIT) {
+                    Ok(tail) => {
+                        if tail.skipped > 0 {
+                            fixes.push(format!(
+                                "pane p{id}: history file {} is over the {HISTORY_READ_LIMIT} byte bound; \
+                                 read only its last part ({} bytes skipped)",
+                                path.display(),
+                                tail.skipped
+                            ));
+                        }
+                        pane.inject_history(&String::from_utf8_lossy(&tail.bytes));
+                    }
+                    Err(persist::files::FileError::Missing) => {}
+                    Err(persist::files::FileError::Refused(why)) => {
+                        fixes.push(format!("pane p{id}: history not restored: {why}"));
+                    }
+                }
             }
             pane.inject_history(&notice);
         }
@@ -157,6 +188,17 @@ impl Server {
                 PaneId::new(id)
             )),
         };
+        // A plan to run a command the API would refuse (an empty argv, say)
+        // holds the pane instead: it waits for the user, it never panics.
+        let plan = match plan {
+            Plan::Run(cmd) => match crate::validate::command(&cmd) {
+                Ok(()) => Plan::Run(cmd),
+                Err(why) => Plan::Hold(format!(
+                    "its saved command cannot be started ({why}); remove it and create a new pane"
+                )),
+            },
+            hold => hold,
+        };
         let token = self.alloc_token(super::Source::Pane(id));
         let setup = PaneSetup {
             id,
@@ -176,7 +218,7 @@ impl Server {
         let pane = Pane::new(setup, token, String::new());
         let history = rec
             .history
-            .filter(|f| self.persist.history && !f.contains('/') && !f.starts_with('.'))
+            .filter(|_| self.persist.history)
             .map(|file| persist::history_dir(&self.paths.state_dir).join(file));
         let mut notice = format!("--- ptyd: restored {} ---", restored_when());
         if cwd != saved_cwd {

@@ -47,7 +47,7 @@ impl Server {
         req: methods::PaneCreate,
     ) -> Result<Option<Value>, RpcError> {
         if let Some(name) = &req.name {
-            validate_name(name).map_err(invalid)?;
+            crate::validate::name(name).map_err(invalid)?;
             if let Some(other) = self
                 .panes
                 .values()
@@ -63,13 +63,14 @@ impl Server {
             (Some(_), Some(_)) => {
                 return Err(invalid("give either argv or shell, not both".into()));
             }
-            (Some(argv), None) if argv.is_empty() => {
-                return Err(invalid("argv is empty; give at least the program".into()));
-            }
             (Some(argv), None) => CommandSpec::Argv(argv),
             (None, Some(shell)) => CommandSpec::Shell(shell),
             (None, None) => CommandSpec::LoginShell,
         };
+        crate::validate::command(&command).map_err(invalid)?;
+        if let Some(tab) = &req.tab_name {
+            crate::validate::label(tab).map_err(|e| invalid(format!("tab_name {e}")))?;
+        }
         let cwd = match req.cwd {
             Some(dir) => PathBuf::from(dir),
             None => home_dir(),
@@ -86,9 +87,9 @@ impl Server {
                 cwd.display()
             )));
         }
-        validate_env(&req.env).map_err(invalid)?;
+        crate::validate::env(&req.env).map_err(invalid)?;
         if let Some(resume) = &req.resume {
-            validate_resume(resume).map_err(invalid)?;
+            crate::validate::resume(resume).map_err(invalid)?;
         }
         let placement = match req.split {
             Some(target) => {
@@ -171,6 +172,7 @@ impl Server {
             };
             // Frames only from here: no event lines after the response.
             c.subscribed = false;
+            c.replay_after = None;
         }
         let info = self.pane_info(id);
         self.emit(Event::PaneCreated {
@@ -283,6 +285,17 @@ impl Server {
                 format!("pane {} is still running; kill it first", pane.public_id()),
             ));
         }
+        // A command from a snapshot the restore could not use (an empty
+        // argv, say) is refused here too, before anything is torn down.
+        if let Err(e) = crate::validate::command(pane.command()) {
+            return Err(RpcError::new(
+                ErrorCode::SpawnFailed,
+                format!(
+                    "pane {} cannot be respawned: {e}; remove it and create a new pane",
+                    pane.public_id()
+                ),
+            ));
+        }
         if !pane.cwd().is_dir() {
             let fallback = existing_cwd(pane.cwd());
             let pane = self.panes.get_mut(&id).expect("present");
@@ -342,9 +355,12 @@ fn default_tab_name(pane: &Pane) -> String {
         return name.to_string();
     }
     match pane.command() {
-        CommandSpec::Argv(argv) => Path::new(&argv[0])
-            .file_name()
-            .map_or_else(|| argv[0].clone(), |n| n.to_string_lossy().into_owned()),
+        CommandSpec::Argv(argv) => {
+            let program = argv.first().map_or("", String::as_str);
+            Path::new(program)
+                .file_name()
+                .map_or_else(|| program.to_string(), |n| n.to_string_lossy().into_owned())
+        }
         CommandSpec::Shell(_) => "sh".into(),
         CommandSpec::LoginShell => "shell".into(),
     }
@@ -368,10 +384,12 @@ pub fn existing_cwd(dir: &Path) -> PathBuf {
 /// through `shell -c`, or `shell` as a login shell.
 pub fn exec_form(command: &CommandSpec, shell: &OsString) -> (OsString, Vec<OsString>) {
     match command {
-        CommandSpec::Argv(argv) => (
-            argv[0].clone().into(),
-            argv[1..].iter().map(OsString::from).collect(),
-        ),
+        // An empty argv (refused by `validate::command`, so only from a
+        // path that forgot to check) fails to start; it must not panic.
+        CommandSpec::Argv(argv) => match argv.split_first() {
+            Some((program, args)) => (program.into(), args.iter().map(OsString::from).collect()),
+            None => (OsString::new(), Vec::new()),
+        },
         CommandSpec::Shell(script) => (shell.clone(), vec!["-c".into(), script.into()]),
         CommandSpec::LoginShell => (shell.clone(), vec!["-l".into()]),
     }
@@ -388,43 +406,4 @@ fn user_shell() -> OsString {
         })
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| "/bin/sh".into())
-}
-
-pub fn validate_name(name: &str) -> Result<(), String> {
-    if name.is_empty() || name.len() > 128 || name.chars().any(char::is_control) {
-        return Err(format!("name {name:?} must be 1-128 printable characters"));
-    }
-    let looks_like_id = name
-        .trim_start_matches(['p', 'w', 't'])
-        .parse::<u64>()
-        .is_ok();
-    if looks_like_id {
-        return Err(format!(
-            "name {name:?} looks like an id; pick a name that is not p<number>, w<number>, t<number> or a number"
-        ));
-    }
-    Ok(())
-}
-
-fn validate_env(env: &BTreeMap<String, String>) -> Result<(), String> {
-    for (key, value) in env {
-        if key.is_empty() || key.contains('=') || key.contains('\0') {
-            return Err(format!(
-                "env name {key:?} is not valid (empty, or contains '=' or NUL)"
-            ));
-        }
-        if value.contains('\0') {
-            return Err(format!("env value of {key} contains NUL"));
-        }
-    }
-    Ok(())
-}
-
-pub fn validate_resume(resume: &str) -> Result<(), String> {
-    if resume.trim().is_empty() || resume.contains('\0') || resume.len() > 4096 {
-        return Err(
-            "resume must be a non-empty shell command of at most 4096 bytes without NUL".into(),
-        );
-    }
-    Ok(())
 }

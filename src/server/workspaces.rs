@@ -57,8 +57,7 @@ impl Server {
         &mut self,
         req: methods::WorkspaceCreate,
     ) -> Result<Option<Value>, RpcError> {
-        super::spawn::validate_name(&req.name)
-            .map_err(|m| RpcError::new(ErrorCode::InvalidParams, m))?;
+        crate::validate::name(&req.name).map_err(|m| RpcError::new(ErrorCode::InvalidParams, m))?;
         if self.tree.workspaces.values().any(|w| w.name == req.name) {
             return Err(RpcError::new(
                 ErrorCode::InvalidParams,
@@ -82,8 +81,7 @@ impl Server {
         req: methods::Rename,
     ) -> Result<Option<Value>, RpcError> {
         let id = self.resolve_workspace(&req.target)?;
-        super::spawn::validate_name(&req.name)
-            .map_err(|m| RpcError::new(ErrorCode::InvalidParams, m))?;
+        crate::validate::name(&req.name).map_err(|m| RpcError::new(ErrorCode::InvalidParams, m))?;
         if self
             .tree
             .workspaces
@@ -104,10 +102,10 @@ impl Server {
 
     pub(super) fn tab_rename(&mut self, req: methods::Rename) -> Result<Option<Value>, RpcError> {
         let id = self.resolve_tab(&req.target)?;
-        if req.name.is_empty() || req.name.len() > 128 || req.name.chars().any(char::is_control) {
+        if let Err(e) = crate::validate::label(&req.name) {
             return Err(RpcError::new(
                 ErrorCode::InvalidParams,
-                "a tab name is 1-128 printable characters",
+                format!("tab name {e}"),
             ));
         }
         if let Some(tab) = self.tree.tabs.get_mut(&id) {
@@ -192,8 +190,7 @@ impl Server {
     ) -> Result<Option<Value>, RpcError> {
         let id = self.resolve_target(&req.target)?;
         if let Some(r) = &req.resume {
-            super::spawn::validate_resume(r)
-                .map_err(|m| RpcError::new(ErrorCode::InvalidParams, m))?;
+            crate::validate::resume(r).map_err(|m| RpcError::new(ErrorCode::InvalidParams, m))?;
         }
         if let Some(pane) = self.panes.get_mut(&id) {
             pane.set_resume(req.resume);

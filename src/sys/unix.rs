@@ -221,6 +221,23 @@ pub fn peer_cred(sock: &impl AsRawFd) -> io::Result<PeerCred> {
     Ok(PeerCred { uid, pid: None })
 }
 
+/// Open flags for a path someone else may have prepared: a symlink is
+/// refused rather than followed (see [`is_symlink_refused`]), a FIFO or
+/// device cannot block the open, and the fd is close-on-exec.
+pub const OPEN_UNTRUSTED_PATH: i32 = libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC;
+
+/// Whether an open with [`OPEN_UNTRUSTED_PATH`] failed because the path is a
+/// symbolic link.
+pub fn is_symlink_refused(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::ELOOP)
+}
+
+/// Whether a write failed because its reader went away (EPIPE); `print!`
+/// panics with this error's text, "(os error N)".
+pub fn broken_pipe_errno() -> i32 {
+    libc::EPIPE
+}
+
 pub fn current_uid() -> u32 {
     // SAFETY: getuid has no preconditions and cannot fail.
     unsafe { libc::getuid() }

@@ -37,6 +37,9 @@
 //!   durations.
 //! - `persist.rs`: snapshot and restore (round trip, fixtures, policies,
 //!   history, durability of the writer under SIGKILL and EFBIG).
+//! - `file_trust.rs`: state and config directories and files others could
+//!   write are refused; symlinks, FIFOs and huge files as `session.json`,
+//!   history or config; a `history/` symlink; the lock file (issue 16).
 //! - `upgrade.rs`: the live upgrade end to end (counters and clients through
 //!   repeated upgrades, 300 panes, every fault point, no fd or zombie left).
 //! - `upgrade_restore.rs`: `upgrade --mode restore`, the restart-in-place

@@ -310,6 +310,7 @@ pub fn conn_runtime(c: &Connection, id: ConnId, now: Instant) -> ConnRuntime {
             }),
         },
         subscribed: c.subscribed,
+        replay_after: c.replay_after,
         inbuf: c.inbuf.clone(),
         out: out.to_vec(),
         written,
@@ -342,6 +343,7 @@ pub fn conn_from_runtime(
         },
     };
     conn.subscribed = rt.subscribed;
+    conn.replay_after = rt.replay_after;
     conn.inbuf = rt.inbuf;
     conn.closing = rt.closing_in_ms.map(|ms| now + Duration::from_millis(ms));
     Ok(conn)
