@@ -122,7 +122,7 @@ _ptyd() {
             api) COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
             shell-init) COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
             service) COMPREPLY=($(compgen -W "--enable --print --binary --user --help" -- "$cur")) ;;
-            config) COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
+            config) COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
             completions) COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
             manpage) COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
             demo) COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
@@ -146,7 +146,7 @@ _ptyd() {
         tab) [ $npos = 0 ] && COMPREPLY=($(compgen -W "rename rm" -- "$cur")) ;;
         shell-init) [ $npos = 0 ] && COMPREPLY=($(compgen -W "bash zsh fish" -- "$cur")) ;;
         service) [ $npos = 0 ] && COMPREPLY=($(compgen -W "install uninstall" -- "$cur")) ;;
-        config) [ $npos = 0 ] && COMPREPLY=($(compgen -W "check" -- "$cur")) ;;
+        config) [ $npos = 0 ] && COMPREPLY=($(compgen -W "check reload" -- "$cur")) ;;
         completions) [ $npos = 0 ] && COMPREPLY=($(compgen -W "bash zsh fish" -- "$cur")) ;;
     esac
 }

@@ -67,7 +67,7 @@ pub fn dispatch(g: &Global, command: &str, mut p: lexopt::Parser) -> Result<i32,
         "tab" => tree_command(g, &mut p, "tab"),
         "service" => super::service::service(g, &mut p),
         "completions" => super::completions::completions(g, &mut p),
-        "config" => super::config::config_cmd(&mut p),
+        "config" => super::config::config_cmd(g, &mut p),
         "manpage" => {
             no_args(&mut p, help::MANPAGE)?;
             print!("{}", super::manpage::render());

@@ -1,24 +1,102 @@
 //! `ptyd config check [FILE]`: the configuration file's problems, found
-//! before any server reads it (`server::config` parses it the same way).
+//! before any server reads it (`server::config` parses it the same way);
+//! `ptyd config reload`: the running server reads it again
+//! (`server.config.reload`).
 
 use super::commands::help_requested;
-use super::{CliError, help};
+use super::{CliError, Global, help};
+use crate::protocol::methods::{NoParams, Request};
 use crate::server::config;
 use lexopt::prelude::*;
 use std::path::PathBuf;
 
-pub fn config_cmd(p: &mut lexopt::Parser) -> Result<i32, CliError> {
+pub fn config_cmd(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     let action = match p.next()? {
         Some(Value(v)) => v.string()?,
         Some(arg) if help_requested(&arg, help::CONFIG) => return Ok(0),
         Some(arg) => return Err(arg.unexpected().into()),
-        None => return Err(CliError::usage("config needs an action: check")),
+        None => return Err(CliError::usage("config needs an action: check or reload")),
     };
-    if action != "check" {
-        return Err(CliError::usage(format!(
-            "unknown config action {action:?}: use check"
-        )));
+    match action.as_str() {
+        "check" => check(p),
+        "reload" => reload(g, p),
+        _ => Err(CliError::usage(format!(
+            "unknown config action {action:?}: use check or reload"
+        ))),
     }
+}
+
+/// Problems make the exit status 1 for both actions: the file needs a fix
+/// even though everything else in it is in force.
+fn problems_error(count: usize, path: &str, rest: &str) -> CliError {
+    CliError::failure(format!(
+        "{count} problem{} in {path} (each falls back to its default{rest}; docs/config.md)",
+        if count == 1 { "" } else { "s" },
+    ))
+}
+
+fn reload(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
+    let mut as_json = false;
+    while let Some(arg) = p.next()? {
+        if help_requested(&arg, help::CONFIG) {
+            return Ok(0);
+        }
+        match arg {
+            Long("json") => as_json = true,
+            _ => return Err(arg.unexpected().into()),
+        }
+    }
+    // Never starts a server: one started now would read the file anyway.
+    let report = crate::client::Client::connect(&g.paths, false)?
+        .request(&Request::ServerConfigReload(NoParams {}))?;
+    let path = report["path"].as_str().unwrap_or("the config file");
+    let problems = report["problems"].as_array().cloned().unwrap_or_default();
+    if as_json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).unwrap_or_default()
+        );
+    } else {
+        let changed: Vec<&serde_json::Value> = report["settings"]
+            .as_array()
+            .map(|s| s.iter().filter(|s| s["changed"] == true).collect())
+            .unwrap_or_default();
+        if changed.is_empty() {
+            println!("reloaded {path}: no setting changed");
+        } else {
+            println!("reloaded {path}:");
+        }
+        for s in changed {
+            let when = match s["applies"].as_str() {
+                Some("now") => "in force now",
+                Some("new_panes") => "for panes created from now on; existing panes keep theirs",
+                Some("next_restore") => {
+                    "at the next restore (reboot, or `ptyd upgrade --mode restore`)"
+                }
+                _ => "",
+            };
+            println!(
+                "  {} = {} ({when})",
+                s["key"].as_str().unwrap_or("?"),
+                s["value"]
+            );
+        }
+        for problem in &problems {
+            println!("{}", problem.as_str().unwrap_or_default());
+        }
+    }
+    if problems.is_empty() {
+        Ok(0)
+    } else {
+        Err(problems_error(
+            problems.len(),
+            path,
+            ", every other setting is in force",
+        ))
+    }
+}
+
+fn check(p: &mut lexopt::Parser) -> Result<i32, CliError> {
     let mut file: Option<PathBuf> = None;
     while let Some(arg) = p.next()? {
         if help_requested(&arg, help::CONFIG) {
@@ -59,10 +137,9 @@ pub fn config_cmd(p: &mut lexopt::Parser) -> Result<i32, CliError> {
     for problem in &problems {
         println!("{problem}");
     }
-    Err(CliError::failure(format!(
-        "{} problem{} in {} (each falls back to its default; docs/config.md)",
+    Err(problems_error(
         problems.len(),
-        if problems.len() == 1 { "" } else { "s" },
-        path.display()
-    )))
+        &path.display().to_string(),
+        "",
+    ))
 }

@@ -102,14 +102,14 @@ macro_rules! pane_spec_options {
             opt(None, "size", Some("COLSxROWS"), "initial size (default: this terminal's, else 80x24)"),
             opt(None, "timeout", Some("DUR"), "kill the pane after DUR (5s, 10m, 1h; a bare number is milliseconds)"),
             opt(None, "idle-timeout", Some("DUR"), "kill the pane after DUR without output"),
-            opt(None, "shell", Some("STR"), "run STR with $SHELL -c"),
+            opt(None, "shell", Some("STR"), "run STR with SHELL -c (the config's shell, else $SHELL)"),
             opt(None, "no-shell-integration", None, "start bash, zsh or fish without ptyd's shell integration (OSC 133 prompt and command marks, OSC 7), otherwise loaded into interactive shells without touching your rc files; see `ptyd shell-init --help`"),
             opt(Some('w'), "workspace", Some("W"), "open in a new tab of workspace W (default: \"main\")"),
             opt(None, "tab-name", Some("NAME"), "name the new tab"),
             opt_of(Some('s'), "split", "TARGET", "split the pane TARGET instead of opening a tab", Complete::Pane),
             opt(Some('v'), "vertical", None, "with --split: stack instead of side by side"),
             opt(None, "ratio", Some("R"), "with --split: share kept by TARGET (default 0.5)"),
-            opt_of(None, "restore", "POLICY", "after a reboot: rerun, shell or hold (default hold; plain shells always come back as a fresh shell)", Complete::OneOf(&["rerun", "shell", "hold"])),
+            opt_of(None, "restore", "POLICY", "after a reboot: rerun, shell or hold (default: restore of config.toml, else hold; plain shells always come back as a fresh shell)", Complete::OneOf(&["rerun", "shell", "hold"])),
             opt(None, "resume", Some("CMD"), "after a reboot run CMD (a shell command) instead"),
             $($more),*
         ]
@@ -177,9 +177,10 @@ socket.",
             "    [--shell STR | -- ARGV...]",
         ],
         about: "\
-Creates a pane running ARGV exactly as given, or STR through $SHELL -c, or
-your login shell when neither is given. Attaches to it unless -d, which
-prints the new pane's id instead.",
+Creates a pane running ARGV exactly as given, or STR through SHELL -c, or
+SHELL as a login shell when neither is given; SHELL is `shell` of
+config.toml, else $SHELL, else your login shell. Attaches to it unless -d,
+which prints the new pane's id instead.",
         options: pane_spec_options![
             opt(
                 Some('d'),
@@ -640,7 +641,7 @@ exits 1 with the cause. Prints each phase with its duration and the blackout
                 None,
                 "timeout",
                 Some("DUR"),
-                "deadline up to the commit point (default 10s; a bare number is milliseconds)",
+                "deadline up to the commit point (default: upgrade_timeout_ms of config.toml, 10s; a bare number is milliseconds)",
             ),
             JSON,
             opt_of(
@@ -758,9 +759,9 @@ running after logout and starts it at boot.",
     Command {
         name: "config",
         aliases: &[],
-        brief: "config check [FILE]",
-        summary: "check a configuration file",
-        usage: &["config check [FILE]"],
+        brief: "config check [FILE] | reload",
+        summary: "check a configuration file, or reload it in the server",
+        usage: &["config check [FILE]", "config reload [--json]"],
         about: "\
 Reads FILE (default: $XDG_CONFIG_HOME/ptyd/config.toml, else the deprecated
 config.json beside it) as a server would and prints each problem with its
@@ -768,9 +769,19 @@ line and key: unknown keys, values of the wrong type or out of range, broken
 resume rules, syntax errors. Exits 1 when there are any. A server ignores
 only the keys in question and uses their defaults. Settings are described
 in docs/config.md; a server reads the file when it starts (and at
-`ptyd upgrade`).",
-        options: &[],
-        args: Args::First(Complete::OneOf(&["check"])),
+`ptyd upgrade`).
+
+`reload` makes the running server read the file again (it never starts
+one) and prints each setting that changed and when it applies: now, for
+panes created from now on, or at the next restore; then the problems, as
+`check` does (exit 1 when there are any; every other setting is in force).",
+        options: &[opt(
+            None,
+            "json",
+            None,
+            "reload: print the server's report as JSON",
+        )],
+        args: Args::First(Complete::OneOf(&["check", "reload"])),
     },
     Command {
         name: "completions",

@@ -144,7 +144,7 @@ running after you log out, and starts it at boot.",
         ),
         (
             "$XDG_CONFIG_HOME/ptyd/config.toml",
-            "optional settings: scrollback limits, resume rules (default ~/.config; see ptyd config check). A config.json is read only while no config.toml exists, with a deprecation notice.",
+            "optional settings: scrollback limits, shell, TERM and restore policy of new panes, resume rules, autostart, save debounce, upgrade timeouts (default ~/.config; see ptyd config check and ptyd config reload). A config.json is read only while no config.toml exists, with a deprecation notice.",
         ),
     ] {
         out.push_str(&format!(".TP\n\\fI{}\\fR\n{}\n", roff(path), roff(what)));

@@ -70,6 +70,13 @@ pub enum Event {
     },
     #[serde(rename = "server.upgrade_failed")]
     ServerUpgradeFailed { reason: String, phase: String },
+    /// `ptyd config reload`: what of the file was ignored, and the keys
+    /// whose values changed.
+    #[serde(rename = "server.config_reloaded")]
+    ServerConfigReloaded {
+        problems: Vec<String>,
+        changed: Vec<String>,
+    },
     /// The server is shutting down (`server.stop`, SIGTERM, SIGINT).
     #[serde(rename = "server.stopping")]
     ServerStopping {},

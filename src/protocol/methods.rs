@@ -348,6 +348,9 @@ pub enum Request {
     ServerUpgrade(Upgrade),
     #[serde(rename = "server.save")]
     ServerSave(NoParams),
+    /// Answered with the reload's report (docs/protocol.md).
+    #[serde(rename = "server.config.reload")]
+    ServerConfigReload(NoParams),
     #[serde(rename = "server.stop")]
     ServerStop(NoParams),
     #[serde(rename = "tree")]
@@ -402,6 +405,7 @@ impl Request {
             "server.status" => R::ServerStatus(parse_params(method, p)?),
             "server.upgrade" => R::ServerUpgrade(parse_params(method, p)?),
             "server.save" => R::ServerSave(parse_params(method, p)?),
+            "server.config.reload" => R::ServerConfigReload(parse_params(method, p)?),
             "server.stop" => R::ServerStop(parse_params(method, p)?),
             "tree" => R::Tree(parse_params(method, p)?),
             "workspace.create" => R::WorkspaceCreate(parse_params(method, p)?),
@@ -440,6 +444,7 @@ impl Request {
             Request::ServerStatus(_) => "server.status",
             Request::ServerUpgrade(_) => "server.upgrade",
             Request::ServerSave(_) => "server.save",
+            Request::ServerConfigReload(_) => "server.config.reload",
             Request::ServerStop(_) => "server.stop",
             Request::Tree(_) => "tree",
             Request::WorkspaceCreate(_) => "workspace.create",
@@ -521,6 +526,7 @@ mod tests {
             Request::ServerStatus(NoParams {}),
             Request::ServerUpgrade(Upgrade::default()),
             Request::ServerSave(NoParams {}),
+            Request::ServerConfigReload(NoParams {}),
             Request::ServerStop(NoParams {}),
             Request::Tree(NoParams {}),
             Request::WorkspaceCreate(WorkspaceCreate { name: "w".into() }),

@@ -20,19 +20,25 @@
 //! server always starts; problems go to its log, `ptyd status`, and
 //! `ptyd config check` finds them before any server reads the file.
 //!
-//! It is read when a server starts, so an edit takes effect for panes
-//! created after `ptyd upgrade` (or a restart); existing panes keep the
-//! limits they were created with (they travel with their screens).
+//! It is read when a server starts (so at every `ptyd upgrade`) and again
+//! at `ptyd config reload` (`server.config.reload`); [`changes`] says, key
+//! by key, when a reloaded value takes effect. Existing panes keep the
+//! scrollback limits, shell, `TERM` and restore policy they were created
+//! with (the limits travel with their screens).
 //!
 //! `config.json`, the earlier format, is still read when no config.toml
 //! exists, with a deprecation notice among the problems: nothing is
 //! migrated behind the user's back.
 
 use super::resume_rules::{ResumeRules, Rule};
+use crate::model::RestorePolicy;
 use crate::persist::files::{self, FileError};
 use crate::term::TermConfig;
 use serde::Deserialize;
+use serde_json::{Value, json};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 use toml::Spanned;
 use toml::de::{DeValue, ValueDeserializer};
 
@@ -41,14 +47,29 @@ pub const MAX_SCROLLBACK_LINES: usize = 1_000_000;
 /// Most scrollback bytes a pane may keep.
 pub const MAX_SCROLLBACK_BYTES: usize = 1 << 30;
 
-/// The keys the file may hold.
+/// The keys the file may hold, in the order `ptyd config reload` lists them.
 pub const KEYS: &[&str] = &[
     "scrollback_lines",
     "scrollback_bytes",
+    "shell",
+    "term",
+    "restore",
+    "shell_integration",
     "resume_rules",
     "autostart",
-    "shell_integration",
+    "save_debounce_ms",
+    "save_max_delay_ms",
+    "upgrade_timeout_ms",
+    "upgrade_probation_ms",
 ];
+
+/// Allowed ranges of the millisecond keys: a debounce of 0 saves at once;
+/// the floors keep a typo from making saves constant or an upgrade unable
+/// to finish, the ceilings keep a change from waiting unsaved for long.
+const SAVE_DEBOUNCE_MS: (usize, usize) = (0, 60_000);
+const SAVE_MAX_DELAY_MS: (usize, usize) = (100, 600_000);
+const UPGRADE_TIMEOUT_MS: (usize, usize) = (1_000, 600_000);
+const UPGRADE_PROBATION_MS: (usize, usize) = (100, 60_000);
 
 /// What the server (and, for `autostart`, the client) uses from the file.
 #[derive(Debug, Clone)]
@@ -58,6 +79,20 @@ pub struct UserConfig {
     pub term: TermConfig,
     /// Client commands start a background server when none runs.
     pub autostart: bool,
+    /// The shell of new panes (login shell and `--shell` strings); `None`:
+    /// `$SHELL`, else the passwd entry's.
+    pub shell: Option<PathBuf>,
+    /// `TERM` of new panes' processes (a request's env still wins).
+    pub term_name: String,
+    /// Restore policy of new panes created without one.
+    pub restore: RestorePolicy,
+    pub save_debounce: Duration,
+    pub save_max_delay: Duration,
+    /// Deadline for an upgrade before its commit point, unless the request
+    /// gives one.
+    pub upgrade_timeout: Duration,
+    /// How long the old server stays ready to take back after the commit.
+    pub upgrade_probation: Duration,
     /// Inject shell integration into the shells panes start (`crate::shell`).
     pub shell_integration: bool,
 }
@@ -68,9 +103,69 @@ impl Default for UserConfig {
             resume_rules: ResumeRules::default(),
             term: TermConfig::default(),
             autostart: true,
+            shell: None,
+            term_name: super::defaults::TERM.to_string(),
+            restore: RestorePolicy::default(),
+            save_debounce: super::persistence::SAVE_DEBOUNCE,
+            save_max_delay: super::persistence::SAVE_MAX_DELAY,
+            upgrade_timeout: super::upgrade::DEFAULT_TIMEOUT,
+            upgrade_probation: super::upgrade::PROBATION,
             shell_integration: true,
         }
     }
+}
+
+/// When a changed setting takes effect after `ptyd config reload`.
+fn applies(key: &str) -> &'static str {
+    match key {
+        // Carried by each pane from its creation.
+        "scrollback_lines" | "scrollback_bytes" | "shell" | "term" | "restore" => "new_panes",
+        // Looked at when a shell starts: new panes, and respawns.
+        "shell_integration" => "new_panes",
+        // Used only when a server restores a snapshot.
+        "resume_rules" => "next_restore",
+        // Read by every client command from the file itself; the rest are
+        // looked up whenever they are needed.
+        _ => "now",
+    }
+}
+
+impl UserConfig {
+    /// Every setting's value as JSON, by key (`server.status`, reloads).
+    pub fn values(&self) -> serde_json::Map<String, Value> {
+        let ms = |d: Duration| json!(d.as_millis() as u64);
+        let mut m = serde_json::Map::new();
+        m.insert("scrollback_lines".into(), json!(self.term.scrollback_lines));
+        m.insert("scrollback_bytes".into(), json!(self.term.scrollback_bytes));
+        m.insert("shell".into(), json!(self.shell));
+        m.insert("term".into(), json!(self.term_name));
+        m.insert("restore".into(), json!(self.restore));
+        m.insert("shell_integration".into(), json!(self.shell_integration));
+        m.insert("resume_rules".into(), json!(self.resume_rules.user_rules()));
+        m.insert("autostart".into(), json!(self.autostart));
+        m.insert("save_debounce_ms".into(), ms(self.save_debounce));
+        m.insert("save_max_delay_ms".into(), ms(self.save_max_delay));
+        m.insert("upgrade_timeout_ms".into(), ms(self.upgrade_timeout));
+        m.insert("upgrade_probation_ms".into(), ms(self.upgrade_probation));
+        m
+    }
+}
+
+/// Key by key, in [`KEYS`] order: the value now in force, whether a reload
+/// from `old` changed it, and when it applies (`now`, `new_panes`, or
+/// `next_restore`).
+pub fn changes(old: &UserConfig, new: &UserConfig) -> Vec<Value> {
+    let (before, after) = (old.values(), new.values());
+    KEYS.iter()
+        .map(|key| {
+            json!({
+                "key": key,
+                "value": after[*key],
+                "changed": before[*key] != after[*key],
+                "applies": applies(key),
+            })
+        })
+        .collect()
 }
 
 fn config_dir() -> Option<PathBuf> {
@@ -176,7 +271,7 @@ pub fn parse(path: &Path, text: &str) -> (UserConfig, Vec<String>) {
                 &place,
                 "scrollback_lines",
                 value,
-                MAX_SCROLLBACK_LINES,
+                (0, MAX_SCROLLBACK_LINES),
                 &mut config.term.scrollback_lines,
             ),
             "scrollback_bytes" => limit(
@@ -184,8 +279,73 @@ pub fn parse(path: &Path, text: &str) -> (UserConfig, Vec<String>) {
                 &place,
                 "scrollback_bytes",
                 value,
-                MAX_SCROLLBACK_BYTES,
+                (0, MAX_SCROLLBACK_BYTES),
                 &mut config.term.scrollback_bytes,
+            ),
+            "shell" => match String::deserialize(ValueDeserializer::from(value)) {
+                Ok(v) if is_executable(Path::new(&v)) => config.shell = Some(PathBuf::from(v)),
+                Ok(v) => problems.push(format!(
+                    "{place}: shell = {v:?} is not an absolute path to an executable file; \
+                     using the default ($SHELL, else your login shell)"
+                )),
+                Err(e) => problems.push(format!(
+                    "{place}: shell must be a string, an absolute path ({}); using the default \
+                     ($SHELL, else your login shell)",
+                    e.message().trim()
+                )),
+            },
+            "term" => match String::deserialize(ValueDeserializer::from(value)) {
+                Ok(v) if is_term_name(&v) => config.term_name = v,
+                Ok(v) => problems.push(format!(
+                    "{place}: term = {v:?} is not a terminal type name (1-64 letters, digits, \
+                     '-', '_', '.', '+'); using the default {:?}",
+                    config.term_name
+                )),
+                Err(e) => problems.push(format!(
+                    "{place}: term must be a string ({}); using the default {:?}",
+                    e.message().trim(),
+                    config.term_name
+                )),
+            },
+            "restore" => match RestorePolicy::deserialize(ValueDeserializer::from(value)) {
+                Ok(v) => config.restore = v,
+                Err(e) => problems.push(format!(
+                    "{place}: restore must be \"hold\", \"rerun\" or \"shell\" ({}); using \
+                     the default \"hold\"",
+                    e.message().trim()
+                )),
+            },
+            "save_debounce_ms" => millis(
+                &mut problems,
+                &place,
+                "save_debounce_ms",
+                value,
+                SAVE_DEBOUNCE_MS,
+                &mut config.save_debounce,
+            ),
+            "save_max_delay_ms" => millis(
+                &mut problems,
+                &place,
+                "save_max_delay_ms",
+                value,
+                SAVE_MAX_DELAY_MS,
+                &mut config.save_max_delay,
+            ),
+            "upgrade_timeout_ms" => millis(
+                &mut problems,
+                &place,
+                "upgrade_timeout_ms",
+                value,
+                UPGRADE_TIMEOUT_MS,
+                &mut config.upgrade_timeout,
+            ),
+            "upgrade_probation_ms" => millis(
+                &mut problems,
+                &place,
+                "upgrade_probation_ms",
+                value,
+                UPGRADE_PROBATION_MS,
+                &mut config.upgrade_probation,
             ),
             "resume_rules" => {
                 let rules = resume_rules(&mut problems, &at, &place, value);
@@ -214,26 +374,114 @@ pub fn parse(path: &Path, text: &str) -> (UserConfig, Vec<String>) {
     (config, problems)
 }
 
-/// Takes a whole number up to `max` into `slot`, else reports and leaves
-/// the default there.
+impl super::Server {
+    /// The `config` part of `server.status`: the file, every
+    /// value in force, and the problems of the last read.
+    pub(super) fn config_status(&self) -> Value {
+        let mut m = self.config.values();
+        m.insert("path".into(), json!(path()));
+        m.insert(
+            "shell_integration_dir".into(),
+            json!(self.shell.as_ref().map(|s| s.dir())),
+        );
+        m.insert("problems".into(), json!(self.config_problems));
+        Value::Object(m)
+    }
+
+    /// `server.config.reload`: reads the file again and puts what it says
+    /// in force (only the keys in question fall back, as at start-up), then
+    /// answers and announces (`server.config_reloaded`) the problems and,
+    /// per key, whether it changed and when it applies.
+    pub(super) fn reload_config(&mut self) -> Value {
+        let (config, problems) = load();
+        for problem in &problems {
+            self.log.log("config_ignored", problem);
+        }
+        let settings = changes(&self.config, &config);
+        let changed: Vec<String> = settings
+            .iter()
+            .filter(|s| s["changed"] == true)
+            .filter_map(|s| s["key"].as_str().map(String::from))
+            .collect();
+        self.log.log(
+            "config_reloaded",
+            &format!(
+                "{} changed ({}), {} problem(s)",
+                changed.len(),
+                changed.join(", "),
+                problems.len()
+            ),
+        );
+        self.persist.debounce = config.save_debounce;
+        self.persist.max_delay = config.save_max_delay;
+        self.config = config;
+        self.config_problems = problems;
+        let report = json!({
+            "path": path(),
+            "problems": self.config_problems,
+            "settings": settings,
+        });
+        self.emit(crate::protocol::events::Event::ServerConfigReloaded {
+            problems: self.config_problems.clone(),
+            changed,
+        });
+        report
+    }
+}
+
+/// Takes a whole number within `range` into `slot`, else reports (naming
+/// the allowed range) and leaves the default there.
 fn limit(
     problems: &mut Vec<String>,
     place: &str,
     key: &str,
     value: Spanned<DeValue<'_>>,
-    max: usize,
+    (min, max): (usize, usize),
     slot: &mut usize,
 ) {
     match usize::deserialize(ValueDeserializer::from(value)) {
-        Ok(v) if v <= max => *slot = v,
+        Ok(v) if (min..=max).contains(&v) => *slot = v,
         Ok(v) => problems.push(format!(
-            "{place}: {key} = {v} is more than the maximum {max}; using the default {slot}"
+            "{place}: {key} = {v} is {} (allowed: {min} to {max}); using the default {slot}",
+            if v > max {
+                format!("more than the maximum {max}")
+            } else {
+                format!("less than the minimum {min}")
+            }
         )),
         Err(e) => problems.push(format!(
-            "{place}: {key} must be a whole number from 0 to {max} ({}); using the default {slot}",
+            "{place}: {key} must be a whole number from {min} to {max} ({}); using the default {slot}",
             e.message().trim()
         )),
     }
+}
+
+/// [`limit`] for a duration given in milliseconds.
+fn millis(
+    problems: &mut Vec<String>,
+    place: &str,
+    key: &str,
+    value: Spanned<DeValue<'_>>,
+    range: (usize, usize),
+    slot: &mut Duration,
+) {
+    let mut ms = slot.as_millis() as usize;
+    limit(problems, place, key, value, range, &mut ms);
+    *slot = Duration::from_millis(ms as u64);
+}
+
+/// An absolute path to a file someone may execute (a shell must be run).
+fn is_executable(path: &Path) -> bool {
+    path.is_absolute()
+        && std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// What terminfo accepts as a name and is safe in an environment variable.
+fn is_term_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.+".contains(&b))
 }
 
 /// The rules of an array of tables; a broken rule is reported and skipped,
@@ -366,6 +614,50 @@ program = \"broken\"
         assert!(
             problems[0].contains("more than the maximum"),
             "{problems:#?}"
+        );
+    }
+
+    #[test]
+    fn durations_and_names_are_checked_against_their_ranges() {
+        let (config, problems) = parse(
+            Path::new("c.toml"),
+            "save_debounce_ms = 0\nupgrade_probation_ms = 50\nterm = \"vt220\"\n\
+             restore = \"shell\"\nshell = \"/nonexistent/sh\"\n",
+        );
+        assert_eq!(config.save_debounce, Duration::ZERO);
+        assert_eq!(
+            config.upgrade_probation,
+            UserConfig::default().upgrade_probation
+        );
+        assert_eq!(config.term_name, "vt220");
+        assert_eq!(config.restore, RestorePolicy::Shell);
+        assert_eq!(config.shell, None);
+        assert_eq!(problems.len(), 2, "{problems:#?}");
+        assert_eq!(
+            problems[0],
+            "c.toml:2: upgrade_probation_ms = 50 is less than the minimum 100 \
+             (allowed: 100 to 60000); using the default 2000"
+        );
+        assert!(problems[1].starts_with("c.toml:5: shell"), "{problems:#?}");
+    }
+
+    #[test]
+    fn changes_name_every_key_and_when_it_applies() {
+        let old = UserConfig::default();
+        let (new, _) = parse(
+            Path::new("c.toml"),
+            "scrollback_lines = 5\nautostart = false\n",
+        );
+        let settings = changes(&old, &new);
+        assert_eq!(settings.len(), KEYS.len());
+        let changed: Vec<_> = settings
+            .iter()
+            .filter(|s| s["changed"] == true)
+            .map(|s| (s["key"].as_str().unwrap(), s["applies"].as_str().unwrap()))
+            .collect();
+        assert_eq!(
+            changed,
+            [("scrollback_lines", "new_panes"), ("autostart", "now")]
         );
     }
 

@@ -134,7 +134,8 @@ pub struct Server {
     /// While the previous generation is in probation it may still take
     /// everything back, so no new upgrade may start: this is its channel.
     predecessor: Option<std::os::fd::OwnedFd>,
-    /// The user's config file as read at start-up (`config.rs`).
+    /// The user's config file as read at start-up or by the last
+    /// `server.config.reload` (`config.rs`).
     config: config::UserConfig,
     /// What of it was ignored and why, for `server.status`.
     config_problems: Vec<String>,
@@ -326,6 +327,8 @@ impl Server {
             config_problems,
             shell,
         };
+        server.persist.debounce = server.config.save_debounce;
+        server.persist.max_delay = server.config.save_max_delay;
         server.timers.add(
             Instant::now() + persistence::HISTORY_INTERVAL,
             timers::TimerKind::HistoryTick,

@@ -56,6 +56,10 @@ pub struct Persistence {
     /// rest.
     history_resume: u64,
     pub last_error: Option<String>,
+    /// Quiet time after a change, and the longest wait under churn: the
+    /// config's `save_debounce_ms` and `save_max_delay_ms`.
+    pub debounce: Duration,
+    pub max_delay: Duration,
     pub last_save_unix_ms: Option<u64>,
     pub last_save_ms: Option<u64>,
     /// `server.save` requests answered when a save of their revision lands.
@@ -79,6 +83,8 @@ impl Persistence {
             history_due: false,
             history_resume: 0,
             last_error: None,
+            debounce: SAVE_DEBOUNCE,
+            max_delay: SAVE_MAX_DELAY,
             last_save_unix_ms: None,
             last_save_ms: None,
             waiting: Vec::new(),
@@ -92,7 +98,7 @@ impl Persistence {
 
     fn due_at(&self) -> Option<Instant> {
         let first = self.first_dirty?;
-        let due = (self.last_change + SAVE_DEBOUNCE).min(first + SAVE_MAX_DELAY);
+        let due = (self.last_change + self.debounce).min(first + self.max_delay);
         Some(self.retry_at.map_or(due, |retry| due.max(retry)))
     }
 

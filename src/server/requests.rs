@@ -102,6 +102,7 @@ impl Server {
                 self.start_upgrade(Some((conn, rpc_id.clone())), req);
                 Ok(None)
             }
+            Request::ServerConfigReload(_) => Ok(Some(self.reload_config())),
             Request::ServerSave(_) => self.save_now(conn, rpc_id),
             Request::Tree(_) => Ok(Some(self.tree_json())),
             Request::WorkspaceCreate(req) => self.workspace_create(req),
@@ -243,14 +244,7 @@ impl Server {
             workspaces: self.tree.workspaces.len(),
             tabs: self.tree.tabs.len(),
             persistence: self.persist.status(),
-            config: json!({
-                "path": super::config::path(),
-                "scrollback_lines": self.config.term.scrollback_lines,
-                "scrollback_bytes": self.config.term.scrollback_bytes,
-                "shell_integration": self.config.shell_integration,
-                "shell_integration_dir": self.shell.as_ref().map(|s| s.dir()),
-                "problems": self.config_problems,
-            }),
+            config: self.config_status(),
         }
     }
 

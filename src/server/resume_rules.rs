@@ -9,7 +9,7 @@
 //! wins over both.
 
 use crate::model::CommandSpec;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 /// Agents whose CLIs can pick up their last conversation in the same
@@ -19,7 +19,7 @@ const BUILT_IN: &[(&str, &str)] = &[
     ("codex", "codex resume --last"),
 ];
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Rule {
     pub program: String,
@@ -35,6 +35,11 @@ impl ResumeRules {
     /// The user's rules (from `config.rs`), in front of the built-ins.
     pub fn new(user: Vec<Rule>) -> ResumeRules {
         ResumeRules { user }
+    }
+
+    /// The user's rules, for `server.status` and `ptyd config reload`.
+    pub fn user_rules(&self) -> &[Rule] {
+        &self.user
     }
 
     /// The resume command for a pane running `command`, if a rule knows it.

@@ -145,7 +145,7 @@ impl Server {
             rows,
             timeout: req.timeout_ms.map(Duration::from_millis),
             idle_timeout: req.idle_timeout_ms.map(Duration::from_millis),
-            restore: req.restore.unwrap_or_default(),
+            restore: req.restore.unwrap_or(self.config.restore),
             resume: req.resume,
             term: self.config.term.clone(),
             shell_integration: req.shell_integration.unwrap_or(true),
@@ -230,7 +230,7 @@ impl Server {
                 format!("no pane {}", PaneId::new(id)),
             ));
         };
-        let (program, mut args) = exec_form(command);
+        let (program, mut args) = exec_form(command, &self.pane_shell());
         let mut env = self.child_env(id, pane.env());
         let injected = match &self.shell {
             Some(shell) if pane.shell_integration() && self.config.shell_integration => {
@@ -316,6 +316,14 @@ impl Server {
         Ok(Some(info))
     }
 
+    /// The shell of new panes: the config's, else the user's.
+    fn pane_shell(&self) -> OsString {
+        self.config
+            .shell
+            .clone()
+            .map_or_else(user_shell, PathBuf::into_os_string)
+    }
+
     /// The environment of a new pane's process.
     fn child_env(&self, id: u64, extra: &BTreeMap<String, String>) -> Vec<(OsString, OsString)> {
         let mut env: BTreeMap<OsString, OsString> = std::env::vars_os()
@@ -324,7 +332,12 @@ impl Server {
                 !STRIPPED_ENV_PREFIXES.iter().any(|p| k.starts_with(p))
             })
             .collect();
-        env.insert("TERM".into(), super::defaults::TERM.into());
+        env.insert("TERM".into(), self.config.term_name.clone().into());
+        // What programs in the pane start as "the shell" is the one the
+        // pane runs, when the config names one.
+        if let Some(shell) = &self.config.shell {
+            env.insert("SHELL".into(), shell.into());
+        }
         env.insert("PTYD_PANE_ID".into(), PaneId::new(id).to_string().into());
         env.insert("PTYD_SOCKET".into(), self.paths.socket().into());
         // `PTYD_*` is stripped above, so without this a `ptyd` command run in
@@ -368,8 +381,8 @@ pub fn existing_cwd(dir: &Path) -> PathBuf {
 }
 
 /// The program and arguments of a command: argv as given, a shell string
-/// through `$SHELL -c`, or the login shell.
-pub fn exec_form(command: &CommandSpec) -> (OsString, Vec<OsString>) {
+/// through `shell -c`, or `shell` as a login shell.
+pub fn exec_form(command: &CommandSpec, shell: &OsString) -> (OsString, Vec<OsString>) {
     match command {
         // An empty argv (refused by `validate::command`, so only from a
         // path that forgot to check) fails to start; it must not panic.
@@ -377,8 +390,8 @@ pub fn exec_form(command: &CommandSpec) -> (OsString, Vec<OsString>) {
             Some((program, args)) => (program.into(), args.iter().map(OsString::from).collect()),
             None => (OsString::new(), Vec::new()),
         },
-        CommandSpec::Shell(script) => (user_shell(), vec!["-c".into(), script.into()]),
-        CommandSpec::LoginShell => (user_shell(), vec!["-l".into()]),
+        CommandSpec::Shell(script) => (shell.clone(), vec!["-c".into(), script.into()]),
+        CommandSpec::LoginShell => (shell.clone(), vec!["-l".into()]),
     }
 }
 

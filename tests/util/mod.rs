@@ -52,7 +52,10 @@
 //!   sockets refused.
 //! - `autostart.rs`: `autostart = false`; a client-started server holds
 //!   `rerun` panes.
-//! - `config.rs`: config.toml problems by line and key, `ptyd config check`.
+//! - `config.rs`: config.toml problems by line, key and allowed range,
+//!   `ptyd config check`, `ptyd config reload` (new panes get the new
+//!   values, bad keys reported, the rest in force), the shell, `TERM` and
+//!   restore policy of new panes, upgrade timeout and probation.
 //! - `logs.rs`: journald priorities on `JOURNAL_STREAM`, plain lines
 //!   otherwise, `server.stderr` appended and rotated.
 //! - `packaging.rs`: the man page renders with man(1); bash and fish

@@ -6,7 +6,7 @@
 
 use super::convert::{self, Capture, PaneDraft};
 use super::machine::{HandOver, Precopied, Step, Transfer};
-use super::{Active, DEFAULT_TIMEOUT, PROBATION, Upgrade, internal, register_channel};
+use super::{Active, Upgrade, internal, register_channel};
 use crate::handoff::fd_name::FdName;
 use crate::handoff::fdpass::{self, MAX_FDS_PER_BATCH};
 use crate::handoff::manifest::{self, Control};
@@ -56,8 +56,8 @@ impl Server {
             return Err(RpcError::new(
                 ErrorCode::Busy,
                 format!(
-                    "the previous server is still in its {} ms probation after the last upgrade; try again in a moment",
-                    PROBATION.as_millis()
+                    "the previous server is still in its probation after the last upgrade (at most {} ms); try again in a moment",
+                    self.config.upgrade_probation.as_millis()
                 ),
             ));
         }
@@ -74,7 +74,7 @@ impl Server {
         let (child, read_end) = self.start_probe(&binary)?;
         let timeout = req
             .timeout_ms
-            .map_or(DEFAULT_TIMEOUT, Duration::from_millis);
+            .map_or(self.config.upgrade_timeout, Duration::from_millis);
         let now = Instant::now();
         self.arm_upgrade_timer(now + timeout);
         self.log.log(
@@ -533,12 +533,13 @@ impl Server {
         let Upgrade::Active(a) = &mut self.upgrade else {
             return;
         };
-        a.deadline = Instant::now() + PROBATION;
+        let probation = self.config.upgrade_probation;
+        a.deadline = Instant::now() + probation;
         let (deadline, pid) = (a.deadline, a.child.id());
         let msg = format!(
             "handed over to pid {pid} (ptyd {}); blackout {blackout_us} us; probation {} ms",
             a.new_version,
-            PROBATION.as_millis()
+            probation.as_millis()
         );
         self.arm_upgrade_timer(deadline);
         self.serving.hand_over(pid);
