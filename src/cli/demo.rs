@@ -341,12 +341,16 @@ pub fn run() -> Result<i32, CliError> {
     step("listing panes");
     let list = call(&mut client, "ls --json", Request::PaneList(NoParams {}))?;
     for pane in list["panes"].as_array().into_iter().flatten() {
+        // A held pane has no exit status: it never ran in this server.
+        let exit = match &pane["exit"] {
+            Value::Null => String::new(),
+            status => format!("exit={status}"),
+        };
         println!(
-            "  {} {:<8} {:<8} exit={}",
+            "  {} {:<8} {:<8} {exit}",
             pane["id"].as_str().unwrap_or("?"),
             pane["name"].as_str().unwrap_or(""),
             pane["state"].as_str().unwrap_or("?"),
-            pane["exit"]
         );
     }
 
