@@ -51,7 +51,9 @@ pub fn wait_all(ctl: &mut Client, ids: &[String], marker: &str) -> Res<()> {
         let rpc = ctl
             .send_request(
                 "pane.wait",
-                json!({ "target": id, "text": marker, "timeout_ms": STUCK.as_millis() as u64 }),
+                // The marker is usually on screen already: waits match only new
+                // output unless told to include the screen.
+                json!({ "target": id, "text": marker, "include_screen": true, "timeout_ms": STUCK.as_millis() as u64 }),
             )
             .map_err(|e| e.to_string())?;
         pending.insert(rpc);
