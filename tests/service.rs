@@ -32,13 +32,14 @@ fn wait_for(sock: &UnixDatagram, want: &str, seen: &mut Vec<String>) {
     panic!("no notify message with {want:?}; saw {seen:?}");
 }
 
-#[test]
-fn notify_protocol_through_an_upgrade() {
+/// A server whose sd_notify messages go to a datagram socket of the test's,
+/// as systemd's `NOTIFY_SOCKET` would receive them.
+fn notified_server(prefix: &str) -> (Dirs, String, UnixDatagram, KillOnDrop) {
     let dirs = Dirs::new();
-    let ns = unique_name("notify");
+    let ns = unique_name(prefix);
     let sock_path = dirs.state.join("notify.sock");
     let sock = UnixDatagram::bind(&sock_path).unwrap();
-    let mut server = KillOnDrop::child(
+    let server = KillOnDrop::child(
         dirs.command(&ns)
             .arg("server")
             .env("NOTIFY_SOCKET", &sock_path)
@@ -47,6 +48,12 @@ fn notify_protocol_through_an_upgrade() {
             .spawn()
             .unwrap(),
     );
+    (dirs, ns, sock, server)
+}
+
+#[test]
+fn notify_protocol_through_an_upgrade() {
+    let (dirs, ns, sock, mut server) = notified_server("notify");
     let mut seen = Vec::new();
     wait_for(&sock, "READY=1", &mut seen);
 
@@ -269,19 +276,7 @@ fn a_second_server_names_the_serving_pid_and_a_working_stop() {
 /// over, the old server serves on), and a later stop says STOPPING.
 #[test]
 fn notify_protocol_through_a_rollback() {
-    let dirs = Dirs::new();
-    let ns = unique_name("notify-rb");
-    let sock_path = dirs.state.join("notify.sock");
-    let sock = UnixDatagram::bind(&sock_path).unwrap();
-    let mut server = KillOnDrop::child(
-        dirs.command(&ns)
-            .arg("server")
-            .env("NOTIFY_SOCKET", &sock_path)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let (dirs, ns, sock, mut server) = notified_server("notify-rb");
     let mut seen = Vec::new();
     wait_for(&sock, "READY=1", &mut seen);
 
