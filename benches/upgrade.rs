@@ -317,6 +317,15 @@ fn print_load(m: &LoadMeasurement) {
             phase_medians(std::slice::from_ref(slow))
         );
     }
+    let med =
+        |f: &dyn Fn(&Sample) -> Duration| stats(m.samples.iter().map(|s| ms(f(s))).collect()).p50;
+    println!(
+        "  scheduler (median ms per upgrade): old server {:.1} on a CPU + {:.1} waiting for one; new server {:.1} on a CPU + {:.1} waiting (start to answer)",
+        med(&|s| s.old_sched.on_cpu),
+        med(&|s| s.old_sched.waiting),
+        med(&|s| s.new_sched.on_cpu),
+        med(&|s| s.new_sched.waiting),
+    );
     println!(
         "  attached client: {} received{}",
         human_bytes(m.attached_bytes),

@@ -45,6 +45,10 @@ impl Server {
             // What the event pass read (the echo of a key, a prompt) goes
             // out now, not after the busy panes' slices below.
             self.flush_queued_output();
+            // The backlog gets a budget of its own: were it what the event
+            // pass left, panes ready anew every turn would starve those
+            // waiting there (a full PTY raises no new edge).
+            self.pane_turn_until = Instant::now() + super::pane_io::PANE_TURN_BUDGET;
             self.revisit_backlog();
             self.fire_timers();
             self.flush_conns();

@@ -15,10 +15,11 @@ use std::time::{Duration, Instant};
 /// Output bytes taken from one pane per wakeup, so a flooding pane cannot
 /// starve the others or the clients.
 const PANE_READ_BUDGET: usize = 64 * 1024;
-/// Time one turn of the loop may spend reading pane output: the rest
-/// waits on the backlog, so a connection or a keystroke waits at most
-/// about this long for its turn, however many panes flood.
-pub(super) const PANE_TURN_BUDGET: Duration = Duration::from_millis(4);
+/// Time each of the loop's two passes (ready panes, then the backlog) may
+/// spend reading pane output per turn: the rest waits on the backlog
+/// (first in line there), so a connection or a keystroke waits about twice
+/// this for its turn, however many panes flood.
+pub(super) const PANE_TURN_BUDGET: Duration = Duration::from_millis(3);
 /// Output drained from a pane when its process exits, so the exit is
 /// reported after the output the process wrote before it.
 pub(super) const EXIT_DRAIN_BUDGET: usize = 1 << 20;
