@@ -46,6 +46,12 @@
 //! scrollback lines, so capture, redraw and upgrades carry them; a link
 //! longer than `cell::MAX_LINK` is forwarded but not kept.
 //!
+//! xterm's details: a cursor parked past the last column keeps its pending
+//! wrap across screen switches (47, 1047, 1049), DECSC/DECRC on either
+//! screen and erase-in-line 1 and 2 (EL 0 cancels it); DECCOLM (`CSI ? 3
+//! h/l`) clears the screen, resets the margins and homes the cursor
+//! without changing the width.
+//!
 //! Not modelled: one kitty keyboard stack is shared by both
 //! screens; DECSTR, left/right margins, double-width lines and sixel are not
 //! implemented.
