@@ -105,6 +105,10 @@ pub struct Screen {
     /// was answered here and must not be forwarded. Transient.
     #[serde(skip)]
     pub swallow: bool,
+    /// Set when the active screen changed (47, 1047, 1049); `Terminal`
+    /// takes it after each `feed` into its count. Transient.
+    #[serde(skip)]
+    pub switched: bool,
 }
 
 fn default_tabs(cols: usize) -> Vec<bool> {
@@ -142,6 +146,7 @@ impl Screen {
             events: Vec::new(),
             replies: Vec::new(),
             swallow: false,
+            switched: false,
         }
     }
 
@@ -762,6 +767,7 @@ impl Screen {
             self.save_cursor();
         }
         if on != self.modes.alt_screen {
+            self.switched = true;
             if on {
                 self.modes.alt_screen = true;
                 if mode != 47 {
@@ -810,7 +816,9 @@ impl Screen {
         let replies = std::mem::take(&mut self.replies);
         let last_char = self.last_char;
         let swallow = self.swallow;
+        let switched = self.switched || self.modes.alt_screen;
         *self = fresh;
+        self.switched = switched;
         self.scrollback = scrollback;
         self.title = title;
         self.cwd = cwd;
