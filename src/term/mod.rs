@@ -292,6 +292,9 @@ impl Terminal {
         };
         general(&mut self.screen, &mut self.boundary, bytes, &mut out);
         out.flush();
+        if std::mem::take(&mut self.screen.switched) {
+            self.screen_switches += 1;
+        }
     }
 
     pub fn take_replies(&mut self) -> Vec<u8> {
@@ -351,8 +354,9 @@ impl Terminal {
     }
 
     /// Bytes that print the newest `lines` lines of history (fewer if they
-    /// pass `max_bytes`) into a terminal `rows` high, from its bottom row,
-    /// and then scroll them all off its screen: they land in the
+    /// pass `max_bytes`) into a terminal `rows` high, from the start of the
+    /// cursor's line (a client starts on a fresh line), and then scroll
+    /// them all off its screen, with what was above them: they land in the
     /// terminal's own scrollback, where its scrolling and search reach
     /// them, and its screen is left blank for a redraw. Each line is one
     /// line there as it was here (a longer one wraps on a narrower
@@ -375,20 +379,16 @@ impl Terminal {
             return Vec::new();
         }
         let mut out = Vec::with_capacity(total + 64);
-        out.extend_from_slice(b"\x1b[0m\x1b[r\x1b[");
-        cell::push_num(&mut out, u32::from(rows.max(1)));
-        out.extend_from_slice(b";1H");
+        out.extend_from_slice(b"\x1b[0m\r");
         for bytes in picked.iter().rev() {
-            out.extend_from_slice(b"\r\n");
             out.extend_from_slice(bytes);
-            out.extend_from_slice(b"\x1b[0m");
+            out.extend_from_slice(b"\x1b[0m\r\n");
         }
-        // The last line is on the bottom row: scroll it and the rows above
-        // it off the screen.
-        for _ in 0..rows.max(1) {
+        // The cursor is on the row after the last line: down to the bottom
+        // and on until every row above it has scrolled off.
+        for _ in 1..rows.max(1) {
             out.push(b'\n');
         }
-        out.extend_from_slice(b"\r");
         out
     }
 

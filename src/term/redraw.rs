@@ -71,6 +71,10 @@ fn sanitize(title: &str) -> String {
     title.chars().filter(|c| !c.is_control()).collect()
 }
 
+/// The input modes, cursor shape and keyboard protocols `state` may switch
+/// on, off.
+const MODES_OFF: &[u8] = b"\x1b[?1l\x1b>\x1b[?2004l\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?9l\x1b[?1005l\x1b[?1006l\x1b[?1015l\x1b[?1004l\x1b[?1007l\x1b[?12l\x1b[0 q\x1b[<99u\x1b[=0;1u\x1b[>4m\x1b[?25h\x1b[?2026l";
+
 pub fn redraw(s: &Screen, cols: u16, rows: u16) -> Vec<u8> {
     redraw_with(s, cols, rows, true)
 }
@@ -83,10 +87,13 @@ pub fn redraw_with(s: &Screen, cols: u16, rows: u16, switch_screens: bool) -> Ve
     let (cols, rows) = (usize::from(cols.max(1)), usize::from(rows.max(1)));
     let mut out = Vec::with_capacity(s.cols * s.rows + 256);
     // Baseline: SGR reset, full scroll region, no origin mode, autowrap on,
-    // replace mode, ASCII charsets, cursor home, screen cleared.
+    // replace mode, ASCII charsets, cursor home, screen cleared; every
+    // input mode the state below may set switched off, since the client
+    // may be one drawn before (a view, a redraw it asked for).
     out.extend_from_slice(
         b"\x1b[0m\x1b[r\x1b[?6l\x1b[?7h\x1b[4l\x1b[20l\x1b(B\x1b)B\x0f\x1b[H\x1b[2J",
     );
+    out.extend_from_slice(MODES_OFF);
     if !switch_screens {
         draw_grid(&mut out, s.grid(), cols, rows);
     } else {
