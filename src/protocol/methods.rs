@@ -421,6 +421,7 @@ pub enum Request {
     PaneResize(PaneResize),
     #[serde(rename = "pane.capture")]
     PaneCapture(PaneCapture),
+    #[serde(rename = "pane.history")]
     PaneHistory(PaneHistory),
     #[serde(rename = "pane.kill")]
     PaneKill(PaneKill),
