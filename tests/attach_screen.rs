@@ -72,13 +72,21 @@ fn attach_replays_history_into_the_outer_scrollback() {
         .lines()
         .filter_map(|l| l.trim().parse().ok())
         .collect();
-    assert!(numbers.len() >= 3000, "{} lines in the outer history", numbers.len());
+    assert!(
+        numbers.len() >= 3000,
+        "{} lines in the outer history",
+        numbers.len()
+    );
     let tail = &numbers[numbers.len() - 3000..];
     assert!(
         tail.windows(2).all(|w| w[1] == w[0] + 1),
         "the replayed lines are not consecutive"
     );
-    assert!(tail[0] > 1000 && *tail.last().unwrap() > 4900, "{:?}", (tail[0], tail.last()));
+    assert!(
+        tail[0] > 1000 && *tail.last().unwrap() > 4900,
+        "{:?}",
+        (tail[0], tail.last())
+    );
     assert!(
         !numbers.contains(&1000),
         "more than the asked 3000 lines were replayed"
@@ -92,12 +100,18 @@ fn scroll_mode_pages_finds_and_copies() {
     let ptyd = Ptyd::start();
     let mut c = ptyd.connect();
     let id = ptyd.create_argv(&["/bin/sh"]);
-    c.type_line(&id, "for i in $(seq 1 500); do echo row-$i.; done; echo rows-''done");
+    c.type_line(
+        &id,
+        "for i in $(seq 1 500); do echo row-$i.; done; echo rows-''done",
+    );
     c.wait_text(&id, "rows-done");
     let tmux = outer(&ptyd, 80, 20);
     let mut ev = ptyd.connect();
     ev.ok("events.subscribe", json!({}));
-    type_line(&tmux, &ptyd_cmd(&format!("attach {id}; echo attach-''rc=$?")));
+    type_line(
+        &tmux,
+        &ptyd_cmd(&format!("attach {id}; echo attach-''rc=$?")),
+    );
     ev.wait_event("client.attached", &id);
     tmux.wait_screen("the pane", |s| s.contains("rows-done"));
     // Prefix, then `[`: the scroll mode, at the bottom.
@@ -105,7 +119,9 @@ fn scroll_mode_pages_finds_and_copies() {
     tmux.wait_screen("the scroll mode", |s| s.contains("[scroll"));
     // A page up shows lines from above the pane's screen.
     tmux.keys(&["PPage"]);
-    tmux.wait_screen("a page up", |s| s.contains("row-470.") && !s.contains("rows-done"));
+    tmux.wait_screen("a page up", |s| {
+        s.contains("row-470.") && !s.contains("rows-done")
+    });
     // Output meanwhile does not move the frozen view.
     c.type_line(&id, "echo while-''scrolling");
     c.wait_text(&id, "while-scrolling");
@@ -248,14 +264,20 @@ fn detach_gives_the_outer_screen_back() {
     let ptyd = Ptyd::start();
     let mut c = ptyd.connect();
     let id = ptyd.create_argv(&["/bin/sh"]);
-    c.type_line(&id, "echo inside-''pane; printf '\\033[?1049h'; echo on-''alt");
+    c.type_line(
+        &id,
+        "echo inside-''pane; printf '\\033[?1049h'; echo on-''alt",
+    );
     c.wait_text(&id, "on-alt");
     let tmux = outer(&ptyd, 80, 20);
     type_line(&tmux, "echo before-''attach");
     tmux.wait_screen("the outer text", |s| s.contains("before-attach"));
     let mut ev = ptyd.connect();
     ev.ok("events.subscribe", json!({}));
-    type_line(&tmux, &ptyd_cmd(&format!("attach {id}; echo attach-''rc=$?")));
+    type_line(
+        &tmux,
+        &ptyd_cmd(&format!("attach {id}; echo attach-''rc=$?")),
+    );
     ev.wait_event("client.attached", &id);
     let screen = tmux.wait_screen("the pane", |s| s.contains("on-alt"));
     assert!(!screen.contains("before-attach"), "{screen}");

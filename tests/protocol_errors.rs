@@ -152,7 +152,10 @@ fn pane_level_errors() {
         "invalid_params",
     );
     assert!(m.contains("1000"), "{m}");
-    let range = c.ok("pane.history", json!({ "target": live, "start": 0, "count": 5 }));
+    let range = c.ok(
+        "pane.history",
+        json!({ "target": live, "start": 0, "count": 5 }),
+    );
     assert_eq!(range["first"], 0, "{range}");
     // Attaching to the pane the client says it runs in is refused.
     c.err(

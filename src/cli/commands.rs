@@ -398,7 +398,8 @@ fn new(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         return Ok(0);
     }
     let config = crate::server::config::load().0;
-    let alt_screen = config.attach_alt_screen && std::io::IsTerminal::is_terminal(&std::io::stdout());
+    let alt_screen =
+        config.attach_alt_screen && std::io::IsTerminal::is_terminal(&std::io::stdout());
     let info: PaneInfo = client.request_as(&Request::PaneCreate(methods::PaneCreate {
         attach: true,
         alt_screen,

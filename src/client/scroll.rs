@@ -116,7 +116,9 @@ impl Scroll {
     }
 
     fn last_top(&self) -> u64 {
-        self.end.saturating_sub(self.view_rows() as u64).max(self.start)
+        self.end
+            .saturating_sub(self.view_rows() as u64)
+            .max(self.start)
     }
 
     /// Moves the cursor to `n` (clamped) and the view so it shows it.
@@ -212,9 +214,7 @@ impl Scroll {
                 self.go(n as i64);
                 // The hit in the middle of the view when it can be.
                 let half = (self.view_rows() / 2) as u64;
-                self.top = n
-                    .saturating_sub(half)
-                    .clamp(self.start, self.last_top());
+                self.top = n.saturating_sub(half).clamp(self.start, self.last_top());
                 return Ok(true);
             }
         }
@@ -360,11 +360,8 @@ pub fn run(
     let mut prompt: Option<(String, bool)> = None;
     let mut input = [0u8; 4096];
     loop {
-        match &prompt {
-            Some((text, back)) => {
-                s.status = format!("{}{text}", if *back { '?' } else { '/' });
-            }
-            None => {}
+        if let Some((text, back)) = &prompt {
+            s.status = format!("{}{text}", if *back { '?' } else { '/' });
         }
         s.draw()?;
         if prompt.is_some() {

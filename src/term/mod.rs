@@ -386,9 +386,7 @@ impl Terminal {
         }
         // The cursor is on the row after the last line: down to the bottom
         // and on until every row above it has scrolled off.
-        for _ in 1..rows.max(1) {
-            out.push(b'\n');
-        }
+        out.extend(std::iter::repeat_n(b'\n', usize::from(rows.max(1)) - 1));
         out
     }
 

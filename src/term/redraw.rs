@@ -9,8 +9,8 @@
 
 use super::cell::{Cell, PenWriter, push_num, write_sgr_ul};
 use super::grid::{Grid, Row};
-use std::hash::{DefaultHasher, Hash, Hasher};
 use super::screen::{Charset, Screen};
+use std::hash::{DefaultHasher, Hash, Hasher};
 
 fn cup(out: &mut Vec<u8>, row: usize, col: usize) {
     out.extend_from_slice(b"\x1b[");
@@ -141,7 +141,13 @@ fn state_key(s: &Screen) -> u64 {
     let mut h = DefaultHasher::new();
     format!(
         "{:?}{:?}{}{:?}{}{}{}",
-        s.modes, s.charsets, s.active_charset, s.title_stack, s.title, s.scroll_top, s.scroll_bottom
+        s.modes,
+        s.charsets,
+        s.active_charset,
+        s.title_stack,
+        s.title,
+        s.scroll_top,
+        s.scroll_bottom
     )
     .hash(&mut h);
     s.tabs.hash(&mut h);

@@ -748,8 +748,7 @@ impl Screen {
         self.cursor = saved.cursor;
         self.cursor.row = self.cursor.row.min(self.rows - 1);
         self.cursor.col = self.cursor.col.min(self.cols - 1);
-        self.cursor.pending_wrap =
-            saved.cursor.pending_wrap && saved.cursor.col == self.cols - 1;
+        self.cursor.pending_wrap = saved.cursor.pending_wrap && saved.cursor.col == self.cols - 1;
         self.pen = saved.pen;
         self.pen_extra = saved.pen_extra;
         self.modes.origin = saved.origin;

@@ -1123,7 +1123,10 @@ fn views_of_another_size_are_clipped_or_padded_and_sent_as_changes() {
     // Next updates carry only the rows that changed.
     feed(&mut t, b"\x1b[2;1Hchanged");
     let update = t.view_update(14, 5, &mut big_cache);
-    assert!(!update.windows(4).any(|w| w == b"0123"), "unchanged row resent");
+    assert!(
+        !update.windows(4).any(|w| w == b"0123"),
+        "unchanged row resent"
+    );
     feed(&mut big, &update);
     assert_eq!(screen(&big), ["0123456789", "changed", "last", "", ""]);
     assert_eq!(big.cursor(), t.cursor());
@@ -1157,7 +1160,9 @@ fn history_replay_scrolls_the_newest_lines_into_the_client_history() {
     let lines: Vec<&str> = all.lines.iter().map(String::as_str).collect();
     assert_eq!(
         lines,
-        ["before", "line14", "line15", "line16", "line17", "line18", "", "", "", ""],
+        [
+            "before", "line14", "line15", "line16", "line17", "line18", "", "", "", ""
+        ],
         "the 5 newest history lines in the client's history, its screen blank"
     );
     assert!(t.history_replay(0, 1 << 20, 4).is_empty());
@@ -1179,7 +1184,10 @@ fn history_lines_are_numbered_from_the_first_line_pushed() {
     // A line keeps its number while output arrives.
     feed(&mut t, b"l7\r\n");
     let two = t.history_lines(3, 2, false);
-    assert_eq!((two.first, two.lines.clone()), (3, vec!["l4".into(), "l5".into()]));
+    assert_eq!(
+        (two.first, two.lines.clone()),
+        (3, vec!["l4".into(), "l5".into()])
+    );
     // Clamped to what exists.
     let far = t.history_lines(1000, 5, false);
     assert!(far.lines.is_empty());
