@@ -299,3 +299,45 @@ fn detach_gives_the_outer_screen_back() {
         .unwrap_or_else(|| panic!("{screen}"));
     assert_eq!(lines[at + 1], "attach-rc=0", "{screen}");
 }
+
+#[test]
+fn the_detach_key_and_screen_come_from_the_config_file() {
+    let dirs = util::Dirs::new();
+    let config = dirs.state.join("config");
+    std::fs::create_dir_all(config.join("ptyd")).unwrap();
+    std::fs::write(
+        config.join("ptyd/config.toml"),
+        "detach_key = \"C-a\"\nattach_alt_screen = false\nattach_history = 0\n",
+    )
+    .unwrap();
+    let ptyd = Ptyd::start_in(dirs, &util::unique_name("t"));
+    let mut c = ptyd.connect();
+    let id = ptyd.create_argv(&["/bin/sh"]);
+    c.type_line(&id, "echo in-''pane");
+    c.wait_text(&id, "in-pane");
+    let tmux = outer(&ptyd, 80, 20);
+    let mut ev = ptyd.connect();
+    ev.ok("events.subscribe", json!({}));
+    let env = format!("XDG_CONFIG_HOME={}", shell_quote(config.to_str().unwrap()));
+    type_line(
+        &tmux,
+        &format!("{env} {}; echo attach-''rc=$?", ptyd_cmd(&format!("attach {id}"))),
+    );
+    ev.wait_event("client.attached", &id);
+    tmux.wait_screen("the pane", |s| s.contains("in-pane"));
+    // C-\ is the pane's now; C-a detaches.
+    tmux.keys(&["C-\\"]);
+    type_line(&tmux, "echo still-''attached");
+    c.wait_text(&id, "still-attached");
+    tmux.keys(&["C-a"]);
+    ev.wait_event("client.detached", &id);
+    // On the main screen: the pane's last screen stays, the message below.
+    let screen = tmux.wait_screen("the client's end", |s| s.contains("attach-rc=0"));
+    assert!(screen.contains("still-attached"), "{screen}");
+    let lines: Vec<&str> = screen.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| *l == "[ptyd: detached]")
+        .unwrap_or_else(|| panic!("{screen}"));
+    assert!(lines[..at].iter().any(|l| l.contains("still-attached")), "{screen}");
+}

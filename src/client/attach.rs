@@ -30,7 +30,7 @@ const RECONNECT_EVERY: Duration = Duration::from_millis(250);
 
 /// Modes a pane's program may have switched on in the user's terminal; all
 /// switched off when we leave so the shell gets a sane terminal back.
-const MODES_RESET: &[u8] = b"\x1b[?1l\x1b>\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1004l\x1b[?1005l\x1b[?1006l\x1b[?1015l\x1b[?2004l\x1b[<u\x1b[>4;0m\x1b[0m\x1b[?25h\x1b[?7h\x1b[4l\x1b[?6l\x1b[?2026l";
+const MODES_RESET: &[u8] = b"\x1b[?1l\x1b>\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1004l\x1b[?1005l\x1b[?1006l\x1b[?1015l\x1b[?2004l\x1b[<u\x1b[>4;0m\x1b[0m\x1b[?25h\x1b[?7h\x1b[4l\x1b[?2026l";
 
 /// Whether this attachment put the terminal on its alternate screen (so
 /// leaving must switch back, which restores the screen of before).
@@ -119,13 +119,15 @@ fn restore_terminal() {
         if ALT_SCREEN.swap(false, Ordering::Relaxed) {
             // Back to the screen of before the attach, cursor and all.
             out.extend_from_slice(MODES_RESET);
-            out.extend_from_slice(b"\x1b[r\x1b[?1049l");
+            out.extend_from_slice(b"\x1b[?6l\x1b[r\x1b[?1049l");
         } else {
-            // Off a pane's alternate screen, then a full scroll region
-            // without moving the cursor (it stays after the pane's text).
-            out.extend_from_slice(b"\x1b[?1049l");
+            // Off a pane's alternate screen (1049 restores the cursor it
+            // saved; on the main screen, the one saved just before), then
+            // no origin mode and a full scroll region, both of which home
+            // the cursor: it goes back after the pane's text.
+            out.extend_from_slice(b"\x1b7\x1b[?1049l");
             out.extend_from_slice(MODES_RESET);
-            out.extend_from_slice(b"\x1b7\x1b[r\x1b8");
+            out.extend_from_slice(b"\x1b7\x1b[?6l\x1b[r\x1b8");
         }
         write_stdout(&out);
         let _ = sys::restore_stdin_mode(&original);
