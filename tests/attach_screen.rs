@@ -321,7 +321,10 @@ fn the_detach_key_and_screen_come_from_the_config_file() {
     let env = format!("XDG_CONFIG_HOME={}", shell_quote(config.to_str().unwrap()));
     type_line(
         &tmux,
-        &format!("{env} {}; echo attach-''rc=$?", ptyd_cmd(&format!("attach {id}"))),
+        &format!(
+            "{env} {}; echo attach-''rc=$?",
+            ptyd_cmd(&format!("attach {id}"))
+        ),
     );
     ev.wait_event("client.attached", &id);
     tmux.wait_screen("the pane", |s| s.contains("in-pane"));
@@ -339,5 +342,8 @@ fn the_detach_key_and_screen_come_from_the_config_file() {
         .iter()
         .position(|l| *l == "[ptyd: detached]")
         .unwrap_or_else(|| panic!("{screen}"));
-    assert!(lines[..at].iter().any(|l| l.contains("still-attached")), "{screen}");
+    assert!(
+        lines[..at].iter().any(|l| l.contains("still-attached")),
+        "{screen}"
+    );
 }

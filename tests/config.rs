@@ -41,7 +41,10 @@ fn check_reports_lines_and_keys() {
         "{stdout}"
     );
     assert!(
-        lines[1].starts_with(&format!("{}:4: unknown key \"detach_keys\"", path.display())),
+        lines[1].starts_with(&format!(
+            "{}:4: unknown key \"detach_keys\"",
+            path.display()
+        )),
         "{stdout}"
     );
     assert!(

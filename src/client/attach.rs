@@ -632,3 +632,34 @@ pub fn run_mirror(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_prefix_key_detaches_sends_itself_or_opens_the_scroll_mode() {
+        let mut at = None;
+        // Typed bytes pass; the prefix alone waits for the next key.
+        assert_eq!(split_keys(b"ls\x1c", 0x1c, &mut at), (b"ls".to_vec(), None));
+        assert!(at.is_some());
+        // The prefix twice: sent through once, nothing else happens.
+        assert_eq!(
+            split_keys(b"\x1cx", 0x1c, &mut at),
+            (b"\x1cx".to_vec(), None)
+        );
+        assert!(at.is_none());
+        let scroll = Some(PrefixAction::Scroll { page_up: false });
+        assert_eq!(
+            split_keys(b"a\x1c[rest", 0x1c, &mut at),
+            (b"a".to_vec(), scroll)
+        );
+        let page = Some(PrefixAction::Scroll { page_up: true });
+        assert_eq!(
+            split_keys(b"\x1c\x1b[5~", 0x1c, &mut at),
+            (Vec::new(), page)
+        );
+        let detach = Some(PrefixAction::Detach);
+        assert_eq!(split_keys(b"\x1cd", 0x1c, &mut at), (Vec::new(), detach));
+    }
+}
