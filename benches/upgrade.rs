@@ -268,7 +268,9 @@ fn run_load(
             m.connects.iter().filter(|d| ms(**d) > 50.0).count()
         );
     }
-    println!("(ms; targets: 0 failed, blackout p99 <= 20 ms with 200 flooding, no connect over 50 ms)");
+    println!(
+        "(ms; targets: 0 failed, blackout p99 <= 20 ms with 200 flooding, no connect over 50 ms)"
+    );
     Ok(())
 }
 

@@ -539,7 +539,11 @@ fn check_counter_capture(cap: &Value, what: &str) -> (u64, u64) {
         .map(|l| l.as_str().unwrap())
         .filter(|l| !l.is_empty())
         .collect();
-    assert!(lines.len() >= 2, "{what}: capture has {} lines", lines.len());
+    assert!(
+        lines.len() >= 2,
+        "{what}: capture has {} lines",
+        lines.len()
+    );
     let first: u64 = lines[0]
         .parse()
         .unwrap_or_else(|_| panic!("{what}: first line {:?} is no number", lines[0]));
@@ -622,7 +626,10 @@ fn twenty_flooding_counters_stay_contiguous_through_repeated_upgrades() {
     for (id, _, attached) in panes {
         c.wait_exit(&id);
         let (output, exit_frame) = attached.finish();
-        assert!(exit_frame.is_some(), "{id}: no EXIT frame after the pane ended");
+        assert!(
+            exit_frame.is_some(),
+            "{id}: no EXIT frame after the pane ended"
+        );
         let text = String::from_utf8_lossy(&output);
         let (last, _) = check_counting(&text, 1, &format!("{id}'s attached output"));
         assert!(last > 100, "{id}: the counter only reached {last}");

@@ -99,9 +99,11 @@ pub fn measure_load(
         "cat {}; exec sleep 100000",
         shell_quote(path_str(idle_file)?)
     );
-    let idle_ids = server.create_panes(&mut ctl, idle, |_| {
-        json!({ "argv": ["sh", "-c", idle_script], "cols": COLS, "rows": ROWS, "cwd": cwd })
-    })?;
+    let idle_ids = server.create_panes(
+        &mut ctl,
+        idle,
+        |_| json!({ "argv": ["sh", "-c", idle_script], "cols": COLS, "rows": ROWS, "cwd": cwd }),
+    )?;
     wait_all(&mut ctl, &idle_ids, MARKER)?;
     let cat_script = format!("while :; do cat {}; done", shell_quote(path_str(coloured)?));
     let flood_ids = server.create_panes(&mut ctl, plan.flooding, |i| {
@@ -122,8 +124,17 @@ pub fn measure_load(
     let attached = attach_target
         .map(|target| {
             let client = server.connect()?;
-            let (_, mut reader) = ptyd::client::attach(client, &target, true, None)
-                .map_err(|e| format!("attach: {e}"))?;
+            let params = ptyd::protocol::methods::Attach {
+                target,
+                read_only: true,
+                cols: None,
+                rows: None,
+                history: None,
+                alt_screen: false,
+                from_pane: None,
+            };
+            let (_, mut reader) =
+                ptyd::client::attach(client, params).map_err(|e| format!("attach: {e}"))?;
             let stop = stop.clone();
             Ok::<_, String>(std::thread::spawn(move || {
                 let mut bytes = 0u64;
@@ -153,7 +164,8 @@ pub fn measure_load(
                     .and_then(|mut c| {
                         c.set_read_timeout(Some(Duration::from_secs(60)))
                             .map_err(|e| e.to_string())?;
-                        c.call("server.status", json!({})).map_err(|e| e.to_string())
+                        c.call("server.status", json!({}))
+                            .map_err(|e| e.to_string())
                     });
                 match r {
                     Ok(_) => times.push(t0.elapsed()),

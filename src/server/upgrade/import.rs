@@ -559,7 +559,10 @@ fn prebuild_pane(
 ) -> Result<(), String> {
     let id = rt.id;
     if shell.panes.contains_key(&id) {
-        return Err(format!("the pre-copy carried pane {} twice", PaneId::new(id)));
+        return Err(format!(
+            "the pre-copy carried pane {} twice",
+            PaneId::new(id)
+        ));
     }
     let token = shell.alloc_token(Source::Pane(id));
     let mut pane =
