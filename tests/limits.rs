@@ -97,3 +97,107 @@ fn split_chain_up_to_the_cap_survives_restart_and_upgrade_and_one_more_is_refuse
     c.ok("server.stop", json!({}));
     c.read_until_eof();
 }
+
+/// The server's stderr lines so far, waited on for its log tags.
+fn wait_log(ptyd: &Ptyd, tag: &str) {
+    util::eventually(format!("the server to log {tag}"), || {
+        ptyd.stderr().contains(tag)
+    });
+}
+
+/// Connections until the server is out of fds: every one it can accept,
+/// then more that stay pending in its backlog, until it logs that it is
+/// starved. Returns them all.
+fn exhaust_fds(ptyd: &Ptyd) -> Vec<Conn> {
+    let mut conns = Vec::new();
+    let starved_before = ptyd.stderr().matches("accept_starved").count();
+    while ptyd.stderr().matches("accept_starved").count() == starved_before {
+        match Conn::try_connect(&ptyd.socket()) {
+            Some(c) => conns.push(c),
+            // Backlog full: the server has stopped accepting, so it will
+            // say so.
+            None => {
+                util::eventually("the server to log accept_starved", || {
+                    ptyd.stderr().matches("accept_starved").count() > starved_before
+                });
+                break;
+            }
+        }
+        assert!(conns.len() < 5000, "the server never ran out of fds");
+    }
+    conns
+}
+
+#[test]
+fn accept_survives_fd_exhaustion_serves_the_pending_client_and_refuses_after_the_grace() {
+    let dirs = util::Dirs::new();
+    let ptyd = dirs.start_limited(&util::unique_name("fd"), &[], None, Some(64));
+    let idle = exhaust_fds(&ptyd);
+    eprintln!("{} connections exhausted a 64-fd server", idle.len());
+
+    // A client pending when the fds come free is served, without anyone
+    // else connecting to wake the listener.
+    let mut pending = Conn::try_connect(&ptyd.socket()).expect("a backlog slot");
+    let id = pending.send("pane.list", json!({}));
+    drop(idle);
+    let resp = pending.response(id).expect("pane.list once fds are free");
+    assert_eq!(resp["panes"], json!([]), "{resp}");
+    wait_log(&ptyd, "accept_resumed");
+
+    // A client that waits through the grace period is told why (it need
+    // not even send a request).
+    let idle = exhaust_fds(&ptyd);
+    let mut refused = Conn::try_connect(&ptyd.socket()).expect("a backlog slot");
+    let line = refused.next_response();
+    let msg = line["error"]["message"].as_str().unwrap_or_default();
+    assert_eq!(line["error"]["code"], "busy", "{line}");
+    assert!(
+        msg.contains("out of file descriptors") && msg.contains("limit 64"),
+        "{line}"
+    );
+    drop(idle);
+
+    let out = ptyd.run_cli(&["ls"]);
+    assert!(out.status.success(), "{}", util::stderr(&out));
+    let out = ptyd.run_cli(&["stop"]);
+    assert!(out.status.success(), "{}", util::stderr(&out));
+    let mut ptyd = ptyd;
+    assert!(ptyd.wait_exit().success());
+}
+
+#[test]
+fn panes_up_to_the_fd_limit_are_refused_clearly_and_saves_and_upgrades_still_work() {
+    let dirs = util::Dirs::new();
+    let ptyd = dirs.start_limited(&util::unique_name("fd"), &[], None, Some(160));
+    let mut c = ptyd.connect();
+    let mut created = 0;
+    let msg = loop {
+        match c.call("pane.create", json!({ "argv": ["sleep", "100000"] })) {
+            Ok(_) => created += 1,
+            Err((code, msg)) => {
+                assert_eq!(code, "spawn_failed", "{msg}");
+                break msg;
+            }
+        }
+        assert!(created < 200, "160 fds never ran out");
+    };
+    eprintln!("{created} panes fit in 160 fds; then: {msg}");
+    assert!(created >= 20, "only {created} panes fit in 160 fds");
+    assert!(
+        msg.contains("limit (RLIMIT_NOFILE) is 160") && msg.contains("LimitNOFILE="),
+        "{msg}"
+    );
+    assert_eq!(c.panes().len(), created);
+    c.save();
+    let report = c
+        .call("server.upgrade", json!({}))
+        .unwrap_or_else(|e| panic!("upgrade at the fd limit: {e:?}\n{}", ptyd.stderr()));
+    assert_eq!(report["panes"], created, "{report}");
+    let mut c = ptyd.connect();
+    assert_eq!(c.panes().len(), created);
+    c.save();
+    let out = ptyd.run_cli(&["ls"]);
+    assert!(out.status.success(), "{}", util::stderr(&out));
+    c.ok("server.stop", json!({}));
+    c.read_until_eof();
+}

@@ -24,14 +24,16 @@ impl Server {
                 Ok(pair) => pair,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == io::ErrorKind::ConnectionAborted => continue,
                 Err(e) => {
-                    // EMFILE and friends: log and try again on the next wakeup
-                    // rather than spin.
-                    self.log
-                        .log("accept_failed", &format!("accepting a connection: {e}"));
+                    // EMFILE and friends: the listener will not be reported
+                    // ready again for the clients left pending, so a timer
+                    // retries (`fd_budget.rs`), without spinning.
+                    self.on_accept_starved(&e);
                     return;
                 }
             };
+            self.on_accept_fed();
             let peer = match crate::sys::peer_cred(&stream) {
                 Ok(peer) => peer,
                 Err(e) => {

@@ -173,6 +173,7 @@ impl Server {
                 TimerKind::HistoryTick => self.on_history_tick(),
                 TimerKind::PaneStall(id) => self.check_stalled_clients(id, now),
                 TimerKind::ConnClose(id) => self.on_close_deadline(id, now),
+                TimerKind::AcceptRetry => self.on_accept_retry(),
             }
         }
     }

@@ -12,6 +12,7 @@ mod defaults;
 mod diagnostics;
 mod event_loop;
 mod events;
+mod fd_budget;
 mod line_budget;
 mod listener;
 mod output_log;
@@ -142,6 +143,9 @@ pub struct Server {
     /// The shell-integration scripts, written at start-up (`crate::shell`);
     /// `None` if they could not be (logged).
     shell: Option<crate::shell::Installed>,
+    /// The fd limit, the reserve fd and a starved listener's state
+    /// (`fd_budget.rs`).
+    fds: fd_budget::FdBudget,
 }
 
 /// Runs a server in the foreground until it is stopped.
@@ -258,6 +262,10 @@ impl Server {
         history: bool,
     ) -> Result<Server, String> {
         let mut log = Diagnostics::open(paths.diagnostics());
+        let (fds, fd_note) = fd_budget::FdBudget::new();
+        if let Some(note) = fd_note {
+            log.log("fd_limit", &note);
+        }
         let poll = Poll::new().map_err(|e| format!("creating poll: {e}"))?;
         // Registered before any pane exists, so no child's exit can be missed.
         let mut signals = Signals::new([SIGCHLD, SIGTERM, SIGINT, SIGHUP])
@@ -326,6 +334,7 @@ impl Server {
             config,
             config_problems,
             shell,
+            fds,
         };
         server.persist.debounce = server.config.save_debounce;
         server.persist.max_delay = server.config.save_max_delay;

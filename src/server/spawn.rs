@@ -122,6 +122,7 @@ impl Server {
                 }
             }
         };
+        self.check_fds_for_pane()?;
         let (cols, rows) = crate::pty::clamp_size(
             u32::from(req.cols.unwrap_or(super::defaults::COLS)),
             u32::from(req.rows.unwrap_or(super::defaults::ROWS)),

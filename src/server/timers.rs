@@ -32,6 +32,8 @@ pub enum TimerKind {
     Upgrade,
     /// Re-check the clients holding a paused pane (see `STALL_LIMIT`).
     PaneStall(u64),
+    /// Try accepting again after running out of fds (`fd_budget.rs`).
+    AcceptRetry,
 }
 
 #[derive(Debug, Default)]
