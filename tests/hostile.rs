@@ -250,7 +250,8 @@ fn a_flood_of_input_into_a_pane_is_bounded() {
     let total = size(16 << 20, 100 << 20);
     let mut writer = attached.stream().try_clone().unwrap();
     let sender = std::thread::spawn(move || {
-        let chunk = b"0123456789abcdef0123456789abcdef0123456789abcdef012345678901234\n".repeat(1024);
+        let chunk =
+            b"0123456789abcdef0123456789abcdef0123456789abcdef012345678901234\n".repeat(1024);
         let frame = util::frame(util::INPUT, &chunk);
         let mut sent = 0;
         while sent < total {
@@ -278,16 +279,15 @@ fn a_flood_of_input_into_a_pane_is_bounded() {
 #[test]
 fn a_never_reading_client_attached_to_a_flooding_pane_is_cut_off() {
     let t = Target::start();
-    let pane = t.ptyd.create_argv(&["yes", "flood flood flood flood flood flood"]);
+    let pane = t
+        .ptyd
+        .create_argv(&["yes", "flood flood flood flood flood flood"]);
     let mut events = t.ptyd.connect();
     events.ok("events.subscribe", json!({}));
     // Attached and never read from.
     let (_, attached) = t.ptyd.connect().attach(json!({ "target": pane }));
     t.check("a never-reading client on a flooding pane");
-    let detached = loop {
-        let e = events.wait_event("client.detached", &pane);
-        break e;
-    };
+    let detached = events.wait_event("client.detached", &pane);
     assert_eq!(detached["reason"], "too_slow", "{detached}");
     t.check("the never-reading client cut off");
     drop(attached);

@@ -169,7 +169,9 @@ fn layout_leaves(text: &str) -> Result<(Vec<String>, usize), String> {
                 }
             }
             b':' => {
-                want_pane = last_string.take().is_some_and(|(a, b)| &text[a..b] == "\"pane\"");
+                want_pane = last_string
+                    .take()
+                    .is_some_and(|(a, b)| &text[a..b] == "\"pane\"");
             }
             b'{' | b'[' => {
                 depth += 1;

@@ -636,11 +636,20 @@ mod tests {
                 let expected: Vec<u64> = (1..=splits as u64 + 1).collect();
                 assert_eq!(panes_of(tree), vec![expected], "{splits} splits");
                 let layout = &tree.tabs.values().next().unwrap().layout;
-                let deepest = layout.panes().iter().filter_map(|p| layout.depth_of(*p)).max();
+                let deepest = layout
+                    .panes()
+                    .iter()
+                    .filter_map(|p| layout.depth_of(*p))
+                    .max();
                 assert!(deepest.unwrap() <= MAX_SPLIT_DEPTH, "{splits} splits");
             }
             let rebuilt = repaired.fixes.iter().any(|f| f.contains("laid out again"));
-            assert_eq!(rebuilt, splits > MAX_SPLIT_DEPTH, "{splits}: {:?}", repaired.fixes);
+            assert_eq!(
+                rebuilt,
+                splits > MAX_SPLIT_DEPTH,
+                "{splits}: {:?}",
+                repaired.fixes
+            );
         }
     }
 
