@@ -86,6 +86,12 @@ impl Server {
         let Some(conn) = self.conns.get_mut(&id) else {
             return;
         };
+        // Held input: the socket is left unread until the pane takes it,
+        // so a client typing faster than its program reads is slowed down
+        // by its own socket filling up (`attach.rs`).
+        if conn.input_held.is_some() {
+            return;
+        }
         let limit = match conn.mode {
             ConnMode::Rpc => protocol::MAX_LINE_BYTES + 1,
             ConnMode::Attached { .. } => frame::MAX_FRAME_PAYLOAD + frame::HEADER_LEN,
@@ -166,6 +172,9 @@ impl Server {
                 }
                 ConnMode::Attached { .. } => match frame::decode(rest) {
                     Ok(Some((f, used))) => {
+                        if f.kind == frame::client::INPUT && self.hold_input(id, f.payload.len()) {
+                            break;
+                        }
                         let (kind, payload) = (f.kind, f.payload);
                         start += used;
                         self.handle_frame(id, kind, payload);

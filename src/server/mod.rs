@@ -146,6 +146,9 @@ pub struct Server {
     /// The fd limit, the reserve fd and a starved listener's state
     /// (`fd_budget.rs`).
     fds: fd_budget::FdBudget,
+    /// Panes some attached client's input is held for (`attach.rs`); may
+    /// name panes whose clients were released or left since.
+    input_held_for: std::collections::BTreeSet<u64>,
 }
 
 /// Runs a server in the foreground until it is stopped.
@@ -335,6 +338,7 @@ impl Server {
             config_problems,
             shell,
             fds,
+            input_held_for: Default::default(),
         };
         server.persist.debounce = server.config.save_debounce;
         server.persist.max_delay = server.config.save_max_delay;

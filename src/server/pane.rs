@@ -351,6 +351,11 @@ impl Pane {
         }
     }
 
+    /// Input bytes written to the PTY so far in this pane's life.
+    pub fn written_total(&self) -> u64 {
+        self.written_total
+    }
+
     pub fn pending_input(&self) -> usize {
         self.input.len() - self.input_pos
     }

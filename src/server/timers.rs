@@ -34,6 +34,9 @@ pub enum TimerKind {
     PaneStall(u64),
     /// Try accepting again after running out of fds (`fd_budget.rs`).
     AcceptRetry,
+    /// Check that the pane an attached client's input is held for still
+    /// reads its input (connection id; `attach.rs`).
+    InputStall(usize),
 }
 
 #[derive(Debug, Default)]
