@@ -247,6 +247,7 @@ fn a_flood_of_input_into_a_pane_is_bounded() {
         json!({ "target": pane, "text": "ready", "include_screen": true, "timeout_ms": 20000 }),
     );
     let (_, mut attached) = t.ptyd.connect().attach(json!({ "target": pane }));
+    let rss_before = rss_kib(t.ptyd.pid());
     let total = size(4 << 20, 100 << 20);
     let mut writer = attached.stream().try_clone().unwrap();
     let sender = std::thread::spawn(move || {
@@ -264,6 +265,12 @@ fn a_flood_of_input_into_a_pane_is_bounded() {
     });
     let sent = sender.join().unwrap();
     t.check(&format!("{} MB of input into a pane", total >> 20));
+    // What is held is bounded (1 MiB pending, a client's unread frames),
+    // not what went through: the pane's input buffer once kept everything
+    // pasted while input kept arriving (100 MB held 100 MB; the long run
+    // catches that).
+    let grown = rss_kib(t.ptyd.pid()).saturating_sub(rss_before);
+    assert!(grown < 32 * 1024, "RSS grew {grown} KiB during the flood");
     // Every byte was taken: the server reads the client only as fast as
     // the program reads (its socket fills up meanwhile), never ending the
     // attachment of a client whose program keeps reading.
