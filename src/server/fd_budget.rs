@@ -84,10 +84,13 @@ impl Server {
     /// Fds open now: counted where the OS tells (`/proc/self/fd`), else
     /// estimated from what the server holds.
     fn fds_in_use(&self) -> u64 {
-        crate::sys::open_fd_count().map_or_else(
-            || (16 + self.conns.len() + 3 * self.panes.len()) as u64,
-            |n| n as u64,
-        )
+        crate::sys::open_fd_count().map_or_else(|| self.fds_estimate(), |n| n as u64)
+    }
+
+    /// A generous guess of the fds open: a few of the server's own, one per
+    /// connection, three per pane (PTY, hung-up PTY, pidfd).
+    fn fds_estimate(&self) -> u64 {
+        (16 + self.conns.len() + 3 * self.panes.len()) as u64
     }
 
     /// Whether one more pane fits in the fd limit with [`FD_RESERVE`] left
@@ -95,8 +98,13 @@ impl Server {
     /// pane there is (the pidfds a live upgrade opens); refused with the
     /// numbers and what to raise.
     pub(super) fn check_fds_for_pane(&self) -> Result<(), RpcError> {
-        let in_use = self.fds_in_use();
         let panes = self.panes.len() as u64;
+        // Far from the limit, no need to count (reading /proc/self/fd
+        // costs a directory entry per fd).
+        if 2 * (self.fds_estimate() + FDS_PER_PANE + panes + FD_RESERVE) < self.fds.limit {
+            return Ok(());
+        }
+        let in_use = self.fds_in_use();
         let need = in_use + FDS_PER_PANE + panes + FD_RESERVE;
         if need <= self.fds.limit {
             return Ok(());
