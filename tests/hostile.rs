@@ -356,5 +356,10 @@ fn fd_exhaustion_then_recovery() {
         rss_kib(t.ptyd.pid()) as f64 / 1024.0
     );
     drop(idle);
+    // A client landing before the server has seen the closes may be
+    // refused (with the reason); one soon after is served.
+    util::eventually("the server to serve again", || {
+        util::serves(&t.ptyd.socket())
+    });
     t.check("fd exhaustion over");
 }

@@ -14,7 +14,7 @@ use super::Server;
 use super::timers::TimerKind;
 use crate::protocol::{ErrorCode, RpcError};
 use std::fs::File;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
 /// Fds kept free for what must not fail for want of one: a save (temp
@@ -131,11 +131,10 @@ impl Server {
             Some(since) => since,
             None => {
                 self.fds.starved_since = Some(now);
-                let in_use = self.fds_in_use();
                 self.log.log(
                     "accept_starved",
                     &format!(
-                        "cannot accept connections: {error} ({in_use} fds open, limit {}); \
+                        "cannot accept connections: {error} (fd limit {}); \
                          retrying every {} ms, refusing clients that wait over {} s",
                         self.fds.limit,
                         ACCEPT_RETRY.as_millis(),
@@ -145,7 +144,10 @@ impl Server {
                 now
             }
         };
-        if now.duration_since(since) >= ACCEPT_GRACE {
+        // Connections being closed free their fds at the end of this turn:
+        // refusing now would refuse a client an fd is about to be there for.
+        let closing = self.conns.values().any(|c| c.closing.is_some());
+        if now.duration_since(since) >= ACCEPT_GRACE && !closing {
             self.refuse_pending();
         }
         if !self.fds.retry_armed {
@@ -176,16 +178,26 @@ impl Server {
     }
 
     /// Gives up the reserve fd to accept each pending client in turn and
-    /// tell it why it is not served, then takes the reserve back.
+    /// tell it why it is not served, then takes the reserve back. A client
+    /// accepted while an fd can be had again after all (connections closed
+    /// meanwhile) is served instead, and accepting goes on as usual.
     fn refuse_pending(&mut self) {
         let mut refused = 0;
         while self.fds.reserve.take().is_some() {
-            let accepted = self.listener.accept();
-            let done = accepted.is_err();
-            if let Ok((mut stream, _)) = accepted {
-                let in_use = self.fds_in_use();
+            let Ok((mut stream, _)) = self.listener.accept() else {
+                self.fds.reserve = open_reserve();
+                break;
+            };
+            if let Some(reserve) = open_reserve() {
+                self.fds.reserve = Some(reserve);
+                self.on_accept_fed();
+                self.admit(stream);
+                self.accept_all();
+                break;
+            }
+            if self.peer_of(&stream).is_some() {
                 let msg = format!(
-                    "the ptyd server is out of file descriptors ({in_use} open, limit {}); \
+                    "the ptyd server is out of file descriptors (its limit is {}); \
                      close idle clients or panes, or raise its limit (LimitNOFILE= in the \
                      service unit, or `ulimit -Hn` before the server starts)",
                     self.fds.limit
@@ -194,15 +206,22 @@ impl Server {
                     &serde_json::Value::Null,
                     Err(RpcError::new(ErrorCode::Busy, msg)),
                 );
-                // One short line into an empty socket buffer: it fits, and
-                // a client that cannot take it loses only the reason.
+                // What the client sent is read first: closing a socket with
+                // unread data resets it, and the client might see the reset
+                // before our line. One short line into an empty socket
+                // buffer fits; a client that cannot take it loses only the
+                // reason.
+                let mut scratch = [0u8; 4096];
+                for _ in 0..16 {
+                    if !matches!(stream.read(&mut scratch), Ok(n) if n > 0) {
+                        break;
+                    }
+                }
                 let _ = stream.write(&line);
                 refused += 1;
             }
+            drop(stream);
             self.fds.reserve = open_reserve();
-            if done {
-                break;
-            }
         }
         if refused > 0 {
             self.log.log(

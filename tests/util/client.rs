@@ -373,3 +373,20 @@ pub fn abbreviate(bytes: &[u8]) -> String {
     let tail: String = chars[chars.len() - 200..].iter().collect();
     format!("{head:?} ... ({} chars) ... {tail:?}", chars.len())
 }
+
+/// Whether a new client gets an answer to `pane.list` (not a refusal, a
+/// reset or nothing).
+pub fn serves(socket: &Path) -> bool {
+    let Ok(mut s) = UnixStream::connect(socket) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(TIMEOUT));
+    if s.write_all(b"{\"id\":1,\"method\":\"pane.list\",\"params\":{}}\n")
+        .is_err()
+    {
+        return false;
+    }
+    let mut line = String::new();
+    let _ = BufReader::new(s).read_line(&mut line);
+    line.contains("\"result\"")
+}
