@@ -149,6 +149,9 @@ pub struct Server {
     /// Panes some attached client's input is held for (`attach.rs`); may
     /// name panes whose clients were released or left since.
     input_held_for: std::collections::BTreeSet<u64>,
+    /// Some attached client's view is stale (`Connection::view`): drawn
+    /// before the next flush.
+    stale_views: bool,
 }
 
 /// Runs a server in the foreground until it is stopped.
@@ -339,6 +342,7 @@ impl Server {
             shell,
             fds,
             input_held_for: Default::default(),
+            stale_views: false,
         };
         server.persist.debounce = server.config.save_debounce;
         server.persist.max_delay = server.config.save_max_delay;
