@@ -840,7 +840,7 @@ fn check_rollback(f: &mut Faulty, fault: &str, timeout_ms: u64) {
     );
     let err = err.trim_end();
     assert!(
-        !err.contains('\n') && err.starts_with("ptyd: upgrade to") && err.contains("keeps serving"),
+        !err.contains('\n') && err.starts_with("ptyd: upgrade from") && err.contains("keeps serving"),
         "--fault {fault}: not a one-line cause: {err:?}"
     );
     if let Some(pid) = new_pid {
@@ -959,7 +959,7 @@ fn an_incompatible_binary_is_refused_with_nothing_touched() {
 }
 
 #[test]
-fn a_second_upgrade_during_one_is_refused_busy() {
+fn a_second_upgrade_during_one_waits_for_it() {
     let mut f = Faulty::start();
     let mut first =
         f.l.ptyd
@@ -968,7 +968,7 @@ fn a_second_upgrade_during_one_is_refused_busy() {
                 "--fault",
                 "new-before-hello:stall",
                 "--timeout",
-                "5000",
+                "3000",
             ])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -977,14 +977,14 @@ fn a_second_upgrade_during_one_is_refused_busy() {
     util::eventually("the first upgrade to start", || {
         (!f.l.status()["upgrade"].is_null()).then_some(())
     });
-    let out = f.l.upgrade_cli(&[]);
-    util::assert_exit(&out, 1);
-    let err = util::stderr(&out);
-    assert!(err.contains("already in progress"), "{err:?}");
+    // The API still refuses at once, saying why.
     let mut c = f.l.conn();
     let msg = c.err("server.upgrade", json!({}), "busy");
     assert!(msg.contains("already in progress"), "{msg}");
     drop(c);
+    // The command waits for the running one (which times out) and then
+    // upgrades.
+    let second = f.l.upgrade_cli(&["--json"]);
     let status = util::wait_child(&mut first, TIMEOUT).expect("the first upgrade to end");
     let mut err = String::new();
     first
@@ -994,8 +994,19 @@ fn a_second_upgrade_during_one_is_refused_busy() {
         .read_to_string(&mut err)
         .unwrap();
     assert_eq!(status.code(), Some(1), "{err}");
-    assert!(err.contains("timed out"), "{err:?}");
-    f.check_serving("after-busy");
+    assert!(err.contains("did not say hello within"), "{err:?}");
+    util::assert_exit(&second, 0);
+    let waited = util::stderr(&second);
+    assert!(
+        waited.contains("already in progress") && waited.contains("waiting for it"),
+        "{waited:?}"
+    );
+    let report: Value = serde_json::from_str(util::stdout(&second).trim()).unwrap();
+    assert_eq!(report["probation"], "survived", "{report}");
+    let new_pid = report["new_pid"].as_i64().unwrap();
+    f.l.track(new_pid as i32);
+    assert_eq!(f.l.status()["pid"], new_pid);
+    assert_eq!(pane_pids(&mut f.l.conn()), f.pids);
 }
 
 // ---------------------------------------------------------------------------

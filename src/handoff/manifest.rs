@@ -98,6 +98,11 @@ pub struct Manifest<S = Terminal> {
     pub handoff_version: u32,
     pub from_version: String,
     pub from_pid: u32,
+    /// The old server's own binary, for the upgrade report (absent from
+    /// builds before it was added; additions like this one need no
+    /// version bump: unknown members are ignored, missing ones default).
+    #[serde(default)]
+    pub from_binary: Option<String>,
     /// Generation of the new server (the old one's plus one).
     pub generation: u64,
     pub namespace: String,

@@ -128,9 +128,15 @@ pub struct Server {
     serving: serving::Serving,
     /// Figures of the last upgrade, for `server.status`.
     last_upgrade: serde_json::Value,
+    /// On a server started by an upgrade: the server it took over from
+    /// (pid, version, binary), for the report.
+    upgraded_from: serde_json::Value,
     /// On a server started by an upgrade: the `server.upgrade` request to
     /// answer once it serves.
     upgrade_caller: Option<(ConnId, serde_json::Value)>,
+    /// On a server started by an upgrade: when it committed (probation's
+    /// length in the report).
+    committed_at: Option<std::time::Instant>,
     /// While the previous generation is in probation it may still take
     /// everything back, so no new upgrade may start: this is its channel.
     predecessor: Option<std::os::fd::OwnedFd>,
@@ -321,7 +327,9 @@ impl Server {
             lineage_reader: None,
             serving: serving::Serving::Owned,
             last_upgrade: serde_json::Value::Null,
+            upgraded_from: serde_json::Value::Null,
             upgrade_caller: None,
+            committed_at: None,
             predecessor: None,
             config,
             config_problems,
@@ -377,6 +385,8 @@ impl Server {
         // and stopping the server is no reason to forget them.
         self.final_save();
         self.emit(crate::protocol::events::Event::ServerStopping {});
+        // Stopped in probation: the upgrade itself went through.
+        self.answer_upgrade_caller("stopped");
         let attached: Vec<ConnId> = self
             .conns
             .iter()

@@ -330,18 +330,22 @@ fn serve_after_commit(mut server: Server, sock: OwnedFd) -> Result<(), String> {
         server.panes.len(),
         server.generation
     ));
-    // Out to the caller before the old side hears it was answered: if we
-    // die in probation from here on, the old side must not answer again.
-    server.flush_conns();
-    let _ = fdpass::send_message(&sock, &Control::Answered, &[]);
     // The old side keeps the channel through its probation; its close tells
-    // us it let go for good.
+    // us it let go for good, and then the caller hears of our success.
     let _ = crate::sys::set_nonblocking_cloexec(sock.as_raw_fd());
-    let _ = server.poll.registry().register(
+    let registered = server.poll.registry().register(
         &mut SourceFd(&sock.as_raw_fd()),
         super::super::PREDECESSOR,
         Interest::READABLE,
     );
+    if let Err(e) = registered {
+        server.log.log(
+            "upgrade_probation",
+            &format!("cannot watch the old server's probation ({e}); answering now"),
+        );
+        server.answer_upgrade_caller("unwatched");
+        return server.serve();
+    }
     server.predecessor = Some(sock);
     server.serve()
 }
@@ -713,6 +717,12 @@ impl Server {
             "generation": self.generation,
             "new_pid": std::process::id(),
             "server_version": crate::protocol::SERVER_VERSION,
+            "from": self.upgraded_from,
+            "to": {
+                "pid": std::process::id(),
+                "version": crate::protocol::SERVER_VERSION,
+                "binary": self.exe_path,
+            },
             "phases": phases.iter().map(|p| json!({ "name": p.name, "ms": p.us as f64 / 1000.0 })).collect::<Vec<_>>(),
             "blackout_ms": blackout_us as f64 / 1000.0,
             "panes": self.panes.len(),
@@ -726,12 +736,30 @@ impl Server {
             &format!("generation {} serving; {report}", self.generation),
         );
         self.last_upgrade = report.clone();
-        if let serde_json::Value::Object(members) = report.clone() {
+        self.committed_at = Some(Instant::now());
+        if let serde_json::Value::Object(members) = report {
             self.emit(Event::ServerUpgraded { report: members });
         }
-        if let Some((conn, rpc_id)) = self.upgrade_caller.take() {
-            self.respond(conn, &rpc_id, Ok(report));
-        }
+        // The caller is answered once the old server let go (the end of
+        // its probation, `answer_upgrade_caller`): until then it may
+        // still take everything back, and success would be premature.
+    }
+
+    /// Answers the `server.upgrade` that started us, with the report and
+    /// how probation ended: `survived` (the old server let go), or
+    /// `stopped` (we were stopped during it).
+    pub(in crate::server) fn answer_upgrade_caller(&mut self, probation: &str) {
+        let Some((conn, rpc_id)) = self.upgrade_caller.take() else {
+            return;
+        };
+        let mut report = self.last_upgrade.clone();
+        report["probation"] = json!(probation);
+        report["probation_ms"] = json!(
+            self.committed_at
+                .map_or(0, |at| at.elapsed().as_millis() as u64)
+        );
+        self.last_upgrade = report.clone();
+        self.respond(conn, &rpc_id, Ok(report));
     }
 
     /// A pane's inherited process may have exited: its pidfd says so.

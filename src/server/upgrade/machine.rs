@@ -95,6 +95,28 @@ impl Step {
             Step::Done => "done",
         }
     }
+
+    /// Before the commit point: a failure rolls back.
+    pub fn before_commit(&self) -> bool {
+        !matches!(self, Step::Probation { .. } | Step::Done)
+    }
+
+    /// What this step waits for, for the message when it never comes.
+    fn awaits(&self) -> String {
+        match self {
+            Step::Probing { binary, .. } => {
+                format!("the version probe `{binary} version --json` did not finish")
+            }
+            Step::Starting { child } => format!("the new server (pid {child}) did not say hello"),
+            Step::Saving => "the snapshot save before the handoff did not finish".into(),
+            Step::Precopying(_) => "the new server did not take the pre-copy".into(),
+            Step::Transferring(_) | Step::Importing(_) => {
+                "the new server did not import the handed-over fds".into()
+            }
+            Step::Committing => "the new server did not confirm the commit".into(),
+            Step::Probation { .. } | Step::Done => "the upgrade did not end".into(),
+        }
+    }
 }
 
 pub enum Input {
@@ -122,7 +144,7 @@ pub enum Input {
     Failed(String),
     /// The new process exited: `clean` for code 0; `what` says how.
     ChildExited { clean: bool, what: String },
-    /// The step's deadline passed, `took_ms` into the step.
+    /// The upgrade's deadline passed, `took_ms` after it was requested.
     Deadline { took_ms: u128 },
     /// SIGTERM or SIGINT while the upgrade runs.
     Stop,
@@ -369,9 +391,11 @@ fn before_commit(step: Step, input: Input) -> (Step, Vec<Action>) {
         Input::ChildExited { what, .. } => {
             format!("the new server {what} in phase {}", step.name())
         }
-        Input::Deadline { took_ms } => {
-            format!("timed out in phase {} (after {took_ms} ms)", step.name())
-        }
+        Input::Deadline { took_ms } => format!(
+            "{} within {took_ms} ms of the request (phase {}); on a slow machine give it longer (`ptyd upgrade --timeout 30s`, or upgrade_timeout_ms in config.toml); a binary that never answers is not a working ptyd server",
+            step.awaits(),
+            step.name()
+        ),
         Input::Stop => "the server was asked to stop".into(),
         Input::Failed(e) => e,
         // A result in a step that did not ask for it: a bug here, and

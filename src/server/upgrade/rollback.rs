@@ -24,19 +24,19 @@ impl Server {
             .poll
             .registry()
             .deregister(&mut SourceFd(&a.channel.as_raw_fd()));
-        if !a.child_reaped {
-            // The pid is our unreaped child, so it cannot have been reused.
-            let _ = crate::sys::kill(a.child.id() as i32, crate::sys::SIGKILL);
-            let _ = a.child.wait();
-        }
+        // Never waited for: the loop reaps it on SIGCHLD (a process that
+        // takes long to die must not stall the loop).
+        a.child.kill();
         drop(a.memfd.take());
         drop(std::mem::take(&mut a.opened_pidfds));
         self.drop_attempt_lineage();
         let was_paused = self.resume();
         let msg = format!(
-            "upgrade to {} failed: {reason}; this server (pid {}) keeps serving{}",
+            "upgrade from ptyd {} ({}) to {} failed: {reason}; this server (pid {}) keeps serving{}",
+            a.from.version,
+            a.from.binary.display(),
             a.binary.display(),
-            std::process::id(),
+            a.from.pid,
             if was_paused {
                 ", everything resumed, nothing lost"
             } else {
@@ -80,9 +80,11 @@ impl Server {
         // answer, or it waits forever.
         if let Some((conn, rpc_id)) = a.caller.filter(|_| answer_caller) {
             let msg = format!(
-                "upgrade to {} failed: {msg} (this server, pid {})",
+                "upgrade from ptyd {} ({}) to {} failed: {msg} (this server, pid {})",
+                a.from.version,
+                a.from.binary.display(),
                 a.binary.display(),
-                std::process::id()
+                a.from.pid,
             );
             self.respond(
                 conn,
