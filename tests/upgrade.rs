@@ -896,6 +896,13 @@ fn a_new_server_dying_in_probation_hands_everything_back() {
         err.trim_end().lines().count() == 1 && err.contains("probation"),
         "{err:?}"
     );
+    // The attached client's stream was the new server's since the commit:
+    // the old server closes it rather than resume it (no EXIT frame, the
+    // stream may stand mid-frame), and the client attaches again.
+    while let Some((kind, _)) = f.attached.next_frame() {
+        assert_eq!(kind, util::OUTPUT, "a frame other than output");
+    }
+    f.attached = attach(&f.l, &f.cat);
     f.check_serving("after-probation-crash");
     // And a normal upgrade works afterwards.
     f.l.upgrade();

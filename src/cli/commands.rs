@@ -38,6 +38,10 @@ pub fn dispatch(g: &Global, command: &str, mut p: lexopt::Parser) -> Result<i32,
                 "server_version": crate::protocol::SERVER_VERSION,
                 "protocol": crate::protocol::PROTOCOL_VERSION,
                 "handoff_version": crate::handoff::manifest::HANDOFF_VERSION,
+                "handoff_accepts": [
+                    crate::handoff::manifest::HANDOFF_ACCEPTS_FROM,
+                    crate::handoff::manifest::HANDOFF_VERSION
+                ],
                 "snapshot_version": crate::persist::snapshot::SNAPSHOT_VERSION,
             });
             if as_json {

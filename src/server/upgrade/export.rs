@@ -121,6 +121,12 @@ impl Server {
             nix::unistd::pipe().map_err(|e| internal(format!("creating pipe: {e}")))?;
         crate::sys::set_nonblocking_cloexec(read_end.as_raw_fd())
             .map_err(|e| internal(e.to_string()))?;
+        // The probe gets the write end as its stdout only: an inherited
+        // extra copy would keep the pipe open after the probe closed its
+        // output (and in whatever it leaves running), so its end would
+        // never be seen. Only the loop's thread spawns, so no child can
+        // inherit it between pipe() and here.
+        crate::sys::set_cloexec(write_end.as_raw_fd()).map_err(|e| internal(e.to_string()))?;
         let child = std::process::Command::new(binary)
             .args(["version", "--json"])
             .stdin(std::process::Stdio::null())
@@ -210,6 +216,10 @@ impl Server {
         let mut cmd = std::process::Command::new(&a.binary);
         cmd.args(["-L", &self.paths.namespace, "server"])
             .env(HANDOFF_FD_ENV, theirs_fd.to_string())
+            .env(
+                crate::handoff::manifest::SPEAKS_ENV,
+                crate::handoff::manifest::HANDOFF_VERSION.to_string(),
+            )
             .env_remove(crate::protocol::READY_FD_ENV)
             .stdin(std::process::Stdio::null());
         match &a.fault {

@@ -170,7 +170,9 @@ impl Server {
                     Ok(Some(result)) => inputs.push_back(result),
                     Ok(None) => {}
                     Err(e) => {
-                        inputs.push_back(Input::Failed(e));
+                        if !self.await_exit_of_vanished_peer(&e) {
+                            inputs.push_back(Input::Failed(e));
+                        }
                         break;
                     }
                 }
@@ -196,10 +198,10 @@ impl Server {
                 });
                 a.step_started = Instant::now();
             }
-            Action::SpawnNewServer { version } => {
+            Action::SpawnNewServer { version, handoff } => {
                 a.new_version = version;
                 let child = self.spawn_new_server()?;
-                return Ok(Some(Input::Spawned { child }));
+                return Ok(Some(Input::Spawned { child, handoff }));
             }
             Action::RestartInPlace => self.restart_in_place(),
             // SO_PEERCRED of a socketpair names its creator (us), so it
@@ -273,20 +275,8 @@ impl Server {
                 a.abort_reason = Some(reason.clone());
             }
             if let Input::ChannelLost(e) = &input
-                && a.step.before_commit()
-                && !a.child.reaped
+                && self.await_exit_of_vanished_peer(&e.clone())
             {
-                // Most likely the new process is exiting: its exit status
-                // names the cause better than the closed socket does.
-                // Wait for it (SIGCHLD), briefly.
-                let _ = self
-                    .poll
-                    .registry()
-                    .deregister(&mut SourceFd(&a.channel.as_raw_fd()));
-                a.channel_lost = Some(e.clone());
-                let at = (Instant::now() + CHANNEL_LOST_GRACE).min(a.deadline);
-                a.deadline = at;
-                self.arm_upgrade_timer(at);
                 return;
             }
             let lost = matches!(input, Input::ChannelLost(_));
@@ -295,6 +285,35 @@ impl Server {
                 return;
             }
         }
+    }
+
+    /// The handoff socket closed, or sending on it failed because the
+    /// peer is gone, before the commit: most likely the new process is
+    /// exiting, and its exit status (SIGKILL, a code) names the cause
+    /// better than "broken pipe" does. Waits for that exit (SIGCHLD), at
+    /// most [`CHANNEL_LOST_GRACE`]; `error` is the message if it does not
+    /// come. Returns false (nothing deferred) when that does not apply.
+    fn await_exit_of_vanished_peer(&mut self, error: &str) -> bool {
+        let Upgrade::Active(a) = &mut self.upgrade else {
+            return false;
+        };
+        let applies = a.step.before_commit()
+            && !matches!(a.step, Step::Probing { .. })
+            && !a.child.reaped
+            && a.channel_lost.is_none()
+            && crate::sys::peer_hung_up(a.channel.as_raw_fd());
+        if !applies {
+            return false;
+        }
+        let _ = self
+            .poll
+            .registry()
+            .deregister(&mut SourceFd(&a.channel.as_raw_fd()));
+        a.channel_lost = Some(error.to_string());
+        let at = (Instant::now() + CHANNEL_LOST_GRACE).min(a.deadline);
+        a.deadline = at;
+        self.arm_upgrade_timer(at);
+        true
     }
 
     /// Reads what the version probe printed, until it closes its output.
@@ -383,9 +402,9 @@ impl Server {
         };
         if let Some(reason) = a.abort_reason.take() {
             what = format!("gave up ({reason}) and {what}");
-        } else if a.channel_lost.take().is_some() {
+        } else if a.channel_lost.take().is_some() && matches!(status, ExitStatus::Code(_)) {
             what = format!(
-                "{what} (see its stderr: the journal, or server.stderr in the state directory)"
+                "{what} (its stderr says why: the journal, or server.stderr in the state directory)"
             );
         }
         let clean = matches!(status, ExitStatus::Code(0));

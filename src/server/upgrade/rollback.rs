@@ -72,6 +72,21 @@ impl Server {
         self.drop_attempt_lineage();
         self.resume();
         self.log.log("upgrade_taken_back", &msg);
+        // Every connection's stream was the new server's to read and write
+        // since the commit: it may have consumed requests, answered them,
+        // or died in the middle of a frame, none of which our paused copy
+        // knows. Resuming them would answer twice, tear frames and repeat
+        // output, so they are closed instead (no EXIT frame: the stream
+        // may stand mid-frame); attached clients reconnect by themselves
+        // and get a redraw. Only the caller, to whom the new server had
+        // written nothing, gets its answer first.
+        let caller = a.caller.as_ref().map(|(conn, _)| *conn);
+        let conns: Vec<ConnId> = self.conns.keys().copied().collect();
+        for id in conns {
+            if Some(id) != caller {
+                self.close_conn(id);
+            }
+        }
         self.emit(Event::ServerUpgradeFailed {
             reason: msg.to_string(),
             phase: "probation".to_string(),
@@ -91,6 +106,9 @@ impl Server {
                 &rpc_id,
                 Err(RpcError::new(ErrorCode::UpgradeFailed, msg)),
             );
+        }
+        if let Some(conn) = caller {
+            self.close_after_flush(conn);
         }
     }
 
