@@ -91,9 +91,7 @@ fn all_pids() -> Vec<i32> {
 fn zombie_children(pid: i32) -> Vec<i32> {
     all_pids()
         .into_iter()
-        .filter(|p| {
-            ppid(*p) == Some(pid) && util::proc_stat_field(*p, 3).as_deref() == Some("Z")
-        })
+        .filter(|p| ppid(*p) == Some(pid) && util::proc_stat_field(*p, 3).as_deref() == Some("Z"))
         .collect()
 }
 
@@ -104,8 +102,10 @@ fn new_server_child(parent: i32, known: &HashSet<i32>) -> Option<i32> {
     all_pids().into_iter().find(|p| {
         !known.contains(p)
             && ppid(*p) == Some(parent)
-            && std::fs::read(format!("/proc/{p}/environ"))
-                .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v.starts_with(b"PTYD_HANDOFF_FD=")))
+            && std::fs::read(format!("/proc/{p}/environ")).is_ok_and(|env| {
+                env.split(|b| *b == 0)
+                    .any(|v| v.starts_with(b"PTYD_HANDOFF_FD="))
+            })
     })
 }
 
@@ -153,7 +153,10 @@ fn check_counting(lines: &[&str], gaps_allowed: u64, what: &str) -> (u64, u64, u
             .unwrap_or_else(|_| panic!("{what}: {line:?} is not a number (after {prev:?})"));
         first.get_or_insert(n);
         if let Some(p) = prev {
-            assert!(n > p, "{what}: {n} after {p}: a repeat (output duplicated or torn)");
+            assert!(
+                n > p,
+                "{what}: {n} after {p}: a repeat (output duplicated or torn)"
+            );
             if n > p + 1 {
                 gaps += 1;
                 assert!(
@@ -188,7 +191,10 @@ fn check_segments(segments: &[Vec<u8>], what: &str) -> u64 {
         if i == 0 {
             assert_eq!(first, 1, "{what}: the stream does not start at 1");
         }
-        assert!(first > last_seen, "{what}: starts at {first}, after {last_seen}");
+        assert!(
+            first > last_seen,
+            "{what}: starts at {first}, after {last_seen}"
+        );
         last_seen = last;
     }
     last_seen
@@ -236,12 +242,13 @@ impl Recorder {
                     Some((kind, _)) => panic!("recorder of {pane}: frame kind {kind}"),
                     None => {
                         // Closed without EXIT: attach again.
-                        attached = util::eventually(format!("{pane}'s recorder to attach again"), || {
-                            std::panic::catch_unwind(AssertUnwindSafe(|| {
-                                Conn::connect(&socket).attach(json!({ "target": pane })).1
-                            }))
-                            .ok()
-                        });
+                        attached =
+                            util::eventually(format!("{pane}'s recorder to attach again"), || {
+                                std::panic::catch_unwind(AssertUnwindSafe(|| {
+                                    Conn::connect(&socket).attach(json!({ "target": pane })).1
+                                }))
+                                .ok()
+                            });
                         segments.push(Vec::new());
                         skip_redraw = true;
                     }
@@ -524,7 +531,11 @@ impl World {
                     }
                     other => panic!("round {round}: {desc}: the upgrade answered {other:?}"),
                 }
-                assert_eq!(self.serving_pid(), old, "round {round}: {desc}: serving pid");
+                assert_eq!(
+                    self.serving_pid(),
+                    old,
+                    "round {round}: {desc}: serving pid"
+                );
                 format!("{desc}: {}", short(&r))
             }
             1 => {
@@ -704,7 +715,11 @@ impl World {
         // c, and the two recorders.
         util::eventually(format!("round {round}: 3 clients left"), || {
             let now = c.ok("server.status", json!({}))["clients"].clone();
-            if now == 3 { Ok(()) } else { Err(format!("{now}")) }
+            if now == 3 {
+                Ok(())
+            } else {
+                Err(format!("{now}"))
+            }
         });
         let running: Vec<i64> = c
             .panes()

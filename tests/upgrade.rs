@@ -840,7 +840,9 @@ fn check_rollback(f: &mut Faulty, fault: &str, timeout_ms: u64) {
     );
     let err = err.trim_end();
     assert!(
-        !err.contains('\n') && err.starts_with("ptyd: upgrade from") && err.contains("keeps serving"),
+        !err.contains('\n')
+            && err.starts_with("ptyd: upgrade from")
+            && err.contains("keeps serving"),
         "--fault {fault}: not a one-line cause: {err:?}"
     );
     if let Some(pid) = new_pid {
@@ -967,7 +969,7 @@ fn an_incompatible_binary_is_refused_with_nothing_touched() {
 
 #[test]
 fn a_second_upgrade_during_one_waits_for_it() {
-    let mut f = Faulty::start();
+    let f = Faulty::start();
     let mut first =
         f.l.ptyd
             .cli(&[

@@ -94,7 +94,10 @@ fn upgrade_twice_in_a_row_succeeds_and_names_the_process_before_and_after() {
     let names = format!(
         "upgraded ptyd {version} ({bin}, pid {first}) -> ptyd {version} ({bin}, pid {second}) (generation 2)"
     );
-    assert!(text.starts_with(&names), "{names:?} is not the start of {text:?}");
+    assert!(
+        text.starts_with(&names),
+        "{names:?} is not the start of {text:?}"
+    );
     assert!(text.contains("probation  survived"), "{text}");
 
     // At once: the first command returned only after the probation, so

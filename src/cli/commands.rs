@@ -926,4 +926,3 @@ fn tree_command(g: &Global, p: &mut lexopt::Parser, kind: &str) -> Result<i32, C
     }
     Ok(0)
 }
-

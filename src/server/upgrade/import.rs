@@ -185,8 +185,12 @@ fn receive_precopy(sock: &OwnedFd, paths: NamespacePaths) -> Result<Prepared, St
     let (memfd, named) = split_fds("pre-copy", ids, fds)?;
     let mut named: HashMap<FdName, OwnedFd> = named.collect();
     for seq in 1..=batches {
-        let batch = fdpass::recv_batch_timeout::<FdName>(sock, STEP_TIMEOUT)
-            .map_err(|e| format!("receiving the pre-copy's fd batch {seq}: {}", with_fd_hint(&e)))?;
+        let batch = fdpass::recv_batch_timeout::<FdName>(sock, STEP_TIMEOUT).map_err(|e| {
+            format!(
+                "receiving the pre-copy's fd batch {seq}: {}",
+                with_fd_hint(&e)
+            )
+        })?;
         if batch.seq != seq {
             return Err(format!(
                 "pre-copy fd batch {} arrived, expected {seq}",
@@ -300,10 +304,9 @@ fn import_fds(
             Some(fds) => fdpass::Batch { seq: 0, fds },
             None => {
                 spin_until_readable(sock, BLACKOUT_SPIN);
-                fdpass::recv_batch_timeout(sock, STEP_TIMEOUT)
-                    .map_err(|e| {
-                        Failure::Plain(format!("receiving fd batch {seq}: {}", with_fd_hint(&e)))
-                    })?
+                fdpass::recv_batch_timeout(sock, STEP_TIMEOUT).map_err(|e| {
+                    Failure::Plain(format!("receiving fd batch {seq}: {}", with_fd_hint(&e)))
+                })?
             }
         };
         if batch.seq != seq {
