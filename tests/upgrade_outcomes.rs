@@ -298,3 +298,49 @@ fn a_new_server_that_gives_up_is_quoted_not_a_closed_socket() {
     assert_eq!(serving_pid(&mut c), old);
     ptyd.stop();
 }
+
+/// Two reloads in a row by signal (`kill -HUP`, or the reaper forwarding
+/// one): the second comes during the first one's probation (made long
+/// here, so it surely does) and waits for it, then upgrades too.
+#[test]
+fn a_sighup_during_an_upgrade_upgrades_again_after_it() {
+    let dirs = util::Dirs::new();
+    let config = dirs.state.join("config").join("ptyd");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(config.join("config.toml"), "upgrade_probation_ms = 5000\n").unwrap();
+    let ptyd = dirs.start(&util::unique_name("hup"));
+    let mut c = ptyd.connect();
+    let cat = ptyd.create_argv(&["/bin/sh", "-c", "stty -echo; echo ready; exec cat"]);
+    c.wait_text(&cat, "ready");
+    let panes = pane_pids(&mut c);
+    let first = ptyd.pid();
+    let hup = || {
+        // SAFETY: kill(2) has no memory-safety preconditions.
+        assert_eq!(unsafe { libc::kill(first, libc::SIGHUP) }, 0);
+    };
+    hup();
+    // Committed: the first server is in its probation now.
+    let second = util::eventually("the first upgrade to commit", || {
+        let st = c.ok("server.status", json!({}));
+        (st["generation"] == 2).then(|| st["pid"].as_i64().unwrap() as i32)
+    });
+    let _second = KillOnDrop::pid(second);
+    hup();
+    let third = util::eventually("the second upgrade to serve", || {
+        let st = c.ok("server.status", json!({}));
+        (st["generation"] == 3 && st["upgrade"].is_null())
+            .then(|| st["pid"].as_i64().unwrap() as i32)
+    });
+    let _third = KillOnDrop::pid(third);
+    assert_ne!(third, second);
+    assert!(
+        ptyd.stderr().contains("upgrade_queued"),
+        "the second SIGHUP did not wait: {}",
+        ptyd.stderr()
+    );
+    assert_eq!(pane_pids(&mut c), panes);
+    c.input(&cat, "after-two-reloads\n");
+    c.wait_text(&cat, "after-two-reloads");
+    drop(c);
+    ptyd.stop();
+}

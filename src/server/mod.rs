@@ -140,6 +140,9 @@ pub struct Server {
     /// While the previous generation is in probation it may still take
     /// everything back, so no new upgrade may start: this is its channel.
     predecessor: Option<std::os::fd::OwnedFd>,
+    /// A SIGHUP (`systemctl reload`, the reaper forwarding one) came while
+    /// an upgrade ran or its probation lasted: run it once that is over.
+    sighup_pending: bool,
     /// The user's config file as read at start-up or by the last
     /// `server.config.reload` (`config.rs`).
     config: config::UserConfig,
@@ -331,6 +334,7 @@ impl Server {
             upgrade_caller: None,
             committed_at: None,
             predecessor: None,
+            sighup_pending: false,
             config,
             config_problems,
             shell,

@@ -578,6 +578,12 @@ impl Server {
         };
         let pid = a.child.pid;
         match why {
+            // A reload that came meanwhile is the new server's to run: it
+            // holds it back until our channel closes.
+            HandOver::ProbationOver if std::mem::take(&mut self.sighup_pending) => {
+                // Our child, not reaped yet (its exit would have ended this).
+                let _ = crate::sys::kill(pid as i32, crate::sys::SIGHUP);
+            }
             HandOver::ProbationOver => {}
             HandOver::NewServerStopped => {
                 let msg =

@@ -151,6 +151,29 @@ impl Server {
         }
     }
 
+    /// SIGHUP: upgrade to the binary at our own path, or, while an
+    /// upgrade runs or the previous one's probation lasts, once that is
+    /// over (a second reload waits rather than fails).
+    pub(super) fn upgrade_on_sighup(&mut self) {
+        if matches!(self.upgrade, Upgrade::Active(_)) || self.predecessor.is_some() {
+            self.log.log(
+                "upgrade_queued",
+                "SIGHUP during an upgrade or its probation; upgrading once that is over",
+            );
+            self.sighup_pending = true;
+            return;
+        }
+        self.start_upgrade(None, methods::Upgrade::default());
+    }
+
+    /// The upgrade or probation that held a SIGHUP back is over: run it
+    /// (here if we serve on, else in the new server, which got it from us).
+    fn run_pending_sighup(&mut self) {
+        if std::mem::take(&mut self.sighup_pending) {
+            self.upgrade_on_sighup();
+        }
+    }
+
     /// Feeds one input to the machine and executes what it decides, with
     /// the results of those actions fed back in turn. An action that fails
     /// feeds `Failed` and skips the rest of its batch.
@@ -182,6 +205,10 @@ impl Server {
             if changed && let Upgrade::Active(a) = &mut self.upgrade {
                 a.step_started = Instant::now();
             }
+        }
+        // Rolled back or taken back: a reload held back meanwhile runs now.
+        if matches!(self.upgrade, Upgrade::Idle) && self.predecessor.is_none() {
+            self.run_pending_sighup();
         }
     }
 
@@ -438,6 +465,7 @@ impl Server {
                 .deregister(&mut SourceFd(&sock.as_raw_fd()));
         }
         self.answer_upgrade_caller("survived");
+        self.run_pending_sighup();
     }
 
     /// `server.status`'s view of an upgrade in flight.
