@@ -324,12 +324,15 @@ impl Server {
         let Upgrade::Active(a) = &mut self.upgrade else {
             return false;
         };
-        let applies = a.step.before_commit()
-            && !matches!(a.step, Step::Probing { .. })
-            && !a.child.reaped
-            && a.channel_lost.is_none()
-            && crate::sys::peer_hung_up(a.channel.as_raw_fd());
-        if !applies {
+        if !a.step.before_commit() || matches!(a.step, Step::Probing { .. }) || a.child.reaped {
+            return false;
+        }
+        if a.channel_lost.is_some() {
+            // Already waiting for the exit: a later failure (a save that
+            // finished, then a send) says nothing new.
+            return true;
+        }
+        if !crate::sys::peer_hung_up(a.channel.as_raw_fd()) {
             return false;
         }
         let _ = self
