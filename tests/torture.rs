@@ -46,7 +46,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use util::{Conn, DETACH, INPUT, KillOnDrop, Ptyd, TIMEOUT, shell_quote};
+use util::{Conn, DETACH, INPUT, KillOnDrop, Ptyd, shell_quote};
 
 /// Long enough that a kill aimed inside the probation lands inside it,
 /// on a loaded machine too (kills aim at most [`MAX_KILL_DELAY`] after
@@ -93,20 +93,6 @@ fn zombie_children(pid: i32) -> Vec<i32> {
         .into_iter()
         .filter(|p| ppid(*p) == Some(pid) && util::proc_stat_field(*p, 3).as_deref() == Some("Z"))
         .collect()
-}
-
-/// The new server among `parent`'s children, once it runs the new image:
-/// started with the handoff socket (a child between fork and exec still
-/// shows the parent's command line, so that alone does not tell).
-fn new_server_child(parent: i32, known: &HashSet<i32>) -> Option<i32> {
-    all_pids().into_iter().find(|p| {
-        !known.contains(p)
-            && ppid(*p) == Some(parent)
-            && std::fs::read(format!("/proc/{p}/environ")).is_ok_and(|env| {
-                env.split(|b| *b == 0)
-                    .any(|v| v.starts_with(b"PTYD_HANDOFF_FD="))
-            })
-    })
 }
 
 /// Open fds of `pid` by kind.
@@ -541,26 +527,28 @@ impl World {
             1 => {
                 self.tally.new_killed += 1;
                 let delay = self.kill_delay();
-                let known: HashSet<i32> = all_pids().into_iter().collect();
                 let answer = self.upgrade_async();
-                // The new process, as soon as it exists.
-                let deadline = Instant::now() + TIMEOUT;
-                let new = loop {
-                    if let Some(p) = new_server_child(old, &known) {
-                        break p;
+                // The new process, as soon as the old server reports it
+                // (its status names it from the `prepare` phase on; the
+                // `preflight` one names the version probe), or, if the
+                // status first answered after the blackout, the new
+                // server answering it.
+                let mut c = self.conn();
+                let new = util::eventually(format!("round {round}: the new server's pid"), || {
+                    let st = c.ok("server.status", json!({}));
+                    let phase = &st["upgrade"]["phase"];
+                    if phase.is_string() && phase != "preflight" {
+                        return st["upgrade"]["new_pid"].as_i64().map(|p| p as i32);
                     }
-                    assert!(
-                        Instant::now() < deadline,
-                        "round {round}: never saw the new server"
-                    );
-                    std::thread::yield_now();
-                };
+                    let pid = st["pid"].as_i64().unwrap() as i32;
+                    (pid != old).then_some(pid)
+                });
                 self.track(new);
                 std::thread::sleep(delay);
                 self.clients.kills.fetch_add(1, Ordering::SeqCst);
                 let _ = nix_kill(new, libc::SIGKILL);
                 let r = answer.join().unwrap();
-                let desc = format!("new server {new} SIGKILLed {delay:?} after it appeared");
+                let desc = format!("new server {new} SIGKILLed {delay:?} after it was reported");
                 match &r {
                     Err((code, msg)) if code == "upgrade_failed" => {
                         assert!(msg.contains("SIGKILL"), "round {round}: {desc}: {msg}");

@@ -845,17 +845,25 @@ fn check_rollback(f: &mut Faulty, fault: &str, timeout_ms: u64) {
             && err.contains("keeps serving"),
         "--fault {fault}: not a one-line cause: {err:?}"
     );
+    // Killed, never waited for by the old server's loop (which reaps it
+    // on SIGCHLD): gone soon after the answer.
     if let Some(pid) = new_pid {
-        assert!(
-            util::process_gone(pid),
-            "--fault {fault}: the new server (pid {pid}) is still there"
+        util::eventually(
+            format!("--fault {fault}: the new server (pid {pid}) to be gone"),
+            || util::process_gone(pid),
         );
     }
-    let after = children(f.l.reaper);
-    let stray: Vec<_> = after.difference(&children_before).collect();
-    assert!(
-        stray.is_empty(),
-        "--fault {fault}: new children of the old server remain: {stray:?}"
+    util::eventually(
+        format!("--fault {fault}: no new children of the old server"),
+        || {
+            let after = children(f.l.reaper);
+            let stray: Vec<_> = after.difference(&children_before).copied().collect();
+            if stray.is_empty() {
+                Ok(())
+            } else {
+                Err(format!("{stray:?} remain"))
+            }
+        },
     );
     f.check_serving(fault);
 }
