@@ -96,7 +96,7 @@ fn screens(c: &mut Conn, panes: &[(String, i64)]) -> Vec<String> {
 fn a_live_upgrade_from_the_pinned_older_build_keeps_panes_screens_and_clients() {
     let old_bin = pinned_binary();
     let dirs = Dirs::new();
-    let ptyd = dirs.start_binary(&old_bin, &unique_name("skew"), &[], None);
+    let ptyd = dirs.start_binary(&old_bin, &unique_name("skew"), &[], None, None);
     let old_pid = ptyd.pid() as i64;
     let mut c = ptyd.connect();
     let before = c.ok("server.status", json!({}));
