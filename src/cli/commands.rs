@@ -7,8 +7,8 @@ use crate::model::CommandSpec;
 use crate::model::{Direction, RestorePolicy};
 use crate::protocol::methods::{self, NoParams, Request};
 use crate::protocol::replies::{
-    Capture, LayoutNode, PaneInfo, PaneList, PaneStateName, RestartReport, Saved, Status,
-    TreeReply, UpgradeReport, WorkspaceCreated,
+    Capture, LayoutNode, PaneInfo, PaneList, PaneStateName, Saved, Status, TreeReply,
+    WorkspaceCreated,
 };
 use lexopt::prelude::*;
 use serde_json::{Value, json};
@@ -38,6 +38,10 @@ pub fn dispatch(g: &Global, command: &str, mut p: lexopt::Parser) -> Result<i32,
                 "server_version": crate::protocol::SERVER_VERSION,
                 "protocol": crate::protocol::PROTOCOL_VERSION,
                 "handoff_version": crate::handoff::manifest::HANDOFF_VERSION,
+                "handoff_accepts": [
+                    crate::handoff::manifest::HANDOFF_ACCEPTS_FROM,
+                    crate::handoff::manifest::HANDOFF_VERSION
+                ],
                 "snapshot_version": crate::persist::snapshot::SNAPSHOT_VERSION,
             });
             if as_json {
@@ -53,7 +57,7 @@ pub fn dispatch(g: &Global, command: &str, mut p: lexopt::Parser) -> Result<i32,
             }
             Ok(0)
         }
-        "upgrade" => upgrade(g, &mut p),
+        "upgrade" => super::upgrade::upgrade(g, &mut p),
         "save" => {
             no_args(&mut p, help::SAVE)?;
             let r: Saved = connect_existing(g)?.request_as(&Request::ServerSave(NoParams {}))?;
@@ -130,7 +134,7 @@ pub(super) fn connect(g: &Global) -> Result<Client, CliError> {
 /// Connects without starting a server: for the commands about the server
 /// itself (status, save, stop, upgrade), which have nothing to do on a
 /// fresh one.
-fn connect_existing(g: &Global) -> Result<Client, CliError> {
+pub(super) fn connect_existing(g: &Global) -> Result<Client, CliError> {
     Ok(Client::connect(&g.paths, false)?)
 }
 
@@ -990,83 +994,4 @@ fn tree_command(g: &Global, p: &mut lexopt::Parser, kind: &str) -> Result<i32, C
         println!("{}", created.id);
     }
     Ok(0)
-}
-
-fn upgrade(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
-    let mut params = methods::Upgrade::default();
-    let mut as_json = false;
-    while let Some(arg) = p.next()? {
-        if help_requested(&arg, help::UPGRADE) {
-            return Ok(0);
-        }
-        match arg {
-            Long("binary") => params.binary = Some(p.value()?.string()?),
-            Long("timeout") => {
-                params.timeout_ms = Some(super::duration::parse_ms(p.value()?, "--timeout")?)
-            }
-            // Tests only: release builds have no fault points (handoff::fault).
-            #[cfg(any(debug_assertions, feature = "fault-injection"))]
-            Long("fault") => params.fault = Some(p.value()?.string()?),
-            Long("mode") => params.mode = Some(p.value()?.string()?),
-            Long("json") => as_json = true,
-            _ => return Err(arg.unexpected().into()),
-        }
-    }
-    let restore = params.mode.as_deref() == Some("restore");
-    let report = connect_existing(g)?.request(&Request::ServerUpgrade(params))?;
-    if restore {
-        // The server restarts in place; it answers again once restored.
-        let status = wait_for_server(g)?;
-        if as_json {
-            println!(
-                "{}",
-                json!({ "mode": "restore", "before": report, "status": status })
-            );
-        } else {
-            let report: RestartReport = client::parse_reply("server.upgrade", report)?;
-            let status: Status = client::parse_reply("server.status", status)?;
-            println!(
-                "restarted pid {} as {}; restored {} panes ({} running)",
-                report.pid, report.binary, status.panes, status.running_panes
-            );
-        }
-        return Ok(0);
-    }
-    if as_json {
-        println!("{report}");
-        return Ok(0);
-    }
-    let report: UpgradeReport = client::parse_reply("server.upgrade", report)?;
-    println!(
-        "upgraded to generation {} (pid {}, ptyd {})",
-        report.generation, report.new_pid, report.server_version
-    );
-    for phase in &report.phases {
-        println!("  {:<10} {:>9.3} ms", phase.name, phase.ms);
-    }
-    println!("  blackout   {:>9.3} ms", report.blackout_ms);
-    println!(
-        "  moved {} panes, {} clients, {} fds in {} batches",
-        report.panes, report.clients, report.fds, report.fd_batches
-    );
-    Ok(0)
-}
-
-/// After `upgrade --mode restore`: the server comes back in the same process
-/// once it has restored; retry connecting for a bounded time.
-fn wait_for_server(g: &Global) -> Result<Value, CliError> {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    loop {
-        if let Ok(mut c) = Client::connect(&g.paths, false)
-            && let Ok(status) = c.request(&Request::ServerStatus(NoParams {}))
-        {
-            return Ok(status);
-        }
-        if std::time::Instant::now() > deadline {
-            return Err(CliError::failure(
-                "the server did not come back within 30 s after the restore restart; see diagnostics.jsonl",
-            ));
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
 }

@@ -267,12 +267,14 @@ pub fn run() -> Result<i32, CliError> {
         Request::ServerStatus(NoParams {}),
     )?["pid"]
         .clone();
+    let report = call(&mut client, "upgrade", upgrade(None))?;
+    // After the answer (which comes once the new server survived its
+    // probation): the counter must go on from where it is now.
     let last_tick = last_tick(&call(
         &mut client,
         "capture counter",
         capture("counter", None),
     )?);
-    let report = call(&mut client, "upgrade", upgrade(None))?;
     for phase in report["phases"].as_array().into_iter().flatten() {
         println!(
             "  {:<10} {:>8.3} ms",

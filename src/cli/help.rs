@@ -647,11 +647,15 @@ T is a tab id (t3) or name. New tabs come from `ptyd new` (optionally
 Replaces the running server with a new binary while every pane keeps
 running: same processes, no hangup, no lost or repeated output byte, the
 socket never goes away and attached clients stay connected. The new binary
-(default: the path this server was started from, re-read now) must speak the
-same handoff version (`ptyd version`). Anything that fails before the commit
-point leaves the old server serving exactly as before; the command then
-exits 1 with the cause. Prints each phase with its duration and the blackout
-(first pane paused to new server reading). Under systemd,
+(default: the path this server was started from, re-read now) must speak a
+handoff version this server accepts (`ptyd version`; older builds need
+--mode restore). Exits 0 only once the new server survived its probation
+(upgrade_probation_ms), and prints the serving process before and after
+(version, binary, pid), each phase with its duration and the blackout. Anything
+that fails leaves the old server serving (a failure in probation takes
+everything back and closes every connection; attached clients reconnect);
+the command then exits 1 with the cause. If an upgrade is already running,
+it waits for that one and its probation, then runs. Under systemd,
 `systemctl --user reload ptyd` runs it.",
         options: &[
             opt_of(
@@ -672,7 +676,7 @@ exits 1 with the cause. Prints each phase with its duration and the blackout
                 None,
                 "mode",
                 "MODE",
-                "live (default), or restore: where a live handoff is impossible, save the session, stop, and restart this process as the new binary, which restores the panes from the snapshot (restarting or resuming them; docs/snapshot.md)",
+                "live (default), or restore: where a live handoff is impossible, save the session, stop, and restart this process as the new binary, which restores the panes from the snapshot (restarting or resuming them; docs/snapshot.md); if the new binary exits before serving, this command restores the session with its own binary and exits 1",
                 Complete::OneOf(&["live", "restore"]),
             ),
             opt(

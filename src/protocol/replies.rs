@@ -249,12 +249,44 @@ pub struct UpgradeReport {
     pub generation: u64,
     pub new_pid: u32,
     pub server_version: String,
+    /// The serving process before the upgrade (absent when the new server
+    /// took over from a build that did not send it).
+    #[serde(default)]
+    pub from: Option<Endpoint>,
+    /// The serving process after it.
+    #[serde(default)]
+    pub to: Option<Endpoint>,
+    /// How probation ended: `survived` (the old server let go), `stopped`
+    /// (a stop came during it), `unwatched`.
+    #[serde(default)]
+    pub probation: Option<String>,
+    #[serde(default)]
+    pub probation_ms: Option<u64>,
     pub phases: Vec<Phase>,
     pub blackout_ms: f64,
     pub panes: usize,
     pub clients: usize,
     pub fds: usize,
     pub fd_batches: usize,
+}
+
+/// One side of an upgrade: the serving process, its version and binary.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Endpoint {
+    pub pid: u32,
+    pub version: String,
+    #[serde(default)]
+    pub binary: Option<String>,
+}
+
+impl Endpoint {
+    /// `ptyd 0.1.0 (/usr/bin/ptyd, pid 1234)`.
+    pub fn describe(&self) -> String {
+        match &self.binary {
+            Some(b) => format!("ptyd {} ({b}, pid {})", self.version, self.pid),
+            None => format!("ptyd {} (pid {})", self.version, self.pid),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -269,4 +301,7 @@ pub struct Phase {
 pub struct RestartReport {
     pub pid: u32,
     pub binary: String,
+    /// The server before the restart.
+    #[serde(default)]
+    pub from: Option<Endpoint>,
 }

@@ -42,6 +42,15 @@
 //!   history or config; a `history/` symlink; the lock file (issue 16).
 //! - `upgrade.rs`: the live upgrade end to end (counters and clients through
 //!   repeated upgrades, 300 panes, every fault point, no fd or zombie left).
+//! - `upgrade_outcomes.rs`: what `ptyd upgrade` reports and when: success
+//!   only after the probation, old -> new named, twice in a row, binaries
+//!   that die, linger (no freeze) or cannot serve (`--mode restore`), the
+//!   new side's own reason quoted (issue 11; issue 16 F11, F13, F24).
+//! - `upgrade_skew.rs`: a live upgrade from a pinned older commit, built
+//!   once and cached under the target directory.
+//! - `torture.rs`: counters, clients, pane kills, upgrades and SIGKILLs of
+//!   either side at random moments, every invariant after each round
+//!   (`PTYD_TORTURE_ROUNDS`, `PTYD_TORTURE_SEED`).
 //! - `upgrade_restore.rs`: `upgrade --mode restore`, the restart-in-place
 //!   fallback, and resume rules from the config.
 //! - `service.rs`: the shipped units and what `ptyd service install` writes

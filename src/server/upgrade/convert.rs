@@ -448,6 +448,7 @@ impl Server {
             handoff_version: HANDOFF_VERSION,
             from_version: crate::protocol::SERVER_VERSION.to_string(),
             from_pid: std::process::id(),
+            from_binary: Some(self.exe_path.to_string_lossy().into_owned()),
             generation: self.generation + 1,
             namespace: self.paths.namespace.clone(),
             snapshot: self.build_snapshot_with(c.records),
@@ -487,6 +488,11 @@ impl Server {
         self.generation = m.generation;
         self.started_unix_ms = m.started_unix_ms;
         self.exe_path = PathBuf::from(&m.exe_path);
+        self.upgraded_from = serde_json::json!({
+            "pid": m.from_pid,
+            "version": m.from_version,
+            "binary": m.from_binary,
+        });
         self.next_wait_id = m.next_wait_id;
         let ring = std::mem::take(&mut m.event_ring);
         self.events = match (m.events_after, precopied_events) {
