@@ -399,17 +399,29 @@ pub fn send_frame(mut stream: &UnixStream, kind: u8, payload: &[u8]) -> io::Resu
 
 /// Attaches `client` to `target`, returning a frame reader.
 pub fn attach(
-    mut client: Client,
+    client: Client,
     target: &str,
     read_only: bool,
     size: Option<(u16, u16)>,
 ) -> Result<(Value, FrameReader), ClientError> {
-    let result = client.request(&Request::Attach(methods::Attach {
-        target: target.to_string(),
-        read_only,
-        cols: size.map(|s| s.0),
-        rows: size.map(|s| s.1),
-    }))?;
+    attach_with(
+        client,
+        methods::Attach {
+            target: target.to_string(),
+            read_only,
+            cols: size.map(|s| s.0),
+            rows: size.map(|s| s.1),
+            detach_others: false,
+        },
+    )
+}
+
+/// [`attach`] with every param of the `attach` method.
+pub fn attach_with(
+    mut client: Client,
+    params: methods::Attach,
+) -> Result<(Value, FrameReader), ClientError> {
+    let result = client.request(&Request::Attach(params))?;
     let (stream, leftover) = client.into_stream();
     Ok((result, FrameReader::new(stream, leftover)))
 }

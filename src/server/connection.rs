@@ -82,6 +82,12 @@ pub struct Connection {
     pub half_closed: bool,
     /// The last time the socket took output or nothing was owed.
     pub last_progress: Instant,
+    /// While attached: when it attached (wall clock, for `client.list`).
+    pub attached_unix_ms: u64,
+    /// While attached: the server's activity stamp of this client's last
+    /// attach, keystroke or resize; the highest sets its pane's size under
+    /// the `latest` window-size policy.
+    pub active: u64,
 }
 
 impl Connection {
@@ -102,6 +108,8 @@ impl Connection {
             closing: None,
             half_closed: false,
             last_progress: Instant::now(),
+            attached_unix_ms: 0,
+            active: 0,
         }
     }
 

@@ -307,6 +307,8 @@ pub fn conn_runtime(c: &Connection, id: ConnId, now: Instant) -> ConnRuntime {
                 read_only,
                 cols,
                 rows,
+                since_unix_ms: c.attached_unix_ms,
+                active: c.active,
             }),
         },
         subscribed: c.subscribed,
@@ -333,6 +335,10 @@ pub fn conn_from_runtime(
     let mut conn = Connection::new(token, stream, peer);
     conn.restore_output_state(rt.out, rt.written, rt.msg_ends)
         .map_err(|e| format!("connection {}: {e}", rt.id))?;
+    if let Some(a) = &rt.attached {
+        conn.attached_unix_ms = a.since_unix_ms;
+        conn.active = a.active;
+    }
     conn.mode = match rt.attached {
         None => ConnMode::Rpc,
         Some(a) => ConnMode::Attached {
