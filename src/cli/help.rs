@@ -1187,6 +1187,6 @@ mod tests {
         assert!(text.starts_with("Usage: ptyd new [-d]"), "{text}");
         assert!(text.contains("\n  -d, --detached "), "{text}");
         assert!(text.contains("\n      --restore POLICY "), "{text}");
-        assert!(render_main().contains("  attach TARGET "));
+        assert!(render_main().contains("  attach [TARGET] "));
     }
 }
