@@ -67,7 +67,12 @@ impl Server {
                 self.end_attachment(other, &payload, false);
             }
         }
-        let active = self.next_activity();
+        // A watcher never types or resizes: it is never the latest.
+        let active = if req.read_only {
+            0
+        } else {
+            self.next_activity()
+        };
         let Some(c) = self.conns.get_mut(&conn) else {
             return Ok(());
         };
@@ -251,7 +256,7 @@ impl Server {
 
     /// A stamp above every attached client's: activity order survives a
     /// live upgrade because the stamps travel with the connections.
-    fn next_activity(&self) -> u64 {
+    pub(super) fn next_activity(&self) -> u64 {
         self.conns.values().map(|c| c.active).max().unwrap_or(0) + 1
     }
 

@@ -161,6 +161,11 @@ impl Server {
         // failed attempts do not leave holes.
         self.next_pane_id = next_id.get();
         self.place_pane(id, placement);
+        let active = if req.read_only {
+            0
+        } else {
+            self.next_activity()
+        };
         if req.attach
             && let Some(c) = self.conns.get_mut(&conn)
         {
@@ -170,6 +175,8 @@ impl Server {
                 cols,
                 rows,
             };
+            c.attached_unix_ms = crate::clock::unix_ms();
+            c.active = active;
             // Frames only from here: no event lines after the response.
             c.subscribed = false;
             c.replay_after = None;
