@@ -37,6 +37,9 @@ mod tests {
     fn utc_formats_civil_dates() {
         assert_eq!(super::utc(0), "1970-01-01 00:00:00 UTC");
         assert_eq!(super::utc(1_764_460_800_000), "2025-11-30 00:00:00 UTC");
-        assert_eq!(super::utc(951_782_400_000 + 3_723_000), "2000-02-29 01:02:03 UTC");
+        assert_eq!(
+            super::utc(951_782_400_000 + 3_723_000),
+            "2000-02-29 01:02:03 UTC"
+        );
     }
 }

@@ -10,7 +10,10 @@ use util::{Attached, DETACH, INPUT, Ptyd, RESIZE, Tmux, shell_quote};
 
 fn size(c: &mut util::Conn, pane: &str) -> (u64, u64) {
     let info = c.pane(pane);
-    (info["cols"].as_u64().unwrap(), info["rows"].as_u64().unwrap())
+    (
+        info["cols"].as_u64().unwrap(),
+        info["rows"].as_u64().unwrap(),
+    )
 }
 
 fn attach(ptyd: &Ptyd, pane: &str, cols: u16, rows: u16, extra: Value) -> Attached {
@@ -45,7 +48,11 @@ fn clients_are_listed_and_the_size_follows_the_remaining_client() {
 
     // Own connection not counted: nothing attached, nothing else open.
     let status = cli_json(&ptyd, &["status", "--json"]);
-    assert_eq!((status["clients"].clone(), status["connections"].clone()), (json!(0), json!(1)), "{status}");
+    assert_eq!(
+        (status["clients"].clone(), status["connections"].clone()),
+        (json!(0), json!(1)),
+        "{status}"
+    );
 
     let mut a = attach(&ptyd, &p, 100, 30, json!({}));
     assert_eq!(size(&mut c, &p), (100, 30));
@@ -62,11 +69,21 @@ fn clients_are_listed_and_the_size_follows_the_remaining_client() {
     for cl in clients {
         assert_eq!(cl["pane"], p.as_str());
         assert_eq!(cl["pid"].as_i64(), Some(me), "pid from SO_PEERCRED: {cl}");
-        assert!(cl["since_unix_ms"].as_u64().unwrap() > 1_700_000_000_000, "{cl}");
+        assert!(
+            cl["since_unix_ms"].as_u64().unwrap() > 1_700_000_000_000,
+            "{cl}"
+        );
     }
     let sizes: Vec<(Value, Value, Value, Value)> = clients
         .iter()
-        .map(|cl| (cl["cols"].clone(), cl["rows"].clone(), cl["read_only"].clone(), cl["latest"].clone()))
+        .map(|cl| {
+            (
+                cl["cols"].clone(),
+                cl["rows"].clone(),
+                cl["read_only"].clone(),
+                cl["latest"].clone(),
+            )
+        })
         .collect();
     assert_eq!(
         sizes,
@@ -78,7 +95,10 @@ fn clients_are_listed_and_the_size_follows_the_remaining_client() {
     );
     let b_number = clients[1]["client"].as_u64().unwrap();
     let text = util::stdout(&ptyd.run_cli(&["clients"]));
-    assert!(text.contains("read-only") && text.contains("120x40"), "{text}");
+    assert!(
+        text.contains("read-only") && text.contains("120x40"),
+        "{text}"
+    );
     let ls = util::stdout(&ptyd.run_cli(&["ls"]));
     assert!(ls.contains("3 attached"), "{ls}");
     let status = cli_json(&ptyd, &["status", "--json"]);
@@ -100,10 +120,18 @@ fn clients_are_listed_and_the_size_follows_the_remaining_client() {
     b.send(DETACH, b"");
     let mut b = b;
     assert_eq!(b.read_exit()["reason"], "detached");
-    assert_eq!(size(&mut c, &p), (100, 30), "the size follows A once B left");
+    assert_eq!(
+        size(&mut c, &p),
+        (100, 30),
+        "the size follows A once B left"
+    );
     let list = cli_json(&ptyd, &["clients", "--json"]);
     assert!(
-        list["clients"].as_array().unwrap().iter().all(|cl| cl["client"] != b_number),
+        list["clients"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|cl| cl["client"] != b_number),
         "{list}"
     );
 
@@ -111,10 +139,17 @@ fn clients_are_listed_and_the_size_follows_the_remaining_client() {
     let out = ptyd.run_cli(&["detach", &p, "--json"]);
     assert!(out.status.success(), "{out:?}");
     let detached: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(detached["detached"].as_array().unwrap().len(), 2, "{detached}");
+    assert_eq!(
+        detached["detached"].as_array().unwrap().len(),
+        2,
+        "{detached}"
+    );
     let exit = a.read_exit();
     assert_eq!(exit["reason"], "detached", "{exit}");
-    assert!(exit["message"].as_str().unwrap().contains("ptyd detach"), "{exit}");
+    assert!(
+        exit["message"].as_str().unwrap().contains("ptyd detach"),
+        "{exit}"
+    );
     let status = cli_json(&ptyd, &["status", "--json"]);
     assert_eq!(status["clients"], 0, "{status}");
     assert!(!util::stdout(&ptyd.run_cli(&["ls"])).contains("attached"));
@@ -208,7 +243,10 @@ fn bare_attach_takes_the_focused_pane_and_attach_d_detaches_others() {
     tmux.wait_screen("the first attach ends", |s| s.contains("attach-rc=0"));
 
     // `-t` and `-d`: the read-only watcher of p2 is detached.
-    let cmd = format!("{} attach -d -t two; echo attach2-''rc=$?", shell_quote(util::PTYD));
+    let cmd = format!(
+        "{} attach -d -t two; echo attach2-''rc=$?",
+        shell_quote(util::PTYD)
+    );
     tmux.keys(&["-l", &cmd]);
     tmux.keys(&["Enter"]);
     ev.wait_event("client.attached", &two);

@@ -28,17 +28,29 @@ fn help_and_did_you_mean() {
     );
     let out = ptyd.run_cli(&["help", "atach"]);
     assert_exit(&out, 2);
-    assert!(util::stderr(&out).contains("did you mean `ptyd attach`?"), "{out:?}");
+    assert!(
+        util::stderr(&out).contains("did you mean `ptyd attach`?"),
+        "{out:?}"
+    );
 
     let out = ptyd.run_cli(&["stauts"]);
     assert_exit(&out, 2);
-    assert!(util::stderr(&out).contains("did you mean `ptyd status`?"), "{out:?}");
+    assert!(
+        util::stderr(&out).contains("did you mean `ptyd status`?"),
+        "{out:?}"
+    );
     let out = ptyd.run_cli(&["send", "p1", "--entr", "x"]);
     assert_exit(&out, 2);
-    assert!(util::stderr(&out).contains("did you mean --enter?"), "{out:?}");
+    assert!(
+        util::stderr(&out).contains("did you mean --enter?"),
+        "{out:?}"
+    );
     let out = ptyd.run_cli(&["capture", "p1", "--jsn"]);
     assert_exit(&out, 2);
-    assert!(util::stderr(&out).contains("did you mean --json?"), "{out:?}");
+    assert!(
+        util::stderr(&out).contains("did you mean --json?"),
+        "{out:?}"
+    );
     // Far from everything: no guess.
     let out = ptyd.run_cli(&["frobnicate"]);
     assert_exit(&out, 2);
@@ -49,7 +61,16 @@ fn help_and_did_you_mean() {
 fn target_option_new_a_and_new_s() {
     let ptyd = Ptyd::start();
     let mut c = ptyd.connect();
-    let out = ptyd.run_cli(&["new", "-d", "-n", "work", "--", "sh", "-c", "echo hello-pane; exec cat"]);
+    let out = ptyd.run_cli(&[
+        "new",
+        "-d",
+        "-n",
+        "work",
+        "--",
+        "sh",
+        "-c",
+        "echo hello-pane; exec cat",
+    ]);
     assert_exit(&out, 0);
     let id = util::stdout(&out).trim().to_string();
     c.wait_text(&id, "hello-pane");
@@ -57,7 +78,10 @@ fn target_option_new_a_and_new_s() {
     let out = ptyd.run_cli(&["capture", "-t", "work"]);
     assert_exit(&out, 0);
     assert!(util::stdout(&out).contains("hello-pane"), "{out:?}");
-    assert_exit(&ptyd.run_cli(&["send", "-t", "work", "--enter", "typed-with-t"]), 0);
+    assert_exit(
+        &ptyd.run_cli(&["send", "-t", "work", "--enter", "typed-with-t"]),
+        0,
+    );
     c.wait_text(&id, "typed-with-t");
     assert_exit(&ptyd.run_cli(&["resize", "-t", "work", "90x20"]), 0);
     assert_eq!(c.pane(&id)["cols"], 90);
@@ -94,13 +118,19 @@ fn action_commands_print_json() {
     let id = ptyd.create_argv(&["sleep", "1000"]);
 
     let r = json_out(&ptyd.run_cli(&["resize", &id, "100x30", "--json"]));
-    assert_eq!((r["id"].clone(), r["cols"].clone(), r["rows"].clone()), (json!(id), json!(100), json!(30)));
+    assert_eq!(
+        (r["id"].clone(), r["cols"].clone(), r["rows"].clone()),
+        (json!(id), json!(100), json!(30))
+    );
     let r = json_out(&ptyd.run_cli(&["focus", &id, "--json"]));
     assert_eq!(r, json!({}));
     let r = json_out(&ptyd.run_cli(&["resume", &id, "sleep 5", "--json"]));
     assert_eq!(r["resume"], "sleep 5");
     let r = json_out(&ptyd.run_cli(&["kill", &id, "--signal", "KILL", "--json"]));
-    assert_eq!(r, json!({ "pane": id, "signal": 9, "signalled": true, "grace_ms": 3000 }));
+    assert_eq!(
+        r,
+        json!({ "pane": id, "signal": 9, "signalled": true, "grace_ms": 3000 })
+    );
     c.wait_exit(&id);
     let old_pid = c.pane(&id)["pid"].clone();
     let r = json_out(&ptyd.run_cli(&["respawn", &id, "--json"]));
@@ -130,7 +160,13 @@ fn action_commands_print_json() {
     let sh = ptyd.create_argv(&["cat"]);
     let r = json_out(&ptyd.run_cli(&["send", &sh, "--enter", "x", "--json"]));
     let ack = &r["acks"][0];
-    for key in ["written", "duplicate", "prompts_seen", "commands_finished", "output_bytes"] {
+    for key in [
+        "written",
+        "duplicate",
+        "prompts_seen",
+        "commands_finished",
+        "output_bytes",
+    ] {
         assert!(ack.get(key).is_some(), "{key} missing: {r}");
     }
 }
@@ -139,7 +175,11 @@ fn action_commands_print_json() {
 fn capture_modes_are_snake_case() {
     let ptyd = Ptyd::start();
     let mut c = ptyd.connect();
-    let id = ptyd.create_argv(&["sh", "-c", "printf '\\033[?1002h\\033[?1006hmodes-set'; exec cat"]);
+    let id = ptyd.create_argv(&[
+        "sh",
+        "-c",
+        "printf '\\033[?1002h\\033[?1006hmodes-set'; exec cat",
+    ]);
     c.wait_text(&id, "modes-set");
     let capture = json_out(&ptyd.run_cli(&["capture", &id, "--json"]));
     let modes = &capture["modes"];
@@ -198,5 +238,8 @@ fn the_default_wait_timeout_is_30s() {
     let mut err = String::new();
     std::io::Read::read_to_string(child.as_child_mut().stderr.as_mut().unwrap(), &mut err).unwrap();
     assert!(err.contains("(30000 ms)"), "{err}");
-    assert!(took >= Duration::from_secs(30) && took < Duration::from_secs(60), "{took:?}");
+    assert!(
+        took >= Duration::from_secs(30) && took < Duration::from_secs(60),
+        "{took:?}"
+    );
 }

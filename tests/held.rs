@@ -37,7 +37,10 @@ fn held_panes_say_why_everywhere() {
     assert_eq!(build["state"], "held");
     let id = build["id"].as_str().unwrap().to_string();
     let reason = build["held_reason"].as_str().unwrap().to_string();
-    assert!(reason.contains("policy hold") && reason.contains("ptyd respawn"), "{reason}");
+    assert!(
+        reason.contains("policy hold") && reason.contains("ptyd respawn"),
+        "{reason}"
+    );
 
     // The restore report, in status and in the event.
     let status = ptyd.status_json();
@@ -121,7 +124,10 @@ fn attaching_a_held_pane_shows_why() {
     let tmux = Tmux::new();
     tmux.new_session(120, 30, &util::outer_shell(&ptyd));
     tmux.wait_screen("the outer prompt", |s| s.contains("outer$"));
-    let cmd = format!("{} attach build; echo attach-''rc=$?", shell_quote(util::PTYD));
+    let cmd = format!(
+        "{} attach build; echo attach-''rc=$?",
+        shell_quote(util::PTYD)
+    );
     tmux.keys(&["-l", &cmd]);
     tmux.keys(&["Enter"]);
     let screen = tmux.wait_screen("the held banner", |s| s.contains("attach-rc="));

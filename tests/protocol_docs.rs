@@ -63,7 +63,10 @@ fn examples() -> Vec<Example> {
             };
             for value in serde_json::Deserializer::from_str(&block).into_iter::<Value>() {
                 let value = value.unwrap_or_else(|e| {
-                    panic!("docs/protocol.md:{}: a JSON block does not parse: {e}", i + 1)
+                    panic!(
+                        "docs/protocol.md:{}: a JSON block does not parse: {e}",
+                        i + 1
+                    )
                 });
                 out.push(Example {
                     heading: heading.clone(),
@@ -143,7 +146,9 @@ fn shape(doc: &Value, real: &Value, path: &str) -> Result<(), String> {
         (Value::Array(d), Value::Array(r)) => {
             for (i, dv) in d.iter().enumerate() {
                 if r.is_empty() {
-                    return Err(format!("{path}[{i}] is documented, the real array is empty"));
+                    return Err(format!(
+                        "{path}[{i}] is documented, the real array is empty"
+                    ));
                 }
                 let fits: Vec<String> = r
                     .iter()
@@ -173,7 +178,12 @@ fn reply_key(method: &str, value: &Value) -> String {
 
 /// Makes a request that must succeed and files its reply.
 #[track_caller]
-fn call(real: &mut HashMap<String, Value>, c: &mut util::Conn, method: &str, params: Value) -> Value {
+fn call(
+    real: &mut HashMap<String, Value>,
+    c: &mut util::Conn,
+    method: &str,
+    params: Value,
+) -> Value {
     let reply = c.ok(method, params);
     real.insert(reply_key(method, &reply), reply.clone());
     reply
@@ -182,7 +192,11 @@ fn call(real: &mut HashMap<String, Value>, c: &mut util::Conn, method: &str, par
 #[test]
 fn documented_examples_match_what_the_server_sends() {
     let examples = examples();
-    assert!(examples.len() > 40, "found only {} examples", examples.len());
+    assert!(
+        examples.len() > 40,
+        "found only {} examples",
+        examples.len()
+    );
 
     // A restored server, so the restore report has every outcome.
     let dirs = Dirs::new();
@@ -203,7 +217,12 @@ fn documented_examples_match_what_the_server_sends() {
         sub.ok("events.subscribe", json!({ "since": 0 })),
     );
     let mut c = ptyd.connect();
-    call(&mut real, &mut c, "hello", json!({ "protocol": 1, "client": "docs-test" }));
+    call(
+        &mut real,
+        &mut c,
+        "hello",
+        json!({ "protocol": 1, "client": "docs-test" }),
+    );
     let created = call(
         &mut real,
         &mut c,
@@ -215,7 +234,12 @@ fn documented_examples_match_what_the_server_sends() {
     c.wait_text(&p, "ready");
     call(&mut real, &mut c, "pane.list", json!({}));
     call(&mut real, &mut c, "tree", json!({}));
-    call(&mut real, &mut c, "pane.input", json!({ "target": p, "data": "PASS\r" }));
+    call(
+        &mut real,
+        &mut c,
+        "pane.input",
+        json!({ "target": p, "data": "PASS\r" }),
+    );
     call(
         &mut real,
         &mut c,
@@ -234,7 +258,12 @@ fn documented_examples_match_what_the_server_sends() {
         "pane.resize",
         json!({ "target": p, "cols": 100, "rows": 30 }),
     );
-    call(&mut real, &mut c, "pane.capture", json!({ "target": p, "start": -10 }));
+    call(
+        &mut real,
+        &mut c,
+        "pane.capture",
+        json!({ "target": p, "start": -10 }),
+    );
     call(&mut real, &mut c, "pane.focus", json!({ "target": p }));
     call(
         &mut real,
@@ -242,7 +271,12 @@ fn documented_examples_match_what_the_server_sends() {
         "pane.set_resume",
         json!({ "target": p, "resume": "cat" }),
     );
-    call(&mut real, &mut c, "workspace.create", json!({ "name": "work" }));
+    call(
+        &mut real,
+        &mut c,
+        "workspace.create",
+        json!({ "name": "work" }),
+    );
     call(
         &mut real,
         &mut c,
@@ -296,7 +330,12 @@ fn documented_examples_match_what_the_server_sends() {
         "pane.wait",
         json!({ "target": done, "exit": true, "timeout_ms": 10_000 }),
     );
-    call(&mut real, &mut c, "pane.kill", json!({ "target": p, "signal": "TERM" }));
+    call(
+        &mut real,
+        &mut c,
+        "pane.kill",
+        json!({ "target": p, "signal": "TERM" }),
+    );
     let killed = c.wait_exit(&p);
     let mut exits: HashMap<String, Value> = HashMap::new();
     exits.insert("killed".into(), killed);
@@ -328,8 +367,9 @@ fn documented_examples_match_what_the_server_sends() {
     let mut printed = Vec::new();
     for line in BufReader::new(stdout).lines() {
         let line = line.expect("reading ptyd events");
-        let event: Value = serde_json::from_str(&line)
-            .unwrap_or_else(|e| panic!("ptyd events printed a line that is not JSON ({e}): {line}"));
+        let event: Value = serde_json::from_str(&line).unwrap_or_else(|e| {
+            panic!("ptyd events printed a line that is not JSON ({e}): {line}")
+        });
         let last = event["type"] == "pane.removed" && event["pane"] == p.as_str();
         printed.push(event);
         if last {
@@ -400,8 +440,7 @@ fn documented_examples_match_what_the_server_sends() {
                     // The modes: documented in full, no more and no less.
                     let sent = &real["pane.capture"]["modes"];
                     let keys = |o: &Value| {
-                        let mut k: Vec<String> =
-                            o.as_object().unwrap().keys().cloned().collect();
+                        let mut k: Vec<String> = o.as_object().unwrap().keys().cloned().collect();
                         k.sort();
                         k
                     };

@@ -448,9 +448,7 @@ fn new(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     let name = spec.name.clone();
     let params = spec.params()?;
     let mut client = connect(g)?;
-    if attach_existing
-        && let Some(name) = &name
-    {
+    if attach_existing && let Some(name) = &name {
         let panes: PaneList = client.request_as(&Request::PaneList(NoParams {}))?;
         if let Some(pane) = panes.panes.iter().find(|p| p.name.as_ref() == Some(name)) {
             if detached {
@@ -764,13 +762,21 @@ fn respawn(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         return Ok(0);
     }
     if target.is_some() {
-        return Err(CliError::usage("--held takes no TARGET: it respawns every held pane"));
+        return Err(CliError::usage(
+            "--held takes no TARGET: it respawns every held pane",
+        ));
     }
     let panes: PaneList = client.request_as(&Request::PaneList(NoParams {}))?;
     let (mut respawned, mut failed) = (Vec::new(), Vec::new());
-    for pane in panes.panes.iter().filter(|p| p.state == PaneStateName::Held) {
+    for pane in panes
+        .panes
+        .iter()
+        .filter(|p| p.state == PaneStateName::Held)
+    {
         let id = pane.id.to_string();
-        match client.request(&Request::PaneRespawn(methods::Target { target: id.clone() })) {
+        match client.request(&Request::PaneRespawn(methods::Target {
+            target: id.clone(),
+        })) {
             Ok(info) => {
                 if !as_json {
                     println!("{id}");
@@ -781,7 +787,8 @@ fn respawn(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
             Err(e) if e.code == "pane_running" || e.code == "not_found" => {}
             Err(e) => {
                 eprintln!("ptyd: {id}: {}", e.message);
-                failed.push(json!({ "pane": id, "error": { "code": e.code, "message": e.message } }));
+                failed
+                    .push(json!({ "pane": id, "error": { "code": e.code, "message": e.message } }));
             }
         }
     }
@@ -828,7 +835,11 @@ fn clients(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
             c.client,
             c.pane.to_string(),
             format!("{}x{}", c.cols, c.rows),
-            if c.read_only { "read-only" } else { "read-write" },
+            if c.read_only {
+                "read-only"
+            } else {
+                "read-write"
+            },
             c.pid.map_or("-".to_string(), |p| p.to_string()),
             ago(now.saturating_sub(c.since_unix_ms)),
         );
@@ -1177,7 +1188,10 @@ fn print_restore(r: &Value) {
         ("shell", "back as a shell"),
         ("held", "held"),
     ] {
-        let panes: Vec<&Value> = outcomes.iter().filter(|o| o["outcome"] == outcome).collect();
+        let panes: Vec<&Value> = outcomes
+            .iter()
+            .filter(|o| o["outcome"] == outcome)
+            .collect();
         if panes.is_empty() {
             continue;
         }

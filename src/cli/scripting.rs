@@ -21,7 +21,6 @@ use serde_json::{Value, json};
 use std::io::Read;
 use std::time::Duration;
 
-
 /// `--timeout DUR` for waits: `None` (no timeout) for `0`.
 fn wait_timeout(value: std::ffi::OsString) -> Result<Option<u64>, CliError> {
     let ms = duration::parse_ms(value, "--timeout")?;

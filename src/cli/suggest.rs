@@ -12,8 +12,8 @@ fn distance(a: &str, b: &str) -> usize {
     for (i, row) in rows.iter_mut().enumerate() {
         row[0] = i;
     }
-    for j in 0..=b.len() {
-        rows[0][j] = j;
+    for (j, cell) in rows[0].iter_mut().enumerate() {
+        *cell = j;
     }
     for i in 1..=a.len() {
         for j in 1..=b.len() {
@@ -74,15 +74,19 @@ pub fn option_hint(command: &str, message: &str) -> Option<String> {
     let entry = help::command(command)?;
     let known = entry.options.iter().map(|o| o.long);
     let suggestion = match typed.strip_prefix("--") {
-        Some(long) => closest(long.split('=').next().unwrap_or(long), known)
-            .map(|l| format!("--{l}")),
+        Some(long) => {
+            closest(long.split('=').next().unwrap_or(long), known).map(|l| format!("--{l}"))
+        }
         None => {
             // A short option: the long one it might have meant.
             let c = typed.strip_prefix('-')?.chars().next()?;
             entry
                 .options
                 .iter()
-                .find(|o| o.short == Some(c.to_ascii_lowercase()) || o.short == Some(c.to_ascii_uppercase()))
+                .find(|o| {
+                    o.short == Some(c.to_ascii_lowercase())
+                        || o.short == Some(c.to_ascii_uppercase())
+                })
                 .map(|o| help::option_label(o).trim().to_string())
         }
     }?;
@@ -102,7 +106,10 @@ mod tests {
         assert_eq!(distance("capture", "catpure"), 1);
         assert_eq!(closest("atach", ["attach", "ls", "new"]), Some("attach"));
         assert_eq!(closest("stauts", ["status", "stop"]), Some("status"));
-        assert_eq!(closest("resp", ["respawn", "resize", "resume"]), Some("respawn"));
+        assert_eq!(
+            closest("resp", ["respawn", "resize", "resume"]),
+            Some("respawn")
+        );
         assert_eq!(closest("zzzzzz", ["attach", "ls"]), None);
         assert!(command_hint("lst").contains("`ptyd ls`"));
         assert_eq!(command_hint("frobnicate"), "");

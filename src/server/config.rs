@@ -385,14 +385,16 @@ pub fn parse(path: &Path, text: &str) -> (UserConfig, Vec<String>) {
                 &mut config.wait_timeout,
             ),
             // tmux spells it `window-size`; both mean the same here.
-            "window_size" | "window-size" => match WindowSize::deserialize(ValueDeserializer::from(value)) {
-                Ok(v) => config.window_size = v,
-                Err(e) => problems.push(format!(
-                    "{place}: window_size must be \"latest\", \"smallest\" or \"largest\" \
+            "window_size" | "window-size" => {
+                match WindowSize::deserialize(ValueDeserializer::from(value)) {
+                    Ok(v) => config.window_size = v,
+                    Err(e) => problems.push(format!(
+                        "{place}: window_size must be \"latest\", \"smallest\" or \"largest\" \
                      ({}); using the default \"latest\"",
-                    e.message().trim()
-                )),
-            },
+                        e.message().trim()
+                    )),
+                }
+            }
             "resume_rules" => {
                 let rules = resume_rules(&mut problems, &at, &place, value);
                 config.resume_rules = ResumeRules::new(rules);
