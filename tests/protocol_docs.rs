@@ -382,6 +382,9 @@ fn documented_examples_match_what_the_server_sends() {
         "`ptyd events` must print the event objects the subscription carries"
     );
 
+    // Not run here: an upgrade leaves a new server process this harness
+    // does not track (tests/upgrade.rs checks its report member by member),
+    // and `server.stop`'s `{}` ends the server the checks need.
     let unchecked = ["server.upgrade", "server.stop"];
     let mut checked = 0;
     for ex in &examples {
