@@ -51,6 +51,14 @@ fn help_and_did_you_mean() {
         util::stderr(&out).contains("did you mean --json?"),
         "{out:?}"
     );
+    // A mistyped pane name.
+    ptyd.create(json!({ "name": "build", "argv": ["cat"] }));
+    let out = ptyd.run_cli(&["capture", "buidl"]);
+    assert_exit(&out, 1);
+    assert!(
+        util::stderr(&out).contains("did you mean \"build\"?"),
+        "{out:?}"
+    );
     // Far from everything: no guess.
     let out = ptyd.run_cli(&["frobnicate"]);
     assert_exit(&out, 2);

@@ -22,8 +22,28 @@ pub fn dispatch(g: &Global, command: &str, p: lexopt::Parser) -> Result<i32, Cli
         {
             e.message = hinted;
         }
+        // A mistyped pane: name the closest pane there is.
+        if e.kind == "not_found"
+            && let Some(typed) = e
+                .message
+                .strip_prefix("no pane \"")
+                .and_then(|rest| rest.split('"').next())
+            && let Some(name) = closest_pane(g, typed)
+        {
+            e.message = format!("{}; did you mean {name:?}?", e.message);
+        }
         e
     })
+}
+
+/// The pane name of the running server closest to `typed`, if one is
+/// close enough to be a typo (never starts a server). Not ids: `p9` for a
+/// removed pane is no typo of `p8`.
+fn closest_pane(g: &Global, typed: &str) -> Option<String> {
+    let mut client = Client::connect(&g.paths, false).ok()?;
+    let panes: PaneList = client.request_as(&Request::PaneList(NoParams {})).ok()?;
+    let names: Vec<String> = panes.panes.iter().filter_map(|p| p.name.clone()).collect();
+    super::suggest::closest(typed, names.iter().map(String::as_str)).map(str::to_string)
 }
 
 fn run_command(g: &Global, command: &str, mut p: lexopt::Parser) -> Result<i32, CliError> {
