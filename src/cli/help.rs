@@ -320,7 +320,7 @@ window_size = \"latest\" and the one `ptyd detach --others` keeps.",
     Command {
         name: "detach",
         aliases: &[],
-        brief: "detach [TARGET] [--all|--others]",
+        brief: "detach [TARGET] [--others]",
         summary: "detach the clients of a pane, or all clients",
         usage: &[
             "detach [TARGET] [--others] [--json]",
@@ -1194,7 +1194,12 @@ pub fn render_main() -> String {
     let mut out =
         format!("ptyd - {TAGLINE}\n\nUsage: ptyd [-L NAME] COMMAND [ARGS]\n\nCommands:\n");
     for c in COMMANDS {
-        out.push_str(&format!("  {:<28}{}\n", c.brief, c.summary));
+        if c.brief.len() < 28 {
+            out.push_str(&format!("  {:<28}{}\n", c.brief, c.summary));
+        } else {
+            // Too long for the column: the summary on a line of its own.
+            out.push_str(&format!("  {}\n{:30}{}\n", c.brief, "", c.summary));
+        }
     }
     out.push_str("\nOptions:\n");
     render_options(&mut out, GLOBAL_OPTIONS);
@@ -1244,5 +1249,7 @@ mod tests {
         assert!(text.contains("\n  -d, --detached "), "{text}");
         assert!(text.contains("\n      --restore POLICY "), "{text}");
         assert!(render_main().contains("  attach [TARGET] "));
+        // A brief too long for its column never runs into its summary.
+        assert!(render_main().contains("  config check [FILE] | reload\n"));
     }
 }
