@@ -266,3 +266,24 @@ fn bare_attach_takes_the_focused_pane_and_attach_d_detaches_others() {
     let list = c.ok("client.list", json!({}));
     assert_eq!(list["clients"][0]["pane"], two.as_str(), "{list}");
 }
+
+/// When a pane ends, its clients are let go one by one: the ended pane
+/// keeps its size (and its last screen) instead of taking each remaining
+/// client's.
+#[test]
+fn an_ended_pane_keeps_its_size_as_its_clients_go() {
+    let ptyd = Ptyd::start();
+    let mut c = ptyd.connect();
+    let p = c.create(json!({ "argv": ["cat"], "cols": 80, "rows": 24 }))["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut a = attach(&ptyd, &p, 100, 30, json!({}));
+    let mut b = attach(&ptyd, &p, 120, 40, json!({}));
+    assert_eq!(size(&mut c, &p), (120, 40));
+    c.ok("pane.kill", json!({ "target": p, "signal": "KILL" }));
+    c.wait_exit(&p);
+    assert_eq!(a.read_exit()["reason"], "pane_exited");
+    assert_eq!(b.read_exit()["reason"], "pane_exited");
+    assert_eq!(size(&mut c, &p), (120, 40));
+}

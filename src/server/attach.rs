@@ -237,7 +237,9 @@ impl Server {
             client: conn,
             reason: reason.to_string(),
         });
-        if !self.stopping {
+        // Not for a pane that ended: its clients are being let go one by
+        // one, and its last screen must not be reflowed meanwhile.
+        if !self.stopping && self.panes.get(&pane).is_some_and(|p| p.is_running()) {
             self.apply_size_policy(pane);
         }
     }
