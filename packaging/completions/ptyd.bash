@@ -7,7 +7,7 @@ _ptyd_panes() {
 
 _ptyd_takes_value() {
     case "$1 $2" in
-        "new -n"|"new --name"|"new -c"|"new --cwd"|"new -e"|"new --env"|"new --size"|"new --timeout"|"new --idle-timeout"|"new --shell"|"new -w"|"new --workspace"|"new --tab-name"|"new -s"|"new --split"|"new --ratio"|"new --restore"|"new --resume"|"attach -t"|"attach --target"|"attach --detach-key"|"clients -t"|"clients --target"|"detach --client"|"detach -t"|"detach --target"|"send --wait-for"|"send --timeout"|"send --request-id"|"send -t"|"send --target"|"capture -S"|"capture --start"|"capture -E"|"capture --end"|"capture -t"|"capture --target"|"run -n"|"run --name"|"run -c"|"run --cwd"|"run -e"|"run --env"|"run --size"|"run --timeout"|"run --idle-timeout"|"run --shell"|"run -w"|"run --workspace"|"run --tab-name"|"run -s"|"run --split"|"run --ratio"|"run --restore"|"run --resume"|"wait --text"|"wait --after-output"|"wait --idle"|"wait --after"|"wait --timeout"|"wait -t"|"wait --target"|"kill -s"|"kill --signal"|"kill --grace"|"kill -t"|"kill --target"|"rm -t"|"rm --target"|"resize -t"|"resize --target"|"events --since"|"respawn -t"|"respawn --target"|"focus -t"|"focus --target"|"resume -t"|"resume --target"|"workspace -t"|"workspace --target"|"tab -t"|"tab --target"|"upgrade --binary"|"upgrade --timeout"|"upgrade --mode"|"upgrade --fault"|"service --binary") return 0 ;;
+        "new -n"|"new --name"|"new -c"|"new --cwd"|"new -e"|"new --env"|"new --size"|"new --timeout"|"new --idle-timeout"|"new --shell"|"new -w"|"new --workspace"|"new --tab-name"|"new -s"|"new --split"|"new --ratio"|"new --restore"|"new --resume"|"attach -t"|"attach --target"|"attach --detach-key"|"attach --history"|"clients -t"|"clients --target"|"detach --client"|"detach -t"|"detach --target"|"send --wait-for"|"send --timeout"|"send --request-id"|"send -t"|"send --target"|"capture -S"|"capture --start"|"capture -E"|"capture --end"|"capture -t"|"capture --target"|"run -n"|"run --name"|"run -c"|"run --cwd"|"run -e"|"run --env"|"run --size"|"run --timeout"|"run --idle-timeout"|"run --shell"|"run -w"|"run --workspace"|"run --tab-name"|"run -s"|"run --split"|"run --ratio"|"run --restore"|"run --resume"|"wait --text"|"wait --after-output"|"wait --idle"|"wait --after"|"wait --timeout"|"wait -t"|"wait --target"|"kill -s"|"kill --signal"|"kill --grace"|"kill -t"|"kill --target"|"rm -t"|"rm --target"|"resize -t"|"resize --target"|"events --since"|"respawn -t"|"respawn --target"|"focus -t"|"focus --target"|"resume -t"|"resume --target"|"workspace -t"|"workspace --target"|"tab -t"|"tab --target"|"upgrade --binary"|"upgrade --timeout"|"upgrade --mode"|"upgrade --fault"|"service --binary") return 0 ;;
     esac
     return 1
 }
@@ -54,6 +54,7 @@ _ptyd() {
         "new --resume") COMPREPLY=(); return ;;
         "attach -t"|"attach --target") COMPREPLY=($(compgen -W "$(_ptyd_panes)" -- "$cur")); return ;;
         "attach --detach-key") COMPREPLY=(); return ;;
+        "attach --history") COMPREPLY=(); return ;;
         "clients -t"|"clients --target") COMPREPLY=($(compgen -W "$(_ptyd_panes)" -- "$cur")); return ;;
         "detach --client") COMPREPLY=(); return ;;
         "detach -t"|"detach --target") COMPREPLY=($(compgen -W "$(_ptyd_panes)" -- "$cur")); return ;;
@@ -115,7 +116,7 @@ _ptyd() {
             server) COMPREPLY=($(compgen -W "--no-history --no-restore --hold-reruns --help" -- "$cur")) ;;
             new) COMPREPLY=($(compgen -W "-n --name -c --cwd -e --env --size --timeout --idle-timeout --shell --no-shell-integration -w --workspace --tab-name -s --split -v --vertical --ratio --restore --resume -d --detached --json -A --attach-existing --help" -- "$cur")) ;;
             ls) COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
-            attach) COMPREPLY=($(compgen -W "-t --target -d --detach-others -r --read-only --detach-key --help" -- "$cur")) ;;
+            attach) COMPREPLY=($(compgen -W "-t --target -d --detach-others -r --read-only --detach-key --no-alt-screen --history -f --force --help" -- "$cur")) ;;
             clients) COMPREPLY=($(compgen -W "-t --target --json --help" -- "$cur")) ;;
             detach) COMPREPLY=($(compgen -W "-a --all --others --client -t --target --json --help" -- "$cur")) ;;
             send) COMPREPLY=($(compgen -W "-k --keys --paste --enter --submit --wait --wait-for --regex --timeout --request-id --json -t --target --help" -- "$cur")) ;;

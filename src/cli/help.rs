@@ -268,12 +268,21 @@ pane (no process, after a restore) has its reason on the line below.
         aliases: &["a"],
         brief: "attach [TARGET]",
         summary: "attach this terminal to a pane",
-        usage: &["attach [TARGET] [-d] [--read-only] [--detach-key KEY]"],
+        usage: &[
+            "attach [TARGET] [-d] [--read-only] [--detach-key KEY]",
+            "       [--no-alt-screen | --history N] [--force]",
+        ],
         about: "\
 Attaches this terminal to a pane: TARGET, else the focused pane of the
-active tab (the pane attached last, since attaching focuses it). KEY
-(default C-\\) detaches; it works at every moment, even while the server is
-unreachable.
+active tab (the pane attached last, since attaching focuses it), on the
+terminal's alternate screen: detaching gives back the screen of before.
+KEY (default C-\\, or detach_key in config.toml) detaches; it works at
+every moment, even while the server is unreachable. It is also a prefix:
+KEY KEY sends KEY to the pane (to a ptyd attach running in it), KEY [ or
+KEY PageUp opens the scroll mode over the pane's whole history (arrows,
+PageUp/PageDown, ? and / search, n N, v select, y copy by OSC 52, q
+leave). From inside a pane, attaching to that pane fails; to another, it
+needs --force.
 
 Several clients may attach to one pane. Its size follows `window_size` of
 config.toml: latest (the client that attached, typed or resized last),
@@ -298,6 +307,24 @@ smallest or largest; it is worked out again when a client leaves.
                 "detach-key",
                 Some("KEY"),
                 "the key that detaches, as C-x (default C-\\)",
+            ),
+            opt(
+                None,
+                "no-alt-screen",
+                None,
+                "stay on the main screen; print history into its scrollback first",
+            ),
+            opt(
+                None,
+                "history",
+                Some("N"),
+                "lines of history to print first (main screen; 0 none; default 3000)",
+            ),
+            opt(
+                Some('f'),
+                "force",
+                None,
+                "attach even from inside a pane (the clients nest)",
             ),
         ],
         args: Args::First(Complete::Pane),

@@ -4,6 +4,7 @@
 //! client, `ptyd demo` and the tests' helpers.
 
 pub mod attach;
+mod scroll;
 
 use crate::paths::NamespacePaths;
 use crate::protocol::methods::{self, Request};
@@ -399,25 +400,6 @@ pub fn send_frame(mut stream: &UnixStream, kind: u8, payload: &[u8]) -> io::Resu
 
 /// Attaches `client` to `target`, returning a frame reader.
 pub fn attach(
-    client: Client,
-    target: &str,
-    read_only: bool,
-    size: Option<(u16, u16)>,
-) -> Result<(Value, FrameReader), ClientError> {
-    attach_with(
-        client,
-        methods::Attach {
-            target: target.to_string(),
-            read_only,
-            cols: size.map(|s| s.0),
-            rows: size.map(|s| s.1),
-            detach_others: false,
-        },
-    )
-}
-
-/// [`attach`] with every param of the `attach` method.
-pub fn attach_with(
     mut client: Client,
     params: methods::Attach,
 ) -> Result<(Value, FrameReader), ClientError> {

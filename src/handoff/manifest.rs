@@ -240,6 +240,10 @@ pub struct AttachRuntime {
     /// Its activity stamp (`Connection::active`).
     #[serde(default)]
     pub active: u64,
+    /// The client keeps its terminal on the alternate screen (no screen
+    /// switches sent to it).
+    #[serde(default)]
+    pub flat: bool,
 }
 
 #[derive(Debug, Serialize, Deserialize)]

@@ -63,7 +63,13 @@ pub const KEYS: &[&str] = &[
     "upgrade_probation_ms",
     "window_size",
     "wait_timeout_ms",
+    "detach_key",
+    "attach_alt_screen",
+    "attach_history",
 ];
+
+/// Most lines `attach_history` may print into a terminal at attach.
+pub const MAX_ATTACH_HISTORY: usize = 100_000;
 
 /// Allowed ranges of the millisecond keys: a debounce of 0 saves at once;
 /// the floors keep a typo from making saves constant or an upgrade unable
@@ -120,6 +126,15 @@ pub struct UserConfig {
     pub window_size: WindowSize,
     /// The default timeout of CLI waits (read by the client; zero: none).
     pub wait_timeout: Duration,
+    /// The attach client's detach (prefix) key, as typed (`C-\\`) and as
+    /// its byte.
+    pub detach_key: (String, u8),
+    /// The attach client keeps the terminal on its alternate screen while
+    /// attached, so detaching gives the screen back as it was.
+    pub attach_alt_screen: bool,
+    /// Lines of history an attach prints into the terminal's scrollback
+    /// (when not on the alternate screen).
+    pub attach_history: usize,
 }
 
 impl Default for UserConfig {
@@ -138,6 +153,9 @@ impl Default for UserConfig {
             shell_integration: true,
             window_size: WindowSize::Latest,
             wait_timeout: DEFAULT_WAIT_TIMEOUT,
+            detach_key: ("C-\\".to_string(), 0x1c),
+            attach_alt_screen: true,
+            attach_history: 3000,
         }
     }
 }
@@ -176,6 +194,9 @@ impl UserConfig {
         m.insert("upgrade_probation_ms".into(), ms(self.upgrade_probation));
         m.insert("window_size".into(), json!(self.window_size));
         m.insert("wait_timeout_ms".into(), ms(self.wait_timeout));
+        m.insert("detach_key".into(), json!(self.detach_key.0));
+        m.insert("attach_alt_screen".into(), json!(self.attach_alt_screen));
+        m.insert("attach_history".into(), json!(self.attach_history));
         m
     }
 }
@@ -413,6 +434,31 @@ pub fn parse(path: &Path, text: &str) -> (UserConfig, Vec<String>) {
                     e.message().trim()
                 )),
             },
+            "detach_key" => match String::deserialize(ValueDeserializer::from(value)) {
+                Ok(v) => match crate::keys::parse_detach_key(&v) {
+                    Ok(byte) => config.detach_key = (v, byte),
+                    Err(e) => problems.push(format!("{place}: {e}; using the default C-\\")),
+                },
+                Err(e) => problems.push(format!(
+                    "{place}: detach_key must be a string like \"C-a\" ({}); using the default C-\\",
+                    e.message().trim()
+                )),
+            },
+            "attach_alt_screen" => match bool::deserialize(ValueDeserializer::from(value)) {
+                Ok(v) => config.attach_alt_screen = v,
+                Err(e) => problems.push(format!(
+                    "{place}: attach_alt_screen must be true or false ({}); using the default true",
+                    e.message().trim()
+                )),
+            },
+            "attach_history" => limit(
+                &mut problems,
+                &place,
+                "attach_history",
+                value,
+                (0, MAX_ATTACH_HISTORY),
+                &mut config.attach_history,
+            ),
             other => problems.push(format!(
                 "{place}: unknown key {other:?} ignored; known keys: {}",
                 KEYS.join(", ")

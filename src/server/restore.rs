@@ -167,7 +167,7 @@ impl Server {
                                 tail.skipped
                             ));
                         }
-                        pane.inject_history(&String::from_utf8_lossy(&tail.bytes));
+                        pane.print_history(&String::from_utf8_lossy(&tail.bytes));
                     }
                     Err(persist::files::FileError::Missing) => {}
                     Err(persist::files::FileError::Refused(why)) => {
@@ -175,7 +175,7 @@ impl Server {
                     }
                 }
             }
-            pane.inject_history(&notice);
+            pane.print_history(&notice);
         }
         (fixes, planned)
     }

@@ -309,6 +309,7 @@ pub fn conn_runtime(c: &Connection, id: ConnId, now: Instant) -> ConnRuntime {
                 rows,
                 since_unix_ms: c.attached_unix_ms,
                 active: c.active,
+                flat: c.view.flat,
             }),
         },
         subscribed: c.subscribed,
@@ -339,6 +340,7 @@ pub fn conn_from_runtime(
         conn.attached_unix_ms = a.since_unix_ms;
         conn.active = a.active;
     }
+    conn.view.flat = rt.attached.as_ref().is_some_and(|a| a.flat);
     conn.mode = match rt.attached {
         None => ConnMode::Rpc,
         Some(a) => ConnMode::Attached {
