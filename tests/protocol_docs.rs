@@ -264,6 +264,12 @@ fn documented_examples_match_what_the_server_sends() {
         "pane.capture",
         json!({ "target": p, "start": -10 }),
     );
+    call(
+        &mut real,
+        &mut c,
+        "pane.history",
+        json!({ "target": p, "start": 0, "count": 10 }),
+    );
     call(&mut real, &mut c, "pane.focus", json!({ "target": p }));
     call(
         &mut real,
