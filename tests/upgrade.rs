@@ -540,7 +540,12 @@ fn attach_client_in_tmux_stays_through_upgrades_and_terminal_state_survives() {
     tmux.new_session(100, 30, &util::outer_shell(&l.ptyd));
     tmux.wait_screen("the outer prompt", |s| s.contains("outer$"));
     let attach = |tag: &str| {
-        let line = format!("{} attach {id}; echo {tag}-rc=$?", shell_quote(util::PTYD));
+        // The quotes keep the typed line (shown again when the outer
+        // screen comes back at detach) from matching `TAG-rc=`.
+        let line = format!(
+            "{} attach {id}; echo {tag}-''rc=$?",
+            shell_quote(util::PTYD)
+        );
         tmux.keys(&["-l", &line]);
         tmux.keys(&["Enter"]);
     };
