@@ -109,6 +109,12 @@ pub struct Connection {
     /// attach, keystroke or resize; the highest sets its pane's size under
     /// the `latest` window-size policy.
     pub active: u64,
+    /// Attached: an INPUT frame waits in `inbuf` for room in its pane's
+    /// pending input, and the socket is not read meanwhile (back-pressure,
+    /// `attach.rs`). The pane's `written_total` when that was last checked,
+    /// and when: an `InputStall` timer armed for an earlier hold finds a
+    /// later instant here and leaves it to its own timer.
+    pub input_held: Option<(u64, Instant)>,
 }
 
 impl Connection {
@@ -132,6 +138,7 @@ impl Connection {
             last_progress: Instant::now(),
             attached_unix_ms: 0,
             active: 0,
+            input_held: None,
         }
     }
 
