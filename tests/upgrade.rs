@@ -540,7 +540,12 @@ fn attach_client_in_tmux_stays_through_upgrades_and_terminal_state_survives() {
     tmux.new_session(100, 30, &util::outer_shell(&l.ptyd));
     tmux.wait_screen("the outer prompt", |s| s.contains("outer$"));
     let attach = |tag: &str| {
-        let line = format!("{} attach {id}; echo {tag}-rc=$?", shell_quote(util::PTYD));
+        // The quotes keep the typed line (shown again when the outer
+        // screen comes back at detach) from matching `TAG-rc=`.
+        let line = format!(
+            "{} attach {id}; echo {tag}-''rc=$?",
+            shell_quote(util::PTYD)
+        );
         tmux.keys(&["-l", &line]);
         tmux.keys(&["Enter"]);
     };
@@ -764,11 +769,14 @@ fn settled_fds(l: &Lineage, c: &mut Conn, clients: u64) -> BTreeMap<String, usiz
     util::eventually(
         format!("the server to get down to {clients} clients"),
         || {
-            let now = c.ok("server.status", json!({}))["clients"].clone();
-            if now == clients {
+            // `connections` leaves out `c` itself.
+            let now = c.ok("server.status", json!({}))["connections"]
+                .as_u64()
+                .map(|n| n + 1);
+            if now == Some(clients) {
                 Ok(())
             } else {
-                Err(format!("{now} clients"))
+                Err(format!("{now:?} connections"))
             }
         },
     );

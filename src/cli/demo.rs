@@ -392,6 +392,7 @@ fn attach_and_watch(paths: &NamespacePaths, client: &mut Client) -> Result<(), C
             history: None,
             alt_screen: false,
             from_pane: None,
+            detach_others: false,
         },
     )?;
     let _ = frames

@@ -30,6 +30,7 @@ mod help;
 mod manpage;
 mod scripting;
 mod service;
+mod suggest;
 mod upgrade;
 
 use crate::paths::{DEFAULT_NAMESPACE, NamespacePaths};

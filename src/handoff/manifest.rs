@@ -254,6 +254,12 @@ pub struct AttachRuntime {
     pub read_only: bool,
     pub cols: u16,
     pub rows: u16,
+    /// When the client attached (0 from a server that did not record it).
+    #[serde(default)]
+    pub since_unix_ms: u64,
+    /// Its activity stamp (`Connection::active`).
+    #[serde(default)]
+    pub active: u64,
     /// The client keeps its terminal on the alternate screen (no screen
     /// switches sent to it).
     #[serde(default)]

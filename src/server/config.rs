@@ -61,6 +61,8 @@ pub const KEYS: &[&str] = &[
     "save_max_delay_ms",
     "upgrade_timeout_ms",
     "upgrade_probation_ms",
+    "window_size",
+    "wait_timeout_ms",
     "detach_key",
     "attach_alt_screen",
     "attach_history",
@@ -76,6 +78,25 @@ const SAVE_DEBOUNCE_MS: (usize, usize) = (0, 60_000);
 const SAVE_MAX_DELAY_MS: (usize, usize) = (100, 600_000);
 const UPGRADE_TIMEOUT_MS: (usize, usize) = (1_000, 600_000);
 const UPGRADE_PROBATION_MS: (usize, usize) = (100, 60_000);
+/// CLI waits: 0 is "no limit"; a day is longer than any wait worth a default.
+const WAIT_TIMEOUT_MS: (usize, usize) = (0, 86_400_000);
+
+/// The default timeout of CLI waits (`ptyd wait`, `send --wait`,
+/// `send --wait-for`) when `--timeout` is not given.
+pub const DEFAULT_WAIT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Which attached clients set a pane's size (tmux's `window-size`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WindowSize {
+    /// The client that attached, typed or resized last.
+    #[default]
+    Latest,
+    /// The smallest columns and rows of the clients that may resize.
+    Smallest,
+    /// The largest columns and rows of the clients that may resize.
+    Largest,
+}
 
 /// What the server (and, for `autostart`, the client) uses from the file.
 #[derive(Debug, Clone)]
@@ -101,6 +122,10 @@ pub struct UserConfig {
     pub upgrade_probation: Duration,
     /// Inject shell integration into the shells panes start (`crate::shell`).
     pub shell_integration: bool,
+    /// Which attached clients set a pane's size.
+    pub window_size: WindowSize,
+    /// The default timeout of CLI waits (read by the client; zero: none).
+    pub wait_timeout: Duration,
     /// The attach client's detach (prefix) key, as typed (`C-\\`) and as
     /// its byte.
     pub detach_key: (String, u8),
@@ -126,6 +151,8 @@ impl Default for UserConfig {
             upgrade_timeout: super::upgrade::DEFAULT_TIMEOUT,
             upgrade_probation: super::upgrade::PROBATION,
             shell_integration: true,
+            window_size: WindowSize::Latest,
+            wait_timeout: DEFAULT_WAIT_TIMEOUT,
             detach_key: ("C-\\".to_string(), 0x1c),
             attach_alt_screen: true,
             attach_history: 3000,
@@ -165,6 +192,8 @@ impl UserConfig {
         m.insert("save_max_delay_ms".into(), ms(self.save_max_delay));
         m.insert("upgrade_timeout_ms".into(), ms(self.upgrade_timeout));
         m.insert("upgrade_probation_ms".into(), ms(self.upgrade_probation));
+        m.insert("window_size".into(), json!(self.window_size));
+        m.insert("wait_timeout_ms".into(), ms(self.wait_timeout));
         m.insert("detach_key".into(), json!(self.detach_key.0));
         m.insert("attach_alt_screen".into(), json!(self.attach_alt_screen));
         m.insert("attach_history".into(), json!(self.attach_history));
@@ -368,6 +397,25 @@ pub fn parse(path: &Path, text: &str) -> (UserConfig, Vec<String>) {
                 UPGRADE_PROBATION_MS,
                 &mut config.upgrade_probation,
             ),
+            "wait_timeout_ms" => millis(
+                &mut problems,
+                &place,
+                "wait_timeout_ms",
+                value,
+                WAIT_TIMEOUT_MS,
+                &mut config.wait_timeout,
+            ),
+            // tmux spells it `window-size`; both mean the same here.
+            "window_size" | "window-size" => {
+                match WindowSize::deserialize(ValueDeserializer::from(value)) {
+                    Ok(v) => config.window_size = v,
+                    Err(e) => problems.push(format!(
+                        "{place}: window_size must be \"latest\", \"smallest\" or \"largest\" \
+                     ({}); using the default \"latest\"",
+                        e.message().trim()
+                    )),
+                }
+            }
             "resume_rules" => {
                 let rules = resume_rules(&mut problems, &at, &place, value);
                 config.resume_rules = ResumeRules::new(rules);

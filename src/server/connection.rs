@@ -103,6 +103,12 @@ pub struct Connection {
     pub half_closed: bool,
     /// The last time the socket took output or nothing was owed.
     pub last_progress: Instant,
+    /// While attached: when it attached (wall clock, for `client.list`).
+    pub attached_unix_ms: u64,
+    /// While attached: the server's activity stamp of this client's last
+    /// attach, keystroke or resize; the highest sets its pane's size under
+    /// the `latest` window-size policy.
+    pub active: u64,
     /// Attached: an INPUT frame waits in `inbuf` for room in its pane's
     /// pending input, and the socket is not read meanwhile (back-pressure,
     /// `attach.rs`). The pane's `written_total` when that was last checked,
@@ -130,6 +136,8 @@ impl Connection {
             closing: None,
             half_closed: false,
             last_progress: Instant::now(),
+            attached_unix_ms: 0,
+            active: 0,
             input_held: None,
         }
     }

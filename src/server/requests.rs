@@ -97,7 +97,7 @@ impl Server {
     fn dispatch(&mut self, conn: ConnId, rpc_id: &Value, method: &str, p: Value) -> Outcome {
         match Request::parse(method, p)? {
             Request::Hello(req) => self.hello(req),
-            Request::ServerStatus(_) => reply(&self.status()),
+            Request::ServerStatus(_) => reply(&self.status(conn)),
             Request::ServerUpgrade(req) => {
                 self.start_upgrade(Some((conn, rpc_id.clone())), req);
                 Ok(None)
@@ -189,8 +189,14 @@ impl Server {
                 let grace = req
                     .grace_ms
                     .map_or(super::defaults::KILL_GRACE, Duration::from_millis);
+                let running = self.panes[&id].is_running();
                 self.kill_pane(id, signal, grace, ExitReason::Killed);
-                Ok(Some(json!({})))
+                Ok(Some(json!({
+                    "pane": PaneId::new(id),
+                    "signal": signal,
+                    "signalled": running,
+                    "grace_ms": grace.as_millis() as u64,
+                })))
             }
             Request::PaneRemove(req) => {
                 let id = self.resolve_target(&req.target)?;
@@ -207,7 +213,7 @@ impl Server {
                     self.kill_pane(id, crate::sys::SIGKILL, Duration::ZERO, ExitReason::Killed);
                 }
                 self.remove_pane(id);
-                Ok(Some(json!({})))
+                Ok(Some(json!({ "pane": PaneId::new(id) })))
             }
             Request::PaneWait(req) => self.pane_wait(conn, rpc_id, req),
             Request::EventsSubscribe(req) => {
@@ -227,6 +233,8 @@ impl Server {
                 self.attach(conn, rpc_id, req)?;
                 Ok(None)
             }
+            Request::ClientList(req) => self.client_list(req).map(Some),
+            Request::ClientDetach(req) => self.client_detach(req).map(Some),
         }
     }
 
@@ -248,7 +256,9 @@ impl Server {
         })
     }
 
-    fn status(&self) -> Status {
+    /// `server.status`, as seen by connection `asking` (which it does not
+    /// count among the connections).
+    fn status(&self, asking: ConnId) -> Status {
         Status {
             pid: std::process::id(),
             server_version: SERVER_VERSION.into(),
@@ -259,7 +269,12 @@ impl Server {
             uptime_ms: self.started.elapsed().as_millis() as u64,
             panes: self.panes.len(),
             running_panes: self.panes.values().filter(|p| p.is_running()).count(),
-            clients: self.conns.len(),
+            clients: self
+                .conns
+                .values()
+                .filter(|c| matches!(c.mode, ConnMode::Attached { .. }))
+                .count(),
+            connections: self.conns.keys().filter(|id| **id != asking).count(),
             event_seq: self.events.last_seq(),
             event_ring_bytes: self.events.bytes(),
             generation: self.generation,
@@ -318,6 +333,15 @@ impl Server {
     fn pane_input(&mut self, conn: ConnId, rpc_id: &Value, req: methods::PaneInput) -> Outcome {
         let id = self.resolve_target(&req.target)?;
         let pane = self.panes.get_mut(&id).expect("resolved");
+        if let Some(why) = pane.held_reason() {
+            return Err(RpcError::new(
+                ErrorCode::PaneExited,
+                format!(
+                    "pane {} is held (no process) and takes no input: {why}",
+                    pane.public_id()
+                ),
+            ));
+        }
         if !pane.is_running() || pane.fds().master().is_none() {
             return Err(RpcError::new(
                 ErrorCode::PaneExited,

@@ -29,6 +29,17 @@
 //!   and `ptyd new` driven inside tmux.
 //! - `cli.rs`: the commands, their output and exit codes, auto-start (and
 //!   which commands never start a server).
+//! - `clients.rs`: several clients on a pane: `ptyd clients`, `ls` marks,
+//!   `detach` (`--others`, `--all`, `--client`), `attach -d`, the
+//!   `window_size` policy as clients attach, type, resize and leave, a bare
+//!   `ptyd attach`.
+//! - `habits.rs`: `ptyd help`, "did you mean", `-t`, `new -A`, `new -s`'s
+//!   error, `--json` on action commands, snake_case modes, the default wait
+//!   timeout (30 s for real with `PTYD_LONG_TESTS=1`).
+//! - `held.rs`: held panes explained in ls, send, wait --exit and attach;
+//!   `respawn --held`; the restore summary in status and `server.restored`.
+//! - `protocol_docs.rs`: every JSON example of docs/protocol.md parses and
+//!   has the shape of what a real server accepts and sends.
 //! - `events.rs`: replay, live delivery, sequence numbers.
 //! - `waits.rs`: `pane.wait` conditions and timeouts, pane watchdogs.
 //! - `scripting.rs`: driving panes from scripts with real bash, zsh and

@@ -307,6 +307,8 @@ pub fn conn_runtime(c: &Connection, id: ConnId, now: Instant) -> ConnRuntime {
                 read_only,
                 cols,
                 rows,
+                since_unix_ms: c.attached_unix_ms,
+                active: c.active,
                 flat: c.view.flat,
             }),
         },
@@ -334,6 +336,10 @@ pub fn conn_from_runtime(
     let mut conn = Connection::new(token, stream, peer);
     conn.restore_output_state(rt.out, rt.written, rt.msg_ends)
         .map_err(|e| format!("connection {}: {e}", rt.id))?;
+    if let Some(a) = &rt.attached {
+        conn.attached_unix_ms = a.since_unix_ms;
+        conn.active = a.active;
+    }
     conn.view.flat = rt.attached.as_ref().is_some_and(|a| a.flat);
     conn.mode = match rt.attached {
         None => ConnMode::Rpc,
