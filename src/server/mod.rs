@@ -12,6 +12,7 @@ mod defaults;
 mod diagnostics;
 mod event_loop;
 mod events;
+pub(crate) mod fuzzing;
 mod line_budget;
 mod listener;
 mod output_log;
