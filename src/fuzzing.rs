@@ -11,9 +11,12 @@ use crate::term::{CaptureOptions, TermConfig, Terminal};
 
 pub use crate::server::fuzzing::{config, handoff, request_lines, snapshot};
 
+/// A fuzz target's entry point: the bytes of one input.
+pub type Entry = fn(&[u8]);
+
 /// Every target by name (the directory of its corpus and the binary in
 /// `fuzz/`), with its entry point.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Entry)] = &[
     ("request_lines", request_lines),
     ("attach_frames", attach_frames),
     ("handoff", handoff),
@@ -68,8 +71,7 @@ fn server_side(stream: &[u8], cut: usize) -> (Vec<(u8, Vec<u8>)>, bool) {
                     if f.kind == frame::client::RESIZE
                         && let Some((cols, rows)) = frame::parse_resize(f.payload)
                     {
-                        let (cols, rows) =
-                            crate::pty::clamp_size(u32::from(cols), u32::from(rows));
+                        let (cols, rows) = crate::pty::clamp_size(u32::from(cols), u32::from(rows));
                         assert!((2..=1000).contains(&cols) && (1..=500).contains(&rows));
                     }
                     frames.push((f.kind, f.payload.to_vec()));
@@ -213,5 +215,8 @@ pub(crate) fn exercise_terminal(term: &mut Terminal) {
     let _ = term.redraw(cols, rows);
     let json = serde_json::to_string(&*term).expect("a terminal serializes");
     let back: Terminal = serde_json::from_str(&json).expect("a serialized terminal reads back");
-    assert!(back == *term, "a terminal's serialization round trip is exact");
+    assert!(
+        back == *term,
+        "a terminal's serialization round trip is exact"
+    );
 }

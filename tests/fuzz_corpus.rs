@@ -41,7 +41,11 @@ fn every_corpus_file_replays_through_its_target() {
             }
         }
     }
-    assert!(failures.is_empty(), "fuzz targets panicked:\n{}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "fuzz targets panicked:\n{}",
+        failures.join("\n")
+    );
 }
 
 #[test]
@@ -49,7 +53,12 @@ fn every_target_has_a_fuzzer_binary_and_a_corpus_and_nothing_else() {
     let manifest = std::fs::read_to_string(fuzz_dir().join("Cargo.toml")).expect("fuzz/Cargo.toml");
     let mut dirs: Vec<String> = std::fs::read_dir(fuzz_dir().join("corpus"))
         .expect("fuzz/corpus")
-        .map(|e| e.expect("an entry").file_name().to_string_lossy().into_owned())
+        .map(|e| {
+            e.expect("an entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
         .collect();
     dirs.sort();
     let mut names: Vec<String> = ptyd::fuzzing::TARGETS

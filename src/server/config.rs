@@ -635,7 +635,10 @@ resume = \"ok --continue\"
         let json = r#"{"resume_rules": [{"program": "x", "resume": " "}]}"#;
         let (config, problems) = parse(Path::new("c.json"), json);
         assert!(config.resume_rules.user_rules().is_empty());
-        assert!(problems[1].contains("resume_rules ignored (resume must be"), "{problems:#?}");
+        assert!(
+            problems[1].contains("resume_rules ignored (resume must be"),
+            "{problems:#?}"
+        );
     }
 
     #[test]

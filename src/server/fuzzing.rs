@@ -48,7 +48,10 @@ pub fn request_lines(data: &[u8]) {
         assert_eq!(newline, b"\n");
         assert!(!body.contains(&b'\n'), "an answer is one line");
         let back: Value = serde_json::from_slice(body).unwrap_or_else(|e| {
-            panic!("an answer line must parse back ({e}): {}", String::from_utf8_lossy(body))
+            panic!(
+                "an answer line must parse back ({e}): {}",
+                String::from_utf8_lossy(body)
+            )
         });
         assert_eq!(back["id"], id, "an answer carries the request's id");
     }
@@ -127,7 +130,10 @@ fn check_params(request: &Request) -> Result<Value, RpcError> {
                     ..TermConfig::default()
                 },
             );
-            term.feed(b"one\r\ntwo \x1b[31mred\x1b[m\r\nthree\r\nfour\r\nfive\r\nsix and more words", &mut Vec::new());
+            term.feed(
+                b"one\r\ntwo \x1b[31mred\x1b[m\r\nthree\r\nfour\r\nfive\r\nsix and more words",
+                &mut Vec::new(),
+            );
             let capture = term.capture(&CaptureOptions {
                 start: req.start,
                 end: req.end,
@@ -223,7 +229,11 @@ pub fn handoff(data: &[u8]) {
     }
     let mut screens = HashMap::new();
     if let Ok(mut records) = tree::pane_records_strict(std::mem::take(&mut m.snapshot.panes)) {
-        for (i, rt) in std::mem::take(&mut m.panes).into_iter().enumerate().take(16) {
+        for (i, rt) in std::mem::take(&mut m.panes)
+            .into_iter()
+            .enumerate()
+            .take(16)
+        {
             let Some(rec) = records.remove(&PaneId::new(rt.id)) else {
                 continue;
             };
@@ -283,7 +293,11 @@ pub fn snapshot(data: &[u8]) {
     repaired
         .check(|p| panes.contains_key(&p))
         .unwrap_or_else(|e| panic!("a repaired tree must be consistent: {e}"));
-    let mut placed: Vec<PaneId> = repaired.tabs.values().flat_map(|t| t.layout.panes()).collect();
+    let mut placed: Vec<PaneId> = repaired
+        .tabs
+        .values()
+        .flat_map(|t| t.layout.panes())
+        .collect();
     placed.sort();
     assert_eq!(
         placed,
@@ -291,7 +305,11 @@ pub fn snapshot(data: &[u8]) {
         "every kept pane is in exactly one tab"
     );
     for ws in repaired.workspaces.values() {
-        assert!(ws.id < repaired.next_workspace_id, "workspace counter past {}", ws.id);
+        assert!(
+            ws.id < repaired.next_workspace_id,
+            "workspace counter past {}",
+            ws.id
+        );
         crate::validate::name(&ws.name).expect("a repaired workspace name is valid");
     }
     for tab in repaired.tabs.values() {
@@ -304,7 +322,10 @@ pub fn snapshot(data: &[u8]) {
     }]);
     let mut names = std::collections::HashSet::new();
     for (id, rec) in &panes {
-        assert!(*id < next_pane_id, "pane counter {next_pane_id} not past {id}");
+        assert!(
+            *id < next_pane_id,
+            "pane counter {next_pane_id} not past {id}"
+        );
         if let Some(name) = &rec.name {
             crate::validate::name(name).expect("a restored pane name is valid");
             assert!(names.insert(name), "pane name {name:?} restored twice");
@@ -353,9 +374,15 @@ pub fn snapshot(data: &[u8]) {
         .unwrap_or_else(|e| panic!("a repaired snapshot must pass the strict reading: {e}"));
     let again = tree::repair(read);
     let again_records = tree::to_records(&again.tree);
-    assert_eq!(again_records.workspaces, saved.workspaces, "repair is idempotent");
+    assert_eq!(
+        again_records.workspaces, saved.workspaces,
+        "repair is idempotent"
+    );
     assert_eq!(again_records.tabs, saved.tabs, "repair is idempotent");
-    assert_eq!(again.panes.values().cloned().collect::<Vec<_>>(), saved.panes);
+    assert_eq!(
+        again.panes.values().cloned().collect::<Vec<_>>(),
+        saved.panes
+    );
     assert_eq!(again.next_pane_id, next_pane_id);
 }
 

@@ -463,7 +463,10 @@ fn text_wait(
 ) -> Result<super::waits::TextWait, RpcError> {
     let invalid = |msg: String| RpcError::new(ErrorCode::InvalidParams, msg);
     let regex = if req.regex {
-        Some(wait_regex(&text).map_err(|e| invalid(format!("\"text\" is not a valid regex: {e}")))?)
+        Some(
+            wait_regex(&text)
+                .map_err(|e| invalid(format!("\"text\" is not a valid regex: {e}")))?,
+        )
     } else {
         None
     };
