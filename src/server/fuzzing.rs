@@ -181,6 +181,14 @@ fn target(text: &str) -> Option<u64> {
 /// panics are findings.
 pub fn handoff(data: &[u8]) {
     if let Ok(msg) = serde_json::from_slice::<Control>(data) {
+        // The size a pre-copy or manifest announces, against a memfd of
+        // what the message itself is.
+        if let Control::Precopy { bytes, .. } | Control::Manifest { bytes, .. } = msg
+            && let Ok(memfd) = crate::sys::anonymous_file(c"ptyd-fuzz", data)
+        {
+            let read = super::upgrade::import::read_memfd(memfd, bytes);
+            assert_eq!(read.is_ok(), bytes == data.len() as u64);
+        }
         let text = serde_json::to_vec(&msg).expect("a control message serializes");
         let again: Control = serde_json::from_slice(&text).expect("a control message reads back");
         assert_eq!(
