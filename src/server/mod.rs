@@ -12,6 +12,7 @@ mod defaults;
 mod diagnostics;
 mod event_loop;
 mod events;
+mod fd_budget;
 pub(crate) mod fuzzing;
 mod line_budget;
 mod listener;
@@ -143,6 +144,12 @@ pub struct Server {
     /// The shell-integration scripts, written at start-up (`crate::shell`);
     /// `None` if they could not be (logged).
     shell: Option<crate::shell::Installed>,
+    /// The fd limit, the reserve fd and a starved listener's state
+    /// (`fd_budget.rs`).
+    fds: fd_budget::FdBudget,
+    /// Panes some attached client's input is held for (`attach.rs`); may
+    /// name panes whose clients were released or left since.
+    input_held_for: std::collections::BTreeSet<u64>,
     /// Some attached client's view is stale (`Connection::view`): drawn
     /// before the next flush.
     stale_views: bool,
@@ -262,6 +269,10 @@ impl Server {
         history: bool,
     ) -> Result<Server, String> {
         let mut log = Diagnostics::open(paths.diagnostics());
+        let (fds, fd_note) = fd_budget::FdBudget::new();
+        if let Some(note) = fd_note {
+            log.log("fd_limit", &note);
+        }
         let poll = Poll::new().map_err(|e| format!("creating poll: {e}"))?;
         // Registered before any pane exists, so no child's exit can be missed.
         let mut signals = Signals::new([SIGCHLD, SIGTERM, SIGINT, SIGHUP])
@@ -330,6 +341,8 @@ impl Server {
             config,
             config_problems,
             shell,
+            fds,
+            input_held_for: Default::default(),
             stale_views: false,
         };
         server.persist.debounce = server.config.save_debounce;
