@@ -477,7 +477,7 @@ pub fn split_keys(
     (typed, None)
 }
 
-fn end_from_exit(payload: &Value) -> AttachEnd {
+pub(crate) fn end_from_exit(payload: &Value) -> AttachEnd {
     let reason = payload["reason"].as_str().unwrap_or("unknown");
     let message = match reason {
         "pane_exited" => format!(

@@ -596,16 +596,29 @@ fn resume_rules(
     let mut rules = Vec::new();
     for item in items {
         let item_place = at(item.span());
-        match Rule::deserialize(ValueDeserializer::from(item)) {
+        let rule = Rule::deserialize(ValueDeserializer::from(item))
+            .map_err(|e| e.message().trim().to_string())
+            .and_then(checked_rule);
+        match rule {
             Ok(rule) => rules.push(rule),
             Err(e) => problems.push(format!(
-                "{item_place}: resume rule ignored ({}); a rule has program = \"NAME\" and \
-                 resume = \"COMMAND\"",
-                e.message().trim()
+                "{item_place}: resume rule ignored ({e}); a rule has program = \"NAME\" and \
+                 resume = \"COMMAND\""
             )),
         }
     }
     rules
+}
+
+/// A rule's `resume` is a command a restore runs: it must pass the rules
+/// the API applies to a pane's `resume` (`validate::resume`: not empty, no
+/// NUL, bounded), like every command read from disk.
+fn checked_rule(rule: Rule) -> Result<Rule, String> {
+    if rule.program.is_empty() {
+        return Err("program is empty".into());
+    }
+    crate::validate::resume(&rule.resume)?;
+    Ok(rule)
 }
 
 /// The deprecated format, key by key like TOML (without line numbers).
@@ -631,7 +644,10 @@ fn parse_json(path: &Path, text: &str) -> (UserConfig, Vec<String>) {
                 Some(v) => config.term.scrollback_bytes = v,
                 None => problems.push(format!("{place}: bad scrollback_bytes; using the default")),
             },
-            "resume_rules" => match serde_json::from_value::<Vec<Rule>>(value) {
+            "resume_rules" => match serde_json::from_value::<Vec<Rule>>(value)
+                .map_err(|e| e.to_string())
+                .and_then(|rules| rules.into_iter().map(checked_rule).collect())
+            {
                 Ok(rules) => config.resume_rules = ResumeRules::new(rules),
                 Err(e) => problems.push(format!("{place}: resume_rules ignored ({e})")),
             },
@@ -681,6 +697,42 @@ program = \"broken\"
         );
         assert!(problems[2].starts_with("c.toml:9"), "{problems:#?}");
         assert!(problems[2].contains("resume"), "{problems:#?}");
+    }
+
+    /// Fuzzing finding: a rule's `resume` was taken unchecked, so an empty
+    /// or NUL-carrying command a pane's own `resume` is refused for ran at
+    /// restore (`sh -c ""`, or a spawn failure).
+    #[test]
+    fn a_rule_with_a_resume_the_api_refuses_is_skipped() {
+        let text = "\
+[[resume_rules]]
+program = \"x\"
+resume = \"\"
+
+[[resume_rules]]
+program = \"y\"
+resume = \"a\\u0000b\"
+
+[[resume_rules]]
+program = \"\"
+resume = \"z --continue\"
+
+[[resume_rules]]
+program = \"ok\"
+resume = \"ok --continue\"
+";
+        let (config, problems) = parse(Path::new("c.toml"), text);
+        assert_eq!(config.resume_rules.user_rules().len(), 1, "{problems:#?}");
+        assert_eq!(problems.len(), 3, "{problems:#?}");
+        assert!(problems[0].starts_with("c.toml:1: resume rule ignored (resume must be"));
+        assert!(problems[2].contains("program is empty"), "{problems:#?}");
+        let json = r#"{"resume_rules": [{"program": "x", "resume": " "}]}"#;
+        let (config, problems) = parse(Path::new("c.json"), json);
+        assert!(config.resume_rules.user_rules().is_empty());
+        assert!(
+            problems[1].contains("resume_rules ignored (resume must be"),
+            "{problems:#?}"
+        );
     }
 
     #[test]

@@ -13,6 +13,7 @@ mod diagnostics;
 mod event_loop;
 mod events;
 mod fd_budget;
+pub(crate) mod fuzzing;
 mod line_budget;
 mod listener;
 mod output_log;

@@ -24,14 +24,15 @@ use std::time::Instant;
 const HISTORY_READ_LIMIT: u64 = super::persistence::HISTORY_MAX_BYTES as u64 + (64 << 10);
 
 /// What a pane does after the restore.
-enum Plan {
+#[derive(Debug)]
+pub(super) enum Plan {
     Run(CommandSpec),
     Hold(String),
 }
 
 /// Why a restored pane runs what it runs (or is held), for the report.
 #[derive(Clone, Copy)]
-enum Outcome {
+pub(super) enum Outcome {
     Resumed,
     Rerun,
     Shell,
@@ -224,55 +225,7 @@ impl Server {
             existing_cwd(&saved_cwd)
         };
         let (cols, rows) = crate::pty::clamp_size(u32::from(rec.cols), u32::from(rec.rows));
-        let by_rule = rec
-            .resume
-            .is_none()
-            .then(|| rules.resume_for(&rec.command))
-            .flatten();
-        let mut outcome = Outcome::Held;
-        let plan = match (&rec.resume, &rec.command, rec.restore) {
-            (Some(resume), _, _) => {
-                outcome = Outcome::Resumed;
-                Plan::Run(CommandSpec::Shell(resume.clone()))
-            }
-            (None, _, _) if by_rule.is_some() => {
-                outcome = Outcome::Resumed;
-                Plan::Run(CommandSpec::Shell(by_rule.clone().unwrap_or_default()))
-            }
-            (None, cmd, _) if is_plain_shell(cmd) => {
-                outcome = Outcome::Shell;
-                Plan::Run(cmd.clone())
-            }
-            (None, cmd, RestorePolicy::Rerun) if !hold_reruns => {
-                outcome = Outcome::Rerun;
-                Plan::Run(cmd.clone())
-            }
-            // Listing panes must not run commands as a side effect.
-            (None, _, RestorePolicy::Rerun) => Plan::Hold(format!(
-                "restored by a server a client command started, which re-runs nothing; \
-                 `ptyd respawn {}` runs it again",
-                PaneId::new(id)
-            )),
-            (None, _, RestorePolicy::Shell) => {
-                outcome = Outcome::Shell;
-                Plan::Run(CommandSpec::LoginShell)
-            }
-            (None, _, RestorePolicy::Hold) => Plan::Hold(format!(
-                "restored with policy hold; `ptyd respawn {}` starts it again",
-                PaneId::new(id)
-            )),
-        };
-        // A plan to run a command the API would refuse (an empty argv, say)
-        // holds the pane instead: it waits for the user, it never panics.
-        let plan = match plan {
-            Plan::Run(cmd) => match crate::validate::command(&cmd) {
-                Ok(()) => Plan::Run(cmd),
-                Err(why) => Plan::Hold(format!(
-                    "its saved command cannot be started ({why}); remove it and create a new pane"
-                )),
-            },
-            hold => hold,
-        };
+        let (plan, outcome) = plan(id, &rec, rules, hold_reruns);
         let token = self.alloc_token(super::Source::Pane(id));
         let setup = PaneSetup {
             id,
@@ -325,6 +278,66 @@ impl Server {
             }
         }
         ((id, history, notice), outcome)
+    }
+}
+
+/// What a restored pane does: run its `resume` (or a rule's), a plain
+/// shell again, its command if its policy re-runs it, a fresh login shell,
+/// or hold. A plan to run a command the API would refuse (an empty argv,
+/// say) holds the pane instead: it waits for the user, it never panics.
+/// Pure, so the snapshot fuzz target plans exactly as a restore does.
+pub(super) fn plan(
+    id: u64,
+    rec: &PaneRecord,
+    rules: &super::resume_rules::ResumeRules,
+    hold_reruns: bool,
+) -> (Plan, Outcome) {
+    let by_rule = rec
+        .resume
+        .is_none()
+        .then(|| rules.resume_for(&rec.command))
+        .flatten();
+    let (plan, outcome) = match (&rec.resume, &rec.command, rec.restore) {
+        (Some(resume), _, _) => (Plan::Run(CommandSpec::Shell(resume.clone())), Outcome::Resumed),
+        (None, _, _) if by_rule.is_some() => (
+            Plan::Run(CommandSpec::Shell(by_rule.clone().unwrap_or_default())),
+            Outcome::Resumed,
+        ),
+        (None, cmd, _) if is_plain_shell(cmd) => (Plan::Run(cmd.clone()), Outcome::Shell),
+        (None, cmd, RestorePolicy::Rerun) if !hold_reruns => {
+            (Plan::Run(cmd.clone()), Outcome::Rerun)
+        }
+        // Listing panes must not run commands as a side effect.
+        (None, _, RestorePolicy::Rerun) => (
+            Plan::Hold(format!(
+                "restored by a server a client command started, which re-runs nothing; \
+                 `ptyd respawn {}` runs it again",
+                PaneId::new(id)
+            )),
+            Outcome::Held,
+        ),
+        (None, _, RestorePolicy::Shell) => (Plan::Run(CommandSpec::LoginShell), Outcome::Shell),
+        (None, _, RestorePolicy::Hold) => (
+            Plan::Hold(format!(
+                "restored with policy hold; `ptyd respawn {}` starts it again",
+                PaneId::new(id)
+            )),
+            Outcome::Held,
+        ),
+    };
+    // A plan to run a command the API would refuse (an empty argv, say)
+    // holds the pane instead: it waits for the user, it never panics.
+    match plan {
+        Plan::Run(cmd) => match crate::validate::command(&cmd) {
+            Ok(()) => (Plan::Run(cmd), outcome),
+            Err(why) => (
+                Plan::Hold(format!(
+                    "its saved command cannot be started ({why}); remove it and create a new pane"
+                )),
+                Outcome::Held,
+            ),
+        },
+        hold => (hold, outcome),
     }
 }
 

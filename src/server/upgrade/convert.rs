@@ -395,7 +395,7 @@ pub fn wait_from_runtime(w: WaitRuntime, conn: ConnId) -> Result<(Wait, Option<D
             let text = w.text.unwrap_or_default();
             let regex = w
                 .regex
-                .then(|| regex::RegexBuilder::new(&text).multi_line(true).build())
+                .then(|| crate::server::requests::wait_regex(&text))
                 .transpose()
                 .map_err(|e| format!("a parked wait's regex: {e}"))?;
             // A handed-over pane's output log starts empty at position 0,

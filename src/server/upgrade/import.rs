@@ -448,10 +448,18 @@ fn abort(sock: &OwnedFd, reason: String) -> Result<(), String> {
 }
 
 /// The whole content of a memfd the old side wrote, checked against the
-/// size it announced.
-fn read_memfd(memfd: OwnedFd, bytes: u64) -> Result<Vec<u8>, String> {
+/// size it announced before anything is allocated: the size is a number
+/// from the peer, and `with_capacity` of a huge one aborts the process.
+pub(in crate::server) fn read_memfd(memfd: OwnedFd, bytes: u64) -> Result<Vec<u8>, String> {
     let mut file = std::fs::File::from(memfd);
-    let mut data = Vec::with_capacity(bytes as usize);
+    let size = file
+        .metadata()
+        .map_err(|e| format!("reading the manifest: {e}"))?
+        .len();
+    if size != bytes {
+        return Err(format!("the manifest has {size} bytes, {bytes} announced"));
+    }
+    let mut data = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
     std::io::Seek::rewind(&mut file).map_err(|e| format!("reading the manifest: {e}"))?;
     std::io::Read::read_to_end(&mut file, &mut data)
         .map_err(|e| format!("reading the manifest: {e}"))?;
@@ -831,5 +839,24 @@ impl Server {
             self.sources.remove(&token);
         }
         self.on_pane_exit(id, status);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Review finding (handoff messages): a pre-copy or manifest message
+    /// announcing a huge size made the new side reserve that much memory
+    /// before reading (an abort at `u64::MAX`); now the size is checked
+    /// against the file first.
+    #[test]
+    fn a_memfd_size_that_is_not_the_files_is_an_error_not_an_allocation() {
+        let memfd = crate::sys::anonymous_file(c"test", b"{}").unwrap();
+        let err = super::read_memfd(memfd, u64::MAX).unwrap_err();
+        assert!(
+            err.contains("2 bytes, 18446744073709551615 announced"),
+            "{err}"
+        );
+        let memfd = crate::sys::anonymous_file(c"test", b"{}").unwrap();
+        assert_eq!(super::read_memfd(memfd, 2).unwrap(), b"{}");
     }
 }
