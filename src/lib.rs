@@ -11,6 +11,8 @@
 pub mod cli;
 pub mod client;
 pub mod clock;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod handoff;
 pub mod keys;
 pub mod model;

@@ -132,6 +132,7 @@ pub fn measure_load(
                 history: None,
                 alt_screen: false,
                 from_pane: None,
+                detach_others: false,
             };
             let (_, mut reader) =
                 ptyd::client::attach(client, params).map_err(|e| format!("attach: {e}"))?;

@@ -259,6 +259,10 @@ pub fn repair(snap: Snapshot) -> Repaired {
         let ws = tree.tabs[&t].workspace;
         if let Some(w) = tree.workspaces.get_mut(&ws) {
             w.tabs.push(t);
+            // A workspace whose listed tabs were all gone has no active
+            // tab yet: the first tab it gets back is (as a second repair
+            // of the saved result would decide).
+            w.active_tab.get_or_insert(t);
         }
     }
     // 3. Counters never behind the ids in use. A parsed id is below
@@ -812,5 +816,21 @@ mod tests {
         assert!(r.fixes.iter().any(|f| f.contains("p5 was in no tab")));
         assert_eq!(r.tree.tab_of(PaneId::new(5)), Some(TabId::new(3)));
         assert_eq!(r.next_pane_id, PaneId::new(6));
+    }
+
+    /// Fuzzing finding (snapshot target): a workspace whose listed tabs
+    /// were all gone got its tabs back as orphans but no active tab, and
+    /// only a second repair (of the saved result) chose one: a restored
+    /// workspace showed tabs and no active tab until the next restart.
+    #[test]
+    fn a_workspace_that_gets_only_orphan_tabs_back_has_one_active() {
+        let snap = snapshot(|v| {
+            v["workspaces"][0]["tabs"] = json!(["t7"]);
+            v["workspaces"][0]["active_tab"] = json!("t9");
+        });
+        let r = repair(snap);
+        let ws = &r.tree.workspaces[&WorkspaceId::new(1)];
+        assert_eq!(ws.tabs, vec![TabId::new(1), TabId::new(2)]);
+        assert_eq!(ws.active_tab, Some(TabId::new(1)));
     }
 }

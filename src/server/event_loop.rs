@@ -127,7 +127,7 @@ impl Server {
                 }
                 // `systemctl reload` (or the reaper forwarding it): upgrade
                 // to the binary at our own path.
-                SIGHUP => self.start_upgrade(None, crate::protocol::methods::Upgrade::default()),
+                SIGHUP => self.upgrade_on_sighup(),
                 _ => {}
             }
         }

@@ -13,6 +13,7 @@ mod diagnostics;
 mod event_loop;
 mod events;
 mod fd_budget;
+pub(crate) mod fuzzing;
 mod line_budget;
 mod listener;
 mod output_log;
@@ -134,12 +135,21 @@ pub struct Server {
     serving: serving::Serving,
     /// Figures of the last upgrade, for `server.status`.
     last_upgrade: serde_json::Value,
+    /// On a server started by an upgrade: the server it took over from
+    /// (pid, version, binary), for the report.
+    upgraded_from: serde_json::Value,
     /// On a server started by an upgrade: the `server.upgrade` request to
     /// answer once it serves.
     upgrade_caller: Option<(ConnId, serde_json::Value)>,
+    /// On a server started by an upgrade: when it committed (probation's
+    /// length in the report).
+    committed_at: Option<std::time::Instant>,
     /// While the previous generation is in probation it may still take
     /// everything back, so no new upgrade may start: this is its channel.
     predecessor: Option<std::os::fd::OwnedFd>,
+    /// A SIGHUP (`systemctl reload`, the reaper forwarding one) came while
+    /// an upgrade ran or its probation lasted: run it once that is over.
+    sighup_pending: bool,
     /// The user's config file as read at start-up or by the last
     /// `server.config.reload` (`config.rs`).
     config: config::UserConfig,
@@ -341,8 +351,11 @@ impl Server {
             lineage_reader: None,
             serving: serving::Serving::Owned,
             last_upgrade: serde_json::Value::Null,
+            upgraded_from: serde_json::Value::Null,
             upgrade_caller: None,
+            committed_at: None,
             predecessor: None,
+            sighup_pending: false,
             config,
             config_problems,
             shell,
@@ -400,6 +413,8 @@ impl Server {
         // and stopping the server is no reason to forget them.
         self.final_save();
         self.emit(crate::protocol::events::Event::ServerStopping {});
+        // Stopped in probation: the upgrade itself went through.
+        self.answer_upgrade_caller("stopped");
         let attached: Vec<ConnId> = self
             .conns
             .iter()

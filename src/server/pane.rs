@@ -344,6 +344,14 @@ impl Pane {
         Some(child)
     }
 
+    /// Why the pane has no process, while it is held.
+    pub fn held_reason(&self) -> Option<&str> {
+        match &self.state {
+            PaneState::Held { reason } => Some(reason),
+            _ => None,
+        }
+    }
+
     pub fn is_running(&self) -> bool {
         matches!(self.state, PaneState::Running(_))
     }

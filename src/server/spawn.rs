@@ -163,6 +163,11 @@ impl Server {
         // failed attempts do not leave holes.
         self.next_pane_id = next_id.get();
         self.place_pane(id, placement);
+        let active = if req.read_only {
+            0
+        } else {
+            self.next_activity()
+        };
         if req.attach
             && let Some(c) = self.conns.get_mut(&conn)
         {
@@ -172,6 +177,8 @@ impl Server {
                 cols,
                 rows,
             };
+            c.attached_unix_ms = crate::clock::unix_ms();
+            c.active = active;
             c.view.flat = req.alt_screen;
             // Frames only from here: no event lines after the response.
             c.subscribed = false;

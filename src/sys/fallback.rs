@@ -71,6 +71,12 @@ pub fn process_start_token(_pid: i32) -> Option<u64> {
     None
 }
 
+/// Without /proc a zombie cannot be told from a running process: only a
+/// pid that no longer exists counts as ended.
+pub fn process_ended(pid: i32) -> bool {
+    !super::unix::process_exists(pid)
+}
+
 /// Without /proc the process group of the session leader (`-sid`, for
 /// `kill`) is the best reach: children that moved to a process group of
 /// their own are missed.

@@ -109,6 +109,15 @@ pub fn process_start_token(pid: i32) -> Option<u64> {
     stat_field(&stat, 22)?.parse().ok()
 }
 
+/// Whether `pid` has exited: gone, or a zombie its parent has not reaped
+/// yet (a client watching a server it did not start).
+pub fn process_ended(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat_field(&stat, 3) == Some("Z"),
+        Err(_) => !super::unix::process_exists(pid),
+    }
+}
+
 /// Field `n` (1-based, as in proc(5)) of a `/proc/<pid>/stat` line. The
 /// command name (field 2) may contain spaces and parentheses, so fields after
 /// it are counted from its last closing parenthesis.

@@ -421,6 +421,17 @@ pub fn poll_readable(fds: &[RawFd], timeout: Option<Duration>) -> io::Result<Vec
     Ok(pfds.iter().map(|p| p.revents != 0).collect())
 }
 
+/// Whether the peer of a connected socket is gone (`POLLHUP`), without
+/// waiting.
+pub fn peer_hung_up(fd: RawFd) -> bool {
+    let mut pfd = libc::pollfd {
+        fd,
+        events: 0,
+        revents: 0,
+    };
+    matches!(syscall!(poll(&mut pfd, 1, 0)), Ok(1)) && pfd.revents & libc::POLLHUP != 0
+}
+
 /// Sends one message with `fds` attached (`SCM_RIGHTS`); returns the bytes
 /// of `data` sent. A peer that has gone is an `EPIPE` error, never a
 /// SIGPIPE (`MSG_NOSIGNAL` where the OS has it; Rust ignores SIGPIPE

@@ -12,7 +12,9 @@ use serde::{Deserialize, Serialize};
 /// Deepest kitty keyboard stack kept; pushing beyond drops the oldest entry.
 pub const KITTY_STACK_MAX: usize = 16;
 
+/// Serialized snake_case, as the rest of the API (`"off"`, `"x10"`, ...).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum MouseMode {
     #[default]
     Off,
@@ -47,7 +49,9 @@ impl MouseMode {
     }
 }
 
+/// Serialized snake_case (`"default"`, `"utf8"`, `"sgr"`, `"urxvt"`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum MouseEncoding {
     #[default]
     Default,

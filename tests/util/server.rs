@@ -98,7 +98,12 @@ impl Dirs {
     /// what the test runner may have inherited from a service manager or a
     /// ptyd pane is removed.
     pub fn command(&self, namespace: &str) -> Command {
-        let mut cmd = Command::new(PTYD);
+        self.command_of(Path::new(PTYD), namespace)
+    }
+
+    /// As [`Dirs::command`], running another ptyd binary (an older build).
+    pub fn command_of(&self, binary: &Path, namespace: &str) -> Command {
+        let mut cmd = Command::new(binary);
         for (var, _) in std::env::vars_os() {
             let name = var.to_string_lossy();
             let foreign = ["PTYD_", "NOTIFY_SOCKET", "LISTEN_", "WATCHDOG_"]
@@ -140,12 +145,26 @@ impl Dirs {
         fsize: Option<u64>,
         nofile: Option<u64>,
     ) -> Ptyd {
+        self.start_binary(Path::new(PTYD), namespace, args, fsize, nofile)
+    }
+
+    /// Starts `BINARY server ARGS` (another ptyd build) in `namespace` and
+    /// waits until it is ready.
+    pub fn start_binary(
+        &self,
+        binary: &Path,
+        namespace: &str,
+        args: &[&str],
+        fsize: Option<u64>,
+        nofile: Option<u64>,
+    ) -> Ptyd {
         let stderr_path = self.root.path().join(format!(
             "{}.stderr",
             unique_name(&format!("server-{namespace}"))
         ));
         let mut ptyd = Ptyd {
             child: None,
+            binary: binary.to_path_buf(),
             dirs: self.clone(),
             namespace: namespace.to_string(),
             stderr_path,
@@ -164,6 +183,8 @@ impl Dirs {
 pub struct Ptyd {
     // First, so the server is gone before the directories are removed.
     child: Option<KillOnDrop>,
+    /// The server's binary (the build under test unless started otherwise).
+    pub binary: PathBuf,
     pub dirs: Dirs,
     pub namespace: String,
     stderr_path: PathBuf,
@@ -191,6 +212,7 @@ impl Ptyd {
         assert!(self.child.is_none(), "a server is already running");
         let started = Instant::now();
         let child = spawn(
+            &self.binary,
             &self.dirs,
             &self.namespace,
             &self.args,
@@ -311,6 +333,7 @@ impl Ptyd {
 /// Spawns `ptyd server ARGS` with `PTYD_READY_FD` and waits for its ready
 /// byte. On failure returns a message with the server's stderr.
 fn spawn(
+    binary: &Path,
     dirs: &Dirs,
     namespace: &str,
     args: &[String],
@@ -320,7 +343,7 @@ fn spawn(
 ) -> Result<Child, String> {
     let (read_end, write_end) = cloexec_pipe();
     let stderr = fs::File::create(stderr_path).expect("creating server stderr file");
-    let mut cmd = dirs.command(namespace);
+    let mut cmd = dirs.command_of(binary, namespace);
     let write_fd = write_end.as_raw_fd();
     cmd.arg("server")
         .args(args)

@@ -78,8 +78,17 @@ pub fn run(sock: OwnedFd, paths: NamespacePaths) -> Result<(), String> {
     crate::reaper::become_subreaper();
     let fault_spec = fault::from_env();
     let fault = fault_spec.as_deref();
+    // The handoff version the old side speaks (builds before the variable
+    // speak 2).
+    let speaks = std::env::var(crate::handoff::manifest::SPEAKS_ENV)
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok())
+        .unwrap_or(2);
     // SAFETY: single-threaded here; nothing else reads the environment.
-    unsafe { std::env::remove_var(fault::FAULT_ENV) };
+    unsafe {
+        std::env::remove_var(fault::FAULT_ENV);
+        std::env::remove_var(crate::handoff::manifest::SPEAKS_ENV);
+    }
 
     fault::check(fault, "new-before-hello");
     let hello = Control::Hello {
@@ -88,13 +97,27 @@ pub fn run(sock: OwnedFd, paths: NamespacePaths) -> Result<(), String> {
         pid: std::process::id(),
     };
     fdpass::send_message(&sock, &hello, &[]).map_err(|e| format!("sending hello: {e}"))?;
+    if !crate::handoff::manifest::accepts(speaks) {
+        return abort(
+            &sock,
+            format!(
+                "the old server speaks handoff version {speaks}, this build reads {}..={HANDOFF_VERSION}; use `ptyd upgrade --mode restore`",
+                crate::handoff::manifest::HANDOFF_ACCEPTS_FROM
+            ),
+        );
+    }
     let mut progress = Progress::new();
     let Prepared {
         mut shell,
         mut prebuilt,
         events,
         batches: precopy_batches,
-    } = receive_precopy(&sock, paths.clone(), &mut progress)?;
+    } = match receive_precopy(&sock, paths.clone(), &mut progress) {
+        Ok(prepared) => prepared,
+        // Said to the old side, whose message would otherwise be only
+        // "the peer closed the handoff socket".
+        Err(e) => return abort(&sock, e),
+    };
     fdpass::send_message(&sock, &Control::PrecopyAck, &[])
         .map_err(|e| format!("acking the pre-copy: {e}"))?;
     let mut screens = Screens::new();
@@ -102,19 +125,22 @@ pub fn run(sock: OwnedFd, paths: NamespacePaths) -> Result<(), String> {
         spin_until_readable(&sock, BLACKOUT_SPIN);
         match recv(&sock)? {
             (Control::Delta { bytes }, fds) => {
-                let memfd = fds
-                    .into_iter()
-                    .next()
-                    .ok_or("the delta message carried no fd")?;
-                let data = read_memfd(memfd, bytes)?;
-                if let Err(e) = apply_delta(&mut shell, &mut prebuilt, &data, &sock, &mut progress)
-                {
+                let Some(memfd) = fds.into_iter().next() else {
+                    return abort(&sock, "the delta message carried no fd".to_string());
+                };
+                let applied = read_memfd(memfd, bytes).and_then(|data| {
+                    apply_delta(&mut shell, &mut prebuilt, &data, &sock, &mut progress)
+                });
+                if let Err(e) = applied {
                     return abort(&sock, e);
                 }
                 fdpass::send_message(&sock, &Control::DeltaAck, &[])
                     .map_err(|e| format!("acking the delta: {e}"))?;
             }
-            (msg, fds) => break receive_manifest(&sock, &paths, fault, msg, fds)?,
+            (msg, fds) => match receive_manifest(&paths, fault, msg, fds) {
+                Ok(received) => break received,
+                Err(e) => return abort(&sock, e),
+            },
         }
     };
     let (timings, pause_started, manifest_at) = (
@@ -170,7 +196,7 @@ fn receive_precopy(
     paths: NamespacePaths,
     progress: &mut Progress,
 ) -> Result<Prepared, String> {
-    let (msg, fds) = recv(sock)?;
+    let (msg, fds) = recv(sock).map_err(|e| format!("receiving the pre-copy: {e}"))?;
     let Control::Precopy {
         bytes,
         ids,
@@ -182,8 +208,12 @@ fn receive_precopy(
     let (memfd, named) = split_fds("pre-copy", ids, fds)?;
     let mut named: HashMap<FdName, OwnedFd> = named.collect();
     for seq in 1..=batches {
-        let batch = fdpass::recv_batch_timeout::<FdName>(sock, STEP_TIMEOUT)
-            .map_err(|e| format!("receiving the pre-copy's fd batch {seq}: {e}"))?;
+        let batch = fdpass::recv_batch_timeout::<FdName>(sock, STEP_TIMEOUT).map_err(|e| {
+            format!(
+                "receiving the pre-copy's fd batch {seq}: {}",
+                with_fd_hint(&e)
+            )
+        })?;
         if batch.seq != seq {
             return Err(format!(
                 "pre-copy fd batch {} arrived, expected {seq}",
@@ -300,7 +330,6 @@ impl Progress {
 /// The manifest message and its memfd, checked against this server:
 /// handoff version and namespace. Inside the blackout from here on.
 fn receive_manifest(
-    sock: &OwnedFd,
     paths: &NamespacePaths,
     fault: Option<&str>,
     msg: Control,
@@ -324,10 +353,11 @@ fn receive_manifest(
     let manifest: Manifest =
         serde_json::from_slice(&data).map_err(|e| format!("decoding the manifest: {e}"))?;
     fault::check(fault, "new-after-manifest");
-    let refused = if manifest.handoff_version != HANDOFF_VERSION {
+    let refused = if !crate::handoff::manifest::accepts(manifest.handoff_version) {
         Some(format!(
-            "manifest version {} is not ours ({HANDOFF_VERSION})",
-            manifest.handoff_version
+            "the old server speaks handoff version {}, this build reads {}..={HANDOFF_VERSION}; use `ptyd upgrade --mode restore`",
+            manifest.handoff_version,
+            crate::handoff::manifest::HANDOFF_ACCEPTS_FROM,
         ))
     } else if manifest.namespace != paths.namespace {
         Some(format!(
@@ -340,7 +370,7 @@ fn receive_manifest(
         None
     };
     if let Some(reason) = refused {
-        abort(sock, reason.clone())?;
+        return Err(reason);
     }
     Ok(Received {
         manifest,
@@ -377,8 +407,9 @@ fn import_fds(
             Some(fds) => fdpass::Batch { seq: 0, fds },
             None => {
                 spin_until_readable(sock, BLACKOUT_SPIN);
-                fdpass::recv_batch_timeout(sock, STEP_TIMEOUT)
-                    .map_err(|e| Failure::Plain(format!("receiving fd batch {seq}: {e}")))?
+                fdpass::recv_batch_timeout(sock, STEP_TIMEOUT).map_err(|e| {
+                    Failure::Plain(format!("receiving fd batch {seq}: {}", with_fd_hint(&e)))
+                })?
             }
         };
         if batch.seq != seq {
@@ -434,18 +465,22 @@ fn serve_after_commit(mut server: Server, sock: OwnedFd) -> Result<(), String> {
         server.panes.len(),
         server.generation
     ));
-    // Out to the caller before the old side hears it was answered: if we
-    // die in probation from here on, the old side must not answer again.
-    server.flush_conns();
-    let _ = fdpass::send_message(&sock, &Control::Answered, &[]);
     // The old side keeps the channel through its probation; its close tells
-    // us it let go for good.
+    // us it let go for good, and then the caller hears of our success.
     let _ = crate::sys::set_nonblocking_cloexec(sock.as_raw_fd());
-    let _ = server.poll.registry().register(
+    let registered = server.poll.registry().register(
         &mut SourceFd(&sock.as_raw_fd()),
         super::super::PREDECESSOR,
         Interest::READABLE,
     );
+    if let Err(e) = registered {
+        server.log.log(
+            "upgrade_probation",
+            &format!("cannot watch the old server's probation ({e}); answering now"),
+        );
+        server.answer_upgrade_caller("unwatched");
+        return server.serve();
+    }
     server.predecessor = Some(sock);
     server.serve()
 }
@@ -485,10 +520,23 @@ fn recv(sock: &OwnedFd) -> Result<(Control, Vec<OwnedFd>), String> {
             STEP_TIMEOUT.as_secs()
         ));
     }
-    let (data, fds) = fdpass::recv_message(sock).map_err(|e| e.to_string())?;
+    let (data, fds) = fdpass::recv_message(sock).map_err(|e| with_fd_hint(&e))?;
     let msg = serde_json::from_slice(&data)
         .map_err(|e| format!("bad message from the old server: {e}"))?;
     Ok((msg, fds))
+}
+
+/// A receive error, with what to do when fds could not all be taken.
+fn with_fd_hint(e: &std::io::Error) -> String {
+    // `fdpass` reports MSG_CTRUNC as truncation: the fds did not fit.
+    if e.kind() == std::io::ErrorKind::InvalidData && e.to_string().contains("truncated") {
+        format!(
+            "{e}: this process could not take every fd sent; raise its open-file limit \
+             (`ulimit -n`, or LimitNOFILE= in the service unit)"
+        )
+    } else {
+        e.to_string()
+    }
 }
 
 fn abort(sock: &OwnedFd, reason: String) -> Result<(), String> {
@@ -503,10 +551,18 @@ fn abort(sock: &OwnedFd, reason: String) -> Result<(), String> {
 }
 
 /// The whole content of a memfd the old side wrote, checked against the
-/// size it announced.
-fn read_memfd(memfd: OwnedFd, bytes: u64) -> Result<Vec<u8>, String> {
+/// size it announced before anything is allocated: the size is a number
+/// from the peer, and `with_capacity` of a huge one aborts the process.
+pub(in crate::server) fn read_memfd(memfd: OwnedFd, bytes: u64) -> Result<Vec<u8>, String> {
     let mut file = std::fs::File::from(memfd);
-    let mut data = Vec::with_capacity(bytes as usize);
+    let size = file
+        .metadata()
+        .map_err(|e| format!("reading the manifest: {e}"))?
+        .len();
+    if size != bytes {
+        return Err(format!("the manifest has {size} bytes, {bytes} announced"));
+    }
+    let mut data = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
     std::io::Seek::rewind(&mut file).map_err(|e| format!("reading the manifest: {e}"))?;
     std::io::Read::read_to_end(&mut file, &mut data)
         .map_err(|e| format!("reading the manifest: {e}"))?;
@@ -812,6 +868,12 @@ impl Server {
             "generation": self.generation,
             "new_pid": std::process::id(),
             "server_version": crate::protocol::SERVER_VERSION,
+            "from": self.upgraded_from,
+            "to": {
+                "pid": std::process::id(),
+                "version": crate::protocol::SERVER_VERSION,
+                "binary": self.exe_path,
+            },
             "phases": phases.iter().map(|p| json!({ "name": p.name, "ms": p.us as f64 / 1000.0 })).collect::<Vec<_>>(),
             "blackout_ms": blackout_us as f64 / 1000.0,
             "panes": self.panes.len(),
@@ -825,12 +887,30 @@ impl Server {
             &format!("generation {} serving; {report}", self.generation),
         );
         self.last_upgrade = report.clone();
-        if let serde_json::Value::Object(members) = report.clone() {
+        self.committed_at = Some(Instant::now());
+        if let serde_json::Value::Object(members) = report {
             self.emit(Event::ServerUpgraded { report: members });
         }
-        if let Some((conn, rpc_id)) = self.upgrade_caller.take() {
-            self.respond(conn, &rpc_id, Ok(report));
-        }
+        // The caller is answered once the old server let go (the end of
+        // its probation, `answer_upgrade_caller`): until then it may
+        // still take everything back, and success would be premature.
+    }
+
+    /// Answers the `server.upgrade` that started us, with the report and
+    /// how probation ended: `survived` (the old server let go), or
+    /// `stopped` (we were stopped during it).
+    pub(in crate::server) fn answer_upgrade_caller(&mut self, probation: &str) {
+        let Some((conn, rpc_id)) = self.upgrade_caller.take() else {
+            return;
+        };
+        let mut report = self.last_upgrade.clone();
+        report["probation"] = json!(probation);
+        report["probation_ms"] = json!(
+            self.committed_at
+                .map_or(0, |at| at.elapsed().as_millis() as u64)
+        );
+        self.last_upgrade = report.clone();
+        self.respond(conn, &rpc_id, Ok(report));
     }
 
     /// A pane's inherited process may have exited: its pidfd says so.
@@ -857,5 +937,24 @@ impl Server {
             self.sources.remove(&token);
         }
         self.on_pane_exit(id, status);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Review finding (handoff messages): a pre-copy or manifest message
+    /// announcing a huge size made the new side reserve that much memory
+    /// before reading (an abort at `u64::MAX`); now the size is checked
+    /// against the file first.
+    #[test]
+    fn a_memfd_size_that_is_not_the_files_is_an_error_not_an_allocation() {
+        let memfd = crate::sys::anonymous_file(c"test", b"{}").unwrap();
+        let err = super::read_memfd(memfd, u64::MAX).unwrap_err();
+        assert!(
+            err.contains("2 bytes, 18446744073709551615 announced"),
+            "{err}"
+        );
+        let memfd = crate::sys::anonymous_file(c"test", b"{}").unwrap();
+        assert_eq!(super::read_memfd(memfd, 2).unwrap(), b"{}");
     }
 }
