@@ -18,7 +18,7 @@ pub mod paths;
 pub mod persist;
 pub mod protocol;
 pub mod pty;
-pub mod reaper;
+pub mod keeper;
 pub mod server;
 pub mod service;
 pub mod shell;

@@ -46,6 +46,7 @@ impl Server {
             self.flush_queued_output();
             self.revisit_backlog();
             self.fire_timers();
+            self.keeper_tick(Instant::now());
             self.flush_conns();
         }
         Ok(())
@@ -171,6 +172,8 @@ impl Server {
                 TimerKind::WaitIdle(wait) => self.check_idle_wait(wait, now),
                 TimerKind::Save => self.on_save_timer(now),
                 TimerKind::HistoryTick => self.on_history_tick(),
+                // `keeper_tick` runs every turn; the timer only wakes us.
+                TimerKind::Checkpoint => {}
                 TimerKind::PaneStall(id) => self.check_stalled_clients(id, now),
                 TimerKind::ConnClose(id) => self.on_close_deadline(id, now),
             }

@@ -12,9 +12,11 @@ mod defaults;
 mod diagnostics;
 mod event_loop;
 mod events;
+mod keeper_link;
 mod line_budget;
 mod listener;
 mod output_log;
+mod output_ring;
 mod pane;
 mod pane_exit;
 mod pane_fds;
@@ -142,6 +144,10 @@ pub struct Server {
     /// The shell-integration scripts, written at start-up (`crate::shell`);
     /// `None` if they could not be (logged).
     shell: Option<crate::shell::Installed>,
+    /// The channel to the keeper (`lineage`): its queue and checkpoints.
+    keeper: keeper_link::KeeperLink,
+    /// What the last crash recovery did, for `server.status`.
+    last_recovery: serde_json::Value,
 }
 
 /// Runs a server in the foreground until it is stopped.
@@ -164,12 +170,12 @@ pub fn run(opts: ServerOptions) -> Result<(), StartError> {
             crate::sys::take_inherited_fd(READY_FD_ENV, crate::sys::FdKind::Pipe)
                 .ok()
                 .flatten(),
-            crate::reaper::lineage_from_env(),
+            crate::keeper::lineage_from_env(),
         )
     };
     let paths = opts.paths;
     ignore_sigxfsz();
-    crate::reaper::become_subreaper();
+    crate::keeper::become_subreaper();
     paths.prepare_runtime_dir().map_err(|e| e.to_string())?;
     let lock = listener::lock_namespace(&paths).map_err(|e| StartError {
         already_served: e.kind() == std::io::ErrorKind::AddrInUse,
@@ -187,6 +193,17 @@ pub fn run(opts: ServerOptions) -> Result<(), StartError> {
     let bound = match activated {
         Some(bound) => bound,
         None => listener::bind_socket(&paths).map_err(|e| e.to_string())?,
+    };
+    // A first start becomes the keeper + the serving process, while this
+    // is still the only thread (the disk writer starts in `assemble`).
+    let lineage = match lineage {
+        Some(l) => Some(l),
+        None => fork_keeper(
+            &paths,
+            std::os::fd::AsRawFd::as_raw_fd(&bound.listener),
+            &lock,
+            ready.as_ref(),
+        )?,
     };
     // Temp files of a server killed mid-save; we hold the lock now.
     persist::atomic::remove_stale_temps(&paths.state_dir);
@@ -208,8 +225,15 @@ pub fn run(opts: ServerOptions) -> Result<(), StartError> {
         ),
     );
     server.lineage = lineage;
-    if let Some(l) = &server.lineage {
-        crate::reaper::announce(l);
+    server.keeper_serving();
+    if let Ok(why) = std::env::var(crate::keeper::RECOVERY_ENV) {
+        // SAFETY: the disk thread never reads the environment.
+        unsafe { std::env::remove_var(crate::keeper::RECOVERY_ENV) };
+        server.log.log(
+            "recovered",
+            &format!("{why}; the keeper's crash loop gave up on its checkpoint: started from the snapshot on disk"),
+        );
+        server.last_recovery = serde_json::json!({ "reason": why, "from": "snapshot" });
     }
     if opts.restore {
         server.restore_from_disk(opts.hold_reruns);
@@ -217,6 +241,75 @@ pub fn run(opts: ServerOptions) -> Result<(), StartError> {
     signal_ready(ready);
     crate::service::notify::ready(&format!("serving {} panes", server.panes.len()));
     Ok(server.serve()?)
+}
+
+/// Forks: the parent becomes the keeper (`crate::keeper`) and never
+/// returns; the child goes on as the serving process with its end of the
+/// channel. `None` (with the reason logged to stderr) if the keeper could
+/// not be made: the server then serves alone, as the first generation.
+fn fork_keeper(
+    paths: &NamespacePaths,
+    listener: std::os::fd::RawFd,
+    lock: &listener::InstanceLock,
+    ready: Option<&std::os::fd::OwnedFd>,
+) -> Result<Option<std::os::fd::OwnedFd>, String> {
+    use std::os::fd::AsRawFd;
+    let (keeper_end, server_end) = match crate::keeper::channel() {
+        Ok(pair) => pair,
+        Err(e) => {
+            eprintln!("ptyd: no keeper (creating its channel: {e}); serving without one");
+            return Ok(None);
+        }
+    };
+    let dup = |fd: std::os::fd::RawFd| {
+        // SAFETY: both fds are open for this call (the caller holds them).
+        unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }
+            .try_clone_to_owned()
+            .ok()
+    };
+    let (held_listener, held_lock) = (dup(listener), dup(lock.raw_fd()));
+    // SAFETY: only this thread exists (no thread is started before
+    // `Server::assemble`), so the child may run ordinary code after fork.
+    match unsafe { nix::unistd::fork() } {
+        Ok(nix::unistd::ForkResult::Child) => {
+            drop(keeper_end);
+            drop((held_listener, held_lock));
+            Ok(Some(server_end))
+        }
+        Ok(nix::unistd::ForkResult::Parent { child }) => {
+            drop(server_end);
+            // The keeper keeps only its own copies: the ready pipe is the
+            // server's to answer, and the listener and lock must close
+            // with the keeper's copies alone (a stop lets them go).
+            let keep: [std::os::fd::RawFd; 3] = [
+                keeper_end.as_raw_fd(),
+                held_listener.as_ref().map_or(-1, |f| f.as_raw_fd()),
+                held_lock.as_ref().map_or(-1, |f| f.as_raw_fd()),
+            ];
+            for fd in [Some(listener), Some(lock.raw_fd()), ready.map(|r| r.as_raw_fd())]
+                .into_iter()
+                .flatten()
+            {
+                if !keep.contains(&fd) {
+                    // SAFETY: these are the caller's fds, which this
+                    // process never uses again: it exits below.
+                    unsafe { libc::close(fd) };
+                }
+            }
+            let keeper = crate::keeper::Keeper::new(
+                keeper_end,
+                child.as_raw(),
+                paths.namespace.clone(),
+                held_listener,
+                held_lock,
+            );
+            std::process::exit(keeper.run())
+        }
+        Err(e) => {
+            eprintln!("ptyd: no keeper (fork: {e}); serving without one");
+            Ok(None)
+        }
+    }
 }
 
 /// Exit code of `ptyd server` when another server already serves the
@@ -326,6 +419,8 @@ impl Server {
             config,
             config_problems,
             shell,
+            keeper: keeper_link::KeeperLink::default(),
+            last_recovery: serde_json::Value::Null,
         };
         server.persist.debounce = server.config.save_debounce;
         server.persist.max_delay = server.config.save_max_delay;
@@ -355,16 +450,21 @@ impl Server {
             return result;
         };
         let reader = self.lineage_reader.take();
+        let namespace = self.paths.namespace.clone();
         self.release();
         drop(self);
         match reader {
             Some(reader) => {
+                // A server that started without a keeper (its fork
+                // failed) becomes one now, holding only its children.
                 // Everything the server held is freed by now (the panes'
-                // models, the connections' queues); the reaper lives on
+                // models, the connections' queues); the keeper lives on
                 // for as long as the service does and needs almost none of
                 // it, so the memory goes back rather than stay resident.
                 crate::sys::release_free_memory();
-                std::process::exit(crate::reaper::run_reaper(reader, new_pid as i32))
+                let keeper =
+                    crate::keeper::Keeper::new(reader, new_pid as i32, namespace, None, None);
+                std::process::exit(keeper.run())
             }
             None => Ok(()),
         }
@@ -373,6 +473,9 @@ impl Server {
     /// Tells clients we are going, hangs up the panes, removes our socket.
     pub(super) fn shutdown(&mut self) {
         crate::service::notify::stopping();
+        // First, so the keeper lets go of the panes (they hang up) and of
+        // the namespace along with us.
+        self.keeper_stopping();
         // Save first: the snapshot must describe the panes as they ran,
         // and stopping the server is no reason to forget them.
         self.final_save();

@@ -461,6 +461,8 @@ impl Server {
                 self.sources.remove(&pidfd_token);
             }
             self.sources.remove(&pane.token());
+            // The keeper's copies too, so the pane hangs up now.
+            self.keeper_forget_pane(id);
             for ack in pane.take_acks() {
                 let err = RpcError::new(
                     ErrorCode::NotFound,

@@ -32,6 +32,8 @@ pub enum TimerKind {
     Upgrade,
     /// Re-check the clients holding a paused pane (see `STALL_LIMIT`).
     PaneStall(u64),
+    /// A crash checkpoint may be due (`keeper_link.rs`).
+    Checkpoint,
 }
 
 #[derive(Debug, Default)]

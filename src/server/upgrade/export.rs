@@ -179,7 +179,7 @@ impl Server {
             }
             // So the exec keeps it.
             let _ = crate::sys::clear_cloexec(fd);
-            cmd.env(crate::reaper::LINEAGE_FD_ENV, fd.to_string());
+            cmd.env(crate::keeper::LINEAGE_FD_ENV, fd.to_string());
         }
         let err = cmd.exec();
         self.log.log(
@@ -383,9 +383,10 @@ impl Server {
     fn blackout_fds(&mut self) -> Result<Vec<(FdName, RawFd)>, String> {
         let mut fds = Vec::new();
         if self.lineage.is_none() {
-            // First upgrade of the first generation: we become the reaper.
-            let (reader, writer) = crate::reaper::lineage_pipe()
-                .map_err(|e| format!("creating the lineage pipe: {e}"))?;
+            // First upgrade of a first generation that has no keeper (its
+            // fork failed): we become the keeper, holding our children.
+            let (reader, writer) = crate::keeper::channel()
+                .map_err(|e| format!("creating the keeper channel: {e}"))?;
             self.lineage_reader = Some(reader);
             self.lineage = Some(writer);
         }

@@ -28,7 +28,7 @@
 //! After it, the new server serves; the old keeps its paused copies for a
 //! probation window and takes everything back if the new one dies in it.
 
-mod convert;
+pub(super) mod convert;
 mod export;
 pub mod import;
 mod machine;

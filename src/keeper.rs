@@ -1,0 +1,614 @@
+//! The keeper: the process `ptyd server` starts as, which forks the
+//! serving process and stays behind, small, for the service's whole life.
+//!
+//! Why: if the serving process dies (SIGKILL, a crash, the OOM killer),
+//! every PTY master it held would close and every pane would get SIGHUP.
+//! The keeper holds a duplicate of everything a new server needs to take
+//! over: each pane's master, pidfd and raw-output ring (sent by the server
+//! as it creates the pane, closed when the server says the pane is
+//! removed, so a removed pane still hangs up then), the listener and the
+//! namespace lock, and the server's latest checkpoint (a pre-copy and a
+//! manifest, the live upgrade's own formats, in memfds). When the channel
+//! from the servers reaches EOF without a `stopping` first, the keeper
+//! starts a fresh server and plays the old side of the live upgrade's
+//! handoff from the checkpoint (`recover`): the new server imports as it
+//! would in an upgrade, then replays each pane's ring since the
+//! checkpoint. Same pids, no SIGHUP, and the listener never closes, so
+//! clients wait in its backlog.
+//!
+//! It is also the subreaper of every generation and their panes (the
+//! kernel re-parents orphans to the nearest subreaper ancestor), keeps
+//! the service's main PID stable, forwards SIGTERM and SIGHUP to the
+//! current server, and exits with the last server's code once every
+//! generation has closed the channel after a stop.
+//!
+//! The channel is an `AF_UNIX` `SOCK_SEQPACKET` socketpair: the keeper
+//! holds one end, every generation a duplicate of the other (handed on in
+//! each upgrade, named `lineage`). Each message is one datagram: a
+//! protocol version byte, then a JSON [`ToKeeper`], with fds attached.
+
+use crate::handoff::fd_name::FdName;
+use crate::handoff::fdpass;
+use crate::handoff::manifest::Control;
+use crate::sys::{self, ProcessExit};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::io::{self, Read};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// The first byte of every message on the channel. A keeper refuses (logs
+/// and ignores) messages of another version.
+pub const PROTOCOL: u8 = 1;
+
+/// Names the channel end a server keeps across an exec (`upgrade --mode
+/// restore` restarts in place).
+pub const LINEAGE_FD_ENV: &str = "PTYD_LINEAGE_FD";
+/// Set by the keeper for a server it starts after a crash: why.
+pub const RECOVERY_ENV: &str = "PTYD_RECOVERED_FROM";
+/// Consecutive failed replacements after which the keeper starts a server
+/// without the checkpoint that may be what kills it.
+pub const CRASH_LOOP_LIMIT: usize = 3;
+/// A replacement that dies sooner than this after its start counts as a
+/// crash loop (overridden, for tests, by `PTYD_CRASH_LOOP_WINDOW_MS`).
+const CRASH_LOOP_WINDOW: Duration = Duration::from_secs(3);
+/// Per message of the relay; a replacement that says nothing this long
+/// is killed and counted as a failure.
+const RELAY_STEP_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long a stopped keeper waits for its children to exit (reaping them)
+/// before it exits itself.
+const STOP_REAP_LIMIT: Duration = Duration::from_secs(2);
+
+/// What a server tells the keeper.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "msg", rename_all = "snake_case")]
+pub enum ToKeeper {
+    /// "I am current now." fds: the listener, the lock.
+    Serving { pid: u32, exe: String },
+    /// A pane's fds, in the order of `kinds`; replaces what was held for
+    /// that pane (a respawn sends its new master).
+    Pane { pane: u64, kinds: Vec<HeldKind> },
+    /// The pane was removed: close its fds now.
+    PaneGone { pane: u64 },
+    /// The latest checkpoint. fds: the pre-copy memfd, the manifest
+    /// memfd. `ids` names the pre-copy's fds the keeper supplies.
+    Checkpoint {
+        precopy_bytes: u64,
+        manifest_bytes: u64,
+        ids: Vec<FdName>,
+    },
+    /// A clean stop: let go of everything; the EOF that follows is no
+    /// crash.
+    Stopping,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HeldKind {
+    Master,
+    Pidfd,
+    Ring,
+}
+
+/// Encodes one message: the version byte, then the JSON.
+pub fn encode(msg: &ToKeeper) -> Vec<u8> {
+    let mut data = vec![PROTOCOL];
+    // Plain data of our own types: serializing cannot fail.
+    let _ = serde_json::to_writer(&mut data, msg);
+    data
+}
+
+/// Adopts the channel end named in the environment, if any.
+///
+/// # Safety
+///
+/// As [`crate::sys::take_inherited_fd`]: no other thread may be running,
+/// and only our previous image (a restore-mode upgrade) names the fd.
+pub unsafe fn lineage_from_env() -> Option<OwnedFd> {
+    // SAFETY: the caller's guarantees are the ones this call needs.
+    unsafe { crate::sys::take_inherited_fd(LINEAGE_FD_ENV, crate::sys::FdKind::Socket) }
+        .ok()
+        .flatten()
+}
+
+/// Creates the channel: (keeper's end, blocking; the servers' end,
+/// non-blocking, since the loop sends on it). Both close-on-exec.
+pub fn channel() -> io::Result<(OwnedFd, OwnedFd)> {
+    let (keeper, server) = crate::sys::seqpacket_pair(false)?;
+    crate::sys::set_nonblocking_cloexec(server.as_raw_fd())?;
+    Ok((keeper, server))
+}
+
+/// Marks this process as the subreaper of its descendants.
+pub fn become_subreaper() {
+    let _ = crate::sys::become_child_subreaper();
+}
+
+#[derive(Default)]
+struct PaneHeld {
+    master: Option<OwnedFd>,
+    pidfd: Option<OwnedFd>,
+    ring: Option<OwnedFd>,
+}
+
+struct Checkpoint {
+    precopy: OwnedFd,
+    precopy_bytes: u64,
+    manifest: OwnedFd,
+    manifest_bytes: u64,
+    ids: Vec<FdName>,
+}
+
+/// Everything the keeper holds.
+pub struct Keeper {
+    channel: OwnedFd,
+    current: i32,
+    namespace: String,
+    exe: PathBuf,
+    listener: Option<OwnedFd>,
+    lock: Option<OwnedFd>,
+    panes: HashMap<u64, PaneHeld>,
+    checkpoint: Option<Checkpoint>,
+    stopping: bool,
+    status: Option<ProcessExit>,
+    /// Replacements in a row that died within the crash-loop window.
+    loop_count: usize,
+    /// When the current replacement was started (none: not a replacement).
+    started_at: Option<Instant>,
+    term: Arc<AtomicBool>,
+    hup: Arc<AtomicBool>,
+    wake: Option<std::os::unix::net::UnixStream>,
+}
+
+impl Keeper {
+    /// A keeper around its end of the channel; `current` is the server.
+    /// `listener` and `lock` are the fork's copies (the server's `serving`
+    /// message replaces them).
+    pub fn new(
+        channel: OwnedFd,
+        current: i32,
+        namespace: String,
+        listener: Option<OwnedFd>,
+        lock: Option<OwnedFd>,
+    ) -> Keeper {
+        Keeper {
+            channel,
+            current,
+            namespace,
+            exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("/proc/self/exe")),
+            listener,
+            lock,
+            panes: HashMap::new(),
+            checkpoint: None,
+            stopping: false,
+            status: None,
+            loop_count: 0,
+            started_at: None,
+            term: Arc::new(AtomicBool::new(false)),
+            hup: Arc::new(AtomicBool::new(false)),
+            wake: None,
+        }
+    }
+
+    /// Runs until the last generation is gone after a stop. Returns the
+    /// exit code for this process: the last server's.
+    pub fn run(mut self) -> i32 {
+        // A terminal's Ctrl-C reaches the whole process group: the server
+        // stops on it; the keeper must stay to reap.
+        let _ = sys::ignore_signal(sys::SIGINT);
+        let Ok((wake_read, wake_write)) = std::os::unix::net::UnixStream::pair() else {
+            return 1;
+        };
+        let _ = wake_read.set_nonblocking(true);
+        let _ = wake_write.set_nonblocking(true);
+        for sig in [sys::SIGCHLD, sys::SIGTERM, sys::SIGHUP] {
+            if let Ok(w) = wake_write.try_clone() {
+                let _ = signal_hook::low_level::pipe::register_raw(sig, OwnedFd::from(w));
+            }
+        }
+        let _ = signal_hook::flag::register(sys::SIGTERM, Arc::clone(&self.term));
+        let _ = signal_hook::flag::register(sys::SIGHUP, Arc::clone(&self.hup));
+        self.wake = Some(wake_read);
+        self.reap();
+        loop {
+            let wake_fd = self.wake.as_ref().map_or(-1, |w| w.as_raw_fd());
+            let Ok(ready) = sys::poll_readable(&[self.channel.as_raw_fd(), wake_fd], None) else {
+                continue;
+            };
+            if ready[1] {
+                self.on_signals();
+            }
+            if ready[0] && !self.on_channel() {
+                if self.stopping || self.listener.is_none() {
+                    break;
+                }
+                // No clean stop came: the serving process is gone.
+                if !self.recover() {
+                    break;
+                }
+            }
+        }
+        self.finish()
+    }
+
+    fn on_signals(&mut self) {
+        if let Some(w) = &self.wake {
+            let mut buf = [0u8; 64];
+            while matches!((&*w).read(&mut buf), Ok(k) if k > 0) {}
+        }
+        self.reap();
+        if self.term.swap(false, Ordering::SeqCst) {
+            let _ = sys::kill(self.current, sys::SIGTERM);
+        }
+        if self.hup.swap(false, Ordering::SeqCst) {
+            let _ = sys::kill(self.current, sys::SIGHUP);
+        }
+    }
+
+    /// Handles one message; false at EOF (every server end closed).
+    fn on_channel(&mut self) -> bool {
+        let mut data = vec![0u8; 64 * 1024];
+        let received = match sys::recv_with_fds(&self.channel, &mut data, fdpass::MAX_FDS_PER_BATCH)
+        {
+            Ok(r) => r,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => return true,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
+            Err(_) => return false,
+        };
+        if received.len == 0 {
+            return false;
+        }
+        if received.truncated || data[0] != PROTOCOL {
+            eprintln!(
+                "ptyd keeper: ignoring a message of protocol {} (ours is {PROTOCOL}) or truncated",
+                data[0]
+            );
+            return true;
+        }
+        let msg: ToKeeper = match serde_json::from_slice(&data[1..received.len]) {
+            Ok(m) => m,
+            Err(e) => {
+                eprintln!("ptyd keeper: ignoring a bad message: {e}");
+                return true;
+            }
+        };
+        self.apply(msg, received.fds);
+        true
+    }
+
+    fn apply(&mut self, msg: ToKeeper, fds: Vec<OwnedFd>) {
+        let mut fds = fds.into_iter();
+        match msg {
+            ToKeeper::Serving { pid, exe } => {
+                self.current = pid as i32;
+                self.status = None;
+                self.stopping = false;
+                if !exe.is_empty() {
+                    self.exe = PathBuf::from(exe);
+                }
+                if let (Some(l), Some(k)) = (fds.next(), fds.next()) {
+                    self.listener = Some(l);
+                    self.lock = Some(k);
+                }
+            }
+            ToKeeper::Pane { pane, kinds } => {
+                let mut held = PaneHeld::default();
+                for (kind, fd) in kinds.into_iter().zip(fds) {
+                    match kind {
+                        HeldKind::Master => held.master = Some(fd),
+                        HeldKind::Pidfd => held.pidfd = Some(fd),
+                        HeldKind::Ring => held.ring = Some(fd),
+                    }
+                }
+                self.panes.insert(pane, held);
+            }
+            ToKeeper::PaneGone { pane } => {
+                self.panes.remove(&pane);
+            }
+            ToKeeper::Checkpoint {
+                precopy_bytes,
+                manifest_bytes,
+                ids,
+            } => {
+                if let (Some(precopy), Some(manifest)) = (fds.next(), fds.next()) {
+                    self.checkpoint = Some(Checkpoint {
+                        precopy,
+                        precopy_bytes,
+                        manifest,
+                        manifest_bytes,
+                        ids,
+                    });
+                }
+            }
+            ToKeeper::Stopping => {
+                // The server hangs up its panes and releases the namespace:
+                // our copies must not keep either alive.
+                self.stopping = true;
+                self.panes.clear();
+                self.checkpoint = None;
+                self.listener = None;
+                self.lock = None;
+            }
+        }
+    }
+
+    /// Reaps every exited child, keeping the status of the current server.
+    fn reap(&mut self) {
+        while let Some((pid, exit)) = sys::reap_any_child() {
+            if pid == self.current {
+                self.status = Some(exit);
+            }
+        }
+    }
+
+    /// After a stop: the last server's exit status, once its children
+    /// (the panes it hung up) are reaped too, within a bound.
+    fn finish(mut self) -> i32 {
+        if self.status.is_none() {
+            self.status = sys::wait_child(self.current);
+        }
+        self.reap();
+        let until = Instant::now() + STOP_REAP_LIMIT;
+        while sys::has_children() && Instant::now() < until {
+            let wake_fd = self.wake.as_ref().map_or(-1, |w| w.as_raw_fd());
+            let _ = sys::poll_readable(&[wake_fd], Some(Duration::from_millis(20)));
+            self.on_signals();
+        }
+        match self.status {
+            Some(ProcessExit::Code(code)) => code,
+            Some(ProcessExit::Signal(sig)) => 128 + sig,
+            None => 0,
+        }
+    }
+
+    /// The serving process died without a stop: start a replacement and
+    /// hand it everything. False if there is nothing left to serve (asked
+    /// to stop meanwhile).
+    fn recover(&mut self) -> bool {
+        let dead = self.current;
+        // It is our child, or was re-parented to us as an orphan.
+        let status = self.status.take().or_else(|| sys::wait_child(dead));
+        self.reap();
+        let why = match status {
+            Some(ProcessExit::Signal(s)) => format!("server pid {dead} killed by signal {s}"),
+            Some(ProcessExit::Code(c)) => format!("server pid {dead} exited with code {c}"),
+            None => format!("server pid {dead} vanished"),
+        };
+        let window = crash_loop_window();
+        let looping = self.started_at.is_some_and(|t| t.elapsed() < window);
+        self.loop_count = if looping { self.loop_count + 1 } else { 0 };
+        loop {
+            let attempt = self.loop_count;
+            if attempt > 0 {
+                // A crash loop: back off (never spin), keeping every fd.
+                let delay = Duration::from_millis(100u64 << attempt.min(6));
+                eprintln!(
+                    "ptyd keeper: crash loop ({attempt} replacement(s) died within {} ms of starting); retrying in {} ms",
+                    window.as_millis(),
+                    delay.as_millis()
+                );
+                if !self.sleep(delay) {
+                    return false;
+                }
+            }
+            self.started_at = Some(Instant::now());
+            let use_checkpoint = attempt < CRASH_LOOP_LIMIT;
+            eprintln!(
+                "ptyd keeper: {why}; starting a replacement ({})",
+                if use_checkpoint {
+                    "restoring the checkpoint"
+                } else {
+                    "without the checkpoint that may be what crashes it"
+                }
+            );
+            match self.replace(&why, use_checkpoint) {
+                Ok(pid) => {
+                    self.current = pid;
+                    return true;
+                }
+                Err(e) => {
+                    eprintln!("ptyd keeper: the replacement failed: {e}");
+                    self.loop_count += 1;
+                }
+            }
+        }
+    }
+
+    /// Sleeps, still forwarding signals; false if asked to terminate.
+    fn sleep(&mut self, d: Duration) -> bool {
+        let until = Instant::now() + d;
+        while Instant::now() < until {
+            let wake_fd = self.wake.as_ref().map_or(-1, |w| w.as_raw_fd());
+            let _ = sys::poll_readable(&[wake_fd], Some(until - Instant::now()));
+            if self.term.load(Ordering::SeqCst) {
+                return false;
+            }
+            self.on_signals();
+        }
+        true
+    }
+
+    /// Starts a server and plays the old side of the handoff from the
+    /// checkpoint (`use_checkpoint`), or starts a plain server that
+    /// restores the snapshot from disk (the panes' fds are let go then:
+    /// without a model the new server cannot take them). Returns its pid.
+    fn replace(&mut self, why: &str, use_checkpoint: bool) -> Result<i32, String> {
+        let (keeper_end, server_end) =
+            channel().map_err(|e| format!("creating the channel: {e}"))?;
+        let checkpoint = if use_checkpoint {
+            self.checkpoint.as_ref()
+        } else {
+            None
+        };
+        let Some(cp) = checkpoint else {
+            return self.start_plain(why, keeper_end, server_end);
+        };
+        let (ours, theirs) = sys::seqpacket_pair(false)
+            .map_err(|e| format!("creating the handoff socketpair: {e}"))?;
+        let mut cmd = std::process::Command::new(&self.exe);
+        cmd.args(["-L", &self.namespace, "server"])
+            .env(crate::handoff::HANDOFF_FD_ENV, theirs.as_raw_fd().to_string())
+            .env(RECOVERY_ENV, why)
+            .env_remove(crate::protocol::READY_FD_ENV)
+            .env_remove(crate::handoff::fault::FAULT_ENV)
+            .stdin(std::process::Stdio::null());
+        sys::inherit_fd_on_exec(&mut cmd, theirs.as_raw_fd());
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("starting {}: {e}", self.exe.display()))?;
+        drop(theirs);
+        let pid = child.id() as i32;
+        match relay(&ours, cp, &self.panes, [&self.listener, &self.lock], &server_end) {
+            Ok(()) => {
+                drop(server_end);
+                self.channel = keeper_end;
+                // Panes created after the checkpoint are not in the new
+                // server's model: it cannot serve them, so let them go.
+                let named: std::collections::HashSet<u64> =
+                    cp.ids.iter().filter_map(pane_of).collect();
+                self.panes.retain(|id, _| named.contains(id));
+                // Closing the handoff socket ends the new server's
+                // "predecessor" wait at once.
+                drop(ours);
+                Ok(pid)
+            }
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                Err(e)
+            }
+        }
+    }
+
+    fn start_plain(
+        &mut self,
+        why: &str,
+        keeper_end: OwnedFd,
+        server_end: OwnedFd,
+    ) -> Result<i32, String> {
+        // The namespace must be free for it to claim.
+        self.panes.clear();
+        self.listener = None;
+        self.lock = None;
+        self.checkpoint = None;
+        let fd = server_end.as_raw_fd();
+        let mut cmd = std::process::Command::new(&self.exe);
+        cmd.args(["-L", &self.namespace, "server"])
+            .env(LINEAGE_FD_ENV, fd.to_string())
+            .env(RECOVERY_ENV, why)
+            .env_remove(crate::protocol::READY_FD_ENV)
+            .stdin(std::process::Stdio::null());
+        sys::inherit_fd_on_exec(&mut cmd, fd);
+        let child = cmd
+            .spawn()
+            .map_err(|e| format!("starting {}: {e}", self.exe.display()))?;
+        drop(server_end);
+        self.channel = keeper_end;
+        Ok(child.id() as i32)
+    }
+}
+
+fn crash_loop_window() -> Duration {
+    std::env::var("PTYD_CRASH_LOOP_WINDOW_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map_or(CRASH_LOOP_WINDOW, Duration::from_millis)
+}
+
+fn pane_of(id: &FdName) -> Option<u64> {
+    match *id {
+        FdName::Pty(p) | FdName::PtyHangup(p) | FdName::Pidfd(p) | FdName::Ring(p) => Some(p),
+        _ => None,
+    }
+}
+
+/// The old side of the handoff, played from a checkpoint: hello → the
+/// pre-copy (with the held fds it names) → ack → the manifest (with the
+/// new channel as `lineage`) → batch ack → imported → commit → committed.
+fn relay(
+    sock: &OwnedFd,
+    cp: &Checkpoint,
+    panes: &HashMap<u64, PaneHeld>,
+    [listener, lock]: [&Option<OwnedFd>; 2],
+    lineage: &OwnedFd,
+) -> Result<(), String> {
+    match recv(sock)? {
+        Control::Hello { .. } => {}
+        other => return Err(format!("expected hello, got {other:?}")),
+    }
+    let mut named: Vec<(FdName, RawFd)> = Vec::new();
+    for (id, fd) in [(FdName::Listener, listener), (FdName::Lock, lock)] {
+        let fd = fd.as_ref().ok_or("the keeper holds no listener or lock")?;
+        named.push((id, fd.as_raw_fd()));
+    }
+    for id in &cp.ids {
+        let held = pane_of(id).and_then(|p| panes.get(&p));
+        let fd = held.and_then(|h| match id {
+            FdName::Pty(_) | FdName::PtyHangup(_) => h.master.as_ref(),
+            FdName::Pidfd(_) => h.pidfd.as_ref(),
+            FdName::Ring(_) => h.ring.as_ref(),
+            _ => None,
+        });
+        // A pane whose fds we no longer hold comes back without them.
+        if let Some(fd) = fd {
+            named.push((*id, fd.as_raw_fd()));
+        }
+    }
+    let first = named.len().min(fdpass::MAX_FDS_PER_BATCH - 1);
+    let rest: Vec<&[(FdName, RawFd)]> = named[first..].chunks(fdpass::MAX_FDS_PER_BATCH).collect();
+    let msg = Control::Precopy {
+        bytes: cp.precopy_bytes,
+        ids: named[..first].iter().map(|(id, _)| *id).collect(),
+        batches: rest.len() as u32,
+    };
+    let fds: Vec<RawFd> = std::iter::once(cp.precopy.as_raw_fd())
+        .chain(named[..first].iter().map(|(_, fd)| *fd))
+        .collect();
+    fdpass::send_message(sock, &msg, &fds).map_err(|e| format!("sending the pre-copy: {e}"))?;
+    for (i, batch) in rest.iter().enumerate() {
+        fdpass::send_batch(sock, i as u32 + 1, batch)
+            .map_err(|e| format!("sending fd batch {}: {e}", i + 1))?;
+    }
+    expect(sock, |m| matches!(m, Control::PrecopyAck), "precopy_ack")?;
+    let msg = Control::Manifest {
+        bytes: cp.manifest_bytes,
+        fd_count: 1,
+        ids: vec![FdName::Lineage],
+        timings: Vec::new(),
+        pause_started_mono_us: sys::monotonic_usec(),
+    };
+    fdpass::send_message(
+        sock,
+        &msg,
+        &[cp.manifest.as_raw_fd(), lineage.as_raw_fd()],
+    )
+    .map_err(|e| format!("sending the manifest: {e}"))?;
+    expect(sock, |m| matches!(m, Control::BatchAck { seq: 0 }), "batch_ack 0")?;
+    expect(sock, |m| matches!(m, Control::Imported), "imported")?;
+    fdpass::send_message(sock, &Control::Commit, &[]).map_err(|e| format!("commit: {e}"))?;
+    expect(sock, |m| matches!(m, Control::Committed { .. }), "committed")?;
+    Ok(())
+}
+
+fn expect(sock: &OwnedFd, ok: impl Fn(&Control) -> bool, what: &str) -> Result<(), String> {
+    let msg = recv(sock)?;
+    if ok(&msg) {
+        Ok(())
+    } else {
+        Err(format!("expected {what}, got {msg:?}"))
+    }
+}
+
+fn recv(sock: &OwnedFd) -> Result<Control, String> {
+    if !fdpass::wait_readable(sock, RELAY_STEP_TIMEOUT) {
+        return Err(format!(
+            "no word from the replacement in {} s",
+            RELAY_STEP_TIMEOUT.as_secs()
+        ));
+    }
+    let (data, _fds) = fdpass::recv_message(sock).map_err(|e| e.to_string())?;
+    serde_json::from_slice(&data).map_err(|e| format!("bad message from the replacement: {e}"))
+}
