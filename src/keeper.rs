@@ -85,6 +85,30 @@ pub enum ToKeeper {
     Stopping,
 }
 
+/// What the keeper tells the current server.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "msg", rename_all = "snake_case")]
+pub enum ToServer {
+    /// A child of the keeper exited (a pane's process, re-parented to it
+    /// when the generation that spawned it went): how, for the server to
+    /// report exactly as for its own children where pidfds cannot tell
+    /// (Linux before 6.15). Followed by a SIGCHLD to wake the server.
+    Exited {
+        pid: i32,
+        code: Option<i32>,
+        signal: Option<i32>,
+    },
+}
+
+/// Decodes one message from the keeper; `None` for another version or
+/// bad JSON.
+pub fn decode_to_server(data: &[u8]) -> Option<ToServer> {
+    match data.split_first() {
+        Some((&PROTOCOL, json)) => serde_json::from_slice(json).ok(),
+        _ => None,
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum HeldKind {
@@ -114,12 +138,11 @@ pub unsafe fn lineage_from_env() -> Option<OwnedFd> {
         .flatten()
 }
 
-/// Creates the channel: (keeper's end, blocking; the servers' end,
-/// non-blocking, since the loop sends on it). Both close-on-exec.
+/// Creates the channel: (keeper's end, the servers' end), both
+/// non-blocking (the loop sends on one; the keeper polls the other and
+/// never waits on a server that does not read) and close-on-exec.
 pub fn channel() -> io::Result<(OwnedFd, OwnedFd)> {
-    let (keeper, server) = crate::sys::seqpacket_pair(false)?;
-    crate::sys::set_nonblocking_cloexec(server.as_raw_fd())?;
-    Ok((keeper, server))
+    crate::sys::seqpacket_pair(true)
 }
 
 /// Marks this process as the subreaper of its descendants.
@@ -161,6 +184,10 @@ pub struct Keeper {
     term: Arc<AtomicBool>,
     hup: Arc<AtomicBool>,
     wake: Option<std::os::unix::net::UnixStream>,
+    /// Every server pid seen (their exits are not pane exits).
+    servers: std::collections::HashSet<i32>,
+    /// Pane exits not yet sent to the server (the channel was full).
+    exits: std::collections::VecDeque<Vec<u8>>,
 }
 
 impl Keeper {
@@ -190,6 +217,8 @@ impl Keeper {
             term: Arc::new(AtomicBool::new(false)),
             hup: Arc::new(AtomicBool::new(false)),
             wake: None,
+            servers: [current].into_iter().collect(),
+            exits: std::collections::VecDeque::new(),
         }
     }
 
@@ -215,9 +244,13 @@ impl Keeper {
         self.reap();
         loop {
             let wake_fd = self.wake.as_ref().map_or(-1, |w| w.as_raw_fd());
-            let Ok(ready) = sys::poll_readable(&[self.channel.as_raw_fd(), wake_fd], None) else {
+            // Exits the channel had no room for are retried now and then.
+            let timeout = (!self.exits.is_empty()).then_some(Duration::from_millis(50));
+            let Ok(ready) = sys::poll_readable(&[self.channel.as_raw_fd(), wake_fd], timeout)
+            else {
                 continue;
             };
+            self.send_exits();
             if ready[1] {
                 self.on_signals();
             }
@@ -284,6 +317,7 @@ impl Keeper {
         match msg {
             ToKeeper::Serving { pid, exe } => {
                 self.current = pid as i32;
+                self.servers.insert(self.current);
                 self.status = None;
                 self.stopping = false;
                 if !exe.is_empty() {
@@ -335,12 +369,49 @@ impl Keeper {
         }
     }
 
-    /// Reaps every exited child, keeping the status of the current server.
+    /// Reaps every exited child, keeping the status of the current server
+    /// and passing a pane process's on to it.
     fn reap(&mut self) {
         while let Some((pid, exit)) = sys::reap_any_child() {
             if pid == self.current {
                 self.status = Some(exit);
             }
+            if self.servers.remove(&pid) || self.stopping {
+                continue;
+            }
+            let (code, signal) = match exit {
+                ProcessExit::Code(c) => (Some(c), None),
+                ProcessExit::Signal(s) => (None, Some(s)),
+            };
+            let msg = ToServer::Exited { pid, code, signal };
+            let mut data = vec![PROTOCOL];
+            let _ = serde_json::to_writer(&mut data, &msg);
+            // Bounded: a server that never reads loses the oldest.
+            if self.exits.len() >= 4096 {
+                self.exits.pop_front();
+            }
+            self.exits.push_back(data);
+        }
+        self.send_exits();
+    }
+
+    /// Sends the queued exits, then wakes the server with a SIGCHLD.
+    fn send_exits(&mut self) {
+        let mut sent = false;
+        while let Some(data) = self.exits.front() {
+            match sys::send_with_fds(&self.channel, data, &[]) {
+                Ok(_) => {
+                    self.exits.pop_front();
+                    sent = true;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // Full (retried), or no server (a replacement gets none
+                // of them: its pidfds report what they can).
+                _ => break,
+            }
+        }
+        if sent {
+            let _ = sys::kill(self.current, sys::SIGCHLD);
         }
     }
 
@@ -461,6 +532,7 @@ impl Keeper {
             .map_err(|e| format!("starting {}: {e}", self.exe.display()))?;
         drop(theirs);
         let pid = child.id() as i32;
+        self.servers.insert(pid);
         match relay(&ours, cp, &self.panes, [&self.listener, &self.lock], &server_end) {
             Ok(()) => {
                 drop(server_end);
@@ -507,6 +579,7 @@ impl Keeper {
             .map_err(|e| format!("starting {}: {e}", self.exe.display()))?;
         drop(server_end);
         self.channel = keeper_end;
+        self.servers.insert(child.id() as i32);
         Ok(child.id() as i32)
     }
 }

@@ -161,7 +161,11 @@ struct Lineage {
 
 impl Lineage {
     fn start() -> Lineage {
-        let ptyd = Ptyd::start();
+        Lineage::start_in(util::Dirs::new())
+    }
+
+    fn start_in(dirs: util::Dirs) -> Lineage {
+        let ptyd = Ptyd::start_in(dirs, &util::unique_name("t"));
         let reaper = ptyd.pid();
         let first = ptyd.connect().ok("server.status", json!({}))["pid"]
             .as_i64()
@@ -1015,7 +1019,20 @@ fn a_second_upgrade_during_one_is_refused_busy() {
 
 #[test]
 fn exit_codes_and_signals_survive_upgrades_and_nothing_is_left_a_zombie() {
-    let l = Lineage::start();
+    exit_codes_through_upgrades(Lineage::start());
+}
+
+/// As on a kernel without `PIDFD_INFO_EXIT` (before Linux 6.15): the
+/// pidfds cannot tell how a process ended, so the keeper reaps the panes'
+/// processes and forwards each status to the current server.
+#[test]
+fn exit_codes_survive_upgrades_through_the_keeper_without_pidfd_exit_info() {
+    let mut dirs = util::Dirs::new();
+    dirs.env = vec![("PTYD_NO_PIDFD_EXIT".into(), "1".into())];
+    exit_codes_through_upgrades(Lineage::start_in(dirs));
+}
+
+fn exit_codes_through_upgrades(l: Lineage) {
     let mut c = l.conn();
     // Spawned by generation 1 (its children).
     let code = l

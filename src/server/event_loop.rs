@@ -137,6 +137,8 @@ impl Server {
                 self.on_child_exit(pid, status);
             }
         }
+        // The keeper wakes us with a SIGCHLD for the exits it reaped.
+        self.keeper_drain();
     }
 
     fn fire_timers(&mut self) {

@@ -137,6 +137,7 @@ impl Server {
             exe: self.exe_path.to_string_lossy().into_owned(),
         };
         self.keeper_send(&msg, fds);
+        self.keeper_drain();
         // Panes that came without a ring (from an older server) get one.
         let without: Vec<u64> = self
             .panes
@@ -203,6 +204,70 @@ impl Server {
     pub(super) fn keeper_forget_pane(&mut self, id: u64) {
         self.keeper_send(&ToKeeper::PaneGone { pane: id }, Vec::new());
         self.keeper.mark_urgent();
+    }
+
+    /// Exits the keeper reaped (pane processes re-parented to it), each
+    /// reported as the pane's own; read when a SIGCHLD wakes us, and when
+    /// we become current (what came meanwhile waited in the socket).
+    pub(super) fn keeper_drain(&mut self) {
+        if !self.serving.is_owned() {
+            return;
+        }
+        let Some(channel) = &self.lineage else {
+            return;
+        };
+        let mut exits = Vec::new();
+        let mut buf = [0u8; 512];
+        loop {
+            match crate::sys::recv_with_fds(channel, &mut buf, 0) {
+                Ok(r) if r.len > 0 => {
+                    if let Some(crate::keeper::ToServer::Exited { pid, code, signal }) =
+                        crate::keeper::decode_to_server(&buf[..r.len])
+                    {
+                        let exit = match (code, signal) {
+                            (_, Some(s)) => crate::sys::ProcessExit::Signal(s),
+                            (c, None) => crate::sys::ProcessExit::Code(c.unwrap_or(0)),
+                        };
+                        exits.push((pid, exit));
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                _ => break,
+            }
+        }
+        for (pid, exit) in exits {
+            let pane = self
+                .panes
+                .values()
+                .find(|p| p.is_running() && p.child().is_some_and(|c| c.pid == pid))
+                .map(|p| p.id());
+            let Some(id) = pane else {
+                continue;
+            };
+            if let Some(pane) = self.panes.get_mut(&id)
+                && let Some(token) = pane.fds_mut().close_pidfd(self.poll.registry())
+            {
+                self.sources.remove(&token);
+            }
+            self.on_pane_exit(id, super::pane_exit::exit_status(exit));
+        }
+    }
+
+    /// For `server.status`.
+    pub(super) fn keeper_status(&self) -> serde_json::Value {
+        let Some(channel) = &self.lineage else {
+            return serde_json::Value::Null;
+        };
+        // The keeper made the socketpair, so it is the peer of record.
+        let pid = crate::sys::peer_cred(channel).ok().and_then(|c| c.pid);
+        serde_json::json!({
+            "pid": pid,
+            "protocol": crate::keeper::PROTOCOL,
+            "checkpoints": self.keeper.written,
+            "last_checkpoint_ms": self.keeper.last_cost_us as f64 / 1000.0,
+            "last_checkpoint_bytes": self.keeper.last_bytes,
+            "last_recovery": self.last_recovery,
+        })
     }
 
     /// A clean stop: the EOF that follows is no crash.
@@ -284,8 +349,11 @@ impl Server {
                 .values()
                 .map(|p| (p.id(), p.screen().changes(), p.screen()))
                 .collect(),
+            // Not the event ring: up to 8 MiB to encode at every
+            // checkpoint. A replacement continues the numbering, and a
+            // subscriber asking for older events is told of the gap.
             event_last_seq: self.events.last_seq(),
-            event_ring: self.events.ring(),
+            event_ring: Vec::new(),
             panes,
         };
         let precopy_bytes =
@@ -345,6 +413,8 @@ impl Server {
             let Some(pane) = self.panes.get_mut(&id) else {
                 continue;
             };
+            // A read the dead server made but never committed.
+            pane.take_ring_pending();
             let Some((bytes, complete)) = pane.ring().map(|r| r.since(at)) else {
                 continue;
             };

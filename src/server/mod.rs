@@ -268,10 +268,16 @@ fn fork_keeper(
             .ok()
     };
     let (held_listener, held_lock) = (dup(listener), dup(lock.raw_fd()));
+    let keeper_pid = std::process::id() as i32;
     // SAFETY: only this thread exists (no thread is started before
     // `Server::assemble`), so the child may run ordinary code after fork.
     match unsafe { nix::unistd::fork() } {
         Ok(nix::unistd::ForkResult::Child) => {
+            // Killing the keeper (the service's main pid) ends the server
+            // as killing the server did before there was a keeper: the
+            // panes hang up. (Only this first generation: a later one is
+            // not the keeper's child until its predecessor exits.)
+            let _ = crate::sys::die_with_parent(keeper_pid);
             drop(keeper_end);
             drop((held_listener, held_lock));
             Ok(Some(server_end))

@@ -70,6 +70,7 @@ impl OutputRing {
         ring.header()[0].store(MAGIC, Ordering::Relaxed);
         ring.header()[1].store(cap as u64, Ordering::Relaxed);
         ring.header()[2].store(0, Ordering::Release);
+        ring.header()[3].store(0, Ordering::Release);
         Ok(ring)
     }
 
@@ -115,10 +116,57 @@ impl OutputRing {
         })
     }
 
-    fn header(&self) -> &[AtomicU64; 3] {
+    fn header(&self) -> &[AtomicU64; 4] {
         // SAFETY: the mapping starts page-aligned and is at least HEADER
         // (64) bytes; AtomicU64 has the layout of u64.
-        unsafe { &*(self.map as *const [AtomicU64; 3]) }
+        unsafe { &*(self.map as *const [AtomicU64; 4]) }
+    }
+
+    /// Where the next read goes: at most `max` bytes, contiguous (up to
+    /// the end of the data area), zeroed, and recorded as pending in the
+    /// header. The read goes straight into shared memory, so a server
+    /// killed as the read returns (the usual moment for a signal to land)
+    /// loses nothing: a replacement finds the bytes (`take_pending`).
+    pub fn reserve(&mut self, max: usize) -> &mut [u8] {
+        let at = (self.written() % self.cap as u64) as usize;
+        let len = max.min(self.cap - at);
+        self.header()[3].store(len as u64, Ordering::Release);
+        // SAFETY: at + len <= cap, inside our mapping's data area, which
+        // only this value writes.
+        let slot = unsafe { std::slice::from_raw_parts_mut(self.map.add(HEADER + at), len) };
+        slot.fill(0);
+        slot
+    }
+
+    /// `n` bytes of the reserved slot were read.
+    pub fn commit(&mut self, n: usize) {
+        let w = self.header()[2].load(Ordering::Relaxed);
+        self.header()[2].store(w + n as u64, Ordering::Release);
+        self.header()[3].store(0, Ordering::Release);
+    }
+
+    /// The last `n` bytes committed (contiguous: one committed read).
+    pub fn last(&self, n: usize) -> &[u8] {
+        let end = (self.written() % self.cap as u64) as usize;
+        let end = if end == 0 && n > 0 { self.cap } else { end };
+        // SAFETY: [end - n, end) lies inside the data area: a read never
+        // wraps, so its bytes end at `end` (or at the area's end).
+        unsafe { std::slice::from_raw_parts(self.map.add(HEADER + end - n), n) }
+    }
+
+    /// After a crash: a read that returned into the ring but was never
+    /// committed. Its length is where the zeroed slot's data ends
+    /// (trailing NUL bytes are lost, which a terminal ignores anyway).
+    /// Commits it; returns how many bytes it was.
+    pub fn take_pending(&mut self) -> usize {
+        let len = self.header()[3].load(Ordering::Acquire) as usize;
+        let at = (self.written() % self.cap as u64) as usize;
+        let len = len.min(self.cap - at);
+        // SAFETY: [at, at + len) lies inside the data area.
+        let slot = unsafe { std::slice::from_raw_parts(self.map.add(HEADER + at), len) };
+        let n = slot.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+        self.commit(n);
+        n
     }
 
     pub fn fd(&self) -> &OwnedFd {
@@ -134,7 +182,9 @@ impl OutputRing {
         self.header()[2].load(Ordering::Acquire)
     }
 
-    /// Appends `bytes` (the last `capacity` of them if longer).
+    /// Appends `bytes` (the last `capacity` of them if longer). The loop
+    /// reads straight into the ring instead (`reserve`, `commit`).
+    #[cfg(test)]
     pub fn write(&mut self, bytes: &[u8]) {
         let start = self.header()[2].load(Ordering::Relaxed);
         let skip = bytes.len().saturating_sub(self.cap);
@@ -216,5 +266,25 @@ mod tests {
         assert_eq!(tail.len(), 4096);
         assert_eq!(&tail[..], &big[5000 - 4096..]);
         assert_eq!(other.since(other.written()), (Vec::new(), true));
+    }
+
+    #[test]
+    fn a_read_never_committed_is_found_after_a_crash() {
+        let mut ring = OutputRing::create(4096).unwrap();
+        ring.write(b"abc");
+        let slot = ring.reserve(16 * 1024);
+        assert_eq!(slot.len(), 4093);
+        slot[..5].copy_from_slice(b"hello");
+        // The writer dies here; another process maps the ring.
+        // SAFETY: dup of an fd we own.
+        let dup = owned(unsafe { libc::dup(ring.fd().as_raw_fd()) });
+        let mut other = OutputRing::adopt(dup).unwrap();
+        assert_eq!(other.take_pending(), 5);
+        assert_eq!(other.since(0), (b"abchello".to_vec(), true));
+        assert_eq!(other.take_pending(), 0);
+        let slot = other.reserve(10);
+        slot[..2].copy_from_slice(b"xy");
+        other.commit(2);
+        assert_eq!(other.last(2), b"xy");
     }
 }

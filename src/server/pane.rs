@@ -455,17 +455,28 @@ impl Pane {
                 read.more = true;
                 break;
             }
-            match master.read(&mut buf[..room]) {
+            // Straight into the ring where there is one (see
+            // `OutputRing::reserve`: nothing read is lost to a crash).
+            let result = match &mut self.ring {
+                Some(ring) => {
+                    let result = master.read(ring.reserve(room));
+                    ring.commit(*result.as_ref().unwrap_or(&0));
+                    result
+                }
+                None => master.read(&mut buf[..room]),
+            };
+            match result {
                 Ok(0) => {
                     read.ended = true;
                     break;
                 }
                 Ok(n) => {
-                    if let Some(ring) = &mut self.ring {
-                        ring.write(&buf[..n]);
-                    }
-                    self.screen.feed(&buf[..n], forward);
-                    self.output.feed(&buf[..n]);
+                    let data = match &self.ring {
+                        Some(ring) => ring.last(n),
+                        None => &buf[..n],
+                    };
+                    self.screen.feed(data, forward);
+                    self.output.feed(data);
                     read.taken += n;
                     if read.taken >= budget {
                         read.more = true;
@@ -650,6 +661,13 @@ impl Pane {
     pub fn set_ring(&mut self, ring: super::output_ring::OutputRing) {
         self.ring_saved = ring.written();
         self.ring = Some(ring);
+    }
+
+    /// After a crash: commits a read the dead server never committed.
+    pub fn take_ring_pending(&mut self) {
+        if let Some(ring) = &mut self.ring {
+            ring.take_pending();
+        }
     }
 
     /// A checkpoint recorded the ring up to `at`.

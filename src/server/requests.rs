@@ -245,6 +245,7 @@ impl Server {
             tabs: self.tree.tabs.len(),
             persistence: self.persist.status(),
             config: self.config_status(),
+            keeper: self.keeper_status(),
         }
     }
 

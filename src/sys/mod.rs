@@ -62,7 +62,7 @@ pub use unix::{
 };
 
 pub use os::{
-    anonymous_file, become_child_subreaper, pidfd_exit_status, pidfd_open, process_cwd,
+    anonymous_file, become_child_subreaper, die_with_parent, pidfd_exit_status, pidfd_open, process_cwd,
     process_start_token, recv_with_fds, release_free_memory, seqpacket_pair, session_members,
     sessions_members, unix_socket_listening,
 };

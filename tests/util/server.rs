@@ -44,6 +44,8 @@ pub struct Dirs {
     pub home: PathBuf,
     /// How long a server may take to become ready (its restore included).
     pub ready_timeout: Duration,
+    /// Extra environment for the servers (and CLIs) started from here.
+    pub env: Vec<(String, String)>,
 }
 
 impl Dirs {
@@ -65,6 +67,7 @@ impl Dirs {
             state,
             home,
             ready_timeout: TIMEOUT,
+            env: Vec::new(),
         }
     }
 
@@ -117,6 +120,7 @@ impl Dirs {
             .env("SHELL", "/bin/sh")
             .env("LANG", "C.UTF-8")
             .stdin(Stdio::null());
+        cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
         cmd
     }
 
