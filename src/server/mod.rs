@@ -224,6 +224,11 @@ pub fn run(opts: ServerOptions) -> Result<(), StartError> {
             bound.path.display()
         ),
     );
+    // Non-blocking: the loop must never wait on the keeper (an fd
+    // inherited across an exec comes blocking).
+    if let Some(l) = &lineage {
+        let _ = crate::sys::set_nonblocking_cloexec(std::os::fd::AsRawFd::as_raw_fd(l));
+    }
     server.lineage = lineage;
     server.keeper_serving();
     if let Ok(why) = std::env::var(crate::keeper::RECOVERY_ENV) {
