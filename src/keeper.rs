@@ -47,6 +47,10 @@ pub const PROTOCOL: u8 = 1;
 /// Names the channel end a server keeps across an exec (`upgrade --mode
 /// restore` restarts in place).
 pub const LINEAGE_FD_ENV: &str = "PTYD_LINEAGE_FD";
+/// Set (to anything) for `ptyd server`: no keeper is forked (the server
+/// serves alone, as before there was one: no crash recovery, no output
+/// rings or checkpoints). For the benchmark's baseline.
+pub const NO_KEEPER_ENV: &str = "PTYD_NO_KEEPER";
 /// Set by the keeper for a server it starts after a crash: why.
 pub const RECOVERY_ENV: &str = "PTYD_RECOVERED_FROM";
 /// Consecutive failed replacements after which the keeper starts a server

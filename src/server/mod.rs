@@ -198,6 +198,9 @@ pub fn run(opts: ServerOptions) -> Result<(), StartError> {
     // is still the only thread (the disk writer starts in `assemble`).
     let lineage = match lineage {
         Some(l) => Some(l),
+        // The bench's baseline (and a way out should the keeper misbehave):
+        // a server alone, no rings, no checkpoints, no crash recovery.
+        None if std::env::var_os(crate::keeper::NO_KEEPER_ENV).is_some() => None,
         None => fork_keeper(
             &paths,
             std::os::fd::AsRawFd::as_raw_fd(&bound.listener),
