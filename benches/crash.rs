@@ -23,9 +23,7 @@ mod common;
 
 use common::server::{PtydServer, wait_all};
 use common::upgrade::{MARKER, generate};
-use common::{
-    Res, check_limits, find_ptyd, loadavg, ms, nproc, parse_num, raised_nofile, stats,
-};
+use common::{Res, check_limits, find_ptyd, loadavg, ms, nproc, parse_num, raised_nofile, stats};
 use serde_json::json;
 use std::time::{Duration, Instant};
 
@@ -125,8 +123,12 @@ fn throughput(args: &Args, bin: &std::path::Path, tmp: &std::path::Path, nofile:
     // 100-byte lines.
     let bytes = generate(&file, args.mb * 10_000, 99)?;
     let mut with = PtydServer::start(bin, &tmp.join("with"), nofile)?;
-    let mut without =
-        PtydServer::start_env(bin, &tmp.join("without"), nofile, &[("PTYD_NO_KEEPER", "1")])?;
+    let mut without = PtydServer::start_env(
+        bin,
+        &tmp.join("without"),
+        nofile,
+        &[("PTYD_NO_KEEPER", "1")],
+    )?;
     let (mut t_with, mut t_without) = (Vec::new(), Vec::new());
     for _ in 0..args.runs {
         for (server, out) in [(&mut without, &mut t_without), (&mut with, &mut t_with)] {
@@ -183,10 +185,15 @@ fn recovery(
     let mut server =
         PtydServer::start_env(bin, &sub, nofile, &[("PTYD_CRASH_LOOP_WINDOW_MS", "0")])?;
     let mut ctl = server.connect()?;
-    let script = format!("cat {}; exec cat", common::shell_quote(file.to_str().unwrap()));
-    let ids = server.create_panes(&mut ctl, n, |_| {
-        json!({ "argv": ["sh", "-c", script], "cols": 80, "rows": 24 })
-    })?;
+    let script = format!(
+        "cat {}; exec cat",
+        common::shell_quote(file.to_str().unwrap())
+    );
+    let ids = server.create_panes(
+        &mut ctl,
+        n,
+        |_| json!({ "argv": ["sh", "-c", script], "cols": 80, "rows": 24 }),
+    )?;
     wait_all(&mut ctl, &ids, MARKER)?;
     drop(ctl);
     let pids = |c: &mut ptyd::client::Client| -> Res<Vec<(String, i64)>> {
@@ -251,7 +258,10 @@ fn recovery(
         s.p50,
         s.p99,
         s.max,
-        status["keeper"]["last_checkpoint_bytes"].as_u64().unwrap_or(0) / 1024,
+        status["keeper"]["last_checkpoint_bytes"]
+            .as_u64()
+            .unwrap_or(0)
+            / 1024,
         status["keeper"]["last_checkpoint_ms"]
     );
     server.stop()?;

@@ -525,7 +525,10 @@ impl Keeper {
             .map_err(|e| format!("creating the handoff socketpair: {e}"))?;
         let mut cmd = std::process::Command::new(&self.exe);
         cmd.args(["-L", &self.namespace, "server"])
-            .env(crate::handoff::HANDOFF_FD_ENV, theirs.as_raw_fd().to_string())
+            .env(
+                crate::handoff::HANDOFF_FD_ENV,
+                theirs.as_raw_fd().to_string(),
+            )
             .env(RECOVERY_ENV, why)
             .env_remove(crate::protocol::READY_FD_ENV)
             .env_remove(crate::handoff::fault::FAULT_ENV)
@@ -537,7 +540,13 @@ impl Keeper {
         drop(theirs);
         let pid = child.id() as i32;
         self.servers.insert(pid);
-        match relay(&ours, cp, &self.panes, [&self.listener, &self.lock], &server_end) {
+        match relay(
+            &ours,
+            cp,
+            &self.panes,
+            [&self.listener, &self.lock],
+            &server_end,
+        ) {
             Ok(()) => {
                 drop(server_end);
                 self.channel = keeper_end;
@@ -657,16 +666,20 @@ fn relay(
         timings: Vec::new(),
         pause_started_mono_us: sys::monotonic_usec(),
     };
-    fdpass::send_message(
+    fdpass::send_message(sock, &msg, &[cp.manifest.as_raw_fd(), lineage.as_raw_fd()])
+        .map_err(|e| format!("sending the manifest: {e}"))?;
+    expect(
         sock,
-        &msg,
-        &[cp.manifest.as_raw_fd(), lineage.as_raw_fd()],
-    )
-    .map_err(|e| format!("sending the manifest: {e}"))?;
-    expect(sock, |m| matches!(m, Control::BatchAck { seq: 0 }), "batch_ack 0")?;
+        |m| matches!(m, Control::BatchAck { seq: 0 }),
+        "batch_ack 0",
+    )?;
     expect(sock, |m| matches!(m, Control::Imported), "imported")?;
     fdpass::send_message(sock, &Control::Commit, &[]).map_err(|e| format!("commit: {e}"))?;
-    expect(sock, |m| matches!(m, Control::Committed { .. }), "committed")?;
+    expect(
+        sock,
+        |m| matches!(m, Control::Committed { .. }),
+        "committed",
+    )?;
     Ok(())
 }
 

@@ -28,9 +28,7 @@ fn all_pids() -> Vec<i32> {
 fn zombie_children(pid: i32) -> Vec<i32> {
     all_pids()
         .into_iter()
-        .filter(|p| {
-            ppid(*p) == Some(pid) && util::proc_stat_field(*p, 3).as_deref() == Some("Z")
-        })
+        .filter(|p| ppid(*p) == Some(pid) && util::proc_stat_field(*p, 3).as_deref() == Some("Z"))
         .collect()
 }
 

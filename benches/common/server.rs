@@ -105,12 +105,7 @@ impl PtydServer {
     }
 
     /// As [`PtydServer::start`], with extra environment for the server.
-    pub fn start_env(
-        bin: &Path,
-        tmp: &Path,
-        nofile: u64,
-        env: &[(&str, &str)],
-    ) -> Res<PtydServer> {
+    pub fn start_env(bin: &Path, tmp: &Path, nofile: u64, env: &[(&str, &str)]) -> Res<PtydServer> {
         let namespace = format!("bench-{}", std::process::id());
         let run_dir = tmp.join("run");
         let state_dir = tmp.join("state");

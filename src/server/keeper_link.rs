@@ -17,10 +17,10 @@
 //! ring since the last one (a pane is not read while a whole ring's worth
 //! is unsaved; the PTY holds the rest, so a crash loses nothing).
 
+use super::Server;
 use super::output_ring::{self, OutputRing};
 use super::pane::PaneState;
 use super::upgrade::convert;
-use super::Server;
 use crate::handoff::fd_name::FdName;
 use crate::handoff::manifest::{self, Recovery};
 use crate::keeper::{HeldKind, ToKeeper};
@@ -116,7 +116,8 @@ impl Server {
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => {
                     // The keeper is gone (or refuses): nothing to keep.
-                    self.log.log("keeper_gone", &format!("the keeper channel: {e}"));
+                    self.log
+                        .log("keeper_gone", &format!("the keeper channel: {e}"));
                     self.keeper.queue.clear();
                     self.lineage = None;
                     break;

@@ -300,9 +300,13 @@ fn fork_keeper(
                 held_listener.as_ref().map_or(-1, |f| f.as_raw_fd()),
                 held_lock.as_ref().map_or(-1, |f| f.as_raw_fd()),
             ];
-            for fd in [Some(listener), Some(lock.raw_fd()), ready.map(|r| r.as_raw_fd())]
-                .into_iter()
-                .flatten()
+            for fd in [
+                Some(listener),
+                Some(lock.raw_fd()),
+                ready.map(|r| r.as_raw_fd()),
+            ]
+            .into_iter()
+            .flatten()
             {
                 if !keep.contains(&fd) {
                     // SAFETY: these are the caller's fds, which this

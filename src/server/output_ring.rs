@@ -17,9 +17,9 @@
 //! the counter, with release order so the bytes precede it.
 
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
 #[cfg(test)]
 use std::os::fd::FromRawFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 const MAGIC: u64 = 0x7074_7964_7269_6e67; // "ptydring"
@@ -64,7 +64,10 @@ impl OutputRing {
         let len = (HEADER + cap) as libc::off_t;
         // SAFETY: ftruncate on an fd we own.
         if unsafe { libc::ftruncate(fd.as_raw_fd(), len) } != 0 {
-            return Err(context("sizing the output ring", io::Error::last_os_error()));
+            return Err(context(
+                "sizing the output ring",
+                io::Error::last_os_error(),
+            ));
         }
         let ring = OutputRing::map(fd, cap)?;
         ring.header()[0].store(MAGIC, Ordering::Relaxed);
@@ -79,11 +82,15 @@ impl OutputRing {
     pub fn adopt(fd: OwnedFd) -> io::Result<OutputRing> {
         let size = std::fs::File::from(fd.try_clone()?).metadata()?.len() as usize;
         if size <= HEADER {
-            return Err(io::Error::new(io::ErrorKind::InvalidData, "output ring too small"));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "output ring too small",
+            ));
         }
         let ring = OutputRing::map(fd, size - HEADER)?;
         let h = ring.header();
-        if h[0].load(Ordering::Relaxed) != MAGIC || h[1].load(Ordering::Relaxed) as usize != ring.cap
+        if h[0].load(Ordering::Relaxed) != MAGIC
+            || h[1].load(Ordering::Relaxed) as usize != ring.cap
         {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
@@ -107,7 +114,10 @@ impl OutputRing {
             )
         };
         if map == libc::MAP_FAILED {
-            return Err(context("mapping the output ring", io::Error::last_os_error()));
+            return Err(context(
+                "mapping the output ring",
+                io::Error::last_os_error(),
+            ));
         }
         Ok(OutputRing {
             fd,
@@ -211,7 +221,11 @@ impl OutputRing {
         let end = self.written();
         let from = from.min(end);
         let complete = end - from <= self.cap as u64;
-        let start = if complete { from } else { end - self.cap as u64 };
+        let start = if complete {
+            from
+        } else {
+            end - self.cap as u64
+        };
         let mut out = Vec::with_capacity((end - start) as usize);
         let mut pos = start;
         while pos < end {

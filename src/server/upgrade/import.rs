@@ -122,8 +122,8 @@ pub fn run(sock: OwnedFd, paths: NamespacePaths) -> Result<(), String> {
     if let Some(recovery) = &recovery {
         // A keeper started us after a crash (`crate::keeper`): what the
         // dead server read since its checkpoint is in the rings.
-        let why = std::env::var(crate::keeper::RECOVERY_ENV)
-            .unwrap_or_else(|_| "the server died".into());
+        let why =
+            std::env::var(crate::keeper::RECOVERY_ENV).unwrap_or_else(|_| "the server died".into());
         // SAFETY: the disk thread never reads the environment.
         unsafe { std::env::remove_var(crate::keeper::RECOVERY_ENV) };
         server.replay_rings(recovery, &why);
