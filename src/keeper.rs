@@ -51,6 +51,8 @@ pub const LINEAGE_FD_ENV: &str = "PTYD_LINEAGE_FD";
 /// serves alone, as before there was one: no crash recovery, no output
 /// rings or checkpoints). For the benchmark's baseline.
 pub const NO_KEEPER_ENV: &str = "PTYD_NO_KEEPER";
+/// Names the memfd holding a re-executing keeper's state (`reexec`).
+pub const STATE_FD_ENV: &str = "PTYD_KEEPER_STATE_FD";
 /// Set by the keeper for a server it starts after a crash: why.
 pub const RECOVERY_ENV: &str = "PTYD_RECOVERED_FROM";
 /// Consecutive failed replacements after which the keeper starts a server
@@ -70,8 +72,15 @@ const STOP_REAP_LIMIT: Duration = Duration::from_secs(2);
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "msg", rename_all = "snake_case")]
 pub enum ToKeeper {
-    /// "I am current now." fds: the listener, the lock.
-    Serving { pid: u32, exe: String },
+    /// "I am current now." fds: the listener, the lock. A keeper of
+    /// another version (or whose binary was replaced) re-executes itself
+    /// into `exe`.
+    Serving {
+        pid: u32,
+        exe: String,
+        #[serde(default)]
+        version: String,
+    },
     /// A pane's fds, in the order of `kinds`; replaces what was held for
     /// that pane (a respawn sends its new master).
     Pane { pane: u64, kinds: Vec<HeldKind> },
@@ -101,6 +110,15 @@ pub enum ToServer {
         pid: i32,
         code: Option<i32>,
         signal: Option<i32>,
+    },
+    /// Who the keeper is: its version and binary, and why it could not
+    /// re-execute itself into the current server's binary, if it could not
+    /// (it keeps running the old code then), for `server.status`.
+    Keeper {
+        pid: u32,
+        version: String,
+        exe: String,
+        reexec_error: Option<String>,
     },
 }
 
@@ -192,6 +210,26 @@ pub struct Keeper {
     servers: std::collections::HashSet<i32>,
     /// Pane exits not yet sent to the server (the channel was full).
     exits: std::collections::VecDeque<Vec<u8>>,
+    /// Why the last re-exec failed, if it did.
+    reexec_error: Option<String>,
+}
+
+/// A keeper's state across its re-exec: fd numbers (kept open by the exec)
+/// and plain values.
+#[derive(Serialize, Deserialize)]
+struct Saved {
+    protocol: u8,
+    channel: RawFd,
+    current: i32,
+    namespace: String,
+    exe: String,
+    listener: Option<RawFd>,
+    lock: Option<RawFd>,
+    panes: Vec<(u64, Option<RawFd>, Option<RawFd>, Option<RawFd>)>,
+    checkpoint: Option<(RawFd, u64, RawFd, u64, Vec<FdName>)>,
+    stopping: bool,
+    servers: Vec<i32>,
+    loop_count: usize,
 }
 
 impl Keeper {
@@ -223,7 +261,141 @@ impl Keeper {
             wake: None,
             servers: [current].into_iter().collect(),
             exits: std::collections::VecDeque::new(),
+            reexec_error: None,
         }
+    }
+
+    /// The keeper a re-executed image continues as, if this process is
+    /// one (`STATE_FD_ENV`); called first thing by `ptyd server`.
+    ///
+    /// # Safety
+    ///
+    /// No other thread may run; only our previous image names these fds.
+    pub unsafe fn resume_from_env() -> Option<Keeper> {
+        let raw = std::env::var(STATE_FD_ENV).ok()?;
+        // SAFETY: the caller's guarantees.
+        unsafe { std::env::remove_var(STATE_FD_ENV) };
+        let adopt = |fd: RawFd| -> OwnedFd {
+            let _ = sys::set_cloexec(fd);
+            // SAFETY: our previous image kept this fd open for us alone
+            // (it named it in the state), and nothing else owns it here.
+            unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) }
+        };
+        let state_fd = adopt(raw.parse().ok()?);
+        let mut text = String::new();
+        let mut file = std::fs::File::from(state_fd);
+        std::io::Seek::rewind(&mut file).ok()?;
+        file.read_to_string(&mut text).ok()?;
+        let saved: Saved = serde_json::from_str(&text).ok()?;
+        let opt = |fd: Option<RawFd>| fd.map(adopt);
+        let mut k = Keeper::new(
+            adopt(saved.channel),
+            saved.current,
+            saved.namespace,
+            opt(saved.listener),
+            opt(saved.lock),
+        );
+        k.exe = PathBuf::from(saved.exe);
+        for (id, master, pidfd, ring) in saved.panes {
+            let held = PaneHeld {
+                master: opt(master),
+                pidfd: opt(pidfd),
+                ring: opt(ring),
+            };
+            k.panes.insert(id, held);
+        }
+        k.checkpoint = saved.checkpoint.map(|(p, pb, m, mb, ids)| Checkpoint {
+            precopy: adopt(p),
+            precopy_bytes: pb,
+            manifest: adopt(m),
+            manifest_bytes: mb,
+            ids,
+        });
+        k.stopping = saved.stopping;
+        k.servers = saved.servers.into_iter().collect();
+        k.loop_count = saved.loop_count;
+        Some(k)
+    }
+
+    /// Re-executes this process into `exe` (same pid: the service's main
+    /// pid stays; children stay ours; `PR_SET_CHILD_SUBREAPER` survives
+    /// the exec), keeping every fd, so no old code lingers after an
+    /// upgrade. Returns only if the exec failed, with why.
+    fn reexec(&mut self, exe: &std::path::Path) -> String {
+        let raw = |fd: &Option<OwnedFd>| fd.as_ref().map(AsRawFd::as_raw_fd);
+        let saved = Saved {
+            protocol: PROTOCOL,
+            channel: self.channel.as_raw_fd(),
+            current: self.current,
+            namespace: self.namespace.clone(),
+            exe: exe.to_string_lossy().into_owned(),
+            listener: raw(&self.listener),
+            lock: raw(&self.lock),
+            panes: self
+                .panes
+                .iter()
+                .map(|(id, h)| (*id, raw(&h.master), raw(&h.pidfd), raw(&h.ring)))
+                .collect(),
+            checkpoint: self.checkpoint.as_ref().map(|c| {
+                (
+                    c.precopy.as_raw_fd(),
+                    c.precopy_bytes,
+                    c.manifest.as_raw_fd(),
+                    c.manifest_bytes,
+                    c.ids.clone(),
+                )
+            }),
+            stopping: self.stopping,
+            servers: self.servers.iter().copied().collect(),
+            loop_count: self.loop_count,
+        };
+        let Ok(json) = serde_json::to_vec(&saved) else {
+            return "encoding the keeper's state".into();
+        };
+        let state = match sys::anonymous_file(c"ptyd-keeper-state", &json) {
+            Ok(fd) => fd,
+            Err(e) => return format!("writing the keeper's state: {e}"),
+        };
+        let mut keep: Vec<RawFd> = vec![state.as_raw_fd(), self.channel.as_raw_fd()];
+        keep.extend(saved.listener);
+        keep.extend(saved.lock);
+        for (_, m, p, r) in &saved.panes {
+            keep.extend([*m, *p, *r].into_iter().flatten());
+        }
+        if let Some((p, _, m, _, _)) = &saved.checkpoint {
+            keep.extend([*p, *m]);
+        }
+        for fd in &keep {
+            let _ = sys::clear_cloexec(*fd);
+        }
+        use std::os::unix::process::CommandExt;
+        let err = std::process::Command::new(exe)
+            .args(["-L", &self.namespace, "server"])
+            .env(STATE_FD_ENV, state.as_raw_fd().to_string())
+            .env_remove(crate::protocol::READY_FD_ENV)
+            .exec();
+        // Still us: the fds go back to close-on-exec (a pane must never
+        // inherit them), and we keep running the old code.
+        for fd in &keep {
+            let _ = sys::set_cloexec(*fd);
+        }
+        format!("exec {}: {err}", exe.display())
+    }
+
+    /// Tells the current server who we are (for `server.status`).
+    fn announce(&mut self) {
+        let msg = ToServer::Keeper {
+            pid: std::process::id(),
+            version: crate::protocol::SERVER_VERSION.to_string(),
+            exe: std::env::current_exe()
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            reexec_error: self.reexec_error.clone(),
+        };
+        let mut data = vec![PROTOCOL];
+        let _ = serde_json::to_writer(&mut data, &msg);
+        self.exits.push_back(data);
+        self.send_exits();
     }
 
     /// Runs until the last generation is gone after a stop. Returns the
@@ -246,6 +418,7 @@ impl Keeper {
         let _ = signal_hook::flag::register(sys::SIGHUP, Arc::clone(&self.hup));
         self.wake = Some(wake_read);
         self.reap();
+        self.announce();
         loop {
             let wake_fd = self.wake.as_ref().map_or(-1, |w| w.as_raw_fd());
             // Exits the channel had no room for are retried now and then.
@@ -319,7 +492,7 @@ impl Keeper {
     fn apply(&mut self, msg: ToKeeper, fds: Vec<OwnedFd>) {
         let mut fds = fds.into_iter();
         match msg {
-            ToKeeper::Serving { pid, exe } => {
+            ToKeeper::Serving { pid, exe, version } => {
                 self.current = pid as i32;
                 self.servers.insert(self.current);
                 self.status = None;
@@ -331,6 +504,17 @@ impl Keeper {
                     self.listener = Some(l);
                     self.lock = Some(k);
                 }
+                if self.runs_other_code_than(&version) {
+                    let exe = self.exe.clone();
+                    self.reexec_error = Some(self.reexec(&exe));
+                    eprintln!(
+                        "ptyd keeper: could not re-execute into {}: {}; running on with ptyd {}",
+                        exe.display(),
+                        self.reexec_error.as_deref().unwrap_or(""),
+                        crate::protocol::SERVER_VERSION
+                    );
+                }
+                self.announce();
             }
             ToKeeper::Pane { pane, kinds } => {
                 let mut held = PaneHeld::default();
@@ -371,6 +555,21 @@ impl Keeper {
                 self.lock = None;
             }
         }
+    }
+
+    /// Whether the current server's binary is other code than ours:
+    /// another version, another path, or ours replaced on disk.
+    fn runs_other_code_than(&self, version: &str) -> bool {
+        if version.is_empty() {
+            return false;
+        }
+        let own = std::fs::read_link("/proc/self/exe").unwrap_or_default();
+        let replaced = own.to_string_lossy().ends_with(" (deleted)");
+        let same_path = std::fs::canonicalize(&self.exe)
+            .ok()
+            .zip(std::env::current_exe().ok())
+            .is_some_and(|(a, b)| a == b);
+        version != crate::protocol::SERVER_VERSION || replaced || !same_path
     }
 
     /// Reaps every exited child, keeping the status of the current server

@@ -423,3 +423,29 @@ fn a_crash_loop_backs_off_then_gives_up_the_checkpoint() {
         s.ptyd.stderr()
     );
 }
+
+#[test]
+fn after_an_upgrade_the_keeper_reexecs_into_the_new_binary_and_still_recovers() {
+    let s = setup(ENV);
+    // Another path is other code as far as the keeper can tell.
+    let copy = s.ptyd.dirs.path("bin").join("ptyd-next");
+    std::fs::copy(util::PTYD, &copy).unwrap();
+    let out = s
+        .ptyd
+        .run_cli(&["upgrade", "--binary", copy.to_str().unwrap()]);
+    util::assert_exit(&out, 0);
+    let mut c = s.ptyd.connect();
+    util::eventually("the keeper to re-execute into the new binary", || {
+        let status = c.ok("server.status", json!({}));
+        let exe = std::fs::read_link(format!("/proc/{}/exe", s.keeper)).ok()?;
+        (exe == copy && status["keeper"]["binary"] == copy.to_str().unwrap()).then_some(())
+    });
+    let status = c.ok("server.status", json!({}));
+    assert_eq!(status["keeper"]["pid"], s.keeper, "{status}");
+    assert_eq!(status["keeper"]["reexec_error"], json!(null), "{status}");
+    drop(c);
+    // It still holds everything: a crash is recovered as before.
+    let mut rng = Rng(3);
+    let mut fds = None;
+    s.crash_round(&mut rng, libc::SIGKILL, 1, &mut fds);
+}

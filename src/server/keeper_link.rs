@@ -52,6 +52,9 @@ pub struct KeeperLink {
     warned: bool,
     /// The `Checkpoint` timer pending, so each turn does not add another.
     timer_at: Option<Instant>,
+    /// What the keeper said about itself (pid, version, binary, a failed
+    /// re-exec).
+    pub info: serde_json::Value,
 }
 
 impl KeeperLink {
@@ -136,6 +139,7 @@ impl Server {
         let msg = ToKeeper::Serving {
             pid: std::process::id(),
             exe: self.exe_path.to_string_lossy().into_owned(),
+            version: crate::protocol::SERVER_VERSION.to_string(),
         };
         self.keeper_send(&msg, fds);
         self.keeper_drain();
@@ -221,17 +225,35 @@ impl Server {
         let mut buf = [0u8; 512];
         loop {
             match crate::sys::recv_with_fds(channel, &mut buf, 0) {
-                Ok(r) if r.len > 0 => {
-                    if let Some(crate::keeper::ToServer::Exited { pid, code, signal }) =
-                        crate::keeper::decode_to_server(&buf[..r.len])
-                    {
+                Ok(r) if r.len > 0 => match crate::keeper::decode_to_server(&buf[..r.len]) {
+                    Some(crate::keeper::ToServer::Exited { pid, code, signal }) => {
                         let exit = match (code, signal) {
                             (_, Some(s)) => crate::sys::ProcessExit::Signal(s),
                             (c, None) => crate::sys::ProcessExit::Code(c.unwrap_or(0)),
                         };
                         exits.push((pid, exit));
                     }
-                }
+                    Some(crate::keeper::ToServer::Keeper {
+                        pid,
+                        version,
+                        exe,
+                        reexec_error,
+                    }) => {
+                        if let Some(e) = &reexec_error {
+                            self.log.log(
+                                "keeper_reexec_failed",
+                                &format!("the keeper (pid {pid}) runs ptyd {version} on: {e}"),
+                            );
+                        }
+                        self.keeper.info = serde_json::json!({
+                            "pid": pid,
+                            "version": version,
+                            "binary": exe,
+                            "reexec_error": reexec_error,
+                        });
+                    }
+                    None => {}
+                },
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 _ => break,
             }
@@ -261,8 +283,12 @@ impl Server {
         };
         // The keeper made the socketpair, so it is the peer of record.
         let pid = crate::sys::peer_cred(channel).ok().and_then(|c| c.pid);
+        let info = &self.keeper.info;
         serde_json::json!({
             "pid": pid,
+            "version": info["version"],
+            "binary": info["binary"],
+            "reexec_error": info["reexec_error"],
             "protocol": crate::keeper::PROTOCOL,
             "checkpoints": self.keeper.written,
             "last_checkpoint_ms": self.keeper.last_cost_us as f64 / 1000.0,

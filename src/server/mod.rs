@@ -152,6 +152,13 @@ pub struct Server {
 
 /// Runs a server in the foreground until it is stopped.
 pub fn run(opts: ServerOptions) -> Result<(), StartError> {
+    // A keeper re-executing itself into this binary (after an upgrade)
+    // continues here, holding everything it held.
+    // SAFETY: no other thread runs yet; only our previous image (the
+    // keeper) names these fds.
+    if let Some(keeper) = unsafe { crate::keeper::Keeper::resume_from_env() } {
+        std::process::exit(keeper.run());
+    }
     // The fds a parent named in our environment are taken (and the
     // variables removed, so no child of ours inherits them) now, while this
     // is the only thread: the disk writer starts in `Server::assemble`.

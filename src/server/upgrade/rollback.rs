@@ -71,6 +71,8 @@ impl Server {
             .deregister(&mut SourceFd(&a.channel.as_raw_fd()));
         self.drop_attempt_lineage();
         self.resume();
+        // Current again: the keeper forwards signals to us, not the dead.
+        self.keeper_serving();
         self.log.log("upgrade_taken_back", &msg);
         self.emit(Event::ServerUpgradeFailed {
             reason: msg.to_string(),
