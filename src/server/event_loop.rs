@@ -113,7 +113,7 @@ impl Server {
                     self.stop_during_upgrade();
                     self.stopping = true;
                 }
-                // `systemctl reload` (or the reaper forwarding it): upgrade
+                // `systemctl reload` (or the keeper forwarding it): upgrade
                 // to the binary at our own path.
                 SIGHUP => self.start_upgrade(None, crate::protocol::methods::Upgrade::default()),
                 _ => {}

@@ -121,9 +121,11 @@ pub struct Server {
     exe_path: std::path::PathBuf,
     /// The live upgrade in progress, if any (`upgrade/`).
     upgrade: upgrade::Upgrade,
-    /// Write end of the lineage pipe (see `reaper`), once there is one.
+    /// The servers' end of the keeper channel (see `keeper`), once there
+    /// is one.
     lineage: Option<std::os::fd::OwnedFd>,
-    /// Read end of the lineage pipe: only the first generation has it.
+    /// The keeper's end of a channel this server made because it has no
+    /// keeper (its fork failed): it becomes one after its first handoff.
     lineage_reader: Option<std::os::fd::OwnedFd>,
     /// Whether we serve our sources, or an upgrade paused them, handed
     /// them over (probation) or released them (`serving.rs`).
@@ -458,8 +460,8 @@ impl Server {
 
     /// Runs the loop until the server stops or hands over, then finishes
     /// accordingly: a stopped server saves and hangs up; a server that handed
-    /// over lets go of everything (the new one owns it all now) and, if it is
-    /// the first generation, stays behind as the reaper.
+    /// over lets go of everything (the new one owns it all now) and exits,
+    /// or, a first generation without a keeper, becomes the keeper.
     fn serve(mut self) -> Result<(), String> {
         // A panic in the loop must still save what it can and tell clients
         // we are gone, so none of them reconnects forever.

@@ -165,7 +165,7 @@ impl Server {
         if activated {
             crate::service::activation::pass_on_exec(&mut cmd, self.listener.as_raw_fd());
         }
-        // The reaper, if any, must keep seeing this process as current.
+        // The keeper, if any, must keep seeing this process as current.
         // Held until the exec (which keeps it; a failed exec exits).
         let mut _moved = None;
         if let Some(l) = &self.lineage {

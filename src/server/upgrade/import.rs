@@ -678,7 +678,7 @@ impl Server {
 
     /// The commit: catch up on what arrived during the blackout (every
     /// source goes on the backlog, since the old server may have consumed
-    /// edges), and tell the reaper we are current.
+    /// edges), and tell the keeper we are current.
     fn go_live(&mut self) {
         let now = Instant::now();
         let panes: Vec<u64> = self.panes.keys().copied().collect();
