@@ -22,7 +22,7 @@ use super::output_ring::{self, OutputRing};
 use super::pane::PaneState;
 use super::upgrade::convert;
 use crate::handoff::fd_name::FdName;
-use crate::handoff::manifest::{self, Recovery};
+use crate::handoff::manifest::Recovery;
 use crate::keeper::{HeldKind, ToKeeper};
 use std::collections::VecDeque;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -30,6 +30,9 @@ use std::time::{Duration, Instant};
 
 /// How often a changing server writes a checkpoint, at most.
 pub const CHECKPOINT_INTERVAL: Duration = Duration::from_millis(500);
+/// A checkpoint waits this many times its predecessor's cost after it:
+/// the loop spends at most 1/20 (5 %) of its time on checkpoints.
+const CHECKPOINT_COST_SHARE: u32 = 20;
 /// Messages waiting for room on the channel, at most; past this the
 /// oldest checkpoints are dropped first (a newer one supersedes them).
 const QUEUE_LIMIT: usize = 4096;
@@ -55,6 +58,10 @@ pub struct KeeperLink {
     /// What the keeper said about itself (pid, version, binary, a failed
     /// re-exec).
     pub info: serde_json::Value,
+    /// Each pane's terminal as last encoded for a checkpoint, with its
+    /// change count: only terminals that changed are encoded again (the
+    /// bulk of a checkpoint is the scrollback of idle panes).
+    screens: std::collections::HashMap<u64, (u64, Vec<u8>)>,
 }
 
 impl KeeperLink {
@@ -118,11 +125,16 @@ impl Server {
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    // The keeper is gone (or refuses): nothing to keep.
+                    // The keeper is gone (or refuses): nothing to keep,
+                    // and no checkpoint will free the rings again, so they
+                    // go too (a pane is never held back for them).
                     self.log
                         .log("keeper_gone", &format!("the keeper channel: {e}"));
                     self.keeper.queue.clear();
                     self.lineage = None;
+                    for pane in self.panes.values_mut() {
+                        pane.drop_ring();
+                    }
                     break;
                 }
             }
@@ -131,11 +143,21 @@ impl Server {
 
     /// "I am current": with the listener and the lock, so a keeper that
     /// replaces a crashed server can hand them on.
-    pub(super) fn keeper_serving(&mut self) {
-        let fds: Vec<OwnedFd> = [self.listener.as_raw_fd(), self.lock.raw_fd()]
-            .into_iter()
-            .filter_map(dup)
-            .collect();
+    ///
+    /// `namespace_fds`: only when the keeper does not hold these very
+    /// files already (a server that bound them anew: a restore-mode exec,
+    /// a crash loop's fresh start); the forked keeper and every live
+    /// upgrade share them, so sending them again would only put copies in
+    /// flight.
+    pub(super) fn keeper_serving(&mut self, namespace_fds: bool) {
+        let fds: Vec<OwnedFd> = if namespace_fds {
+            [self.listener.as_raw_fd(), self.lock.raw_fd()]
+                .into_iter()
+                .filter_map(dup)
+                .collect()
+        } else {
+            Vec::new()
+        };
         let msg = ToKeeper::Serving {
             pid: std::process::id(),
             exe: self.exe_path.to_string_lossy().into_owned(),
@@ -321,23 +343,31 @@ impl Server {
             self.keeper_flush();
             return;
         }
-        let due = self.keeper.urgent
-            || self
-                .keeper
-                .last
-                .is_none_or(|t| now.duration_since(t) >= CHECKPOINT_INTERVAL);
-        if due {
-            if let Err(e) = self.write_checkpoint(now) {
-                self.log.log("checkpoint_failed", &e);
+        // A checkpoint costs the loop its encoding (the changed terminals):
+        // at most 1/CHECKPOINT_COST_SHARE of the time goes to it, urgent or
+        // not (a ring that fills meanwhile holds its pane back, losing
+        // nothing), and an ordinary one waits CHECKPOINT_INTERVAL too.
+        let cost = Duration::from_micros(self.keeper.last_cost_us);
+        let gap = cost * CHECKPOINT_COST_SHARE;
+        let wait = if self.keeper.urgent {
+            gap
+        } else {
+            gap.max(CHECKPOINT_INTERVAL)
+        };
+        match self.keeper.last.map(|t| t + wait).filter(|at| *at > now) {
+            None => {
+                if let Err(e) = self.write_checkpoint(now) {
+                    self.log.log("checkpoint_failed", &e);
+                }
+                self.keeper.dirty = false;
+                self.keeper.urgent = false;
+                self.keeper.last = Some(Instant::now());
             }
-            self.keeper.dirty = false;
-            self.keeper.urgent = false;
-            self.keeper.last = Some(now);
-        } else if let Some(t) = self.keeper.last {
-            let at = t + CHECKPOINT_INTERVAL;
-            if self.keeper.timer_at.is_none_or(|pending| pending < now) {
-                self.keeper.timer_at = Some(at);
-                self.timers.add(at, super::timers::TimerKind::Checkpoint);
+            Some(at) => {
+                if self.keeper.timer_at.is_none_or(|pending| pending < now) {
+                    self.keeper.timer_at = Some(at);
+                    self.timers.add(at, super::timers::TimerKind::Checkpoint);
+                }
             }
         }
         self.keeper_flush();
@@ -370,22 +400,37 @@ impl Server {
                 rings.push((id, ring.written()));
             }
         }
-        let precopy = manifest::Precopy {
-            screens: self
-                .panes
-                .values()
-                .map(|p| (p.id(), p.screen().changes(), p.screen()))
-                .collect(),
-            // Not the event ring: up to 8 MiB to encode at every
-            // checkpoint. A replacement continues the numbering, and a
-            // subscriber asking for older events is told of the gap.
-            event_last_seq: self.events.last_seq(),
-            event_ring: Vec::new(),
-            panes,
-        };
-        let precopy_bytes =
-            serde_json::to_vec(&precopy).map_err(|e| format!("encoding a checkpoint: {e}"))?;
-        drop(precopy);
+        // A `manifest::Precopy`, assembled from each terminal's cached
+        // encoding (`screens`: `[id, changes, terminal]`), the panes'
+        // records and runtime states (small, encoded every time) and no
+        // event ring: up to 8 MiB to encode at every checkpoint. (A
+        // replacement continues the numbering; a subscriber asking for
+        // older events is told of the gap.)
+        let cache = &mut self.keeper.screens;
+        cache.retain(|id, _| self.panes.contains_key(id));
+        let mut precopy_bytes = Vec::new();
+        precopy_bytes.extend_from_slice(b"{\"screens\":[");
+        for (i, p) in self.panes.values().enumerate() {
+            let changes = p.screen().changes();
+            let entry = cache.entry(p.id()).or_insert((u64::MAX, Vec::new()));
+            if entry.0 != changes {
+                entry.1.clear();
+                serde_json::to_writer(&mut entry.1, &(p.id(), changes, p.screen()))
+                    .map_err(|e| format!("encoding a checkpoint: {e}"))?;
+                entry.0 = changes;
+            }
+            if i > 0 {
+                precopy_bytes.push(b',');
+            }
+            precopy_bytes.extend_from_slice(&entry.1);
+        }
+        precopy_bytes.extend_from_slice(b"],\"event_last_seq\":");
+        precopy_bytes.extend_from_slice(self.events.last_seq().to_string().as_bytes());
+        precopy_bytes.extend_from_slice(b",\"event_ring\":[],\"panes\":");
+        serde_json::to_writer(&mut precopy_bytes, &panes)
+            .map_err(|e| format!("encoding a checkpoint: {e}"))?;
+        precopy_bytes.push(b'}');
+        drop(panes);
         let capture = convert::Capture {
             records: Vec::new(),
             runtimes: Vec::new(),

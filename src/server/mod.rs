@@ -205,6 +205,9 @@ pub fn run(opts: ServerOptions) -> Result<(), StartError> {
     };
     // A first start becomes the keeper + the serving process, while this
     // is still the only thread (the disk writer starts in `assemble`).
+    // A channel from our environment: the keeper let go of the namespace
+    // (a restore-mode exec, a crash loop's fresh start) and gets ours.
+    let namespace_fds = lineage.is_some();
     let lineage = match lineage {
         Some(l) => Some(l),
         // The bench's baseline (and a way out should the keeper misbehave):
@@ -242,7 +245,7 @@ pub fn run(opts: ServerOptions) -> Result<(), StartError> {
         let _ = crate::sys::set_nonblocking_cloexec(std::os::fd::AsRawFd::as_raw_fd(l));
     }
     server.lineage = lineage;
-    server.keeper_serving();
+    server.keeper_serving(namespace_fds);
     if let Ok(why) = std::env::var(crate::keeper::RECOVERY_ENV) {
         // SAFETY: the disk thread never reads the environment.
         unsafe { std::env::remove_var(crate::keeper::RECOVERY_ENV) };

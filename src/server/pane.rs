@@ -663,6 +663,11 @@ impl Pane {
         self.ring = Some(ring);
     }
 
+    /// No keeper to checkpoint for: the ring would only hold reads back.
+    pub fn drop_ring(&mut self) {
+        self.ring = None;
+    }
+
     /// After a crash: commits a read the dead server never committed.
     pub fn take_ring_pending(&mut self) {
         if let Some(ring) = &mut self.ring {

@@ -694,7 +694,7 @@ impl Server {
             // An inherited process may have exited during the blackout.
             self.on_pidfd(id);
         }
-        self.keeper_serving();
+        self.keeper_serving(false);
         self.mark_dirty();
     }
 

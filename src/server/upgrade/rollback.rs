@@ -72,7 +72,7 @@ impl Server {
         self.drop_attempt_lineage();
         self.resume();
         // Current again: the keeper forwards signals to us, not the dead.
-        self.keeper_serving();
+        self.keeper_serving(false);
         self.log.log("upgrade_taken_back", &msg);
         self.emit(Event::ServerUpgradeFailed {
             reason: msg.to_string(),
