@@ -150,6 +150,9 @@ pub struct Server {
     keeper: keeper_link::KeeperLink,
     /// What the last crash recovery did, for `server.status`.
     last_recovery: serde_json::Value,
+    /// Some attached client's view is stale (`Connection::view`): drawn
+    /// before the next flush.
+    stale_views: bool,
 }
 
 /// Runs a server in the foreground until it is stopped.
@@ -451,6 +454,7 @@ impl Server {
             shell,
             keeper: keeper_link::KeeperLink::default(),
             last_recovery: serde_json::Value::Null,
+            stale_views: false,
         };
         server.persist.debounce = server.config.save_debounce;
         server.persist.max_delay = server.config.save_max_delay;
