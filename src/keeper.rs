@@ -214,6 +214,8 @@ pub struct Keeper {
     reexec_error: Option<String>,
 }
 
+type SavedPane = (u64, Option<RawFd>, Option<RawFd>, Option<RawFd>);
+
 /// A keeper's state across its re-exec: fd numbers (kept open by the exec)
 /// and plain values.
 #[derive(Serialize, Deserialize)]
@@ -225,7 +227,8 @@ struct Saved {
     exe: String,
     listener: Option<RawFd>,
     lock: Option<RawFd>,
-    panes: Vec<(u64, Option<RawFd>, Option<RawFd>, Option<RawFd>)>,
+    /// (pane, master, pidfd, ring).
+    panes: Vec<SavedPane>,
     checkpoint: Option<(RawFd, u64, RawFd, u64, Vec<FdName>)>,
     stopping: bool,
     servers: Vec<i32>,
