@@ -8,14 +8,33 @@
 //! the terminal model at its own size (`connection::View`), never raw
 //! output meant for another width.
 
-use super::Server;
 use super::connection::{ConnId, ConnMode, View};
+use super::pane::MAX_PENDING_INPUT;
+use super::timers::TimerKind;
+use super::{Server, Source};
 use crate::model::PaneId;
 use crate::protocol::events::Event;
 use crate::protocol::frame;
 use crate::protocol::methods;
 use crate::protocol::{ErrorCode, RpcError};
 use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+/// How long an attached client's input may be held (see
+/// `Server::hold_input`) while its pane's program reads none of its input.
+pub const INPUT_STALL: Duration = Duration::from_secs(5);
+
+/// The payload bytes of the whole INPUT frames in `buf`.
+fn input_bytes(mut buf: &[u8]) -> usize {
+    let mut n = 0;
+    while let Ok(Some((f, used))) = frame::decode(buf) {
+        if f.kind == frame::client::INPUT {
+            n += f.payload.len();
+        }
+        buf = &buf[used..];
+    }
+    n
+}
 
 /// Most bytes of history printed for an attaching client (its newest
 /// lines); the client's output queue holds 4 MiB.
@@ -331,6 +350,102 @@ impl Server {
             // frames are forward-compatible by design.
             _ => {}
         }
+    }
+
+    /// Whether an INPUT frame of `len` bytes from attached client `conn`
+    /// must wait: its pane's pending input has no room for it. The frame
+    /// then stays in the connection's buffer and the socket is not read
+    /// (back-pressure: the client's writes block, as a terminal's do when
+    /// its program reads slowly) until the pane has taken half of what was
+    /// pending, or, if the program reads nothing for [`INPUT_STALL`], the
+    /// attachment ends with EXIT `input_overflow` (a stopped program must
+    /// not freeze its client forever; typed bytes are never dropped
+    /// silently).
+    pub(super) fn hold_input(&mut self, conn: ConnId, len: usize) -> bool {
+        let Some(c) = self.conns.get(&conn) else {
+            return false;
+        };
+        let ConnMode::Attached {
+            pane,
+            read_only: false,
+            ..
+        } = c.mode
+        else {
+            return false;
+        };
+        let Some(p) = self.panes.get(&pane) else {
+            return false;
+        };
+        if !p.is_running() || p.pending_input() + len <= MAX_PENDING_INPUT {
+            return false;
+        }
+        let written = p.written_total();
+        if let Some(c) = self.conns.get_mut(&conn)
+            && c.input_held.is_none()
+        {
+            let now = Instant::now();
+            c.input_held = Some((written, now));
+            self.input_held_for.insert(pane);
+            self.timers
+                .add(now + INPUT_STALL, TimerKind::InputStall(conn));
+        }
+        true
+    }
+
+    /// Pane `pane` has room for input again: its held clients are read
+    /// again (through the backlog, since their readiness was not acted on).
+    pub(super) fn release_held_input(&mut self, pane: u64) {
+        self.input_held_for.remove(&pane);
+        for (id, c) in &mut self.conns {
+            if c.input_held.is_some()
+                && matches!(c.mode, ConnMode::Attached { pane: p, .. } if p == pane)
+            {
+                c.input_held = None;
+                self.backlog.push_back(Source::Conn(*id));
+            }
+        }
+    }
+
+    /// An attached client's input has been held for [`INPUT_STALL`]: if its
+    /// pane's program read some input meanwhile, wait on; if it read
+    /// nothing, end the attachment saying how much was not delivered.
+    pub(super) fn check_input_stall(&mut self, conn: ConnId, now: Instant) {
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        let (Some((held_at, since)), ConnMode::Attached { pane, .. }) = (c.input_held, c.mode)
+        else {
+            return;
+        };
+        if now.duration_since(since) < INPUT_STALL {
+            return;
+        }
+        let Some(p) = self.panes.get(&pane) else {
+            c.input_held = None;
+            self.backlog.push_back(Source::Conn(conn));
+            return;
+        };
+        if p.written_total() > held_at {
+            c.input_held = Some((p.written_total(), now));
+            self.timers
+                .add(now + INPUT_STALL, TimerKind::InputStall(conn));
+            return;
+        }
+        let undelivered = input_bytes(&c.inbuf);
+        c.input_held = None;
+        c.inbuf.clear();
+        let message = format!(
+            "pane {} has {} bytes of input not yet read by its program (limit {MAX_PENDING_INPUT}) \
+             and it read none of it for {} s; {undelivered} typed bytes were not delivered, so the \
+             attachment ended. Reattach with `ptyd attach {}` once the program reads its input",
+            p.public_id(),
+            p.pending_input(),
+            INPUT_STALL.as_secs(),
+            p.public_id()
+        );
+        self.log.log("input_dropped", &message);
+        let exit = json!({ "reason": "input_overflow", "message": message });
+        self.end_attachment(conn, &exit, false);
     }
 
     /// Ends every attachment to `pane` with an EXIT frame.

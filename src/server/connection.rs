@@ -103,6 +103,12 @@ pub struct Connection {
     pub half_closed: bool,
     /// The last time the socket took output or nothing was owed.
     pub last_progress: Instant,
+    /// Attached: an INPUT frame waits in `inbuf` for room in its pane's
+    /// pending input, and the socket is not read meanwhile (back-pressure,
+    /// `attach.rs`). The pane's `written_total` when that was last checked,
+    /// and when: an `InputStall` timer armed for an earlier hold finds a
+    /// later instant here and leaves it to its own timer.
+    pub input_held: Option<(u64, Instant)>,
 }
 
 impl Connection {
@@ -124,6 +130,7 @@ impl Connection {
             closing: None,
             half_closed: false,
             last_progress: Instant::now(),
+            input_held: None,
         }
     }
 

@@ -178,6 +178,8 @@ impl Server {
                 TimerKind::Checkpoint => {}
                 TimerKind::PaneStall(id) => self.check_stalled_clients(id, now),
                 TimerKind::ConnClose(id) => self.on_close_deadline(id, now),
+                TimerKind::AcceptRetry => self.on_accept_retry(),
+                TimerKind::InputStall(conn) => self.check_input_stall(conn, now),
             }
         }
     }

@@ -12,6 +12,7 @@ mod defaults;
 mod diagnostics;
 mod event_loop;
 mod events;
+mod fd_budget;
 mod keeper_link;
 mod line_budget;
 mod listener;
@@ -150,6 +151,12 @@ pub struct Server {
     keeper: keeper_link::KeeperLink,
     /// What the last crash recovery did, for `server.status`.
     last_recovery: serde_json::Value,
+    /// The fd limit, the reserve fd and a starved listener's state
+    /// (`fd_budget.rs`).
+    fds: fd_budget::FdBudget,
+    /// Panes some attached client's input is held for (`attach.rs`); may
+    /// name panes whose clients were released or left since.
+    input_held_for: std::collections::BTreeSet<u64>,
     /// Some attached client's view is stale (`Connection::view`): drawn
     /// before the next flush.
     stale_views: bool,
@@ -384,6 +391,10 @@ impl Server {
         history: bool,
     ) -> Result<Server, String> {
         let mut log = Diagnostics::open(paths.diagnostics());
+        let (fds, fd_note) = fd_budget::FdBudget::new();
+        if let Some(note) = fd_note {
+            log.log("fd_limit", &note);
+        }
         let poll = Poll::new().map_err(|e| format!("creating poll: {e}"))?;
         // Registered before any pane exists, so no child's exit can be missed.
         let mut signals = Signals::new([SIGCHLD, SIGTERM, SIGINT, SIGHUP])
@@ -454,6 +465,8 @@ impl Server {
             shell,
             keeper: keeper_link::KeeperLink::default(),
             last_recovery: serde_json::Value::Null,
+            fds,
+            input_held_for: Default::default(),
             stale_views: false,
         };
         server.persist.debounce = server.config.save_debounce;

@@ -359,6 +359,11 @@ impl Pane {
         }
     }
 
+    /// Input bytes written to the PTY so far in this pane's life.
+    pub fn written_total(&self) -> u64 {
+        self.written_total
+    }
+
     pub fn pending_input(&self) -> usize {
         self.input.len() - self.input_pos
     }
@@ -418,6 +423,13 @@ impl Pane {
         }
         if self.input_pos == self.input.len() {
             self.input.clear();
+            self.input_pos = 0;
+        } else if self.input_pos >= 64 * 1024 && self.input_pos * 2 >= self.input.len() {
+            // Input kept arriving before the buffer ever emptied (a paste
+            // paced by the program): drop what is written, or the buffer
+            // grows by everything ever typed (100 MB pasted held 100 MB).
+            // At least half is gone, so the copy costs at most what it frees.
+            self.input.drain(..self.input_pos);
             self.input_pos = 0;
         }
         Ok(())

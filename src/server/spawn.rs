@@ -103,6 +103,7 @@ impl Server {
                     )));
                 }
                 let target = self.resolve_target(&target)?;
+                self.check_split_depth(PaneId::new(target))?;
                 Placement::Split {
                     target,
                     direction: req.direction.unwrap_or(Direction::Horizontal),
@@ -121,6 +122,7 @@ impl Server {
                 }
             }
         };
+        self.check_fds_for_pane()?;
         let (cols, rows) = crate::pty::clamp_size(
             u32::from(req.cols.unwrap_or(super::defaults::COLS)),
             u32::from(req.rows.unwrap_or(super::defaults::ROWS)),
@@ -192,6 +194,26 @@ impl Server {
             });
         }
         Ok(Some(info))
+    }
+
+    /// Refuses a split that would nest deeper than
+    /// [`crate::workspace::layout::MAX_SPLIT_DEPTH`], before anything starts.
+    fn check_split_depth(&self, target: PaneId) -> Result<(), RpcError> {
+        use crate::workspace::layout::MAX_SPLIT_DEPTH;
+        let Some(tab) = self.tree.tab_of(target) else {
+            return Ok(());
+        };
+        let depth = (self.tree.tabs.get(&tab))
+            .and_then(|t| t.layout.depth_of(target))
+            .unwrap_or(0);
+        if depth >= MAX_SPLIT_DEPTH {
+            return Err(invalid(format!(
+                "pane {target} is already {depth} splits deep in tab {tab}, the most a tab nests \
+                 ({MAX_SPLIT_DEPTH}); split a pane nearer the top of the tab, or open a new tab \
+                 (`ptyd new` without --split)"
+            )));
+        }
+        Ok(())
     }
 
     fn place_pane(&mut self, id: u64, placement: Placement) {

@@ -137,3 +137,9 @@ pub fn recv_with_fds(sock: &impl AsRawFd, data: &mut [u8], max_fds: usize) -> io
 /// Without glibc's `malloc_trim`: the allocator keeps what it keeps (see
 /// linux.rs).
 pub fn release_free_memory() {}
+
+/// How many fds this process has open: not known without `/proc` (the
+/// caller estimates from what it holds).
+pub fn open_fd_count() -> Option<usize> {
+    None
+}

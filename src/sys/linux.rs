@@ -237,6 +237,13 @@ pub fn release_free_memory() {
     }
 }
 
+/// How many fds this process has open (the entries of `/proc/self/fd`,
+/// less the one reading it).
+pub fn open_fd_count() -> Option<usize> {
+    let n = std::fs::read_dir("/proc/self/fd").ok()?.count();
+    Some(n.saturating_sub(1))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

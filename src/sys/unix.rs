@@ -523,3 +523,72 @@ pub(super) fn recvmsg_fds(
         truncated: msg.msg_flags & (libc::MSG_CTRUNC | libc::MSG_TRUNC) != 0,
     })
 }
+
+/// The soft `RLIMIT_NOFILE` this process started with, before
+/// [`raise_fd_limit`] (0: not raised). Programs we start get it back.
+static STARTING_FD_LIMIT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+fn get_nofile() -> io::Result<libc::rlimit> {
+    let mut rl = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    syscall!(getrlimit(libc::RLIMIT_NOFILE, &mut rl))?;
+    Ok(rl)
+}
+
+fn set_nofile_soft(soft: libc::rlim_t, hard: libc::rlim_t) -> io::Result<()> {
+    let rl = libc::rlimit {
+        rlim_cur: soft,
+        rlim_max: hard,
+    };
+    syscall!(setrlimit(libc::RLIMIT_NOFILE, &rl)).map(drop)
+}
+
+/// Raises the soft fd limit to the hard one (the systemd default soft
+/// limit, 1024, is a `select()` compatibility value, not a budget: a server
+/// holding a PTY per pane reaches it near a thousand panes). Returns the
+/// limit now in force. An infinite hard limit is not a valid soft one for
+/// fds, so the raise then stops at 2^20 (Linux's default `nr_open`).
+pub fn raise_fd_limit() -> io::Result<u64> {
+    let rl = get_nofile()?;
+    let target = if rl.rlim_max == libc::RLIM_INFINITY {
+        1 << 20
+    } else {
+        rl.rlim_max
+    };
+    if rl.rlim_cur != libc::RLIM_INFINITY && rl.rlim_cur < target {
+        set_nofile_soft(target, rl.rlim_max)?;
+        let _ = STARTING_FD_LIMIT.compare_exchange(
+            0,
+            rl.rlim_cur as u64,
+            std::sync::atomic::Ordering::Relaxed,
+            std::sync::atomic::Ordering::Relaxed,
+        );
+    }
+    fd_limit()
+}
+
+/// The soft fd limit in force.
+pub fn fd_limit() -> io::Result<u64> {
+    Ok(get_nofile()?.rlim_cur as u64)
+}
+
+/// Runs `spawn` with the soft fd limit back at what this process started
+/// with, so the program it starts inherits the usual limit rather than ours
+/// (programs that `select()` or close every fd up to the limit misbehave
+/// with a huge one). The limit is process-wide: for the microseconds this
+/// lasts, another thread opening an fd numbered above the starting limit
+/// fails with EMFILE (the disk writer then retries its save).
+pub fn with_starting_fd_limit<T>(spawn: impl FnOnce() -> T) -> T {
+    let starting = STARTING_FD_LIMIT.load(std::sync::atomic::Ordering::Relaxed);
+    let Ok(now) = get_nofile() else {
+        return spawn();
+    };
+    if starting == 0 || set_nofile_soft(starting as libc::rlim_t, now.rlim_max).is_err() {
+        return spawn();
+    }
+    let out = spawn();
+    let _ = set_nofile_soft(now.rlim_cur, now.rlim_max);
+    out
+}

@@ -84,7 +84,7 @@ mod tmux;
 mod wait;
 
 pub use attach::{Attached, Background, DETACH, EXIT, FrameReader, INPUT, OUTPUT, RESIZE, frame};
-pub use client::{Conn, RpcErr, abbreviate, split};
+pub use client::{Conn, RpcErr, abbreviate, serves, split};
 pub use files::{files_under, set_mode, temp_files};
 pub use process::{KillOnDrop, cmdline, proc_stat_field, process_gone, start_time, wait_child};
 pub use server::{Dirs, PTYD, Ptyd, assert_exit, run_bounded, stderr, stdout, unique_name};

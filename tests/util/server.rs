@@ -132,6 +132,18 @@ impl Dirs {
     /// Starts `ptyd server ARGS` in `namespace` and waits until it is ready.
     /// `fsize` sets RLIMIT_FSIZE in the server.
     pub fn start_with(&self, namespace: &str, args: &[&str], fsize: Option<u64>) -> Ptyd {
+        self.start_limited(namespace, args, fsize, None)
+    }
+
+    /// As [`Dirs::start_with`], and `nofile` sets RLIMIT_NOFILE (soft and
+    /// hard, so the server cannot raise it) in the server.
+    pub fn start_limited(
+        &self,
+        namespace: &str,
+        args: &[&str],
+        fsize: Option<u64>,
+        nofile: Option<u64>,
+    ) -> Ptyd {
         let stderr_path = self.root.path().join(format!(
             "{}.stderr",
             unique_name(&format!("server-{namespace}"))
@@ -143,6 +155,7 @@ impl Dirs {
             stderr_path,
             args: args.iter().map(|a| a.to_string()).collect(),
             fsize,
+            nofile,
             ready_after: Duration::ZERO,
         };
         ptyd.spawn_server();
@@ -160,6 +173,7 @@ pub struct Ptyd {
     stderr_path: PathBuf,
     args: Vec<String>,
     fsize: Option<u64>,
+    nofile: Option<u64>,
     /// From spawning the process to its ready byte (restore included).
     pub ready_after: Duration,
 }
@@ -185,6 +199,7 @@ impl Ptyd {
             &self.namespace,
             &self.args,
             self.fsize,
+            self.nofile,
             &self.stderr_path,
         )
         .unwrap_or_else(|msg| panic!("{msg}"));
@@ -336,6 +351,7 @@ fn spawn(
     namespace: &str,
     args: &[String],
     fsize: Option<u64>,
+    nofile: Option<u64>,
     stderr_path: &Path,
 ) -> Result<Child, String> {
     let (read_end, write_end) = cloexec_pipe();
@@ -361,6 +377,15 @@ fn spawn(
                     rlim_max: limit,
                 };
                 if libc::setrlimit(libc::RLIMIT_FSIZE, &rl) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            if let Some(limit) = nofile {
+                let rl = libc::rlimit {
+                    rlim_cur: limit,
+                    rlim_max: limit,
+                };
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &rl) != 0 {
                     return Err(std::io::Error::last_os_error());
                 }
             }
