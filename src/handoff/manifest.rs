@@ -151,6 +151,17 @@ pub struct Manifest<S = Terminal> {
     /// all: `lineage`, `conn:N`, `pty:pN`, `ptyhup:pN`, `pidfd:pN` (the
     /// listener and the lock came with the pre-copy).
     pub fd_ids: Vec<FdName>,
+    /// Only in a crash checkpoint (`server/keeper_link.rs`): what a
+    /// replacement replays. Older binaries ignore it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery: Option<Recovery>,
+}
+
+/// Each pane's output-ring position at the checkpoint, by pane id.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Recovery {
+    pub rings: Vec<(u64, u64)>,
+    pub checkpoint_unix_ms: u64,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
