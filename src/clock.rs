@@ -8,6 +8,13 @@ pub fn unix_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
+/// `HH:MM:SS` (UTC) of a Unix time in milliseconds, for marks written
+/// into a pane's scrollback.
+pub fn hh_mm_ss_utc(unix_ms: u64) -> String {
+    let s = unix_ms / 1000 % 86_400;
+    format!("{:02}:{:02}:{:02} UTC", s / 3600, s / 60 % 60, s % 60)
+}
+
 /// "2026-11-30 01:02:03 UTC" for a time in milliseconds since the epoch,
 /// without a date crate.
 pub fn utc(unix_ms: u64) -> String {

@@ -14,13 +14,13 @@ pub mod clock;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod handoff;
+pub mod keeper;
 pub mod keys;
 pub mod model;
 pub mod paths;
 pub mod persist;
 pub mod protocol;
 pub mod pty;
-pub mod reaper;
 pub mod server;
 pub mod service;
 pub mod shell;

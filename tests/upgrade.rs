@@ -3,10 +3,11 @@
 //! every test exercises the whole handoff (preflight, save, pause, manifest,
 //! fd batches, import, commit, probation) with real PTYs and processes.
 //!
-//! Process bookkeeping: the server the harness spawns is generation 1. After
-//! its first handoff it stays behind as the *reaper* (a subreaper holding
-//! nothing but its children), so `Ptyd::pid()` is the reaper and the serving
-//! pid is `server.status`'s. [`Lineage`] stops the lineage with `server.stop`
+//! Process bookkeeping: the process the harness spawns is the *keeper* (a
+//! subreaper holding a copy of each pane's fds, see `keeper.rs`); it forks
+//! generation 1, the serving process, at start. So `Ptyd::pid()` is the
+//! keeper (`Lineage::reaper`), the first generation is `Lineage::first`, and
+//! the serving pid is `server.status`'s. [`Lineage`] stops the lineage with `server.stop`
 //! on drop and then kills whatever it started that is still there.
 //!
 //! Upgrades are serialised by a 2 s probation: the next one is refused
@@ -149,8 +150,10 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(30);
 
 struct Lineage {
     ptyd: Ptyd,
-    /// Generation 1, later the reaper.
+    /// The keeper: the process started, the service's main pid.
     reaper: i32,
+    /// Generation 1, the keeper's child.
+    first: i32,
     /// Other processes this test started that must not outlive it (pane
     /// processes that ignore SIGHUP, servers that left the lineage).
     tracked: std::cell::RefCell<Vec<KillOnDrop>>,
@@ -166,9 +169,14 @@ impl Lineage {
     fn start_in(dirs: util::Dirs) -> Lineage {
         let ptyd = Ptyd::start_in(dirs, &util::unique_name("t"));
         let reaper = ptyd.pid();
+        let first = ptyd.connect().ok("server.status", json!({}))["pid"]
+            .as_i64()
+            .expect("status pid") as i32;
+        assert_ne!(first, reaper, "the keeper serves itself");
         Lineage {
             ptyd,
             reaper,
+            first,
             tracked: Default::default(),
         }
     }
@@ -770,7 +778,7 @@ fn three_hundred_panes_move_in_several_batches_without_leaks() {
     let pids_before = pane_pids(&mut c);
     assert_eq!(pids_before.len(), PANES);
     assert!(pids_before.values().all(|(_, s)| s == "running"));
-    let kinds1 = fd_kinds(l.reaper);
+    let kinds1 = fd_kinds(l.first);
     assert_eq!(kinds1.get("ptmx"), Some(&PANES), "{kinds1:?}");
 
     let report = l.upgrade();
@@ -793,11 +801,16 @@ fn three_hundred_panes_move_in_several_batches_without_leaks() {
         "the new server watches each inherited process by pidfd: {kinds2:?}"
     );
     assert_eq!(pane_pids(&mut c), pids_before, "pane pids changed");
-    // The first generation let go of everything and is now the reaper.
-    let reaper_fds = fd_targets(l.reaper);
-    assert!(
-        reaper_fds.len() <= 16 && !fd_kinds(l.reaper).contains_key("ptmx"),
-        "the reaper holds on to fds: {reaper_fds:#?}"
+    // The first generation let go of everything and exited; the keeper
+    // holds one copy of each master, nothing more of them.
+    util::eventually("generation 1 to exit after its probation", || {
+        util::process_gone(l.first).then_some(())
+    });
+    let keeper_kinds = fd_kinds(l.reaper);
+    assert_eq!(
+        keeper_kinds.get("ptmx"),
+        Some(&PANES),
+        "the keeper's fds: {keeper_kinds:?}"
     );
 
     // A second upgrade between like generations: same fds exactly.
@@ -855,7 +868,7 @@ impl Faulty {
     fn check_serving(&mut self, tag: &str) {
         let l = &self.l;
         let status = l.status();
-        assert_eq!(status["pid"], l.reaper, "{tag}: {status}");
+        assert_eq!(status["pid"], l.first, "{tag}: {status}");
         assert_eq!(status["generation"], 1, "{tag}: {status}");
         assert_eq!(status["upgrade"], Value::Null, "{tag}: {status}");
         let mut c = l.conn();
@@ -863,7 +876,7 @@ impl Faulty {
         settled_fds(l, &mut c, 2);
         // Eventually: a save in flight (the disk writer's temp file) is
         // not a leak, and ends.
-        wait_fd_kinds(l.reaper, &self.fds, &format!("{tag}: the old server's fds"));
+        wait_fd_kinds(l.first, &self.fds, &format!("{tag}: the old server's fds"));
         let typed = format!("typed-{tag}");
         c.input(&self.cat, &format!("{typed}\n"));
         c.wait_text(&self.cat, &typed);
@@ -901,7 +914,7 @@ fn settled_fds(l: &Lineage, c: &mut Conn, clients: u64) -> BTreeMap<String, usiz
 /// Runs `ptyd upgrade --fault FAULT --timeout MS` and checks it fails with a
 /// one-line cause, the new process gone, and the old server serving.
 fn check_rollback(f: &mut Faulty, fault: &str, timeout_ms: u64) {
-    let children_before = children(f.l.reaper);
+    let children_before = children(f.l.first);
     let mut cmd = f.l.ptyd.cli(&[
         "upgrade",
         "--fault",
@@ -922,7 +935,7 @@ fn check_rollback(f: &mut Faulty, fault: &str, timeout_ms: u64) {
     // missed, and that is fine.
     let mut new_pid = None;
     while new_pid.is_none() && matches!(child.try_wait(), Ok(None)) {
-        new_pid = children(f.l.reaper)
+        new_pid = children(f.l.first)
             .difference(&children_before)
             .copied()
             .find(|p| util::cmdline(*p as i64).iter().any(|arg| arg == "server"));
@@ -975,7 +988,7 @@ fn check_rollback(f: &mut Faulty, fault: &str, timeout_ms: u64) {
     util::eventually(
         format!("--fault {fault}: no new children of the old server"),
         || {
-            let after = children(f.l.reaper);
+            let after = children(f.l.first);
             let stray: Vec<_> = after.difference(&children_before).copied().collect();
             if stray.is_empty() {
                 Ok(())
@@ -1039,7 +1052,7 @@ fn a_new_server_dying_in_probation_hands_everything_back() {
 
 #[test]
 fn the_new_server_takes_over_when_the_old_dies_after_the_transfer() {
-    let mut l = Lineage::start();
+    let l = Lineage::start();
     let mut c = l.conn();
     let cat = l
         .ptyd
@@ -1053,12 +1066,11 @@ fn the_new_server_takes_over_when_the_old_dies_after_the_transfer() {
     let report: Value = serde_json::from_str(util::stdout(&out).trim()).unwrap();
     let new_pid = report["new_pid"].as_i64().unwrap() as i32;
     l.track(new_pid);
-    // The old (first) generation died at the fault with code 97.
-    let status = l
-        .ptyd
-        .try_wait_exit(TIMEOUT)
-        .expect("the old server exited");
-    assert_eq!(status.code(), Some(97));
+    // The old (first) generation died at the fault (code 97, reaped by
+    // the keeper, which stays: the new server holds the channel).
+    util::eventually("the old server to exit", || {
+        util::process_gone(l.first).then_some(())
+    });
     let status = l.status();
     assert_eq!(status["pid"], new_pid, "{status}");
     assert_eq!(status["generation"], 2, "{status}");
@@ -1150,7 +1162,20 @@ fn a_second_upgrade_during_one_waits_for_it() {
 
 #[test]
 fn exit_codes_and_signals_survive_upgrades_and_nothing_is_left_a_zombie() {
-    let l = Lineage::start();
+    exit_codes_through_upgrades(Lineage::start());
+}
+
+/// As on a kernel without `PIDFD_INFO_EXIT` (before Linux 6.15): the
+/// pidfds cannot tell how a process ended, so the keeper reaps the panes'
+/// processes and forwards each status to the current server.
+#[test]
+fn exit_codes_survive_upgrades_through_the_keeper_without_pidfd_exit_info() {
+    let mut dirs = util::Dirs::new();
+    dirs.env = vec![("PTYD_NO_PIDFD_EXIT".into(), "1".into())];
+    exit_codes_through_upgrades(Lineage::start_in(dirs));
+}
+
+fn exit_codes_through_upgrades(l: Lineage) {
     let mut c = l.conn();
     // Spawned by generation 1 (its children).
     let code = l

@@ -169,6 +169,17 @@ pub struct Manifest<S = Terminal> {
     /// all: `lineage`, `conn:N`, `pty:pN`, `ptyhup:pN`, `pidfd:pN` (the
     /// listener and the lock came with the pre-copy).
     pub fd_ids: Vec<FdName>,
+    /// Only in a crash checkpoint (`server/keeper_link.rs`): what a
+    /// replacement replays. Older binaries ignore it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery: Option<Recovery>,
+}
+
+/// Each pane's output-ring position at the checkpoint, by pane id.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Recovery {
+    pub rings: Vec<(u64, u64)>,
+    pub checkpoint_unix_ms: u64,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -232,6 +243,36 @@ pub struct PaneRuntime<S = Terminal> {
     /// `bash`, `zsh` or `fish` when this run got shell integration.
     #[serde(default)]
     pub shell_injected: Option<String>,
+}
+
+impl<S> PaneRuntime<S> {
+    /// The same runtime state with another terminal (or its cached
+    /// encoding, for a crash checkpoint that re-encodes only changed panes).
+    pub fn with_screen<T>(self, screen: Option<T>) -> PaneRuntime<T> {
+        PaneRuntime {
+            id: self.id,
+            created_unix_ms: self.created_unix_ms,
+            process: self.process,
+            run: self.run,
+            kill_reason: self.kill_reason,
+            kill_escalate_in_ms: self.kill_escalate_in_ms,
+            screen,
+            screen_changes: self.screen_changes,
+            idle_ms: self.idle_ms,
+            timeout_in_ms: self.timeout_in_ms,
+            idle_timeout_ms: self.idle_timeout_ms,
+            input: self.input,
+            written_total: self.written_total,
+            acks: self.acks,
+            recent_requests: self.recent_requests,
+            history_dirty: self.history_dirty,
+            prompts_seen: self.prompts_seen,
+            commands_finished: self.commands_finished,
+            last_command_exit: self.last_command_exit,
+            output_bytes: self.output_bytes,
+            shell_injected: self.shell_injected,
+        }
+    }
 }
 
 #[derive(Debug, Serialize, Deserialize)]

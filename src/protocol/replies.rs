@@ -51,6 +51,10 @@ pub struct Status {
     pub persistence: Value,
     /// The config file's path, the values in force and its problems.
     pub config: Value,
+    /// The keeper (its pid, checkpoints written, the last crash
+    /// recovery); null without one.
+    #[serde(default)]
+    pub keeper: Value,
 }
 
 /// `server.save`: once the snapshot of `revision` is on disk.

@@ -51,6 +51,7 @@ impl Server {
             self.pane_turn_until = Instant::now() + super::pane_io::PANE_TURN_BUDGET;
             self.revisit_backlog();
             self.fire_timers();
+            self.keeper_tick(Instant::now());
             self.flush_conns();
         }
         Ok(())
@@ -125,7 +126,7 @@ impl Server {
                     self.stop_during_upgrade();
                     self.stopping = true;
                 }
-                // `systemctl reload` (or the reaper forwarding it): upgrade
+                // `systemctl reload` (or the keeper forwarding it): upgrade
                 // to the binary at our own path.
                 SIGHUP => self.upgrade_on_sighup(),
                 _ => {}
@@ -149,6 +150,8 @@ impl Server {
                 self.on_child_exit(pid, status);
             }
         }
+        // The keeper wakes us with a SIGCHLD for the exits it reaped.
+        self.keeper_drain();
     }
 
     fn fire_timers(&mut self) {
@@ -184,6 +187,8 @@ impl Server {
                 TimerKind::WaitIdle(wait) => self.check_idle_wait(wait, now),
                 TimerKind::Save => self.on_save_timer(now),
                 TimerKind::HistoryTick => self.on_history_tick(),
+                // `keeper_tick` runs every turn; the timer only wakes us.
+                TimerKind::Checkpoint => {}
                 TimerKind::PaneStall(id) => self.check_stalled_clients(id, now),
                 TimerKind::ConnClose(id) => self.on_close_deadline(id, now),
                 TimerKind::AcceptRetry => self.on_accept_retry(),

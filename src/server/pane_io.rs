@@ -172,6 +172,7 @@ impl Server {
             self.broadcast_output(id, &forward, switched);
         }
         if read.taken > 0 {
+            self.keeper.mark_dirty();
             self.check_text_waits(id);
         }
         if !term_events.is_empty() {

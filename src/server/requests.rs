@@ -258,6 +258,7 @@ impl Server {
             tabs: self.tree.tabs.len(),
             persistence: self.persist.status(),
             config: self.config_status(),
+            keeper: self.keeper_status(),
         }
     }
 
@@ -484,6 +485,8 @@ impl Server {
                 self.sources.remove(&pidfd_token);
             }
             self.sources.remove(&pane.token());
+            // The keeper's copies too, so the pane hangs up now.
+            self.keeper_forget_pane(id);
             for ack in pane.take_acks() {
                 let err = RpcError::new(
                     ErrorCode::NotFound,

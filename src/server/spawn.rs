@@ -288,6 +288,9 @@ impl Server {
             ));
         }
         pane.set_shell_injected(injected);
+        let pane_id = pane.id();
+        self.keeper_track_pane(pane_id);
+        let pane = self.panes.get_mut(&id).expect("checked above");
         if let Some(at) = pane.timeout_at() {
             self.timers.add(at, TimerKind::PaneTimeout(id, pane.run()));
         }

@@ -62,6 +62,10 @@ pub fn anonymous_file(name: &CStr, bytes: &[u8]) -> io::Result<OwnedFd> {
 
 /// No subreaper: orphans of a finished generation go to init (or launchd),
 /// which reaps them.
+pub fn die_with_parent(_parent: i32) -> io::Result<()> {
+    Err(unsupported("PR_SET_PDEATHSIG"))
+}
+
 pub fn become_child_subreaper() -> io::Result<()> {
     Err(unsupported("PR_SET_CHILD_SUBREAPER"))
 }

@@ -55,9 +55,19 @@ pub fn pidfd_open(pid: i32) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
+/// Set (to anything): `pidfd_exit_status` never tells, as before Linux
+/// 6.15 (tests of the keeper's exit forwarding).
+pub const NO_PIDFD_EXIT_ENV: &str = "PTYD_NO_PIDFD_EXIT";
+
 /// How the process of `pidfd` ended, or `Ok(None)` while it runs or when
 /// the kernel cannot tell (before 6.15).
 pub fn pidfd_exit_status(pidfd: &OwnedFd) -> io::Result<Option<ProcessExit>> {
+    // A test switch: behave as a kernel before 6.15, so the keeper's
+    // forwarding of exits is what reports them.
+    static DISABLED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    if *DISABLED.get_or_init(|| std::env::var_os(NO_PIDFD_EXIT_ENV).is_some()) {
+        return Ok(None);
+    }
     let mut info = PidfdInfo {
         mask: PIDFD_INFO_EXIT,
         ..PidfdInfo::default()
@@ -88,6 +98,21 @@ pub fn anonymous_file(name: &CStr, bytes: &[u8]) -> io::Result<OwnedFd> {
     let mut file = std::fs::File::from(fd);
     std::io::Write::write_all(&mut file, bytes).map_err(context("writing the memfd"))?;
     Ok(OwnedFd::from(file))
+}
+
+/// Asks for SIGKILL when our parent dies (`PR_SET_PDEATHSIG`), and
+/// checks the parent is still `parent` (it may have died before).
+pub fn die_with_parent(parent: i32) -> io::Result<()> {
+    let sig = libc::SIGKILL as libc::c_ulong;
+    let zero: libc::c_ulong = 0;
+    syscall!(prctl(libc::PR_SET_PDEATHSIG, sig, zero, zero, zero))
+        .map_err(context("prctl(PR_SET_PDEATHSIG)"))?;
+    // SAFETY: getppid has no preconditions.
+    if unsafe { libc::getppid() } != parent {
+        // SAFETY: raise has no memory-safety preconditions.
+        unsafe { libc::raise(libc::SIGKILL) };
+    }
+    Ok(())
 }
 
 /// Marks this process as the subreaper of its descendants

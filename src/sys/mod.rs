@@ -55,7 +55,7 @@ pub(crate) use unix::syscall;
 pub use unix::{
     FdKind, OPEN_UNTRUSTED_PATH, PeerCred, ProcessExit, SIGCHLD, SIGHUP, SIGINT, SIGKILL, SIGTERM,
     SIGWINCH, SIGXFSZ, StdinMode, broken_pipe_errno, clear_cloexec, current_uid, dup_at_least,
-    dup2_on_exec, fd_dev_ino, fd_is, fd_limit, ignore_signal, inherit_fd_on_exec,
+    dup2_on_exec, fd_dev_ino, fd_is, fd_limit, has_children, ignore_signal, inherit_fd_on_exec,
     is_symlink_refused, is_too_many_refs, kill, monotonic_usec, peer_cred, peer_hung_up,
     poll_readable, process_exists, raise_fd_limit, read_stdin, reap_any_child, restore_stdin_mode,
     send_with_fds, set_cloexec, set_nonblocking_cloexec, setsid_on_exec, stdin_raw_mode,
@@ -64,8 +64,9 @@ pub use unix::{
 };
 
 pub use os::{
-    anonymous_file, become_child_subreaper, open_fd_count, pidfd_exit_status, pidfd_open,
-    process_cwd, process_ended, process_start_token, recv_with_fds, release_free_memory,
+    anonymous_file, become_child_subreaper, die_with_parent, open_fd_count, pidfd_exit_status,
+    pidfd_open, process_cwd, process_ended, process_start_token, recv_with_fds,
+    release_free_memory,
     seqpacket_pair, session_members, sessions_members, unix_socket_listening,
 };
 

@@ -319,6 +319,26 @@ pub fn reap_any_child() -> Option<(i32, ProcessExit)> {
     }
 }
 
+/// Whether this process has any child left (running or not yet reaped).
+pub fn has_children() -> bool {
+    let mut info: libc::siginfo_t = unsafe_zeroed_siginfo();
+    // WNOWAIT: only looks; the caller reaps with `reap_any_child`.
+    match syscall!(waitid(
+        libc::P_ALL,
+        0,
+        &mut info,
+        libc::WEXITED | libc::WNOHANG | libc::WNOWAIT
+    )) {
+        Ok(_) => true,
+        Err(e) => e.raw_os_error() != Some(libc::ECHILD),
+    }
+}
+
+fn unsafe_zeroed_siginfo() -> libc::siginfo_t {
+    // SAFETY: siginfo_t is plain data for which all-zero bytes are valid.
+    unsafe { std::mem::zeroed() }
+}
+
 /// Waits for our child `pid` to exit and reaps it; `None` if it is not our
 /// child (already reaped) or the wait was interrupted.
 pub fn wait_child(pid: i32) -> Option<ProcessExit> {

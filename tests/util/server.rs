@@ -44,6 +44,8 @@ pub struct Dirs {
     pub home: PathBuf,
     /// How long a server may take to become ready (its restore included).
     pub ready_timeout: Duration,
+    /// Extra environment for the servers (and CLIs) started from here.
+    pub env: Vec<(String, String)>,
 }
 
 impl Dirs {
@@ -65,6 +67,7 @@ impl Dirs {
             state,
             home,
             ready_timeout: TIMEOUT,
+            env: Vec::new(),
         }
     }
 
@@ -122,6 +125,7 @@ impl Dirs {
             .env("SHELL", "/bin/sh")
             .env("LANG", "C.UTF-8")
             .stdin(Stdio::null());
+        cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
         cmd
     }
 
@@ -266,11 +270,43 @@ impl Ptyd {
         serde_json::from_slice(&out.stdout).expect("status --json is JSON")
     }
 
-    /// Sends SIGKILL to the server and reaps it. Its panes stay behind.
+    /// The serving process's pid (`pid()` is the keeper's: the process
+    /// started, which forked it).
+    pub fn serving_pid(&self) -> i32 {
+        self.status_json()["pid"].as_i64().expect("status pid") as i32
+    }
+
+    /// Sends SIGKILL to the server (the keeper, which takes the serving
+    /// process with it) and reaps it; returns once the serving process is
+    /// gone too, so the namespace is free. Its panes stay behind.
     pub fn kill9(&mut self) {
         let mut child = self.child.take().expect("server running").into_child();
+        let keeper = child.id() as i32;
+        let forked: Vec<i32> = std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+            .filter(|p: &i32| {
+                super::proc_stat_field(*p, 4).and_then(|pp| pp.parse().ok()) == Some(keeper)
+            })
+            .collect();
         let _ = child.kill();
         let _ = child.wait();
+        // The serving process dies of its parent-death signal; its exit
+        // (and its lock) may lag the keeper's a moment.
+        // Its fds (the lock) close only once its last thread is gone: a
+        // thread-group leader shows as a zombie before that.
+        for pid in forked {
+            super::eventually("the serving process to die with its keeper", || {
+                let open = std::fs::read_dir(format!("/proc/{pid}/fd"))
+                    .map(|d| d.count())
+                    .unwrap_or(0);
+                let threads = std::fs::read_dir(format!("/proc/{pid}/task"))
+                    .map(|d| d.count())
+                    .unwrap_or(0);
+                (super::process_gone(pid) && open == 0 && threads <= 1).then_some(())
+            });
+        }
     }
 
     /// `server.stop`, then reads until the server closes the connection and

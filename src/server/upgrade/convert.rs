@@ -77,6 +77,9 @@ pub fn pane_fds(
         };
         fds.push((FdName::Pidfd(id), fd));
     }
+    if let Some(ring) = pane.ring() {
+        fds.push((FdName::Ring(id), ring.fd().as_raw_fd()));
+    }
     Ok(fds)
 }
 
@@ -90,6 +93,14 @@ pub fn attach_pane_fds(server: &mut Server, pane: &mut Pane, fds: &mut HashMap<F
         .remove(&FdName::Pidfd(id))
         .map(|fd| (fd, server.alloc_token(Source::Pidfd(id))));
     pane.fds_mut().adopt(master, hung_up, pidfd);
+    // A ring that cannot be mapped is replaced by a fresh one when the
+    // pane is next handed to the keeper.
+    if let Some(ring) = fds
+        .remove(&FdName::Ring(id))
+        .and_then(|fd| super::super::output_ring::OutputRing::adopt(fd).ok())
+    {
+        pane.set_ring(ring);
+    }
 }
 
 /// Encodes a pane's record and runtime state into `buf` for comparison:
@@ -445,7 +456,7 @@ pub struct Capture<'a> {
 impl Server {
     /// The manifest of the blackout: the server's own state, plus what
     /// the capture chose of panes, connections and events.
-    pub(super) fn capture_manifest<'a>(
+    pub(in crate::server) fn capture_manifest<'a>(
         &'a self,
         c: Capture<'a>,
         now: Instant,
@@ -478,6 +489,7 @@ impl Server {
             next_wait_id: self.next_wait_id,
             caller: c.caller.map(|(conn, rpc_id)| Caller { conn, rpc_id }),
             fd_ids: c.fd_ids,
+            recovery: None,
         }
     }
 

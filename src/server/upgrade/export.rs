@@ -179,7 +179,7 @@ impl Server {
         if activated {
             crate::service::activation::pass_on_exec(&mut cmd, self.listener.as_raw_fd());
         }
-        // The reaper, if any, must keep seeing this process as current.
+        // The keeper, if any, must keep seeing this process as current.
         // Held until the exec (which keeps it; a failed exec exits).
         let mut _moved = None;
         if let Some(l) = &self.lineage {
@@ -193,7 +193,7 @@ impl Server {
             }
             // So the exec keeps it.
             let _ = crate::sys::clear_cloexec(fd);
-            cmd.env(crate::reaper::LINEAGE_FD_ENV, fd.to_string());
+            cmd.env(crate::keeper::LINEAGE_FD_ENV, fd.to_string());
         }
         let err = cmd.exec();
         self.log.log(
@@ -467,9 +467,10 @@ impl Server {
     fn blackout_fds(&mut self) -> Result<Vec<(FdName, RawFd)>, String> {
         let mut fds = Vec::new();
         if self.lineage.is_none() {
-            // First upgrade of the first generation: we become the reaper.
-            let (reader, writer) = crate::reaper::lineage_pipe()
-                .map_err(|e| format!("creating the lineage pipe: {e}"))?;
+            // First upgrade of a first generation that has no keeper (its
+            // fork failed): we become the keeper, holding our children.
+            let (reader, writer) = crate::keeper::channel()
+                .map_err(|e| format!("creating the keeper channel: {e}"))?;
             self.lineage_reader = Some(reader);
             self.lineage = Some(writer);
         }

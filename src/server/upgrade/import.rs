@@ -75,7 +75,7 @@ struct Received {
 /// `sock` is the channel the old server handed us (checked to be a socket).
 pub fn run(sock: OwnedFd, paths: NamespacePaths) -> Result<(), String> {
     super::super::ignore_sigxfsz();
-    crate::reaper::become_subreaper();
+    crate::keeper::become_subreaper();
     let fault_spec = fault::from_env();
     let fault = fault_spec.as_deref();
     // The handoff version the old side speaks (builds before the variable
@@ -149,6 +149,7 @@ pub fn run(sock: OwnedFd, paths: NamespacePaths) -> Result<(), String> {
         received.manifest_at,
     );
     let manifest = received.manifest;
+    let recovery = manifest.recovery.clone();
     let (mut fds, batches) = match import_fds(&sock, &manifest, received.first_batch, fault) {
         Ok(got) => got,
         Err(Failure::Abort(e)) => return abort(&sock, e),
@@ -163,6 +164,15 @@ pub fn run(sock: OwnedFd, paths: NamespacePaths) -> Result<(), String> {
     };
     fault::check(fault, "new-before-imported");
     commit_handshake(&sock, &mut server)?;
+    if let Some(recovery) = &recovery {
+        // A keeper started us after a crash (`crate::keeper`): what the
+        // dead server read since its checkpoint is in the rings.
+        let why =
+            std::env::var(crate::keeper::RECOVERY_ENV).unwrap_or_else(|_| "the server died".into());
+        // SAFETY: the disk thread never reads the environment.
+        unsafe { std::env::remove_var(crate::keeper::RECOVERY_ENV) };
+        server.replay_rings(recovery, &why);
+    }
     fault::check(fault, "new-before-committed");
     let commit_from = crate::sys::monotonic_usec();
     server.go_live();
@@ -183,7 +193,9 @@ pub fn run(sock: OwnedFd, paths: NamespacePaths) -> Result<(), String> {
         });
     }
     // Every fd message, the pre-copy's (before the pause) included.
-    server.report_upgrade(phases, blackout_us, 1 + precopy_batches + batches);
+    if recovery.is_none() {
+        server.report_upgrade(phases, blackout_us, 1 + precopy_batches + batches);
+    }
     serve_after_commit(server, sock)
 }
 
@@ -821,7 +833,7 @@ impl Server {
 
     /// The commit: catch up on what arrived during the blackout (every
     /// source goes on the backlog, since the old server may have consumed
-    /// edges), and tell the reaper we are current.
+    /// edges), and tell the keeper we are current.
     fn go_live(&mut self) {
         let now = Instant::now();
         let panes: Vec<u64> = self.panes.keys().copied().collect();
@@ -837,9 +849,7 @@ impl Server {
             // An inherited process may have exited during the blackout.
             self.on_pidfd(id);
         }
-        if let Some(l) = &self.lineage {
-            crate::reaper::announce(l);
-        }
+        self.keeper_serving(false);
         self.mark_dirty();
     }
 
