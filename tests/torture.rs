@@ -110,6 +110,9 @@ fn fd_kinds(pid: i32) -> BTreeMap<String, usize> {
             "ptmx"
         } else if target.contains("pidfd") {
             "pidfd"
+        } else if target.contains("memfd:ptyd-ring") {
+            // A pane's output ring, shared with the keeper.
+            "ring"
         } else if target.starts_with("socket:") {
             "socket"
         } else if target.starts_with("pipe:") {
@@ -700,17 +703,18 @@ impl World {
         util::eventually("the client thread to pause", || {
             self.clients.idle.load(Ordering::SeqCst)
         });
-        // c, and the two recorders.
-        util::eventually(format!("round {round}: 3 clients left"), || {
-            let now = c.ok("server.status", json!({}))["clients"].clone();
-            if now == 3 {
+        // The two recorders (`connections` leaves out `c`, the asker).
+        util::eventually(format!("round {round}: 2 connections left"), || {
+            let now = c.ok("server.status", json!({}))["connections"].clone();
+            if now == 2 {
                 Ok(())
             } else {
                 Err(format!("{now}"))
             }
         });
-        let running: Vec<i64> = c
-            .panes()
+        let listed = c.panes();
+        let panes = listed.len();
+        let running: Vec<i64> = listed
             .iter()
             .filter(|p| p["state"] == "running")
             .map(|p| p["pid"].as_i64().unwrap())
@@ -725,10 +729,12 @@ impl World {
             let kinds = fd_kinds(serving);
             let ptmx = kinds.get("ptmx").copied().unwrap_or(0);
             let pidfd = kinds.get("pidfd").copied().unwrap_or(0);
+            let rings = kinds.get("ring").copied().unwrap_or(0);
             let total: usize = kinds.values().sum();
-            let base = total - ptmx - pidfd;
+            let base = total - ptmx - pidfd - rings;
             let ok = ptmx == running.len()
                 && pidfd == inherited
+                && rings <= panes
                 && expected_base.is_none_or(|b| b == base);
             if ok {
                 Ok(base)

@@ -298,7 +298,10 @@ pub(super) fn plan(
         .then(|| rules.resume_for(&rec.command))
         .flatten();
     let (plan, outcome) = match (&rec.resume, &rec.command, rec.restore) {
-        (Some(resume), _, _) => (Plan::Run(CommandSpec::Shell(resume.clone())), Outcome::Resumed),
+        (Some(resume), _, _) => (
+            Plan::Run(CommandSpec::Shell(resume.clone())),
+            Outcome::Resumed,
+        ),
         (None, _, _) if by_rule.is_some() => (
             Plan::Run(CommandSpec::Shell(by_rule.clone().unwrap_or_default())),
             Outcome::Resumed,

@@ -66,8 +66,7 @@ pub use unix::{
 pub use os::{
     anonymous_file, become_child_subreaper, die_with_parent, open_fd_count, pidfd_exit_status,
     pidfd_open, process_cwd, process_ended, process_start_token, recv_with_fds,
-    release_free_memory,
-    seqpacket_pair, session_members, sessions_members, unix_socket_listening,
+    release_free_memory, seqpacket_pair, session_members, sessions_members, unix_socket_listening,
 };
 
 #[cfg(test)]
