@@ -13,7 +13,6 @@ pub mod term;
 pub mod throughput;
 pub mod tmux;
 pub mod upgrade;
-pub mod upgrade_load;
 
 use std::io;
 use std::os::fd::RawFd;
