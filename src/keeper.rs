@@ -732,6 +732,13 @@ impl Keeper {
                 theirs.as_raw_fd().to_string(),
             )
             .env(RECOVERY_ENV, why)
+            // The checkpoint is in the handoff version of the server that
+            // wrote it, which the keeper runs too once it re-executed after
+            // an upgrade (the replacement assumes 2 when not told).
+            .env(
+                crate::handoff::manifest::SPEAKS_ENV,
+                crate::handoff::manifest::HANDOFF_VERSION.to_string(),
+            )
             .env_remove(crate::protocol::READY_FD_ENV)
             .env_remove(crate::handoff::fault::FAULT_ENV)
             .stdin(std::process::Stdio::null());
