@@ -12,25 +12,7 @@ mod util;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
-use util::{Conn, Ptyd, Tmux, shell_quote};
-
-fn ppid(pid: i32) -> Option<i32> {
-    util::proc_stat_field(pid, 4)?.parse().ok()
-}
-
-fn all_pids() -> Vec<i32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-        .collect()
-}
-
-fn zombie_children(pid: i32) -> Vec<i32> {
-    all_pids()
-        .into_iter()
-        .filter(|p| ppid(*p) == Some(pid) && util::proc_stat_field(*p, 3).as_deref() == Some("Z"))
-        .collect()
-}
+use util::{Conn, Ptyd, Tmux, shell_quote, zombie_children};
 
 fn fd_count(pid: i32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/fd"))

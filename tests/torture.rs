@@ -46,7 +46,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use util::{Conn, DETACH, INPUT, KillOnDrop, Ptyd, shell_quote};
+use util::{Conn, DETACH, INPUT, KillOnDrop, Ptyd, ppid, shell_quote, zombie_children};
 
 /// Long enough that a kill aimed inside the probation lands inside it,
 /// on a loaded machine too (kills aim at most [`MAX_KILL_DELAY`] after
@@ -76,24 +76,6 @@ fn seed() -> u64 {
 
 // ---------------------------------------------------------------------------
 // /proc
-
-fn ppid(pid: i32) -> Option<i32> {
-    util::proc_stat_field(pid, 4)?.parse().ok()
-}
-
-fn all_pids() -> Vec<i32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-        .collect()
-}
-
-fn zombie_children(pid: i32) -> Vec<i32> {
-    all_pids()
-        .into_iter()
-        .filter(|p| ppid(*p) == Some(pid) && util::proc_stat_field(*p, 3).as_deref() == Some("Z"))
-        .collect()
-}
 
 /// Open fds of `pid` by kind.
 fn fd_kinds(pid: i32) -> BTreeMap<String, usize> {

@@ -25,25 +25,13 @@ use std::process::{Child, Output, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-use util::{Attached, Conn, INPUT, KillOnDrop, Ptyd, TIMEOUT, Tmux, shell_quote, start_time};
+use util::{
+    Attached, Conn, INPUT, KillOnDrop, Ptyd, TIMEOUT, Tmux, all_pids, ppid, shell_quote,
+    start_time, zombie_children,
+};
 
 // ---------------------------------------------------------------------------
 // Processes and fds, from /proc.
-
-fn ppid(pid: i32) -> Option<i32> {
-    util::proc_stat_field(pid, 4)?.parse().ok()
-}
-
-fn state(pid: i32) -> Option<String> {
-    util::proc_stat_field(pid, 3)
-}
-
-fn all_pids() -> Vec<i32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-        .collect()
-}
 
 /// Live (not zombie) children of `pid`.
 fn children(pid: i32) -> HashSet<i32> {
@@ -130,14 +118,6 @@ fn wait_fd_kinds(pid: i32, expected: &BTreeMap<String, usize>, what: &str) {
             }
         },
     );
-}
-
-/// Zombie children of `pid`.
-fn zombie_children(pid: i32) -> Vec<i32> {
-    all_pids()
-        .into_iter()
-        .filter(|p| ppid(*p) == Some(pid) && state(*p).as_deref() == Some("Z"))
-        .collect()
 }
 
 // ---------------------------------------------------------------------------

@@ -106,7 +106,10 @@ mod wait;
 pub use attach::{Attached, Background, DETACH, EXIT, FrameReader, INPUT, OUTPUT, RESIZE, frame};
 pub use client::{Conn, RpcErr, abbreviate, serves, split};
 pub use files::{files_under, set_mode, temp_files};
-pub use process::{KillOnDrop, cmdline, proc_stat_field, process_gone, start_time, wait_child};
+pub use process::{
+    KillOnDrop, all_pids, cmdline, ppid, proc_stat_field, process_gone, start_time, wait_child,
+    zombie_children,
+};
 pub use server::{Dirs, PTYD, Ptyd, assert_exit, run_bounded, stderr, stdout, unique_name};
 pub use tmux::{Tmux, outer_shell, shell_quote};
 pub use wait::{Check, TIMEOUT, eventually, eventually_within, poll_until};
