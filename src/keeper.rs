@@ -74,12 +74,20 @@ const STOP_REAP_LIMIT: Duration = Duration::from_secs(2);
 pub enum ToKeeper {
     /// "I am current now." fds: the listener, the lock. A keeper of
     /// another version (or whose binary was replaced) re-executes itself
-    /// into `exe`.
+    /// into `exe`, but only once `settled`.
     Serving {
         pid: u32,
         exe: String,
         #[serde(default)]
         version: String,
+        /// False from a new server still in its probation: the old one
+        /// may yet take everything back, and a keeper that had already
+        /// become the new binary would then run code that just failed
+        /// (a binary that dies at start would take the keeper with it).
+        /// The new server says it again, settled, once the old one let
+        /// go. Absent (older servers) means settled.
+        #[serde(default = "settled_by_default")]
+        settled: bool,
     },
     /// A pane's fds, in the order of `kinds`; replaces what was held for
     /// that pane (a respawn sends its new master).
@@ -96,6 +104,10 @@ pub enum ToKeeper {
     /// A clean stop: let go of everything; the EOF that follows is no
     /// crash.
     Stopping,
+}
+
+fn settled_by_default() -> bool {
+    true
 }
 
 /// What the keeper tells the current server.
@@ -495,7 +507,12 @@ impl Keeper {
     fn apply(&mut self, msg: ToKeeper, fds: Vec<OwnedFd>) {
         let mut fds = fds.into_iter();
         match msg {
-            ToKeeper::Serving { pid, exe, version } => {
+            ToKeeper::Serving {
+                pid,
+                exe,
+                version,
+                settled,
+            } => {
                 self.current = pid as i32;
                 self.servers.insert(self.current);
                 self.status = None;
@@ -507,7 +524,7 @@ impl Keeper {
                     self.listener = Some(l);
                     self.lock = Some(k);
                 }
-                if self.runs_other_code_than(&version) {
+                if settled && self.runs_other_code_than(&version) {
                     let exe = self.exe.clone();
                     self.reexec_error = Some(self.reexec(&exe));
                     eprintln!(

@@ -12,8 +12,8 @@
 //! `Manifest` naming every pane unchanged, with no connections (clients
 //! reconnect by themselves) and a `recovery` section carrying each pane's
 //! ring position at the checkpoint. A checkpoint is written when
-//! something changed, at most every `CHECKPOINT_INTERVAL`, at once after a
-//! pane was added or removed, and as soon as a pane has written half its
+//! something changed, at most every `CHECKPOINT_INTERVAL`, in the same loop
+//! turn as a pane is added or removed (whatever the last one cost), and as soon as a pane has written half its
 //! ring since the last one (a pane is not read while a whole ring's worth
 //! is unsaved; the PTY holds the rest, so a crash loses nothing).
 
@@ -43,9 +43,14 @@ pub struct KeeperLink {
     queue: VecDeque<(Vec<u8>, Vec<OwnedFd>, bool)>,
     /// Something a checkpoint covers changed since the last one.
     dirty: bool,
-    /// A pane was added or removed, or a ring is half full: checkpoint
-    /// now rather than at the interval.
+    /// A ring is half full (or a recovery happened): checkpoint now
+    /// rather than at the interval, within the cost share.
     urgent: bool,
+    /// A pane was added or removed: checkpoint this turn, whatever the
+    /// last one cost, since a crash before it would lose the new pane (or
+    /// bring back a removed one). Pane churn is user-driven and rare next
+    /// to output, which the cost share is for.
+    panes_changed: bool,
     last: Option<Instant>,
     /// How many checkpoints were written, and the last one's cost, for
     /// `server.status`.
@@ -72,6 +77,11 @@ impl KeeperLink {
     pub fn mark_urgent(&mut self) {
         self.dirty = true;
         self.urgent = true;
+    }
+
+    fn mark_panes_changed(&mut self) {
+        self.mark_urgent();
+        self.panes_changed = true;
     }
 }
 
@@ -149,7 +159,10 @@ impl Server {
     /// a crash loop's fresh start); the forked keeper and every live
     /// upgrade share them, so sending them again would only put copies in
     /// flight.
-    pub(super) fn keeper_serving(&mut self, namespace_fds: bool) {
+    ///
+    /// `settled`: false from a new server in its probation (see
+    /// `ToKeeper::Serving`); it says so again once the old one let go.
+    pub(super) fn keeper_serving(&mut self, namespace_fds: bool, settled: bool) {
         let fds: Vec<OwnedFd> = if namespace_fds {
             [self.listener.as_raw_fd(), self.lock.raw_fd()]
                 .into_iter()
@@ -162,6 +175,7 @@ impl Server {
             pid: std::process::id(),
             exe: self.exe_path.to_string_lossy().into_owned(),
             version: crate::protocol::SERVER_VERSION.to_string(),
+            settled,
         };
         self.keeper_send(&msg, fds);
         self.keeper_drain();
@@ -223,14 +237,14 @@ impl Server {
             fds.push(fd);
         }
         self.keeper_send(&ToKeeper::Pane { pane: id, kinds }, fds);
-        self.keeper.mark_urgent();
+        self.keeper.mark_panes_changed();
     }
 
     /// The pane is gone: the keeper closes its copies now, so the pane
     /// hangs up exactly as it would without a keeper.
     pub(super) fn keeper_forget_pane(&mut self, id: u64) {
         self.keeper_send(&ToKeeper::PaneGone { pane: id }, Vec::new());
-        self.keeper.mark_urgent();
+        self.keeper.mark_panes_changed();
     }
 
     /// Exits the keeper reaped (pane processes re-parented to it), each
@@ -349,7 +363,9 @@ impl Server {
         // nothing), and an ordinary one waits CHECKPOINT_INTERVAL too.
         let cost = Duration::from_micros(self.keeper.last_cost_us);
         let gap = cost * CHECKPOINT_COST_SHARE;
-        let wait = if self.keeper.urgent {
+        let wait = if self.keeper.panes_changed {
+            Duration::ZERO
+        } else if self.keeper.urgent {
             gap
         } else {
             gap.max(CHECKPOINT_INTERVAL)
@@ -361,6 +377,7 @@ impl Server {
                 }
                 self.keeper.dirty = false;
                 self.keeper.urgent = false;
+                self.keeper.panes_changed = false;
                 self.keeper.last = Some(Instant::now());
             }
             Some(at) => {

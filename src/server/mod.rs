@@ -265,7 +265,7 @@ pub fn run(opts: ServerOptions) -> Result<(), StartError> {
         let _ = crate::sys::set_nonblocking_cloexec(std::os::fd::AsRawFd::as_raw_fd(l));
     }
     server.lineage = lineage;
-    server.keeper_serving(namespace_fds);
+    server.keeper_serving(namespace_fds, true);
     if let Ok(why) = std::env::var(crate::keeper::RECOVERY_ENV) {
         // SAFETY: the disk thread never reads the environment.
         unsafe { std::env::remove_var(crate::keeper::RECOVERY_ENV) };

@@ -387,6 +387,7 @@ fn serve_after_commit(mut server: Server, sock: OwnedFd) -> Result<(), String> {
             "upgrade_probation",
             &format!("cannot watch the old server's probation ({e}); answering now"),
         );
+        server.keeper_serving(false, true);
         server.answer_upgrade_caller("unwatched");
         return server.serve();
     }
@@ -751,7 +752,8 @@ impl Server {
             // An inherited process may have exited during the blackout.
             self.on_pidfd(id);
         }
-        self.keeper_serving(false);
+        // Not settled: the old server may still take everything back.
+        self.keeper_serving(false, false);
         self.mark_dirty();
     }
 

@@ -467,6 +467,8 @@ impl Server {
                 .registry()
                 .deregister(&mut SourceFd(&sock.as_raw_fd()));
         }
+        // The old server let go: ours is the code to keep.
+        self.keeper_serving(false, true);
         self.answer_upgrade_caller("survived");
         self.run_pending_sighup();
     }

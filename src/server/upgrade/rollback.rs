@@ -72,7 +72,7 @@ impl Server {
         self.drop_attempt_lineage();
         self.resume();
         // Current again: the keeper forwards signals to us, not the dead.
-        self.keeper_serving(false);
+        self.keeper_serving(false, true);
         self.log.log("upgrade_taken_back", &msg);
         // Every connection's stream was the new server's to read and write
         // since the commit: it may have consumed requests, answered them,
