@@ -335,7 +335,6 @@ impl Server {
         };
         match kind {
             frame::client::INPUT if !read_only && !payload.is_empty() => {
-                self.typed_at = Some(Instant::now());
                 // Typing makes this client the latest (the size-setter under
                 // `latest`); nothing to re-evaluate if it already was.
                 if !self.is_latest(conn, pane) {

@@ -174,9 +174,6 @@ pub struct Server {
     /// kept between reads: a fresh one grew by doubling, copying each
     /// slice of output several times over.
     forward: Vec<u8>,
-    /// When an attached client last typed: for a while after, panes are
-    /// read in smaller slices (`pane_io::read_pane_paced`).
-    typed_at: Option<Instant>,
 }
 
 /// Runs a server in the foreground until it is stopped.
@@ -489,7 +486,6 @@ impl Server {
             input_held_for: Default::default(),
             stale_views: false,
             forward: Vec::new(),
-            typed_at: None,
         };
         server.persist.debounce = server.config.save_debounce;
         server.persist.max_delay = server.config.save_max_delay;

@@ -14,15 +14,6 @@ use std::time::{Duration, Instant};
 /// Output bytes taken from one pane per wakeup, so a flooding pane cannot
 /// starve the others or the clients.
 const PANE_READ_BUDGET: usize = 64 * 1024;
-/// The budget while someone types (an attached client sent input in the
-/// last [`INTERACTIVE_FOR`]): a keystroke that arrives while the loop feeds
-/// a flooding pane's slice to its model waits for the slice to end, and
-/// its echo may wait for another. A quarter of the slice is a quarter of
-/// that wait (about 50 us instead of 200 on 2 cores), for a few more loop
-/// turns per megabyte of the flood.
-const INTERACTIVE_READ_BUDGET: usize = 16 * 1024;
-/// How long after a keystroke the loop favours latency over batching.
-pub(super) const INTERACTIVE_FOR: Duration = Duration::from_secs(1);
 /// Capacity of the forwarding buffer kept between reads (a slice's worth
 /// and what the model adds to it).
 const FORWARD_KEEP: usize = 2 * PANE_READ_BUDGET;
@@ -63,15 +54,7 @@ impl Server {
             }
             return;
         }
-        let budget = if self
-            .typed_at
-            .is_some_and(|at| at.elapsed() < INTERACTIVE_FOR)
-        {
-            INTERACTIVE_READ_BUDGET
-        } else {
-            PANE_READ_BUDGET
-        };
-        self.read_pane(id, budget);
+        self.read_pane(id, PANE_READ_BUDGET);
     }
 
     /// Whether a client attached to `pane` has more than `limit` bytes queued.
