@@ -12,7 +12,11 @@ use crate::term::TermEvent;
 use std::time::{Duration, Instant};
 
 /// Output bytes taken from one pane per wakeup, so a flooding pane cannot
-/// starve the others or the clients.
+/// starve the others or the clients. Not smaller: 16 KiB slices while a
+/// client typed were measured (issue 18) to make the echo beside a flood
+/// slower at the median (twice, on 2 cores): the loop no longer read the
+/// flooding PTY dry, so it never slept, and the scheduler then treated it
+/// as the CPU hog it had become.
 const PANE_READ_BUDGET: usize = 64 * 1024;
 /// Capacity of the forwarding buffer kept between reads (a slice's worth
 /// and what the model adds to it).
