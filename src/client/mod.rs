@@ -527,3 +527,78 @@ pub fn attach(
 pub fn terminal_size(fd: &impl AsRawFd) -> Option<(u16, u16)> {
     crate::sys::terminal_size(fd)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Output read in place comes out as the server sent it, however the
+    /// stream is cut: frames split across reads, many frames per read, a
+    /// frame larger than the read room (the buffer grows, then shrinks
+    /// back), and nothing after the EXIT frame.
+    #[test]
+    fn take_output_reassembles_the_stream_cut_anywhere() {
+        let (mut server, client) = UnixStream::pair().unwrap();
+        let mut stream = Vec::new();
+        let mut want = Vec::new();
+        for i in 0..200u32 {
+            let len = if i == 100 {
+                3 * READ_ROOM / 2
+            } else {
+                (i as usize * 37) % 5000
+            };
+            let payload: Vec<u8> = (0..len).map(|k| (k as u32 * 7 + i) as u8).collect();
+            frame::encode(frame::server::OUTPUT, &payload, &mut stream);
+            want.extend_from_slice(&payload);
+        }
+        frame::encode(
+            frame::server::EXIT,
+            br#"{"reason":"detached"}"#,
+            &mut stream,
+        );
+        frame::encode(frame::server::OUTPUT, b"after the end", &mut stream);
+        // Leftover bytes from the attach reply's read start the stream.
+        let leftover = stream[..3].to_vec();
+        let rest = stream[3..].to_vec();
+        let writer = std::thread::spawn(move || {
+            for chunk in rest.chunks(7919) {
+                server.write_all(chunk).unwrap();
+            }
+        });
+        let mut reader = FrameReader::new(client, leftover);
+        let mut got = Vec::new();
+        let exit = loop {
+            let batch = reader.take_output();
+            for p in &batch.payloads {
+                got.extend_from_slice(p);
+            }
+            match batch.end {
+                BatchEnd::More => {}
+                BatchEnd::Exit(v) => break v,
+                BatchEnd::Oversized => panic!("no frame here is oversized"),
+            }
+            assert!(reader.fill().unwrap(), "the stream ended before EXIT");
+        };
+        writer.join().unwrap();
+        assert_eq!(exit["reason"], "detached");
+        assert!(
+            got == want,
+            "output differs ({} bytes vs {})",
+            got.len(),
+            want.len()
+        );
+        assert!(reader.buf.len() <= 2 * READ_ROOM + READ_ROOM / 2);
+    }
+
+    /// An oversized frame is reported after the output before it.
+    #[test]
+    fn oversized_frame_ends_the_batch_after_what_came_before() {
+        let mut stream = Vec::new();
+        frame::encode(frame::server::OUTPUT, b"before", &mut stream);
+        stream.extend_from_slice(&[frame::server::OUTPUT, 0xff, 0xff, 0xff, 0xff]);
+        let batch = decode_output_batch(&stream);
+        assert_eq!(batch.payloads, vec![&b"before"[..]]);
+        assert_eq!(batch.used, frame::HEADER_LEN + 6);
+        assert!(matches!(batch.end, BatchEnd::Oversized));
+    }
+}
