@@ -94,6 +94,9 @@ pub enum ToKeeper {
     Pane { pane: u64, kinds: Vec<HeldKind> },
     /// The pane was removed: close its fds now.
     PaneGone { pane: u64 },
+    /// These are all the panes there are (after a take-back): close the
+    /// fds of any other.
+    Panes { panes: Vec<u64> },
     /// The latest checkpoint. fds: the pre-copy memfd, the manifest
     /// memfd. `ids` names the pre-copy's fds the keeper supplies.
     Checkpoint {
@@ -549,6 +552,10 @@ impl Keeper {
             }
             ToKeeper::PaneGone { pane } => {
                 self.panes.remove(&pane);
+            }
+            ToKeeper::Panes { panes } => {
+                let keep: std::collections::HashSet<u64> = panes.into_iter().collect();
+                self.panes.retain(|id, _| keep.contains(id));
             }
             ToKeeper::Checkpoint {
                 precopy_bytes,

@@ -240,6 +240,20 @@ impl Server {
         self.keeper.mark_panes_changed();
     }
 
+    /// After a take-back: the keeper may hold panes a dead successor
+    /// added (which must hang up) and miss panes it removed (which we
+    /// still serve): every pane's fds again, and the list to keep.
+    pub(super) fn keeper_resync(&mut self) {
+        if self.lineage.is_none() {
+            return;
+        }
+        let ids: Vec<u64> = self.panes.keys().copied().collect();
+        self.keeper_send(&ToKeeper::Panes { panes: ids.clone() }, Vec::new());
+        for id in ids {
+            self.keeper_track_pane(id);
+        }
+    }
+
     /// The pane is gone: the keeper closes its copies now, so the pane
     /// hangs up exactly as it would without a keeper.
     pub(super) fn keeper_forget_pane(&mut self, id: u64) {
@@ -520,6 +534,7 @@ impl Server {
             if let Some(w) = pane.ring().map(OutputRing::written) {
                 pane.ring_saved_at(w);
             }
+            pane.ring_fed_to_end();
         }
         let msg = format!(
             "{why}; took over {} panes from the keeper, replayed {replayed} bytes of output since the checkpoint{}",
