@@ -200,6 +200,19 @@ struct Checkpoint {
     manifest: OwnedFd,
     manifest_bytes: u64,
     ids: Vec<FdName>,
+    /// What a keeper adopting the checkpoint from systemd's fd store
+    /// needs besides the two memfds ([`StoredCheckpoint`]), in a memfd of
+    /// its own; made only when there is a store.
+    info: Option<OwnedFd>,
+}
+
+/// The checkpoint's description in systemd's fd store.
+#[derive(Serialize, Deserialize)]
+struct StoredCheckpoint {
+    namespace: String,
+    precopy_bytes: u64,
+    manifest_bytes: u64,
+    ids: Vec<FdName>,
 }
 
 /// Everything the keeper holds.
@@ -227,6 +240,12 @@ pub struct Keeper {
     exits: std::collections::VecDeque<Vec<u8>>,
     /// Why the last re-exec failed, if it did.
     reexec_error: Option<String>,
+    /// systemd's fd store, when the unit has one: a copy of everything
+    /// held, for a keeper started after this one is killed.
+    store: Option<crate::service::fd_store::FdStore>,
+    /// Set for a keeper that took its fds from systemd's fd store: why
+    /// there is no server (the previous keeper died with it).
+    adopted: Option<String>,
 }
 
 type SavedPane = (u64, Option<RawFd>, Option<RawFd>, Option<RawFd>);
@@ -280,6 +299,130 @@ impl Keeper {
             servers: [current].into_iter().collect(),
             exits: std::collections::VecDeque::new(),
             reexec_error: None,
+            store: None,
+            adopted: None,
+        }
+    }
+
+    /// A keeper from the fds systemd's fd store passed back at start
+    /// (`fd_store::take_passed`): the previous keeper was killed, and its
+    /// panes are taken over as after a server crash (no server runs: the
+    /// channel's other end is closed, so the loop starts the replacement
+    /// at once). `None` if what was passed cannot be served (no
+    /// checkpoint, no listener or lock, another namespace).
+    pub fn adopt(mut fds: HashMap<String, OwnedFd>, namespace: String) -> Result<Keeper, String> {
+        use crate::service::fd_store::name;
+        let info = fds
+            .remove(&name("checkpoint"))
+            .ok_or("no checkpoint among them")?;
+        let mut text = String::new();
+        let mut file = std::fs::File::from(info.try_clone().map_err(|e| e.to_string())?);
+        std::io::Seek::rewind(&mut file).map_err(|e| e.to_string())?;
+        file.read_to_string(&mut text).map_err(|e| e.to_string())?;
+        let stored: StoredCheckpoint = serde_json::from_str(&text)
+            .map_err(|e| format!("the checkpoint's description: {e}"))?;
+        if stored.namespace != namespace {
+            return Err(format!(
+                "they are namespace {:?}'s, not {namespace:?}'s",
+                stored.namespace
+            ));
+        }
+        let mut take = |what: &str| {
+            fds.remove(&name(what))
+                .ok_or_else(|| format!("no {what} among them"))
+        };
+        let (precopy, manifest) = (take("precopy")?, take("manifest")?);
+        let (listener, lock) = (take("listener")?, take("lock")?);
+        let (keeper_end, server_end) =
+            channel().map_err(|e| format!("creating the channel: {e}"))?;
+        drop(server_end);
+        let mut k = Keeper::new(keeper_end, 0, namespace, Some(listener), Some(lock));
+        k.servers.clear();
+        k.checkpoint = Some(Checkpoint {
+            precopy,
+            precopy_bytes: stored.precopy_bytes,
+            manifest,
+            manifest_bytes: stored.manifest_bytes,
+            ids: stored.ids,
+            info: Some(info),
+        });
+        for (fd_name, fd) in fds {
+            let Some((kind, pane)) = fd_name
+                .strip_prefix(crate::service::fd_store::PREFIX)
+                .and_then(|rest| rest.rsplit_once('-'))
+                .and_then(|(kind, id)| Some((kind.to_string(), id.parse::<u64>().ok()?)))
+            else {
+                continue;
+            };
+            let held = k.panes.entry(pane).or_default();
+            match kind.as_str() {
+                "master" => held.master = Some(fd),
+                "pidfd" => held.pidfd = Some(fd),
+                "ring" => held.ring = Some(fd),
+                _ => {}
+            }
+        }
+        k.adopted = Some(format!(
+            "the keeper was killed; took {} panes over from systemd's fd store",
+            k.panes.len()
+        ));
+        let mut store = crate::service::fd_store::FdStore::from_env();
+        if let Some(store) = &mut store {
+            store.adopted(&k.stored_fds_owned());
+        }
+        k.store = store;
+        Ok(k)
+    }
+
+    /// Everything held, by its name in the fd store.
+    fn stored_fds(&self) -> Vec<(String, RawFd)> {
+        use crate::service::fd_store::name;
+        let mut out = Vec::new();
+        for (id, held) in &self.panes {
+            for (what, fd) in [
+                ("master", &held.master),
+                ("pidfd", &held.pidfd),
+                ("ring", &held.ring),
+            ] {
+                if let Some(fd) = fd {
+                    out.push((name(&format!("{what}-{id}")), fd.as_raw_fd()));
+                }
+            }
+        }
+        for (what, fd) in [("listener", &self.listener), ("lock", &self.lock)] {
+            if let Some(fd) = fd {
+                out.push((name(what), fd.as_raw_fd()));
+            }
+        }
+        if let Some(cp) = &self.checkpoint
+            && let Some(info) = &cp.info
+        {
+            out.push((name("precopy"), cp.precopy.as_raw_fd()));
+            out.push((name("manifest"), cp.manifest.as_raw_fd()));
+            out.push((name("checkpoint"), info.as_raw_fd()));
+        }
+        out
+    }
+
+    fn stored_fds_owned(&self) -> HashMap<String, OwnedFd> {
+        self.stored_fds()
+            .into_iter()
+            .filter_map(|(n, fd)| {
+                // SAFETY: fd is one we hold, open for this call.
+                let b = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+                Some((n, b.try_clone_to_owned().ok()?))
+            })
+            .collect()
+    }
+
+    /// Makes systemd's fd store (if any) hold what we hold.
+    fn store_sync(&mut self) {
+        if self.store.is_none() {
+            return;
+        }
+        let wanted = self.stored_fds();
+        if let Some(store) = &mut self.store {
+            store.sync(&wanted);
         }
     }
 
@@ -328,6 +471,7 @@ impl Keeper {
             manifest: adopt(m),
             manifest_bytes: mb,
             ids,
+            info: None,
         });
         k.stopping = saved.stopping;
         k.servers = saved.servers.into_iter().collect();
@@ -435,6 +579,10 @@ impl Keeper {
         let _ = signal_hook::flag::register(sys::SIGTERM, Arc::clone(&self.term));
         let _ = signal_hook::flag::register(sys::SIGHUP, Arc::clone(&self.hup));
         self.wake = Some(wake_read);
+        if self.store.is_none() {
+            self.store = crate::service::fd_store::FdStore::from_env();
+        }
+        self.store_sync();
         self.reap();
         self.announce();
         loop {
@@ -454,7 +602,9 @@ impl Keeper {
                     break;
                 }
                 // No clean stop came: the serving process is gone.
-                if !self.recover() {
+                let served = self.recover();
+                self.store_sync();
+                if !served {
                     break;
                 }
             }
@@ -504,6 +654,7 @@ impl Keeper {
             }
         };
         self.apply(msg, received.fds);
+        self.store_sync();
         true
     }
 
@@ -563,12 +714,24 @@ impl Keeper {
                 ids,
             } => {
                 if let (Some(precopy), Some(manifest)) = (fds.next(), fds.next()) {
+                    // Described for a keeper that adopts it from the store.
+                    let info = self.store.as_ref().and_then(|_| {
+                        let stored = StoredCheckpoint {
+                            namespace: self.namespace.clone(),
+                            precopy_bytes,
+                            manifest_bytes,
+                            ids: ids.clone(),
+                        };
+                        let json = serde_json::to_vec(&stored).ok()?;
+                        sys::anonymous_file(c"ptyd-keeper-checkpoint", &json).ok()
+                    });
                     self.checkpoint = Some(Checkpoint {
                         precopy,
                         precopy_bytes,
                         manifest,
                         manifest_bytes,
                         ids,
+                        info,
                     });
                 }
             }
@@ -670,13 +833,19 @@ impl Keeper {
     /// to stop meanwhile).
     fn recover(&mut self) -> bool {
         let dead = self.current;
-        // It is our child, or was re-parented to us as an orphan.
-        let status = self.status.take().or_else(|| sys::wait_child(dead));
+        // It is our child, or was re-parented to us as an orphan (none for
+        // a keeper that adopted the fd store: the server died with the
+        // previous keeper).
+        let status = match self.adopted {
+            Some(_) => None,
+            None => self.status.take().or_else(|| sys::wait_child(dead)),
+        };
         self.reap();
-        let why = match status {
-            Some(ProcessExit::Signal(s)) => format!("server pid {dead} killed by signal {s}"),
-            Some(ProcessExit::Code(c)) => format!("server pid {dead} exited with code {c}"),
-            None => format!("server pid {dead} vanished"),
+        let why = match (status, self.adopted.take()) {
+            (_, Some(why)) => why,
+            (Some(ProcessExit::Signal(s)), _) => format!("server pid {dead} killed by signal {s}"),
+            (Some(ProcessExit::Code(c)), _) => format!("server pid {dead} exited with code {c}"),
+            (None, _) => format!("server pid {dead} vanished"),
         };
         let window = crash_loop_window();
         let looping = self.started_at.is_some_and(|t| t.elapsed() < window);
