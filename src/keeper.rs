@@ -210,6 +210,11 @@ struct Checkpoint {
 #[derive(Serialize, Deserialize)]
 struct StoredCheckpoint {
     namespace: String,
+    /// The server serving then, and its start token: a later generation
+    /// (not the keeper's first child, so not killed with it) may outlive
+    /// the keeper, and must not serve beside the replacement.
+    #[serde(default)]
+    server: Option<(i32, u64)>,
     precopy_bytes: u64,
     manifest_bytes: u64,
     ids: Vec<FdName>,
@@ -332,6 +337,22 @@ impl Keeper {
                 .ok_or_else(|| format!("no {what} among them"))
         };
         let (precopy, manifest) = (take("precopy")?, take("manifest")?);
+        // A server that outlived the keeper (a generation after an
+        // upgrade: no parent-death signal) would serve beside ours: it
+        // goes first (its pid and start token, so never another process).
+        if let Some((pid, token)) = stored.server
+            && sys::process_start_token(pid) == Some(token)
+        {
+            eprintln!("ptyd keeper: ending server pid {pid}, which outlived the killed keeper");
+            let _ = sys::kill(pid, sys::SIGKILL);
+            let until = Instant::now() + STOP_REAP_LIMIT;
+            while sys::process_start_token(pid) == Some(token)
+                && !sys::process_ended(pid)
+                && Instant::now() < until
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
         let (listener, lock) = (take("listener")?, take("lock")?);
         let (keeper_end, server_end) =
             channel().map_err(|e| format!("creating the channel: {e}"))?;
@@ -718,6 +739,8 @@ impl Keeper {
                     let info = self.store.as_ref().and_then(|_| {
                         let stored = StoredCheckpoint {
                             namespace: self.namespace.clone(),
+                            server: sys::process_start_token(self.current)
+                                .map(|t| (self.current, t)),
                             precopy_bytes,
                             manifest_bytes,
                             ids: ids.clone(),

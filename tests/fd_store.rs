@@ -87,7 +87,7 @@ fn a_killed_keeper_is_replaced_from_systemds_fd_store() {
         ("NOTIFY_SOCKET".into(), notify_path.to_str().unwrap().into()),
         ("FDSTORE".into(), "4096".into()),
     ];
-    let mut ptyd = util::Ptyd::start_in(dirs, &util::unique_name("fdstore"));
+    let ptyd = util::Ptyd::start_in(dirs, &util::unique_name("fdstore"));
     let hup_dir = ptyd.dirs.path("hups");
     let hup = |name: &str| {
         format!(
@@ -139,9 +139,32 @@ fn a_killed_keeper_is_replaced_from_systemds_fd_store() {
     pids.remove(&doomed);
     drop(c);
 
-    // The keeper is killed (its first serving process dies with it): only
-    // the store holds the panes now.
-    ptyd.kill9();
+    // A live upgrade first: the serving process is then a later
+    // generation, which the keeper's death does not take along.
+    let checkpoint_id = || {
+        let held = held.lock().unwrap();
+        held.get("ptyd-keeper-checkpoint")
+            .and_then(|fds| fds.last())
+            .map(|fd| std::fs::metadata(format!("/proc/self/fd/{}", fd.as_raw_fd())).ok())
+            .map(|m| m.map(|m| std::os::unix::fs::MetadataExt::ino(&m)))
+    };
+    util::assert_exit(&ptyd.run_cli(&["upgrade"]), 0);
+    let survivor = ptyd.serving_pid();
+    // Two checkpoints later the stored one names the new server.
+    for _ in 0..2 {
+        let seen = checkpoint_id();
+        util::eventually("a checkpoint after the upgrade", || {
+            (checkpoint_id() != seen).then_some(())
+        });
+    }
+
+    // The keeper is killed: only the store holds the panes now, and the
+    // serving process runs on without it.
+    // SAFETY: kill(2) of the keeper this test started.
+    unsafe { libc::kill(ptyd.pid(), libc::SIGKILL) };
+    util::eventually("the keeper to die", || {
+        util::process_gone(ptyd.pid()).then_some(())
+    });
     crash_support::signal(counter_pid, libc::SIGSTOP);
     assert!(
         !util::process_gone(counter_pid as i32),
@@ -205,8 +228,9 @@ fn a_killed_keeper_is_replaced_from_systemds_fd_store() {
     drop(stored);
     let mut c = util::eventually("the panes to be served again", || {
         let mut c = Conn::try_connect(&ptyd.socket())?;
+        // Not the survivor, which may answer until the new keeper ends it.
         match c.try_call("server.status", json!({})) {
-            Some(Ok(_)) => Some(c),
+            Some(Ok(status)) if status["pid"] != survivor => Some(c),
             _ => None,
         }
     });
@@ -223,7 +247,12 @@ fn a_killed_keeper_is_replaced_from_systemds_fd_store() {
         .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name()).collect())
         .unwrap_or_default();
     assert!(hups.is_empty(), "SIGHUP reached {hups:?}");
+    // The server that outlived the keeper was ended first: one server.
+    util::eventually("the survivor of the keeper to be gone", || {
+        util::process_gone(survivor).then_some(())
+    });
     let status = c.ok("server.status", json!({}));
+    assert_ne!(status["pid"], survivor, "{status}");
     assert_eq!(
         status["keeper"]["pid"],
         keeper.guarded_pid().unwrap(),
