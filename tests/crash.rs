@@ -178,3 +178,66 @@ fn after_an_upgrade_the_keeper_reexecs_into_the_new_binary_and_still_recovers() 
     let mut fds = None;
     s.crash_round(&mut rng, libc::SIGKILL, 1, &mut fds);
 }
+
+#[test]
+fn the_event_history_and_its_numbering_survive_a_crash() {
+    // The checkpoint carries the event ring, so `events.subscribe` with
+    // `since` replays from before the crash; events logged after the last
+    // checkpoint are lost, but their numbers are not reused: each is a
+    // `gap`, and the next event is numbered after every one a client saw.
+    let mut dirs = util::Dirs::new();
+    dirs.env = ENV
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let ptyd = Ptyd::start_in(dirs, &util::unique_name("crashev"));
+    let a = ptyd.create_argv(&["sleep", "1000"]);
+    let b = ptyd.create_argv(&["sleep", "1000"]);
+    let mut c = ptyd.connect();
+    for cols in 81..=90 {
+        c.ok(
+            "pane.resize",
+            json!({ "target": b, "cols": cols, "rows": 24 }),
+        );
+    }
+    let reached = c.ok("events.subscribe", json!({}))["seq"].as_u64().unwrap();
+    let dead = serving_pid(&mut c);
+    drop(c);
+    // SAFETY: kill(2) of the serving process this test started.
+    unsafe { libc::kill(dead, libc::SIGKILL) };
+    let (_, _) = wait_replacement(&ptyd, dead);
+    let mut sub = ptyd.connect();
+    let now = sub.ok("events.subscribe", json!({ "since": 0 }))["seq"]
+        .as_u64()
+        .unwrap();
+    assert!(now >= reached, "numbering went back: {now} < {reached}");
+    let events: Vec<serde_json::Value> = (1..=now).map(|_| sub.next_event()).collect();
+    for (i, e) in events.iter().enumerate() {
+        assert_eq!(
+            e["seq"],
+            i as u64 + 1,
+            "not one event per number: {events:?}"
+        );
+    }
+    let created: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["type"] == "pane.created")
+        .map(|e| &e["pane"])
+        .collect();
+    assert_eq!(created, [&json!(a), &json!(b)], "{events:?}");
+    // Every number up to `reached` is the event logged then, or a gap.
+    for e in &events[..reached as usize] {
+        assert!(
+            ["pane.created", "pane.resized", "gap"].contains(&e["type"].as_str().unwrap_or("")),
+            "{e}"
+        );
+    }
+    // The next event comes after all of them.
+    let mut c = ptyd.connect();
+    c.ok(
+        "pane.resize",
+        json!({ "target": a, "cols": 70, "rows": 20 }),
+    );
+    let next = sub.wait_event("pane.resized", &a);
+    assert!(next["seq"].as_u64().unwrap() > now, "{next}");
+}
