@@ -107,6 +107,15 @@ pub enum ToKeeper {
     /// A clean stop: let go of everything; the EOF that follows is no
     /// crash.
     Stopping,
+    /// A child of a server that no longer serves (paused or in its
+    /// probation after an upgrade) exited: pass it on to the current
+    /// server as the keeper's own reaped exits are, since the pidfd cannot
+    /// tell (Linux before 6.15) and the reaper's copy ends with it.
+    Exited {
+        pid: i32,
+        code: Option<i32>,
+        signal: Option<i32>,
+    },
 }
 
 fn settled_by_default() -> bool {
@@ -757,6 +766,16 @@ impl Keeper {
                         info,
                     });
                 }
+            }
+            ToKeeper::Exited { pid, code, signal } => {
+                let msg = ToServer::Exited { pid, code, signal };
+                let mut data = vec![PROTOCOL];
+                let _ = serde_json::to_writer(&mut data, &msg);
+                if self.exits.len() >= 4096 {
+                    self.exits.pop_front();
+                }
+                self.exits.push_back(data);
+                self.send_exits();
             }
             ToKeeper::Stopping => {
                 // The server hangs up its panes and releases the namespace:

@@ -158,3 +158,41 @@ fn crashes_during_an_upgrade_leave_every_pane_served_once() {
     let (code, text) = upgrade_result(cli);
     assert_eq!(code, Some(1), "{tag}: {text}");
 }
+
+#[test]
+fn a_pane_exiting_while_the_old_server_is_in_probation_reports_its_code() {
+    // Where the kernel cannot tell a pidfd's exit status (before 6.15,
+    // simulated), a pane process still a child of the old server (in its
+    // probation: it reaps it, but no longer serves) has its status passed
+    // to the new server through the keeper.
+    let mut dirs = util::Dirs::new();
+    dirs.env = vec![("PTYD_NO_PIDFD_EXIT".into(), "1".into())];
+    let dir = dirs.state.join("config/ptyd");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("config.toml"), CONFIG).unwrap();
+    let ptyd = util::Ptyd::start_in(dirs, &util::unique_name("probexit"));
+    let pane = ptyd.create_argv(&["/bin/sh", "-c", "echo ready; read line; exit 7"]);
+    let mut c = ptyd.connect();
+    c.wait_text(&pane, "ready");
+    let old = ptyd.serving_pid();
+    let mut cmd = ptyd.cli(&["upgrade", "--timeout", "30000"]);
+    cmd.stdout(Stdio::null()).stderr(Stdio::null());
+    let _cli = util::KillOnDrop::child(cmd.spawn().expect("spawning ptyd upgrade"));
+    let new = util::eventually("the new server to serve", || {
+        let pid = ptyd.serving_pid();
+        (pid != old).then_some(pid)
+    });
+    assert_eq!(
+        util::ppid(c.pane(&pane)["pid"].as_i64().unwrap() as i32),
+        Some(old)
+    );
+    let mut c = ptyd.connect();
+    c.input(&pane, "go\n");
+    let exited = c.wait_exit(&pane);
+    assert_eq!(exited["code"], 7, "{exited}");
+    assert_eq!(
+        ptyd.serving_pid(),
+        new,
+        "the old server is still in probation"
+    );
+}

@@ -367,6 +367,17 @@ impl Server {
         })
     }
 
+    /// A child of ours exited while we do not serve (paused, or in
+    /// probation after an upgrade): for the server that does (see
+    /// `ToKeeper::Exited`).
+    pub(super) fn keeper_forward_exit(&mut self, pid: i32, exit: crate::sys::ProcessExit) {
+        let (code, signal) = match exit {
+            crate::sys::ProcessExit::Code(c) => (Some(c), None),
+            crate::sys::ProcessExit::Signal(s) => (None, Some(s)),
+        };
+        self.keeper_send(&ToKeeper::Exited { pid, code, signal }, Vec::new());
+    }
+
     /// A clean stop: the EOF that follows is no crash.
     pub(super) fn keeper_stopping(&mut self) {
         self.keeper_send(&ToKeeper::Stopping, Vec::new());
