@@ -99,7 +99,7 @@ fn a_killed_keeper_is_replaced_from_systemds_fd_store() {
         "/bin/sh",
         "-c",
         &format!(
-            "{}; i=0; while :; do i=$((i+1)); echo $i; done",
+            "{}; i=0; while :; do i=$((i+1)); echo $i || exit 1; done",
             hup("counter")
         ),
     ]);

@@ -157,7 +157,7 @@ pub fn setup_with_config(env: &[(&str, &str)], config: &str) -> Setup {
         "/bin/sh",
         "-c",
         &format!(
-            "{}; i=0; while :; do i=$((i+1)); echo $i; done",
+            "{}; i=0; while :; do i=$((i+1)); echo $i || exit 1; done",
             hup("counter")
         ),
     ]);
