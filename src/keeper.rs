@@ -281,6 +281,9 @@ struct Saved {
     stopping: bool,
     servers: Vec<i32>,
     loop_count: usize,
+    /// The checkpoint's description for systemd's fd store, if made.
+    #[serde(default)]
+    checkpoint_info: Option<RawFd>,
 }
 
 impl Keeper {
@@ -495,13 +498,14 @@ impl Keeper {
             };
             k.panes.insert(id, held);
         }
+        let info = opt(saved.checkpoint_info);
         k.checkpoint = saved.checkpoint.map(|(p, pb, m, mb, ids)| Checkpoint {
             precopy: adopt(p),
             precopy_bytes: pb,
             manifest: adopt(m),
             manifest_bytes: mb,
             ids,
-            info: None,
+            info,
         });
         k.stopping = saved.stopping;
         k.servers = saved.servers.into_iter().collect();
@@ -540,6 +544,11 @@ impl Keeper {
             stopping: self.stopping,
             servers: self.servers.iter().copied().collect(),
             loop_count: self.loop_count,
+            checkpoint_info: self
+                .checkpoint
+                .as_ref()
+                .and_then(|c| c.info.as_ref())
+                .map(AsRawFd::as_raw_fd),
         };
         let Ok(json) = serde_json::to_vec(&saved) else {
             return "encoding the keeper's state".into();
@@ -557,6 +566,7 @@ impl Keeper {
         if let Some((p, _, m, _, _)) = &saved.checkpoint {
             keep.extend([*p, *m]);
         }
+        keep.extend(saved.checkpoint_info);
         for fd in &keep {
             let _ = sys::clear_cloexec(*fd);
         }

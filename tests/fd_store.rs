@@ -5,7 +5,9 @@
 //! dies with it), and a new `ptyd server` started with the stored fds at
 //! 3.. (`LISTEN_FDS`, `LISTEN_FDNAMES`, `LISTEN_PID`), as systemd restarts
 //! a unit, takes every pane over: same pids, no SIGHUP, the counter's
-//! numbers contiguous. A removed pane is removed from the store too.
+//! numbers contiguous. A removed pane is removed from the store too; a
+//! live upgrade (the keeper re-executing itself) keeps the store, and a
+//! serving process that outlived the keeper is ended, so one server serves.
 
 mod util;
 
@@ -148,7 +150,17 @@ fn a_killed_keeper_is_replaced_from_systemds_fd_store() {
             .map(|fd| std::fs::metadata(format!("/proc/self/fd/{}", fd.as_raw_fd())).ok())
             .map(|m| m.map(|m| std::os::unix::fs::MetadataExt::ino(&m)))
     };
-    util::assert_exit(&ptyd.run_cli(&["upgrade"]), 0);
+    // To another path, so the keeper re-executes itself too (keeping
+    // its fds and what it stored).
+    let copy = ptyd.dirs.path("bin").join("ptyd-next");
+    std::fs::copy(util::PTYD, &copy).unwrap();
+    util::assert_exit(
+        &ptyd.run_cli(&["upgrade", "--binary", copy.to_str().unwrap()]),
+        0,
+    );
+    util::eventually("the keeper to re-execute into the new binary", || {
+        (std::fs::read_link(format!("/proc/{}/exe", ptyd.pid())).ok()? == copy).then_some(())
+    });
     let survivor = ptyd.serving_pid();
     // Two checkpoints later the stored one names the new server.
     for _ in 0..2 {
