@@ -128,6 +128,15 @@ fn a_killed_keeper_is_replaced_from_systemds_fd_store() {
             Err(format!("{n:?}"))
         }
     });
+    // Nothing of the service manager's reaches a pane.
+    let environ = std::fs::read(format!("/proc/{}/environ", pids[&counter])).unwrap();
+    for var in environ.split(|b| *b == 0) {
+        let var = String::from_utf8_lossy(var);
+        assert!(
+            !var.starts_with("FDSTORE=") && !var.starts_with("NOTIFY_SOCKET="),
+            "the pane inherited {var}"
+        );
+    }
     // A removed pane leaves the store, so it hangs up when removed.
     let doomed_pid = pids[&doomed] as i32;
     c.ok("pane.remove", json!({ "target": doomed, "force": true }));
