@@ -3,7 +3,8 @@
 //! the harness starts) replaces it. After each crash: the server answers,
 //! every pane has its old pid, no pane got SIGHUP, a counter pane's
 //! numbers have no gap and no repeat across the crash, the attached
-//! client is back, the keeper leaks no fd and leaves no zombie.
+//! client is back, the keeper leaks no fd and leaves no zombie. Also: a
+//! crash loop, a tiny ring, the keeper's re-exec, the event history.
 //!
 //! `PTYD_CRASH_ROUNDS` sets the number of SIGKILL rounds (20 by default).
 
