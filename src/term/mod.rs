@@ -70,12 +70,14 @@ mod screen;
 mod scrollback;
 
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use vte::ansi::{Processor, Timeout};
 
 pub use capture::{Capture, CaptureOptions, CursorInfo};
 pub use cell::{Cell, Color, Style};
 pub use modes::{Modes, MouseEncoding, MouseMode};
 pub use redraw::ViewCache;
+pub use scrollback::HistoryJson;
 
 use boundary::{Boundary, Kind, Piece, is_exec_c0};
 use screen::Screen;
@@ -497,6 +499,15 @@ impl Terminal {
 
     pub fn scrollback_len(&self) -> usize {
         self.screen.scrollback.len()
+    }
+
+    /// The terminal as JSON, byte for byte what `serde_json::to_string`
+    /// gives, with its scrollback's lines taken from `cache` (see
+    /// `HistoryJson`) where they were encoded before: re-encoding a busy
+    /// terminal costs what scrolled in since, not its whole history. The
+    /// cache belongs to this terminal (another one's only misses).
+    pub fn to_json_cached(&self, cache: &mut HistoryJson) -> serde_json::Result<Box<RawValue>> {
+        scrollback::with_history_json(cache, || serde_json::value::to_raw_value(self))
     }
 
     /// How many state-changing calls this terminal has had (see `changes`).

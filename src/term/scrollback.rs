@@ -20,8 +20,12 @@
 use std::collections::VecDeque;
 
 use serde::de::{SeqAccess, Visitor};
+use serde::ser::{Error as _, SerializeStruct};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::value::RawValue;
 use std::borrow::Cow;
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::cell::{Extra, PenWriter, SPACER, Style, WIDE};
 use super::grid::Row;
@@ -673,7 +677,7 @@ impl<'de> Deserialize<'de> for Arena {
 /// boxed slice, so the `bytes` recorded in snapshots means the same.
 const SLOT_BYTES: usize = 16;
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Debug, Deserialize)]
 #[serde(from = "ScrollbackRepr")]
 pub struct Scrollback {
     lines: Arena,
@@ -688,6 +692,167 @@ pub struct Scrollback {
     /// last looked", which `len` cannot say once the oldest are trimmed.
     #[serde(default)]
     pushed: u64,
+    /// Which numbering of the lines this is (see `HistoryJson`): taken
+    /// afresh from a process-wide counter by anything that changes a line
+    /// already numbered (taking the newest back, clearing, reflowing) and
+    /// by a new, cloned or decoded history, so no two histories and no two
+    /// states of one history that disagree on a numbered line share it.
+    /// Pushing (appending) and trimming (evicting the oldest) keep it.
+    #[serde(skip)]
+    epoch: u64,
+}
+
+/// A fresh `Scrollback::epoch`.
+fn fresh_epoch() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// A clone numbers its lines as the original does but then goes its own
+/// way: it gets its own epoch.
+impl Clone for Scrollback {
+    fn clone(&self) -> Scrollback {
+        Scrollback {
+            lines: self.lines.clone(),
+            bytes: self.bytes,
+            max_lines: self.max_lines,
+            max_bytes: self.max_bytes,
+            scratch: LineScratch::default(),
+            pushed: self.pushed,
+            epoch: fresh_epoch(),
+        }
+    }
+}
+
+/// The form serde's derive gave it (`lines`, `bytes`, `max_lines`,
+/// `max_bytes`, `pushed`), written by hand so the lines can come from a
+/// `HistoryJson` while `Terminal::to_json_cached` runs.
+impl Serialize for Scrollback {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut st = serializer.serialize_struct("Scrollback", 5)?;
+        match HISTORY_JSON.with(|c| c.borrow_mut().take()) {
+            Some(mut cache) => {
+                let fresh = cache.refresh(self);
+                let result = match &fresh {
+                    Ok(true) => st.serialize_field("lines", &CachedLines(&cache.lines)),
+                    _ => st.serialize_field("lines", &self.lines),
+                };
+                if !matches!(fresh, Ok(true)) {
+                    cache.forget();
+                }
+                HISTORY_JSON.with(|c| *c.borrow_mut() = Some(cache));
+                result?;
+                if let Err(e) = fresh {
+                    return Err(S::Error::custom(e));
+                }
+            }
+            None => st.serialize_field("lines", &self.lines)?,
+        }
+        st.serialize_field("bytes", &self.bytes)?;
+        st.serialize_field("max_lines", &self.max_lines)?;
+        st.serialize_field("max_bytes", &self.max_bytes)?;
+        st.serialize_field("pushed", &self.pushed)?;
+        st.end()
+    }
+}
+
+/// Cached line encodings written as a JSON sequence; only ever handed to
+/// serde_json (`Terminal::to_json_cached`), which writes each as is.
+struct CachedLines<'a>(&'a VecDeque<Box<RawValue>>);
+
+impl Serialize for CachedLines<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter())
+    }
+}
+
+thread_local! {
+    /// The `HistoryJson` of the terminal `Terminal::to_json_cached` is
+    /// encoding on this thread, if it is: serde's derived code in between
+    /// (`Terminal`, `Screen`) has no way to pass it down.
+    static HISTORY_JSON: RefCell<Option<HistoryJson>> = const { RefCell::new(None) };
+}
+
+/// Each line of one history as JSON, by line number (`Scrollback::pushed`
+/// counts lines ever pushed, so the oldest line held is `pushed - len`),
+/// kept between encodings of the same terminal: lines are immutable once
+/// pushed, only appended and evicted from the front, so an encoding
+/// reuses the lines still held and encodes only those pushed since. A
+/// changed `epoch` (a line rewritten or renumbered) starts it over.
+///
+/// It mirrors the history's lines, so it is bounded as the history is, and
+/// costs about as much memory again (`memory_bytes`): its owner keeps it
+/// only for terminals re-encoded often.
+#[derive(Debug, Default)]
+pub struct HistoryJson {
+    epoch: u64,
+    /// Number of `lines[0]`.
+    first: u64,
+    lines: VecDeque<Box<RawValue>>,
+}
+
+impl HistoryJson {
+    /// Brings the cache in line with `sb`. Ok(false): the history cannot
+    /// be numbered (a snapshot from before `pushed` holds more lines than
+    /// it counts), so it is encoded without the cache.
+    fn refresh(&mut self, sb: &Scrollback) -> Result<bool, serde_json::Error> {
+        let len = sb.lines.len() as u64;
+        let Some(oldest) = sb.pushed.checked_sub(len) else {
+            return Ok(false);
+        };
+        if self.epoch != sb.epoch || self.first > oldest {
+            self.forget();
+            self.epoch = sb.epoch;
+        }
+        while self.first < oldest && self.lines.pop_front().is_some() {
+            self.first += 1;
+        }
+        if self.lines.is_empty() {
+            self.first = oldest;
+        }
+        let mut next = self.first + self.lines.len() as u64;
+        if next > sb.pushed {
+            self.forget();
+            self.epoch = sb.epoch;
+            self.first = oldest;
+            next = oldest;
+        }
+        for n in next..sb.pushed {
+            let Some(line) = sb.lines.get((n - oldest) as usize) else {
+                return Ok(false);
+            };
+            self.lines.push_back(serde_json::value::to_raw_value(&line)?);
+        }
+        Ok(true)
+    }
+
+    /// Empties the cache (its memory given back); the next encoding
+    /// starts over.
+    pub fn forget(&mut self) {
+        *self = HistoryJson::default();
+    }
+
+    /// Heap held, allocator overhead estimated at 16 bytes a line.
+    pub fn memory_bytes(&self) -> usize {
+        self.lines.capacity() * std::mem::size_of::<Box<RawValue>>()
+            + self.lines.iter().map(|l| l.get().len() + 16).sum::<usize>()
+    }
+}
+
+/// Runs `encode` with `cache` installed for `Scrollback`'s serializer on
+/// this thread, and takes it back after, even if `encode` panics.
+pub(super) fn with_history_json<T>(cache: &mut HistoryJson, encode: impl FnOnce() -> T) -> T {
+    struct Restore<'a>(&'a mut HistoryJson, Option<HistoryJson>);
+    impl Drop for Restore<'_> {
+        fn drop(&mut self) {
+            let cache = HISTORY_JSON.with(|c| c.borrow_mut().take());
+            *self.0 = cache.unwrap_or_default();
+            HISTORY_JSON.with(|c| *c.borrow_mut() = self.1.take());
+        }
+    }
+    let outer = HISTORY_JSON.with(|c| c.borrow_mut().replace(std::mem::take(cache)));
+    let _restore = Restore(cache, outer);
+    encode()
 }
 
 /// What a history is decoded from: its `bytes` is recomputed, not read
@@ -713,6 +878,7 @@ impl From<ScrollbackRepr> for Scrollback {
             max_bytes: r.max_bytes,
             scratch: LineScratch::default(),
             pushed: r.pushed,
+            epoch: fresh_epoch(),
         };
         s.trim();
         s
@@ -740,6 +906,7 @@ impl Scrollback {
             max_bytes,
             scratch: LineScratch::default(),
             pushed: 0,
+            epoch: fresh_epoch(),
         }
     }
 
@@ -814,6 +981,7 @@ impl Scrollback {
     /// All lines, oldest first, leaving the history empty; `pushed` is
     /// kept, so lines put back by `restore_lines` do not count as new.
     pub fn take_lines(&mut self) -> Vec<Line> {
+        self.epoch = fresh_epoch();
         self.bytes = 0;
         let lines = std::mem::take(&mut self.lines);
         lines.iter().map(LineRef::to_line).collect()
@@ -821,6 +989,7 @@ impl Scrollback {
 
     /// Puts lines back after `take_lines` (bounds applied, oldest evicted).
     pub fn restore_lines(&mut self, lines: Vec<Line>) {
+        self.epoch = fresh_epoch();
         let pushed = self.pushed;
         for line in lines {
             self.push(line);
@@ -831,11 +1000,14 @@ impl Scrollback {
     /// Takes back the newest line (used when the screen grows taller).
     pub fn pop_newest(&mut self) -> Option<Line> {
         let line = self.lines.pop_back()?;
+        // `pushed` stays: every line's number moves up by one.
+        self.epoch = fresh_epoch();
         self.bytes -= line.0.len() + SLOT_BYTES;
         Some(line)
     }
 
     pub fn clear(&mut self) {
+        self.epoch = fresh_epoch();
         self.lines = Arena::default();
         self.bytes = 0;
     }
@@ -989,6 +1161,113 @@ mod tests {
         assert!(want.is_empty());
         sb.push(numbered(7));
         assert_eq!(sb.get(0), Some(numbered(7).view()));
+    }
+
+    /// A seeded xorshift generator: the property tests below are
+    /// reproducible without a crate for it.
+    struct Rng(u64);
+
+    impl Rng {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0 % n
+        }
+    }
+
+    fn cached(sb: &Scrollback, cache: &mut HistoryJson) -> String {
+        with_history_json(cache, || serde_json::to_string(sb)).unwrap()
+    }
+
+    /// After any sequence of pushes (evicting by lines and by bytes),
+    /// taking the newest back, clearing, reflow's take and restore, clones
+    /// and decodes, the cached encoding is the plain one byte for byte;
+    /// after pushes alone it reused every line it still held and encoded
+    /// only the new ones.
+    #[test]
+    fn cached_encoding_is_the_plain_one() {
+        for seed in 1..=20u64 {
+            let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            let max_bytes = if seed % 2 == 0 { usize::MAX } else { 3000 };
+            let mut sb = Scrollback::new(40 + seed as usize, max_bytes);
+            let mut cache = HistoryJson::default();
+            let mut n = 0;
+            for step in 0..400 {
+                let op = rng.below(100);
+                match op {
+                    0..70 => {
+                        for _ in 0..=rng.below(30) {
+                            n += 1;
+                            let style = Style {
+                                fg: rng.below(3) as u32,
+                                bg: 0,
+                            };
+                            let runs = [Run { chars: 2, style }];
+                            let runs = if style.fg == 0 { &[][..] } else { &runs[..] };
+                            let text = format!("{n} \"é{}", "x".repeat(rng.below(90) as usize));
+                            sb.push(Line::new(&text, runs, n % 4 == 0));
+                        }
+                    }
+                    70..78 => {
+                        sb.pop_newest();
+                    }
+                    78..81 => sb.clear(),
+                    81..86 => {
+                        let mut lines = sb.take_lines();
+                        lines.truncate(lines.len().saturating_sub(rng.below(3) as usize));
+                        lines.push(numbered(step));
+                        sb.restore_lines(lines);
+                    }
+                    86..90 => sb = sb.clone(),
+                    90..94 => {
+                        sb = serde_json::from_str(&serde_json::to_string(&sb).unwrap()).unwrap()
+                    }
+                    // Another history through the same cache only misses.
+                    94..96 => {
+                        let mut other = Scrollback::new(10, usize::MAX);
+                        other.push(numbered(step));
+                        let plain = serde_json::to_string(&other).unwrap();
+                        assert_eq!(cached(&other, &mut cache), plain);
+                    }
+                    _ => {}
+                }
+                let plain = serde_json::to_string(&sb).unwrap();
+                let before: Vec<*const RawValue> =
+                    cache.lines.iter().map(|l| &**l as *const RawValue).collect();
+                let (epoch, first) = (cache.epoch, cache.first);
+                assert_eq!(cached(&sb, &mut cache), plain, "seed {seed} step {step}");
+                assert_eq!(cache.lines.len(), sb.len());
+                if op < 70 && epoch == sb.epoch {
+                    // Lines still held were reused, not encoded again.
+                    let kept = (sb.pushed - sb.len() as u64).saturating_sub(first) as usize;
+                    for (i, old) in before.iter().skip(kept).enumerate() {
+                        let now = &*cache.lines[i] as *const RawValue;
+                        assert_eq!(now, *old, "seed {seed} step {step} line {i}");
+                    }
+                }
+            }
+            assert!(cache.memory_bytes() > 0 || sb.len() == 0);
+        }
+    }
+
+    /// A history decoded from a snapshot older than `pushed` counts fewer
+    /// lines pushed than it holds: it cannot be numbered, and is encoded
+    /// whole, the cache left empty.
+    #[test]
+    fn unnumbered_history_is_encoded_without_the_cache() {
+        let mut sb = Scrollback::new(100, usize::MAX);
+        for i in 0..5 {
+            sb.push(numbered(i));
+        }
+        let mut json = serde_json::to_value(&sb).unwrap();
+        json.as_object_mut().unwrap().remove("pushed");
+        let mut sb: Scrollback = serde_json::from_value(json).unwrap();
+        let mut cache = HistoryJson::default();
+        assert_eq!(cached(&sb, &mut cache), serde_json::to_string(&sb).unwrap());
+        assert!(cache.lines.is_empty());
+        sb.push(numbered(5));
+        assert_eq!(cached(&sb, &mut cache), serde_json::to_string(&sb).unwrap());
     }
 
     /// The history serializes as the plain list of lines it was before the

@@ -1207,3 +1207,76 @@ fn printed_lines_show_on_the_screen_as_if_just_output() {
     assert_eq!(t.scrollback_len(), 2);
     assert!(with_sgr(&t).iter().all(|l| !l.contains('\x07')));
 }
+
+/// `to_json_cached` is `serde_json::to_string` byte for byte, whatever the
+/// terminal went through between encodings: output scrolling (lines
+/// evicted by the bound), ED 3, reflowing and growing resizes (which take
+/// lines back), RIS, the alternate screen, injected history, a decode
+/// (a fresh history) and another terminal through the same cache.
+#[test]
+fn cached_encoding_is_plain_serde() {
+    let mut rng = 0x2545_f491_4f6c_dd1du64;
+    let mut below = |n: u64| {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng % n
+    };
+    let config = TermConfig {
+        scrollback_lines: 200,
+        ..TermConfig::default()
+    };
+    let mut t = Terminal::new(30, 6, config.clone());
+    let mut cache = HistoryJson::default();
+    let mut n = 0;
+    let mut longest = 0;
+    for step in 0..300 {
+        match below(100) {
+            0..60 => {
+                let mut out = String::new();
+                for _ in 0..=below(40) {
+                    n += 1;
+                    let width = below(70) as usize;
+                    match below(4) {
+                        0 => out.push_str(&format!("\x1b[3{}m{n}\x1b[0m é", below(8))),
+                        1 => out.push_str(&format!("\x1b]8;;http://x/{n}\x07{n}\x1b]8;;\x07")),
+                        _ => out.push_str(&n.to_string()),
+                    }
+                    out.push_str(&"y".repeat(width));
+                    out.push_str("\r\n");
+                }
+                feed(&mut t, out.as_bytes());
+            }
+            60..66 => {
+                feed(&mut t, b"\x1b[3J");
+            }
+            66..76 => {
+                let (cols, rows) = (20 + below(30) as u16, 3 + below(8) as u16);
+                t.resize(cols, rows);
+            }
+            76..79 => {
+                feed(&mut t, b"\x1bc");
+            }
+            79..84 => {
+                feed(&mut t, b"\x1b[?1049hon alt\r\n\r\n\r\n\r\n\r\n\r\n\r\n\x1b[?1049l");
+            }
+            84..88 => t.inject_history(&[format!("injected {step}"), "more".into()]),
+            88..92 => {
+                t = serde_json::from_str(&serde_json::to_string(&t).unwrap()).unwrap();
+            }
+            92..95 => {
+                let mut other = Terminal::new(10, 2, config.clone());
+                feed(&mut other, b"a\r\nb\r\nc\r\n");
+                let plain = serde_json::to_string(&other).unwrap();
+                assert_eq!(other.to_json_cached(&mut cache).unwrap().get(), plain);
+            }
+            _ => {}
+        }
+        let plain = serde_json::to_string(&t).unwrap();
+        let cached = t.to_json_cached(&mut cache).unwrap();
+        assert_eq!(cached.get(), plain, "step {step}");
+        longest = longest.max(t.scrollback_len());
+    }
+    // The bound was reached: lines were evicted under the cache.
+    assert_eq!(longest, 200);
+}
