@@ -510,6 +510,17 @@ impl Terminal {
         scrollback::with_history_json(cache, || serde_json::value::to_raw_value(self))
     }
 
+    /// `to_json_cached` appended to `out`: a caller that keeps `out`
+    /// between encodings spares the allocator a fresh megabyte (and its
+    /// page faults) each time.
+    pub fn write_json_cached(
+        &self,
+        out: &mut Vec<u8>,
+        cache: &mut HistoryJson,
+    ) -> serde_json::Result<()> {
+        scrollback::with_history_json(cache, || serde_json::to_writer(out, self))
+    }
+
     /// How many state-changing calls this terminal has had (see `changes`).
     pub fn changes(&self) -> u64 {
         self.changes

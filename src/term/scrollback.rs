@@ -22,7 +22,6 @@ use std::collections::VecDeque;
 use serde::de::{SeqAccess, Visitor};
 use serde::ser::{Error as _, SerializeStruct};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use serde_json::value::RawValue;
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -734,7 +733,7 @@ impl Serialize for Scrollback {
             Some(mut cache) => {
                 let fresh = cache.refresh(self);
                 let result = match &fresh {
-                    Ok(true) => st.serialize_field("lines", &CachedLines(&cache.lines)),
+                    Ok(true) => cache.write(&mut st),
                     _ => st.serialize_field("lines", &self.lines),
                 };
                 if !matches!(fresh, Ok(true)) {
@@ -756,13 +755,20 @@ impl Serialize for Scrollback {
     }
 }
 
-/// Cached line encodings written as a JSON sequence; only ever handed to
-/// serde_json (`Terminal::to_json_cached`), which writes each as is.
-struct CachedLines<'a>(&'a VecDeque<Box<RawValue>>);
+/// JSON text written as is, the way serde_json writes a `RawValue`: the
+/// struct name below is that private protocol between `RawValue` and
+/// serde_json's serializer (it has no public constructor that skips
+/// re-parsing). Only ever handed to serde_json (`Terminal::to_json_cached`);
+/// if a serde_json version changed the protocol, the tests comparing the
+/// cached encoding with the plain one byte for byte would fail.
+struct Raw<'a>(&'a str);
 
-impl Serialize for CachedLines<'_> {
+impl Serialize for Raw<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(self.0.iter())
+        const TOKEN: &str = "$serde_json::private::RawValue";
+        let mut st = serializer.serialize_struct(TOKEN, 1)?;
+        st.serialize_field(TOKEN, self.0)?;
+        st.end()
     }
 }
 
@@ -773,22 +779,33 @@ thread_local! {
     static HISTORY_JSON: RefCell<Option<HistoryJson>> = const { RefCell::new(None) };
 }
 
-/// Each line of one history as JSON, by line number (`Scrollback::pushed`
+/// One history's lines as JSON, by line number (`Scrollback::pushed`
 /// counts lines ever pushed, so the oldest line held is `pushed - len`),
 /// kept between encodings of the same terminal: lines are immutable once
 /// pushed, only appended and evicted from the front, so an encoding
 /// reuses the lines still held and encodes only those pushed since. A
 /// changed `epoch` (a line rewritten or renumbered) starts it over.
 ///
-/// It mirrors the history's lines, so it is bounded as the history is, and
-/// costs about as much memory again (`memory_bytes`): its owner keeps it
-/// only for terminals re-encoded often.
+/// The lines are packed in one buffer, each after a comma, so the whole
+/// sequence is written with one copy (the first comma briefly becomes the
+/// `[`); evicted lines are dead bytes at the front, given back when they
+/// are half the buffer. It mirrors the history's lines, so it is bounded
+/// as the history is, and costs about as much memory again
+/// (`memory_bytes`): its owner keeps it only for terminals re-encoded
+/// often.
 #[derive(Debug, Default)]
 pub struct HistoryJson {
     epoch: u64,
-    /// Number of `lines[0]`.
+    /// Number of the oldest line cached.
     first: u64,
-    lines: VecDeque<Box<RawValue>>,
+    /// `,line,line...`.
+    text: String,
+    /// Where the oldest line's comma is in `text`.
+    start: usize,
+    /// Where each line cached ends, counted from the first byte ever
+    /// written (`text[0]` is byte `dropped`).
+    ends: VecDeque<usize>,
+    dropped: usize,
 }
 
 impl HistoryJson {
@@ -800,30 +817,60 @@ impl HistoryJson {
         let Some(oldest) = sb.pushed.checked_sub(len) else {
             return Ok(false);
         };
-        if self.epoch != sb.epoch || self.first > oldest {
+        let cached = self.ends.len() as u64;
+        if self.epoch != sb.epoch
+            || self.first > oldest
+            || self.first + cached > sb.pushed
+            || self.first + cached < oldest
+        {
+            // Nothing cached is still held (or the numbering changed).
             self.forget();
             self.epoch = sb.epoch;
+            self.first = oldest;
         }
-        while self.first < oldest && self.lines.pop_front().is_some() {
+        // Lines evicted since.
+        while self.first < oldest {
+            let Some(end) = self.ends.pop_front() else {
+                break;
+            };
+            self.start = end - self.dropped;
             self.first += 1;
         }
-        if self.lines.is_empty() {
+        if self.ends.is_empty() {
+            self.text.clear();
+            self.dropped = 0;
+            self.start = 0;
             self.first = oldest;
+        } else if self.start > self.text.len() / 2 {
+            self.text.drain(..self.start);
+            self.dropped += self.start;
+            self.start = 0;
         }
-        let mut next = self.first + self.lines.len() as u64;
-        if next > sb.pushed {
-            self.forget();
-            self.epoch = sb.epoch;
-            self.first = oldest;
-            next = oldest;
-        }
+        let next = self.first + self.ends.len() as u64;
         for n in next..sb.pushed {
             let Some(line) = sb.lines.get((n - oldest) as usize) else {
                 return Ok(false);
             };
-            self.lines.push_back(serde_json::value::to_raw_value(&line)?);
+            self.text.push(',');
+            self.text.push_str(&serde_json::to_string(&line)?);
+            self.ends.push_back(self.dropped + self.text.len());
         }
         Ok(true)
+    }
+
+    /// Writes the cached lines as the JSON sequence `refresh` made them.
+    fn write<S: SerializeStruct>(&mut self, st: &mut S) -> Result<(), S::Error> {
+        if self.ends.is_empty() {
+            return st.serialize_field("lines", &Raw("[]"));
+        }
+        // Same-length replacements: nothing moves.
+        let first = self.start..self.start + 1;
+        self.text.replace_range(first.clone(), "[");
+        self.text.push(']');
+        let result = st.serialize_field("lines", &Raw(&self.text[self.start..]));
+        self.text.pop();
+        self.text.replace_range(first, ",");
+        result
     }
 
     /// Empties the cache (its memory given back); the next encoding
@@ -832,10 +879,9 @@ impl HistoryJson {
         *self = HistoryJson::default();
     }
 
-    /// Heap held, allocator overhead estimated at 16 bytes a line.
+    /// Heap held.
     pub fn memory_bytes(&self) -> usize {
-        self.lines.capacity() * std::mem::size_of::<Box<RawValue>>()
-            + self.lines.iter().map(|l| l.get().len() + 16).sum::<usize>()
+        self.text.capacity() + self.ends.capacity() * std::mem::size_of::<usize>()
     }
 }
 
@@ -1233,17 +1279,20 @@ mod tests {
                     _ => {}
                 }
                 let plain = serde_json::to_string(&sb).unwrap();
-                let before: Vec<*const RawValue> =
-                    cache.lines.iter().map(|l| &**l as *const RawValue).collect();
-                let (epoch, first) = (cache.epoch, cache.first);
+                let (epoch, cached_before) = (cache.epoch, cache.first + cache.ends.len() as u64);
+                let written = cache.dropped + cache.text.len();
                 assert_eq!(cached(&sb, &mut cache), plain, "seed {seed} step {step}");
-                assert_eq!(cache.lines.len(), sb.len());
+                assert_eq!(cache.ends.len(), sb.len());
                 if op < 70 && epoch == sb.epoch {
-                    // Lines still held were reused, not encoded again.
-                    let kept = (sb.pushed - sb.len() as u64).saturating_sub(first) as usize;
-                    for (i, old) in before.iter().skip(kept).enumerate() {
-                        let now = &*cache.lines[i] as *const RawValue;
-                        assert_eq!(now, *old, "seed {seed} step {step} line {i}");
+                    // Only the lines pushed since were encoded: the bytes
+                    // written since are theirs.
+                    let new = sb.pushed.saturating_sub(cached_before.max(cache.first));
+                    let new_bytes: usize = (sb.len() - new as usize..sb.len())
+                        .map(|i| serde_json::to_string(&sb.get(i).unwrap()).unwrap().len() + 1)
+                        .sum();
+                    let grew = (cache.dropped + cache.text.len()).saturating_sub(written);
+                    if cache.dropped + cache.text.len() >= written {
+                        assert_eq!(grew, new_bytes, "seed {seed} step {step}");
                     }
                 }
             }
@@ -1265,7 +1314,7 @@ mod tests {
         let mut sb: Scrollback = serde_json::from_value(json).unwrap();
         let mut cache = HistoryJson::default();
         assert_eq!(cached(&sb, &mut cache), serde_json::to_string(&sb).unwrap());
-        assert!(cache.lines.is_empty());
+        assert!(cache.ends.is_empty());
         sb.push(numbered(5));
         assert_eq!(cached(&sb, &mut cache), serde_json::to_string(&sb).unwrap());
     }
