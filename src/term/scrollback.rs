@@ -798,8 +798,9 @@ pub struct HistoryJson {
     epoch: u64,
     /// Number of the oldest line cached.
     first: u64,
-    /// `,line,line...`.
-    text: String,
+    /// `,line,line...`: serde_json's output, so UTF-8 (checked again when
+    /// written, at about 25 µs a megabyte, rather than trusted).
+    text: Vec<u8>,
     /// Where the oldest line's comma is in `text`.
     start: usize,
     /// Where each line cached ends, counted from the first byte ever
@@ -851,8 +852,8 @@ impl HistoryJson {
             let Some(line) = sb.lines.get((n - oldest) as usize) else {
                 return Ok(false);
             };
-            self.text.push(',');
-            self.text.push_str(&serde_json::to_string(&line)?);
+            self.text.push(b',');
+            serde_json::to_writer(&mut self.text, &line)?;
             self.ends.push_back(self.dropped + self.text.len());
         }
         Ok(true)
@@ -863,13 +864,14 @@ impl HistoryJson {
         if self.ends.is_empty() {
             return st.serialize_field("lines", &Raw("[]"));
         }
-        // Same-length replacements: nothing moves.
-        let first = self.start..self.start + 1;
-        self.text.replace_range(first.clone(), "[");
-        self.text.push(']');
-        let result = st.serialize_field("lines", &Raw(&self.text[self.start..]));
+        self.text[self.start] = b'[';
+        self.text.push(b']');
+        let result = match std::str::from_utf8(&self.text[self.start..]) {
+            Ok(json) => st.serialize_field("lines", &Raw(json)),
+            Err(e) => Err(S::Error::custom(e)),
+        };
         self.text.pop();
-        self.text.replace_range(first, ",");
+        self.text[self.start] = b',';
         result
     }
 
