@@ -36,21 +36,33 @@
 //! must keep its copy until then. The handoff does (the old side closes
 //! nothing it sent before the commit), so it holds on both.
 //!
-//! A new backend (a `windows.rs` beside `pty/windows.rs`, say) provides the
-//! same functions; an item it cannot provide returns `Unsupported` or the
-//! documented "cannot tell" value, never a compile error.
+//! A new backend provides the same functions; an item it cannot provide
+//! returns `Unsupported` or the documented "cannot tell" value, never a
+//! compile error.
+//!
+//! Windows: `windows.rs` replaces both layers. Today it holds only what the
+//! ConPTY backend (`pty/windows.rs`) and its tests share (an owned handle,
+//! Wine detection); the items above belong to the daemon, which is not
+//! built on Windows yet (see `lib.rs`), and arrive with it.
 //!
 //! `--cfg ptyd_portable` builds `fallback.rs` (and the fork/exec spawn in
 //! `pty/unix.rs`) on Linux too, so the degraded paths are compiled and can
 //! be run here: `RUSTFLAGS="--cfg ptyd_portable" cargo check --all-targets`.
 
+#[cfg(unix)]
 mod unix;
 
 #[cfg_attr(all(target_os = "linux", not(ptyd_portable)), path = "linux.rs")]
-#[cfg_attr(any(not(target_os = "linux"), ptyd_portable), path = "fallback.rs")]
+#[cfg_attr(
+    all(unix, any(not(target_os = "linux"), ptyd_portable)),
+    path = "fallback.rs"
+)]
+#[cfg_attr(windows, path = "windows.rs")]
 mod os;
 
+#[cfg(unix)]
 pub(crate) use unix::syscall;
+#[cfg(unix)]
 pub use unix::{
     FdKind, OPEN_UNTRUSTED_PATH, PeerCred, ProcessExit, SIGCHLD, SIGHUP, SIGINT, SIGKILL, SIGTERM,
     SIGWINCH, SIGXFSZ, StdinMode, broken_pipe_errno, clear_cloexec, current_uid, dup_at_least,
@@ -61,13 +73,17 @@ pub use unix::{
     wait_child, wait_writable, write_stdout,
 };
 
+#[cfg(unix)]
 pub use os::{
     anonymous_file, become_child_subreaper, pidfd_exit_status, pidfd_open, process_cwd,
     process_start_token, recv_with_fds, release_free_memory, seqpacket_pair, session_members,
     sessions_members, unix_socket_listening,
 };
 
-#[cfg(test)]
+#[cfg(all(windows, test))]
+pub use os::running_under_wine;
+
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
     use std::io::{Read, Seek};
