@@ -12,7 +12,9 @@ fn main() {
 /// than pretending.
 #[cfg(windows)]
 fn main() {
-    let version = std::env::args().nth(1).is_some_and(|a| a == "version" || a == "--version");
+    let version = std::env::args()
+        .nth(1)
+        .is_some_and(|a| a == "version" || a == "--version");
     if version {
         println!("ptyd {}", env!("CARGO_PKG_VERSION"));
         return;

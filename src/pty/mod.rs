@@ -113,7 +113,12 @@ mod tests {
 
     #[test]
     fn internal_variables_stay_with_the_server() {
-        for key in ["NOTIFY_SOCKET", "LISTEN_FDS", "WATCHDOG_USEC", "PTYD_SOCKET"] {
+        for key in [
+            "NOTIFY_SOCKET",
+            "LISTEN_FDS",
+            "WATCHDOG_USEC",
+            "PTYD_SOCKET",
+        ] {
             assert!(!inherits_env(OsStr::new(key)), "{key}");
         }
         for key in ["PATH", "HOME", "LISTEN", "PTY"] {

@@ -180,7 +180,8 @@ impl PtyMaster {
     /// [`KILLED_EXIT_CODE`]. The exit is reported as any other.
     pub fn kill(&self) -> io::Result<()> {
         // SAFETY: `job` is our open job handle.
-        let ok = unsafe { TerminateJobObject(self.job.as_raw_handle() as HANDLE, KILLED_EXIT_CODE) };
+        let ok =
+            unsafe { TerminateJobObject(self.job.as_raw_handle() as HANDLE, KILLED_EXIT_CODE) };
         if ok == 0 {
             return Err(os_error("TerminateJobObject"));
         }
@@ -295,7 +296,10 @@ fn check_hresult(what: &str, hr: i32) -> io::Result<()> {
         let e = io::Error::from_raw_os_error((hr as u32 & 0xFFFF) as i32);
         return Err(io::Error::new(e.kind(), format!("{what}: {e}")));
     }
-    Err(io::Error::other(format!("{what}: HRESULT {:#010x}", hr as u32)))
+    Err(io::Error::other(format!(
+        "{what}: HRESULT {:#010x}",
+        hr as u32
+    )))
 }
 
 /// Opens a pseudo console of the spec's size and starts the spec's program
@@ -381,7 +385,10 @@ fn spawn_inner(spec: &SpawnSpec, wake: Wake) -> io::Result<(PtyMaster, ChildProc
     // it starts is in the job too.
     // SAFETY: both handles are open.
     let assigned = unsafe {
-        AssignProcessToJobObject(job.as_raw_handle() as HANDLE, process.as_raw_handle() as HANDLE)
+        AssignProcessToJobObject(
+            job.as_raw_handle() as HANDLE,
+            process.as_raw_handle() as HANDLE,
+        )
     };
     // SAFETY: `thread` is the suspended main thread, open.
     if assigned == 0 || unsafe { ResumeThread(thread.as_raw_handle() as HANDLE) } == u32::MAX {
@@ -736,7 +743,11 @@ fn quote_into(line: &mut Vec<u16>, arg: &OsStr) {
             backslashes += 1;
             continue;
         }
-        let doubled = if c == b'"' as u16 { backslashes * 2 + 1 } else { backslashes };
+        let doubled = if c == b'"' as u16 {
+            backslashes * 2 + 1
+        } else {
+            backslashes
+        };
         line.extend(std::iter::repeat_n(b'\\' as u16, doubled));
         backslashes = 0;
         line.push(c);
@@ -871,8 +882,18 @@ mod tests {
     fn shim() -> PathBuf {
         // target/<triple>/debug/deps/ptyd-<hash>.exe -> target/<triple>/debug/examples/
         let exe = std::env::current_exe().unwrap();
-        let shim = exe.parent().unwrap().parent().unwrap().join("examples").join("conpty_shim.exe");
-        assert!(shim.is_file(), "{} missing (cargo test builds it)", shim.display());
+        let shim = exe
+            .parent()
+            .unwrap()
+            .parent()
+            .unwrap()
+            .join("examples")
+            .join("conpty_shim.exe");
+        assert!(
+            shim.is_file(),
+            "{} missing (cargo test builds it)",
+            shim.display()
+        );
         shim
     }
 
@@ -885,7 +906,9 @@ mod tests {
             program: argv.remove(0),
             args: argv,
             cwd: std::env::current_dir().unwrap(),
-            env: std::env::vars_os().filter(|(k, _)| super::super::inherits_env(k)).collect(),
+            env: std::env::vars_os()
+                .filter(|(k, _)| super::super::inherits_env(k))
+                .collect(),
             cols: 80,
             rows: 24,
         }
@@ -902,7 +925,11 @@ mod tests {
         fn new() -> Loop {
             let poll = mio::Poll::new().unwrap();
             let waker = Arc::new(mio::Waker::new(poll.registry(), mio::Token(1)).unwrap());
-            Loop { poll, events: mio::Events::with_capacity(8), waker }
+            Loop {
+                poll,
+                events: mio::Events::with_capacity(8),
+                waker,
+            }
         }
 
         fn wake(&self) -> Wake {
@@ -946,7 +973,10 @@ mod tests {
                     return text;
                 }
                 let left = deadline.saturating_duration_since(Instant::now());
-                assert!(!left.is_zero(), "timed out waiting for {what}; output: {text:?}");
+                assert!(
+                    !left.is_zero(),
+                    "timed out waiting for {what}; output: {text:?}"
+                );
                 self.poll.poll(&mut self.events, Some(left)).unwrap();
             }
         }
@@ -959,7 +989,10 @@ mod tests {
             command_line(OsStr::new(p), &args).into_string().unwrap()
         };
         assert_eq!(line("prog", &["a", "b c", ""]), r#"prog a "b c" """#);
-        assert_eq!(line(r"C:\Program Files\x.exe", &[]), r#""C:\Program Files\x.exe""#);
+        assert_eq!(
+            line(r"C:\Program Files\x.exe", &[]),
+            r#""C:\Program Files\x.exe""#
+        );
         assert_eq!(line("p", &[r#"say "hi""#]), r#"p "say \"hi\"""#);
         assert_eq!(line("p", &[r"a\b", r"dir\ x\"]), r#"p a\b "dir\ x\\""#);
         assert_eq!(line("p", &[r#"\"q"#]), r#"p "\\\"q""#);
@@ -984,7 +1017,7 @@ mod tests {
         assert_eq!(env(&[("=C:", r"C:\")]).unwrap(), "=C:=C:\\\0\0");
         assert_eq!(env(&[]).unwrap(), "\0\0");
         assert!(env(&[("A=B", "1")]).is_err());
-        assert!(env(&[("A", "1\02")]).is_err());
+        assert!(env(&[("A", "1\u{0}2")]).is_err());
     }
 
     #[test]
@@ -998,7 +1031,10 @@ mod tests {
         let mut s = spec(&["cmd.exe"]);
         s.program = "cmd".into();
         s.env.retain(|(k, _)| !k.eq_ignore_ascii_case("PATH"));
-        assert_eq!(spawn(&s, Arc::new(|| {})).unwrap_err().kind(), io::ErrorKind::NotFound);
+        assert_eq!(
+            spawn(&s, Arc::new(|| {})).unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
     }
 
     #[test]
@@ -1068,7 +1104,10 @@ mod tests {
             if pids.len() >= 2 + running_under_wine() as usize {
                 break pids;
             }
-            assert!(Instant::now() < deadline, "the child never started: {pids:?}");
+            assert!(
+                Instant::now() < deadline,
+                "the child never started: {pids:?}"
+            );
             // Nothing reports a grandchild's start; this is a poll.
             std::thread::sleep(Duration::from_millis(20));
         };
@@ -1077,7 +1116,11 @@ mod tests {
         assert_eq!(pty.exit_code(), Some(KILLED_EXIT_CODE));
         let deadline = Instant::now() + TIMEOUT;
         while !pty.processes().unwrap().is_empty() {
-            assert!(Instant::now() < deadline, "left in the job: {:?} of {pids:?}", pty.processes());
+            assert!(
+                Instant::now() < deadline,
+                "left in the job: {:?} of {pids:?}",
+                pty.processes()
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -1089,8 +1132,12 @@ mod tests {
         let process = Arc::clone(&pty.process);
         drop(pty);
         // SAFETY: `process` is open (we hold the Arc).
-        let waited =
-            unsafe { WaitForSingleObject(process.as_raw_handle() as HANDLE, TIMEOUT.as_millis() as u32) };
+        let waited = unsafe {
+            WaitForSingleObject(
+                process.as_raw_handle() as HANDLE,
+                TIMEOUT.as_millis() as u32,
+            )
+        };
         assert_eq!(waited, WAIT_OBJECT_0, "pid {} still runs", child.pid);
     }
 
@@ -1107,7 +1154,10 @@ mod tests {
             }
         }
         pty.hang_up();
-        assert_eq!(pty.resize(80, 24).unwrap_err().kind(), io::ErrorKind::NotConnected);
+        assert_eq!(
+            pty.resize(80, 24).unwrap_err().kind(),
+            io::ErrorKind::NotConnected
+        );
     }
 
     #[test]
@@ -1125,7 +1175,10 @@ mod tests {
             }
             // The queue, the chunk in the writer's hands and the pipe's
             // buffer, no more.
-            assert!(queued <= (QUEUE_CHUNKS + 2) * CHUNK + (1 << 20), "unbounded: {queued}");
+            assert!(
+                queued <= (QUEUE_CHUNKS + 2) * CHUNK + (1 << 20),
+                "unbounded: {queued}"
+            );
         };
         assert_eq!(full.kind(), io::ErrorKind::WouldBlock);
         assert!(queued >= QUEUE_CHUNKS * CHUNK);
@@ -1167,7 +1220,10 @@ mod tests {
         let mut lp = Loop::new();
         let output = OutputQueue::start(File::from(read_end), lp.wake()).unwrap();
         let mut buf = [0u8; 3];
-        assert_eq!(output.read(&mut buf).unwrap_err().kind(), io::ErrorKind::WouldBlock);
+        assert_eq!(
+            output.read(&mut buf).unwrap_err().kind(),
+            io::ErrorKind::WouldBlock
+        );
         let mut writer = File::from(write_end);
         writer.write_all(b"hello world").unwrap();
         drop(writer);
