@@ -62,7 +62,9 @@ pub struct SpawnSpec {
 pub struct ChildProcess {
     pub pid: i32,
     /// The child called setsid(), so its session id is its pid. Kept apart
-    /// because signalling "the pane" means signalling this session.
+    /// because signalling "the pane" means signalling this session. On
+    /// Windows, which has no sessions, the pid again: the pane's Job
+    /// Object stands for the session there.
     pub sid: i32,
     pub start_token: Option<u64>,
 }
