@@ -305,6 +305,21 @@ pub fn encode_all(names: &[String], modes: KeyModes) -> Result<Vec<u8>, String> 
 
 /// Bracketed paste: the end marker is removed from the text first, so the
 /// text cannot end the paste early and have the rest run as typed keys.
+/// The detach key's spelling (`C-\\`, `^\\`, `C-a`, `^A`) to its control
+/// byte: the attach client's `--detach-key` and the config's `detach_key`.
+pub fn parse_detach_key(spec: &str) -> Result<u8, String> {
+    let rest = spec
+        .strip_prefix("C-")
+        .or_else(|| spec.strip_prefix("^"))
+        .unwrap_or("");
+    match rest.as_bytes() {
+        [c] if (0x40..0x80).contains(&c.to_ascii_uppercase()) => Ok(c.to_ascii_uppercase() & 0x1f),
+        _ => Err(format!(
+            "detach key {spec:?} not understood; use the form C-x or ^x, e.g. C-\\ or C-a"
+        )),
+    }
+}
+
 pub fn bracketed_paste(text: &[u8]) -> Vec<u8> {
     const END: &[u8] = b"\x1b[201~";
     let mut out = b"\x1b[200~".to_vec();

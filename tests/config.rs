@@ -17,7 +17,7 @@ const FILE: &str = "\
 # ptyd settings
 scrollback_lines = 1234
 scrollback_bytes = -5
-detach_key = \"C-a\"
+detach_keys = \"C-a\"
 ";
 
 fn write_config(dirs: &Dirs, name: &str, text: &str) -> std::path::PathBuf {
@@ -44,7 +44,10 @@ fn check_reports_lines_and_keys() {
         "{stdout}"
     );
     assert!(
-        lines[1].starts_with(&format!("{}:4: unknown key \"detach_key\"", path.display())),
+        lines[1].starts_with(&format!(
+            "{}:4: unknown key \"detach_keys\"",
+            path.display()
+        )),
         "{stdout}"
     );
     assert!(
@@ -78,7 +81,7 @@ fn a_server_keeps_the_good_keys_and_shows_the_bad_ones() {
     let out = ptyd.run_cli(&["status"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("config:     2 problem(s)"), "{text}");
-    assert!(text.contains(":4: unknown key \"detach_key\""), "{text}");
+    assert!(text.contains(":4: unknown key \"detach_keys\""), "{text}");
 }
 
 /// `scrollback_lines` of a pane as `pane.capture` counts them.
@@ -169,7 +172,7 @@ fn reload_applies_to_new_panes_and_reports_bad_keys() {
         .find(|s| s["key"] == "resume_rules")
         .unwrap();
     assert_eq!(rules["applies"], "next_restore");
-    assert_eq!(settings.len(), 12, "{report}");
+    assert_eq!(settings.len(), 15, "{report}");
     assert!(
         util::stdout(&ptyd.run_cli(&["status"]))
             .find("config:")

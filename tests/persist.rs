@@ -1055,6 +1055,13 @@ fn restore_policies_resume_and_history() {
         before < screen.find("--- ptyd: restored").unwrap(),
         "{screen}"
     );
+    // ... and on its visible screen, as if just printed, not out of sight
+    // in the scrollback.
+    let visible = c.capture("plain");
+    assert!(
+        visible.contains("123before") && visible.contains("--- ptyd: restored"),
+        "{visible}"
+    );
     c.type_line("plain", "echo $((6*7))after");
     c.wait_text("plain", "42after");
     // Nothing ran twice that should not have.

@@ -148,6 +148,24 @@ fn pane_level_errors() {
     );
     assert!(m.contains(a["id"].as_str().unwrap()), "{m}");
     assert_eq!(c.capture("twin"), c.capture(a["id"].as_str().unwrap()));
+    // History comes in ranges of at most 1000 lines.
+    let m = c.err(
+        "pane.history",
+        json!({ "target": live, "count": 1001 }),
+        "invalid_params",
+    );
+    assert!(m.contains("1000"), "{m}");
+    let range = c.ok(
+        "pane.history",
+        json!({ "target": live, "start": 0, "count": 5 }),
+    );
+    assert_eq!(range["first"], 0, "{range}");
+    // Attaching to the pane the client says it runs in is refused.
+    c.err(
+        "attach",
+        json!({ "target": live, "from_pane": live }),
+        "self_attach",
+    );
     still_works(&ptyd, &mut c, "pane errors");
 }
 

@@ -7,7 +7,7 @@ _ptyd_panes() {
 
 _ptyd_takes_value() {
     case "$1 $2" in
-        "new -n"|"new --name"|"new -c"|"new --cwd"|"new -e"|"new --env"|"new --size"|"new --timeout"|"new --idle-timeout"|"new --shell"|"new -w"|"new --workspace"|"new --tab-name"|"new -s"|"new --split"|"new --ratio"|"new --restore"|"new --resume"|"attach --detach-key"|"send --wait-for"|"send --timeout"|"send --request-id"|"capture -S"|"capture --start"|"capture -E"|"capture --end"|"run -n"|"run --name"|"run -c"|"run --cwd"|"run -e"|"run --env"|"run --size"|"run --timeout"|"run --idle-timeout"|"run --shell"|"run -w"|"run --workspace"|"run --tab-name"|"run -s"|"run --split"|"run --ratio"|"run --restore"|"run --resume"|"wait --text"|"wait --after-output"|"wait --idle"|"wait --after"|"wait --timeout"|"kill -s"|"kill --signal"|"kill --grace"|"events --since"|"upgrade --binary"|"upgrade --timeout"|"upgrade --mode"|"upgrade --fault"|"service --binary") return 0 ;;
+        "new -n"|"new --name"|"new -c"|"new --cwd"|"new -e"|"new --env"|"new --size"|"new --timeout"|"new --idle-timeout"|"new --shell"|"new -w"|"new --workspace"|"new --tab-name"|"new -s"|"new --split"|"new --ratio"|"new --restore"|"new --resume"|"attach --detach-key"|"attach --history"|"send --wait-for"|"send --timeout"|"send --request-id"|"capture -S"|"capture --start"|"capture -E"|"capture --end"|"run -n"|"run --name"|"run -c"|"run --cwd"|"run -e"|"run --env"|"run --size"|"run --timeout"|"run --idle-timeout"|"run --shell"|"run -w"|"run --workspace"|"run --tab-name"|"run -s"|"run --split"|"run --ratio"|"run --restore"|"run --resume"|"wait --text"|"wait --after-output"|"wait --idle"|"wait --after"|"wait --timeout"|"kill -s"|"kill --signal"|"kill --grace"|"events --since"|"upgrade --binary"|"upgrade --timeout"|"upgrade --mode"|"upgrade --fault"|"service --binary") return 0 ;;
     esac
     return 1
 }
@@ -53,6 +53,7 @@ _ptyd() {
         "new --restore") COMPREPLY=($(compgen -W "rerun shell hold" -- "$cur")); return ;;
         "new --resume") COMPREPLY=(); return ;;
         "attach --detach-key") COMPREPLY=(); return ;;
+        "attach --history") COMPREPLY=(); return ;;
         "send --wait-for") COMPREPLY=(); return ;;
         "send --timeout") COMPREPLY=(); return ;;
         "send --request-id") COMPREPLY=(); return ;;
@@ -100,7 +101,7 @@ _ptyd() {
             server) COMPREPLY=($(compgen -W "--no-history --no-restore --hold-reruns --help" -- "$cur")) ;;
             new) COMPREPLY=($(compgen -W "-n --name -c --cwd -e --env --size --timeout --idle-timeout --shell --no-shell-integration -w --workspace --tab-name -s --split -v --vertical --ratio --restore --resume -d --detached --json --help" -- "$cur")) ;;
             ls) COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
-            attach) COMPREPLY=($(compgen -W "-r --read-only --detach-key --help" -- "$cur")) ;;
+            attach) COMPREPLY=($(compgen -W "-r --read-only --detach-key --no-alt-screen --history -f --force --help" -- "$cur")) ;;
             send) COMPREPLY=($(compgen -W "-k --keys --paste --enter --submit --wait --wait-for --regex --timeout --request-id --json --help" -- "$cur")) ;;
             capture) COMPREPLY=($(compgen -W "-e --ansi -J --join -S --start -E --end --json --help" -- "$cur")) ;;
             run) COMPREPLY=($(compgen -W "-n --name -c --cwd -e --env --size --timeout --idle-timeout --shell --no-shell-integration -w --workspace --tab-name -s --split -v --vertical --ratio --restore --resume --rm --help" -- "$cur")) ;;

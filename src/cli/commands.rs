@@ -348,6 +348,7 @@ impl PaneSpecArgs {
             idle_timeout_ms: self.idle_timeout,
             attach: false,
             read_only: false,
+            alt_screen: false,
             restore: self.restore,
             resume: self.resume,
             workspace: self.workspace,
@@ -396,8 +397,12 @@ fn new(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         }
         return Ok(0);
     }
+    let config = crate::server::config::load().0;
+    let alt_screen =
+        config.attach_alt_screen && std::io::IsTerminal::is_terminal(&std::io::stdout());
     let info: PaneInfo = client.request_as(&Request::PaneCreate(methods::PaneCreate {
         attach: true,
+        alt_screen,
         ..params
     }))?;
     let (stream, leftover) = client.into_stream();
@@ -405,13 +410,20 @@ fn new(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     let opts = AttachOptions {
         target: info.id.to_string(),
         read_only: false,
-        detach_key: 0x1c,
+        detach_key: config.detach_key.1,
+        alt_screen,
+        history: 0,
+        from_pane: None,
     };
     finish_attach(attach::run_attach(&g.paths, &opts, Some(reader))?)
 }
 
 fn finish_attach(end: attach::AttachEnd) -> Result<i32, CliError> {
-    eprintln!("\n{}", end.message);
+    if end.screen_restored {
+        eprintln!("{}", end.message);
+    } else {
+        eprintln!("\n{}", end.message);
+    }
     Ok(end.exit_code)
 }
 
@@ -536,15 +548,30 @@ pub(super) fn need_target(target: Option<String>) -> Result<String, CliError> {
 }
 
 fn attach_cmd(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
+    let config = crate::server::config::load().0;
     let mut target = None;
     let mut read_only = false;
-    let mut detach_key = 0x1c;
+    let mut force = false;
+    let mut detach_key = config.detach_key.1;
+    let mut alt_screen = config.attach_alt_screen;
+    let mut history = None;
     while let Some(arg) = p.next()? {
         if help_requested(&arg, help::ATTACH) {
             return Ok(0);
         }
         match arg {
             Short('r') | Long("read-only") => read_only = true,
+            Short('f') | Long("force") => force = true,
+            Long("no-alt-screen") => alt_screen = false,
+            Long("history") => {
+                let v = p.value()?.string()?;
+                let n: u32 = v.parse().map_err(|_| {
+                    CliError::usage(format!(
+                        "--history {v:?}: a number of lines is wanted (0 for none)"
+                    ))
+                })?;
+                history = Some(n);
+            }
             Long("detach-key") => {
                 detach_key =
                     attach::parse_detach_key(&p.value()?.string()?).map_err(CliError::usage)?
@@ -553,18 +580,60 @@ fn attach_cmd(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
             _ => return Err(arg.unexpected().into()),
         }
     }
+    // History lands in the terminal's scrollback, which only its main
+    // screen has: asking for it means the main screen.
+    if history.is_some_and(|n| n > 0) {
+        alt_screen = false;
+    }
+    let is_tty = std::io::IsTerminal::is_terminal(&std::io::stdout());
+    let target = need_target(target)?;
+    // Inside a pane: never the pane itself (its output would feed back
+    // into it), another only when asked to, since the clients nest.
+    let inside = std::env::var("PTYD_PANE_ID").ok().filter(|s| !s.is_empty());
+    let same_server = std::env::var_os("PTYD_SOCKET")
+        .is_some_and(|s| std::path::Path::new(&s) == g.paths.socket());
+    let from_pane = inside.clone().filter(|_| same_server);
+    let mut client = connect(g)?;
+    if let Some(pane) = &inside
+        && !force
+    {
+        if let Some(own) = &from_pane {
+            let list: crate::protocol::replies::PaneList =
+                client.request_as(&Request::PaneList(NoParams {}))?;
+            let mine = list
+                .panes
+                .iter()
+                .find(|p| p.id.to_string() == *own)
+                .is_some_and(|p| p.id.to_string() == target || p.name.as_deref() == Some(&target));
+            if mine {
+                return Err(CliError {
+                    code: 1,
+                    kind: "self_attach".into(),
+                    message: format!(
+                        "{target} is the pane this shell runs in ({own}): attaching to it would \
+                         feed its output back into itself; attach from another terminal"
+                    ),
+                });
+            }
+        }
+        return Err(CliError::usage(format!(
+            "this terminal is inside ptyd pane {pane}: attaching here nests a client in a \
+             client, whose detach key reaches the outer one first (press it twice to send it \
+             to the inner one). Add --force to attach anyway, or detach first"
+        )));
+    }
     let opts = AttachOptions {
-        target: need_target(target)?,
+        target,
         read_only,
         detach_key,
+        alt_screen: alt_screen && is_tty,
+        history: history.unwrap_or(config.attach_history as u32),
+        from_pane,
     };
     // Fail before raw mode if the server or pane is not there.
-    let client = connect(g)?;
     let (_, reader) = client::attach(
         client,
-        &opts.target,
-        read_only,
-        client::terminal_size(&std::io::stdout()),
+        opts.params(client::terminal_size(&std::io::stdout()), true),
     )?;
     finish_attach(attach::run_attach(&g.paths, &opts, Some(reader))?)
 }

@@ -380,7 +380,18 @@ pub fn run() -> Result<i32, CliError> {
 fn attach_and_watch(paths: &NamespacePaths, client: &mut Client) -> Result<(), CliError> {
     println!("  $ ptyd -L {} attach shell --read-only", demo_namespace());
     let watcher = Client::connect(paths, false)?;
-    let (_, mut frames) = crate::client::attach(watcher, "shell", true, Some((80, 24)))?;
+    let (_, mut frames) = crate::client::attach(
+        watcher,
+        methods::Attach {
+            target: "shell".into(),
+            read_only: true,
+            cols: Some(80),
+            rows: Some(24),
+            history: None,
+            alt_screen: false,
+            from_pane: None,
+        },
+    )?;
     let _ = frames
         .stream()
         .set_read_timeout(Some(std::time::Duration::from_secs(10)));

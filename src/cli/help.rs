@@ -210,10 +210,16 @@ stacked), and each tab's panes: id, name, state, pid, size, cwd, command.
         aliases: &["a"],
         brief: "attach TARGET",
         summary: "attach this terminal to a pane",
-        usage: &["attach TARGET [--read-only] [--detach-key KEY]"],
+        usage: &["attach TARGET [--read-only] [--detach-key KEY] [--no-alt-screen | --history N]"],
         about: "\
-Attaches this terminal to a pane. KEY (default C-\\) detaches; it works at
-every moment, even while the server is unreachable.",
+Attaches this terminal to a pane, on the terminal's alternate screen:
+detaching gives back the screen of before. KEY (default C-\\, or
+detach_key in config.toml) detaches; it works at every moment, even while
+the server is unreachable. It is also a prefix: KEY KEY sends KEY to the
+pane (to a ptyd attach running in it), KEY [ or KEY PageUp opens the
+scroll mode over the pane's whole history (arrows, PageUp/PageDown, ?
+and / search, n N, v select, y copy by OSC 52, q leave). From inside a
+pane, attaching to that pane fails; to another, it needs --force.",
         options: &[
             opt(
                 Some('r'),
@@ -226,6 +232,24 @@ every moment, even while the server is unreachable.",
                 "detach-key",
                 Some("KEY"),
                 "the key that detaches, as C-x (default C-\\)",
+            ),
+            opt(
+                None,
+                "no-alt-screen",
+                None,
+                "stay on the main screen; print history into its scrollback first",
+            ),
+            opt(
+                None,
+                "history",
+                Some("N"),
+                "lines of history to print first (main screen; 0 none; default 3000)",
+            ),
+            opt(
+                Some('f'),
+                "force",
+                None,
+                "attach even from inside a pane (the clients nest)",
             ),
         ],
         args: Args::First(Complete::Pane),

@@ -17,7 +17,7 @@ use crate::protocol::replies::{ExitInfo, PaneInfo};
 use crate::sys;
 use serde::Deserialize;
 use serde_json::Value;
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,7 +30,15 @@ const RECONNECT_EVERY: Duration = Duration::from_millis(250);
 
 /// Modes a pane's program may have switched on in the user's terminal; all
 /// switched off when we leave so the shell gets a sane terminal back.
-const TERMINAL_RESET: &[u8] = b"\x1b[?1049l\x1b[?1l\x1b>\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1004l\x1b[?1005l\x1b[?1006l\x1b[?1015l\x1b[?2004l\x1b[<u\x1b[>4;0m\x1b[0m\x1b[?25h";
+const MODES_RESET: &[u8] = b"\x1b[?1l\x1b>\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1004l\x1b[?1005l\x1b[?1006l\x1b[?1015l\x1b[?2004l\x1b[<u\x1b[>4;0m\x1b[0m\x1b[?25h\x1b[?7h\x1b[4l\x1b[?2026l";
+
+/// Whether this attachment put the terminal on its alternate screen (so
+/// leaving must switch back, which restores the screen of before).
+static ALT_SCREEN: AtomicBool = AtomicBool::new(false);
+
+/// How long after the detach (prefix) key the client waits for a second
+/// key (the key again: sent through; `[`: scroll mode) before detaching.
+const PREFIX_WAIT: Duration = Duration::from_millis(400);
 
 /// The original terminal settings, for restoring from a panic hook too.
 static SAVED_TERMIOS: Mutex<Option<sys::StdinMode>> = Mutex::new(None);
@@ -39,28 +47,45 @@ static SAVED_TERMIOS: Mutex<Option<sys::StdinMode>> = Mutex::new(None);
 pub struct AttachEnd {
     pub message: String,
     pub exit_code: i32,
+    /// The terminal's screen of before the attach is back (the attachment
+    /// used the alternate screen), with the cursor where it was: the
+    /// message needs no fresh line of its own.
+    pub screen_restored: bool,
 }
 
 pub struct AttachOptions {
     pub target: String,
     pub read_only: bool,
-    /// The byte that detaches (Ctrl-\ = 0x1c by default).
+    /// The byte that detaches (Ctrl-\ = 0x1c by default); also the prefix
+    /// of the client's other keys: pressed twice it is sent to the pane,
+    /// followed by `[` (or PageUp) it opens the scroll mode.
     pub detach_key: u8,
+    /// Keep the terminal on its alternate screen while attached.
+    pub alt_screen: bool,
+    /// History lines printed into the terminal's scrollback at the first
+    /// attach (not with `alt_screen`: that screen has no scrollback).
+    pub history: u32,
+    /// The pane this client runs in, if it is one of this server's.
+    pub from_pane: Option<String>,
 }
 
-/// Parses `C-\`, `^\`, `C-a`, `^A` into the control byte.
-pub fn parse_detach_key(spec: &str) -> Result<u8, String> {
-    let rest = spec
-        .strip_prefix("C-")
-        .or_else(|| spec.strip_prefix("^"))
-        .unwrap_or("");
-    match rest.as_bytes() {
-        [c] if (0x40..0x80).contains(&c.to_ascii_uppercase()) => Ok(c.to_ascii_uppercase() & 0x1f),
-        _ => Err(format!(
-            "detach key {spec:?} not understood; use the form C-x or ^x, e.g. C-\\ or C-a"
-        )),
+impl AttachOptions {
+    /// The `attach` request; `first` for the attachment that starts, not a
+    /// reconnection (which prints no history again).
+    pub fn params(&self, size: Option<(u16, u16)>, first: bool) -> methods::Attach {
+        methods::Attach {
+            target: self.target.clone(),
+            read_only: self.read_only,
+            cols: size.map(|s| s.0),
+            rows: size.map(|s| s.1),
+            history: (first && !self.alt_screen && self.history > 0).then_some(self.history),
+            alt_screen: self.alt_screen,
+            from_pane: self.from_pane.clone(),
+        }
     }
 }
+
+pub use crate::keys::parse_detach_key;
 
 /// Raw mode for the life of the guard.
 struct RawMode;
@@ -90,15 +115,28 @@ fn restore_terminal() {
         .unwrap_or_else(|e| e.into_inner())
         .take()
     {
-        let _ = io::stdout().write_all(TERMINAL_RESET);
-        let _ = io::stdout().flush();
+        let mut out = Vec::new();
+        if ALT_SCREEN.swap(false, Ordering::Relaxed) {
+            // Back to the screen of before the attach, cursor and all.
+            out.extend_from_slice(MODES_RESET);
+            out.extend_from_slice(b"\x1b[?6l\x1b[r\x1b[?1049l");
+        } else {
+            // Off a pane's alternate screen (1049 restores the cursor it
+            // saved; on the main screen, the one saved just before), then
+            // no origin mode and a full scroll region, both of which home
+            // the cursor: it goes back after the pane's text.
+            out.extend_from_slice(b"\x1b7\x1b[?1049l");
+            out.extend_from_slice(MODES_RESET);
+            out.extend_from_slice(b"\x1b7\x1b[?6l\x1b[r\x1b8");
+        }
+        write_stdout(&out);
         let _ = sys::restore_stdin_mode(&original);
     }
 }
 
 /// A self-pipe that signal handlers write to, so poll wakes on signals.
-struct SignalPipe {
-    read: std::fs::File,
+pub(super) struct SignalPipe {
+    pub(super) read: std::fs::File,
     ids: Vec<signal_hook::SigId>,
 }
 
@@ -122,7 +160,7 @@ impl SignalPipe {
     }
 
     /// Whether any signal arrived since the last call.
-    fn drain(&mut self) -> bool {
+    pub(super) fn drain(&mut self) -> bool {
         let mut buf = [0u8; 64];
         let mut any = false;
         while matches!(self.read.read(&mut buf), Ok(n) if n > 0) {
@@ -142,7 +180,7 @@ impl Drop for SignalPipe {
 
 /// poll(2) over a few fds; returns which are readable (or hung up). A
 /// signal ending the wait early makes none ready: the signal pipe then is.
-fn poll_readable(fds: &[RawFd], timeout: Option<Duration>) -> io::Result<Vec<bool>> {
+pub(super) fn poll_readable(fds: &[RawFd], timeout: Option<Duration>) -> io::Result<Vec<bool>> {
     match sys::poll_readable(fds, timeout) {
         Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(vec![false; fds.len()]),
         other => other,
@@ -195,7 +233,7 @@ impl TerminalOutput {
 /// Writes all of `bytes` to fd 1, waiting while it is full. Errors end the
 /// write silently, as before: the terminal is gone and the attachment ends
 /// through its other fds.
-fn write_stdout(mut bytes: &[u8]) {
+pub(super) fn write_stdout(mut bytes: &[u8]) {
     while !bytes.is_empty() {
         match sys::write_stdout(bytes) {
             Ok(0) => return,
@@ -210,7 +248,8 @@ fn write_stdout(mut bytes: &[u8]) {
 }
 
 /// Attaches the user's terminal to a pane until detach or the end of the
-/// pane. `first` is an already-attached connection (from `ptyd new`), if any.
+/// pane. `first` is an already-attached connection (from `ptyd new`, or
+/// the attach request the CLI made to fail early), if any.
 pub fn run_attach(
     paths: &NamespacePaths,
     opts: &AttachOptions,
@@ -225,13 +264,7 @@ pub fn run_attach(
         Some(r) => r,
         None => {
             let client = Client::connect(paths, false)?;
-            super::attach(
-                client,
-                &opts.target,
-                opts.read_only,
-                terminal_size(&io::stdout()),
-            )?
-            .1
+            super::attach(client, opts.params(terminal_size(&io::stdout()), true))?.1
         }
     };
     // Set by a terminating signal, as opposed to SIGWINCH.
@@ -239,17 +272,31 @@ pub fn run_attach(
     for sig in [sys::SIGTERM, sys::SIGHUP, sys::SIGINT] {
         let _ = signal_hook::flag::register(sig, Arc::clone(&end_flag));
     }
-    let _raw = RawMode::enter();
-    let mut stdout = io::stdout();
-    let mut size = terminal_size(&stdout);
+    let raw = RawMode::enter();
+    if raw.is_some() && opts.alt_screen {
+        // Saves the cursor and the screen as they are: detaching gives them
+        // back (the pane's own switches never reach this client).
+        ALT_SCREEN.store(true, Ordering::Relaxed);
+        write_stdout(b"\x1b[?1049h\x1b[H\x1b[2J");
+    }
+    let screen_restored = raw.is_some() && opts.alt_screen;
+    let end = |message: String, exit_code: i32| AttachEnd {
+        message,
+        exit_code,
+        screen_restored,
+    };
+    let mut size = terminal_size(&io::stdout());
     let mut input = [0u8; 16 * 1024];
     let mut connected = true;
     let mut lost_at = Instant::now();
     let mut output = TerminalOutput::default();
+    // When the prefix (detach) key was pressed and no second key came yet.
+    let mut prefix_at: Option<Instant> = None;
     loop {
         // Frames already buffered first: poll knows nothing of them.
         if connected && let Some(payload) = output.write_buffered(&mut reader)? {
-            return Ok(end_from_exit(&payload));
+            let e = end_from_exit(&payload);
+            return Ok(end(e.message, e.exit_code));
         }
         let sock_fd = reader.stream().as_raw_fd();
         let fds = if connected {
@@ -257,60 +304,76 @@ pub fn run_attach(
         } else {
             vec![0, signals.read.as_raw_fd()]
         };
-        let timeout = (!connected).then_some(RECONNECT_EVERY);
+        let mut timeout = (!connected).then_some(RECONNECT_EVERY);
+        if let Some(at) = prefix_at {
+            let left = PREFIX_WAIT.saturating_sub(at.elapsed());
+            timeout = Some(timeout.map_or(left, |t| t.min(left)));
+        }
         let ready = poll_readable(&fds, timeout).map_err(|e| ClientError {
             code: "io".into(),
             message: format!("poll: {e}"),
         })?;
         if ready[1] && signals.drain() {
-            let new_size = terminal_size(&stdout);
             if end_flag.load(Ordering::Relaxed) {
-                return Ok(AttachEnd {
-                    message: "[ptyd: terminal closed]".into(),
-                    exit_code: 1,
-                });
+                return Ok(end("[ptyd: terminal closed]".into(), 1));
             }
-            if new_size != size {
-                size = new_size;
-                if let (true, Some((cols, rows))) = (connected && !opts.read_only, size) {
-                    let _ = send_frame(
-                        reader.stream(),
-                        frame::client::RESIZE,
-                        &frame::resize_payload(cols, rows),
-                    );
-                }
-            }
+            size = send_size(&reader, connected, size);
         }
+        let mut action = None;
         if ready[0] {
             match sys::read_stdin(&mut input) {
                 Ok(0) => {
-                    return Ok(AttachEnd {
-                        message: "[ptyd: input closed; detached]".into(),
-                        exit_code: 0,
-                    });
+                    return Ok(end("[ptyd: input closed; detached]".into(), 0));
                 }
                 // A failed read (EINTR, EAGAIN) is tried again on the next turn.
                 Err(_) => {}
                 Ok(n) => {
-                    let bytes = &input[..n];
-                    if let Some(pos) = bytes.iter().position(|&b| b == opts.detach_key) {
-                        if connected && !opts.read_only {
-                            let _ =
-                                send_frame(reader.stream(), frame::client::INPUT, &bytes[..pos]);
-                        }
-                        if connected {
-                            let _ = send_frame(reader.stream(), frame::client::DETACH, &[]);
-                        }
-                        return Ok(AttachEnd {
-                            message: "[ptyd: detached]".into(),
-                            exit_code: 0,
-                        });
+                    let (typed, act) = split_keys(&input[..n], opts.detach_key, &mut prefix_at);
+                    if connected && !opts.read_only && !typed.is_empty() {
+                        let _ = send_frame(reader.stream(), frame::client::INPUT, &typed);
                     }
-                    if connected && !opts.read_only {
-                        let _ = send_frame(reader.stream(), frame::client::INPUT, bytes);
+                    action = act;
+                }
+            }
+        }
+        if action.is_none() && prefix_at.is_some_and(|at| at.elapsed() >= PREFIX_WAIT) {
+            action = Some(PrefixAction::Detach);
+        }
+        match action {
+            Some(PrefixAction::Detach) => {
+                if connected {
+                    let _ = send_frame(reader.stream(), frame::client::DETACH, &[]);
+                }
+                return Ok(end("[ptyd: detached]".into(), 0));
+            }
+            Some(PrefixAction::Scroll { page_up }) if connected => {
+                let outcome = super::scroll::run(
+                    paths,
+                    &opts.target,
+                    &mut reader,
+                    &mut signals,
+                    &end_flag,
+                    page_up,
+                )?;
+                match outcome {
+                    super::scroll::Outcome::Done => {
+                        size = send_size(&reader, connected, size);
+                        let _ = send_frame(reader.stream(), frame::client::REDRAW, &[]);
+                    }
+                    super::scroll::Outcome::Exit(payload) => {
+                        let e = end_from_exit(&payload);
+                        return Ok(end(e.message, e.exit_code));
+                    }
+                    super::scroll::Outcome::Signal => {
+                        return Ok(end("[ptyd: terminal closed]".into(), 1));
+                    }
+                    super::scroll::Outcome::Lost => {
+                        // Seen below as a dropped connection.
+                        let _ = send_frame(reader.stream(), frame::client::REDRAW, &[]);
                     }
                 }
             }
+            _ => {}
         }
         if connected && ready[2] {
             match reader.fill() {
@@ -318,32 +381,98 @@ pub fn run_attach(
                 Ok(false) | Err(_) => {
                     connected = false;
                     lost_at = Instant::now();
-                    let _ = stdout.write_all(
+                    write_stdout(
                         format!("\r\n[ptyd: connection to the server lost; retrying for {} s; press the detach key to give up]\r\n", RECONNECT_FOR.as_secs())
                             .as_bytes(),
                     );
-                    let _ = stdout.flush();
                 }
             }
         }
         if !connected {
             if lost_at.elapsed() >= RECONNECT_FOR {
-                return Ok(AttachEnd {
-                    message: format!(
+                return Ok(end(
+                    format!(
                         "[ptyd: could not reach the server for {} s; giving up]",
                         RECONNECT_FOR.as_secs()
                     ),
-                    exit_code: 1,
-                });
+                    1,
+                ));
             }
             if let Ok(client) = Client::connect(paths, false)
-                && let Ok((_, r)) = super::attach(client, &opts.target, opts.read_only, size)
+                && let Ok((_, r)) = super::attach(client, opts.params(size, false))
             {
                 reader = r;
                 connected = true;
             }
         }
     }
+}
+
+/// Sends the terminal's size if it changed; returns the size now.
+fn send_size(
+    reader: &FrameReader,
+    connected: bool,
+    size: Option<(u16, u16)>,
+) -> Option<(u16, u16)> {
+    let new_size = terminal_size(&io::stdout());
+    if new_size != size
+        && connected
+        && let Some((cols, rows)) = new_size
+    {
+        let _ = send_frame(
+            reader.stream(),
+            frame::client::RESIZE,
+            &frame::resize_payload(cols, rows),
+        );
+    }
+    new_size
+}
+
+/// What the key after the prefix asked for.
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+pub enum PrefixAction {
+    Detach,
+    Scroll { page_up: bool },
+}
+
+/// Splits typed bytes into what goes to the pane and what the prefix
+/// (detach) key does with the key after it: the prefix again sends it
+/// through (tmux's prefix-prefix: the way to reach an attach client
+/// running inside the pane), `[` or PageUp opens the scroll mode, anything
+/// else detaches, as does no key within `PREFIX_WAIT` (the caller's
+/// timer). Bytes after an action are dropped.
+pub fn split_keys(
+    bytes: &[u8],
+    prefix: u8,
+    prefix_at: &mut Option<Instant>,
+) -> (Vec<u8>, Option<PrefixAction>) {
+    let mut typed = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if prefix_at.take().is_some() {
+            if b == prefix {
+                typed.push(prefix);
+                i += 1;
+                continue;
+            }
+            let action = if b == b'[' {
+                PrefixAction::Scroll { page_up: false }
+            } else if bytes[i..].starts_with(b"\x1b[5~") {
+                PrefixAction::Scroll { page_up: true }
+            } else {
+                PrefixAction::Detach
+            };
+            return (typed, Some(action));
+        }
+        if b == prefix {
+            *prefix_at = Some(Instant::now());
+        } else {
+            typed.push(b);
+        }
+        i += 1;
+    }
+    (typed, None)
 }
 
 fn end_from_exit(payload: &Value) -> AttachEnd {
@@ -361,7 +490,11 @@ fn end_from_exit(payload: &Value) -> AttachEnd {
         "pane_exited" | "detached" => 0,
         _ => 1,
     };
-    AttachEnd { message, exit_code }
+    AttachEnd {
+        message,
+        exit_code,
+        screen_restored: false,
+    }
 }
 
 /// "code 3", "signal SIGKILL (killed)", from an `exit` member (an EXIT
@@ -497,5 +630,36 @@ pub fn run_mirror(
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_prefix_key_detaches_sends_itself_or_opens_the_scroll_mode() {
+        let mut at = None;
+        // Typed bytes pass; the prefix alone waits for the next key.
+        assert_eq!(split_keys(b"ls\x1c", 0x1c, &mut at), (b"ls".to_vec(), None));
+        assert!(at.is_some());
+        // The prefix twice: sent through once, nothing else happens.
+        assert_eq!(
+            split_keys(b"\x1cx", 0x1c, &mut at),
+            (b"\x1cx".to_vec(), None)
+        );
+        assert!(at.is_none());
+        let scroll = Some(PrefixAction::Scroll { page_up: false });
+        assert_eq!(
+            split_keys(b"a\x1c[rest", 0x1c, &mut at),
+            (b"a".to_vec(), scroll)
+        );
+        let page = Some(PrefixAction::Scroll { page_up: true });
+        assert_eq!(
+            split_keys(b"\x1c\x1b[5~", 0x1c, &mut at),
+            (Vec::new(), page)
+        );
+        let detach = Some(PrefixAction::Detach);
+        assert_eq!(split_keys(b"\x1cd", 0x1c, &mut at), (Vec::new(), detach));
     }
 }

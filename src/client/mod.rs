@@ -4,6 +4,7 @@
 //! client, `ptyd demo` and the tests' helpers.
 
 pub mod attach;
+mod scroll;
 
 use crate::paths::NamespacePaths;
 use crate::protocol::methods::{self, Request};
@@ -400,16 +401,9 @@ pub fn send_frame(mut stream: &UnixStream, kind: u8, payload: &[u8]) -> io::Resu
 /// Attaches `client` to `target`, returning a frame reader.
 pub fn attach(
     mut client: Client,
-    target: &str,
-    read_only: bool,
-    size: Option<(u16, u16)>,
+    params: methods::Attach,
 ) -> Result<(Value, FrameReader), ClientError> {
-    let result = client.request(&Request::Attach(methods::Attach {
-        target: target.to_string(),
-        read_only,
-        cols: size.map(|s| s.0),
-        rows: size.map(|s| s.1),
-    }))?;
+    let result = client.request(&Request::Attach(params))?;
     let (stream, leftover) = client.into_stream();
     Ok((result, FrameReader::new(stream, leftover)))
 }

@@ -234,6 +234,10 @@ pub struct AttachRuntime {
     pub read_only: bool,
     pub cols: u16,
     pub rows: u16,
+    /// The client keeps its terminal on the alternate screen (no screen
+    /// switches sent to it).
+    #[serde(default)]
+    pub flat: bool,
 }
 
 #[derive(Debug, Serialize, Deserialize)]

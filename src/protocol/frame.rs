@@ -28,6 +28,9 @@ pub mod client {
     pub const RESIZE: u8 = 2;
     /// The user detached; the server answers with an EXIT frame.
     pub const DETACH: u8 = 3;
+    /// Send a full redraw of the pane (the client's screen was used for
+    /// something else, e.g. its scroll mode).
+    pub const REDRAW: u8 = 4;
 }
 
 pub fn encode(kind: u8, payload: &[u8], out: &mut Vec<u8>) {

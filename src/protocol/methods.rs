@@ -60,6 +60,10 @@ pub struct PaneCreate {
     /// With `attach`: never type into or resize the pane.
     #[serde(default, skip_serializing_if = "is_false")]
     pub read_only: bool,
+    /// With `attach`: the client keeps its terminal on the alternate
+    /// screen (as `attach`'s `alt_screen`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub alt_screen: bool,
     /// What a reboot does with this pane when it has no `resume`
     /// (default `hold` for commands; shells always get a fresh shell).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -216,6 +220,29 @@ pub struct PaneCapture {
     pub join: bool,
 }
 
+/// `pane.history` → `term::HistoryLines` plus `pane`, `end`, `cols`,
+/// `rows`: a range of the pane's lines (history, then the screen's rows)
+/// numbered from the first line the pane ever pushed into history, so a
+/// client paging back through history (the attach client's scroll mode)
+/// asks for what it shows, a page at a time, and a line keeps its number
+/// while output arrives.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PaneHistory {
+    pub target: String,
+    /// First line; absent: the screen's first row. Clamped to what exists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<u64>,
+    /// Lines wanted, at most [`MAX_HISTORY_COUNT`].
+    pub count: u32,
+    /// Keep SGR escape sequences in the text.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub ansi: bool,
+}
+
+/// Most lines one `pane.history` returns.
+pub const MAX_HISTORY_COUNT: u32 = 1000;
+
 /// `pane.kill` → `{}` at once; the exit arrives as a `pane.exited` event.
 /// Sends `signal` (default SIGTERM) to every process of the pane's session,
 /// then SIGKILL after `grace_ms` (default 3000). Killing an exited pane is a
@@ -327,6 +354,19 @@ pub struct Attach {
     pub cols: Option<u16>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rows: Option<u16>,
+    /// Lines of the pane's history to print before the redraw, so they
+    /// land in the client terminal's own scrollback (0 or absent: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<u32>,
+    /// The client keeps its terminal on the alternate screen: send it no
+    /// screen switches.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub alt_screen: bool,
+    /// The pane the client runs in (its `PTYD_PANE_ID`, when its
+    /// `PTYD_SOCKET` is this server's): attaching to it is refused
+    /// (`self_attach`), it would feed its own output back to itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_pane: Option<String>,
 }
 
 /// Every method with its params: what a client sends (serialized as
@@ -381,6 +421,8 @@ pub enum Request {
     PaneResize(PaneResize),
     #[serde(rename = "pane.capture")]
     PaneCapture(PaneCapture),
+    #[serde(rename = "pane.history")]
+    PaneHistory(PaneHistory),
     #[serde(rename = "pane.kill")]
     PaneKill(PaneKill),
     #[serde(rename = "pane.remove")]
@@ -421,6 +463,7 @@ impl Request {
             "pane.input" => R::PaneInput(parse_params(method, p)?),
             "pane.resize" => R::PaneResize(parse_params(method, p)?),
             "pane.capture" => R::PaneCapture(parse_params(method, p)?),
+            "pane.history" => R::PaneHistory(parse_params(method, p)?),
             "pane.kill" => R::PaneKill(parse_params(method, p)?),
             "pane.remove" => R::PaneRemove(parse_params(method, p)?),
             "pane.wait" => R::PaneWait(parse_params(method, p)?),
@@ -460,6 +503,7 @@ impl Request {
             Request::PaneInput(_) => "pane.input",
             Request::PaneResize(_) => "pane.resize",
             Request::PaneCapture(_) => "pane.capture",
+            Request::PaneHistory(_) => "pane.history",
             Request::PaneKill(_) => "pane.kill",
             Request::PaneRemove(_) => "pane.remove",
             Request::PaneWait(_) => "pane.wait",
@@ -578,6 +622,12 @@ mod tests {
                 end: None,
                 join: false,
             }),
+            Request::PaneHistory(PaneHistory {
+                target: "p1".into(),
+                start: Some(3),
+                count: 100,
+                ansi: true,
+            }),
             Request::PaneKill(PaneKill {
                 target: "p1".into(),
                 signal: Some("KILL".into()),
@@ -597,6 +647,9 @@ mod tests {
                 read_only: true,
                 cols: None,
                 rows: None,
+                history: Some(100),
+                alt_screen: true,
+                from_pane: Some("p2".into()),
             }),
         ];
         for request in all {

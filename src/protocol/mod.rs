@@ -86,6 +86,8 @@ pub enum ErrorCode {
     ShuttingDown,
     /// Another operation of the kind is in progress (an upgrade).
     Busy,
+    /// `attach` to the pane the client itself runs in.
+    SelfAttach,
     /// A live upgrade failed and was rolled back; the old server serves on.
     UpgradeFailed,
     Internal,

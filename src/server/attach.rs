@@ -3,16 +3,25 @@
 //! always ends an attachment so a client knows not to reconnect.
 //!
 //! Size policy is tmux's `latest`: the pane takes the size of the client that
-//! last resized or typed. Read-only clients never type or resize.
+//! last resized or typed. Read-only clients never type or resize the pane.
+//! A client whose size differs from the pane's is shown views drawn from
+//! the terminal model at its own size (`connection::View`), never raw
+//! output meant for another width.
 
 use super::Server;
-use super::connection::{ConnId, ConnMode};
+use super::connection::{ConnId, ConnMode, View};
 use crate::model::PaneId;
 use crate::protocol::events::Event;
 use crate::protocol::frame;
 use crate::protocol::methods;
 use crate::protocol::{ErrorCode, RpcError};
 use serde_json::{Value, json};
+
+/// Most bytes of history printed for an attaching client (its newest
+/// lines); the client's output queue holds 4 MiB.
+const HISTORY_REPLAY_BYTES: usize = 2 << 20;
+/// History goes out in frames of this size (a frame holds 1 MiB at most).
+const HISTORY_FRAME_BYTES: usize = 256 << 10;
 
 impl Server {
     pub(super) fn attach(
@@ -22,6 +31,18 @@ impl Server {
         req: methods::Attach,
     ) -> Result<(), RpcError> {
         let id = self.resolve_target(&req.target)?;
+        if let Some(from) = &req.from_pane
+            && self.resolve_target(from).ok() == Some(id)
+        {
+            return Err(RpcError::new(
+                ErrorCode::SelfAttach,
+                format!(
+                    "pane {} is the pane this client runs in: attaching to it would feed its \
+                     output back into itself; attach from another terminal",
+                    PaneId::new(id)
+                ),
+            ));
+        }
         let Some(c) = self.conns.get(&conn) else {
             return Ok(());
         };
@@ -52,7 +73,26 @@ impl Server {
             self.resize_pane(id, cols, rows);
         }
         let pane = &self.panes[&id];
-        let redraw = pane.screen().redraw(pane.cols(), pane.rows());
+        // History first, on the client's main screen (a client on its
+        // alternate screen has no scrollback to put it in).
+        let history = match req.history {
+            Some(n) if n > 0 && !req.alt_screen => {
+                pane.screen()
+                    .history_replay(n as usize, HISTORY_REPLAY_BYTES, rows)
+            }
+            _ => Vec::new(),
+        };
+        let mut cache = None;
+        let redraw = if (pane.cols(), pane.rows()) != (cols, rows) {
+            let mut view = crate::term::ViewCache::default();
+            let bytes = pane.screen().view_update(cols, rows, &mut view);
+            cache = Some(view);
+            bytes
+        } else if req.alt_screen {
+            pane.screen().redraw_flat(cols, rows)
+        } else {
+            pane.screen().redraw(cols, rows)
+        };
         let exited = (!pane.is_running()).then(|| pane.exit_json());
         let Some(c) = self.conns.get_mut(&conn) else {
             return Ok(());
@@ -63,6 +103,16 @@ impl Server {
             cols,
             rows,
         };
+        c.view = View {
+            flat: req.alt_screen,
+            cache,
+            stale: false,
+        };
+        for chunk in history.chunks(HISTORY_FRAME_BYTES) {
+            if !c.queue_frame(frame::server::OUTPUT, chunk) {
+                return Ok(());
+            }
+        }
         if !c.queue_frame(frame::server::OUTPUT, &redraw) {
             return Ok(());
         }
@@ -79,6 +129,136 @@ impl Server {
             read_only: req.read_only,
         });
         Ok(())
+    }
+
+    /// Output of `pane` read just now, for its attached clients: forwarded
+    /// as it is to a client of the pane's size, unless the screen switched
+    /// and the client must not see switches (`View::flat`); every other
+    /// client's view is marked stale and drawn from the model before the
+    /// next flush.
+    pub(super) fn broadcast_output(&mut self, pane: u64, bytes: &[u8], switched: bool) {
+        let Some(size) = self.panes.get(&pane).map(|p| (p.cols(), p.rows())) else {
+            return;
+        };
+        let mut too_slow = Vec::new();
+        for (id, conn) in &mut self.conns {
+            let ConnMode::Attached {
+                pane: p,
+                cols,
+                rows,
+                ..
+            } = conn.mode
+            else {
+                continue;
+            };
+            if p != pane || conn.closing.is_some() {
+                continue;
+            }
+            let raw = (cols, rows) == size
+                && conn.view.cache.is_none()
+                && !conn.view.stale
+                && !(switched && conn.view.flat);
+            if !raw {
+                conn.view.stale = true;
+                self.stale_views = true;
+            } else if !conn.queue_frame(frame::server::OUTPUT, bytes) {
+                too_slow.push(*id);
+            }
+        }
+        for id in too_slow {
+            self.drop_too_slow(id);
+        }
+    }
+
+    pub(super) fn drop_too_slow(&mut self, id: ConnId) {
+        self.log.log(
+            "client_too_slow",
+            &format!(
+                "client {id} fell {} MiB behind; disconnected",
+                super::connection::MAX_OUTPUT_QUEUE >> 20
+            ),
+        );
+        let payload = json!({
+            "reason": "too_slow",
+            "message": "disconnected: this client read output too slowly and its queue filled; reattach to resume"
+        });
+        self.end_attachment(id, &payload, true);
+    }
+
+    /// Draws every stale view from its pane's model: clients of another
+    /// size than their pane get an update at their own size (only the rows
+    /// that changed); a client of the pane's size gets a full redraw and
+    /// is forwarded raw output again from then on. Called before output is
+    /// flushed, so a flood of output costs one view per loop turn.
+    pub(super) fn render_stale_views(&mut self) {
+        if !std::mem::take(&mut self.stale_views) {
+            return;
+        }
+        let mut too_slow = Vec::new();
+        for (id, conn) in &mut self.conns {
+            if !conn.view.stale {
+                continue;
+            }
+            conn.view.stale = false;
+            let ConnMode::Attached {
+                pane, cols, rows, ..
+            } = conn.mode
+            else {
+                continue;
+            };
+            let Some(p) = self.panes.get(&pane) else {
+                continue;
+            };
+            let bytes = if (p.cols(), p.rows()) != (cols, rows) {
+                let cache = conn.view.cache.get_or_insert_with(Default::default);
+                p.screen().view_update(cols, rows, cache)
+            } else {
+                // Back to forwarding: a full redraw first, from the main
+                // screen (where a fresh client starts) unless the client
+                // never switches.
+                let was_view = conn.view.cache.take().is_some();
+                if conn.view.flat {
+                    p.screen().redraw_flat(cols, rows)
+                } else {
+                    let mut out = Vec::new();
+                    if was_view {
+                        out.extend_from_slice(b"\x1b[?1049l");
+                    }
+                    out.extend(p.screen().redraw(cols, rows));
+                    out
+                }
+            };
+            if !bytes.is_empty() && !conn.queue_frame(frame::server::OUTPUT, &bytes) {
+                too_slow.push(*id);
+            }
+        }
+        for id in too_slow {
+            self.drop_too_slow(id);
+        }
+    }
+
+    /// After the pane's or a client's size changed: clients whose size now
+    /// differs from the pane's are drawn from the model, a client whose
+    /// size now matches gets a redraw and raw output again.
+    pub(super) fn refresh_views(&mut self, pane: u64) {
+        let Some(size) = self.panes.get(&pane).map(|p| (p.cols(), p.rows())) else {
+            return;
+        };
+        for conn in self.conns.values_mut() {
+            let ConnMode::Attached {
+                pane: p,
+                cols,
+                rows,
+                ..
+            } = conn.mode
+            else {
+                continue;
+            };
+            if p == pane && ((cols, rows) != size || conn.view.cache.is_some()) {
+                conn.view.stale = true;
+                self.stale_views = true;
+            }
+        }
     }
 
     pub(super) fn handle_frame(&mut self, conn: ConnId, kind: u8, payload: &[u8]) {
@@ -120,7 +300,7 @@ impl Server {
                 }
                 self.flush_pane_input(pane);
             }
-            frame::client::RESIZE if !read_only => {
+            frame::client::RESIZE => {
                 if let Some((c_cols, c_rows)) = frame::parse_resize(payload) {
                     let (c_cols, c_rows) =
                         crate::pty::clamp_size(u32::from(c_cols), u32::from(c_rows));
@@ -130,15 +310,25 @@ impl Server {
                         cols: c_cols,
                         rows: c_rows,
                     };
-                    self.resize_pane(pane, c_cols, c_rows);
+                    // A read-only client's size is its own view's, never
+                    // the pane's.
+                    if !read_only {
+                        self.resize_pane(pane, c_cols, c_rows);
+                    }
+                    self.refresh_views(pane);
                 }
             }
             frame::client::DETACH => {
                 let payload = json!({ "reason": "detached", "message": "detached" });
                 self.end_attachment(conn, &payload, false);
             }
-            // Unknown kinds, and input or resizes from read-only clients, are
-            // ignored: frames are forward-compatible by design.
+            frame::client::REDRAW => {
+                c.view.cache = None;
+                c.view.stale = true;
+                self.stale_views = true;
+            }
+            // Unknown kinds, and input from read-only clients, are ignored:
+            // frames are forward-compatible by design.
             _ => {}
         }
     }

@@ -61,7 +61,13 @@ pub const KEYS: &[&str] = &[
     "save_max_delay_ms",
     "upgrade_timeout_ms",
     "upgrade_probation_ms",
+    "detach_key",
+    "attach_alt_screen",
+    "attach_history",
 ];
+
+/// Most lines `attach_history` may print into a terminal at attach.
+pub const MAX_ATTACH_HISTORY: usize = 100_000;
 
 /// Allowed ranges of the millisecond keys: a debounce of 0 saves at once;
 /// the floors keep a typo from making saves constant or an upgrade unable
@@ -95,6 +101,15 @@ pub struct UserConfig {
     pub upgrade_probation: Duration,
     /// Inject shell integration into the shells panes start (`crate::shell`).
     pub shell_integration: bool,
+    /// The attach client's detach (prefix) key, as typed (`C-\\`) and as
+    /// its byte.
+    pub detach_key: (String, u8),
+    /// The attach client keeps the terminal on its alternate screen while
+    /// attached, so detaching gives the screen back as it was.
+    pub attach_alt_screen: bool,
+    /// Lines of history an attach prints into the terminal's scrollback
+    /// (when not on the alternate screen).
+    pub attach_history: usize,
 }
 
 impl Default for UserConfig {
@@ -111,6 +126,9 @@ impl Default for UserConfig {
             upgrade_timeout: super::upgrade::DEFAULT_TIMEOUT,
             upgrade_probation: super::upgrade::PROBATION,
             shell_integration: true,
+            detach_key: ("C-\\".to_string(), 0x1c),
+            attach_alt_screen: true,
+            attach_history: 3000,
         }
     }
 }
@@ -147,6 +165,9 @@ impl UserConfig {
         m.insert("save_max_delay_ms".into(), ms(self.save_max_delay));
         m.insert("upgrade_timeout_ms".into(), ms(self.upgrade_timeout));
         m.insert("upgrade_probation_ms".into(), ms(self.upgrade_probation));
+        m.insert("detach_key".into(), json!(self.detach_key.0));
+        m.insert("attach_alt_screen".into(), json!(self.attach_alt_screen));
+        m.insert("attach_history".into(), json!(self.attach_history));
         m
     }
 }
@@ -365,6 +386,31 @@ pub fn parse(path: &Path, text: &str) -> (UserConfig, Vec<String>) {
                     e.message().trim()
                 )),
             },
+            "detach_key" => match String::deserialize(ValueDeserializer::from(value)) {
+                Ok(v) => match crate::keys::parse_detach_key(&v) {
+                    Ok(byte) => config.detach_key = (v, byte),
+                    Err(e) => problems.push(format!("{place}: {e}; using the default C-\\")),
+                },
+                Err(e) => problems.push(format!(
+                    "{place}: detach_key must be a string like \"C-a\" ({}); using the default C-\\",
+                    e.message().trim()
+                )),
+            },
+            "attach_alt_screen" => match bool::deserialize(ValueDeserializer::from(value)) {
+                Ok(v) => config.attach_alt_screen = v,
+                Err(e) => problems.push(format!(
+                    "{place}: attach_alt_screen must be true or false ({}); using the default true",
+                    e.message().trim()
+                )),
+            },
+            "attach_history" => limit(
+                &mut problems,
+                &place,
+                "attach_history",
+                value,
+                (0, MAX_ATTACH_HISTORY),
+                &mut config.attach_history,
+            ),
             other => problems.push(format!(
                 "{place}: unknown key {other:?} ignored; known keys: {}",
                 KEYS.join(", ")

@@ -224,6 +224,7 @@ impl Server {
         if self.serving.is_paused() {
             return;
         }
+        self.render_stale_views();
         for conn in self.conns.values_mut() {
             if conn.queued() > 0 {
                 let _ = conn.flush();
@@ -237,6 +238,7 @@ impl Server {
         if self.serving.is_paused() {
             return;
         }
+        self.render_stale_views();
         let now = Instant::now();
         let mut dead = Vec::new();
         for (id, conn) in &mut self.conns {

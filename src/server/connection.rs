@@ -41,6 +41,25 @@ pub enum ConnMode {
     },
 }
 
+/// How an attached client is shown its pane. A client whose terminal is
+/// the pane's size gets the pane's output as it comes (byte for byte, the
+/// cheapest and most faithful). Any other size gets views drawn from the
+/// terminal model at its own size (clipped or padded), at most one per
+/// loop turn: raw bytes meant for another width would wrap into garbage.
+#[derive(Debug, Default)]
+pub struct View {
+    /// The client keeps its terminal on the alternate screen while
+    /// attached: it is never sent a screen switch (a pane's own switch
+    /// reaches it as a redraw of the screen now active).
+    pub flat: bool,
+    /// Drawn from the model (`Some`) rather than forwarded; what it last
+    /// sent.
+    pub cache: Option<crate::term::ViewCache>,
+    /// The pane changed since the client's last view (or a forwarded chunk
+    /// could not be sent as it was): draw one before the next flush.
+    pub stale: bool,
+}
+
 /// Why reading a connection stopped.
 pub enum ReadOutcome {
     /// Everything available was read.
@@ -56,6 +75,8 @@ pub struct Connection {
     pub stream: UnixStream,
     pub peer: PeerCred,
     pub mode: ConnMode,
+    /// While attached: how the pane is shown (see `View`).
+    pub view: View,
     /// Receives pushed events.
     pub subscribed: bool,
     /// While an `events.subscribe {since}` replay is under way: the last
@@ -91,6 +112,7 @@ impl Connection {
             stream,
             peer,
             mode: ConnMode::Rpc,
+            view: View::default(),
             subscribed: false,
             replay_after: None,
             inbuf: Vec::new(),

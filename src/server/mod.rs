@@ -142,6 +142,9 @@ pub struct Server {
     /// The shell-integration scripts, written at start-up (`crate::shell`);
     /// `None` if they could not be (logged).
     shell: Option<crate::shell::Installed>,
+    /// Some attached client's view is stale (`Connection::view`): drawn
+    /// before the next flush.
+    stale_views: bool,
 }
 
 /// Runs a server in the foreground until it is stopped.
@@ -326,6 +329,7 @@ impl Server {
             config,
             config_problems,
             shell,
+            stale_views: false,
         };
         server.persist.debounce = server.config.save_debounce;
         server.persist.max_delay = server.config.save_max_delay;

@@ -793,11 +793,12 @@ impl Pane {
         out
     }
 
-    /// Puts restored text into the scrollback, above what the new process
-    /// will print.
-    pub fn inject_history(&mut self, text: &str) {
+    /// Shows restored text as if it had just been printed, above what the
+    /// new process will print: its last lines on the screen, the rest in
+    /// the scrollback.
+    pub fn print_history(&mut self, text: &str) {
         let lines: Vec<String> = text.lines().map(str::to_string).collect();
-        self.screen.inject_history(&lines);
+        self.screen.print_lines(&lines);
     }
 }
 

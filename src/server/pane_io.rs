@@ -8,7 +8,6 @@ use super::timers::TimerKind;
 use super::{Server, Source};
 use crate::model::PaneId;
 use crate::protocol::events::Event;
-use crate::protocol::frame;
 use crate::term::TermEvent;
 use std::time::{Duration, Instant};
 
@@ -133,7 +132,9 @@ impl Server {
             return;
         }
         let mut forward = Vec::new();
+        let switches = pane.screen().screen_switches();
         let read = pane.read_output(budget, &mut forward);
+        let switched = pane.screen().screen_switches() != switches;
         if read.more && pane.enter_backlog() {
             self.backlog.push_back(Source::Pane(id));
         }
@@ -146,7 +147,7 @@ impl Server {
             self.flush_pane_input(id);
         }
         if !forward.is_empty() {
-            self.broadcast_output(id, &forward);
+            self.broadcast_output(id, &forward, switched);
         }
         if read.taken > 0 {
             self.check_text_waits(id);
@@ -234,32 +235,6 @@ impl Server {
                     "output_bytes": output_bytes,
                 })),
             );
-        }
-    }
-
-    fn broadcast_output(&mut self, pane: u64, bytes: &[u8]) {
-        let mut too_slow = Vec::new();
-        for (id, conn) in &mut self.conns {
-            if matches!(conn.mode, ConnMode::Attached { pane: p, .. } if p == pane)
-                && conn.closing.is_none()
-                && !conn.queue_frame(frame::server::OUTPUT, bytes)
-            {
-                too_slow.push(*id);
-            }
-        }
-        for id in too_slow {
-            self.log.log(
-                "client_too_slow",
-                &format!(
-                    "client {id} fell {} MiB behind; disconnected",
-                    super::connection::MAX_OUTPUT_QUEUE >> 20
-                ),
-            );
-            let payload = serde_json::json!({
-                "reason": "too_slow",
-                "message": "disconnected: this client read output too slowly and its queue filled; reattach to resume"
-            });
-            self.end_attachment(id, &payload, true);
         }
     }
 }

@@ -156,6 +156,30 @@ impl Server {
                 reply["scrollback_lines"] = json!(pane.screen().scrollback_len());
                 Ok(Some(reply))
             }
+            Request::PaneHistory(req) => {
+                let id = self.resolve_target(&req.target)?;
+                if req.count > methods::MAX_HISTORY_COUNT {
+                    return Err(RpcError::new(
+                        ErrorCode::InvalidParams,
+                        format!(
+                            "\"count\" is {}; at most {} lines per request",
+                            req.count,
+                            methods::MAX_HISTORY_COUNT
+                        ),
+                    ));
+                }
+                let pane = &self.panes[&id];
+                let screen = pane.screen();
+                let start = req.start.unwrap_or(screen.scrollback_pushed());
+                let lines = screen.history_lines(start, req.count as usize, req.ansi);
+                let mut reply = serde_json::to_value(&lines).unwrap_or(Value::Null);
+                let (cols, rows) = screen.size();
+                reply["pane"] = json!(pane.public_id());
+                reply["end"] = json!(lines.screen_start + u64::from(rows));
+                reply["cols"] = json!(cols);
+                reply["rows"] = json!(rows);
+                Ok(Some(reply))
+            }
             Request::PaneKill(req) => {
                 let id = self.resolve_target(&req.target)?;
                 let signal = match &req.signal {
@@ -357,6 +381,7 @@ impl Server {
             return;
         }
         self.mark_dirty();
+        self.refresh_views(id);
         self.emit(Event::PaneResized {
             pane: PaneId::new(id),
             cols,

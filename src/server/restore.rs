@@ -134,7 +134,7 @@ impl Server {
                                 tail.skipped
                             ));
                         }
-                        pane.inject_history(&String::from_utf8_lossy(&tail.bytes));
+                        pane.print_history(&String::from_utf8_lossy(&tail.bytes));
                     }
                     Err(persist::files::FileError::Missing) => {}
                     Err(persist::files::FileError::Refused(why)) => {
@@ -142,7 +142,7 @@ impl Server {
                     }
                 }
             }
-            pane.inject_history(&notice);
+            pane.print_history(&notice);
         }
         fixes
     }

@@ -165,6 +165,7 @@ impl Server {
                 cols,
                 rows,
             };
+            c.view.flat = req.alt_screen;
             // Frames only from here: no event lines after the response.
             c.subscribed = false;
             c.replay_after = None;

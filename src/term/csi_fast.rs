@@ -287,13 +287,7 @@ fn dispatch(s: &mut Screen, params: &Params, fin: u8, colon: bool) -> bool {
         _ => default,
     };
     if fin == b'K' {
-        let col = s.cursor.col;
-        match next_or(0) {
-            0 => s.erase_in_line(col, usize::MAX),
-            1 => s.erase_in_line(0, col + 1),
-            2 => s.erase_in_line(0, usize::MAX),
-            _ => {}
-        }
+        s.erase_line_mode(next_or(0));
     } else {
         let row = next_or(1);
         let col = next_or(1);

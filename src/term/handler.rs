@@ -58,6 +58,7 @@ impl Screen {
             1007 => m.alternate_scroll = on,
             2004 => m.bracketed_paste = on,
             2026 => m.synchronized_output = on,
+            3 => self.deccolm(),
             47 | 1047 | 1049 => self.set_alt_screen(on, raw),
             1048 => {
                 if on {
@@ -252,12 +253,11 @@ impl Handler for Screen {
     }
 
     fn clear_line(&mut self, mode: LineClearMode) {
-        let col = self.cursor.col;
-        match mode {
-            LineClearMode::Right => self.erase_in_line(col, usize::MAX),
-            LineClearMode::Left => self.erase_in_line(0, col + 1),
-            LineClearMode::All => self.erase_in_line(0, usize::MAX),
-        }
+        self.erase_line_mode(match mode {
+            LineClearMode::Right => 0,
+            LineClearMode::Left => 1,
+            LineClearMode::All => 2,
+        });
     }
 
     fn clear_screen(&mut self, mode: ClearMode) {

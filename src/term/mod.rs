@@ -46,6 +46,12 @@
 //! scrollback lines, so capture, redraw and upgrades carry them; a link
 //! longer than `cell::MAX_LINK` is forwarded but not kept.
 //!
+//! xterm's details: a cursor parked past the last column keeps its pending
+//! wrap across screen switches (47, 1047, 1049), DECSC/DECRC on either
+//! screen and erase-in-line 1 and 2 (EL 0 cancels it); DECCOLM (`CSI ? 3
+//! h/l`) clears the screen, resets the margins and homes the cursor
+//! without changing the width.
+//!
 //! Not modelled: one kitty keyboard stack is shared by both
 //! screens; DECSTR, left/right margins, double-width lines and sixel are not
 //! implemented.
@@ -69,9 +75,24 @@ use vte::ansi::{Processor, Timeout};
 pub use capture::{Capture, CaptureOptions, CursorInfo};
 pub use cell::{Cell, Color, Style};
 pub use modes::{Modes, MouseEncoding, MouseMode};
+pub use redraw::ViewCache;
 
 use boundary::{Boundary, Kind, Piece, is_exec_c0};
 use screen::Screen;
+
+/// A range of a pane's lines (`Terminal::history_lines`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HistoryLines {
+    /// Number of `lines[0]`.
+    pub first: u64,
+    pub lines: Vec<String>,
+    /// Per line: autowrap continued it on the next one.
+    pub wrapped: Vec<bool>,
+    /// Number of the oldest line still in history.
+    pub history_start: u64,
+    /// Number of the screen's first row (one past the newest history line).
+    pub screen_start: u64,
+}
 
 /// The JSON-able summary of modes returned by `Terminal::modes`.
 pub type ModeSummary = Modes;
@@ -151,6 +172,11 @@ pub struct Terminal {
     /// count moved since. Not part of the state itself.
     #[serde(skip)]
     changes: u64,
+    /// How many times the active screen changed (47, 1047, 1049, RIS on
+    /// the alternate screen): a client kept on its own alternate screen
+    /// gets a redraw instead of bytes that switch screens. Not state.
+    #[serde(skip)]
+    screen_switches: u64,
 }
 
 /// What a serialized `Terminal` holds. Deserializing goes through here so a
@@ -172,6 +198,7 @@ impl From<Snapshot> for Terminal {
             screen,
             boundary,
             changes: 0,
+            screen_switches: 0,
         }
     }
 }
@@ -199,6 +226,7 @@ impl Terminal {
             screen: Screen::new(cols, rows, config),
             boundary: Boundary::default(),
             changes: 0,
+            screen_switches: 0,
         }
     }
 
@@ -241,6 +269,14 @@ impl Terminal {
             i = next;
         }
         out.flush();
+        if std::mem::take(&mut self.screen.switched) {
+            self.screen_switches += 1;
+        }
+    }
+
+    /// See `screen_switches` on the struct.
+    pub fn screen_switches(&self) -> u64 {
+        self.screen_switches
     }
 
     /// `feed` without the fast path: every byte through the boundary
@@ -256,6 +292,9 @@ impl Terminal {
         };
         general(&mut self.screen, &mut self.boundary, bytes, &mut out);
         out.flush();
+        if std::mem::take(&mut self.screen.switched) {
+            self.screen_switches += 1;
+        }
     }
 
     pub fn take_replies(&mut self) -> Vec<u8> {
@@ -301,6 +340,104 @@ impl Terminal {
         redraw::redraw(&self.screen, cols, rows)
     }
 
+    /// `redraw` for a client that shows only the active screen on whatever
+    /// screen it is on (it keeps its terminal on the alternate screen):
+    /// never switches screens.
+    pub fn redraw_flat(&self, cols: u16, rows: u16) -> Vec<u8> {
+        redraw::redraw_with(&self.screen, cols, rows, false)
+    }
+
+    /// Bytes bringing a client that shows this screen at its own size
+    /// (clipped or padded) up to date with it; see `redraw::view_update`.
+    pub fn view_update(&self, cols: u16, rows: u16, cache: &mut ViewCache) -> Vec<u8> {
+        redraw::view_update(&self.screen, cols, rows, cache)
+    }
+
+    /// Bytes that print the newest `lines` lines of history (fewer if they
+    /// pass `max_bytes`) into a terminal `rows` high, from the start of the
+    /// cursor's line (a client starts on a fresh line), and then scroll
+    /// them all off its screen, with what was above them: they land in the
+    /// terminal's own scrollback, where its scrolling and search reach
+    /// them, and its screen is left blank for a redraw. Each line is one
+    /// line there as it was here (a longer one wraps on a narrower
+    /// terminal). Empty when there is no history or `lines` is 0.
+    pub fn history_replay(&self, lines: usize, max_bytes: usize, rows: u16) -> Vec<u8> {
+        let sb = &self.screen.scrollback;
+        let mut picked: Vec<Vec<u8>> = Vec::new();
+        let mut total = 0;
+        for i in (0..sb.len()).rev().take(lines) {
+            let Some(line) = sb.get(i) else { break };
+            let mut bytes = Vec::new();
+            line.write_sgr(&mut bytes);
+            if total + bytes.len() + 8 > max_bytes {
+                break;
+            }
+            total += bytes.len() + 8;
+            picked.push(bytes);
+        }
+        if picked.is_empty() {
+            return Vec::new();
+        }
+        let mut out = Vec::with_capacity(total + 64);
+        out.extend_from_slice(b"\x1b[0m\r");
+        for bytes in picked.iter().rev() {
+            out.extend_from_slice(bytes);
+            out.extend_from_slice(b"\x1b[0m\r\n");
+        }
+        // The cursor is on the row after the last line: down to the bottom
+        // and on until every row above it has scrolled off.
+        out.extend(std::iter::repeat_n(b'\n', usize::from(rows.max(1)) - 1));
+        out
+    }
+
+    /// Lines `start..start + count` of the pane's text, numbered from the
+    /// first line it ever pushed into history: history lines first
+    /// (`history_start..screen_start`), then the rows of the active screen
+    /// (`screen_start..screen_start + rows`). A line keeps its number while
+    /// it stays in history (a width change re-wraps history and renumbers
+    /// it). `start` is clamped to what exists; at most `count` lines.
+    pub fn history_lines(&self, start: u64, count: usize, escapes: bool) -> HistoryLines {
+        let sb = &self.screen.scrollback;
+        let screen_start = sb.pushed();
+        let history_start = screen_start.saturating_sub(sb.len() as u64);
+        let grid = self.screen.grid();
+        let end = screen_start + grid.lines() as u64;
+        let first = start.clamp(history_start, end);
+        let last = first.saturating_add(count as u64).min(end);
+        let mut lines = Vec::new();
+        let mut wrapped = Vec::new();
+        for n in first..last {
+            if n < screen_start {
+                let Some(line) = sb.get((n - history_start) as usize) else {
+                    break;
+                };
+                if escapes {
+                    let mut out = Vec::new();
+                    line.write_sgr(&mut out);
+                    lines.push(String::from_utf8_lossy(&out).into_owned());
+                } else {
+                    lines.push(line.text().trim_end_matches(' ').to_owned());
+                }
+                wrapped.push(line.wrapped());
+            } else {
+                let row = grid.row((n - screen_start) as usize);
+                lines.push(if escapes {
+                    capture::row_with_sgr(row)
+                } else {
+                    row.text().trim_end_matches(' ').to_owned()
+                });
+                wrapped.push(row.wrapped);
+            }
+        }
+        HistoryLines {
+            first,
+            lines,
+            wrapped,
+            history_start,
+            screen_start,
+        }
+    }
+
     pub fn modes(&self) -> ModeSummary {
         self.screen.modes.clone()
     }
@@ -332,6 +469,29 @@ impl Terminal {
             scratch.feed(line.as_bytes(), &mut sink);
             sink.clear();
             self.screen.scrollback.push_row(scratch.screen.main.row(0));
+        }
+    }
+
+    /// Prints lines (plain text or with SGR) on the screen as if a program
+    /// had just printed them, each on a line of its own, from the cursor
+    /// on: the last ones stay visible, the rest scroll into history. Only
+    /// printable text and SGR take effect (each line is read on a scratch
+    /// terminal first, as in `inject_history`). A restore shows what a
+    /// pane printed before this way.
+    pub fn print_lines(&mut self, lines: &[String]) {
+        let widest = lines.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+        let width = widest.saturating_mul(2).clamp(1, usize::from(u16::MAX)) as u16;
+        let mut scratch = Terminal::new(width, 1, TermConfig::default());
+        let mut sink = Vec::new();
+        for line in lines {
+            scratch.screen.reset();
+            scratch.boundary = Boundary::default();
+            scratch.feed(line.as_bytes(), &mut sink);
+            let text = capture::row_with_sgr(scratch.screen.main.row(0));
+            self.feed(b"\x1b[0m", &mut sink);
+            self.feed(text.as_bytes(), &mut sink);
+            self.feed(b"\x1b[0m\r\n", &mut sink);
+            sink.clear();
         }
     }
 

@@ -8,8 +8,9 @@
 //! steps move the cursor and change the SGR state).
 
 use super::cell::{Cell, PenWriter, push_num, write_sgr_ul};
-use super::grid::Grid;
+use super::grid::{Grid, Row};
 use super::screen::{Charset, Screen};
+use std::hash::{DefaultHasher, Hash, Hasher};
 
 fn cup(out: &mut Vec<u8>, row: usize, col: usize) {
     out.extend_from_slice(b"\x1b[");
@@ -35,59 +36,167 @@ fn draw_grid(out: &mut Vec<u8>, grid: &Grid, cols: usize, rows: usize) {
     let mut pen = PenWriter::new();
     for r in 0..rows.min(grid.lines()) {
         let row = grid.row(r);
-        let cells = &row.cells[..cols.min(row.cells.len())];
-        let end = row.content_end().min(cells.len());
-        if end == 0 {
+        if row.content_end().min(cols) == 0 {
             continue;
         }
         cup(out, r, 0);
-        for (c, cell) in cells[..end].iter().enumerate() {
-            if cell.is_spacer() {
-                continue;
-            }
-            let (ch, style) = if cell.is_wide() && c + 1 >= cols {
-                (' ', cell.style.pen_part())
-            } else {
-                (cell.ch, cell.style.pen_part())
-            };
-            pen.pen(out, style, row.extra_at(c));
-            push_char(out, ch);
-            if let Some(m) = row.marks_at(c) {
-                out.extend_from_slice(m.as_bytes());
-            }
-        }
+        draw_row(out, row, cols, &mut pen);
     }
     pen.finish(out);
+}
+
+/// The cells of `row` up to its content's end, clipped to `cols` (a wide
+/// character cut by the edge drawn as a blank), from the cursor on.
+fn draw_row(out: &mut Vec<u8>, row: &Row, cols: usize, pen: &mut PenWriter) {
+    let cells = &row.cells[..cols.min(row.cells.len())];
+    let end = row.content_end().min(cells.len());
+    for (c, cell) in cells[..end].iter().enumerate() {
+        if cell.is_spacer() {
+            continue;
+        }
+        let (ch, style) = if cell.is_wide() && c + 1 >= cols {
+            (' ', cell.style.pen_part())
+        } else {
+            (cell.ch, cell.style.pen_part())
+        };
+        pen.pen(out, style, row.extra_at(c));
+        push_char(out, ch);
+        if let Some(m) = row.marks_at(c) {
+            out.extend_from_slice(m.as_bytes());
+        }
+    }
 }
 
 fn sanitize(title: &str) -> String {
     title.chars().filter(|c| !c.is_control()).collect()
 }
 
+/// The input modes, cursor shape and keyboard protocols `state` may switch
+/// on, off.
+const MODES_OFF: &[u8] = b"\x1b[?1l\x1b>\x1b[?2004l\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?9l\x1b[?1005l\x1b[?1006l\x1b[?1015l\x1b[?1004l\x1b[?1007l\x1b[?12l\x1b[0 q\x1b[<99u\x1b[=0;1u\x1b[>4m\x1b[?25h\x1b[?2026l";
+
 pub fn redraw(s: &Screen, cols: u16, rows: u16) -> Vec<u8> {
+    redraw_with(s, cols, rows, true)
+}
+
+/// `redraw`; with `switch_screens` false the client is shown only the
+/// active screen, drawn on whichever screen it is on (no 1049): for an
+/// attach client that keeps its own terminal on the alternate screen, and
+/// for views drawn from the model.
+pub fn redraw_with(s: &Screen, cols: u16, rows: u16, switch_screens: bool) -> Vec<u8> {
     let (cols, rows) = (usize::from(cols.max(1)), usize::from(rows.max(1)));
     let mut out = Vec::with_capacity(s.cols * s.rows + 256);
     // Baseline: SGR reset, full scroll region, no origin mode, autowrap on,
-    // replace mode, ASCII charsets, cursor home, screen cleared.
+    // replace mode, ASCII charsets, cursor home, screen cleared; every
+    // input mode the state below may set switched off, since the client
+    // may be one drawn before (a view, a redraw it asked for).
     out.extend_from_slice(
         b"\x1b[0m\x1b[r\x1b[?6l\x1b[?7h\x1b[4l\x1b[20l\x1b(B\x1b)B\x0f\x1b[H\x1b[2J",
     );
-    draw_grid(&mut out, &s.main, cols, rows);
-    if s.modes.alt_screen {
-        // 1049 on the client saves this cursor and pen; on exit it will
-        // restore what DECSC saved on our main screen.
-        if let Some(saved) = &s.saved_main {
-            cup(
-                &mut out,
-                saved.cursor.row.min(rows - 1),
-                saved.cursor.col.min(cols - 1),
-            );
-            write_sgr_ul(&mut out, saved.pen, saved.pen_extra.ul);
-        }
-        private(&mut out, 1049, true);
-        out.extend_from_slice(b"\x1b[0m");
+    out.extend_from_slice(MODES_OFF);
+    if !switch_screens {
         draw_grid(&mut out, s.grid(), cols, rows);
+    } else {
+        draw_grid(&mut out, &s.main, cols, rows);
+        if s.modes.alt_screen {
+            // 1049 on the client saves this cursor and pen; on exit it will
+            // restore what DECSC saved on our main screen.
+            if let Some(saved) = &s.saved_main {
+                cup(
+                    &mut out,
+                    saved.cursor.row.min(rows - 1),
+                    saved.cursor.col.min(cols - 1),
+                );
+                write_sgr_ul(&mut out, saved.pen, saved.pen_extra.ul);
+            }
+            private(&mut out, 1049, true);
+            out.extend_from_slice(b"\x1b[0m");
+            draw_grid(&mut out, s.grid(), cols, rows);
+        }
     }
+    state(s, cols, rows, &mut out);
+    out
+}
+
+/// What a view drawn from the model last sent its client: the size, the
+/// state that only a full redraw sets (modes, title, charsets...) and a
+/// hash per row, so the next update sends only the rows that changed.
+#[derive(Debug, Default)]
+pub struct ViewCache {
+    size: (u16, u16),
+    key: u64,
+    rows: Vec<u64>,
+    valid: bool,
+}
+
+fn hash_of(bytes: &[u8]) -> u64 {
+    let mut h = DefaultHasher::new();
+    bytes.hash(&mut h);
+    h.finish()
+}
+
+/// Everything a client keeps once set, which an update cannot set back
+/// (it only switches modes on): a change calls for a full redraw.
+fn state_key(s: &Screen) -> u64 {
+    let mut h = DefaultHasher::new();
+    format!(
+        "{:?}{:?}{}{:?}{}{}{}",
+        s.modes,
+        s.charsets,
+        s.active_charset,
+        s.title_stack,
+        s.title,
+        s.scroll_top,
+        s.scroll_bottom
+    )
+    .hash(&mut h);
+    s.tabs.hash(&mut h);
+    h.finish()
+}
+
+/// Brings a client showing the model at `cols` x `rows` (clipped or padded
+/// with blanks, whatever the pane's own size) up to date: a full redraw of
+/// the active screen the first time, after a size change or a change of
+/// modes; otherwise only the rows that changed, then the cursor and modes.
+pub fn view_update(s: &Screen, cols: u16, rows: u16, cache: &mut ViewCache) -> Vec<u8> {
+    let (c, r) = (usize::from(cols.max(1)), usize::from(rows.max(1)));
+    let key = state_key(s);
+    let grid = s.grid();
+    let mut scratch = Vec::new();
+    let row_hash = |out: &mut Vec<u8>, i: usize| {
+        out.clear();
+        if i < grid.lines() {
+            let mut pen = PenWriter::new();
+            draw_row(out, grid.row(i), c, &mut pen);
+            pen.finish(out);
+        }
+        hash_of(out)
+    };
+    if !cache.valid || cache.size != (cols, rows) || cache.key != key {
+        cache.rows = (0..r).map(|i| row_hash(&mut scratch, i)).collect();
+        cache.size = (cols, rows);
+        cache.key = key;
+        cache.valid = true;
+        return redraw_with(s, cols, rows, false);
+    }
+    // Undo what the last update left on that a row drawing would obey.
+    let mut out = b"\x1b[0m\x1b[?6l\x1b[4l\x1b(B\x1b)B\x0f".to_vec();
+    for i in 0..r {
+        let h = row_hash(&mut scratch, i);
+        if cache.rows[i] != h {
+            cache.rows[i] = h;
+            cup(&mut out, i, 0);
+            out.extend_from_slice(b"\x1b[2K");
+            out.extend_from_slice(&scratch);
+        }
+    }
+    state(s, c, r, &mut out);
+    out
+}
+
+/// The state after the grids: saved cursor, scroll region, tab stops,
+/// charsets, input modes, title, then the cursor and pen.
+fn state(s: &Screen, cols: usize, rows: usize, out: &mut Vec<u8>) {
     let saved = if s.modes.alt_screen {
         &s.saved_alt
     } else {
@@ -95,18 +204,18 @@ pub fn redraw(s: &Screen, cols: u16, rows: u16) -> Vec<u8> {
     };
     if let Some(saved) = saved {
         cup(
-            &mut out,
+            out,
             saved.cursor.row.min(rows - 1),
             saved.cursor.col.min(cols - 1),
         );
-        write_sgr_ul(&mut out, saved.pen, saved.pen_extra.ul);
+        write_sgr_ul(out, saved.pen, saved.pen_extra.ul);
         out.extend_from_slice(b"\x1b7\x1b[0m");
     }
     if s.scroll_top != 0 || s.scroll_bottom + 1 != s.rows {
         out.extend_from_slice(b"\x1b[");
-        push_num(&mut out, (s.scroll_top + 1) as u32);
+        push_num(out, (s.scroll_top + 1) as u32);
         out.push(b';');
-        push_num(&mut out, (s.scroll_bottom + 1) as u32);
+        push_num(out, (s.scroll_bottom + 1) as u32);
         out.push(b'r');
     }
     let default_tabs = s
@@ -117,7 +226,7 @@ pub fn redraw(s: &Screen, cols: u16, rows: u16) -> Vec<u8> {
     if !default_tabs {
         out.extend_from_slice(b"\x1b[3g");
         for (c, _) in s.tabs.iter().enumerate().filter(|(c, t)| **t && *c < cols) {
-            cup(&mut out, 0, c);
+            cup(out, 0, c);
             out.extend_from_slice(b"\x1bH");
         }
     }
@@ -133,25 +242,25 @@ pub fn redraw(s: &Screen, cols: u16, rows: u16) -> Vec<u8> {
     }
     let m = &s.modes;
     if m.app_cursor_keys {
-        private(&mut out, 1, true);
+        private(out, 1, true);
     }
     if m.app_keypad {
         out.extend_from_slice(b"\x1b=");
     }
     if m.bracketed_paste {
-        private(&mut out, 2004, true);
+        private(out, 2004, true);
     }
     if let Some(raw) = m.mouse.raw() {
-        private(&mut out, raw, true);
+        private(out, raw, true);
     }
     if let Some(raw) = m.mouse_encoding.raw() {
-        private(&mut out, raw, true);
+        private(out, raw, true);
     }
     if m.focus_reporting {
-        private(&mut out, 1004, true);
+        private(out, 1004, true);
     }
     if m.alternate_scroll {
-        private(&mut out, 1007, true);
+        private(out, 1007, true);
     }
     if m.insert {
         out.extend_from_slice(b"\x1b[4h");
@@ -160,29 +269,29 @@ pub fn redraw(s: &Screen, cols: u16, rows: u16) -> Vec<u8> {
         out.extend_from_slice(b"\x1b[20h");
     }
     if !m.autowrap {
-        private(&mut out, 7, false);
+        private(out, 7, false);
     }
     if m.cursor_blink {
-        private(&mut out, 12, true);
+        private(out, 12, true);
     }
     if m.cursor_style != 0 {
         out.extend_from_slice(b"\x1b[");
-        push_num(&mut out, u32::from(m.cursor_style));
+        push_num(out, u32::from(m.cursor_style));
         out.extend_from_slice(b" q");
     }
     if m.kitty_base != 0 {
         out.extend_from_slice(b"\x1b[=");
-        push_num(&mut out, u32::from(m.kitty_base));
+        push_num(out, u32::from(m.kitty_base));
         out.extend_from_slice(b";1u");
     }
     for flags in &m.kitty_stack {
         out.extend_from_slice(b"\x1b[>");
-        push_num(&mut out, u32::from(*flags));
+        push_num(out, u32::from(*flags));
         out.push(b'u');
     }
     if m.modify_other_keys != 0 {
         out.extend_from_slice(b"\x1b[>4;");
-        push_num(&mut out, u32::from(m.modify_other_keys));
+        push_num(out, u32::from(m.modify_other_keys));
         out.push(b'm');
     }
     for t in &s.title_stack {
@@ -199,7 +308,7 @@ pub fn redraw(s: &Screen, cols: u16, rows: u16) -> Vec<u8> {
     // mode homes the cursor, so set it first.
     let (row, col) = (s.cursor.row.min(rows - 1), s.cursor.col.min(cols - 1));
     if m.origin {
-        private(&mut out, 6, true);
+        private(out, 6, true);
     }
     let cup_row = if m.origin {
         row.saturating_sub(s.scroll_top)
@@ -217,25 +326,24 @@ pub fn redraw(s: &Screen, cols: u16, rows: u16) -> Vec<u8> {
             Some(c) => (col, *c),
             None => (col, Cell::BLANK),
         };
-        cup(&mut out, cup_row, at);
+        cup(out, cup_row, at);
         let mut pen = PenWriter::new();
-        pen.pen(&mut out, cell.style.pen_part(), row.extra_at(at));
-        push_char(&mut out, cell.ch);
+        pen.pen(out, cell.style.pen_part(), row.extra_at(at));
+        push_char(out, cell.ch);
         if let Some(m) = row.marks_at(at) {
             out.extend_from_slice(m.as_bytes());
         }
-        pen.finish(&mut out);
+        pen.finish(out);
     } else {
-        cup(&mut out, cup_row, col);
+        cup(out, cup_row, col);
     }
     // The program's pen, hyperlink included, so what it prints next looks
     // as it would have on the terminal it started on.
-    PenWriter::new().pen(&mut out, s.pen, s.pen_extra.non_empty());
+    PenWriter::new().pen(out, s.pen, s.pen_extra.non_empty());
     if !m.cursor_visible {
-        private(&mut out, 25, false);
+        private(out, 25, false);
     }
     if m.synchronized_output {
-        private(&mut out, 2026, true);
+        private(out, 2026, true);
     }
-    out
 }

@@ -105,6 +105,10 @@ pub struct Screen {
     /// was answered here and must not be forwarded. Transient.
     #[serde(skip)]
     pub swallow: bool,
+    /// Set when the active screen changed (47, 1047, 1049); `Terminal`
+    /// takes it after each `feed` into its count. Transient.
+    #[serde(skip)]
+    pub switched: bool,
 }
 
 fn default_tabs(cols: usize) -> Vec<bool> {
@@ -142,6 +146,7 @@ impl Screen {
             events: Vec::new(),
             replies: Vec::new(),
             swallow: false,
+            switched: false,
         }
     }
 
@@ -639,6 +644,27 @@ impl Screen {
     }
 
     pub fn erase_in_line(&mut self, from: usize, to: usize) {
+        self.erase_in_row(from, to);
+        self.cursor.pending_wrap = false;
+    }
+
+    /// Erase in line (EL) mode 0, 1 or 2, as xterm does it: only mode 0
+    /// (the right part, cursor included) cancels a pending wrap; after
+    /// modes 1 and 2 a cursor parked past the last column still wraps
+    /// before the next character.
+    pub fn erase_line_mode(&mut self, mode: u16) {
+        let col = self.cursor.col;
+        match mode {
+            0 => self.erase_in_line(col, usize::MAX),
+            1 => self.erase_in_row(0, col + 1),
+            2 => self.erase_in_row(0, usize::MAX),
+            _ => {}
+        }
+    }
+
+    /// Erases columns `from..to` of the cursor's row; the cursor and its
+    /// pending wrap are left alone.
+    fn erase_in_row(&mut self, from: usize, to: usize) {
         let (row, fill) = (self.cursor.row, self.pen.erase_part());
         let r = self.grid_mut().row_mut(row);
         r.erase(from, to, fill);
@@ -646,7 +672,16 @@ impl Screen {
             r.wrapped = false;
             r.wrap_gap = false;
         }
-        self.cursor.pending_wrap = false;
+    }
+
+    /// DECCOLM (`CSI ? 3 h/l`): the width stays (no 132-column switching),
+    /// but as on VT100-family terminals (and tmux) the screen is cleared,
+    /// the margins reset and the cursor homed.
+    pub fn deccolm(&mut self) {
+        self.erase_rows(0, usize::MAX);
+        self.scroll_top = 0;
+        self.scroll_bottom = self.rows - 1;
+        self.goto(0, 0);
     }
 
     pub fn erase_rows(&mut self, from: usize, to: usize) {
@@ -708,9 +743,12 @@ impl Screen {
             &self.saved_main
         };
         let saved = saved.clone().unwrap_or_default();
+        // The pending wrap comes back too (xterm's `wrap_flag`), unless a
+        // resize since moved the cursor off the last column.
         self.cursor = saved.cursor;
         self.cursor.row = self.cursor.row.min(self.rows - 1);
         self.cursor.col = self.cursor.col.min(self.cols - 1);
+        self.cursor.pending_wrap = saved.cursor.pending_wrap && saved.cursor.col == self.cols - 1;
         self.pen = saved.pen;
         self.pen_extra = saved.pen_extra;
         self.modes.origin = saved.origin;
@@ -721,12 +759,14 @@ impl Screen {
     /// Switches to or from the alternate screen (47, 1047, 1049). As in
     /// xterm, 1049 saves (set) or restores (reset) the cursor even when the
     /// screen does not change; the switch and the clear only happen on a
-    /// change.
+    /// change. The cursor does not move, so its pending wrap stays (1049's
+    /// reset restores the saved one).
     pub fn set_alt_screen(&mut self, on: bool, mode: u16) {
         if on && mode == 1049 {
             self.save_cursor();
         }
         if on != self.modes.alt_screen {
+            self.switched = true;
             if on {
                 self.modes.alt_screen = true;
                 if mode != 47 {
@@ -748,7 +788,6 @@ impl Screen {
         if !on && mode == 1049 {
             self.restore_cursor();
         }
-        self.cursor.pending_wrap = false;
     }
 
     pub fn decaln(&mut self) {
@@ -776,7 +815,9 @@ impl Screen {
         let replies = std::mem::take(&mut self.replies);
         let last_char = self.last_char;
         let swallow = self.swallow;
+        let switched = self.switched || self.modes.alt_screen;
         *self = fresh;
+        self.switched = switched;
         self.scrollback = scrollback;
         self.title = title;
         self.cwd = cwd;

@@ -1084,3 +1084,126 @@ fn unallocated_alternate_grid_serializes_as_a_blank_grid() {
     assert!(back.screen.alt.is_allocated());
     assert!(back == t);
 }
+
+#[test]
+fn flat_redraw_shows_the_active_screen_without_switching() {
+    let mut t = term(10, 3);
+    feed(&mut t, b"main\x1b[?1049h\x1b[2;1Halt");
+    let bytes = t.redraw_flat(10, 3);
+    assert!(!bytes.windows(7).any(|w| w == b"\x1b[?1049"), "{bytes:?}");
+    let mut u = term(10, 3);
+    feed(&mut u, &bytes);
+    assert_eq!(screen(&u), ["", "alt", ""]);
+    assert!(!u.modes().alt_screen);
+    assert_eq!(u.cursor(), t.cursor());
+    // Switching counts, whether or not the switch shows on a client.
+    let before = t.screen_switches();
+    feed(&mut t, b"\x1b[?1049l");
+    assert_eq!(t.screen_switches(), before + 1);
+    feed(&mut t, b"\x1b[?1049l");
+    assert_eq!(t.screen_switches(), before + 1, "no change, no switch");
+}
+
+#[test]
+fn views_of_another_size_are_clipped_or_padded_and_sent_as_changes() {
+    let mut t = term(10, 3);
+    feed(&mut t, b"0123456789\r\nshort\r\nlast");
+    let mut cache = ViewCache::default();
+    // Narrower and shorter: clipped, never wrapped.
+    let first = t.view_update(6, 2, &mut cache);
+    let mut small = term(6, 2);
+    feed(&mut small, &first);
+    assert_eq!(screen(&small), ["012345", "short"]);
+    // Wider and taller: padded with blanks.
+    let mut big_cache = ViewCache::default();
+    let mut big = term(14, 5);
+    feed(&mut big, &t.view_update(14, 5, &mut big_cache));
+    assert_eq!(screen(&big), ["0123456789", "short", "last", "", ""]);
+    assert_eq!(big.cursor(), t.cursor());
+    // Next updates carry only the rows that changed.
+    feed(&mut t, b"\x1b[2;1Hchanged");
+    let update = t.view_update(14, 5, &mut big_cache);
+    assert!(
+        !update.windows(4).any(|w| w == b"0123"),
+        "unchanged row resent"
+    );
+    feed(&mut big, &update);
+    assert_eq!(screen(&big), ["0123456789", "changed", "last", "", ""]);
+    assert_eq!(big.cursor(), t.cursor());
+    let update = t.view_update(6, 2, &mut cache);
+    feed(&mut small, &update);
+    assert_eq!(screen(&small), ["012345", "change"]);
+    // A mode change redraws in full: the client must drop modes too.
+    feed(&mut t, b"\x1b[?2004h");
+    feed(&mut big, &t.view_update(14, 5, &mut big_cache));
+    assert!(big.modes().bracketed_paste);
+    feed(&mut t, b"\x1b[?2004l");
+    feed(&mut big, &t.view_update(14, 5, &mut big_cache));
+    assert_eq!(big.modes(), t.modes());
+}
+
+#[test]
+fn history_replay_scrolls_the_newest_lines_into_the_client_history() {
+    let mut t = term(10, 3);
+    for i in 1..=20 {
+        feed(&mut t, format!("line{i}\r\n").as_bytes());
+    }
+    assert_eq!(t.scrollback_len(), 18);
+    let bytes = t.history_replay(5, 1 << 20, 4);
+    let mut client = term(10, 4);
+    feed(&mut client, b"before\r\n");
+    feed(&mut client, &bytes);
+    let all = client.capture(&CaptureOptions {
+        start: Some(-100),
+        ..Default::default()
+    });
+    let lines: Vec<&str> = all.lines.iter().map(String::as_str).collect();
+    assert_eq!(
+        lines,
+        [
+            "before", "line14", "line15", "line16", "line17", "line18", "", "", "", ""
+        ],
+        "the 5 newest history lines in the client's history, its screen blank"
+    );
+    assert!(t.history_replay(0, 1 << 20, 4).is_empty());
+    // The byte bound keeps the newest lines that fit.
+    let few = t.history_replay(18, 40, 4);
+    assert!(few.len() < 120, "{}", few.len());
+}
+
+#[test]
+fn history_lines_are_numbered_from_the_first_line_pushed() {
+    let mut t = term(10, 2);
+    for i in 1..=6 {
+        feed(&mut t, format!("l{i}\r\n").as_bytes());
+    }
+    // History l1..l5, screen "l6" and the empty cursor row.
+    let all = t.history_lines(0, 100, false);
+    assert_eq!((all.history_start, all.screen_start, all.first), (0, 5, 0));
+    assert_eq!(all.lines, ["l1", "l2", "l3", "l4", "l5", "l6", ""]);
+    // A line keeps its number while output arrives.
+    feed(&mut t, b"l7\r\n");
+    let two = t.history_lines(3, 2, false);
+    assert_eq!(
+        (two.first, two.lines.clone()),
+        (3, vec!["l4".into(), "l5".into()])
+    );
+    // Clamped to what exists.
+    let far = t.history_lines(1000, 5, false);
+    assert!(far.lines.is_empty());
+}
+
+#[test]
+fn printed_lines_show_on_the_screen_as_if_just_output() {
+    let mut t = term(10, 3);
+    t.print_lines(&[
+        "one".into(),
+        "\x1b[31mtwo\x1b[0m".into(),
+        "three\x07".into(),
+        "--- marker".into(),
+    ]);
+    assert_eq!(screen(&t), ["three", "--- marker", ""]);
+    assert_eq!(t.cursor(), (0, 2, true));
+    assert_eq!(t.scrollback_len(), 2);
+    assert!(with_sgr(&t).iter().all(|l| !l.contains('\x07')));
+}

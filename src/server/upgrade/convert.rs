@@ -307,6 +307,7 @@ pub fn conn_runtime(c: &Connection, id: ConnId, now: Instant) -> ConnRuntime {
                 read_only,
                 cols,
                 rows,
+                flat: c.view.flat,
             }),
         },
         subscribed: c.subscribed,
@@ -333,6 +334,7 @@ pub fn conn_from_runtime(
     let mut conn = Connection::new(token, stream, peer);
     conn.restore_output_state(rt.out, rt.written, rt.msg_ends)
         .map_err(|e| format!("connection {}: {e}", rt.id))?;
+    conn.view.flat = rt.attached.as_ref().is_some_and(|a| a.flat);
     conn.mode = match rt.attached {
         None => ConnMode::Rpc,
         Some(a) => ConnMode::Attached {
