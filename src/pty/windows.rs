@@ -891,7 +891,7 @@ mod tests {
             .join("conpty_shim.exe");
         assert!(
             shim.is_file(),
-            "{} missing (cargo test builds it)",
+            "{} missing: a plain `cargo test` or `cargo build --example conpty_shim` builds it",
             shim.display()
         );
         shim
