@@ -32,13 +32,18 @@ pub mod cli;
 #[cfg(unix)]
 pub mod client;
 #[cfg(unix)]
+#[doc(hidden)]
+pub mod fuzzing;
+#[cfg(unix)]
 pub mod handoff;
+// The keeper holds panes across a crash of the serving process; it lives
+// on fd passing and pidfds, so Windows has none (src/sys/mod.rs says so).
+#[cfg(unix)]
+pub mod keeper;
 #[cfg(unix)]
 pub mod paths;
 #[cfg(unix)]
 pub mod persist;
-#[cfg(unix)]
-pub mod reaper;
 #[cfg(unix)]
 pub mod server;
 #[cfg(unix)]

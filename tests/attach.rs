@@ -459,13 +459,21 @@ fn a_pane_held_for_a_stuck_client_resumes_when_it_leaves() {
 }
 
 /// Issue 16 F22: typed input beyond what the pane holds pending (1 MiB) is
-/// never dropped silently: the attachment ends with EXIT `input_overflow`,
-/// saying how much was not delivered; the pane and the server go on.
+/// never dropped silently. It is held (the client's socket is not read)
+/// while the program reads; a program that reads none of it for 5 s ends
+/// the attachment with EXIT `input_overflow`, saying how much was not
+/// delivered; the pane and the server go on.
 #[test]
 fn input_beyond_the_pending_limit_ends_the_attachment_saying_so() {
     let ptyd = Ptyd::start();
-    // A program that never reads its input.
-    let id = ptyd.create_argv(&["sleep", "1000"]);
+    // A program that never reads its input, on a terminal in raw mode (in
+    // canonical mode the line discipline takes and discards what overflows
+    // a line, which counts as reading).
+    let id = ptyd.create_argv(&["sh", "-c", "stty raw -echo; echo ready; exec sleep 1000"]);
+    ptyd.connect().ok(
+        "pane.wait",
+        json!({ "target": id, "text": "ready", "include_screen": true, "timeout_ms": 20000 }),
+    );
     let (_, mut a) = ptyd.connect().attach(json!({ "target": id }));
     let chunk = vec![b'x'; 512 << 10];
     for _ in 0..3 {

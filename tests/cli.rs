@@ -175,7 +175,9 @@ fn api_and_status_commands() {
     let out = ptyd.run_cli(&["status", "--json"]);
     assert_exit(&out, 0);
     let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
-    assert_eq!(v["pid"], ptyd.pid());
+    // The process started is the keeper; it forked the serving process.
+    assert_eq!(v["keeper"]["pid"], ptyd.pid());
+    assert_ne!(v["pid"], ptyd.pid());
     assert_eq!(v["namespace"], ptyd.namespace.as_str());
     assert_eq!(v["running_panes"], 1);
     // A server error becomes exit 1 with the message.

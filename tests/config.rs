@@ -172,7 +172,7 @@ fn reload_applies_to_new_panes_and_reports_bad_keys() {
         .find(|s| s["key"] == "resume_rules")
         .unwrap();
     assert_eq!(rules["applies"], "next_restore");
-    assert_eq!(settings.len(), 15, "{report}");
+    assert_eq!(settings.len(), 17, "{report}");
     assert!(
         util::stdout(&ptyd.run_cli(&["status"]))
             .find("config:")
@@ -333,4 +333,32 @@ fn the_configured_probation_is_what_the_old_server_keeps() {
     util::eventually("a second upgrade after the probation", || {
         ptyd.run_cli(&["upgrade"]).status.success()
     });
+}
+
+/// Fuzzing finding: a resume rule whose command the API would refuse for a
+/// pane (`resume` empty or with NUL) was taken as it was and run at
+/// restore. `ptyd config check` now reports it, with its line, and the
+/// server skips it.
+#[test]
+fn a_resume_rule_the_api_would_refuse_is_reported_and_skipped() {
+    let dirs = Dirs::new();
+    let path = write_config(
+        &dirs,
+        "config.toml",
+        "[[resume_rules]]\nprogram = \"x\"\nresume = \"  \"\n\n[[resume_rules]]\nprogram = \"ok\"\nresume = \"ok --continue\"\n",
+    );
+    let mut cmd = dirs.command("default");
+    cmd.args(["config", "check"]);
+    let out = util::run_bounded(cmd, "ptyd config check");
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let stdout = util::stdout(&out);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 1, "{stdout}");
+    assert!(
+        lines[0].starts_with(&format!(
+            "{}:1: resume rule ignored (resume must be a non-empty shell command",
+            path.display()
+        )),
+        "{stdout}"
+    );
 }

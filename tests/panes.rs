@@ -48,7 +48,7 @@ fn create_list_input_capture_kill_remove() {
     // An interactive sh ignores SIGTERM, so ask for SIGKILL.
     assert_eq!(
         c.ok("pane.kill", json!({ "target": id, "signal": "KILL" })),
-        json!({})
+        json!({ "pane": id, "signal": 9, "signalled": true, "grace_ms": 3000 })
     );
     let exit = c.wait_exit(&id);
     assert_eq!(exit["reason"], "killed", "{exit}");

@@ -728,6 +728,52 @@ fn ids_at_the_end_of_their_range_never_wrap() {
     );
 }
 
+/// Fuzzing finding (snapshot target): a workspace whose listed tabs were
+/// all unknown got its tabs back as orphans but no active tab; `tree` showed
+/// tabs none of which was active until a second restart repaired it.
+#[test]
+fn a_workspace_restored_from_orphan_tabs_has_an_active_tab() {
+    let env = Dirs::new();
+    let ns = "orphantabs";
+    let pane = |id: &str| {
+        json!({ "id": id, "name": null, "cwd": "/", "command": { "argv": ["sleep", "1000"] },
+                "env": {}, "cols": 80, "rows": 24, "restore": "hold", "resume": null,
+                "history": null, "pid": null, "start_token": null })
+    };
+    let tab = |id: &str, pane: &str| {
+        json!({ "id": id, "name": id, "workspace": "w1", "layout": { "pane": pane },
+                "focus": pane, "zoom": null })
+    };
+    let snapshot = json!({
+        "version": 1, "server_version": "0.1.0", "written_unix_ms": 0, "revision": 1,
+        "generation": 1, "counters": { "workspace": 2, "tab": 3, "pane": 3 },
+        "active_workspace": "w1",
+        "workspaces": [{ "id": "w1", "name": "main", "tabs": ["t7"], "active_tab": "t9" }],
+        "tabs": [tab("t1", "p1"), tab("t2", "p2")],
+        "panes": [pane("p1"), pane("p2")],
+    });
+    let dir = env.state_dir(ns);
+    std::fs::create_dir_all(&dir).unwrap();
+    util::set_mode(&env.state.join("ptyd"), 0o700);
+    util::set_mode(&dir, 0o700);
+    std::fs::write(dir.join("session.json"), snapshot.to_string()).unwrap();
+
+    let server = env.start(ns);
+    let mut c = server.connect();
+    let tree = c.ok("tree", json!({}));
+    let ws = &tree["workspaces"][0];
+    assert_eq!(ws["tabs"].as_array().map(Vec::len), Some(2), "{tree}");
+    let active: Vec<&Value> = ws["tabs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|t| t["active"] == json!(true))
+        .map(|t| &t["id"])
+        .collect();
+    assert_eq!(active, vec![&json!("t1")], "{tree}");
+    server.stop();
+}
+
 // ---------------------------------------------------------------------------
 // 4. SIGKILL during saves
 

@@ -3,10 +3,11 @@
 //! every test exercises the whole handoff (preflight, save, pause, manifest,
 //! fd batches, import, commit, probation) with real PTYs and processes.
 //!
-//! Process bookkeeping: the server the harness spawns is generation 1. After
-//! its first handoff it stays behind as the *reaper* (a subreaper holding
-//! nothing but its children), so `Ptyd::pid()` is the reaper and the serving
-//! pid is `server.status`'s. [`Lineage`] stops the lineage with `server.stop`
+//! Process bookkeeping: the process the harness spawns is the *keeper* (a
+//! subreaper holding a copy of each pane's fds, see `keeper.rs`); it forks
+//! generation 1, the serving process, at start. So `Ptyd::pid()` is the
+//! keeper (`Lineage::reaper`), the first generation is `Lineage::first`, and
+//! the serving pid is `server.status`'s. [`Lineage`] stops the lineage with `server.stop`
 //! on drop and then kills whatever it started that is still there.
 //!
 //! Upgrades are serialised by a 2 s probation: the next one is refused
@@ -27,25 +28,13 @@ use std::process::{Child, Output, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-use util::{Attached, Conn, INPUT, KillOnDrop, Ptyd, TIMEOUT, Tmux, shell_quote, start_time};
+use util::{
+    Attached, Conn, INPUT, KillOnDrop, Ptyd, TIMEOUT, Tmux, all_pids, ppid, shell_quote,
+    start_time, zombie_children,
+};
 
 // ---------------------------------------------------------------------------
 // Processes and fds, from /proc.
-
-fn ppid(pid: i32) -> Option<i32> {
-    util::proc_stat_field(pid, 4)?.parse().ok()
-}
-
-fn state(pid: i32) -> Option<String> {
-    util::proc_stat_field(pid, 3)
-}
-
-fn all_pids() -> Vec<i32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-        .collect()
-}
 
 /// Live (not zombie) children of `pid`.
 fn children(pid: i32) -> HashSet<i32> {
@@ -134,14 +123,6 @@ fn wait_fd_kinds(pid: i32, expected: &BTreeMap<String, usize>, what: &str) {
     );
 }
 
-/// Zombie children of `pid`.
-fn zombie_children(pid: i32) -> Vec<i32> {
-    all_pids()
-        .into_iter()
-        .filter(|p| ppid(*p) == Some(pid) && state(*p).as_deref() == Some("Z"))
-        .collect()
-}
-
 // ---------------------------------------------------------------------------
 // A server lineage: the first generation (the harness's child, later the
 // reaper) and whichever generation serves now.
@@ -152,8 +133,10 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(30);
 
 struct Lineage {
     ptyd: Ptyd,
-    /// Generation 1, later the reaper.
+    /// The keeper: the process started, the service's main pid.
     reaper: i32,
+    /// Generation 1, the keeper's child.
+    first: i32,
     /// Other processes this test started that must not outlive it (pane
     /// processes that ignore SIGHUP, servers that left the lineage).
     tracked: std::cell::RefCell<Vec<KillOnDrop>>,
@@ -161,11 +144,20 @@ struct Lineage {
 
 impl Lineage {
     fn start() -> Lineage {
-        let ptyd = Ptyd::start();
+        Lineage::start_in(util::Dirs::new())
+    }
+
+    fn start_in(dirs: util::Dirs) -> Lineage {
+        let ptyd = Ptyd::start_in(dirs, &util::unique_name("t"));
         let reaper = ptyd.pid();
+        let first = ptyd.connect().ok("server.status", json!({}))["pid"]
+            .as_i64()
+            .expect("status pid") as i32;
+        assert_ne!(first, reaper, "the keeper serves itself");
         Lineage {
             ptyd,
             reaper,
+            first,
             tracked: Default::default(),
         }
     }
@@ -543,7 +535,12 @@ fn attach_client_in_tmux_stays_through_upgrades_and_terminal_state_survives() {
     tmux.new_session(100, 30, &util::outer_shell(&l.ptyd));
     tmux.wait_screen("the outer prompt", |s| s.contains("outer$"));
     let attach = |tag: &str| {
-        let line = format!("{} attach {id}; echo {tag}-rc=$?", shell_quote(util::PTYD));
+        // The quotes keep the typed line (shown again when the outer
+        // screen comes back at detach) from matching `TAG-rc=`.
+        let line = format!(
+            "{} attach {id}; echo {tag}-''rc=$?",
+            shell_quote(util::PTYD)
+        );
         tmux.keys(&["-l", &line]);
         tmux.keys(&["Enter"]);
     };
@@ -653,7 +650,7 @@ fn three_hundred_panes_move_in_several_batches_without_leaks() {
     let pids_before = pane_pids(&mut c);
     assert_eq!(pids_before.len(), PANES);
     assert!(pids_before.values().all(|(_, s)| s == "running"));
-    let kinds1 = fd_kinds(l.reaper);
+    let kinds1 = fd_kinds(l.first);
     assert_eq!(kinds1.get("ptmx"), Some(&PANES), "{kinds1:?}");
 
     let report = l.upgrade();
@@ -676,11 +673,16 @@ fn three_hundred_panes_move_in_several_batches_without_leaks() {
         "the new server watches each inherited process by pidfd: {kinds2:?}"
     );
     assert_eq!(pane_pids(&mut c), pids_before, "pane pids changed");
-    // The first generation let go of everything and is now the reaper.
-    let reaper_fds = fd_targets(l.reaper);
-    assert!(
-        reaper_fds.len() <= 16 && !fd_kinds(l.reaper).contains_key("ptmx"),
-        "the reaper holds on to fds: {reaper_fds:#?}"
+    // The first generation let go of everything and exited; the keeper
+    // holds one copy of each master, nothing more of them.
+    util::eventually("generation 1 to exit after its probation", || {
+        util::process_gone(l.first).then_some(())
+    });
+    let keeper_kinds = fd_kinds(l.reaper);
+    assert_eq!(
+        keeper_kinds.get("ptmx"),
+        Some(&PANES),
+        "the keeper's fds: {keeper_kinds:?}"
     );
 
     // A second upgrade between like generations: same fds exactly.
@@ -738,19 +740,15 @@ impl Faulty {
     fn check_serving(&mut self, tag: &str) {
         let l = &self.l;
         let status = l.status();
-        assert_eq!(status["pid"], l.reaper, "{tag}: {status}");
+        assert_eq!(status["pid"], l.first, "{tag}: {status}");
         assert_eq!(status["generation"], 1, "{tag}: {status}");
         assert_eq!(status["upgrade"], Value::Null, "{tag}: {status}");
         let mut c = l.conn();
         assert_eq!(pane_pids(&mut c), self.pids, "{tag}: panes changed");
-        let fds = settled_fds(l, &mut c, 2);
-        assert_eq!(
-            fds,
-            self.fds,
-            "{tag}: the old server's (pid {}) fds changed:\n{:#?}",
-            l.reaper,
-            fd_targets(l.reaper)
-        );
+        settled_fds(l, &mut c, 2);
+        // Eventually: a save in flight (the disk writer's temp file) is
+        // not a leak, and ends.
+        wait_fd_kinds(l.first, &self.fds, &format!("{tag}: the old server's fds"));
         let typed = format!("typed-{tag}");
         c.input(&self.cat, &format!("{typed}\n"));
         c.wait_text(&self.cat, &typed);
@@ -771,11 +769,14 @@ fn settled_fds(l: &Lineage, c: &mut Conn, clients: u64) -> BTreeMap<String, usiz
     util::eventually(
         format!("the server to get down to {clients} clients"),
         || {
-            let now = c.ok("server.status", json!({}))["clients"].clone();
-            if now == clients {
+            // `connections` leaves out `c` itself.
+            let now = c.ok("server.status", json!({}))["connections"]
+                .as_u64()
+                .map(|n| n + 1);
+            if now == Some(clients) {
                 Ok(())
             } else {
-                Err(format!("{now} clients"))
+                Err(format!("{now:?} connections"))
             }
         },
     );
@@ -785,7 +786,7 @@ fn settled_fds(l: &Lineage, c: &mut Conn, clients: u64) -> BTreeMap<String, usiz
 /// Runs `ptyd upgrade --fault FAULT --timeout MS` and checks it fails with a
 /// one-line cause, the new process gone, and the old server serving.
 fn check_rollback(f: &mut Faulty, fault: &str, timeout_ms: u64) {
-    let children_before = children(f.l.reaper);
+    let children_before = children(f.l.first);
     let mut cmd = f.l.ptyd.cli(&[
         "upgrade",
         "--fault",
@@ -806,7 +807,7 @@ fn check_rollback(f: &mut Faulty, fault: &str, timeout_ms: u64) {
     // missed, and that is fine.
     let mut new_pid = None;
     while new_pid.is_none() && matches!(child.try_wait(), Ok(None)) {
-        new_pid = children(f.l.reaper)
+        new_pid = children(f.l.first)
             .difference(&children_before)
             .copied()
             .find(|p| util::cmdline(*p as i64).iter().any(|arg| arg == "server"));
@@ -843,20 +844,30 @@ fn check_rollback(f: &mut Faulty, fault: &str, timeout_ms: u64) {
     );
     let err = err.trim_end();
     assert!(
-        !err.contains('\n') && err.starts_with("ptyd: upgrade to") && err.contains("keeps serving"),
+        !err.contains('\n')
+            && err.starts_with("ptyd: upgrade from")
+            && err.contains("keeps serving"),
         "--fault {fault}: not a one-line cause: {err:?}"
     );
+    // Killed, never waited for by the old server's loop (which reaps it
+    // on SIGCHLD): gone soon after the answer.
     if let Some(pid) = new_pid {
-        assert!(
-            util::process_gone(pid),
-            "--fault {fault}: the new server (pid {pid}) is still there"
+        util::eventually(
+            format!("--fault {fault}: the new server (pid {pid}) to be gone"),
+            || util::process_gone(pid),
         );
     }
-    let after = children(f.l.reaper);
-    let stray: Vec<_> = after.difference(&children_before).collect();
-    assert!(
-        stray.is_empty(),
-        "--fault {fault}: new children of the old server remain: {stray:?}"
+    util::eventually(
+        format!("--fault {fault}: no new children of the old server"),
+        || {
+            let after = children(f.l.first);
+            let stray: Vec<_> = after.difference(&children_before).copied().collect();
+            if stray.is_empty() {
+                Ok(())
+            } else {
+                Err(format!("{stray:?} remain"))
+            }
+        },
     );
     f.check_serving(fault);
 }
@@ -899,6 +910,13 @@ fn a_new_server_dying_in_probation_hands_everything_back() {
         err.trim_end().lines().count() == 1 && err.contains("probation"),
         "{err:?}"
     );
+    // The attached client's stream was the new server's since the commit:
+    // the old server closes it rather than resume it (no EXIT frame, the
+    // stream may stand mid-frame), and the client attaches again.
+    while let Some((kind, _)) = f.attached.next_frame() {
+        assert_eq!(kind, util::OUTPUT, "a frame other than output");
+    }
+    f.attached = attach(&f.l, &f.cat);
     f.check_serving("after-probation-crash");
     // And a normal upgrade works afterwards.
     f.l.upgrade();
@@ -906,7 +924,7 @@ fn a_new_server_dying_in_probation_hands_everything_back() {
 
 #[test]
 fn the_new_server_takes_over_when_the_old_dies_after_the_transfer() {
-    let mut l = Lineage::start();
+    let l = Lineage::start();
     let mut c = l.conn();
     let cat = l
         .ptyd
@@ -920,12 +938,11 @@ fn the_new_server_takes_over_when_the_old_dies_after_the_transfer() {
     let report: Value = serde_json::from_str(util::stdout(&out).trim()).unwrap();
     let new_pid = report["new_pid"].as_i64().unwrap() as i32;
     l.track(new_pid);
-    // The old (first) generation died at the fault with code 97.
-    let status = l
-        .ptyd
-        .try_wait_exit(TIMEOUT)
-        .expect("the old server exited");
-    assert_eq!(status.code(), Some(97));
+    // The old (first) generation died at the fault (code 97, reaped by
+    // the keeper, which stays: the new server holds the channel).
+    util::eventually("the old server to exit", || {
+        util::process_gone(l.first).then_some(())
+    });
     let status = l.status();
     assert_eq!(status["pid"], new_pid, "{status}");
     assert_eq!(status["generation"], 2, "{status}");
@@ -962,8 +979,8 @@ fn an_incompatible_binary_is_refused_with_nothing_touched() {
 }
 
 #[test]
-fn a_second_upgrade_during_one_is_refused_busy() {
-    let mut f = Faulty::start();
+fn a_second_upgrade_during_one_waits_for_it() {
+    let f = Faulty::start();
     let mut first =
         f.l.ptyd
             .cli(&[
@@ -971,7 +988,7 @@ fn a_second_upgrade_during_one_is_refused_busy() {
                 "--fault",
                 "new-before-hello:stall",
                 "--timeout",
-                "5000",
+                "3000",
             ])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -980,14 +997,14 @@ fn a_second_upgrade_during_one_is_refused_busy() {
     util::eventually("the first upgrade to start", || {
         (!f.l.status()["upgrade"].is_null()).then_some(())
     });
-    let out = f.l.upgrade_cli(&[]);
-    util::assert_exit(&out, 1);
-    let err = util::stderr(&out);
-    assert!(err.contains("already in progress"), "{err:?}");
+    // The API still refuses at once, saying why.
     let mut c = f.l.conn();
     let msg = c.err("server.upgrade", json!({}), "busy");
     assert!(msg.contains("already in progress"), "{msg}");
     drop(c);
+    // The command waits for the running one (which times out) and then
+    // upgrades.
+    let second = f.l.upgrade_cli(&["--json"]);
     let status = util::wait_child(&mut first, TIMEOUT).expect("the first upgrade to end");
     let mut err = String::new();
     first
@@ -997,8 +1014,19 @@ fn a_second_upgrade_during_one_is_refused_busy() {
         .read_to_string(&mut err)
         .unwrap();
     assert_eq!(status.code(), Some(1), "{err}");
-    assert!(err.contains("timed out"), "{err:?}");
-    f.check_serving("after-busy");
+    assert!(err.contains("did not say hello within"), "{err:?}");
+    util::assert_exit(&second, 0);
+    let waited = util::stderr(&second);
+    assert!(
+        waited.contains("already in progress") && waited.contains("waiting for it"),
+        "{waited:?}"
+    );
+    let report: Value = serde_json::from_str(util::stdout(&second).trim()).unwrap();
+    assert_eq!(report["probation"], "survived", "{report}");
+    let new_pid = report["new_pid"].as_i64().unwrap();
+    f.l.track(new_pid as i32);
+    assert_eq!(f.l.status()["pid"], new_pid);
+    assert_eq!(pane_pids(&mut f.l.conn()), f.pids);
 }
 
 // ---------------------------------------------------------------------------
@@ -1006,7 +1034,20 @@ fn a_second_upgrade_during_one_is_refused_busy() {
 
 #[test]
 fn exit_codes_and_signals_survive_upgrades_and_nothing_is_left_a_zombie() {
-    let l = Lineage::start();
+    exit_codes_through_upgrades(Lineage::start());
+}
+
+/// As on a kernel without `PIDFD_INFO_EXIT` (before Linux 6.15): the
+/// pidfds cannot tell how a process ended, so the keeper reaps the panes'
+/// processes and forwards each status to the current server.
+#[test]
+fn exit_codes_survive_upgrades_through_the_keeper_without_pidfd_exit_info() {
+    let mut dirs = util::Dirs::new();
+    dirs.env = vec![("PTYD_NO_PIDFD_EXIT".into(), "1".into())];
+    exit_codes_through_upgrades(Lineage::start_in(dirs));
+}
+
+fn exit_codes_through_upgrades(l: Lineage) {
     let mut c = l.conn();
     // Spawned by generation 1 (its children).
     let code = l

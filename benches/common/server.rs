@@ -83,8 +83,8 @@ pub fn collect(
 }
 
 /// A private ptyd server: its own namespace and XDG directories inside
-/// `tmp`. The child is the first generation, which becomes the reaper
-/// after the first upgrade; `serving_pid` is the generation serving now.
+/// `tmp`. The child is the keeper, which forks the first generation;
+/// `serving_pid` is the generation serving now.
 /// Stopped on drop, and every pane process with it.
 pub struct PtydServer {
     pub child: Child,
@@ -101,6 +101,11 @@ impl PtydServer {
     /// it accepts connections. A second server in the same `tmp` (after the
     /// first stopped) finds the first one's snapshot and restores it.
     pub fn start(bin: &Path, tmp: &Path, nofile: u64) -> Res<PtydServer> {
+        PtydServer::start_env(bin, tmp, nofile, &[])
+    }
+
+    /// As [`PtydServer::start`], with extra environment for the server.
+    pub fn start_env(bin: &Path, tmp: &Path, nofile: u64, env: &[(&str, &str)]) -> Res<PtydServer> {
         let namespace = format!("bench-{}", std::process::id());
         let run_dir = tmp.join("run");
         let state_dir = tmp.join("state");
@@ -130,6 +135,7 @@ impl PtydServer {
                 ptyd::protocol::READY_FD_ENV,
                 ready_w.as_raw_fd().to_string(),
             )
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(stderr);
@@ -167,6 +173,15 @@ impl PtydServer {
         {
             let log = std::fs::read_to_string(tmp.join("ptyd-server.stderr")).unwrap_or_default();
             return Err(format!("the ptyd server did not start: {}", log.trim()));
+        }
+        // The process started is the keeper; it forked the serving one.
+        let mut server = server;
+        let status = server
+            .connect()?
+            .call("server.status", json!({}))
+            .map_err(|e| format!("server.status: {e}"))?;
+        if let Some(pid) = status["pid"].as_u64() {
+            server.serving_pid = pid as u32;
         }
         Ok(server)
     }

@@ -7,7 +7,7 @@ _ptyd_panes() {
 
 _ptyd_takes_value() {
     case "$1 $2" in
-        "new -n"|"new --name"|"new -c"|"new --cwd"|"new -e"|"new --env"|"new --size"|"new --timeout"|"new --idle-timeout"|"new --shell"|"new -w"|"new --workspace"|"new --tab-name"|"new -s"|"new --split"|"new --ratio"|"new --restore"|"new --resume"|"attach --detach-key"|"attach --history"|"send --wait-for"|"send --timeout"|"send --request-id"|"capture -S"|"capture --start"|"capture -E"|"capture --end"|"run -n"|"run --name"|"run -c"|"run --cwd"|"run -e"|"run --env"|"run --size"|"run --timeout"|"run --idle-timeout"|"run --shell"|"run -w"|"run --workspace"|"run --tab-name"|"run -s"|"run --split"|"run --ratio"|"run --restore"|"run --resume"|"wait --text"|"wait --after-output"|"wait --idle"|"wait --after"|"wait --timeout"|"kill -s"|"kill --signal"|"kill --grace"|"events --since"|"upgrade --binary"|"upgrade --timeout"|"upgrade --mode"|"upgrade --fault"|"service --binary") return 0 ;;
+        "new -n"|"new --name"|"new -c"|"new --cwd"|"new -e"|"new --env"|"new --size"|"new --timeout"|"new --idle-timeout"|"new --shell"|"new -w"|"new --workspace"|"new --tab-name"|"new -s"|"new --split"|"new --ratio"|"new --restore"|"new --resume"|"attach -t"|"attach --target"|"attach --detach-key"|"attach --history"|"clients -t"|"clients --target"|"detach --client"|"detach -t"|"detach --target"|"send --wait-for"|"send --timeout"|"send --request-id"|"send -t"|"send --target"|"capture -S"|"capture --start"|"capture -E"|"capture --end"|"capture -t"|"capture --target"|"run -n"|"run --name"|"run -c"|"run --cwd"|"run -e"|"run --env"|"run --size"|"run --timeout"|"run --idle-timeout"|"run --shell"|"run -w"|"run --workspace"|"run --tab-name"|"run -s"|"run --split"|"run --ratio"|"run --restore"|"run --resume"|"wait --text"|"wait --after-output"|"wait --idle"|"wait --after"|"wait --timeout"|"wait -t"|"wait --target"|"kill -s"|"kill --signal"|"kill --grace"|"kill -t"|"kill --target"|"rm -t"|"rm --target"|"resize -t"|"resize --target"|"events --since"|"respawn -t"|"respawn --target"|"focus -t"|"focus --target"|"resume -t"|"resume --target"|"workspace -t"|"workspace --target"|"tab -t"|"tab --target"|"upgrade --binary"|"upgrade --timeout"|"upgrade --mode"|"upgrade --fault"|"service --binary") return 0 ;;
     esac
     return 1
 }
@@ -28,7 +28,7 @@ _ptyd() {
         if [[ $cur == -* ]]; then
             COMPREPLY=($(compgen -W "-L --namespace -h --help -V --version" -- "$cur"))
         else
-            COMPREPLY=($(compgen -W "server new ls attach send capture run wait kill rm resize events status stop save respawn focus resume workspace tab upgrade version api shell-init service config completions manpage demo" -- "$cur"))
+            COMPREPLY=($(compgen -W "server new ls attach clients detach send capture run wait kill rm resize events status stop save respawn focus resume workspace tab upgrade version api shell-init service config completions manpage help demo" -- "$cur"))
         fi
         return
     fi
@@ -52,13 +52,19 @@ _ptyd() {
         "new --ratio") COMPREPLY=(); return ;;
         "new --restore") COMPREPLY=($(compgen -W "rerun shell hold" -- "$cur")); return ;;
         "new --resume") COMPREPLY=(); return ;;
+        "attach -t"|"attach --target") COMPREPLY=($(compgen -W "$(_ptyd_panes)" -- "$cur")); return ;;
         "attach --detach-key") COMPREPLY=(); return ;;
         "attach --history") COMPREPLY=(); return ;;
+        "clients -t"|"clients --target") COMPREPLY=($(compgen -W "$(_ptyd_panes)" -- "$cur")); return ;;
+        "detach --client") COMPREPLY=(); return ;;
+        "detach -t"|"detach --target") COMPREPLY=($(compgen -W "$(_ptyd_panes)" -- "$cur")); return ;;
         "send --wait-for") COMPREPLY=(); return ;;
         "send --timeout") COMPREPLY=(); return ;;
         "send --request-id") COMPREPLY=(); return ;;
+        "send -t"|"send --target") COMPREPLY=($(compgen -W "$(_ptyd_panes)" -- "$cur")); return ;;
         "capture -S"|"capture --start") COMPREPLY=(); return ;;
         "capture -E"|"capture --end") COMPREPLY=(); return ;;
+        "capture -t"|"capture --target") COMPREPLY=($(compgen -W "$(_ptyd_panes)" -- "$cur")); return ;;
         "run -n"|"run --name") COMPREPLY=(); return ;;
         "run -c"|"run --cwd") COMPREPLY=($(compgen -d -- "$cur")); return ;;
         "run -e"|"run --env") COMPREPLY=(); return ;;
@@ -77,9 +83,18 @@ _ptyd() {
         "wait --idle") COMPREPLY=(); return ;;
         "wait --after") COMPREPLY=(); return ;;
         "wait --timeout") COMPREPLY=(); return ;;
+        "wait -t"|"wait --target") COMPREPLY=($(compgen -W "$(_ptyd_panes)" -- "$cur")); return ;;
         "kill -s"|"kill --signal") COMPREPLY=($(compgen -W "TERM HUP INT KILL QUIT USR1 USR2" -- "$cur")); return ;;
         "kill --grace") COMPREPLY=(); return ;;
+        "kill -t"|"kill --target") COMPREPLY=($(compgen -W "$(_ptyd_panes)" -- "$cur")); return ;;
+        "rm -t"|"rm --target") COMPREPLY=($(compgen -W "$(_ptyd_panes)" -- "$cur")); return ;;
+        "resize -t"|"resize --target") COMPREPLY=($(compgen -W "$(_ptyd_panes)" -- "$cur")); return ;;
         "events --since") COMPREPLY=(); return ;;
+        "respawn -t"|"respawn --target") COMPREPLY=($(compgen -W "$(_ptyd_panes)" -- "$cur")); return ;;
+        "focus -t"|"focus --target") COMPREPLY=($(compgen -W "$(_ptyd_panes)" -- "$cur")); return ;;
+        "resume -t"|"resume --target") COMPREPLY=($(compgen -W "$(_ptyd_panes)" -- "$cur")); return ;;
+        "workspace -t"|"workspace --target") COMPREPLY=(); return ;;
+        "tab -t"|"tab --target") COMPREPLY=(); return ;;
         "upgrade --binary") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "upgrade --timeout") COMPREPLY=(); return ;;
         "upgrade --mode") COMPREPLY=($(compgen -W "live restore" -- "$cur")); return ;;
@@ -99,25 +114,27 @@ _ptyd() {
     if [ $dashdash = 0 ] && [[ $cur == -* ]]; then
         case "$cmd" in
             server) COMPREPLY=($(compgen -W "--no-history --no-restore --hold-reruns --help" -- "$cur")) ;;
-            new) COMPREPLY=($(compgen -W "-n --name -c --cwd -e --env --size --timeout --idle-timeout --shell --no-shell-integration -w --workspace --tab-name -s --split -v --vertical --ratio --restore --resume -d --detached --json --help" -- "$cur")) ;;
+            new) COMPREPLY=($(compgen -W "-n --name -c --cwd -e --env --size --timeout --idle-timeout --shell --no-shell-integration -w --workspace --tab-name -s --split -v --vertical --ratio --restore --resume -d --detached --json -A --attach-existing --help" -- "$cur")) ;;
             ls) COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
-            attach) COMPREPLY=($(compgen -W "-r --read-only --detach-key --no-alt-screen --history -f --force --help" -- "$cur")) ;;
-            send) COMPREPLY=($(compgen -W "-k --keys --paste --enter --submit --wait --wait-for --regex --timeout --request-id --json --help" -- "$cur")) ;;
-            capture) COMPREPLY=($(compgen -W "-e --ansi -J --join -S --start -E --end --json --help" -- "$cur")) ;;
+            attach) COMPREPLY=($(compgen -W "-t --target -d --detach-others -r --read-only --detach-key --no-alt-screen --history -f --force --help" -- "$cur")) ;;
+            clients) COMPREPLY=($(compgen -W "-t --target --json --help" -- "$cur")) ;;
+            detach) COMPREPLY=($(compgen -W "-a --all --others --client -t --target --json --help" -- "$cur")) ;;
+            send) COMPREPLY=($(compgen -W "-k --keys --paste --enter --submit --wait --wait-for --regex --timeout --request-id --json -t --target --help" -- "$cur")) ;;
+            capture) COMPREPLY=($(compgen -W "-e --ansi -J --join -S --start -E --end --json -t --target --help" -- "$cur")) ;;
             run) COMPREPLY=($(compgen -W "-n --name -c --cwd -e --env --size --timeout --idle-timeout --shell --no-shell-integration -w --workspace --tab-name -s --split -v --vertical --ratio --restore --resume --rm --help" -- "$cur")) ;;
-            wait) COMPREPLY=($(compgen -W "--exit --text --regex --screen --after-output --idle --prompt --command-finished --after --timeout --json --help" -- "$cur")) ;;
-            kill) COMPREPLY=($(compgen -W "-s --signal --grace --help" -- "$cur")) ;;
-            rm) COMPREPLY=($(compgen -W "-f --force --exited --help" -- "$cur")) ;;
-            resize) COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
+            wait) COMPREPLY=($(compgen -W "--exit --text --regex --screen --after-output --idle --prompt --command-finished --after --timeout --json -t --target --help" -- "$cur")) ;;
+            kill) COMPREPLY=($(compgen -W "-s --signal --grace -t --target --json --help" -- "$cur")) ;;
+            rm) COMPREPLY=($(compgen -W "-f --force --exited -t --target --json --help" -- "$cur")) ;;
+            resize) COMPREPLY=($(compgen -W "-t --target --json --help" -- "$cur")) ;;
             events) COMPREPLY=($(compgen -W "--since --help" -- "$cur")) ;;
             status) COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
             stop) COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
-            save) COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
-            respawn) COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
-            focus) COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
-            resume) COMPREPLY=($(compgen -W "--clear --help" -- "$cur")) ;;
-            workspace) COMPREPLY=($(compgen -W "-f --force --help" -- "$cur")) ;;
-            tab) COMPREPLY=($(compgen -W "-f --force --help" -- "$cur")) ;;
+            save) COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
+            respawn) COMPREPLY=($(compgen -W "--held -t --target --json --help" -- "$cur")) ;;
+            focus) COMPREPLY=($(compgen -W "-t --target --json --help" -- "$cur")) ;;
+            resume) COMPREPLY=($(compgen -W "--clear -t --target --json --help" -- "$cur")) ;;
+            workspace) COMPREPLY=($(compgen -W "-f --force -t --target --json --help" -- "$cur")) ;;
+            tab) COMPREPLY=($(compgen -W "-f --force -t --target --json --help" -- "$cur")) ;;
             upgrade) COMPREPLY=($(compgen -W "--binary --timeout --json --mode --fault --help" -- "$cur")) ;;
             version) COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
             api) COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
@@ -126,6 +143,7 @@ _ptyd() {
             config) COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
             completions) COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
             manpage) COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
+            help) COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
             demo) COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
         esac
         return
@@ -133,6 +151,8 @@ _ptyd() {
     case "$cmd" in
         new) if [ $dashdash = 1 ] && [ $npos = 0 ]; then COMPREPLY=($(compgen -c -- "$cur")); elif [ $dashdash = 1 ]; then COMPREPLY=($(compgen -f -- "$cur")); fi ;;
         attach) [ $npos = 0 ] && COMPREPLY=($(compgen -W "$(_ptyd_panes)" -- "$cur")) ;;
+        clients) [ $npos = 0 ] && COMPREPLY=($(compgen -W "$(_ptyd_panes)" -- "$cur")) ;;
+        detach) [ $npos = 0 ] && COMPREPLY=($(compgen -W "$(_ptyd_panes)" -- "$cur")) ;;
         send) [ $npos = 0 ] && COMPREPLY=($(compgen -W "$(_ptyd_panes)" -- "$cur")) ;;
         capture) [ $npos = 0 ] && COMPREPLY=($(compgen -W "$(_ptyd_panes)" -- "$cur")) ;;
         run) if [ $dashdash = 1 ] && [ $npos = 0 ]; then COMPREPLY=($(compgen -c -- "$cur")); elif [ $dashdash = 1 ]; then COMPREPLY=($(compgen -f -- "$cur")); fi ;;
@@ -149,6 +169,7 @@ _ptyd() {
         service) [ $npos = 0 ] && COMPREPLY=($(compgen -W "install uninstall" -- "$cur")) ;;
         config) [ $npos = 0 ] && COMPREPLY=($(compgen -W "check reload" -- "$cur")) ;;
         completions) [ $npos = 0 ] && COMPREPLY=($(compgen -W "bash zsh fish" -- "$cur")) ;;
+        help) [ $npos = 0 ] && COMPREPLY=($(compgen -W "server new ls attach clients detach send capture run wait kill rm resize events status stop save respawn focus resume workspace tab upgrade version api shell-init service config completions manpage help demo" -- "$cur")) ;;
     esac
 }
 

@@ -7,14 +7,46 @@ use crate::model::CommandSpec;
 use crate::model::{Direction, RestorePolicy};
 use crate::protocol::methods::{self, NoParams, Request};
 use crate::protocol::replies::{
-    Capture, LayoutNode, PaneInfo, PaneList, PaneStateName, RestartReport, Saved, Status,
-    TreeReply, UpgradeReport, WorkspaceCreated,
+    Capture, ClientList as ClientListReply, Detached, LayoutNode, PaneInfo, PaneList,
+    PaneStateName, Saved, Status, TreeReply, WorkspaceCreated,
 };
 use lexopt::prelude::*;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
-pub fn dispatch(g: &Global, command: &str, mut p: lexopt::Parser) -> Result<i32, CliError> {
+pub fn dispatch(g: &Global, command: &str, p: lexopt::Parser) -> Result<i32, CliError> {
+    run_command(g, command, p).map_err(|mut e| {
+        // A mistyped option: name the closest one the command has.
+        if e.code == 2
+            && let Some(hinted) = super::suggest::option_hint(command, &e.message)
+        {
+            e.message = hinted;
+        }
+        // A mistyped pane: name the closest pane there is.
+        if e.kind == "not_found"
+            && let Some(typed) = e
+                .message
+                .strip_prefix("no pane \"")
+                .and_then(|rest| rest.split('"').next())
+            && let Some(name) = closest_pane(g, typed)
+        {
+            e.message = format!("{}; did you mean {name:?}?", e.message);
+        }
+        e
+    })
+}
+
+/// The pane name of the running server closest to `typed`, if one is
+/// close enough to be a typo (never starts a server). Not ids: `p9` for a
+/// removed pane is no typo of `p8`.
+fn closest_pane(g: &Global, typed: &str) -> Option<String> {
+    let mut client = Client::connect(&g.paths, false).ok()?;
+    let panes: PaneList = client.request_as(&Request::PaneList(NoParams {})).ok()?;
+    let names: Vec<String> = panes.panes.iter().filter_map(|p| p.name.clone()).collect();
+    super::suggest::closest(typed, names.iter().map(String::as_str)).map(str::to_string)
+}
+
+fn run_command(g: &Global, command: &str, mut p: lexopt::Parser) -> Result<i32, CliError> {
     match command {
         "server" => server(g, &mut p),
         "new" => new(g, &mut p),
@@ -38,6 +70,10 @@ pub fn dispatch(g: &Global, command: &str, mut p: lexopt::Parser) -> Result<i32,
                 "server_version": crate::protocol::SERVER_VERSION,
                 "protocol": crate::protocol::PROTOCOL_VERSION,
                 "handoff_version": crate::handoff::manifest::HANDOFF_VERSION,
+                "handoff_accepts": [
+                    crate::handoff::manifest::HANDOFF_ACCEPTS_FROM,
+                    crate::handoff::manifest::HANDOFF_VERSION
+                ],
                 "snapshot_version": crate::persist::snapshot::SNAPSHOT_VERSION,
             });
             if as_json {
@@ -53,15 +89,23 @@ pub fn dispatch(g: &Global, command: &str, mut p: lexopt::Parser) -> Result<i32,
             }
             Ok(0)
         }
-        "upgrade" => upgrade(g, &mut p),
+        "upgrade" => super::upgrade::upgrade(g, &mut p),
         "save" => {
-            no_args(&mut p, help::SAVE)?;
-            let r: Saved = connect_existing(g)?.request_as(&Request::ServerSave(NoParams {}))?;
-            println!("saved to {}", r.path.display());
+            let as_json = json_flag(&mut p, help::SAVE)?;
+            let r = connect_existing(g)?.request(&Request::ServerSave(NoParams {}))?;
+            if as_json {
+                print_json(&r);
+            } else {
+                let r: Saved = client::parse_reply("server.save", r)?;
+                println!("saved to {}", r.path.display());
+            }
             Ok(0)
         }
-        "respawn" => simple_target(g, &mut p, help::RESPAWN, Request::PaneRespawn),
+        "respawn" => respawn(g, &mut p),
         "focus" => simple_target(g, &mut p, help::FOCUS, Request::PaneFocus),
+        "clients" => clients(g, &mut p),
+        "detach" => detach(g, &mut p),
+        "help" => help_cmd(&mut p),
         "resume" => resume(g, &mut p),
         "workspace" | "ws" => tree_command(g, &mut p, "workspace"),
         "tab" => tree_command(g, &mut p, "tab"),
@@ -77,8 +121,38 @@ pub fn dispatch(g: &Global, command: &str, mut p: lexopt::Parser) -> Result<i32,
             no_args(&mut p, help::DEMO)?;
             super::demo::run()
         }
-        other => Err(CliError::usage(format!("unknown command {other:?}"))),
+        other => Err(CliError::usage(format!(
+            "unknown command {other:?}{}",
+            super::suggest::command_hint(other)
+        ))),
     }
+}
+
+/// `ptyd help [COMMAND]`: the overview, or a command's help.
+fn help_cmd(p: &mut lexopt::Parser) -> Result<i32, CliError> {
+    let mut topic = None;
+    while let Some(arg) = p.next()? {
+        if help_requested(&arg, help::HELP) {
+            return Ok(0);
+        }
+        match arg {
+            Value(v) if topic.is_none() => topic = Some(v.string()?),
+            _ => return Err(arg.unexpected().into()),
+        }
+    }
+    match topic {
+        None => print!("{}", help::MAIN),
+        Some(name) => match help::command(&name) {
+            Some(c) => print!("{}", help::render_command(c)),
+            None => {
+                return Err(CliError::usage(format!(
+                    "no command {name:?}{}",
+                    super::suggest::command_hint(&name)
+                )));
+            }
+        },
+    }
+    Ok(0)
 }
 
 /// Prints help and returns `Ok(true)` for -h/--help.
@@ -130,7 +204,7 @@ pub(super) fn connect(g: &Global) -> Result<Client, CliError> {
 /// Connects without starting a server: for the commands about the server
 /// itself (status, save, stop, upgrade), which have nothing to do on a
 /// fresh one.
-fn connect_existing(g: &Global) -> Result<Client, CliError> {
+pub(super) fn connect_existing(g: &Global) -> Result<Client, CliError> {
     Ok(Client::connect(&g.paths, false)?)
 }
 
@@ -365,11 +439,14 @@ fn new(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     let mut spec = PaneSpecArgs::default();
     let mut detached = false;
     let mut as_json = false;
+    let mut attach_existing = false;
+    let mut split_short = false;
     while let Some(arg) = p.next()? {
         if help_requested(&arg, help::NEW) {
             return Ok(0);
         }
         let arg = Key::from(arg);
+        split_short |= matches!(arg, Key::Short('s'));
         if spec.take(&arg, p)? {
             continue;
         }
@@ -377,6 +454,8 @@ fn new(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
             detached = true;
         } else if arg.is(None, "json") {
             as_json = true;
+        } else if arg.is(Some('A'), "attach-existing") {
+            attach_existing = true;
         } else if let Key::Value(v) = arg {
             spec.argv.push(v.string()?);
             spec.argv
@@ -385,10 +464,34 @@ fn new(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
             return Err(arg.unexpected());
         }
     }
+    if attach_existing && spec.name.is_none() {
+        return Err(CliError::usage(
+            "-A attaches to the pane named by -n NAME if it exists: give -n NAME",
+        ));
+    }
+    let split = spec.split.clone().filter(|_| split_short);
+    let name = spec.name.clone();
     let params = spec.params()?;
     let mut client = connect(g)?;
+    if attach_existing && let Some(name) = &name {
+        let panes: PaneList = client.request_as(&Request::PaneList(NoParams {}))?;
+        if let Some(pane) = panes.panes.iter().find(|p| p.name.as_ref() == Some(name)) {
+            if detached {
+                if as_json {
+                    print_json(&serde_json::to_value(pane).unwrap_or_default());
+                } else {
+                    println!("{}", pane.id);
+                }
+                return Ok(0);
+            }
+            let opts = default_attach_options(pane.id.to_string());
+            return attach_to(g, client, &opts, false);
+        }
+    }
     if detached {
-        let info = client.request(&Request::PaneCreate(params))?;
+        let info = client
+            .request(&Request::PaneCreate(params))
+            .map_err(|e| explain_split(e, split.as_deref()))?;
         if as_json {
             print_json(&info);
         } else {
@@ -400,11 +503,13 @@ fn new(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     let config = crate::server::config::load().0;
     let alt_screen =
         config.attach_alt_screen && std::io::IsTerminal::is_terminal(&std::io::stdout());
-    let info: PaneInfo = client.request_as(&Request::PaneCreate(methods::PaneCreate {
-        attach: true,
-        alt_screen,
-        ..params
-    }))?;
+    let info: PaneInfo = client
+        .request_as(&Request::PaneCreate(methods::PaneCreate {
+            attach: true,
+            alt_screen,
+            ..params
+        }))
+        .map_err(|e| explain_split(e, split.as_deref()))?;
     let (stream, leftover) = client.into_stream();
     let reader = client::FrameReader::new(stream, leftover);
     let opts = AttachOptions {
@@ -416,6 +521,23 @@ fn new(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         from_pane: None,
     };
     finish_attach(attach::run_attach(&g.paths, &opts, Some(reader))?)
+}
+
+/// tmux users type `new -s NAME` for a session name; here `-s` splits a
+/// pane. When that pane does not exist, say what `-s` is and what to type.
+fn explain_split(e: client::ClientError, split: Option<&str>) -> CliError {
+    match split {
+        Some(name) if e.code == "not_found" => CliError {
+            message: format!(
+                "no pane {name:?} to split: in ptyd, -s is --split TARGET (split that pane). \
+                 To name the new pane use -n: `ptyd new -n {name}`; tmux's sessions are \
+                 workspaces here: `ptyd workspace new {name}`, then `ptyd new -w {name}`"
+            ),
+            code: 2,
+            kind: "usage".into(),
+        },
+        _ => e.into(),
+    }
 }
 
 fn finish_attach(end: attach::AttachEnd) -> Result<i32, CliError> {
@@ -459,6 +581,9 @@ fn ls(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
             );
             for pane in tab.panes.iter().flatten() {
                 println!("    {}", pane_line(pane, tab.focus == pane.id));
+                if let Some(why) = &pane.held_reason {
+                    println!("          held: {why}");
+                }
             }
         }
     }
@@ -500,14 +625,19 @@ fn pane_line(pane: &PaneInfo, focused: bool) -> String {
         CommandSpec::Shell(shell) => format!("sh -c {shell}"),
         CommandSpec::LoginShell => "(login shell)".into(),
     };
+    let clients = match pane.attached_clients {
+        0 => String::new(),
+        n => format!("{n} attached"),
+    };
     format!(
-        "{}{:<5} {:<14} {:<24} {:>7} {:>8}  {}  {}",
+        "{}{:<5} {:<14} {:<24} {:>7} {:>8} {:<11} {}  {}",
         if focused { "*" } else { " " },
         pane.id.to_string(),
         pane.name.as_deref().unwrap_or("-"),
         state,
         pane.pid.map_or("-".to_string(), |p| p.to_string()),
         format!("{}x{}", pane.cols, pane.rows),
+        clients,
         pane.cwd.display(),
         command
     )
@@ -543,6 +673,16 @@ pub(super) fn target_arg(
     Ok(())
 }
 
+/// `-t TARGET` / `--target TARGET`, as tmux spells it: the same as the
+/// positional TARGET.
+pub(super) fn target_option(
+    p: &mut lexopt::Parser,
+    target: &mut Option<String>,
+) -> Result<(), CliError> {
+    let v = p.value()?;
+    target_arg(p, target, v)
+}
+
 pub(super) fn need_target(target: Option<String>) -> Result<String, CliError> {
     target.ok_or_else(|| CliError::usage("missing TARGET (a pane id like p1, or a pane name)"))
 }
@@ -551,6 +691,7 @@ fn attach_cmd(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     let config = crate::server::config::load().0;
     let mut target = None;
     let mut read_only = false;
+    let mut detach_others = false;
     let mut force = false;
     let mut detach_key = config.detach_key.1;
     let mut alt_screen = config.attach_alt_screen;
@@ -561,6 +702,7 @@ fn attach_cmd(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         }
         match arg {
             Short('r') | Long("read-only") => read_only = true,
+            Short('d') | Long("detach-others") => detach_others = true,
             Short('f') | Long("force") => force = true,
             Long("no-alt-screen") => alt_screen = false,
             Long("history") => {
@@ -576,6 +718,7 @@ fn attach_cmd(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
                 detach_key =
                     attach::parse_detach_key(&p.value()?.string()?).map_err(CliError::usage)?
             }
+            Short('t') | Long("target") => target_option(p, &mut target)?,
             Value(v) => target_arg(p, &mut target, v)?,
             _ => return Err(arg.unexpected().into()),
         }
@@ -586,14 +729,18 @@ fn attach_cmd(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         alt_screen = false;
     }
     let is_tty = std::io::IsTerminal::is_terminal(&std::io::stdout());
-    let target = need_target(target)?;
     // Inside a pane: never the pane itself (its output would feed back
     // into it), another only when asked to, since the clients nest.
     let inside = std::env::var("PTYD_PANE_ID").ok().filter(|s| !s.is_empty());
     let same_server = std::env::var_os("PTYD_SOCKET")
         .is_some_and(|s| std::path::Path::new(&s) == g.paths.socket());
     let from_pane = inside.clone().filter(|_| same_server);
+    // Fail before raw mode if the server or pane is not there.
     let mut client = connect(g)?;
+    let target = match target {
+        Some(t) => t,
+        None => default_attach_target(&mut client)?,
+    };
     if let Some(pane) = &inside
         && !force
     {
@@ -630,12 +777,242 @@ fn attach_cmd(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         history: history.unwrap_or(config.attach_history as u32),
         from_pane,
     };
-    // Fail before raw mode if the server or pane is not there.
-    let (_, reader) = client::attach(
-        client,
-        opts.params(client::terminal_size(&std::io::stdout()), true),
-    )?;
-    finish_attach(attach::run_attach(&g.paths, &opts, Some(reader))?)
+    attach_to(g, client, &opts, detach_others)
+}
+
+/// Attaches this terminal through `client` (connected, still in JSON mode).
+fn attach_to(
+    g: &Global,
+    client: Client,
+    opts: &AttachOptions,
+    detach_others: bool,
+) -> Result<i32, CliError> {
+    let mut params = opts.params(client::terminal_size(&std::io::stdout()), true);
+    params.detach_others = detach_others;
+    let (_, reader) = client::attach(client, params)?;
+    finish_attach(attach::run_attach(&g.paths, opts, Some(reader))?)
+}
+
+/// The attach options of `ptyd new -A` for an existing pane: the config's.
+fn default_attach_options(target: String) -> AttachOptions {
+    let config = crate::server::config::load().0;
+    AttachOptions {
+        target,
+        read_only: false,
+        detach_key: config.detach_key.1,
+        alt_screen: config.attach_alt_screen
+            && std::io::IsTerminal::is_terminal(&std::io::stdout()),
+        history: config.attach_history as u32,
+        from_pane: None,
+    }
+}
+
+/// What a bare `ptyd attach` attaches: the focused pane of the active tab
+/// of the active workspace (an attach focuses its pane, so this is also
+/// the pane attached last), else the newest pane.
+fn default_attach_target(client: &mut Client) -> Result<String, CliError> {
+    let tree: TreeReply = client.request_as(&Request::Tree(NoParams {}))?;
+    let focused = tree
+        .workspaces
+        .iter()
+        .filter(|w| w.active)
+        .flat_map(|w| w.tabs.iter().filter(|t| t.active))
+        .map(|t| t.focus.to_string())
+        .next();
+    if let Some(id) = focused {
+        return Ok(id);
+    }
+    let panes: PaneList = client.request_as(&Request::PaneList(NoParams {}))?;
+    match panes.panes.last() {
+        Some(p) => Ok(p.id.to_string()),
+        None => Err(CliError {
+            message: "no pane to attach to; `ptyd new` creates one".into(),
+            code: 1,
+            kind: "not_found".into(),
+        }),
+    }
+}
+
+/// `ptyd respawn TARGET` or `ptyd respawn --held` (every held pane).
+fn respawn(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
+    let mut target = None;
+    let mut held = false;
+    let mut as_json = false;
+    while let Some(arg) = p.next()? {
+        if help_requested(&arg, help::RESPAWN) {
+            return Ok(0);
+        }
+        match arg {
+            Long("held") => held = true,
+            Long("json") => as_json = true,
+            Short('t') | Long("target") => target_option(p, &mut target)?,
+            Value(v) => target_arg(p, &mut target, v)?,
+            _ => return Err(arg.unexpected().into()),
+        }
+    }
+    let mut client = connect(g)?;
+    if !held {
+        let info = client.request(&Request::PaneRespawn(methods::Target {
+            target: need_target(target)?,
+        }))?;
+        if as_json {
+            print_json(&info);
+        }
+        return Ok(0);
+    }
+    if target.is_some() {
+        return Err(CliError::usage(
+            "--held takes no TARGET: it respawns every held pane",
+        ));
+    }
+    let panes: PaneList = client.request_as(&Request::PaneList(NoParams {}))?;
+    let (mut respawned, mut failed) = (Vec::new(), Vec::new());
+    for pane in panes
+        .panes
+        .iter()
+        .filter(|p| p.state == PaneStateName::Held)
+    {
+        let id = pane.id.to_string();
+        match client.request(&Request::PaneRespawn(methods::Target {
+            target: id.clone(),
+        })) {
+            Ok(info) => {
+                if !as_json {
+                    println!("{id}");
+                }
+                respawned.push(info);
+            }
+            // Respawned or removed meanwhile: nothing of ours to do.
+            Err(e) if e.code == "pane_running" || e.code == "not_found" => {}
+            Err(e) => {
+                eprintln!("ptyd: {id}: {}", e.message);
+                failed
+                    .push(json!({ "pane": id, "error": { "code": e.code, "message": e.message } }));
+            }
+        }
+    }
+    if as_json {
+        print_json(&json!({ "respawned": respawned, "failed": failed }));
+    }
+    Ok(if failed.is_empty() { 0 } else { 1 })
+}
+
+/// `ptyd clients [TARGET] [--json]`.
+fn clients(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
+    let mut target = None;
+    let mut as_json = false;
+    while let Some(arg) = p.next()? {
+        if help_requested(&arg, help::CLIENTS) {
+            return Ok(0);
+        }
+        match arg {
+            Long("json") => as_json = true,
+            Short('t') | Long("target") => target_option(p, &mut target)?,
+            Value(v) => target_arg(p, &mut target, v)?,
+            _ => return Err(arg.unexpected().into()),
+        }
+    }
+    let r = connect(g)?.request(&Request::ClientList(methods::ClientList { target }))?;
+    if as_json {
+        print_json(&r);
+        return Ok(0);
+    }
+    let list: ClientListReply = client::parse_reply("client.list", r)?;
+    if list.clients.is_empty() {
+        println!("no clients attached");
+        return Ok(0);
+    }
+    let now = crate::clock::unix_ms();
+    println!(
+        " {:<7} {:<6} {:>9}  {:<10} {:>8}  {:>8}",
+        "CLIENT", "PANE", "SIZE", "MODE", "PID", "ATTACHED"
+    );
+    for c in &list.clients {
+        println!(
+            "{}{:<7} {:<6} {:>9}  {:<10} {:>8}  {:>8}",
+            if c.latest { "*" } else { " " },
+            c.client,
+            c.pane.to_string(),
+            format!("{}x{}", c.cols, c.rows),
+            if c.read_only {
+                "read-only"
+            } else {
+                "read-write"
+            },
+            c.pid.map_or("-".to_string(), |p| p.to_string()),
+            ago(now.saturating_sub(c.since_unix_ms)),
+        );
+    }
+    println!("* the pane's most recently active client (kept by `detach --others`)");
+    Ok(0)
+}
+
+/// "5s ago", "3m ago", "2h ago", "4d ago".
+fn ago(ms: u64) -> String {
+    let s = ms / 1000;
+    match s {
+        0..=59 => format!("{s}s ago"),
+        60..=3599 => format!("{}m ago", s / 60),
+        3600..=86_399 => format!("{}h ago", s / 3600),
+        _ => format!("{}d ago", s / 86_400),
+    }
+}
+
+/// `ptyd detach [TARGET] [--all | --others] [--client N]`.
+fn detach(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
+    let mut req = methods::ClientDetach::default();
+    let mut target = None;
+    let mut as_json = false;
+    while let Some(arg) = p.next()? {
+        if help_requested(&arg, help::DETACH) {
+            return Ok(0);
+        }
+        match arg {
+            Short('a') | Long("all") => req.all = true,
+            Long("others") => req.others = true,
+            Long("client") => {
+                let v = p.value()?.string()?;
+                req.client = Some(v.parse().map_err(|_| {
+                    CliError::usage(format!(
+                        "--client takes a client number from `ptyd clients`, got {v:?}"
+                    ))
+                })?);
+            }
+            Long("json") => as_json = true,
+            Short('t') | Long("target") => target_option(p, &mut target)?,
+            Value(v) => target_arg(p, &mut target, v)?,
+            _ => return Err(arg.unexpected().into()),
+        }
+    }
+    if req.all && (target.is_some() || req.others || req.client.is_some()) {
+        return Err(CliError::usage(
+            "--all detaches every client: give it no TARGET, --others or --client",
+        ));
+    }
+    if target.is_some() && req.client.is_some() {
+        return Err(CliError::usage("give TARGET or --client N, not both"));
+    }
+    // Inside a pane, a bare `ptyd detach` is about that pane.
+    req.target = target.or_else(|| {
+        (!req.all && req.client.is_none())
+            .then(|| std::env::var("PTYD_PANE_ID").ok())
+            .flatten()
+            .filter(|id| !id.is_empty())
+    });
+    if !req.all && req.client.is_none() && req.target.is_none() {
+        return Err(CliError::usage(
+            "detach what? give TARGET (a pane), --client N (from `ptyd clients`) or --all",
+        ));
+    }
+    let r = connect(g)?.request(&Request::ClientDetach(req))?;
+    if as_json {
+        print_json(&r);
+    } else {
+        let d: Detached = client::parse_reply("client.detach", r)?;
+        let n = d.detached.len();
+        println!("detached {n} client{}", if n == 1 { "" } else { "s" });
+    }
+    Ok(0)
 }
 
 fn capture(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
@@ -652,6 +1029,7 @@ fn capture(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
             Short('S') | Long("start") => start = Some(parse_line(p.value()?)?),
             Short('E') | Long("end") => end = Some(parse_line(p.value()?)?),
             Long("json") => as_json = true,
+            Short('t') | Long("target") => target_option(p, &mut target)?,
             Value(v) => target_arg(p, &mut target, v)?,
             _ => return Err(arg.unexpected().into()),
         }
@@ -706,6 +1084,7 @@ fn run(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
 fn kill(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     let mut target = None;
     let (mut signal, mut grace_ms) = (None, None);
+    let mut as_json = false;
     while let Some(arg) = p.next()? {
         if help_requested(&arg, help::KILL) {
             return Ok(0);
@@ -713,15 +1092,20 @@ fn kill(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         match arg {
             Short('s') | Long("signal") => signal = Some(p.value()?.string()?),
             Long("grace") => grace_ms = Some(super::duration::parse_ms(p.value()?, "--grace")?),
+            Long("json") => as_json = true,
+            Short('t') | Long("target") => target_option(p, &mut target)?,
             Value(v) => target_arg(p, &mut target, v)?,
             _ => return Err(arg.unexpected().into()),
         }
     }
-    connect(g)?.request(&Request::PaneKill(methods::PaneKill {
+    let r = connect(g)?.request(&Request::PaneKill(methods::PaneKill {
         target: need_target(target)?,
         signal,
         grace_ms,
     }))?;
+    if as_json {
+        print_json(&r);
+    }
     Ok(0)
 }
 
@@ -729,6 +1113,7 @@ fn rm(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     let mut target = None;
     let mut force = false;
     let mut exited = false;
+    let mut as_json = false;
     while let Some(arg) = p.next()? {
         if help_requested(&arg, help::RM) {
             return Ok(0);
@@ -736,6 +1121,8 @@ fn rm(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         match arg {
             Short('f') | Long("force") => force = true,
             Long("exited") => exited = true,
+            Long("json") => as_json = true,
+            Short('t') | Long("target") => target_option(p, &mut target)?,
             Value(v) => target_arg(p, &mut target, v)?,
             _ => return Err(arg.unexpected().into()),
         }
@@ -746,47 +1133,65 @@ fn rm(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         }
         let mut client = connect(g)?;
         let panes = client.call("pane.list", json!({}))?;
+        let mut removed = Vec::new();
         for pane in panes["panes"].as_array().into_iter().flatten() {
             if pane["state"] != "exited" {
                 continue;
             }
             let id = pane["id"].as_str().unwrap_or_default();
             match client.call("pane.remove", json!({ "target": id })) {
+                Ok(_) if as_json => removed.push(id.to_string()),
                 Ok(_) => println!("{id}"),
                 // Removed or respawned meanwhile: not ours to prune.
                 Err(e) if e.code == "not_found" || e.code == "pane_running" => {}
                 Err(e) => return Err(e.into()),
             }
         }
+        if as_json {
+            print_json(&json!({ "removed": removed }));
+        }
         return Ok(0);
     }
-    connect(g)?.request(&Request::PaneRemove(methods::PaneRemove {
+    let r = connect(g)?.request(&Request::PaneRemove(methods::PaneRemove {
         target: need_target(target)?,
         force,
     }))?;
+    if as_json {
+        print_json(&r);
+    }
     Ok(0)
 }
 
 fn resize(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     let mut args = Vec::new();
+    let mut target = None;
+    let mut as_json = false;
     while let Some(arg) = p.next()? {
         if help_requested(&arg, help::RESIZE) {
             return Ok(0);
         }
         match arg {
+            Long("json") => as_json = true,
+            Short('t') | Long("target") => target_option(p, &mut target)?,
             Value(v) => args.push(v.string()?),
             _ => return Err(arg.unexpected().into()),
         }
+    }
+    if let Some(t) = target {
+        args.insert(0, t);
     }
     let [target, size] = args.as_slice() else {
         return Err(CliError::usage("usage: ptyd resize TARGET COLSxROWS"));
     };
     let (cols, rows) = parse_size(size)?;
-    connect(g)?.request(&Request::PaneResize(methods::PaneResize {
+    let info = connect(g)?.request(&Request::PaneResize(methods::PaneResize {
         target: target.clone(),
         cols,
         rows,
     }))?;
+    if as_json {
+        print_json(&info);
+    }
     Ok(0)
 }
 
@@ -810,6 +1215,8 @@ fn events(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     }
     let mut client = connect(g)?;
     client.request(&Request::EventsSubscribe(methods::Subscribe { since }))?;
+    // Each event object as the server sends it inside `{"event": ...}`,
+    // one per line (docs/protocol.md, "ptyd events").
     loop {
         let msg = client.read_message()?;
         if let Some(event) = msg.get("event") {
@@ -833,8 +1240,12 @@ fn status(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         println!("socket:     {}", s.socket.display());
         println!("uptime:     {} s", s.uptime_ms / 1000);
         println!("panes:      {} ({} running)", s.panes, s.running_panes);
-        println!("clients:    {}", s.clients);
+        println!(
+            "clients:    {} attached ({} other connections)",
+            s.clients, s.connections
+        );
         println!("generation: {}", s.generation);
+        print_restore(&s.persistence["restore"]);
         let problems = s.config["problems"].as_array().cloned().unwrap_or_default();
         if !problems.is_empty() {
             println!(
@@ -847,6 +1258,64 @@ fn status(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         }
     }
     Ok(0)
+}
+
+/// The last restore, for `ptyd status`: when, from which file, and per
+/// outcome how many panes and which (held ones with their reason).
+fn print_restore(r: &Value) {
+    if r["found"] != true {
+        println!("restore:    none (no snapshot when this server started)");
+        return;
+    }
+    if let Some(why) = r["unusable"].as_str().or(r["reason"].as_str()) {
+        println!("restore:    not done: {why}");
+        return;
+    }
+    let when = r["unix_ms"]
+        .as_u64()
+        .map_or("at start-up".to_string(), crate::clock::utc);
+    println!(
+        "restore:    {when} from {}: {} panes in {} ms",
+        r["file"].as_str().unwrap_or("session.json"),
+        r["panes"],
+        r["took_ms"]
+    );
+    let outcomes = r["outcomes"].as_array().cloned().unwrap_or_default();
+    for (outcome, heading) in [
+        ("resumed", "resumed (resume command)"),
+        ("rerun", "rerun"),
+        ("shell", "back as a shell"),
+        ("held", "held"),
+    ] {
+        let panes: Vec<&Value> = outcomes
+            .iter()
+            .filter(|o| o["outcome"] == outcome)
+            .collect();
+        if panes.is_empty() {
+            continue;
+        }
+        let describe = |o: &Value| match o["name"].as_str() {
+            Some(name) => format!("{} ({name})", o["pane"].as_str().unwrap_or("?")),
+            None => o["pane"].as_str().unwrap_or("?").to_string(),
+        };
+        if outcome == "held" {
+            println!("  {heading}: {}", panes.len());
+            for o in panes {
+                println!(
+                    "    {}: {}",
+                    describe(o),
+                    o["held_reason"].as_str().unwrap_or("")
+                );
+            }
+        } else {
+            let list: Vec<String> = panes.iter().map(|o| describe(o)).collect();
+            println!("  {heading}: {}: {}", panes.len(), list.join(", "));
+        }
+    }
+    let repairs = r["repairs"].as_array().map_or(0, Vec::len);
+    if repairs > 0 {
+        println!("  repairs: {repairs} (`ptyd status --json` lists them)");
+    }
 }
 
 fn stop(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
@@ -892,32 +1361,45 @@ fn simple_target(
     request: fn(methods::Target) -> Request,
 ) -> Result<i32, CliError> {
     let mut target = None;
+    let mut as_json = false;
     while let Some(arg) = p.next()? {
         if help_requested(&arg, text) {
             return Ok(0);
         }
         match arg {
+            Long("json") => as_json = true,
+            Short('t') | Long("target") => target_option(p, &mut target)?,
             Value(v) => target_arg(p, &mut target, v)?,
             _ => return Err(arg.unexpected().into()),
         }
     }
     let target = need_target(target)?;
-    connect(g)?.request(&request(methods::Target { target }))?;
+    let r = connect(g)?.request(&request(methods::Target { target }))?;
+    if as_json {
+        print_json(&r);
+    }
     Ok(0)
 }
 
 fn resume(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     let mut args = Vec::new();
     let mut clear = false;
+    let mut target = None;
+    let mut as_json = false;
     while let Some(arg) = p.next()? {
         if help_requested(&arg, help::RESUME) {
             return Ok(0);
         }
         match arg {
             Long("clear") => clear = true,
+            Long("json") => as_json = true,
+            Short('t') | Long("target") => target_option(p, &mut target)?,
             Value(v) => args.push(v.string()?),
             _ => return Err(arg.unexpected().into()),
         }
+    }
+    if let Some(t) = target {
+        args.insert(0, t);
     }
     let (target, resume) = match (args.as_slice(), clear) {
         ([t], true) => (t.clone(), None),
@@ -928,10 +1410,13 @@ fn resume(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
             ));
         }
     };
-    connect(g)?.request(&Request::PaneSetResume(methods::PaneSetResume {
+    let info = connect(g)?.request(&Request::PaneSetResume(methods::PaneSetResume {
         target,
         resume,
     }))?;
+    if as_json {
+        print_json(&info);
+    }
     Ok(0)
 }
 
@@ -945,15 +1430,23 @@ fn tree_command(g: &Global, p: &mut lexopt::Parser, kind: &str) -> Result<i32, C
     };
     let mut args = Vec::new();
     let mut force = false;
+    let mut as_json = false;
+    let mut target = None;
     while let Some(arg) = p.next()? {
         if help_requested(&arg, text) {
             return Ok(0);
         }
         match arg {
             Short('f') | Long("force") => force = true,
+            Long("json") => as_json = true,
+            Short('t') | Long("target") => target_option(p, &mut target)?,
             Value(v) => args.push(v.string()?),
             _ => return Err(arg.unexpected().into()),
         }
+    }
+    // `rename -t W NAME`, `rm -t W`: the target goes after the verb.
+    if let Some(t) = target {
+        args.insert(args.len().min(1), t);
     }
     let tab = kind == "tab";
     let request = match args.as_slice() {
@@ -985,88 +1478,11 @@ fn tree_command(g: &Global, p: &mut lexopt::Parser, kind: &str) -> Result<i32, C
         _ => return Err(CliError::usage(format!("see `ptyd {kind} --help`"))),
     };
     let result = connect(g)?.request(&request)?;
-    if let Request::WorkspaceCreate(_) = request {
+    if as_json {
+        print_json(&result);
+    } else if let Request::WorkspaceCreate(_) = request {
         let created: WorkspaceCreated = client::parse_reply("workspace.create", result)?;
         println!("{}", created.id);
     }
     Ok(0)
-}
-
-fn upgrade(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
-    let mut params = methods::Upgrade::default();
-    let mut as_json = false;
-    while let Some(arg) = p.next()? {
-        if help_requested(&arg, help::UPGRADE) {
-            return Ok(0);
-        }
-        match arg {
-            Long("binary") => params.binary = Some(p.value()?.string()?),
-            Long("timeout") => {
-                params.timeout_ms = Some(super::duration::parse_ms(p.value()?, "--timeout")?)
-            }
-            // Tests only: release builds have no fault points (handoff::fault).
-            #[cfg(any(debug_assertions, feature = "fault-injection"))]
-            Long("fault") => params.fault = Some(p.value()?.string()?),
-            Long("mode") => params.mode = Some(p.value()?.string()?),
-            Long("json") => as_json = true,
-            _ => return Err(arg.unexpected().into()),
-        }
-    }
-    let restore = params.mode.as_deref() == Some("restore");
-    let report = connect_existing(g)?.request(&Request::ServerUpgrade(params))?;
-    if restore {
-        // The server restarts in place; it answers again once restored.
-        let status = wait_for_server(g)?;
-        if as_json {
-            println!(
-                "{}",
-                json!({ "mode": "restore", "before": report, "status": status })
-            );
-        } else {
-            let report: RestartReport = client::parse_reply("server.upgrade", report)?;
-            let status: Status = client::parse_reply("server.status", status)?;
-            println!(
-                "restarted pid {} as {}; restored {} panes ({} running)",
-                report.pid, report.binary, status.panes, status.running_panes
-            );
-        }
-        return Ok(0);
-    }
-    if as_json {
-        println!("{report}");
-        return Ok(0);
-    }
-    let report: UpgradeReport = client::parse_reply("server.upgrade", report)?;
-    println!(
-        "upgraded to generation {} (pid {}, ptyd {})",
-        report.generation, report.new_pid, report.server_version
-    );
-    for phase in &report.phases {
-        println!("  {:<10} {:>9.3} ms", phase.name, phase.ms);
-    }
-    println!("  blackout   {:>9.3} ms", report.blackout_ms);
-    println!(
-        "  moved {} panes, {} clients, {} fds in {} batches",
-        report.panes, report.clients, report.fds, report.fd_batches
-    );
-    Ok(0)
-}
-
-/// After `upgrade --mode restore`: the server comes back in the same process
-/// once it has restored; retry connecting for a bounded time.
-fn wait_for_server(g: &Global) -> Result<Value, CliError> {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    loop {
-        if let Ok(mut c) = Client::connect(&g.paths, false)
-            && let Ok(status) = c.request(&Request::ServerStatus(NoParams {}))
-        {
-            return Ok(status);
-        }
-        if std::time::Instant::now() > deadline {
-            return Err(CliError::failure(
-                "the server did not come back within 30 s after the restore restart; see diagnostics.jsonl",
-            ));
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
 }

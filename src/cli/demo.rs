@@ -267,12 +267,14 @@ pub fn run() -> Result<i32, CliError> {
         Request::ServerStatus(NoParams {}),
     )?["pid"]
         .clone();
+    let report = call(&mut client, "upgrade", upgrade(None))?;
+    // After the answer (which comes once the new server survived its
+    // probation): the counter must go on from where it is now.
     let last_tick = last_tick(&call(
         &mut client,
         "capture counter",
         capture("counter", None),
     )?);
-    let report = call(&mut client, "upgrade", upgrade(None))?;
     for phase in report["phases"].as_array().into_iter().flatten() {
         println!(
             "  {:<10} {:>8.3} ms",
@@ -390,6 +392,7 @@ fn attach_and_watch(paths: &NamespacePaths, client: &mut Client) -> Result<(), C
             history: None,
             alt_screen: false,
             from_pane: None,
+            detach_others: false,
         },
     )?;
     let _ = frames

@@ -91,6 +91,16 @@ const fn opt_of(
 }
 
 const JSON: Opt = opt(None, "json", None, "print JSON instead of text");
+/// `-t TARGET`, tmux's spelling of the target, beside the positional one.
+const TARGET: Opt = opt_of(
+    Some('t'),
+    "target",
+    "TARGET",
+    "the pane (same as the TARGET argument; tmux's -t)",
+    Complete::Pane,
+);
+/// `--json` on commands that change something: the server's reply.
+const JSON_REPLY: Opt = opt(None, "json", None, "print the server's reply as JSON");
 
 /// Options that describe a pane, shared by `new` and `run`.
 macro_rules! pane_spec_options {
@@ -117,6 +127,42 @@ macro_rules! pane_spec_options {
 }
 
 pub const SHELLS: &[&str] = &["bash", "zsh", "fish"];
+
+/// What `ptyd help` completes to.
+const COMMAND_NAMES: &[&str] = &[
+    "server",
+    "new",
+    "ls",
+    "attach",
+    "clients",
+    "detach",
+    "send",
+    "capture",
+    "run",
+    "wait",
+    "kill",
+    "rm",
+    "resize",
+    "events",
+    "status",
+    "stop",
+    "save",
+    "respawn",
+    "focus",
+    "resume",
+    "workspace",
+    "tab",
+    "upgrade",
+    "version",
+    "api",
+    "shell-init",
+    "service",
+    "config",
+    "completions",
+    "manpage",
+    "help",
+    "demo",
+];
 
 /// Every command, in the order `ptyd --help` lists them.
 pub static COMMANDS: &[Command] = &[
@@ -172,7 +218,7 @@ socket.",
         brief: "new [-d] ... [-- ARGV...]",
         summary: "create a pane (attach unless -d)",
         usage: &[
-            "new [-d] [-n NAME] [-c DIR] [-e K=V]... [--size COLSxROWS]",
+            "new [-d] [-A] [-n NAME] [-c DIR] [-e K=V]... [--size COLSxROWS]",
             "    [--timeout DUR] [--idle-timeout DUR] [--no-shell-integration]",
             "    [--shell STR | -- ARGV...]",
         ],
@@ -180,7 +226,11 @@ socket.",
 Creates a pane running ARGV exactly as given, or STR through SHELL -c, or
 SHELL as a login shell when neither is given; SHELL is `shell` of
 config.toml, else $SHELL, else your login shell. Attaches to it unless -d,
-which prints the new pane's id instead.",
+which prints the new pane's id instead. With -A and -n NAME, a pane named
+NAME that exists already is attached (or with -d printed) instead.
+
+-s is --split here, not tmux's session name: name a pane with -n, and use
+workspaces (`ptyd workspace new NAME`, `ptyd new -w NAME`) for sessions.",
         options: pane_spec_options![
             opt(
                 Some('d'),
@@ -189,6 +239,12 @@ which prints the new pane's id instead.",
                 "do not attach; print the pane id"
             ),
             opt(None, "json", None, "with -d: print the pane as JSON"),
+            opt(
+                Some('A'),
+                "attach-existing",
+                None,
+                "with -n NAME: attach to the pane NAME if it exists instead of creating one (tmux's new -A)"
+            ),
         ],
         args: Args::First(Complete::CommandLine),
     },
@@ -200,27 +256,46 @@ which prints the new pane's id instead.",
         usage: &["ls [--json]"],
         about: "\
 Shows workspaces, their tabs with layouts ([a | b] side by side, [a / b]
-stacked), and each tab's panes: id, name, state, pid, size, cwd, command.
-* marks a tab's focused pane. --json prints the tree and the flat pane list.",
+stacked), and each tab's panes: id, name, state, pid, size, attached
+clients (\"2 attached\"), cwd, command. * marks a tab's focused pane; a held
+pane (no process, after a restore) has its reason on the line below.
+--json prints the tree and the flat pane list.",
         options: &[JSON],
         args: Args::None,
     },
     Command {
         name: "attach",
         aliases: &["a"],
-        brief: "attach TARGET",
+        brief: "attach [TARGET]",
         summary: "attach this terminal to a pane",
-        usage: &["attach TARGET [--read-only] [--detach-key KEY] [--no-alt-screen | --history N]"],
+        usage: &[
+            "attach [TARGET] [-d] [--read-only] [--detach-key KEY]",
+            "       [--no-alt-screen | --history N] [--force]",
+        ],
         about: "\
-Attaches this terminal to a pane, on the terminal's alternate screen:
-detaching gives back the screen of before. KEY (default C-\\, or
-detach_key in config.toml) detaches; it works at every moment, even while
-the server is unreachable. It is also a prefix: KEY KEY sends KEY to the
-pane (to a ptyd attach running in it), KEY [ or KEY PageUp opens the
-scroll mode over the pane's whole history (arrows, PageUp/PageDown, ?
-and / search, n N, v select, y copy by OSC 52, q leave). From inside a
-pane, attaching to that pane fails; to another, it needs --force.",
+Attaches this terminal to a pane: TARGET, else the focused pane of the
+active tab (the pane attached last, since attaching focuses it), on the
+terminal's alternate screen: detaching gives back the screen of before.
+KEY (default C-\\, or detach_key in config.toml) detaches; it works at
+every moment, even while the server is unreachable. It is also a prefix:
+KEY KEY sends KEY to the pane (to a ptyd attach running in it), KEY [ or
+KEY PageUp opens the scroll mode over the pane's whole history (arrows,
+PageUp/PageDown, ? and / search, n N, v select, y copy by OSC 52, q
+leave). From inside a pane, attaching to that pane fails; to another, it
+needs --force.
+
+Several clients may attach to one pane. Its size follows `window_size` of
+config.toml: latest (the client that attached, typed or resized last),
+smallest or largest; it is worked out again when a client leaves.
+`ptyd clients` lists them, `ptyd detach` detaches them.",
         options: &[
+            TARGET,
+            opt(
+                Some('d'),
+                "detach-others",
+                None,
+                "detach every other client of the pane (tmux's attach -d)",
+            ),
             opt(
                 Some('r'),
                 "read-only",
@@ -250,6 +325,63 @@ pane, attaching to that pane fails; to another, it needs --force.",
                 "force",
                 None,
                 "attach even from inside a pane (the clients nest)",
+            ),
+        ],
+        args: Args::First(Complete::Pane),
+    },
+    Command {
+        name: "clients",
+        aliases: &[],
+        brief: "clients [TARGET] [--json]",
+        summary: "list the attached clients",
+        usage: &["clients [TARGET] [--json]"],
+        about: "\
+Lists the clients attached to any pane (or to TARGET): their number, pane,
+terminal size, whether they are read-only, their process id (from the
+socket's peer credentials) and when they attached. * marks each pane's most
+recently active client, the one whose size the pane takes under
+window_size = \"latest\" and the one `ptyd detach --others` keeps.",
+        options: &[TARGET, JSON],
+        args: Args::First(Complete::Pane),
+    },
+    Command {
+        name: "detach",
+        aliases: &[],
+        brief: "detach [TARGET] [--others]",
+        summary: "detach the clients of a pane, or all clients",
+        usage: &[
+            "detach [TARGET] [--others] [--json]",
+            "detach --client N [--others] [--json]",
+            "detach --all [--json]",
+        ],
+        about: "\
+Detaches every client attached to TARGET (a pane), or with --others every
+client of it but its most recently active one (tmux's detach-client -a).
+Without TARGET inside a pane, the pane this runs in ($PTYD_PANE_ID).
+--client N detaches one client (numbers from `ptyd clients`), or with
+--others every other client of its pane; --all every client of every pane.
+Detached clients see [ptyd: detached] and exit 0; the pane's size is worked
+out again from the clients that remain.",
+        options: &[
+            opt(Some('a'), "all", None, "detach every attached client"),
+            opt(
+                None,
+                "others",
+                None,
+                "keep one client: the pane's most recently active, or --client N",
+            ),
+            opt(
+                None,
+                "client",
+                Some("N"),
+                "the client numbered N (`ptyd clients`)",
+            ),
+            TARGET,
+            opt(
+                None,
+                "json",
+                None,
+                "print the detached client numbers as JSON",
             ),
         ],
         args: Args::First(Complete::Pane),
@@ -321,7 +453,7 @@ that is no key is a usage error.",
                 None,
                 "timeout",
                 Some("DUR"),
-                "for --wait, --wait-for (default 30s; 0 waits forever); exit 124 when it passes",
+                "for --wait, --wait-for (default 30s, or wait_timeout_ms of config.toml; 0 waits forever); exit 124 when it passes",
             ),
             opt(
                 None,
@@ -335,6 +467,7 @@ that is no key is a usage error.",
                 None,
                 "print the input acknowledgements (commands_finished, output_bytes), the submit report and the wait's result",
             ),
+            TARGET,
         ],
         args: Args::First(Complete::Pane),
     },
@@ -365,6 +498,7 @@ last 1000 lines of history.",
             ),
             opt(Some('E'), "end", Some("END"), "last line"),
             JSON,
+            TARGET,
         ],
         args: Args::First(Complete::Pane),
     },
@@ -398,7 +532,9 @@ status until removed.",
         ],
         about: "\
 Waits until the condition holds; exits 0 (or the pane's code with --exit),
-124 when the timeout passes first (default 30s; --timeout 0 waits forever).
+124 when the timeout passes first (default 30s, or wait_timeout_ms of
+config.toml; --timeout 0 waits forever). --exit on a held pane (no
+process, after a restore) exits 1 at once, saying why it is held.
 
 --text matches output that arrives after the wait starts: text already on
 the screen does not count unless --screen. To wait for what a command you
@@ -469,9 +605,10 @@ shell has shown no mark and has no integration they fail at once.",
                 None,
                 "timeout",
                 Some("DUR"),
-                "give up after DUR (default 30s; 0: never), exit 124",
+                "give up after DUR (default 30s, or wait_timeout_ms of config.toml; 0: never), exit 124",
             ),
             JSON,
+            TARGET,
         ],
         args: Args::First(Complete::Pane),
     },
@@ -498,6 +635,8 @@ after the grace period.",
                 Some("DUR"),
                 "time before KILL (default 3s; a bare number is milliseconds)",
             ),
+            TARGET,
+            JSON_REPLY,
         ],
         args: Args::First(Complete::Pane),
     },
@@ -511,6 +650,13 @@ after the grace period.",
         options: &[
             opt(Some('f'), "force", None, "kill a running pane first"),
             opt(None, "exited", None, "remove every exited pane"),
+            TARGET,
+            opt(
+                None,
+                "json",
+                None,
+                "print the server's reply (with --exited: the removed ids) as JSON",
+            ),
         ],
         args: Args::First(Complete::Pane),
     },
@@ -519,9 +665,14 @@ after the grace period.",
         aliases: &[],
         brief: "resize TARGET COLSxROWS",
         summary: "resize a pane",
-        usage: &["resize TARGET COLSxROWS"],
-        about: "Resizes the pane (columns 2-1000, rows 1-500).",
-        options: &[],
+        usage: &["resize TARGET COLSxROWS [--json]"],
+        about: "\
+Resizes the pane (columns 2-1000, rows 1-500). An attached client that
+types or resizes afterwards sets the size again (see `ptyd attach --help`).",
+        options: &[
+            TARGET,
+            opt(None, "json", None, "print the pane's info as JSON"),
+        ],
         args: Args::First(Complete::Pane),
     },
     Command {
@@ -531,7 +682,9 @@ after the grace period.",
         summary: "stream server events as JSON lines",
         usage: &["events [--since N]"],
         about: "\
-Prints server events as JSON lines until interrupted.",
+Prints server events until interrupted, one JSON object per line: each
+event as the server sends it inside {\"event\": ...}, with its seq and type
+(docs/protocol.md lists the types and members).",
         options: &[opt(
             None,
             "since",
@@ -546,7 +699,11 @@ Prints server events as JSON lines until interrupted.",
         brief: "status [--json]",
         summary: "show the server's state",
         usage: &["status [--json]"],
-        about: "Shows the server's pid, version, namespace, socket, panes and clients.",
+        about: "\
+Shows the server's pid, version, namespace, socket, panes, attached clients
+(not counting this command's own connection) and the last restore: when,
+from which file, and which panes resumed, reran, came back as shells or are
+held (with the reason).",
         options: &[JSON],
         args: Args::None,
     },
@@ -569,19 +726,34 @@ Prints server events as JSON lines until interrupted.",
         about: "\
 Writes the snapshot (session.json and history files) now and returns once it
 is on disk. The server also saves on its own shortly after every change.",
-        options: &[],
+        options: &[opt(
+            None,
+            "json",
+            None,
+            "print the file and revision saved as JSON",
+        )],
         args: Args::None,
     },
     Command {
         name: "respawn",
         aliases: &[],
-        brief: "respawn TARGET",
+        brief: "respawn TARGET | --held",
         summary: "start a held or exited pane's command again",
-        usage: &["respawn TARGET"],
+        usage: &["respawn TARGET [--json]", "respawn --held [--json]"],
         about: "\
 Starts the command of a held or exited pane again, on a new terminal, keeping
-the pane's id, place and screen history.",
-        options: &[],
+the pane's id, place and screen history. --held does it for every held pane
+(printing their ids); exits 1 if one could not be started.",
+        options: &[
+            opt(None, "held", None, "respawn every held pane"),
+            TARGET,
+            opt(
+                None,
+                "json",
+                None,
+                "print the pane's info (the new pid) as JSON; with --held, {\"respawned\": [...], \"failed\": [...]}",
+            ),
+        ],
         args: Args::First(Complete::Pane),
     },
     Command {
@@ -593,7 +765,7 @@ the pane's id, place and screen history.",
         about: "\
 Makes the pane its tab's focus, its tab the active tab and its workspace the
 active workspace.",
-        options: &[],
+        options: &[TARGET, JSON_REPLY],
         args: Args::First(Complete::Pane),
     },
     Command {
@@ -606,7 +778,11 @@ active workspace.",
 Sets the shell command that resumes the pane's work after a reboot (for
 example an agent's `claude --resume <id>`). Programs inside a pane can run
 `ptyd resume $PTYD_PANE_ID '...'` to declare it themselves.",
-        options: &[opt(None, "clear", None, "forget the pane's resume command")],
+        options: &[
+            opt(None, "clear", None, "forget the pane's resume command"),
+            TARGET,
+            opt(None, "json", None, "print the pane's info as JSON"),
+        ],
         args: Args::First(Complete::Pane),
     },
     Command {
@@ -622,7 +798,11 @@ example an agent's `claude --resume <id>`). Programs inside a pane can run
         about: "\
 W is a workspace id (w2) or name. Removing a workspace removes its tabs and
 panes; running panes need --force (they are killed).",
-        options: &[opt(Some('f'), "force", None, "with rm: kill running panes")],
+        options: &[
+            opt(Some('f'), "force", None, "with rm: kill running panes"),
+            opt(Some('t'), "target", Some("W"), "the workspace (same as W)"),
+            JSON_REPLY,
+        ],
         args: Args::First(Complete::OneOf(&["new", "rename", "rm"])),
     },
     Command {
@@ -634,7 +814,11 @@ panes; running panes need --force (they are killed).",
         about: "\
 T is a tab id (t3) or name. New tabs come from `ptyd new` (optionally
 --workspace W). Removing a tab removes its panes; running ones need --force.",
-        options: &[opt(Some('f'), "force", None, "with rm: kill running panes")],
+        options: &[
+            opt(Some('f'), "force", None, "with rm: kill running panes"),
+            opt(Some('t'), "target", Some("T"), "the tab (same as T)"),
+            JSON_REPLY,
+        ],
         args: Args::First(Complete::OneOf(&["rename", "rm"])),
     },
     Command {
@@ -647,11 +831,15 @@ T is a tab id (t3) or name. New tabs come from `ptyd new` (optionally
 Replaces the running server with a new binary while every pane keeps
 running: same processes, no hangup, no lost or repeated output byte, the
 socket never goes away and attached clients stay connected. The new binary
-(default: the path this server was started from, re-read now) must speak the
-same handoff version (`ptyd version`). Anything that fails before the commit
-point leaves the old server serving exactly as before; the command then
-exits 1 with the cause. Prints each phase with its duration and the blackout
-(first pane paused to new server reading). Under systemd,
+(default: the path this server was started from, re-read now) must speak a
+handoff version this server accepts (`ptyd version`; older builds need
+--mode restore). Exits 0 only once the new server survived its probation
+(upgrade_probation_ms), and prints the serving process before and after
+(version, binary, pid), each phase with its duration and the blackout. Anything
+that fails leaves the old server serving (a failure in probation takes
+everything back and closes every connection; attached clients reconnect);
+the command then exits 1 with the cause. If an upgrade is already running,
+it waits for that one and its probation, then runs. Under systemd,
 `systemctl --user reload ptyd` runs it.",
         options: &[
             opt_of(
@@ -672,7 +860,7 @@ exits 1 with the cause. Prints each phase with its duration and the blackout
                 None,
                 "mode",
                 "MODE",
-                "live (default), or restore: where a live handoff is impossible, save the session, stop, and restart this process as the new binary, which restores the panes from the snapshot (restarting or resuming them; docs/snapshot.md)",
+                "live (default), or restore: where a live handoff is impossible, save the session, stop, and restart this process as the new binary, which restores the panes from the snapshot (restarting or resuming them; docs/snapshot.md); if the new binary exits before serving, this command restores the session with its own binary and exits 1",
                 Complete::OneOf(&["live", "restore"]),
             ),
             opt(
@@ -836,6 +1024,18 @@ texts. View it with `ptyd manpage | man -l -`.",
         args: Args::None,
     },
     Command {
+        name: "help",
+        aliases: &[],
+        brief: "help [COMMAND]",
+        summary: "show help for ptyd or a command",
+        usage: &["help [COMMAND]"],
+        about: "\
+Prints the overview of commands, or the help of COMMAND (the same as
+`ptyd COMMAND --help`).",
+        options: &[],
+        args: Args::First(Complete::OneOf(COMMAND_NAMES)),
+    },
+    Command {
         name: "demo",
         aliases: &[],
         brief: "demo",
@@ -906,6 +1106,9 @@ pub const COMPLETIONS: Topic = Topic(Some("completions"));
 pub const MANPAGE: Topic = Topic(Some("manpage"));
 pub const CONFIG: Topic = Topic(Some("config"));
 pub const SHELL_INIT: Topic = Topic(Some("shell-init"));
+pub const CLIENTS: Topic = Topic(Some("clients"));
+pub const DETACH: Topic = Topic(Some("detach"));
+pub const HELP: Topic = Topic(Some("help"));
 
 /// The exit-code scheme, for `ptyd --help` and the man page.
 pub const EXIT_CODES: &str = "\
@@ -1022,7 +1225,12 @@ pub fn render_main() -> String {
     let mut out =
         format!("ptyd - {TAGLINE}\n\nUsage: ptyd [-L NAME] COMMAND [ARGS]\n\nCommands:\n");
     for c in COMMANDS {
-        out.push_str(&format!("  {:<28}{}\n", c.brief, c.summary));
+        if c.brief.len() < 28 {
+            out.push_str(&format!("  {:<28}{}\n", c.brief, c.summary));
+        } else {
+            // Too long for the column: the summary on a line of its own.
+            out.push_str(&format!("  {}\n{:30}{}\n", c.brief, "", c.summary));
+        }
     }
     out.push_str("\nOptions:\n");
     render_options(&mut out, GLOBAL_OPTIONS);
@@ -1057,11 +1265,22 @@ mod tests {
     }
 
     #[test]
+    fn help_completes_every_command() {
+        let mut names: Vec<&str> = COMMANDS.iter().map(|c| c.name).collect();
+        let mut listed = COMMAND_NAMES.to_vec();
+        names.sort_unstable();
+        listed.sort_unstable();
+        assert_eq!(names, listed);
+    }
+
+    #[test]
     fn options_are_aligned_and_wrapped() {
         let text = render_command(command("new").unwrap());
         assert!(text.starts_with("Usage: ptyd new [-d]"), "{text}");
         assert!(text.contains("\n  -d, --detached "), "{text}");
         assert!(text.contains("\n      --restore POLICY "), "{text}");
-        assert!(render_main().contains("  attach TARGET "));
+        assert!(render_main().contains("  attach [TARGET] "));
+        // A brief too long for its column never runs into its summary.
+        assert!(render_main().contains("  config check [FILE] | reload\n"));
     }
 }

@@ -30,6 +30,8 @@ mod help;
 mod manpage;
 mod scripting;
 mod service;
+mod suggest;
+mod upgrade;
 
 use crate::paths::{DEFAULT_NAMESPACE, NamespacePaths};
 use lexopt::prelude::*;

@@ -5,10 +5,13 @@
 //! A wait started by `send` begins from the input's acknowledgement (its
 //! `commands_finished` and `output_bytes` counters), so a program that
 //! answers before the wait request arrives is never missed. CLI waits have
-//! a default timeout ([`DEFAULT_WAIT`]) so a script never hangs silently;
-//! one that passes exits 124.
+//! a default timeout (`wait_timeout_ms` of config.toml, else
+//! `server::config::DEFAULT_WAIT_TIMEOUT`, 30 s) so a script never hangs
+//! silently; one that passes exits 124.
 
-use super::commands::{connect, help_requested, need_target, print_json, target_arg};
+use super::commands::{
+    connect, help_requested, need_target, print_json, target_arg, target_option,
+};
 use super::{CliError, Global, duration, help};
 use crate::client::Client;
 use crate::protocol::methods::{self, Request};
@@ -18,17 +21,16 @@ use serde_json::{Value, json};
 use std::io::Read;
 use std::time::Duration;
 
-/// How long a CLI wait lasts unless `--timeout` says otherwise.
-pub const DEFAULT_WAIT: Duration = Duration::from_secs(30);
-
 /// `--timeout DUR` for waits: `None` (no timeout) for `0`.
 fn wait_timeout(value: std::ffi::OsString) -> Result<Option<u64>, CliError> {
     let ms = duration::parse_ms(value, "--timeout")?;
     Ok((ms > 0).then_some(ms))
 }
 
+/// The config's `wait_timeout_ms` (0: none), else 30 s.
 fn default_timeout_ms() -> Option<u64> {
-    Some(DEFAULT_WAIT.as_millis() as u64)
+    let ms = crate::server::config::load().0.wait_timeout.as_millis() as u64;
+    (ms > 0).then_some(ms)
 }
 
 /// Runs a `pane.wait`. A timeout is an error with exit code 124 (as
@@ -78,6 +80,7 @@ pub fn send(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
             Long("timeout") => timeout = wait_timeout(p.value()?)?,
             Long("request-id") => request_id = Some(p.value()?.string()?),
             Long("json") => as_json = true,
+            Short('t') | Long("target") => target_option(p, &mut target)?,
             Value(v) if target.is_none() => target = Some(v.string()?),
             Value(v) if in_keys => keys.push(v.string()?),
             Value(v) => words.push(v.string()?),
@@ -317,16 +320,29 @@ pub fn wait(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
             Long("command-finished") => wait.command_finished = true,
             Long("timeout") => timeout = wait_timeout(p.value()?)?,
             Long("json") => as_json = true,
+            Short('t') | Long("target") => target_option(p, &mut target)?,
             Value(v) => target_arg(p, &mut target, v)?,
             _ => return Err(arg.unexpected().into()),
         }
     }
     wait.target = need_target(target)?;
+    let target_name = wait.target.clone();
     wait.timeout_ms = timeout;
     let want_exit = wait.exit;
     let result = run_wait(&mut connect(g)?, wait)?;
     if as_json {
         print_json(&result);
+    }
+    if want_exit && result["reason"] == "held" {
+        // Nothing ran, so there is no code to pass on: say why.
+        if !as_json {
+            eprintln!(
+                "ptyd: pane {} is held (no process): {}",
+                target_name,
+                result["held_reason"].as_str().unwrap_or("")
+            );
+        }
+        return Ok(1);
     }
     if want_exit {
         return Ok(result["exit"]["shell_code"].as_i64().unwrap_or(1) as i32);

@@ -81,6 +81,8 @@ impl AttachOptions {
             history: (first && !self.alt_screen && self.history > 0).then_some(self.history),
             alt_screen: self.alt_screen,
             from_pane: self.from_pane.clone(),
+            // `ptyd attach -d` sets it on the first request only.
+            detach_others: false,
         }
     }
 }
@@ -475,7 +477,7 @@ pub fn split_keys(
     (typed, None)
 }
 
-fn end_from_exit(payload: &Value) -> AttachEnd {
+pub(crate) fn end_from_exit(payload: &Value) -> AttachEnd {
     let reason = payload["reason"].as_str().unwrap_or("unknown");
     let message = match reason {
         "pane_exited" => format!(

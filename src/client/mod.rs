@@ -333,6 +333,28 @@ pub enum ServerFrame {
     Exit(Value),
 }
 
+/// Decodes the first whole server frame in `buf`, with the bytes it used;
+/// `Ok(None)` until one is complete. An EXIT payload that is not JSON reads
+/// as `null` (the attachment still ends); unknown kinds count as output.
+pub fn decode_server_frame(buf: &[u8]) -> Result<Option<(ServerFrame, usize)>, ClientError> {
+    match frame::decode(buf) {
+        Ok(Some((f, used))) => {
+            let out = match f.kind {
+                frame::server::EXIT => {
+                    ServerFrame::Exit(serde_json::from_slice(f.payload).unwrap_or(Value::Null))
+                }
+                _ => ServerFrame::Output(f.payload.to_vec()),
+            };
+            Ok(Some((out, used)))
+        }
+        Ok(None) => Ok(None),
+        Err(_) => Err(ClientError {
+            code: "protocol_error".into(),
+            message: "oversized frame from server".into(),
+        }),
+    }
+}
+
 impl FrameReader {
     pub fn new(stream: UnixStream, leftover: Vec<u8>) -> FrameReader {
         FrameReader {
@@ -347,23 +369,11 @@ impl FrameReader {
 
     /// Decodes frames already buffered.
     pub fn next_buffered(&mut self) -> Result<Option<ServerFrame>, ClientError> {
-        match frame::decode(&self.buf) {
-            Ok(Some((f, used))) => {
-                let out = match f.kind {
-                    frame::server::EXIT => {
-                        ServerFrame::Exit(serde_json::from_slice(f.payload).unwrap_or(Value::Null))
-                    }
-                    _ => ServerFrame::Output(f.payload.to_vec()),
-                };
-                self.buf.drain(..used);
-                Ok(Some(out))
-            }
-            Ok(None) => Ok(None),
-            Err(_) => Err(ClientError {
-                code: "protocol_error".into(),
-                message: "oversized frame from server".into(),
-            }),
-        }
+        let decoded = decode_server_frame(&self.buf)?;
+        Ok(decoded.map(|(frame, used)| {
+            self.buf.drain(..used);
+            frame
+        }))
     }
 
     /// Reads more bytes from the socket (blocking unless the socket is

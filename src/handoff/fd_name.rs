@@ -26,6 +26,9 @@ pub enum FdName {
     Pidfd(u64),
     /// A client connection (`conn:N`), by the old server's connection id.
     Conn(usize),
+    /// A pane's raw-output ring (`ring:pN`, a memfd the keeper holds too;
+    /// see `server/output_ring.rs`).
+    Ring(u64),
 }
 
 impl fmt::Display for FdName {
@@ -38,6 +41,7 @@ impl fmt::Display for FdName {
             FdName::PtyHangup(p) => write!(f, "ptyhup:{}", PaneId::new(*p)),
             FdName::Pidfd(p) => write!(f, "pidfd:{}", PaneId::new(*p)),
             FdName::Conn(c) => write!(f, "conn:{c}"),
+            FdName::Ring(p) => write!(f, "ring:{}", PaneId::new(*p)),
         }
     }
 }
@@ -70,6 +74,7 @@ impl FromStr for FdName {
                 Some(("ptyhup", p)) => pane(p).map(FdName::PtyHangup),
                 Some(("pidfd", p)) => pane(p).map(FdName::Pidfd),
                 Some(("conn", c)) => number(c).map(FdName::Conn),
+                Some(("ring", p)) => pane(p).map(FdName::Ring),
                 _ => None,
             },
         };
@@ -104,6 +109,7 @@ mod tests {
             (FdName::PtyHangup(17), "ptyhup:p17"),
             (FdName::Pidfd(u64::MAX), "pidfd:p18446744073709551615"),
             (FdName::Conn(7), "conn:7"),
+            (FdName::Ring(4), "ring:p4"),
         ] {
             assert_eq!(name.to_string(), text);
             assert_eq!(text.parse::<FdName>(), Ok(name));

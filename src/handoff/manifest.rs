@@ -17,6 +17,21 @@ use serde_json::Value;
 /// they differ.
 pub const HANDOFF_VERSION: u32 = 2;
 
+/// The oldest handoff version this build still reads as the new side
+/// (docs/protocol.md, "Version skew": N-1 live once there is one). Printed
+/// by `version --json` as `handoff_accepts`, so an older server can tell
+/// it may hand over to this build although the versions differ.
+pub const HANDOFF_ACCEPTS_FROM: u32 = HANDOFF_VERSION;
+
+/// Set by the old side for the new one: the handoff version it speaks.
+/// Builds before this variable speak version 2.
+pub const SPEAKS_ENV: &str = "PTYD_HANDOFF_SPEAKS";
+
+/// Whether this build, as the new side, reads handoff version `v`.
+pub fn accepts(v: u32) -> bool {
+    (HANDOFF_ACCEPTS_FROM..=HANDOFF_VERSION).contains(&v)
+}
+
 /// Control messages on the handoff socket, in sequence order. See
 /// ARCHITECTURE.md ("Live upgrade") for the state machine.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -98,6 +113,11 @@ pub struct Manifest<S = Terminal> {
     pub handoff_version: u32,
     pub from_version: String,
     pub from_pid: u32,
+    /// The old server's own binary, for the upgrade report (absent from
+    /// builds before it was added; additions like this one need no
+    /// version bump: unknown members are ignored, missing ones default).
+    #[serde(default)]
+    pub from_binary: Option<String>,
     /// Generation of the new server (the old one's plus one).
     pub generation: u64,
     pub namespace: String,
@@ -131,6 +151,17 @@ pub struct Manifest<S = Terminal> {
     /// all: `lineage`, `conn:N`, `pty:pN`, `ptyhup:pN`, `pidfd:pN` (the
     /// listener and the lock came with the pre-copy).
     pub fd_ids: Vec<FdName>,
+    /// Only in a crash checkpoint (`server/keeper_link.rs`): what a
+    /// replacement replays. Older binaries ignore it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery: Option<Recovery>,
+}
+
+/// Each pane's output-ring position at the checkpoint, by pane id.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Recovery {
+    pub rings: Vec<(u64, u64)>,
+    pub checkpoint_unix_ms: u64,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -234,6 +265,12 @@ pub struct AttachRuntime {
     pub read_only: bool,
     pub cols: u16,
     pub rows: u16,
+    /// When the client attached (0 from a server that did not record it).
+    #[serde(default)]
+    pub since_unix_ms: u64,
+    /// Its activity stamp (`Connection::active`).
+    #[serde(default)]
+    pub active: u64,
     /// The client keeps its terminal on the alternate screen (no screen
     /// switches sent to it).
     #[serde(default)]

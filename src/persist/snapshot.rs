@@ -8,6 +8,7 @@
 //! repair of broken parts) is `restore.rs`'s job.
 
 use crate::model::{CommandSpec, Direction, RestorePolicy};
+use crate::workspace::layout::MAX_SPLIT_DEPTH;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -53,7 +54,7 @@ pub struct WorkspaceRecord {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(from = "TabWire")]
 pub struct TabRecord {
     pub id: String,
     pub name: String,
@@ -61,6 +62,157 @@ pub struct TabRecord {
     pub layout: LayoutRecord,
     pub focus: String,
     pub zoom: Option<String>,
+    /// Set when the file's layout nested more than
+    /// [`MAX_SPLIT_DEPTH`] splits (this many): `layout` then holds the
+    /// same panes laid out again evenly, and the restore lists a repair.
+    /// Never written.
+    #[serde(skip)]
+    pub layout_rebuilt_from: Option<usize>,
+}
+
+/// A tab as the file spells it; its layout read by [`LayoutWire`].
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TabWire {
+    id: String,
+    name: String,
+    workspace: String,
+    layout: LayoutWire,
+    focus: String,
+    zoom: Option<String>,
+}
+
+impl From<TabWire> for TabRecord {
+    fn from(t: TabWire) -> TabRecord {
+        TabRecord {
+            id: t.id,
+            name: t.name,
+            workspace: t.workspace,
+            layout: t.layout.layout,
+            focus: t.focus,
+            zoom: t.zoom,
+            layout_rebuilt_from: t.layout.rebuilt_from,
+        }
+    }
+}
+
+/// A layout read without recursing deeper than a bound, whatever the input.
+///
+/// A layout nests two JSON levels per split, and serde_json refuses a
+/// document nested over 128 levels: read as part of the file, one deep tab
+/// (~62 splits) made the whole file unreadable. So the layout is captured
+/// as raw text (serde_json skips a value with an explicit stack, at any
+/// depth) and parsed on its own with a fresh depth budget. A layout that
+/// still nests too deep for that, or more than [`MAX_SPLIT_DEPTH`] splits
+/// (written by a version without the cap), keeps its panes in order,
+/// found by [`layout_leaves`] without recursion, laid out again evenly.
+struct LayoutWire {
+    layout: LayoutRecord,
+    rebuilt_from: Option<usize>,
+}
+
+impl<'de> Deserialize<'de> for LayoutWire {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = Box::<serde_json::value::RawValue>::deserialize(d)?;
+        decode_layout(raw.get()).map_err(serde::de::Error::custom)
+    }
+}
+
+fn decode_layout(text: &str) -> Result<LayoutWire, String> {
+    let (leaves, depth) = match serde_json::from_str::<LayoutRecord>(text) {
+        Ok(layout) => {
+            let depth = layout.depth();
+            if depth <= MAX_SPLIT_DEPTH {
+                return Ok(LayoutWire {
+                    layout,
+                    rebuilt_from: None,
+                });
+            }
+            (layout.leaves(), depth)
+        }
+        Err(e) if e.to_string().starts_with("recursion limit exceeded") => layout_leaves(text)?,
+        Err(e) => return Err(format!("layout: {e}")),
+    };
+    if leaves.is_empty() {
+        return Err("layout: no pane in a layout too deep to read".into());
+    }
+    Ok(LayoutWire {
+        layout: even_layout(&leaves, Direction::Horizontal),
+        rebuilt_from: Some(depth),
+    })
+}
+
+/// The pane ids of a layout's leaves in order, and how many splits it
+/// nests, found by one pass over the JSON text with no recursion: a leaf
+/// is the string value of a `"pane"` key.
+fn layout_leaves(text: &str) -> Result<(Vec<String>, usize), String> {
+    let bytes = text.as_bytes();
+    let (mut leaves, mut depth, mut max_depth) = (Vec::new(), 0usize, 0usize);
+    let mut last_string: Option<(usize, usize)> = None;
+    let mut want_pane = false;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                let start = i;
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                let end = (i + 1).min(bytes.len());
+                let string = || serde_json::from_str::<String>(&text[start..end]);
+                if want_pane {
+                    leaves.push(string().map_err(|e| format!("layout: a pane id: {e}"))?);
+                    want_pane = false;
+                } else {
+                    last_string = Some((start, end));
+                }
+            }
+            b':' => {
+                want_pane = last_string
+                    .take()
+                    .is_some_and(|(a, b)| &text[a..b] == "\"pane\"");
+            }
+            b'{' | b'[' => {
+                depth += 1;
+                max_depth = max_depth.max(depth);
+                last_string = None;
+            }
+            b'}' | b']' => {
+                depth = depth.saturating_sub(1);
+                last_string = None;
+            }
+            b' ' | b'\t' | b'\r' | b'\n' => {}
+            _ => {
+                if want_pane {
+                    return Err("layout: a pane id that is not a string".into());
+                }
+                last_string = None;
+            }
+        }
+        i += 1;
+    }
+    // `{"split": {..., "first": ...}}`: two levels per split, one per leaf.
+    Ok((leaves, max_depth.saturating_sub(1) / 2))
+}
+
+/// `leaves` side by side and stacked in turn, each an equal share: a tree
+/// log2(n) splits deep.
+fn even_layout(leaves: &[String], direction: Direction) -> LayoutRecord {
+    if let [only] = leaves {
+        return LayoutRecord::Pane(only.clone());
+    }
+    let half = leaves.len() / 2;
+    let next = match direction {
+        Direction::Horizontal => Direction::Vertical,
+        Direction::Vertical => Direction::Horizontal,
+    };
+    LayoutRecord::Split {
+        direction,
+        ratio: half as f32 / leaves.len() as f32,
+        first: Box::new(even_layout(&leaves[..half], next)),
+        second: Box::new(even_layout(&leaves[half..], next)),
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -101,6 +253,28 @@ pub struct PaneRecord {
     pub no_shell_integration: bool,
 }
 
+impl LayoutRecord {
+    /// The most splits above any leaf.
+    pub fn depth(&self) -> usize {
+        match self {
+            LayoutRecord::Pane(_) => 0,
+            LayoutRecord::Split { first, second, .. } => 1 + first.depth().max(second.depth()),
+        }
+    }
+
+    /// The leaves' pane ids, in order.
+    pub fn leaves(&self) -> Vec<String> {
+        match self {
+            LayoutRecord::Pane(id) => vec![id.clone()],
+            LayoutRecord::Split { first, second, .. } => {
+                let mut out = first.leaves();
+                out.extend(second.leaves());
+                out
+            }
+        }
+    }
+}
+
 /// Why a snapshot file could not be used.
 #[derive(Debug, PartialEq)]
 pub enum LoadError {
@@ -124,15 +298,30 @@ impl std::fmt::Display for LoadError {
 
 /// Parses a snapshot file, migrating older versions.
 pub fn parse(bytes: &[u8]) -> Result<Snapshot, LoadError> {
-    let value: Value =
-        serde_json::from_slice(bytes).map_err(|e| LoadError::Corrupt(format!("not JSON: {e}")))?;
-    let version = value
-        .get("version")
+    // The version first, skipping the rest (serde_json skips a value
+    // without recursing), so a deep layout cannot fail the whole file
+    // before `LayoutWire` reads it on its own.
+    #[derive(Deserialize)]
+    struct Version {
+        version: Option<Value>,
+    }
+    let probe = match serde_json::from_slice::<Version>(bytes) {
+        Ok(probe) => probe.version,
+        Err(e) if e.is_data() => None,
+        Err(e) => return Err(LoadError::Corrupt(format!("not JSON: {e}"))),
+    };
+    let version = probe
+        .as_ref()
         .and_then(Value::as_u64)
         .ok_or_else(|| LoadError::Corrupt("no numeric \"version\"".into()))?;
     if version > u64::from(SNAPSHOT_VERSION) {
         return Err(LoadError::Newer { found: version });
     }
+    if version == u64::from(SNAPSHOT_VERSION) {
+        return serde_json::from_slice(bytes).map_err(|e| LoadError::Corrupt(e.to_string()));
+    }
+    let value: Value =
+        serde_json::from_slice(bytes).map_err(|e| LoadError::Corrupt(format!("not JSON: {e}")))?;
     let value = migrate(value, version)?;
     serde_json::from_value(value).map_err(|e| LoadError::Corrupt(e.to_string()))
 }

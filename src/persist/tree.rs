@@ -50,6 +50,7 @@ pub fn to_records(tree: &Tree) -> TreeRecords {
                 layout: layout_record(&t.layout),
                 focus: t.focus.to_string(),
                 zoom: t.zoom.map(|z| z.to_string()),
+                layout_rebuilt_from: None,
             })
             .collect(),
     }
@@ -156,6 +157,13 @@ pub fn repair(snap: Snapshot) -> Repaired {
             ));
             continue;
         }
+        if let Some(depth) = tab.layout_rebuilt_from {
+            fixes.push(format!(
+                "tab {}: its layout nested {depth} splits, more than the {} ptyd keeps; its panes were laid out again evenly",
+                tab.id,
+                crate::workspace::layout::MAX_SPLIT_DEPTH
+            ));
+        }
         let Some(layout) = layout_with_good_ids(&tab.layout, &mut fixes) else {
             continue;
         };
@@ -251,6 +259,10 @@ pub fn repair(snap: Snapshot) -> Repaired {
         let ws = tree.tabs[&t].workspace;
         if let Some(w) = tree.workspaces.get_mut(&ws) {
             w.tabs.push(t);
+            // A workspace whose listed tabs were all gone has no active
+            // tab yet: the first tab it gets back is (as a second repair
+            // of the saved result would decide).
+            w.active_tab.get_or_insert(t);
         }
     }
     // 3. Counters never behind the ids in use. A parsed id is below
@@ -587,6 +599,64 @@ mod tests {
             .collect()
     }
 
+    /// A snapshot file whose tab t1 is a chain of `splits` splits over
+    /// panes p1..=p(splits+1), each split nesting the next in `second`.
+    fn deep_file(splits: usize) -> Vec<u8> {
+        let mut layout = String::new();
+        for i in 1..=splits {
+            layout.push_str(&format!(
+                r#"{{"split":{{"direction":"vertical","ratio":0.5,"first":{{"pane":"p{i}"}},"second":"#
+            ));
+        }
+        layout.push_str(&format!(r#"{{"pane":"p{}"}}"#, splits + 1));
+        layout.push_str(&"}}".repeat(splits));
+        let panes: Vec<Value> = (1..=splits + 1)
+            .map(|i| pane(&format!("p{i}"), None))
+            .collect();
+        let mut v = json!({
+            "version": 1, "server_version": "0", "written_unix_ms": 0, "revision": 1,
+            "generation": 1, "counters": { "workspace": 2, "tab": 2, "pane": splits + 2 },
+            "active_workspace": "w1",
+            "workspaces": [{ "id": "w1", "name": "main", "tabs": ["t1"], "active_tab": "t1" }],
+            "tabs": [tab("t1", "w1", leaf("LAYOUT"), "p1")],
+            "panes": panes,
+        });
+        v["tabs"][0]["layout"] = json!("LAYOUT");
+        serde_json::to_string(&v)
+            .unwrap()
+            .replace(r#""LAYOUT""#, &layout)
+            .into_bytes()
+    }
+
+    #[test]
+    fn deep_layouts_load_and_keep_every_pane() {
+        use crate::workspace::layout::MAX_SPLIT_DEPTH;
+        for splits in [MAX_SPLIT_DEPTH, MAX_SPLIT_DEPTH + 1, 62, 70, 5000] {
+            let snap = super::super::snapshot::parse(&deep_file(splits))
+                .unwrap_or_else(|e| panic!("{splits} splits: {e}"));
+            let strict_tree = strict(&snap, []).unwrap();
+            let repaired = repair(snap);
+            for tree in [&repaired.tree, &strict_tree] {
+                let expected: Vec<u64> = (1..=splits as u64 + 1).collect();
+                assert_eq!(panes_of(tree), vec![expected], "{splits} splits");
+                let layout = &tree.tabs.values().next().unwrap().layout;
+                let deepest = layout
+                    .panes()
+                    .iter()
+                    .filter_map(|p| layout.depth_of(*p))
+                    .max();
+                assert!(deepest.unwrap() <= MAX_SPLIT_DEPTH, "{splits} splits");
+            }
+            let rebuilt = repaired.fixes.iter().any(|f| f.contains("laid out again"));
+            assert_eq!(
+                rebuilt,
+                splits > MAX_SPLIT_DEPTH,
+                "{splits}: {:?}",
+                repaired.fixes
+            );
+        }
+    }
+
     #[test]
     fn records_round_trip_in_both_modes() {
         let snap = snapshot(|_| {});
@@ -746,5 +816,21 @@ mod tests {
         assert!(r.fixes.iter().any(|f| f.contains("p5 was in no tab")));
         assert_eq!(r.tree.tab_of(PaneId::new(5)), Some(TabId::new(3)));
         assert_eq!(r.next_pane_id, PaneId::new(6));
+    }
+
+    /// Fuzzing finding (snapshot target): a workspace whose listed tabs
+    /// were all gone got its tabs back as orphans but no active tab, and
+    /// only a second repair (of the saved result) chose one: a restored
+    /// workspace showed tabs and no active tab until the next restart.
+    #[test]
+    fn a_workspace_that_gets_only_orphan_tabs_back_has_one_active() {
+        let snap = snapshot(|v| {
+            v["workspaces"][0]["tabs"] = json!(["t7"]);
+            v["workspaces"][0]["active_tab"] = json!("t9");
+        });
+        let r = repair(snap);
+        let ws = &r.tree.workspaces[&WorkspaceId::new(1)];
+        assert_eq!(ws.tabs, vec![TabId::new(1), TabId::new(2)]);
+        assert_eq!(ws.active_tab, Some(TabId::new(1)));
     }
 }

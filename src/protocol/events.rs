@@ -52,7 +52,9 @@ pub enum Event {
     #[serde(rename = "workspace.removed")]
     WorkspaceRemoved { workspace: WorkspaceId },
     /// The start-up restore's report (as `server.status` shows it under
-    /// `persistence.restore`): `found`, `panes`, `repairs`, `took_ms`.
+    /// `persistence.restore`): `found`, `file`, `unix_ms`, `panes`,
+    /// `outcomes` (per pane: `pane`, `name`, `policy`, `outcome`, and
+    /// `held_reason` when held), `repairs`, `took_ms`.
     #[serde(rename = "server.restored")]
     ServerRestored {
         #[serde(flatten)]

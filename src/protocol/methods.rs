@@ -367,6 +367,37 @@ pub struct Attach {
     /// (`self_attach`), it would feed its own output back to itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from_pane: Option<String>,
+    /// Detach every other client of the pane (`ptyd attach -d`, tmux's
+    /// `attach -d`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub detach_others: bool,
+}
+
+/// `client.list` → `{"clients": [...]}`: the attached clients (see
+/// `replies::ClientInfo`), optionally only those of one pane.
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct ClientList {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+}
+
+/// `client.detach` → `{"detached": [client numbers]}`. Exactly one of
+/// `target` (the clients of that pane), `client` (one client by number)
+/// and `all` (every attached client); `others` turns `target` into "all
+/// but its most recently active client" and `client` into "every other
+/// client of its pane".
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct ClientDetach {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client: Option<usize>,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub all: bool,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub others: bool,
 }
 
 /// Every method with its params: what a client sends (serialized as
@@ -433,6 +464,10 @@ pub enum Request {
     EventsSubscribe(Subscribe),
     #[serde(rename = "attach")]
     Attach(Attach),
+    #[serde(rename = "client.list")]
+    ClientList(ClientList),
+    #[serde(rename = "client.detach")]
+    ClientDetach(ClientDetach),
 }
 
 impl Request {
@@ -469,6 +504,8 @@ impl Request {
             "pane.wait" => R::PaneWait(parse_params(method, p)?),
             "events.subscribe" => R::EventsSubscribe(parse_params(method, p)?),
             "attach" => R::Attach(parse_params(method, p)?),
+            "client.list" => R::ClientList(parse_params(method, p)?),
+            "client.detach" => R::ClientDetach(parse_params(method, p)?),
             other => {
                 return Err(RpcError::new(
                     ErrorCode::UnknownMethod,
@@ -509,6 +546,8 @@ impl Request {
             Request::PaneWait(_) => "pane.wait",
             Request::EventsSubscribe(_) => "events.subscribe",
             Request::Attach(_) => "attach",
+            Request::ClientList(_) => "client.list",
+            Request::ClientDetach(_) => "client.detach",
         }
     }
 }
@@ -650,6 +689,15 @@ mod tests {
                 history: Some(100),
                 alt_screen: true,
                 from_pane: Some("p2".into()),
+                detach_others: true,
+            }),
+            Request::ClientList(ClientList {
+                target: Some("p1".into()),
+            }),
+            Request::ClientDetach(ClientDetach {
+                target: Some("p1".into()),
+                others: true,
+                ..ClientDetach::default()
             }),
         ];
         for request in all {

@@ -118,6 +118,47 @@ impl std::fmt::Display for RpcError {
     }
 }
 
+/// Parses one request line (without its `\n`; a trailing `\r` is
+/// dropped) as far as it goes without the server: `None` for a blank line
+/// (ignored), else the request id (`null` when the line is not a request
+/// object) and the typed request or the error to answer. The server's
+/// `handle_line` and the fuzz target share it, so what is fuzzed is what
+/// serves.
+pub fn parse_request_line(line: &[u8]) -> Option<(Value, Result<methods::Request, RpcError>)> {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return None;
+    }
+    // Through `Value` first: serde would also build the struct from a
+    // JSON array (`[id, method, params]`), which is not a request.
+    let raw = serde_json::from_slice::<Value>(line).and_then(|v| match v {
+        Value::Object(_) => serde_json::from_value::<RawRequest>(v),
+        _ => Err(serde::de::Error::custom(
+            "the line is JSON but not an object",
+        )),
+    });
+    let raw = match raw {
+        Ok(raw) => raw,
+        Err(e) => {
+            let err = RpcError::new(
+                ErrorCode::ParseError,
+                format!(
+                    "not a JSON request object ({e}); send one {{\"id\",\"method\",\"params\"}} object per line"
+                ),
+            );
+            return Some((Value::Null, Err(err)));
+        }
+    };
+    let Some(method) = raw.method else {
+        let err = RpcError::new(
+            ErrorCode::InvalidRequest,
+            "request has no \"method\"; see docs/protocol.md",
+        );
+        return Some((raw.id, Err(err)));
+    };
+    Some((raw.id, methods::Request::parse(&method, raw.params)))
+}
+
 /// Serializes one response line, newline included.
 pub fn response_line(id: &Value, outcome: Result<Value, RpcError>) -> Vec<u8> {
     let body = match outcome {

@@ -30,7 +30,12 @@ pub struct Status {
     pub uptime_ms: u64,
     pub panes: usize,
     pub running_panes: usize,
+    /// Attached clients (`client.list` lists them).
     pub clients: usize,
+    /// Open connections other than the one asking (attached clients, event
+    /// subscribers, parked requests, idle ones).
+    #[serde(default)]
+    pub connections: usize,
     pub event_seq: u64,
     /// Bytes of event JSON the ring holds (at most 8 MiB).
     #[serde(default)]
@@ -46,6 +51,10 @@ pub struct Status {
     pub persistence: Value,
     /// The config file's path, the values in force and its problems.
     pub config: Value,
+    /// The keeper (its pid, checkpoints written, the last crash
+    /// recovery); null without one.
+    #[serde(default)]
+    pub keeper: Value,
 }
 
 /// `server.save`: once the snapshot of `revision` is on disk.
@@ -160,12 +169,46 @@ pub struct InputAck {
     pub output_bytes: u64,
 }
 
+/// One attached client, as `client.list` reports it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ClientInfo {
+    /// The connection's number in this server (as in `client.*` events).
+    pub client: usize,
+    pub pane: PaneId,
+    /// The client's terminal size (what it asked for; the pane's own size
+    /// follows the `window_size` policy).
+    pub cols: u16,
+    pub rows: u16,
+    pub read_only: bool,
+    pub since_unix_ms: u64,
+    /// The client's process, from `SO_PEERCRED`, if the OS reports it.
+    pub pid: Option<i32>,
+    /// Whether it is its pane's most recently active client (it typed,
+    /// resized or attached last): the one `detach --others` keeps.
+    pub latest: bool,
+}
+
+/// `client.list`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ClientList {
+    pub clients: Vec<ClientInfo>,
+}
+
+/// `client.detach`: the clients sent an EXIT frame.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Detached {
+    pub detached: Vec<usize>,
+}
+
 /// `pane.wait`: which condition held.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "reason", rename_all = "snake_case")]
 pub enum WaitReply {
     /// The process exited (`exit` as in pane info).
     Exited { exit: Option<ExitInfo> },
+    /// An exit wait on a held pane (no process: restored with policy
+    /// `hold`, or its start failed): why it is held.
+    Held { held_reason: String },
     /// The text is on the screen (or scrolled off since the wait began).
     Text {},
     /// No output for `idle_ms`.
@@ -249,12 +292,44 @@ pub struct UpgradeReport {
     pub generation: u64,
     pub new_pid: u32,
     pub server_version: String,
+    /// The serving process before the upgrade (absent when the new server
+    /// took over from a build that did not send it).
+    #[serde(default)]
+    pub from: Option<Endpoint>,
+    /// The serving process after it.
+    #[serde(default)]
+    pub to: Option<Endpoint>,
+    /// How probation ended: `survived` (the old server let go), `stopped`
+    /// (a stop came during it), `unwatched`.
+    #[serde(default)]
+    pub probation: Option<String>,
+    #[serde(default)]
+    pub probation_ms: Option<u64>,
     pub phases: Vec<Phase>,
     pub blackout_ms: f64,
     pub panes: usize,
     pub clients: usize,
     pub fds: usize,
     pub fd_batches: usize,
+}
+
+/// One side of an upgrade: the serving process, its version and binary.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Endpoint {
+    pub pid: u32,
+    pub version: String,
+    #[serde(default)]
+    pub binary: Option<String>,
+}
+
+impl Endpoint {
+    /// `ptyd 0.1.0 (/usr/bin/ptyd, pid 1234)`.
+    pub fn describe(&self) -> String {
+        match &self.binary {
+            Some(b) => format!("ptyd {} ({b}, pid {})", self.version, self.pid),
+            None => format!("ptyd {} (pid {})", self.version, self.pid),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -269,4 +344,7 @@ pub struct Phase {
 pub struct RestartReport {
     pub pid: u32,
     pub binary: String,
+    /// The server before the restart.
+    #[serde(default)]
+    pub from: Option<Endpoint>,
 }

@@ -64,7 +64,9 @@ pub fn spawn(spec: &SpawnSpec) -> io::Result<(PtyMaster, ChildProcess)> {
     crate::sys::set_nonblocking_cloexec(pty.master.as_raw_fd())?;
     // The slave must not leak into later children either.
     crate::sys::set_cloexec(pty.slave.as_raw_fd())?;
-    let pid = start(spec, &pty).map_err(|e| {
+    // The program gets the fd limit the server started with, not the one
+    // the server raised for itself (`sys::raise_fd_limit`).
+    let pid = crate::sys::with_starting_fd_limit(|| start(spec, &pty)).map_err(|e| {
         io::Error::new(
             e.kind(),
             format!("starting {:?} in {}: {e}", spec.program, spec.cwd.display()),

@@ -2,20 +2,48 @@
 //! new client gets, input and resizes from clients, and the EXIT frame that
 //! always ends an attachment so a client knows not to reconnect.
 //!
-//! Size policy is tmux's `latest`: the pane takes the size of the client that
-//! last resized or typed. Read-only clients never type or resize the pane.
+//! Size policy is the config's `window_size`, as tmux's `window-size`:
+//! `latest` (the default: the pane takes the size of the client that last
+//! attached, typed or resized), `smallest` or `largest` (of every client
+//! that may resize). It is applied again whenever a client attaches,
+//! types, resizes or leaves, so the size follows the remaining clients.
+//! Read-only clients never type or resize the pane, and do not count.
 //! A client whose size differs from the pane's is shown views drawn from
 //! the terminal model at its own size (`connection::View`), never raw
 //! output meant for another width.
+//!
+//! Also here: the client list (`client.list`) and detaching clients by
+//! pane, by number or all at once (`client.detach`, `attach -d`).
 
-use super::Server;
+use super::config::WindowSize;
 use super::connection::{ConnId, ConnMode, View};
+use super::pane::MAX_PENDING_INPUT;
+use super::timers::TimerKind;
+use super::{Server, Source};
 use crate::model::PaneId;
 use crate::protocol::events::Event;
 use crate::protocol::frame;
 use crate::protocol::methods;
+use crate::protocol::replies::{ClientInfo, ClientList, Detached};
 use crate::protocol::{ErrorCode, RpcError};
 use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+/// How long an attached client's input may be held (see
+/// `Server::hold_input`) while its pane's program reads none of its input.
+pub const INPUT_STALL: Duration = Duration::from_secs(5);
+
+/// The payload bytes of the whole INPUT frames in `buf`.
+fn input_bytes(mut buf: &[u8]) -> usize {
+    let mut n = 0;
+    while let Ok(Some((f, used))) = frame::decode(buf) {
+        if f.kind == frame::client::INPUT {
+            n += f.payload.len();
+        }
+        buf = &buf[used..];
+    }
+    n
+}
 
 /// Most bytes of history printed for an attaching client (its newest
 /// lines); the client's output queue holds 4 MiB.
@@ -69,8 +97,39 @@ impl Server {
             rpc_id,
             Ok(json!({ "pane": public_id, "framing": "ptyd-frames-1" })),
         );
+        if req.detach_others {
+            let others = self.clients_of(id);
+            let payload = json!({
+                "reason": "detached",
+                "message": format!("detached: another client attached to {public_id} with -d"),
+            });
+            for other in others {
+                self.end_attachment(other, &payload, false);
+            }
+        }
+        // A watcher never types or resizes: it is never the latest.
+        let active = if req.read_only {
+            0
+        } else {
+            self.next_activity()
+        };
+        // Attached before the size policy runs, so it counts this client.
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.mode = ConnMode::Attached {
+                pane: id,
+                read_only: req.read_only,
+                cols,
+                rows,
+            };
+            c.attached_unix_ms = crate::clock::unix_ms();
+            c.active = active;
+        }
         if !req.read_only {
-            self.resize_pane(id, cols, rows);
+            self.apply_size_policy(id);
+            // The pane a bare `ptyd attach` comes back to.
+            if self.tree.focus(PaneId::new(id)) {
+                self.mark_dirty();
+            }
         }
         let pane = &self.panes[&id];
         // History first, on the client's main screen (a client on its
@@ -93,15 +152,19 @@ impl Server {
         } else {
             pane.screen().redraw(cols, rows)
         };
-        let exited = (!pane.is_running()).then(|| pane.exit_json());
+        let ended = match pane.held_reason() {
+            Some(why) => Some(json!({
+                "reason": "pane_held",
+                "pane": public_id,
+                "held_reason": why,
+                "message": format!("pane {public_id} is held (no process): {why}"),
+            })),
+            None => (!pane.is_running()).then(
+                || json!({ "reason": "pane_exited", "pane": public_id, "exit": pane.exit_json() }),
+            ),
+        };
         let Some(c) = self.conns.get_mut(&conn) else {
             return Ok(());
-        };
-        c.mode = ConnMode::Attached {
-            pane: id,
-            read_only: req.read_only,
-            cols,
-            rows,
         };
         c.view = View {
             flat: req.alt_screen,
@@ -117,8 +180,7 @@ impl Server {
             return Ok(());
         }
         let peer_pid = c.peer.pid;
-        if let Some(exit) = exited {
-            let payload = json!({ "reason": "pane_exited", "pane": public_id, "exit": exit });
+        if let Some(payload) = ended {
             self.end_attachment(conn, &payload, false);
             return Ok(());
         }
@@ -266,18 +328,22 @@ impl Server {
             return;
         };
         let ConnMode::Attached {
-            pane,
-            read_only,
-            cols,
-            rows,
+            pane, read_only, ..
         } = c.mode
         else {
             return;
         };
         match kind {
             frame::client::INPUT if !read_only && !payload.is_empty() => {
-                // Typing makes this client the size-setter (tmux's `latest`).
-                self.resize_pane(pane, cols, rows);
+                // Typing makes this client the latest (the size-setter under
+                // `latest`); nothing to re-evaluate if it already was.
+                if !self.is_latest(conn, pane) {
+                    let active = self.next_activity();
+                    if let Some(c) = self.conns.get_mut(&conn) {
+                        c.active = active;
+                    }
+                    self.apply_size_policy(pane);
+                }
                 let Some(p) = self.panes.get_mut(&pane) else {
                     return;
                 };
@@ -313,7 +379,11 @@ impl Server {
                     // A read-only client's size is its own view's, never
                     // the pane's.
                     if !read_only {
-                        self.resize_pane(pane, c_cols, c_rows);
+                        let active = self.next_activity();
+                        if let Some(c) = self.conns.get_mut(&conn) {
+                            c.active = active;
+                        }
+                        self.apply_size_policy(pane);
                     }
                     self.refresh_views(pane);
                 }
@@ -331,6 +401,102 @@ impl Server {
             // frames are forward-compatible by design.
             _ => {}
         }
+    }
+
+    /// Whether an INPUT frame of `len` bytes from attached client `conn`
+    /// must wait: its pane's pending input has no room for it. The frame
+    /// then stays in the connection's buffer and the socket is not read
+    /// (back-pressure: the client's writes block, as a terminal's do when
+    /// its program reads slowly) until the pane has taken half of what was
+    /// pending, or, if the program reads nothing for [`INPUT_STALL`], the
+    /// attachment ends with EXIT `input_overflow` (a stopped program must
+    /// not freeze its client forever; typed bytes are never dropped
+    /// silently).
+    pub(super) fn hold_input(&mut self, conn: ConnId, len: usize) -> bool {
+        let Some(c) = self.conns.get(&conn) else {
+            return false;
+        };
+        let ConnMode::Attached {
+            pane,
+            read_only: false,
+            ..
+        } = c.mode
+        else {
+            return false;
+        };
+        let Some(p) = self.panes.get(&pane) else {
+            return false;
+        };
+        if !p.is_running() || p.pending_input() + len <= MAX_PENDING_INPUT {
+            return false;
+        }
+        let written = p.written_total();
+        if let Some(c) = self.conns.get_mut(&conn)
+            && c.input_held.is_none()
+        {
+            let now = Instant::now();
+            c.input_held = Some((written, now));
+            self.input_held_for.insert(pane);
+            self.timers
+                .add(now + INPUT_STALL, TimerKind::InputStall(conn));
+        }
+        true
+    }
+
+    /// Pane `pane` has room for input again: its held clients are read
+    /// again (through the backlog, since their readiness was not acted on).
+    pub(super) fn release_held_input(&mut self, pane: u64) {
+        self.input_held_for.remove(&pane);
+        for (id, c) in &mut self.conns {
+            if c.input_held.is_some()
+                && matches!(c.mode, ConnMode::Attached { pane: p, .. } if p == pane)
+            {
+                c.input_held = None;
+                self.backlog.push_back(Source::Conn(*id));
+            }
+        }
+    }
+
+    /// An attached client's input has been held for [`INPUT_STALL`]: if its
+    /// pane's program read some input meanwhile, wait on; if it read
+    /// nothing, end the attachment saying how much was not delivered.
+    pub(super) fn check_input_stall(&mut self, conn: ConnId, now: Instant) {
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        let (Some((held_at, since)), ConnMode::Attached { pane, .. }) = (c.input_held, c.mode)
+        else {
+            return;
+        };
+        if now.duration_since(since) < INPUT_STALL {
+            return;
+        }
+        let Some(p) = self.panes.get(&pane) else {
+            c.input_held = None;
+            self.backlog.push_back(Source::Conn(conn));
+            return;
+        };
+        if p.written_total() > held_at {
+            c.input_held = Some((p.written_total(), now));
+            self.timers
+                .add(now + INPUT_STALL, TimerKind::InputStall(conn));
+            return;
+        }
+        let undelivered = input_bytes(&c.inbuf);
+        c.input_held = None;
+        c.inbuf.clear();
+        let message = format!(
+            "pane {} has {} bytes of input not yet read by its program (limit {MAX_PENDING_INPUT}) \
+             and it read none of it for {} s; {undelivered} typed bytes were not delivered, so the \
+             attachment ended. Reattach with `ptyd attach {}` once the program reads its input",
+            p.public_id(),
+            p.pending_input(),
+            INPUT_STALL.as_secs(),
+            p.public_id()
+        );
+        self.log.log("input_dropped", &message);
+        let exit = json!({ "reason": "input_overflow", "message": message });
+        self.end_attachment(conn, &exit, false);
     }
 
     /// Ends every attachment to `pane` with an EXIT frame.
@@ -368,11 +534,181 @@ impl Server {
         self.note_detached(conn, pane, &reason);
     }
 
+    /// After a client left `pane` (its connection is no longer attached):
+    /// announces it and lets the remaining clients set the size.
     pub(super) fn note_detached(&mut self, conn: ConnId, pane: u64, reason: &str) {
         self.emit(Event::ClientDetached {
             pane: PaneId::new(pane),
             client: conn,
             reason: reason.to_string(),
         });
+        // Not for a pane that ended: its clients are being let go one by
+        // one, and its last screen must not be reflowed meanwhile.
+        if !self.stopping && self.panes.get(&pane).is_some_and(|p| p.is_running()) {
+            self.apply_size_policy(pane);
+        }
+    }
+
+    /// The connections attached to `pane`, by number.
+    pub(super) fn clients_of(&self, pane: u64) -> Vec<ConnId> {
+        let mut ids: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| matches!(c.mode, ConnMode::Attached { pane: p, .. } if p == pane))
+            .map(|(id, _)| *id)
+            .collect();
+        ids.sort_unstable();
+        ids
+    }
+
+    /// A stamp above every attached client's: activity order survives a
+    /// live upgrade because the stamps travel with the connections.
+    pub(super) fn next_activity(&self) -> u64 {
+        self.conns.values().map(|c| c.active).max().unwrap_or(0) + 1
+    }
+
+    /// The most recently active client of `pane` (attached, typed or
+    /// resized last), read-only clients included.
+    fn latest_client(&self, pane: u64) -> Option<ConnId> {
+        self.conns
+            .iter()
+            .filter(|(_, c)| matches!(c.mode, ConnMode::Attached { pane: p, .. } if p == pane))
+            .max_by_key(|(id, c)| (c.active, **id))
+            .map(|(id, _)| *id)
+    }
+
+    fn is_latest(&self, conn: ConnId, pane: u64) -> bool {
+        self.latest_client(pane) == Some(conn)
+    }
+
+    /// Sets `pane`'s size from its clients that may resize, per the
+    /// `window_size` policy; with none left, the size stays.
+    pub(super) fn apply_size_policy(&mut self, pane: u64) {
+        let sizes: Vec<(u64, u16, u16)> = self
+            .conns
+            .values()
+            .filter_map(|c| match c.mode {
+                ConnMode::Attached {
+                    pane: p,
+                    read_only: false,
+                    cols,
+                    rows,
+                } if p == pane => Some((c.active, cols, rows)),
+                _ => None,
+            })
+            .collect();
+        let size = match self.config.window_size {
+            WindowSize::Latest => sizes
+                .iter()
+                .max_by_key(|(active, ..)| *active)
+                .map(|&(_, c, r)| (c, r)),
+            WindowSize::Smallest => sizes
+                .iter()
+                .map(|&(_, c, _)| c)
+                .min()
+                .zip(sizes.iter().map(|&(.., r)| r).min()),
+            WindowSize::Largest => sizes
+                .iter()
+                .map(|&(_, c, _)| c)
+                .max()
+                .zip(sizes.iter().map(|&(.., r)| r).max()),
+        };
+        if let Some((cols, rows)) = size {
+            self.resize_pane(pane, cols, rows);
+        }
+    }
+
+    /// `client.list`.
+    pub(super) fn client_list(&self, req: methods::ClientList) -> Result<Value, RpcError> {
+        let only = match &req.target {
+            Some(t) => Some(self.resolve_target(t)?),
+            None => None,
+        };
+        let mut clients: Vec<ClientInfo> = self
+            .conns
+            .iter()
+            .filter_map(|(id, c)| match c.mode {
+                ConnMode::Attached {
+                    pane,
+                    read_only,
+                    cols,
+                    rows,
+                } if only.is_none_or(|o| o == pane) => Some(ClientInfo {
+                    client: *id,
+                    pane: PaneId::new(pane),
+                    cols,
+                    rows,
+                    read_only,
+                    since_unix_ms: c.attached_unix_ms,
+                    pid: c.peer.pid,
+                    latest: self.latest_client(pane) == Some(*id),
+                }),
+                _ => None,
+            })
+            .collect();
+        clients.sort_by_key(|c| c.client);
+        serde_json::to_value(ClientList { clients })
+            .map_err(|e| RpcError::new(ErrorCode::Internal, format!("encoding the reply: {e}")))
+    }
+
+    /// `client.detach`: sends the chosen clients an EXIT frame (reason
+    /// `detached`) and answers with their numbers.
+    pub(super) fn client_detach(&mut self, req: methods::ClientDetach) -> Result<Value, RpcError> {
+        let chosen = [req.target.is_some(), req.client.is_some(), req.all];
+        if chosen.iter().filter(|c| **c).count() != 1 {
+            return Err(RpcError::new(
+                ErrorCode::InvalidParams,
+                "client.detach takes exactly one of \"target\" (a pane), \"client\" (a number \
+                 from client.list) and \"all\"",
+            ));
+        }
+        if req.all && req.others {
+            return Err(RpcError::new(
+                ErrorCode::InvalidParams,
+                "\"others\" goes with \"target\" or \"client\", not with \"all\"",
+            ));
+        }
+        let victims: Vec<ConnId> = if req.all {
+            let mut all: Vec<ConnId> = self
+                .conns
+                .iter()
+                .filter(|(_, c)| matches!(c.mode, ConnMode::Attached { .. }))
+                .map(|(id, _)| *id)
+                .collect();
+            all.sort_unstable();
+            all
+        } else if let Some(target) = &req.target {
+            let pane = self.resolve_target(target)?;
+            let keep = req.others.then(|| self.latest_client(pane)).flatten();
+            self.clients_of(pane)
+                .into_iter()
+                .filter(|id| Some(*id) != keep)
+                .collect()
+        } else {
+            let client = req.client.unwrap_or_default();
+            let pane = match self.conns.get(&client).map(|c| c.mode) {
+                Some(ConnMode::Attached { pane, .. }) => pane,
+                _ => {
+                    return Err(RpcError::new(
+                        ErrorCode::NotFound,
+                        format!("no attached client {client}; `ptyd clients` lists them"),
+                    ));
+                }
+            };
+            if req.others {
+                self.clients_of(pane)
+                    .into_iter()
+                    .filter(|id| *id != client)
+                    .collect()
+            } else {
+                vec![client]
+            }
+        };
+        let payload = json!({ "reason": "detached", "message": "detached by `ptyd detach`" });
+        for id in &victims {
+            self.end_attachment(*id, &payload, false);
+        }
+        serde_json::to_value(Detached { detached: victims })
+            .map_err(|e| RpcError::new(ErrorCode::Internal, format!("encoding the reply: {e}")))
     }
 }

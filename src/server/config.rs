@@ -61,6 +61,8 @@ pub const KEYS: &[&str] = &[
     "save_max_delay_ms",
     "upgrade_timeout_ms",
     "upgrade_probation_ms",
+    "window_size",
+    "wait_timeout_ms",
     "detach_key",
     "attach_alt_screen",
     "attach_history",
@@ -76,6 +78,25 @@ const SAVE_DEBOUNCE_MS: (usize, usize) = (0, 60_000);
 const SAVE_MAX_DELAY_MS: (usize, usize) = (100, 600_000);
 const UPGRADE_TIMEOUT_MS: (usize, usize) = (1_000, 600_000);
 const UPGRADE_PROBATION_MS: (usize, usize) = (100, 60_000);
+/// CLI waits: 0 is "no limit"; a day is longer than any wait worth a default.
+const WAIT_TIMEOUT_MS: (usize, usize) = (0, 86_400_000);
+
+/// The default timeout of CLI waits (`ptyd wait`, `send --wait`,
+/// `send --wait-for`) when `--timeout` is not given.
+pub const DEFAULT_WAIT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Which attached clients set a pane's size (tmux's `window-size`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WindowSize {
+    /// The client that attached, typed or resized last.
+    #[default]
+    Latest,
+    /// The smallest columns and rows of the clients that may resize.
+    Smallest,
+    /// The largest columns and rows of the clients that may resize.
+    Largest,
+}
 
 /// What the server (and, for `autostart`, the client) uses from the file.
 #[derive(Debug, Clone)]
@@ -101,6 +122,10 @@ pub struct UserConfig {
     pub upgrade_probation: Duration,
     /// Inject shell integration into the shells panes start (`crate::shell`).
     pub shell_integration: bool,
+    /// Which attached clients set a pane's size.
+    pub window_size: WindowSize,
+    /// The default timeout of CLI waits (read by the client; zero: none).
+    pub wait_timeout: Duration,
     /// The attach client's detach (prefix) key, as typed (`C-\\`) and as
     /// its byte.
     pub detach_key: (String, u8),
@@ -126,6 +151,8 @@ impl Default for UserConfig {
             upgrade_timeout: super::upgrade::DEFAULT_TIMEOUT,
             upgrade_probation: super::upgrade::PROBATION,
             shell_integration: true,
+            window_size: WindowSize::Latest,
+            wait_timeout: DEFAULT_WAIT_TIMEOUT,
             detach_key: ("C-\\".to_string(), 0x1c),
             attach_alt_screen: true,
             attach_history: 3000,
@@ -165,6 +192,8 @@ impl UserConfig {
         m.insert("save_max_delay_ms".into(), ms(self.save_max_delay));
         m.insert("upgrade_timeout_ms".into(), ms(self.upgrade_timeout));
         m.insert("upgrade_probation_ms".into(), ms(self.upgrade_probation));
+        m.insert("window_size".into(), json!(self.window_size));
+        m.insert("wait_timeout_ms".into(), ms(self.wait_timeout));
         m.insert("detach_key".into(), json!(self.detach_key.0));
         m.insert("attach_alt_screen".into(), json!(self.attach_alt_screen));
         m.insert("attach_history".into(), json!(self.attach_history));
@@ -368,6 +397,25 @@ pub fn parse(path: &Path, text: &str) -> (UserConfig, Vec<String>) {
                 UPGRADE_PROBATION_MS,
                 &mut config.upgrade_probation,
             ),
+            "wait_timeout_ms" => millis(
+                &mut problems,
+                &place,
+                "wait_timeout_ms",
+                value,
+                WAIT_TIMEOUT_MS,
+                &mut config.wait_timeout,
+            ),
+            // tmux spells it `window-size`; both mean the same here.
+            "window_size" | "window-size" => {
+                match WindowSize::deserialize(ValueDeserializer::from(value)) {
+                    Ok(v) => config.window_size = v,
+                    Err(e) => problems.push(format!(
+                        "{place}: window_size must be \"latest\", \"smallest\" or \"largest\" \
+                     ({}); using the default \"latest\"",
+                        e.message().trim()
+                    )),
+                }
+            }
             "resume_rules" => {
                 let rules = resume_rules(&mut problems, &at, &place, value);
                 config.resume_rules = ResumeRules::new(rules);
@@ -548,16 +596,29 @@ fn resume_rules(
     let mut rules = Vec::new();
     for item in items {
         let item_place = at(item.span());
-        match Rule::deserialize(ValueDeserializer::from(item)) {
+        let rule = Rule::deserialize(ValueDeserializer::from(item))
+            .map_err(|e| e.message().trim().to_string())
+            .and_then(checked_rule);
+        match rule {
             Ok(rule) => rules.push(rule),
             Err(e) => problems.push(format!(
-                "{item_place}: resume rule ignored ({}); a rule has program = \"NAME\" and \
-                 resume = \"COMMAND\"",
-                e.message().trim()
+                "{item_place}: resume rule ignored ({e}); a rule has program = \"NAME\" and \
+                 resume = \"COMMAND\""
             )),
         }
     }
     rules
+}
+
+/// A rule's `resume` is a command a restore runs: it must pass the rules
+/// the API applies to a pane's `resume` (`validate::resume`: not empty, no
+/// NUL, bounded), like every command read from disk.
+fn checked_rule(rule: Rule) -> Result<Rule, String> {
+    if rule.program.is_empty() {
+        return Err("program is empty".into());
+    }
+    crate::validate::resume(&rule.resume)?;
+    Ok(rule)
 }
 
 /// The deprecated format, key by key like TOML (without line numbers).
@@ -583,7 +644,10 @@ fn parse_json(path: &Path, text: &str) -> (UserConfig, Vec<String>) {
                 Some(v) => config.term.scrollback_bytes = v,
                 None => problems.push(format!("{place}: bad scrollback_bytes; using the default")),
             },
-            "resume_rules" => match serde_json::from_value::<Vec<Rule>>(value) {
+            "resume_rules" => match serde_json::from_value::<Vec<Rule>>(value)
+                .map_err(|e| e.to_string())
+                .and_then(|rules| rules.into_iter().map(checked_rule).collect())
+            {
                 Ok(rules) => config.resume_rules = ResumeRules::new(rules),
                 Err(e) => problems.push(format!("{place}: resume_rules ignored ({e})")),
             },
@@ -633,6 +697,42 @@ program = \"broken\"
         );
         assert!(problems[2].starts_with("c.toml:9"), "{problems:#?}");
         assert!(problems[2].contains("resume"), "{problems:#?}");
+    }
+
+    /// Fuzzing finding: a rule's `resume` was taken unchecked, so an empty
+    /// or NUL-carrying command a pane's own `resume` is refused for ran at
+    /// restore (`sh -c ""`, or a spawn failure).
+    #[test]
+    fn a_rule_with_a_resume_the_api_refuses_is_skipped() {
+        let text = "\
+[[resume_rules]]
+program = \"x\"
+resume = \"\"
+
+[[resume_rules]]
+program = \"y\"
+resume = \"a\\u0000b\"
+
+[[resume_rules]]
+program = \"\"
+resume = \"z --continue\"
+
+[[resume_rules]]
+program = \"ok\"
+resume = \"ok --continue\"
+";
+        let (config, problems) = parse(Path::new("c.toml"), text);
+        assert_eq!(config.resume_rules.user_rules().len(), 1, "{problems:#?}");
+        assert_eq!(problems.len(), 3, "{problems:#?}");
+        assert!(problems[0].starts_with("c.toml:1: resume rule ignored (resume must be"));
+        assert!(problems[2].contains("program is empty"), "{problems:#?}");
+        let json = r#"{"resume_rules": [{"program": "x", "resume": " "}]}"#;
+        let (config, problems) = parse(Path::new("c.json"), json);
+        assert!(config.resume_rules.user_rules().is_empty());
+        assert!(
+            problems[1].contains("resume_rules ignored (resume must be"),
+            "{problems:#?}"
+        );
     }
 
     #[test]

@@ -20,54 +20,72 @@ const CLOSE_GRACE: Duration = Duration::from_secs(5);
 impl Server {
     pub(super) fn accept_all(&mut self) {
         loop {
-            let (mut stream, _) = match self.listener.accept() {
+            let (stream, _) = match self.listener.accept() {
                 Ok(pair) => pair,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == io::ErrorKind::ConnectionAborted => continue,
                 Err(e) => {
-                    // EMFILE and friends: log and try again on the next wakeup
-                    // rather than spin.
-                    self.log
-                        .log("accept_failed", &format!("accepting a connection: {e}"));
+                    // EMFILE and friends: the listener will not be reported
+                    // ready again for the clients left pending, so a timer
+                    // retries (`fd_budget.rs`), without spinning.
+                    self.on_accept_starved(&e);
                     return;
                 }
             };
-            let peer = match crate::sys::peer_cred(&stream) {
-                Ok(peer) => peer,
-                Err(e) => {
-                    self.log.log(
-                        "accept_refused",
-                        &format!("cannot read peer credentials: {e}"),
-                    );
-                    continue;
-                }
-            };
-            let uid = crate::sys::current_uid();
-            if peer.uid != uid {
+            self.on_accept_fed();
+            self.admit(stream);
+        }
+    }
+
+    /// Serves an accepted connection if its peer is our uid.
+    pub(super) fn admit(&mut self, mut stream: mio::net::UnixStream) {
+        let Some(peer) = self.peer_of(&stream) else {
+            return;
+        };
+        let token = Token(self.next_token);
+        if let Err(e) = self.poll.registry().register(
+            &mut stream,
+            token,
+            Interest::READABLE | Interest::WRITABLE,
+        ) {
+            self.log
+                .log("accept_failed", &format!("registering a connection: {e}"));
+            return;
+        }
+        self.alloc_token(Source::Conn(token.0));
+        self.conns
+            .insert(token.0, Connection::new(token, stream, peer));
+    }
+
+    /// The peer of an accepted connection, if it is our uid (else logged).
+    pub(super) fn peer_of(
+        &mut self,
+        stream: &mio::net::UnixStream,
+    ) -> Option<crate::sys::PeerCred> {
+        let peer = match crate::sys::peer_cred(stream) {
+            Ok(peer) => peer,
+            Err(e) => {
                 self.log.log(
                     "accept_refused",
-                    &format!(
-                        "refused connection from uid {} (pid {}); this server serves uid {uid} only",
-                        peer.uid,
-                        peer.pid.map_or("unknown".to_string(), |p| p.to_string())
-                    ),
+                    &format!("cannot read peer credentials: {e}"),
                 );
-                continue;
+                return None;
             }
-            let token = Token(self.next_token);
-            if let Err(e) = self.poll.registry().register(
-                &mut stream,
-                token,
-                Interest::READABLE | Interest::WRITABLE,
-            ) {
-                self.log
-                    .log("accept_failed", &format!("registering a connection: {e}"));
-                continue;
-            }
-            self.alloc_token(Source::Conn(token.0));
-            self.conns
-                .insert(token.0, Connection::new(token, stream, peer));
+        };
+        let uid = crate::sys::current_uid();
+        if peer.uid != uid {
+            self.log.log(
+                "accept_refused",
+                &format!(
+                    "refused connection from uid {} (pid {}); this server serves uid {uid} only",
+                    peer.uid,
+                    peer.pid.map_or("unknown".to_string(), |p| p.to_string())
+                ),
+            );
+            return None;
         }
+        Some(peer)
     }
 
     /// A connection is ready to read (or hung up). Writes wait for the
@@ -84,6 +102,12 @@ impl Server {
         let Some(conn) = self.conns.get_mut(&id) else {
             return;
         };
+        // Held input: the socket is left unread until the pane takes it,
+        // so a client typing faster than its program reads is slowed down
+        // by its own socket filling up (`attach.rs`).
+        if conn.input_held.is_some() {
+            return;
+        }
         let limit = match conn.mode {
             ConnMode::Rpc => protocol::MAX_LINE_BYTES + 1,
             ConnMode::Attached { .. } => frame::MAX_FRAME_PAYLOAD + frame::HEADER_LEN,
@@ -164,6 +188,9 @@ impl Server {
                 }
                 ConnMode::Attached { .. } => match frame::decode(rest) {
                     Ok(Some((f, used))) => {
+                        if f.kind == frame::client::INPUT && self.hold_input(id, f.payload.len()) {
+                            break;
+                        }
                         let (kind, payload) = (f.kind, f.payload);
                         start += used;
                         self.handle_frame(id, kind, payload);

@@ -103,6 +103,18 @@ pub struct Connection {
     pub half_closed: bool,
     /// The last time the socket took output or nothing was owed.
     pub last_progress: Instant,
+    /// While attached: when it attached (wall clock, for `client.list`).
+    pub attached_unix_ms: u64,
+    /// While attached: the server's activity stamp of this client's last
+    /// attach, keystroke or resize; the highest sets its pane's size under
+    /// the `latest` window-size policy.
+    pub active: u64,
+    /// Attached: an INPUT frame waits in `inbuf` for room in its pane's
+    /// pending input, and the socket is not read meanwhile (back-pressure,
+    /// `attach.rs`). The pane's `written_total` when that was last checked,
+    /// and when: an `InputStall` timer armed for an earlier hold finds a
+    /// later instant here and leaves it to its own timer.
+    pub input_held: Option<(u64, Instant)>,
 }
 
 impl Connection {
@@ -124,6 +136,9 @@ impl Connection {
             closing: None,
             half_closed: false,
             last_progress: Instant::now(),
+            attached_unix_ms: 0,
+            active: 0,
+            input_held: None,
         }
     }
 
@@ -277,8 +292,18 @@ impl Connection {
         written: usize,
         msg_ends: Vec<usize>,
     ) -> Result<(), String> {
-        if written > out.len() || msg_ends.iter().any(|&end| end > out.len()) {
-            return Err("output bookkeeping out of range".into());
+        // As `output_state` produces them: message ends in order, none
+        // before what was written. Ends out of order or behind `written`
+        // would later cut the queue below what was written
+        // (`replace_queue`) or underflow an end (`flush`'s compaction).
+        let ordered = msg_ends.windows(2).all(|w| w[0] <= w[1]);
+        let past_written = msg_ends.first().is_none_or(|&first| first >= written);
+        let in_range = msg_ends.last().is_none_or(|&last| last <= out.len());
+        if written > out.len() || !ordered || !past_written || !in_range {
+            return Err(format!(
+                "output bookkeeping out of range ({} bytes, {written} written, message ends {msg_ends:?})",
+                out.len()
+            ));
         }
         self.out = out;
         self.out_pos = written;
@@ -348,5 +373,30 @@ mod tests {
         assert!(conn.queue(b"second\n"));
         conn.replace_queue(b"last\n");
         assert_eq!(read_all(&mut conn, &mut peer), b"first\nlast\n");
+    }
+
+    /// Fuzzing finding (handoff target): a manifest whose message ends
+    /// were out of order or behind what was written passed the check, and
+    /// the first `replace_queue` cut the queue below the written position:
+    /// `queued` underflowed (a panic in the new server's import).
+    #[test]
+    fn restored_output_bookkeeping_is_checked_whole() {
+        let out = b"{\"id\":1}\n{\"id\":2}\n{\"id\":3}\n{\"id\":4}\n".to_vec();
+        let new_conn = || {
+            let (ours, _peer) = std::os::unix::net::UnixStream::pair().unwrap();
+            let peer_cred = PeerCred { uid: 0, pid: None };
+            Connection::new(Token(1), UnixStream::from_std(ours), peer_cred)
+        };
+        for (written, ends) in [(30, vec![2, 36]), (0, vec![18, 9, 36]), (5, vec![37])] {
+            let err = new_conn()
+                .restore_output_state(out.clone(), written, ends.clone())
+                .unwrap_err();
+            assert!(err.contains("out of range"), "{written} {ends:?}: {err}");
+        }
+        let mut conn = new_conn();
+        conn.restore_output_state(out.clone(), 12, vec![18, 27, 36])
+            .unwrap();
+        conn.replace_queue(b"last\n");
+        assert_eq!(conn.queued(), 6 + 5);
     }
 }

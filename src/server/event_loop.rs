@@ -46,6 +46,7 @@ impl Server {
             self.flush_queued_output();
             self.revisit_backlog();
             self.fire_timers();
+            self.keeper_tick(Instant::now());
             self.flush_conns();
         }
         Ok(())
@@ -112,9 +113,9 @@ impl Server {
                     self.stop_during_upgrade();
                     self.stopping = true;
                 }
-                // `systemctl reload` (or the reaper forwarding it): upgrade
+                // `systemctl reload` (or the keeper forwarding it): upgrade
                 // to the binary at our own path.
-                SIGHUP => self.start_upgrade(None, crate::protocol::methods::Upgrade::default()),
+                SIGHUP => self.upgrade_on_sighup(),
                 _ => {}
             }
         }
@@ -136,6 +137,8 @@ impl Server {
                 self.on_child_exit(pid, status);
             }
         }
+        // The keeper wakes us with a SIGCHLD for the exits it reaped.
+        self.keeper_drain();
     }
 
     fn fire_timers(&mut self) {
@@ -171,8 +174,12 @@ impl Server {
                 TimerKind::WaitIdle(wait) => self.check_idle_wait(wait, now),
                 TimerKind::Save => self.on_save_timer(now),
                 TimerKind::HistoryTick => self.on_history_tick(),
+                // `keeper_tick` runs every turn; the timer only wakes us.
+                TimerKind::Checkpoint => {}
                 TimerKind::PaneStall(id) => self.check_stalled_clients(id, now),
                 TimerKind::ConnClose(id) => self.on_close_deadline(id, now),
+                TimerKind::AcceptRetry => self.on_accept_retry(),
+                TimerKind::InputStall(conn) => self.check_input_stall(conn, now),
             }
         }
     }

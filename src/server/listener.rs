@@ -76,7 +76,8 @@ pub fn lock_namespace(paths: &NamespacePaths) -> io::Result<InstanceLock> {
     }
     if !crate::sys::try_lock_exclusive(file.as_raw_fd())? {
         // The lock file names the first generation, which after a live
-        // upgrade is only the reaper: ask the server itself who serves.
+        // upgrade is gone (or the keeper, without one's fork): ask the
+        // server itself who serves.
         let mut holder = String::new();
         let _ = (&mut file).take(64).read_to_string(&mut holder);
         let pid = serving_pid(paths)

@@ -12,9 +12,13 @@ mod defaults;
 mod diagnostics;
 mod event_loop;
 mod events;
+mod fd_budget;
+pub(crate) mod fuzzing;
+mod keeper_link;
 mod line_budget;
 mod listener;
 mod output_log;
+mod output_ring;
 mod pane;
 mod pane_exit;
 mod pane_fds;
@@ -119,21 +123,32 @@ pub struct Server {
     exe_path: std::path::PathBuf,
     /// The live upgrade in progress, if any (`upgrade/`).
     upgrade: upgrade::Upgrade,
-    /// Write end of the lineage pipe (see `reaper`), once there is one.
+    /// The servers' end of the keeper channel (see `keeper`), once there
+    /// is one.
     lineage: Option<std::os::fd::OwnedFd>,
-    /// Read end of the lineage pipe: only the first generation has it.
+    /// The keeper's end of a channel this server made because it has no
+    /// keeper (its fork failed): it becomes one after its first handoff.
     lineage_reader: Option<std::os::fd::OwnedFd>,
     /// Whether we serve our sources, or an upgrade paused them, handed
     /// them over (probation) or released them (`serving.rs`).
     serving: serving::Serving,
     /// Figures of the last upgrade, for `server.status`.
     last_upgrade: serde_json::Value,
+    /// On a server started by an upgrade: the server it took over from
+    /// (pid, version, binary), for the report.
+    upgraded_from: serde_json::Value,
     /// On a server started by an upgrade: the `server.upgrade` request to
     /// answer once it serves.
     upgrade_caller: Option<(ConnId, serde_json::Value)>,
+    /// On a server started by an upgrade: when it committed (probation's
+    /// length in the report).
+    committed_at: Option<std::time::Instant>,
     /// While the previous generation is in probation it may still take
     /// everything back, so no new upgrade may start: this is its channel.
     predecessor: Option<std::os::fd::OwnedFd>,
+    /// A SIGHUP (`systemctl reload`, the reaper forwarding one) came while
+    /// an upgrade ran or its probation lasted: run it once that is over.
+    sighup_pending: bool,
     /// The user's config file as read at start-up or by the last
     /// `server.config.reload` (`config.rs`).
     config: config::UserConfig,
@@ -142,6 +157,16 @@ pub struct Server {
     /// The shell-integration scripts, written at start-up (`crate::shell`);
     /// `None` if they could not be (logged).
     shell: Option<crate::shell::Installed>,
+    /// The channel to the keeper (`lineage`): its queue and checkpoints.
+    keeper: keeper_link::KeeperLink,
+    /// What the last crash recovery did, for `server.status`.
+    last_recovery: serde_json::Value,
+    /// The fd limit, the reserve fd and a starved listener's state
+    /// (`fd_budget.rs`).
+    fds: fd_budget::FdBudget,
+    /// Panes some attached client's input is held for (`attach.rs`); may
+    /// name panes whose clients were released or left since.
+    input_held_for: std::collections::BTreeSet<u64>,
     /// Some attached client's view is stale (`Connection::view`): drawn
     /// before the next flush.
     stale_views: bool,
@@ -149,6 +174,13 @@ pub struct Server {
 
 /// Runs a server in the foreground until it is stopped.
 pub fn run(opts: ServerOptions) -> Result<(), StartError> {
+    // A keeper re-executing itself into this binary (after an upgrade)
+    // continues here, holding everything it held.
+    // SAFETY: no other thread runs yet; only our previous image (the
+    // keeper) names these fds.
+    if let Some(keeper) = unsafe { crate::keeper::Keeper::resume_from_env() } {
+        std::process::exit(keeper.run());
+    }
     // The fds a parent named in our environment are taken (and the
     // variables removed, so no child of ours inherits them) now, while this
     // is the only thread: the disk writer starts in `Server::assemble`.
@@ -167,12 +199,12 @@ pub fn run(opts: ServerOptions) -> Result<(), StartError> {
             crate::sys::take_inherited_fd(READY_FD_ENV, crate::sys::FdKind::Pipe)
                 .ok()
                 .flatten(),
-            crate::reaper::lineage_from_env(),
+            crate::keeper::lineage_from_env(),
         )
     };
     let paths = opts.paths;
     ignore_sigxfsz();
-    crate::reaper::become_subreaper();
+    crate::keeper::become_subreaper();
     paths.prepare_runtime_dir().map_err(|e| e.to_string())?;
     let lock = listener::lock_namespace(&paths).map_err(|e| StartError {
         already_served: e.kind() == std::io::ErrorKind::AddrInUse,
@@ -190,6 +222,23 @@ pub fn run(opts: ServerOptions) -> Result<(), StartError> {
     let bound = match activated {
         Some(bound) => bound,
         None => listener::bind_socket(&paths).map_err(|e| e.to_string())?,
+    };
+    // A first start becomes the keeper + the serving process, while this
+    // is still the only thread (the disk writer starts in `assemble`).
+    // A channel from our environment: the keeper let go of the namespace
+    // (a restore-mode exec, a crash loop's fresh start) and gets ours.
+    let namespace_fds = lineage.is_some();
+    let lineage = match lineage {
+        Some(l) => Some(l),
+        // The bench's baseline (and a way out should the keeper misbehave):
+        // a server alone, no rings, no checkpoints, no crash recovery.
+        None if std::env::var_os(crate::keeper::NO_KEEPER_ENV).is_some() => None,
+        None => fork_keeper(
+            &paths,
+            std::os::fd::AsRawFd::as_raw_fd(&bound.listener),
+            &lock,
+            ready.as_ref(),
+        )?,
     };
     // Temp files of a server killed mid-save; we hold the lock now.
     persist::atomic::remove_stale_temps(&paths.state_dir);
@@ -210,9 +259,21 @@ pub fn run(opts: ServerOptions) -> Result<(), StartError> {
             bound.path.display()
         ),
     );
+    // Non-blocking: the loop must never wait on the keeper (an fd
+    // inherited across an exec comes blocking).
+    if let Some(l) = &lineage {
+        let _ = crate::sys::set_nonblocking_cloexec(std::os::fd::AsRawFd::as_raw_fd(l));
+    }
     server.lineage = lineage;
-    if let Some(l) = &server.lineage {
-        crate::reaper::announce(l);
+    server.keeper_serving(namespace_fds, true);
+    if let Ok(why) = std::env::var(crate::keeper::RECOVERY_ENV) {
+        // SAFETY: the disk thread never reads the environment.
+        unsafe { std::env::remove_var(crate::keeper::RECOVERY_ENV) };
+        server.log.log(
+            "recovered",
+            &format!("{why}; the keeper's crash loop gave up on its checkpoint: started from the snapshot on disk"),
+        );
+        server.last_recovery = serde_json::json!({ "reason": why, "from": "snapshot" });
     }
     if opts.restore {
         server.restore_from_disk(opts.hold_reruns);
@@ -220,6 +281,85 @@ pub fn run(opts: ServerOptions) -> Result<(), StartError> {
     signal_ready(ready);
     crate::service::notify::ready(&format!("serving {} panes", server.panes.len()));
     Ok(server.serve()?)
+}
+
+/// Forks: the parent becomes the keeper (`crate::keeper`) and never
+/// returns; the child goes on as the serving process with its end of the
+/// channel. `None` (with the reason logged to stderr) if the keeper could
+/// not be made: the server then serves alone, as the first generation.
+fn fork_keeper(
+    paths: &NamespacePaths,
+    listener: std::os::fd::RawFd,
+    lock: &listener::InstanceLock,
+    ready: Option<&std::os::fd::OwnedFd>,
+) -> Result<Option<std::os::fd::OwnedFd>, String> {
+    use std::os::fd::AsRawFd;
+    let (keeper_end, server_end) = match crate::keeper::channel() {
+        Ok(pair) => pair,
+        Err(e) => {
+            eprintln!("ptyd: no keeper (creating its channel: {e}); serving without one");
+            return Ok(None);
+        }
+    };
+    let dup = |fd: std::os::fd::RawFd| {
+        // SAFETY: both fds are open for this call (the caller holds them).
+        unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }
+            .try_clone_to_owned()
+            .ok()
+    };
+    let (held_listener, held_lock) = (dup(listener), dup(lock.raw_fd()));
+    let keeper_pid = std::process::id() as i32;
+    // SAFETY: only this thread exists (no thread is started before
+    // `Server::assemble`), so the child may run ordinary code after fork.
+    match unsafe { nix::unistd::fork() } {
+        Ok(nix::unistd::ForkResult::Child) => {
+            // Killing the keeper (the service's main pid) ends the server
+            // as killing the server did before there was a keeper: the
+            // panes hang up. (Only this first generation: a later one is
+            // not the keeper's child until its predecessor exits.)
+            let _ = crate::sys::die_with_parent(keeper_pid);
+            drop(keeper_end);
+            drop((held_listener, held_lock));
+            Ok(Some(server_end))
+        }
+        Ok(nix::unistd::ForkResult::Parent { child }) => {
+            drop(server_end);
+            // The keeper keeps only its own copies: the ready pipe is the
+            // server's to answer, and the listener and lock must close
+            // with the keeper's copies alone (a stop lets them go).
+            let keep: [std::os::fd::RawFd; 3] = [
+                keeper_end.as_raw_fd(),
+                held_listener.as_ref().map_or(-1, |f| f.as_raw_fd()),
+                held_lock.as_ref().map_or(-1, |f| f.as_raw_fd()),
+            ];
+            for fd in [
+                Some(listener),
+                Some(lock.raw_fd()),
+                ready.map(|r| r.as_raw_fd()),
+            ]
+            .into_iter()
+            .flatten()
+            {
+                if !keep.contains(&fd) {
+                    // SAFETY: these are the caller's fds, which this
+                    // process never uses again: it exits below.
+                    unsafe { libc::close(fd) };
+                }
+            }
+            let keeper = crate::keeper::Keeper::new(
+                keeper_end,
+                child.as_raw(),
+                paths.namespace.clone(),
+                held_listener,
+                held_lock,
+            );
+            std::process::exit(keeper.run())
+        }
+        Err(e) => {
+            eprintln!("ptyd: no keeper (fork: {e}); serving without one");
+            Ok(None)
+        }
+    }
 }
 
 /// Exit code of `ptyd server` when another server already serves the
@@ -261,6 +401,10 @@ impl Server {
         history: bool,
     ) -> Result<Server, String> {
         let mut log = Diagnostics::open(paths.diagnostics());
+        let (fds, fd_note) = fd_budget::FdBudget::new();
+        if let Some(note) = fd_note {
+            log.log("fd_limit", &note);
+        }
         let poll = Poll::new().map_err(|e| format!("creating poll: {e}"))?;
         // Registered before any pane exists, so no child's exit can be missed.
         let mut signals = Signals::new([SIGCHLD, SIGTERM, SIGINT, SIGHUP])
@@ -324,11 +468,18 @@ impl Server {
             lineage_reader: None,
             serving: serving::Serving::Owned,
             last_upgrade: serde_json::Value::Null,
+            upgraded_from: serde_json::Value::Null,
             upgrade_caller: None,
+            committed_at: None,
             predecessor: None,
+            sighup_pending: false,
             config,
             config_problems,
             shell,
+            keeper: keeper_link::KeeperLink::default(),
+            last_recovery: serde_json::Value::Null,
+            fds,
+            input_held_for: Default::default(),
             stale_views: false,
         };
         server.persist.debounce = server.config.save_debounce;
@@ -342,8 +493,8 @@ impl Server {
 
     /// Runs the loop until the server stops or hands over, then finishes
     /// accordingly: a stopped server saves and hangs up; a server that handed
-    /// over lets go of everything (the new one owns it all now) and, if it is
-    /// the first generation, stays behind as the reaper.
+    /// over lets go of everything (the new one owns it all now) and exits,
+    /// or, a first generation without a keeper, becomes the keeper.
     fn serve(mut self) -> Result<(), String> {
         // A panic in the loop must still save what it can and tell clients
         // we are gone, so none of them reconnects forever.
@@ -359,16 +510,21 @@ impl Server {
             return result;
         };
         let reader = self.lineage_reader.take();
+        let namespace = self.paths.namespace.clone();
         self.release();
         drop(self);
         match reader {
             Some(reader) => {
+                // A server that started without a keeper (its fork
+                // failed) becomes one now, holding only its children.
                 // Everything the server held is freed by now (the panes'
-                // models, the connections' queues); the reaper lives on
+                // models, the connections' queues); the keeper lives on
                 // for as long as the service does and needs almost none of
                 // it, so the memory goes back rather than stay resident.
                 crate::sys::release_free_memory();
-                std::process::exit(crate::reaper::run_reaper(reader, new_pid as i32))
+                let keeper =
+                    crate::keeper::Keeper::new(reader, new_pid as i32, namespace, None, None);
+                std::process::exit(keeper.run())
             }
             None => Ok(()),
         }
@@ -377,10 +533,15 @@ impl Server {
     /// Tells clients we are going, hangs up the panes, removes our socket.
     pub(super) fn shutdown(&mut self) {
         crate::service::notify::stopping();
+        // First, so the keeper lets go of the panes (they hang up) and of
+        // the namespace along with us.
+        self.keeper_stopping();
         // Save first: the snapshot must describe the panes as they ran,
         // and stopping the server is no reason to forget them.
         self.final_save();
         self.emit(crate::protocol::events::Event::ServerStopping {});
+        // Stopped in probation: the upgrade itself went through.
+        self.answer_upgrade_caller("stopped");
         let attached: Vec<ConnId> = self
             .conns
             .iter()

@@ -137,6 +137,12 @@ pub struct Pane {
     pending_acks: Vec<PendingAck>,
     recent_requests: HashMap<String, u64>,
     recent_order: VecDeque<String>,
+    /// Every byte read, also in shared memory the keeper holds, for a
+    /// replacement server to replay after a crash (`output_ring.rs`).
+    ring: Option<super::output_ring::OutputRing>,
+    /// The ring's position at the last crash checkpoint: a pane is not
+    /// read further while a whole ring's worth past it is unsaved.
+    ring_saved: u64,
 }
 
 /// What one `Pane::read_output` call got.
@@ -243,6 +249,8 @@ impl Pane {
             pending_acks: Vec::new(),
             recent_requests: HashMap::new(),
             recent_order: VecDeque::new(),
+            ring: None,
+            ring_saved: 0,
         }
     }
 
@@ -339,6 +347,14 @@ impl Pane {
         Some(child)
     }
 
+    /// Why the pane has no process, while it is held.
+    pub fn held_reason(&self) -> Option<&str> {
+        match &self.state {
+            PaneState::Held { reason } => Some(reason),
+            _ => None,
+        }
+    }
+
     pub fn is_running(&self) -> bool {
         matches!(self.state, PaneState::Running(_))
     }
@@ -349,6 +365,11 @@ impl Pane {
             PaneState::Running(c) | PaneState::Exited { child: c, .. } => Some(*c),
             PaneState::Held { .. } => None,
         }
+    }
+
+    /// Input bytes written to the PTY so far in this pane's life.
+    pub fn written_total(&self) -> u64 {
+        self.written_total
     }
 
     pub fn pending_input(&self) -> usize {
@@ -411,6 +432,13 @@ impl Pane {
         if self.input_pos == self.input.len() {
             self.input.clear();
             self.input_pos = 0;
+        } else if self.input_pos >= 64 * 1024 && self.input_pos * 2 >= self.input.len() {
+            // Input kept arriving before the buffer ever emptied (a paste
+            // paced by the program): drop what is written, or the buffer
+            // grows by everything ever typed (100 MB pasted held 100 MB).
+            // At least half is gone, so the copy costs at most what it frees.
+            self.input.drain(..self.input_pos);
+            self.input_pos = 0;
         }
         Ok(())
     }
@@ -435,14 +463,40 @@ impl Pane {
         };
         let mut buf = [0u8; 16 * 1024];
         loop {
-            match master.read(&mut buf) {
+            // A full ring waits for the next checkpoint: the PTY holds
+            // what does not fit, so nothing is lost to a crash meanwhile.
+            let room = match &self.ring {
+                Some(r) => (r.capacity() as u64)
+                    .saturating_sub(r.written() - self.ring_saved)
+                    .min(buf.len() as u64) as usize,
+                None => buf.len(),
+            };
+            if room == 0 {
+                read.more = true;
+                break;
+            }
+            // Straight into the ring where there is one (see
+            // `OutputRing::reserve`: nothing read is lost to a crash).
+            let result = match &mut self.ring {
+                Some(ring) => {
+                    let result = master.read(ring.reserve(room));
+                    ring.commit(*result.as_ref().unwrap_or(&0));
+                    result
+                }
+                None => master.read(&mut buf[..room]),
+            };
+            match result {
                 Ok(0) => {
                     read.ended = true;
                     break;
                 }
                 Ok(n) => {
-                    self.screen.feed(&buf[..n], forward);
-                    self.output.feed(&buf[..n]);
+                    let data = match &self.ring {
+                        Some(ring) => ring.last(n),
+                        None => &buf[..n],
+                    };
+                    self.screen.feed(data, forward);
+                    self.output.feed(data);
                     read.taken += n;
                     if read.taken >= budget {
                         read.more = true;
@@ -618,6 +672,52 @@ impl Pane {
     /// together (adopt, register, deregister, close the pidfd).
     pub fn fds_mut(&mut self) -> &mut PaneFds {
         &mut self.fds
+    }
+
+    pub fn ring(&self) -> Option<&super::output_ring::OutputRing> {
+        self.ring.as_ref()
+    }
+
+    pub fn set_ring(&mut self, ring: super::output_ring::OutputRing) {
+        self.ring_saved = ring.written();
+        self.ring = Some(ring);
+    }
+
+    /// No keeper to checkpoint for: the ring would only hold reads back.
+    pub fn drop_ring(&mut self) {
+        self.ring = None;
+    }
+
+    /// After a crash: commits a read the dead server never committed.
+    pub fn take_ring_pending(&mut self) {
+        if let Some(ring) = &mut self.ring {
+            ring.take_pending();
+        }
+    }
+
+    /// A checkpoint recorded the ring up to `at`.
+    pub fn ring_saved_at(&mut self, at: u64) {
+        self.ring_saved = at;
+    }
+
+    /// Bytes in the ring not covered by a checkpoint, and its capacity.
+    pub fn ring_unsaved(&self) -> Option<(u64, u64)> {
+        self.ring
+            .as_ref()
+            .map(|r| (r.written() - self.ring_saved, r.capacity() as u64))
+    }
+
+    /// Output a crash replacement recovered from the ring: into the
+    /// model as if read now (nothing is forwarded: no client is
+    /// attached yet).
+    pub fn replay_output(&mut self, bytes: &[u8]) {
+        let mut forward = Vec::new();
+        self.screen.feed(bytes, &mut forward);
+        self.output.feed(bytes);
+        // The dead server answered these queries, or the program gave up
+        // on them: answering again would type into the program.
+        let _ = self.screen.take_replies();
+        self.history_dirty = true;
     }
 }
 

@@ -150,6 +150,7 @@ impl Server {
             self.broadcast_output(id, &forward, switched);
         }
         if read.taken > 0 {
+            self.keeper.mark_dirty();
             self.check_text_waits(id);
         }
         if !term_events.is_empty() {
@@ -216,6 +217,14 @@ impl Server {
             let msg = format!("writing input to pane {}: {e}", pane.public_id());
             self.log.log("input_failed", &msg);
         }
+        if pane.pending_input() <= super::pane::MAX_PENDING_INPUT / 2
+            && self.input_held_for.contains(&id)
+        {
+            self.release_held_input(id);
+        }
+        let Some(pane) = self.panes.get_mut(&id) else {
+            return;
+        };
         let (prompts, finished) = (pane.prompts_seen(), pane.commands_finished());
         let acks = pane.take_written_acks();
         if acks.is_empty() {

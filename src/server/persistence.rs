@@ -121,6 +121,8 @@ impl Persistence {
 impl Server {
     /// Records a structural change and schedules a save.
     pub(super) fn mark_dirty(&mut self) {
+        // What a snapshot covers, a crash checkpoint covers too.
+        self.keeper.mark_dirty();
         let now = Instant::now();
         let p = &mut self.persist;
         p.revision += 1;

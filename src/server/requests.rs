@@ -10,7 +10,7 @@ use crate::model::PaneId;
 use crate::protocol::events::Event;
 use crate::protocol::methods::{self, Request};
 use crate::protocol::replies::{HelloReply, Status};
-use crate::protocol::{ErrorCode, PROTOCOL_VERSION, RawRequest, RpcError, SERVER_VERSION};
+use crate::protocol::{ErrorCode, PROTOCOL_VERSION, RpcError, SERVER_VERSION};
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -48,56 +48,30 @@ fn within_reply_limit(method: &str, result: Value) -> Result<Value, RpcError> {
 
 impl Server {
     pub(super) fn handle_line(&mut self, conn: ConnId, line: &[u8]) {
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        if line.iter().all(u8::is_ascii_whitespace) {
+        let Some((id, request)) = crate::protocol::parse_request_line(line) else {
             return;
-        }
-        // Through `Value` first: serde would also build the struct from a
-        // JSON array (`[id, method, params]`), which is not a request.
-        let raw = serde_json::from_slice::<Value>(line).and_then(|v| match v {
-            Value::Object(_) => serde_json::from_value::<RawRequest>(v),
-            _ => Err(serde::de::Error::custom(
-                "the line is JSON but not an object",
-            )),
+        };
+        let outcome = request.and_then(|request| {
+            let method = request.method();
+            let result = self.dispatch(conn, &id, request)?;
+            Ok(result.map(|result| (method, result)))
         });
-        let raw = match raw {
-            Ok(raw) => raw,
-            Err(e) => {
-                let err = RpcError::new(
-                    ErrorCode::ParseError,
-                    format!(
-                        "not a JSON request object ({e}); send one {{\"id\",\"method\",\"params\"}} object per line"
-                    ),
-                );
-                self.respond(conn, &Value::Null, Err(err));
-                return;
-            }
-        };
-        let Some(method) = raw.method else {
-            let err = RpcError::new(
-                ErrorCode::InvalidRequest,
-                "request has no \"method\"; see docs/protocol.md",
-            );
-            self.respond(conn, &raw.id, Err(err));
-            return;
-        };
-        let outcome = self.dispatch(conn, &raw.id, &method, raw.params);
         match outcome {
-            Ok(Some(result)) => {
-                let result = within_reply_limit(&method, result);
-                self.respond(conn, &raw.id, result)
+            Ok(Some((method, result))) => {
+                let result = within_reply_limit(method, result);
+                self.respond(conn, &id, result)
             }
             Ok(None) => {}
-            Err(err) => self.respond(conn, &raw.id, Err(err)),
+            Err(err) => self.respond(conn, &id, Err(err)),
         }
     }
 
     /// Runs one method. `Ok(None)` means the handler answers later (a parked
     /// wait, an input ack) or has already answered (attach).
-    fn dispatch(&mut self, conn: ConnId, rpc_id: &Value, method: &str, p: Value) -> Outcome {
-        match Request::parse(method, p)? {
+    fn dispatch(&mut self, conn: ConnId, rpc_id: &Value, request: Request) -> Outcome {
+        match request {
             Request::Hello(req) => self.hello(req),
-            Request::ServerStatus(_) => reply(&self.status()),
+            Request::ServerStatus(_) => reply(&self.status(conn)),
             Request::ServerUpgrade(req) => {
                 self.start_upgrade(Some((conn, rpc_id.clone())), req);
                 Ok(None)
@@ -189,8 +163,14 @@ impl Server {
                 let grace = req
                     .grace_ms
                     .map_or(super::defaults::KILL_GRACE, Duration::from_millis);
+                let running = self.panes[&id].is_running();
                 self.kill_pane(id, signal, grace, ExitReason::Killed);
-                Ok(Some(json!({})))
+                Ok(Some(json!({
+                    "pane": PaneId::new(id),
+                    "signal": signal,
+                    "signalled": running,
+                    "grace_ms": grace.as_millis() as u64,
+                })))
             }
             Request::PaneRemove(req) => {
                 let id = self.resolve_target(&req.target)?;
@@ -207,7 +187,7 @@ impl Server {
                     self.kill_pane(id, crate::sys::SIGKILL, Duration::ZERO, ExitReason::Killed);
                 }
                 self.remove_pane(id);
-                Ok(Some(json!({})))
+                Ok(Some(json!({ "pane": PaneId::new(id) })))
             }
             Request::PaneWait(req) => self.pane_wait(conn, rpc_id, req),
             Request::EventsSubscribe(req) => {
@@ -227,6 +207,8 @@ impl Server {
                 self.attach(conn, rpc_id, req)?;
                 Ok(None)
             }
+            Request::ClientList(req) => self.client_list(req).map(Some),
+            Request::ClientDetach(req) => self.client_detach(req).map(Some),
         }
     }
 
@@ -248,7 +230,9 @@ impl Server {
         })
     }
 
-    fn status(&self) -> Status {
+    /// `server.status`, as seen by connection `asking` (which it does not
+    /// count among the connections).
+    fn status(&self, asking: ConnId) -> Status {
         Status {
             pid: std::process::id(),
             server_version: SERVER_VERSION.into(),
@@ -259,7 +243,12 @@ impl Server {
             uptime_ms: self.started.elapsed().as_millis() as u64,
             panes: self.panes.len(),
             running_panes: self.panes.values().filter(|p| p.is_running()).count(),
-            clients: self.conns.len(),
+            clients: self
+                .conns
+                .values()
+                .filter(|c| matches!(c.mode, ConnMode::Attached { .. }))
+                .count(),
+            connections: self.conns.keys().filter(|id| **id != asking).count(),
             event_seq: self.events.last_seq(),
             event_ring_bytes: self.events.bytes(),
             generation: self.generation,
@@ -269,6 +258,7 @@ impl Server {
             tabs: self.tree.tabs.len(),
             persistence: self.persist.status(),
             config: self.config_status(),
+            keeper: self.keeper_status(),
         }
     }
 
@@ -318,6 +308,15 @@ impl Server {
     fn pane_input(&mut self, conn: ConnId, rpc_id: &Value, req: methods::PaneInput) -> Outcome {
         let id = self.resolve_target(&req.target)?;
         let pane = self.panes.get_mut(&id).expect("resolved");
+        if let Some(why) = pane.held_reason() {
+            return Err(RpcError::new(
+                ErrorCode::PaneExited,
+                format!(
+                    "pane {} is held (no process) and takes no input: {why}",
+                    pane.public_id()
+                ),
+            ));
+        }
         if !pane.is_running() || pane.fds().master().is_none() {
             return Err(RpcError::new(
                 ErrorCode::PaneExited,
@@ -486,6 +485,8 @@ impl Server {
                 self.sources.remove(&pidfd_token);
             }
             self.sources.remove(&pane.token());
+            // The keeper's copies too, so the pane hangs up now.
+            self.keeper_forget_pane(id);
             for ack in pane.take_acks() {
                 let err = RpcError::new(
                     ErrorCode::NotFound,
@@ -515,10 +516,7 @@ fn text_wait(
     let invalid = |msg: String| RpcError::new(ErrorCode::InvalidParams, msg);
     let regex = if req.regex {
         Some(
-            regex::RegexBuilder::new(&text)
-                .multi_line(true)
-                .size_limit(1 << 20)
-                .build()
+            wait_regex(&text)
                 .map_err(|e| invalid(format!("\"text\" is not a valid regex: {e}")))?,
         )
     } else {
@@ -553,6 +551,16 @@ fn text_wait(
         after_command_start: marks,
         scanned: from,
     })
+}
+
+/// A text wait's regex, compiled as every wait compiles it (a request's,
+/// and one handed over by a live upgrade): multi-line, with a bound on
+/// the compiled size so a hostile pattern cannot cost the loop memory.
+pub(super) fn wait_regex(text: &str) -> Result<regex::Regex, regex::Error> {
+    regex::RegexBuilder::new(text)
+        .multi_line(true)
+        .size_limit(1 << 20)
+        .build()
 }
 
 /// Parses `TERM`, `SIGTERM`, `sigterm` or `15`.

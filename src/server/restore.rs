@@ -24,9 +24,30 @@ use std::time::Instant;
 const HISTORY_READ_LIMIT: u64 = super::persistence::HISTORY_MAX_BYTES as u64 + (64 << 10);
 
 /// What a pane does after the restore.
-enum Plan {
+#[derive(Debug)]
+pub(super) enum Plan {
     Run(CommandSpec),
     Hold(String),
+}
+
+/// Why a restored pane runs what it runs (or is held), for the report.
+#[derive(Clone, Copy)]
+pub(super) enum Outcome {
+    Resumed,
+    Rerun,
+    Shell,
+    Held,
+}
+
+impl Outcome {
+    fn name(self) -> &'static str {
+        match self {
+            Outcome::Resumed => "resumed",
+            Outcome::Rerun => "rerun",
+            Outcome::Shell => "shell",
+            Outcome::Held => "held",
+        }
+    }
 }
 
 impl Server {
@@ -61,7 +82,7 @@ impl Server {
             Loaded::Snapshot(snapshot) => {
                 // The revision only grows, also across restarts.
                 let revision = snapshot.revision;
-                let fixes = self.rebuild(snapshot, hold_reruns);
+                let (fixes, planned) = self.rebuild(snapshot, hold_reruns);
                 self.persist.revision = self.persist.revision.max(revision);
                 self.persist.saved_revision = self.persist.revision;
                 for fix in &fixes {
@@ -74,7 +95,16 @@ impl Server {
                     fixes.len()
                 );
                 self.log.log("restored", &msg);
-                self.persist.restore_report = json!({ "found": true, "panes": self.panes.len(), "repairs": fixes, "took_ms": took });
+                let outcomes = self.restore_outcomes(&planned);
+                self.persist.restore_report = json!({
+                    "found": true,
+                    "file": persist::session_path(&self.paths.state_dir),
+                    "unix_ms": crate::clock::unix_ms(),
+                    "panes": self.panes.len(),
+                    "outcomes": outcomes,
+                    "repairs": fixes,
+                    "took_ms": took,
+                });
                 if let Value::Object(report) = self.persist.restore_report.clone() {
                     self.emit(Event::ServerRestored { report });
                 }
@@ -82,8 +112,9 @@ impl Server {
         }
     }
 
-    /// Rebuilds tree and panes; returns the repairs made.
-    fn rebuild(&mut self, snap: Snapshot, hold_reruns: bool) -> Vec<String> {
+    /// Rebuilds tree and panes; returns the repairs made and what each
+    /// pane was planned to do.
+    fn rebuild(&mut self, snap: Snapshot, hold_reruns: bool) -> (Vec<String>, Vec<(u64, Outcome)>) {
         // A restart is a new generation of the same session: the fence
         // keeps growing.
         self.generation = snap.generation + 1;
@@ -106,8 +137,11 @@ impl Server {
             fixes.push(format!("config: {problem}"));
         }
         let mut fills = Vec::new();
+        let mut planned = Vec::new();
         for (id, rec) in records {
-            fills.push(self.restore_pane(id.get(), rec, &rules, hold_reruns, &mut fixes));
+            let (fill, outcome) = self.restore_pane(id.get(), rec, &rules, hold_reruns, &mut fixes);
+            fills.push(fill);
+            planned.push((id.get(), outcome));
         }
         // The history directory itself must be a real, private directory:
         // through a symlink we would read (and later write) elsewhere.
@@ -144,7 +178,34 @@ impl Server {
             }
             pane.print_history(&notice);
         }
-        fixes
+        (fixes, planned)
+    }
+
+    /// Per pane, what the restore did with it (`outcomes` of the restore
+    /// report, `server.status` and the `server.restored` event): `resumed`
+    /// (its resume command, or a resume rule's), `rerun`, `shell` (back as
+    /// a fresh shell) or `held` (with the reason, which names the failure
+    /// of a start that did not work).
+    fn restore_outcomes(&self, planned: &[(u64, Outcome)]) -> Vec<Value> {
+        planned
+            .iter()
+            .filter_map(|(id, outcome)| {
+                let pane = self.panes.get(id)?;
+                let mut entry = json!({
+                    "pane": pane.public_id(),
+                    "name": pane.name(),
+                    "policy": pane.restore(),
+                });
+                match pane.held_reason() {
+                    Some(why) => {
+                        entry["outcome"] = json!("held");
+                        entry["held_reason"] = json!(why);
+                    }
+                    None => entry["outcome"] = json!(outcome.name()),
+                }
+                Some(entry)
+            })
+            .collect()
     }
 
     /// Creates and starts (or holds) one pane; returns what its screen gets
@@ -156,7 +217,7 @@ impl Server {
         rules: &super::resume_rules::ResumeRules,
         hold_reruns: bool,
         fixes: &mut Vec<String>,
-    ) -> (u64, Option<PathBuf>, String) {
+    ) -> ((u64, Option<PathBuf>, String), Outcome) {
         let saved_cwd = PathBuf::from(&rec.cwd);
         let cwd = if saved_cwd.is_absolute() && saved_cwd.is_dir() {
             saved_cwd.clone()
@@ -164,41 +225,7 @@ impl Server {
             existing_cwd(&saved_cwd)
         };
         let (cols, rows) = crate::pty::clamp_size(u32::from(rec.cols), u32::from(rec.rows));
-        let by_rule = rec
-            .resume
-            .is_none()
-            .then(|| rules.resume_for(&rec.command))
-            .flatten();
-        let plan = match (&rec.resume, &rec.command, rec.restore) {
-            (Some(resume), _, _) => Plan::Run(CommandSpec::Shell(resume.clone())),
-            (None, _, _) if by_rule.is_some() => {
-                Plan::Run(CommandSpec::Shell(by_rule.clone().unwrap_or_default()))
-            }
-            (None, cmd, _) if is_plain_shell(cmd) => Plan::Run(cmd.clone()),
-            (None, cmd, RestorePolicy::Rerun) if !hold_reruns => Plan::Run(cmd.clone()),
-            // Listing panes must not run commands as a side effect.
-            (None, _, RestorePolicy::Rerun) => Plan::Hold(format!(
-                "restored by a server a client command started, which re-runs nothing; \
-                 `ptyd respawn {}` runs it again",
-                PaneId::new(id)
-            )),
-            (None, _, RestorePolicy::Shell) => Plan::Run(CommandSpec::LoginShell),
-            (None, _, RestorePolicy::Hold) => Plan::Hold(format!(
-                "restored with policy hold; `ptyd respawn {}` starts it again",
-                PaneId::new(id)
-            )),
-        };
-        // A plan to run a command the API would refuse (an empty argv, say)
-        // holds the pane instead: it waits for the user, it never panics.
-        let plan = match plan {
-            Plan::Run(cmd) => match crate::validate::command(&cmd) {
-                Ok(()) => Plan::Run(cmd),
-                Err(why) => Plan::Hold(format!(
-                    "its saved command cannot be started ({why}); remove it and create a new pane"
-                )),
-            },
-            hold => hold,
-        };
+        let (plan, outcome) = plan(id, &rec, rules, hold_reruns);
         let token = self.alloc_token(super::Source::Pane(id));
         let setup = PaneSetup {
             id,
@@ -250,7 +277,70 @@ impl Server {
                 }
             }
         }
-        (id, history, notice)
+        ((id, history, notice), outcome)
+    }
+}
+
+/// What a restored pane does: run its `resume` (or a rule's), a plain
+/// shell again, its command if its policy re-runs it, a fresh login shell,
+/// or hold. A plan to run a command the API would refuse (an empty argv,
+/// say) holds the pane instead: it waits for the user, it never panics.
+/// Pure, so the snapshot fuzz target plans exactly as a restore does.
+pub(super) fn plan(
+    id: u64,
+    rec: &PaneRecord,
+    rules: &super::resume_rules::ResumeRules,
+    hold_reruns: bool,
+) -> (Plan, Outcome) {
+    let by_rule = rec
+        .resume
+        .is_none()
+        .then(|| rules.resume_for(&rec.command))
+        .flatten();
+    let (plan, outcome) = match (&rec.resume, &rec.command, rec.restore) {
+        (Some(resume), _, _) => (
+            Plan::Run(CommandSpec::Shell(resume.clone())),
+            Outcome::Resumed,
+        ),
+        (None, _, _) if by_rule.is_some() => (
+            Plan::Run(CommandSpec::Shell(by_rule.clone().unwrap_or_default())),
+            Outcome::Resumed,
+        ),
+        (None, cmd, _) if is_plain_shell(cmd) => (Plan::Run(cmd.clone()), Outcome::Shell),
+        (None, cmd, RestorePolicy::Rerun) if !hold_reruns => {
+            (Plan::Run(cmd.clone()), Outcome::Rerun)
+        }
+        // Listing panes must not run commands as a side effect.
+        (None, _, RestorePolicy::Rerun) => (
+            Plan::Hold(format!(
+                "restored by a server a client command started, which re-runs nothing; \
+                 `ptyd respawn {}` runs it again",
+                PaneId::new(id)
+            )),
+            Outcome::Held,
+        ),
+        (None, _, RestorePolicy::Shell) => (Plan::Run(CommandSpec::LoginShell), Outcome::Shell),
+        (None, _, RestorePolicy::Hold) => (
+            Plan::Hold(format!(
+                "restored with policy hold; `ptyd respawn {}` starts it again",
+                PaneId::new(id)
+            )),
+            Outcome::Held,
+        ),
+    };
+    // A plan to run a command the API would refuse (an empty argv, say)
+    // holds the pane instead: it waits for the user, it never panics.
+    match plan {
+        Plan::Run(cmd) => match crate::validate::command(&cmd) {
+            Ok(()) => (Plan::Run(cmd), outcome),
+            Err(why) => (
+                Plan::Hold(format!(
+                    "its saved command cannot be started ({why}); remove it and create a new pane"
+                )),
+                Outcome::Held,
+            ),
+        },
+        hold => (hold, outcome),
     }
 }
 
@@ -275,26 +365,9 @@ fn is_plain_shell(command: &CommandSpec) -> bool {
     }
 }
 
-/// "2026-11-30 01:02:03 UTC", without a date crate.
+/// "2026-11-30 01:02:03 UTC": now, for the restore notice.
 fn restored_when() -> String {
-    let secs = crate::clock::unix_ms() / 1000;
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Civil-from-days (Howard Hinnant's algorithm), valid for any date after 1970.
-    let z = days as i64 + 719_468;
-    let era = z / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    crate::clock::utc(crate::clock::unix_ms())
 }
 
 #[cfg(test)]

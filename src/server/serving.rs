@@ -43,6 +43,11 @@ impl Serving {
         !matches!(self, Serving::Owned)
     }
 
+    /// Ours and served (no upgrade paused or took our sources).
+    pub fn is_owned(&self) -> bool {
+        matches!(self, Serving::Owned)
+    }
+
     /// The blackout starts.
     pub fn pause(&mut self) -> Result<(), String> {
         match self {

@@ -98,6 +98,7 @@ impl Server {
                     )));
                 }
                 let target = self.resolve_target(&target)?;
+                self.check_split_depth(PaneId::new(target))?;
                 Placement::Split {
                     target,
                     direction: req.direction.unwrap_or(Direction::Horizontal),
@@ -116,6 +117,7 @@ impl Server {
                 }
             }
         };
+        self.check_fds_for_pane()?;
         let (cols, rows) = crate::pty::clamp_size(
             u32::from(req.cols.unwrap_or(super::defaults::COLS)),
             u32::from(req.rows.unwrap_or(super::defaults::ROWS)),
@@ -156,6 +158,11 @@ impl Server {
         // failed attempts do not leave holes.
         self.next_pane_id = next_id.get();
         self.place_pane(id, placement);
+        let active = if req.read_only {
+            0
+        } else {
+            self.next_activity()
+        };
         if req.attach
             && let Some(c) = self.conns.get_mut(&conn)
         {
@@ -165,6 +172,8 @@ impl Server {
                 cols,
                 rows,
             };
+            c.attached_unix_ms = crate::clock::unix_ms();
+            c.active = active;
             c.view.flat = req.alt_screen;
             // Frames only from here: no event lines after the response.
             c.subscribed = false;
@@ -187,6 +196,26 @@ impl Server {
             });
         }
         Ok(Some(info))
+    }
+
+    /// Refuses a split that would nest deeper than
+    /// [`crate::workspace::layout::MAX_SPLIT_DEPTH`], before anything starts.
+    fn check_split_depth(&self, target: PaneId) -> Result<(), RpcError> {
+        use crate::workspace::layout::MAX_SPLIT_DEPTH;
+        let Some(tab) = self.tree.tab_of(target) else {
+            return Ok(());
+        };
+        let depth = (self.tree.tabs.get(&tab))
+            .and_then(|t| t.layout.depth_of(target))
+            .unwrap_or(0);
+        if depth >= MAX_SPLIT_DEPTH {
+            return Err(invalid(format!(
+                "pane {target} is already {depth} splits deep in tab {tab}, the most a tab nests \
+                 ({MAX_SPLIT_DEPTH}); split a pane nearer the top of the tab, or open a new tab \
+                 (`ptyd new` without --split)"
+            )));
+        }
+        Ok(())
     }
 
     fn place_pane(&mut self, id: u64, placement: Placement) {
@@ -254,6 +283,9 @@ impl Server {
             ));
         }
         pane.set_shell_injected(injected);
+        let pane_id = pane.id();
+        self.keeper_track_pane(pane_id);
+        let pane = self.panes.get_mut(&id).expect("checked above");
         if let Some(at) = pane.timeout_at() {
             self.timers.add(at, TimerKind::PaneTimeout(id, pane.run()));
         }

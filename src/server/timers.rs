@@ -32,6 +32,13 @@ pub enum TimerKind {
     Upgrade,
     /// Re-check the clients holding a paused pane (see `STALL_LIMIT`).
     PaneStall(u64),
+    /// A crash checkpoint may be due (`keeper_link.rs`).
+    Checkpoint,
+    /// Try accepting again after running out of fds (`fd_budget.rs`).
+    AcceptRetry,
+    /// Check that the pane an attached client's input is held for still
+    /// reads its input (connection id; `attach.rs`).
+    InputStall(usize),
 }
 
 #[derive(Debug, Default)]

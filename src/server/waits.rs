@@ -148,19 +148,26 @@ fn outcome(
     };
     let exited = !pane.is_running();
     match &mut wait.condition {
-        WaitCondition::Exit => {
-            exited.then(|| Ok(json!({ "reason": "exited", "exit": pane.exit_json() })))
-        }
+        WaitCondition::Exit => match pane.held_reason() {
+            // No process to wait for, and "exited" with no status would
+            // hide why: say it is held and what to do.
+            Some(why) => Some(Ok(json!({ "reason": "held", "held_reason": why }))),
+            None => exited.then(|| Ok(json!({ "reason": "exited", "exit": pane.exit_json() }))),
+        },
         WaitCondition::Text(text) => {
             let found = text.search(pane.output())
                 || (text.include_screen && text.on_screen(pane.screen(), wait.seen_pushed));
             if found {
                 Some(Ok(json!({ "reason": "text" })))
             } else if exited {
+                let state = match pane.held_reason() {
+                    Some(why) => format!("is held (no process: {why})"),
+                    None => "exited".to_string(),
+                };
                 Some(Err(RpcError::new(
                     ErrorCode::PaneExited,
                     format!(
-                        "pane {} exited without showing {:?}",
+                        "pane {} {state} without showing {:?}",
                         pane.public_id(),
                         text.text
                     ),

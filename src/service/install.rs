@@ -74,8 +74,9 @@ After={stem}.socket
 
 [Service]
 Type=notify
-# After a live upgrade the serving process is a descendant of the main PID
-# (which stays behind as the reaper), so it must be allowed to notify.
+# The serving process is a descendant of the main PID (the keeper, which
+# holds every pane's terminal and replaces a crashed server), so it must be
+# allowed to notify.
 NotifyAccess=all
 ExecStart={exe} -L {ns} server
 ExecReload={exe} -L {ns} upgrade

@@ -1,10 +1,12 @@
 //! Living under a service manager: systemd's readiness protocol
 //! (`sd_notify`). The unit file is in `packaging/systemd/`.
 //!
-//! The main PID systemd tracks is the first server generation; after an
-//! upgrade it stays behind as the reaper (`reaper.rs`), so the main PID never
-//! changes and no `MAINPID=` dance is needed. Later generations notify too,
-//! which is why the unit says `NotifyAccess=all`.
+//! The main PID systemd tracks is the keeper (`keeper.rs`), the process
+//! `ptyd server` starts as; it forks the serving process and stays for the
+//! service's life (re-executing itself after upgrades), so the main PID
+//! never changes and no `MAINPID=` dance is needed. Every serving
+//! generation is its descendant and notifies, which is why the unit says
+//! `NotifyAccess=all`.
 
 pub mod activation;
 pub mod install;

@@ -62,6 +62,10 @@ pub fn anonymous_file(name: &CStr, bytes: &[u8]) -> io::Result<OwnedFd> {
 
 /// No subreaper: orphans of a finished generation go to init (or launchd),
 /// which reaps them.
+pub fn die_with_parent(_parent: i32) -> io::Result<()> {
+    Err(unsupported("PR_SET_PDEATHSIG"))
+}
+
 pub fn become_child_subreaper() -> io::Result<()> {
     Err(unsupported("PR_SET_CHILD_SUBREAPER"))
 }
@@ -69,6 +73,12 @@ pub fn become_child_subreaper() -> io::Result<()> {
 /// No portable start time: processes are told apart by pid alone.
 pub fn process_start_token(_pid: i32) -> Option<u64> {
     None
+}
+
+/// Without /proc a zombie cannot be told from a running process: only a
+/// pid that no longer exists counts as ended.
+pub fn process_ended(pid: i32) -> bool {
+    !super::unix::process_exists(pid)
 }
 
 /// Without /proc the process group of the session leader (`-sid`, for
@@ -133,3 +143,9 @@ pub fn recv_with_fds(sock: &impl AsRawFd, data: &mut [u8], max_fds: usize) -> io
 /// Without glibc's `malloc_trim`: the allocator keeps what it keeps (see
 /// linux.rs).
 pub fn release_free_memory() {}
+
+/// How many fds this process has open: not known without `/proc` (the
+/// caller estimates from what it holds).
+pub fn open_fd_count() -> Option<usize> {
+    None
+}

@@ -55,9 +55,19 @@ pub fn pidfd_open(pid: i32) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
+/// Set (to anything): `pidfd_exit_status` never tells, as before Linux
+/// 6.15 (tests of the keeper's exit forwarding).
+pub const NO_PIDFD_EXIT_ENV: &str = "PTYD_NO_PIDFD_EXIT";
+
 /// How the process of `pidfd` ended, or `Ok(None)` while it runs or when
 /// the kernel cannot tell (before 6.15).
 pub fn pidfd_exit_status(pidfd: &OwnedFd) -> io::Result<Option<ProcessExit>> {
+    // A test switch: behave as a kernel before 6.15, so the keeper's
+    // forwarding of exits is what reports them.
+    static DISABLED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    if *DISABLED.get_or_init(|| std::env::var_os(NO_PIDFD_EXIT_ENV).is_some()) {
+        return Ok(None);
+    }
     let mut info = PidfdInfo {
         mask: PIDFD_INFO_EXIT,
         ..PidfdInfo::default()
@@ -90,6 +100,21 @@ pub fn anonymous_file(name: &CStr, bytes: &[u8]) -> io::Result<OwnedFd> {
     Ok(OwnedFd::from(file))
 }
 
+/// Asks for SIGKILL when our parent dies (`PR_SET_PDEATHSIG`), and
+/// checks the parent is still `parent` (it may have died before).
+pub fn die_with_parent(parent: i32) -> io::Result<()> {
+    let sig = libc::SIGKILL as libc::c_ulong;
+    let zero: libc::c_ulong = 0;
+    syscall!(prctl(libc::PR_SET_PDEATHSIG, sig, zero, zero, zero))
+        .map_err(context("prctl(PR_SET_PDEATHSIG)"))?;
+    // SAFETY: getppid has no preconditions.
+    if unsafe { libc::getppid() } != parent {
+        // SAFETY: raise has no memory-safety preconditions.
+        unsafe { libc::raise(libc::SIGKILL) };
+    }
+    Ok(())
+}
+
 /// Marks this process as the subreaper of its descendants
 /// (`PR_SET_CHILD_SUBREAPER`): an orphaned descendant is re-parented to us
 /// rather than to init.
@@ -107,6 +132,15 @@ pub fn become_child_subreaper() -> io::Result<()> {
 pub fn process_start_token(pid: i32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     stat_field(&stat, 22)?.parse().ok()
+}
+
+/// Whether `pid` has exited: gone, or a zombie its parent has not reaped
+/// yet (a client watching a server it did not start).
+pub fn process_ended(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat_field(&stat, 3) == Some("Z"),
+        Err(_) => !super::unix::process_exists(pid),
+    }
 }
 
 /// Field `n` (1-based, as in proc(5)) of a `/proc/<pid>/stat` line. The
@@ -210,6 +244,13 @@ pub fn release_free_memory() {
     unsafe {
         libc::malloc_trim(0);
     }
+}
+
+/// How many fds this process has open (the entries of `/proc/self/fd`,
+/// less the one reading it).
+pub fn open_fd_count() -> Option<usize> {
+    let n = std::fs::read_dir("/proc/self/fd").ok()?.count();
+    Some(n.saturating_sub(1))
 }
 
 #[cfg(test)]

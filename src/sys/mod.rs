@@ -24,6 +24,7 @@
 //! | [`anonymous_file`]: bytes in a file with no name, to pass as one fd | `memfd_create(2)` | a temp file created `O_EXCL` and unlinked at once |
 //! | [`become_child_subreaper`]: orphaned descendants are re-parented to us | `prctl(PR_SET_CHILD_SUBREAPER)` | `Unsupported`: orphans of a finished generation go to init (or launchd), which reaps them; the reaper then only reaps its own children |
 //! | [`process_start_token`]: what tells a process from a later one with the same pid | `/proc/<pid>/stat` field 22 | `None`: records carry no token and are matched by pid alone |
+//! | [`process_ended`]: a process exited, even if no one reaped it yet (a zombie) | `/proc/<pid>/stat` state `Z` | only "no such pid": a zombie counts as running |
 //! | [`session_members`], [`sessions_members`]: every process of a pane's session | a scan of `/proc` | the session leader's process group (`-sid`): children that moved to a group of their own are not reached |
 //! | [`process_cwd`]: a process's current directory | `/proc/<pid>/cwd` | `None`: snapshots keep the directory the pane started in |
 //! | [`unix_socket_listening`]: someone listens on a socket path (systemd's socket unit), seen without connecting | `/proc/net/unix` | "no": `ptyd server` replaces the socket file as if stale |
@@ -46,6 +47,13 @@
 //! above belong to the daemon, which is not built on Windows yet (see
 //! `lib.rs`), and get their equivalents with it.
 //!
+//! | Unix item | Windows |
+//! |---|---|
+//! | the keeper (`keeper.rs`): pane fds, pidfds and output rings held across a crash of the serving process | none: a pseudo console cannot be passed to another process, so a crash of the server loses its panes (each Job Object kills its tree); the next server restarts them from the snapshot by their restore plans |
+//! | live upgrade (`SCM_RIGHTS` handoff) | none, for the same reason: `ptyd upgrade` takes the restore path and refuses `--mode live` |
+//! | `SO_PEERCRED` | `GetNamedPipeClientProcessId` and that process's token user ([`pipe_peer_is_current_user`]) |
+//! | socket file mode 0600 in `$XDG_RUNTIME_DIR` | a pipe instance whose DACL admits only the current user's SID ([`create_pipe_instance`]) |
+//!
 //! `--cfg ptyd_portable` builds `fallback.rs` (and the fork/exec spawn in
 //! `pty/unix.rs`) on Linux too, so the degraded paths are compiled and can
 //! be run here: `RUSTFLAGS="--cfg ptyd_portable" cargo check --all-targets`.
@@ -67,18 +75,19 @@ pub(crate) use unix::syscall;
 pub use unix::{
     FdKind, OPEN_UNTRUSTED_PATH, PeerCred, ProcessExit, SIGCHLD, SIGHUP, SIGINT, SIGKILL, SIGTERM,
     SIGWINCH, SIGXFSZ, StdinMode, broken_pipe_errno, clear_cloexec, current_uid, dup_at_least,
-    dup2_on_exec, fd_dev_ino, fd_is, ignore_signal, inherit_fd_on_exec, is_symlink_refused,
-    is_too_many_refs, kill, monotonic_usec, peer_cred, poll_readable, process_exists, read_stdin,
-    reap_any_child, restore_stdin_mode, send_with_fds, set_cloexec, set_nonblocking_cloexec,
-    setsid_on_exec, stdin_raw_mode, take_inherited_fd, terminal_size, try_lock_exclusive,
-    wait_child, wait_writable, write_stdout,
+    dup2_on_exec, fd_dev_ino, fd_is, fd_limit, has_children, ignore_signal, inherit_fd_on_exec,
+    is_symlink_refused, is_too_many_refs, kill, monotonic_usec, peer_cred, peer_hung_up,
+    poll_readable, process_exists, raise_fd_limit, read_stdin, reap_any_child, restore_stdin_mode,
+    send_with_fds, set_cloexec, set_nonblocking_cloexec, setsid_on_exec, stdin_raw_mode,
+    take_inherited_fd, terminal_size, try_lock_exclusive, wait_child, wait_writable,
+    with_starting_fd_limit, write_stdout,
 };
 
 #[cfg(unix)]
 pub use os::{
-    anonymous_file, become_child_subreaper, pidfd_exit_status, pidfd_open, process_cwd,
-    process_start_token, recv_with_fds, release_free_memory, seqpacket_pair, session_members,
-    sessions_members, unix_socket_listening,
+    anonymous_file, become_child_subreaper, die_with_parent, open_fd_count, pidfd_exit_status,
+    pidfd_open, process_cwd, process_ended, process_start_token, recv_with_fds,
+    release_free_memory, seqpacket_pair, session_members, sessions_members, unix_socket_listening,
 };
 
 #[cfg(all(windows, test))]

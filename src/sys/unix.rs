@@ -319,6 +319,26 @@ pub fn reap_any_child() -> Option<(i32, ProcessExit)> {
     }
 }
 
+/// Whether this process has any child left (running or not yet reaped).
+pub fn has_children() -> bool {
+    let mut info: libc::siginfo_t = unsafe_zeroed_siginfo();
+    // WNOWAIT: only looks; the caller reaps with `reap_any_child`.
+    match syscall!(waitid(
+        libc::P_ALL,
+        0,
+        &mut info,
+        libc::WEXITED | libc::WNOHANG | libc::WNOWAIT
+    )) {
+        Ok(_) => true,
+        Err(e) => e.raw_os_error() != Some(libc::ECHILD),
+    }
+}
+
+fn unsafe_zeroed_siginfo() -> libc::siginfo_t {
+    // SAFETY: siginfo_t is plain data for which all-zero bytes are valid.
+    unsafe { std::mem::zeroed() }
+}
+
 /// Waits for our child `pid` to exit and reaps it; `None` if it is not our
 /// child (already reaped) or the wait was interrupted.
 pub fn wait_child(pid: i32) -> Option<ProcessExit> {
@@ -421,6 +441,17 @@ pub fn poll_readable(fds: &[RawFd], timeout: Option<Duration>) -> io::Result<Vec
     Ok(pfds.iter().map(|p| p.revents != 0).collect())
 }
 
+/// Whether the peer of a connected socket is gone (`POLLHUP`), without
+/// waiting.
+pub fn peer_hung_up(fd: RawFd) -> bool {
+    let mut pfd = libc::pollfd {
+        fd,
+        events: 0,
+        revents: 0,
+    };
+    matches!(syscall!(poll(&mut pfd, 1, 0)), Ok(1)) && pfd.revents & libc::POLLHUP != 0
+}
+
 /// Sends one message with `fds` attached (`SCM_RIGHTS`); returns the bytes
 /// of `data` sent. A peer that has gone is an `EPIPE` error, never a
 /// SIGPIPE (`MSG_NOSIGNAL` where the OS has it; Rust ignores SIGPIPE
@@ -502,4 +533,73 @@ pub(super) fn recvmsg_fds(
         fds,
         truncated: msg.msg_flags & (libc::MSG_CTRUNC | libc::MSG_TRUNC) != 0,
     })
+}
+
+/// The soft `RLIMIT_NOFILE` this process started with, before
+/// [`raise_fd_limit`] (0: not raised). Programs we start get it back.
+static STARTING_FD_LIMIT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+fn get_nofile() -> io::Result<libc::rlimit> {
+    let mut rl = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    syscall!(getrlimit(libc::RLIMIT_NOFILE, &mut rl))?;
+    Ok(rl)
+}
+
+fn set_nofile_soft(soft: libc::rlim_t, hard: libc::rlim_t) -> io::Result<()> {
+    let rl = libc::rlimit {
+        rlim_cur: soft,
+        rlim_max: hard,
+    };
+    syscall!(setrlimit(libc::RLIMIT_NOFILE, &rl)).map(drop)
+}
+
+/// Raises the soft fd limit to the hard one (the systemd default soft
+/// limit, 1024, is a `select()` compatibility value, not a budget: a server
+/// holding a PTY per pane reaches it near a thousand panes). Returns the
+/// limit now in force. An infinite hard limit is not a valid soft one for
+/// fds, so the raise then stops at 2^20 (Linux's default `nr_open`).
+pub fn raise_fd_limit() -> io::Result<u64> {
+    let rl = get_nofile()?;
+    let target = if rl.rlim_max == libc::RLIM_INFINITY {
+        1 << 20
+    } else {
+        rl.rlim_max
+    };
+    if rl.rlim_cur != libc::RLIM_INFINITY && rl.rlim_cur < target {
+        set_nofile_soft(target, rl.rlim_max)?;
+        let _ = STARTING_FD_LIMIT.compare_exchange(
+            0,
+            rl.rlim_cur as u64,
+            std::sync::atomic::Ordering::Relaxed,
+            std::sync::atomic::Ordering::Relaxed,
+        );
+    }
+    fd_limit()
+}
+
+/// The soft fd limit in force.
+pub fn fd_limit() -> io::Result<u64> {
+    Ok(get_nofile()?.rlim_cur as u64)
+}
+
+/// Runs `spawn` with the soft fd limit back at what this process started
+/// with, so the program it starts inherits the usual limit rather than ours
+/// (programs that `select()` or close every fd up to the limit misbehave
+/// with a huge one). The limit is process-wide: for the microseconds this
+/// lasts, another thread opening an fd numbered above the starting limit
+/// fails with EMFILE (the disk writer then retries its save).
+pub fn with_starting_fd_limit<T>(spawn: impl FnOnce() -> T) -> T {
+    let starting = STARTING_FD_LIMIT.load(std::sync::atomic::Ordering::Relaxed);
+    let Ok(now) = get_nofile() else {
+        return spawn();
+    };
+    if starting == 0 || set_nofile_soft(starting as libc::rlim_t, now.rlim_max).is_err() {
+        return spawn();
+    }
+    let out = spawn();
+    let _ = set_nofile_soft(now.rlim_cur, now.rlim_max);
+    out
 }

@@ -12,17 +12,26 @@ use serde::{Deserialize, Serialize};
 /// Deepest kitty keyboard stack kept; pushing beyond drops the oldest entry.
 pub const KITTY_STACK_MAX: usize = 16;
 
+/// Serialized snake_case, as the rest of the API (`"off"`, `"x10"`, ...);
+/// the variant names older builds wrote (`"Off"`) still read, in snapshots
+/// and from an older server's handoff.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum MouseMode {
     #[default]
+    #[serde(alias = "Off")]
     Off,
     /// 9: press only.
+    #[serde(alias = "X10")]
     X10,
     /// 1000: press and release.
+    #[serde(alias = "Normal")]
     Normal,
     /// 1002: plus motion while a button is held.
+    #[serde(alias = "Button")]
     Button,
     /// 1003: all motion.
+    #[serde(alias = "Any")]
     Any,
 }
 
@@ -47,15 +56,22 @@ impl MouseMode {
     }
 }
 
+/// Serialized snake_case (`"default"`, `"utf8"`, `"sgr"`, `"urxvt"`);
+/// older builds' `"Default"` ... still read.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum MouseEncoding {
     #[default]
+    #[serde(alias = "Default")]
     Default,
     /// 1005
+    #[serde(alias = "Utf8")]
     Utf8,
     /// 1006
+    #[serde(alias = "Sgr")]
     Sgr,
     /// 1015
+    #[serde(alias = "Urxvt")]
     Urxvt,
 }
 

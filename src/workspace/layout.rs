@@ -3,11 +3,19 @@
 //!
 //! Invariants: every pane appears in at most one leaf of all tabs; ratios are
 //! in (0, 1) and give the share of the first child. A layout read from a
-//! snapshot is checked or repaired by `persist::tree`.
+//! snapshot is checked or repaired by `persist::tree`. A tab nests at most
+//! [`MAX_SPLIT_DEPTH`] splits above any pane.
 
 pub use crate::model::Direction;
 use crate::model::PaneId;
 use serde::{Deserialize, Serialize};
+
+/// The most splits a tab nests above one pane. Every walk of a layout (and
+/// its JSON in the snapshot, the upgrade manifest and replies, two levels of
+/// nesting per split) recurses once per split; 32 keeps all of them far
+/// inside serde_json's 128 levels and any stack, and is more nesting than a
+/// screen can show (each split at least halves one side of the area).
+pub const MAX_SPLIT_DEPTH: usize = 32;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -36,6 +44,17 @@ impl Layout {
                 first.collect(out);
                 second.collect(out);
             }
+        }
+    }
+
+    /// How many splits lie above the leaf `pane`, if it is in this layout.
+    pub fn depth_of(&self, pane: PaneId) -> Option<usize> {
+        match self {
+            Layout::Pane(id) => (*id == pane).then_some(0),
+            Layout::Split { first, second, .. } => first
+                .depth_of(pane)
+                .or_else(|| second.depth_of(pane))
+                .map(|d| d + 1),
         }
     }
 
@@ -122,6 +141,9 @@ mod tests {
         assert!(l.split(p(1), p(2), Direction::Horizontal, 0.5));
         assert!(l.split(p(2), p(3), Direction::Vertical, 0.3));
         assert_eq!(l.panes(), vec![p(1), p(2), p(3)]);
+        assert_eq!(l.depth_of(p(1)), Some(1));
+        assert_eq!(l.depth_of(p(3)), Some(2));
+        assert_eq!(l.depth_of(p(9)), None);
         let l = l.remove(p(2)).unwrap();
         assert_eq!(l.panes(), vec![p(1), p(3)]);
         let l = l.remove(p(1)).unwrap();

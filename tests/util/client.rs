@@ -37,6 +37,48 @@ impl Conn {
         }
     }
 
+    /// Connects without blocking: `None` when the server's listen backlog
+    /// is full (a blocking connect would wait for the server to accept).
+    pub fn try_connect(socket: &Path) -> Option<Conn> {
+        use std::os::fd::FromRawFd;
+        use std::os::unix::ffi::OsStrExt;
+        // SAFETY: plain socket calls on an fd this function owns; the
+        // address is a zeroed sockaddr_un with a path shorter than its buffer.
+        let stream = unsafe {
+            let fd = libc::socket(
+                libc::AF_UNIX,
+                libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+                0,
+            );
+            assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+            let stream = UnixStream::from_raw_fd(fd);
+            let mut addr: libc::sockaddr_un = std::mem::zeroed();
+            addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+            let path = socket.as_os_str().as_bytes();
+            assert!(path.len() < addr.sun_path.len(), "socket path too long");
+            for (dst, src) in addr.sun_path.iter_mut().zip(path) {
+                *dst = *src as libc::c_char;
+            }
+            let len = std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t;
+            if libc::connect(fd, (&raw const addr).cast(), len) != 0 {
+                let e = std::io::Error::last_os_error();
+                assert_eq!(e.raw_os_error(), Some(libc::EAGAIN), "connect: {e}");
+                return None;
+            }
+            stream
+        };
+        stream.set_nonblocking(false).unwrap();
+        stream.set_read_timeout(Some(TIMEOUT)).unwrap();
+        stream.set_write_timeout(Some(TIMEOUT)).unwrap();
+        Some(Conn {
+            reader: BufReader::new(stream.try_clone().unwrap()),
+            stream,
+            next_id: 1000,
+            events: VecDeque::new(),
+            early: HashMap::new(),
+        })
+    }
+
     /// Writes raw bytes, exactly as given.
     pub fn send_raw(&mut self, bytes: &[u8]) {
         self.stream.write_all(bytes).expect("writing to the server");
@@ -330,4 +372,21 @@ pub fn abbreviate(bytes: &[u8]) -> String {
     let head: String = chars[..200].iter().collect();
     let tail: String = chars[chars.len() - 200..].iter().collect();
     format!("{head:?} ... ({} chars) ... {tail:?}", chars.len())
+}
+
+/// Whether a new client gets an answer to `pane.list` (not a refusal, a
+/// reset or nothing).
+pub fn serves(socket: &Path) -> bool {
+    let Ok(mut s) = UnixStream::connect(socket) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(TIMEOUT));
+    if s.write_all(b"{\"id\":1,\"method\":\"pane.list\",\"params\":{}}\n")
+        .is_err()
+    {
+        return false;
+    }
+    let mut line = String::new();
+    let _ = BufReader::new(s).read_line(&mut line);
+    line.contains("\"result\"")
 }

@@ -29,6 +29,17 @@
 //!   and `ptyd new` driven inside tmux.
 //! - `cli.rs`: the commands, their output and exit codes, auto-start (and
 //!   which commands never start a server).
+//! - `clients.rs`: several clients on a pane: `ptyd clients`, `ls` marks,
+//!   `detach` (`--others`, `--all`, `--client`), `attach -d`, the
+//!   `window_size` policy as clients attach, type, resize and leave, a bare
+//!   `ptyd attach`.
+//! - `habits.rs`: `ptyd help`, "did you mean", `-t`, `new -A`, `new -s`'s
+//!   error, `--json` on action commands, snake_case modes, the default wait
+//!   timeout (30 s for real with `PTYD_LONG_TESTS=1`).
+//! - `held.rs`: held panes explained in ls, send, wait --exit and attach;
+//!   `respawn --held`; the restore summary in status and `server.restored`.
+//! - `protocol_docs.rs`: every JSON example of docs/protocol.md parses and
+//!   has the shape of what a real server accepts and sends.
 //! - `events.rs`: replay, live delivery, sequence numbers.
 //! - `waits.rs`: `pane.wait` conditions and timeouts, pane watchdogs.
 //! - `scripting.rs`: driving panes from scripts with real bash, zsh and
@@ -42,6 +53,15 @@
 //!   history or config; a `history/` symlink; the lock file (issue 16).
 //! - `upgrade.rs`: the live upgrade end to end (counters and clients through
 //!   repeated upgrades, 300 panes, every fault point, no fd or zombie left).
+//! - `upgrade_outcomes.rs`: what `ptyd upgrade` reports and when: success
+//!   only after the probation, old -> new named, twice in a row, binaries
+//!   that die, linger (no freeze) or cannot serve (`--mode restore`), the
+//!   new side's own reason quoted (issue 11; issue 16 F11, F13, F24).
+//! - `upgrade_skew.rs`: a live upgrade from a pinned older commit, built
+//!   once and cached under the target directory.
+//! - `torture.rs`: counters, clients, pane kills, upgrades and SIGKILLs of
+//!   either side at random moments, every invariant after each round
+//!   (`PTYD_TORTURE_ROUNDS`, `PTYD_TORTURE_SEED`).
 //! - `upgrade_restore.rs`: `upgrade --mode restore`, the restart-in-place
 //!   fallback, and resume rules from the config.
 //! - `service.rs`: the shipped units and what `ptyd service install` writes
@@ -84,9 +104,12 @@ mod tmux;
 mod wait;
 
 pub use attach::{Attached, Background, DETACH, EXIT, FrameReader, INPUT, OUTPUT, RESIZE, frame};
-pub use client::{Conn, RpcErr, abbreviate, split};
+pub use client::{Conn, RpcErr, abbreviate, serves, split};
 pub use files::{files_under, set_mode, temp_files};
-pub use process::{KillOnDrop, cmdline, proc_stat_field, process_gone, start_time, wait_child};
+pub use process::{
+    KillOnDrop, all_pids, cmdline, ppid, proc_stat_field, process_gone, start_time, wait_child,
+    zombie_children,
+};
 pub use server::{Dirs, PTYD, Ptyd, assert_exit, run_bounded, stderr, stdout, unique_name};
 pub use tmux::{Tmux, outer_shell, shell_quote};
 pub use wait::{Check, TIMEOUT, eventually, eventually_within, poll_until};

@@ -150,6 +150,27 @@ pub fn proc_stat_field(pid: i32, n: usize) -> Option<String> {
     rest.split_whitespace().nth(n - 3).map(str::to_string)
 }
 
+/// The parent of `pid`, from `/proc/<pid>/stat`.
+pub fn ppid(pid: i32) -> Option<i32> {
+    proc_stat_field(pid, 4)?.parse().ok()
+}
+
+/// Every pid in `/proc`.
+pub fn all_pids() -> Vec<i32> {
+    fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect()
+}
+
+/// Zombie children of `pid`: exited and not yet reaped.
+pub fn zombie_children(pid: i32) -> Vec<i32> {
+    all_pids()
+        .into_iter()
+        .filter(|p| ppid(*p) == Some(pid) && proc_stat_field(*p, 3).as_deref() == Some("Z"))
+        .collect()
+}
+
 /// `/proc/<pid>/stat` field 22, the start time: tells a process from a later
 /// one reusing its pid.
 pub fn start_time(pid: i32) -> Option<String> {

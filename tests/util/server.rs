@@ -44,6 +44,8 @@ pub struct Dirs {
     pub home: PathBuf,
     /// How long a server may take to become ready (its restore included).
     pub ready_timeout: Duration,
+    /// Extra environment for the servers (and CLIs) started from here.
+    pub env: Vec<(String, String)>,
 }
 
 impl Dirs {
@@ -65,6 +67,7 @@ impl Dirs {
             state,
             home,
             ready_timeout: TIMEOUT,
+            env: Vec::new(),
         }
     }
 
@@ -98,7 +101,12 @@ impl Dirs {
     /// what the test runner may have inherited from a service manager or a
     /// ptyd pane is removed.
     pub fn command(&self, namespace: &str) -> Command {
-        let mut cmd = Command::new(PTYD);
+        self.command_of(Path::new(PTYD), namespace)
+    }
+
+    /// As [`Dirs::command`], running another ptyd binary (an older build).
+    pub fn command_of(&self, binary: &Path, namespace: &str) -> Command {
+        let mut cmd = Command::new(binary);
         for (var, _) in std::env::vars_os() {
             let name = var.to_string_lossy();
             let foreign = ["PTYD_", "NOTIFY_SOCKET", "LISTEN_", "WATCHDOG_"]
@@ -117,6 +125,7 @@ impl Dirs {
             .env("SHELL", "/bin/sh")
             .env("LANG", "C.UTF-8")
             .stdin(Stdio::null());
+        cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
         cmd
     }
 
@@ -128,17 +137,44 @@ impl Dirs {
     /// Starts `ptyd server ARGS` in `namespace` and waits until it is ready.
     /// `fsize` sets RLIMIT_FSIZE in the server.
     pub fn start_with(&self, namespace: &str, args: &[&str], fsize: Option<u64>) -> Ptyd {
+        self.start_limited(namespace, args, fsize, None)
+    }
+
+    /// As [`Dirs::start_with`], and `nofile` sets RLIMIT_NOFILE (soft and
+    /// hard, so the server cannot raise it) in the server.
+    pub fn start_limited(
+        &self,
+        namespace: &str,
+        args: &[&str],
+        fsize: Option<u64>,
+        nofile: Option<u64>,
+    ) -> Ptyd {
+        self.start_binary(Path::new(PTYD), namespace, args, fsize, nofile)
+    }
+
+    /// Starts `BINARY server ARGS` (another ptyd build) in `namespace` and
+    /// waits until it is ready.
+    pub fn start_binary(
+        &self,
+        binary: &Path,
+        namespace: &str,
+        args: &[&str],
+        fsize: Option<u64>,
+        nofile: Option<u64>,
+    ) -> Ptyd {
         let stderr_path = self.root.path().join(format!(
             "{}.stderr",
             unique_name(&format!("server-{namespace}"))
         ));
         let mut ptyd = Ptyd {
             child: None,
+            binary: binary.to_path_buf(),
             dirs: self.clone(),
             namespace: namespace.to_string(),
             stderr_path,
             args: args.iter().map(|a| a.to_string()).collect(),
             fsize,
+            nofile,
             ready_after: Duration::ZERO,
         };
         ptyd.spawn_server();
@@ -151,11 +187,14 @@ impl Dirs {
 pub struct Ptyd {
     // First, so the server is gone before the directories are removed.
     child: Option<KillOnDrop>,
+    /// The server's binary (the build under test unless started otherwise).
+    pub binary: PathBuf,
     pub dirs: Dirs,
     pub namespace: String,
     stderr_path: PathBuf,
     args: Vec<String>,
     fsize: Option<u64>,
+    nofile: Option<u64>,
     /// From spawning the process to its ready byte (restore included).
     pub ready_after: Duration,
 }
@@ -177,10 +216,12 @@ impl Ptyd {
         assert!(self.child.is_none(), "a server is already running");
         let started = Instant::now();
         let child = spawn(
+            &self.binary,
             &self.dirs,
             &self.namespace,
             &self.args,
             self.fsize,
+            self.nofile,
             &self.stderr_path,
         )
         .unwrap_or_else(|msg| panic!("{msg}"));
@@ -229,11 +270,43 @@ impl Ptyd {
         serde_json::from_slice(&out.stdout).expect("status --json is JSON")
     }
 
-    /// Sends SIGKILL to the server and reaps it. Its panes stay behind.
+    /// The serving process's pid (`pid()` is the keeper's: the process
+    /// started, which forked it).
+    pub fn serving_pid(&self) -> i32 {
+        self.status_json()["pid"].as_i64().expect("status pid") as i32
+    }
+
+    /// Sends SIGKILL to the server (the keeper, which takes the serving
+    /// process with it) and reaps it; returns once the serving process is
+    /// gone too, so the namespace is free. Its panes stay behind.
     pub fn kill9(&mut self) {
         let mut child = self.child.take().expect("server running").into_child();
+        let keeper = child.id() as i32;
+        let forked: Vec<i32> = std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+            .filter(|p: &i32| {
+                super::proc_stat_field(*p, 4).and_then(|pp| pp.parse().ok()) == Some(keeper)
+            })
+            .collect();
         let _ = child.kill();
         let _ = child.wait();
+        // The serving process dies of its parent-death signal; its exit
+        // (and its lock) may lag the keeper's a moment.
+        // Its fds (the lock) close only once its last thread is gone: a
+        // thread-group leader shows as a zombie before that.
+        for pid in forked {
+            super::eventually("the serving process to die with its keeper", || {
+                let open = std::fs::read_dir(format!("/proc/{pid}/fd"))
+                    .map(|d| d.count())
+                    .unwrap_or(0);
+                let threads = std::fs::read_dir(format!("/proc/{pid}/task"))
+                    .map(|d| d.count())
+                    .unwrap_or(0);
+                (super::process_gone(pid) && open == 0 && threads <= 1).then_some(())
+            });
+        }
     }
 
     /// `server.stop`, then reads until the server closes the connection and
@@ -296,15 +369,17 @@ impl Ptyd {
 /// Spawns `ptyd server ARGS` with `PTYD_READY_FD` and waits for its ready
 /// byte. On failure returns a message with the server's stderr.
 fn spawn(
+    binary: &Path,
     dirs: &Dirs,
     namespace: &str,
     args: &[String],
     fsize: Option<u64>,
+    nofile: Option<u64>,
     stderr_path: &Path,
 ) -> Result<Child, String> {
     let (read_end, write_end) = cloexec_pipe();
     let stderr = fs::File::create(stderr_path).expect("creating server stderr file");
-    let mut cmd = dirs.command(namespace);
+    let mut cmd = dirs.command_of(binary, namespace);
     let write_fd = write_end.as_raw_fd();
     cmd.arg("server")
         .args(args)
@@ -325,6 +400,15 @@ fn spawn(
                     rlim_max: limit,
                 };
                 if libc::setrlimit(libc::RLIMIT_FSIZE, &rl) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            if let Some(limit) = nofile {
+                let rl = libc::rlimit {
+                    rlim_cur: limit,
+                    rlim_max: limit,
+                };
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &rl) != 0 {
                     return Err(std::io::Error::last_os_error());
                 }
             }

@@ -77,6 +77,9 @@ pub fn pane_fds(
         };
         fds.push((FdName::Pidfd(id), fd));
     }
+    if let Some(ring) = pane.ring() {
+        fds.push((FdName::Ring(id), ring.fd().as_raw_fd()));
+    }
     Ok(fds)
 }
 
@@ -90,6 +93,14 @@ pub fn attach_pane_fds(server: &mut Server, pane: &mut Pane, fds: &mut HashMap<F
         .remove(&FdName::Pidfd(id))
         .map(|fd| (fd, server.alloc_token(Source::Pidfd(id))));
     pane.fds_mut().adopt(master, hung_up, pidfd);
+    // A ring that cannot be mapped is replaced by a fresh one when the
+    // pane is next handed to the keeper.
+    if let Some(ring) = fds
+        .remove(&FdName::Ring(id))
+        .and_then(|fd| super::super::output_ring::OutputRing::adopt(fd).ok())
+    {
+        pane.set_ring(ring);
+    }
 }
 
 /// Encodes a pane's record and runtime state into `buf` for comparison:
@@ -307,6 +318,8 @@ pub fn conn_runtime(c: &Connection, id: ConnId, now: Instant) -> ConnRuntime {
                 read_only,
                 cols,
                 rows,
+                since_unix_ms: c.attached_unix_ms,
+                active: c.active,
                 flat: c.view.flat,
             }),
         },
@@ -334,6 +347,10 @@ pub fn conn_from_runtime(
     let mut conn = Connection::new(token, stream, peer);
     conn.restore_output_state(rt.out, rt.written, rt.msg_ends)
         .map_err(|e| format!("connection {}: {e}", rt.id))?;
+    if let Some(a) = &rt.attached {
+        conn.attached_unix_ms = a.since_unix_ms;
+        conn.active = a.active;
+    }
     conn.view.flat = rt.attached.as_ref().is_some_and(|a| a.flat);
     conn.mode = match rt.attached {
         None => ConnMode::Rpc,
@@ -389,7 +406,7 @@ pub fn wait_from_runtime(w: WaitRuntime, conn: ConnId) -> Result<(Wait, Option<D
             let text = w.text.unwrap_or_default();
             let regex = w
                 .regex
-                .then(|| regex::RegexBuilder::new(&text).multi_line(true).build())
+                .then(|| crate::server::requests::wait_regex(&text))
                 .transpose()
                 .map_err(|e| format!("a parked wait's regex: {e}"))?;
             // A handed-over pane's output log starts empty at position 0,
@@ -439,7 +456,7 @@ pub struct Capture<'a> {
 impl Server {
     /// The manifest of the blackout: the server's own state, plus what
     /// the capture chose of panes, connections and events.
-    pub(super) fn capture_manifest<'a>(
+    pub(in crate::server) fn capture_manifest<'a>(
         &'a self,
         c: Capture<'a>,
         now: Instant,
@@ -448,6 +465,7 @@ impl Server {
             handoff_version: HANDOFF_VERSION,
             from_version: crate::protocol::SERVER_VERSION.to_string(),
             from_pid: std::process::id(),
+            from_binary: Some(self.exe_path.to_string_lossy().into_owned()),
             generation: self.generation + 1,
             namespace: self.paths.namespace.clone(),
             snapshot: self.build_snapshot_with(c.records),
@@ -471,6 +489,7 @@ impl Server {
             next_wait_id: self.next_wait_id,
             caller: c.caller.map(|(conn, rpc_id)| Caller { conn, rpc_id }),
             fd_ids: c.fd_ids,
+            recovery: None,
         }
     }
 
@@ -487,6 +506,11 @@ impl Server {
         self.generation = m.generation;
         self.started_unix_ms = m.started_unix_ms;
         self.exe_path = PathBuf::from(&m.exe_path);
+        self.upgraded_from = serde_json::json!({
+            "pid": m.from_pid,
+            "version": m.from_version,
+            "binary": m.from_binary,
+        });
         self.next_wait_id = m.next_wait_id;
         let ring = std::mem::take(&mut m.event_ring);
         self.events = match (m.events_after, precopied_events) {

@@ -6,7 +6,7 @@
 
 use super::convert::{self, Capture, PaneDraft};
 use super::machine::{HandOver, Precopied, Step, Transfer};
-use super::{Active, Upgrade, internal, register_channel};
+use super::{Active, Origin, Upgrade, UpgradeChild, internal, register_channel};
 use crate::handoff::fd_name::FdName;
 use crate::handoff::fdpass::{self, MAX_FDS_PER_BATCH};
 use crate::handoff::manifest::{self, Control};
@@ -88,7 +88,7 @@ impl Server {
                 restore: req.mode.as_deref() == Some("restore"),
                 binary: binary.display().to_string(),
             },
-            child,
+            child: UpgradeChild::spawned(child),
             channel: read_end,
             binary,
             caller,
@@ -99,7 +99,14 @@ impl Server {
             memfd: None,
             opened_pidfds: HashMap::new(),
             new_version: String::new(),
-            child_reaped: false,
+            started: now,
+            channel_lost: None,
+            abort_reason: None,
+            from: Origin {
+                pid: std::process::id(),
+                version: crate::protocol::SERVER_VERSION.to_string(),
+                binary: self.exe_path.clone(),
+            },
         }));
         Ok(())
     }
@@ -114,6 +121,12 @@ impl Server {
             nix::unistd::pipe().map_err(|e| internal(format!("creating pipe: {e}")))?;
         crate::sys::set_nonblocking_cloexec(read_end.as_raw_fd())
             .map_err(|e| internal(e.to_string()))?;
+        // The probe gets the write end as its stdout only: an inherited
+        // extra copy would keep the pipe open after the probe closed its
+        // output (and in whatever it leaves running), so its end would
+        // never be seen. Only the loop's thread spawns, so no child can
+        // inherit it between pipe() and here.
+        crate::sys::set_cloexec(write_end.as_raw_fd()).map_err(|e| internal(e.to_string()))?;
         let child = std::process::Command::new(binary)
             .args(["version", "--json"])
             .stdin(std::process::Stdio::null())
@@ -144,6 +157,7 @@ impl Server {
             "mode": "restore",
             "pid": std::process::id(),
             "binary": a.binary,
+            "from": { "pid": a.from.pid, "version": a.from.version, "binary": a.from.binary },
             "panes": self.panes.len(),
             "message": "the session was saved; the new binary starts in this process and restores it",
         });
@@ -165,7 +179,7 @@ impl Server {
         if activated {
             crate::service::activation::pass_on_exec(&mut cmd, self.listener.as_raw_fd());
         }
-        // The reaper, if any, must keep seeing this process as current.
+        // The keeper, if any, must keep seeing this process as current.
         // Held until the exec (which keeps it; a failed exec exits).
         let mut _moved = None;
         if let Some(l) = &self.lineage {
@@ -179,7 +193,7 @@ impl Server {
             }
             // So the exec keeps it.
             let _ = crate::sys::clear_cloexec(fd);
-            cmd.env(crate::reaper::LINEAGE_FD_ENV, fd.to_string());
+            cmd.env(crate::keeper::LINEAGE_FD_ENV, fd.to_string());
         }
         let err = cmd.exec();
         self.log.log(
@@ -202,6 +216,10 @@ impl Server {
         let mut cmd = std::process::Command::new(&a.binary);
         cmd.args(["-L", &self.paths.namespace, "server"])
             .env(HANDOFF_FD_ENV, theirs_fd.to_string())
+            .env(
+                crate::handoff::manifest::SPEAKS_ENV,
+                crate::handoff::manifest::HANDOFF_VERSION.to_string(),
+            )
             .env_remove(crate::protocol::READY_FD_ENV)
             .stdin(std::process::Stdio::null());
         match &a.fault {
@@ -211,13 +229,15 @@ impl Server {
         // Exactly this one fd survives the exec, blocking on the new side
         // (it runs its import sequentially).
         crate::sys::inherit_fd_on_exec(&mut cmd, theirs_fd);
-        a.child_reaped = false;
-        a.child = cmd
-            .spawn()
-            .map_err(|e| format!("starting {}: {e}", a.binary.display()))?;
+        // The probe, if it still runs, was killed when its output ended;
+        // the loop reaps it (its pid no longer ours to recognise).
+        a.child = UpgradeChild::spawned(
+            cmd.spawn()
+                .map_err(|e| format!("starting {}: {e}", a.binary.display()))?,
+        );
         drop(theirs);
         a.channel = ours;
-        let pid = a.child.id();
+        let pid = a.child.pid;
         let Upgrade::Active(a) = &self.upgrade else {
             return Err("no upgrade in progress".into());
         };
@@ -383,9 +403,10 @@ impl Server {
     fn blackout_fds(&mut self) -> Result<Vec<(FdName, RawFd)>, String> {
         let mut fds = Vec::new();
         if self.lineage.is_none() {
-            // First upgrade of the first generation: we become the reaper.
-            let (reader, writer) = crate::reaper::lineage_pipe()
-                .map_err(|e| format!("creating the lineage pipe: {e}"))?;
+            // First upgrade of a first generation that has no keeper (its
+            // fork failed): we become the keeper, holding our children.
+            let (reader, writer) = crate::keeper::channel()
+                .map_err(|e| format!("creating the keeper channel: {e}"))?;
             self.lineage_reader = Some(reader);
             self.lineage = Some(writer);
         }
@@ -535,7 +556,7 @@ impl Server {
         };
         let probation = self.config.upgrade_probation;
         a.deadline = Instant::now() + probation;
-        let (deadline, pid) = (a.deadline, a.child.id());
+        let (deadline, pid) = (a.deadline, a.child.pid);
         let msg = format!(
             "handed over to pid {pid} (ptyd {}); blackout {blackout_us} us; probation {} ms",
             a.new_version,
@@ -556,8 +577,14 @@ impl Server {
         let Upgrade::Active(a) = &self.upgrade else {
             return;
         };
-        let pid = a.child.id();
+        let pid = a.child.pid;
         match why {
+            // A reload that came meanwhile is the new server's to run: it
+            // holds it back until our channel closes.
+            HandOver::ProbationOver if std::mem::take(&mut self.sighup_pending) => {
+                // Our child, not reaped yet (its exit would have ended this).
+                let _ = crate::sys::kill(pid as i32, crate::sys::SIGHUP);
+            }
             HandOver::ProbationOver => {}
             HandOver::NewServerStopped => {
                 let msg =

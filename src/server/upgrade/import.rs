@@ -73,11 +73,20 @@ struct Received {
 /// `sock` is the channel the old server handed us (checked to be a socket).
 pub fn run(sock: OwnedFd, paths: NamespacePaths) -> Result<(), String> {
     super::super::ignore_sigxfsz();
-    crate::reaper::become_subreaper();
+    crate::keeper::become_subreaper();
     let fault_spec = fault::from_env();
     let fault = fault_spec.as_deref();
+    // The handoff version the old side speaks (builds before the variable
+    // speak 2).
+    let speaks = std::env::var(crate::handoff::manifest::SPEAKS_ENV)
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok())
+        .unwrap_or(2);
     // SAFETY: single-threaded here; nothing else reads the environment.
-    unsafe { std::env::remove_var(fault::FAULT_ENV) };
+    unsafe {
+        std::env::remove_var(fault::FAULT_ENV);
+        std::env::remove_var(crate::handoff::manifest::SPEAKS_ENV);
+    }
 
     fault::check(fault, "new-before-hello");
     let hello = Control::Hello {
@@ -86,24 +95,42 @@ pub fn run(sock: OwnedFd, paths: NamespacePaths) -> Result<(), String> {
         pid: std::process::id(),
     };
     fdpass::send_message(&sock, &hello, &[]).map_err(|e| format!("sending hello: {e}"))?;
+    if !crate::handoff::manifest::accepts(speaks) {
+        return abort(
+            &sock,
+            format!(
+                "the old server speaks handoff version {speaks}, this build reads {}..={HANDOFF_VERSION}; use `ptyd upgrade --mode restore`",
+                crate::handoff::manifest::HANDOFF_ACCEPTS_FROM
+            ),
+        );
+    }
     let Prepared {
         shell,
         prebuilt,
         mut screens,
         events,
         batches: precopy_batches,
-    } = receive_precopy(&sock, paths.clone())?;
+    } = match receive_precopy(&sock, paths.clone()) {
+        Ok(prepared) => prepared,
+        // Said to the old side, whose message would otherwise be only
+        // "the peer closed the handoff socket".
+        Err(e) => return abort(&sock, e),
+    };
     fdpass::send_message(&sock, &Control::PrecopyAck, &[])
         .map_err(|e| format!("acking the pre-copy: {e}"))?;
     spin_until_readable(&sock, BLACKOUT_SPIN);
 
-    let received = receive_manifest(&sock, &paths, fault)?;
+    let received = match receive_manifest(&sock, &paths, fault) {
+        Ok(received) => received,
+        Err(e) => return abort(&sock, e),
+    };
     let (timings, pause_started, manifest_at) = (
         received.timings,
         received.pause_started_mono_us,
         received.manifest_at,
     );
     let manifest = received.manifest;
+    let recovery = manifest.recovery.clone();
     let (mut fds, batches) = match import_fds(&sock, &manifest, received.first_batch, fault) {
         Ok(got) => got,
         Err(Failure::Abort(e)) => return abort(&sock, e),
@@ -118,6 +145,15 @@ pub fn run(sock: OwnedFd, paths: NamespacePaths) -> Result<(), String> {
     };
     fault::check(fault, "new-before-imported");
     commit_handshake(&sock, &mut server)?;
+    if let Some(recovery) = &recovery {
+        // A keeper started us after a crash (`crate::keeper`): what the
+        // dead server read since its checkpoint is in the rings.
+        let why =
+            std::env::var(crate::keeper::RECOVERY_ENV).unwrap_or_else(|_| "the server died".into());
+        // SAFETY: the disk thread never reads the environment.
+        unsafe { std::env::remove_var(crate::keeper::RECOVERY_ENV) };
+        server.replay_rings(recovery, &why);
+    }
     fault::check(fault, "new-before-committed");
     let commit_from = crate::sys::monotonic_usec();
     server.go_live();
@@ -138,7 +174,9 @@ pub fn run(sock: OwnedFd, paths: NamespacePaths) -> Result<(), String> {
         });
     }
     // Every fd message, the pre-copy's (before the pause) included.
-    server.report_upgrade(phases, blackout_us, 1 + precopy_batches + batches);
+    if recovery.is_none() {
+        server.report_upgrade(phases, blackout_us, 1 + precopy_batches + batches);
+    }
     serve_after_commit(server, sock)
 }
 
@@ -147,7 +185,7 @@ pub fn run(sock: OwnedFd, paths: NamespacePaths) -> Result<(), String> {
 /// lock it carries and every pane with its fds, is time the old server
 /// still serves.
 fn receive_precopy(sock: &OwnedFd, paths: NamespacePaths) -> Result<Prepared, String> {
-    let (msg, fds) = recv(sock)?;
+    let (msg, fds) = recv(sock).map_err(|e| format!("receiving the pre-copy: {e}"))?;
     let Control::Precopy {
         bytes,
         ids,
@@ -159,8 +197,12 @@ fn receive_precopy(sock: &OwnedFd, paths: NamespacePaths) -> Result<Prepared, St
     let (memfd, named) = split_fds("pre-copy", ids, fds)?;
     let mut named: HashMap<FdName, OwnedFd> = named.collect();
     for seq in 1..=batches {
-        let batch = fdpass::recv_batch_timeout::<FdName>(sock, STEP_TIMEOUT)
-            .map_err(|e| format!("receiving the pre-copy's fd batch {seq}: {e}"))?;
+        let batch = fdpass::recv_batch_timeout::<FdName>(sock, STEP_TIMEOUT).map_err(|e| {
+            format!(
+                "receiving the pre-copy's fd batch {seq}: {}",
+                with_fd_hint(&e)
+            )
+        })?;
         if batch.seq != seq {
             return Err(format!(
                 "pre-copy fd batch {} arrived, expected {seq}",
@@ -220,10 +262,11 @@ fn receive_manifest(
     let manifest: Manifest =
         serde_json::from_slice(&data).map_err(|e| format!("decoding the manifest: {e}"))?;
     fault::check(fault, "new-after-manifest");
-    let refused = if manifest.handoff_version != HANDOFF_VERSION {
+    let refused = if !crate::handoff::manifest::accepts(manifest.handoff_version) {
         Some(format!(
-            "manifest version {} is not ours ({HANDOFF_VERSION})",
-            manifest.handoff_version
+            "the old server speaks handoff version {}, this build reads {}..={HANDOFF_VERSION}; use `ptyd upgrade --mode restore`",
+            manifest.handoff_version,
+            crate::handoff::manifest::HANDOFF_ACCEPTS_FROM,
         ))
     } else if manifest.namespace != paths.namespace {
         Some(format!(
@@ -236,7 +279,7 @@ fn receive_manifest(
         None
     };
     if let Some(reason) = refused {
-        abort(sock, reason.clone())?;
+        return Err(reason);
     }
     Ok(Received {
         manifest,
@@ -273,8 +316,9 @@ fn import_fds(
             Some(fds) => fdpass::Batch { seq: 0, fds },
             None => {
                 spin_until_readable(sock, BLACKOUT_SPIN);
-                fdpass::recv_batch_timeout(sock, STEP_TIMEOUT)
-                    .map_err(|e| Failure::Plain(format!("receiving fd batch {seq}: {e}")))?
+                fdpass::recv_batch_timeout(sock, STEP_TIMEOUT).map_err(|e| {
+                    Failure::Plain(format!("receiving fd batch {seq}: {}", with_fd_hint(&e)))
+                })?
             }
         };
         if batch.seq != seq {
@@ -330,18 +374,23 @@ fn serve_after_commit(mut server: Server, sock: OwnedFd) -> Result<(), String> {
         server.panes.len(),
         server.generation
     ));
-    // Out to the caller before the old side hears it was answered: if we
-    // die in probation from here on, the old side must not answer again.
-    server.flush_conns();
-    let _ = fdpass::send_message(&sock, &Control::Answered, &[]);
     // The old side keeps the channel through its probation; its close tells
-    // us it let go for good.
+    // us it let go for good, and then the caller hears of our success.
     let _ = crate::sys::set_nonblocking_cloexec(sock.as_raw_fd());
-    let _ = server.poll.registry().register(
+    let registered = server.poll.registry().register(
         &mut SourceFd(&sock.as_raw_fd()),
         super::super::PREDECESSOR,
         Interest::READABLE,
     );
+    if let Err(e) = registered {
+        server.log.log(
+            "upgrade_probation",
+            &format!("cannot watch the old server's probation ({e}); answering now"),
+        );
+        server.keeper_serving(false, true);
+        server.answer_upgrade_caller("unwatched");
+        return server.serve();
+    }
     server.predecessor = Some(sock);
     server.serve()
 }
@@ -381,10 +430,23 @@ fn recv(sock: &OwnedFd) -> Result<(Control, Vec<OwnedFd>), String> {
             STEP_TIMEOUT.as_secs()
         ));
     }
-    let (data, fds) = fdpass::recv_message(sock).map_err(|e| e.to_string())?;
+    let (data, fds) = fdpass::recv_message(sock).map_err(|e| with_fd_hint(&e))?;
     let msg = serde_json::from_slice(&data)
         .map_err(|e| format!("bad message from the old server: {e}"))?;
     Ok((msg, fds))
+}
+
+/// A receive error, with what to do when fds could not all be taken.
+fn with_fd_hint(e: &std::io::Error) -> String {
+    // `fdpass` reports MSG_CTRUNC as truncation: the fds did not fit.
+    if e.kind() == std::io::ErrorKind::InvalidData && e.to_string().contains("truncated") {
+        format!(
+            "{e}: this process could not take every fd sent; raise its open-file limit \
+             (`ulimit -n`, or LimitNOFILE= in the service unit)"
+        )
+    } else {
+        e.to_string()
+    }
 }
 
 fn abort(sock: &OwnedFd, reason: String) -> Result<(), String> {
@@ -399,10 +461,18 @@ fn abort(sock: &OwnedFd, reason: String) -> Result<(), String> {
 }
 
 /// The whole content of a memfd the old side wrote, checked against the
-/// size it announced.
-fn read_memfd(memfd: OwnedFd, bytes: u64) -> Result<Vec<u8>, String> {
+/// size it announced before anything is allocated: the size is a number
+/// from the peer, and `with_capacity` of a huge one aborts the process.
+pub(in crate::server) fn read_memfd(memfd: OwnedFd, bytes: u64) -> Result<Vec<u8>, String> {
     let mut file = std::fs::File::from(memfd);
-    let mut data = Vec::with_capacity(bytes as usize);
+    let size = file
+        .metadata()
+        .map_err(|e| format!("reading the manifest: {e}"))?
+        .len();
+    if size != bytes {
+        return Err(format!("the manifest has {size} bytes, {bytes} announced"));
+    }
+    let mut data = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
     std::io::Seek::rewind(&mut file).map_err(|e| format!("reading the manifest: {e}"))?;
     std::io::Read::read_to_end(&mut file, &mut data)
         .map_err(|e| format!("reading the manifest: {e}"))?;
@@ -666,7 +736,7 @@ impl Server {
 
     /// The commit: catch up on what arrived during the blackout (every
     /// source goes on the backlog, since the old server may have consumed
-    /// edges), and tell the reaper we are current.
+    /// edges), and tell the keeper we are current.
     fn go_live(&mut self) {
         let now = Instant::now();
         let panes: Vec<u64> = self.panes.keys().copied().collect();
@@ -682,9 +752,8 @@ impl Server {
             // An inherited process may have exited during the blackout.
             self.on_pidfd(id);
         }
-        if let Some(l) = &self.lineage {
-            crate::reaper::announce(l);
-        }
+        // Not settled: the old server may still take everything back.
+        self.keeper_serving(false, false);
         self.mark_dirty();
     }
 
@@ -713,6 +782,12 @@ impl Server {
             "generation": self.generation,
             "new_pid": std::process::id(),
             "server_version": crate::protocol::SERVER_VERSION,
+            "from": self.upgraded_from,
+            "to": {
+                "pid": std::process::id(),
+                "version": crate::protocol::SERVER_VERSION,
+                "binary": self.exe_path,
+            },
             "phases": phases.iter().map(|p| json!({ "name": p.name, "ms": p.us as f64 / 1000.0 })).collect::<Vec<_>>(),
             "blackout_ms": blackout_us as f64 / 1000.0,
             "panes": self.panes.len(),
@@ -726,12 +801,30 @@ impl Server {
             &format!("generation {} serving; {report}", self.generation),
         );
         self.last_upgrade = report.clone();
-        if let serde_json::Value::Object(members) = report.clone() {
+        self.committed_at = Some(Instant::now());
+        if let serde_json::Value::Object(members) = report {
             self.emit(Event::ServerUpgraded { report: members });
         }
-        if let Some((conn, rpc_id)) = self.upgrade_caller.take() {
-            self.respond(conn, &rpc_id, Ok(report));
-        }
+        // The caller is answered once the old server let go (the end of
+        // its probation, `answer_upgrade_caller`): until then it may
+        // still take everything back, and success would be premature.
+    }
+
+    /// Answers the `server.upgrade` that started us, with the report and
+    /// how probation ended: `survived` (the old server let go), or
+    /// `stopped` (we were stopped during it).
+    pub(in crate::server) fn answer_upgrade_caller(&mut self, probation: &str) {
+        let Some((conn, rpc_id)) = self.upgrade_caller.take() else {
+            return;
+        };
+        let mut report = self.last_upgrade.clone();
+        report["probation"] = json!(probation);
+        report["probation_ms"] = json!(
+            self.committed_at
+                .map_or(0, |at| at.elapsed().as_millis() as u64)
+        );
+        self.last_upgrade = report.clone();
+        self.respond(conn, &rpc_id, Ok(report));
     }
 
     /// A pane's inherited process may have exited: its pidfd says so.
@@ -758,5 +851,24 @@ impl Server {
             self.sources.remove(&token);
         }
         self.on_pane_exit(id, status);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Review finding (handoff messages): a pre-copy or manifest message
+    /// announcing a huge size made the new side reserve that much memory
+    /// before reading (an abort at `u64::MAX`); now the size is checked
+    /// against the file first.
+    #[test]
+    fn a_memfd_size_that_is_not_the_files_is_an_error_not_an_allocation() {
+        let memfd = crate::sys::anonymous_file(c"test", b"{}").unwrap();
+        let err = super::read_memfd(memfd, u64::MAX).unwrap_err();
+        assert!(
+            err.contains("2 bytes, 18446744073709551615 announced"),
+            "{err}"
+        );
+        let memfd = crate::sys::anonymous_file(c"test", b"{}").unwrap();
+        assert_eq!(super::read_memfd(memfd, 2).unwrap(), b"{}");
     }
 }

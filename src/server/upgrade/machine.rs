@@ -58,8 +58,9 @@ pub enum Step {
         /// For messages.
         binary: String,
     },
-    /// The new server is starting; waiting for its `hello`.
-    Starting { child: u32 },
+    /// The new server is starting; waiting for its `hello`, which must
+    /// name the handoff version its probe did.
+    Starting { child: u32, handoff: u32 },
     /// Flushing the snapshot before the pre-copy.
     Saving,
     /// The pre-copy went out, still serving; waiting for its ack.
@@ -95,6 +96,30 @@ impl Step {
             Step::Done => "done",
         }
     }
+
+    /// Before the commit point: a failure rolls back.
+    pub fn before_commit(&self) -> bool {
+        !matches!(self, Step::Probation { .. } | Step::Done)
+    }
+
+    /// What this step waits for, for the message when it never comes.
+    fn awaits(&self) -> String {
+        match self {
+            Step::Probing { binary, .. } => {
+                format!("the version probe `{binary} version --json` did not finish")
+            }
+            Step::Starting { child, .. } => {
+                format!("the new server (pid {child}) did not say hello")
+            }
+            Step::Saving => "the snapshot save before the handoff did not finish".into(),
+            Step::Precopying(_) => "the new server did not take the pre-copy".into(),
+            Step::Transferring(_) | Step::Importing(_) => {
+                "the new server did not import the handed-over fds".into()
+            }
+            Step::Committing => "the new server did not confirm the commit".into(),
+            Step::Probation { .. } | Step::Done => "the upgrade did not end".into(),
+        }
+    }
 }
 
 pub enum Input {
@@ -102,8 +127,9 @@ pub enum Input {
     ProbeOutput(Vec<u8>),
     /// The version probe closed its output.
     ProbeEnded,
-    /// The new server was started (the result of [`Action::SpawnNewServer`]).
-    Spawned { child: u32 },
+    /// The new server was started (the result of [`Action::SpawnNewServer`]),
+    /// speaking `handoff` (as its probe said).
+    Spawned { child: u32, handoff: u32 },
     /// A control message from the new side.
     Msg(Control),
     /// The new side sent something that is not a control message.
@@ -122,7 +148,7 @@ pub enum Input {
     Failed(String),
     /// The new process exited: `clean` for code 0; `what` says how.
     ChildExited { clean: bool, what: String },
-    /// The step's deadline passed, `took_ms` into the step.
+    /// The upgrade's deadline passed, `took_ms` after it was requested.
     Deadline { took_ms: u128 },
     /// SIGTERM or SIGINT while the upgrade runs.
     Stop,
@@ -143,9 +169,9 @@ pub enum HandOver {
 pub enum Action {
     /// Record the time since the last phase ended under this name.
     FinishPhase(&'static str),
-    /// Start the new binary (which said it is ptyd `version`) on a fresh
-    /// socketpair; feeds `Spawned`.
-    SpawnNewServer { version: String },
+    /// Start the new binary (which said it is ptyd `version`, speaking
+    /// `handoff` and reading ours) on a fresh socketpair; feeds `Spawned`.
+    SpawnNewServer { version: String, handoff: u32 },
     /// `--mode restore`: answer, save, stop and exec the new binary here.
     RestartInPlace,
     /// The peer's uid (SO_PEERCRED) must be ours.
@@ -233,7 +259,7 @@ pub fn on(step: Step, input: Input) -> (Step, Vec<Action>) {
             restore,
             binary,
         } => on_probing(output, restore, binary, input),
-        Step::Starting { child } => on_starting(child, input),
+        Step::Starting { child, handoff } => on_starting(child, handoff, input),
         Step::Saving => on_saving(input),
         Step::Precopying(p) => on_precopying(p, input),
         Step::Transferring(t) => on_transfer(t, false, input),
@@ -276,20 +302,20 @@ fn on_probing(output: Vec<u8>, restore: bool, binary: String, input: Input) -> (
         },
         // The probe's own exit; its output decides.
         Input::ChildExited { .. } => (step, vec![]),
-        Input::Spawned { child } => (Step::Starting { child }, vec![]),
+        Input::Spawned { child, handoff } => (Step::Starting { child, handoff }, vec![]),
         input => before_commit(step, input),
     }
 }
 
-fn on_starting(child: u32, input: Input) -> (Step, Vec<Action>) {
-    let step = Step::Starting { child };
+fn on_starting(child: u32, handoff: u32, input: Input) -> (Step, Vec<Action>) {
+    let step = Step::Starting { child, handoff };
     match input {
         Input::Msg(Control::Hello {
             handoff_version,
             server_version,
             pid,
         }) => {
-            if handoff_version != HANDOFF_VERSION || pid != child {
+            if handoff_version != handoff || pid != child {
                 let why = format!(
                     "the new server (pid {pid}, ptyd {server_version}) is not the process we started or speaks handoff version {handoff_version}"
                 );
@@ -369,9 +395,11 @@ fn before_commit(step: Step, input: Input) -> (Step, Vec<Action>) {
         Input::ChildExited { what, .. } => {
             format!("the new server {what} in phase {}", step.name())
         }
-        Input::Deadline { took_ms } => {
-            format!("timed out in phase {} (after {took_ms} ms)", step.name())
-        }
+        Input::Deadline { took_ms } => format!(
+            "{} within {took_ms} ms of the request (phase {}); on a slow machine give it longer (`ptyd upgrade --timeout 30s`, or upgrade_timeout_ms in config.toml); a binary that never answers is not a working ptyd server",
+            step.awaits(),
+            step.name()
+        ),
         Input::Stop => "the server was asked to stop".into(),
         Input::Failed(e) => e,
         // A result in a step that did not ask for it: a bug here, and
@@ -453,9 +481,16 @@ fn probe_verdict(output: &[u8], restore: bool, binary: &str) -> Result<Action, S
     }
     let theirs = probe["handoff_version"].as_u64();
     let version = probe["server_version"].as_str().unwrap_or("unknown");
+    // A newer build may still read ours (N-1): it says so.
+    let ours = u64::from(HANDOFF_VERSION);
+    let reads_ours = probe["handoff_accepts"]
+        .as_array()
+        .and_then(|r| Some((r.first()?.as_u64()?, r.get(1)?.as_u64()?)))
+        .is_some_and(|(from, to)| from <= ours && ours <= to);
     match theirs {
-        Some(v) if v == u64::from(HANDOFF_VERSION) => Ok(Action::SpawnNewServer {
+        Some(v) if v == ours || reads_ours => Ok(Action::SpawnNewServer {
             version: version.to_string(),
+            handoff: v as u32,
         }),
         Some(v) => Err(format!(
             "{binary} (ptyd {version}) speaks handoff version {v}, this server (ptyd {}) speaks {HANDOFF_VERSION}; use `ptyd upgrade --mode restore`, or a compatible binary",

@@ -28,7 +28,7 @@
 //! After it, the new server serves; the old keeps its paused copies for a
 //! probation window and takes everything back if the new one dies in it.
 
-mod convert;
+pub(super) mod convert;
 mod export;
 pub mod import;
 mod machine;
@@ -49,6 +49,9 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+/// After the handoff socket closed before the commit, how long to wait
+/// for the new process's exit status before rolling back without it.
+const CHANNEL_LOST_GRACE: Duration = Duration::from_secs(1);
 /// Default deadline for everything before the commit point.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// After the commit the old server keeps its paused copies this long, and
@@ -64,8 +67,35 @@ impl Upgrade {
     /// The new server's pid (or the probe's), to recognise its exit.
     pub fn child_pid(&self) -> Option<i32> {
         match self {
-            Upgrade::Active(a) => Some(a.child.id() as i32),
+            Upgrade::Active(a) => Some(a.child.pid as i32),
             Upgrade::Idle => None,
+        }
+    }
+}
+
+/// The probe or the new server: our child, known by pid. It is never
+/// waited for: the loop's SIGCHLD handler reaps it (`reap_any_child`) like
+/// every other child, so a child that lingers can never stall the loop.
+/// Until `reaped`, the pid is still ours (an unreaped child's pid cannot be
+/// reused), so it is safe to signal.
+pub(super) struct UpgradeChild {
+    pid: u32,
+    reaped: bool,
+}
+
+impl UpgradeChild {
+    fn spawned(child: std::process::Child) -> UpgradeChild {
+        // Dropping a `std::process::Child` neither waits nor kills.
+        UpgradeChild {
+            pid: child.id(),
+            reaped: false,
+        }
+    }
+
+    /// SIGKILL unless already reaped; the loop reaps it when it dies.
+    fn kill(&self) {
+        if !self.reaped {
+            let _ = crate::sys::kill(self.pid as i32, crate::sys::SIGKILL);
         }
     }
 }
@@ -75,7 +105,7 @@ impl Upgrade {
 pub struct Active {
     step: Step,
     /// The probe while probing, then the new server.
-    child: std::process::Child,
+    child: UpgradeChild,
     /// The probe's stdout while probing, then our end of the handoff socket.
     channel: OwnedFd,
     binary: PathBuf,
@@ -89,8 +119,25 @@ pub struct Active {
     /// Pidfds we opened for our own children's panes, by pane id.
     opened_pidfds: HashMap<u64, OwnedFd>,
     new_version: String,
-    /// The loop already reaped the child: its pid must not be signalled.
-    child_reaped: bool,
+    /// When the request came, for messages ("within N ms of the start").
+    started: Instant,
+    /// The handoff socket failed or closed before the commit: the cause is
+    /// almost always the new process exiting, whose status (and its
+    /// `abort` reason, if it sent one) says more than the closed socket,
+    /// so the rollback waits briefly for that exit.
+    channel_lost: Option<String>,
+    /// The reason the new side gave in an `abort` message.
+    abort_reason: Option<String>,
+    /// What this server was when the request came, for the report.
+    from: Origin,
+}
+
+/// The serving process before an upgrade, named in every report.
+#[derive(Clone)]
+pub(super) struct Origin {
+    pub pid: u32,
+    pub version: String,
+    pub binary: PathBuf,
 }
 
 impl Server {
@@ -101,6 +148,29 @@ impl Server {
             if let Some((conn, rpc_id)) = caller {
                 self.respond(conn, &rpc_id, Err(e));
             }
+        }
+    }
+
+    /// SIGHUP: upgrade to the binary at our own path, or, while an
+    /// upgrade runs or the previous one's probation lasts, once that is
+    /// over (a second reload waits rather than fails).
+    pub(super) fn upgrade_on_sighup(&mut self) {
+        if matches!(self.upgrade, Upgrade::Active(_)) || self.predecessor.is_some() {
+            self.log.log(
+                "upgrade_queued",
+                "SIGHUP during an upgrade or its probation; upgrading once that is over",
+            );
+            self.sighup_pending = true;
+            return;
+        }
+        self.start_upgrade(None, methods::Upgrade::default());
+    }
+
+    /// The upgrade or probation that held a SIGHUP back is over: run it
+    /// (here if we serve on, else in the new server, which got it from us).
+    fn run_pending_sighup(&mut self) {
+        if std::mem::take(&mut self.sighup_pending) {
+            self.upgrade_on_sighup();
         }
     }
 
@@ -123,7 +193,9 @@ impl Server {
                     Ok(Some(result)) => inputs.push_back(result),
                     Ok(None) => {}
                     Err(e) => {
-                        inputs.push_back(Input::Failed(e));
+                        if !self.await_exit_of_vanished_peer(&e) {
+                            inputs.push_back(Input::Failed(e));
+                        }
                         break;
                     }
                 }
@@ -133,6 +205,10 @@ impl Server {
             if changed && let Upgrade::Active(a) = &mut self.upgrade {
                 a.step_started = Instant::now();
             }
+        }
+        // Rolled back or taken back: a reload held back meanwhile runs now.
+        if matches!(self.upgrade, Upgrade::Idle) && self.predecessor.is_none() {
+            self.run_pending_sighup();
         }
     }
 
@@ -149,10 +225,10 @@ impl Server {
                 });
                 a.step_started = Instant::now();
             }
-            Action::SpawnNewServer { version } => {
+            Action::SpawnNewServer { version, handoff } => {
                 a.new_version = version;
                 let child = self.spawn_new_server()?;
-                return Ok(Some(Input::Spawned { child }));
+                return Ok(Some(Input::Spawned { child, handoff }));
             }
             Action::RestartInPlace => self.restart_in_place(),
             // SO_PEERCRED of a socketpair names its creator (us), so it
@@ -210,6 +286,9 @@ impl Server {
             let Upgrade::Active(a) = &mut self.upgrade else {
                 return;
             };
+            if a.channel_lost.is_some() {
+                return;
+            }
             let input = match fdpass::recv_message(&a.channel) {
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
                 Err(e) => Input::ChannelLost(e.to_string()),
@@ -219,6 +298,14 @@ impl Server {
                     Err(e) => Input::BadMessage(e.to_string()),
                 },
             };
+            if let Input::Msg(Control::Abort { reason }) = &input {
+                a.abort_reason = Some(reason.clone());
+            }
+            if let Input::ChannelLost(e) = &input
+                && self.await_exit_of_vanished_peer(&e.clone())
+            {
+                return;
+            }
             let lost = matches!(input, Input::ChannelLost(_));
             self.feed(input);
             if lost {
@@ -227,7 +314,42 @@ impl Server {
         }
     }
 
+    /// The handoff socket closed, or sending on it failed because the
+    /// peer is gone, before the commit: most likely the new process is
+    /// exiting, and its exit status (SIGKILL, a code) names the cause
+    /// better than "broken pipe" does. Waits for that exit (SIGCHLD), at
+    /// most [`CHANNEL_LOST_GRACE`]; `error` is the message if it does not
+    /// come. Returns false (nothing deferred) when that does not apply.
+    fn await_exit_of_vanished_peer(&mut self, error: &str) -> bool {
+        let Upgrade::Active(a) = &mut self.upgrade else {
+            return false;
+        };
+        if !a.step.before_commit() || matches!(a.step, Step::Probing { .. }) || a.child.reaped {
+            return false;
+        }
+        if a.channel_lost.is_some() {
+            // Already waiting for the exit: a later failure (a save that
+            // finished, then a send) says nothing new.
+            return true;
+        }
+        if !crate::sys::peer_hung_up(a.channel.as_raw_fd()) {
+            return false;
+        }
+        let _ = self
+            .poll
+            .registry()
+            .deregister(&mut SourceFd(&a.channel.as_raw_fd()));
+        a.channel_lost = Some(error.to_string());
+        let at = (Instant::now() + CHANNEL_LOST_GRACE).min(a.deadline);
+        a.deadline = at;
+        self.arm_upgrade_timer(at);
+        true
+    }
+
     /// Reads what the version probe printed, until it closes its output.
+    /// A probe that closes its output and lingers is killed then (a ptyd
+    /// binary exits right after printing); it is never waited for here:
+    /// the loop reaps it on SIGCHLD.
     fn read_probe(&mut self) {
         let mut buf = [0u8; 4096];
         loop {
@@ -243,7 +365,7 @@ impl Server {
                         .poll
                         .registry()
                         .deregister(&mut SourceFd(&a.channel.as_raw_fd()));
-                    let _ = a.child.wait();
+                    a.child.kill();
                     return self.feed(Input::ProbeEnded);
                 }
                 Ok(n) => self.feed(Input::ProbeOutput(buf[..n].to_vec())),
@@ -272,16 +394,21 @@ impl Server {
     }
 
     pub(super) fn on_upgrade_timer(&mut self, now: Instant) {
-        let Upgrade::Active(a) = &self.upgrade else {
+        let Upgrade::Active(a) = &mut self.upgrade else {
             return;
         };
         if a.deadline > now {
             return;
         }
-        let took_ms = a
-            .deadline
-            .saturating_duration_since(a.step_started)
-            .as_millis();
+        if let Some(e) = a.channel_lost.take() {
+            // The new process kept running after closing its end.
+            let e = match a.abort_reason.take() {
+                Some(reason) => format!("{e}; it said: {reason}"),
+                None => e,
+            };
+            return self.feed(Input::ChannelLost(e));
+        }
+        let took_ms = now.saturating_duration_since(a.started).as_millis();
         self.feed(Input::Deadline { took_ms });
     }
 
@@ -290,19 +417,26 @@ impl Server {
         let Upgrade::Active(a) = &mut self.upgrade else {
             return;
         };
-        let probing = matches!(a.step, Step::Probing { .. });
-        if !probing {
-            a.child_reaped = true;
-        }
+        a.child.reaped = true;
         if matches!(a.step, Step::Probation { .. }) {
             // Read what it sent before dying (its `Answered` above all):
             // SIGCHLD may be handled before the channel's readiness.
             self.on_upgrade_readable();
         }
-        let what = match status {
+        let Upgrade::Active(a) = &mut self.upgrade else {
+            return;
+        };
+        let mut what = match status {
             ExitStatus::Code(c) => format!("exited with code {c}"),
             ExitStatus::Signal(s) => format!("was killed by {}", super::pane::signal_name(s)),
         };
+        if let Some(reason) = a.abort_reason.take() {
+            what = format!("gave up ({reason}) and {what}");
+        } else if a.channel_lost.take().is_some() && matches!(status, ExitStatus::Code(_)) {
+            what = format!(
+                "{what} (its stderr says why: the journal, or server.stderr in the state directory)"
+            );
+        }
         let clean = matches!(status, ExitStatus::Code(0));
         self.feed(Input::ChildExited { clean, what });
     }
@@ -333,6 +467,10 @@ impl Server {
                 .registry()
                 .deregister(&mut SourceFd(&sock.as_raw_fd()));
         }
+        // The old server let go: ours is the code to keep.
+        self.keeper_serving(false, true);
+        self.answer_upgrade_caller("survived");
+        self.run_pending_sighup();
     }
 
     /// `server.status`'s view of an upgrade in flight.
@@ -340,7 +478,7 @@ impl Server {
         match &self.upgrade {
             Upgrade::Idle => Value::Null,
             Upgrade::Active(a) => {
-                json!({ "phase": a.step.name(), "binary": a.binary, "new_pid": a.child.id() })
+                json!({ "phase": a.step.name(), "binary": a.binary, "new_pid": a.child.pid })
             }
         }
     }

@@ -24,19 +24,19 @@ impl Server {
             .poll
             .registry()
             .deregister(&mut SourceFd(&a.channel.as_raw_fd()));
-        if !a.child_reaped {
-            // The pid is our unreaped child, so it cannot have been reused.
-            let _ = crate::sys::kill(a.child.id() as i32, crate::sys::SIGKILL);
-            let _ = a.child.wait();
-        }
+        // Never waited for: the loop reaps it on SIGCHLD (a process that
+        // takes long to die must not stall the loop).
+        a.child.kill();
         drop(a.memfd.take());
         drop(std::mem::take(&mut a.opened_pidfds));
         self.drop_attempt_lineage();
         let was_paused = self.resume();
         let msg = format!(
-            "upgrade to {} failed: {reason}; this server (pid {}) keeps serving{}",
+            "upgrade from ptyd {} ({}) to {} failed: {reason}; this server (pid {}) keeps serving{}",
+            a.from.version,
+            a.from.binary.display(),
             a.binary.display(),
-            std::process::id(),
+            a.from.pid,
             if was_paused {
                 ", everything resumed, nothing lost"
             } else {
@@ -71,7 +71,24 @@ impl Server {
             .deregister(&mut SourceFd(&a.channel.as_raw_fd()));
         self.drop_attempt_lineage();
         self.resume();
+        // Current again: the keeper forwards signals to us, not the dead.
+        self.keeper_serving(false, true);
         self.log.log("upgrade_taken_back", &msg);
+        // Every connection's stream was the new server's to read and write
+        // since the commit: it may have consumed requests, answered them,
+        // or died in the middle of a frame, none of which our paused copy
+        // knows. Resuming them would answer twice, tear frames and repeat
+        // output, so they are closed instead (no EXIT frame: the stream
+        // may stand mid-frame); attached clients reconnect by themselves
+        // and get a redraw. Only the caller, to whom the new server had
+        // written nothing, gets its answer first.
+        let caller = a.caller.as_ref().map(|(conn, _)| *conn);
+        let conns: Vec<ConnId> = self.conns.keys().copied().collect();
+        for id in conns {
+            if Some(id) != caller {
+                self.close_conn(id);
+            }
+        }
         self.emit(Event::ServerUpgradeFailed {
             reason: msg.to_string(),
             phase: "probation".to_string(),
@@ -80,15 +97,20 @@ impl Server {
         // answer, or it waits forever.
         if let Some((conn, rpc_id)) = a.caller.filter(|_| answer_caller) {
             let msg = format!(
-                "upgrade to {} failed: {msg} (this server, pid {})",
+                "upgrade from ptyd {} ({}) to {} failed: {msg} (this server, pid {})",
+                a.from.version,
+                a.from.binary.display(),
                 a.binary.display(),
-                std::process::id()
+                a.from.pid,
             );
             self.respond(
                 conn,
                 &rpc_id,
                 Err(RpcError::new(ErrorCode::UpgradeFailed, msg)),
             );
+        }
+        if let Some(conn) = caller {
+            self.close_after_flush(conn);
         }
     }
 

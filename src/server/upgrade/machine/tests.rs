@@ -42,7 +42,10 @@ fn transfer(batches: usize, next: usize, acked: usize) -> Transfer {
 }
 
 fn starting() -> Step {
-    Step::Starting { child: CHILD }
+    Step::Starting {
+        child: CHILD,
+        handoff: HANDOFF_VERSION,
+    }
 }
 
 fn precopying() -> Step {
@@ -132,10 +135,18 @@ fn the_happy_path_walks_every_step_in_order() {
                     Action::FinishPhase("preflight"),
                     Action::SpawnNewServer {
                         version: "9.9.9".into(),
+                        handoff: HANDOFF_VERSION,
                     },
                 ],
             ),
-            (Input::Spawned { child: CHILD }, "prepare", vec![]),
+            (
+                Input::Spawned {
+                    child: CHILD,
+                    handoff: HANDOFF_VERSION,
+                },
+                "prepare",
+                vec![],
+            ),
             (
                 hello(CHILD),
                 "save",
@@ -294,6 +305,49 @@ fn r0_the_probe_refuses_with_nothing_touched() {
     assert_eq!(actions, vec![Action::RestartInPlace]);
 }
 
+/// Version skew: a newer build that still reads our handoff version says
+/// so (`handoff_accepts`), and is handed over to live; its hello must then
+/// name the version its probe did.
+#[test]
+fn a_newer_build_that_reads_our_version_is_accepted_live() {
+    let newer = HANDOFF_VERSION + 1;
+    let probe = format!(
+        r#"{{"handoff_version": {newer}, "handoff_accepts": [{HANDOFF_VERSION}, {newer}], "server_version": "9.9.9"}}"#
+    );
+    let (step, _) = on(probing(false), Input::ProbeOutput(probe.into_bytes()));
+    let (step, actions) = on(step, Input::ProbeEnded);
+    assert_eq!(
+        actions,
+        vec![
+            Action::FinishPhase("preflight"),
+            Action::SpawnNewServer {
+                version: "9.9.9".into(),
+                handoff: newer,
+            },
+        ]
+    );
+    let (step, _) = on(
+        step,
+        Input::Spawned {
+            child: CHILD,
+            handoff: newer,
+        },
+    );
+    let hello = Input::Msg(Control::Hello {
+        handoff_version: newer,
+        server_version: "9.9.9".into(),
+        pid: CHILD,
+    });
+    let (step, _) = on(step, hello);
+    assert_eq!(step.name(), "save");
+    // One that no longer reads ours is refused, nothing touched.
+    let probe = format!(
+        r#"{{"handoff_version": {newer}, "handoff_accepts": [{newer}, {newer}], "server_version": "9.9.9"}}"#
+    );
+    let (step, _) = on(probing(false), Input::ProbeOutput(probe.into_bytes()));
+    assert_rolls_back(step, Input::ProbeEnded, "--mode restore");
+}
+
 #[test]
 fn r1_the_new_server_must_be_our_child_speaking_our_version() {
     assert_rolls_back(starting(), hello(CHILD + 1), "not the process we started");
@@ -317,7 +371,7 @@ fn every_step_before_the_commit_rolls_back_on_a_deadline_an_exit_a_stop_or_a_los
         assert_rolls_back(
             step,
             Input::Deadline { took_ms: 10_000 },
-            "timed out in phase",
+            "ms of the request (phase",
         );
     }
     for step in pre_commit_steps() {

@@ -1,0 +1,269 @@
+//! The crash-recovery benchmark, in one run:
+//!
+//! - **Throughput cost** of the bookkeeping (each pane's output ring, the
+//!   checkpoints, the keeper's copies): `cat` of a `--mb` MB file (default
+//!   100) through a pane, read through ptyd's protocol client (as the
+//!   `report` bench's throughput does), on a server with its keeper and on
+//!   one started with `PTYD_NO_KEEPER=1` (no keeper, no rings, no
+//!   checkpoints), `--runs` times each (default 5), interleaved.
+//! - **Recovery time**: for each pane count (`--panes`, default
+//!   10,100,1000) a server with that many panes (each having printed
+//!   `--lines` lines, default 200, then `cat`), then `--rounds` times
+//!   (default 10): SIGKILL the serving process, and time until a
+//!   replacement answers `pane.list` with every pane, each with its old
+//!   pid ("served again": taken over, listening, answering).
+//!   `PTYD_CRASH_LOOP_WINDOW_MS=0` so rounds in quick succession are not
+//!   taken for a crash loop (which would add its back-off).
+//!
+//! Usage: `cargo build --release && cargo bench --bench crash [-- --mb N
+//! --runs N --panes 10,100,1000 --rounds N --lines N]`. The ptyd binary is
+//! `$PTYD_BIN`, else `target/release/ptyd`.
+
+mod common;
+
+use common::server::{PtydServer, wait_all};
+use common::upgrade::{MARKER, generate};
+use common::{Res, check_limits, find_ptyd, loadavg, ms, nproc, parse_num, raised_nofile, stats};
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+struct Args {
+    mb: usize,
+    runs: usize,
+    panes: Vec<usize>,
+    rounds: usize,
+    lines: usize,
+}
+
+fn parse_args() -> Res<Args> {
+    use lexopt::prelude::*;
+    let mut args = Args {
+        mb: 100,
+        runs: 5,
+        panes: vec![10, 100, 1000],
+        rounds: 10,
+        lines: 200,
+    };
+    let mut p = lexopt::Parser::from_env();
+    while let Some(arg) = p.next().map_err(|e| e.to_string())? {
+        match arg {
+            Long("mb") => args.mb = parse_num(p.value(), "--mb")?,
+            Long("runs") => args.runs = parse_num(p.value(), "--runs")?,
+            Long("rounds") => args.rounds = parse_num(p.value(), "--rounds")?,
+            Long("lines") => args.lines = parse_num(p.value(), "--lines")?,
+            Long("panes") => {
+                let v = p.value().map_err(|e| e.to_string())?;
+                args.panes = v
+                    .to_string_lossy()
+                    .split(',')
+                    .filter(|s| !s.trim().is_empty())
+                    .map(|s| {
+                        s.trim()
+                            .parse()
+                            .map_err(|_| format!("--panes wants whole numbers, got {s:?}"))
+                    })
+                    .collect::<Res<_>>()?;
+            }
+            Long("bench") | Value(_) => {}
+            Short('h') | Long("help") => {
+                println!(
+                    "usage: cargo bench --bench crash [-- [--mb N] [--runs N] [--panes 10,100,1000] [--rounds N] [--lines N]]"
+                );
+                std::process::exit(0);
+            }
+            other => return Err(other.unexpected().to_string()),
+        }
+    }
+    Ok(args)
+}
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("bench crash: error: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Res<()> {
+    let args = parse_args()?;
+    let bin = find_ptyd()?;
+    let nofile = raised_nofile()?;
+    check_limits(args.panes.iter().copied().max().unwrap_or(0))?;
+    let dir = tempfile::Builder::new()
+        .prefix("ptyd-crashbench-")
+        .tempdir()
+        .map_err(|e| format!("creating a temporary directory: {e}"))?;
+    println!(
+        "ptyd crash bench: nproc {}, load {}, ptyd {}",
+        nproc(),
+        loadavg(),
+        bin.display()
+    );
+    if args.mb > 0 && args.runs > 0 {
+        throughput(&args, &bin, dir.path(), nofile)?;
+    }
+    if args.rounds > 0 {
+        println!(
+            "\nrecovery: SIGKILL of the serving process -> every pane served again ({} rounds)",
+            args.rounds
+        );
+        println!(
+            "{:>6}  {:>9} {:>9} {:>9}  {:>12}",
+            "panes", "p50 ms", "p99 ms", "max ms", "checkpoint"
+        );
+        for &n in &args.panes {
+            recovery(&args, &bin, dir.path(), nofile, n)?;
+        }
+    }
+    Ok(())
+}
+
+fn throughput(args: &Args, bin: &std::path::Path, tmp: &std::path::Path, nofile: u64) -> Res<()> {
+    let file = tmp.join("out.txt");
+    // 100-byte lines.
+    let bytes = generate(&file, args.mb * 10_000, 99)?;
+    let mut with = PtydServer::start(bin, &tmp.join("with"), nofile)?;
+    let mut without = PtydServer::start_env(
+        bin,
+        &tmp.join("without"),
+        nofile,
+        &[("PTYD_NO_KEEPER", "1")],
+    )?;
+    let (mut t_with, mut t_without) = (Vec::new(), Vec::new());
+    for _ in 0..args.runs {
+        for (server, out) in [(&mut without, &mut t_without), (&mut with, &mut t_with)] {
+            let t = common::throughput::protocol(server, &file, tmp, (80, 24))?;
+            if t.received < bytes as u64 {
+                return Err(format!("only {} of {bytes} bytes arrived", t.received));
+            }
+            out.push(ms(t.elapsed));
+        }
+    }
+    let status = with
+        .connect()?
+        .call("server.status", json!({}))
+        .map_err(|e| e.to_string())?;
+    let keeper = &status["keeper"];
+    let (w, wo) = (stats(t_with.clone()).p50, stats(t_without.clone()).p50);
+    let mbps = |t: f64| bytes as f64 / 1e6 / (t / 1000.0);
+    println!(
+        "\nthroughput: cat of {:.0} MB through a pane, protocol client, {} runs each, interleaved",
+        bytes as f64 / 1e6,
+        args.runs
+    );
+    println!(
+        "  without keeper (PTYD_NO_KEEPER=1): p50 {wo:.0} ms ({:.0} MB/s), runs {t_without:.0?}",
+        mbps(wo)
+    );
+    println!(
+        "  with keeper + ring + checkpoints:  p50 {w:.0} ms ({:.0} MB/s), runs {t_with:.0?}",
+        mbps(w)
+    );
+    println!(
+        "  cost: {:+.1} % of the time (target < 3 %); {} checkpoints written, the last {} ms, {} bytes",
+        (w / wo - 1.0) * 100.0,
+        keeper["checkpoints"],
+        keeper["last_checkpoint_ms"],
+        keeper["last_checkpoint_bytes"]
+    );
+    with.stop()?;
+    without.stop()?;
+    Ok(())
+}
+
+fn recovery(
+    args: &Args,
+    bin: &std::path::Path,
+    tmp: &std::path::Path,
+    nofile: u64,
+    n: usize,
+) -> Res<()> {
+    let sub = tmp.join(format!("recovery-{n}"));
+    std::fs::create_dir_all(&sub).map_err(|e| e.to_string())?;
+    let file = sub.join("lines.txt");
+    generate(&file, args.lines, 0)?;
+    let mut server =
+        PtydServer::start_env(bin, &sub, nofile, &[("PTYD_CRASH_LOOP_WINDOW_MS", "0")])?;
+    let mut ctl = server.connect()?;
+    let script = format!(
+        "cat {}; exec cat",
+        common::shell_quote(file.to_str().unwrap())
+    );
+    let ids = server.create_panes(
+        &mut ctl,
+        n,
+        |_| json!({ "argv": ["sh", "-c", script], "cols": 80, "rows": 24 }),
+    )?;
+    wait_all(&mut ctl, &ids, MARKER)?;
+    drop(ctl);
+    let pids = |c: &mut ptyd::client::Client| -> Res<Vec<(String, i64)>> {
+        let v = c.call("pane.list", json!({})).map_err(|e| e.to_string())?;
+        let mut out: Vec<(String, i64)> = v["panes"]
+            .as_array()
+            .ok_or("pane.list without panes")?
+            .iter()
+            .map(|p| {
+                (
+                    p["id"].as_str().unwrap_or("").to_string(),
+                    p["pid"].as_i64().unwrap_or(-1),
+                )
+            })
+            .collect();
+        out.sort();
+        Ok(out)
+    };
+    let before = pids(&mut server.connect()?)?;
+    if before.len() != n {
+        return Err(format!("{} panes listed, {n} created", before.len()));
+    }
+    let mut times = Vec::new();
+    for _ in 0..args.rounds {
+        // Let a checkpoint follow the last change (it is due at once after
+        // a pane is created, and at most every 500 ms after output).
+        std::thread::sleep(Duration::from_millis(600));
+        let dead = server.serving_pid;
+        let t0 = Instant::now();
+        // SAFETY: kill(2) of the serving process this bench started.
+        unsafe { libc::kill(dead as i32, libc::SIGKILL) };
+        let new_pid = loop {
+            if t0.elapsed() > Duration::from_secs(120) {
+                return Err(format!("no replacement within 120 s at {n} panes"));
+            }
+            let Ok(mut c) = server.connect() else {
+                std::thread::sleep(Duration::from_millis(1));
+                continue;
+            };
+            let Ok(status) = c.call("server.status", json!({})) else {
+                continue;
+            };
+            let pid = status["pid"].as_u64().unwrap_or(0) as u32;
+            if pid == dead || pid == 0 {
+                continue;
+            }
+            if pids(&mut c)? != before {
+                return Err(format!("the panes changed across the crash at {n} panes"));
+            }
+            break pid;
+        };
+        times.push(ms(t0.elapsed()));
+        server.serving_pid = new_pid;
+    }
+    let status = server
+        .connect()?
+        .call("server.status", json!({}))
+        .map_err(|e| e.to_string())?;
+    let s = stats(times);
+    println!(
+        "{n:>6}  {:>9.1} {:>9.1} {:>9.1}  {:>7} KiB {} ms",
+        s.p50,
+        s.p99,
+        s.max,
+        status["keeper"]["last_checkpoint_bytes"]
+            .as_u64()
+            .unwrap_or(0)
+            / 1024,
+        status["keeper"]["last_checkpoint_ms"]
+    );
+    server.stop()?;
+    Ok(())
+}

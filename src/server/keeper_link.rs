@@ -1,0 +1,543 @@
+//! The serving process's side of the keeper channel (`crate::keeper`):
+//! it sends each pane's fds as the pane starts, says when a pane is
+//! removed, and writes crash checkpoints; a replacement server started
+//! after a crash replays each pane's output ring since the checkpoint.
+//!
+//! Nothing here blocks the loop: the channel is non-blocking, and what
+//! does not fit waits in a bounded queue flushed every turn.
+//!
+//! Checkpoints are the live upgrade's own formats, so the keeper can play
+//! the old side of a handoff from them: a `Precopy` holding every pane
+//! (record, runtime state, terminal model) and the event ring, and a
+//! `Manifest` naming every pane unchanged, with no connections (clients
+//! reconnect by themselves) and a `recovery` section carrying each pane's
+//! ring position at the checkpoint. A checkpoint is written when
+//! something changed, at most every `CHECKPOINT_INTERVAL`, in the same loop
+//! turn as a pane is added or removed (whatever the last one cost), and as soon as a pane has written half its
+//! ring since the last one (a pane is not read while a whole ring's worth
+//! is unsaved; the PTY holds the rest, so a crash loses nothing).
+
+use super::Server;
+use super::output_ring::{self, OutputRing};
+use super::pane::PaneState;
+use super::upgrade::convert;
+use crate::handoff::fd_name::FdName;
+use crate::handoff::manifest::Recovery;
+use crate::keeper::{HeldKind, ToKeeper};
+use std::collections::VecDeque;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::time::{Duration, Instant};
+
+/// How often a changing server writes a checkpoint, at most.
+pub const CHECKPOINT_INTERVAL: Duration = Duration::from_millis(500);
+/// A checkpoint waits this many times its predecessor's cost after it:
+/// the loop spends at most 1/20 (5 %) of its time on checkpoints.
+const CHECKPOINT_COST_SHARE: u32 = 20;
+/// Messages waiting for room on the channel, at most; past this the
+/// oldest checkpoints are dropped first (a newer one supersedes them).
+const QUEUE_LIMIT: usize = 4096;
+
+/// The channel's state on the server side.
+#[derive(Default)]
+pub struct KeeperLink {
+    queue: VecDeque<(Vec<u8>, Vec<OwnedFd>, bool)>,
+    /// Something a checkpoint covers changed since the last one.
+    dirty: bool,
+    /// A ring is half full (or a recovery happened): checkpoint now
+    /// rather than at the interval, within the cost share.
+    urgent: bool,
+    /// A pane was added or removed: checkpoint this turn, whatever the
+    /// last one cost, since a crash before it would lose the new pane (or
+    /// bring back a removed one). Pane churn is user-driven and rare next
+    /// to output, which the cost share is for.
+    panes_changed: bool,
+    last: Option<Instant>,
+    /// How many checkpoints were written, and the last one's cost, for
+    /// `server.status`.
+    pub written: u64,
+    pub last_cost_us: u64,
+    pub last_bytes: u64,
+    warned: bool,
+    /// The `Checkpoint` timer pending, so each turn does not add another.
+    timer_at: Option<Instant>,
+    /// What the keeper said about itself (pid, version, binary, a failed
+    /// re-exec).
+    pub info: serde_json::Value,
+    /// Each pane's terminal as last encoded for a checkpoint, with its
+    /// change count: only terminals that changed are encoded again (the
+    /// bulk of a checkpoint is the scrollback of idle panes).
+    screens: std::collections::HashMap<u64, (u64, Vec<u8>)>,
+}
+
+impl KeeperLink {
+    pub fn mark_dirty(&mut self) {
+        self.dirty = true;
+    }
+
+    pub fn mark_urgent(&mut self) {
+        self.dirty = true;
+        self.urgent = true;
+    }
+
+    fn mark_panes_changed(&mut self) {
+        self.mark_urgent();
+        self.panes_changed = true;
+    }
+}
+
+fn dup(fd: RawFd) -> Option<OwnedFd> {
+    // SAFETY: fd is open for the duration of this call (borrowed from a
+    // value the caller holds).
+    let borrowed = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+    borrowed.try_clone_to_owned().ok()
+}
+
+impl Server {
+    /// Queues one message for the keeper (if there is one) and tries to
+    /// send what is queued.
+    fn keeper_send(&mut self, msg: &ToKeeper, fds: Vec<OwnedFd>) {
+        if self.lineage.is_none() {
+            return;
+        }
+        let is_checkpoint = matches!(msg, ToKeeper::Checkpoint { .. });
+        if self.keeper.queue.len() >= QUEUE_LIMIT {
+            if let Some(i) = self.keeper.queue.iter().position(|(_, _, c)| *c) {
+                self.keeper.queue.remove(i);
+            } else if !self.keeper.warned {
+                self.keeper.warned = true;
+                self.log.log(
+                    "keeper_queue_full",
+                    "the keeper is not reading; panes started now may not survive a crash",
+                );
+                return;
+            } else {
+                return;
+            }
+        }
+        self.keeper
+            .queue
+            .push_back((crate::keeper::encode(msg), fds, is_checkpoint));
+        self.keeper_flush();
+    }
+
+    /// Sends what the queue holds until the channel is full.
+    pub(super) fn keeper_flush(&mut self) {
+        let Some(channel) = &self.lineage else {
+            self.keeper.queue.clear();
+            return;
+        };
+        while let Some((data, fds, _)) = self.keeper.queue.front() {
+            let raw: Vec<RawFd> = fds.iter().map(AsRawFd::as_raw_fd).collect();
+            match crate::sys::send_with_fds(channel, data, &raw) {
+                Ok(_) => {
+                    self.keeper.queue.pop_front();
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    // The keeper is gone (or refuses): nothing to keep,
+                    // and no checkpoint will free the rings again, so they
+                    // go too (a pane is never held back for them).
+                    self.log
+                        .log("keeper_gone", &format!("the keeper channel: {e}"));
+                    self.keeper.queue.clear();
+                    self.lineage = None;
+                    for pane in self.panes.values_mut() {
+                        pane.drop_ring();
+                    }
+                    break;
+                }
+            }
+        }
+    }
+
+    /// "I am current": with the listener and the lock, so a keeper that
+    /// replaces a crashed server can hand them on.
+    ///
+    /// `namespace_fds`: only when the keeper does not hold these very
+    /// files already (a server that bound them anew: a restore-mode exec,
+    /// a crash loop's fresh start); the forked keeper and every live
+    /// upgrade share them, so sending them again would only put copies in
+    /// flight.
+    ///
+    /// `settled`: false from a new server in its probation (see
+    /// `ToKeeper::Serving`); it says so again once the old one let go.
+    pub(super) fn keeper_serving(&mut self, namespace_fds: bool, settled: bool) {
+        let fds: Vec<OwnedFd> = if namespace_fds {
+            [self.listener.as_raw_fd(), self.lock.raw_fd()]
+                .into_iter()
+                .filter_map(dup)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let msg = ToKeeper::Serving {
+            pid: std::process::id(),
+            exe: self.exe_path.to_string_lossy().into_owned(),
+            version: crate::protocol::SERVER_VERSION.to_string(),
+            settled,
+        };
+        self.keeper_send(&msg, fds);
+        self.keeper_drain();
+        // Panes that came without a ring (from an older server) get one.
+        let without: Vec<u64> = self
+            .panes
+            .values()
+            .filter(|p| p.ring().is_none())
+            .map(|p| p.id())
+            .collect();
+        for id in without {
+            self.keeper_track_pane(id);
+        }
+        self.keeper.mark_urgent();
+    }
+
+    /// A pane started (or started again): give it a ring if it has none,
+    /// and send the keeper its master, a pidfd of its process and its
+    /// ring.
+    pub(super) fn keeper_track_pane(&mut self, id: u64) {
+        if self.lineage.is_none() {
+            return;
+        }
+        let Some(pane) = self.panes.get_mut(&id) else {
+            return;
+        };
+        if pane.ring().is_none() {
+            match OutputRing::create(output_ring::capacity()) {
+                Ok(ring) => pane.set_ring(ring),
+                Err(e) => {
+                    let msg = format!("pane {}: {e}", pane.public_id());
+                    self.log.log("ring_failed", &msg);
+                }
+            }
+        }
+        let pane = &self.panes[&id];
+        let mut kinds = Vec::new();
+        let mut fds = Vec::new();
+        let master = pane
+            .fds()
+            .master()
+            .or(pane.fds().hung_up_master())
+            .map(|m| m.raw_fd());
+        if let Some(fd) = master.and_then(dup) {
+            kinds.push(HeldKind::Master);
+            fds.push(fd);
+        }
+        let pidfd = match (pane.fds().pidfd(), pane.state()) {
+            (Some(fd), _) => dup(fd.as_raw_fd()),
+            (None, PaneState::Running(child)) => crate::sys::pidfd_open(child.pid).ok(),
+            _ => None,
+        };
+        if let Some(fd) = pidfd {
+            kinds.push(HeldKind::Pidfd);
+            fds.push(fd);
+        }
+        if let Some(fd) = pane.ring().and_then(|r| dup(r.fd().as_raw_fd())) {
+            kinds.push(HeldKind::Ring);
+            fds.push(fd);
+        }
+        self.keeper_send(&ToKeeper::Pane { pane: id, kinds }, fds);
+        self.keeper.mark_panes_changed();
+    }
+
+    /// The pane is gone: the keeper closes its copies now, so the pane
+    /// hangs up exactly as it would without a keeper.
+    pub(super) fn keeper_forget_pane(&mut self, id: u64) {
+        self.keeper_send(&ToKeeper::PaneGone { pane: id }, Vec::new());
+        self.keeper.mark_panes_changed();
+    }
+
+    /// Exits the keeper reaped (pane processes re-parented to it), each
+    /// reported as the pane's own; read when a SIGCHLD wakes us, and when
+    /// we become current (what came meanwhile waited in the socket).
+    pub(super) fn keeper_drain(&mut self) {
+        if !self.serving.is_owned() {
+            return;
+        }
+        let Some(channel) = &self.lineage else {
+            return;
+        };
+        let mut exits = Vec::new();
+        let mut buf = [0u8; 512];
+        loop {
+            match crate::sys::recv_with_fds(channel, &mut buf, 0) {
+                Ok(r) if r.len > 0 => match crate::keeper::decode_to_server(&buf[..r.len]) {
+                    Some(crate::keeper::ToServer::Exited { pid, code, signal }) => {
+                        let exit = match (code, signal) {
+                            (_, Some(s)) => crate::sys::ProcessExit::Signal(s),
+                            (c, None) => crate::sys::ProcessExit::Code(c.unwrap_or(0)),
+                        };
+                        exits.push((pid, exit));
+                    }
+                    Some(crate::keeper::ToServer::Keeper {
+                        pid,
+                        version,
+                        exe,
+                        reexec_error,
+                    }) => {
+                        if let Some(e) = &reexec_error {
+                            self.log.log(
+                                "keeper_reexec_failed",
+                                &format!("the keeper (pid {pid}) runs ptyd {version} on: {e}"),
+                            );
+                        }
+                        self.keeper.info = serde_json::json!({
+                            "pid": pid,
+                            "version": version,
+                            "binary": exe,
+                            "reexec_error": reexec_error,
+                        });
+                    }
+                    None => {}
+                },
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                _ => break,
+            }
+        }
+        for (pid, exit) in exits {
+            let pane = self
+                .panes
+                .values()
+                .find(|p| p.is_running() && p.child().is_some_and(|c| c.pid == pid))
+                .map(|p| p.id());
+            let Some(id) = pane else {
+                continue;
+            };
+            if let Some(pane) = self.panes.get_mut(&id)
+                && let Some(token) = pane.fds_mut().close_pidfd(self.poll.registry())
+            {
+                self.sources.remove(&token);
+            }
+            self.on_pane_exit(id, super::pane_exit::exit_status(exit));
+        }
+    }
+
+    /// For `server.status`.
+    pub(super) fn keeper_status(&self) -> serde_json::Value {
+        let Some(channel) = &self.lineage else {
+            return serde_json::Value::Null;
+        };
+        // The keeper made the socketpair, so it is the peer of record.
+        let pid = crate::sys::peer_cred(channel).ok().and_then(|c| c.pid);
+        let info = &self.keeper.info;
+        serde_json::json!({
+            "pid": pid,
+            "version": info["version"],
+            "binary": info["binary"],
+            "reexec_error": info["reexec_error"],
+            "protocol": crate::keeper::PROTOCOL,
+            "checkpoints": self.keeper.written,
+            "last_checkpoint_ms": self.keeper.last_cost_us as f64 / 1000.0,
+            "last_checkpoint_bytes": self.keeper.last_bytes,
+            "last_recovery": self.last_recovery,
+        })
+    }
+
+    /// A clean stop: the EOF that follows is no crash.
+    pub(super) fn keeper_stopping(&mut self) {
+        self.keeper_send(&ToKeeper::Stopping, Vec::new());
+    }
+
+    /// Once a loop turn: a pane whose ring is half full since the last
+    /// checkpoint makes the next one urgent; a due checkpoint is written.
+    pub(super) fn keeper_tick(&mut self, now: Instant) {
+        if self.lineage.is_none() || !self.serving.is_owned() {
+            return;
+        }
+        if !self.keeper.urgent
+            && self
+                .panes
+                .values()
+                .any(|p| p.ring_unsaved().is_some_and(|(u, cap)| u * 2 >= cap))
+        {
+            self.keeper.urgent = true;
+            self.keeper.dirty = true;
+        }
+        if !self.keeper.dirty {
+            self.keeper_flush();
+            return;
+        }
+        // A checkpoint costs the loop its encoding (the changed terminals):
+        // at most 1/CHECKPOINT_COST_SHARE of the time goes to it, urgent or
+        // not (a ring that fills meanwhile holds its pane back, losing
+        // nothing), and an ordinary one waits CHECKPOINT_INTERVAL too.
+        let cost = Duration::from_micros(self.keeper.last_cost_us);
+        let gap = cost * CHECKPOINT_COST_SHARE;
+        let wait = if self.keeper.panes_changed {
+            Duration::ZERO
+        } else if self.keeper.urgent {
+            gap
+        } else {
+            gap.max(CHECKPOINT_INTERVAL)
+        };
+        match self.keeper.last.map(|t| t + wait).filter(|at| *at > now) {
+            None => {
+                if let Err(e) = self.write_checkpoint(now) {
+                    self.log.log("checkpoint_failed", &e);
+                }
+                self.keeper.dirty = false;
+                self.keeper.urgent = false;
+                self.keeper.panes_changed = false;
+                self.keeper.last = Some(Instant::now());
+            }
+            Some(at) => {
+                if self.keeper.timer_at.is_none_or(|pending| pending < now) {
+                    self.keeper.timer_at = Some(at);
+                    self.timers.add(at, super::timers::TimerKind::Checkpoint);
+                }
+            }
+        }
+        self.keeper_flush();
+    }
+
+    /// Encodes the checkpoint (pre-copy and manifest) into two memfds and
+    /// queues them for the keeper.
+    fn write_checkpoint(&mut self, now: Instant) -> Result<(), String> {
+        let started = Instant::now();
+        let history = self.persist.history;
+        let mut ids = Vec::new();
+        let mut rings = Vec::new();
+        let mut panes = Vec::with_capacity(self.panes.len());
+        for p in self.panes.values() {
+            let id = p.id();
+            panes.push((
+                super::persistence::pane_record(p, history),
+                convert::pane_runtime(p, now, Some(p.screen().changes())),
+            ));
+            if p.fds().master().is_some() {
+                ids.push(FdName::Pty(id));
+            } else if p.fds().hung_up_master().is_some() {
+                ids.push(FdName::PtyHangup(id));
+            }
+            if matches!(p.state(), PaneState::Running(_)) {
+                ids.push(FdName::Pidfd(id));
+            }
+            if let Some(ring) = p.ring() {
+                ids.push(FdName::Ring(id));
+                rings.push((id, ring.written()));
+            }
+        }
+        // A `manifest::Precopy`, assembled from each terminal's cached
+        // encoding (`screens`: `[id, changes, terminal]`), the panes'
+        // records and runtime states (small, encoded every time) and no
+        // event ring: up to 8 MiB to encode at every checkpoint. (A
+        // replacement continues the numbering; a subscriber asking for
+        // older events is told of the gap.)
+        let cache = &mut self.keeper.screens;
+        cache.retain(|id, _| self.panes.contains_key(id));
+        let mut precopy_bytes = Vec::new();
+        precopy_bytes.extend_from_slice(b"{\"screens\":[");
+        for (i, p) in self.panes.values().enumerate() {
+            let changes = p.screen().changes();
+            let entry = cache.entry(p.id()).or_insert((u64::MAX, Vec::new()));
+            if entry.0 != changes {
+                entry.1.clear();
+                serde_json::to_writer(&mut entry.1, &(p.id(), changes, p.screen()))
+                    .map_err(|e| format!("encoding a checkpoint: {e}"))?;
+                entry.0 = changes;
+            }
+            if i > 0 {
+                precopy_bytes.push(b',');
+            }
+            precopy_bytes.extend_from_slice(&entry.1);
+        }
+        precopy_bytes.extend_from_slice(b"],\"event_last_seq\":");
+        precopy_bytes.extend_from_slice(self.events.last_seq().to_string().as_bytes());
+        precopy_bytes.extend_from_slice(b",\"event_ring\":[],\"panes\":");
+        serde_json::to_writer(&mut precopy_bytes, &panes)
+            .map_err(|e| format!("encoding a checkpoint: {e}"))?;
+        precopy_bytes.push(b'}');
+        drop(panes);
+        let capture = convert::Capture {
+            records: Vec::new(),
+            runtimes: Vec::new(),
+            unchanged_panes: self.panes.keys().copied().collect(),
+            conns: Vec::new(),
+            event_ring: Vec::new(),
+            events_after: Some(self.events.last_seq()),
+            binary: &self.exe_path,
+            caller: None,
+            fd_ids: vec![FdName::Lineage],
+        };
+        let mut m = self.capture_manifest(capture, now);
+        // A replacement continues this generation's numbering: it is not
+        // an upgrade.
+        m.generation = self.generation;
+        m.recovery = Some(Recovery {
+            rings: rings.clone(),
+            checkpoint_unix_ms: crate::clock::unix_ms(),
+        });
+        let manifest_bytes =
+            serde_json::to_vec(&m).map_err(|e| format!("encoding a checkpoint: {e}"))?;
+        drop(m);
+        let pre_fd = crate::sys::anonymous_file(c"ptyd-checkpoint", &precopy_bytes)
+            .map_err(|e| format!("writing a checkpoint: {e}"))?;
+        let man_fd = crate::sys::anonymous_file(c"ptyd-checkpoint-manifest", &manifest_bytes)
+            .map_err(|e| format!("writing a checkpoint: {e}"))?;
+        let msg = ToKeeper::Checkpoint {
+            precopy_bytes: precopy_bytes.len() as u64,
+            manifest_bytes: manifest_bytes.len() as u64,
+            ids,
+        };
+        self.keeper_send(&msg, vec![pre_fd, man_fd]);
+        for (id, at) in rings {
+            if let Some(p) = self.panes.get_mut(&id) {
+                p.ring_saved_at(at);
+            }
+        }
+        self.keeper.written += 1;
+        self.keeper.last_cost_us = started.elapsed().as_micros() as u64;
+        self.keeper.last_bytes = (precopy_bytes.len() + manifest_bytes.len()) as u64;
+        Ok(())
+    }
+
+    /// After a crash: each pane's output since the checkpoint, from its
+    /// ring into its model. Where the ring went round since (more was
+    /// printed than it holds), what is missing is marked in the
+    /// scrollback; nothing is marked where the recovery is exact.
+    pub(super) fn replay_rings(&mut self, recovery: &Recovery, why: &str) {
+        let mut replayed = 0usize;
+        let mut inexact = Vec::new();
+        for &(id, at) in &recovery.rings {
+            let Some(pane) = self.panes.get_mut(&id) else {
+                continue;
+            };
+            // A read the dead server made but never committed.
+            pane.take_ring_pending();
+            let Some((bytes, complete)) = pane.ring().map(|r| r.since(at)) else {
+                continue;
+            };
+            if !complete {
+                let line = format!(
+                    "\r\n\x1b[0m--- ptyd: recovered after a server crash at {} ---\r\n",
+                    crate::clock::hh_mm_ss_utc(crate::clock::unix_ms())
+                );
+                pane.replay_output(line.as_bytes());
+                inexact.push(pane.public_id().to_string());
+            }
+            replayed += bytes.len();
+            pane.replay_output(&bytes);
+            if let Some(w) = pane.ring().map(OutputRing::written) {
+                pane.ring_saved_at(w);
+            }
+        }
+        let msg = format!(
+            "{why}; took over {} panes from the keeper, replayed {replayed} bytes of output since the checkpoint{}",
+            self.panes.len(),
+            if inexact.is_empty() {
+                String::new()
+            } else {
+                format!(" (output lost where the ring went round: {inexact:?})")
+            }
+        );
+        self.log.log("recovered", &msg);
+        self.last_recovery = serde_json::json!({
+            "reason": why,
+            "at_unix_ms": crate::clock::unix_ms(),
+            "checkpoint_unix_ms": recovery.checkpoint_unix_ms,
+            "replayed_bytes": replayed,
+            "inexact_panes": inexact,
+        });
+        self.keeper.mark_urgent();
+    }
+}

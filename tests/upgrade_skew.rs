@@ -1,0 +1,155 @@
+//! Version skew: users upgrade from whatever build they run. A live
+//! upgrade from an older ptyd (a pinned commit of this repository's own
+//! history, built once and cached under the target directory) to this
+//! build, with panes and an attached client: same pane processes, screens
+//! intact, the client still attached, and the lineage (the old build stays
+//! behind as the reaper) working through a further upgrade and the stop.
+//!
+//! The pin is the oldest build whose handoff this one accepts live (see
+//! docs/protocol.md, "Version skew"). Move it forward when
+//! `HANDOFF_VERSION` changes: to the last commit of the previous version,
+//! or, once the previous version is no longer accepted live, to the first
+//! commit of the current one.
+//!
+//! Cost: the first run builds the pinned commit (a debug build in its own
+//! target directory, about 40 s of CPU; 2.5 minutes wall-clock on a
+//! loaded two-core machine); later runs reuse the binary.
+
+// Drives the real server, which runs on Unix only (src/lib.rs).
+#![cfg(unix)]
+
+mod util;
+
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use util::{Conn, Dirs, INPUT, KillOnDrop, PTYD, unique_name};
+
+/// The last commit of the previous session (handoff version 2).
+const PINNED: &str = "5b3ea0bbface83ef7f83e803103696e25cd87f59";
+
+/// The pinned build's binary: `<target>/ptyd-pinned/<commit>/ptyd`, built
+/// from `git archive` of the commit on first use.
+fn pinned_binary() -> PathBuf {
+    // PTYD is <target>/debug/ptyd.
+    let target = Path::new(PTYD)
+        .parent()
+        .and_then(Path::parent)
+        .expect("the target directory");
+    let dir = target.join("ptyd-pinned").join(PINNED);
+    let bin = dir.join("ptyd");
+    if bin.is_file() {
+        return bin;
+    }
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join(format!("src-{}", std::process::id()));
+    let build_target = dir.join(format!("target-{}", std::process::id()));
+    std::fs::create_dir_all(&src).unwrap();
+    let repo = env!("CARGO_MANIFEST_DIR");
+    // `git archive` rather than a worktree: nothing is registered in the
+    // repository, so an interrupted run leaves nothing to prune.
+    let archive = format!(
+        "git -C '{repo}' archive --format=tar {PINNED} | tar -x -C '{}'",
+        src.display()
+    );
+    let out = Command::new("sh").args(["-c", &archive]).output().unwrap();
+    assert!(
+        out.status.success() && src.join("Cargo.toml").is_file(),
+        "extracting commit {PINNED} failed (a shallow clone lacks it: `git fetch --unshallow`): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = Command::new(env!("CARGO"))
+        .args(["build", "--locked", "--bin", "ptyd"])
+        .current_dir(&src)
+        .env("CARGO_TARGET_DIR", &build_target)
+        .env_remove("RUSTFLAGS")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "building commit {PINNED} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Into place atomically; only the binary is kept.
+    let tmp = dir.join(format!("ptyd.{}", std::process::id()));
+    std::fs::copy(build_target.join("debug").join("ptyd"), &tmp).unwrap();
+    std::fs::rename(&tmp, &bin).unwrap();
+    let _ = std::fs::remove_dir_all(&src);
+    let _ = std::fs::remove_dir_all(&build_target);
+    bin
+}
+
+fn pane_pids(c: &mut Conn) -> Vec<(String, i64)> {
+    c.panes()
+        .iter()
+        .map(|p| {
+            (
+                p["id"].as_str().unwrap().to_string(),
+                p["pid"].as_i64().unwrap_or(-1),
+            )
+        })
+        .collect()
+}
+
+fn screens(c: &mut Conn, panes: &[(String, i64)]) -> Vec<String> {
+    panes.iter().map(|(id, _)| c.capture_all(id)).collect()
+}
+
+#[test]
+fn a_live_upgrade_from_the_pinned_older_build_keeps_panes_screens_and_clients() {
+    let old_bin = pinned_binary();
+    let dirs = Dirs::new();
+    let ptyd = dirs.start_binary(&old_bin, &unique_name("skew"), &[], None, None);
+    let old_pid = ptyd.pid() as i64;
+    let mut c = ptyd.connect();
+    let before = c.ok("server.status", json!({}));
+    assert_eq!(before["pid"], old_pid);
+
+    let cat = ptyd.create_argv(&["/bin/sh", "-c", "stty -echo; echo ready; exec cat"]);
+    c.wait_text(&cat, "ready");
+    let art = ptyd.create_argv(&[
+        "/bin/sh",
+        "-c",
+        "printf '\\033[1;31mred\\033[0m and \\033[4munderlined\\033[0m\\n'; seq 1 60; echo drawn; exec sleep 600",
+    ]);
+    c.wait_text(&art, "drawn");
+    let pids = pane_pids(&mut c);
+    let screens_before = screens(&mut c, &pids);
+    let mut attached = ptyd.connect().attach(json!({ "target": cat })).1;
+    attached.read_until("ready");
+
+    // The old build runs the sequence; this build is the new server and
+    // answers once the old one's probation is over.
+    let report: Value = c
+        .call("server.upgrade", json!({ "binary": PTYD }))
+        .unwrap_or_else(|e| panic!("upgrade from {PINNED}: {e:?}\n{}", ptyd.stderr()));
+    let new_pid = report["new_pid"].as_i64().unwrap();
+    let _new = KillOnDrop::pid(new_pid as i32);
+    assert_eq!(report["generation"], 2, "{report}");
+    assert_eq!(report["from"]["pid"], old_pid, "{report}");
+    assert_eq!(report["from"]["version"], before["server_version"]);
+    assert_eq!(report["to"]["pid"], new_pid, "{report}");
+    assert_eq!(report["probation"], "survived", "{report}");
+    assert_eq!(c.ok("server.status", json!({}))["pid"], new_pid);
+
+    assert_eq!(pane_pids(&mut c), pids, "pane processes changed");
+    assert_eq!(screens(&mut c, &pids), screens_before, "screens changed");
+    // The client stayed attached: what it types reaches the pane, and the
+    // pane's output reaches it.
+    attached.send(INPUT, b"typed-after-skew\n");
+    attached.read_until("typed-after-skew");
+    c.input(&cat, "sent-after-skew\n");
+    attached.read_until("sent-after-skew");
+
+    // The old build stays behind as the reaper: a further upgrade and the
+    // stop go through it.
+    let again = c
+        .call("server.upgrade", json!({}))
+        .unwrap_or_else(|e| panic!("second upgrade: {e:?}\n{}", ptyd.stderr()));
+    let _third = KillOnDrop::pid(again["new_pid"].as_i64().unwrap() as i32);
+    assert_eq!(again["from"]["pid"], new_pid, "{again}");
+    assert_eq!(pane_pids(&mut c), pids);
+    drop(attached);
+    drop(c);
+    ptyd.stop();
+}
