@@ -23,6 +23,7 @@ pub mod protocol;
 pub mod pty;
 pub(crate) mod sys;
 pub mod term;
+pub mod transport;
 pub mod validate;
 pub mod workspace;
 

@@ -93,10 +93,9 @@ pub use os::{
 #[cfg(all(windows, test))]
 pub use os::running_under_wine;
 #[cfg(windows)]
-#[allow(unused_imports)] // the named-pipe transport's callers are not built yet
 pub use os::{
-    PipePeer, create_pipe_instance, current_user_name, current_user_sid, pipe_name,
-    pipe_peer_is_current_user,
+    PipePeer, create_pipe_instance, current_user_name, is_pipe_busy, pipe_name,
+    pipe_peer_is_current_user, wait_for_pipe_instance,
 };
 
 #[cfg(all(test, unix))]

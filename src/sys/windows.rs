@@ -19,7 +19,9 @@ use std::ffi::OsString;
 use std::io;
 use std::os::windows::ffi::OsStringExt;
 use std::os::windows::io::{AsRawHandle, FromRawHandle, OwnedHandle};
-use windows_sys::Win32::Foundation::{HANDLE, HLOCAL, INVALID_HANDLE_VALUE, LocalFree};
+use windows_sys::Win32::Foundation::{
+    ERROR_PIPE_BUSY, HANDLE, HLOCAL, INVALID_HANDLE_VALUE, LocalFree,
+};
 use windows_sys::Win32::Security::Authorization::{
     ConvertSidToStringSidW, ConvertStringSecurityDescriptorToSecurityDescriptorW, SDDL_REVISION_1,
 };
@@ -33,6 +35,7 @@ use windows_sys::Win32::Storage::FileSystem::{
 use windows_sys::Win32::System::Pipes::{
     CreateNamedPipeW, GetNamedPipeClientProcessId, GetNamedPipeServerProcessId, PIPE_READMODE_BYTE,
     PIPE_REJECT_REMOTE_CLIENTS, PIPE_TYPE_BYTE, PIPE_UNLIMITED_INSTANCES, PIPE_WAIT,
+    WaitNamedPipeW,
 };
 use windows_sys::Win32::System::Threading::{
     GetCurrentProcess, OpenProcess, OpenProcessToken, PROCESS_QUERY_LIMITED_INFORMATION,
@@ -216,6 +219,26 @@ pub fn create_pipe_instance(name: &str, first: bool) -> io::Result<mio::windows:
     let pipe = created?;
     // SAFETY: a fresh overlapped pipe handle, ours, as mio requires.
     Ok(unsafe { mio::windows::NamedPipe::from_raw_handle(pipe as _) })
+}
+
+/// Waits up to `timeout` for an instance of the pipe `name` to be free
+/// (`WaitNamedPipeW`): a client that found every instance busy
+/// (`ERROR_PIPE_BUSY`) calls this before trying again.
+pub fn wait_for_pipe_instance(name: &str, timeout: std::time::Duration) -> io::Result<()> {
+    let wide: Vec<u16> = name.encode_utf16().chain([0]).collect();
+    let ms = u32::try_from(timeout.as_millis())
+        .unwrap_or(u32::MAX - 1)
+        .max(1);
+    // SAFETY: `wide` is NUL-terminated and outlives the call.
+    if unsafe { WaitNamedPipeW(wide.as_ptr(), ms) } == 0 {
+        return Err(os_error(&format!("waiting for a free instance of {name}")));
+    }
+    Ok(())
+}
+
+/// Whether opening a pipe failed because every instance is in use.
+pub fn is_pipe_busy(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(ERROR_PIPE_BUSY as i32)
 }
 
 /// Which end of a pipe the peer is, seen from us.
