@@ -95,7 +95,7 @@ pub use os::running_under_wine;
 #[cfg(windows)]
 pub use os::{
     PipePeer, create_pipe_instance, current_user_name, is_pipe_busy, pipe_name,
-    pipe_peer_is_current_user, wait_for_pipe_instance,
+    pipe_peer_is_current_user, try_named_lock, wait_for_pipe_instance,
 };
 
 #[cfg(all(test, unix))]

@@ -20,7 +20,8 @@ use std::io;
 use std::os::windows::ffi::OsStringExt;
 use std::os::windows::io::{AsRawHandle, FromRawHandle, OwnedHandle};
 use windows_sys::Win32::Foundation::{
-    ERROR_PIPE_BUSY, HANDLE, HLOCAL, INVALID_HANDLE_VALUE, LocalFree,
+    ERROR_ACCESS_DENIED, ERROR_ALREADY_EXISTS, ERROR_PIPE_BUSY, GetLastError, HANDLE, HLOCAL,
+    INVALID_HANDLE_VALUE, LocalFree,
 };
 use windows_sys::Win32::Security::Authorization::{
     ConvertSidToStringSidW, ConvertStringSecurityDescriptorToSecurityDescriptorW, SDDL_REVISION_1,
@@ -38,7 +39,8 @@ use windows_sys::Win32::System::Pipes::{
     WaitNamedPipeW,
 };
 use windows_sys::Win32::System::Threading::{
-    GetCurrentProcess, OpenProcess, OpenProcessToken, PROCESS_QUERY_LIMITED_INFORMATION,
+    CreateMutexW, GetCurrentProcess, OpenProcess, OpenProcessToken,
+    PROCESS_QUERY_LIMITED_INFORMATION,
 };
 use windows_sys::Win32::System::WindowsProgramming::GetUserNameW;
 
@@ -166,6 +168,41 @@ pub fn current_user_sid() -> io::Result<String> {
 /// say) already serves it, creation fails (`PermissionDenied`) rather than
 /// joining it. Later instances of our own name pass `false`.
 pub fn create_pipe_instance(name: &str, first: bool) -> io::Result<mio::windows::NamedPipe> {
+    let wide: Vec<u16> = name.encode_utf16().chain([0]).collect();
+    let mut open_mode = PIPE_ACCESS_DUPLEX | FILE_FLAG_OVERLAPPED;
+    if first {
+        open_mode |= FILE_FLAG_FIRST_PIPE_INSTANCE;
+    }
+    let pipe = with_current_user_only(|attributes| {
+        // SAFETY: `wide` is NUL-terminated; `attributes` points to a valid
+        // descriptor that lives until after the call.
+        let pipe = unsafe {
+            CreateNamedPipeW(
+                wide.as_ptr(),
+                open_mode,
+                PIPE_TYPE_BYTE | PIPE_READMODE_BYTE | PIPE_WAIT | PIPE_REJECT_REMOTE_CLIENTS,
+                PIPE_UNLIMITED_INSTANCES,
+                64 * 1024,
+                64 * 1024,
+                0,
+                attributes,
+            )
+        };
+        if pipe == INVALID_HANDLE_VALUE {
+            Err(os_error(&format!("creating {name}")))
+        } else {
+            Ok(pipe)
+        }
+    })?;
+    // SAFETY: a fresh overlapped pipe handle, ours, as mio requires.
+    Ok(unsafe { mio::windows::NamedPipe::from_raw_handle(pipe as _) })
+}
+
+/// Runs `create` with security attributes whose DACL admits only the
+/// current user (protected, so nothing is inherited from the parent).
+fn with_current_user_only<T>(
+    create: impl FnOnce(&SECURITY_ATTRIBUTES) -> io::Result<T>,
+) -> io::Result<T> {
     let sddl = format!("D:P(A;;GA;;;{})", current_user_sid()?);
     let sddl: Vec<u16> = sddl.encode_utf16().chain([0]).collect();
     let mut descriptor: PSECURITY_DESCRIPTOR = std::ptr::null_mut();
@@ -189,36 +226,43 @@ pub fn create_pipe_instance(name: &str, first: bool) -> io::Result<mio::windows:
         lpSecurityDescriptor: descriptor,
         bInheritHandle: 0,
     };
-    let wide: Vec<u16> = name.encode_utf16().chain([0]).collect();
-    let mut open_mode = PIPE_ACCESS_DUPLEX | FILE_FLAG_OVERLAPPED;
-    if first {
-        open_mode |= FILE_FLAG_FIRST_PIPE_INSTANCE;
-    }
-    // SAFETY: `wide` is NUL-terminated; `attributes` points to a valid
-    // descriptor that lives until after the call.
-    let pipe = unsafe {
-        CreateNamedPipeW(
-            wide.as_ptr(),
-            open_mode,
-            PIPE_TYPE_BYTE | PIPE_READMODE_BYTE | PIPE_WAIT | PIPE_REJECT_REMOTE_CLIENTS,
-            PIPE_UNLIMITED_INSTANCES,
-            64 * 1024,
-            64 * 1024,
-            0,
-            &attributes,
-        )
-    };
-    let created = if pipe == INVALID_HANDLE_VALUE {
-        Err(os_error(&format!("creating {name}")))
-    } else {
-        Ok(pipe)
-    };
-    // SAFETY: allocated above by the conversion, freed once; the pipe
-    // keeps its own copy.
+    let created = create(&attributes);
+    // SAFETY: allocated above by the conversion, freed once; the object
+    // created keeps its own copy.
     unsafe { LocalFree(descriptor as HLOCAL) };
-    let pipe = created?;
-    // SAFETY: a fresh overlapped pipe handle, ours, as mio requires.
-    Ok(unsafe { mio::windows::NamedPipe::from_raw_handle(pipe as _) })
+    created
+}
+
+/// The namespace's instance lock, the Windows `flock` on `ptyd.lock`: a
+/// named mutex (`Global\ptyd-<user>-<namespace>`) admitting only the
+/// current user. Whoever created it holds the namespace for as long as the
+/// handle is open; the kernel closes it when that process dies, however it
+/// dies, so a dead server leaves nothing stale. `Ok(None)`: another server
+/// of ours holds it. `PermissionDenied`: a process of another user created
+/// the name first.
+pub fn try_named_lock(name: &str) -> io::Result<Option<OwnedHandle>> {
+    let wide: Vec<u16> = name.encode_utf16().chain([0]).collect();
+    let (handle, existed) = with_current_user_only(|attributes| {
+        // SAFETY: `wide` is NUL-terminated and `attributes` valid for the
+        // call; the last error is read right after, before any other call.
+        let (handle, error) = unsafe {
+            let h = CreateMutexW(attributes, 0, wide.as_ptr());
+            (h, GetLastError())
+        };
+        if handle.is_null() {
+            if error == ERROR_ACCESS_DENIED {
+                return Err(io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    format!("{name} exists and belongs to another user"),
+                ));
+            }
+            return Err(os_error(&format!("creating {name}")));
+        }
+        Ok((handle, error == ERROR_ALREADY_EXISTS))
+    })?;
+    // SAFETY: CreateMutexW returned a handle that is ours to close.
+    let handle = unsafe { OwnedHandle::from_raw_handle(handle as _) };
+    Ok(if existed { None } else { Some(handle) })
 }
 
 /// Waits up to `timeout` for an instance of the pipe `name` to be free

@@ -18,6 +18,7 @@ use mio::{Interest, Registry, Token};
 use std::fs::File;
 use std::io;
 use std::os::windows::fs::OpenOptionsExt;
+use std::os::windows::io::OwnedHandle;
 use std::time::{Duration, Instant};
 
 pub use crate::sys::pipe_name;
@@ -31,6 +32,43 @@ pub fn namespace_pipe(namespace: &str) -> io::Result<String> {
 /// we are but cannot act as us (a squatter on our pipe name gets no
 /// impersonation token worth having).
 const SECURITY_IDENTIFICATION: u32 = 0x0001_0000;
+
+/// A namespace held by this server: the instance lock and the listener.
+/// Dropping it (or the process dying) frees both.
+pub struct ServerClaim {
+    pub listener: PipeListener,
+    _lock: OwnedHandle,
+}
+
+/// Claims the current user's `namespace` for a server, as
+/// `server/listener.rs` does on Unix: first the lock (a named mutex, which
+/// Wine enforces too), then the pipe's first instance (which Windows also
+/// refuses if any process serves the name). Refused with `AddrInUse` if a
+/// server of ours runs there, `PermissionDenied` if another user holds the
+/// name.
+pub fn claim_namespace(
+    registry: &Registry,
+    namespace: &str,
+    token: Token,
+) -> io::Result<ServerClaim> {
+    let name = namespace_pipe(namespace)?;
+    let lock_name = format!(r"Global\{}", name.trim_start_matches(r"\\.\pipe\"));
+    let lock = sys::try_named_lock(&lock_name)
+        .map_err(|e| io::Error::new(e.kind(), format!("locking namespace {namespace:?}: {e}")))?
+        .ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::AddrInUse,
+                format!(
+                    "a ptyd server is already running in namespace {namespace:?}; use it, stop it with `ptyd stop`, or pick another namespace with -L NAME"
+                ),
+            )
+        })?;
+    let listener = PipeListener::bind(registry, &name, token)?;
+    Ok(ServerClaim {
+        listener,
+        _lock: lock,
+    })
+}
 
 /// The server's end: one pending pipe instance at a time.
 pub struct PipeListener {
@@ -287,6 +325,23 @@ mod tests {
         assert_eq!(e.kind(), io::ErrorKind::NotFound, "{e}");
         assert!(e.to_string().contains(&name), "{e}");
         assert!(e.to_string().contains("ptyd server"), "{e}");
+    }
+
+    #[test]
+    fn a_namespace_is_claimed_once_until_its_server_lets_go() {
+        let namespace = format!("transport-claim-{}", std::process::id());
+        let poll = Poll::new().unwrap();
+        let first = claim_namespace(poll.registry(), &namespace, Token(0)).unwrap();
+        assert_eq!(first.listener.name(), namespace_pipe(&namespace).unwrap());
+        let e = claim_namespace(poll.registry(), &namespace, Token(1))
+            .err()
+            .expect("a second claim succeeded");
+        assert_eq!(e.kind(), io::ErrorKind::AddrInUse, "{e}");
+        assert!(e.to_string().contains(&namespace), "{e}");
+        // A client reaches the first server meanwhile.
+        drop(connect(first.listener.name(), Duration::from_secs(20)).unwrap());
+        drop(first);
+        claim_namespace(poll.registry(), &namespace, Token(2)).unwrap();
     }
 
     #[test]
