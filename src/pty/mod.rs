@@ -39,7 +39,7 @@ pub use unix::{PtyMaster, spawn};
 #[cfg(windows)]
 mod windows;
 #[cfg(windows)]
-pub use windows::{KILLED_EXIT_CODE, PtyMaster, Wake, command_line, spawn};
+pub use windows::{KILLED_EXIT_CODE, PaneWakes, PtyMaster, Wake, command_line, spawn};
 
 use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;

@@ -83,6 +83,55 @@ use windows_sys::Win32::System::Threading::{
 /// loop has since removed must be harmless.
 pub type Wake = Arc<dyn Fn() + Send + Sync>;
 
+/// One loop, many panes: the readiness a Unix loop gets from mio for each
+/// pane's fd. Every pane's [`Wake`] (from [`wake_for`](Self::wake_for))
+/// marks that pane ready and wakes the loop through one shared
+/// `mio::Waker`; on the waker's token the loop takes the ready panes
+/// ([`take_ready`](Self::take_ready)) and reads, writes or reaps only
+/// those. A pane is in the set at most once however often it woke, so the
+/// set is bounded by the number of panes; a pane the loop has removed
+/// since is a name it no longer knows and skips.
+pub struct PaneWakes {
+    waker: Arc<mio::Waker>,
+    ready: Arc<std::sync::Mutex<std::collections::BTreeSet<u64>>>,
+}
+
+impl PaneWakes {
+    /// Wakes arrive at the loop as events for `token`.
+    pub fn new(registry: &mio::Registry, token: mio::Token) -> io::Result<PaneWakes> {
+        let waker = mio::Waker::new(registry, token)
+            .map_err(|e| io::Error::new(e.kind(), format!("creating the panes' waker: {e}")))?;
+        Ok(PaneWakes {
+            waker: Arc::new(waker),
+            ready: Arc::default(),
+        })
+    }
+
+    /// The wake to give [`spawn`] for pane `pane`.
+    pub fn wake_for(&self, pane: u64) -> Wake {
+        let waker = Arc::clone(&self.waker);
+        let ready = Arc::clone(&self.ready);
+        Arc::new(move || {
+            // A poisoned lock means a panic elsewhere while holding it; the
+            // set itself is still a set.
+            let mut set = ready.lock().unwrap_or_else(|p| p.into_inner());
+            let first = set.is_empty();
+            set.insert(pane);
+            drop(set);
+            // One wake per batch: the loop takes the whole set.
+            if first {
+                let _ = waker.wake();
+            }
+        })
+    }
+
+    /// The panes that woke since the last call, in id order.
+    pub fn take_ready(&self) -> Vec<u64> {
+        let mut set = self.ready.lock().unwrap_or_else(|p| p.into_inner());
+        std::mem::take(&mut *set).into_iter().collect()
+    }
+}
+
 /// The exit code of processes ended by [`PtyMaster::kill`] (what
 /// `taskkill /f` leaves too).
 pub const KILLED_EXIT_CODE: u32 = 1;
@@ -1212,6 +1261,69 @@ mod tests {
         input.close();
         drop(input);
         assert_eq!(drain.join().unwrap(), queued);
+    }
+
+    #[test]
+    fn one_loop_learns_which_of_its_panes_woke() {
+        let mut poll = mio::Poll::new().unwrap();
+        let mut events = mio::Events::with_capacity(8);
+        let wakes = PaneWakes::new(poll.registry(), mio::Token(7)).unwrap();
+        let mut panes: BTreeMap<u64, (PtyMaster, String)> = BTreeMap::new();
+        for id in [3u64, 5] {
+            let pty = spawn(
+                &spec(&[
+                    "cmd.exe",
+                    "/c",
+                    &format!("echo pane-{id}-marker& exit {id}"),
+                ]),
+                wakes.wake_for(id),
+            )
+            .unwrap()
+            .0;
+            panes.insert(id, (pty, String::new()));
+        }
+        // A wake for a pane the loop does not know (removed meanwhile) is
+        // reported and skipped.
+        wakes.wake_for(99)();
+        let mut seen = std::collections::BTreeSet::new();
+        let deadline = Instant::now() + TIMEOUT;
+        while !panes
+            .values()
+            .all(|(pty, out)| pty.exit_code().is_some() && out.contains("-marker"))
+        {
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(
+                !left.is_zero(),
+                "outputs so far: {:?}",
+                panes.values().map(|p| &p.1).collect::<Vec<_>>()
+            );
+            poll.poll(&mut events, Some(left)).unwrap();
+            if !events.iter().any(|e| e.token() == mio::Token(7)) {
+                continue;
+            }
+            for id in wakes.take_ready() {
+                seen.insert(id);
+                let Some((pty, out)) = panes.get_mut(&id) else {
+                    continue;
+                };
+                let mut buf = [0u8; 4096];
+                while let Ok(n @ 1..) = pty.read(&mut buf) {
+                    out.push_str(&String::from_utf8_lossy(&buf[..n]));
+                }
+            }
+        }
+        for (id, (pty, out)) in &panes {
+            assert!(
+                out.contains(&format!("pane-{id}-marker")),
+                "pane {id}: {out:?}"
+            );
+            assert!(
+                !out.contains(&format!("pane-{}-marker", 8 - id)),
+                "pane {id}: {out:?}"
+            );
+            assert_eq!(pty.exit_code(), Some(*id as u32));
+        }
+        assert!(seen.is_superset(&[3, 5, 99].into()), "{seen:?}");
     }
 
     #[test]
