@@ -7,9 +7,10 @@ fn main() {
     std::process::exit(ptyd::cli::main());
 }
 
-/// The daemon and its commands need a Windows transport first (issue 15,
-/// ARCHITECTURE.md "Windows"); until then the Windows build says so rather
-/// than pretending.
+/// The daemon and its commands are not built on Windows yet (issue 15,
+/// ARCHITECTURE.md "Windows": the ConPTY backend and the named-pipe
+/// transport exist, the server loop does not use them yet); until then
+/// the Windows build says so rather than pretending.
 #[cfg(windows)]
 fn main() {
     let version = std::env::args()
@@ -21,7 +22,8 @@ fn main() {
     }
     eprintln!(
         "ptyd: the server and its commands do not run on Windows yet; \
-         this build carries the terminal model and the ConPTY backend only"
+         this build carries the terminal model, the ConPTY backend and the \
+         named-pipe transport only"
     );
     std::process::exit(2);
 }
