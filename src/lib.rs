@@ -7,10 +7,11 @@
 //! `unsafe` block anywhere carries a `// SAFETY:` comment saying why it holds.
 //!
 //! Windows (issue 15): the portable core (terminal model, workspace tree,
-//! protocol types, validation) and the ConPTY backend of `pty` build there.
-//! The daemon, its clients and everything under them still speak Unix
-//! (sockets, fd passing, signals, `flock`, file modes), so they are compiled
-//! on Unix only, gated here and nowhere else; ARCHITECTURE.md "Windows" says
+//! protocol types, validation), snapshots and state files (`persist`,
+//! `paths`), the ConPTY backend of `pty` and the named-pipe `transport`
+//! build there. The daemon, its clients and everything under them still
+//! speak Unix (sockets, fd passing, signals), so they are compiled on Unix
+//! only, gated here and nowhere else; ARCHITECTURE.md "Windows" says
 //! what is left to bring them over.
 
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
@@ -19,6 +20,8 @@
 pub mod clock;
 pub mod keys;
 pub mod model;
+pub mod paths;
+pub mod persist;
 pub mod protocol;
 pub mod pty;
 pub(crate) mod sys;
@@ -27,7 +30,8 @@ pub mod transport;
 pub mod validate;
 pub mod workspace;
 
-// The daemon and its clients: Unix only until they have a Windows transport.
+// The daemon and its clients: Unix only until the server loop runs on
+// Windows (ARCHITECTURE.md "Windows", left to do).
 #[cfg(unix)]
 pub mod cli;
 #[cfg(unix)]
@@ -41,10 +45,6 @@ pub mod handoff;
 // on fd passing and pidfds, so Windows has none (src/sys/mod.rs says so).
 #[cfg(unix)]
 pub mod keeper;
-#[cfg(unix)]
-pub mod paths;
-#[cfg(unix)]
-pub mod persist;
 #[cfg(unix)]
 pub mod server;
 #[cfg(unix)]

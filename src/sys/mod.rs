@@ -52,6 +52,8 @@
 //! | the keeper (`keeper.rs`): pane fds, pidfds and output rings held across a crash of the serving process | none: a pseudo console cannot be passed to another process, so a crash of the server loses its panes (each Job Object kills its tree); the next server restarts them from the snapshot by their restore plans |
 //! | live upgrade (`SCM_RIGHTS` handoff) | none, for the same reason: `ptyd upgrade` takes the restore path and refuses `--mode live` |
 //! | `SO_PEERCRED` | `GetNamedPipeClientProcessId` and that process's token user ([`pipe_peer_is_current_user`]) |
+//! | [`trust`]: state files 0600/0700, opened with `O_NOFOLLOW`, trusted if ours and not group/other-writable | created with the profile's inherited ACL, opened with `FILE_FLAG_OPEN_REPARSE_POINT`, trusted if the owner SID is ours (the DACL is not checked yet) |
+//! | [`sync_dir`]: fsync a directory after a rename | nothing: NTFS journals metadata |
 //! | socket file mode 0600 in `$XDG_RUNTIME_DIR` | a pipe instance whose DACL admits only the current user's SID ([`create_pipe_instance`]) |
 //!
 //! `--cfg ptyd_portable` builds `fallback.rs` (and the fork/exec spawn in
@@ -82,6 +84,13 @@ pub use unix::{
     take_inherited_fd, terminal_size, try_lock_exclusive, wait_child, wait_writable,
     with_starting_fd_limit, write_stdout,
 };
+
+#[cfg(windows)]
+pub use os::{
+    default_runtime_base, default_state_base, is_symlink_refused, process_exists, sync_dir, trust,
+};
+#[cfg(unix)]
+pub use unix::{default_runtime_base, default_state_base, sync_dir, trust};
 
 #[cfg(unix)]
 pub use os::{

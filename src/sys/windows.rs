@@ -21,7 +21,7 @@ use std::os::windows::ffi::OsStringExt;
 use std::os::windows::io::{AsRawHandle, FromRawHandle, OwnedHandle};
 use windows_sys::Win32::Foundation::{
     ERROR_ACCESS_DENIED, ERROR_ALREADY_EXISTS, ERROR_PIPE_BUSY, GetLastError, HANDLE, HLOCAL,
-    INVALID_HANDLE_VALUE, LocalFree,
+    INVALID_HANDLE_VALUE, LocalFree, STILL_ACTIVE,
 };
 use windows_sys::Win32::Security::Authorization::{
     ConvertSidToStringSidW, ConvertStringSecurityDescriptorToSecurityDescriptorW, SDDL_REVISION_1,
@@ -39,7 +39,7 @@ use windows_sys::Win32::System::Pipes::{
     WaitNamedPipeW,
 };
 use windows_sys::Win32::System::Threading::{
-    CreateMutexW, GetCurrentProcess, OpenProcess, OpenProcessToken,
+    CreateMutexW, GetCurrentProcess, GetExitCodeProcess, OpenProcess, OpenProcessToken,
     PROCESS_QUERY_LIMITED_INFORMATION,
 };
 use windows_sys::Win32::System::WindowsProgramming::GetUserNameW;
@@ -317,6 +317,146 @@ pub fn pipe_peer_is_current_user(pipe: &impl AsRawHandle, peer: PipePeer) -> io:
     Ok(unsafe { EqualSid(theirs.sid(), ours.sid()) } != 0)
 }
 
+/// Whether process `pid` still runs (or cannot be asked about, which
+/// only a live process of another user causes).
+pub fn process_exists(pid: i32) -> bool {
+    let Ok(pid) = u32::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: plain call; a null result is checked.
+    let h = unsafe { OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, 0, pid) };
+    if h.is_null() {
+        return io::Error::last_os_error().raw_os_error() == Some(ERROR_ACCESS_DENIED as i32);
+    }
+    // SAFETY: OpenProcess succeeded: the handle is ours.
+    let process = unsafe { OwnedHandle::from_raw_handle(h as _) };
+    let mut code = 0u32;
+    // SAFETY: an open process handle; `code` is writable.
+    let ok = unsafe { GetExitCodeProcess(process.as_raw_handle() as HANDLE, &mut code) };
+    ok != 0 && code == STILL_ACTIVE as u32
+}
+
+/// Makes a rename in `dir` durable. NTFS journals its metadata, and a
+/// directory cannot be opened as a file to flush it (that needs backup
+/// semantics and gains nothing), so there is nothing to do.
+pub fn sync_dir(_dir: &std::path::Path) -> io::Result<()> {
+    Ok(())
+}
+
+/// An open is never refused for being a link here: [`trust::untrusted_path`]
+/// opens the link itself, which is then no regular file.
+pub fn is_symlink_refused(_e: &io::Error) -> bool {
+    false
+}
+
+/// `%LOCALAPPDATA%\ptyd`: the user's profile, whose ACL admits the user,
+/// SYSTEM and Administrators only. Runtime and state share it (there is no
+/// socket file; the lock is a named mutex).
+fn local_app_data() -> std::path::PathBuf {
+    match std::env::var_os("LOCALAPPDATA") {
+        Some(dir) if std::path::Path::new(&dir).is_absolute() => {
+            std::path::PathBuf::from(dir).join("ptyd")
+        }
+        _ => std::env::temp_dir().join(format!(
+            "ptyd-{}",
+            current_user_name().unwrap_or_else(|_| "user".into())
+        )),
+    }
+}
+
+/// Where a namespace's runtime directories go without `$XDG_RUNTIME_DIR`.
+pub fn default_runtime_base() -> std::path::PathBuf {
+    local_app_data()
+}
+
+/// Where a namespace's state directories go without `$XDG_STATE_HOME`.
+pub fn default_state_base() -> Option<std::path::PathBuf> {
+    Some(local_app_data())
+}
+
+/// The state files' trust rules on Windows (see `sys/unix.rs`'s `trust`
+/// for the contract). Files and directories are created with the ACL they
+/// inherit, which under `%LOCALAPPDATA%` is the user's own; opens never
+/// follow a reparse point; a file is trusted if its owner is the current
+/// user. Not checked yet: a DACL that lets others write (the mode check on
+/// Unix).
+pub mod trust {
+    use super::TokenSid;
+    use std::fs::{DirBuilder, Metadata, OpenOptions};
+    use std::os::windows::ffi::OsStrExt;
+    use std::os::windows::fs::OpenOptionsExt;
+    use std::path::Path;
+    use windows_sys::Win32::Foundation::{HLOCAL, LocalFree};
+    use windows_sys::Win32::Security::Authorization::{GetNamedSecurityInfoW, SE_FILE_OBJECT};
+    use windows_sys::Win32::Security::{
+        EqualSid, OWNER_SECURITY_INFORMATION, PSECURITY_DESCRIPTOR, PSID,
+    };
+    use windows_sys::Win32::Storage::FileSystem::FILE_FLAG_OPEN_REPARSE_POINT;
+
+    pub fn private_file(options: &mut OpenOptions) -> &mut OpenOptions {
+        options
+    }
+
+    pub fn private_dir(builder: &mut DirBuilder) -> &mut DirBuilder {
+        builder
+    }
+
+    pub fn untrusted_path(options: &mut OpenOptions) -> &mut OpenOptions {
+        options.custom_flags(FILE_FLAG_OPEN_REPARSE_POINT)
+    }
+
+    /// Whether `path`'s owner is the current user.
+    fn owner_is_us(path: &Path) -> std::io::Result<bool> {
+        let ours = TokenSid::of(None)?;
+        let wide: Vec<u16> = path.as_os_str().encode_wide().chain([0]).collect();
+        let mut owner: PSID = std::ptr::null_mut();
+        let mut descriptor: PSECURITY_DESCRIPTOR = std::ptr::null_mut();
+        // SAFETY: `wide` is NUL-terminated; `owner` points into
+        // `descriptor`, which is LocalAlloc'd for us and freed below.
+        let error = unsafe {
+            GetNamedSecurityInfoW(
+                wide.as_ptr(),
+                SE_FILE_OBJECT,
+                OWNER_SECURITY_INFORMATION,
+                &mut owner,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                &mut descriptor,
+            )
+        };
+        if error != 0 {
+            let e = std::io::Error::from_raw_os_error(error as i32);
+            return Err(std::io::Error::new(
+                e.kind(),
+                format!("asking who owns {}: {e}", path.display()),
+            ));
+        }
+        // SAFETY: `owner` is a valid SID inside `descriptor`, alive until
+        // the free; `ours`' SID lives as long as `ours`.
+        let same = unsafe { EqualSid(owner, ours.sid()) } != 0;
+        // SAFETY: allocated by GetNamedSecurityInfoW, freed once.
+        unsafe { LocalFree(descriptor as HLOCAL) };
+        Ok(same)
+    }
+
+    pub fn is_ours(path: &Path, _meta: &Metadata) -> bool {
+        owner_is_us(path).unwrap_or(false)
+    }
+
+    pub fn refusal(path: &Path, _meta: &Metadata, what: &str, _private: bool) -> Option<String> {
+        match owner_is_us(path) {
+            Ok(true) => None,
+            Ok(false) => Some(format!(
+                "{} is owned by another user; ptyd does not trust a {what} another user \
+                 controls. Take ownership of it (or remove it)",
+                path.display()
+            )),
+            Err(e) => Some(e.to_string()),
+        }
+    }
+}
+
 /// Whether this process runs under Wine rather than Windows: Wine's ntdll
 /// exports `wine_get_version`, Windows' does not. Only tests ask, to work
 /// around what Wine 8 lacks (see `pty/windows.rs`); the backend itself is
@@ -430,6 +570,31 @@ mod tests {
             }
         }
         assert_eq!(client.join().unwrap(), "{\"id\":1,\"result\":{}}\n");
+    }
+
+    #[test]
+    fn state_files_we_create_are_trusted_and_a_link_is_not_followed() {
+        let dir = std::env::temp_dir().join(format!("ptyd-trust-{}", std::process::id()));
+        trust::private_dir(std::fs::DirBuilder::new().recursive(true))
+            .create(&dir)
+            .unwrap();
+        let file = dir.join("session.json");
+        trust::private_file(std::fs::OpenOptions::new().write(true).create_new(true))
+            .open(&file)
+            .unwrap();
+        for path in [&dir, &file] {
+            let meta = std::fs::metadata(path).unwrap();
+            assert!(trust::is_ours(path, &meta), "{}", path.display());
+            assert_eq!(trust::refusal(path, &meta, "file", false), None);
+        }
+        let opened = trust::untrusted_path(std::fs::OpenOptions::new().read(true))
+            .open(&file)
+            .unwrap();
+        assert!(opened.metadata().unwrap().is_file());
+        drop(opened);
+        assert!(process_exists(std::process::id() as i32));
+        assert!(!process_exists(-1));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
