@@ -147,7 +147,7 @@ fn setup(env: &[(&str, &str)]) -> Setup {
         "/bin/sh",
         "-c",
         &format!(
-            "{}; i=0; while :; do i=$((i+1)); echo $i; done",
+            "{}; i=0; while :; do i=$((i+1)); echo $i || exit 1; done",
             hup("counter")
         ),
     ]);
