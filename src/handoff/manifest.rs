@@ -97,6 +97,12 @@ pub struct Precopy<S = Terminal> {
     /// `screens`), for the new side to rebuild ahead: the manifest then
     /// lists the panes that did not change since in `unchanged_panes`.
     pub panes: Vec<(crate::persist::snapshot::PaneRecord, PaneRuntime<S>)>,
+    /// In a crash checkpoint (`server/keeper_link.rs`): the last event
+    /// number the server reached, rewritten in place as events are logged
+    /// after the checkpoint (whose ring then ends before it). A
+    /// replacement numbers on after it. Absent in an upgrade's pre-copy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub events_reached: Option<u64>,
 }
 
 /// One timed phase of an upgrade, for reports.

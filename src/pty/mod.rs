@@ -72,7 +72,8 @@ pub struct ChildProcess {
 /// Environment variables a pane never inherits from the server: they describe
 /// the server's own service manager or ptyd internals, and a shell holding
 /// `NOTIFY_SOCKET` could speak to systemd in the server's name.
-const STRIPPED_ENV_PREFIXES: &[&str] = &["NOTIFY_SOCKET", "LISTEN_", "WATCHDOG_", "PTYD_"];
+const STRIPPED_ENV_PREFIXES: &[&str] =
+    &["NOTIFY_SOCKET", "LISTEN_", "WATCHDOG_", "FDSTORE", "PTYD_"];
 
 /// Whether a variable of the server's environment passes on to a pane's
 /// process (see `STRIPPED_ENV_PREFIXES`). Windows' names are
@@ -119,6 +120,7 @@ mod tests {
             "NOTIFY_SOCKET",
             "LISTEN_FDS",
             "WATCHDOG_USEC",
+            "FDSTORE",
             "PTYD_SOCKET",
         ] {
             assert!(!inherits_env(OsStr::new(key)), "{key}");

@@ -292,6 +292,7 @@ impl Server {
             event_last_seq: self.events.last_seq(),
             event_ring: self.events.ring(),
             panes,
+            events_reached: None,
         };
         let bytes =
             serde_json::to_vec(&precopy).map_err(|e| format!("encoding the pre-copy: {e}"))?;

@@ -56,6 +56,9 @@ struct Prepared {
     screens: Screens,
     /// The event log as pre-copied: last sequence number and ring.
     events: (u64, Vec<serde_json::Value>),
+    /// A crash checkpoint's last event number reached (see
+    /// `Precopy::events_reached`).
+    events_reached: Option<u64>,
     /// Fd batches the pre-copy took besides its own message.
     batches: u32,
 }
@@ -109,6 +112,7 @@ pub fn run(sock: OwnedFd, paths: NamespacePaths) -> Result<(), String> {
         prebuilt,
         mut screens,
         events,
+        events_reached,
         batches: precopy_batches,
     } = match receive_precopy(&sock, paths.clone()) {
         Ok(prepared) => prepared,
@@ -153,6 +157,7 @@ pub fn run(sock: OwnedFd, paths: NamespacePaths) -> Result<(), String> {
         // SAFETY: the disk thread never reads the environment.
         unsafe { std::env::remove_var(crate::keeper::RECOVERY_ENV) };
         server.replay_rings(recovery, &why);
+        server.number_on_after(events_reached);
     }
     fault::check(fault, "new-before-committed");
     let commit_from = crate::sys::monotonic_usec();
@@ -225,6 +230,7 @@ fn receive_precopy(sock: &OwnedFd, paths: NamespacePaths) -> Result<Prepared, St
         .map(|(id, changes, t)| (id, (changes, t)))
         .collect();
     let events = (decoded.event_last_seq, decoded.event_ring);
+    let events_reached = decoded.events_reached;
     let mut shell = assemble_shell(&mut named, paths)?;
     let prebuilt = prebuild_panes(&mut shell, decoded.panes, &mut screens, &mut named)?;
     Ok(Prepared {
@@ -232,6 +238,7 @@ fn receive_precopy(sock: &OwnedFd, paths: NamespacePaths) -> Result<Prepared, St
         prebuilt,
         screens,
         events,
+        events_reached,
         batches,
     })
 }
