@@ -87,7 +87,7 @@ pub fn remove_stale_temps(dir: &Path) {
         let Some(pid) = name.to_str().and_then(temp_owner) else {
             continue;
         };
-        if pid != std::process::id() && !process_exists(pid) {
+        if pid != std::process::id() && process_ended(pid) {
             let _ = std::fs::remove_file(entry.path());
         }
     }
@@ -102,11 +102,15 @@ fn temp_owner(name: &str) -> Option<u32> {
     pid.parse().ok()
 }
 
-fn process_exists(pid: u32) -> bool {
+/// A zombie counts as ended: it writes nothing more. A server killed with
+/// its keeper is an orphan zombie until something reaps it, and where
+/// nothing does (pid 1 of a container that does not reap) its temp file
+/// would otherwise be kept for good.
+fn process_ended(pid: u32) -> bool {
     let Ok(pid) = i32::try_from(pid) else {
-        return false;
+        return true;
     };
-    crate::sys::process_exists(pid)
+    crate::sys::process_ended(pid)
 }
 
 fn rename_with_retry(from: &Path, to: &Path) -> io::Result<()> {

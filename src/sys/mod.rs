@@ -79,15 +79,15 @@ pub use unix::{
     SIGWINCH, SIGXFSZ, StdinMode, broken_pipe_errno, clear_cloexec, current_uid, dup_at_least,
     dup2_on_exec, fd_dev_ino, fd_is, fd_limit, has_children, ignore_signal, inherit_fd_on_exec,
     is_symlink_refused, is_too_many_refs, kill, monotonic_usec, peer_cred, peer_hung_up,
-    poll_readable, process_exists, raise_fd_limit, read_stdin, reap_any_child, restore_stdin_mode,
-    send_with_fds, set_cloexec, set_nonblocking_cloexec, setsid_on_exec, stdin_raw_mode,
-    take_inherited_fd, terminal_size, try_lock_exclusive, wait_child, wait_writable,
-    with_starting_fd_limit, write_stdout, write_stdout_vectored,
+    poll_readable, raise_fd_limit, read_stdin, reap_any_child, restore_stdin_mode, send_with_fds,
+    set_cloexec, set_nonblocking_cloexec, setsid_on_exec, stdin_raw_mode, take_inherited_fd,
+    terminal_size, try_lock_exclusive, wait_child, wait_writable, with_starting_fd_limit,
+    write_stdout, write_stdout_vectored,
 };
 
 #[cfg(windows)]
 pub use os::{
-    default_runtime_base, default_state_base, is_symlink_refused, process_exists, sync_dir, trust,
+    default_runtime_base, default_state_base, is_symlink_refused, process_ended, sync_dir, trust,
 };
 #[cfg(unix)]
 pub use unix::{default_runtime_base, default_state_base, sync_dir, trust};
@@ -109,6 +109,7 @@ pub use os::{
 
 #[cfg(all(test, unix))]
 mod tests {
+    use super::unix::process_exists;
     use super::*;
     use std::io::{Read, Seek};
     use std::os::fd::AsRawFd;

@@ -319,6 +319,13 @@ pub fn pipe_peer_is_current_user(pipe: &impl AsRawHandle, peer: PipePeer) -> io:
 
 /// Whether process `pid` still runs (or cannot be asked about, which
 /// only a live process of another user causes).
+/// Whether `pid` has exited. A Windows process that exited is no longer
+/// "still active" even while handles to it stay open, so this is the
+/// negation of [`process_exists`] (on Linux a zombie needs `/proc`).
+pub fn process_ended(pid: i32) -> bool {
+    !process_exists(pid)
+}
+
 pub fn process_exists(pid: i32) -> bool {
     let Ok(pid) = u32::try_from(pid) else {
         return false;
