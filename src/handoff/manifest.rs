@@ -15,7 +15,7 @@ use serde_json::Value;
 /// `term::Terminal` or `persist::snapshot::Snapshot`, changes
 /// incompatibly. Old and new servers refuse each other at preflight when
 /// they differ.
-pub const HANDOFF_VERSION: u32 = 2;
+pub const HANDOFF_VERSION: u32 = 3;
 
 /// The oldest handoff version this build still reads as the new side
 /// (docs/protocol.md, "Version skew": N-1 live once there is one). Printed
@@ -43,8 +43,9 @@ pub enum Control {
         server_version: String,
         pid: u32,
     },
-    /// old → new, before the pause: a memfd holding [`Precopy`] JSON,
-    /// every terminal model, pane and the event ring as they are now, then
+    /// old → new, before the pause: a memfd holding the pre-copy as JSON
+    /// lines ([`PrecopyHead`], then one [`PrecopyPane`] per pane), every
+    /// terminal model, pane and the event ring as they are now, then
     /// the fds named by `ids`: `listener` and `lock` (they never change;
     /// with them the new side builds its server shell ahead) and the fds
     /// of the pre-copied panes, continued in `batches` fd batches (seq 1..)
@@ -57,6 +58,18 @@ pub enum Control {
     },
     /// new → old: the pre-copied terminals are decoded.
     PrecopyAck,
+    /// old → new, before the pause, after `precopy_ack` (only if a pane
+    /// changed since the pre-copy): a memfd holding one [`PrecopyPane`]
+    /// line per pane that changed, each held by the old side (its output
+    /// no longer read, so it cannot change again before the pause). The
+    /// new side rebuilds them around the fds it already has.
+    Delta { bytes: u64 },
+    /// new → old: the delta is applied.
+    DeltaAck,
+    /// new → old, any time before `imported`: still working (decoding,
+    /// building panes). The old side's deadline counts from the last sign
+    /// of progress, so a slow import under load is not a stall.
+    Progress,
     /// old → new: the memfd holding the manifest JSON, then fd batch 0
     /// (named by `ids`) in the same message, so that up to 251 fds the
     /// whole transfer is one message and one wakeup; later batches follow
@@ -85,19 +98,24 @@ pub enum Control {
     Abort { reason: String },
 }
 
-/// What is copied ahead of the pause: the terminals as (pane id, change
-/// count, model), and the event ring as it is (events never change once
-/// logged, so the manifest then carries only later ones).
+/// The first line of the pre-copy: the event ring as it is (events never
+/// change once logged, so the manifest then carries only later ones) and
+/// how many pane lines follow.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct Precopy<S = Terminal> {
-    pub screens: Vec<(u64, u64, S)>,
+pub struct PrecopyHead {
     pub event_last_seq: u64,
     pub event_ring: Vec<Value>,
-    /// Every pane's record and runtime state (its terminal is in
-    /// `screens`), for the new side to rebuild ahead: the manifest then
-    /// lists the panes that did not change since in `unchanged_panes`.
-    pub panes: Vec<(crate::persist::snapshot::PaneRecord, PaneRuntime<S>)>,
+    pub panes: u64,
 }
+
+/// One line of the pre-copy (or of a delta): a pane's record and runtime
+/// state, its terminal model in `screen` (in a delta, `None` if the
+/// terminal did not change), for the new side to build the pane ahead. The
+/// manifest then lists the panes that did not change since in
+/// `unchanged_panes`. One line per pane (JSON escapes every newline in a
+/// string), so the new side decodes and builds pane by pane, reporting
+/// progress.
+pub type PrecopyPane<S = Terminal> = (crate::persist::snapshot::PaneRecord, PaneRuntime<S>);
 
 /// One timed phase of an upgrade, for reports.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -225,6 +243,36 @@ pub struct PaneRuntime<S = Terminal> {
     /// `bash`, `zsh` or `fish` when this run got shell integration.
     #[serde(default)]
     pub shell_injected: Option<String>,
+}
+
+impl<S> PaneRuntime<S> {
+    /// The same runtime state with another terminal (or its cached
+    /// encoding, for a crash checkpoint that re-encodes only changed panes).
+    pub fn with_screen<T>(self, screen: Option<T>) -> PaneRuntime<T> {
+        PaneRuntime {
+            id: self.id,
+            created_unix_ms: self.created_unix_ms,
+            process: self.process,
+            run: self.run,
+            kill_reason: self.kill_reason,
+            kill_escalate_in_ms: self.kill_escalate_in_ms,
+            screen,
+            screen_changes: self.screen_changes,
+            idle_ms: self.idle_ms,
+            timeout_in_ms: self.timeout_in_ms,
+            idle_timeout_ms: self.idle_timeout_ms,
+            input: self.input,
+            written_total: self.written_total,
+            acks: self.acks,
+            recent_requests: self.recent_requests,
+            history_dirty: self.history_dirty,
+            prompts_seen: self.prompts_seen,
+            commands_finished: self.commands_finished,
+            last_command_exit: self.last_command_exit,
+            output_bytes: self.output_bytes,
+            shell_injected: self.shell_injected,
+        }
+    }
 }
 
 #[derive(Debug, Serialize, Deserialize)]

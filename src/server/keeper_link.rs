@@ -66,7 +66,7 @@ pub struct KeeperLink {
     /// Each pane's terminal as last encoded for a checkpoint, with its
     /// change count: only terminals that changed are encoded again (the
     /// bulk of a checkpoint is the scrollback of idle panes).
-    screens: std::collections::HashMap<u64, (u64, Vec<u8>)>,
+    screens: std::collections::HashMap<u64, (u64, Box<serde_json::value::RawValue>)>,
 }
 
 impl KeeperLink {
@@ -397,13 +397,8 @@ impl Server {
         let history = self.persist.history;
         let mut ids = Vec::new();
         let mut rings = Vec::new();
-        let mut panes = Vec::with_capacity(self.panes.len());
         for p in self.panes.values() {
             let id = p.id();
-            panes.push((
-                super::persistence::pane_record(p, history),
-                convert::pane_runtime(p, now, Some(p.screen().changes())),
-            ));
             if p.fds().master().is_some() {
                 ids.push(FdName::Pty(id));
             } else if p.fds().hung_up_master().is_some() {
@@ -417,37 +412,39 @@ impl Server {
                 rings.push((id, ring.written()));
             }
         }
-        // A `manifest::Precopy`, assembled from each terminal's cached
-        // encoding (`screens`: `[id, changes, terminal]`), the panes'
-        // records and runtime states (small, encoded every time) and no
-        // event ring: up to 8 MiB to encode at every checkpoint. (A
-        // replacement continues the numbering; a subscriber asking for
-        // older events is told of the gap.)
+        // A pre-copy as the upgrade sends it (JSON lines: a head, then a
+        // pane a line), each pane's terminal taken from its cached encoding
+        // (`screens`), re-encoded only when it changed: the records and
+        // runtime states are small and encoded every time. No event ring:
+        // a replacement continues the numbering, and a subscriber asking
+        // for older events is told of the gap.
         let cache = &mut self.keeper.screens;
         cache.retain(|id, _| self.panes.contains_key(id));
-        let mut precopy_bytes = Vec::new();
-        precopy_bytes.extend_from_slice(b"{\"screens\":[");
-        for (i, p) in self.panes.values().enumerate() {
+        let head = crate::handoff::manifest::PrecopyHead {
+            event_last_seq: self.events.last_seq(),
+            event_ring: Vec::new(),
+            panes: self.panes.len() as u64,
+        };
+        let mut precopy_bytes =
+            serde_json::to_vec(&head).map_err(|e| format!("encoding a checkpoint: {e}"))?;
+        precopy_bytes.push(b'\n');
+        for p in self.panes.values() {
             let changes = p.screen().changes();
-            let entry = cache.entry(p.id()).or_insert((u64::MAX, Vec::new()));
-            if entry.0 != changes {
-                entry.1.clear();
-                serde_json::to_writer(&mut entry.1, &(p.id(), changes, p.screen()))
+            let stale = cache.get(&p.id()).is_none_or(|(at, _)| *at != changes);
+            if stale {
+                let text = serde_json::to_string(p.screen())
                     .map_err(|e| format!("encoding a checkpoint: {e}"))?;
-                entry.0 = changes;
+                let raw = serde_json::value::RawValue::from_string(text)
+                    .map_err(|e| format!("encoding a checkpoint: {e}"))?;
+                cache.insert(p.id(), (changes, raw));
             }
-            if i > 0 {
-                precopy_bytes.push(b',');
-            }
-            precopy_bytes.extend_from_slice(&entry.1);
+            let screen = cache.get(&p.id()).map(|(_, raw)| raw.as_ref());
+            let rt = convert::pane_runtime(p, now, Some(changes)).with_screen(screen);
+            let record = super::persistence::pane_record(p, history);
+            serde_json::to_writer(&mut precopy_bytes, &(record, rt))
+                .map_err(|e| format!("encoding a checkpoint: {e}"))?;
+            precopy_bytes.push(b'\n');
         }
-        precopy_bytes.extend_from_slice(b"],\"event_last_seq\":");
-        precopy_bytes.extend_from_slice(self.events.last_seq().to_string().as_bytes());
-        precopy_bytes.extend_from_slice(b",\"event_ring\":[],\"panes\":");
-        serde_json::to_writer(&mut precopy_bytes, &panes)
-            .map_err(|e| format!("encoding a checkpoint: {e}"))?;
-        precopy_bytes.push(b'}');
-        drop(panes);
         let capture = convert::Capture {
             records: Vec::new(),
             runtimes: Vec::new(),
