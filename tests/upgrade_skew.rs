@@ -22,8 +22,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use util::{Conn, Dirs, INPUT, KillOnDrop, PTYD, unique_name};
 
-/// The last commit of the previous session (handoff version 2).
-const PINNED: &str = "5b3ea0bbface83ef7f83e803103696e25cd87f59";
+/// The first commit of main with handoff version 3 (the merge of the
+/// busy-pane settle step); moved forward when the version changes.
+const PINNED: &str = "e3d4343fab01dec8261469fccee11a5f4dd23d69";
 
 /// The pinned build's binary: `<target>/ptyd-pinned/<commit>/ptyd`, built
 /// from `git archive` of the commit on first use.
