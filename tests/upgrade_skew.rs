@@ -2,8 +2,9 @@
 //! upgrade from an older ptyd (a pinned commit of this repository's own
 //! history, built once and cached under the target directory) to this
 //! build, with panes and an attached client: same pane processes, screens
-//! intact, the client still attached, and the lineage (the old build stays
-//! behind as the reaper) working through a further upgrade and the stop.
+//! intact, the client still attached, and the lineage (the keeper the old
+//! build started, which re-executes into this build once the new server's
+//! probation is over) working through a further upgrade and the stop.
 //!
 //! The pin is the oldest build whose handoff this one accepts live (see
 //! docs/protocol.md, "Version skew"). Move it forward when
@@ -98,10 +99,11 @@ fn a_live_upgrade_from_the_pinned_older_build_keeps_panes_screens_and_clients() 
     let old_bin = pinned_binary();
     let dirs = Dirs::new();
     let ptyd = dirs.start_binary(&old_bin, &unique_name("skew"), &[], None, None);
-    let old_pid = ptyd.pid() as i64;
     let mut c = ptyd.connect();
     let before = c.ok("server.status", json!({}));
-    assert_eq!(before["pid"], old_pid);
+    // The pinned build starts as a keeper plus a serving process: the
+    // upgrade hands over from the serving one.
+    let old_pid = before["pid"].as_i64().expect("status names the serving pid");
 
     let cat = ptyd.create_argv(&["/bin/sh", "-c", "stty -echo; echo ready; exec cat"]);
     c.wait_text(&cat, "ready");
@@ -139,8 +141,8 @@ fn a_live_upgrade_from_the_pinned_older_build_keeps_panes_screens_and_clients() 
     c.input(&cat, "sent-after-skew\n");
     attached.read_until("sent-after-skew");
 
-    // The old build stays behind as the reaper: a further upgrade and the
-    // stop go through it.
+    // The keeper the old build started holds the lineage: a further
+    // upgrade and the stop go through it.
     let again = c
         .call("server.upgrade", json!({}))
         .unwrap_or_else(|e| panic!("second upgrade: {e:?}\n{}", ptyd.stderr()));

@@ -423,7 +423,7 @@ fn every_step_before_the_commit_rolls_back_on_a_deadline_an_exit_a_stop_or_a_los
         assert_rolls_back(
             step,
             Input::Deadline { took_ms: 10_000 },
-            "ms of the request (phase",
+            "ms without progress (phase",
         );
     }
     for step in pre_commit_steps() {
