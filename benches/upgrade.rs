@@ -49,7 +49,9 @@ use common::upgrade::{
     COLS, MODEL_RUNS, Measurement, ModelCost, Plan, ROWS, Sample, generate, measure, model_cost,
     target_for,
 };
-use common::upgrade_load::{LoadMeasurement, LoadPlan, generate_coloured, measure_load};
+use common::upgrade_load::{
+    LoadMeasurement, LoadPlan, generate_coloured, measure_load, slow_connects_by_phase,
+};
 use common::{
     Res, check_limits, find_ptyd, fmt_limit, human_bytes, keep_dir, loadavg, ms, nproc, parse_num,
     raised_nofile, rlimit, stats,
@@ -307,6 +309,17 @@ fn print_load(m: &LoadMeasurement) {
             .first()
             .map_or(String::new(), |e| format!(" (first: {e})"))
     );
+    let by_phase = slow_connects_by_phase(m, 50.0);
+    if !by_phase.is_empty() {
+        println!(
+            "  connects over 50 ms by the phase they started in: {}",
+            by_phase
+                .iter()
+                .map(|(n, c)| format!("{n} {c}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     println!("  phases (median ms): {}", phase_medians(&m.samples));
     if let Some(slow) = m
         .samples

@@ -637,7 +637,14 @@ fn twenty_flooding_counters_stay_contiguous_through_repeated_upgrades() {
         let id = info["id"].as_str().unwrap().to_string();
         let pid = info["pid"].as_i64().unwrap() as i32;
         l.track(pid);
-        panes.push((id, pid, c.into_attached().read_in_background()));
+        let attached = c.into_attached();
+        // The reader's own bound: as long as the waits' (a pane's turn
+        // comes round slowly in a debug build on a loaded machine).
+        attached
+            .stream()
+            .set_read_timeout(Some(FLOOD_WAIT))
+            .unwrap();
+        panes.push((id, pid, attached.read_in_background()));
     }
     let mut c = l.conn();
     for (id, _, _) in &panes {
@@ -702,6 +709,50 @@ fn twenty_flooding_counters_stay_contiguous_through_repeated_upgrades() {
     }
 }
 
+
+/// A client that asks and does not read: its answers queue in the server
+/// (megabytes, thousands of messages) and travel with the upgrade (the
+/// queued bytes and where each message ends, packed); once it reads, it
+/// gets every answer once, in order, whole.
+#[test]
+fn a_client_that_stops_reading_gets_every_queued_answer_after_an_upgrade() {
+    let l = Lineage::start();
+    let mut c = l.conn();
+    let one = serde_json::to_vec(&c.ok("server.status", json!({}))).unwrap();
+    // About 2 MiB of answers: past the socket's buffer, under the
+    // server's bound on a client's queue (4 MiB).
+    let n = (2 << 20) / (one.len() + 40);
+    let mut quiet = UnixStream::connect(l.ptyd.socket()).unwrap();
+    quiet.set_read_timeout(Some(TIMEOUT)).unwrap();
+    let mut requests = Vec::new();
+    for id in 1..=n {
+        requests.extend_from_slice(
+            format!("{{\"id\":{id},\"method\":\"server.status\",\"params\":{{}}}}\n").as_bytes(),
+        );
+    }
+    quiet.write_all(&requests).unwrap();
+    // A round trip on another connection: the loop has seen the requests.
+    c.ok("pane.list", json!({}));
+    l.upgrade();
+    let mut got = Vec::new();
+    let mut buf = vec![0u8; 1 << 16];
+    while got.iter().filter(|b| **b == b'\n').count() < n {
+        match quiet.read(&mut buf) {
+            Ok(0) => panic!("the server closed the quiet client after {} bytes", got.len()),
+            Ok(k) => got.extend_from_slice(&buf[..k]),
+            Err(e) => panic!("reading the queued answers: {e} after {} bytes", got.len()),
+        }
+    }
+    let text = String::from_utf8(got).expect("answers are UTF-8");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), n, "answers, and nothing after them");
+    for (i, line) in lines.iter().enumerate() {
+        let v: Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("answer {}: {e}: {line:.200}", i + 1));
+        assert_eq!(v["id"], i + 1, "answer {} out of order: {line:.200}", i + 1);
+        assert!(v["result"].is_object(), "answer {}: {line:.200}", i + 1);
+    }
+}
 
 // ---------------------------------------------------------------------------
 // 2: the interactive client inside tmux.

@@ -8,8 +8,10 @@
 //!
 //! The pin is the oldest build whose handoff this one accepts live (see
 //! docs/protocol.md, "Version skew"). Move it forward when
-//! `HANDOFF_VERSION` changes: to the last commit of the previous version,
-//! or, once the previous version is no longer accepted live, to the first
+//! `HANDOFF_VERSION` changes: to a commit of main speaking the previous
+//! version (the last one, where main has it: version 3 was reverted on main
+//! and came back with version 4, so its only main commit is the first), or,
+//! once the previous version is no longer accepted live, to the first
 //! commit of the current one.
 //!
 //! Cost: the first run builds the pinned commit (a debug build in its own
@@ -24,7 +26,9 @@ use std::process::Command;
 use util::{Conn, Dirs, INPUT, KillOnDrop, PTYD, unique_name};
 
 /// The first commit of main with handoff version 3 (the merge of the
-/// busy-pane settle step); moved forward when the version changes.
+/// busy-pane settle step). This build speaks 4 and still reads 3, so the
+/// pin stays a version 3 build until 3 is no longer read; then it moves
+/// to the first commit of version 4.
 const PINNED: &str = "e3d4343fab01dec8261469fccee11a5f4dd23d69";
 
 /// The pinned build's binary: `<target>/ptyd-pinned/<commit>/ptyd`, built

@@ -39,6 +39,9 @@ pub struct LoadMeasurement {
     pub failures: Vec<String>,
     /// Connect + first answer of the looping client during the upgrades.
     pub connects: Vec<Duration>,
+    /// When each of `connects` started (Unix ms), to tell which phase of
+    /// an upgrade a slow one waited in.
+    pub connect_starts: Vec<f64>,
     pub connect_errors: Vec<String>,
     /// Output frames the attached client received, and whether its stream
     /// ended early.
@@ -157,9 +160,10 @@ pub fn measure_load(
     let connector = {
         let stop = stop.clone();
         std::thread::spawn(move || {
-            let (mut times, mut errors) = (Vec::new(), Vec::new());
+            let (mut times, mut starts, mut errors) = (Vec::new(), Vec::new(), Vec::new());
             while !stop.load(Ordering::Relaxed) {
                 let t0 = Instant::now();
+                let started = unix_ms();
                 let r = Client::connect(&paths, false)
                     .map_err(|e| e.to_string())
                     .and_then(|mut c| {
@@ -169,12 +173,15 @@ pub fn measure_load(
                             .map_err(|e| e.to_string())
                     });
                 match r {
-                    Ok(_) => times.push(t0.elapsed()),
+                    Ok(_) => {
+                        times.push(t0.elapsed());
+                        starts.push(started);
+                    }
                     Err(e) => errors.push(e),
                 }
                 std::thread::sleep(CONNECT_GAP);
             }
-            (times, errors)
+            (times, starts, errors)
         })
     };
 
@@ -196,7 +203,8 @@ pub fn measure_load(
     let wall = t0.elapsed();
     let load_after = super::loadavg();
     stop.store(true, Ordering::Relaxed);
-    let (connects, connect_errors) = connector.join().map_err(|_| "the connector panicked")?;
+    let (connects, connect_starts, connect_errors) =
+        connector.join().map_err(|_| "the connector panicked")?;
     // The attached reader may block on a quiet stream; the stop ends it.
     drop(ctl);
     let _ = server.stop();
@@ -210,10 +218,66 @@ pub fn measure_load(
         samples,
         failures,
         connects,
+        connect_starts,
         connect_errors,
         attached_bytes,
         attached_ended,
         wall,
         load: (load_before, load_after),
     })
+}
+
+/// Now as Unix milliseconds (the clock of the report's `finished_unix_ms`).
+fn unix_ms() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64() * 1000.0)
+}
+
+/// Where the connects over `slow_ms` started: in which phase of which
+/// upgrade (the phases run back to back and end at the report's
+/// `finished_unix_ms`, the new server going live), in the probation after
+/// it, or outside every upgrade. Counts by phase name,
+/// in the order phases run, "outside" last.
+pub fn slow_connects_by_phase(m: &LoadMeasurement, slow_ms: f64) -> Vec<(String, usize)> {
+    let mut windows: Vec<(f64, f64, String)> = Vec::new();
+    let mut order: Vec<String> = Vec::new();
+    for s in &m.samples {
+        let Some(end) = s.report["finished_unix_ms"].as_f64() else {
+            continue;
+        };
+        let phases = s.report["phases"].as_array().cloned().unwrap_or_default();
+        // The old server's probation follows (the new one serves).
+        windows.push((end, end + super::upgrade::PROBATION.as_secs_f64() * 1000.0, "probation".into()));
+        let mut at = end;
+        for p in phases.iter().rev() {
+            let len = p["ms"].as_f64().unwrap_or(0.0);
+            let name = p["name"].as_str().unwrap_or("?").to_string();
+            windows.push((at - len, at, name.clone()));
+            at -= len;
+        }
+        for p in &phases {
+            let name = p["name"].as_str().unwrap_or("?").to_string();
+            if !order.contains(&name) {
+                order.push(name);
+            }
+        }
+    }
+    order.push("probation".into());
+    order.push("outside".into());
+    let mut counts: Vec<(String, usize)> = order.into_iter().map(|n| (n, 0)).collect();
+    for (d, start) in m.connects.iter().zip(&m.connect_starts) {
+        if super::ms(*d) <= slow_ms {
+            continue;
+        }
+        let name = windows
+            .iter()
+            .find(|(from, to, _)| start >= from && start < to)
+            .map_or("outside", |(_, _, n)| n.as_str());
+        if let Some(c) = counts.iter_mut().find(|(n, _)| n == name) {
+            c.1 += 1;
+        }
+    }
+    counts.retain(|(_, c)| *c > 0);
+    counts
 }

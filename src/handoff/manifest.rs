@@ -15,13 +15,17 @@ use serde_json::Value;
 /// `term::Terminal` or `persist::snapshot::Snapshot`, changes
 /// incompatibly. Old and new servers refuse each other at preflight when
 /// they differ.
-pub const HANDOFF_VERSION: u32 = 3;
+pub const HANDOFF_VERSION: u32 = 4;
 
 /// The oldest handoff version this build still reads as the new side
 /// (docs/protocol.md, "Version skew": N-1 live once there is one). Printed
 /// by `version --json` as `handoff_accepts`, so an older server can tell
 /// it may hand over to this build although the versions differ.
-pub const HANDOFF_ACCEPTS_FROM: u32 = HANDOFF_VERSION;
+///
+/// Version 4 packs a connection's message ends (`ConnRuntime::msg_ends`)
+/// into base64 instead of a JSON array of numbers; it still reads version
+/// 3's array.
+pub const HANDOFF_ACCEPTS_FROM: u32 = 3;
 
 /// Set by the old side for the new one: the handoff version it speaks.
 /// Builds before this variable speak version 2.
@@ -302,7 +306,8 @@ pub struct ConnRuntime {
     #[serde(with = "b64")]
     pub out: Vec<u8>,
     pub written: usize,
-    /// Where each queued message ends in `out`.
+    /// Where each queued message ends in `out` (packed: see [`ends`]).
+    #[serde(with = "ends")]
     pub msg_ends: Vec<usize>,
     pub closing_in_ms: Option<u64>,
 }
@@ -372,13 +377,29 @@ pub mod b64 {
         out
     }
 
+    /// Each byte's value in [`ALPHABET`], or 255 for a byte not in it: a
+    /// table rather than a search, since a client's queued output (up to
+    /// megabytes) is decoded inside the blackout.
+    const VALUES: [u8; 256] = {
+        let mut t = [255u8; 256];
+        let mut i = 0;
+        while i < 64 {
+            t[ALPHABET[i] as usize] = i as u8;
+            i += 1;
+        }
+        t
+    };
+
     pub fn decode(text: &str) -> Option<Vec<u8>> {
         let text = text.trim_end_matches('=');
         let mut out = Vec::with_capacity(text.len() * 3 / 4);
         let mut acc = 0u32;
         let mut bits = 0;
         for c in text.bytes() {
-            let v = ALPHABET.iter().position(|&a| a == c)? as u32;
+            let v = match VALUES[c as usize] {
+                255 => return None,
+                v => u32::from(v),
+            };
             acc = (acc << 6) | v;
             bits += 6;
             if bits >= 8 {
@@ -408,6 +429,136 @@ pub mod b64 {
             }
             assert_eq!(super::encode(b"hi!"), "aGkh");
             assert_eq!(super::encode(b"h"), "aA==");
+            assert_eq!(super::decode("aG!h"), None);
+        }
+    }
+}
+
+/// A connection's message ends (increasing offsets into its queued
+/// output) as base64 of LEB128 varints, each the distance from the
+/// previous end (the first from 0): a never-reading client can have
+/// thousands of small messages queued (events, output frames), and as a
+/// JSON array of numbers they cost up to 8 bytes each inside the
+/// blackout; packed, a message under 128 bytes costs 1.33. The count is
+/// bounded by the queue it indexes (every message is at least a byte, and
+/// the queue is at most `MAX_OUTPUT_QUEUE` plus one reply).
+///
+/// Reads version 3's JSON array of numbers as well.
+pub mod ends {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn pack(ends: &[usize]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(ends.len());
+        let mut prev = 0usize;
+        for &end in ends {
+            // Ends are increasing; one that is not (never produced) packs
+            // as 0 and is caught by the receiver's order check.
+            let mut gap = end.saturating_sub(prev) as u64;
+            prev = end;
+            loop {
+                let byte = (gap & 0x7f) as u8;
+                gap >>= 7;
+                if gap == 0 {
+                    out.push(byte);
+                    break;
+                }
+                out.push(byte | 0x80);
+            }
+        }
+        out
+    }
+
+    pub fn unpack(bytes: &[u8]) -> Result<Vec<usize>, String> {
+        let mut ends = Vec::new();
+        let mut end = 0usize;
+        let mut gap = 0u64;
+        let mut shift = 0u32;
+        for &b in bytes {
+            // Ten 7-bit groups hold 64 bits; the tenth holds only one.
+            if shift > 63 || (shift == 63 && b & 0x7e != 0) {
+                return Err("a message end's varint is too long".into());
+            }
+            gap |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 != 0 {
+                shift += 7;
+                continue;
+            }
+            end = usize::try_from(gap)
+                .ok()
+                .and_then(|g| end.checked_add(g))
+                .ok_or("a message end overflows")?;
+            ends.push(end);
+            gap = 0;
+            shift = 0;
+        }
+        if shift != 0 {
+            return Err("the message ends stop inside a varint".into());
+        }
+        Ok(ends)
+    }
+
+    pub fn serialize<S: Serializer>(ends: &[usize], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&super::b64::encode(&pack(ends)))
+    }
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Carried {
+        Packed(String),
+        /// Version 3.
+        Numbers(Vec<usize>),
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<usize>, D::Error> {
+        match Carried::deserialize(d)? {
+            Carried::Numbers(ends) => Ok(ends),
+            Carried::Packed(text) => {
+                let bytes = super::b64::decode(&text)
+                    .ok_or_else(|| serde::de::Error::custom("message ends: invalid base64"))?;
+                unpack(&bytes).map_err(serde::de::Error::custom)
+            }
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        #[derive(serde::Serialize, serde::Deserialize, PartialEq, Debug)]
+        struct Q {
+            #[serde(with = "super")]
+            ends: Vec<usize>,
+        }
+
+        #[test]
+        fn round_trip_packed_and_read_version_3_numbers() {
+            for ends in [
+                vec![],
+                vec![0],
+                vec![1, 2, 3],
+                vec![127, 128, 16_511, 16_512, 4 << 20, (4 << 20) + 300],
+                vec![usize::MAX],
+            ] {
+                let q = Q { ends };
+                let text = serde_json::to_string(&q).unwrap();
+                assert!(text.contains("\"ends\":\""), "{text}");
+                assert_eq!(serde_json::from_str::<Q>(&text).unwrap(), q);
+            }
+            // Small messages cost about a byte and a third each.
+            let many: Vec<usize> = (1..=3000).map(|i| i * 100).collect();
+            let text = serde_json::to_string(&Q { ends: many }).unwrap();
+            assert!(text.len() < 4100, "{} bytes", text.len());
+            let v3: Q = serde_json::from_str(r#"{"ends":[5,9,40]}"#).unwrap();
+            assert_eq!(v3.ends, [5, 9, 40]);
+        }
+
+        #[test]
+        fn malformed_ends_are_errors_not_panics() {
+            // A varint cut short, one too long, and a sum past usize.
+            assert!(super::unpack(&[0x80]).is_err());
+            assert!(super::unpack(&[0xff; 11]).is_err());
+            let mut over = super::pack(&[usize::MAX]);
+            over.extend(super::pack(&[1]));
+            assert!(super::unpack(&over).is_err());
+            assert!(serde_json::from_str::<Q>(r#"{"ends":"!!"}"#).is_err());
         }
     }
 }
