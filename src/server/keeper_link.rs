@@ -70,6 +70,45 @@ pub struct KeeperLink {
 }
 
 impl KeeperLink {
+    /// Pane `id`'s terminal as JSON, from the cache while its change count
+    /// is the one cached, else encoded and cached: checkpoints and the
+    /// upgrade's pre-copy share it, so an idle pane's terminal is encoded
+    /// once however many of either follow.
+    pub(super) fn screen_json(
+        &mut self,
+        id: u64,
+        terminal: &crate::term::Terminal,
+    ) -> Result<&serde_json::value::RawValue, String> {
+        let changes = terminal.changes();
+        let stale = self.screens.get(&id).is_none_or(|(at, _)| *at != changes);
+        if stale {
+            let text = serde_json::to_string(terminal)
+                .map_err(|e| format!("encoding pane {id}'s terminal: {e}"))?;
+            let raw = serde_json::value::RawValue::from_string(text)
+                .map_err(|e| format!("encoding pane {id}'s terminal: {e}"))?;
+            self.screens.insert(id, (changes, raw));
+        }
+        Ok(self.screens[&id].1.as_ref())
+    }
+
+    /// Pane `id`'s terminal as the upgrade's pre-copy carried it (the
+    /// old server's encoding, which decoded to this terminal, now at
+    /// `changes`): a new server's first checkpoint then encodes only what
+    /// changed since, not every terminal.
+    pub(super) fn seed_screen(
+        &mut self,
+        id: u64,
+        changes: u64,
+        raw: Box<serde_json::value::RawValue>,
+    ) {
+        self.screens.insert(id, (changes, raw));
+    }
+
+    /// No keeper to checkpoint for: the seeded encodings are only memory.
+    pub(super) fn drop_screens(&mut self) {
+        self.screens = Default::default();
+    }
+
     pub fn mark_dirty(&mut self) {
         self.dirty = true;
     }
@@ -418,8 +457,9 @@ impl Server {
         // runtime states are small and encoded every time. No event ring:
         // a replacement continues the numbering, and a subscriber asking
         // for older events is told of the gap.
-        let cache = &mut self.keeper.screens;
-        cache.retain(|id, _| self.panes.contains_key(id));
+        self.keeper
+            .screens
+            .retain(|id, _| self.panes.contains_key(id));
         let head = crate::handoff::manifest::PrecopyHead {
             event_last_seq: self.events.last_seq(),
             event_ring: Vec::new(),
@@ -430,16 +470,11 @@ impl Server {
         precopy_bytes.push(b'\n');
         for p in self.panes.values() {
             let changes = p.screen().changes();
-            let stale = cache.get(&p.id()).is_none_or(|(at, _)| *at != changes);
-            if stale {
-                let text = serde_json::to_string(p.screen())
-                    .map_err(|e| format!("encoding a checkpoint: {e}"))?;
-                let raw = serde_json::value::RawValue::from_string(text)
-                    .map_err(|e| format!("encoding a checkpoint: {e}"))?;
-                cache.insert(p.id(), (changes, raw));
-            }
-            let screen = cache.get(&p.id()).map(|(_, raw)| raw.as_ref());
-            let rt = convert::pane_runtime(p, now, Some(changes)).with_screen(screen);
+            let screen = self
+                .keeper
+                .screen_json(p.id(), p.screen())
+                .map_err(|e| format!("encoding a checkpoint: {e}"))?;
+            let rt = convert::pane_runtime(p, now, Some(changes)).with_screen(Some(screen));
             let record = super::persistence::pane_record(p, history);
             serde_json::to_writer(&mut precopy_bytes, &(record, rt))
                 .map_err(|e| format!("encoding a checkpoint: {e}"))?;

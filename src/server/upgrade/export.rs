@@ -277,7 +277,7 @@ impl Server {
     /// travel again.
     #[allow(clippy::type_complexity)]
     fn encode_precopy(
-        &self,
+        &mut self,
         opened: &mut HashMap<u64, OwnedFd>,
     ) -> Result<(Vec<u8>, Precopied, Vec<(FdName, RawFd)>), String> {
         let now = Instant::now();
@@ -309,8 +309,16 @@ impl Server {
                     .insert(p.id(), PaneDraft { bytes, times, fds });
             }
             precopied.screens.insert(p.id(), p.screen().changes());
-            rt.screen = Some(p.screen());
-            encode_line(&mut out, &(record, rt))?;
+            if self.lineage.is_some() {
+                // With a keeper, the checkpoints' cache of encoded
+                // terminals (an idle pane's is encoded already), filled
+                // for the next checkpoint where it was stale.
+                let screen = self.keeper.screen_json(p.id(), p.screen())?;
+                encode_line(&mut out, &(record, rt.with_screen(Some(screen))))?;
+            } else {
+                rt.screen = Some(p.screen());
+                encode_line(&mut out, &(record, rt))?;
+            }
         }
         Ok((out, precopied, fd_list))
     }

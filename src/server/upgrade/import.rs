@@ -30,6 +30,7 @@ use crate::term::Terminal;
 use mio::Interest;
 use mio::unix::SourceFd;
 use serde_json::json;
+use serde_json::value::RawValue;
 use std::collections::{HashMap, HashSet};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
@@ -162,6 +163,9 @@ pub fn run(sock: OwnedFd, paths: NamespacePaths) -> Result<(), String> {
         Ok(s) => s,
         Err(e) => return abort(&sock, e),
     };
+    if server.lineage.is_none() {
+        server.keeper.drop_screens();
+    }
     fault::check(fault, "new-before-imported");
     commit_handshake(&sock, &mut server)?;
     if let Some(recovery) = &recovery {
@@ -253,10 +257,11 @@ fn receive_precopy(
     let now = Instant::now();
     let mut prebuilt = HashMap::with_capacity(head.panes as usize);
     for line in lines {
-        let (rec, rt): PrecopyPane =
-            serde_json::from_slice(line).map_err(|e| format!("decoding the pre-copy: {e}"))?;
+        let (rec, rt, raw) =
+            decode_pane_line(line).map_err(|e| format!("decoding the pre-copy: {e}"))?;
         let (id, changes) = (rt.id, rt.screen_changes);
         prebuild_pane(&mut shell, rec, rt, now, &mut named)?;
+        seed_checkpoint_cache(&mut shell, id, raw);
         prebuilt.insert(id, changes);
         progress.tick(sock);
     }
@@ -272,6 +277,35 @@ fn receive_precopy(
         events,
         batches,
     })
+}
+
+/// A pre-copy or delta line: the pane's record and runtime state with its
+/// terminal decoded, and the terminal's JSON as it came (for the
+/// checkpoint cache: see `seed_checkpoint_cache`).
+fn decode_pane_line(
+    line: &[u8],
+) -> Result<(PaneRecord, PaneRuntime, Option<Box<RawValue>>), serde_json::Error> {
+    let (rec, mut rt): PrecopyPane<Box<RawValue>> = serde_json::from_slice(line)?;
+    let raw = rt.screen.take();
+    let screen = match &raw {
+        Some(raw) => Some(serde_json::from_str::<Terminal>(raw.get())?),
+        None => None,
+    };
+    Ok((rec, rt.with_screen(screen), raw))
+}
+
+/// The old server's encoding of a pane's terminal, kept as the first entry
+/// of the crash checkpoints' cache (`KeeperLink::screen_json`): without
+/// it, the first checkpoint after an upgrade encodes every terminal again
+/// in one loop turn (a stall of a second at 1,000 panes).
+/// Only a terminal nothing changed since it was decoded (its count is
+/// still 0) is what the old encoding says.
+fn seed_checkpoint_cache(shell: &mut Server, id: u64, raw: Option<Box<RawValue>>) {
+    if let (Some(raw), Some(pane)) = (raw, shell.panes.get(&id))
+        && pane.screen().changes() == 0
+    {
+        shell.keeper.seed_screen(id, 0, raw);
+    }
 }
 
 /// The non-empty lines of a JSON-lines memfd.
@@ -294,8 +328,8 @@ fn apply_delta(
     let no_conns = HashMap::new();
     let mut screens = Screens::new();
     for line in json_lines(data) {
-        let (rec, rt): PrecopyPane =
-            serde_json::from_slice(line).map_err(|e| format!("decoding the delta: {e}"))?;
+        let (rec, rt, raw) =
+            decode_pane_line(line).map_err(|e| format!("decoding the delta: {e}"))?;
         let id = rt.id;
         let (Some(changes), Some(mut old)) = (prebuilt.get(&id).copied(), shell.panes.remove(&id))
         else {
@@ -312,6 +346,7 @@ fn apply_delta(
         screens.clear();
         pane.put_fds(fds);
         shell.panes.insert(id, pane);
+        seed_checkpoint_cache(shell, id, raw);
         prebuilt.insert(id, new_changes);
         progress.tick(sock);
     }
