@@ -94,6 +94,9 @@ pub enum ToKeeper {
     Pane { pane: u64, kinds: Vec<HeldKind> },
     /// The pane was removed: close its fds now.
     PaneGone { pane: u64 },
+    /// These are all the panes there are (after a take-back): close the
+    /// fds of any other.
+    Panes { panes: Vec<u64> },
     /// The latest checkpoint. fds: the pre-copy memfd, the manifest
     /// memfd. `ids` names the pre-copy's fds the keeper supplies.
     Checkpoint {
@@ -104,6 +107,15 @@ pub enum ToKeeper {
     /// A clean stop: let go of everything; the EOF that follows is no
     /// crash.
     Stopping,
+    /// A child of a server that no longer serves (paused or in its
+    /// probation after an upgrade) exited: pass it on to the current
+    /// server as the keeper's own reaped exits are, since the pidfd cannot
+    /// tell (Linux before 6.15) and the reaper's copy ends with it.
+    Exited {
+        pid: i32,
+        code: Option<i32>,
+        signal: Option<i32>,
+    },
 }
 
 fn settled_by_default() -> bool {
@@ -197,6 +209,24 @@ struct Checkpoint {
     manifest: OwnedFd,
     manifest_bytes: u64,
     ids: Vec<FdName>,
+    /// What a keeper adopting the checkpoint from systemd's fd store
+    /// needs besides the two memfds ([`StoredCheckpoint`]), in a memfd of
+    /// its own; made only when there is a store.
+    info: Option<OwnedFd>,
+}
+
+/// The checkpoint's description in systemd's fd store.
+#[derive(Serialize, Deserialize)]
+struct StoredCheckpoint {
+    namespace: String,
+    /// The server serving then, and its start token: a later generation
+    /// (not the keeper's first child, so not killed with it) may outlive
+    /// the keeper, and must not serve beside the replacement.
+    #[serde(default)]
+    server: Option<(i32, u64)>,
+    precopy_bytes: u64,
+    manifest_bytes: u64,
+    ids: Vec<FdName>,
 }
 
 /// Everything the keeper holds.
@@ -224,6 +254,12 @@ pub struct Keeper {
     exits: std::collections::VecDeque<Vec<u8>>,
     /// Why the last re-exec failed, if it did.
     reexec_error: Option<String>,
+    /// systemd's fd store, when the unit has one: a copy of everything
+    /// held, for a keeper started after this one is killed.
+    store: Option<crate::service::fd_store::FdStore>,
+    /// Set for a keeper that took its fds from systemd's fd store: why
+    /// there is no server (the previous keeper died with it).
+    adopted: Option<String>,
 }
 
 type SavedPane = (u64, Option<RawFd>, Option<RawFd>, Option<RawFd>);
@@ -245,6 +281,9 @@ struct Saved {
     stopping: bool,
     servers: Vec<i32>,
     loop_count: usize,
+    /// The checkpoint's description for systemd's fd store, if made.
+    #[serde(default)]
+    checkpoint_info: Option<RawFd>,
 }
 
 impl Keeper {
@@ -277,6 +316,146 @@ impl Keeper {
             servers: [current].into_iter().collect(),
             exits: std::collections::VecDeque::new(),
             reexec_error: None,
+            store: None,
+            adopted: None,
+        }
+    }
+
+    /// A keeper from the fds systemd's fd store passed back at start
+    /// (`fd_store::take_passed`): the previous keeper was killed, and its
+    /// panes are taken over as after a server crash (no server runs: the
+    /// channel's other end is closed, so the loop starts the replacement
+    /// at once). `None` if what was passed cannot be served (no
+    /// checkpoint, no listener or lock, another namespace).
+    pub fn adopt(mut fds: HashMap<String, OwnedFd>, namespace: String) -> Result<Keeper, String> {
+        use crate::service::fd_store::name;
+        let info = fds
+            .remove(&name("checkpoint"))
+            .ok_or("no checkpoint among them")?;
+        let mut text = String::new();
+        let mut file = std::fs::File::from(info.try_clone().map_err(|e| e.to_string())?);
+        std::io::Seek::rewind(&mut file).map_err(|e| e.to_string())?;
+        file.read_to_string(&mut text).map_err(|e| e.to_string())?;
+        let stored: StoredCheckpoint = serde_json::from_str(&text)
+            .map_err(|e| format!("the checkpoint's description: {e}"))?;
+        if stored.namespace != namespace {
+            return Err(format!(
+                "they are namespace {:?}'s, not {namespace:?}'s",
+                stored.namespace
+            ));
+        }
+        let mut take = |what: &str| {
+            fds.remove(&name(what))
+                .ok_or_else(|| format!("no {what} among them"))
+        };
+        let (precopy, manifest) = (take("precopy")?, take("manifest")?);
+        // A server that outlived the keeper (a generation after an
+        // upgrade: no parent-death signal) would serve beside ours: it
+        // goes first (its pid and start token, so never another process).
+        if let Some((pid, token)) = stored.server
+            && sys::process_start_token(pid) == Some(token)
+        {
+            eprintln!("ptyd keeper: ending server pid {pid}, which outlived the killed keeper");
+            let _ = sys::kill(pid, sys::SIGKILL);
+            let until = Instant::now() + STOP_REAP_LIMIT;
+            while sys::process_start_token(pid) == Some(token)
+                && !sys::process_ended(pid)
+                && Instant::now() < until
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+        let (listener, lock) = (take("listener")?, take("lock")?);
+        let (keeper_end, server_end) =
+            channel().map_err(|e| format!("creating the channel: {e}"))?;
+        drop(server_end);
+        let mut k = Keeper::new(keeper_end, 0, namespace, Some(listener), Some(lock));
+        k.servers.clear();
+        k.checkpoint = Some(Checkpoint {
+            precopy,
+            precopy_bytes: stored.precopy_bytes,
+            manifest,
+            manifest_bytes: stored.manifest_bytes,
+            ids: stored.ids,
+            info: Some(info),
+        });
+        for (fd_name, fd) in fds {
+            let Some((kind, pane)) = fd_name
+                .strip_prefix(crate::service::fd_store::PREFIX)
+                .and_then(|rest| rest.rsplit_once('-'))
+                .and_then(|(kind, id)| Some((kind.to_string(), id.parse::<u64>().ok()?)))
+            else {
+                continue;
+            };
+            let held = k.panes.entry(pane).or_default();
+            match kind.as_str() {
+                "master" => held.master = Some(fd),
+                "pidfd" => held.pidfd = Some(fd),
+                "ring" => held.ring = Some(fd),
+                _ => {}
+            }
+        }
+        k.adopted = Some(format!(
+            "the keeper was killed; took {} panes over from systemd's fd store",
+            k.panes.len()
+        ));
+        let mut store = crate::service::fd_store::FdStore::from_env();
+        if let Some(store) = &mut store {
+            store.adopted(&k.stored_fds_owned());
+        }
+        k.store = store;
+        Ok(k)
+    }
+
+    /// Everything held, by its name in the fd store.
+    fn stored_fds(&self) -> Vec<(String, RawFd)> {
+        use crate::service::fd_store::name;
+        let mut out = Vec::new();
+        for (id, held) in &self.panes {
+            for (what, fd) in [
+                ("master", &held.master),
+                ("pidfd", &held.pidfd),
+                ("ring", &held.ring),
+            ] {
+                if let Some(fd) = fd {
+                    out.push((name(&format!("{what}-{id}")), fd.as_raw_fd()));
+                }
+            }
+        }
+        for (what, fd) in [("listener", &self.listener), ("lock", &self.lock)] {
+            if let Some(fd) = fd {
+                out.push((name(what), fd.as_raw_fd()));
+            }
+        }
+        if let Some(cp) = &self.checkpoint
+            && let Some(info) = &cp.info
+        {
+            out.push((name("precopy"), cp.precopy.as_raw_fd()));
+            out.push((name("manifest"), cp.manifest.as_raw_fd()));
+            out.push((name("checkpoint"), info.as_raw_fd()));
+        }
+        out
+    }
+
+    fn stored_fds_owned(&self) -> HashMap<String, OwnedFd> {
+        self.stored_fds()
+            .into_iter()
+            .filter_map(|(n, fd)| {
+                // SAFETY: fd is one we hold, open for this call.
+                let b = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+                Some((n, b.try_clone_to_owned().ok()?))
+            })
+            .collect()
+    }
+
+    /// Makes systemd's fd store (if any) hold what we hold.
+    fn store_sync(&mut self) {
+        if self.store.is_none() {
+            return;
+        }
+        let wanted = self.stored_fds();
+        if let Some(store) = &mut self.store {
+            store.sync(&wanted);
         }
     }
 
@@ -319,12 +498,14 @@ impl Keeper {
             };
             k.panes.insert(id, held);
         }
+        let info = opt(saved.checkpoint_info);
         k.checkpoint = saved.checkpoint.map(|(p, pb, m, mb, ids)| Checkpoint {
             precopy: adopt(p),
             precopy_bytes: pb,
             manifest: adopt(m),
             manifest_bytes: mb,
             ids,
+            info,
         });
         k.stopping = saved.stopping;
         k.servers = saved.servers.into_iter().collect();
@@ -363,6 +544,11 @@ impl Keeper {
             stopping: self.stopping,
             servers: self.servers.iter().copied().collect(),
             loop_count: self.loop_count,
+            checkpoint_info: self
+                .checkpoint
+                .as_ref()
+                .and_then(|c| c.info.as_ref())
+                .map(AsRawFd::as_raw_fd),
         };
         let Ok(json) = serde_json::to_vec(&saved) else {
             return "encoding the keeper's state".into();
@@ -380,6 +566,7 @@ impl Keeper {
         if let Some((p, _, m, _, _)) = &saved.checkpoint {
             keep.extend([*p, *m]);
         }
+        keep.extend(saved.checkpoint_info);
         for fd in &keep {
             let _ = sys::clear_cloexec(*fd);
         }
@@ -432,6 +619,10 @@ impl Keeper {
         let _ = signal_hook::flag::register(sys::SIGTERM, Arc::clone(&self.term));
         let _ = signal_hook::flag::register(sys::SIGHUP, Arc::clone(&self.hup));
         self.wake = Some(wake_read);
+        if self.store.is_none() {
+            self.store = crate::service::fd_store::FdStore::from_env();
+        }
+        self.store_sync();
         self.reap();
         self.announce();
         loop {
@@ -451,7 +642,9 @@ impl Keeper {
                     break;
                 }
                 // No clean stop came: the serving process is gone.
-                if !self.recover() {
+                let served = self.recover();
+                self.store_sync();
+                if !served {
                     break;
                 }
             }
@@ -501,6 +694,7 @@ impl Keeper {
             }
         };
         self.apply(msg, received.fds);
+        self.store_sync();
         true
     }
 
@@ -550,20 +744,48 @@ impl Keeper {
             ToKeeper::PaneGone { pane } => {
                 self.panes.remove(&pane);
             }
+            ToKeeper::Panes { panes } => {
+                let keep: std::collections::HashSet<u64> = panes.into_iter().collect();
+                self.panes.retain(|id, _| keep.contains(id));
+            }
             ToKeeper::Checkpoint {
                 precopy_bytes,
                 manifest_bytes,
                 ids,
             } => {
                 if let (Some(precopy), Some(manifest)) = (fds.next(), fds.next()) {
+                    // Described for a keeper that adopts it from the store.
+                    let info = self.store.as_ref().and_then(|_| {
+                        let stored = StoredCheckpoint {
+                            namespace: self.namespace.clone(),
+                            server: sys::process_start_token(self.current)
+                                .map(|t| (self.current, t)),
+                            precopy_bytes,
+                            manifest_bytes,
+                            ids: ids.clone(),
+                        };
+                        let json = serde_json::to_vec(&stored).ok()?;
+                        sys::anonymous_file(c"ptyd-keeper-checkpoint", &json).ok()
+                    });
                     self.checkpoint = Some(Checkpoint {
                         precopy,
                         precopy_bytes,
                         manifest,
                         manifest_bytes,
                         ids,
+                        info,
                     });
                 }
+            }
+            ToKeeper::Exited { pid, code, signal } => {
+                let msg = ToServer::Exited { pid, code, signal };
+                let mut data = vec![PROTOCOL];
+                let _ = serde_json::to_writer(&mut data, &msg);
+                if self.exits.len() >= 4096 {
+                    self.exits.pop_front();
+                }
+                self.exits.push_back(data);
+                self.send_exits();
             }
             ToKeeper::Stopping => {
                 // The server hangs up its panes and releases the namespace:
@@ -663,13 +885,19 @@ impl Keeper {
     /// to stop meanwhile).
     fn recover(&mut self) -> bool {
         let dead = self.current;
-        // It is our child, or was re-parented to us as an orphan.
-        let status = self.status.take().or_else(|| sys::wait_child(dead));
+        // It is our child, or was re-parented to us as an orphan (none for
+        // a keeper that adopted the fd store: the server died with the
+        // previous keeper).
+        let status = match self.adopted {
+            Some(_) => None,
+            None => self.status.take().or_else(|| sys::wait_child(dead)),
+        };
         self.reap();
-        let why = match status {
-            Some(ProcessExit::Signal(s)) => format!("server pid {dead} killed by signal {s}"),
-            Some(ProcessExit::Code(c)) => format!("server pid {dead} exited with code {c}"),
-            None => format!("server pid {dead} vanished"),
+        let why = match (status, self.adopted.take()) {
+            (_, Some(why)) => why,
+            (Some(ProcessExit::Signal(s)), _) => format!("server pid {dead} killed by signal {s}"),
+            (Some(ProcessExit::Code(c)), _) => format!("server pid {dead} exited with code {c}"),
+            (None, _) => format!("server pid {dead} vanished"),
         };
         let window = crash_loop_window();
         let looping = self.started_at.is_some_and(|t| t.elapsed() < window);

@@ -358,7 +358,7 @@ impl World {
         for i in 0..2 {
             let marker = markers.path().join(format!("counter-{i}-got-sighup"));
             let script = format!(
-                "trap 'echo hup >> {}' HUP; i=0; while :; do i=$((i+1)); echo $i; done",
+                "trap 'echo hup >> {}' HUP; i=0; while :; do i=$((i+1)); echo $i || exit 1; done",
                 shell_quote(marker.to_str().unwrap())
             );
             let mut c = ptyd.connect();

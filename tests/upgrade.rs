@@ -412,7 +412,7 @@ fn counter_pane_and_tight_loop_client_through_repeated_upgrades() {
     let dir = tempfile::tempdir().unwrap();
     let marker = dir.path().join("got-sighup");
     let script = format!(
-        "trap 'echo hup >> {}' HUP; i=0; while :; do i=$((i+1)); echo $i; done",
+        "trap 'echo hup >> {}' HUP; i=0; while :; do i=$((i+1)); echo $i || exit 1; done",
         shell_quote(marker.to_str().unwrap())
     );
     let mut c = l.conn();

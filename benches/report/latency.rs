@@ -166,7 +166,7 @@ pub fn latency_set(
     flood: bool,
 ) -> Vec<Res<Latency>> {
     let flood_script =
-        path_str(flood_file).map(|p| format!("while :; do cat {}; done", shell_quote(p)));
+        path_str(flood_file).map(|p| format!("while :; do cat {} || exit 1; done", shell_quote(p)));
     let flood_script = flood.then_some(flood_script).transpose();
     // Bare, with a neighbour PTY drained as a terminal would.
     let mut flooder = None;

@@ -110,6 +110,12 @@ pub struct PrecopyHead {
     pub event_last_seq: u64,
     pub event_ring: Vec<Value>,
     pub panes: u64,
+    /// In a crash checkpoint (`server/keeper_link.rs`): the last event
+    /// number the server reached, rewritten in place as events are logged
+    /// after the checkpoint (whose ring then ends before it). A
+    /// replacement numbers on after it. Absent in an upgrade's pre-copy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub events_reached: Option<u64>,
 }
 
 /// One line of the pre-copy (or of a delta): a pane's record and runtime

@@ -335,6 +335,7 @@ impl Server {
     /// Records an event and pushes it to subscribers.
     pub(super) fn emit(&mut self, event: Event) {
         let line = protocol::event_line(self.events.push(&event));
+        self.keeper_event_logged();
         let mut overflow = Vec::new();
         for (id, conn) in &mut self.conns {
             // A connection still replaying gets this event from the ring.

@@ -144,8 +144,13 @@ impl Server {
                 continue;
             }
             // While paused the manifest already describes this pane as
-            // running; the new server learns the exit from the pidfd. Kept
-            // for a rollback.
+            // running; the new server learns the exit from the pidfd, or,
+            // where the kernel cannot tell (before 6.15), from the keeper,
+            // to which it goes now (our copy ends with us after probation).
+            // Kept for a rollback.
+            if !self.serving.is_owned() {
+                self.keeper_forward_exit(pid, exit);
+            }
             if let Some((pid, status)) = self.serving.defer_exit(pid, status) {
                 self.on_child_exit(pid, status);
             }

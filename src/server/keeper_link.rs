@@ -67,6 +67,26 @@ pub struct KeeperLink {
     /// change count: only terminals that changed are encoded again (the
     /// bulk of a checkpoint is the scrollback of idle panes).
     screens: std::collections::HashMap<u64, (u64, Box<serde_json::value::RawValue>)>,
+    /// Each event of the ring as last encoded for a checkpoint, by
+    /// sequence number: events never change, so each is encoded once.
+    events: VecDeque<(u64, Vec<u8>)>,
+    /// The last checkpoint's pre-copy memfd (the keeper holds the same
+    /// file): each event logged after it rewrites its `events_reached` in
+    /// place, so a replacement numbers on after every event a client may
+    /// have seen.
+    reached: Option<std::fs::File>,
+}
+
+/// Where the pre-copy of a checkpoint keeps its `events_reached`: right
+/// after this prefix, 20 bytes (a u64's digits, then spaces, which JSON
+/// allows before the comma).
+const REACHED_PREFIX: &[u8] = b"{\"events_reached\":";
+
+fn reached_field(seq: u64) -> [u8; 20] {
+    let mut field = [b' '; 20];
+    let digits = seq.to_string();
+    field[..digits.len()].copy_from_slice(digits.as_bytes());
+    field
 }
 
 impl KeeperLink {
@@ -279,6 +299,20 @@ impl Server {
         self.keeper.mark_panes_changed();
     }
 
+    /// After a take-back: the keeper may hold panes a dead successor
+    /// added (which must hang up) and miss panes it removed (which we
+    /// still serve): every pane's fds again, and the list to keep.
+    pub(super) fn keeper_resync(&mut self) {
+        if self.lineage.is_none() {
+            return;
+        }
+        let ids: Vec<u64> = self.panes.keys().copied().collect();
+        self.keeper_send(&ToKeeper::Panes { panes: ids.clone() }, Vec::new());
+        for id in ids {
+            self.keeper_track_pane(id);
+        }
+    }
+
     /// The pane is gone: the keeper closes its copies now, so the pane
     /// hangs up exactly as it would without a keeper.
     pub(super) fn keeper_forget_pane(&mut self, id: u64) {
@@ -372,6 +406,17 @@ impl Server {
         })
     }
 
+    /// A child of ours exited while we do not serve (paused, or in
+    /// probation after an upgrade): for the server that does (see
+    /// `ToKeeper::Exited`).
+    pub(super) fn keeper_forward_exit(&mut self, pid: i32, exit: crate::sys::ProcessExit) {
+        let (code, signal) = match exit {
+            crate::sys::ProcessExit::Code(c) => (Some(c), None),
+            crate::sys::ProcessExit::Signal(s) => (None, Some(s)),
+        };
+        self.keeper_send(&ToKeeper::Exited { pid, code, signal }, Vec::new());
+    }
+
     /// A clean stop: the EOF that follows is no crash.
     pub(super) fn keeper_stopping(&mut self) {
         self.keeper_send(&ToKeeper::Stopping, Vec::new());
@@ -451,23 +496,44 @@ impl Server {
                 rings.push((id, ring.written()));
             }
         }
-        // A pre-copy as the upgrade sends it (JSON lines: a head, then a
-        // pane a line), each pane's terminal taken from its cached encoding
-        // (`screens`), re-encoded only when it changed: the records and
-        // runtime states are small and encoded every time. No event ring:
-        // a replacement continues the numbering, and a subscriber asking
-        // for older events is told of the gap.
+        // A pre-copy as the upgrade sends it (JSON lines): the head, with
+        // `events_reached` first at a fixed width (rewritten in place as
+        // events are logged after the checkpoint) and the event ring (what
+        // `server.events` replays from), each event encoded once and
+        // cached; then a pane a line, each pane's terminal taken from its
+        // cached encoding (`screens`), re-encoded only when it changed:
+        // the records and runtime states are small and encoded every time.
         self.keeper
             .screens
             .retain(|id, _| self.panes.contains_key(id));
-        let head = crate::handoff::manifest::PrecopyHead {
-            event_last_seq: self.events.last_seq(),
-            event_ring: Vec::new(),
-            panes: self.panes.len() as u64,
-        };
-        let mut precopy_bytes =
-            serde_json::to_vec(&head).map_err(|e| format!("encoding a checkpoint: {e}"))?;
-        precopy_bytes.push(b'\n');
+        let mut precopy_bytes = Vec::new();
+        precopy_bytes.extend_from_slice(REACHED_PREFIX);
+        precopy_bytes.extend_from_slice(&reached_field(self.events.last_seq()));
+        precopy_bytes.extend_from_slice(b",\"event_last_seq\":");
+        precopy_bytes.extend_from_slice(self.events.last_seq().to_string().as_bytes());
+        let oldest = self.events.oldest_seq();
+        let cached = &mut self.keeper.events;
+        while cached.front().is_some_and(|(seq, _)| *seq < oldest) {
+            cached.pop_front();
+        }
+        let next = cached.back().map_or(oldest, |(seq, _)| seq + 1).max(oldest);
+        for seq in next..=self.events.last_seq() {
+            if let Some(event) = self.events.get(seq) {
+                let json =
+                    serde_json::to_vec(event).map_err(|e| format!("encoding a checkpoint: {e}"))?;
+                cached.push_back((seq, json));
+            }
+        }
+        precopy_bytes.extend_from_slice(b",\"event_ring\":[");
+        for (i, (_, json)) in cached.iter().enumerate() {
+            if i > 0 {
+                precopy_bytes.push(b',');
+            }
+            precopy_bytes.extend_from_slice(json);
+        }
+        precopy_bytes.extend_from_slice(b"],\"panes\":");
+        precopy_bytes.extend_from_slice(self.panes.len().to_string().as_bytes());
+        precopy_bytes.extend_from_slice(b"}\n");
         for p in self.panes.values() {
             let changes = p.screen().changes();
             let screen = self
@@ -506,6 +572,7 @@ impl Server {
             .map_err(|e| format!("writing a checkpoint: {e}"))?;
         let man_fd = crate::sys::anonymous_file(c"ptyd-checkpoint-manifest", &manifest_bytes)
             .map_err(|e| format!("writing a checkpoint: {e}"))?;
+        self.keeper.reached = pre_fd.try_clone().ok().map(std::fs::File::from);
         let msg = ToKeeper::Checkpoint {
             precopy_bytes: precopy_bytes.len() as u64,
             manifest_bytes: manifest_bytes.len() as u64,
@@ -521,6 +588,38 @@ impl Server {
         self.keeper.last_cost_us = started.elapsed().as_micros() as u64;
         self.keeper.last_bytes = (precopy_bytes.len() + manifest_bytes.len()) as u64;
         Ok(())
+    }
+
+    /// An event was logged: a checkpoint is due (it carries the event
+    /// ring), and until then the last one says how far the numbering got.
+    pub(super) fn keeper_event_logged(&mut self) {
+        if self.lineage.is_none() {
+            return;
+        }
+        self.keeper.mark_dirty();
+        if let Some(file) = &self.keeper.reached {
+            use std::os::unix::fs::FileExt;
+            let field = reached_field(self.events.last_seq());
+            let _ = file.write_at(&field, REACHED_PREFIX.len() as u64);
+        }
+    }
+
+    /// After a crash: events the dead server logged after its checkpoint
+    /// are lost, but clients may have seen their numbers: the numbering
+    /// goes on after them, each lost number a `gap` event saying so.
+    pub(super) fn number_on_after(&mut self, reached: Option<u64>) {
+        let Some(reached) = reached else {
+            return;
+        };
+        let from = self.events.last_seq() + 1;
+        let lost = reached.saturating_sub(self.events.last_seq());
+        for _ in 0..lost.min(crate::server::events::EVENT_RING_CAPACITY as u64) {
+            self.events.push(&crate::protocol::events::Event::Gap {
+                from: Some(from),
+                to: Some(reached),
+                message: "events lost in a server crash (logged after its last checkpoint)".into(),
+            });
+        }
     }
 
     /// After a crash: each pane's output since the checkpoint, from its
@@ -552,6 +651,7 @@ impl Server {
             if let Some(w) = pane.ring().map(OutputRing::written) {
                 pane.ring_saved_at(w);
             }
+            pane.ring_fed_to_end();
         }
         let msg = format!(
             "{why}; took over {} panes from the keeper, replayed {replayed} bytes of output since the checkpoint{}",

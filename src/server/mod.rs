@@ -186,6 +186,31 @@ pub fn run(opts: ServerOptions) -> Result<(), StartError> {
     if let Some(keeper) = unsafe { crate::keeper::Keeper::resume_from_env() } {
         std::process::exit(keeper.run());
     }
+    // A keeper killed under systemd left its fds in the unit's fd store
+    // (`service/fd_store.rs`), passed back to us now: become the keeper
+    // and take its panes over.
+    // SAFETY: still the only thread; LISTEN_PID names us for these fds.
+    let stored = unsafe { crate::service::fd_store::take_passed() };
+    if !stored.is_empty() {
+        let count = stored.len();
+        match crate::keeper::Keeper::adopt(stored, opts.paths.namespace.clone()) {
+            Ok(keeper) => {
+                // SAFETY: still the only thread.
+                unsafe { crate::service::fd_store::forget_passed() };
+                std::process::exit(keeper.run());
+            }
+            Err(e) => {
+                // Let the store go too: its copy of the lock would keep
+                // the namespace from us.
+                eprintln!(
+                    "ptyd: systemd passed {count} fds of a killed keeper, which cannot be taken over ({e}); starting afresh"
+                );
+                if let Some(mut store) = crate::service::fd_store::FdStore::from_env() {
+                    store.forget_all();
+                }
+            }
+        }
+    }
     // The fds a parent named in our environment are taken (and the
     // variables removed, so no child of ours inherits them) now, while this
     // is the only thread: the disk writer starts in `Server::assemble`.

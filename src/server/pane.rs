@@ -147,6 +147,11 @@ pub struct Pane {
     /// The ring's position at the last crash checkpoint: a pane is not
     /// read further while a whole ring's worth past it is unsaved.
     ring_saved: u64,
+    /// The ring's position this process's screen has taken in. Another
+    /// server may write on after it (the same memfd travels in an
+    /// upgrade): if that server dies in its probation, what it read is
+    /// here for us to take in (`catch_up_ring`).
+    ring_fed: u64,
 }
 
 /// What one `Pane::read_output` call got.
@@ -256,6 +261,7 @@ impl Pane {
             recent_order: VecDeque::new(),
             ring: None,
             ring_saved: 0,
+            ring_fed: 0,
         }
     }
 
@@ -502,6 +508,9 @@ impl Pane {
                     };
                     self.screen.feed(data, forward);
                     self.output.feed(data);
+                    if let Some(ring) = &self.ring {
+                        self.ring_fed = ring.written();
+                    }
                     read.taken += n;
                     if read.taken >= budget {
                         read.more = true;
@@ -712,6 +721,7 @@ impl Pane {
 
     pub fn set_ring(&mut self, ring: super::output_ring::OutputRing) {
         self.ring_saved = ring.written();
+        self.ring_fed = ring.written();
         self.ring = Some(ring);
     }
 
@@ -724,6 +734,36 @@ impl Pane {
     pub fn take_ring_pending(&mut self) {
         if let Some(ring) = &mut self.ring {
             ring.take_pending();
+        }
+    }
+
+    /// Taking back from a successor that died in its probation: what it
+    /// read from the shared ring since we paused goes into our screen
+    /// (nothing is forwarded: every connection is closed at a take-back,
+    /// and its answers to terminal queries were sent already). Returns the
+    /// bytes taken in and whether they were all still in the ring (false:
+    /// it went round; the scrollback is marked where output is missing).
+    pub fn catch_up_ring(&mut self) -> Option<(usize, bool)> {
+        let ring = self.ring.as_mut()?;
+        // A read the successor made but never committed.
+        ring.take_pending();
+        let (bytes, complete) = ring.since(self.ring_fed);
+        self.ring_fed = ring.written();
+        if !complete {
+            let line = format!(
+                "\r\n\x1b[0m--- ptyd: output lost when an upgrade was taken back at {} ---\r\n",
+                crate::clock::hh_mm_ss_utc(crate::clock::unix_ms())
+            );
+            self.replay_output(line.as_bytes());
+        }
+        self.replay_output(&bytes);
+        Some((bytes.len(), complete))
+    }
+
+    /// A crash replacement replayed the ring up to its end.
+    pub fn ring_fed_to_end(&mut self) {
+        if let Some(ring) = &self.ring {
+            self.ring_fed = ring.written();
         }
     }
 

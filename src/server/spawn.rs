@@ -21,7 +21,8 @@ use std::time::{Duration, Instant};
 /// Environment variables a pane never inherits from the server: they describe
 /// the server's own service manager or ptyd internals, and a shell holding
 /// `NOTIFY_SOCKET` could speak to systemd in the server's name.
-const STRIPPED_ENV_PREFIXES: &[&str] = &["NOTIFY_SOCKET", "LISTEN_", "WATCHDOG_", "PTYD_"];
+const STRIPPED_ENV_PREFIXES: &[&str] =
+    &["NOTIFY_SOCKET", "LISTEN_", "WATCHDOG_", "FDSTORE", "PTYD_"];
 
 /// Where a new pane goes in the workspace tree.
 enum Placement {

@@ -52,25 +52,41 @@ pub fn adopt_listener(paths: &NamespacePaths) -> Result<Option<UnixListener>, St
         .parse()
         .map_err(|_| format!("socket activation: LISTEN_FDS={fds:?} is not a number"))?;
     let names = names.unwrap_or_default();
-    match count {
-        0 => return Ok(None),
-        1 => {}
-        n => {
+    // Fds the keeper stored in systemd's fd store come back too, named as
+    // its own (`fd_store::take_passed` took them): the socket unit's are
+    // the rest.
+    let all: Vec<&str> = names.split(':').collect();
+    let sockets: Vec<i32> = (0..count.max(0))
+        .filter(|i| {
+            !all.get(*i as usize)
+                .is_some_and(|n| super::fd_store::is_keepers(n))
+        })
+        .collect();
+    let names = sockets
+        .iter()
+        .filter_map(|i| all.get(*i as usize).copied())
+        .collect::<Vec<_>>()
+        .join(":");
+    let index = match sockets[..] {
+        [] => return Ok(None),
+        [i] => i,
+        _ => {
             return Err(format!(
-                "socket activation: systemd passed {n} sockets (names {names:?}); \
+                "socket activation: systemd passed {} sockets (names {names:?}); \
                  ptyd serves one: give its socket unit exactly one ListenStream={}",
+                sockets.len(),
                 paths.socket().display()
             ));
         }
-    }
-    let fd = LISTEN_FDS_START;
+    };
+    let fd = LISTEN_FDS_START + index;
     check_listener(fd, paths).map_err(|e| {
         format!(
             "socket activation: the passed fd {fd} ({}) {e}",
             if names.is_empty() { "unnamed" } else { &names }
         )
     })?;
-    // SAFETY: LISTEN_PID names us, so fd 3 was passed to this process for
+    // SAFETY: LISTEN_PID names us, so this fd was passed to this process for
     // it to own; `check_listener` confirmed it is an open listening socket,
     // and nothing else in this process has taken it (the variables are
     // read once, above, and removed).

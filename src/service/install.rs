@@ -87,6 +87,17 @@ RestartSec=1
 # Exit 3: another ptyd server (started outside systemd) holds the
 # namespace. Retrying cannot help; `ptyd stop`, then start the service.
 RestartPreventExitStatus=3
+# Opt-in (systemd 254 or later): panes that survive the keeper itself
+# being killed (the OOM killer, `kill -9` of the main PID). In a drop-in
+# (`systemctl --user edit {stem}`):
+#   [Service]
+#   FileDescriptorStoreMax=4096
+#   KillMode=process
+# The keeper then stores a copy of every pane's terminal in systemd's fd
+# store (3 fds per pane, 5 more), and the restart takes the panes over.
+# What KillMode=process gives up: stopping or restarting the service no
+# longer kills what is left in its cgroup (a program that ignores the
+# hangup, jobs a pane started in the background), so they can linger.
 
 [Install]
 WantedBy=default.target

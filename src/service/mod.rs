@@ -9,6 +9,7 @@
 //! `NotifyAccess=all`.
 
 pub mod activation;
+pub mod fd_store;
 pub mod install;
 pub mod journal;
 pub mod notify;

@@ -67,6 +67,13 @@
 //! - `service.rs`: the shipped units and what `ptyd service install` writes
 //!   pass `systemd-analyze verify`; install/uninstall; the notify protocol
 //!   through an upgrade; a second server names the serving pid.
+//! - `crash.rs`: SIGKILL/SIGSEGV/SIGABRT of the serving process at random
+//!   moments, the keeper's replacement (`PTYD_CRASH_ROUNDS`); a crash loop.
+//! - `crash_upgrade.rs`: either side of a live upgrade killed at a fault
+//!   point. Both share `crash_support/` (the counter, shell and client
+//!   setup and every check after a crash).
+//! - `fd_store.rs`: the keeper killed under a played systemd whose fd
+//!   store holds the panes; the restart takes them over.
 //! - `activation.rs`: socket activation with a socket passed as systemd
 //!   does (fd 3, `LISTEN_*`), through live and restore-mode upgrades; wrong
 //!   sockets refused.

@@ -286,6 +286,7 @@ impl Server {
             event_last_seq: self.events.last_seq(),
             event_ring: self.events.ring(),
             panes: self.panes.len() as u64,
+            events_reached: None,
         };
         let mut out =
             serde_json::to_vec(&head).map_err(|e| format!("encoding the pre-copy: {e}"))?;

@@ -59,6 +59,9 @@ struct Prepared {
     prebuilt: HashMap<u64, u64>,
     /// The event log as pre-copied: last sequence number and ring.
     events: (u64, Vec<serde_json::Value>),
+    /// A crash checkpoint's last event number reached (see
+    /// `PrecopyHead::events_reached`).
+    events_reached: Option<u64>,
     /// Fd batches the pre-copy took besides its own message.
     batches: u32,
 }
@@ -112,6 +115,7 @@ pub fn run(sock: OwnedFd, paths: NamespacePaths) -> Result<(), String> {
         mut shell,
         mut prebuilt,
         events,
+        events_reached,
         batches: precopy_batches,
     } = match receive_precopy(&sock, paths.clone(), &mut progress) {
         Ok(prepared) => prepared,
@@ -176,6 +180,7 @@ pub fn run(sock: OwnedFd, paths: NamespacePaths) -> Result<(), String> {
         // SAFETY: the disk thread never reads the environment.
         unsafe { std::env::remove_var(crate::keeper::RECOVERY_ENV) };
         server.replay_rings(recovery, &why);
+        server.number_on_after(events_reached);
     }
     fault::check(fault, "new-before-committed");
     let commit_from = crate::sys::monotonic_usec();
@@ -252,6 +257,7 @@ fn receive_precopy(
         None => return Err("the pre-copy is empty".into()),
     };
     let events = (head.event_last_seq, head.event_ring);
+    let events_reached = head.events_reached;
     let mut shell = assemble_shell(&mut named, paths)?;
     // Pane by pane, so a big pre-copy under load keeps reporting progress.
     let now = Instant::now();
@@ -275,6 +281,7 @@ fn receive_precopy(
         shell,
         prebuilt,
         events,
+        events_reached,
         batches,
     })
 }

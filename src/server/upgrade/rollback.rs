@@ -72,10 +72,34 @@ impl Server {
             .deregister(&mut SourceFd(&a.channel.as_raw_fd()));
         self.drop_attempt_lineage();
         self.release_upgrade_holds();
+        // What the new server read from the panes before it died is in
+        // their output rings (the same memfds): into our screens first,
+        // before we read on, so nothing it took is missing.
+        let mut caught_up = 0usize;
+        let mut inexact = Vec::new();
+        for pane in self.panes.values_mut() {
+            if let Some((n, complete)) = pane.catch_up_ring() {
+                caught_up += n;
+                if !complete {
+                    inexact.push(pane.public_id().to_string());
+                }
+            }
+        }
         self.resume();
-        // Current again: the keeper forwards signals to us, not the dead.
+        // Current again: the keeper forwards signals to us, not the dead,
+        // and holds our panes as we know them (the new server may have
+        // added or removed some meanwhile).
         self.keeper_serving(false, true);
-        self.log.log("upgrade_taken_back", &msg);
+        self.keeper_resync();
+        let logged = format!(
+            "{msg}; took in {caught_up} bytes of output it had read{}",
+            if inexact.is_empty() {
+                String::new()
+            } else {
+                format!(" (some lost where the ring went round: {inexact:?})")
+            }
+        );
+        self.log.log("upgrade_taken_back", &logged);
         // Every connection's stream was the new server's to read and write
         // since the commit: it may have consumed requests, answered them,
         // or died in the middle of a frame, none of which our paused copy

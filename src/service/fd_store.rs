@@ -1,0 +1,232 @@
+//! systemd's file descriptor store, for when the keeper itself is killed.
+//!
+//! Why: the keeper (`crate::keeper`) holds every pane's master, so a dead
+//! serving process loses nothing; but if the keeper dies, the last copies
+//! close and every pane hangs up. Under systemd, a service may hand fds to
+//! the service manager (`sd_pid_notify_with_fds(3)`: `FDSTORE=1` and a
+//! name, with the fds attached) and gets them back at its next start in
+//! `LISTEN_FDS`/`LISTEN_FDNAMES`, after the socket unit's. So the keeper
+//! pushes what it holds (each pane's master, pidfd and output ring, the
+//! listener and lock, the checkpoint and a small memfd describing it) and
+//! removes (`FDSTOREREMOVE=1`) what it lets go of, so a removed pane still
+//! hangs up when removed; a keeper started with such fds takes the panes
+//! over as it would after a server crash.
+//!
+//! Only when the unit allows it: `$NOTIFY_SOCKET` set and `$FDSTORE` (set
+//! by systemd 254 and later to the unit's `FileDescriptorStoreMax=`)
+//! above zero. The pane processes must also survive the keeper's death
+//! (`KillMode=process`): see ARCHITECTURE.md and the unit's comments.
+//!
+//! Names: `ptyd-keeper-` then what it is (`master-7`, `pidfd-7`, `ring-7`,
+//! `listener`, `lock`, `precopy`, `manifest`, `checkpoint`): printable,
+//! no colon (the separator of `LISTEN_FDNAMES`).
+
+use std::collections::HashMap;
+use std::os::fd::{AsFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::net::UnixDatagram;
+
+/// The prefix of every name the keeper stores under.
+pub const PREFIX: &str = "ptyd-keeper-";
+/// The first passed fd (`SD_LISTEN_FDS_START`).
+const LISTEN_FDS_START: RawFd = 3;
+
+/// A connection to the service manager's fd store, if the unit has one.
+pub struct FdStore {
+    sock: UnixDatagram,
+    /// What is stored, by name: the file (device, inode) each refers to,
+    /// so an unchanged fd is not pushed again.
+    stored: HashMap<String, (u64, u64)>,
+    max: usize,
+}
+
+impl FdStore {
+    /// The store, when `$NOTIFY_SOCKET` is set and `$FDSTORE` says the
+    /// unit keeps fds (`FileDescriptorStoreMax=` above 0).
+    pub fn from_env() -> Option<FdStore> {
+        let path = std::env::var_os("NOTIFY_SOCKET")?;
+        let max: usize = std::env::var("FDSTORE").ok()?.trim().parse().ok()?;
+        if max == 0 {
+            return None;
+        }
+        let sock = UnixDatagram::unbound().ok()?;
+        let bytes = path.as_encoded_bytes();
+        let connected = if let Some(name) = bytes.strip_prefix(b"@") {
+            connect_abstract(&sock, name)
+        } else {
+            sock.connect(std::path::Path::new(&path))
+        };
+        connected.ok()?;
+        Some(FdStore {
+            sock,
+            stored: HashMap::new(),
+            max,
+        })
+    }
+
+    /// Makes the store hold exactly `wanted` (name → fd): pushes what is
+    /// new or changed, removes what is no longer wanted. Failures are
+    /// logged once per call and otherwise ignored (the store is a second
+    /// line of defence; the keeper works without it).
+    pub fn sync(&mut self, wanted: &[(String, RawFd)]) {
+        let mut problem = None;
+        let names: std::collections::HashSet<&str> =
+            wanted.iter().map(|(n, _)| n.as_str()).collect();
+        let gone: Vec<String> = self
+            .stored
+            .keys()
+            .filter(|n| !names.contains(n.as_str()))
+            .cloned()
+            .collect();
+        for name in gone {
+            if let Err(e) = self.send(&format!("FDSTOREREMOVE=1\nFDNAME={name}"), &[]) {
+                problem.get_or_insert(format!("removing {name}: {e}"));
+            }
+            self.stored.remove(&name);
+        }
+        for (name, fd) in wanted {
+            // SAFETY: the caller holds `fd` open for this call.
+            let borrowed = unsafe { std::os::fd::BorrowedFd::borrow_raw(*fd) };
+            let Ok(id) = crate::sys::fd_dev_ino(borrowed) else {
+                continue;
+            };
+            if self.stored.get(name) == Some(&id) {
+                continue;
+            }
+            if self.stored.contains_key(name) {
+                let _ = self.send(&format!("FDSTOREREMOVE=1\nFDNAME={name}"), &[]);
+            } else if self.stored.len() >= self.max {
+                problem.get_or_insert(format!(
+                    "the unit's FileDescriptorStoreMax={} is reached; {name} is not stored",
+                    self.max
+                ));
+                continue;
+            }
+            match self.send(&format!("FDSTORE=1\nFDNAME={name}"), &[*fd]) {
+                Ok(()) => {
+                    self.stored.insert(name.clone(), id);
+                }
+                Err(e) => {
+                    self.stored.remove(name);
+                    problem.get_or_insert(format!("storing {name}: {e}"));
+                }
+            }
+        }
+        if let Some(p) = problem {
+            eprintln!("ptyd keeper: systemd's fd store: {p}");
+        }
+    }
+
+    /// Fds passed to us at start count as stored already.
+    pub fn adopted(&mut self, fds: &HashMap<String, OwnedFd>) {
+        for (name, fd) in fds {
+            if let Ok(id) = crate::sys::fd_dev_ino(fd.as_fd()) {
+                self.stored.insert(name.clone(), id);
+            }
+        }
+    }
+
+    /// Empties the store of every name of ours (fds passed back that
+    /// cannot be taken over: the lock among them would keep the namespace
+    /// from a fresh server).
+    pub fn forget_all(&mut self) {
+        let _ = self.send(&format!("FDSTOREREMOVE=1\nFDNAME={}", name("lock")), &[]);
+        // systemd removes by exact name only: every name passed to us.
+        let names = std::env::var("LISTEN_FDNAMES").unwrap_or_default();
+        for n in names.split(':').filter(|n| is_keepers(n)) {
+            let _ = self.send(&format!("FDSTOREREMOVE=1\nFDNAME={n}"), &[]);
+        }
+        self.stored.clear();
+    }
+
+    fn send(&self, state: &str, fds: &[RawFd]) -> std::io::Result<()> {
+        crate::sys::send_with_fds(&self.sock, state.as_bytes(), fds).map(|_| ())
+    }
+}
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn connect_abstract(sock: &UnixDatagram, name: &[u8]) -> std::io::Result<()> {
+    use std::os::linux::net::SocketAddrExt;
+    let addr = std::os::unix::net::SocketAddr::from_abstract_name(name)?;
+    sock.connect_addr(&addr)
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn connect_abstract(_: &UnixDatagram, _: &[u8]) -> std::io::Result<()> {
+    Err(std::io::ErrorKind::Unsupported.into())
+}
+
+/// The keeper's fds systemd passed back at start (`LISTEN_FDNAMES` entries
+/// starting with [`PREFIX`]), by name. The others (the socket unit's
+/// listener) stay for `activation::adopt_listener`, which reads and
+/// removes the variables; ours are closed-on-exec and owned from here.
+///
+/// # Safety
+///
+/// No other thread may be running (the environment is read), and nothing
+/// else in this process may have taken the passed fds.
+pub unsafe fn take_passed() -> HashMap<String, OwnedFd> {
+    let mut out = HashMap::new();
+    let ours = std::env::var("LISTEN_PID")
+        .ok()
+        .and_then(|p| p.trim().parse::<u32>().ok())
+        == Some(std::process::id());
+    let Some(count) = std::env::var("LISTEN_FDS")
+        .ok()
+        .and_then(|n| n.trim().parse::<i32>().ok())
+        .filter(|_| ours)
+    else {
+        return out;
+    };
+    let names = std::env::var("LISTEN_FDNAMES").unwrap_or_default();
+    let names: Vec<&str> = names.split(':').collect();
+    for i in 0..count.max(0) {
+        let Some(name) = names.get(i as usize).filter(|n| n.starts_with(PREFIX)) else {
+            continue;
+        };
+        let fd = LISTEN_FDS_START + i;
+        if crate::sys::set_cloexec(fd).is_err() {
+            continue;
+        }
+        // SAFETY: LISTEN_PID names us, so the fds from 3 were passed to
+        // this process to own; set_cloexec just showed this one is open,
+        // and only this function takes the ones with our names.
+        out.insert(name.to_string(), unsafe { OwnedFd::from_raw_fd(fd) });
+    }
+    out
+}
+
+/// After [`take_passed`], for a process that becomes the keeper: the
+/// variables go (no child of ours may read them as its own), and the
+/// socket unit's fds are closed on exec (the keeper's copy of the
+/// listener, stored too, is what it hands on).
+///
+/// # Safety
+///
+/// No other thread may be running (the environment changes).
+pub unsafe fn forget_passed() {
+    let count = std::env::var("LISTEN_FDS")
+        .ok()
+        .and_then(|n| n.trim().parse::<i32>().ok())
+        .unwrap_or(0);
+    for fd in LISTEN_FDS_START..LISTEN_FDS_START + count.max(0) {
+        let _ = crate::sys::set_cloexec(fd);
+    }
+    // SAFETY: the caller's guarantee: no other thread reads the
+    // environment.
+    unsafe {
+        std::env::remove_var("LISTEN_PID");
+        std::env::remove_var("LISTEN_FDS");
+        std::env::remove_var("LISTEN_FDNAMES");
+    }
+}
+
+/// Whether a passed fd name is one of the keeper's (so socket activation
+/// leaves it alone).
+pub fn is_keepers(name: &str) -> bool {
+    name.starts_with(PREFIX)
+}
+
+/// The name of a stored fd.
+pub fn name(what: &str) -> String {
+    format!("{PREFIX}{what}")
+}
