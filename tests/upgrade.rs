@@ -709,7 +709,6 @@ fn twenty_flooding_counters_stay_contiguous_through_repeated_upgrades() {
     }
 }
 
-
 /// A client that asks and does not read: its answers queue in the server
 /// (megabytes, thousands of messages) and travel with the upgrade (the
 /// queued bytes and where each message ends, packed); once it reads, it
@@ -738,7 +737,10 @@ fn a_client_that_stops_reading_gets_every_queued_answer_after_an_upgrade() {
     let mut buf = vec![0u8; 1 << 16];
     while got.iter().filter(|b| **b == b'\n').count() < n {
         match quiet.read(&mut buf) {
-            Ok(0) => panic!("the server closed the quiet client after {} bytes", got.len()),
+            Ok(0) => panic!(
+                "the server closed the quiet client after {} bytes",
+                got.len()
+            ),
             Ok(k) => got.extend_from_slice(&buf[..k]),
             Err(e) => panic!("reading the queued answers: {e} after {} bytes", got.len()),
         }

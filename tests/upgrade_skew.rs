@@ -107,7 +107,9 @@ fn a_live_upgrade_from_the_pinned_older_build_keeps_panes_screens_and_clients() 
     let before = c.ok("server.status", json!({}));
     // The pinned build starts as a keeper plus a serving process: the
     // upgrade hands over from the serving one.
-    let old_pid = before["pid"].as_i64().expect("status names the serving pid");
+    let old_pid = before["pid"]
+        .as_i64()
+        .expect("status names the serving pid");
 
     let cat = ptyd.create_argv(&["/bin/sh", "-c", "stty -echo; echo ready; exec cat"]);
     c.wait_text(&cat, "ready");

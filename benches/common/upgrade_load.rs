@@ -248,7 +248,11 @@ pub fn slow_connects_by_phase(m: &LoadMeasurement, slow_ms: f64) -> Vec<(String,
         };
         let phases = s.report["phases"].as_array().cloned().unwrap_or_default();
         // The old server's probation follows (the new one serves).
-        windows.push((end, end + super::upgrade::PROBATION.as_secs_f64() * 1000.0, "probation".into()));
+        windows.push((
+            end,
+            end + super::upgrade::PROBATION.as_secs_f64() * 1000.0,
+            "probation".into(),
+        ));
         let mut at = end;
         for p in phases.iter().rev() {
             let len = p["ms"].as_f64().unwrap_or(0.0);

@@ -730,6 +730,11 @@ impl Pane {
         self.ring = None;
     }
 
+    /// The ring, for a pane rebuilt around it (a live upgrade's delta).
+    pub fn take_ring(&mut self) -> Option<super::output_ring::OutputRing> {
+        self.ring.take()
+    }
+
     /// After a crash: commits a read the dead server never committed.
     pub fn take_ring_pending(&mut self) {
         if let Some(ring) = &mut self.ring {

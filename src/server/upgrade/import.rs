@@ -346,12 +346,19 @@ fn apply_delta(
             ));
         };
         let fds = old.take_fds();
+        let ring = old.take_ring();
         let token = old.token();
         screens.insert(id, (changes, old.into_screen()));
         let new_changes = rt.screen_changes;
         let mut pane = convert::pane_from_runtime(rec, rt, token, now, &no_conns, &mut screens)?;
         screens.clear();
         pane.put_fds(fds);
+        // The same shared output ring (nobody reads the pane now: the old
+        // side holds it, we read only after the commit), so what we read
+        // is where a take-back or a crash replacement looks for it.
+        if let Some(ring) = ring {
+            pane.set_ring(ring);
+        }
         shell.panes.insert(id, pane);
         seed_checkpoint_cache(shell, id, raw);
         prebuilt.insert(id, new_changes);
