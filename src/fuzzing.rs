@@ -91,27 +91,55 @@ fn server_side(stream: &[u8], cut: usize) -> (Vec<(u8, Vec<u8>)>, bool) {
 
 /// What an attached client makes of `stream` from the server: output
 /// written out (line ends converted, as `ptyd run` does into a pipe) until
-/// an EXIT frame, whose payload becomes the closing message.
+/// an EXIT frame, whose payload becomes the closing message. The batches
+/// `ptyd attach` writes straight from its buffer (`decode_output_batch`)
+/// must hold exactly what decoding frame by frame gives.
 fn client_side(stream: &[u8], cut: usize) {
     let mut buf = Vec::new();
     let mut out = CrlfToLf::default();
     let mut written = 0;
     for chunk in [&stream[..cut], &stream[cut..]] {
         buf.extend_from_slice(chunk);
+        let batch = crate::client::decode_output_batch(&buf);
+        let mut one_by_one = Vec::new();
+        let mut used = 0;
+        let mut exit = None;
+        let mut oversized = false;
         loop {
-            match decode_server_frame(&buf) {
-                Ok(Some((ServerFrame::Output(bytes), used))) => {
-                    written += out.convert(&bytes).len();
-                    buf.drain(..used);
+            match decode_server_frame(&buf[used..]) {
+                Ok(Some((ServerFrame::Output(bytes), n))) => {
+                    one_by_one.extend_from_slice(&bytes);
+                    used += n;
                 }
-                Ok(Some((ServerFrame::Exit(payload), _))) => {
-                    let end = crate::client::attach::end_from_exit(&payload);
-                    assert!(!end.message.is_empty());
-                    let _ = crate::client::attach::describe_exit(&payload["exit"]);
-                    return;
+                Ok(Some((ServerFrame::Exit(payload), n))) => {
+                    used += n;
+                    exit = Some(payload);
+                    break;
                 }
-                Ok(None) | Err(_) => break,
+                Ok(None) => break,
+                Err(_) => {
+                    oversized = true;
+                    break;
+                }
             }
+        }
+        assert_eq!(batch.payloads.concat(), one_by_one);
+        assert_eq!(batch.used, used);
+        match batch.end {
+            crate::client::BatchEnd::More => assert!(exit.is_none() && !oversized),
+            crate::client::BatchEnd::Oversized => assert!(oversized),
+            crate::client::BatchEnd::Exit(payload) => {
+                assert_eq!(Some(&payload), exit.as_ref());
+                let end = crate::client::attach::end_from_exit(&payload);
+                assert!(!end.message.is_empty());
+                let _ = crate::client::attach::describe_exit(&payload["exit"]);
+                return;
+            }
+        }
+        written += out.convert(&one_by_one).len();
+        buf.drain(..used);
+        if oversized {
+            break;
         }
     }
     written += out.finish().len();

@@ -9,7 +9,7 @@
 //! It uses poll(2) directly: three fds, level-triggered, and blocking writes
 //! are fine on this side.
 
-use super::{Client, ClientError, FrameReader, ServerFrame, send_frame, terminal_size};
+use super::{BatchEnd, Client, ClientError, FrameReader, send_frame, terminal_size};
 use crate::paths::NamespacePaths;
 use crate::protocol::frame;
 use crate::protocol::methods::{self, Request};
@@ -190,13 +190,14 @@ pub(super) fn poll_readable(fds: &[RawFd], timeout: Option<Duration>) -> io::Res
 }
 
 /// Pane output bound for this process's stdout. Every frame already
-/// buffered is gathered and written with one write(2) straight to fd 1:
-/// `Stdout` is line-buffered, which split every frame at its last newline
-/// into two writes plus a copy of the tail. Written before the client waits
-/// for anything again, so a lone keystroke's echo is never held back.
+/// buffered is written with one writev(2) straight from the buffer the
+/// frames were received in (no copy of the payloads, no header bytes in
+/// between to skip) to fd 1: `Stdout` is line-buffered, which split every
+/// frame at its last newline into two writes plus a copy of the tail.
+/// Written before the client waits for anything again, so a lone
+/// keystroke's echo is never held back.
 #[derive(Default)]
 struct TerminalOutput {
-    pending: Vec<u8>,
     /// CR LF to LF on the way out (`ptyd run` into a pipe or file).
     line_ends: Option<CrlfToLf>,
 }
@@ -205,29 +206,49 @@ impl TerminalOutput {
     /// Writes out the output frames `reader` holds; the payload of an EXIT
     /// frame among them (what came before it is written first).
     fn write_buffered(&mut self, reader: &mut FrameReader) -> Result<Option<Value>, ClientError> {
-        let result = loop {
-            match reader.next_buffered() {
-                Ok(Some(ServerFrame::Output(bytes))) if self.pending.is_empty() => {
-                    self.pending = bytes;
-                }
-                Ok(Some(ServerFrame::Output(bytes))) => self.pending.extend_from_slice(&bytes),
-                Ok(Some(ServerFrame::Exit(payload))) => break Ok(Some(payload)),
-                Ok(None) => break Ok(None),
-                Err(e) => break Err(e),
-            }
-        };
+        let batch = reader.take_output();
         match &mut self.line_ends {
-            Some(conv) => write_stdout(&conv.convert(&self.pending)),
-            None => write_stdout(&self.pending),
+            Some(conv) => write_stdout(&conv.convert(&batch.payloads.concat())),
+            None => write_stdout_vectored(&batch.payloads),
         }
-        self.pending.clear();
-        result
+        match batch.end {
+            BatchEnd::More => Ok(None),
+            BatchEnd::Exit(payload) => Ok(Some(payload)),
+            BatchEnd::Oversized => Err(ClientError {
+                code: "protocol_error".into(),
+                message: "oversized frame from server".into(),
+            }),
+        }
     }
 
     /// Writes what the line-end conversion still holds (a final CR).
     fn finish(&mut self) {
         if let Some(conv) = &mut self.line_ends {
             write_stdout(conv.finish());
+        }
+    }
+}
+
+/// Writes all of `chunks` to fd 1 in order, as few writev(2) calls as the
+/// terminal allows, waiting while it is full. Errors end the write
+/// silently, as `write_stdout`'s do.
+fn write_stdout_vectored(chunks: &[&[u8]]) {
+    match chunks {
+        [] => return,
+        [one] => return write_stdout(one),
+        _ => {}
+    }
+    let mut slices: Vec<io::IoSlice<'_>> = chunks.iter().map(|c| io::IoSlice::new(c)).collect();
+    let mut rest = &mut slices[..];
+    while !rest.is_empty() {
+        match sys::write_stdout_vectored(rest) {
+            Ok(0) => return,
+            Ok(n) => io::IoSlice::advance_slices(&mut rest, n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                let _ = sys::wait_writable(1);
+            }
+            Err(_) => return,
         }
     }
 }

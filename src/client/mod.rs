@@ -322,10 +322,24 @@ fn open_server_stderr(path: &std::path::Path) -> io::Result<std::fs::File> {
 }
 
 /// Reads frames from an attached socket.
+///
+/// Frames are read into one buffer kept for the attachment and decoded
+/// where they lie: `take_output` hands out the OUTPUT payloads as slices of
+/// it, for writing to the terminal without copying them again. Consumed
+/// bytes are dropped only when a read needs the room, so a batch of frames
+/// costs one move of the partial frame after it at most, not one per frame.
 pub struct FrameReader {
     stream: UnixStream,
     buf: Vec<u8>,
+    /// `buf[start..end]` is received and not yet decoded.
+    start: usize,
+    end: usize,
 }
+
+/// Free room a read is given: a client that fell behind takes what the
+/// server's socket holds in one read (its send buffer is ~200 KiB), not
+/// in several poll/read rounds.
+const READ_ROOM: usize = 256 * 1024;
 
 /// A frame received by a client.
 pub enum ServerFrame {
@@ -340,26 +354,81 @@ pub fn decode_server_frame(buf: &[u8]) -> Result<Option<(ServerFrame, usize)>, C
     match frame::decode(buf) {
         Ok(Some((f, used))) => {
             let out = match f.kind {
-                frame::server::EXIT => {
-                    ServerFrame::Exit(serde_json::from_slice(f.payload).unwrap_or(Value::Null))
-                }
+                frame::server::EXIT => ServerFrame::Exit(exit_payload(f.payload)),
                 _ => ServerFrame::Output(f.payload.to_vec()),
             };
             Ok(Some((out, used)))
         }
         Ok(None) => Ok(None),
-        Err(_) => Err(ClientError {
-            code: "protocol_error".into(),
-            message: "oversized frame from server".into(),
-        }),
+        Err(_) => Err(oversized()),
+    }
+}
+
+fn exit_payload(payload: &[u8]) -> Value {
+    serde_json::from_slice(payload).unwrap_or(Value::Null)
+}
+
+fn oversized() -> ClientError {
+    ClientError {
+        code: "protocol_error".into(),
+        message: "oversized frame from server".into(),
+    }
+}
+
+/// What the whole frames at the start of a buffer hold for the terminal,
+/// decoded in place (as `decode_server_frame` would, frame by frame).
+pub struct OutputBatch<'a> {
+    /// The OUTPUT payloads (and unknown kinds'), in order, empty ones left out.
+    pub payloads: Vec<&'a [u8]>,
+    /// Bytes the decoded frames used.
+    pub used: usize,
+    /// How the batch ended: at the buffer's last whole frame, at an EXIT
+    /// frame (its payload; nothing after it is decoded), or at an
+    /// oversized frame (the payloads before it are still to be written).
+    pub end: BatchEnd,
+}
+
+pub enum BatchEnd {
+    More,
+    Exit(Value),
+    Oversized,
+}
+
+pub fn decode_output_batch(buf: &[u8]) -> OutputBatch<'_> {
+    let mut batch = OutputBatch {
+        payloads: Vec::new(),
+        used: 0,
+        end: BatchEnd::More,
+    };
+    loop {
+        match frame::decode(&buf[batch.used..]) {
+            Ok(Some((f, used))) => {
+                batch.used += used;
+                if f.kind == frame::server::EXIT {
+                    batch.end = BatchEnd::Exit(exit_payload(f.payload));
+                    return batch;
+                }
+                if !f.payload.is_empty() {
+                    batch.payloads.push(f.payload);
+                }
+            }
+            Ok(None) => return batch,
+            Err(_) => {
+                batch.end = BatchEnd::Oversized;
+                return batch;
+            }
+        }
     }
 }
 
 impl FrameReader {
     pub fn new(stream: UnixStream, leftover: Vec<u8>) -> FrameReader {
+        let end = leftover.len();
         FrameReader {
             stream,
             buf: leftover,
+            start: 0,
+            end,
         }
     }
 
@@ -369,20 +438,56 @@ impl FrameReader {
 
     /// Decodes frames already buffered.
     pub fn next_buffered(&mut self) -> Result<Option<ServerFrame>, ClientError> {
-        let decoded = decode_server_frame(&self.buf)?;
+        let decoded = decode_server_frame(&self.buf[self.start..self.end])?;
         Ok(decoded.map(|(frame, used)| {
-            self.buf.drain(..used);
+            self.start += used;
             frame
         }))
     }
 
+    /// Every whole frame buffered, decoded in place: the payloads borrow
+    /// the buffer until the next `fill`. The frames are consumed up to an
+    /// EXIT frame (included) or an oversized one (excluded, so
+    /// `next_buffered` reports it again).
+    pub fn take_output(&mut self) -> OutputBatch<'_> {
+        let batch = decode_output_batch(&self.buf[self.start..self.end]);
+        self.start += batch.used;
+        batch
+    }
+
     /// Reads more bytes from the socket (blocking unless the socket is
-    /// non-blocking). Returns false at end of stream.
+    /// non-blocking), straight into the buffer. Returns false at end of
+    /// stream.
     pub fn fill(&mut self) -> io::Result<bool> {
-        let mut chunk = [0u8; 64 * 1024];
-        let n = (&self.stream).read(&mut chunk)?;
-        self.buf.extend_from_slice(&chunk[..n]);
+        self.make_room();
+        let n = (&self.stream).read(&mut self.buf[self.end..])?;
+        self.end += n;
         Ok(n > 0)
+    }
+
+    /// At least [`READ_ROOM`] free after the undecoded bytes: consumed
+    /// bytes dropped (moving the partial frame, if any, to the front) and
+    /// the buffer grown only when that is not enough (a large frame).
+    fn make_room(&mut self) {
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+            // Back to the usual size after a large frame.
+            if self.buf.len() > 2 * READ_ROOM {
+                self.buf = Vec::new();
+            }
+        }
+        if self.buf.len() - self.end >= READ_ROOM {
+            return;
+        }
+        if self.start > 0 {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+        if self.buf.len() - self.end < READ_ROOM {
+            self.buf.resize(self.end + READ_ROOM, 0);
+        }
     }
 
     /// Blocks until the next frame, or `None` at end of stream.
@@ -421,4 +526,79 @@ pub fn attach(
 /// The size of the terminal on `fd`, if it is one.
 pub fn terminal_size(fd: &impl AsRawFd) -> Option<(u16, u16)> {
     crate::sys::terminal_size(fd)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Output read in place comes out as the server sent it, however the
+    /// stream is cut: frames split across reads, many frames per read, a
+    /// frame larger than the read room (the buffer grows, then shrinks
+    /// back), and nothing after the EXIT frame.
+    #[test]
+    fn take_output_reassembles_the_stream_cut_anywhere() {
+        let (mut server, client) = UnixStream::pair().unwrap();
+        let mut stream = Vec::new();
+        let mut want = Vec::new();
+        for i in 0..200u32 {
+            let len = if i == 100 {
+                3 * READ_ROOM / 2
+            } else {
+                (i as usize * 37) % 5000
+            };
+            let payload: Vec<u8> = (0..len).map(|k| (k as u32 * 7 + i) as u8).collect();
+            frame::encode(frame::server::OUTPUT, &payload, &mut stream);
+            want.extend_from_slice(&payload);
+        }
+        frame::encode(
+            frame::server::EXIT,
+            br#"{"reason":"detached"}"#,
+            &mut stream,
+        );
+        frame::encode(frame::server::OUTPUT, b"after the end", &mut stream);
+        // Leftover bytes from the attach reply's read start the stream.
+        let leftover = stream[..3].to_vec();
+        let rest = stream[3..].to_vec();
+        let writer = std::thread::spawn(move || {
+            for chunk in rest.chunks(7919) {
+                server.write_all(chunk).unwrap();
+            }
+        });
+        let mut reader = FrameReader::new(client, leftover);
+        let mut got = Vec::new();
+        let exit = loop {
+            let batch = reader.take_output();
+            for p in &batch.payloads {
+                got.extend_from_slice(p);
+            }
+            match batch.end {
+                BatchEnd::More => {}
+                BatchEnd::Exit(v) => break v,
+                BatchEnd::Oversized => panic!("no frame here is oversized"),
+            }
+            assert!(reader.fill().unwrap(), "the stream ended before EXIT");
+        };
+        writer.join().unwrap();
+        assert_eq!(exit["reason"], "detached");
+        assert!(
+            got == want,
+            "output differs ({} bytes vs {})",
+            got.len(),
+            want.len()
+        );
+        assert!(reader.buf.len() <= 2 * READ_ROOM + READ_ROOM / 2);
+    }
+
+    /// An oversized frame is reported after the output before it.
+    #[test]
+    fn oversized_frame_ends_the_batch_after_what_came_before() {
+        let mut stream = Vec::new();
+        frame::encode(frame::server::OUTPUT, b"before", &mut stream);
+        stream.extend_from_slice(&[frame::server::OUTPUT, 0xff, 0xff, 0xff, 0xff]);
+        let batch = decode_output_batch(&stream);
+        assert_eq!(batch.payloads, vec![&b"before"[..]]);
+        assert_eq!(batch.used, frame::HEADER_LEN + 6);
+        assert!(matches!(batch.end, BatchEnd::Oversized));
+    }
 }

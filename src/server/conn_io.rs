@@ -89,8 +89,13 @@ impl Server {
     }
 
     /// A connection is ready to read (or hung up). Writes wait for the
-    /// flush pass.
+    /// flush pass; a writable socket is only noted for it.
     pub(super) fn on_conn_ready(&mut self, id: ConnId, event: &mio::event::Event) {
+        if event.is_writable()
+            && let Some(conn) = self.conns.get_mut(&id)
+        {
+            conn.write_ready();
+        }
         if event.is_readable() || event.is_read_closed() || event.is_error() {
             // EPOLLHUP: the peer closed both ways, not just its writing side.
             let hung_up = event.is_write_closed() || event.is_error();

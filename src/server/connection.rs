@@ -115,6 +115,11 @@ pub struct Connection {
     /// and when: an `InputStall` timer armed for an earlier hold finds a
     /// later instant here and leaves it to its own timer.
     pub input_held: Option<(u64, Instant)>,
+    /// The last write found the socket full: nothing is tried again until
+    /// poll reports it writable (`write_ready`). Each flush pass (two per
+    /// loop turn) otherwise cost a failed `sendto` while a client that fell
+    /// behind was catching up.
+    write_blocked: bool,
 }
 
 impl Connection {
@@ -139,7 +144,14 @@ impl Connection {
             attached_unix_ms: 0,
             active: 0,
             input_held: None,
+            write_blocked: false,
         }
+    }
+
+    /// Poll reported the socket writable (or the loop lost track of its
+    /// edges, as after a paused upgrade): the next flush writes again.
+    pub fn write_ready(&mut self) {
+        self.write_blocked = false;
     }
 
     pub fn queued(&self) -> usize {
@@ -204,6 +216,9 @@ impl Connection {
         if self.out_pos == self.out.len() {
             self.last_progress = Instant::now();
         }
+        if self.write_blocked {
+            return Ok(());
+        }
         while self.out_pos < self.out.len() {
             match self.stream.write(&self.out[self.out_pos..]) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
@@ -211,7 +226,10 @@ impl Connection {
                     self.out_pos += n;
                     self.last_progress = Instant::now();
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.write_blocked = true;
+                    break;
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }
@@ -326,6 +344,8 @@ mod tests {
         let mut got = Vec::new();
         let mut buf = [0u8; 64 * 1024];
         loop {
+            // No poll here to report the socket writable again.
+            conn.write_ready();
             conn.flush().unwrap();
             match peer.read(&mut buf) {
                 Ok(n) if n > 0 => got.extend_from_slice(&buf[..n]),

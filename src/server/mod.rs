@@ -175,6 +175,10 @@ pub struct Server {
     /// Some attached client's view is stale (`Connection::view`): drawn
     /// before the next flush.
     stale_views: bool,
+    /// The buffer a pane's output is forwarded through (`read_pane`),
+    /// kept between reads: a fresh one grew by doubling, copying each
+    /// slice of output several times over.
+    forward: Vec<u8>,
 }
 
 /// Runs a server in the foreground until it is stopped.
@@ -512,6 +516,7 @@ impl Server {
             fds,
             input_held_for: Default::default(),
             stale_views: false,
+            forward: Vec::new(),
         };
         server.persist.debounce = server.config.save_debounce;
         server.persist.max_delay = server.config.save_max_delay;
@@ -585,6 +590,9 @@ impl Server {
             self.end_attachment(id, &payload, false);
         }
         for conn in self.conns.values_mut() {
+            // A last try even where the socket was full: the loop has
+            // stopped watching for it to drain.
+            conn.write_ready();
             let _ = conn.flush();
         }
         // One pass over /proc for all sessions, not one per pane.

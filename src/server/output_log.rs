@@ -102,6 +102,18 @@ impl OutputLog {
                     continue;
                 }
             }
+            // The parameters of a CSI sequence (the bulk of coloured
+            // output's controls) skipped in one scan, to its final byte.
+            if self.state == Strip::Csi {
+                let run = bytes[i..]
+                    .iter()
+                    .position(|&b| (0x40..=0x7e).contains(&b) || b == 0x1b)
+                    .unwrap_or(bytes.len() - i);
+                i += run;
+                if run > 0 {
+                    continue;
+                }
+            }
             let b = bytes[i];
             i += 1;
             self.state = match self.state {

@@ -12,13 +12,20 @@ use crate::term::TermEvent;
 use std::time::{Duration, Instant};
 
 /// Output bytes taken from one pane per wakeup, so a flooding pane cannot
-/// starve the others or the clients.
+/// starve the others or the clients. Not smaller: 16 KiB slices while a
+/// client typed were measured (issue 18) to make the echo beside a flood
+/// slower at the median (twice, on 2 cores): the loop no longer read the
+/// flooding PTY dry, so it never slept, and the scheduler then treated it
+/// as the CPU hog it had become.
 const PANE_READ_BUDGET: usize = 64 * 1024;
 /// Time each of the loop's two passes (ready panes, then the backlog) may
 /// spend reading pane output per turn: the rest waits on the backlog
 /// (first in line there), so a connection or a keystroke waits about twice
 /// this for its turn, however many panes flood.
 pub(super) const PANE_TURN_BUDGET: Duration = Duration::from_millis(3);
+/// Capacity of the forwarding buffer kept between reads (a slice's worth
+/// and what the model adds to it).
+const FORWARD_KEEP: usize = 2 * PANE_READ_BUDGET;
 /// Output drained from a pane when its process exits, so the exit is
 /// reported after the output the process wrote before it.
 pub(super) const EXIT_DRAIN_BUDGET: usize = 1 << 20;
@@ -153,7 +160,8 @@ impl Server {
         if pane.fds().master().is_none() {
             return;
         }
-        let mut forward = Vec::new();
+        let mut forward = std::mem::take(&mut self.forward);
+        forward.clear();
         let switches = pane.screen().screen_switches();
         let read = pane.read_output(budget, &mut forward);
         let switched = pane.screen().screen_switches() != switches;
@@ -170,6 +178,10 @@ impl Server {
         }
         if !forward.is_empty() {
             self.broadcast_output(id, &forward, switched);
+        }
+        // Kept for the next read, unless one read made it large.
+        if forward.capacity() <= FORWARD_KEEP {
+            self.forward = forward;
         }
         if read.taken > 0 {
             self.keeper.mark_dirty();

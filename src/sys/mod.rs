@@ -60,7 +60,7 @@ pub use unix::{
     poll_readable, process_exists, raise_fd_limit, read_stdin, reap_any_child, restore_stdin_mode,
     send_with_fds, set_cloexec, set_nonblocking_cloexec, setsid_on_exec, stdin_raw_mode,
     take_inherited_fd, terminal_size, try_lock_exclusive, wait_child, wait_writable,
-    with_starting_fd_limit, write_stdout,
+    with_starting_fd_limit, write_stdout, write_stdout_vectored,
 };
 
 pub use os::{

@@ -411,6 +411,18 @@ pub fn write_stdout(buf: &[u8]) -> io::Result<usize> {
     Ok(n as usize)
 }
 
+/// One `writev(2)` to standard output: pane output written straight from
+/// the buffer it was received in, several frames' payloads at once. At
+/// most `IOV_MAX` (1024) slices are taken; the count written says how far
+/// it got.
+pub fn write_stdout_vectored(bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+    // `IoSlice` is ABI-compatible with `struct iovec` (std guarantees it
+    // on Unix), so the slice can be passed as the iovec array.
+    let count = bufs.len().min(1024) as libc::c_int;
+    let n = syscall!(writev(1, bufs.as_ptr().cast::<libc::iovec>(), count))?;
+    Ok(n as usize)
+}
+
 /// Waits, without a time limit, until `fd` can be written to (or is hung
 /// up or in error, which the next write reports).
 pub fn wait_writable(fd: RawFd) -> io::Result<()> {

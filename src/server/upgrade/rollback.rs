@@ -190,6 +190,10 @@ impl Server {
             .extend(panes.iter().map(|id| Source::Pane(*id)));
         self.backlog
             .extend(conns.iter().map(|id| Source::Conn(*id)));
+        // Their writable edges were ignored too: every queue is written.
+        for conn in self.conns.values_mut() {
+            conn.write_ready();
+        }
         for id in panes {
             self.flush_pane_input(id);
         }
