@@ -9,9 +9,9 @@
 //! - state: `$XDG_STATE_HOME/ptyd/NS/` (else `~/.local/state/ptyd/NS/`),
 //!   holding `diagnostics.jsonl` and, later, snapshots.
 
+use crate::sys::trust;
 use std::fs;
 use std::io;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 pub const DEFAULT_NAMESPACE: &str = "default";
@@ -31,14 +31,11 @@ impl NamespacePaths {
         validate_namespace(namespace)?;
         let runtime_base = match std::env::var_os("XDG_RUNTIME_DIR") {
             Some(dir) if Path::new(&dir).is_absolute() => PathBuf::from(dir).join("ptyd"),
-            _ => PathBuf::from(format!("/tmp/ptyd-{}", crate::sys::current_uid())),
+            _ => crate::sys::default_runtime_base(),
         };
         let state_base = match std::env::var_os("XDG_STATE_HOME") {
             Some(dir) if Path::new(&dir).is_absolute() => PathBuf::from(dir).join("ptyd"),
-            _ => match std::env::var_os("HOME") {
-                Some(home) => PathBuf::from(home).join(".local/state/ptyd"),
-                None => runtime_base.join("state"),
-            },
+            _ => crate::sys::default_state_base().unwrap_or_else(|| runtime_base.join("state")),
         };
         Ok(NamespacePaths {
             namespace: namespace.to_string(),
@@ -72,9 +69,7 @@ impl NamespacePaths {
     /// writable by group/others: the snapshot there names commands the
     /// server runs at restore. Servers call this before binding.
     pub fn prepare_state_dir(&self) -> io::Result<()> {
-        fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
+        trust::private_dir(fs::DirBuilder::new().recursive(true))
             .create(&self.state_dir)
             .map_err(|e| {
                 io::Error::new(
@@ -115,13 +110,11 @@ pub fn validate_namespace(name: &str) -> Result<(), String> {
 /// Makes `dir` exist as a 0700 directory owned by us, refusing one that
 /// another user owns or that group/others can write or enter.
 pub fn ensure_private_dir(dir: &Path) -> io::Result<()> {
-    match fs::DirBuilder::new().mode(0o700).create(dir) {
+    match trust::private_dir(&mut fs::DirBuilder::new()).create(dir) {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
+            trust::private_dir(fs::DirBuilder::new().recursive(true))
                 .create(dir)
                 .map_err(|e| {
                     io::Error::new(e.kind(), format!("creating {}: {e}", dir.display()))
@@ -142,27 +135,8 @@ pub fn ensure_private_dir(dir: &Path) -> io::Result<()> {
             dir.display()
         )));
     }
-    let uid = crate::sys::current_uid();
-    if meta.uid() != uid {
-        return Err(io::Error::new(
-            io::ErrorKind::PermissionDenied,
-            format!(
-                "{} is owned by uid {}, not by you (uid {uid}); refusing to use it. Remove it or set XDG_RUNTIME_DIR",
-                dir.display(),
-                meta.uid()
-            ),
-        ));
-    }
-    if meta.permissions().mode() & 0o077 != 0 {
-        return Err(io::Error::new(
-            io::ErrorKind::PermissionDenied,
-            format!(
-                "{} has mode {:o}, open to group or others; refusing to use it. Run: chmod 700 {}",
-                dir.display(),
-                meta.permissions().mode() & 0o777,
-                dir.display()
-            ),
-        ));
+    if let Some(why) = trust::refusal(dir, &meta, "directory", true) {
+        return Err(io::Error::new(io::ErrorKind::PermissionDenied, why));
     }
     Ok(())
 }
@@ -181,7 +155,9 @@ mod tests {
     }
 
     #[test]
+    #[cfg(unix)]
     fn refuses_open_directory() {
+        use std::os::unix::fs::PermissionsExt;
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("d");
         ensure_private_dir(&dir).unwrap();

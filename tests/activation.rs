@@ -4,6 +4,9 @@
 //! bound elsewhere, or not a listening socket at all, is refused with a
 //! message that says what is wrong.
 
+// Drives the real server, which runs on Unix only (src/lib.rs).
+#![cfg(unix)]
+
 mod util;
 
 use std::os::fd::{AsRawFd, RawFd};

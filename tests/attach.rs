@@ -3,6 +3,9 @@
 //! server must drop it, not stall), and the interactive `ptyd attach`
 //! client driven through tmux.
 
+// Drives the real server, which runs on Unix only (src/lib.rs).
+#![cfg(unix)]
+
 mod util;
 
 use serde_json::json;

@@ -4,6 +4,9 @@
 //! different sizes each shown a correct screen, and detaching giving back
 //! the outer screen as it was.
 
+// Drives the real server, which runs on Unix only (src/lib.rs).
+#![cfg(unix)]
+
 mod util;
 
 use serde_json::json;

@@ -3,6 +3,9 @@
 //! server holds `rerun` panes instead of re-running them, and
 //! `autostart = false` turns it off with an error that says what to do.
 
+// Drives the real server, which runs on Unix only (src/lib.rs).
+#![cfg(unix)]
+
 mod util;
 
 use serde_json::Value;

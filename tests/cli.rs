@@ -2,6 +2,9 @@
 //! `new -d`, `ls`, `send`, `wait`, `capture`, `kill` and `rm`; the exit codes
 //! of `run` and `wait`; usage errors.
 
+// Drives the real server, which runs on Unix only (src/lib.rs).
+#![cfg(unix)]
+
 mod util;
 
 use serde_json::{Value, json};

@@ -3,6 +3,9 @@
 //! follows the `window_size` policy and is worked out again when a client
 //! leaves, and `ptyd status` does not count its own connection.
 
+// Drives the real server, which runs on Unix only (src/lib.rs).
+#![cfg(unix)]
+
 mod util;
 
 use serde_json::{Value, json};

@@ -5,6 +5,9 @@
 //! each key's effect is seen where it acts (the pane's shell and `TERM`, a
 //! restart's rerun, an upgrade's deadline and probation).
 
+// Drives the real server, which runs on Unix only (src/lib.rs).
+#![cfg(unix)]
+
 mod util;
 
 use serde_json::json;

@@ -8,6 +8,9 @@
 //!
 //! `PTYD_CRASH_ROUNDS` sets the number of SIGKILL rounds (20 by default).
 
+// Drives the real server, which runs on Unix only (src/lib.rs).
+#![cfg(unix)]
+
 mod util;
 
 mod crash_support;

@@ -7,6 +7,9 @@
 //! their old pids, no SIGHUP, the counter's numbers contiguous, the
 //! attached client back, no zombie, no fd leaked by the keeper.
 
+// Drives the real server, which runs on Unix only (src/lib.rs).
+#![cfg(unix)]
+
 mod util;
 
 mod crash_support;

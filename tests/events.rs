@@ -2,6 +2,9 @@
 //! increasing `seq`, the events pane changes produce, and every event being
 //! exactly the typed `protocol::events::Event`.
 
+// Drives the real server, which runs on Unix only (src/lib.rs).
+#![cfg(unix)]
+
 mod util;
 
 use serde_json::{Value, json};

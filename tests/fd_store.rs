@@ -9,6 +9,9 @@
 //! live upgrade (the keeper re-executing itself) keeps the store, and a
 //! serving process that outlived the keeper is ended, so one server serves.
 
+// Drives the real server, which runs on Unix only (src/lib.rs).
+#![cfg(unix)]
+
 mod util;
 
 mod crash_support;

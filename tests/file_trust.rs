@@ -6,6 +6,9 @@
 //! never beyond a bound; a save never follows a `history/` symlink; the
 //! lock file is never followed or truncated.
 
+// Drives the real server, which runs on Unix only (src/lib.rs).
+#![cfg(unix)]
+
 mod util;
 
 use serde_json::{Value, json};

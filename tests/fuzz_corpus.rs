@@ -6,6 +6,9 @@
 //! `cd fuzz && cargo +nightly fuzz run <target> corpus/<target>/<file>`
 //! reproduces it under the fuzzer.
 
+// Drives the real server, which runs on Unix only (src/lib.rs).
+#![cfg(unix)]
+
 use std::path::{Path, PathBuf};
 
 fn fuzz_dir() -> PathBuf {

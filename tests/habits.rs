@@ -3,6 +3,9 @@
 //! `--json` on every command that changes something, snake_case capture
 //! modes, and the default timeout of CLI waits.
 
+// Drives the real server, which runs on Unix only (src/lib.rs).
+#![cfg(unix)]
+
 mod util;
 
 use serde_json::{Value, json};

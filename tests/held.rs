@@ -3,6 +3,9 @@
 //! --held` starts them all; `status` shows the last restore (when, which
 //! file, per outcome which panes) and `server.restored` carries the same.
 
+// Drives the real server, which runs on Unix only (src/lib.rs).
+#![cfg(unix)]
+
 mod util;
 
 use serde_json::{Value, json};

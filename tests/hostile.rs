@@ -15,6 +15,9 @@
 //! grow"): 64 MiB of unfinished lines in all, 4 MiB queued per client,
 //! 16 MiB of scrollback per pane, 8 MiB of events.
 
+// Drives the real server, which runs on Unix only (src/lib.rs).
+#![cfg(unix)]
+
 mod util;
 
 use serde_json::json;

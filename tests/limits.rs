@@ -8,6 +8,9 @@
 //! - `panes_up_to_the_fd_limit_*`, `accept_*`: a server under a low
 //!   `RLIMIT_NOFILE` (F4, F5).
 
+// Drives the real server, which runs on Unix only (src/lib.rs).
+#![cfg(unix)]
+
 mod util;
 
 use ptyd::workspace::layout::MAX_SPLIT_DEPTH;

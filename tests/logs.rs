@@ -4,6 +4,9 @@
 //! command lines (never Rust's Debug text); and the background server's
 //! `server.stderr`, appended to and rotated, never truncated.
 
+// Drives the real server, which runs on Unix only (src/lib.rs).
+#![cfg(unix)]
+
 mod util;
 
 use std::os::unix::fs::MetadataExt;

@@ -5,6 +5,9 @@
 //! checked by the unit tests beside their generators (`PTYD_BLESS=1 cargo
 //! test --lib` regenerates them).
 
+// Drives the real server, which runs on Unix only (src/lib.rs).
+#![cfg(unix)]
+
 mod util;
 
 use std::path::Path;

@@ -2,6 +2,9 @@
 //! wait, kill, remove; exit statuses as reported; killing a whole process
 //! tree; input acknowledgement and `request_id` deduplication.
 
+// Drives the real server, which runs on Unix only (src/lib.rs).
+#![cfg(unix)]
+
 mod util;
 
 use serde_json::json;

@@ -15,6 +15,9 @@
 //! Servers run with `SHELL=/bin/sh` and private XDG dirs (see
 //! `util/server.rs`); every wait has a 20 s limit.
 
+// Drives the real server, which runs on Unix only (src/lib.rs).
+#![cfg(unix)]
+
 mod util;
 
 use ptyd::persist::snapshot::{self, LoadError};

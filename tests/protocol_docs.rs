@@ -5,6 +5,9 @@
 //! in the real one with the same JSON type); and `ptyd events` prints the
 //! event objects as the subscription carries them.
 
+// Drives the real server, which runs on Unix only (src/lib.rs).
+#![cfg(unix)]
+
 mod util;
 
 use serde_json::{Value, json};

@@ -3,6 +3,9 @@
 //! The one exception is a line over the 1 MiB limit, after which the
 //! connection is closed.
 
+// Drives the real server, which runs on Unix only (src/lib.rs).
+#![cfg(unix)]
+
 mod util;
 
 use serde_json::{Value, json};

@@ -5,6 +5,9 @@
 //! typed command's echo, keys encoded for the pane's modes, stdin and
 //! bracketed pastes sent byte for byte, durations with units.
 
+// Drives the real server, which runs on Unix only (src/lib.rs).
+#![cfg(unix)]
+
 mod util;
 
 use serde_json::{Value, json};

@@ -2,6 +2,9 @@
 //! notify protocol through a live upgrade (READY, RELOADING, READY again from
 //! the new generation, STOPPING).
 
+// Drives the real server, which runs on Unix only (src/lib.rs).
+#![cfg(unix)]
+
 mod util;
 
 use std::os::unix::net::UnixDatagram;

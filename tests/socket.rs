@@ -2,6 +2,9 @@
 //! file modes, refusing an unsafe runtime directory, namespace isolation and
 //! a clean stop.
 
+// Drives the real server, which runs on Unix only (src/lib.rs).
+#![cfg(unix)]
+
 mod util;
 
 use serde_json::json;

@@ -3,6 +3,9 @@
 //! to the terminal model and to a real tmux pane of the same size; the
 //! visible text must be the same.
 
+// Drives the real server, which runs on Unix only (src/lib.rs).
+#![cfg(unix)]
+
 use ptyd::term::{TermConfig, Terminal};
 use std::path::Path;
 

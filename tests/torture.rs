@@ -35,6 +35,9 @@
 //! `PTYD_TORTURE_SEED=S` (default: from the clock, printed) for long or
 //! reproducible runs.
 
+// Drives the real server, which runs on Unix only (src/lib.rs).
+#![cfg(unix)]
+
 mod rng;
 mod util;
 

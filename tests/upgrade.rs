@@ -14,6 +14,9 @@
 //! (`busy`) until the previous generation lets go. [`Lineage::wait_released`]
 //! waits for that with a side-effect-free probe, so the tests never guess.
 
+// Drives the real server, which runs on Unix only (src/lib.rs).
+#![cfg(unix)]
+
 mod util;
 
 use serde_json::{Value, json};

@@ -8,6 +8,9 @@
 //! The misbehaving binaries are shell scripts that answer the version probe
 //! with the real build's `version --json` and then misbehave as a server.
 
+// Drives the real server, which runs on Unix only (src/lib.rs).
+#![cfg(unix)]
+
 mod util;
 
 use serde_json::{Value, json};

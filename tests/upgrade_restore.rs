@@ -3,6 +3,9 @@
 //! as the new binary, and the panes come back from the snapshot by their
 //! restore plans, with their history.
 
+// Drives the real server, which runs on Unix only (src/lib.rs).
+#![cfg(unix)]
+
 mod util;
 
 use serde_json::json;

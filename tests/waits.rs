@@ -1,6 +1,9 @@
 //! `pane.wait` conditions (exit, text, idle) and timeouts, and the pane
 //! watchdogs `timeout_ms` and `idle_timeout_ms`.
 
+// Drives the real server, which runs on Unix only (src/lib.rs).
+#![cfg(unix)]
+
 mod util;
 
 use serde_json::json;

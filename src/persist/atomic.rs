@@ -11,7 +11,6 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -39,7 +38,7 @@ pub fn write_atomic(path: &Path, contents: &[u8], sync: bool) -> io::Result<()> 
         drop(tmp);
         rename_with_retry(&tmp_path, path)?;
         if sync {
-            File::open(dir)?.sync_all()?;
+            crate::sys::sync_dir(dir)?;
         }
         Ok(())
     })();
@@ -60,10 +59,7 @@ fn create_unique_temp(dir: &Path, target: &Path) -> io::Result<(PathBuf, File)> 
     loop {
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
         let tmp = dir.join(format!(".{stem}.tmp.{}.{n}", std::process::id()));
-        match OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
+        match crate::sys::trust::private_file(OpenOptions::new().write(true).create_new(true))
             .open(&tmp)
         {
             Ok(file) => return Ok((tmp, file)),
@@ -91,7 +87,7 @@ pub fn remove_stale_temps(dir: &Path) {
         let Some(pid) = name.to_str().and_then(temp_owner) else {
             continue;
         };
-        if pid != std::process::id() && !process_exists(pid) {
+        if pid != std::process::id() && process_ended(pid) {
             let _ = std::fs::remove_file(entry.path());
         }
     }
@@ -106,11 +102,15 @@ fn temp_owner(name: &str) -> Option<u32> {
     pid.parse().ok()
 }
 
-fn process_exists(pid: u32) -> bool {
+/// A zombie counts as ended: it writes nothing more. A server killed with
+/// its keeper is an orphan zombie until something reaps it, and where
+/// nothing does (pid 1 of a container that does not reap) its temp file
+/// would otherwise be kept for good.
+fn process_ended(pid: u32) -> bool {
     let Ok(pid) = i32::try_from(pid) else {
-        return false;
+        return true;
     };
-    crate::sys::process_exists(pid)
+    crate::sys::process_ended(pid)
 }
 
 fn rename_with_retry(from: &Path, to: &Path) -> io::Result<()> {
@@ -156,7 +156,14 @@ mod tests {
     #[test]
     fn stale_temps_of_dead_writers_are_removed() {
         let dir = tempfile::tempdir().unwrap();
-        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let mut child = if cfg!(windows) {
+            std::process::Command::new("cmd.exe")
+                .args(["/c", "exit"])
+                .spawn()
+                .unwrap()
+        } else {
+            std::process::Command::new("true").spawn().unwrap()
+        };
         let dead = child.id();
         child.wait().unwrap();
         let stale = dir.path().join(format!(".session.json.tmp.{dead}.3"));

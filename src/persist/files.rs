@@ -10,9 +10,9 @@
 //! more than a stated bound. The directories holding these files get the
 //! same owner and mode checks ([`check_dir`]).
 
+use crate::sys::trust;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::Path;
 
 /// Why a trusted file could not be read.
@@ -101,14 +101,12 @@ pub fn read_tail(path: &Path, limit: u64) -> Result<Tail, FileError> {
 /// only a regular file of ours (a log written into a planted file or a
 /// device would be a write where it was not meant to go).
 pub fn open_append(path: &Path) -> io::Result<File> {
-    let file = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .custom_flags(crate::sys::OPEN_UNTRUSTED_PATH)
-        .open(path)?;
+    let file = trust::untrusted_path(trust::private_file(
+        OpenOptions::new().create(true).append(true),
+    ))
+    .open(path)?;
     let meta = file.metadata()?;
-    if !meta.is_file() || meta.uid() != crate::sys::current_uid() {
+    if !meta.is_file() || !trust::is_ours(path, &meta) {
         return Err(io::Error::other(format!(
             "{} is not a regular file of yours; remove it",
             path.display()
@@ -120,9 +118,7 @@ pub fn open_append(path: &Path) -> io::Result<File> {
 /// Opens `path` for reading without following a symlink or blocking on a
 /// FIFO, and checks the open file is one we may trust. Returns its length.
 fn open_trusted(path: &Path) -> Result<(File, u64), FileError> {
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(crate::sys::OPEN_UNTRUSTED_PATH)
+    let file = trust::untrusted_path(OpenOptions::new().read(true))
         .open(path)
         .map_err(|e| match e.kind() {
             io::ErrorKind::NotFound => FileError::Missing,
@@ -182,29 +178,14 @@ fn check_owner_and_mode(
     meta: &std::fs::Metadata,
     what: &str,
 ) -> Result<(), FileError> {
-    let uid = crate::sys::current_uid();
-    if meta.uid() != uid {
-        return Err(FileError::Refused(format!(
-            "{} is owned by uid {}, not by you (uid {uid}); ptyd does not trust a {what} \
-             another user controls. Run: chown {uid} {} (or remove it)",
-            path.display(),
-            meta.uid(),
-            path.display()
-        )));
+    match trust::refusal(path, meta, what, false) {
+        Some(why) => Err(FileError::Refused(why)),
+        None => Ok(()),
     }
-    let mode = meta.mode() & 0o7777;
-    if mode & 0o022 != 0 {
-        return Err(FileError::Refused(format!(
-            "{} has mode {mode:o}, writable by group or others; ptyd does not trust a {what} \
-             others can change. Run: chmod go-w {}",
-            path.display(),
-            path.display()
-        )));
-    }
-    Ok(())
 }
 
-#[cfg(test)]
+// Links, FIFOs and modes as Unix has them.
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;

@@ -131,7 +131,6 @@ fn run_job(job: SaveJob, history_errors: &mut Vec<String>) -> Result<(), String>
 /// a directory is created in its place. Anything else refused stays an
 /// error, and no history is written.
 fn real_history_dir(dir: &std::path::Path) -> Result<(), String> {
-    use std::os::unix::fs::DirBuilderExt;
     if std::fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink()) {
         std::fs::remove_file(dir).map_err(|e| {
             format!(
@@ -140,7 +139,7 @@ fn real_history_dir(dir: &std::path::Path) -> Result<(), String> {
             )
         })?;
     }
-    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+    match crate::sys::trust::private_dir(&mut std::fs::DirBuilder::new()).create(dir) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
         Err(e) => return Err(format!("creating {}: {e}", dir.display())),

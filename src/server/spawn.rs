@@ -18,12 +18,6 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// Environment variables a pane never inherits from the server: they describe
-/// the server's own service manager or ptyd internals, and a shell holding
-/// `NOTIFY_SOCKET` could speak to systemd in the server's name.
-const STRIPPED_ENV_PREFIXES: &[&str] =
-    &["NOTIFY_SOCKET", "LISTEN_", "WATCHDOG_", "FDSTORE", "PTYD_"];
-
 /// Where a new pane goes in the workspace tree.
 enum Placement {
     Split {
@@ -361,10 +355,7 @@ impl Server {
     /// The environment of a new pane's process.
     fn child_env(&self, id: u64, extra: &BTreeMap<String, String>) -> Vec<(OsString, OsString)> {
         let mut env: BTreeMap<OsString, OsString> = std::env::vars_os()
-            .filter(|(k, _)| {
-                let k = k.to_string_lossy();
-                !STRIPPED_ENV_PREFIXES.iter().any(|p| k.starts_with(p))
-            })
+            .filter(|(k, _)| crate::pty::inherits_env(k))
             .collect();
         env.insert("TERM".into(), self.config.term_name.clone().into());
         // What programs in the pane start as "the shell" is the one the
@@ -424,7 +415,7 @@ pub fn exec_form(command: &CommandSpec, shell: &OsString) -> (OsString, Vec<OsSt
             Some((program, args)) => (program.into(), args.iter().map(OsString::from).collect()),
             None => (OsString::new(), Vec::new()),
         },
-        CommandSpec::Shell(script) => (shell.clone(), vec!["-c".into(), script.into()]),
+        CommandSpec::Shell(script) => crate::pty::shell_command(shell, script),
         CommandSpec::LoginShell => (shell.clone(), vec!["-l".into()]),
     }
 }

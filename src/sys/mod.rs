@@ -37,40 +37,79 @@
 //! must keep its copy until then. The handoff does (the old side closes
 //! nothing it sent before the commit), so it holds on both.
 //!
-//! A new backend (a `windows.rs` beside `pty/windows.rs`, say) provides the
-//! same functions; an item it cannot provide returns `Unsupported` or the
-//! documented "cannot tell" value, never a compile error.
+//! A new backend provides the same functions; an item it cannot provide
+//! returns `Unsupported` or the documented "cannot tell" value, never a
+//! compile error.
+//!
+//! Windows: `windows.rs` replaces both layers. Today it holds the named-pipe
+//! transport's pieces (the pipe's name, an instance admitting only the
+//! current user, the peer check) and Wine detection for tests; the items
+//! above belong to the daemon, which is not built on Windows yet (see
+//! `lib.rs`), and get their equivalents with it.
+//!
+//! | Unix item | Windows |
+//! |---|---|
+//! | the keeper (`keeper.rs`): pane fds, pidfds and output rings held across a crash of the serving process | none: a pseudo console cannot be passed to another process, so a crash of the server loses its panes (each Job Object kills its tree); the next server restarts them from the snapshot by their restore plans |
+//! | live upgrade (`SCM_RIGHTS` handoff) | none, for the same reason: `ptyd upgrade` takes the restore path and refuses `--mode live` |
+//! | `SO_PEERCRED` | `GetNamedPipeClientProcessId` and that process's token user ([`pipe_peer_is_current_user`]) |
+//! | [`trust`]: state files 0600/0700, opened with `O_NOFOLLOW`, trusted if ours and not group/other-writable | created with the profile's inherited ACL, opened with `FILE_FLAG_OPEN_REPARSE_POINT`, trusted if the owner SID is ours (the DACL is not checked yet) |
+//! | [`sync_dir`]: fsync a directory after a rename | nothing: NTFS journals metadata |
+//! | socket file mode 0600 in `$XDG_RUNTIME_DIR` | a pipe instance whose DACL admits only the current user's SID ([`create_pipe_instance`]) |
 //!
 //! `--cfg ptyd_portable` builds `fallback.rs` (and the fork/exec spawn in
 //! `pty/unix.rs`) on Linux too, so the degraded paths are compiled and can
 //! be run here: `RUSTFLAGS="--cfg ptyd_portable" cargo check --all-targets`.
 
+#[cfg(unix)]
 mod unix;
 
 #[cfg_attr(all(target_os = "linux", not(ptyd_portable)), path = "linux.rs")]
-#[cfg_attr(any(not(target_os = "linux"), ptyd_portable), path = "fallback.rs")]
+#[cfg_attr(
+    all(unix, any(not(target_os = "linux"), ptyd_portable)),
+    path = "fallback.rs"
+)]
+#[cfg_attr(windows, path = "windows.rs")]
 mod os;
 
+#[cfg(unix)]
 pub(crate) use unix::syscall;
+#[cfg(unix)]
 pub use unix::{
     FdKind, OPEN_UNTRUSTED_PATH, PeerCred, ProcessExit, SIGCHLD, SIGHUP, SIGINT, SIGKILL, SIGTERM,
     SIGWINCH, SIGXFSZ, StdinMode, broken_pipe_errno, clear_cloexec, current_uid, dup_at_least,
     dup2_on_exec, fd_dev_ino, fd_is, fd_limit, has_children, ignore_signal, inherit_fd_on_exec,
     is_symlink_refused, is_too_many_refs, kill, monotonic_usec, peer_cred, peer_hung_up,
-    poll_readable, process_exists, raise_fd_limit, read_stdin, reap_any_child, restore_stdin_mode,
-    send_with_fds, set_cloexec, set_nonblocking_cloexec, setsid_on_exec, stdin_raw_mode,
-    take_inherited_fd, terminal_size, try_lock_exclusive, wait_child, wait_writable,
-    with_starting_fd_limit, write_stdout, write_stdout_vectored,
+    poll_readable, raise_fd_limit, read_stdin, reap_any_child, restore_stdin_mode, send_with_fds,
+    set_cloexec, set_nonblocking_cloexec, setsid_on_exec, stdin_raw_mode, take_inherited_fd,
+    terminal_size, try_lock_exclusive, wait_child, wait_writable, with_starting_fd_limit,
+    write_stdout, write_stdout_vectored,
 };
 
+#[cfg(windows)]
+pub use os::{
+    default_runtime_base, default_state_base, is_symlink_refused, process_ended, sync_dir, trust,
+};
+#[cfg(unix)]
+pub use unix::{default_runtime_base, default_state_base, sync_dir, trust};
+
+#[cfg(unix)]
 pub use os::{
     anonymous_file, become_child_subreaper, die_with_parent, open_fd_count, pidfd_exit_status,
     pidfd_open, process_cwd, process_ended, process_start_token, recv_with_fds,
     release_free_memory, seqpacket_pair, session_members, sessions_members, unix_socket_listening,
 };
 
-#[cfg(test)]
+#[cfg(all(windows, test))]
+pub use os::running_under_wine;
+#[cfg(windows)]
+pub use os::{
+    PipePeer, create_pipe_instance, current_user_name, is_pipe_busy, pipe_name,
+    pipe_peer_is_current_user, try_named_lock, wait_for_pipe_instance,
+};
+
+#[cfg(all(test, unix))]
 mod tests {
+    use super::unix::process_exists;
     use super::*;
     use std::io::{Read, Seek};
     use std::os::fd::AsRawFd;

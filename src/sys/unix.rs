@@ -615,3 +615,85 @@ pub fn with_starting_fd_limit<T>(spawn: impl FnOnce() -> T) -> T {
     let _ = set_nofile_soft(now.rlim_cur, now.rlim_max);
     out
 }
+
+/// Files and directories holding ptyd's state: created private (0600 and
+/// 0700), opened without following a symlink or blocking on a FIFO, and
+/// trusted only if ours and not writable by others. The messages say what
+/// to run to fix a refused one.
+pub mod trust {
+    use std::fs::{DirBuilder, Metadata, OpenOptions};
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+    use std::path::Path;
+
+    /// A file created through `options` is readable and writable by its
+    /// owner only.
+    pub fn private_file(options: &mut OpenOptions) -> &mut OpenOptions {
+        options.mode(0o600)
+    }
+
+    /// A directory created through `builder` is the owner's only.
+    pub fn private_dir(builder: &mut DirBuilder) -> &mut DirBuilder {
+        builder.mode(0o700)
+    }
+
+    /// Opening through `options` never follows a symlink (the open fails,
+    /// see [`super::is_symlink_refused`]) and never blocks on a FIFO.
+    pub fn untrusted_path(options: &mut OpenOptions) -> &mut OpenOptions {
+        options.custom_flags(super::OPEN_UNTRUSTED_PATH)
+    }
+
+    /// Whether the file or directory `meta` describes belongs to us.
+    pub fn is_ours(_path: &Path, meta: &Metadata) -> bool {
+        meta.uid() == super::current_uid()
+    }
+
+    /// Why `path` (described by `meta`) is not ours to trust, or `None`:
+    /// owned by another user, or writable by group or others (`private`:
+    /// open to them at all).
+    pub fn refusal(path: &Path, meta: &Metadata, what: &str, private: bool) -> Option<String> {
+        let uid = super::current_uid();
+        if meta.uid() != uid {
+            return Some(format!(
+                "{} is owned by uid {}, not by you (uid {uid}); ptyd does not trust a {what} \
+                 another user controls. Run: chown {uid} {} (or remove it)",
+                path.display(),
+                meta.uid(),
+                path.display()
+            ));
+        }
+        let mode = meta.mode() & 0o7777;
+        if private && mode & 0o077 != 0 {
+            return Some(format!(
+                "{} has mode {:o}, open to group or others; refusing to use it. Run: chmod 700 {}",
+                path.display(),
+                mode & 0o777,
+                path.display()
+            ));
+        }
+        if mode & 0o022 != 0 {
+            return Some(format!(
+                "{} has mode {mode:o}, writable by group or others; ptyd does not trust a {what} \
+                 others can change. Run: chmod go-w {}",
+                path.display(),
+                path.display()
+            ));
+        }
+        None
+    }
+}
+
+/// Where a namespace's runtime directories go without `$XDG_RUNTIME_DIR`.
+pub fn default_runtime_base() -> std::path::PathBuf {
+    std::path::PathBuf::from(format!("/tmp/ptyd-{}", current_uid()))
+}
+
+/// Where a namespace's state directories go without `$XDG_STATE_HOME`, if
+/// the user has a home.
+pub fn default_state_base() -> Option<std::path::PathBuf> {
+    std::env::var_os("HOME").map(|home| std::path::PathBuf::from(home).join(".local/state/ptyd"))
+}
+
+/// Makes a rename in `dir` durable: fsync of the directory.
+pub fn sync_dir(dir: &std::path::Path) -> io::Result<()> {
+    std::fs::File::open(dir)?.sync_all()
+}
