@@ -49,6 +49,9 @@ use common::upgrade::{
     COLS, MODEL_RUNS, Measurement, ModelCost, Plan, ROWS, Sample, generate, measure, model_cost,
     target_for,
 };
+use common::upgrade_load::{
+    LoadMeasurement, LoadPlan, generate_coloured, measure_load, slow_connects_by_phase,
+};
 use common::{
     Res, check_limits, find_ptyd, fmt_limit, human_bytes, keep_dir, loadavg, ms, nproc, parse_num,
     raised_nofile, rlimit, stats,
@@ -61,6 +64,8 @@ struct Args {
     line_len: usize,
     /// Only the in-process cost model, no server.
     model_only: bool,
+    /// The load mode: these counts of flooding panes (among `panes[0]`).
+    load: Option<Vec<usize>>,
 }
 
 fn parse_args() -> Res<Args> {
@@ -71,6 +76,7 @@ fn parse_args() -> Res<Args> {
         lines: 1000,
         line_len: 0,
         model_only: false,
+        load: None,
     };
     let mut p = lexopt::Parser::from_env();
     while let Some(arg) = p.next().map_err(|e| e.to_string())? {
@@ -79,23 +85,14 @@ fn parse_args() -> Res<Args> {
             Long("lines") => args.lines = parse_num(p.value(), "--lines")?,
             Long("line-len") => args.line_len = parse_num(p.value(), "--line-len")?,
             Long("model-only") => args.model_only = true,
-            Long("panes") => {
-                let v = p.value().map_err(|e| e.to_string())?;
-                args.panes = v
-                    .to_string_lossy()
-                    .split(',')
-                    .map(|s| {
-                        s.trim().parse().map_err(|_| {
-                            format!("--panes wants whole numbers separated by commas, got {s:?}")
-                        })
-                    })
-                    .collect::<Res<_>>()?;
-            }
+            Long("panes") => args.panes = parse_list(p.value(), "--panes")?,
+            Long("load") => args.load = Some(vec![0, 50, 200]),
+            Long("flooding") => args.load = Some(parse_list(p.value(), "--flooding")?),
             // `cargo bench` passes --bench; a filter argument is meaningless here.
             Long("bench") | Value(_) => {}
             Short('h') | Long("help") => {
                 println!(
-                    "usage: cargo bench --bench upgrade [-- [--upgrades N] [--panes 10,100,1000] [--lines N] [--line-len N] [--model-only]]"
+                    "usage: cargo bench --bench upgrade [-- [--upgrades N] [--panes 10,100,1000] [--lines N] [--line-len N] [--model-only] [--load [--flooding 0,50,200]]]"
                 );
                 std::process::exit(0);
             }
@@ -105,7 +102,28 @@ fn parse_args() -> Res<Args> {
     if args.upgrades == 0 || args.panes.is_empty() || args.panes.contains(&0) {
         return Err("--upgrades and every --panes count must be at least 1".into());
     }
+    if let Some(flooding) = &args.load {
+        // The load mode's default: 200 panes in all.
+        if args.panes == [10, 100, 1000] {
+            args.panes = vec![flooding.iter().copied().max().unwrap_or(0).max(1)];
+        }
+        if flooding.iter().any(|&f| f > args.panes[0]) {
+            return Err("--flooding counts cannot exceed --panes".into());
+        }
+    }
     Ok(args)
+}
+
+fn parse_list(v: Result<std::ffi::OsString, lexopt::Error>, what: &str) -> Res<Vec<usize>> {
+    let v = v.map_err(|e| e.to_string())?;
+    v.to_string_lossy()
+        .split(',')
+        .map(|s| {
+            s.trim()
+                .parse()
+                .map_err(|_| format!("{what} wants whole numbers separated by commas, got {s:?}"))
+        })
+        .collect()
 }
 
 fn main() {
@@ -150,6 +168,9 @@ fn run() -> Res<()> {
         args.upgrades
     );
 
+    if let Some(flooding) = &args.load {
+        return run_load(&args, flooding, &ptyd_bin, nofile, &dir, &file);
+    }
     if args.model_only {
         for &panes in &args.panes {
             print_model(panes, &model_cost(panes, &file));
@@ -183,6 +204,150 @@ fn run() -> Res<()> {
         return Err(format!("{failed} pane count(s) failed, see above"));
     }
     Ok(())
+}
+
+// ---------------------------------------------------------------- load mode
+
+fn run_load(
+    args: &Args,
+    flooding: &[usize],
+    bin: &std::path::Path,
+    nofile: u64,
+    dir: &tempfile::TempDir,
+    idle_file: &std::path::Path,
+) -> Res<()> {
+    let coloured = dir.path().join("coloured.txt");
+    generate_coloured(&coloured, 20_000)?;
+    println!(
+        "load mode: {} panes, of which {flooding:?} flood (`yes`, and `cat` of a coloured file in a loop, alternately), the rest idle; scrollback_lines = {}; an attached client drains the first flooding pane; a client connects (+ server.status) every {} ms",
+        args.panes[0], args.lines, 5
+    );
+    let mut rows = Vec::new();
+    for &f in flooding {
+        println!();
+        let plan = LoadPlan {
+            upgrades: args.upgrades,
+            lines: args.lines,
+            panes: args.panes[0],
+            flooding: f,
+        };
+        let tmp = dir.path().join(format!("load{f}"));
+        match measure_load(bin, &tmp, nofile, &plan, idle_file, &coloured) {
+            Ok(m) => {
+                print_load(&m);
+                rows.push(m);
+            }
+            Err(e) => println!("{f} flooding: FAILED: {e}"),
+        }
+    }
+    println!();
+    println!(
+        "{:>8} {:>6} {:>12} {:>12} {:>11} {:>11} {:>11} {:>11} {:>9}",
+        "flooding",
+        "failed",
+        "blackout p50",
+        "blackout p99",
+        "total p50",
+        "total p99",
+        "connect p99",
+        "connect max",
+        ">50ms"
+    );
+    for m in &rows {
+        let b = stats(m.samples.iter().map(Sample::blackout_ms).collect());
+        let t = stats(m.samples.iter().map(Sample::total_ms).collect());
+        let c = stats(m.connects.iter().map(|d| ms(*d)).collect());
+        println!(
+            "{:>8} {:>6} {:>12.2} {:>12.2} {:>11.2} {:>11.2} {:>11.2} {:>11.2} {:>9}",
+            m.flooding,
+            m.failures.len(),
+            b.p50,
+            b.p99,
+            t.p50,
+            t.p99,
+            c.p99,
+            c.max,
+            m.connects.iter().filter(|d| ms(**d) > 50.0).count()
+        );
+    }
+    println!(
+        "(ms; targets: 0 failed, blackout p99 <= 20 ms with 200 flooding, no connect over 50 ms)"
+    );
+    Ok(())
+}
+
+fn print_load(m: &LoadMeasurement) {
+    let b = stats(m.samples.iter().map(Sample::blackout_ms).collect());
+    let t = stats(m.samples.iter().map(Sample::total_ms).collect());
+    let c = stats(m.connects.iter().map(|d| ms(*d)).collect());
+    println!(
+        "{} flooding of {} panes: {} upgrades ok, {} failed in {:.1} s; load {} before, {} after",
+        m.flooding,
+        m.panes,
+        m.samples.len(),
+        m.failures.len(),
+        m.wall.as_secs_f64(),
+        m.load.0,
+        m.load.1
+    );
+    for f in &m.failures {
+        println!("  failed: {f}");
+    }
+    println!("  {:<14} {:>9} {:>9} {:>9}", "(ms)", "p50", "p99", "max");
+    for (name, s) in [("blackout", &b), ("total", &t), ("connect", &c)] {
+        println!(
+            "  {:<14} {:>9.2} {:>9.2} {:>9.2}",
+            name, s.p50, s.p99, s.max
+        );
+    }
+    println!(
+        "  connects: {} ok, {} over 50 ms, {} failed{}",
+        m.connects.len(),
+        m.connects.iter().filter(|d| ms(**d) > 50.0).count(),
+        m.connect_errors.len(),
+        m.connect_errors
+            .first()
+            .map_or(String::new(), |e| format!(" (first: {e})"))
+    );
+    let by_phase = slow_connects_by_phase(m, 50.0);
+    if !by_phase.is_empty() {
+        println!(
+            "  connects over 50 ms by the phase they started in: {}",
+            by_phase
+                .iter()
+                .map(|(n, c)| format!("{n} {c}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    println!("  phases (median ms): {}", phase_medians(&m.samples));
+    if let Some(slow) = m
+        .samples
+        .iter()
+        .max_by(|a, b| a.blackout_ms().total_cmp(&b.blackout_ms()))
+    {
+        println!(
+            "  worst blackout {:.2} ms, phases (ms): {}",
+            slow.blackout_ms(),
+            phase_medians(std::slice::from_ref(slow))
+        );
+    }
+    let med =
+        |f: &dyn Fn(&Sample) -> Duration| stats(m.samples.iter().map(|s| ms(f(s))).collect()).p50;
+    println!(
+        "  scheduler (median ms per upgrade): old server {:.1} on a CPU + {:.1} waiting for one; new server {:.1} on a CPU + {:.1} waiting (start to answer)",
+        med(&|s| s.old_sched.on_cpu),
+        med(&|s| s.old_sched.waiting),
+        med(&|s| s.new_sched.on_cpu),
+        med(&|s| s.new_sched.waiting),
+    );
+    println!(
+        "  attached client: {} received{}",
+        human_bytes(m.attached_bytes),
+        m.attached_ended
+            .as_deref()
+            .map_or(String::new(), |e| format!(", stream ended early: {e}"))
+    );
 }
 
 // ---------------------------------------------------------------- reporting

@@ -1146,13 +1146,21 @@ fn expect(sock: &OwnedFd, ok: impl Fn(&Control) -> bool, what: &str) -> Result<(
     }
 }
 
+/// The replacement's next message, skipping its `progress` reports: the
+/// step timeout is for a replacement that says nothing at all.
 fn recv(sock: &OwnedFd) -> Result<Control, String> {
-    if !fdpass::wait_readable(sock, RELAY_STEP_TIMEOUT) {
-        return Err(format!(
-            "no word from the replacement in {} s",
-            RELAY_STEP_TIMEOUT.as_secs()
-        ));
+    loop {
+        if !fdpass::wait_readable(sock, RELAY_STEP_TIMEOUT) {
+            return Err(format!(
+                "no word from the replacement in {} s",
+                RELAY_STEP_TIMEOUT.as_secs()
+            ));
+        }
+        let (data, _fds) = fdpass::recv_message(sock).map_err(|e| e.to_string())?;
+        match serde_json::from_slice(&data) {
+            Ok(Control::Progress) => continue,
+            Ok(msg) => return Ok(msg),
+            Err(e) => return Err(format!("bad message from the replacement: {e}")),
+        }
     }
-    let (data, _fds) = fdpass::recv_message(sock).map_err(|e| e.to_string())?;
-    serde_json::from_slice(&data).map_err(|e| format!("bad message from the replacement: {e}"))
 }

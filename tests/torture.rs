@@ -98,6 +98,11 @@ fn fd_kinds(pid: i32) -> BTreeMap<String, usize> {
         } else if target.contains("memfd:ptyd-ring") {
             // A pane's output ring, shared with the keeper.
             "ring"
+        } else if target.contains("memfd:ptyd-checkpoint") {
+            // The last crash checkpoint (kept to rewrite its event count in
+            // place) and any on their way to the keeper: there from the
+            // first checkpoint a generation writes, so not part of the base.
+            "checkpoint"
         } else if target.starts_with("socket:") {
             "socket"
         } else if target.starts_with("pipe:") {
@@ -267,9 +272,11 @@ struct Clients {
     stop: AtomicBool,
     pause: AtomicBool,
     idle: AtomicBool,
-    /// Bumped on every SIGKILL of a server process: a client cycle that
-    /// fails while it changed lost its connection with that process
-    /// (connections a new server accepted die with it).
+    /// Bumped right before every SIGKILL of a server process and again once
+    /// the upgrade it hit has answered: odd while a kill is in flight. A
+    /// client cycle that fails while it changed, or that started while it
+    /// was odd, lost its connection with that process (connections a new
+    /// server accepted die with it, and a take-back closes the rest).
     kills: AtomicU64,
     cycles: AtomicU64,
     excused: AtomicU64,
@@ -303,7 +310,7 @@ fn client_loop(socket: PathBuf, cat: String, shared: Arc<Clients>) {
         let r = std::panic::catch_unwind(AssertUnwindSafe(|| client_cycle(&socket, &cat, n)));
         shared.cycles.fetch_add(1, Ordering::SeqCst);
         if let Err(e) = r {
-            if shared.kills.load(Ordering::SeqCst) != kills {
+            if kills % 2 == 1 || shared.kills.load(Ordering::SeqCst) != kills {
                 shared.excused.fetch_add(1, Ordering::SeqCst);
             } else {
                 let msg = e
@@ -496,6 +503,8 @@ impl World {
                 self.clients.kills.fetch_add(1, Ordering::SeqCst);
                 let _ = nix_kill(new, libc::SIGKILL);
                 let r = answer.join().unwrap();
+                // Settled: the kill's effects on connections are over.
+                self.clients.kills.fetch_add(1, Ordering::SeqCst);
                 let desc = format!("new server {new} SIGKILLed {delay:?} into its probation");
                 self.tally.take_backs += 1;
                 match &r {
@@ -536,6 +545,8 @@ impl World {
                 self.clients.kills.fetch_add(1, Ordering::SeqCst);
                 let _ = nix_kill(new, libc::SIGKILL);
                 let r = answer.join().unwrap();
+                // Settled: the kill's effects on connections are over.
+                self.clients.kills.fetch_add(1, Ordering::SeqCst);
                 let desc = format!("new server {new} SIGKILLed {delay:?} after it was reported");
                 match &r {
                     Err((code, msg)) if code == "upgrade_failed" => {
@@ -567,6 +578,8 @@ impl World {
                 self.clients.kills.fetch_add(1, Ordering::SeqCst);
                 let _ = nix_kill(old, libc::SIGKILL);
                 let r = answer.join().unwrap();
+                // Settled: the kill's effects on connections are over.
+                self.clients.kills.fetch_add(1, Ordering::SeqCst);
                 let desc = format!("old server {old} SIGKILLed {delay:?} into its probation");
                 let report = r.unwrap_or_else(|e| panic!("round {round}: {desc}: {e:?}"));
                 assert_eq!(report["new_pid"], new, "round {round}: {desc}");
@@ -715,11 +728,14 @@ impl World {
             let ptmx = kinds.get("ptmx").copied().unwrap_or(0);
             let pidfd = kinds.get("pidfd").copied().unwrap_or(0);
             let rings = kinds.get("ring").copied().unwrap_or(0);
+            let checkpoints = kinds.get("checkpoint").copied().unwrap_or(0);
             let total: usize = kinds.values().sum();
-            let base = total - ptmx - pidfd - rings;
+            let base = total - ptmx - pidfd - rings - checkpoints;
             let ok = ptmx == running.len()
                 && pidfd == inherited
                 && rings <= panes
+                // The kept one, and a pre-copy + manifest pair in flight.
+                && checkpoints <= 3
                 && expected_base.is_none_or(|b| b == base);
             if ok {
                 Ok(base)

@@ -2,13 +2,16 @@
 //! upgrade from an older ptyd (a pinned commit of this repository's own
 //! history, built once and cached under the target directory) to this
 //! build, with panes and an attached client: same pane processes, screens
-//! intact, the client still attached, and the lineage (the old build stays
-//! behind as the reaper) working through a further upgrade and the stop.
+//! intact, the client still attached, and the lineage (the keeper the old
+//! build started, which re-executes into this build once the new server's
+//! probation is over) working through a further upgrade and the stop.
 //!
 //! The pin is the oldest build whose handoff this one accepts live (see
 //! docs/protocol.md, "Version skew"). Move it forward when
-//! `HANDOFF_VERSION` changes: to the last commit of the previous version,
-//! or, once the previous version is no longer accepted live, to the first
+//! `HANDOFF_VERSION` changes: to a commit of main speaking the previous
+//! version (the last one, where main has it: version 3 was reverted on main
+//! and came back with version 4, so its only main commit is the first), or,
+//! once the previous version is no longer accepted live, to the first
 //! commit of the current one.
 //!
 //! Cost: the first run builds the pinned commit (a debug build in its own
@@ -25,8 +28,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use util::{Conn, Dirs, INPUT, KillOnDrop, PTYD, unique_name};
 
-/// The last commit of the previous session (handoff version 2).
-const PINNED: &str = "5b3ea0bbface83ef7f83e803103696e25cd87f59";
+/// The first commit of main with handoff version 3 (the merge of the
+/// busy-pane settle step). This build speaks 4 and still reads 3, so the
+/// pin stays a version 3 build until 3 is no longer read; then it moves
+/// to the first commit of version 4.
+const PINNED: &str = "e3d4343fab01dec8261469fccee11a5f4dd23d69";
 
 /// The pinned build's binary: `<target>/ptyd-pinned/<commit>/ptyd`, built
 /// from `git archive` of the commit on first use.
@@ -100,10 +106,13 @@ fn a_live_upgrade_from_the_pinned_older_build_keeps_panes_screens_and_clients() 
     let old_bin = pinned_binary();
     let dirs = Dirs::new();
     let ptyd = dirs.start_binary(&old_bin, &unique_name("skew"), &[], None, None);
-    let old_pid = ptyd.pid() as i64;
     let mut c = ptyd.connect();
     let before = c.ok("server.status", json!({}));
-    assert_eq!(before["pid"], old_pid);
+    // The pinned build starts as a keeper plus a serving process: the
+    // upgrade hands over from the serving one.
+    let old_pid = before["pid"]
+        .as_i64()
+        .expect("status names the serving pid");
 
     let cat = ptyd.create_argv(&["/bin/sh", "-c", "stty -echo; echo ready; exec cat"]);
     c.wait_text(&cat, "ready");
@@ -141,8 +150,8 @@ fn a_live_upgrade_from_the_pinned_older_build_keeps_panes_screens_and_clients() 
     c.input(&cat, "sent-after-skew\n");
     attached.read_until("sent-after-skew");
 
-    // The old build stays behind as the reaper: a further upgrade and the
-    // stop go through it.
+    // The keeper the old build started holds the lineage: a further
+    // upgrade and the stop go through it.
     let again = c
         .call("server.upgrade", json!({}))
         .unwrap_or_else(|e| panic!("second upgrade: {e:?}\n{}", ptyd.stderr()));

@@ -13,6 +13,7 @@ pub mod term;
 pub mod throughput;
 pub mod tmux;
 pub mod upgrade;
+pub mod upgrade_load;
 
 use std::io;
 use std::os::fd::RawFd;

@@ -18,7 +18,7 @@ pub const ROWS: u16 = 24;
 pub const MARKER: &str = "ptyd-bench-ready";
 /// The old server's probation after an upgrade (`upgrade::PROBATION`): no
 /// point asking again sooner.
-const PROBATION: Duration = Duration::from_secs(2);
+pub const PROBATION: Duration = Duration::from_secs(2);
 /// How often to ask again while the answer is `busy`.
 const BUSY_RETRY: Duration = Duration::from_millis(20);
 /// The blackout targets: (panes, ms).

@@ -15,13 +15,17 @@ use serde_json::Value;
 /// `term::Terminal` or `persist::snapshot::Snapshot`, changes
 /// incompatibly. Old and new servers refuse each other at preflight when
 /// they differ.
-pub const HANDOFF_VERSION: u32 = 2;
+pub const HANDOFF_VERSION: u32 = 4;
 
 /// The oldest handoff version this build still reads as the new side
 /// (docs/protocol.md, "Version skew": N-1 live once there is one). Printed
 /// by `version --json` as `handoff_accepts`, so an older server can tell
 /// it may hand over to this build although the versions differ.
-pub const HANDOFF_ACCEPTS_FROM: u32 = HANDOFF_VERSION;
+///
+/// Version 4 packs a connection's message ends (`ConnRuntime::msg_ends`)
+/// into base64 instead of a JSON array of numbers; it still reads version
+/// 3's array.
+pub const HANDOFF_ACCEPTS_FROM: u32 = 3;
 
 /// Set by the old side for the new one: the handoff version it speaks.
 /// Builds before this variable speak version 2.
@@ -43,8 +47,9 @@ pub enum Control {
         server_version: String,
         pid: u32,
     },
-    /// old → new, before the pause: a memfd holding [`Precopy`] JSON,
-    /// every terminal model, pane and the event ring as they are now, then
+    /// old → new, before the pause: a memfd holding the pre-copy as JSON
+    /// lines ([`PrecopyHead`], then one [`PrecopyPane`] per pane), every
+    /// terminal model, pane and the event ring as they are now, then
     /// the fds named by `ids`: `listener` and `lock` (they never change;
     /// with them the new side builds its server shell ahead) and the fds
     /// of the pre-copied panes, continued in `batches` fd batches (seq 1..)
@@ -57,6 +62,18 @@ pub enum Control {
     },
     /// new → old: the pre-copied terminals are decoded.
     PrecopyAck,
+    /// old → new, before the pause, after `precopy_ack` (only if a pane
+    /// changed since the pre-copy): a memfd holding one [`PrecopyPane`]
+    /// line per pane that changed, each held by the old side (its output
+    /// no longer read, so it cannot change again before the pause). The
+    /// new side rebuilds them around the fds it already has.
+    Delta { bytes: u64 },
+    /// new → old: the delta is applied.
+    DeltaAck,
+    /// new → old, any time before `imported`: still working (decoding,
+    /// building panes). The old side's deadline counts from the last sign
+    /// of progress, so a slow import under load is not a stall.
+    Progress,
     /// old → new: the memfd holding the manifest JSON, then fd batch 0
     /// (named by `ids`) in the same message, so that up to 251 fds the
     /// whole transfer is one message and one wakeup; later batches follow
@@ -85,18 +102,14 @@ pub enum Control {
     Abort { reason: String },
 }
 
-/// What is copied ahead of the pause: the terminals as (pane id, change
-/// count, model), and the event ring as it is (events never change once
-/// logged, so the manifest then carries only later ones).
+/// The first line of the pre-copy: the event ring as it is (events never
+/// change once logged, so the manifest then carries only later ones) and
+/// how many pane lines follow.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct Precopy<S = Terminal> {
-    pub screens: Vec<(u64, u64, S)>,
+pub struct PrecopyHead {
     pub event_last_seq: u64,
     pub event_ring: Vec<Value>,
-    /// Every pane's record and runtime state (its terminal is in
-    /// `screens`), for the new side to rebuild ahead: the manifest then
-    /// lists the panes that did not change since in `unchanged_panes`.
-    pub panes: Vec<(crate::persist::snapshot::PaneRecord, PaneRuntime<S>)>,
+    pub panes: u64,
     /// In a crash checkpoint (`server/keeper_link.rs`): the last event
     /// number the server reached, rewritten in place as events are logged
     /// after the checkpoint (whose ring then ends before it). A
@@ -104,6 +117,15 @@ pub struct Precopy<S = Terminal> {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub events_reached: Option<u64>,
 }
+
+/// One line of the pre-copy (or of a delta): a pane's record and runtime
+/// state, its terminal model in `screen` (in a delta, `None` if the
+/// terminal did not change), for the new side to build the pane ahead. The
+/// manifest then lists the panes that did not change since in
+/// `unchanged_panes`. One line per pane (JSON escapes every newline in a
+/// string), so the new side decodes and builds pane by pane, reporting
+/// progress.
+pub type PrecopyPane<S = Terminal> = (crate::persist::snapshot::PaneRecord, PaneRuntime<S>);
 
 /// One timed phase of an upgrade, for reports.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -233,6 +255,36 @@ pub struct PaneRuntime<S = Terminal> {
     pub shell_injected: Option<String>,
 }
 
+impl<S> PaneRuntime<S> {
+    /// The same runtime state with another terminal (or its cached
+    /// encoding, for a crash checkpoint that re-encodes only changed panes).
+    pub fn with_screen<T>(self, screen: Option<T>) -> PaneRuntime<T> {
+        PaneRuntime {
+            id: self.id,
+            created_unix_ms: self.created_unix_ms,
+            process: self.process,
+            run: self.run,
+            kill_reason: self.kill_reason,
+            kill_escalate_in_ms: self.kill_escalate_in_ms,
+            screen,
+            screen_changes: self.screen_changes,
+            idle_ms: self.idle_ms,
+            timeout_in_ms: self.timeout_in_ms,
+            idle_timeout_ms: self.idle_timeout_ms,
+            input: self.input,
+            written_total: self.written_total,
+            acks: self.acks,
+            recent_requests: self.recent_requests,
+            history_dirty: self.history_dirty,
+            prompts_seen: self.prompts_seen,
+            commands_finished: self.commands_finished,
+            last_command_exit: self.last_command_exit,
+            output_bytes: self.output_bytes,
+            shell_injected: self.shell_injected,
+        }
+    }
+}
+
 #[derive(Debug, Serialize, Deserialize)]
 pub struct AckRuntime {
     pub conn: usize,
@@ -260,7 +312,8 @@ pub struct ConnRuntime {
     #[serde(with = "b64")]
     pub out: Vec<u8>,
     pub written: usize,
-    /// Where each queued message ends in `out`.
+    /// Where each queued message ends in `out` (packed: see [`ends`]).
+    #[serde(with = "ends")]
     pub msg_ends: Vec<usize>,
     pub closing_in_ms: Option<u64>,
 }
@@ -330,13 +383,29 @@ pub mod b64 {
         out
     }
 
+    /// Each byte's value in [`ALPHABET`], or 255 for a byte not in it: a
+    /// table rather than a search, since a client's queued output (up to
+    /// megabytes) is decoded inside the blackout.
+    const VALUES: [u8; 256] = {
+        let mut t = [255u8; 256];
+        let mut i = 0;
+        while i < 64 {
+            t[ALPHABET[i] as usize] = i as u8;
+            i += 1;
+        }
+        t
+    };
+
     pub fn decode(text: &str) -> Option<Vec<u8>> {
         let text = text.trim_end_matches('=');
         let mut out = Vec::with_capacity(text.len() * 3 / 4);
         let mut acc = 0u32;
         let mut bits = 0;
         for c in text.bytes() {
-            let v = ALPHABET.iter().position(|&a| a == c)? as u32;
+            let v = match VALUES[c as usize] {
+                255 => return None,
+                v => u32::from(v),
+            };
             acc = (acc << 6) | v;
             bits += 6;
             if bits >= 8 {
@@ -366,6 +435,136 @@ pub mod b64 {
             }
             assert_eq!(super::encode(b"hi!"), "aGkh");
             assert_eq!(super::encode(b"h"), "aA==");
+            assert_eq!(super::decode("aG!h"), None);
+        }
+    }
+}
+
+/// A connection's message ends (increasing offsets into its queued
+/// output) as base64 of LEB128 varints, each the distance from the
+/// previous end (the first from 0): a never-reading client can have
+/// thousands of small messages queued (events, output frames), and as a
+/// JSON array of numbers they cost up to 8 bytes each inside the
+/// blackout; packed, a message under 128 bytes costs 1.33. The count is
+/// bounded by the queue it indexes (every message is at least a byte, and
+/// the queue is at most `MAX_OUTPUT_QUEUE` plus one reply).
+///
+/// Reads version 3's JSON array of numbers as well.
+pub mod ends {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn pack(ends: &[usize]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(ends.len());
+        let mut prev = 0usize;
+        for &end in ends {
+            // Ends are increasing; one that is not (never produced) packs
+            // as 0 and is caught by the receiver's order check.
+            let mut gap = end.saturating_sub(prev) as u64;
+            prev = end;
+            loop {
+                let byte = (gap & 0x7f) as u8;
+                gap >>= 7;
+                if gap == 0 {
+                    out.push(byte);
+                    break;
+                }
+                out.push(byte | 0x80);
+            }
+        }
+        out
+    }
+
+    pub fn unpack(bytes: &[u8]) -> Result<Vec<usize>, String> {
+        let mut ends = Vec::new();
+        let mut end = 0usize;
+        let mut gap = 0u64;
+        let mut shift = 0u32;
+        for &b in bytes {
+            // Ten 7-bit groups hold 64 bits; the tenth holds only one.
+            if shift > 63 || (shift == 63 && b & 0x7e != 0) {
+                return Err("a message end's varint is too long".into());
+            }
+            gap |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 != 0 {
+                shift += 7;
+                continue;
+            }
+            end = usize::try_from(gap)
+                .ok()
+                .and_then(|g| end.checked_add(g))
+                .ok_or("a message end overflows")?;
+            ends.push(end);
+            gap = 0;
+            shift = 0;
+        }
+        if shift != 0 {
+            return Err("the message ends stop inside a varint".into());
+        }
+        Ok(ends)
+    }
+
+    pub fn serialize<S: Serializer>(ends: &[usize], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&super::b64::encode(&pack(ends)))
+    }
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Carried {
+        Packed(String),
+        /// Version 3.
+        Numbers(Vec<usize>),
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<usize>, D::Error> {
+        match Carried::deserialize(d)? {
+            Carried::Numbers(ends) => Ok(ends),
+            Carried::Packed(text) => {
+                let bytes = super::b64::decode(&text)
+                    .ok_or_else(|| serde::de::Error::custom("message ends: invalid base64"))?;
+                unpack(&bytes).map_err(serde::de::Error::custom)
+            }
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        #[derive(serde::Serialize, serde::Deserialize, PartialEq, Debug)]
+        struct Q {
+            #[serde(with = "super")]
+            ends: Vec<usize>,
+        }
+
+        #[test]
+        fn round_trip_packed_and_read_version_3_numbers() {
+            for ends in [
+                vec![],
+                vec![0],
+                vec![1, 2, 3],
+                vec![127, 128, 16_511, 16_512, 4 << 20, (4 << 20) + 300],
+                vec![usize::MAX],
+            ] {
+                let q = Q { ends };
+                let text = serde_json::to_string(&q).unwrap();
+                assert!(text.contains("\"ends\":\""), "{text}");
+                assert_eq!(serde_json::from_str::<Q>(&text).unwrap(), q);
+            }
+            // Small messages cost about a byte and a third each.
+            let many: Vec<usize> = (1..=3000).map(|i| i * 100).collect();
+            let text = serde_json::to_string(&Q { ends: many }).unwrap();
+            assert!(text.len() < 4100, "{} bytes", text.len());
+            let v3: Q = serde_json::from_str(r#"{"ends":[5,9,40]}"#).unwrap();
+            assert_eq!(v3.ends, [5, 9, 40]);
+        }
+
+        #[test]
+        fn malformed_ends_are_errors_not_panics() {
+            // A varint cut short, one too long, and a sum past usize.
+            assert!(super::unpack(&[0x80]).is_err());
+            assert!(super::unpack(&[0xff; 11]).is_err());
+            let mut over = super::pack(&[usize::MAX]);
+            over.extend(super::pack(&[1]));
+            assert!(super::unpack(&over).is_err());
+            assert!(serde_json::from_str::<Q>(r#"{"ends":"!!"}"#).is_err());
         }
     }
 }

@@ -319,8 +319,11 @@ impl Connection {
         let in_range = msg_ends.last().is_none_or(|&last| last <= out.len());
         if written > out.len() || !ordered || !past_written || !in_range {
             return Err(format!(
-                "output bookkeeping out of range ({} bytes, {written} written, message ends {msg_ends:?})",
-                out.len()
+                "output bookkeeping out of range ({} bytes, {written} written, {} message ends from {:?} to {:?})",
+                out.len(),
+                msg_ends.len(),
+                msg_ends.first(),
+                msg_ends.last()
             ));
         }
         self.out = out;

@@ -28,6 +28,7 @@ impl Server {
                 }
                 return Err(format!("poll failed: {e}"));
             }
+            self.pane_turn_until = Instant::now() + super::pane_io::PANE_TURN_BUDGET;
             for event in events.iter() {
                 // An earlier event of this batch may have paused us for an
                 // upgrade: from then on the listener, the panes and the
@@ -44,6 +45,10 @@ impl Server {
             // What the event pass read (the echo of a key, a prompt) goes
             // out now, not after the busy panes' slices below.
             self.flush_queued_output();
+            // The backlog gets a budget of its own: were it what the event
+            // pass left, panes ready anew every turn would starve those
+            // waiting there (a full PTY raises no new edge).
+            self.pane_turn_until = Instant::now() + super::pane_io::PANE_TURN_BUDGET;
             self.revisit_backlog();
             self.fire_timers();
             self.keeper_tick(Instant::now());
@@ -72,11 +77,19 @@ impl Server {
     /// Sources that stopped at their per-wakeup budget with data left:
     /// edge-triggered polling will not report them again.
     fn revisit_backlog(&mut self) {
-        let backlog = std::mem::take(&mut self.backlog);
+        let mut backlog = std::mem::take(&mut self.backlog);
         // Dropped while paused; a rollback puts every pane and connection
         // back on the backlog.
         let paused = self.serving.is_paused();
-        for source in backlog {
+        while let Some(source) = backlog.pop_front() {
+            if !paused && matches!(source, Source::Pane(_)) && self.pane_turn_spent() {
+                // The turn's time for output is used up: the rest goes
+                // first next turn, ahead of what this turn read.
+                backlog.push_front(source);
+                backlog.append(&mut self.backlog);
+                self.backlog = backlog;
+                return;
+            }
             if let Source::Pane(id) = source
                 && let Some(pane) = self.panes.get_mut(&id)
             {

@@ -12,7 +12,7 @@ use super::events::EventLog;
 use super::restore::{Plan, plan};
 use super::resume_rules::{ResumeRules, Rule};
 use super::upgrade::convert;
-use crate::handoff::manifest::{Control, Manifest, Precopy};
+use crate::handoff::manifest::{Control, Manifest, PrecopyHead, PrecopyPane};
 use crate::model::PaneId;
 use crate::persist::snapshot::{self, Counters, Snapshot};
 use crate::persist::tree::{self, Repaired};
@@ -196,22 +196,26 @@ pub fn handoff(data: &[u8]) {
             text
         );
     }
-    if let Ok(pre) = serde_json::from_slice::<Precopy>(data) {
-        let _ = EventLog::from_parts(pre.event_last_seq, pre.event_ring);
-        let now = Instant::now();
-        let mut screens: HashMap<u64, (u64, Terminal)> = pre
-            .screens
-            .into_iter()
-            .map(|(id, changes, t)| (id, (changes, t)))
-            .collect();
-        for (i, (rec, rt)) in pre.panes.into_iter().enumerate().take(16) {
-            let token = mio::Token(i);
-            if let Ok(pane) =
-                convert::pane_from_runtime(rec, rt, token, now, &HashMap::new(), &mut screens)
-            {
-                let _ = pane.info(0);
-                crate::fuzzing::exercise_terminal(&mut pane.into_screen());
-            }
+    // A pre-copy (or delta) is JSON lines: a head, then one pane a line.
+    let mut lines = data.split(|&b| b == b'\n').filter(|l| !l.is_empty());
+    if let Some(Ok(head)) = lines.next().map(serde_json::from_slice::<PrecopyHead>) {
+        let _ = EventLog::from_parts(head.event_last_seq, head.event_ring);
+    }
+    let now = Instant::now();
+    for (i, line) in lines.enumerate().take(16) {
+        let Ok((rec, mut rt)) = serde_json::from_slice::<PrecopyPane>(line) else {
+            continue;
+        };
+        let mut screens: HashMap<u64, (u64, Terminal)> = HashMap::new();
+        if let Some(t) = rt.screen.take() {
+            screens.insert(rt.id, (rt.screen_changes, t));
+        }
+        let token = mio::Token(i);
+        if let Ok(pane) =
+            convert::pane_from_runtime(rec, rt, token, now, &HashMap::new(), &mut screens)
+        {
+            let _ = pane.info(0);
+            crate::fuzzing::exercise_terminal(&mut pane.into_screen());
         }
     }
     let Ok(mut m) = serde_json::from_slice::<Manifest>(data) else {

@@ -66,7 +66,7 @@ pub struct KeeperLink {
     /// Each pane's terminal as last encoded for a checkpoint, with its
     /// change count: only terminals that changed are encoded again (the
     /// bulk of a checkpoint is the scrollback of idle panes).
-    screens: std::collections::HashMap<u64, (u64, Vec<u8>)>,
+    screens: std::collections::HashMap<u64, (u64, Box<serde_json::value::RawValue>)>,
     /// Each event of the ring as last encoded for a checkpoint, by
     /// sequence number: events never change, so each is encoded once.
     events: VecDeque<(u64, Vec<u8>)>,
@@ -90,6 +90,45 @@ fn reached_field(seq: u64) -> [u8; 20] {
 }
 
 impl KeeperLink {
+    /// Pane `id`'s terminal as JSON, from the cache while its change count
+    /// is the one cached, else encoded and cached: checkpoints and the
+    /// upgrade's pre-copy share it, so an idle pane's terminal is encoded
+    /// once however many of either follow.
+    pub(super) fn screen_json(
+        &mut self,
+        id: u64,
+        terminal: &crate::term::Terminal,
+    ) -> Result<&serde_json::value::RawValue, String> {
+        let changes = terminal.changes();
+        let stale = self.screens.get(&id).is_none_or(|(at, _)| *at != changes);
+        if stale {
+            let text = serde_json::to_string(terminal)
+                .map_err(|e| format!("encoding pane {id}'s terminal: {e}"))?;
+            let raw = serde_json::value::RawValue::from_string(text)
+                .map_err(|e| format!("encoding pane {id}'s terminal: {e}"))?;
+            self.screens.insert(id, (changes, raw));
+        }
+        Ok(self.screens[&id].1.as_ref())
+    }
+
+    /// Pane `id`'s terminal as the upgrade's pre-copy carried it (the
+    /// old server's encoding, which decoded to this terminal, now at
+    /// `changes`): a new server's first checkpoint then encodes only what
+    /// changed since, not every terminal.
+    pub(super) fn seed_screen(
+        &mut self,
+        id: u64,
+        changes: u64,
+        raw: Box<serde_json::value::RawValue>,
+    ) {
+        self.screens.insert(id, (changes, raw));
+    }
+
+    /// No keeper to checkpoint for: the seeded encodings are only memory.
+    pub(super) fn drop_screens(&mut self) {
+        self.screens = Default::default();
+    }
+
     pub fn mark_dirty(&mut self) {
         self.dirty = true;
     }
@@ -442,13 +481,8 @@ impl Server {
         let history = self.persist.history;
         let mut ids = Vec::new();
         let mut rings = Vec::new();
-        let mut panes = Vec::with_capacity(self.panes.len());
         for p in self.panes.values() {
             let id = p.id();
-            panes.push((
-                super::persistence::pane_record(p, history),
-                convert::pane_runtime(p, now, Some(p.screen().changes())),
-            ));
             if p.fds().master().is_some() {
                 ids.push(FdName::Pty(id));
             } else if p.fds().hung_up_master().is_some() {
@@ -462,36 +496,21 @@ impl Server {
                 rings.push((id, ring.written()));
             }
         }
-        // A `manifest::Precopy`, assembled from each terminal's cached
-        // encoding (`screens`: `[id, changes, terminal]`), the panes'
-        // records and runtime states (small, encoded every time) and no
-        // event ring: up to 8 MiB to encode at every checkpoint. (A
-        // replacement continues the numbering; a subscriber asking for
-        // older events is told of the gap.)
-        let cache = &mut self.keeper.screens;
-        cache.retain(|id, _| self.panes.contains_key(id));
+        // A pre-copy as the upgrade sends it (JSON lines): the head, with
+        // `events_reached` first at a fixed width (rewritten in place as
+        // events are logged after the checkpoint) and the event ring (what
+        // `server.events` replays from), each event encoded once and
+        // cached; then a pane a line, each pane's terminal taken from its
+        // cached encoding (`screens`), re-encoded only when it changed:
+        // the records and runtime states are small and encoded every time.
+        self.keeper
+            .screens
+            .retain(|id, _| self.panes.contains_key(id));
         let mut precopy_bytes = Vec::new();
         precopy_bytes.extend_from_slice(REACHED_PREFIX);
         precopy_bytes.extend_from_slice(&reached_field(self.events.last_seq()));
-        precopy_bytes.extend_from_slice(b",\"screens\":[");
-        for (i, p) in self.panes.values().enumerate() {
-            let changes = p.screen().changes();
-            let entry = cache.entry(p.id()).or_insert((u64::MAX, Vec::new()));
-            if entry.0 != changes {
-                entry.1.clear();
-                serde_json::to_writer(&mut entry.1, &(p.id(), changes, p.screen()))
-                    .map_err(|e| format!("encoding a checkpoint: {e}"))?;
-                entry.0 = changes;
-            }
-            if i > 0 {
-                precopy_bytes.push(b',');
-            }
-            precopy_bytes.extend_from_slice(&entry.1);
-        }
-        precopy_bytes.extend_from_slice(b"],\"event_last_seq\":");
+        precopy_bytes.extend_from_slice(b",\"event_last_seq\":");
         precopy_bytes.extend_from_slice(self.events.last_seq().to_string().as_bytes());
-        // The event ring (what `server.events` replays from), each event
-        // encoded once and cached.
         let oldest = self.events.oldest_seq();
         let cached = &mut self.keeper.events;
         while cached.front().is_some_and(|(seq, _)| *seq < oldest) {
@@ -513,10 +532,20 @@ impl Server {
             precopy_bytes.extend_from_slice(json);
         }
         precopy_bytes.extend_from_slice(b"],\"panes\":");
-        serde_json::to_writer(&mut precopy_bytes, &panes)
-            .map_err(|e| format!("encoding a checkpoint: {e}"))?;
-        precopy_bytes.push(b'}');
-        drop(panes);
+        precopy_bytes.extend_from_slice(self.panes.len().to_string().as_bytes());
+        precopy_bytes.extend_from_slice(b"}\n");
+        for p in self.panes.values() {
+            let changes = p.screen().changes();
+            let screen = self
+                .keeper
+                .screen_json(p.id(), p.screen())
+                .map_err(|e| format!("encoding a checkpoint: {e}"))?;
+            let rt = convert::pane_runtime(p, now, Some(changes)).with_screen(Some(screen));
+            let record = super::persistence::pane_record(p, history);
+            serde_json::to_writer(&mut precopy_bytes, &(record, rt))
+                .map_err(|e| format!("encoding a checkpoint: {e}"))?;
+            precopy_bytes.push(b'\n');
+        }
         let capture = convert::Capture {
             records: Vec::new(),
             runtimes: Vec::new(),

@@ -113,6 +113,11 @@ pub struct Server {
     /// left. Edge-triggered polling will not report them again, so the loop
     /// revisits them before sleeping.
     backlog: VecDeque<Source>,
+    /// Until when this turn of the loop may read pane output; past it,
+    /// ready panes wait on the backlog for the next turn, so the listener
+    /// and the connections are served every few milliseconds however many
+    /// panes flood (`pane_io::PANE_TURN_BUDGET`).
+    pane_turn_until: Instant,
     /// Set by SIGTERM, SIGINT or `server.stop`.
     stopping: bool,
     tree: crate::workspace::Tree,
@@ -486,6 +491,7 @@ impl Server {
             started: Instant::now(),
             started_unix_ms: crate::clock::unix_ms(),
             backlog: VecDeque::new(),
+            pane_turn_until: Instant::now(),
             stopping: false,
             tree: crate::workspace::Tree::new(),
             persist: persistence::Persistence::new(Some(writer), history),

@@ -125,6 +125,10 @@ pub struct Pane {
     /// Not read while an attached client is too far behind; the loop reads
     /// it again once they catch up.
     output_paused: bool,
+    /// Not read until a live upgrade commits or rolls back: it changed
+    /// since the pre-copy and was sent again whole, so it must not change
+    /// before the pause (its program blocks on the full PTY meanwhile).
+    upgrade_hold: bool,
     /// On the loop's backlog after stopping at its read budget: the
     /// backlog pass reads it, so its readiness events do not too (a
     /// flooding pane gets one slice per turn, not two).
@@ -246,6 +250,7 @@ impl Pane {
             kill_deadline: None,
             timeout_at: None,
             output_paused: false,
+            upgrade_hold: false,
             backlogged: false,
             stall_timer: false,
             input: Vec::new(),
@@ -610,6 +615,33 @@ impl Pane {
         self.output_paused = false;
     }
 
+    /// Stops reading output for a live upgrade (see `upgrade_hold`).
+    pub fn hold_for_upgrade(&mut self) {
+        self.upgrade_hold = true;
+    }
+
+    /// Reads output again after a rolled-back upgrade; whether it was held.
+    pub fn release_upgrade_hold(&mut self) -> bool {
+        std::mem::replace(&mut self.upgrade_hold, false)
+    }
+
+    pub fn held_for_upgrade(&self) -> bool {
+        self.upgrade_hold
+    }
+
+    /// Takes the fds out, as they are (registered or not), for a pane
+    /// rebuilt in place (a live upgrade's delta); `put_fds` gives them to
+    /// the rebuilt pane, which keeps the same token.
+    pub fn take_fds(&mut self) -> PaneFds {
+        let token = self.fds.token();
+        std::mem::replace(&mut self.fds, PaneFds::new(token))
+    }
+
+    pub fn put_fds(&mut self, fds: PaneFds) {
+        debug_assert_eq!(self.fds.pollable(), 0, "fds left open");
+        self.fds = fds;
+    }
+
     /// Marks the pane as on the backlog; returns whether it was not yet
     /// (then the caller puts it there).
     pub fn enter_backlog(&mut self) -> bool {
@@ -696,6 +728,11 @@ impl Pane {
     /// No keeper to checkpoint for: the ring would only hold reads back.
     pub fn drop_ring(&mut self) {
         self.ring = None;
+    }
+
+    /// The ring, for a pane rebuilt around it (a live upgrade's delta).
+    pub fn take_ring(&mut self) -> Option<super::output_ring::OutputRing> {
+        self.ring.take()
     }
 
     /// After a crash: commits a read the dead server never committed.

@@ -18,6 +18,11 @@ use std::time::{Duration, Instant};
 /// flooding PTY dry, so it never slept, and the scheduler then treated it
 /// as the CPU hog it had become.
 const PANE_READ_BUDGET: usize = 64 * 1024;
+/// Time each of the loop's two passes (ready panes, then the backlog) may
+/// spend reading pane output per turn: the rest waits on the backlog
+/// (first in line there), so a connection or a keystroke waits about twice
+/// this for its turn, however many panes flood.
+pub(super) const PANE_TURN_BUDGET: Duration = Duration::from_millis(3);
 /// Capacity of the forwarding buffer kept between reads (a slice's worth
 /// and what the model adds to it).
 const FORWARD_KEEP: usize = 2 * PANE_READ_BUDGET;
@@ -49,6 +54,18 @@ impl Server {
     /// until `flush_conns` sees the clients catch up. (The drain at exit does
     /// not pause: the exit must come after all output.)
     pub(super) fn read_pane_paced(&mut self, id: u64) {
+        // Held for a live upgrade: read again after a rollback (the backlog).
+        if self.panes.get(&id).is_some_and(|p| p.held_for_upgrade()) {
+            return;
+        }
+        if self.pane_turn_spent() {
+            if let Some(pane) = self.panes.get_mut(&id)
+                && pane.enter_backlog()
+            {
+                self.backlog.push_back(Source::Pane(id));
+            }
+            return;
+        }
         if self.attached_output_over(id, OUTPUT_HIGH_WATER) {
             if let Some(pane) = self.panes.get_mut(&id)
                 && pane.pause_output()
@@ -59,6 +76,11 @@ impl Server {
             return;
         }
         self.read_pane(id, PANE_READ_BUDGET);
+    }
+
+    /// This turn's time for pane output is used up (`PANE_TURN_BUDGET`).
+    pub(super) fn pane_turn_spent(&self) -> bool {
+        Instant::now() >= self.pane_turn_until
     }
 
     /// Whether a client attached to `pane` has more than `limit` bytes queued.

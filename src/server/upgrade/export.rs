@@ -94,12 +94,12 @@ impl Server {
             caller,
             fault,
             deadline: now + timeout,
+            stall: timeout,
             step_started: now,
             timings: Vec::new(),
             memfd: None,
             opened_pidfds: HashMap::new(),
             new_version: String::new(),
-            started: now,
             channel_lost: None,
             abort_reason: None,
             from: Origin {
@@ -270,58 +270,31 @@ impl Server {
         Ok(precopied)
     }
 
-    /// The pre-copy's memfd content, what it carried, and the panes' fds.
+    /// The pre-copy's memfd content (JSON lines: the head, then one line
+    /// per pane with its terminal), what it carried, and the panes' fds.
+    /// Panes waiting for input acks name connections, whose ids the new
+    /// side maps only at the pause, so those get no draft: they always
+    /// travel again.
     #[allow(clippy::type_complexity)]
     fn encode_precopy(
-        &self,
+        &mut self,
         opened: &mut HashMap<u64, OwnedFd>,
     ) -> Result<(Vec<u8>, Precopied, Vec<(FdName, RawFd)>), String> {
-        let (panes, drafts, pane_fds) = self.draft_panes(opened)?;
-        let screens: Vec<(u64, u64, &crate::term::Terminal)> = self
-            .panes
-            .values()
-            .map(|p| (p.id(), p.screen().changes(), p.screen()))
-            .collect();
-        let precopied = Precopied {
-            screens: screens.iter().map(|(id, c, _)| (*id, *c)).collect(),
-            events: self.events.last_seq(),
-            drafts,
-        };
-        let precopy = manifest::Precopy {
-            screens,
-            event_last_seq: self.events.last_seq(),
-            event_ring: self.events.ring(),
-            panes,
-            events_reached: None,
-        };
-        let bytes =
-            serde_json::to_vec(&precopy).map_err(|e| format!("encoding the pre-copy: {e}"))?;
-        Ok((bytes, precopied, pane_fds))
-    }
-
-    /// Every pane's record and runtime state for the pre-copy, and the
-    /// drafts and fds of those that can be left out of the blackout: panes
-    /// waiting for input acks name connections, whose ids the new side maps
-    /// only at the pause, so those always travel again.
-    #[allow(clippy::type_complexity)]
-    fn draft_panes<'a>(
-        &'a self,
-        opened: &mut HashMap<u64, OwnedFd>,
-    ) -> Result<
-        (
-            Vec<(
-                crate::persist::snapshot::PaneRecord,
-                manifest::PaneRuntime<&'a crate::term::Terminal>,
-            )>,
-            HashMap<u64, PaneDraft>,
-            Vec<(FdName, RawFd)>,
-        ),
-        String,
-    > {
         let now = Instant::now();
         let history = self.persist.history;
-        let mut drafts = HashMap::new();
-        let mut panes = Vec::with_capacity(self.panes.len());
+        let head = manifest::PrecopyHead {
+            event_last_seq: self.events.last_seq(),
+            event_ring: self.events.ring(),
+            panes: self.panes.len() as u64,
+            events_reached: None,
+        };
+        let mut out =
+            serde_json::to_vec(&head).map_err(|e| format!("encoding the pre-copy: {e}"))?;
+        out.push(b'\n');
+        let mut precopied = Precopied {
+            events: self.events.last_seq(),
+            ..Precopied::default()
+        };
         let mut fd_list = Vec::new();
         for p in self.panes.values() {
             let record = super::super::persistence::pane_record(p, history);
@@ -332,11 +305,110 @@ impl Server {
                 let times = convert::pane_times(p);
                 let fds = convert::pane_fds(p, opened)?;
                 fd_list.extend(fds.iter().copied());
-                drafts.insert(p.id(), PaneDraft { bytes, times, fds });
+                precopied
+                    .drafts
+                    .insert(p.id(), PaneDraft { bytes, times, fds });
             }
-            panes.push((record, rt));
+            precopied.screens.insert(p.id(), p.screen().changes());
+            if self.lineage.is_some() {
+                // With a keeper, the checkpoints' cache of encoded
+                // terminals (an idle pane's is encoded already), filled
+                // for the next checkpoint where it was stale.
+                let screen = self.keeper.screen_json(p.id(), p.screen())?;
+                encode_line(&mut out, &(record, rt.with_screen(Some(screen))))?;
+            } else {
+                rt.screen = Some(p.screen());
+                encode_line(&mut out, &(record, rt))?;
+            }
         }
-        Ok((panes, drafts, fd_list))
+        Ok((out, precopied, fd_list))
+    }
+
+    /// Settling, between the pre-copy's ack and the pause: every pane that
+    /// changed since the pre-copy is held (its output is no longer read, so
+    /// its program blocks on a full PTY, as with a terminal that stopped
+    /// reading) and sent again whole while the server still serves; `pre`
+    /// is brought up to date. The pause then finds those panes unchanged,
+    /// so the blackout carries no terminal, however busy the panes are.
+    /// Returns whether a delta went out (none if nothing changed).
+    pub(super) fn send_delta(&mut self, mut pre: Precopied) -> Result<(Precopied, bool), String> {
+        let now = Instant::now();
+        let history = self.persist.history;
+        let mut opened = match &mut self.upgrade {
+            Upgrade::Active(a) => std::mem::take(&mut a.opened_pidfds),
+            Upgrade::Idle => return Err("no upgrade in progress".into()),
+        };
+        let mut out = Vec::new();
+        let mut buf = Vec::new();
+        let mut held = Vec::new();
+        let mut result = Ok(());
+        for p in self.panes.values() {
+            let Some(draft) = pre.drafts.get(&p.id()) else {
+                continue;
+            };
+            let record = super::super::persistence::pane_record(p, history);
+            let precopied = pre.screens.get(&p.id()).copied();
+            let mut rt = convert::pane_runtime(p, now, precopied);
+            let fds = match convert::pane_fds(p, &mut opened) {
+                Ok(fds) => fds,
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            };
+            // A pane with acks now, or other fds, travels in the blackout.
+            if !p.pending_acks().is_empty() || fds != draft.fds {
+                continue;
+            }
+            let times = convert::pane_times(p);
+            // The draft leaves the terminal out (its change count is in).
+            let screen = rt.screen.take();
+            if let Err(e) = convert::draft_bytes(&mut buf, &record, &mut rt) {
+                result = Err(e);
+                break;
+            }
+            rt.screen = screen;
+            if rt.screen.is_none() && times == draft.times && buf == draft.bytes {
+                continue;
+            }
+            let changes = p.screen().changes();
+            if let Err(e) = encode_line(&mut out, &(record, rt)) {
+                result = Err(e);
+                break;
+            }
+            held.push(p.id());
+            pre.screens.insert(p.id(), changes);
+            pre.drafts.insert(
+                p.id(),
+                PaneDraft {
+                    bytes: std::mem::take(&mut buf),
+                    times,
+                    fds,
+                },
+            );
+        }
+        if let Upgrade::Active(a) = &mut self.upgrade {
+            a.opened_pidfds = opened;
+        }
+        result?;
+        if held.is_empty() {
+            return Ok((pre, false));
+        }
+        for id in &held {
+            if let Some(p) = self.panes.get_mut(id) {
+                p.hold_for_upgrade();
+            }
+        }
+        let memfd = write_memfd(&out)?;
+        let Upgrade::Active(a) = &mut self.upgrade else {
+            return Err("no upgrade in progress".into());
+        };
+        let msg = Control::Delta {
+            bytes: out.len() as u64,
+        };
+        fdpass::send_message(&a.channel, &msg, &[memfd.as_raw_fd()])
+            .map_err(|e| format!("sending the pre-copy's delta: {e}"))?;
+        Ok((pre, true))
     }
 
     /// The pre-copy's message: the memfd and the first fds, the rest in
@@ -601,6 +673,14 @@ impl Server {
         self.serving.release();
         self.stopping = true;
     }
+}
+
+/// Appends `value` as one JSON line (serde_json escapes every newline
+/// inside strings, so a line is one value).
+fn encode_line(out: &mut Vec<u8>, value: &impl serde::Serialize) -> Result<(), String> {
+    serde_json::to_writer(&mut *out, value).map_err(|e| format!("encoding the pre-copy: {e}"))?;
+    out.push(b'\n');
+    Ok(())
 }
 
 /// An anonymous file holding `bytes`, to pass as one fd.

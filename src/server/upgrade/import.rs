@@ -19,7 +19,9 @@ use super::convert;
 use crate::handoff::fault;
 use crate::handoff::fd_name::FdName;
 use crate::handoff::fdpass;
-use crate::handoff::manifest::{Control, HANDOFF_VERSION, Manifest, PaneRuntime, Phase, Precopy};
+use crate::handoff::manifest::{
+    Control, HANDOFF_VERSION, Manifest, PaneRuntime, Phase, PrecopyHead, PrecopyPane,
+};
 use crate::model::PaneId;
 use crate::paths::NamespacePaths;
 use crate::persist::snapshot::PaneRecord;
@@ -28,6 +30,7 @@ use crate::term::Terminal;
 use mio::Interest;
 use mio::unix::SourceFd;
 use serde_json::json;
+use serde_json::value::RawValue;
 use std::collections::{HashMap, HashSet};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
@@ -41,6 +44,8 @@ const STEP_TIMEOUT: Duration = Duration::from_secs(60);
 /// without sleeping, since a sleeping process woken on a busy machine may
 /// wait milliseconds for a CPU. Longer captures fall back to sleeping.
 const BLACKOUT_SPIN: Duration = Duration::from_millis(50);
+/// How often a long pre-copy or import tells the old side it progresses.
+const PROGRESS_EVERY: Duration = Duration::from_millis(100);
 
 /// Pre-copied terminals by pane id, with their change counts.
 type Screens = HashMap<u64, (u64, Terminal)>;
@@ -52,12 +57,10 @@ struct Prepared {
     /// Every pre-copied pane's terminal change count as pre-copied; the
     /// panes themselves, built and registered, are in `shell.panes`.
     prebuilt: HashMap<u64, u64>,
-    /// Terminals not yet given to a pane (none, once prebuilt).
-    screens: Screens,
     /// The event log as pre-copied: last sequence number and ring.
     events: (u64, Vec<serde_json::Value>),
     /// A crash checkpoint's last event number reached (see
-    /// `Precopy::events_reached`).
+    /// `PrecopyHead::events_reached`).
     events_reached: Option<u64>,
     /// Fd batches the pre-copy took besides its own message.
     batches: u32,
@@ -107,14 +110,14 @@ pub fn run(sock: OwnedFd, paths: NamespacePaths) -> Result<(), String> {
             ),
         );
     }
+    let mut progress = Progress::new();
     let Prepared {
-        shell,
-        prebuilt,
-        mut screens,
+        mut shell,
+        mut prebuilt,
         events,
         events_reached,
         batches: precopy_batches,
-    } = match receive_precopy(&sock, paths.clone()) {
+    } = match receive_precopy(&sock, paths.clone(), &mut progress) {
         Ok(prepared) => prepared,
         // Said to the old side, whose message would otherwise be only
         // "the peer closed the handoff socket".
@@ -122,11 +125,28 @@ pub fn run(sock: OwnedFd, paths: NamespacePaths) -> Result<(), String> {
     };
     fdpass::send_message(&sock, &Control::PrecopyAck, &[])
         .map_err(|e| format!("acking the pre-copy: {e}"))?;
-    spin_until_readable(&sock, BLACKOUT_SPIN);
-
-    let received = match receive_manifest(&sock, &paths, fault) {
-        Ok(received) => received,
-        Err(e) => return abort(&sock, e),
+    let mut screens = Screens::new();
+    let received = loop {
+        spin_until_readable(&sock, BLACKOUT_SPIN);
+        match recv(&sock)? {
+            (Control::Delta { bytes }, fds) => {
+                let Some(memfd) = fds.into_iter().next() else {
+                    return abort(&sock, "the delta message carried no fd".to_string());
+                };
+                let applied = read_memfd(memfd, bytes).and_then(|data| {
+                    apply_delta(&mut shell, &mut prebuilt, &data, &sock, &mut progress)
+                });
+                if let Err(e) = applied {
+                    return abort(&sock, e);
+                }
+                fdpass::send_message(&sock, &Control::DeltaAck, &[])
+                    .map_err(|e| format!("acking the delta: {e}"))?;
+            }
+            (msg, fds) => match receive_manifest(&paths, fault, msg, fds) {
+                Ok(received) => break received,
+                Err(e) => return abort(&sock, e),
+            },
+        }
     };
     let (timings, pause_started, manifest_at) = (
         received.timings,
@@ -147,6 +167,9 @@ pub fn run(sock: OwnedFd, paths: NamespacePaths) -> Result<(), String> {
         Ok(s) => s,
         Err(e) => return abort(&sock, e),
     };
+    if server.lineage.is_none() {
+        server.keeper.drop_screens();
+    }
     fault::check(fault, "new-before-imported");
     commit_handshake(&sock, &mut server)?;
     if let Some(recovery) = &recovery {
@@ -189,7 +212,11 @@ pub fn run(sock: OwnedFd, paths: NamespacePaths) -> Result<(), String> {
 /// server shell (poll, signals, disk thread, log) around the listener and
 /// lock it carries and every pane with its fds, is time the old server
 /// still serves.
-fn receive_precopy(sock: &OwnedFd, paths: NamespacePaths) -> Result<Prepared, String> {
+fn receive_precopy(
+    sock: &OwnedFd,
+    paths: NamespacePaths,
+    progress: &mut Progress,
+) -> Result<Prepared, String> {
     let (msg, fds) = recv(sock).map_err(|e| format!("receiving the pre-copy: {e}"))?;
     let Control::Precopy {
         bytes,
@@ -221,36 +248,154 @@ fn receive_precopy(sock: &OwnedFd, paths: NamespacePaths) -> Result<Prepared, St
         }
     }
     let data = read_memfd(memfd, bytes)?;
-    let decoded: Precopy =
-        serde_json::from_slice(&data).map_err(|e| format!("decoding the pre-copy: {e}"))?;
-    drop(data);
-    let mut screens: Screens = decoded
-        .screens
-        .into_iter()
-        .map(|(id, changes, t)| (id, (changes, t)))
-        .collect();
-    let events = (decoded.event_last_seq, decoded.event_ring);
-    let events_reached = decoded.events_reached;
+    progress.tick(sock);
+    let mut lines = json_lines(&data);
+    let head: PrecopyHead = match lines.next() {
+        Some(line) => {
+            serde_json::from_slice(line).map_err(|e| format!("decoding the pre-copy: {e}"))?
+        }
+        None => return Err("the pre-copy is empty".into()),
+    };
+    let events = (head.event_last_seq, head.event_ring);
+    let events_reached = head.events_reached;
     let mut shell = assemble_shell(&mut named, paths)?;
-    let prebuilt = prebuild_panes(&mut shell, decoded.panes, &mut screens, &mut named)?;
+    // Pane by pane, so a big pre-copy under load keeps reporting progress.
+    let now = Instant::now();
+    let mut prebuilt = HashMap::with_capacity(head.panes as usize);
+    for line in lines {
+        let (rec, rt, raw) =
+            decode_pane_line(line).map_err(|e| format!("decoding the pre-copy: {e}"))?;
+        let (id, changes) = (rt.id, rt.screen_changes);
+        prebuild_pane(&mut shell, rec, rt, now, &mut named)?;
+        seed_checkpoint_cache(&mut shell, id, raw);
+        prebuilt.insert(id, changes);
+        progress.tick(sock);
+    }
+    if let Some(id) = named.keys().next() {
+        return Err(format!(
+            "the pre-copy carried an unexpected fd {:?}",
+            id.to_string()
+        ));
+    }
     Ok(Prepared {
         shell,
         prebuilt,
-        screens,
         events,
         events_reached,
         batches,
     })
 }
 
+/// A pre-copy or delta line: the pane's record and runtime state with its
+/// terminal decoded, and the terminal's JSON as it came (for the
+/// checkpoint cache: see `seed_checkpoint_cache`).
+fn decode_pane_line(
+    line: &[u8],
+) -> Result<(PaneRecord, PaneRuntime, Option<Box<RawValue>>), serde_json::Error> {
+    let (rec, mut rt): PrecopyPane<Box<RawValue>> = serde_json::from_slice(line)?;
+    let raw = rt.screen.take();
+    let screen = match &raw {
+        Some(raw) => Some(serde_json::from_str::<Terminal>(raw.get())?),
+        None => None,
+    };
+    Ok((rec, rt.with_screen(screen), raw))
+}
+
+/// The old server's encoding of a pane's terminal, kept as the first entry
+/// of the crash checkpoints' cache (`KeeperLink::screen_json`): without
+/// it, the first checkpoint after an upgrade encodes every terminal again
+/// in one loop turn (a stall of a second at 1,000 panes).
+/// Only a terminal nothing changed since it was decoded (its count is
+/// still 0) is what the old encoding says.
+fn seed_checkpoint_cache(shell: &mut Server, id: u64, raw: Option<Box<RawValue>>) {
+    if let (Some(raw), Some(pane)) = (raw, shell.panes.get(&id))
+        && pane.screen().changes() == 0
+    {
+        shell.keeper.seed_screen(id, 0, raw);
+    }
+}
+
+/// The non-empty lines of a JSON-lines memfd.
+fn json_lines(data: &[u8]) -> impl Iterator<Item = &[u8]> {
+    data.split(|&b| b == b'\n').filter(|l| !l.is_empty())
+}
+
+/// The delta: the panes that changed since the pre-copy (the old side
+/// holds them now), rebuilt around the fds and token their pre-built
+/// versions have (registered already, so nothing changes in the poll);
+/// a terminal not sent again is the pre-built one.
+fn apply_delta(
+    shell: &mut Server,
+    prebuilt: &mut HashMap<u64, u64>,
+    data: &[u8],
+    sock: &OwnedFd,
+    progress: &mut Progress,
+) -> Result<(), String> {
+    let now = Instant::now();
+    let no_conns = HashMap::new();
+    let mut screens = Screens::new();
+    for line in json_lines(data) {
+        let (rec, rt, raw) =
+            decode_pane_line(line).map_err(|e| format!("decoding the delta: {e}"))?;
+        let id = rt.id;
+        let (Some(changes), Some(mut old)) = (prebuilt.get(&id).copied(), shell.panes.remove(&id))
+        else {
+            return Err(format!(
+                "the delta carries pane {}, which was not pre-copied",
+                PaneId::new(id)
+            ));
+        };
+        let fds = old.take_fds();
+        let ring = old.take_ring();
+        let token = old.token();
+        screens.insert(id, (changes, old.into_screen()));
+        let new_changes = rt.screen_changes;
+        let mut pane = convert::pane_from_runtime(rec, rt, token, now, &no_conns, &mut screens)?;
+        screens.clear();
+        pane.put_fds(fds);
+        // The same shared output ring (nobody reads the pane now: the old
+        // side holds it, we read only after the commit), so what we read
+        // is where a take-back or a crash replacement looks for it.
+        if let Some(ring) = ring {
+            pane.set_ring(ring);
+        }
+        shell.panes.insert(id, pane);
+        seed_checkpoint_cache(shell, id, raw);
+        prebuilt.insert(id, new_changes);
+        progress.tick(sock);
+    }
+    Ok(())
+}
+
+/// Tells the old side we are still working, at most every
+/// [`PROGRESS_EVERY`]: its deadline counts from the last sign of progress.
+struct Progress {
+    last: Instant,
+}
+
+impl Progress {
+    fn new() -> Progress {
+        Progress {
+            last: Instant::now(),
+        }
+    }
+
+    fn tick(&mut self, sock: &OwnedFd) {
+        if self.last.elapsed() >= PROGRESS_EVERY {
+            self.last = Instant::now();
+            let _ = fdpass::send_message(sock, &Control::Progress, &[]);
+        }
+    }
+}
+
 /// The manifest message and its memfd, checked against this server:
 /// handoff version and namespace. Inside the blackout from here on.
 fn receive_manifest(
-    sock: &OwnedFd,
     paths: &NamespacePaths,
     fault: Option<&str>,
+    msg: Control,
+    fds: Vec<OwnedFd>,
 ) -> Result<Received, String> {
-    let (msg, fds) = recv(sock)?;
     let Control::Manifest {
         bytes,
         fd_count,
@@ -518,37 +663,32 @@ fn assemble_shell(
     )
 }
 
-/// Builds every pre-copied pane ahead of the pause, with its terminal,
-/// token and fds, registered (nothing is read before we serve), but
-/// without input acks (a pane with acks always travels again), into the
-/// shell's panes (which owns their fds, whatever happens next). Returns
-/// each one's terminal change count as pre-copied, by pane id. Every fd
-/// in `named` must belong to one of them.
-fn prebuild_panes(
+/// Builds a pre-copied pane ahead of the pause, with its terminal, token
+/// and fds, registered (nothing is read before we serve), but without
+/// input acks (a pane with acks always travels again), into the shell's
+/// panes (which owns its fds, whatever happens next). Every fd of the
+/// pre-copy must belong to one of them.
+fn prebuild_pane(
     shell: &mut Server,
-    panes: Vec<(PaneRecord, PaneRuntime)>,
-    precopy: &mut Screens,
+    rec: PaneRecord,
+    rt: PaneRuntime,
+    now: Instant,
     named: &mut HashMap<FdName, OwnedFd>,
-) -> Result<HashMap<u64, u64>, String> {
-    let now = Instant::now();
-    let no_conns = HashMap::new();
-    let mut out = HashMap::with_capacity(panes.len());
-    for (rec, rt) in panes {
-        let (id, changes) = (rt.id, rt.screen_changes);
-        let token = shell.alloc_token(Source::Pane(id));
-        let mut pane = convert::pane_from_runtime(rec, rt, token, now, &no_conns, precopy)?;
-        convert::attach_pane_fds(shell, &mut pane, named);
-        register_pane(shell, &mut pane)?;
-        shell.panes.insert(id, pane);
-        out.insert(id, changes);
-    }
-    if let Some(id) = named.keys().next() {
+) -> Result<(), String> {
+    let id = rt.id;
+    if shell.panes.contains_key(&id) {
         return Err(format!(
-            "the pre-copy carried an unexpected fd {:?}",
-            id.to_string()
+            "the pre-copy carried pane {} twice",
+            PaneId::new(id)
         ));
     }
-    Ok(out)
+    let token = shell.alloc_token(Source::Pane(id));
+    let mut pane =
+        convert::pane_from_runtime(rec, rt, token, now, &HashMap::new(), &mut Screens::new())?;
+    convert::attach_pane_fds(shell, &mut pane, named);
+    register_pane(shell, &mut pane)?;
+    shell.panes.insert(id, pane);
+    Ok(())
 }
 
 fn register_pane(server: &Server, pane: &mut Pane) -> Result<(), String> {

@@ -65,6 +65,9 @@ pub enum Step {
     Saving,
     /// The pre-copy went out, still serving; waiting for its ack.
     Precopying(Precopied),
+    /// The panes changed since the pre-copy are held and went again (the
+    /// delta), still serving; waiting for its ack.
+    Settling(Precopied),
     /// Paused; fd batches going out, a few ahead of the acks.
     Transferring(Transfer),
     /// Every fd batch sent; waiting for the last acks and `imported`.
@@ -82,6 +85,11 @@ pub enum Step {
 }
 
 impl Step {
+    /// Before the commit point: the deadline is a stall limit then.
+    pub fn before_commit(&self) -> bool {
+        !matches!(self, Step::Probation { .. } | Step::Done)
+    }
+
     /// The phase name in reports and messages.
     pub fn name(&self) -> &'static str {
         match self {
@@ -89,17 +97,13 @@ impl Step {
             Step::Starting { .. } => "prepare",
             Step::Saving => "save",
             Step::Precopying(_) => "precopy",
+            Step::Settling(_) => "settle",
             Step::Transferring(_) => "transfer",
             Step::Importing(_) => "import",
             Step::Committing => "commit",
             Step::Probation { .. } => "probation",
             Step::Done => "done",
         }
-    }
-
-    /// Before the commit point: a failure rolls back.
-    pub fn before_commit(&self) -> bool {
-        !matches!(self, Step::Probation { .. } | Step::Done)
     }
 
     /// What this step waits for, for the message when it never comes.
@@ -113,6 +117,7 @@ impl Step {
             }
             Step::Saving => "the snapshot save before the handoff did not finish".into(),
             Step::Precopying(_) => "the new server did not take the pre-copy".into(),
+            Step::Settling(_) => "the new server did not take the busy panes sent again".into(),
             Step::Transferring(_) | Step::Importing(_) => {
                 "the new server did not import the handed-over fds".into()
             }
@@ -140,6 +145,9 @@ pub enum Input {
     SaveFinished,
     /// The pre-copy went out (the result of [`Action::SendPrecopy`]).
     PrecopySent(Precopied),
+    /// The delta went out, or none was needed (`sent` false): the result
+    /// of [`Action::SendDelta`], with the pre-copy brought up to date.
+    DeltaSent { precopied: Precopied, sent: bool },
     /// The manifest and batch 0 went out (the result of [`Action::Pause`]).
     ManifestSent(Transfer),
     /// Batches before `next` are sent (the result of [`Action::SendBatches`]).
@@ -148,7 +156,8 @@ pub enum Input {
     Failed(String),
     /// The new process exited: `clean` for code 0; `what` says how.
     ChildExited { clean: bool, what: String },
-    /// The upgrade's deadline passed, `took_ms` after it was requested.
+    /// No progress for `took_ms` (the stall limit) before the commit, or
+    /// probation is over.
     Deadline { took_ms: u128 },
     /// SIGTERM or SIGINT while the upgrade runs.
     Stop,
@@ -182,6 +191,9 @@ pub enum Action {
     Save,
     /// Copy every terminal and pane ahead; feeds `PrecopySent`.
     SendPrecopy,
+    /// Hold the panes changed since the pre-copy and send them again;
+    /// feeds `DeltaSent`.
+    SendDelta(Precopied),
     /// The blackout starts: pause, capture against what was pre-copied,
     /// send the manifest with batch 0; feeds `ManifestSent`.
     Pause(Precopied),
@@ -262,6 +274,7 @@ pub fn on(step: Step, input: Input) -> (Step, Vec<Action>) {
         Step::Starting { child, handoff } => on_starting(child, handoff, input),
         Step::Saving => on_saving(input),
         Step::Precopying(p) => on_precopying(p, input),
+        Step::Settling(p) => on_settling(p, input),
         Step::Transferring(t) => on_transfer(t, false, input),
         Step::Importing(t) => on_transfer(t, true, input),
         Step::Committing => match input {
@@ -349,10 +362,32 @@ fn on_saving(input: Input) -> (Step, Vec<Action>) {
 fn on_precopying(p: Precopied, input: Input) -> (Step, Vec<Action>) {
     match input {
         Input::Msg(Control::PrecopyAck) => (
-            Step::Transferring(Transfer::default()),
-            vec![Action::FinishPhase("precopy"), Action::Pause(p)],
+            Step::Settling(Precopied::default()),
+            vec![Action::FinishPhase("precopy"), Action::SendDelta(p)],
         ),
         input => before_commit(Step::Precopying(p), input),
+    }
+}
+
+/// Settling: the delta's result, then its ack; the pause follows.
+fn on_settling(p: Precopied, input: Input) -> (Step, Vec<Action>) {
+    let pause = |p| {
+        (
+            Step::Transferring(Transfer::default()),
+            vec![Action::FinishPhase("settle"), Action::Pause(p)],
+        )
+    };
+    match input {
+        Input::DeltaSent {
+            precopied,
+            sent: true,
+        } => (Step::Settling(precopied), vec![]),
+        Input::DeltaSent {
+            precopied,
+            sent: false,
+        } => pause(precopied),
+        Input::Msg(Control::DeltaAck) => pause(p),
+        input => before_commit(Step::Settling(p), input),
     }
 }
 
@@ -383,6 +418,8 @@ fn before_commit(step: Step, input: Input) -> (Step, Vec<Action>) {
     let why = match input {
         // Saves finish in every step; only Saving waits for one.
         Input::SaveFinished => return (step, vec![]),
+        // The new side is working; the driver pushed the deadline back.
+        Input::Msg(Control::Progress) => return (step, vec![]),
         Input::Msg(Control::Abort { reason }) => format!("the new server gave up: {reason}"),
         Input::Msg(msg) => format!("unexpected {msg:?} in phase {}", step.name()),
         Input::BadMessage(e) => format!("the new server sent a bad message: {e}"),
@@ -396,7 +433,7 @@ fn before_commit(step: Step, input: Input) -> (Step, Vec<Action>) {
             format!("the new server {what} in phase {}", step.name())
         }
         Input::Deadline { took_ms } => format!(
-            "{} within {took_ms} ms of the request (phase {}); on a slow machine give it longer (`ptyd upgrade --timeout 30s`, or upgrade_timeout_ms in config.toml); a binary that never answers is not a working ptyd server",
+            "{} within {took_ms} ms without progress (phase {}); on a slow machine give it longer (`ptyd upgrade --timeout 30s`, or upgrade_timeout_ms in config.toml); a binary that never answers is not a working ptyd server",
             step.awaits(),
             step.name()
         ),
@@ -440,6 +477,7 @@ impl Input {
             Input::ChannelLost(_) => "channel lost",
             Input::SaveFinished => "save finished",
             Input::PrecopySent(_) => "pre-copy sent",
+            Input::DeltaSent { .. } => "delta sent",
             Input::ManifestSent(_) => "manifest sent",
             Input::BatchesSent { .. } => "batches sent",
             Input::Failed(_) => "failure",

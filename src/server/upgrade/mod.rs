@@ -111,7 +111,11 @@ pub struct Active {
     binary: PathBuf,
     caller: Option<(ConnId, Value)>,
     fault: Option<String>,
+    /// Before the commit: when the attempt is given up, `stall` after the
+    /// last sign of progress (a message from the new side, a step done).
+    /// In probation: when probation ends.
     deadline: Instant,
+    stall: Duration,
     step_started: Instant,
     timings: Vec<Phase>,
     /// The manifest's memfd, kept open until the new side has its copy.
@@ -119,8 +123,6 @@ pub struct Active {
     /// Pidfds we opened for our own children's panes, by pane id.
     opened_pidfds: HashMap<u64, OwnedFd>,
     new_version: String,
-    /// When the request came, for messages ("within N ms of the start").
-    started: Instant,
     /// The handoff socket failed or closed before the commit: the cause is
     /// almost always the new process exiting, whose status (and its
     /// `abort` reason, if it sent one) says more than the closed socket,
@@ -185,9 +187,18 @@ impl Server {
             };
             let step = std::mem::replace(&mut a.step, Step::Done);
             let before = step.name();
+            let progress = matches!(input, Input::Msg(_));
             let (next, actions) = machine::on(step, input);
             let changed = next.name() != before;
             a.step = next;
+            // The deadline is for progress, not for size: a message from
+            // the new side or a step done pushes it back, so only a stall
+            // rolls back, however long a big import takes under load.
+            if (progress || changed) && a.step.before_commit() {
+                a.deadline = Instant::now() + a.stall;
+                let at = a.deadline;
+                self.arm_upgrade_timer(at);
+            }
             for action in actions {
                 match self.execute(action) {
                     Ok(Some(result)) => inputs.push_back(result),
@@ -246,6 +257,10 @@ impl Server {
                 return Ok(self.save_finished().then_some(Input::SaveFinished));
             }
             Action::SendPrecopy => return self.send_precopy().map(|p| Some(Input::PrecopySent(p))),
+            Action::SendDelta(precopied) => {
+                let (precopied, sent) = self.send_delta(precopied)?;
+                return Ok(Some(Input::DeltaSent { precopied, sent }));
+            }
             Action::Pause(precopied) => {
                 let transfer = self.pause_and_send_manifest(precopied)?;
                 return Ok(Some(Input::ManifestSent(transfer)));
@@ -408,7 +423,7 @@ impl Server {
             };
             return self.feed(Input::ChannelLost(e));
         }
-        let took_ms = now.saturating_duration_since(a.started).as_millis();
+        let took_ms = a.stall.as_millis();
         self.feed(Input::Deadline { took_ms });
     }
 

@@ -30,6 +30,7 @@ impl Server {
         drop(a.memfd.take());
         drop(std::mem::take(&mut a.opened_pidfds));
         self.drop_attempt_lineage();
+        self.release_upgrade_holds();
         let was_paused = self.resume();
         let msg = format!(
             "upgrade from ptyd {} ({}) to {} failed: {reason}; this server (pid {}) keeps serving{}",
@@ -70,6 +71,7 @@ impl Server {
             .registry()
             .deregister(&mut SourceFd(&a.channel.as_raw_fd()));
         self.drop_attempt_lineage();
+        self.release_upgrade_holds();
         // What the new server read from the panes before it died is in
         // their output rings (the same memfds): into our screens first,
         // before we read on, so nothing it took is missing.
@@ -145,6 +147,16 @@ impl Server {
     fn drop_attempt_lineage(&mut self) {
         if self.lineage_reader.take().is_some() {
             self.lineage = None;
+        }
+    }
+
+    /// The panes held since the pre-copy's delta are read again (their
+    /// readiness edges were consumed while held, hence the backlog).
+    fn release_upgrade_holds(&mut self) {
+        for pane in self.panes.values_mut() {
+            if pane.release_upgrade_hold() && pane.enter_backlog() {
+                self.backlog.push_back(Source::Pane(pane.id()));
+            }
         }
     }
 

@@ -75,6 +75,7 @@ fn pre_commit_steps() -> Vec<Step> {
         starting(),
         Step::Saving,
         precopying(),
+        Step::Settling(Precopied::default()),
         transferring(),
         importing(),
         committing(),
@@ -107,6 +108,36 @@ fn assert_rolls_back(step: Step, input: Input, why: &str) {
         }
         other => panic!("{label}: expected one rollback, got {other:?}"),
     }
+}
+
+#[test]
+fn with_nothing_changed_since_the_precopy_no_delta_waits_for_an_ack() {
+    walk(
+        precopying(),
+        vec![
+            (
+                Input::Msg(Control::PrecopyAck),
+                "settle",
+                vec![
+                    Action::FinishPhase("precopy"),
+                    Action::SendDelta(Precopied::default()),
+                ],
+            ),
+            (
+                Input::DeltaSent {
+                    precopied: Precopied::default(),
+                    sent: false,
+                },
+                "transfer",
+                vec![
+                    Action::FinishPhase("settle"),
+                    Action::Pause(Precopied::default()),
+                ],
+            ),
+        ],
+    );
+    // A delta ack nobody asked for rolls back.
+    assert_rolls_back(precopying(), Input::Msg(Control::DeltaAck), "unexpected");
 }
 
 #[test]
@@ -163,11 +194,32 @@ fn the_happy_path_walks_every_step_in_order() {
                 vec![Action::FinishPhase("save"), Action::SendPrecopy],
             ),
             (Input::PrecopySent(Precopied::default()), "precopy", vec![]),
+            // Progress from the new side moves nothing (the driver pushes
+            // the deadline back).
+            (Input::Msg(Control::Progress), "precopy", vec![]),
             (
                 Input::Msg(Control::PrecopyAck),
-                "transfer",
+                "settle",
                 vec![
                     Action::FinishPhase("precopy"),
+                    Action::SendDelta(Precopied::default()),
+                ],
+            ),
+            // Panes changed since the pre-copy: held and sent again.
+            (
+                Input::DeltaSent {
+                    precopied: Precopied::default(),
+                    sent: true,
+                },
+                "settle",
+                vec![],
+            ),
+            (Input::Msg(Control::Progress), "settle", vec![]),
+            (
+                Input::Msg(Control::DeltaAck),
+                "transfer",
+                vec![
+                    Action::FinishPhase("settle"),
                     Action::Pause(Precopied::default()),
                 ],
             ),
@@ -371,7 +423,7 @@ fn every_step_before_the_commit_rolls_back_on_a_deadline_an_exit_a_stop_or_a_los
         assert_rolls_back(
             step,
             Input::Deadline { took_ms: 10_000 },
-            "ms of the request (phase",
+            "ms without progress (phase",
         );
     }
     for step in pre_commit_steps() {
