@@ -36,6 +36,11 @@ const CHECKPOINT_COST_SHARE: u32 = 20;
 /// Messages waiting for room on the channel, at most; past this the
 /// oldest checkpoints are dropped first (a newer one supersedes them).
 const QUEUE_LIMIT: usize = 4096;
+/// A busy pane's cache of its scrollback lines' JSON (`HistoryJson`) is
+/// dropped once it has not been used this long: it costs about as much
+/// memory as the scrollback itself, and only pays while the pane keeps
+/// changing between checkpoints.
+const HISTORY_JSON_IDLE: Duration = Duration::from_secs(5);
 
 /// The channel's state on the server side.
 #[derive(Default)]
@@ -67,6 +72,14 @@ pub struct KeeperLink {
     /// change count: only terminals that changed are encoded again (the
     /// bulk of a checkpoint is the scrollback of idle panes).
     screens: std::collections::HashMap<u64, (u64, Box<serde_json::value::RawValue>)>,
+    /// The scrollback lines' JSON of each pane re-encoded while busy
+    /// (changed since its last encoding), with when it was last used: the
+    /// re-encoding of a flooding pane then costs the lines that scrolled in
+    /// since, not its whole history. Dropped after `HISTORY_JSON_IDLE`
+    /// unused (`keeper_tick`), so idle panes pay no memory for it.
+    histories: std::collections::HashMap<u64, (Instant, crate::term::HistoryJson)>,
+    /// The timer that drops idle `histories`, pending.
+    histories_timer_at: Option<Instant>,
     /// Each event of the ring as last encoded for a checkpoint, by
     /// sequence number: events never change, so each is encoded once.
     events: VecDeque<(u64, Vec<u8>)>,
@@ -102,10 +115,19 @@ impl KeeperLink {
         let changes = terminal.changes();
         let stale = self.screens.get(&id).is_none_or(|(at, _)| *at != changes);
         if stale {
-            let text = serde_json::to_string(terminal)
-                .map_err(|e| format!("encoding pane {id}'s terminal: {e}"))?;
-            let raw = serde_json::value::RawValue::from_string(text)
-                .map_err(|e| format!("encoding pane {id}'s terminal: {e}"))?;
+            let raw = if self.screens.contains_key(&id) {
+                // Encoded before and changed since: busy, so likely to be
+                // re-encoded again soon; its lines' cache pays.
+                let (used, history) = self
+                    .histories
+                    .entry(id)
+                    .or_insert_with(|| (Instant::now(), Default::default()));
+                *used = Instant::now();
+                terminal.to_json_cached(history)
+            } else {
+                serde_json::value::to_raw_value(terminal)
+            }
+            .map_err(|e| format!("encoding pane {id}'s terminal: {e}"))?;
             self.screens.insert(id, (changes, raw));
         }
         Ok(self.screens[&id].1.as_ref())
@@ -127,6 +149,33 @@ impl KeeperLink {
     /// No keeper to checkpoint for: the seeded encodings are only memory.
     pub(super) fn drop_screens(&mut self) {
         self.screens = Default::default();
+        self.histories = Default::default();
+    }
+
+    /// Drops the lines' caches unused for `HISTORY_JSON_IDLE` (and those
+    /// of removed panes); returns when the next one will be due.
+    fn drop_idle_histories(
+        &mut self,
+        now: Instant,
+        live: impl Fn(u64) -> bool,
+    ) -> Option<Instant> {
+        let mut dropped = 0;
+        self.histories.retain(|id, (used, history)| {
+            let keep = live(*id) && now.duration_since(*used) < HISTORY_JSON_IDLE;
+            if !keep {
+                dropped += history.memory_bytes();
+            }
+            keep
+        });
+        // Megabytes freed in the middle of the heap stay in the process
+        // (glibc keeps them mapped) unless handed back.
+        if dropped >= 1 << 20 {
+            crate::sys::release_free_memory();
+        }
+        self.histories
+            .values()
+            .map(|(used, _)| *used + HISTORY_JSON_IDLE)
+            .min()
     }
 
     pub fn mark_dirty(&mut self) {
@@ -402,6 +451,13 @@ impl Server {
             "checkpoints": self.keeper.written,
             "last_checkpoint_ms": self.keeper.last_cost_us as f64 / 1000.0,
             "last_checkpoint_bytes": self.keeper.last_bytes,
+            "line_cache_panes": self.keeper.histories.len(),
+            "line_cache_bytes": self
+                .keeper
+                .histories
+                .values()
+                .map(|(_, h)| h.memory_bytes())
+                .sum::<usize>(),
             "last_recovery": self.last_recovery,
         })
     }
@@ -425,6 +481,18 @@ impl Server {
     /// Once a loop turn: a pane whose ring is half full since the last
     /// checkpoint makes the next one urgent; a due checkpoint is written.
     pub(super) fn keeper_tick(&mut self, now: Instant) {
+        if !self.keeper.histories.is_empty() {
+            let panes = &self.panes;
+            let due = self
+                .keeper
+                .drop_idle_histories(now, |id| panes.contains_key(&id));
+            if let Some(at) = due
+                && self.keeper.histories_timer_at.is_none_or(|t| t <= now || t > at)
+            {
+                self.keeper.histories_timer_at = Some(at);
+                self.timers.add(at, super::timers::TimerKind::Checkpoint);
+            }
+        }
         if self.lineage.is_none() || !self.serving.is_owned() {
             return;
         }

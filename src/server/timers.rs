@@ -32,7 +32,8 @@ pub enum TimerKind {
     Upgrade,
     /// Re-check the clients holding a paused pane (see `STALL_LIMIT`).
     PaneStall(u64),
-    /// A crash checkpoint may be due (`keeper_link.rs`).
+    /// A crash checkpoint may be due, or a pane's lines cache idle
+    /// (`keeper_link.rs`).
     Checkpoint,
     /// Try accepting again after running out of fds (`fd_budget.rs`).
     AcceptRetry,

@@ -30,7 +30,7 @@
 //! | [`unix_socket_listening`]: someone listens on a socket path (systemd's socket unit), seen without connecting | `/proc/net/unix` | "no": `ptyd server` replaces the socket file as if stale |
 //! | [`seqpacket_pair`]: the handoff channel | `socketpair` with `SOCK_CLOEXEC`, `SOCK_NONBLOCK` | flags set by `fcntl` right after (only this thread forks, so no child can inherit the gap); an OS without `SOCK_SEQPACKET` for `AF_UNIX` fails the upgrade before anything is touched |
 //! | [`recv_with_fds`]: received fds are close-on-exec | `MSG_CMSG_CLOEXEC` | `FD_CLOEXEC` set on each right after `recvmsg` |
-//! | [`release_free_memory`]: freed heap back to the system (the reaper, after a handoff) | `malloc_trim(0)` with glibc | nothing: the allocator keeps what it keeps |
+//! | [`release_free_memory`]: freed heap back to the system (the reaper, after a handoff; idle panes' scrollback JSON caches dropped) | `malloc_trim(0)` with glibc | nothing: the allocator keeps what it keeps |
 //!
 //! Portable but not identical: on macOS and the BSDs an fd sent over
 //! `SCM_RIGHTS` is duplicated only when the peer receives it, so a sender

@@ -856,6 +856,15 @@ impl HistoryJson {
             serde_json::to_writer(&mut self.text, &line)?;
             self.ends.push_back(self.dropped + self.text.len());
         }
+        // Doubling would leave up to half the buffer unused: a mirror of
+        // every line held, kept for each busy pane, is worth trimming.
+        let len = self.text.len() - self.start;
+        if self.text.capacity() > (len + len / 4).max(1 << 16) {
+            self.text.drain(..self.start);
+            self.dropped += self.start;
+            self.start = 0;
+            self.text.shrink_to(len + len / 8);
+        }
         Ok(true)
     }
 
