@@ -26,7 +26,8 @@ fn log_lines(from: usize, n: usize) -> Vec<u8> {
             );
         } else {
             out.extend_from_slice(
-                format!("warning: unused variable `x{i}` at src/m{i}.rs:{i}:9 {pad}\r\n").as_bytes(),
+                format!("warning: unused variable `x{i}` at src/m{i}.rs:{i}:9 {pad}\r\n")
+                    .as_bytes(),
             );
         }
     }
@@ -136,7 +137,8 @@ fn main() {
             reused_plain.push(started.elapsed());
             out.clear();
             let started = Instant::now();
-            t.write_json_cached(&mut out, &mut kept_cache).expect("encode");
+            t.write_json_cached(&mut out, &mut kept_cache)
+                .expect("encode");
             reused.push(started.elapsed());
             assert_eq!(a.get().as_bytes(), out, "the cached encoding differs");
         }
@@ -175,5 +177,8 @@ fn main() {
         counted as f64 / (1 << 20) as f64,
     );
     drop(caches);
-    println!("RSS after dropping the caches: {:.0} MiB above the start", rss_mib() - base);
+    println!(
+        "RSS after dropping the caches: {:.0} MiB above the start",
+        rss_mib() - base
+    );
 }

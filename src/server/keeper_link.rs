@@ -154,11 +154,7 @@ impl KeeperLink {
 
     /// Drops the lines' caches unused for `HISTORY_JSON_IDLE` (and those
     /// of removed panes); returns when the next one will be due.
-    fn drop_idle_histories(
-        &mut self,
-        now: Instant,
-        live: impl Fn(u64) -> bool,
-    ) -> Option<Instant> {
+    fn drop_idle_histories(&mut self, now: Instant, live: impl Fn(u64) -> bool) -> Option<Instant> {
         let mut dropped = 0;
         self.histories.retain(|id, (used, history)| {
             let keep = live(*id) && now.duration_since(*used) < HISTORY_JSON_IDLE;
@@ -487,7 +483,10 @@ impl Server {
                 .keeper
                 .drop_idle_histories(now, |id| panes.contains_key(&id));
             if let Some(at) = due
-                && self.keeper.histories_timer_at.is_none_or(|t| t <= now || t > at)
+                && self
+                    .keeper
+                    .histories_timer_at
+                    .is_none_or(|t| t <= now || t > at)
             {
                 self.keeper.histories_timer_at = Some(at);
                 self.timers.add(at, super::timers::TimerKind::Checkpoint);

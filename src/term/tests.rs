@@ -1258,7 +1258,10 @@ fn cached_encoding_is_plain_serde() {
                 feed(&mut t, b"\x1bc");
             }
             79..84 => {
-                feed(&mut t, b"\x1b[?1049hon alt\r\n\r\n\r\n\r\n\r\n\r\n\r\n\x1b[?1049l");
+                feed(
+                    &mut t,
+                    b"\x1b[?1049hon alt\r\n\r\n\r\n\r\n\r\n\r\n\r\n\x1b[?1049l",
+                );
             }
             84..88 => t.inject_history(&[format!("injected {step}"), "more".into()]),
             88..92 => {
