@@ -4,7 +4,9 @@
 //! every pane has its old pid, no pane got SIGHUP, a counter pane's
 //! numbers have no gap and no repeat across the crash, the attached
 //! client is back, the keeper leaks no fd and leaves no zombie. Also: a
-//! crash loop, a tiny ring, the keeper's re-exec, the event history.
+//! crash loop, a tiny ring, the keeper's re-exec, the event history. The
+//! busy counter's checkpoints take its scrollback from the line cache
+//! (`term::HistoryJson`), so recovery checks that encoding too.
 //!
 //! `PTYD_CRASH_ROUNDS` sets the number of SIGKILL rounds (20 by default).
 
@@ -35,6 +37,14 @@ fn sigkill_of_the_serving_process_loses_no_pane_byte_or_client() {
     let s = setup(ENV);
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ std::process::id() as u64);
     let mut fds = None;
+    // The counter changes between checkpoints, so its re-encodings take
+    // its scrollback lines from the line cache: the checkpoints the
+    // rounds recover from were written that way.
+    let mut c = s.ptyd.connect();
+    util::eventually("the counter's line cache", || {
+        let status = c.ok("server.status", json!({}));
+        (status["keeper"]["line_cache_panes"].as_u64() >= Some(1)).then_some(())
+    });
     for round in 1..=rounds() {
         s.crash_round(&mut rng, libc::SIGKILL, round, &mut fds);
     }
