@@ -115,7 +115,10 @@ impl KeeperLink {
         let changes = terminal.changes();
         let stale = self.screens.get(&id).is_none_or(|(at, _)| *at != changes);
         if stale {
-            let raw = if self.screens.contains_key(&id) {
+            // The old encoding goes first, so the allocator can give its
+            // memory (same size, already mapped) to the new one: a fresh
+            // megabyte to fault in cost more than the cached encoding.
+            let raw = if self.screens.remove(&id).is_some() {
                 // Encoded before and changed since: busy, so likely to be
                 // re-encoded again soon; its lines' cache pays.
                 let (used, history) = self
