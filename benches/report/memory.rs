@@ -38,15 +38,16 @@ pub fn memory(plan: &Scale, ptyd_bin: &Path, nofile: u64, tmp: &Path) -> Section
             "load",
             "tmux / ptyd",
             "ptyd MiB",
-            "ptyd reaper MiB",
+            "ptyd keeper MiB",
             "tmux MiB",
         ],
     );
     s.note = format!(
-        "VmRSS of the server process (/proc/PID/status), and of ptyd's reaper (the first server \
-         generation, which stays behind after a live upgrade; measured once its 2 s probation \
-         is over, it has let go of the panes and its RSS has stopped falling) where there is one; the ratio compares tmux \
-         with their sum. Idle panes \
+        "VmRSS (/proc/PID/status) of ptyd's serving process and of its keeper (the first \
+         process of `ptyd server`, which holds a copy of every pane's fds so panes survive a \
+         crash of the serving one; after a live upgrade measured once the old serving process \
+         is gone and the keeper's RSS has stopped falling); the ratio compares tmux with their \
+         sum. Idle panes \
          run sleep; they are added to one server, measured at each count. The history row: \
          {} panes each print {} lines of typical output (words, every fifth line coloured) \
          plus a screenful, so each holds a full {}-line scrollback; tmux with history-limit \
@@ -61,11 +62,11 @@ pub fn memory(plan: &Scale, ptyd_bin: &Path, nofile: u64, tmp: &Path) -> Section
             .and_then(|v| v[i].clone());
         s.push(
             format!("{n} idle pane{}", if *n == 1 { "" } else { "s" }),
-            row.map(|(p, t)| {
+            row.map(|(p, k, t)| {
                 vec![
-                    Cell::ratio(t as f64 / p as f64),
+                    Cell::ratio(t as f64 / (p + k) as f64),
                     mib(p),
-                    Cell::text("-"),
+                    mib(k),
                     mib(t),
                 ]
             }),
@@ -76,13 +77,13 @@ pub fn memory(plan: &Scale, ptyd_bin: &Path, nofile: u64, tmp: &Path) -> Section
         plan.history_panes, plan.history_lines
     );
     match memory_history(plan, ptyd_bin, nofile, &tmp.join("mem-hist")) {
-        Ok((p, after, t)) => {
+        Ok(((p, k), after, t)) => {
             s.push(
                 label.clone(),
                 Ok(vec![
-                    Cell::ratio(t as f64 / p as f64),
+                    Cell::ratio(t as f64 / (p + k) as f64),
                     mib(p),
-                    Cell::text("-"),
+                    mib(k),
                     mib(t),
                 ]),
             );
@@ -107,8 +108,10 @@ pub fn memory(plan: &Scale, ptyd_bin: &Path, nofile: u64, tmp: &Path) -> Section
 }
 
 pub type MemPair = Res<(u64, u64)>;
+/// ptyd's serving process, its keeper, tmux.
+pub type MemTriple = Res<(u64, u64, u64)>;
 
-pub fn memory_idle(plan: &Scale, ptyd_bin: &Path, nofile: u64, dir: &Path) -> Res<Vec<MemPair>> {
+pub fn memory_idle(plan: &Scale, ptyd_bin: &Path, nofile: u64, dir: &Path) -> Res<Vec<MemTriple>> {
     let mut server = PtydServer::start(ptyd_bin, dir, nofile)?;
     let mut ctl = server.connect()?;
     let tmux = Tmux::new(dir, "mem", &["history-limit 10000"])?;
@@ -134,7 +137,9 @@ pub fn memory_idle(plan: &Scale, ptyd_bin: &Path, nofile: u64, dir: &Path) -> Re
                 // A round trip, so the server has finished with the requests.
                 ctl.call("server.status", json!({}))
                     .map_err(|e| format!("server.status: {e}"))?;
-                Ok((rss_bytes(server.serving_pid)?, rss_bytes(tmux_pid)?))
+                let (serving, keeper) = server.rss()?;
+                let keeper = keeper.ok_or("no keeper process")?;
+                Ok((serving, keeper, rss_bytes(tmux_pid)?))
             })();
         have = n;
         let failed = r.is_err();
@@ -151,13 +156,13 @@ pub fn memory_idle(plan: &Scale, ptyd_bin: &Path, nofile: u64, dir: &Path) -> Re
     Ok(out)
 }
 
-/// (ptyd, after an upgrade (new server, reaper), tmux).
+/// ((serving, keeper), after an upgrade (new serving, keeper), tmux).
 pub fn memory_history(
     plan: &Scale,
     ptyd_bin: &Path,
     nofile: u64,
     dir: &Path,
-) -> Res<(u64, MemPair, u64)> {
+) -> Res<((u64, u64), MemPair, u64)> {
     const MARKER: &str = "ptyd-bench-history-end";
     std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
     let file = dir.join("history.txt");
@@ -177,13 +182,15 @@ pub fn memory_history(
             ids[0], cap["scrollback_lines"], plan.history_lines
         ));
     }
-    let ptyd = rss_bytes(server.serving_pid)?;
+    let (serving, keeper) = server.rss()?;
+    let ptyd = (serving, keeper.ok_or("no keeper process")?);
+    let old_serving = server.serving_pid;
     let after = upgrade::upgrade_server(&mut server, &mut ctl, n, false)
         .and_then(|_| {
             ctl.call("server.status", json!({}))
                 .map_err(|e| format!("server.status after the upgrade: {e}"))
         })
-        .and_then(|_| wait_released(server.child.id()))
+        .and_then(|_| wait_gone(old_serving))
         .and_then(|_| wait_reaper_settled(server.child.id()))
         .and_then(|_| server.rss())
         .and_then(|(p, r)| Ok((p, r.ok_or("no reaper after the upgrade")?)));
@@ -247,20 +254,23 @@ pub fn wait_reaper_settled(reaper: u32) -> Res<()> {
     }
 }
 
-/// Waits for the end of the old server's probation: the first generation,
-/// now the reaper, has let go of every PTY master. There is no event for
-/// it, so this polls.
-pub fn wait_released(reaper: u32) -> Res<()> {
+/// Waits for the end of the old serving process after its probation (the
+/// keeper reaps it). There is no event for it here, so this polls.
+pub fn wait_gone(pid: u32) -> Res<()> {
     let deadline = Instant::now() + STUCK;
     loop {
-        let fds = upgrade::FdCount::of(reaper)?;
-        if fds.ptmx == 0 {
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok();
+        // Gone, or a zombie the keeper has yet to reap: its memory is freed.
+        let ended = state.is_none_or(|s| {
+            s.rsplit_once(')')
+                .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+        });
+        if ended {
             return Ok(());
         }
         if Instant::now() > deadline {
             return Err(format!(
-                "the reaper (pid {reaper}) still holds {} PTY masters after {STUCK:?}",
-                fds.ptmx
+                "the old serving process (pid {pid}) still runs {STUCK:?} after the upgrade"
             ));
         }
         std::thread::sleep(Duration::from_millis(50));
