@@ -17,7 +17,7 @@ mod util;
 
 mod crash_support;
 
-use crash_support::{Rng, pane_pids, serving_pid, setup, wait_replacement};
+use crash_support::{Rng, serving_pid, setup, wait_replacement};
 use serde_json::json;
 use std::time::{Duration, Instant};
 use util::{Ptyd, shell_quote};
@@ -136,7 +136,7 @@ fn a_crash_loop_backs_off_then_gives_up_the_checkpoint() {
     // answer, and each must count as part of the loop.
     let s = setup(&[("PTYD_CRASH_LOOP_WINDOW_MS", "30000")]);
     let mut c = s.ptyd.connect();
-    let pids = pane_pids(&mut c);
+    let pids = c.pane_pids();
     let mut dead = serving_pid(&mut c);
     drop(c);
     let mut starts = Vec::new();
@@ -145,11 +145,7 @@ fn a_crash_loop_backs_off_then_gives_up_the_checkpoint() {
         unsafe { libc::kill(dead, libc::SIGKILL) };
         let (mut c, pid) = wait_replacement(&s.ptyd, dead);
         starts.push(Instant::now());
-        assert_eq!(
-            pane_pids(&mut c),
-            pids,
-            "the panes did not survive the loop"
-        );
+        assert_eq!(c.pane_pids(), pids, "the panes did not survive the loop");
         dead = pid;
     }
     // The third replacement came after a longer back-off than the second.

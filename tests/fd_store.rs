@@ -16,7 +16,7 @@ mod util;
 
 mod crash_support;
 
-use crash_support::{check_counter, pane_pids};
+use crash_support::check_counter;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::io::IoSliceMut;
@@ -111,7 +111,7 @@ fn a_killed_keeper_is_replaced_from_systemds_fd_store() {
     let doomed = ptyd.create_argv(&["/bin/sh", "-c", "echo doomed-up; exec sleep 600"]);
     let mut c = ptyd.connect();
     c.wait_text(&doomed, "doomed-up");
-    let pids = pane_pids(&mut c);
+    let pids = c.pane_pids();
     let num = |id: &str| id.trim_start_matches('p').to_string();
     let (counter_n, doomed_n) = (num(&counter), num(&doomed));
     util::eventually("the keeper to store both panes and a checkpoint", || {
@@ -258,7 +258,7 @@ fn a_killed_keeper_is_replaced_from_systemds_fd_store() {
             _ => None,
         }
     });
-    assert_eq!(pane_pids(&mut c), pids, "pane pids changed");
+    assert_eq!(c.pane_pids(), pids, "pane pids changed");
     c.ok(
         "pane.wait",
         json!({ "target": counter, "idle_ms": 150, "timeout_ms": 20_000 }),

@@ -14,7 +14,7 @@
 mod util;
 
 use serde_json::{Value, json};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -37,23 +37,10 @@ fn serving_pid(c: &mut Conn) -> i64 {
     c.ok("server.status", json!({}))["pid"].as_i64().unwrap()
 }
 
-/// Pane id -> pid.
-fn pane_pids(c: &mut Conn) -> Vec<(String, i64)> {
-    c.panes()
-        .iter()
-        .map(|p| {
-            (
-                p["id"].as_str().unwrap().to_string(),
-                p["pid"].as_i64().unwrap_or(-1),
-            )
-        })
-        .collect()
-}
-
 /// Live children of `pid` that are not pane processes: what an upgrade
 /// left behind (a probe, a new server, a zombie counts too).
-fn stray_children(pid: i64, panes: &[(String, i64)]) -> Vec<i32> {
-    let pane_pids: BTreeSet<i64> = panes.iter().map(|(_, p)| *p).collect();
+fn stray_children(pid: i64, panes: &BTreeMap<String, i64>) -> Vec<i32> {
+    let pane_pids: BTreeSet<i64> = panes.values().copied().collect();
     std::fs::read_dir("/proc")
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
@@ -83,7 +70,7 @@ fn canonical_ptyd() -> String {
 #[test]
 fn upgrade_twice_in_a_row_succeeds_and_names_the_process_before_and_after() {
     let (ptyd, mut c, cat) = server_with_cat();
-    let panes = pane_pids(&mut c);
+    let panes = c.pane_pids();
     let first = serving_pid(&mut c);
     let version = env!("CARGO_PKG_VERSION");
     let bin = canonical_ptyd();
@@ -123,7 +110,7 @@ fn upgrade_twice_in_a_row_succeeds_and_names_the_process_before_and_after() {
     assert!(report["probation_ms"].as_u64().unwrap() > 0, "{report}");
     assert_eq!(report["generation"], 3);
 
-    assert_eq!(pane_pids(&mut c), panes);
+    assert_eq!(c.pane_pids(), panes);
     c.input(&cat, "after-two\n");
     c.wait_text(&cat, "after-two");
     ptyd.stop();
@@ -132,7 +119,7 @@ fn upgrade_twice_in_a_row_succeeds_and_names_the_process_before_and_after() {
 #[test]
 fn an_upgrade_to_a_binary_that_dies_50_ms_after_start_fails() {
     let (ptyd, mut c, cat) = server_with_cat();
-    let panes = pane_pids(&mut c);
+    let panes = c.pane_pids();
     let old = serving_pid(&mut c);
     let dir = ptyd.dirs.path("bin");
     // The real server, SIGKILLed 50 ms after it starts (`$$` is the pid it
@@ -162,7 +149,7 @@ fn an_upgrade_to_a_binary_that_dies_50_ms_after_start_fails() {
     drop(c);
     let mut c = ptyd.connect();
     assert_eq!(serving_pid(&mut c), old);
-    assert_eq!(pane_pids(&mut c), panes);
+    assert_eq!(c.pane_pids(), panes);
     c.input(&cat, "still-here\n");
     c.wait_text(&cat, "still-here");
     ptyd.stop();
@@ -174,7 +161,7 @@ fn an_upgrade_to_a_binary_that_dies_50_ms_after_start_fails() {
 #[test]
 fn a_lingering_probe_and_a_silent_new_server_freeze_nothing() {
     let (ptyd, mut c, cat) = server_with_cat();
-    let panes = pane_pids(&mut c);
+    let panes = c.pane_pids();
     let old = serving_pid(&mut c);
     let dir = ptyd.dirs.path("bin");
     let lingering = fake_binary(
@@ -227,7 +214,7 @@ fn a_lingering_probe_and_a_silent_new_server_freeze_nothing() {
         }
     });
     assert_eq!(serving_pid(&mut c), old);
-    assert_eq!(pane_pids(&mut c), panes);
+    assert_eq!(c.pane_pids(), panes);
     ptyd.stop();
 }
 
@@ -238,7 +225,7 @@ fn a_lingering_probe_and_a_silent_new_server_freeze_nothing() {
 #[test]
 fn a_restore_to_a_binary_that_cannot_serve_brings_the_session_back() {
     let (mut ptyd, mut c, cat) = server_with_cat();
-    let ids: Vec<String> = pane_pids(&mut c).into_iter().map(|(id, _)| id).collect();
+    let ids: Vec<String> = c.pane_pids().into_keys().collect();
     let old = serving_pid(&mut c);
     drop(c);
     let dir = ptyd.dirs.path("bin");
@@ -272,7 +259,7 @@ fn a_restore_to_a_binary_that_cannot_serve_brings_the_session_back() {
     let restored = status["pid"].as_i64().unwrap() as i32;
     let _guard = KillOnDrop::pid(restored);
     assert_ne!(restored as i64, old);
-    let now: Vec<String> = pane_pids(&mut c).into_iter().map(|(id, _)| id).collect();
+    let now: Vec<String> = c.pane_pids().into_keys().collect();
     assert_eq!(now, ids, "the restored session has other panes");
     assert!(c.pane_info(&cat).is_some());
     c.ok("server.stop", json!({}));
@@ -320,7 +307,7 @@ fn a_sighup_during_an_upgrade_upgrades_again_after_it() {
     let mut c = ptyd.connect();
     let cat = ptyd.create_argv(&["/bin/sh", "-c", "stty -echo; echo ready; exec cat"]);
     c.wait_text(&cat, "ready");
-    let panes = pane_pids(&mut c);
+    let panes = c.pane_pids();
     let first = ptyd.pid();
     let hup = || {
         // SAFETY: kill(2) has no memory-safety preconditions.
@@ -346,7 +333,7 @@ fn a_sighup_during_an_upgrade_upgrades_again_after_it() {
         "the second SIGHUP did not wait: {}",
         ptyd.stderr()
     );
-    assert_eq!(pane_pids(&mut c), panes);
+    assert_eq!(c.pane_pids(), panes);
     c.input(&cat, "after-two-reloads\n");
     c.wait_text(&cat, "after-two-reloads");
     drop(c);

@@ -24,6 +24,7 @@
 mod util;
 
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use util::{Conn, Dirs, INPUT, KillOnDrop, PTYD, unique_name};
@@ -85,20 +86,8 @@ fn pinned_binary() -> PathBuf {
     bin
 }
 
-fn pane_pids(c: &mut Conn) -> Vec<(String, i64)> {
-    c.panes()
-        .iter()
-        .map(|p| {
-            (
-                p["id"].as_str().unwrap().to_string(),
-                p["pid"].as_i64().unwrap_or(-1),
-            )
-        })
-        .collect()
-}
-
-fn screens(c: &mut Conn, panes: &[(String, i64)]) -> Vec<String> {
-    panes.iter().map(|(id, _)| c.capture_all(id)).collect()
+fn screens(c: &mut Conn, panes: &BTreeMap<String, i64>) -> Vec<String> {
+    panes.keys().map(|id| c.capture_all(id)).collect()
 }
 
 #[test]
@@ -122,7 +111,7 @@ fn a_live_upgrade_from_the_pinned_older_build_keeps_panes_screens_and_clients() 
         "printf '\\033[1;31mred\\033[0m and \\033[4munderlined\\033[0m\\n'; seq 1 60; echo drawn; exec sleep 600",
     ]);
     c.wait_text(&art, "drawn");
-    let pids = pane_pids(&mut c);
+    let pids = c.pane_pids();
     let screens_before = screens(&mut c, &pids);
     let mut attached = ptyd.connect().attach(json!({ "target": cat })).1;
     attached.read_until("ready");
@@ -141,7 +130,7 @@ fn a_live_upgrade_from_the_pinned_older_build_keeps_panes_screens_and_clients() 
     assert_eq!(report["probation"], "survived", "{report}");
     assert_eq!(c.ok("server.status", json!({}))["pid"], new_pid);
 
-    assert_eq!(pane_pids(&mut c), pids, "pane processes changed");
+    assert_eq!(c.pane_pids(), pids, "pane processes changed");
     assert_eq!(screens(&mut c, &pids), screens_before, "screens changed");
     // The client stayed attached: what it types reaches the pane, and the
     // pane's output reaches it.
@@ -157,7 +146,7 @@ fn a_live_upgrade_from_the_pinned_older_build_keeps_panes_screens_and_clients() 
         .unwrap_or_else(|e| panic!("second upgrade: {e:?}\n{}", ptyd.stderr()));
     let _third = KillOnDrop::pid(again["new_pid"].as_i64().unwrap() as i32);
     assert_eq!(again["from"]["pid"], new_pid, "{again}");
-    assert_eq!(pane_pids(&mut c), pids);
+    assert_eq!(c.pane_pids(), pids);
     drop(attached);
     drop(c);
     ptyd.stop();

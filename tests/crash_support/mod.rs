@@ -30,18 +30,6 @@ pub fn serving_pid(c: &mut Conn) -> i32 {
     c.ok("server.status", json!({}))["pid"].as_i64().unwrap() as i32
 }
 
-pub fn pane_pids(c: &mut Conn) -> BTreeMap<String, i64> {
-    c.panes()
-        .iter()
-        .map(|p| {
-            (
-                p["id"].as_str().unwrap().to_string(),
-                p["pid"].as_i64().unwrap_or(-1),
-            )
-        })
-        .collect()
-}
-
 /// A server that answers again after a crash, with a pid other than
 /// `dead`: connects and asks until one does (connections wait in the
 /// listener's backlog meanwhile).
@@ -195,7 +183,7 @@ impl Setup {
         let mut c = self.ptyd.connect();
         Before {
             serving: serving_pid(&mut c),
-            pids: pane_pids(&mut c),
+            pids: c.pane_pids(),
             at: Instant::now(),
         }
     }
@@ -241,7 +229,7 @@ impl Setup {
         signal(counter_pid, libc::SIGSTOP);
         let (mut c, new_pid) = wait_replacement(&self.ptyd, killed);
         let t_answer = before.at.elapsed();
-        assert_eq!(pane_pids(&mut c), before.pids, "{tag}: pane pids changed");
+        assert_eq!(c.pane_pids(), before.pids, "{tag}: pane pids changed");
         // Everything the counter wrote is read once the PTY is drained:
         // the pane goes quiet.
         c.ok(

@@ -3,7 +3,7 @@
 
 use super::wait::TIMEOUT;
 use serde_json::{Value, json};
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
@@ -315,6 +315,20 @@ impl Conn {
             .as_array()
             .expect("panes array")
             .clone()
+    }
+
+    /// Pane id -> pid (-1 for a pane with no process): what "every pane
+    /// kept its process" checks compare before and after.
+    pub fn pane_pids(&mut self) -> BTreeMap<String, i64> {
+        self.panes()
+            .iter()
+            .map(|p| {
+                (
+                    p["id"].as_str().unwrap().to_string(),
+                    p["pid"].as_i64().unwrap_or(-1),
+                )
+            })
+            .collect()
     }
 
     /// The `pane.list` entry of the pane with this id, if any.
