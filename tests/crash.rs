@@ -23,10 +23,7 @@ use std::time::{Duration, Instant};
 use util::{Ptyd, shell_quote};
 
 fn rounds() -> usize {
-    std::env::var("PTYD_CRASH_ROUNDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(20)
+    util::env_number("PTYD_CRASH_ROUNDS", 20)
 }
 
 /// Rounds close together must not look like a crash loop.

@@ -16,14 +16,14 @@ mod util;
 
 mod crash_support;
 
-use crash_support::check_counter;
+use crash_support::{check_counter, counter_pane};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::io::IoSliceMut;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::net::UnixDatagram;
 use std::sync::{Arc, Mutex};
-use util::{Conn, shell_quote};
+use util::Conn;
 
 /// What the store holds, by name (as systemd: `FDSTOREREMOVE` drops a
 /// name, `FDSTORE` adds one).
@@ -94,20 +94,7 @@ fn a_killed_keeper_is_replaced_from_systemds_fd_store() {
     ];
     let ptyd = util::Ptyd::start_in(dirs, &util::unique_name("fdstore"));
     let hup_dir = ptyd.dirs.path("hups");
-    let hup = |name: &str| {
-        format!(
-            "trap 'touch {}; exit 1' HUP",
-            shell_quote(hup_dir.join(name).to_str().unwrap())
-        )
-    };
-    let counter = ptyd.create_argv(&[
-        "/bin/sh",
-        "-c",
-        &format!(
-            "{}; i=0; while :; do i=$((i+1)); echo $i || exit 1; done",
-            hup("counter")
-        ),
-    ]);
+    let counter = counter_pane(&ptyd);
     let doomed = ptyd.create_argv(&["/bin/sh", "-c", "echo doomed-up; exec sleep 600"]);
     let mut c = ptyd.connect();
     c.wait_text(&doomed, "doomed-up");

@@ -58,10 +58,7 @@ const PROBATION_MS: u64 = 3000;
 const MAX_KILL_DELAY: Duration = Duration::from_millis(1200);
 
 fn rounds() -> u64 {
-    std::env::var("PTYD_TORTURE_ROUNDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(4)
+    util::env_number("PTYD_TORTURE_ROUNDS", 4)
 }
 
 fn seed() -> u64 {

@@ -403,10 +403,7 @@ fn hammer(socket: std::path::PathBuf, stop: Arc<AtomicBool>) -> (usize, Vec<Stri
 /// costs the 2 s probation plus the upgrade itself, so this test runs about
 /// a minute; `PTYD_TEST_UPGRADES=N` changes the count.
 fn upgrades() -> usize {
-    std::env::var("PTYD_TEST_UPGRADES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(20)
+    util::env_number("PTYD_TEST_UPGRADES", 20)
 }
 
 #[test]
@@ -543,13 +540,10 @@ fn check_counter_capture(cap: &Value, what: &str) -> (u64, u64) {
 }
 
 fn load_upgrades() -> usize {
-    std::env::var("PTYD_TEST_LOAD_UPGRADES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        // The variant is 10 (`PTYD_TEST_LOAD_UPGRADES=10`, about
-        // two minutes in a debug build on a loaded machine); 2 keeps the
-        // default run under 30 s there.
-        .unwrap_or(2)
+    // The variant is 10 (`PTYD_TEST_LOAD_UPGRADES=10`, about two
+    // minutes in a debug build on a loaded machine); 2 keeps the default
+    // run under 30 s there.
+    util::env_number("PTYD_TEST_LOAD_UPGRADES", 2)
 }
 
 /// How long the flooding test waits for a pane's stream to move: a debug

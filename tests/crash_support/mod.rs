@@ -116,6 +116,28 @@ pub struct Before {
     pub at: Instant,
 }
 
+/// A shell `trap` that records a SIGHUP as the file `name` in the
+/// server's `hups` directory (which every check reads), then exits.
+pub fn hup_trap(ptyd: &Ptyd, name: &str) -> String {
+    format!(
+        "trap 'touch {}; exit 1' HUP",
+        shell_quote(ptyd.dirs.path("hups").join(name).to_str().unwrap())
+    )
+}
+
+/// A pane printing 1, 2, 3... at full speed (a SIGHUP is recorded as
+/// `counter`; it ends when its terminal is gone): its pane id.
+pub fn counter_pane(ptyd: &Ptyd) -> String {
+    ptyd.create_argv(&[
+        "/bin/sh",
+        "-c",
+        &format!(
+            "{}; i=0; while :; do i=$((i+1)); echo $i || exit 1; done",
+            hup_trap(ptyd, "counter")
+        ),
+    ])
+}
+
 pub fn setup(env: &[(&str, &str)]) -> Setup {
     setup_with_config(env, "")
 }
@@ -135,26 +157,13 @@ pub fn setup_with_config(env: &[(&str, &str)], config: &str) -> Setup {
     let ptyd = Ptyd::start_in(dirs, &util::unique_name("crash"));
     let keeper = ptyd.pid();
     let hup_dir = ptyd.dirs.path("hups");
-    let hup = |name: &str| {
-        format!(
-            "trap 'touch {}; exit 1' HUP",
-            shell_quote(hup_dir.join(name).to_str().unwrap())
-        )
-    };
-    let counter = ptyd.create_argv(&[
-        "/bin/sh",
-        "-c",
-        &format!(
-            "{}; i=0; while :; do i=$((i+1)); echo $i || exit 1; done",
-            hup("counter")
-        ),
-    ]);
+    let counter = counter_pane(&ptyd);
     let shell = ptyd.create_argv(&[
         "/bin/sh",
         "-c",
         &format!(
             "{}; stty -echo; echo shell-ready; while read -r line; do echo \"got:$line\"; done",
-            hup("shell")
+            hup_trap(&ptyd, "shell")
         ),
     ]);
     let mut c = ptyd.connect();

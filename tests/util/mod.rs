@@ -120,3 +120,15 @@ pub use process::{
 pub use server::{Dirs, PTYD, Ptyd, assert_exit, run_bounded, stderr, stdout, unique_name};
 pub use tmux::{Tmux, outer_shell, shell_quote};
 pub use wait::{Check, TIMEOUT, eventually, eventually_within, poll_until};
+
+/// A number a test takes from the environment (`PTYD_CRASH_ROUNDS=200` for
+/// a longer run), else `default`. A value that is no number fails the test
+/// instead of quietly running the default.
+pub fn env_number<T: std::str::FromStr>(name: &str, default: T) -> T {
+    match std::env::var(name) {
+        Ok(v) => v
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}={v:?} is not a number")),
+        Err(_) => default,
+    }
+}
