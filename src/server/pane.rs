@@ -460,10 +460,18 @@ impl Pane {
         self.input_pos = 0;
     }
 
-    /// Reads output until the PTY is empty, output ends or `budget` bytes
-    /// were taken, feeding the screen; `forward` gets what attached clients
-    /// are sent (the output minus the queries the screen answers itself).
-    pub fn read_output(&mut self, budget: usize, forward: &mut Vec<u8>) -> OutputRead {
+    /// Reads output until the PTY is empty, output ends, `budget` bytes
+    /// were taken or the clock passed `until`, feeding the screen; `forward`
+    /// gets what attached clients are sent (the output minus the queries the
+    /// screen answers itself). The clock is looked at after each read: a
+    /// slice of output that is slow to feed (`yes`: a scroll per two bytes)
+    /// stops there instead of holding the loop for the whole byte budget.
+    pub fn read_output(
+        &mut self,
+        budget: usize,
+        until: Option<Instant>,
+        forward: &mut Vec<u8>,
+    ) -> OutputRead {
         let mut read = OutputRead {
             taken: 0,
             more: false,
@@ -512,7 +520,7 @@ impl Pane {
                         self.ring_fed = ring.written();
                     }
                     read.taken += n;
-                    if read.taken >= budget {
+                    if read.taken >= budget || until.is_some_and(|t| Instant::now() >= t) {
                         read.more = true;
                         break;
                     }

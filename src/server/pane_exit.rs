@@ -25,7 +25,7 @@ impl Server {
     }
 
     pub(super) fn on_pane_exit(&mut self, id: u64, status: ExitStatus) {
-        self.read_pane(id, EXIT_DRAIN_BUDGET);
+        self.read_pane(id, EXIT_DRAIN_BUDGET, None);
         let Some(pane) = self.panes.get_mut(&id) else {
             return;
         };

@@ -75,7 +75,7 @@ impl Server {
             }
             return;
         }
-        self.read_pane(id, PANE_READ_BUDGET);
+        self.read_pane(id, PANE_READ_BUDGET, Some(self.pane_turn_until));
     }
 
     /// This turn's time for pane output is used up (`PANE_TURN_BUDGET`).
@@ -150,10 +150,10 @@ impl Server {
             .add(now + STALL_CHECK, TimerKind::PaneStall(pane));
     }
 
-    /// Reads a pane's output (at most `budget` bytes), feeds the screen and
-    /// forwards to attached clients. At the end of output the master
-    /// leaves the poll (`Pane::end_output`).
-    pub(super) fn read_pane(&mut self, id: u64, budget: usize) {
+    /// Reads a pane's output (at most `budget` bytes, and no read after
+    /// `until`), feeds the screen and forwards to attached clients. At the
+    /// end of output the master leaves the poll (`Pane::end_output`).
+    pub(super) fn read_pane(&mut self, id: u64, budget: usize, until: Option<Instant>) {
         let Some(pane) = self.panes.get_mut(&id) else {
             return;
         };
@@ -163,7 +163,7 @@ impl Server {
         let mut forward = std::mem::take(&mut self.forward);
         forward.clear();
         let switches = pane.screen().screen_switches();
-        let read = pane.read_output(budget, &mut forward);
+        let read = pane.read_output(budget, until, &mut forward);
         let switched = pane.screen().screen_switches() != switches;
         if read.more && pane.enter_backlog() {
             self.backlog.push_back(Source::Pane(id));
