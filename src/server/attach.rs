@@ -365,6 +365,16 @@ impl Server {
                     return;
                 }
                 self.flush_pane_input(pane);
+                // Its echo goes ahead of the busy panes on the backlog
+                // (unless the pane is one of them: its echo is behind its
+                // own output anyway).
+                if self
+                    .panes
+                    .get(&pane)
+                    .is_some_and(|p| p.pending_input() == 0 && !p.is_backlogged())
+                {
+                    self.echo_wait = Some((pane, Instant::now() + super::pane_io::ECHO_WAIT));
+                }
             }
             frame::client::RESIZE => {
                 if let Some((c_cols, c_rows)) = frame::parse_resize(payload) {

@@ -17,10 +17,19 @@ impl Server {
     pub(super) fn run_loop(&mut self) -> Result<(), String> {
         let mut events = Events::with_capacity(1024);
         while !self.stopping {
-            let timeout = if self.backlog.is_empty() {
-                self.timers.poll_timeout(Instant::now())
-            } else {
-                Some(Duration::ZERO)
+            let now = Instant::now();
+            if self.echo_wait.is_some_and(|(_, until)| until <= now) {
+                self.echo_wait = None;
+            }
+            let timeout = match self.echo_wait {
+                // Waiting for an echo: the backlog waits too (below).
+                Some((_, until)) => Some(
+                    self.timers
+                        .poll_timeout(now)
+                        .map_or(until - now, |t| t.min(until - now)),
+                ),
+                None if self.backlog.is_empty() => self.timers.poll_timeout(now),
+                None => Some(Duration::ZERO),
             };
             if let Err(e) = self.poll.poll(&mut events, timeout) {
                 if e.kind() == io::ErrorKind::Interrupted {
@@ -49,7 +58,9 @@ impl Server {
             // pass left, panes ready anew every turn would starve those
             // waiting there (a full PTY raises no new edge).
             self.pane_turn_until = Instant::now() + super::pane_io::PANE_TURN_BUDGET;
-            self.revisit_backlog();
+            if self.echo_wait.is_none() {
+                self.revisit_backlog();
+            }
             self.fire_timers();
             self.keeper_tick(Instant::now());
             self.flush_conns();

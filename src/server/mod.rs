@@ -118,6 +118,10 @@ pub struct Server {
     /// and the connections are served every few milliseconds however many
     /// panes flood (`pane_io::PANE_TURN_BUDGET`).
     pane_turn_until: Instant,
+    /// A pane an attached client just typed into, and until when the loop
+    /// waits for its echo before going back to the backlog's busy panes
+    /// (`pane_io::ECHO_WAIT`).
+    echo_wait: Option<(u64, Instant)>,
     /// Set by SIGTERM, SIGINT or `server.stop`.
     stopping: bool,
     tree: crate::workspace::Tree,
@@ -492,6 +496,7 @@ impl Server {
             started_unix_ms: crate::clock::unix_ms(),
             backlog: VecDeque::new(),
             pane_turn_until: Instant::now(),
+            echo_wait: None,
             stopping: false,
             tree: crate::workspace::Tree::new(),
             persist: persistence::Persistence::new(Some(writer), history),

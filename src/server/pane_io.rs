@@ -23,6 +23,14 @@ const PANE_READ_BUDGET: usize = 64 * 1024;
 /// (first in line there), so a connection or a keystroke waits about twice
 /// this for its turn, however many panes flood.
 pub(super) const PANE_TURN_BUDGET: Duration = Duration::from_millis(3);
+/// How long the loop waits for the echo of a key an attached client typed
+/// before it goes back to the busy panes on the backlog. Meanwhile it
+/// sleeps in `poll` instead of feeding a flood: the typed-into program gets
+/// the CPU the loop would have taken, and its echo is read and sent the
+/// moment it comes, not after another pane's slice (issue 18: echo beside a
+/// flooding pane). The wait ends early when the pane prints; a program
+/// that prints nothing for a key costs the flood this much.
+pub(super) const ECHO_WAIT: Duration = Duration::from_millis(2);
 /// Capacity of the forwarding buffer kept between reads (a slice's worth
 /// and what the model adds to it).
 const FORWARD_KEEP: usize = 2 * PANE_READ_BUDGET;
@@ -58,7 +66,10 @@ impl Server {
         if self.panes.get(&id).is_some_and(|p| p.held_for_upgrade()) {
             return;
         }
-        if self.pane_turn_spent() {
+        // Past the turn's time for output, or another pane's echo is
+        // awaited: this one waits on the backlog.
+        let echo_first = self.echo_wait.is_some_and(|(pane, _)| pane != id);
+        if echo_first || self.pane_turn_spent() {
             if let Some(pane) = self.panes.get_mut(&id)
                 && pane.enter_backlog()
             {
@@ -184,6 +195,9 @@ impl Server {
             self.forward = forward;
         }
         if read.taken > 0 {
+            if self.echo_wait.is_some_and(|(pane, _)| pane == id) {
+                self.echo_wait = None;
+            }
             self.keeper.mark_dirty();
             self.check_text_waits(id);
         }
