@@ -44,18 +44,21 @@ impl Server {
             return;
         };
         let token = Token(self.next_token);
-        if let Err(e) = self.poll.registry().register(
-            &mut stream,
-            token,
-            Interest::READABLE | Interest::WRITABLE,
-        ) {
+        // Writable edges only once a write finds the socket full
+        // (`Connection::sync_write_interest`).
+        if let Err(e) = self
+            .poll
+            .registry()
+            .register(&mut stream, token, Interest::READABLE)
+        {
             self.log
                 .log("accept_failed", &format!("registering a connection: {e}"));
             return;
         }
         self.alloc_token(Source::Conn(token.0));
-        self.conns
-            .insert(token.0, Connection::new(token, stream, peer));
+        let mut conn = Connection::new(token, stream, peer);
+        conn.note_registered(false);
+        self.conns.insert(token.0, conn);
     }
 
     /// The peer of an accepted connection, if it is our uid (else logged).
@@ -257,9 +260,11 @@ impl Server {
             return;
         }
         self.render_stale_views();
+        let registry = self.poll.registry();
         for conn in self.conns.values_mut() {
             if conn.queued() > 0 {
                 let _ = conn.flush();
+                conn.sync_write_interest(registry);
             }
         }
     }
@@ -273,6 +278,7 @@ impl Server {
         self.render_stale_views();
         let now = Instant::now();
         let mut dead = Vec::new();
+        let registry = self.poll.registry();
         for (id, conn) in &mut self.conns {
             let mut failed;
             // A replay refills as the socket takes it: until the socket is
@@ -284,6 +290,7 @@ impl Server {
                     break;
                 }
             }
+            conn.sync_write_interest(registry);
             let finished = conn
                 .closing
                 .is_some_and(|at| conn.queued() == 0 || at <= now);

@@ -120,6 +120,11 @@ pub struct Connection {
     /// loop turn) otherwise cost a failed `sendto` while a client that fell
     /// behind was catching up.
     write_blocked: bool,
+    /// The socket is registered for writable edges as well as readable
+    /// ones. Only needed while output waits for room (`write_blocked`):
+    /// every read the client makes raises a writable edge, so a keystroke's
+    /// echo woke the loop a third time for nothing (issue 18).
+    write_interest: bool,
 }
 
 impl Connection {
@@ -145,6 +150,34 @@ impl Connection {
             active: 0,
             input_held: None,
             write_blocked: false,
+            write_interest: true,
+        }
+    }
+
+    /// The socket was registered (again) with these interests.
+    pub fn note_registered(&mut self, writable: bool) {
+        self.write_interest = writable;
+    }
+
+    /// Registers for writable edges while output waits for room, and stops
+    /// when it has gone out (see `write_interest`). Registering for them
+    /// reports the socket at once if it drained meanwhile, so no edge is
+    /// missed. A failed re-registration leaves the interests as they were.
+    pub fn sync_write_interest(&mut self, registry: &mio::Registry) {
+        let want = self.write_blocked;
+        if want == self.write_interest {
+            return;
+        }
+        let interest = if want {
+            mio::Interest::READABLE | mio::Interest::WRITABLE
+        } else {
+            mio::Interest::READABLE
+        };
+        if registry
+            .reregister(&mut self.stream, self.token, interest)
+            .is_ok()
+        {
+            self.write_interest = want;
         }
     }
 

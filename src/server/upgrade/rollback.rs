@@ -216,6 +216,7 @@ impl Server {
                 conn.token,
                 Interest::READABLE | Interest::WRITABLE,
             );
+            conn.note_registered(true);
         }
         for pane in self.panes.values_mut() {
             let _ = pane.fds_mut().register(registry);
