@@ -491,3 +491,73 @@ fn input_beyond_the_pending_limit_ends_the_attachment_saying_so() {
     let mut c = ptyd.connect();
     assert_eq!(c.pane_info(&id).unwrap()["state"], "running");
 }
+
+/// A client whose socket filled up (it stopped reading, the pane was held
+/// back) gets the rest, whole and in order, once it reads again: the
+/// server watches a connection for room only while output waits for it,
+/// and must not miss the moment the client drains its socket.
+#[test]
+fn a_client_that_stopped_reading_gets_the_rest_once_it_reads_again() {
+    let ptyd = Ptyd::start();
+    let mut c = ptyd.connect();
+    let info = c.ok(
+        "pane.create",
+        json!({ "argv": ["sh", "-c", "read go; seq 1 300000; echo finished-$((6*7))"] }),
+    );
+    let id = info["id"].as_str().unwrap().to_string();
+    let (_, mut a) = ptyd
+        .connect()
+        .attach(json!({ "target": id, "read_only": true }));
+    c.input(&id, "\r");
+    // About 2 MB: more than the socket and the queue take, so the pane is
+    // held and falls quiet unfinished while the client reads nothing.
+    let r = c.ok(
+        "pane.wait",
+        json!({ "target": id, "idle_ms": 500, "timeout_ms": 20000 }),
+    );
+    assert_eq!(r["reason"], "idle");
+    assert!(!c.capture(&id).contains("finished"));
+    let exit = a.read_exit();
+    assert_eq!(exit["reason"], "pane_exited", "{exit}");
+    let text = String::from_utf8_lossy(&a.output).replace("\r\n", "\n");
+    let numbers: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_digit()))
+        .collect();
+    assert_eq!(numbers.len(), 300000, "lines lost or added");
+    assert!(
+        numbers.iter().zip(1..).all(|(l, n)| *l == n.to_string()),
+        "lines out of order"
+    );
+    assert!(text.contains("finished-42"));
+}
+
+/// Twenty panes printing as fast as they can do not keep the server from
+/// the rest: keys typed into another pane come back through its attached
+/// client, and new connections are accepted and answered, between the
+/// floods' slices (the loop bounds the time it feeds pane output per turn,
+/// looking at the clock after every read, and puts a typed key's echo
+/// ahead of the busy panes).
+#[test]
+fn keys_and_connections_are_served_while_twenty_panes_flood() {
+    let ptyd = Ptyd::start();
+    let mut c = ptyd.connect();
+    let flooders: Vec<String> = (0..20).map(|_| ptyd.create_argv(&["yes"])).collect();
+    let id = ptyd.create_argv(&["sh", "-c", "stty raw -echo; echo ready; exec cat"]);
+    c.wait_text(&id, "ready");
+    let (_, mut a) = ptyd.connect().attach(json!({ "target": id }));
+    a.read_until("ready");
+    for i in 0..10 {
+        let key = format!("<key{i}>");
+        a.send(INPUT, key.as_bytes());
+        a.read_until(&key);
+        let mut fresh = ptyd.connect();
+        let status = fresh.ok("server.status", json!({}));
+        assert!(status["pid"].as_i64().is_some(), "{status}");
+    }
+    // The floods went on meanwhile.
+    for f in &flooders {
+        assert_eq!(c.pane_info(f).unwrap()["state"], "running");
+    }
+    assert!(c.capture(&flooders[0]).contains('y'));
+}
