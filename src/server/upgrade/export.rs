@@ -325,10 +325,10 @@ impl Server {
     }
 
     /// Settling, between the pre-copy's ack and the pause: every pane that
-    /// changed since the pre-copy is held (its output is no longer read, so
-    /// its program blocks on a full PTY, as with a terminal that stopped
-    /// reading) and sent again whole while the server still serves; `pre`
-    /// is brought up to date. The pause then finds those panes unchanged,
+    /// changed since the pre-copy is sent again whole while the server
+    /// still serves, and every pane is held (its output is no longer read,
+    /// so its program blocks on a full PTY, as with a terminal that stopped
+    /// reading); `pre` is brought up to date. The pause then finds those panes unchanged,
     /// so the blackout carries no terminal, however busy the panes are.
     /// Returns whether a delta went out (none if nothing changed).
     pub(super) fn send_delta(&mut self, mut pre: Precopied) -> Result<(Precopied, bool), String> {
@@ -394,8 +394,14 @@ impl Server {
         if held.is_empty() {
             return Ok((pre, false));
         }
-        for id in &held {
-            if let Some(p) = self.panes.get_mut(id) {
+        // Every pane the pre-copy carried is held until the pause, not
+        // only those sent again: one not read since the pre-copy (waiting
+        // on the backlog behind busier ones: the loop reads panes for a
+        // bounded time per turn) would otherwise be read during the settle
+        // and travel whole inside the blackout. What they print meanwhile
+        // waits in their PTYs for the new server, as the held ones' does.
+        for p in self.panes.values_mut() {
+            if pre.drafts.contains_key(&p.id()) {
                 p.hold_for_upgrade();
             }
         }
