@@ -140,20 +140,28 @@ impl TokenSid {
     }
 
     fn to_string(&self) -> io::Result<String> {
-        let mut text: *mut u16 = std::ptr::null_mut();
-        // SAFETY: `sid()` is a valid SID; `text` receives a LocalAlloc'd
-        // string, freed below.
-        if unsafe { ConvertSidToStringSidW(self.sid(), &mut text) } == 0 {
-            return Err(os_error("ConvertSidToStringSidW"));
-        }
-        // SAFETY: `text` is NUL-terminated; read up to the NUL, then freed
-        // once.
-        unsafe {
-            let len = (0..).take_while(|&i| *text.add(i) != 0).count();
-            let s = String::from_utf16_lossy(std::slice::from_raw_parts(text, len));
-            LocalFree(text as HLOCAL);
-            Ok(s)
-        }
+        // SAFETY: `sid()` is a valid SID while `self` lives.
+        unsafe { sid_string(self.sid()) }
+    }
+}
+
+/// A SID as text (`S-1-5-18`).
+///
+/// # Safety
+/// `sid` must point to a valid SID for the duration of the call.
+unsafe fn sid_string(sid: *mut std::ffi::c_void) -> io::Result<String> {
+    let mut text: *mut u16 = std::ptr::null_mut();
+    // SAFETY: the caller vouches for `sid`; `text` receives a LocalAlloc'd
+    // string, freed below.
+    if unsafe { ConvertSidToStringSidW(sid, &mut text) } == 0 {
+        return Err(os_error("ConvertSidToStringSidW"));
+    }
+    // SAFETY: `text` is NUL-terminated; read up to the NUL, then freed once.
+    unsafe {
+        let len = (0..).take_while(|&i| *text.add(i) != 0).count();
+        let s = String::from_utf16_lossy(std::slice::from_raw_parts(text, len));
+        LocalFree(text as HLOCAL);
+        Ok(s)
     }
 }
 
@@ -385,10 +393,12 @@ pub fn default_state_base() -> Option<std::path::PathBuf> {
 /// for the contract). Files and directories are created with the ACL they
 /// inherit, which under `%LOCALAPPDATA%` is the user's own; opens never
 /// follow a reparse point; a file is trusted if its owner is the current
-/// user. Not checked yet: a DACL that lets others write (the mode check on
-/// Unix).
+/// user and its DACL lets no one else write it (the mode check on Unix:
+/// `go-w`, and for a private directory no access at all). SYSTEM and the
+/// Administrators group may: they can take any file anyway, and the
+/// profile's own ACL grants them full control.
 pub mod trust {
-    use super::TokenSid;
+    use super::{TokenSid, sid_string};
     use std::fs::{DirBuilder, Metadata, OpenOptions};
     use std::os::windows::ffi::OsStrExt;
     use std::os::windows::fs::OpenOptionsExt;
@@ -396,9 +406,26 @@ pub mod trust {
     use windows_sys::Win32::Foundation::{HLOCAL, LocalFree};
     use windows_sys::Win32::Security::Authorization::{GetNamedSecurityInfoW, SE_FILE_OBJECT};
     use windows_sys::Win32::Security::{
-        EqualSid, OWNER_SECURITY_INFORMATION, PSECURITY_DESCRIPTOR, PSID,
+        ACCESS_ALLOWED_ACE, ACE_HEADER, ACL, DACL_SECURITY_INFORMATION, EqualSid, GetAce,
+        INHERIT_ONLY_ACE, OWNER_SECURITY_INFORMATION, PSECURITY_DESCRIPTOR, PSID,
     };
     use windows_sys::Win32::Storage::FileSystem::FILE_FLAG_OPEN_REPARSE_POINT;
+
+    /// ACE types that grant access and share `ACCESS_ALLOWED_ACE`'s layout
+    /// (winnt.h; in windows-sys they sit behind a feature of their own).
+    const ACCESS_ALLOWED_ACE_TYPE: u8 = 0;
+    const ACCESS_ALLOWED_CALLBACK_ACE_TYPE: u8 = 9;
+    /// Rights that change a file or what a directory holds: write and
+    /// append data (add file, add subdirectory), delete a child, delete,
+    /// change the DACL or the owner, and the generic write and all.
+    const WRITE_RIGHTS: u32 =
+        0x2 | 0x4 | 0x40 | 0x1_0000 | 0x4_0000 | 0x8_0000 | 0x4000_0000 | 0x1000_0000;
+    /// Any right at all but `SYNCHRONIZE` and reading the attributes or
+    /// the security descriptor (what `private` forbids others: the 0700 of
+    /// a runtime directory).
+    const ANY_ACCESS: u32 = !(0x10_0000 | 0x80 | 0x2_0000);
+    /// Whom ptyd trusts besides the current user: SYSTEM, Administrators.
+    const TRUSTED_SIDS: [&str; 2] = ["S-1-5-18", "S-1-5-32-544"];
 
     pub fn private_file(options: &mut OpenOptions) -> &mut OpenOptions {
         options
@@ -412,22 +439,32 @@ pub mod trust {
         options.custom_flags(FILE_FLAG_OPEN_REPARSE_POINT)
     }
 
-    /// Whether `path`'s owner is the current user.
-    fn owner_is_us(path: &Path) -> std::io::Result<bool> {
+    /// What `path`'s security descriptor says: whether its owner is us,
+    /// and the rights its DACL grants to someone else (`None`: a null
+    /// DACL, which grants everyone everything).
+    struct Access {
+        owner_is_us: bool,
+        /// (SID as text, rights) of each entry that applies to the object
+        /// and names neither us nor a trusted SID.
+        others: Option<Vec<(String, u32)>>,
+    }
+
+    fn access(path: &Path) -> std::io::Result<Access> {
         let ours = TokenSid::of(None)?;
         let wide: Vec<u16> = path.as_os_str().encode_wide().chain([0]).collect();
         let mut owner: PSID = std::ptr::null_mut();
+        let mut dacl: *mut ACL = std::ptr::null_mut();
         let mut descriptor: PSECURITY_DESCRIPTOR = std::ptr::null_mut();
-        // SAFETY: `wide` is NUL-terminated; `owner` points into
+        // SAFETY: `wide` is NUL-terminated; `owner` and `dacl` point into
         // `descriptor`, which is LocalAlloc'd for us and freed below.
         let error = unsafe {
             GetNamedSecurityInfoW(
                 wide.as_ptr(),
                 SE_FILE_OBJECT,
-                OWNER_SECURITY_INFORMATION,
+                OWNER_SECURITY_INFORMATION | DACL_SECURITY_INFORMATION,
                 &mut owner,
                 std::ptr::null_mut(),
-                std::ptr::null_mut(),
+                &mut dacl,
                 std::ptr::null_mut(),
                 &mut descriptor,
             )
@@ -436,31 +473,108 @@ pub mod trust {
             let e = std::io::Error::from_raw_os_error(error as i32);
             return Err(std::io::Error::new(
                 e.kind(),
-                format!("asking who owns {}: {e}", path.display()),
+                format!("reading the security of {}: {e}", path.display()),
             ));
         }
         // SAFETY: `owner` is a valid SID inside `descriptor`, alive until
         // the free; `ours`' SID lives as long as `ours`.
-        let same = unsafe { EqualSid(owner, ours.sid()) } != 0;
-        // SAFETY: allocated by GetNamedSecurityInfoW, freed once.
+        let owner_is_us = unsafe { EqualSid(owner, ours.sid()) } != 0;
+        let others = if dacl.is_null() {
+            None
+        } else {
+            // SAFETY: `dacl` is a valid ACL inside `descriptor`.
+            Some(unsafe { foreign_entries(dacl, &ours) })
+        };
+        // SAFETY: allocated by GetNamedSecurityInfoW, freed once, after
+        // the last use of `owner` and `dacl`.
         unsafe { LocalFree(descriptor as HLOCAL) };
-        Ok(same)
+        Ok(Access {
+            owner_is_us,
+            others,
+        })
+    }
+
+    /// The allow entries of `dacl` that apply to the object itself (not
+    /// inherit-only) and name someone other than us and the trusted SIDs.
+    ///
+    /// # Safety
+    /// `dacl` must point to a valid ACL for the duration of the call.
+    unsafe fn foreign_entries(dacl: *mut ACL, ours: &TokenSid) -> Vec<(String, u32)> {
+        let mut found = Vec::new();
+        // SAFETY: the caller vouches for `dacl`.
+        let count = unsafe { (*dacl).AceCount };
+        for index in 0..u32::from(count) {
+            let mut ace: *mut std::ffi::c_void = std::ptr::null_mut();
+            // SAFETY: `index` is below the ACL's count; `ace` receives a
+            // pointer into the ACL.
+            if unsafe { GetAce(dacl, index, &mut ace) } == 0 {
+                continue;
+            }
+            // SAFETY: every ACE starts with an ACE_HEADER.
+            let header = unsafe { *ace.cast::<ACE_HEADER>() };
+            if header.AceFlags as u32 & INHERIT_ONLY_ACE != 0
+                || !matches!(
+                    header.AceType,
+                    ACCESS_ALLOWED_ACE_TYPE | ACCESS_ALLOWED_CALLBACK_ACE_TYPE
+                )
+            {
+                continue;
+            }
+            let allowed = ace.cast::<ACCESS_ALLOWED_ACE>();
+            // SAFETY: both allow types have ACCESS_ALLOWED_ACE's layout;
+            // the SID starts at `SidStart` and lies within the ACE.
+            let (mask, sid) = unsafe {
+                (
+                    (*allowed).Mask,
+                    std::ptr::addr_of_mut!((*allowed).SidStart).cast::<std::ffi::c_void>(),
+                )
+            };
+            // SAFETY: `sid` and our SID are valid for the call.
+            if unsafe { EqualSid(sid, ours.sid()) } != 0 {
+                continue;
+            }
+            // SAFETY: `sid` is a valid SID inside the ACL.
+            let text = unsafe { sid_string(sid) }.unwrap_or_else(|_| "an unreadable SID".into());
+            if !TRUSTED_SIDS.contains(&text.as_str()) {
+                found.push((text, mask));
+            }
+        }
+        found
     }
 
     pub fn is_ours(path: &Path, _meta: &Metadata) -> bool {
-        owner_is_us(path).unwrap_or(false)
+        access(path).is_ok_and(|a| a.owner_is_us)
     }
 
-    pub fn refusal(path: &Path, _meta: &Metadata, what: &str, _private: bool) -> Option<String> {
-        match owner_is_us(path) {
-            Ok(true) => None,
-            Ok(false) => Some(format!(
+    pub fn refusal(path: &Path, _meta: &Metadata, what: &str, private: bool) -> Option<String> {
+        let access = match access(path) {
+            Ok(access) => access,
+            Err(e) => return Some(e.to_string()),
+        };
+        if !access.owner_is_us {
+            return Some(format!(
                 "{} is owned by another user; ptyd does not trust a {what} another user \
                  controls. Take ownership of it (or remove it)",
                 path.display()
-            )),
-            Err(e) => Some(e.to_string()),
+            ));
         }
+        let Some(others) = access.others else {
+            return Some(format!(
+                "{} has no DACL, so everyone may change it; ptyd does not trust a {what} \
+                 others can change. Give it your profile's inherited ACL (or remove it)",
+                path.display()
+            ));
+        };
+        let forbidden = if private { ANY_ACCESS } else { WRITE_RIGHTS };
+        let (sid, mask) = others.iter().find(|(_, mask)| mask & forbidden != 0)?;
+        let how = if private { "open to" } else { "writable by" };
+        Some(format!(
+            "{} is {how} {sid} (access mask {mask:#x}); ptyd does not trust a {what} others \
+             can {}. Remove that entry (icacls {} /remove *{sid}) or remove the {what}",
+            path.display(),
+            if private { "open" } else { "change" },
+            path.display()
+        ))
     }
 }
 
@@ -601,6 +715,69 @@ mod tests {
         drop(opened);
         assert!(process_exists(std::process::id() as i32));
         assert!(!process_exists(-1));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Gives `path` the DACL of `sddl` (e.g. `D:P(A;;FA;;;WD)`).
+    fn set_dacl(path: &std::path::Path, sddl: &str) {
+        use std::os::windows::ffi::OsStrExt;
+        use windows_sys::Win32::Security::{DACL_SECURITY_INFORMATION, SetFileSecurityW};
+        let sddl: Vec<u16> = sddl.encode_utf16().chain([0]).collect();
+        let mut descriptor: PSECURITY_DESCRIPTOR = std::ptr::null_mut();
+        // SAFETY: `sddl` is NUL-terminated; the descriptor is freed below.
+        let ok = unsafe {
+            ConvertStringSecurityDescriptorToSecurityDescriptorW(
+                sddl.as_ptr(),
+                SDDL_REVISION_1,
+                &mut descriptor,
+                std::ptr::null_mut(),
+            )
+        };
+        assert_ne!(ok, 0, "{}", io::Error::last_os_error());
+        let wide: Vec<u16> = path.as_os_str().encode_wide().chain([0]).collect();
+        // SAFETY: `wide` is NUL-terminated, `descriptor` valid until freed.
+        let ok = unsafe { SetFileSecurityW(wide.as_ptr(), DACL_SECURITY_INFORMATION, descriptor) };
+        let err = io::Error::last_os_error();
+        // SAFETY: allocated by the conversion above, freed once.
+        unsafe { LocalFree(descriptor as HLOCAL) };
+        assert_ne!(ok, 0, "SetFileSecurityW: {err}");
+    }
+
+    #[test]
+    fn a_state_file_others_may_change_is_refused() {
+        let dir = std::env::temp_dir().join(format!("ptyd-dacl-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("session.json");
+        std::fs::write(&file, b"{}").unwrap();
+        let meta = std::fs::metadata(&file).unwrap();
+        let me = current_user_sid().unwrap();
+        // Ours alone, and SYSTEM's and the Administrators': trusted.
+        set_dacl(&file, &format!("D:P(A;;FA;;;{me})(A;;FA;;;SY)(A;;FA;;;BA)"));
+        assert_eq!(trust::refusal(&file, &meta, "file", false), None);
+        assert_eq!(trust::refusal(&file, &meta, "directory", true), None);
+        assert!(trust::is_ours(&file, &meta));
+        // Everyone may read: fine for a file, not for a private directory.
+        set_dacl(&file, &format!("D:P(A;;FA;;;{me})(A;;FR;;;WD)"));
+        assert_eq!(trust::refusal(&file, &meta, "file", false), None);
+        let why = trust::refusal(&file, &meta, "directory", true).unwrap();
+        assert!(why.contains("open to S-1-1-0"), "{why}");
+        // Everyone may write: refused, with the entry named.
+        set_dacl(&file, &format!("D:P(A;;FA;;;{me})(A;;FW;;;WD)"));
+        let why = trust::refusal(&file, &meta, "file", false).unwrap();
+        assert!(why.contains("writable by S-1-1-0"), "{why}");
+        // An entry that only children inherit does not apply to the file.
+        set_dacl(&file, &format!("D:P(A;;FA;;;{me})(A;OIIO;FA;;;WD)"));
+        assert_eq!(trust::refusal(&file, &meta, "file", false), None);
+        // A null DACL grants everyone everything. Wine 8 does not keep
+        // one (the file reads back as trusted there), so only Windows
+        // checks this case.
+        set_dacl(&file, "D:NO_ACCESS_CONTROL");
+        let why = trust::refusal(&file, &meta, "file", false);
+        if !running_under_wine() {
+            let why = why.unwrap();
+            assert!(why.contains("no DACL"), "{why}");
+        }
+        set_dacl(&file, &format!("D:P(A;;FA;;;{me})"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
