@@ -7,9 +7,9 @@
 
 use super::pane::ExitReason;
 use super::timers::TimerKind;
-use super::{DISK, LISTENER, PREDECESSOR, SIGNALS, Server, Source, UPGRADE};
+use super::{DISK, LISTENER, PANES, PREDECESSOR, SIGNALS, Server, Source, UPGRADE};
+use crate::sys::{SIGCHLD, SIGHUP, SIGINT, SIGTERM};
 use mio::{Events, Token};
-use signal_hook::consts::{SIGCHLD, SIGHUP, SIGINT, SIGTERM};
 use std::io;
 use std::time::{Duration, Instant};
 
@@ -65,6 +65,7 @@ impl Server {
             DISK => self.on_save_results(),
             UPGRADE => self.on_upgrade_readable(),
             PREDECESSOR => self.on_predecessor_readable(),
+            PANES => self.on_panes_woken(),
             token => match self.sources.get(&token).copied() {
                 Some(Source::Pane(id)) => self.on_pane_ready(id, event),
                 Some(Source::Conn(id)) => self.on_conn_ready(id, event),
@@ -114,7 +115,7 @@ impl Server {
     }
 
     fn on_signals(&mut self) {
-        let pending: Vec<i32> = self.signals.pending().collect();
+        let pending = self.signals.pending();
         for signal in pending {
             match signal {
                 SIGCHLD => self.reap_children(),

@@ -24,7 +24,6 @@
 
 use std::ffi::{OsStr, OsString};
 use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 const BASH_HOOKS: &str = include_str!("ptyd.bash");
@@ -134,12 +133,13 @@ pub fn install(dir: &Path) -> io::Result<Installed> {
 
 fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&tmp)?;
+    let mut file = crate::sys::trust::private_file(
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true),
+    )
+    .open(&tmp)?;
     file.write_all(bytes)?;
     drop(file);
     std::fs::rename(&tmp, path)

@@ -351,6 +351,97 @@ pub fn process_exists(pid: i32) -> bool {
     ok != 0 && code == STILL_ACTIVE as u32
 }
 
+/// How a process ended, as the server reports it. Windows processes end
+/// with a code only (a kill through the pane's Job Object is code 1,
+/// `pty::KILLED_EXIT_CODE`); `Signal` exists so the type is the one the
+/// Unix side has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProcessExit {
+    Code(i32),
+    Signal(i32),
+}
+
+/// The signals the protocol names (`pane.kill`'s `signal`, exit reports),
+/// numbered as on Linux so requests and snapshots read the same on every
+/// OS. Windows has no signals: a pane's process tree is ended through its
+/// Job Object whatever the signal (`pty::signal_tree`).
+pub const SIGHUP: i32 = 1;
+pub const SIGINT: i32 = 2;
+pub const SIGKILL: i32 = 9;
+pub const SIGTERM: i32 = 15;
+
+/// The signal names `parse_signal` accepts and `signal_name` gives.
+const SIGNAL_NAMES: [(i32, &str); 4] = [
+    (SIGHUP, "SIGHUP"),
+    (SIGINT, "SIGINT"),
+    (SIGKILL, "SIGKILL"),
+    (SIGTERM, "SIGTERM"),
+];
+
+/// `SIGTERM` for 15; `SIG<n>` for a number without a name.
+pub fn signal_name(sig: i32) -> String {
+    SIGNAL_NAMES
+        .iter()
+        .find(|(n, _)| *n == sig)
+        .map_or_else(|| format!("SIG{sig}"), |(_, name)| name.to_string())
+}
+
+/// The number of a signal name in capitals (`SIGTERM`).
+pub fn signal_by_name(name: &str) -> Option<i32> {
+    SIGNAL_NAMES
+        .iter()
+        .find(|(_, s)| *s == name)
+        .map(|(n, _)| *n)
+}
+
+/// Whether `sig` is a signal number the protocol knows here.
+pub fn signal_exists(sig: i32) -> bool {
+    SIGNAL_NAMES.iter().any(|(n, _)| *n == sig)
+}
+
+/// A process's handle limit, which stands for the fd limit: Windows
+/// allows 2^24 handles per process, more than anything else runs out of
+/// first, and has no soft limit to raise.
+const HANDLE_LIMIT: u64 = 1 << 24;
+
+pub fn fd_limit() -> io::Result<u64> {
+    Ok(HANDLE_LIMIT)
+}
+
+pub fn raise_fd_limit() -> io::Result<u64> {
+    Ok(HANDLE_LIMIT)
+}
+
+/// How many handles this process has open (`GetProcessHandleCount`).
+pub fn open_fd_count() -> Option<usize> {
+    let mut count = 0u32;
+    // SAFETY: the pseudo handle is always valid; `count` is writable.
+    let ok = unsafe {
+        windows_sys::Win32::System::Threading::GetProcessHandleCount(
+            GetCurrentProcess(),
+            &mut count,
+        )
+    };
+    (ok != 0).then_some(count as usize)
+}
+
+/// A process's current directory is not readable from outside it on
+/// Windows (it lives in the process's own memory): snapshots keep the
+/// directory the pane started in, as on Unixes without `/proc`.
+pub fn process_cwd(_pid: i32) -> Option<std::path::PathBuf> {
+    None
+}
+
+/// The heap gives freed memory back on its own.
+pub fn release_free_memory() {}
+
+/// The user's shell: `%ComSpec%` (cmd.exe), as Windows programs take it.
+pub fn user_shell() -> OsString {
+    std::env::var_os("ComSpec")
+        .filter(|s| std::path::Path::new(s).is_absolute())
+        .unwrap_or_else(|| "cmd.exe".into())
+}
+
 /// Makes a rename in `dir` durable. NTFS journals its metadata, and a
 /// directory cannot be opened as a file to flush it (that needs backup
 /// semantics and gains nothing), so there is nothing to do.

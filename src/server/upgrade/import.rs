@@ -78,7 +78,7 @@ struct Received {
 /// Runs the import and then serves.
 /// `sock` is the channel the old server handed us (checked to be a socket).
 pub fn run(sock: OwnedFd, paths: NamespacePaths) -> Result<(), String> {
-    super::super::ignore_sigxfsz();
+    super::super::start::ignore_sigxfsz();
     crate::keeper::become_subreaper();
     let fault_spec = fault::from_env();
     let fault = fault_spec.as_deref();
