@@ -42,7 +42,6 @@ mod windows;
 pub use windows::{KILLED_EXIT_CODE, PtyMaster, command_line, spawn};
 
 use std::ffi::{OsStr, OsString};
-use std::io;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -66,14 +65,14 @@ pub struct PaneWakes {
 }
 
 impl PaneWakes {
-    /// Wakes arrive at the loop as events for `token`.
-    pub fn new(registry: &mio::Registry, token: mio::Token) -> io::Result<PaneWakes> {
-        let waker = mio::Waker::new(registry, token)
-            .map_err(|e| io::Error::new(e.kind(), format!("creating the panes' waker: {e}")))?;
-        Ok(PaneWakes {
-            waker: Arc::new(waker),
+    /// Wakes arrive at the loop through `waker` (mio allows one per poll,
+    /// so the loop shares its own and takes the ready panes whenever it
+    /// is woken).
+    pub fn new(waker: Arc<mio::Waker>) -> PaneWakes {
+        PaneWakes {
+            waker,
             ready: Arc::default(),
-        })
+        }
     }
 
     /// The wake to give [`spawn`] for pane `pane`.

@@ -1213,7 +1213,8 @@ mod tests {
     fn one_loop_learns_which_of_its_panes_woke() {
         let mut poll = mio::Poll::new().unwrap();
         let mut events = mio::Events::with_capacity(8);
-        let wakes = PaneWakes::new(poll.registry(), mio::Token(7)).unwrap();
+        let waker = Arc::new(mio::Waker::new(poll.registry(), mio::Token(7)).unwrap());
+        let wakes = crate::pty::PaneWakes::new(waker);
         let mut panes: BTreeMap<u64, (PtyMaster, String)> = BTreeMap::new();
         for id in [3u64, 5] {
             let pty = spawn(

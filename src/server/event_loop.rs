@@ -7,7 +7,7 @@
 
 use super::pane::ExitReason;
 use super::timers::TimerKind;
-use super::{DISK, LISTENER, PANES, PREDECESSOR, SIGNALS, Server, Source, UPGRADE};
+use super::{LISTENER, PREDECESSOR, SIGNALS, Server, Source, UPGRADE, WAKE};
 use crate::sys::{SIGCHLD, SIGHUP, SIGINT, SIGTERM};
 use mio::{Events, Token};
 use std::io;
@@ -36,7 +36,7 @@ impl Server {
                 // read here would be lost to it (the manifest is written).
                 // Only the upgrade's own sources are still ours.
                 if self.serving.is_paused()
-                    && !matches!(event.token(), SIGNALS | DISK | UPGRADE | PREDECESSOR)
+                    && !matches!(event.token(), SIGNALS | WAKE | UPGRADE | PREDECESSOR)
                 {
                     continue;
                 }
@@ -62,10 +62,16 @@ impl Server {
         match event.token() {
             LISTENER => self.accept_all(),
             SIGNALS => self.on_signals(),
-            DISK => self.on_save_results(),
+            // Whoever woke us: saves, panes (Windows), console events
+            // (Windows; on Unix signals come under `SIGNALS`, and asking
+            // here finds none or the ones that event will bring).
+            WAKE => {
+                self.on_save_results();
+                self.on_panes_woken();
+                self.on_signals();
+            }
             UPGRADE => self.on_upgrade_readable(),
             PREDECESSOR => self.on_predecessor_readable(),
-            PANES => self.on_panes_woken(),
             token => match self.sources.get(&token).copied() {
                 Some(Source::Pane(id)) => self.on_pane_ready(id, event),
                 Some(Source::Conn(id)) => self.on_conn_ready(id, event),

@@ -12,6 +12,11 @@
 //! `pty::PaneWakes` instead of polled fds), `keeperless.rs` (no keeper:
 //! a pseudo console cannot be handed to another process) and
 //! `upgrade_windows.rs` (restore-mode upgrades only, for the same reason).
+//! What serves only the live upgrade and the keeper (pane and connection
+//! state carried across, paused serving, rings) is built on Windows but
+//! unused there, hence the `dead_code` allowance for that target.
+
+#![cfg_attr(windows, allow(dead_code))]
 
 mod attach;
 pub mod config;
@@ -71,17 +76,16 @@ use waits::Wait;
 
 const LISTENER: Token = Token(0);
 const SIGNALS: Token = Token(1);
-/// Woken by the disk thread when a save finished.
-const DISK: Token = Token(2);
+/// The loop's one `mio::Waker` (mio allows one per poll): woken by the
+/// disk thread when a save finished, and on Windows by the panes' threads
+/// (`pty::PaneWakes`) and the console control handler (`sys::Signals`).
+const WAKE: Token = Token(2);
 /// The handoff socket (or version probe) of a live upgrade.
 const UPGRADE: Token = Token(3);
 /// A server started by an upgrade: the channel to its predecessor, open
 /// until the predecessor's probation ends.
 const PREDECESSOR: Token = Token(4);
-/// Panes whose backend woke the loop (`pty::PaneWakes`; Windows only:
-/// Unix panes are polled under tokens of their own).
-const PANES: Token = Token(5);
-const FIRST_DYNAMIC_TOKEN: usize = 6;
+const FIRST_DYNAMIC_TOKEN: usize = 5;
 
 pub struct ServerOptions {
     pub paths: NamespacePaths,
@@ -226,9 +230,11 @@ impl From<String> for StartError {
 }
 
 impl Server {
-    /// Builds a server around a claimed namespace: the poll, the signal
-    /// source, the disk thread. Nothing else is registered yet.
+    /// Builds a server around a claimed namespace: the signal source, the
+    /// panes' wakes, the disk thread, in `poll` (made by the caller, as
+    /// Windows' listener needs it first). Nothing else is registered yet.
     fn assemble(
+        poll: Poll,
         paths: NamespacePaths,
         listener: listener::Listener,
         socket_dev_ino: (u64, u64),
@@ -240,16 +246,16 @@ impl Server {
         if let Some(note) = fd_note {
             log.log("fd_limit", &note);
         }
-        let poll = Poll::new().map_err(|e| format!("creating poll: {e}"))?;
-        // Registered before any pane exists, so no child's exit can be missed.
-        let signals = crate::sys::Signals::new(poll.registry(), SIGNALS)
-            .map_err(|e| format!("installing signal handlers: {e}"))?;
-        let pane_wakes =
-            crate::pty::PaneWakes::new(poll.registry(), PANES).map_err(|e| e.to_string())?;
+        // mio allows one waker per poll: the disk thread, the panes'
+        // threads and the console handler share it (`WAKE`).
         let waker = std::sync::Arc::new(
-            mio::Waker::new(poll.registry(), DISK)
-                .map_err(|e| format!("creating the disk waker: {e}"))?,
+            mio::Waker::new(poll.registry(), WAKE)
+                .map_err(|e| format!("creating the loop's waker: {e}"))?,
         );
+        // Registered before any pane exists, so no child's exit can be missed.
+        let signals = crate::sys::Signals::new(poll.registry(), SIGNALS, &waker)
+            .map_err(|e| format!("installing signal handlers: {e}"))?;
+        let pane_wakes = crate::pty::PaneWakes::new(std::sync::Arc::clone(&waker));
         let writer = persist::writer::Writer::spawn(std::sync::Arc::new(move || {
             let _ = waker.wake();
         }))

@@ -49,10 +49,15 @@ impl Server {
     }
 
     /// Panes whose backend woke the loop (`pty::PaneWakes`: Windows, whose
-    /// pseudo consoles cannot be polled): each is treated as a readable
+    /// pseudo consoles cannot be polled; they share the loop's `WAKE`): each is treated as a readable
     /// and writable master, and an exit the backend saw is reported after
     /// the output read before it (on Unix SIGCHLD reports exits).
     pub(super) fn on_panes_woken(&mut self) {
+        // Paused for a live upgrade (Unix, whose panes never wake this
+        // way): nothing to take.
+        if self.serving.is_paused() {
+            return;
+        }
         for id in self.pane_wakes.take_ready() {
             self.flush_pane_input(id);
             if !self.panes.get(&id).is_some_and(|p| p.is_backlogged()) {

@@ -238,7 +238,7 @@ impl Server {
             server_version: SERVER_VERSION.into(),
             protocol: PROTOCOL_VERSION,
             namespace: self.paths.namespace.clone(),
-            socket: self.paths.socket(),
+            socket: crate::transport::address(&self.paths),
             started_unix_ms: self.started_unix_ms,
             uptime_ms: self.started.elapsed().as_millis() as u64,
             panes: self.panes.len(),

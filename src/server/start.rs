@@ -109,7 +109,15 @@ pub fn run(opts: ServerOptions) -> Result<(), StartError> {
     persist::atomic::remove_stale_temps(&paths.state_dir);
     persist::atomic::remove_stale_temps(&persist::history_dir(&paths.state_dir));
     let listener = UnixListener::from_std(bound.listener);
-    let mut server = Server::assemble(paths, listener, (bound.dev, bound.ino), lock, opts.history)?;
+    let poll = mio::Poll::new().map_err(|e| format!("creating poll: {e}"))?;
+    let mut server = Server::assemble(
+        poll,
+        paths,
+        listener,
+        (bound.dev, bound.ino),
+        lock,
+        opts.history,
+    )?;
     server
         .poll
         .registry()

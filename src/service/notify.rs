@@ -62,7 +62,7 @@ pub fn stopping() {
     notify("STOPPING=1\nSTATUS=stopping");
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     #[test]
     fn sends_to_a_path_socket() {

@@ -89,6 +89,15 @@ pub struct Installed {
 /// Writes every script under `dir` (created 0700; files 0600, replaced
 /// atomically so a shell starting meanwhile reads a whole file).
 pub fn install(dir: &Path) -> io::Result<Installed> {
+    // bash, zsh and fish on Windows run in environments of their own
+    // (MSYS2, Cygwin, WSL) whose paths these scripts cannot name; panes
+    // there run cmd.exe by default.
+    if cfg!(windows) {
+        return Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "shell integration is for bash, zsh and fish on Unix",
+        ));
+    }
     let text = dir.to_str().filter(|s| !s.contains(['\'', '\\', '\n']));
     if text.is_none() {
         return Err(io::Error::new(
@@ -227,7 +236,7 @@ impl Installed {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
 

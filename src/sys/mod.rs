@@ -78,19 +78,20 @@ pub use unix::{
     FdKind, OPEN_UNTRUSTED_PATH, PeerCred, ProcessExit, SIGCHLD, SIGHUP, SIGINT, SIGKILL, SIGTERM,
     SIGWINCH, SIGXFSZ, Signals, StdinMode, broken_pipe_errno, clear_cloexec, current_uid,
     dup_at_least, dup2_on_exec, fd_dev_ino, fd_is, fd_limit, has_children, ignore_signal,
-    inherit_fd_on_exec, is_symlink_refused, is_too_many_refs, kill, monotonic_usec, peer_cred,
-    peer_hung_up, poll_readable, raise_fd_limit, read_stdin, reap_any_child, restore_stdin_mode,
-    send_with_fds, set_cloexec, set_nonblocking_cloexec, setsid_on_exec, signal_by_name,
-    signal_exists, signal_name, stdin_raw_mode, take_inherited_fd, terminal_size,
+    inherit_fd_on_exec, is_executable, is_symlink_refused, is_too_many_refs, kill, monotonic_usec,
+    peer_cred, peer_hung_up, poll_readable, raise_fd_limit, read_stdin, reap_any_child,
+    restore_stdin_mode, send_with_fds, set_cloexec, set_nonblocking_cloexec, setsid_on_exec,
+    signal_by_name, signal_exists, signal_name, stdin_raw_mode, take_inherited_fd, terminal_size,
     try_lock_exclusive, user_shell, wait_child, wait_writable, with_starting_fd_limit,
     write_stdout, write_stdout_vectored,
 };
 
 #[cfg(windows)]
 pub use os::{
-    ProcessExit, SIGHUP, SIGINT, SIGKILL, SIGTERM, default_runtime_base, default_state_base,
-    fd_limit, is_symlink_refused, open_fd_count, process_cwd, process_ended, raise_fd_limit,
-    release_free_memory, signal_by_name, signal_exists, signal_name, sync_dir, trust, user_shell,
+    ProcessExit, SIGCHLD, SIGHUP, SIGINT, SIGKILL, SIGTERM, Signals, broken_pipe_errno,
+    console_size, default_runtime_base, default_state_base, fd_limit, is_executable,
+    is_symlink_refused, open_fd_count, process_cwd, process_ended, raise_fd_limit, reap_any_child,
+    signal_by_name, signal_exists, signal_name, sync_dir, trust, user_shell, wait_for_exit,
 };
 #[cfg(unix)]
 pub use unix::{default_runtime_base, default_state_base, sync_dir, trust};
@@ -106,8 +107,8 @@ pub use os::{
 pub use os::running_under_wine;
 #[cfg(windows)]
 pub use os::{
-    PipePeer, create_pipe_instance, current_user_name, is_pipe_busy, pipe_name,
-    pipe_peer_is_current_user, try_named_lock, wait_for_pipe_instance,
+    PeerCred, PipePeer, create_pipe_instance, current_user_name, is_pipe_busy, pipe_client,
+    pipe_name, pipe_peer_is_current_user, try_named_lock, wait_for_pipe_instance,
 };
 
 #[cfg(all(test, unix))]

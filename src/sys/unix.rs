@@ -277,7 +277,12 @@ pub fn kill(pid: i32, sig: i32) -> io::Result<()> {
 pub struct Signals(signal_hook_mio::v1_0::Signals);
 
 impl Signals {
-    pub fn new(registry: &mio::Registry, token: mio::Token) -> io::Result<Signals> {
+    /// `_waker` is the loop's, for OSes whose events come through it.
+    pub fn new(
+        registry: &mio::Registry,
+        token: mio::Token,
+        _waker: &std::sync::Arc<mio::Waker>,
+    ) -> io::Result<Signals> {
         let mut signals = signal_hook_mio::v1_0::Signals::new([SIGCHLD, SIGTERM, SIGINT, SIGHUP])?;
         registry.register(&mut signals, token, mio::Interest::READABLE)?;
         Ok(Signals(signals))
@@ -287,6 +292,12 @@ impl Signals {
     pub fn pending(&mut self) -> Vec<i32> {
         self.0.pending().collect()
     }
+}
+
+/// Whether a file's mode lets someone execute it.
+pub fn is_executable(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    meta.permissions().mode() & 0o111 != 0
 }
 
 /// `SIGTERM` for 15; `SIG<n>` for a number without a name.
@@ -684,6 +695,12 @@ pub mod trust {
     /// A directory created through `builder` is the owner's only.
     pub fn private_dir(builder: &mut DirBuilder) -> &mut DirBuilder {
         builder.mode(0o700)
+    }
+
+    /// A directory created through [`private_dir`] is private already
+    /// (its mode was set at creation): nothing to do.
+    pub fn make_private(_dir: &Path) -> std::io::Result<()> {
+        Ok(())
     }
 
     /// Opening through `options` never follows a symlink (the open fails,

@@ -325,6 +325,25 @@ pub fn pipe_peer_is_current_user(pipe: &impl AsRawHandle, peer: PipePeer) -> io:
     Ok(unsafe { EqualSid(theirs.sid(), ours.sid()) } != 0)
 }
 
+/// Who is at the other end of an accepted connection: its process, as
+/// `SO_PEERCRED` tells on Unix (the user is checked on accepting).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeerCred {
+    pub pid: Option<i32>,
+}
+
+/// The client process of a pipe instance we serve.
+pub fn pipe_client(pipe: &impl AsRawHandle) -> io::Result<PeerCred> {
+    let mut pid = 0u32;
+    // SAFETY: `pipe` is an open pipe handle; `pid` is writable.
+    if unsafe { GetNamedPipeClientProcessId(pipe.as_raw_handle() as HANDLE, &mut pid) } == 0 {
+        return Err(os_error("asking for the pipe's client process"));
+    }
+    Ok(PeerCred {
+        pid: Some(pid as i32),
+    })
+}
+
 /// Whether process `pid` still runs (or cannot be asked about, which
 /// only a live process of another user causes).
 /// Whether `pid` has exited. A Windows process that exited is no longer
@@ -356,6 +375,8 @@ pub fn process_exists(pid: i32) -> bool {
 /// `pty::KILLED_EXIT_CODE`); `Signal` exists so the type is the one the
 /// Unix side has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+// Never built here: nothing is reaped on Windows (`reap_any_child`).
+#[allow(dead_code)]
 pub enum ProcessExit {
     Code(i32),
     Signal(i32),
@@ -377,6 +398,176 @@ const SIGNAL_NAMES: [(i32, &str); 4] = [
     (SIGKILL, "SIGKILL"),
     (SIGTERM, "SIGTERM"),
 ];
+
+/// Never delivered on Windows (exits come through the panes' wakes);
+/// named so the loop's match reads the same on every OS.
+pub const SIGCHLD: i32 = 17;
+
+/// What the console's control events stand for: the signals the server
+/// acts on. Ctrl+C is SIGINT; Ctrl+Break, the console closing, logoff and
+/// shutdown are SIGTERM (a clean stop: save, tell the clients, end the
+/// panes).
+fn console_event_signal(event: u32) -> Option<i32> {
+    use windows_sys::Win32::System::Console::{
+        CTRL_BREAK_EVENT, CTRL_C_EVENT, CTRL_CLOSE_EVENT, CTRL_LOGOFF_EVENT, CTRL_SHUTDOWN_EVENT,
+    };
+    match event {
+        CTRL_C_EVENT => Some(SIGINT),
+        CTRL_BREAK_EVENT | CTRL_CLOSE_EVENT | CTRL_LOGOFF_EVENT | CTRL_SHUTDOWN_EVENT => {
+            Some(SIGTERM)
+        }
+        _ => None,
+    }
+}
+
+/// The loop's end of the console control handler: the events that came,
+/// as signals, and the waker that tells the loop. One per process (the
+/// handler is process-wide).
+struct ConsoleEvents {
+    waker: std::sync::Arc<mio::Waker>,
+    pending: std::sync::Mutex<Vec<i32>>,
+    /// Set once the loop's `Signals` is dropped (the server stopped).
+    stopped: std::sync::atomic::AtomicBool,
+}
+
+static CONSOLE_EVENTS: std::sync::OnceLock<ConsoleEvents> = std::sync::OnceLock::new();
+
+/// Runs on a thread the system starts for each event.
+unsafe extern "system" fn on_console_event(event: u32) -> windows_sys::core::BOOL {
+    use std::sync::atomic::Ordering;
+    let (Some(events), Some(signal)) = (CONSOLE_EVENTS.get(), console_event_signal(event)) else {
+        return 0;
+    };
+    events
+        .pending
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(signal);
+    let _ = events.waker.wake();
+    // The process ends when the handler of a close, logoff or shutdown
+    // returns (Windows allows about 5 s): give the loop the time to save
+    // and tell its clients first.
+    if event >= windows_sys::Win32::System::Console::CTRL_CLOSE_EVENT {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_millis(4500);
+        while !events.stopped.load(Ordering::SeqCst) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+    1
+}
+
+/// The console control events (Ctrl+C, Ctrl+Break, close, logoff,
+/// shutdown) as the signals a Unix server gets, delivered to the mio loop
+/// under one token. Windows has no SIGCHLD or SIGHUP to deliver.
+pub struct Signals(());
+
+impl Signals {
+    /// The events wake the loop through its `waker` (mio allows one per
+    /// poll), not under a token of their own.
+    pub fn new(
+        _registry: &mio::Registry,
+        _token: mio::Token,
+        waker: &std::sync::Arc<mio::Waker>,
+    ) -> io::Result<Signals> {
+        let events = ConsoleEvents {
+            waker: std::sync::Arc::clone(waker),
+            pending: std::sync::Mutex::new(Vec::new()),
+            stopped: std::sync::atomic::AtomicBool::new(false),
+        };
+        if CONSOLE_EVENTS.set(events).is_err() {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                "the console control handler is installed already",
+            ));
+        }
+        // SAFETY: the handler is a plain function that lives as long as
+        // the process and touches only the static above.
+        if unsafe {
+            windows_sys::Win32::System::Console::SetConsoleCtrlHandler(Some(on_console_event), 1)
+        } == 0
+        {
+            return Err(os_error("SetConsoleCtrlHandler"));
+        }
+        Ok(Signals(()))
+    }
+
+    /// The events that arrived since the last call, as signals.
+    pub fn pending(&mut self) -> Vec<i32> {
+        CONSOLE_EVENTS.get().map_or_else(Vec::new, |events| {
+            std::mem::take(&mut *events.pending.lock().unwrap_or_else(|p| p.into_inner()))
+        })
+    }
+}
+
+impl Drop for Signals {
+    fn drop(&mut self) {
+        if let Some(events) = CONSOLE_EVENTS.get() {
+            events
+                .stopped
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+}
+
+/// No SIGCHLD and no reaping on Windows: a pane's exit reaches the loop
+/// through its wake (`pty::PaneWakes`). Always `None`.
+pub fn reap_any_child() -> Option<(i32, ProcessExit)> {
+    None
+}
+
+/// The size of the console window stdout writes to (columns, rows), if
+/// stdout is a console.
+pub fn console_size() -> Option<(u16, u16)> {
+    use windows_sys::Win32::System::Console::{
+        CONSOLE_SCREEN_BUFFER_INFO, GetConsoleScreenBufferInfo, GetStdHandle, STD_OUTPUT_HANDLE,
+    };
+    // SAFETY: plain call; the handle is not ours to close.
+    let out = unsafe { GetStdHandle(STD_OUTPUT_HANDLE) };
+    if out.is_null() || out == INVALID_HANDLE_VALUE {
+        return None;
+    }
+    // SAFETY: all-zero is a valid CONSOLE_SCREEN_BUFFER_INFO.
+    let mut info: CONSOLE_SCREEN_BUFFER_INFO = unsafe { std::mem::zeroed() };
+    // SAFETY: `out` is the process's stdout handle; `info` is writable.
+    if unsafe { GetConsoleScreenBufferInfo(out, &mut info) } == 0 {
+        return None;
+    }
+    let window = info.srWindow;
+    let cols = u16::try_from(i32::from(window.Right) - i32::from(window.Left) + 1).ok()?;
+    let rows = u16::try_from(i32::from(window.Bottom) - i32::from(window.Top) + 1).ok()?;
+    (cols > 0 && rows > 0).then_some((cols, rows))
+}
+
+/// The error a write to a pipe whose reader is gone fails with
+/// (`ERROR_NO_DATA`: "the pipe is being closed"), Unix's EPIPE.
+pub fn broken_pipe_errno() -> i32 {
+    232
+}
+
+/// Waits until process `pid` has exited, at most `limit`; whether it has
+/// (a pid that names no process has).
+pub fn wait_for_exit(pid: i32, limit: std::time::Duration) -> bool {
+    use windows_sys::Win32::System::Threading::{PROCESS_SYNCHRONIZE, WaitForSingleObject};
+    let Ok(pid) = u32::try_from(pid) else {
+        return true;
+    };
+    // SAFETY: plain call; a null result is checked.
+    let h = unsafe { OpenProcess(PROCESS_SYNCHRONIZE, 0, pid) };
+    if h.is_null() {
+        return !process_exists(pid as i32);
+    }
+    // SAFETY: OpenProcess succeeded: the handle is ours.
+    let process = unsafe { OwnedHandle::from_raw_handle(h as _) };
+    let ms = u32::try_from(limit.as_millis()).unwrap_or(u32::MAX - 1);
+    // SAFETY: an open process handle with SYNCHRONIZE access.
+    unsafe { WaitForSingleObject(process.as_raw_handle() as HANDLE, ms) == 0 }
+}
+
+/// Whether a file may be run: Windows has no execute bit (the extension
+/// decides, through `PATHEXT`), so any file.
+pub fn is_executable(_meta: &std::fs::Metadata) -> bool {
+    true
+}
 
 /// `SIGTERM` for 15; `SIG<n>` for a number without a name.
 pub fn signal_name(sig: i32) -> String {
@@ -431,9 +622,6 @@ pub fn open_fd_count() -> Option<usize> {
 pub fn process_cwd(_pid: i32) -> Option<std::path::PathBuf> {
     None
 }
-
-/// The heap gives freed memory back on its own.
-pub fn release_free_memory() {}
 
 /// The user's shell: `%ComSpec%` (cmd.exe), as Windows programs take it.
 pub fn user_shell() -> OsString {
@@ -528,6 +716,52 @@ pub mod trust {
 
     pub fn untrusted_path(options: &mut OpenOptions) -> &mut OpenOptions {
         options.custom_flags(FILE_FLAG_OPEN_REPARSE_POINT)
+    }
+
+    /// Makes a directory we just created ours alone, as mode 0700 does on
+    /// Unix: a protected DACL (nothing inherited from the parent) with
+    /// full control for us, SYSTEM and Administrators, inherited by what
+    /// is created inside. Under `%LOCALAPPDATA%` Windows' inherited ACL is
+    /// already that; elsewhere (and under Wine, whose default DACL lets
+    /// everyone read) it is not.
+    pub fn make_private(dir: &Path) -> std::io::Result<()> {
+        use windows_sys::Win32::Security::Authorization::{
+            ConvertStringSecurityDescriptorToSecurityDescriptorW, SDDL_REVISION_1,
+        };
+        use windows_sys::Win32::Security::{DACL_SECURITY_INFORMATION, SetFileSecurityW};
+        let me = super::current_user_sid()?;
+        let sddl: Vec<u16> = format!("D:P(A;OICI;FA;;;{me})(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)")
+            .encode_utf16()
+            .chain([0])
+            .collect();
+        let mut descriptor: PSECURITY_DESCRIPTOR = std::ptr::null_mut();
+        // SAFETY: `sddl` is NUL-terminated; the descriptor is LocalAlloc'd
+        // for us and freed below.
+        let ok = unsafe {
+            ConvertStringSecurityDescriptorToSecurityDescriptorW(
+                sddl.as_ptr(),
+                SDDL_REVISION_1,
+                &mut descriptor,
+                std::ptr::null_mut(),
+            )
+        };
+        if ok == 0 {
+            return Err(super::os_error("building a private DACL"));
+        }
+        let wide: Vec<u16> = dir.as_os_str().encode_wide().chain([0]).collect();
+        // SAFETY: `wide` is NUL-terminated; `descriptor` is valid until
+        // the free below.
+        let ok = unsafe { SetFileSecurityW(wide.as_ptr(), DACL_SECURITY_INFORMATION, descriptor) };
+        let error = std::io::Error::last_os_error();
+        // SAFETY: allocated by the conversion above, freed once.
+        unsafe { LocalFree(descriptor as HLOCAL) };
+        if ok == 0 {
+            return Err(std::io::Error::new(
+                error.kind(),
+                format!("making {} private: {error}", dir.display()),
+            ));
+        }
+        Ok(())
     }
 
     /// What `path`'s security descriptor says: whether its owner is us,

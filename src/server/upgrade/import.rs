@@ -655,6 +655,7 @@ fn assemble_shell(
     let lock = super::super::listener::InstanceLock::from_fd(take(FdName::Lock)?);
     // The socket's identity and the history setting come with the manifest.
     Server::assemble(
+        mio::Poll::new().map_err(|e| format!("creating poll: {e}"))?,
         paths,
         mio::net::UnixListener::from_std(listener),
         (0, 0),
