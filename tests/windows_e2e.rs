@@ -8,7 +8,8 @@
 //! fail cleanly (logged, size unchanged) instead of to apply.
 //!
 //! One server and one test, in order: a command's output read with
-//! `capture`; typing into an interactive `cmd.exe`; killing a pane whose
+//! `capture`; typing into an interactive `cmd.exe`; `ptyd attach` in a
+//! console (another pane's) and its detach key; `ptyd run`; killing a pane whose
 //! process started a child (both gone: the pane's Job Object); the
 //! resize; `upgrade --mode live` refused; `upgrade --mode restore` (a new
 //! server process, the panes back by their restore plans); `stop`.
@@ -204,6 +205,60 @@ fn a_server_under_windows_serves_panes_over_its_pipe() {
         capture.matches("typed-4711").count() >= 2,
         "the command and its output: {capture}"
     );
+
+    // `ptyd attach` on a console (the pseudo console of another pane):
+    // keys typed there reach `sh`, its output comes back, and the detach
+    // key ends the client with code 0. (--force: a client inside a pane
+    // of the same server is refused without it.)
+    let exe = ptyd.exe.display().to_string();
+    ptyd.new_pane(
+        "viewer",
+        &[],
+        &[&exe, "-L", &ptyd.namespace, "attach", "--force", "sh"],
+    );
+    ptyd.ok(&[
+        "wait",
+        "viewer",
+        "--text",
+        "typed-4711",
+        "--screen",
+        "--timeout",
+        "30s",
+    ]);
+    ptyd.ok(&["send", "viewer", "echo via-attach-99", "--enter"]);
+    ptyd.ok(&[
+        "wait",
+        "sh",
+        "--text",
+        "via-attach-99",
+        "--screen",
+        "--timeout",
+        "30s",
+    ]);
+    ptyd.ok(&[
+        "wait",
+        "viewer",
+        "--text",
+        "via-attach-99",
+        "--screen",
+        "--timeout",
+        "30s",
+    ]);
+    ptyd.ok(&["send", "viewer", "--keys", "C-\\"]);
+    let out = ptyd.run(&["wait", "viewer", "--exit", "--timeout", "30s"]);
+    assert_eq!(out.status.code(), Some(0), "detached: {out:?}");
+
+    // `ptyd run`: a pane's output mirrored, its exit code returned.
+    let mut run = vec!["run", "--"];
+    let shim = ptyd.shim.as_ref().map(|s| s.display().to_string());
+    run.extend(shim.as_deref());
+    run.extend(["cmd.exe", "/c", "echo run-out& exit 3"]);
+    let out = ptyd.run(&run);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("run-out"),
+        "{out:?}"
+    );
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
 
     // A pane whose process started a child: a kill ends both.
     let me = std::env::current_exe().unwrap().display().to_string();

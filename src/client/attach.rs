@@ -9,9 +9,9 @@
 //! It uses poll(2) directly: three fds, level-triggered, and blocking writes
 //! are fine on this side.
 //!
-//! Windows: the portable parts (options, keys, exit messages, CR LF) build
-//! there; the terminal loops do not yet (`run_attach` and `run_mirror`
-//! say so), hence the allowance for what only they use.
+//! Windows: the options, keys, exit messages and CR LF handling are
+//! shared; the loops over the console are `attach/windows_console.rs`
+//! (what only the Unix loops use is allowed to be dead there).
 
 #![cfg_attr(windows, allow(unused_imports, dead_code))]
 
@@ -684,37 +684,11 @@ pub fn run_mirror(
     }
 }
 
-/// Attaching drives the terminal (raw mode, resize, the detach key)
-/// through Unix calls; the Windows console loop (VT mode, console input
-/// records, `WINDOW_BUFFER_SIZE_EVENT`) is not written yet
-/// (ARCHITECTURE.md "Windows"), so it says so rather than misbehave.
+// The Windows console's loops (`ptyd attach`, `ptyd run`).
 #[cfg(windows)]
-fn attach_unsupported() -> ClientError {
-    ClientError {
-        code: "unsupported".into(),
-        message: "attaching a terminal is not available on Windows yet; use `ptyd capture`, \
-                  `ptyd send` and `ptyd wait` meanwhile"
-            .into(),
-    }
-}
-
+mod windows_console;
 #[cfg(windows)]
-pub fn run_attach(
-    _paths: &NamespacePaths,
-    _opts: &AttachOptions,
-    _first: Option<FrameReader>,
-) -> Result<AttachEnd, ClientError> {
-    Err(attach_unsupported())
-}
-
-#[cfg(windows)]
-pub fn run_mirror(
-    _paths: &NamespacePaths,
-    _create: methods::PaneCreate,
-    _remove: bool,
-) -> Result<i32, ClientError> {
-    Err(attach_unsupported())
-}
+pub use windows_console::{run_attach, run_mirror};
 
 #[cfg(test)]
 mod tests {

@@ -538,6 +538,155 @@ pub fn console_size() -> Option<(u16, u16)> {
     (cols > 0 && rows > 0).then_some((cols, rows))
 }
 
+/// The console of an attached client, in the modes attaching needs, until
+/// dropped: input raw (no line editing, no echo, Ctrl+C a key like any
+/// other) with keys as VT sequences (`ENABLE_VIRTUAL_TERMINAL_INPUT`)
+/// and size changes reported (`ENABLE_WINDOW_INPUT`); output interpreting
+/// VT sequences (`ENABLE_VIRTUAL_TERMINAL_PROCESSING`), as a Unix
+/// terminal does. Consoles without VT input (older Windows, Wine 8) keep
+/// raw input without it: printable keys still come as their characters.
+pub struct AttachedConsole {
+    input: HANDLE,
+    output: HANDLE,
+    saved_input: u32,
+    saved_output: Option<u32>,
+}
+
+impl AttachedConsole {
+    /// Fails if stdin is not a console.
+    pub fn enter() -> io::Result<AttachedConsole> {
+        use windows_sys::Win32::System::Console::{
+            DISABLE_NEWLINE_AUTO_RETURN, ENABLE_VIRTUAL_TERMINAL_INPUT,
+            ENABLE_VIRTUAL_TERMINAL_PROCESSING, ENABLE_WINDOW_INPUT, GetConsoleMode, GetStdHandle,
+            STD_INPUT_HANDLE, STD_OUTPUT_HANDLE, SetConsoleMode,
+        };
+        // SAFETY: plain calls; the handles are the process's, not ours to
+        // close.
+        let (input, output) = unsafe {
+            (
+                GetStdHandle(STD_INPUT_HANDLE),
+                GetStdHandle(STD_OUTPUT_HANDLE),
+            )
+        };
+        let mut saved_input = 0u32;
+        // SAFETY: `input` is a handle (or invalid, which the call reports).
+        if unsafe { GetConsoleMode(input, &mut saved_input) } == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "stdin is not a console",
+            ));
+        }
+        let raw = ENABLE_WINDOW_INPUT;
+        // SAFETY: as above; a mode the console refuses is reported.
+        let vt_input = unsafe { SetConsoleMode(input, raw | ENABLE_VIRTUAL_TERMINAL_INPUT) } != 0;
+        // SAFETY: as above.
+        if !vt_input && unsafe { SetConsoleMode(input, raw) } == 0 {
+            return Err(os_error("setting the console's input mode"));
+        }
+        let mut mode = 0u32;
+        // SAFETY: as above.
+        let saved_output = (unsafe { GetConsoleMode(output, &mut mode) } != 0).then_some(mode);
+        if let Some(mode) = saved_output {
+            let vt = mode | ENABLE_VIRTUAL_TERMINAL_PROCESSING | DISABLE_NEWLINE_AUTO_RETURN;
+            // SAFETY: as above. A console without VT output keeps its
+            // mode (the pane's sequences then show as text).
+            unsafe { SetConsoleMode(output, vt) };
+        }
+        Ok(AttachedConsole {
+            input,
+            output,
+            saved_input,
+            saved_output,
+        })
+    }
+
+    /// Waits up to `timeout` for console input, then takes what is there:
+    /// the typed bytes (UTF-8) and whether the window's size changed.
+    pub fn read(&self, timeout: std::time::Duration) -> io::Result<(Vec<u8>, bool)> {
+        use windows_sys::Win32::System::Console::{
+            INPUT_RECORD, KEY_EVENT, ReadConsoleInputW, WINDOW_BUFFER_SIZE_EVENT,
+        };
+        use windows_sys::Win32::System::Threading::WaitForSingleObject;
+        let ms = u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX - 1);
+        // SAFETY: the console input handle is waitable: signalled while
+        // input is pending.
+        if unsafe { WaitForSingleObject(self.input, ms) } != 0 {
+            return Ok((Vec::new(), false));
+        }
+        // SAFETY: all-zero is a valid INPUT_RECORD.
+        let mut records: [INPUT_RECORD; 128] = unsafe { std::mem::zeroed() };
+        let mut count = 0u32;
+        // SAFETY: `records` is writable for its length; input is pending,
+        // so the read does not block.
+        if unsafe {
+            ReadConsoleInputW(
+                self.input,
+                records.as_mut_ptr(),
+                records.len() as u32,
+                &mut count,
+            )
+        } == 0
+        {
+            return Err(os_error("reading the console"));
+        }
+        let mut units = Vec::new();
+        let mut resized = false;
+        for record in &records[..count as usize] {
+            match u32::from(record.EventType) {
+                KEY_EVENT => {
+                    // SAFETY: a KEY_EVENT record holds a key event.
+                    let key = unsafe { record.Event.KeyEvent };
+                    // SAFETY: the union's UTF-16 view (W function).
+                    let unit = unsafe { key.uChar.UnicodeChar };
+                    if key.bKeyDown != 0 && unit != 0 {
+                        units.extend(std::iter::repeat_n(unit, key.wRepeatCount.max(1).into()));
+                    }
+                }
+                WINDOW_BUFFER_SIZE_EVENT => resized = true,
+                _ => {}
+            }
+        }
+        Ok((String::from_utf16_lossy(&units).into_bytes(), resized))
+    }
+}
+
+impl Drop for AttachedConsole {
+    fn drop(&mut self) {
+        use windows_sys::Win32::System::Console::SetConsoleMode;
+        // SAFETY: the handles and modes read in `enter`.
+        unsafe {
+            SetConsoleMode(self.input, self.saved_input);
+            if let Some(mode) = self.saved_output {
+                SetConsoleMode(self.output, mode);
+            }
+        }
+    }
+}
+
+/// How many bytes a pipe holds for us to read, without reading them: a
+/// pipe opened for synchronous I/O serializes its reads and writes, so a
+/// client that must write while output may come asks first rather than
+/// block in a read. An error once the server is gone.
+pub fn pipe_bytes_available(pipe: &impl AsRawHandle) -> io::Result<usize> {
+    use windows_sys::Win32::System::Pipes::PeekNamedPipe;
+    let mut available = 0u32;
+    // SAFETY: an open pipe handle; only the count is asked for.
+    let ok = unsafe {
+        PeekNamedPipe(
+            pipe.as_raw_handle() as HANDLE,
+            std::ptr::null_mut(),
+            0,
+            std::ptr::null_mut(),
+            &mut available,
+            std::ptr::null_mut(),
+        )
+    };
+    if ok == 0 {
+        return Err(os_error("asking the pipe for output"));
+    }
+    Ok(available as usize)
+}
+
 /// The error a write to a pipe whose reader is gone fails with
 /// (`ERROR_NO_DATA`: "the pipe is being closed"), Unix's EPIPE.
 pub fn broken_pipe_errno() -> i32 {
