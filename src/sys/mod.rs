@@ -41,11 +41,12 @@
 //! returns `Unsupported` or the documented "cannot tell" value, never a
 //! compile error.
 //!
-//! Windows: `windows.rs` replaces both layers. Today it holds the named-pipe
-//! transport's pieces (the pipe's name, an instance admitting only the
-//! current user, the peer check) and Wine detection for tests; the items
-//! above belong to the daemon, which is not built on Windows yet (see
-//! `lib.rs`), and get their equivalents with it.
+//! Windows: `windows.rs` replaces both layers: the named-pipe transport's
+//! pieces (the pipe's name, an instance admitting only the current user,
+//! the peer check), console control events as the server's signals, the
+//! attach client's console modes and input, and Wine detection for tests.
+//! The items above that need a keeper or fd passing have no equivalent
+//! there (the server does without, `server/keeperless.rs`):
 //!
 //! | Unix item | Windows |
 //! |---|---|

@@ -1,19 +1,19 @@
-//! The Windows side of the OS boundary. The Unix items of `sys/mod.rs`
-//! (fd flags, peer credentials, `flock`, signals, fd passing) serve the
-//! daemon, which is not built on Windows yet (`lib.rs`). What is here:
+//! The Windows side of the OS boundary: what `sys/mod.rs`'s Unix items
+//! become here (its table lists them). What is here:
 //!
-//! - the API transport's pieces, for when it is: the per-user, per-namespace
-//!   pipe name, a pipe instance served through mio that admits only the
-//!   current user (a protected DACL with one entry, our SID), refusing a
-//!   name another process already serves, and the check of who is at the
-//!   other end (`GetNamedPipeClientProcessId` / `...ServerProcessId`, that
-//!   process's token user against ours): the Windows equivalents of the
-//!   socket's 0700 directory, `flock` on the lock file and `SO_PEERCRED`;
+//! - the API transport's pieces: the per-user, per-namespace pipe name, a
+//!   pipe instance served through mio that admits only the current user (a
+//!   protected DACL with one entry, our SID), refusing a name another
+//!   process already serves, and the check of who is at the other end
+//!   (`GetNamedPipeClientProcessId` / `...ServerProcessId`, that process's
+//!   token user against ours): the Windows equivalents of the socket's 0700
+//!   directory, `flock` on the lock file and `SO_PEERCRED`;
+//! - the state files' trust rules (`trust`: owner SID and DACL);
+//! - console control events as the server's signals (`Signals`), the
+//!   attach client's console (`AttachedConsole`, `console_size`), the
+//!   pipe's pending bytes;
+//! - process waits, handle counts, the signal names the protocol uses;
 //! - Wine detection, for tests only.
-
-// The daemon that calls the transport's pieces is not built on Windows
-// yet; its tests call them meanwhile.
-#![cfg_attr(not(test), allow(dead_code))]
 
 use std::ffi::OsString;
 use std::io;
@@ -1190,6 +1190,32 @@ mod tests {
         assert!(process_exists(std::process::id() as i32));
         assert!(!process_exists(-1));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn console_events_reach_the_loop_as_signals() {
+        use windows_sys::Win32::System::Console::{CTRL_BREAK_EVENT, CTRL_C_EVENT};
+        let mut poll = Poll::new().unwrap();
+        let waker = std::sync::Arc::new(mio::Waker::new(poll.registry(), Token(3)).unwrap());
+        let mut signals = Signals::new(poll.registry(), Token(1), &waker).unwrap();
+        // SAFETY: the handler is a plain function, called here as the
+        // system calls it, on another thread.
+        let handled = std::thread::spawn(|| unsafe {
+            (
+                on_console_event(CTRL_C_EVENT),
+                on_console_event(CTRL_BREAK_EVENT),
+                on_console_event(99),
+            )
+        })
+        .join()
+        .unwrap();
+        assert_eq!(handled, (1, 1, 0));
+        let mut events = Events::with_capacity(4);
+        poll.poll(&mut events, Some(Duration::from_secs(10)))
+            .unwrap();
+        assert!(events.iter().any(|e| e.token() == Token(3)));
+        assert_eq!(signals.pending(), vec![SIGINT, SIGTERM]);
+        assert!(signals.pending().is_empty());
     }
 
     /// Gives `path` the DACL of `sddl` (e.g. `D:P(A;;FA;;;WD)`).
