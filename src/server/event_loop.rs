@@ -62,13 +62,13 @@ impl Server {
         match event.token() {
             LISTENER => self.accept_all(),
             SIGNALS => self.on_signals(),
-            // Whoever woke us: saves, panes (Windows), console events
-            // (Windows; on Unix signals come under `SIGNALS`, and asking
-            // here finds none or the ones that event will bring).
+            // Whoever woke us: saves, panes and console events (both
+            // Windows only; Unix signals come under `SIGNALS`).
             WAKE => {
                 self.on_save_results();
                 self.on_panes_woken();
-                self.on_signals();
+                let signals = self.signals.pending_on_wake();
+                self.handle_signals(signals);
             }
             UPGRADE => self.on_upgrade_readable(),
             PREDECESSOR => self.on_predecessor_readable(),
@@ -122,6 +122,10 @@ impl Server {
 
     fn on_signals(&mut self) {
         let pending = self.signals.pending();
+        self.handle_signals(pending);
+    }
+
+    fn handle_signals(&mut self, pending: Vec<i32>) {
         for signal in pending {
             match signal {
                 SIGCHLD => self.reap_children(),

@@ -292,6 +292,13 @@ impl Signals {
     pub fn pending(&mut self) -> Vec<i32> {
         self.0.pending().collect()
     }
+
+    /// Signals that come through the loop's waker: none here (they come
+    /// under their own token, and taking them at another event would
+    /// reorder a child's exit before what it wrote to us).
+    pub fn pending_on_wake(&mut self) -> Vec<i32> {
+        Vec::new()
+    }
 }
 
 /// Whether a file's mode lets someone execute it.

@@ -491,6 +491,12 @@ impl Signals {
         Ok(Signals(()))
     }
 
+    /// The events that arrived since the last call: they come through
+    /// the loop's waker (Windows registers nothing under the token).
+    pub fn pending_on_wake(&mut self) -> Vec<i32> {
+        self.pending()
+    }
+
     /// The events that arrived since the last call, as signals.
     pub fn pending(&mut self) -> Vec<i32> {
         CONSOLE_EVENTS.get().map_or_else(Vec::new, |events| {
