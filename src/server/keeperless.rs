@@ -11,15 +11,10 @@
 //! has no values, and so has the ring type (no pane ever gets a ring).
 
 use super::Server;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// A channel to a keeper or an upgrade's predecessor: none can exist.
 pub enum Channel {}
-
-/// How often a changing server writes a checkpoint (none here; the
-/// config's bounds refer to it).
-#[allow(dead_code)]
-pub const CHECKPOINT_INTERVAL: Duration = Duration::from_millis(500);
 
 /// The keeper link's state: nothing to hold but the figures
 /// `server.status` reads.

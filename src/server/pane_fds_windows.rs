@@ -20,14 +20,6 @@ use crate::pty::PtyMaster;
 use mio::{Registry, Token};
 use std::io;
 
-/// Whether an fd is in the poll: never, here (kept for the pane's API).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[allow(dead_code)]
-pub enum Registration {
-    Unregistered,
-    Registered,
-}
-
 /// A pane's master and hung-up master (see the module doc).
 #[derive(Debug)]
 pub struct PaneFds {
