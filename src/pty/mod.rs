@@ -2,14 +2,20 @@
 //!
 //! Contract of the per-OS backend, chosen once below:
 //!
-//! - `spawn(&SpawnSpec, ..)` opens a terminal of the spec's size and starts
-//!   the spec's program in it with exactly the spec's environment (scrubbed
-//!   by the caller with [`inherits_env`]) and directory, returning a
-//!   `PtyMaster` and a [`ChildProcess`] record;
+//! - `spawn(&SpawnSpec, Wake)` opens a terminal of the spec's size and
+//!   starts the spec's program in it with exactly the spec's environment
+//!   (scrubbed by the caller with [`inherits_env`]) and directory,
+//!   returning a `PtyMaster` and a [`ChildProcess`] record; a backend whose
+//!   master cannot be polled calls the [`Wake`] (from [`PaneWakes`]) when
+//!   the loop has something to do;
 //! - `PtyMaster::read` returns available output without blocking
 //!   (`WouldBlock` when there is none, `Ok(0)` or an error once output has
 //!   ended), `write` queues input without blocking (`WouldBlock` when full),
-//!   `resize` changes the size the programs see.
+//!   `resize` changes the size the programs see, `exit_code` is the exit
+//!   where the backend learns it itself (Windows; `None` on Unix, where
+//!   SIGCHLD tells), `hang_up` ends the output once the process is gone;
+//! - [`signal_tree`] and [`hang_up_sessions`] reach every process of a
+//!   pane (a session on Unix, a Job Object on Windows).
 //!
 //! Backends:
 //!
