@@ -188,6 +188,11 @@ pub fn run_mirror(
     let mut out = io::stdout().lock();
     loop {
         if let Some(payload) = write_buffered(&mut reader, &mut out, line_ends.as_mut())? {
+            // A CR held back in case an LF followed.
+            if let Some(convert) = line_ends.as_mut() {
+                let _ = out.write_all(convert.finish());
+                let _ = out.flush();
+            }
             let timed_out = matches!(
                 payload["exit"]["reason"].as_str(),
                 Some("timeout" | "idle_timeout")
