@@ -6,10 +6,10 @@
 //! blocks the program); a client that then takes nothing for
 //! [`STALL_LIMIT`], or lets the queue overflow, is disconnected with a reason.
 
+use super::listener::Stream;
 use crate::protocol::frame;
 use crate::sys::PeerCred;
 use mio::Token;
-use mio::net::UnixStream;
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::time::{Duration, Instant};
@@ -72,7 +72,7 @@ pub enum ReadOutcome {
 
 pub struct Connection {
     pub token: Token,
-    pub stream: UnixStream,
+    pub stream: Stream,
     pub peer: PeerCred,
     pub mode: ConnMode,
     /// While attached: how the pane is shown (see `View`).
@@ -128,7 +128,7 @@ pub struct Connection {
 }
 
 impl Connection {
-    pub fn new(token: Token, stream: UnixStream, peer: PeerCred) -> Connection {
+    pub fn new(token: Token, stream: Stream, peer: PeerCred) -> Connection {
         Connection {
             token,
             stream,
@@ -164,6 +164,9 @@ impl Connection {
     /// reports the socket at once if it drained meanwhile, so no edge is
     /// missed. A failed re-registration leaves the interests as they were.
     pub fn sync_write_interest(&mut self, registry: &mio::Registry) {
+        if !super::listener::WRITE_INTEREST_FOLLOWS_OUTPUT {
+            return;
+        }
         let want = self.write_blocked;
         if want == self.write_interest {
             return;
@@ -367,9 +370,10 @@ impl Connection {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
+    use mio::net::UnixStream;
 
     /// Reads everything the peer has, flushing `conn` as the socket drains.
     fn read_all(conn: &mut Connection, peer: &mut std::os::unix::net::UnixStream) -> Vec<u8> {
