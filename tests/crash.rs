@@ -34,13 +34,13 @@ fn sigkill_of_the_serving_process_loses_no_pane_byte_or_client() {
     let s = setup(ENV);
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ std::process::id() as u64);
     let mut fds = None;
-    // The counter changes between checkpoints, so its re-encodings take
-    // its scrollback lines from the line cache: the checkpoints the
-    // rounds recover from were written that way.
+    // The counter's scrollback lines are in the history log, appended
+    // checkpoint after checkpoint (and merged, and evicted): the
+    // checkpoints the rounds recover from refer to them there.
     let mut c = s.ptyd.connect();
-    util::eventually("the counter's line cache", || {
+    util::eventually("the counter's lines in the history log", || {
         let status = c.ok("server.status", json!({}));
-        (status["keeper"]["line_cache_panes"].as_u64() >= Some(1)).then_some(())
+        (status["keeper"]["history_log_panes"].as_u64() >= Some(1)).then_some(())
     });
     for round in 1..=rounds() {
         s.crash_round(&mut rng, libc::SIGKILL, round, &mut fds);

@@ -13,6 +13,7 @@ mod diagnostics;
 mod event_loop;
 mod events;
 mod fd_budget;
+mod history_log;
 pub(crate) mod fuzzing;
 mod keeper_link;
 mod line_budget;

@@ -77,7 +77,7 @@ pub use capture::{Capture, CaptureOptions, CursorInfo};
 pub use cell::{Cell, Color, Style};
 pub use modes::{Modes, MouseEncoding, MouseMode};
 pub use redraw::ViewCache;
-pub use scrollback::HistoryJson;
+pub use scrollback::{HistoryJson, Line};
 
 use boundary::{Boundary, Kind, Piece, is_exec_c0};
 use screen::Screen;
@@ -508,6 +508,50 @@ impl Terminal {
     /// cache belongs to this terminal (another one's only misses).
     pub fn to_json_cached(&self, cache: &mut HistoryJson) -> serde_json::Result<Box<RawValue>> {
         scrollback::with_history_json(cache, || serde_json::value::to_raw_value(self))
+    }
+
+    /// The terminal as JSON with its history's lines left out (`"lines":
+    /// []`), for an owner that keeps them elsewhere (the crash checkpoints'
+    /// history log, `server/history_log.rs`); `restore_history` puts them
+    /// back into the decoded terminal.
+    pub fn to_json_without_history(&self) -> serde_json::Result<Box<RawValue>> {
+        scrollback::without_lines(|| serde_json::value::to_raw_value(self))
+    }
+
+    /// How the history's lines are numbered now: (epoch, the oldest line's
+    /// number, lines ever pushed). A line's number and text stay the same
+    /// for as long as the epoch does (see `Scrollback::epoch`). `None` for a
+    /// history that holds more lines than it counts (a snapshot from before
+    /// the count): its lines have no numbers.
+    pub fn history_numbering(&self) -> Option<(u64, u64, u64)> {
+        let sb = &self.screen.scrollback;
+        let oldest = sb.pushed().checked_sub(sb.len() as u64)?;
+        Some((sb.epoch(), oldest, sb.pushed()))
+    }
+
+    /// History line number `n` (see `history_numbering`) as JSON, appended
+    /// to `out`, as the terminal's own encoding writes it; false if no
+    /// line has that number.
+    pub fn write_history_line(&self, n: u64, out: &mut Vec<u8>) -> serde_json::Result<bool> {
+        let sb = &self.screen.scrollback;
+        let Some(oldest) = sb.pushed().checked_sub(sb.len() as u64) else {
+            return Ok(false);
+        };
+        let line = n
+            .checked_sub(oldest)
+            .and_then(|i| usize::try_from(i).ok())
+            .and_then(|i| sb.get(i));
+        match line {
+            Some(line) => serde_json::to_writer(out, &line).map(|()| true),
+            None => Ok(false),
+        }
+    }
+
+    /// Puts back, oldest first, the history lines a
+    /// `to_json_without_history` encoding left out: they keep their numbers
+    /// (the count of lines ever pushed is the encoding's).
+    pub fn restore_history(&mut self, lines: Vec<Line>) {
+        self.screen.scrollback.restore_lines(lines);
     }
 
     /// `to_json_cached` appended to `out`: a caller that keeps `out`

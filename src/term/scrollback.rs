@@ -729,11 +729,28 @@ impl Clone for Scrollback {
 impl Serialize for Scrollback {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut st = serializer.serialize_struct("Scrollback", 5)?;
+        if OMIT_LINES.with(std::cell::Cell::get) {
+            st.serialize_field("lines", &[0u8; 0])?;
+        } else {
+            self.serialize_lines(&mut st)?;
+        }
+        st.serialize_field("bytes", &self.bytes)?;
+        st.serialize_field("max_lines", &self.max_lines)?;
+        st.serialize_field("max_bytes", &self.max_bytes)?;
+        st.serialize_field("pushed", &self.pushed)?;
+        st.end()
+    }
+}
+
+impl Scrollback {
+    /// The `lines` field, from the thread's `HistoryJson` if one is
+    /// installed.
+    fn serialize_lines<S: SerializeStruct>(&self, st: &mut S) -> Result<(), S::Error> {
         match HISTORY_JSON.with(|c| c.borrow_mut().take()) {
             Some(mut cache) => {
                 let fresh = cache.refresh(self);
                 let result = match &fresh {
-                    Ok(true) => cache.write(&mut st),
+                    Ok(true) => cache.write(st),
                     _ => st.serialize_field("lines", &self.lines),
                 };
                 if !matches!(fresh, Ok(true)) {
@@ -747,11 +764,7 @@ impl Serialize for Scrollback {
             }
             None => st.serialize_field("lines", &self.lines)?,
         }
-        st.serialize_field("bytes", &self.bytes)?;
-        st.serialize_field("max_lines", &self.max_lines)?;
-        st.serialize_field("max_bytes", &self.max_bytes)?;
-        st.serialize_field("pushed", &self.pushed)?;
-        st.end()
+        Ok(())
     }
 }
 
@@ -780,6 +793,27 @@ thread_local! {
     // anyway for the Windows target's expansion of the macro.
     #[allow(clippy::missing_const_for_thread_local)]
     static HISTORY_JSON: RefCell<Option<HistoryJson>> = const { RefCell::new(None) };
+}
+
+thread_local! {
+    /// Set while `Terminal::to_json_without_history` runs: the history's
+    /// lines are written as `[]` (their owner keeps them elsewhere).
+    // See HISTORY_JSON.
+    #[allow(clippy::missing_const_for_thread_local)]
+    static OMIT_LINES: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `encode` with the history's lines left out of `Scrollback`'s
+/// serialization on this thread (restored after, even if it panics).
+pub(super) fn without_lines<T>(encode: impl FnOnce() -> T) -> T {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            OMIT_LINES.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(OMIT_LINES.with(|c| c.replace(true)));
+    encode()
 }
 
 /// One history's lines as JSON, by line number (`Scrollback::pushed`
@@ -1074,6 +1108,12 @@ impl Scrollback {
 
     pub fn pushed(&self) -> u64 {
         self.pushed
+    }
+
+    /// See `epoch`: equal between two looks only if no line numbered
+    /// then was changed or renumbered since.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
     }
 
     pub fn len(&self) -> usize {

@@ -1,0 +1,360 @@
+//! The history log: every pane's scrollback lines as JSON, one a line,
+//! appended to one memfd that the keeper holds with the crash checkpoint
+//! (and that a live upgrade hands to the new server), so a checkpoint
+//! carries each terminal without its history (`"lines": []`) plus where
+//! its lines are in the log (`HistoryRef`).
+//!
+//! Why: a line that scrolled off never changes (until an edit renumbers
+//! the history: a reflow, a clear, which `Terminal::history_numbering`'s
+//! epoch says), so it is encoded once, when the first checkpoint after it
+//! comes, and never again. An idle pane costs a checkpoint its visible
+//! screen and state; a flooding one what scrolled in since the last one.
+//! Before, each checkpoint held every pane's whole encoding, and the
+//! serving process kept a copy of each in its heap as a cache (about as
+//! much memory as the scrollback again), and re-encoded a busy pane's
+//! whole history at every checkpoint.
+//!
+//! Each pane's lines are a list of chunks (byte ranges of the log), oldest
+//! first, of at most `CHUNK_LINES` lines: lines evicted from the history
+//! free their chunk once all of its lines are gone, and a freed range's
+//! memory is given back (`punch_hole`) once no checkpoint the keeper may
+//! still use refers to it (`Server::keeper_flush` calls `release` after
+//! the next checkpoint is sent). Small appends (a pane printing a line
+//! per checkpoint) are merged, like a binary counter, so a pane has at
+//! most about `log2(CHUNK_LINES)` chunks below the full size: a merge
+//! copies bytes, it does not encode again.
+//!
+//! Invariant: for every pane, its chunks hold the lines numbered
+//! `first..next` in order, and `next` is at most the history's `pushed`.
+
+use crate::handoff::manifest::HistoryRef;
+use crate::term::Terminal;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+
+/// Lines per chunk, at most: a pane's lines are freed a chunk at a time,
+/// so this bounds what a pane leaves unreclaimed at the front (about
+/// 75 KiB of typical lines), while a 10,000-line history is 20 chunks.
+const CHUNK_LINES: u32 = 512;
+/// The pages a punched range gives back are whole pages.
+const PAGE: u64 = 4096;
+
+#[derive(Clone, Copy, Debug)]
+struct Chunk {
+    offset: u64,
+    len: u64,
+    lines: u32,
+}
+
+#[derive(Debug, Default)]
+struct PaneLog {
+    /// `Terminal::history_numbering`'s epoch the chunks are numbered in.
+    epoch: u64,
+    /// Number of the first line of `chunks[0]` (or `next` if none).
+    first: u64,
+    /// Number of the line after the last one written.
+    next: u64,
+    chunks: VecDeque<Chunk>,
+}
+
+pub struct HistoryLog {
+    file: File,
+    /// Where the next append goes: past everything written (by us, or by
+    /// another server that used the file since: see `append`).
+    end: u64,
+    panes: HashMap<u64, PaneLog>,
+    /// Ranges no pane refers to any more since the last `take_freed`.
+    freed: Vec<(u64, u64)>,
+    /// Ranges free and released, merged (start → end): a range's pages
+    /// are whole only once its neighbours are free too.
+    free: BTreeMap<u64, u64>,
+    buf: Vec<u8>,
+}
+
+impl HistoryLog {
+    pub fn create() -> Result<HistoryLog, String> {
+        let fd = crate::sys::anonymous_file(c"ptyd-history-log", b"")
+            .map_err(|e| format!("creating the history log: {e}"))?;
+        Ok(HistoryLog::adopt(File::from(fd)))
+    }
+
+    /// The log another server wrote (a live upgrade's, or the checkpoint's
+    /// after a crash), knowing no pane yet (`adopt_pane`).
+    pub fn adopt(file: File) -> HistoryLog {
+        let end = file.metadata().map_or(0, |m| m.len());
+        HistoryLog {
+            file,
+            end,
+            panes: HashMap::new(),
+            freed: Vec::new(),
+            free: BTreeMap::new(),
+            buf: Vec::new(),
+        }
+    }
+
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
+    /// Brings pane `id`'s lines in the log up to `term`'s history and says
+    /// where they are; `None` if its lines cannot be numbered (then they
+    /// travel inside the terminal's encoding).
+    pub fn sync(&mut self, id: u64, term: &Terminal) -> Result<Option<HistoryRef>, String> {
+        let Some((epoch, oldest, pushed)) = term.history_numbering() else {
+            self.forget(id);
+            return Ok(None);
+        };
+        let mut pane = self.panes.remove(&id).unwrap_or_default();
+        if pane.epoch != epoch || pane.next < oldest || pane.next > pushed || pane.first > oldest
+        {
+            // Renumbered, or fell behind by more than the history holds:
+            // start over from what the history holds now.
+            self.freed.extend(pane.chunks.iter().map(|c| (c.offset, c.len)));
+            pane = PaneLog {
+                epoch,
+                first: oldest,
+                next: oldest,
+                chunks: VecDeque::new(),
+            };
+        }
+        while let Some(c) = pane.chunks.front().copied() {
+            if pane.first + u64::from(c.lines) > oldest {
+                break;
+            }
+            pane.chunks.pop_front();
+            pane.first += u64::from(c.lines);
+            self.freed.push((c.offset, c.len));
+        }
+        let result = self.append(&mut pane, term, pushed);
+        let reference = HistoryRef {
+            chunks: pane.chunks.iter().map(|c| (c.offset, c.len)).collect(),
+            skip: oldest - pane.first,
+            lines: pushed - oldest,
+        };
+        self.panes.insert(id, pane);
+        result.map(|()| Some(reference))
+    }
+
+    /// Writes lines `pane.next..pushed` at the end of the log, as chunks
+    /// of at most `CHUNK_LINES`, then merges small chunks.
+    fn append(&mut self, pane: &mut PaneLog, term: &Terminal, pushed: u64) -> Result<(), String> {
+        if pane.next >= pushed {
+            return Ok(());
+        }
+        // Another server may have written after what we know (a new one in
+        // probation, before it was taken back): never over its bytes.
+        self.end = self.end.max(self.file.metadata().map_or(0, |m| m.len()));
+        self.buf.clear();
+        let mut chunks = Vec::new();
+        let (mut start, mut lines) = (0usize, 0u32);
+        for n in pane.next..pushed {
+            match term.write_history_line(n, &mut self.buf) {
+                Ok(true) => {}
+                Ok(false) => return Err(format!("history line {n} is not held")),
+                Err(e) => return Err(format!("encoding history line {n}: {e}")),
+            }
+            self.buf.push(b'\n');
+            lines += 1;
+            if lines == CHUNK_LINES {
+                chunks.push((start, self.buf.len(), lines));
+                (start, lines) = (self.buf.len(), 0);
+            }
+        }
+        if lines > 0 {
+            chunks.push((start, self.buf.len(), lines));
+        }
+        self.file
+            .write_all_at(&self.buf, self.end)
+            .map_err(|e| format!("writing the history log: {e}"))?;
+        for (from, to, lines) in chunks {
+            pane.chunks.push_back(Chunk {
+                offset: self.end + from as u64,
+                len: (to - from) as u64,
+                lines,
+            });
+        }
+        self.end += self.buf.len() as u64;
+        pane.next = pushed;
+        if self.buf.capacity() > 4 << 20 {
+            self.buf = Vec::new();
+        }
+        self.merge_tail(pane)
+    }
+
+    /// Merges the newest two chunks while the older is no bigger than the
+    /// newer and both fit one: a pane that adds a line per checkpoint then
+    /// has a handful of small chunks, not one per checkpoint.
+    fn merge_tail(&mut self, pane: &mut PaneLog) -> Result<(), String> {
+        while pane.chunks.len() >= 2 {
+            let b = pane.chunks[pane.chunks.len() - 1];
+            let a = pane.chunks[pane.chunks.len() - 2];
+            if a.lines > b.lines || a.lines + b.lines > CHUNK_LINES {
+                break;
+            }
+            let merged = if a.offset + a.len == b.offset {
+                Chunk {
+                    offset: a.offset,
+                    len: a.len + b.len,
+                    lines: a.lines + b.lines,
+                }
+            } else {
+                let mut bytes = vec![0; (a.len + b.len) as usize];
+                let (first, second) = bytes.split_at_mut(a.len as usize);
+                self.file
+                    .read_exact_at(first, a.offset)
+                    .and_then(|()| self.file.read_exact_at(second, b.offset))
+                    .and_then(|()| self.file.write_all_at(&bytes, self.end))
+                    .map_err(|e| format!("merging history log chunks: {e}"))?;
+                self.freed.push((a.offset, a.len));
+                self.freed.push((b.offset, b.len));
+                let chunk = Chunk {
+                    offset: self.end,
+                    len: a.len + b.len,
+                    lines: a.lines + b.lines,
+                };
+                self.end += chunk.len;
+                chunk
+            };
+            pane.chunks.pop_back();
+            pane.chunks.pop_back();
+            pane.chunks.push_back(merged);
+        }
+        Ok(())
+    }
+
+    /// Pane `id` is gone (or its lines travel inline): its chunks are free.
+    pub fn forget(&mut self, id: u64) {
+        if let Some(pane) = self.panes.remove(&id) {
+            self.freed.extend(pane.chunks.iter().map(|c| (c.offset, c.len)));
+        }
+    }
+
+    /// Forgets every pane `live` says is gone.
+    pub fn retain(&mut self, live: impl Fn(u64) -> bool) {
+        let gone: Vec<u64> = self.panes.keys().copied().filter(|id| !live(*id)).collect();
+        for id in gone {
+            self.forget(id);
+        }
+    }
+
+    /// Takes pane `id`'s lines as another server wrote them (`reference`,
+    /// read by `read_lines`, which counted each chunk's lines, and decoded
+    /// into `term` already): later checkpoints append after them rather
+    /// than write them again.
+    pub fn adopt_pane(&mut self, id: u64, term: &Terminal, reference: &HistoryRef, counts: &[u32]) {
+        let Some((epoch, oldest, pushed)) = term.history_numbering() else {
+            return;
+        };
+        let lines: u64 = counts.iter().map(|&n| u64::from(n)).sum();
+        if pushed - oldest != reference.lines
+            || counts.len() != reference.chunks.len()
+            || lines != reference.skip + reference.lines
+            || oldest < reference.skip
+        {
+            return;
+        }
+        let chunks = reference
+            .chunks
+            .iter()
+            .zip(counts)
+            .map(|(&(offset, len), &lines)| Chunk { offset, len, lines })
+            .collect();
+        self.panes.insert(
+            id,
+            PaneLog {
+                epoch,
+                first: oldest - reference.skip,
+                next: pushed,
+                chunks,
+            },
+        );
+    }
+
+    /// The ranges freed since the last call: the caller releases them once
+    /// the keeper holds a checkpoint that no longer refers to them.
+    pub fn take_freed(&mut self) -> Vec<(u64, u64)> {
+        std::mem::take(&mut self.freed)
+    }
+
+    /// Gives back the memory of ranges nothing refers to any more: the
+    /// whole pages of each, merged with the free ranges around it.
+    pub fn release(&mut self, ranges: Vec<(u64, u64)>) {
+        for (offset, len) in ranges {
+            if len == 0 {
+                continue;
+            }
+            let (mut start, mut end) = (offset, offset + len);
+            if let Some((&s, &e)) = self.free.range(..=start).next_back()
+                && e >= start
+            {
+                start = s;
+                end = end.max(e);
+                self.free.remove(&s);
+            }
+            while let Some((&s, &e)) = self.free.range(start..=end).next() {
+                end = end.max(e);
+                self.free.remove(&s);
+            }
+            self.free.insert(start, end);
+            let (from, to) = (start.div_ceil(PAGE) * PAGE, end / PAGE * PAGE);
+            if to > from {
+                let _ = crate::sys::punch_hole(&self.file, from, to - from);
+            }
+        }
+    }
+
+    /// Bytes of the log in memory (its pages not punched), for
+    /// `server.status`.
+    pub fn allocated_bytes(&self) -> u64 {
+        use std::os::unix::fs::MetadataExt;
+        self.file.metadata().map_or(0, |m| m.blocks() * 512)
+    }
+
+    /// Panes with lines in the log.
+    pub fn panes(&self) -> usize {
+        self.panes.len()
+    }
+}
+
+/// The lines a `HistoryRef` names, read from the log and decoded: the
+/// history's lines oldest first, and how many lines each chunk holds (for
+/// `adopt_pane`).
+pub fn read_lines(
+    file: &File,
+    reference: &HistoryRef,
+) -> Result<(Vec<crate::term::Line>, Vec<u32>), String> {
+    let mut out = Vec::with_capacity(reference.lines.min(1 << 20) as usize);
+    let mut counts = Vec::with_capacity(reference.chunks.len());
+    let mut skip = reference.skip;
+    let mut bytes = Vec::new();
+    for &(offset, len) in &reference.chunks {
+        let len = usize::try_from(len)
+            .ok()
+            .filter(|&l| l <= 1 << 30)
+            .ok_or_else(|| format!("a history log chunk of {len} bytes"))?;
+        bytes.resize(len, 0);
+        file.read_exact_at(&mut bytes, offset)
+            .map_err(|e| format!("reading the history log at {offset}: {e}"))?;
+        let mut count = 0u32;
+        for line in bytes.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+            count += 1;
+            if skip > 0 {
+                skip -= 1;
+                continue;
+            }
+            let line = serde_json::from_slice(line)
+                .map_err(|e| format!("a history log line at {offset}: {e}"))?;
+            out.push(line);
+        }
+        counts.push(count);
+    }
+    if out.len() as u64 != reference.lines {
+        return Err(format!(
+            "the history log holds {} lines where {} were written",
+            out.len(),
+            reference.lines
+        ));
+    }
+    Ok((out, counts))
+}
