@@ -5,8 +5,9 @@
 //! numbers have no gap and no repeat across the crash, the attached
 //! client is back, the keeper leaks no fd and leaves no zombie. Also: a
 //! crash loop, a tiny ring, the keeper's re-exec, the event history. The
-//! busy counter's checkpoints take its scrollback from the line cache
-//! (`term::HistoryJson`), so recovery checks that encoding too.
+//! busy counter's checkpoints leave its scrollback lines in the history
+//! log (`server/history_log.rs`: appended, merged, evicted and given back
+//! as it scrolls), so recovery reads them from there.
 //!
 //! `PTYD_CRASH_ROUNDS` sets the number of SIGKILL rounds (20 by default).
 

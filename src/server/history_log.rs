@@ -358,3 +358,173 @@ pub fn read_lines(
     }
     Ok((out, counts))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::term::TermConfig;
+
+    fn feed(t: &mut Terminal, bytes: &[u8]) {
+        t.feed(bytes, &mut Vec::new());
+    }
+
+    /// What a checkpoint's reader gets: the terminal without its lines,
+    /// with the log's lines put back.
+    fn read_back(log: &HistoryLog, t: &Terminal, r: &HistoryRef) -> String {
+        let without = t.to_json_without_history().unwrap();
+        let mut back: Terminal = serde_json::from_str(without.get()).unwrap();
+        let (lines, counts) = read_lines(log.file(), r).unwrap();
+        assert_eq!(counts.len(), r.chunks.len());
+        back.restore_history(lines);
+        serde_json::to_string(&back).unwrap()
+    }
+
+    /// The terminal as a decode of its plain encoding gives it (a decode
+    /// starts the grids' row rings at 0).
+    fn plain(t: &Terminal) -> String {
+        let decoded: Terminal = serde_json::from_str(&serde_json::to_string(t).unwrap()).unwrap();
+        serde_json::to_string(&decoded).unwrap()
+    }
+
+    /// Whatever the terminal goes through between syncs (output that
+    /// scrolls and evicts, ED 3, resizes that reflow or take lines back,
+    /// RIS, the alternate screen, injected history, a decode), the lines
+    /// the log names are its history; each line is written once while its
+    /// numbering holds; small appends are merged, so a pane keeps a few
+    /// chunks; and giving back freed ranges never touches a named one.
+    #[test]
+    fn the_log_always_names_the_history() {
+        let mut rng = 0x2545_f491_4f6c_dd1du64;
+        let mut below = |n: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % n
+        };
+        let config = TermConfig {
+            scrollback_lines: 1200,
+            ..TermConfig::default()
+        };
+        let mut t = Terminal::new(30, 6, config);
+        let mut log = HistoryLog::create().unwrap();
+        let mut n = 0;
+        for step in 0..300 {
+            let before = t.history_numbering();
+            match below(100) {
+                0..80 => {
+                    let mut out = String::new();
+                    let most = if below(10) == 0 { 600 } else { 3 };
+                    for _ in 0..=below(most) {
+                        n += 1;
+                        match below(4) {
+                            0 => out.push_str(&format!("\x1b[3{}m{n}\x1b[0m é", below(8))),
+                            1 => out.push_str(&format!("\x1b]8;;http://x/{n}\x07{n}\x1b]8;;\x07")),
+                            _ => out.push_str(&n.to_string()),
+                        }
+                        out.push_str(&"y".repeat(below(50) as usize));
+                        out.push_str("\r\n");
+                    }
+                    feed(&mut t, out.as_bytes());
+                }
+                80..83 => feed(&mut t, b"\x1b[3J"),
+                83..88 => t.resize(20 + below(30) as u16, 3 + below(8) as u16),
+                88..90 => feed(&mut t, b"\x1bc"),
+                90..93 => feed(&mut t, b"\x1b[?1049hon alt\r\n\r\n\r\n\x1b[?1049l"),
+                93..96 => t.inject_history(&[format!("injected {step}"), "more".into()]),
+                96..98 => {
+                    t = serde_json::from_str(&serde_json::to_string(&t).unwrap()).unwrap();
+                }
+                _ => {}
+            }
+            let end_before = log.end;
+            let r = log.sync(1, &t).unwrap().unwrap();
+            assert_eq!(read_back(&log, &t, &r), plain(&t), "step {step}");
+            // Only new lines were encoded (merges copy, they add the
+            // copied bytes, not more than the pane's small chunks).
+            let (epoch, oldest, pushed) = t.history_numbering().unwrap();
+            if before.is_some_and(|(e, _, p)| e == epoch && p >= oldest) {
+                let new = pushed - before.unwrap().2;
+                let mut bytes = 0;
+                for k in pushed - new..pushed {
+                    let mut json = Vec::new();
+                    t.write_history_line(k, &mut json).unwrap();
+                    bytes += json.len() as u64 + 1;
+                }
+                let small: u64 = r.chunks.iter().map(|c| c.1).sum();
+                assert!(log.end - end_before <= bytes + small, "step {step}");
+            }
+            let full = u64::from(CHUNK_LINES);
+            let lines = r.skip + r.lines;
+            assert!(
+                r.chunks.len() as u64 <= lines / full + 2 * 10,
+                "step {step}: {} chunks for {lines} lines",
+                r.chunks.len()
+            );
+            // Freed ranges go (as when the next checkpoint is sent): what
+            // is named stays readable.
+            let freed = log.take_freed();
+            log.release(freed);
+            assert_eq!(
+                read_back(&log, &t, &r),
+                plain(&t),
+                "step {step}, after releasing"
+            );
+        }
+        // Its memory is about the history's, not all that went through.
+        let named: u64 = log
+            .sync(1, &t)
+            .unwrap()
+            .unwrap()
+            .chunks
+            .iter()
+            .map(|c| c.1)
+            .sum();
+        assert!(log.allocated_bytes() <= named + 64 * PAGE, "{} > {named}", log.allocated_bytes());
+    }
+
+    /// A new server that adopts the log appends after what it names and
+    /// writes no line again; a pane it does not know starts over.
+    #[test]
+    fn an_adopted_log_goes_on_where_the_other_server_left_it() {
+        let mut t = Terminal::new(20, 4, TermConfig::default());
+        let mut old = HistoryLog::create().unwrap();
+        for i in 0..50 {
+            feed(&mut t, format!("line {i}\r\n").as_bytes());
+            old.sync(7, &t).unwrap();
+        }
+        let r = old.sync(7, &t).unwrap().unwrap();
+        let mut new = HistoryLog::adopt(old.file().try_clone().unwrap());
+        let without = t.to_json_without_history().unwrap();
+        let mut back: Terminal = serde_json::from_str(without.get()).unwrap();
+        let (lines, counts) = read_lines(new.file(), &r).unwrap();
+        back.restore_history(lines);
+        new.adopt_pane(7, &back, &r, &counts);
+        let end = new.end;
+        let again = new.sync(7, &back).unwrap().unwrap();
+        assert_eq!(again, r);
+        assert_eq!(new.end, end, "nothing written again");
+        feed(&mut back, b"one more\r\n");
+        let more = new.sync(7, &back).unwrap().unwrap();
+        assert_eq!(read_back(&new, &back, &more), plain(&back));
+        // One line written, after what it adopted.
+        let mut json = Vec::new();
+        back.write_history_line(back.history_numbering().unwrap().2 - 1, &mut json).unwrap();
+        assert_eq!(new.end - end, json.len() as u64 + 1);
+    }
+
+    /// A range read back as zeroes (given back while still named, which
+    /// must not happen) is an error, not a wrong history.
+    #[test]
+    fn a_damaged_log_is_refused() {
+        let mut t = Terminal::new(20, 4, TermConfig::default());
+        feed(&mut t, b"a\r\nb\r\nc\r\nd\r\ne\r\nf\r\n");
+        let mut log = HistoryLog::create().unwrap();
+        let r = log.sync(1, &t).unwrap().unwrap();
+        log.file().write_all_at(&[0; 4], r.chunks[0].0).unwrap();
+        assert!(read_lines(log.file(), &r).is_err());
+        let mut short = r.clone();
+        short.lines += 1;
+        let log2 = HistoryLog::create().unwrap();
+        assert!(read_lines(log2.file(), &short).is_err());
+    }
+}

@@ -54,6 +54,9 @@ struct Queued {
     /// History log ranges this checkpoint no longer refers to: free once
     /// it is sent (the keeper then drops the checkpoint that did).
     freed: Vec<(u64, u64)>,
+    /// Each pane's ring position this checkpoint covers: what is before
+    /// it can go once it is sent.
+    rings: Vec<(u64, u64)>,
 }
 
 /// The channel's state on the server side.
@@ -93,6 +96,9 @@ pub struct KeeperLink {
     /// History log ranges that sent checkpoints no longer refer to, not
     /// yet given back (see `may_release`).
     sent_freed: Vec<(u64, u64)>,
+    /// Ring positions the last sent checkpoint covers, not yet given
+    /// back, by pane.
+    sent_rings: std::collections::HashMap<u64, u64>,
     /// The last `serving` said settled: no old server in its probation
     /// may take back a model that refers to log ranges we free.
     settled: bool,
@@ -228,12 +234,18 @@ impl Server {
     /// Queues one message for the keeper (if there is one) and tries to
     /// send what is queued.
     fn keeper_send(&mut self, msg: &ToKeeper, fds: Vec<OwnedFd>) {
-        self.keeper_send_freeing(msg, fds, Vec::new());
+        self.keeper_send_freeing(msg, fds, Vec::new(), Vec::new());
     }
 
     /// `keeper_send` of a checkpoint that no longer refers to the history
-    /// log ranges `freed`.
-    fn keeper_send_freeing(&mut self, msg: &ToKeeper, fds: Vec<OwnedFd>, mut freed: Vec<(u64, u64)>) {
+    /// log ranges `freed` and covers the rings up to `rings`.
+    fn keeper_send_freeing(
+        &mut self,
+        msg: &ToKeeper,
+        fds: Vec<OwnedFd>,
+        mut freed: Vec<(u64, u64)>,
+        rings: Vec<(u64, u64)>,
+    ) {
         if self.lineage.is_none() {
             return;
         }
@@ -260,6 +272,7 @@ impl Server {
             fds,
             checkpoint,
             freed,
+            rings,
         });
         self.keeper_flush();
     }
@@ -276,6 +289,7 @@ impl Server {
                 Ok(_) => {
                     if let Some(q) = self.keeper.queue.pop_front() {
                         self.keeper.sent_freed.extend(q.freed);
+                        self.keeper.sent_rings.extend(q.rings);
                     }
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
@@ -293,23 +307,31 @@ impl Server {
                     }
                     self.keeper.drop_screens();
                     self.keeper.sent_freed.clear();
+                    self.keeper.sent_rings.clear();
                     break;
                 }
             }
         }
-        if !self.keeper.sent_freed.is_empty() && self.may_release() {
+        let sent = !self.keeper.sent_freed.is_empty() || !self.keeper.sent_rings.is_empty();
+        if sent && self.may_release() {
             let freed = std::mem::take(&mut self.keeper.sent_freed);
             if let Some(log) = &mut self.keeper.log {
                 log.release(freed);
             }
+            for (id, at) in std::mem::take(&mut self.keeper.sent_rings) {
+                if let Some(p) = self.panes.get_mut(&id) {
+                    p.release_ring_before(at);
+                }
+            }
         }
     }
 
-    /// Whether history log ranges our checkpoints no longer refer to may
-    /// be given back: not while an upgrade is under way (the new server
-    /// reads the ranges the pre-copy named), nor while another server may
-    /// take everything back (a new one in probation: its model refers to
-    /// them), nor while not serving.
+    /// Whether history log ranges our checkpoints no longer refer to, and
+    /// ring bytes they cover, may be given back: not while an upgrade is
+    /// under way (the new server reads the ranges the pre-copy named),
+    /// nor while another server may take everything back (a new one in
+    /// probation: its model refers to those ranges, and its take-back
+    /// reads the rings from the pause on), nor while not serving.
     fn may_release(&self) -> bool {
         self.keeper.settled
             && self.serving.is_owned()
@@ -710,7 +732,7 @@ impl Server {
             ids,
             handoff: crate::handoff::manifest::HANDOFF_VERSION,
         };
-        self.keeper_send_freeing(&msg, fds, freed);
+        self.keeper_send_freeing(&msg, fds, freed, rings.clone());
         for (id, at) in rings {
             if let Some(p) = self.panes.get_mut(&id) {
                 p.ring_saved_at(at);

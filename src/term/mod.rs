@@ -77,7 +77,7 @@ pub use capture::{Capture, CaptureOptions, CursorInfo};
 pub use cell::{Cell, Color, Style};
 pub use modes::{Modes, MouseEncoding, MouseMode};
 pub use redraw::ViewCache;
-pub use scrollback::{HistoryJson, Line};
+pub use scrollback::Line;
 
 use boundary::{Boundary, Kind, Piece, is_exec_c0};
 use screen::Screen;
@@ -501,15 +501,6 @@ impl Terminal {
         self.screen.scrollback.len()
     }
 
-    /// The terminal as JSON, byte for byte what `serde_json::to_string`
-    /// gives, with its scrollback's lines taken from `cache` (see
-    /// `HistoryJson`) where they were encoded before: re-encoding a busy
-    /// terminal costs what scrolled in since, not its whole history. The
-    /// cache belongs to this terminal (another one's only misses).
-    pub fn to_json_cached(&self, cache: &mut HistoryJson) -> serde_json::Result<Box<RawValue>> {
-        scrollback::with_history_json(cache, || serde_json::value::to_raw_value(self))
-    }
-
     /// The terminal as JSON with its history's lines left out (`"lines":
     /// []`), for an owner that keeps them elsewhere (the crash checkpoints'
     /// history log, `server/history_log.rs`); `restore_history` puts them
@@ -552,17 +543,6 @@ impl Terminal {
     /// (the count of lines ever pushed is the encoding's).
     pub fn restore_history(&mut self, lines: Vec<Line>) {
         self.screen.scrollback.restore_lines(lines);
-    }
-
-    /// `to_json_cached` appended to `out`: a caller that keeps `out`
-    /// between encodings spares the allocator a fresh megabyte (and its
-    /// page faults) each time.
-    pub fn write_json_cached(
-        &self,
-        out: &mut Vec<u8>,
-        cache: &mut HistoryJson,
-    ) -> serde_json::Result<()> {
-        scrollback::with_history_json(cache, || serde_json::to_writer(out, self))
     }
 
     /// How many state-changing calls this terminal has had (see `changes`).
