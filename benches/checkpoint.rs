@@ -2,8 +2,8 @@
 //! output: one encoding of its terminal (full default scrollback, 10,000
 //! lines) the old way, whole (`serde_json`, every history line every
 //! time), against the history log's way (`server/history_log.rs`): the
-//! terminal without its history lines plus the JSON of the lines that
-//! scrolled in since the last checkpoint, for several amounts of output
+//! terminal without its history lines plus a copy of the packed bytes of
+//! the lines that scrolled in since the last checkpoint, for several amounts of output
 //! between checkpoints. Then what the log holds for 100 such panes beside
 //! the process's RSS for their terminals.
 //!
@@ -124,8 +124,9 @@ fn main() {
             black_box(t.to_json_without_history().expect("encode"));
             lines.clear();
             for k in before.max(oldest)..pushed {
-                t.write_history_line(k, &mut lines).expect("encode");
-                lines.push(b'\n');
+                let line = t.history_line_bytes(k).expect("held");
+                lines.extend_from_slice(&(line.len() as u32).to_le_bytes());
+                lines.extend_from_slice(line);
             }
             black_box(&lines);
             logged.push(started.elapsed());
@@ -147,13 +148,10 @@ fn main() {
     let filled = rss_mib();
     let history: usize = panes.iter().map(Terminal::scrollback_memory_bytes).sum();
     let mut log_bytes = 0;
-    let mut line = Vec::new();
     for t in &panes {
         let (_, oldest, pushed) = t.history_numbering().expect("numbered");
         for k in oldest..pushed {
-            line.clear();
-            t.write_history_line(k, &mut line).expect("encode");
-            log_bytes += line.len() + 1;
+            log_bytes += t.history_line_bytes(k).expect("held").len() + 4;
         }
     }
     println!(

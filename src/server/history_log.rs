@@ -1,13 +1,17 @@
-//! The history log: every pane's scrollback lines as JSON, one a line,
-//! appended to one memfd that the keeper holds with the crash checkpoint
+//! The history log: every pane's scrollback lines, each as its packed
+//! bytes (`LineRef::stored`, what the history itself holds) after a 4-byte
+//! length, appended to one memfd that the keeper holds with the crash checkpoint
 //! (and that a live upgrade hands to the new server), so a checkpoint
 //! carries each terminal without its history (`"lines": []`) plus where
 //! its lines are in the log (`HistoryRef`).
 //!
 //! Why: a line that scrolled off never changes (until an edit renumbers
 //! the history: a reflow, a clear, which `Terminal::history_numbering`'s
-//! epoch says), so it is encoded once, when the first checkpoint after it
-//! comes, and never again. An idle pane costs a checkpoint its visible
+//! epoch says), so it is written once, when the first checkpoint after it
+//! comes, and never again; and written as the history packs it, so
+//! writing it is a copy (JSON cost 10-15 ms per checkpoint for 10,000
+//! coloured lines, the bulk of a flooding pane's checkpoint, and took a
+//! quarter more room). A reader checks each line (`Line::from_stored`). An idle pane costs a checkpoint its visible
 //! screen and state; a flooding one what scrolled in since the last one.
 //! Before, each checkpoint held every pane's whole encoding, and the
 //! serving process kept a copy of each in its heap as a cache (about as
@@ -149,12 +153,13 @@ impl HistoryLog {
         let mut chunks = Vec::new();
         let (mut start, mut lines) = (0usize, 0u32);
         for n in pane.next..pushed {
-            match term.write_history_line(n, &mut self.buf) {
-                Ok(true) => {}
-                Ok(false) => return Err(format!("history line {n} is not held")),
-                Err(e) => return Err(format!("encoding history line {n}: {e}")),
-            }
-            self.buf.push(b'\n');
+            let line = term
+                .history_line_bytes(n)
+                .ok_or_else(|| format!("history line {n} is not held"))?;
+            let len = u32::try_from(line.len())
+                .map_err(|_| format!("history line {n} is {} bytes", line.len()))?;
+            self.buf.extend_from_slice(&len.to_le_bytes());
+            self.buf.extend_from_slice(line);
             lines += 1;
             if lines == CHUNK_LINES {
                 chunks.push((start, self.buf.len(), lines));
@@ -317,7 +322,7 @@ impl HistoryLog {
     }
 }
 
-/// The lines a `HistoryRef` names, read from the log and decoded: the
+/// The lines a `HistoryRef` names, read from the log and checked: the
 /// history's lines oldest first, and how many lines each chunk holds (for
 /// `adopt_pane`).
 pub fn read_lines(
@@ -337,15 +342,19 @@ pub fn read_lines(
         file.read_exact_at(&mut bytes, offset)
             .map_err(|e| format!("reading the history log at {offset}: {e}"))?;
         let mut count = 0u32;
-        for line in bytes.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        let mut rest = &bytes[..];
+        while !rest.is_empty() {
+            let damaged = || format!("a damaged history log line in the chunk at {offset}");
+            let (head, tail) = rest.split_first_chunk::<4>().ok_or_else(damaged)?;
+            let n = u32::from_le_bytes(*head) as usize;
+            let line = tail.get(..n).ok_or_else(damaged)?;
+            rest = &tail[n..];
             count += 1;
             if skip > 0 {
                 skip -= 1;
                 continue;
             }
-            let line = serde_json::from_slice(line)
-                .map_err(|e| format!("a history log line at {offset}: {e}"))?;
-            out.push(line);
+            out.push(crate::term::Line::from_stored(line).ok_or_else(damaged)?);
         }
         counts.push(count);
     }
@@ -446,9 +455,7 @@ mod tests {
                 let new = pushed - before.unwrap().2;
                 let mut bytes = 0;
                 for k in pushed - new..pushed {
-                    let mut json = Vec::new();
-                    t.write_history_line(k, &mut json).unwrap();
-                    bytes += json.len() as u64 + 1;
+                    bytes += t.history_line_bytes(k).unwrap().len() as u64 + 4;
                 }
                 let small: u64 = r.chunks.iter().map(|c| c.1).sum();
                 assert!(log.end - end_before <= bytes + small, "step {step}");
@@ -507,9 +514,9 @@ mod tests {
         let more = new.sync(7, &back).unwrap().unwrap();
         assert_eq!(read_back(&new, &back, &more), plain(&back));
         // One line written, after what it adopted.
-        let mut json = Vec::new();
-        back.write_history_line(back.history_numbering().unwrap().2 - 1, &mut json).unwrap();
-        assert_eq!(new.end - end, json.len() as u64 + 1);
+        let newest = back.history_numbering().unwrap().2 - 1;
+        let line = back.history_line_bytes(newest).unwrap();
+        assert_eq!(new.end - end, line.len() as u64 + 4);
     }
 
     /// A range read back as zeroes (given back while still named, which

@@ -520,22 +520,14 @@ impl Terminal {
         Some((sb.epoch(), oldest, sb.pushed()))
     }
 
-    /// History line number `n` (see `history_numbering`) as JSON, appended
-    /// to `out`, as the terminal's own encoding writes it; false if no
-    /// line has that number.
-    pub fn write_history_line(&self, n: u64, out: &mut Vec<u8>) -> serde_json::Result<bool> {
+    /// History line number `n` (see `history_numbering`) appended to `out`
+    /// as its packed bytes (`Line::from_stored` takes them back): a copy,
+    /// no encoding; `None` if no line has that number.
+    pub fn history_line_bytes(&self, n: u64) -> Option<&[u8]> {
         let sb = &self.screen.scrollback;
-        let Some(oldest) = sb.pushed().checked_sub(sb.len() as u64) else {
-            return Ok(false);
-        };
-        let line = n
-            .checked_sub(oldest)
-            .and_then(|i| usize::try_from(i).ok())
-            .and_then(|i| sb.get(i));
-        match line {
-            Some(line) => serde_json::to_writer(out, &line).map(|()| true),
-            None => Ok(false),
-        }
+        let oldest = sb.pushed().checked_sub(sb.len() as u64)?;
+        let i = usize::try_from(n.checked_sub(oldest)?).ok()?;
+        sb.get(i).map(|line| line.stored())
     }
 
     /// Puts back, oldest first, the history lines a

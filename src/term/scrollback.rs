@@ -190,6 +190,31 @@ impl Line {
     pub fn view(&self) -> LineRef<'_> {
         LineRef(&self.0)
     }
+
+    /// A line from its packed bytes as `LineRef::stored` gave them (the
+    /// history log keeps lines so: a copy, no encoding), checked so that
+    /// no accessor can index out of bounds or find text that is not UTF-8;
+    /// `None` for bytes no line packs to (a damaged file).
+    pub fn from_stored(bytes: &[u8]) -> Option<Line> {
+        let (&flags, rest) = bytes.split_first()?;
+        if flags & !(FLAG_WRAPPED | FLAG_EXTRAS | FLAG_GAP) != 0 || rest.len() < HEADER - 1 {
+            return None;
+        }
+        let text_len = u32::from_le_bytes(rest[..4].try_into().ok()?) as usize;
+        let after_text = HEADER.checked_add(text_len)?;
+        std::str::from_utf8(bytes.get(HEADER..after_text)?).ok()?;
+        let extras = if flags & FLAG_EXTRAS != 0 {
+            let tail = bytes.len().checked_sub(4)?;
+            let json = u32::from_le_bytes(bytes[tail..].try_into().ok()?) as usize;
+            let start = tail.checked_sub(json).filter(|&s| s >= after_text)?;
+            serde_json::from_slice::<Vec<ExtraRun>>(&bytes[start..tail]).ok()?;
+            json + 4
+        } else {
+            0
+        };
+        let runs = bytes.len().checked_sub(after_text + extras)?;
+        (runs % RUN_BYTES == 0).then(|| Line(bytes.into()))
+    }
 }
 
 /// A row taken apart into a line's sections, reused from row to row so
@@ -398,6 +423,11 @@ impl<'a> LineRef<'a> {
 
     pub fn to_line(self) -> Line {
         Line(self.0.into())
+    }
+
+    /// The packed bytes (see the module doc), for `Line::from_stored`.
+    pub fn stored(&self) -> &'a [u8] {
+        self.0
     }
     /// The line with SGR sequences: each run starts with its full style, and
     /// the line ends with a reset if any style was set.
@@ -1166,6 +1196,39 @@ mod tests {
         assert_eq!(sb.pushed().checked_sub(sb.len() as u64), None);
         sb.push(numbered(5));
         assert_eq!(sb.pushed().checked_sub(sb.len() as u64), None);
+    }
+
+    /// Every line packs to bytes `from_stored` takes back as the same
+    /// line; bytes no line packs to (cut short, longer, flags unknown, text
+    /// not UTF-8, extras that do not fit) are refused, never a panic.
+    #[test]
+    fn stored_bytes_come_back_and_damaged_ones_are_refused() {
+        let mut sb = Scrollback::new(100, usize::MAX);
+        let mut row = Row::new(10, Style::DEFAULT);
+        row.cells[0].ch = 'é';
+        sb.push_row(&row);
+        sb.push(Line::new("red", &[Run { chars: 3, style: Style { fg: 2, bg: 0 } }], true));
+        sb.push(numbered(7));
+        let json = r#"{"t":"ab","x":[[0,1,{"link":{"uri":"http://x/"}}]]}"#;
+        sb.push(serde_json::from_str(json).unwrap());
+        for i in 0..sb.len() {
+            let bytes = sb.get(i).unwrap().stored();
+            let back = Line::from_stored(bytes).unwrap();
+            assert_eq!(back.view(), sb.get(i).unwrap());
+            for cut in 0..bytes.len() {
+                let _ = Line::from_stored(&bytes[..cut]);
+            }
+            let mut longer = bytes.to_vec();
+            longer.push(0);
+            assert!(Line::from_stored(&longer).is_none(), "line {i}");
+            let mut flags = bytes.to_vec();
+            flags[0] |= 0x80;
+            assert!(Line::from_stored(&flags).is_none());
+        }
+        assert!(Line::from_stored(&[0, 2, 0, 0, 0, 0xff, 0xfe]).is_none());
+        assert!(Line::from_stored(&[0, 9, 0, 0, 0, b'a']).is_none());
+        assert!(Line::from_stored(&[]).is_none());
+        assert!(Line::from_stored(&[FLAG_EXTRAS, 0, 0, 0, 0, 200, 0, 0, 0]).is_none());
     }
 
     /// Left out on request, and only then.

@@ -1209,7 +1209,7 @@ fn printed_lines_show_on_the_screen_as_if_just_output() {
 }
 
 /// The encoding without history lines, decoded, with the lines put back
-/// from their numbers (`history_numbering`, `write_history_line`: what the
+/// from their numbers (`history_numbering`, `history_line_bytes`: what the
 /// history log stores), is the terminal, whatever it went through: output
 /// scrolling (lines evicted by the bound), ED 3, reflowing and growing
 /// resizes (which take lines back), RIS, the alternate screen, injected
@@ -1275,11 +1275,7 @@ fn history_lines_put_back_make_the_same_terminal() {
         let mut back: Terminal = serde_json::from_str(without.get()).unwrap();
         let (_, oldest, pushed) = t.history_numbering().unwrap();
         let lines = (oldest..pushed)
-            .map(|n| {
-                let mut json = Vec::new();
-                assert!(t.write_history_line(n, &mut json).unwrap());
-                serde_json::from_slice(&json).unwrap()
-            })
+            .map(|n| Line::from_stored(t.history_line_bytes(n).unwrap()).unwrap())
             .collect();
         back.restore_history(lines);
         // Both decoded: a decode starts the grids' row rings at 0.
