@@ -42,6 +42,11 @@ const CHECKPOINT_COST_SHARE: u32 = 20;
 /// quarter of its speed without a keeper (the checkpoints' CPU was not
 /// the cost; the waiting was).
 const URGENT_COST_SHARE: u32 = 4;
+/// A ring's pages behind the last sent checkpoint are given back this long
+/// after it, unless its pane printed `RING_BUSY` bytes meanwhile (a flood,
+/// whose pages would only be faulted in again on the ring's next round).
+const RING_RELEASE_AFTER: Duration = Duration::from_millis(250);
+const RING_BUSY: u64 = 1 << 20;
 /// Messages waiting for room on the channel, at most; past this the
 /// oldest checkpoints are dropped first (a newer one supersedes them).
 const QUEUE_LIMIT: usize = 4096;
@@ -97,8 +102,15 @@ pub struct KeeperLink {
     /// yet given back (see `may_release`).
     sent_freed: Vec<(u64, u64)>,
     /// Ring positions the last sent checkpoint covers, not yet given
-    /// back, by pane.
+    /// back, by pane: a pane's ring is given back up to there unless it
+    /// floods, looked at `RING_RELEASE_AFTER` after the checkpoint went
+    /// (`keeper_tick`), and again while it floods (`rings_due`). A
+    /// flooding pane keeps its
+    /// pages: given back, each would be faulted in again on the ring's
+    /// next round (2-3 % of the loop's time on `cat`).
     sent_rings: std::collections::HashMap<u64, u64>,
+    /// When `sent_rings` is looked at next (a timer wakes the loop then).
+    rings_due: Option<Instant>,
     /// The last `serving` said settled: no old server in its probation
     /// may take back a model that refers to log ranges we free.
     settled: bool,
@@ -289,6 +301,11 @@ impl Server {
                 Ok(_) => {
                     if let Some(q) = self.keeper.queue.pop_front() {
                         self.keeper.sent_freed.extend(q.freed);
+                        if !q.rings.is_empty() && self.keeper.rings_due.is_none() {
+                            let at = Instant::now() + RING_RELEASE_AFTER;
+                            self.keeper.rings_due = Some(at);
+                            self.timers.add(at, super::timers::TimerKind::Checkpoint);
+                        }
                         self.keeper.sent_rings.extend(q.rings);
                     }
                 }
@@ -312,16 +329,10 @@ impl Server {
                 }
             }
         }
-        let sent = !self.keeper.sent_freed.is_empty() || !self.keeper.sent_rings.is_empty();
-        if sent && self.may_release() {
+        if !self.keeper.sent_freed.is_empty() && self.may_release() {
             let freed = std::mem::take(&mut self.keeper.sent_freed);
             if let Some(log) = &mut self.keeper.log {
                 log.release(freed);
-            }
-            for (id, at) in std::mem::take(&mut self.keeper.sent_rings) {
-                if let Some(p) = self.panes.get_mut(&id) {
-                    p.release_ring_before(at);
-                }
             }
         }
     }
@@ -556,6 +567,25 @@ impl Server {
     /// Once a loop turn: a pane whose ring is half full since the last
     /// checkpoint makes the next one urgent; a due checkpoint is written.
     pub(super) fn keeper_tick(&mut self, now: Instant) {
+        if self.keeper.rings_due.is_some_and(|at| at <= now) {
+            self.keeper.rings_due = None;
+            if self.may_release() {
+                let panes = &mut self.panes;
+                self.keeper.sent_rings.retain(|id, at| match panes.get_mut(id) {
+                    Some(p) if p.ring().is_some_and(|r| r.written() - *at < RING_BUSY) => {
+                        p.release_ring_before(*at);
+                        false
+                    }
+                    Some(p) => p.ring().is_some(),
+                    None => false,
+                });
+            }
+            if !self.keeper.sent_rings.is_empty() {
+                let at = now + RING_RELEASE_AFTER;
+                self.keeper.rings_due = Some(at);
+                self.timers.add(at, super::timers::TimerKind::Checkpoint);
+            }
+        }
         if self.lineage.is_none() || !self.serving.is_owned() {
             return;
         }
