@@ -249,3 +249,42 @@ fn the_event_history_and_its_numbering_survive_a_crash() {
     let next = sub.wait_event("pane.resized", &a);
     assert!(next["seq"].as_u64().unwrap() > now, "{next}");
 }
+
+#[test]
+fn a_resize_just_before_a_crash_is_not_lost() {
+    // The serving process dies right after a resize, before any paced
+    // checkpoint: the replacement brings the pane back at the size its
+    // program draws for (the kernel's), not the checkpoint's.
+    let ptyd = Ptyd::start();
+    let pane = ptyd.create_argv(&[
+        "/bin/sh",
+        "-c",
+        "trap 'echo size $(stty size)' WINCH; echo ready; while :; do sleep 0.05; done",
+    ]);
+    let mut c = ptyd.connect();
+    util::eventually("the pane to start", || {
+        let cap = c.ok("pane.capture", json!({ "target": pane }));
+        cap.to_string().contains("ready").then_some(())
+    });
+    let dead = serving_pid(&mut c);
+    // The first resize is checkpointed at once (none came for a while);
+    // the second comes within the paced interval after it.
+    for (cols, rows) in [(90, 25), (101, 31)] {
+        c.ok(
+            "pane.resize",
+            json!({ "target": pane, "cols": cols, "rows": rows }),
+        );
+    }
+    // SAFETY: kill(2) of the serving process this test started.
+    unsafe { libc::kill(dead, libc::SIGKILL) };
+    let (mut c, _) = wait_replacement(&ptyd, dead);
+    let cap = c.ok("pane.capture", json!({ "target": pane }));
+    assert_eq!((cap["cols"].as_u64(), cap["rows"].as_u64()), (Some(101), Some(31)), "{cap}");
+    let info = c.ok("pane.list", json!({}))["panes"][0].clone();
+    assert_eq!((info["cols"].as_u64(), info["rows"].as_u64()), (Some(101), Some(31)), "{info}");
+    // The program saw the new size too.
+    util::eventually("the program's answer to SIGWINCH", || {
+        let cap = c.ok("pane.capture", json!({ "target": pane }));
+        cap.to_string().contains("size 31 101").then_some(())
+    });
+}

@@ -813,6 +813,7 @@ impl Server {
     pub(super) fn replay_rings(&mut self, recovery: &Recovery, why: &str) {
         let mut replayed = 0usize;
         let mut inexact = Vec::new();
+        let mut resized = Vec::new();
         for &(id, at) in &recovery.rings {
             let Some(pane) = self.panes.get_mut(&id) else {
                 continue;
@@ -836,10 +837,25 @@ impl Server {
                 pane.ring_saved_at(w);
             }
             pane.ring_fed_to_end();
+            // Resized after the checkpoint: the kernel holds the size its
+            // programs draw for.
+            if let Some(size) = pane.fds().master().and_then(|m| m.size())
+                && size != (pane.cols(), pane.rows())
+            {
+                resized.push((id, size));
+            }
+        }
+        for &(id, (cols, rows)) in &resized {
+            self.resize_pane(id, cols, rows);
         }
         let msg = format!(
-            "{why}; took over {} panes from the keeper, replayed {replayed} bytes of output since the checkpoint{}",
+            "{why}; took over {} panes from the keeper, replayed {replayed} bytes of output since the checkpoint{}{}",
             self.panes.len(),
+            if resized.is_empty() {
+                String::new()
+            } else {
+                format!(", resized {} to their terminal's size", resized.len())
+            },
             if inexact.is_empty() {
                 String::new()
             } else {
