@@ -279,9 +279,17 @@ fn a_resize_just_before_a_crash_is_not_lost() {
     unsafe { libc::kill(dead, libc::SIGKILL) };
     let (mut c, _) = wait_replacement(&ptyd, dead);
     let cap = c.ok("pane.capture", json!({ "target": pane }));
-    assert_eq!((cap["cols"].as_u64(), cap["rows"].as_u64()), (Some(101), Some(31)), "{cap}");
+    assert_eq!(
+        (cap["cols"].as_u64(), cap["rows"].as_u64()),
+        (Some(101), Some(31)),
+        "{cap}"
+    );
     let info = c.ok("pane.list", json!({}))["panes"][0].clone();
-    assert_eq!((info["cols"].as_u64(), info["rows"].as_u64()), (Some(101), Some(31)), "{info}");
+    assert_eq!(
+        (info["cols"].as_u64(), info["rows"].as_u64()),
+        (Some(101), Some(31)),
+        "{info}"
+    );
     // The program saw the new size too.
     util::eventually("the program's answer to SIGWINCH", || {
         let cap = c.ok("pane.capture", json!({ "target": pane }));

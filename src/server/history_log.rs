@@ -110,11 +110,11 @@ impl HistoryLog {
             return Ok(None);
         };
         let mut pane = self.panes.remove(&id).unwrap_or_default();
-        if pane.epoch != epoch || pane.next < oldest || pane.next > pushed || pane.first > oldest
-        {
+        if pane.epoch != epoch || pane.next < oldest || pane.next > pushed || pane.first > oldest {
             // Renumbered, or fell behind by more than the history holds:
             // start over from what the history holds now.
-            self.freed.extend(pane.chunks.iter().map(|c| (c.offset, c.len)));
+            self.freed
+                .extend(pane.chunks.iter().map(|c| (c.offset, c.len)));
             pane = PaneLog {
                 epoch,
                 first: oldest,
@@ -231,7 +231,8 @@ impl HistoryLog {
     /// Pane `id` is gone (or its lines travel inline): its chunks are free.
     pub fn forget(&mut self, id: u64) {
         if let Some(pane) = self.panes.remove(&id) {
-            self.freed.extend(pane.chunks.iter().map(|c| (c.offset, c.len)));
+            self.freed
+                .extend(pane.chunks.iter().map(|c| (c.offset, c.len)));
         }
     }
 
@@ -486,7 +487,11 @@ mod tests {
             .iter()
             .map(|c| c.1)
             .sum();
-        assert!(log.allocated_bytes() <= named + 64 * PAGE, "{} > {named}", log.allocated_bytes());
+        assert!(
+            log.allocated_bytes() <= named + 64 * PAGE,
+            "{} > {named}",
+            log.allocated_bytes()
+        );
     }
 
     /// A new server that adopts the log appends after what it names and

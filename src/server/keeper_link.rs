@@ -571,14 +571,16 @@ impl Server {
             self.keeper.rings_due = None;
             if self.may_release() {
                 let panes = &mut self.panes;
-                self.keeper.sent_rings.retain(|id, at| match panes.get_mut(id) {
-                    Some(p) if p.ring().is_some_and(|r| r.written() - *at < RING_BUSY) => {
-                        p.release_ring_before(*at);
-                        false
-                    }
-                    Some(p) => p.ring().is_some(),
-                    None => false,
-                });
+                self.keeper
+                    .sent_rings
+                    .retain(|id, at| match panes.get_mut(id) {
+                        Some(p) if p.ring().is_some_and(|r| r.written() - *at < RING_BUSY) => {
+                            p.release_ring_before(*at);
+                            false
+                        }
+                        Some(p) => p.ring().is_some(),
+                        None => false,
+                    });
             }
             if !self.keeper.sent_rings.is_empty() {
                 let at = now + RING_RELEASE_AFTER;
@@ -702,7 +704,7 @@ impl Server {
             }
             out.write_all(json).map_err(io)?;
         }
-        write!(out, "],\"panes\":{}}}\n", self.panes.len()).map_err(io)?;
+        writeln!(out, "],\"panes\":{}}}", self.panes.len()).map_err(io)?;
         for p in self.panes.values() {
             let changes = p.screen().changes();
             let (screen, history) = self

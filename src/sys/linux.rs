@@ -107,7 +107,8 @@ pub fn punch_hole(fd: &impl AsRawFd, offset: u64, len: u64) -> io::Result<()> {
         return Err(io::Error::from(io::ErrorKind::InvalidInput));
     };
     let mode = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
-    syscall!(fallocate(fd.as_raw_fd(), mode, offset, len)).map_err(context("fallocate(PUNCH_HOLE)"))?;
+    syscall!(fallocate(fd.as_raw_fd(), mode, offset, len))
+        .map_err(context("fallocate(PUNCH_HOLE)"))?;
     Ok(())
 }
 

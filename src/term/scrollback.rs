@@ -1174,7 +1174,9 @@ mod tests {
                 let oldest = sb.pushed() - sb.len() as u64;
                 for i in 0..sb.len() {
                     let json = serde_json::to_string(&sb.get(i).unwrap()).unwrap();
-                    let was = seen.entry(oldest + i as u64).or_insert_with(|| json.clone());
+                    let was = seen
+                        .entry(oldest + i as u64)
+                        .or_insert_with(|| json.clone());
                     assert_eq!(*was, json, "seed {seed} step {step} line {i}");
                 }
             }
@@ -1207,7 +1209,14 @@ mod tests {
         let mut row = Row::new(10, Style::DEFAULT);
         row.cells[0].ch = 'é';
         sb.push_row(&row);
-        sb.push(Line::new("red", &[Run { chars: 3, style: Style { fg: 2, bg: 0 } }], true));
+        sb.push(Line::new(
+            "red",
+            &[Run {
+                chars: 3,
+                style: Style { fg: 2, bg: 0 },
+            }],
+            true,
+        ));
         sb.push(numbered(7));
         let json = r#"{"t":"ab","x":[[0,1,{"link":{"uri":"http://x/"}}]]}"#;
         sb.push(serde_json::from_str(json).unwrap());

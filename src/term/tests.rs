@@ -1281,7 +1281,11 @@ fn history_lines_put_back_make_the_same_terminal() {
         // Both decoded: a decode starts the grids' row rings at 0.
         let decoded: Terminal = serde_json::from_str(&plain).unwrap();
         let expected = serde_json::to_string(&decoded).unwrap();
-        assert_eq!(serde_json::to_string(&back).unwrap(), expected, "step {step}");
+        assert_eq!(
+            serde_json::to_string(&back).unwrap(),
+            expected,
+            "step {step}"
+        );
         longest = longest.max(t.scrollback_len());
     }
     // The bound was reached: lines were evicted under the cache.
