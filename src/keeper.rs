@@ -1224,3 +1224,76 @@ fn recv(sock: &OwnedFd) -> Result<Control, String> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn checkpoint(handoff: u32) -> Checkpoint {
+        let file = |name| sys::anonymous_file(name, b"{}").unwrap();
+        Checkpoint {
+            precopy: file(c"test-precopy"),
+            precopy_bytes: 2,
+            manifest: file(c"test-manifest"),
+            manifest_bytes: 2,
+            ids: Vec::new(),
+            log: None,
+            handoff,
+            info: None,
+        }
+    }
+
+    /// The replacement's side: says hello in `version`, then reads what
+    /// comes until the keeper hangs up.
+    fn replacement(sock: OwnedFd, version: u32) -> std::thread::JoinHandle<()> {
+        std::thread::spawn(move || {
+            let hello = Control::Hello {
+                handoff_version: version,
+                server_version: "0.0.1".into(),
+                pid: 1,
+            };
+            fdpass::send_message(&sock, &hello, &[]).unwrap();
+            while fdpass::wait_readable(&sock, Duration::from_secs(5))
+                && fdpass::recv_message(&sock).is_ok_and(|(data, _)| !data.is_empty())
+            {}
+        })
+    }
+
+    /// A checkpoint in a handoff version the replacement does not read
+    /// (written by a newer server than the binary started) is refused at
+    /// its hello, saying why, before anything is sent.
+    #[test]
+    fn a_replacement_older_than_the_checkpoint_is_refused_at_hello() {
+        let (ours, theirs) = sys::seqpacket_pair(false).unwrap();
+        let (lineage, _other) = channel().unwrap();
+        let peer = replacement(theirs, 4);
+        let err = relay(&ours, &checkpoint(5), &HashMap::new(), [&None, &None], &lineage)
+            .unwrap_err();
+        assert!(err.contains("reads handoff versions up to 4"), "{err}");
+        assert!(err.contains("version 5"), "{err}");
+        drop(ours);
+        peer.join().unwrap();
+    }
+
+    /// A checkpoint from before the history log (no `handoff`: version 4)
+    /// still goes to a replacement of today.
+    #[test]
+    fn a_checkpoint_without_a_version_is_version_4_and_readable() {
+        let msg = r#"{"msg":"checkpoint","precopy_bytes":1,"manifest_bytes":2,"ids":[]}"#;
+        let Ok(ToKeeper::Checkpoint { handoff, .. }) = serde_json::from_str(msg) else {
+            panic!("not decoded as a checkpoint");
+        };
+        assert_eq!(handoff, 4);
+        assert!(crate::handoff::manifest::accepts(handoff));
+        // Past the hello: what fails next is the missing listener, not
+        // the version.
+        let (ours, theirs) = sys::seqpacket_pair(false).unwrap();
+        let (lineage, _other) = channel().unwrap();
+        let peer = replacement(theirs, crate::handoff::manifest::HANDOFF_VERSION);
+        let err = relay(&ours, &checkpoint(handoff), &HashMap::new(), [&None, &None], &lineage)
+            .unwrap_err();
+        assert!(err.contains("no listener"), "{err}");
+        drop(ours);
+        peer.join().unwrap();
+    }
+}
