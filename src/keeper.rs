@@ -1267,8 +1267,14 @@ mod tests {
         let (ours, theirs) = sys::seqpacket_pair(false).unwrap();
         let (lineage, _other) = channel().unwrap();
         let peer = replacement(theirs, 4);
-        let err = relay(&ours, &checkpoint(5), &HashMap::new(), [&None, &None], &lineage)
-            .unwrap_err();
+        let err = relay(
+            &ours,
+            &checkpoint(5),
+            &HashMap::new(),
+            [&None, &None],
+            &lineage,
+        )
+        .unwrap_err();
         assert!(err.contains("reads handoff versions up to 4"), "{err}");
         assert!(err.contains("version 5"), "{err}");
         drop(ours);
@@ -1290,8 +1296,14 @@ mod tests {
         let (ours, theirs) = sys::seqpacket_pair(false).unwrap();
         let (lineage, _other) = channel().unwrap();
         let peer = replacement(theirs, crate::handoff::manifest::HANDOFF_VERSION);
-        let err = relay(&ours, &checkpoint(handoff), &HashMap::new(), [&None, &None], &lineage)
-            .unwrap_err();
+        let err = relay(
+            &ours,
+            &checkpoint(handoff),
+            &HashMap::new(),
+            [&None, &None],
+            &lineage,
+        )
+        .unwrap_err();
         assert!(err.contains("no listener"), "{err}");
         drop(ours);
         peer.join().unwrap();
