@@ -277,6 +277,11 @@ impl HistoryLog {
         );
     }
 
+    /// Whether ranges were freed since the last `take_freed`.
+    pub fn has_freed(&self) -> bool {
+        !self.freed.is_empty()
+    }
+
     /// The ranges freed since the last call: the caller releases them once
     /// the keeper holds a checkpoint that no longer refers to them.
     pub fn take_freed(&mut self) -> Vec<(u64, u64)> {
@@ -308,6 +313,34 @@ impl HistoryLog {
                 let _ = crate::sys::punch_hole(&self.file, from, to - from);
             }
         }
+    }
+
+    /// Gives back everything no pane of ours refers to: what another
+    /// server wrote and freed, or wrote after its last checkpoint, before
+    /// this one took the log over (a live upgrade's old server, a crashed
+    /// one), which this one never knew as chunks. Only once the keeper
+    /// holds a checkpoint of ours that refers to exactly our chunks.
+    pub fn sweep(&mut self) {
+        let mut named: Vec<(u64, u64)> = self
+            .panes
+            .values()
+            .flat_map(|p| p.chunks.iter().map(|c| (c.offset, c.offset + c.len)))
+            .collect();
+        named.sort_unstable();
+        self.end = self.end.max(self.file.metadata().map_or(0, |m| m.len()));
+        let mut gaps = Vec::new();
+        let mut at = 0;
+        for (start, end) in named {
+            if start > at {
+                gaps.push((at, start - at));
+            }
+            at = at.max(end);
+        }
+        if self.end > at {
+            gaps.push((at, self.end - at));
+        }
+        self.free.clear();
+        self.release(gaps);
     }
 
     /// Bytes of the log in memory (its pages not punched), for
@@ -522,6 +555,47 @@ mod tests {
         let newest = back.history_numbering().unwrap().2 - 1;
         let line = back.history_line_bytes(newest).unwrap();
         assert_eq!(new.end - end, line.len() as u64 + 4);
+    }
+
+    /// What another server left in the log (its freed ranges it never gave
+    /// back, lines written after its checkpoint) goes at the sweep; what
+    /// our panes name stays.
+    #[test]
+    fn a_sweep_gives_back_what_no_pane_names() {
+        let mut t = Terminal::new(20, 4, TermConfig::default());
+        let mut old = HistoryLog::create().unwrap();
+        for i in 0..3000 {
+            feed(
+                &mut t,
+                format!("line {i} of the old server's pane\r\n").as_bytes(),
+            );
+            if i % 50 == 0 {
+                old.sync(1, &t).unwrap();
+            }
+        }
+        // Lines nobody will name: another pane's, freed and never given back.
+        let mut gone = Terminal::new(20, 4, TermConfig::default());
+        for i in 0..3000 {
+            feed(
+                &mut gone,
+                format!("gone {i} with some padding text\r\n").as_bytes(),
+            );
+        }
+        old.sync(2, &gone).unwrap();
+        old.forget(2);
+        let r = old.sync(1, &t).unwrap().unwrap();
+        let before = old.allocated_bytes();
+        let mut new = HistoryLog::adopt(old.file().try_clone().unwrap());
+        let (lines, counts) = read_lines(new.file(), &r).unwrap();
+        let without = t.to_json_without_history().unwrap();
+        let mut back: Terminal = serde_json::from_str(without.get()).unwrap();
+        back.restore_history(lines);
+        new.adopt_pane(1, &back, &r, &counts);
+        new.sweep();
+        let named: u64 = r.chunks.iter().map(|c| c.1).sum();
+        assert!(new.allocated_bytes() < before, "nothing given back");
+        assert!(new.allocated_bytes() <= named + 2 * PAGE * (r.chunks.len() as u64 + 1));
+        assert_eq!(read_back(&new, &back, &r), plain(&back));
     }
 
     /// A range read back as zeroes (given back while still named, which

@@ -114,6 +114,11 @@ pub struct KeeperLink {
     /// The last `serving` said settled: no old server in its probation
     /// may take back a model that refers to log ranges we free.
     settled: bool,
+    /// Since we settled: whether a checkpoint of ours reached the keeper
+    /// (`None` once the log was swept: `HistoryLog::sweep`, done once per
+    /// server that took the log over, when the keeper's checkpoint refers
+    /// to our chunks alone).
+    sweep: Option<bool>,
     /// Each event of the ring as last encoded for a checkpoint, by
     /// sequence number: events never change, so each is encoded once.
     events: VecDeque<(u64, Vec<u8>)>,
@@ -300,6 +305,9 @@ impl Server {
             match crate::sys::send_with_fds(channel, &q.data, &raw) {
                 Ok(_) => {
                     if let Some(q) = self.keeper.queue.pop_front() {
+                        if q.checkpoint && self.keeper.settled && self.keeper.sweep == Some(false) {
+                            self.keeper.sweep = Some(true);
+                        }
                         self.keeper.sent_freed.extend(q.freed);
                         if !q.rings.is_empty() && self.keeper.rings_due.is_none() {
                             let at = Instant::now() + RING_RELEASE_AFTER;
@@ -335,6 +343,18 @@ impl Server {
                 log.release(freed);
             }
         }
+        // Our checkpoint is the keeper's and nothing we freed is pending:
+        // whatever else is in the log is no one's.
+        if self.keeper.sweep == Some(true)
+            && self.keeper.sent_freed.is_empty()
+            && !self.keeper.queue.iter().any(|q| q.checkpoint)
+            && self.may_release()
+            && let Some(log) = &mut self.keeper.log
+            && !log.has_freed()
+        {
+            log.sweep();
+            self.keeper.sweep = None;
+        }
     }
 
     /// Whether history log ranges our checkpoints no longer refer to, and
@@ -369,6 +389,9 @@ impl Server {
         } else {
             Vec::new()
         };
+        if settled && !self.keeper.settled {
+            self.keeper.sweep = Some(false);
+        }
         self.keeper.settled = settled;
         let msg = ToKeeper::Serving {
             pid: std::process::id(),
