@@ -64,6 +64,8 @@ struct Prepared {
     events_reached: Option<u64>,
     /// Fd batches the pre-copy took besides its own message.
     batches: u32,
+    /// The pre-copy memfd's size, for the report.
+    bytes: u64,
 }
 
 /// The manifest as received, with its first fd batch.
@@ -73,6 +75,15 @@ struct Received {
     timings: Vec<Phase>,
     pause_started_mono_us: u64,
     manifest_at: u64,
+    /// The manifest memfd's size, for the report.
+    bytes: u64,
+}
+
+/// How much the old server's memfds held: the pre-copy (before the pause)
+/// and the manifest (inside the blackout).
+struct HandoffSizes {
+    precopy: u64,
+    manifest: u64,
 }
 
 /// Runs the import and then serves.
@@ -117,6 +128,7 @@ pub fn run(sock: OwnedFd, paths: NamespacePaths) -> Result<(), String> {
         events,
         events_reached,
         batches: precopy_batches,
+        bytes: precopy_bytes,
     } = match receive_precopy(&sock, paths.clone(), &mut progress) {
         Ok(prepared) => prepared,
         // Said to the old side, whose message would otherwise be only
@@ -153,6 +165,10 @@ pub fn run(sock: OwnedFd, paths: NamespacePaths) -> Result<(), String> {
         received.pause_started_mono_us,
         received.manifest_at,
     );
+    let sizes = HandoffSizes {
+        precopy: precopy_bytes,
+        manifest: received.bytes,
+    };
     let manifest = received.manifest;
     let recovery = manifest.recovery.clone();
     let (mut fds, batches) = match import_fds(&sock, &manifest, received.first_batch, fault) {
@@ -203,7 +219,7 @@ pub fn run(sock: OwnedFd, paths: NamespacePaths) -> Result<(), String> {
     }
     // Every fd message, the pre-copy's (before the pause) included.
     if recovery.is_none() {
-        server.report_upgrade(phases, blackout_us, 1 + precopy_batches + batches);
+        server.report_upgrade(phases, blackout_us, 1 + precopy_batches + batches, sizes);
     }
     serve_after_commit(server, sock)
 }
@@ -293,6 +309,7 @@ fn receive_precopy(
         events,
         events_reached,
         batches,
+        bytes,
     })
 }
 
@@ -490,6 +507,7 @@ fn receive_manifest(
         timings,
         pause_started_mono_us,
         manifest_at,
+        bytes,
     })
 }
 
@@ -975,7 +993,13 @@ impl Server {
         }
     }
 
-    fn report_upgrade(&mut self, phases: Vec<Phase>, blackout_us: u64, batches: u32) {
+    fn report_upgrade(
+        &mut self,
+        phases: Vec<Phase>,
+        blackout_us: u64,
+        batches: u32,
+        sizes: HandoffSizes,
+    ) {
         let fds: usize = self.panes.values().map(|p| p.fds().pollable()).sum();
         let report = json!({
             "generation": self.generation,
@@ -993,6 +1017,8 @@ impl Server {
             "clients": self.conns.len(),
             "fds": fds + self.conns.len() + 3,
             "fd_batches": batches,
+            "precopy_bytes": sizes.precopy,
+            "manifest_bytes": sizes.manifest,
             "finished_unix_ms": crate::clock::unix_ms(),
         });
         self.log.log(
