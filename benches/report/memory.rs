@@ -46,8 +46,10 @@ pub fn memory(plan: &Scale, ptyd_bin: &Path, nofile: u64, tmp: &Path) -> Section
         "VmRSS (/proc/PID/status) of ptyd's serving process and of its keeper (the first \
          process of `ptyd server`, which holds a copy of every pane's fds so panes survive a \
          crash of the serving one; after a live upgrade measured once the old serving process \
-         is gone and the keeper's RSS has stopped falling); the ratio compares tmux with their \
-         sum. Idle panes \
+         is gone and the keeper's RSS has stopped falling), the keeper's counting the memfds it \
+         holds that no process maps (the crash checkpoint and the history log of every pane's \
+         scrollback lines; the output rings are in the serving process's RSS); the ratio \
+         compares tmux with their sum. Idle panes \
          run sleep; they are added to one server, measured at each count. The history row: \
          {} panes each print {} lines of typical output (words, every fifth line coloured) \
          plus a screenful, so each holds a full {}-line scrollback; tmux with history-limit \

@@ -35,6 +35,9 @@ pub struct OutputRing {
     fd: OwnedFd,
     map: *mut u8,
     cap: usize,
+    /// Bytes before this position have had their pages given back
+    /// (`release_before`).
+    released: u64,
 }
 
 // SAFETY: the mapping is owned by this value alone and freed on drop; the
@@ -123,6 +126,7 @@ impl OutputRing {
             fd,
             map: map.cast(),
             cap,
+            released: 0,
         })
     }
 
@@ -177,6 +181,38 @@ impl OutputRing {
         let n = slot.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
         self.commit(n);
         n
+    }
+
+    /// Gives back the memory of the bytes before position `at`, which a
+    /// checkpoint the keeper holds covers, so no reader needs them: whole
+    /// pages only, each once. Without it, a pane's ring kept every byte it
+    /// ever printed, up to its capacity (16 MiB), long after it was saved.
+    /// A page given back reads as zeroes and is allocated again when the
+    /// ring comes round to it.
+    pub fn release_before(&mut self, at: u64) {
+        const PAGE: usize = 4096;
+        let at = at.min(self.written());
+        let lo = self
+            .released
+            .max(self.written().saturating_sub(self.cap as u64));
+        if at < lo + PAGE as u64 {
+            return;
+        }
+        let mut pos = lo;
+        while pos < at {
+            let off = (pos % self.cap as u64) as usize;
+            let n = ((at - pos) as usize).min(self.cap - off);
+            // Inward to whole pages: the header's page is never among them.
+            let from = (HEADER + off).div_ceil(PAGE) * PAGE;
+            let to = (HEADER + off + n) / PAGE * PAGE;
+            if to > from {
+                let _ = crate::sys::punch_hole(&self.fd, from as u64, (to - from) as u64);
+            }
+            pos += n as u64;
+        }
+        // The page `at` is in still holds bytes after it: next time.
+        let before = ((HEADER + (at % self.cap as u64) as usize) % PAGE) as u64;
+        self.released = at.saturating_sub(before).max(lo);
     }
 
     pub fn fd(&self) -> &OwnedFd {

@@ -780,6 +780,14 @@ impl Pane {
         }
     }
 
+    /// The keeper holds a checkpoint that covers the ring up to `at`: the
+    /// ring's memory before it can go (never past what was fed).
+    pub fn release_ring_before(&mut self, at: u64) {
+        if let Some(ring) = &mut self.ring {
+            ring.release_before(at.min(self.ring_fed));
+        }
+    }
+
     /// A checkpoint recorded the ring up to `at`.
     pub fn ring_saved_at(&mut self, at: u64) {
         self.ring_saved = at;
