@@ -772,8 +772,17 @@ impl Pane {
         }
     }
 
-    /// A checkpoint recorded the ring up to `at`.
+    /// A checkpoint recorded the ring up to `at`; it was just sent to the
+    /// keeper, so the ring's memory before `at` is given back: a recovery
+    /// replays from there. Were the keeper not reading its channel (the
+    /// checkpoint waiting in the send queue, or dropped from a full one),
+    /// a recovery from its older checkpoint finds those bytes gone and
+    /// marks the scrollback (`OutputRing::since`), as it does where a ring
+    /// went round, which a keeper that stopped reading could cause anyway.
     pub fn ring_saved_at(&mut self, at: u64) {
+        if let Some(ring) = &mut self.ring {
+            ring.release_before(at);
+        }
         self.ring_saved = at;
     }
 
