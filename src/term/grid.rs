@@ -621,10 +621,32 @@ pub struct Grid {
     rows: Vec<Row>,
     top: usize,
     cols: u16,
-    /// `cols` default blanks: what an unwritten row reads as. Rebuilt by
-    /// `repair` after deserializing.
-    #[serde(skip, default = "Row::unwritten")]
-    blank: Row,
+    /// `cols` default blanks: what an unwritten row reads as, shared by
+    /// every grid of that width (`blank_row`). Set by `repair` after
+    /// deserializing.
+    #[serde(skip, default = "no_blank_row")]
+    blank: &'static Row,
+}
+
+/// A grid's `blank` before `repair` sets it.
+fn no_blank_row() -> &'static Row {
+    blank_row(0)
+}
+
+/// The row of `cols` default blanks, one per width for the whole process:
+/// it was 2.4 KB of every 200-column pane. Each width's row is made once
+/// and kept (widths are at most `u16::MAX`, and in practice a few: the
+/// panes' and their clients' sizes).
+fn blank_row(cols: u16) -> &'static Row {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    static ROWS: OnceLock<Mutex<HashMap<u16, &'static Row>>> = OnceLock::new();
+    let mut rows = ROWS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    rows.entry(cols)
+        .or_insert_with(|| Box::leak(Box::new(Row::new(cols, Style::DEFAULT))))
 }
 
 impl Serialize for Grid {
@@ -683,7 +705,7 @@ impl Grid {
             }
         }
         self.cols = cols;
-        self.blank = Row::new(cols, Style::DEFAULT);
+        self.blank = blank_row(cols);
     }
 
     pub fn new(cols: u16, rows: u16) -> Grid {
@@ -692,7 +714,7 @@ impl Grid {
             rows: (0..rows).map(|_| Row::unwritten()).collect(),
             top: 0,
             cols,
-            blank: Row::new(cols, Style::DEFAULT),
+            blank: blank_row(cols),
         }
     }
 
@@ -709,7 +731,7 @@ impl Grid {
     /// `row`, or the blank row it stands for if it was never written.
     #[inline]
     fn or_blank<'a>(&'a self, row: &'a Row) -> &'a Row {
-        if row.is_unwritten() { &self.blank } else { row }
+        if row.is_unwritten() { self.blank } else { row }
     }
 
     /// Resets storage row `i` to blanks of `fill`; an unwritten row stays
@@ -855,7 +877,7 @@ impl Grid {
             self.rows.push(Row::unwritten());
         }
         if self.blank.cells.len() != usize::from(cols) {
-            self.blank = Row::new(cols, Style::DEFAULT);
+            self.blank = blank_row(cols);
         }
     }
 
@@ -891,7 +913,7 @@ impl Grid {
             ordered.push(Row::unwritten());
         }
         if self.blank.cells.len() != usize::from(cols) {
-            self.blank = Row::new(cols, Style::DEFAULT);
+            self.blank = blank_row(cols);
         }
         self.rows = ordered;
         self.top = 0;
@@ -1017,9 +1039,8 @@ impl Serialize for LazyGrid {
                 s.collect_seq(std::iter::repeat_n(self.0, self.1))
             }
         }
-        let row = Row::new(self.cols, Style::DEFAULT);
         let mut s = serializer.serialize_struct("Grid", 3)?;
-        s.serialize_field("rows", &BlankRows(&row, usize::from(self.lines)))?;
+        s.serialize_field("rows", &BlankRows(blank_row(self.cols), usize::from(self.lines)))?;
         s.serialize_field("top", &0usize)?;
         s.serialize_field("cols", &self.cols)?;
         s.end()
