@@ -149,16 +149,18 @@ pub fn start_time(pid: u32) -> Option<u64> {
 }
 
 /// What a group of processes (a server and its keeper) holds in memory,
-/// shared memory included whether it is mapped or not, so none can hide in
-/// a memfd: `VmRSS` counts a memfd's pages only where a process maps them
-/// (and once per process that does), not at all where one only holds its fd
-/// (ptyd's crash checkpoints).
+/// each page once: shared memory counted whether it is mapped or not, so
+/// none can hide in a memfd (`VmRSS` counts a memfd's pages only where a
+/// process maps them, and once per process that does; not at all where one
+/// only holds its fd, as ptyd's keeper holds the crash checkpoints), and
+/// pages two processes share (the binary's, those a fork left shared)
+/// split between them, as PSS does, instead of counted in each.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Footprint {
-    /// `RssAnon` + `RssFile` of every process (heap, stacks, the binary's
-    /// pages: each process's own count, as `VmRSS` has them).
+    /// `Pss_Anon` + `Pss_File` (/proc/PID/smaps_rollup) of every process:
+    /// heap, stacks, the binary's pages.
     pub private: u64,
-    /// `RssShmem` of every process: shared memory mapped and touched.
+    /// `Pss_Shmem` of every process: shared memory mapped and touched.
     pub shmem_mapped: u64,
     /// Pages allocated in the memfds the processes hold open or map, each
     /// file counted once.
@@ -166,9 +168,9 @@ pub struct Footprint {
 }
 
 impl Footprint {
-    /// Everything, each shared page once: the private parts plus the
-    /// memfds (or what is mapped, if more: shared memory that is not a
-    /// memfd we found).
+    /// Everything, each page once: the private parts plus the memfds (or
+    /// what is mapped, if more: shared memory that is not a memfd we
+    /// found).
     pub fn total(&self) -> u64 {
         self.private + self.memfd.max(self.shmem_mapped)
     }
@@ -180,19 +182,19 @@ pub fn footprint(pids: &[u32]) -> Res<Footprint> {
     let mut f = Footprint::default();
     let mut seen = std::collections::HashSet::new();
     for &pid in pids {
-        let path = format!("/proc/{pid}/status");
-        let status =
+        let path = format!("/proc/{pid}/smaps_rollup");
+        let rollup =
             std::fs::read_to_string(&path).map_err(|e| format!("reading {path}: {e}"))?;
         let kib = |key: &str| -> Res<u64> {
-            status
+            rollup
                 .lines()
                 .find_map(|l| l.strip_prefix(key))
                 .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
                 .map(|k| k * 1024)
                 .ok_or_else(|| format!("{path} has no {key} line"))
         };
-        f.private += kib("RssAnon:")? + kib("RssFile:")?;
-        f.shmem_mapped += kib("RssShmem:")?;
+        f.private += kib("Pss_Anon:")? + kib("Pss_File:")?;
+        f.shmem_mapped += kib("Pss_Shmem:")?;
         // Memfds held open, then those mapped (an fd may be closed while
         // its mapping lives on).
         let mut files = Vec::new();

@@ -3,7 +3,7 @@
 use crate::common::server::{PtydServer, STUCK, wait_all};
 use crate::common::tmux::Tmux;
 use crate::common::upgrade;
-use crate::common::{Footprint, Res, footprint, path_str, shell_quote};
+use crate::common::{Footprint, Res, path_str, rss_bytes, shell_quote};
 use crate::table::{Cell, Section};
 use crate::{COLS, ROWS, Scale};
 use serde_json::json;
@@ -59,9 +59,11 @@ fn measure_ptyd(server: &PtydServer) -> Res<(Footprint, u64, u64)> {
     Ok((server.footprint()?, serving, keeper))
 }
 
-/// tmux's server: its VmRSS (it holds no memfds; its footprint says so).
+/// tmux's server: its VmRSS, every page it maps in full (one process
+/// with no memfd; its PSS would fall with every other tmux server on the
+/// machine).
 fn measure_tmux(pid: u32) -> Res<u64> {
-    Ok(footprint(&[pid])?.total())
+    rss_bytes(pid)
 }
 
 pub fn memory(plan: &Scale, ptyd_bin: &Path, nofile: u64, tmp: &Path) -> Section {
@@ -79,17 +81,20 @@ pub fn memory(plan: &Scale, ptyd_bin: &Path, nofile: u64, tmp: &Path) -> Section
         ],
     );
     s.note = format!(
-        "ptyd MiB is everything ptyd's two processes hold, each page once: RssAnon + \
-         RssFile (/proc/PID/status) of the serving process and of its keeper (the first \
-         process of `ptyd server`, which holds a copy of every pane's fds so panes survive a \
-         crash of the serving one; after a live upgrade, measured once the old serving \
-         process is gone and the keeper's RSS has stopped falling), plus the pages allocated \
-         in every memfd either holds open or maps, counted once per file (the panes' \
-         raw-output rings, which the serving process maps, and the crash checkpoints, which \
-         neither maps, so VmRSS alone would not show them); memfd MiB is that last part, \
-         and the two RSS columns are VmRSS as the kernel reports it (RssShmem included: the \
-         touched pages of the mapped rings). tmux MiB is the tmux server's VmRSS (it holds no \
-         memfd); the ratio is tmux over ptyd MiB. Idle panes \
+        "ptyd MiB is everything ptyd's two processes hold, each page once: the proportional \
+         set size of the serving process and of its keeper (Pss_Anon + Pss_File in \
+         /proc/PID/smaps_rollup: pages the two share, the binary's and those the fork left \
+         shared, split between them rather than counted in each), plus the pages allocated in \
+         every memfd either holds open or maps, counted once per file: the panes' raw-output \
+         rings, which the serving process maps, and the crash checkpoints, which neither maps, \
+         so VmRSS alone would not show them. memfd MiB is that last part. The keeper is the \
+         first process of `ptyd server`, which holds a copy of every pane's fds so panes \
+         survive a crash of the serving one; after a live upgrade it is measured once the old \
+         serving process is gone and the keeper's RSS has stopped falling. The two RSS columns \
+         are VmRSS as the kernel reports it (RssShmem included: the touched pages of the \
+         mapped rings; shared pages in both). tmux MiB is the tmux server's VmRSS (one process, \
+         no memfd: its proportional share would depend on the other tmux servers running on \
+         the machine); the ratio is tmux over ptyd MiB. Idle panes \
          run sleep; they are added to one server, measured at each count. The history row: \
          {} panes each print {} lines of typical output (words, every fifth line coloured) \
          plus a screenful, so each holds a full {}-line scrollback; tmux with history-limit \
