@@ -21,11 +21,9 @@
 
 mod common;
 
-use common::server::{PtydServer, wait_all};
-use common::upgrade::{MARKER, generate};
-use common::{Res, check_limits, find_ptyd, loadavg, ms, nproc, parse_num, raised_nofile, stats};
-use serde_json::json;
-use std::time::{Duration, Instant};
+use common::crash;
+use common::upgrade::generate;
+use common::{Res, check_limits, find_ptyd, loadavg, nproc, parse_num, raised_nofile, stats};
 
 struct Args {
     mb: usize,
@@ -122,29 +120,12 @@ fn throughput(args: &Args, bin: &std::path::Path, tmp: &std::path::Path, nofile:
     let file = tmp.join("out.txt");
     // 100-byte lines.
     let bytes = generate(&file, args.mb * 10_000, 99)?;
-    let mut with = PtydServer::start(bin, &tmp.join("with"), nofile)?;
-    let mut without = PtydServer::start_env(
-        bin,
-        &tmp.join("without"),
-        nofile,
-        &[("PTYD_NO_KEEPER", "1")],
-    )?;
-    let (mut t_with, mut t_without) = (Vec::new(), Vec::new());
-    for _ in 0..args.runs {
-        for (server, out) in [(&mut without, &mut t_without), (&mut with, &mut t_with)] {
-            let t = common::throughput::protocol(server, &file, tmp, (80, 24))?;
-            if t.received < bytes as u64 {
-                return Err(format!("only {} of {bytes} bytes arrived", t.received));
-            }
-            out.push(ms(t.elapsed));
-        }
-    }
-    let status = with
-        .connect()?
-        .call("server.status", json!({}))
-        .map_err(|e| e.to_string())?;
-    let keeper = &status["keeper"];
-    let (w, wo) = (stats(t_with.clone()).p50, stats(t_without.clone()).p50);
+    let cost = crash::keeper_cost(bin, tmp, nofile, &file, bytes as u64, args.runs, (80, 24))?;
+    let keeper = &cost.keeper;
+    let (w, wo) = (
+        stats(cost.with.clone()).p50,
+        stats(cost.without.clone()).p50,
+    );
     let mbps = |t: f64| bytes as f64 / 1e6 / (t / 1000.0);
     println!(
         "\nthroughput: cat of {:.0} MB through a pane, protocol client, {} runs each, interleaved",
@@ -152,12 +133,14 @@ fn throughput(args: &Args, bin: &std::path::Path, tmp: &std::path::Path, nofile:
         args.runs
     );
     println!(
-        "  without keeper (PTYD_NO_KEEPER=1): p50 {wo:.0} ms ({:.0} MB/s), runs {t_without:.0?}",
-        mbps(wo)
+        "  without keeper (PTYD_NO_KEEPER=1): p50 {wo:.0} ms ({:.0} MB/s), runs {:.0?}",
+        mbps(wo),
+        cost.without
     );
     println!(
-        "  with keeper + ring + checkpoints:  p50 {w:.0} ms ({:.0} MB/s), runs {t_with:.0?}",
-        mbps(w)
+        "  with keeper + ring + checkpoints:  p50 {w:.0} ms ({:.0} MB/s), runs {:.0?}",
+        mbps(w),
+        cost.with
     );
     println!(
         "  cost: {:+.1} % of the time (target < 3 %); {} checkpoints written, the last {} ms, {} bytes",
@@ -166,8 +149,6 @@ fn throughput(args: &Args, bin: &std::path::Path, tmp: &std::path::Path, nofile:
         keeper["last_checkpoint_ms"],
         keeper["last_checkpoint_bytes"]
     );
-    with.stop()?;
-    without.stop()?;
     Ok(())
 }
 
@@ -178,92 +159,15 @@ fn recovery(
     nofile: u64,
     n: usize,
 ) -> Res<()> {
-    let sub = tmp.join(format!("recovery-{n}"));
-    std::fs::create_dir_all(&sub).map_err(|e| e.to_string())?;
-    let file = sub.join("lines.txt");
-    generate(&file, args.lines, 0)?;
-    let mut server =
-        PtydServer::start_env(bin, &sub, nofile, &[("PTYD_CRASH_LOOP_WINDOW_MS", "0")])?;
-    let mut ctl = server.connect()?;
-    let script = format!(
-        "cat {}; exec cat",
-        common::shell_quote(file.to_str().unwrap())
-    );
-    let ids = server.create_panes(
-        &mut ctl,
-        n,
-        |_| json!({ "argv": ["sh", "-c", script], "cols": 80, "rows": 24 }),
-    )?;
-    wait_all(&mut ctl, &ids, MARKER)?;
-    drop(ctl);
-    let pids = |c: &mut ptyd::client::Client| -> Res<Vec<(String, i64)>> {
-        let v = c.call("pane.list", json!({})).map_err(|e| e.to_string())?;
-        let mut out: Vec<(String, i64)> = v["panes"]
-            .as_array()
-            .ok_or("pane.list without panes")?
-            .iter()
-            .map(|p| {
-                (
-                    p["id"].as_str().unwrap_or("").to_string(),
-                    p["pid"].as_i64().unwrap_or(-1),
-                )
-            })
-            .collect();
-        out.sort();
-        Ok(out)
-    };
-    let before = pids(&mut server.connect()?)?;
-    if before.len() != n {
-        return Err(format!("{} panes listed, {n} created", before.len()));
-    }
-    let mut times = Vec::new();
-    for _ in 0..args.rounds {
-        // Let a checkpoint follow the last change (it is due at once after
-        // a pane is created, and at most every 500 ms after output).
-        std::thread::sleep(Duration::from_millis(600));
-        let dead = server.serving_pid;
-        let t0 = Instant::now();
-        // SAFETY: kill(2) of the serving process this bench started.
-        unsafe { libc::kill(dead as i32, libc::SIGKILL) };
-        let new_pid = loop {
-            if t0.elapsed() > Duration::from_secs(120) {
-                return Err(format!("no replacement within 120 s at {n} panes"));
-            }
-            let Ok(mut c) = server.connect() else {
-                std::thread::sleep(Duration::from_millis(1));
-                continue;
-            };
-            let Ok(status) = c.call("server.status", json!({})) else {
-                continue;
-            };
-            let pid = status["pid"].as_u64().unwrap_or(0) as u32;
-            if pid == dead || pid == 0 {
-                continue;
-            }
-            if pids(&mut c)? != before {
-                return Err(format!("the panes changed across the crash at {n} panes"));
-            }
-            break pid;
-        };
-        times.push(ms(t0.elapsed()));
-        server.serving_pid = new_pid;
-    }
-    let status = server
-        .connect()?
-        .call("server.status", json!({}))
-        .map_err(|e| e.to_string())?;
-    let s = stats(times);
+    let r = crash::recovery(bin, tmp, nofile, n, args.lines, args.rounds)?;
+    let s = stats(r.times);
     println!(
         "{n:>6}  {:>9.1} {:>9.1} {:>9.1}  {:>7} KiB {} ms",
         s.p50,
         s.p99,
         s.max,
-        status["keeper"]["last_checkpoint_bytes"]
-            .as_u64()
-            .unwrap_or(0)
-            / 1024,
-        status["keeper"]["last_checkpoint_ms"]
+        r.checkpoint_bytes / 1024,
+        r.checkpoint_ms
     );
-    server.stop()?;
     Ok(())
 }

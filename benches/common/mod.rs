@@ -5,6 +5,7 @@
 //! below.
 #![allow(dead_code)]
 
+pub mod crash;
 pub mod echo;
 pub mod persist;
 pub mod pty;

@@ -28,6 +28,7 @@
 mod attach_time;
 #[path = "../common/mod.rs"]
 mod common;
+mod crash_recovery;
 mod latency;
 mod live_upgrade;
 mod memory;
@@ -41,7 +42,7 @@ use common::{Res, check_limits, find_ptyd, keep_dir, loadavg, nproc, raised_nofi
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
-use table::{Goal, Outcome, Row, Section};
+use table::{Goal, Section};
 
 /// Terminal size of every pane and client in the throughput, latency,
 /// memory and attach sections.
@@ -72,6 +73,7 @@ const SECTIONS: &[&str] = &[
     "term",
     "upgrade",
     "persist",
+    "crash",
 ];
 
 /// What a mode measures.
@@ -91,6 +93,9 @@ struct Scale {
     term_mib: usize,
     term_rounds: usize,
     attach_reps: usize,
+    crash_panes: Vec<usize>,
+    crash_rounds: usize,
+    crash_lines: usize,
 }
 
 impl Scale {
@@ -111,6 +116,9 @@ impl Scale {
             term_mib: 8,
             term_rounds: 5,
             attach_reps: 7,
+            crash_panes: vec![10, 100, 1000],
+            crash_rounds: 8,
+            crash_lines: 200,
         }
     }
 
@@ -131,6 +139,9 @@ impl Scale {
             term_mib: 2,
             term_rounds: 3,
             attach_reps: 3,
+            crash_panes: vec![10, 100],
+            crash_rounds: 3,
+            crash_lines: 200,
         }
     }
 }
@@ -230,6 +241,7 @@ fn run() -> Res<usize> {
         .iter()
         .chain(&plan.upgrade_panes)
         .chain(&plan.persist_panes)
+        .chain(&plan.crash_panes)
         .copied()
         .max()
         .unwrap_or(0);
@@ -295,7 +307,7 @@ fn run() -> Res<usize> {
     };
     // The inputs of the throughput runs; the plain one also floods in the
     // latency runs.
-    let inputs = if wants("throughput") || wants("latency") {
+    let inputs = if wants("throughput") || wants("latency") || wants("crash") {
         Some(throughput::generate_inputs(&plan, tmp)?)
     } else {
         None
@@ -360,22 +372,25 @@ fn run() -> Res<usize> {
         print!("\n{}", s.to_text());
         sections.push(s);
     }
-    let mut crash = Section::new("crash_recovery", "Crash recovery", vec!["case", "time ms"]);
-    crash.rows.push(Row {
-        label: "server killed, panes back".into(),
-        outcome: Outcome::NotMeasured(
-            "not in this report yet: `cargo bench --bench crash` measures it".into(),
-        ),
-    });
-    print!("\n{}", crash.to_text());
-    sections.push(crash);
+    if wants("crash") {
+        step("crash recovery");
+        if let Some(inputs) = &inputs {
+            let (s, g) = crash_recovery::keeper_costs(&plan, &ptyd_bin, nofile, tmp, inputs);
+            print!("\n{}", s.to_text());
+            sections.push(s);
+            goals.extend(g);
+        }
+        let s = crash_recovery::crashes(&plan, &ptyd_bin, nofile, tmp);
+        print!("\n{}", s.to_text());
+        sections.push(s);
+    }
 
     machine.load_end = loadavg();
     machine.took = started.elapsed();
     step("done");
     let failed: usize = sections.iter().map(Section::failures).sum();
 
-    println!("\n== Goals (from issue 18 and the upgrade bench)");
+    println!("\n== Goals (from issues 11, 17 and 18)");
     for g in &goals {
         println!("{:<6} {}: {}", g.verdict(), g.name, g.detail);
     }

@@ -45,8 +45,6 @@ pub enum Outcome {
     Measured(Vec<Cell>),
     /// The measurement broke: the run exits non-zero.
     Failed(String),
-    /// Deliberately not measured (the feature does not exist yet).
-    NotMeasured(String),
 }
 
 pub struct Row {
@@ -138,7 +136,6 @@ impl Section {
                     }
                 }
                 Outcome::Failed(e) => line.push_str(&format!("  FAILED: {e}")),
-                Outcome::NotMeasured(why) => line.push_str(&format!("  not measured: {why}")),
             }
             out.push_str(line.trim_end());
             out.push('\n');
@@ -164,7 +161,6 @@ impl Section {
             let cells: Vec<String> = match &r.outcome {
                 Outcome::Measured(c) => c.iter().map(|c| c.text.clone()).collect(),
                 Outcome::Failed(e) => vec![format!("**FAILED**: {}", md_escape(e))],
-                Outcome::NotMeasured(why) => vec![format!("not measured: {}", md_escape(why))],
             };
             let mut all = vec![md_escape(&r.label)];
             all.extend(cells);
@@ -193,9 +189,6 @@ impl Section {
                     json!({ "label": r.label, "status": "measured", "values": m })
                 }
                 Outcome::Failed(e) => json!({ "label": r.label, "status": "failed", "error": e }),
-                Outcome::NotMeasured(why) => {
-                    json!({ "label": r.label, "status": "not_measured", "reason": why })
-                }
             })
             .collect();
         json!({ "title": self.title, "note": self.note, "columns": self.columns, "rows": rows })
