@@ -184,8 +184,7 @@ pub fn footprint(pids: &[u32]) -> Res<Footprint> {
     let mut seen = std::collections::HashSet::new();
     for &pid in pids {
         let path = format!("/proc/{pid}/smaps_rollup");
-        let rollup =
-            std::fs::read_to_string(&path).map_err(|e| format!("reading {path}: {e}"))?;
+        let rollup = std::fs::read_to_string(&path).map_err(|e| format!("reading {path}: {e}"))?;
         let kib = |key: &str| -> Res<u64> {
             rollup
                 .lines()
@@ -204,7 +203,8 @@ pub fn footprint(pids: &[u32]) -> Res<Footprint> {
             .map_err(|e| format!("reading {fds}: {e}"))?
             .flatten()
         {
-            if std::fs::read_link(e.path()).is_ok_and(|t| t.to_string_lossy().starts_with("/memfd:"))
+            if std::fs::read_link(e.path())
+                .is_ok_and(|t| t.to_string_lossy().starts_with("/memfd:"))
             {
                 files.push(e.path());
             }

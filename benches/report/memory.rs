@@ -225,9 +225,7 @@ pub fn memory_history(
         })
         .and_then(|_| wait_gone(old_serving))
         .and_then(|_| wait_reaper_settled(server.child.id()))
-        .and_then(|_| {
-            measure_ptyd(&server).map_err(|e| format!("after the upgrade: {e}"))
-        });
+        .and_then(|_| measure_ptyd(&server).map_err(|e| format!("after the upgrade: {e}")));
     drop(ctl);
     server.stop()?;
 

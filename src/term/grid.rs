@@ -1040,7 +1040,10 @@ impl Serialize for LazyGrid {
             }
         }
         let mut s = serializer.serialize_struct("Grid", 3)?;
-        s.serialize_field("rows", &BlankRows(blank_row(self.cols), usize::from(self.lines)))?;
+        s.serialize_field(
+            "rows",
+            &BlankRows(blank_row(self.cols), usize::from(self.lines)),
+        )?;
         s.serialize_field("top", &0usize)?;
         s.serialize_field("cols", &self.cols)?;
         s.end()
