@@ -779,9 +779,17 @@ impl Pane {
     /// a recovery from its older checkpoint finds those bytes gone and
     /// marks the scrollback (`OutputRing::since`), as it does where a ring
     /// went round, which a keeper that stopped reading could cause anyway.
+    ///
+    /// Not while the pane floods (a quarter of the ring or more since the
+    /// last checkpoint): its next pass round the ring would only fault the
+    /// pages in again, a page fault and a zeroed page for every 4 KiB
+    /// printed. Its pages go at the first checkpoint after it calmed down.
     pub fn ring_saved_at(&mut self, at: u64) {
         if let Some(ring) = &mut self.ring {
-            ring.release_before(at);
+            let flooding = at.saturating_sub(self.ring_saved) >= ring.capacity() as u64 / 4;
+            if !flooding {
+                ring.release_before(at);
+            }
         }
         self.ring_saved = at;
     }
