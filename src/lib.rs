@@ -6,13 +6,11 @@
 //! Raw system calls live behind two boundaries, `sys` and `pty`; every
 //! `unsafe` block anywhere carries a `// SAFETY:` comment saying why it holds.
 //!
-//! Windows (issue 15): the portable core (terminal model, workspace tree,
-//! protocol types, validation), snapshots and state files (`persist`,
-//! `paths`), the ConPTY backend of `pty` and the named-pipe `transport`
-//! build there. The daemon, its clients and everything under them still
-//! speak Unix (sockets, fd passing, signals), so they are compiled on Unix
-//! only, gated here and nowhere else; ARCHITECTURE.md "Windows" says
-//! what is left to bring them over.
+//! Windows (issue 15): everything builds there but the keeper and the
+//! fuzzing harness (Unix only, gated below). The OS differences live in
+//! `sys`, `pty` and `transport`, and in the server's few per-OS modules
+//! (`server/mod.rs` lists them); ARCHITECTURE.md "Windows" says what
+//! works there and what degrades.
 
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
@@ -30,24 +28,18 @@ pub mod transport;
 pub mod validate;
 pub mod workspace;
 
-// The daemon and its clients: Unix only until the server loop runs on
-// Windows (ARCHITECTURE.md "Windows", left to do).
-#[cfg(unix)]
+// The daemon and its clients.
 pub mod cli;
-#[cfg(unix)]
 pub mod client;
+// Drives the Unix server's handoff and frame decoding (`cargo fuzz`).
 #[cfg(unix)]
 #[doc(hidden)]
 pub mod fuzzing;
-#[cfg(unix)]
 pub mod handoff;
 // The keeper holds panes across a crash of the serving process; it lives
 // on fd passing and pidfds, so Windows has none (src/sys/mod.rs says so).
 #[cfg(unix)]
 pub mod keeper;
-#[cfg(unix)]
 pub mod server;
-#[cfg(unix)]
 pub mod service;
-#[cfg(unix)]
 pub mod shell;

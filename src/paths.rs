@@ -69,6 +69,8 @@ impl NamespacePaths {
     /// writable by group/others: the snapshot there names commands the
     /// server runs at restore. Servers call this before binding.
     pub fn prepare_state_dir(&self) -> io::Result<()> {
+        let base = self.state_dir.parent().unwrap_or(&self.state_dir);
+        let new = [!base.exists(), !self.state_dir.exists()];
         trust::private_dir(fs::DirBuilder::new().recursive(true))
             .create(&self.state_dir)
             .map_err(|e| {
@@ -77,7 +79,11 @@ impl NamespacePaths {
                     format!("creating state dir {}: {e}", self.state_dir.display()),
                 )
             })?;
-        let base = self.state_dir.parent().unwrap_or(&self.state_dir);
+        for (dir, new) in [base, &self.state_dir].into_iter().zip(new) {
+            if new {
+                trust::make_private(dir)?;
+            }
+        }
         for dir in [base, &self.state_dir] {
             if let Err(crate::persist::files::FileError::Refused(why)) =
                 crate::persist::files::check_dir(dir)
@@ -111,7 +117,7 @@ pub fn validate_namespace(name: &str) -> Result<(), String> {
 /// another user owns or that group/others can write or enter.
 pub fn ensure_private_dir(dir: &Path) -> io::Result<()> {
     match trust::private_dir(&mut fs::DirBuilder::new()).create(dir) {
-        Ok(()) => {}
+        Ok(()) => trust::make_private(dir)?,
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             trust::private_dir(fs::DirBuilder::new().recursive(true))
@@ -119,6 +125,7 @@ pub fn ensure_private_dir(dir: &Path) -> io::Result<()> {
                 .map_err(|e| {
                     io::Error::new(e.kind(), format!("creating {}: {e}", dir.display()))
                 })?;
+            trust::make_private(dir)?;
         }
         Err(e) => {
             return Err(io::Error::new(

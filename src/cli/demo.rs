@@ -395,9 +395,10 @@ fn attach_and_watch(paths: &NamespacePaths, client: &mut Client) -> Result<(), C
             detach_others: false,
         },
     )?;
-    let _ = frames
-        .stream()
-        .set_read_timeout(Some(std::time::Duration::from_secs(10)));
+    let _ = crate::transport::set_read_timeout(
+        frames.stream(),
+        Some(std::time::Duration::from_secs(10)),
+    );
     let mut seen = Vec::new();
     match frames.next_blocking()? {
         Some(crate::client::ServerFrame::Output(redraw)) => {

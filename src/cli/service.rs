@@ -16,6 +16,13 @@ pub fn service(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         Some(arg) => return Err(arg.unexpected().into()),
         None => return Err(CliError::usage("service needs install or uninstall")),
     };
+    if cfg!(windows) {
+        return Err(fail(
+            "`ptyd service` writes systemd user units, which Windows does not have; \
+             client commands start a server in the background there"
+                .into(),
+        ));
+    }
     match action.as_str() {
         "install" => install_cmd(g, p),
         "uninstall" => uninstall_cmd(g, p),

@@ -53,7 +53,8 @@ pub(super) fn upgrade(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliErro
     let restore = params.mode.as_deref() == Some("restore");
     let mut client = connect_existing(g)?;
     let report = request_after_running_one(&mut client, &params)?;
-    if restore {
+    // Windows has only the restore path, whatever was asked for.
+    if restore || report["mode"] == "restore" {
         return restarted(g, report, as_json);
     }
     if as_json {

@@ -8,6 +8,12 @@
 //!
 //! It uses poll(2) directly: three fds, level-triggered, and blocking writes
 //! are fine on this side.
+//!
+//! Windows: the options, keys, exit messages and CR LF handling are
+//! shared; the loops over the console are `attach/windows_console.rs`
+//! (what only the Unix loops use is allowed to be dead there).
+
+#![cfg_attr(windows, allow(unused_imports, dead_code))]
 
 use super::{BatchEnd, Client, ClientError, FrameReader, send_frame, terminal_size};
 use crate::paths::NamespacePaths;
@@ -18,20 +24,26 @@ use crate::sys;
 use serde::Deserialize;
 use serde_json::Value;
 use std::io::{self, Read};
+#[cfg(unix)]
 use std::os::fd::{AsRawFd, RawFd};
+#[cfg(unix)]
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+#[cfg(unix)]
 /// How long the client keeps trying to reach a server that went away.
 const RECONNECT_FOR: Duration = Duration::from_secs(15);
+#[cfg(unix)]
 const RECONNECT_EVERY: Duration = Duration::from_millis(250);
 
+#[cfg(unix)]
 /// Modes a pane's program may have switched on in the user's terminal; all
 /// switched off when we leave so the shell gets a sane terminal back.
 const MODES_RESET: &[u8] = b"\x1b[?1l\x1b>\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1004l\x1b[?1005l\x1b[?1006l\x1b[?1015l\x1b[?2004l\x1b[<u\x1b[>4;0m\x1b[0m\x1b[?25h\x1b[?7h\x1b[4l\x1b[?2026l";
 
+#[cfg(unix)]
 /// Whether this attachment put the terminal on its alternate screen (so
 /// leaving must switch back, which restores the screen of before).
 static ALT_SCREEN: AtomicBool = AtomicBool::new(false);
@@ -40,6 +52,7 @@ static ALT_SCREEN: AtomicBool = AtomicBool::new(false);
 /// key (the key again: sent through; `[`: scroll mode) before detaching.
 const PREFIX_WAIT: Duration = Duration::from_millis(400);
 
+#[cfg(unix)]
 /// The original terminal settings, for restoring from a panic hook too.
 static SAVED_TERMIOS: Mutex<Option<sys::StdinMode>> = Mutex::new(None);
 
@@ -89,9 +102,11 @@ impl AttachOptions {
 
 pub use crate::keys::parse_detach_key;
 
+#[cfg(unix)]
 /// Raw mode for the life of the guard.
 struct RawMode;
 
+#[cfg(unix)]
 impl RawMode {
     fn enter() -> Option<RawMode> {
         let original = sys::stdin_raw_mode().ok()?;
@@ -105,12 +120,14 @@ impl RawMode {
     }
 }
 
+#[cfg(unix)]
 impl Drop for RawMode {
     fn drop(&mut self) {
         restore_terminal();
     }
 }
 
+#[cfg(unix)]
 fn restore_terminal() {
     if let Some(original) = SAVED_TERMIOS
         .lock()
@@ -136,12 +153,14 @@ fn restore_terminal() {
     }
 }
 
+#[cfg(unix)]
 /// A self-pipe that signal handlers write to, so poll wakes on signals.
 pub(super) struct SignalPipe {
     pub(super) read: std::fs::File,
     ids: Vec<signal_hook::SigId>,
 }
 
+#[cfg(unix)]
 impl SignalPipe {
     fn new(signals: &[i32]) -> io::Result<SignalPipe> {
         let (read, write) = UnixStream::pair()?;
@@ -172,6 +191,7 @@ impl SignalPipe {
     }
 }
 
+#[cfg(unix)]
 impl Drop for SignalPipe {
     fn drop(&mut self) {
         for id in self.ids.drain(..) {
@@ -180,6 +200,7 @@ impl Drop for SignalPipe {
     }
 }
 
+#[cfg(unix)]
 /// poll(2) over a few fds; returns which are readable (or hung up). A
 /// signal ending the wait early makes none ready: the signal pipe then is.
 pub(super) fn poll_readable(fds: &[RawFd], timeout: Option<Duration>) -> io::Result<Vec<bool>> {
@@ -189,6 +210,7 @@ pub(super) fn poll_readable(fds: &[RawFd], timeout: Option<Duration>) -> io::Res
     }
 }
 
+#[cfg(unix)]
 /// Pane output bound for this process's stdout. Every frame already
 /// buffered is written with one writev(2) straight from the buffer the
 /// frames were received in (no copy of the payloads, no header bytes in
@@ -202,6 +224,7 @@ struct TerminalOutput {
     line_ends: Option<CrlfToLf>,
 }
 
+#[cfg(unix)]
 impl TerminalOutput {
     /// Writes out the output frames `reader` holds; the payload of an EXIT
     /// frame among them (what came before it is written first).
@@ -229,6 +252,7 @@ impl TerminalOutput {
     }
 }
 
+#[cfg(unix)]
 /// Writes all of `chunks` to fd 1 in order, as few writev(2) calls as the
 /// terminal allows, waiting while it is full. Errors end the write
 /// silently, as `write_stdout`'s do.
@@ -253,6 +277,7 @@ fn write_stdout_vectored(chunks: &[&[u8]]) {
     }
 }
 
+#[cfg(unix)]
 /// Writes all of `bytes` to fd 1, waiting while it is full. Errors end the
 /// write silently, as before: the terminal is gone and the attachment ends
 /// through its other fds.
@@ -270,6 +295,7 @@ pub(super) fn write_stdout(mut bytes: &[u8]) {
     }
 }
 
+#[cfg(unix)]
 /// Attaches the user's terminal to a pane until detach or the end of the
 /// pane. `first` is an already-attached connection (from `ptyd new`, or
 /// the attach request the CLI made to fail early), if any.
@@ -431,6 +457,7 @@ pub fn run_attach(
     }
 }
 
+#[cfg(unix)]
 /// Sends the terminal's size if it changed; returns the size now.
 fn send_size(
     reader: &FrameReader,
@@ -562,6 +589,7 @@ impl CrlfToLf {
     }
 }
 
+#[cfg(unix)]
 /// `ptyd run`: creates a pane attached read-only on this connection, mirrors
 /// its output to stdout and returns its shell-style exit code, or 124 if the
 /// pane's `--timeout`/`--idle-timeout` ended it. SIGINT or SIGTERM kill the
@@ -655,6 +683,12 @@ pub fn run_mirror(
         }
     }
 }
+
+// The Windows console's loops (`ptyd attach`, `ptyd run`).
+#[cfg(windows)]
+mod windows_console;
+#[cfg(windows)]
+pub use windows_console::{run_attach, run_mirror};
 
 #[cfg(test)]
 mod tests {

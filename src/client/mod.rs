@@ -4,16 +4,18 @@
 //! client, `ptyd demo` and the tests' helpers.
 
 pub mod attach;
+#[cfg(unix)]
 mod scroll;
 
 use crate::paths::NamespacePaths;
 use crate::protocol::methods::{self, Request};
 use crate::protocol::{PROTOCOL_VERSION, frame};
+use crate::transport::ClientStream as UnixStream;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use std::io::{self, BufRead, BufReader, Read, Write};
+#[cfg(unix)]
 use std::os::fd::AsRawFd;
-use std::os::unix::net::UnixStream;
 
 /// An error from the server (`code` as on the wire) or from getting there.
 #[derive(Debug)]
@@ -51,7 +53,7 @@ impl Client {
         paths
             .prepare_runtime_dir()
             .map_err(|e| ClientError::io("preparing the runtime directory", e))?;
-        let stream = match UnixStream::connect(paths.socket()) {
+        let stream = match crate::transport::connect(paths) {
             Ok(s) => s,
             Err(e)
                 if autostart
@@ -64,8 +66,14 @@ impl Client {
                     Some(unit) => start_through_systemd(paths, &unit)?,
                     None => start_background_server(paths)?,
                 }
-                UnixStream::connect(paths.socket()).map_err(|e| {
-                    ClientError::io(&format!("connecting to {}", paths.socket().display()), e)
+                crate::transport::connect(paths).map_err(|e| {
+                    ClientError::io(
+                        &format!(
+                            "connecting to {}",
+                            crate::transport::address(paths).display()
+                        ),
+                        e,
+                    )
                 })?
             }
             Err(e) => {
@@ -74,7 +82,7 @@ impl Client {
                     message: format!(
                         "no ptyd server in namespace {:?} ({}: {e}); start one with `ptyd{} server`",
                         paths.namespace,
-                        paths.socket().display(),
+                        crate::transport::address(paths).display(),
                         if paths.namespace == crate::paths::DEFAULT_NAMESPACE {
                             String::new()
                         } else {
@@ -166,7 +174,7 @@ impl Client {
     /// Bounds every later read (`None`: wait forever, the default), so a
     /// caller that must not hang on a stuck server gets an error instead.
     pub fn set_read_timeout(&self, timeout: Option<std::time::Duration>) -> io::Result<()> {
-        self.reader.get_ref().set_read_timeout(timeout)
+        crate::transport::set_read_timeout(self.reader.get_ref(), timeout)
     }
 
     /// Gives up the JSON reader, returning the socket and any bytes already
@@ -218,6 +226,7 @@ pub fn response_result(msg: Value) -> Result<Value, ClientError> {
 /// Starts `ptyd server` for the namespace as a detached background process
 /// and waits until it accepts connections (it writes a byte on a pipe we
 /// give it; see `protocol::READY_FD_ENV`).
+#[cfg(unix)]
 fn start_background_server(paths: &NamespacePaths) -> Result<(), ClientError> {
     let exe = std::env::current_exe().map_err(|e| ClientError::io("finding the ptyd binary", e))?;
     let (read_end, write_end) =
@@ -263,7 +272,7 @@ fn start_background_server(paths: &NamespacePaths) -> Result<(), ClientError> {
         let _ = child.wait();
     }
     drop(child);
-    if !started && UnixStream::connect(paths.socket()).is_err() {
+    if !started && crate::transport::connect(paths).is_err() {
         let log = std::fs::read(&stderr_path).unwrap_or_default();
         let log = String::from_utf8_lossy(log.get(stderr_start..).unwrap_or_default());
         return Err(ClientError {
@@ -281,6 +290,69 @@ fn start_background_server(paths: &NamespacePaths) -> Result<(), ClientError> {
         });
     }
     Ok(())
+}
+
+/// Starts `ptyd server` for the namespace as a detached background process
+/// (no console, a process group of its own, so the console closing does
+/// not end it) and waits until it serves the pipe or exits. Windows has
+/// no fd to inherit for the ready byte, so the wait asks the pipe itself,
+/// at a short interval, for at most `BACKGROUND_START` (a server that
+/// cannot start exits well before, and its stderr says why).
+#[cfg(windows)]
+fn start_background_server(paths: &NamespacePaths) -> Result<(), ClientError> {
+    use std::os::windows::process::CommandExt;
+    const DETACHED_PROCESS: u32 = 0x0000_0008;
+    const CREATE_NEW_PROCESS_GROUP: u32 = 0x0000_0200;
+    const BACKGROUND_START: std::time::Duration = std::time::Duration::from_secs(20);
+    let exe = std::env::current_exe().map_err(|e| ClientError::io("finding the ptyd binary", e))?;
+    let _ = paths.prepare_state_dir();
+    let stderr_path = paths.state_dir.join("server.stderr");
+    let stderr_file = open_server_stderr(&stderr_path).ok();
+    let stderr_start = stderr_file
+        .as_ref()
+        .and_then(|f| f.metadata().ok())
+        .map_or(0, |m| m.len() as usize);
+    let stderr = stderr_file
+        .map(std::process::Stdio::from)
+        .unwrap_or_else(std::process::Stdio::null);
+    let mut child = std::process::Command::new(&exe)
+        .arg("-L")
+        .arg(&paths.namespace)
+        .args(["server", "--hold-reruns"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(stderr)
+        .creation_flags(DETACHED_PROCESS | CREATE_NEW_PROCESS_GROUP)
+        .spawn()
+        .map_err(|e| ClientError::io(&format!("starting {}", exe.display()), e))?;
+    let deadline = std::time::Instant::now() + BACKGROUND_START;
+    loop {
+        if crate::transport::connect(paths).is_ok() {
+            return Ok(());
+        }
+        // Exited: most often another client started one at the same
+        // moment and won the namespace, which is fine if it serves.
+        if !matches!(child.try_wait(), Ok(None)) || std::time::Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    if crate::transport::connect(paths).is_ok() {
+        return Ok(());
+    }
+    let log = std::fs::read(&stderr_path).unwrap_or_default();
+    let log = String::from_utf8_lossy(log.get(stderr_start..).unwrap_or_default());
+    Err(ClientError {
+        code: "no_server".into(),
+        message: format!(
+            "could not start a ptyd server: {}",
+            log.lines()
+                .map(|l| l.trim().trim_start_matches("ptyd: "))
+                .filter(|l| !l.is_empty())
+                .collect::<Vec<_>>()
+                .join("; ")
+        ),
+    })
 }
 
 /// Asks the user's systemd to start the namespace's socket unit: the server
@@ -523,12 +595,19 @@ pub fn attach(
     Ok((result, FrameReader::new(stream, leftover)))
 }
 
-/// The size of the terminal on `fd`, if it is one.
-pub fn terminal_size(fd: &impl AsRawFd) -> Option<(u16, u16)> {
-    crate::sys::terminal_size(fd)
+/// The size of the terminal on stdout, if it is one (columns, rows).
+#[cfg(unix)]
+pub fn terminal_size(out: &std::io::Stdout) -> Option<(u16, u16)> {
+    crate::sys::terminal_size(out)
 }
 
-#[cfg(test)]
+/// The size of the console window stdout writes to, if it is one.
+#[cfg(windows)]
+pub fn terminal_size(_out: &std::io::Stdout) -> Option<(u16, u16)> {
+    crate::sys::console_size()
+}
+
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
 

@@ -7,6 +7,8 @@
 #[cfg(any(debug_assertions, feature = "fault-injection"))]
 pub mod fault;
 pub mod fd_name;
+// Fd passing (`SCM_RIGHTS`): Unix only, as the live upgrade is.
+#[cfg(unix)]
 pub mod fdpass;
 pub mod manifest;
 

@@ -2,14 +2,20 @@
 //!
 //! Contract of the per-OS backend, chosen once below:
 //!
-//! - `spawn(&SpawnSpec, ..)` opens a terminal of the spec's size and starts
-//!   the spec's program in it with exactly the spec's environment (scrubbed
-//!   by the caller with [`inherits_env`]) and directory, returning a
-//!   `PtyMaster` and a [`ChildProcess`] record;
+//! - `spawn(&SpawnSpec, Wake)` opens a terminal of the spec's size and
+//!   starts the spec's program in it with exactly the spec's environment
+//!   (scrubbed by the caller with [`inherits_env`]) and directory,
+//!   returning a `PtyMaster` and a [`ChildProcess`] record; a backend whose
+//!   master cannot be polled calls the [`Wake`] (from [`PaneWakes`]) when
+//!   the loop has something to do;
 //! - `PtyMaster::read` returns available output without blocking
 //!   (`WouldBlock` when there is none, `Ok(0)` or an error once output has
 //!   ended), `write` queues input without blocking (`WouldBlock` when full),
-//!   `resize` changes the size the programs see.
+//!   `resize` changes the size the programs see, `exit_code` is the exit
+//!   where the backend learns it itself (Windows; `None` on Unix, where
+//!   SIGCHLD tells), `hang_up` ends the output once the process is gone;
+//! - [`signal_tree`] and [`hang_up_sessions`] reach every process of a
+//!   pane (a session on Unix, a Job Object on Windows).
 //!
 //! Backends:
 //!
@@ -39,10 +45,101 @@ pub use unix::{PtyMaster, spawn};
 #[cfg(windows)]
 mod windows;
 #[cfg(windows)]
-pub use windows::{KILLED_EXIT_CODE, PaneWakes, PtyMaster, Wake, command_line, spawn};
+pub use windows::{KILLED_EXIT_CODE, PtyMaster, command_line, spawn};
 
 use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Tells the loop a pane has something to do. Called from the pane's
+/// threads, so it must be cheap and never block; a wake for a pane the
+/// loop has since removed must be harmless.
+pub type Wake = Arc<dyn Fn() + Send + Sync>;
+
+/// One loop, many panes: on Windows, the readiness a Unix loop gets from
+/// mio for each pane's fd (Unix builds one too, which nothing wakes: its
+/// masters are polled). Every pane's [`Wake`] (from [`wake_for`](Self::wake_for))
+/// marks that pane ready and wakes the loop through one shared
+/// `mio::Waker`; on the waker's token the loop takes the ready panes
+/// ([`take_ready`](Self::take_ready)) and reads, writes or reaps only
+/// those. A pane is in the set at most once however often it woke, so the
+/// set is bounded by the number of panes; a pane the loop has removed
+/// since is a name it no longer knows and skips.
+pub struct PaneWakes {
+    waker: Arc<mio::Waker>,
+    ready: Arc<std::sync::Mutex<std::collections::BTreeSet<u64>>>,
+}
+
+impl PaneWakes {
+    /// Wakes arrive at the loop through `waker` (mio allows one per poll,
+    /// so the loop shares its own and takes the ready panes whenever it
+    /// is woken).
+    pub fn new(waker: Arc<mio::Waker>) -> PaneWakes {
+        PaneWakes {
+            waker,
+            ready: Arc::default(),
+        }
+    }
+
+    /// The wake to give [`spawn`] for pane `pane`.
+    pub fn wake_for(&self, pane: u64) -> Wake {
+        let waker = Arc::clone(&self.waker);
+        let ready = Arc::clone(&self.ready);
+        Arc::new(move || {
+            // A poisoned lock means a panic elsewhere while holding it; the
+            // set itself is still a set.
+            let mut set = ready.lock().unwrap_or_else(|p| p.into_inner());
+            let first = set.is_empty();
+            set.insert(pane);
+            drop(set);
+            // One wake per batch: the loop takes the whole set.
+            if first {
+                let _ = waker.wake();
+            }
+        })
+    }
+
+    /// The panes that woke since the last call, in id order.
+    pub fn take_ready(&self) -> Vec<u64> {
+        let mut set = self.ready.lock().unwrap_or_else(|p| p.into_inner());
+        std::mem::take(&mut *set).into_iter().collect()
+    }
+}
+
+/// Sends `signal` to every process of a pane: on Unix each member of the
+/// child's session (children that moved to a process group of their own
+/// included); on Windows, which has no signals, any signal ends the whole
+/// tree through the pane's Job Object (`master`; without one, the job
+/// already closed and took the tree with it).
+pub fn signal_tree(master: Option<&PtyMaster>, child: &ChildProcess, signal: i32) {
+    #[cfg(unix)]
+    {
+        let _ = master;
+        for pid in crate::sys::session_members(child.sid) {
+            // A process that exited meanwhile (ESRCH) needs nothing more.
+            let _ = crate::sys::kill(pid, signal);
+        }
+    }
+    #[cfg(windows)]
+    {
+        let _ = (child, signal);
+        if let Some(master) = master {
+            let _ = master.kill();
+        }
+    }
+}
+
+/// Hangs up every pane's session at once (a stopping server): SIGHUP to
+/// each member, found in one pass over the process table. On Windows the
+/// panes' pseudo consoles and jobs close with their masters instead.
+pub fn hang_up_sessions(sids: &[i32]) {
+    #[cfg(unix)]
+    for pid in crate::sys::sessions_members(sids).into_values().flatten() {
+        let _ = crate::sys::kill(pid, crate::sys::SIGHUP);
+    }
+    #[cfg(windows)]
+    let _ = sids;
+}
 
 /// What to start in a new PTY.
 #[derive(Debug, Clone)]
@@ -100,6 +197,17 @@ pub fn shell_command(shell: &OsStr, script: &str) -> (OsString, Vec<OsString>) {
         (shell.to_os_string(), args)
     } else {
         (shell.to_os_string(), vec!["-c".into(), script.into()])
+    }
+}
+
+/// The program and arguments of an interactive login shell: `shell -l`
+/// on Unix; on Windows the shell alone (cmd.exe and PowerShell have no
+/// login mode; a pane's cmd.exe is interactive by itself).
+pub fn login_shell(shell: &OsStr) -> (OsString, Vec<OsString>) {
+    if cfg!(windows) {
+        (shell.to_os_string(), Vec::new())
+    } else {
+        (shell.to_os_string(), vec!["-l".into()])
     }
 }
 

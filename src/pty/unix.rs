@@ -2,7 +2,7 @@
 //! slave (posix_spawn on Linux, fork/exec elsewhere, and on Linux with
 //! `--cfg ptyd_portable`), winsize.
 
-use super::{ChildProcess, SpawnSpec};
+use super::{ChildProcess, SpawnSpec, Wake};
 use crate::sys::syscall;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -42,6 +42,15 @@ impl PtyMaster {
         syscall!(ioctl(self.raw_fd(), libc::TIOCSWINSZ, &ws))?;
         Ok(())
     }
+
+    /// Exits arrive by SIGCHLD on Unix (`sys::reap_any_child`), never
+    /// through the master: always `None`.
+    pub fn exit_code(&self) -> Option<u32> {
+        None
+    }
+
+    /// The hang-up is the slave side closing; nothing to do here.
+    pub fn hang_up(&self) {}
 }
 
 fn winsize(cols: u16, rows: u16) -> libc::winsize {
@@ -56,8 +65,9 @@ fn winsize(cols: u16, rows: u16) -> libc::winsize {
 /// Opens a PTY and starts `spec` on its slave as a session leader with the
 /// slave as controlling terminal. The parent keeps only the master: the
 /// slave copies used for the start are closed before this returns, so the
-/// pane hangs up exactly when its processes close their side.
-pub fn spawn(spec: &SpawnSpec) -> io::Result<(PtyMaster, ChildProcess)> {
+/// pane hangs up exactly when its processes close their side. `_wake` is
+/// for backends whose masters cannot be polled; this one's is.
+pub fn spawn(spec: &SpawnSpec, _wake: Wake) -> io::Result<(PtyMaster, ChildProcess)> {
     let ws = winsize(spec.cols, spec.rows);
     let pty = nix::pty::openpty(Some(&ws), None)
         .map_err(|e| io::Error::other(format!("openpty: {e}")))?;

@@ -47,7 +47,7 @@
 //! `Unsupported`). The tests start their commands through a shim there
 //! (`examples/conpty_shim.rs`); this backend does not adapt to Wine.
 
-use super::{ChildProcess, SpawnSpec};
+use super::{ChildProcess, SpawnSpec, Wake};
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString, c_void};
@@ -77,60 +77,6 @@ use windows_sys::Win32::System::Threading::{
     ResumeThread, STARTF_USESTDHANDLES, STARTUPINFOEXW, TerminateProcess,
     UpdateProcThreadAttribute, WaitForSingleObject,
 };
-
-/// Tells the loop a pane has something to do. Called from the pane's
-/// threads, so it must be cheap and never block; a wake for a pane the
-/// loop has since removed must be harmless.
-pub type Wake = Arc<dyn Fn() + Send + Sync>;
-
-/// One loop, many panes: the readiness a Unix loop gets from mio for each
-/// pane's fd. Every pane's [`Wake`] (from [`wake_for`](Self::wake_for))
-/// marks that pane ready and wakes the loop through one shared
-/// `mio::Waker`; on the waker's token the loop takes the ready panes
-/// ([`take_ready`](Self::take_ready)) and reads, writes or reaps only
-/// those. A pane is in the set at most once however often it woke, so the
-/// set is bounded by the number of panes; a pane the loop has removed
-/// since is a name it no longer knows and skips.
-pub struct PaneWakes {
-    waker: Arc<mio::Waker>,
-    ready: Arc<std::sync::Mutex<std::collections::BTreeSet<u64>>>,
-}
-
-impl PaneWakes {
-    /// Wakes arrive at the loop as events for `token`.
-    pub fn new(registry: &mio::Registry, token: mio::Token) -> io::Result<PaneWakes> {
-        let waker = mio::Waker::new(registry, token)
-            .map_err(|e| io::Error::new(e.kind(), format!("creating the panes' waker: {e}")))?;
-        Ok(PaneWakes {
-            waker: Arc::new(waker),
-            ready: Arc::default(),
-        })
-    }
-
-    /// The wake to give [`spawn`] for pane `pane`.
-    pub fn wake_for(&self, pane: u64) -> Wake {
-        let waker = Arc::clone(&self.waker);
-        let ready = Arc::clone(&self.ready);
-        Arc::new(move || {
-            // A poisoned lock means a panic elsewhere while holding it; the
-            // set itself is still a set.
-            let mut set = ready.lock().unwrap_or_else(|p| p.into_inner());
-            let first = set.is_empty();
-            set.insert(pane);
-            drop(set);
-            // One wake per batch: the loop takes the whole set.
-            if first {
-                let _ = waker.wake();
-            }
-        })
-    }
-
-    /// The panes that woke since the last call, in id order.
-    pub fn take_ready(&self) -> Vec<u64> {
-        let mut set = self.ready.lock().unwrap_or_else(|p| p.into_inner());
-        std::mem::take(&mut *set).into_iter().collect()
-    }
-}
 
 /// The exit code of processes ended by [`PtyMaster::kill`] (what
 /// `taskkill /f` leaves too).
@@ -1267,7 +1213,8 @@ mod tests {
     fn one_loop_learns_which_of_its_panes_woke() {
         let mut poll = mio::Poll::new().unwrap();
         let mut events = mio::Events::with_capacity(8);
-        let wakes = PaneWakes::new(poll.registry(), mio::Token(7)).unwrap();
+        let waker = Arc::new(mio::Waker::new(poll.registry(), mio::Token(7)).unwrap());
+        let wakes = crate::pty::PaneWakes::new(waker);
         let mut panes: BTreeMap<u64, (PtyMaster, String)> = BTreeMap::new();
         for id in [3u64, 5] {
             let pty = spawn(

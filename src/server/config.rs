@@ -36,7 +36,6 @@ use crate::persist::files::{self, FileError};
 use crate::term::TermConfig;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use toml::Spanned;
@@ -567,7 +566,7 @@ fn millis(
 /// An absolute path to a file someone may execute (a shell must be run).
 fn is_executable(path: &Path) -> bool {
     path.is_absolute()
-        && std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        && std::fs::metadata(path).is_ok_and(|m| m.is_file() && crate::sys::is_executable(&m))
 }
 
 /// What terminfo accepts as a name and is safe in an environment variable.

@@ -7,7 +7,6 @@ use super::timers::TimerKind;
 use super::{Server, Source};
 use crate::protocol::events::Event;
 use crate::protocol::{self, frame};
-use mio::Interest;
 use mio::Token;
 use std::io;
 use std::time::{Duration, Instant};
@@ -20,8 +19,8 @@ const CLOSE_GRACE: Duration = Duration::from_secs(5);
 impl Server {
     pub(super) fn accept_all(&mut self) {
         loop {
-            let (stream, _) = match self.listener.accept() {
-                Ok(pair) => pair,
+            let stream = match super::listener::accept(&mut self.listener, self.poll.registry()) {
+                Ok(stream) => stream,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) if e.kind() == io::ErrorKind::ConnectionAborted => continue,
@@ -39,16 +38,12 @@ impl Server {
     }
 
     /// Serves an accepted connection if its peer is our uid.
-    pub(super) fn admit(&mut self, mut stream: mio::net::UnixStream) {
+    pub(super) fn admit(&mut self, mut stream: super::listener::Stream) {
         let Some(peer) = self.peer_of(&stream) else {
             return;
         };
         let token = Token(self.next_token);
-        if let Err(e) = self.poll.registry().register(
-            &mut stream,
-            token,
-            Interest::READABLE | Interest::WRITABLE,
-        ) {
+        if let Err(e) = super::listener::register_conn(self.poll.registry(), &mut stream, token) {
             self.log
                 .log("accept_failed", &format!("registering a connection: {e}"));
             return;
@@ -58,34 +53,18 @@ impl Server {
             .insert(token.0, Connection::new(token, stream, peer));
     }
 
-    /// The peer of an accepted connection, if it is our uid (else logged).
+    /// The peer of an accepted connection, if it is our user (else logged).
     pub(super) fn peer_of(
         &mut self,
-        stream: &mio::net::UnixStream,
+        stream: &super::listener::Stream,
     ) -> Option<crate::sys::PeerCred> {
-        let peer = match crate::sys::peer_cred(stream) {
-            Ok(peer) => peer,
-            Err(e) => {
-                self.log.log(
-                    "accept_refused",
-                    &format!("cannot read peer credentials: {e}"),
-                );
-                return None;
+        match super::listener::peer_of(stream) {
+            Ok(peer) => Some(peer),
+            Err(why) => {
+                self.log.log("accept_refused", &why);
+                None
             }
-        };
-        let uid = crate::sys::current_uid();
-        if peer.uid != uid {
-            self.log.log(
-                "accept_refused",
-                &format!(
-                    "refused connection from uid {} (pid {}); this server serves uid {uid} only",
-                    peer.uid,
-                    peer.pid.map_or("unknown".to_string(), |p| p.to_string())
-                ),
-            );
-            return None;
         }
-        Some(peer)
     }
 
     /// A connection is ready to read (or hung up). Writes wait for the

@@ -6,10 +6,10 @@
 //! blocks the program); a client that then takes nothing for
 //! [`STALL_LIMIT`], or lets the queue overflow, is disconnected with a reason.
 
+use super::listener::Stream;
 use crate::protocol::frame;
 use crate::sys::PeerCred;
 use mio::Token;
-use mio::net::UnixStream;
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::time::{Duration, Instant};
@@ -75,7 +75,7 @@ const OUT_KEEP: usize = 1 << 20;
 
 pub struct Connection {
     pub token: Token,
-    pub stream: UnixStream,
+    pub stream: Stream,
     pub peer: PeerCred,
     pub mode: ConnMode,
     /// While attached: how the pane is shown (see `View`).
@@ -126,7 +126,7 @@ pub struct Connection {
 }
 
 impl Connection {
-    pub fn new(token: Token, stream: UnixStream, peer: PeerCred) -> Connection {
+    pub fn new(token: Token, stream: Stream, peer: PeerCred) -> Connection {
         Connection {
             token,
             stream,
@@ -345,9 +345,10 @@ impl Connection {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
+    use mio::net::UnixStream;
 
     /// Reads everything the peer has, flushing `conn` as the socket drains.
     fn read_all(conn: &mut Connection, peer: &mut std::os::unix::net::UnixStream) -> Vec<u8> {

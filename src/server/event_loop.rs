@@ -7,9 +7,9 @@
 
 use super::pane::ExitReason;
 use super::timers::TimerKind;
-use super::{DISK, LISTENER, PREDECESSOR, SIGNALS, Server, Source, UPGRADE};
+use super::{LISTENER, PREDECESSOR, SIGNALS, Server, Source, UPGRADE, WAKE};
+use crate::sys::{SIGCHLD, SIGHUP, SIGINT, SIGTERM};
 use mio::{Events, Token};
-use signal_hook::consts::{SIGCHLD, SIGHUP, SIGINT, SIGTERM};
 use std::io;
 use std::time::{Duration, Instant};
 
@@ -36,7 +36,7 @@ impl Server {
                 // read here would be lost to it (the manifest is written).
                 // Only the upgrade's own sources are still ours.
                 if self.serving.is_paused()
-                    && !matches!(event.token(), SIGNALS | DISK | UPGRADE | PREDECESSOR)
+                    && !matches!(event.token(), SIGNALS | WAKE | UPGRADE | PREDECESSOR)
                 {
                     continue;
                 }
@@ -62,7 +62,14 @@ impl Server {
         match event.token() {
             LISTENER => self.accept_all(),
             SIGNALS => self.on_signals(),
-            DISK => self.on_save_results(),
+            // Whoever woke us: saves, panes and console events (both
+            // Windows only; Unix signals come under `SIGNALS`).
+            WAKE => {
+                self.on_save_results();
+                self.on_panes_woken();
+                let signals = self.signals.pending_on_wake();
+                self.handle_signals(signals);
+            }
             UPGRADE => self.on_upgrade_readable(),
             PREDECESSOR => self.on_predecessor_readable(),
             token => match self.sources.get(&token).copied() {
@@ -114,7 +121,11 @@ impl Server {
     }
 
     fn on_signals(&mut self) {
-        let pending: Vec<i32> = self.signals.pending().collect();
+        let pending = self.signals.pending();
+        self.handle_signals(pending);
+    }
+
+    fn handle_signals(&mut self, pending: Vec<i32>) {
         for signal in pending {
             match signal {
                 SIGCHLD => self.reap_children(),

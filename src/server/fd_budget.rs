@@ -47,7 +47,7 @@ pub struct FdBudget {
 }
 
 fn open_reserve() -> Option<File> {
-    File::open("/dev/null").ok()
+    File::open(if cfg!(windows) { "NUL" } else { "/dev/null" }).ok()
 }
 
 impl FdBudget {
@@ -184,7 +184,8 @@ impl Server {
     fn refuse_pending(&mut self) {
         let mut refused = 0;
         while self.fds.reserve.take().is_some() {
-            let Ok((mut stream, _)) = self.listener.accept() else {
+            let Ok(mut stream) = super::listener::accept(&mut self.listener, self.poll.registry())
+            else {
                 self.fds.reserve = open_reserve();
                 break;
             };

@@ -28,6 +28,34 @@ use std::collections::VecDeque;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
+/// The servers' end of the keeper channel (and of an upgrade's
+/// predecessor channel): a socket.
+pub type Channel = OwnedFd;
+
+/// A server that handed everything over (after probation) lets go of it
+/// and exits, or, a first generation that had no keeper (its fork
+/// failed), becomes the keeper of the new server.
+pub(super) fn after_release(mut server: Server, new_pid: u32) -> Result<(), String> {
+    let reader = server.lineage_reader.take();
+    let namespace = server.paths.namespace.clone();
+    server.release();
+    drop(server);
+    match reader {
+        Some(reader) => {
+            // A server that started without a keeper (its fork
+            // failed) becomes one now, holding only its children.
+            // Everything the server held is freed by now (the panes'
+            // models, the connections' queues); the keeper lives on
+            // for as long as the service does and needs almost none of
+            // it, so the memory goes back rather than stay resident.
+            crate::sys::release_free_memory();
+            let keeper = crate::keeper::Keeper::new(reader, new_pid as i32, namespace, None, None);
+            std::process::exit(keeper.run())
+        }
+        None => Ok(()),
+    }
+}
+
 /// How often a changing server writes a checkpoint, at most.
 pub const CHECKPOINT_INTERVAL: Duration = Duration::from_millis(500);
 /// A checkpoint waits this many times its predecessor's cost after it:

@@ -13,6 +13,44 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+/// What the server accepts connections on: the public socket.
+pub type Listener = mio::net::UnixListener;
+/// One accepted connection.
+pub type Stream = mio::net::UnixStream;
+
+/// The next pending connection (`WouldBlock`: none).
+pub fn accept(listener: &mut Listener, _registry: &mio::Registry) -> io::Result<Stream> {
+    listener.accept().map(|(stream, _)| stream)
+}
+
+/// Puts an accepted connection in the poll under its own token.
+pub fn register_conn(
+    registry: &mio::Registry,
+    stream: &mut Stream,
+    token: mio::Token,
+) -> io::Result<()> {
+    registry.register(
+        stream,
+        token,
+        mio::Interest::READABLE | mio::Interest::WRITABLE,
+    )
+}
+
+/// Who is at the other end, if it is our uid; else why it is refused.
+pub fn peer_of(stream: &Stream) -> Result<crate::sys::PeerCred, String> {
+    let peer =
+        crate::sys::peer_cred(stream).map_err(|e| format!("cannot read peer credentials: {e}"))?;
+    let uid = crate::sys::current_uid();
+    if peer.uid != uid {
+        return Err(format!(
+            "refused connection from uid {} (pid {}); this server serves uid {uid} only",
+            peer.uid,
+            peer.pid.map_or("unknown".to_string(), |p| p.to_string())
+        ));
+    }
+    Ok(peer)
+}
+
 /// The exclusive claim on a namespace, held for the server's lifetime. The
 /// lock lives with the open file description, so it can later travel with
 /// the fd to a new server binary.

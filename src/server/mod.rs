@@ -1,8 +1,22 @@
 //! The ptyd server: one thread, one mio loop, all state.
 //!
-//! `run` claims the namespace (lock, then socket), builds the [`Server`] and
-//! hands it to the loop in `event_loop`. Requests are handled in `requests`,
-//! attached connections in `attach`, parked `pane.wait`s in `waits`.
+//! `run` (`start.rs`) claims the namespace (lock, then socket), builds the
+//! [`Server`] and hands it to the loop in `event_loop`. Requests are
+//! handled in `requests`, attached connections in `attach`, parked
+//! `pane.wait`s in `waits`.
+//!
+//! Windows (ARCHITECTURE.md "Windows") swaps whole modules here and
+//! nowhere else: `start_windows.rs` (the named mutex and pipe instead of
+//! `flock` and socket, no keeper to fork), `listener_windows.rs` (pipe
+//! instances for the socket), `pane_fds_windows.rs` (panes woken through
+//! `pty::PaneWakes` instead of polled fds), `keeperless.rs` (no keeper:
+//! a pseudo console cannot be handed to another process) and
+//! `upgrade_windows.rs` (restore-mode upgrades only, for the same reason).
+//! What serves only the live upgrade and the keeper (pane and connection
+//! state carried across, paused serving, rings) is built on Windows but
+//! unused there, hence the `dead_code` allowance for that target.
+
+#![cfg_attr(windows, allow(dead_code))]
 
 mod attach;
 pub mod config;
@@ -13,14 +27,22 @@ mod diagnostics;
 mod event_loop;
 mod events;
 mod fd_budget;
+#[cfg(unix)]
 pub(crate) mod fuzzing;
+#[cfg_attr(windows, path = "keeperless.rs")]
 mod keeper_link;
 mod line_budget;
+#[cfg_attr(windows, path = "listener_windows.rs")]
 mod listener;
 mod output_log;
+#[cfg(unix)]
 mod output_ring;
+// No keeper, no rings: the uninhabited ring type lives with the stand-in.
+#[cfg(windows)]
+use keeper_link as output_ring;
 mod pane;
 mod pane_exit;
+#[cfg_attr(windows, path = "pane_fds_windows.rs")]
 mod pane_fds;
 mod pane_io;
 mod persistence;
@@ -30,39 +52,40 @@ mod restore;
 mod resume_rules;
 mod serving;
 mod spawn;
+#[cfg_attr(windows, path = "start_windows.rs")]
+mod start;
 mod timers;
+#[cfg_attr(windows, path = "upgrade_windows.rs")]
 mod upgrade;
 mod waits;
 mod workspaces;
+
+pub use start::run;
 
 use crate::paths::NamespacePaths;
 use crate::persist;
 use connection::{ConnId, ConnMode, Connection};
 use diagnostics::Diagnostics;
 use events::EventLog;
-use mio::net::UnixListener;
-use mio::{Interest, Poll, Token};
+use mio::{Poll, Token};
 use pane::Pane;
-use signal_hook::consts::{SIGCHLD, SIGHUP, SIGINT, SIGTERM};
-use signal_hook_mio::v1_0::Signals;
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::io::Write;
 use std::time::Instant;
 use timers::Timers;
 use waits::Wait;
 
 const LISTENER: Token = Token(0);
 const SIGNALS: Token = Token(1);
-/// Woken by the disk thread when a save finished.
-const DISK: Token = Token(2);
+/// The loop's one `mio::Waker` (mio allows one per poll): woken by the
+/// disk thread when a save finished, and on Windows by the panes' threads
+/// (`pty::PaneWakes`) and the console control handler (`sys::Signals`).
+const WAKE: Token = Token(2);
 /// The handoff socket (or version probe) of a live upgrade.
 const UPGRADE: Token = Token(3);
 /// A server started by an upgrade: the channel to its predecessor, open
 /// until the predecessor's probation ends.
 const PREDECESSOR: Token = Token(4);
 const FIRST_DYNAMIC_TOKEN: usize = 5;
-
-use crate::protocol::READY_FD_ENV;
 
 pub struct ServerOptions {
     pub paths: NamespacePaths,
@@ -89,8 +112,10 @@ enum Source {
 /// All mutable state the loop owns. Nothing else touches it.
 pub struct Server {
     poll: Poll,
-    listener: UnixListener,
-    signals: Signals,
+    listener: listener::Listener,
+    signals: crate::sys::Signals,
+    /// The panes' wakes where the backend cannot be polled (Windows).
+    pane_wakes: crate::pty::PaneWakes,
     paths: NamespacePaths,
     socket_dev_ino: (u64, u64),
     /// The flock on it is our claim on the namespace; a live upgrade hands
@@ -130,10 +155,10 @@ pub struct Server {
     upgrade: upgrade::Upgrade,
     /// The servers' end of the keeper channel (see `keeper`), once there
     /// is one.
-    lineage: Option<std::os::fd::OwnedFd>,
+    lineage: Option<keeper_link::Channel>,
     /// The keeper's end of a channel this server made because it has no
     /// keeper (its fork failed): it becomes one after its first handoff.
-    lineage_reader: Option<std::os::fd::OwnedFd>,
+    lineage_reader: Option<keeper_link::Channel>,
     /// Whether we serve our sources, or an upgrade paused them, handed
     /// them over (probation) or released them (`serving.rs`).
     serving: serving::Serving,
@@ -150,7 +175,7 @@ pub struct Server {
     committed_at: Option<std::time::Instant>,
     /// While the previous generation is in probation it may still take
     /// everything back, so no new upgrade may start: this is its channel.
-    predecessor: Option<std::os::fd::OwnedFd>,
+    predecessor: Option<keeper_link::Channel>,
     /// A SIGHUP (`systemctl reload`, the reaper forwarding one) came while
     /// an upgrade ran or its probation lasted: run it once that is over.
     sighup_pending: bool,
@@ -181,221 +206,6 @@ pub struct Server {
     forward: Vec<u8>,
 }
 
-/// Runs a server in the foreground until it is stopped.
-pub fn run(opts: ServerOptions) -> Result<(), StartError> {
-    // A keeper re-executing itself into this binary (after an upgrade)
-    // continues here, holding everything it held.
-    // SAFETY: no other thread runs yet; only our previous image (the
-    // keeper) names these fds.
-    if let Some(keeper) = unsafe { crate::keeper::Keeper::resume_from_env() } {
-        std::process::exit(keeper.run());
-    }
-    // A keeper killed under systemd left its fds in the unit's fd store
-    // (`service/fd_store.rs`), passed back to us now: become the keeper
-    // and take its panes over.
-    // SAFETY: still the only thread; LISTEN_PID names us for these fds.
-    let stored = unsafe { crate::service::fd_store::take_passed() };
-    if !stored.is_empty() {
-        let count = stored.len();
-        match crate::keeper::Keeper::adopt(stored, opts.paths.namespace.clone()) {
-            Ok(keeper) => {
-                // SAFETY: still the only thread.
-                unsafe { crate::service::fd_store::forget_passed() };
-                std::process::exit(keeper.run());
-            }
-            Err(e) => {
-                // Let the store go too: its copy of the lock would keep
-                // the namespace from us.
-                eprintln!(
-                    "ptyd: systemd passed {count} fds of a killed keeper, which cannot be taken over ({e}); starting afresh"
-                );
-                if let Some(mut store) = crate::service::fd_store::FdStore::from_env() {
-                    store.forget_all();
-                }
-            }
-        }
-    }
-    // The fds a parent named in our environment are taken (and the
-    // variables removed, so no child of ours inherits them) now, while this
-    // is the only thread: the disk writer starts in `Server::assemble`.
-    // SAFETY: no other thread runs yet; the old server put this fd number
-    // there for us alone, and it is adopted only if it is a socket.
-    let handoff = unsafe {
-        crate::sys::take_inherited_fd(crate::handoff::HANDOFF_FD_ENV, crate::sys::FdKind::Socket)
-    };
-    if let Some(sock) = handoff.map_err(|e| format!("{e}; this mode is only for `ptyd upgrade`"))? {
-        return Ok(upgrade::import::run(sock, opts.paths)?);
-    }
-    // SAFETY: as above: still the only thread; the spawning client (the
-    // pipe) and our previous image (the lineage) named these for us alone.
-    let (ready, lineage) = unsafe {
-        (
-            crate::sys::take_inherited_fd(READY_FD_ENV, crate::sys::FdKind::Pipe)
-                .ok()
-                .flatten(),
-            crate::keeper::lineage_from_env(),
-        )
-    };
-    let paths = opts.paths;
-    ignore_sigxfsz();
-    crate::keeper::become_subreaper();
-    paths.prepare_runtime_dir().map_err(|e| e.to_string())?;
-    let lock = listener::lock_namespace(&paths).map_err(|e| StartError {
-        already_served: e.kind() == std::io::ErrorKind::AddrInUse,
-        message: e.to_string(),
-    })?;
-    // Before binding: a server that will not trust its state directory
-    // must not be found serving an empty session.
-    paths.prepare_state_dir().map_err(|e| e.to_string())?;
-    let activated = listener::adopt_socket(&paths).map_err(|e| e.to_string())?;
-    let how = if activated.is_some() {
-        "adopted from systemd"
-    } else {
-        "bound"
-    };
-    let bound = match activated {
-        Some(bound) => bound,
-        None => listener::bind_socket(&paths).map_err(|e| e.to_string())?,
-    };
-    // A first start becomes the keeper + the serving process, while this
-    // is still the only thread (the disk writer starts in `assemble`).
-    // A channel from our environment: the keeper let go of the namespace
-    // (a restore-mode exec, a crash loop's fresh start) and gets ours.
-    let namespace_fds = lineage.is_some();
-    let lineage = match lineage {
-        Some(l) => Some(l),
-        // The bench's baseline (and a way out should the keeper misbehave):
-        // a server alone, no rings, no checkpoints, no crash recovery.
-        None if std::env::var_os(crate::keeper::NO_KEEPER_ENV).is_some() => None,
-        None => fork_keeper(
-            &paths,
-            std::os::fd::AsRawFd::as_raw_fd(&bound.listener),
-            &lock,
-            ready.as_ref(),
-        )?,
-    };
-    // Temp files of a server killed mid-save; we hold the lock now.
-    persist::atomic::remove_stale_temps(&paths.state_dir);
-    persist::atomic::remove_stale_temps(&persist::history_dir(&paths.state_dir));
-    let listener = UnixListener::from_std(bound.listener);
-    let mut server = Server::assemble(paths, listener, (bound.dev, bound.ino), lock, opts.history)?;
-    server
-        .poll
-        .registry()
-        .register(&mut server.listener, LISTENER, Interest::READABLE)
-        .map_err(|e| format!("registering listener: {e}"))?;
-    server.log.log(
-        "started",
-        &format!(
-            "ptyd {} serving namespace {:?} on {} ({how})",
-            crate::protocol::SERVER_VERSION,
-            server.paths.namespace,
-            bound.path.display()
-        ),
-    );
-    // Non-blocking: the loop must never wait on the keeper (an fd
-    // inherited across an exec comes blocking).
-    if let Some(l) = &lineage {
-        let _ = crate::sys::set_nonblocking_cloexec(std::os::fd::AsRawFd::as_raw_fd(l));
-    }
-    server.lineage = lineage;
-    server.keeper_serving(namespace_fds, true);
-    if let Ok(why) = std::env::var(crate::keeper::RECOVERY_ENV) {
-        // SAFETY: the disk thread never reads the environment.
-        unsafe { std::env::remove_var(crate::keeper::RECOVERY_ENV) };
-        server.log.log(
-            "recovered",
-            &format!("{why}; the keeper's crash loop gave up on its checkpoint: started from the snapshot on disk"),
-        );
-        server.last_recovery = serde_json::json!({ "reason": why, "from": "snapshot" });
-    }
-    if opts.restore {
-        server.restore_from_disk(opts.hold_reruns);
-    }
-    signal_ready(ready);
-    crate::service::notify::ready(&format!("serving {} panes", server.panes.len()));
-    Ok(server.serve()?)
-}
-
-/// Forks: the parent becomes the keeper (`crate::keeper`) and never
-/// returns; the child goes on as the serving process with its end of the
-/// channel. `None` (with the reason logged to stderr) if the keeper could
-/// not be made: the server then serves alone, as the first generation.
-fn fork_keeper(
-    paths: &NamespacePaths,
-    listener: std::os::fd::RawFd,
-    lock: &listener::InstanceLock,
-    ready: Option<&std::os::fd::OwnedFd>,
-) -> Result<Option<std::os::fd::OwnedFd>, String> {
-    use std::os::fd::AsRawFd;
-    let (keeper_end, server_end) = match crate::keeper::channel() {
-        Ok(pair) => pair,
-        Err(e) => {
-            eprintln!("ptyd: no keeper (creating its channel: {e}); serving without one");
-            return Ok(None);
-        }
-    };
-    let dup = |fd: std::os::fd::RawFd| {
-        // SAFETY: both fds are open for this call (the caller holds them).
-        unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }
-            .try_clone_to_owned()
-            .ok()
-    };
-    let (held_listener, held_lock) = (dup(listener), dup(lock.raw_fd()));
-    let keeper_pid = std::process::id() as i32;
-    // SAFETY: only this thread exists (no thread is started before
-    // `Server::assemble`), so the child may run ordinary code after fork.
-    match unsafe { nix::unistd::fork() } {
-        Ok(nix::unistd::ForkResult::Child) => {
-            // Killing the keeper (the service's main pid) ends the server
-            // as killing the server did before there was a keeper: the
-            // panes hang up. (Only this first generation: a later one is
-            // not the keeper's child until its predecessor exits.)
-            let _ = crate::sys::die_with_parent(keeper_pid);
-            drop(keeper_end);
-            drop((held_listener, held_lock));
-            Ok(Some(server_end))
-        }
-        Ok(nix::unistd::ForkResult::Parent { child }) => {
-            drop(server_end);
-            // The keeper keeps only its own copies: the ready pipe is the
-            // server's to answer, and the listener and lock must close
-            // with the keeper's copies alone (a stop lets them go).
-            let keep: [std::os::fd::RawFd; 3] = [
-                keeper_end.as_raw_fd(),
-                held_listener.as_ref().map_or(-1, |f| f.as_raw_fd()),
-                held_lock.as_ref().map_or(-1, |f| f.as_raw_fd()),
-            ];
-            for fd in [
-                Some(listener),
-                Some(lock.raw_fd()),
-                ready.map(|r| r.as_raw_fd()),
-            ]
-            .into_iter()
-            .flatten()
-            {
-                if !keep.contains(&fd) {
-                    // SAFETY: these are the caller's fds, which this
-                    // process never uses again: it exits below.
-                    unsafe { libc::close(fd) };
-                }
-            }
-            let keeper = crate::keeper::Keeper::new(
-                keeper_end,
-                child.as_raw(),
-                paths.namespace.clone(),
-                held_listener,
-                held_lock,
-            );
-            std::process::exit(keeper.run())
-        }
-        Err(e) => {
-            eprintln!("ptyd: no keeper (fork: {e}); serving without one");
-            Ok(None)
-        }
-    }
-}
-
 /// Exit code of `ptyd server` when another server already serves the
 /// namespace. The systemd unit names it in `RestartPreventExitStatus=`, so
 /// a service that finds a server running outside it fails once instead of
@@ -419,17 +229,14 @@ impl From<String> for StartError {
     }
 }
 
-/// A write past RLIMIT_FSIZE must fail with EFBIG, not kill the server.
-fn ignore_sigxfsz() {
-    let _ = crate::sys::ignore_signal(crate::sys::SIGXFSZ);
-}
-
 impl Server {
-    /// Builds a server around a claimed namespace: the poll, the signal
-    /// source, the disk thread. Nothing else is registered yet.
+    /// Builds a server around a claimed namespace: the signal source, the
+    /// panes' wakes, the disk thread, in `poll` (made by the caller, as
+    /// Windows' listener needs it first). Nothing else is registered yet.
     fn assemble(
+        poll: Poll,
         paths: NamespacePaths,
-        listener: UnixListener,
+        listener: listener::Listener,
         socket_dev_ino: (u64, u64),
         lock: listener::InstanceLock,
         history: bool,
@@ -439,17 +246,16 @@ impl Server {
         if let Some(note) = fd_note {
             log.log("fd_limit", &note);
         }
-        let poll = Poll::new().map_err(|e| format!("creating poll: {e}"))?;
-        // Registered before any pane exists, so no child's exit can be missed.
-        let mut signals = Signals::new([SIGCHLD, SIGTERM, SIGINT, SIGHUP])
-            .map_err(|e| format!("installing signal handlers: {e}"))?;
-        poll.registry()
-            .register(&mut signals, SIGNALS, Interest::READABLE)
-            .map_err(|e| format!("registering signals: {e}"))?;
+        // mio allows one waker per poll: the disk thread, the panes'
+        // threads and the console handler share it (`WAKE`).
         let waker = std::sync::Arc::new(
-            mio::Waker::new(poll.registry(), DISK)
-                .map_err(|e| format!("creating the disk waker: {e}"))?,
+            mio::Waker::new(poll.registry(), WAKE)
+                .map_err(|e| format!("creating the loop's waker: {e}"))?,
         );
+        // Registered before any pane exists, so no child's exit can be missed.
+        let signals = crate::sys::Signals::new(poll.registry(), SIGNALS, &waker)
+            .map_err(|e| format!("installing signal handlers: {e}"))?;
+        let pane_wakes = crate::pty::PaneWakes::new(std::sync::Arc::clone(&waker));
         let writer = persist::writer::Writer::spawn(std::sync::Arc::new(move || {
             let _ = waker.wake();
         }))
@@ -476,6 +282,7 @@ impl Server {
             poll,
             listener,
             signals,
+            pane_wakes,
             socket_dev_ino,
             lock,
             panes: BTreeMap::new(),
@@ -545,25 +352,7 @@ impl Server {
             self.shutdown();
             return result;
         };
-        let reader = self.lineage_reader.take();
-        let namespace = self.paths.namespace.clone();
-        self.release();
-        drop(self);
-        match reader {
-            Some(reader) => {
-                // A server that started without a keeper (its fork
-                // failed) becomes one now, holding only its children.
-                // Everything the server held is freed by now (the panes'
-                // models, the connections' queues); the keeper lives on
-                // for as long as the service does and needs almost none of
-                // it, so the memory goes back rather than stay resident.
-                crate::sys::release_free_memory();
-                let keeper =
-                    crate::keeper::Keeper::new(reader, new_pid as i32, namespace, None, None);
-                std::process::exit(keeper.run())
-            }
-            None => Ok(()),
-        }
+        keeper_link::after_release(self, new_pid)
     }
 
     /// Tells clients we are going, hangs up the panes, removes our socket.
@@ -604,9 +393,7 @@ impl Server {
                 _ => None,
             })
             .collect();
-        for pid in crate::sys::sessions_members(&sids).into_values().flatten() {
-            let _ = crate::sys::kill(pid, crate::sys::SIGHUP);
-        }
+        crate::pty::hang_up_sessions(&sids);
         let registry = self.poll.registry();
         for pane in self.panes.values_mut() {
             pane.close_fds(registry);
@@ -629,13 +416,5 @@ impl Drop for Server {
         for pane in self.panes.values_mut() {
             pane.close_fds(registry);
         }
-    }
-}
-
-/// Tells a waiting client (see [`READY_FD_ENV`]) that we accept
-/// connections: one byte on the pipe it gave us, which is then closed.
-fn signal_ready(pipe: Option<std::os::fd::OwnedFd>) {
-    if let Some(pipe) = pipe {
-        let _ = std::fs::File::from(pipe).write_all(b"1");
     }
 }

@@ -1065,6 +1065,5 @@ pub fn exit_status_json(status: ExitStatus, reason: ExitReason) -> Value {
 }
 
 pub fn signal_name(sig: i32) -> String {
-    nix::sys::signal::Signal::try_from(sig)
-        .map_or_else(|_| format!("SIG{sig}"), |s| s.as_str().to_string())
+    crate::sys::signal_name(sig)
 }

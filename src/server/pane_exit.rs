@@ -78,13 +78,8 @@ impl Server {
     /// if the pane still runs the run the kill was for (a respawned pane's
     /// new process is not the one we were asked to kill).
     pub(super) fn escalate_kill(&mut self, id: u64, run: u64) {
-        if let Some(child) = self
-            .panes
-            .get(&id)
-            .filter(|p| p.run() == run)
-            .and_then(|p| p.child())
-        {
-            signal_session(child.sid, crate::sys::SIGKILL);
+        if let Some(pane) = self.panes.get(&id).filter(|p| p.run() == run) {
+            signal_pane(pane, crate::sys::SIGKILL);
         }
     }
 
@@ -95,20 +90,20 @@ impl Server {
             return;
         };
         let at = Instant::now() + grace;
-        let Some(child) = pane.start_kill(reason, at) else {
+        if pane.start_kill(reason, at).is_none() {
             return;
-        };
-        signal_session(child.sid, signal);
+        }
+        signal_pane(pane, signal);
         self.timers.add(at, TimerKind::KillEscalate(id, pane.run()));
     }
 }
 
-/// Signals every process of a pane's session, including children that moved
-/// to a process group of their own.
-pub(super) fn signal_session(sid: i32, signal: i32) {
-    for pid in crate::sys::session_members(sid) {
-        // A process that exited meanwhile (ESRCH) needs nothing more.
-        let _ = crate::sys::kill(pid, signal);
+/// Signals every process of a running pane (`pty::signal_tree`).
+pub(super) fn signal_pane(pane: &super::pane::Pane, signal: i32) {
+    if let Some(child) = pane.child() {
+        let fds = pane.fds();
+        let master = fds.master().or(fds.hung_up_master());
+        crate::pty::signal_tree(master, &child, signal);
     }
 }
 

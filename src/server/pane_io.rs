@@ -48,6 +48,33 @@ impl Server {
         }
     }
 
+    /// Panes whose backend woke the loop (`pty::PaneWakes`: Windows, whose
+    /// pseudo consoles cannot be polled; they share the loop's `WAKE`): each is treated as a readable
+    /// and writable master, and an exit the backend saw is reported after
+    /// the output read before it (on Unix SIGCHLD reports exits).
+    pub(super) fn on_panes_woken(&mut self) {
+        // Paused for a live upgrade (Unix, whose panes never wake this
+        // way): nothing to take.
+        if self.serving.is_paused() {
+            return;
+        }
+        for id in self.pane_wakes.take_ready() {
+            self.flush_pane_input(id);
+            if !self.panes.get(&id).is_some_and(|p| p.is_backlogged()) {
+                self.read_pane_paced(id);
+            }
+            let exit = self
+                .panes
+                .get(&id)
+                .filter(|p| p.is_running())
+                .and_then(|p| p.fds().master().or(p.fds().hung_up_master()))
+                .and_then(crate::pty::PtyMaster::exit_code);
+            if let Some(code) = exit {
+                self.on_pane_exit(id, crate::protocol::methods::ExitStatus::Code(code as i32));
+            }
+        }
+    }
+
     /// Reads a pane's output unless one of its attached clients is over the
     /// high-water mark: then the pane is paused instead, so its program
     /// blocks on a full PTY as it would with a terminal that stops reading,

@@ -238,7 +238,7 @@ impl Server {
             server_version: SERVER_VERSION.into(),
             protocol: PROTOCOL_VERSION,
             namespace: self.paths.namespace.clone(),
-            socket: self.paths.socket(),
+            socket: crate::transport::address(&self.paths),
             started_unix_ms: self.started_unix_ms,
             uptime_ms: self.started.elapsed().as_millis() as u64,
             panes: self.panes.len(),
@@ -566,7 +566,7 @@ pub(super) fn wait_regex(text: &str) -> Result<regex::Regex, regex::Error> {
 /// Parses `TERM`, `SIGTERM`, `sigterm` or `15`.
 pub fn parse_signal(name: &str) -> Result<i32, RpcError> {
     if let Ok(n) = name.parse::<i32>()
-        && nix::sys::signal::Signal::try_from(n).is_ok()
+        && crate::sys::signal_exists(n)
     {
         return Ok(n);
     }
@@ -576,12 +576,10 @@ pub fn parse_signal(name: &str) -> Result<i32, RpcError> {
     } else {
         format!("SIG{upper}")
     };
-    full.parse::<nix::sys::signal::Signal>()
-        .map(|s| s as i32)
-        .map_err(|_| {
-            RpcError::new(
-                ErrorCode::InvalidParams,
-                format!("unknown signal {name:?}; use a name like TERM, KILL, INT or a number"),
-            )
-        })
+    crate::sys::signal_by_name(&full).ok_or_else(|| {
+        RpcError::new(
+            ErrorCode::InvalidParams,
+            format!("unknown signal {name:?}; use a name like TERM, KILL, INT or a number"),
+        )
+    })
 }

@@ -271,12 +271,14 @@ impl Server {
             cols: pane.cols(),
             rows: pane.rows(),
         };
-        let (master, child) = crate::pty::spawn(&spec)
+        let (master, child) = crate::pty::spawn(&spec, self.pane_wakes.wake_for(id))
             .map_err(|e| RpcError::new(ErrorCode::SpawnFailed, e.to_string()))?;
         let now = Instant::now();
         let pane = self.panes.get_mut(&id).expect("checked above");
         if let Err(e) = pane.start(self.poll.registry(), master, child, now) {
-            super::pane_exit::signal_session(child.sid, crate::sys::SIGKILL);
+            // The master is gone with the failed start (on Windows its job
+            // with it); on Unix the session is still there to kill.
+            crate::pty::signal_tree(None, &child, crate::sys::SIGKILL);
             return Err(RpcError::new(
                 ErrorCode::Internal,
                 format!("registering the pane's PTY: {e}"),
@@ -416,19 +418,10 @@ pub fn exec_form(command: &CommandSpec, shell: &OsString) -> (OsString, Vec<OsSt
             None => (OsString::new(), Vec::new()),
         },
         CommandSpec::Shell(script) => crate::pty::shell_command(shell, script),
-        CommandSpec::LoginShell => (shell.clone(), vec!["-l".into()]),
+        CommandSpec::LoginShell => crate::pty::login_shell(shell),
     }
 }
 
 fn user_shell() -> OsString {
-    std::env::var_os("SHELL")
-        .filter(|s| Path::new(s).is_absolute())
-        .or_else(|| {
-            nix::unistd::User::from_uid(nix::unistd::getuid())
-                .ok()
-                .flatten()
-                .map(|u| u.shell.into_os_string())
-        })
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "/bin/sh".into())
+    crate::sys::user_shell()
 }

@@ -32,9 +32,16 @@ pub fn stderr_is_journal() -> bool {
     })
 }
 
+#[cfg(unix)]
 fn stderr_dev_ino() -> Option<(u64, u64)> {
     use std::os::fd::AsFd;
     crate::sys::fd_dev_ino(std::io::stderr().as_fd()).ok()
+}
+
+/// No journal on Windows.
+#[cfg(windows)]
+fn stderr_dev_ino() -> Option<(u64, u64)> {
+    None
 }
 
 /// `DEV:INO`, both decimal.

@@ -8,7 +8,15 @@
 //! generation is its descendant and notifies, which is why the unit says
 //! `NotifyAccess=all`.
 
+//!
+//! On Windows there is no systemd: the readiness calls do nothing and
+//! stderr is never the journal; socket activation and the fd store (fds
+//! passed by the service manager) are Unix only, and the units that
+//! `install` writes are systemd's (`ptyd service` says so there).
+
+#[cfg(unix)]
 pub mod activation;
+#[cfg(unix)]
 pub mod fd_store;
 pub mod install;
 pub mod journal;

@@ -2,16 +2,22 @@
 //! or, with a leading `@`, a name in the abstract namespace. Without the
 //! variable (not under systemd) every call does nothing.
 
+#[cfg(unix)]
 use std::os::unix::net::UnixDatagram;
 
 /// Sends `state` (e.g. `"READY=1\nSTATUS=serving"`). Failures are ignored:
-/// readiness reporting must never take the server down.
+/// readiness reporting must never take the server down. Windows has no
+/// `sd_notify` to speak to.
 pub fn notify(state: &str) {
+    #[cfg(unix)]
     if let Some(path) = std::env::var_os("NOTIFY_SOCKET") {
         send_to(&path, state);
     }
+    #[cfg(windows)]
+    let _ = state;
 }
 
+#[cfg(unix)]
 /// Sends `state` to the socket `path` names (see the module doc).
 fn send_to(path: &std::ffi::OsStr, state: &str) {
     let Ok(sock) = UnixDatagram::unbound() else {
@@ -33,7 +39,7 @@ fn send_abstract(sock: &UnixDatagram, name: &[u8], state: &str) -> std::io::Resu
     sock.send_to_addr(state.as_bytes(), &addr).map(|_| ())
 }
 
-#[cfg(not(any(target_os = "linux", target_os = "android")))]
+#[cfg(all(unix, not(any(target_os = "linux", target_os = "android"))))]
 fn send_abstract(_: &UnixDatagram, _: &[u8], _: &str) -> std::io::Result<()> {
     Ok(())
 }
@@ -44,6 +50,7 @@ pub fn ready(status: &str) {
 }
 
 /// A reload (live upgrade) began; systemd wants the monotonic time with it.
+#[cfg(unix)]
 pub fn reloading() {
     notify(&format!(
         "RELOADING=1\nMONOTONIC_USEC={}\nSTATUS=upgrading",
@@ -55,7 +62,7 @@ pub fn stopping() {
     notify("STOPPING=1\nSTATUS=stopping");
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     #[test]
     fn sends_to_a_path_socket() {

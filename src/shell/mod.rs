@@ -24,7 +24,6 @@
 
 use std::ffi::{OsStr, OsString};
 use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 const BASH_HOOKS: &str = include_str!("ptyd.bash");
@@ -90,6 +89,15 @@ pub struct Installed {
 /// Writes every script under `dir` (created 0700; files 0600, replaced
 /// atomically so a shell starting meanwhile reads a whole file).
 pub fn install(dir: &Path) -> io::Result<Installed> {
+    // bash, zsh and fish on Windows run in environments of their own
+    // (MSYS2, Cygwin, WSL) whose paths these scripts cannot name; panes
+    // there run cmd.exe by default.
+    if cfg!(windows) {
+        return Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "shell integration is for bash, zsh and fish on Unix",
+        ));
+    }
     let text = dir.to_str().filter(|s| !s.contains(['\'', '\\', '\n']));
     if text.is_none() {
         return Err(io::Error::new(
@@ -134,12 +142,13 @@ pub fn install(dir: &Path) -> io::Result<Installed> {
 
 fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&tmp)?;
+    let mut file = crate::sys::trust::private_file(
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true),
+    )
+    .open(&tmp)?;
     file.write_all(bytes)?;
     drop(file);
     std::fs::rename(&tmp, path)
@@ -227,7 +236,7 @@ impl Installed {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
 

@@ -41,18 +41,19 @@
 //! returns `Unsupported` or the documented "cannot tell" value, never a
 //! compile error.
 //!
-//! Windows: `windows.rs` replaces both layers. Today it holds the named-pipe
-//! transport's pieces (the pipe's name, an instance admitting only the
-//! current user, the peer check) and Wine detection for tests; the items
-//! above belong to the daemon, which is not built on Windows yet (see
-//! `lib.rs`), and get their equivalents with it.
+//! Windows: `windows.rs` replaces both layers: the named-pipe transport's
+//! pieces (the pipe's name, an instance admitting only the current user,
+//! the peer check), console control events as the server's signals, the
+//! attach client's console modes and input, and Wine detection for tests.
+//! The items above that need a keeper or fd passing have no equivalent
+//! there (the server does without, `server/keeperless.rs`):
 //!
 //! | Unix item | Windows |
 //! |---|---|
 //! | the keeper (`keeper.rs`): pane fds, pidfds and output rings held across a crash of the serving process | none: a pseudo console cannot be passed to another process, so a crash of the server loses its panes (each Job Object kills its tree); the next server restarts them from the snapshot by their restore plans |
 //! | live upgrade (`SCM_RIGHTS` handoff) | none, for the same reason: `ptyd upgrade` takes the restore path and refuses `--mode live` |
 //! | `SO_PEERCRED` | `GetNamedPipeClientProcessId` and that process's token user ([`pipe_peer_is_current_user`]) |
-//! | [`trust`]: state files 0600/0700, opened with `O_NOFOLLOW`, trusted if ours and not group/other-writable | created with the profile's inherited ACL, opened with `FILE_FLAG_OPEN_REPARSE_POINT`, trusted if the owner SID is ours (the DACL is not checked yet) |
+//! | [`trust`]: state files 0600/0700, opened with `O_NOFOLLOW`, trusted if ours and not group/other-writable | created with the profile's inherited ACL, opened with `FILE_FLAG_OPEN_REPARSE_POINT`, trusted if the owner SID is ours and the DACL lets no one else write (no one else in at all for a private directory; SYSTEM and Administrators excepted), a null DACL refused |
 //! | [`sync_dir`]: fsync a directory after a rename | nothing: NTFS journals metadata |
 //! | socket file mode 0600 in `$XDG_RUNTIME_DIR` | a pipe instance whose DACL admits only the current user's SID ([`create_pipe_instance`]) |
 //!
@@ -76,18 +77,23 @@ pub(crate) use unix::syscall;
 #[cfg(unix)]
 pub use unix::{
     FdKind, OPEN_UNTRUSTED_PATH, PeerCred, ProcessExit, SIGCHLD, SIGHUP, SIGINT, SIGKILL, SIGTERM,
-    SIGWINCH, SIGXFSZ, StdinMode, broken_pipe_errno, clear_cloexec, current_uid, dup_at_least,
-    dup2_on_exec, fd_dev_ino, fd_is, fd_limit, has_children, ignore_signal, inherit_fd_on_exec,
-    is_symlink_refused, is_too_many_refs, kill, monotonic_usec, peer_cred, peer_hung_up,
-    poll_readable, raise_fd_limit, read_stdin, reap_any_child, restore_stdin_mode, send_with_fds,
-    set_cloexec, set_nonblocking_cloexec, setsid_on_exec, stdin_raw_mode, take_inherited_fd,
-    terminal_size, try_lock_exclusive, wait_child, wait_writable, with_starting_fd_limit,
+    SIGWINCH, SIGXFSZ, Signals, StdinMode, broken_pipe_errno, clear_cloexec, current_uid,
+    dup_at_least, dup2_on_exec, fd_dev_ino, fd_is, fd_limit, has_children, ignore_signal,
+    inherit_fd_on_exec, is_executable, is_symlink_refused, is_too_many_refs, kill, monotonic_usec,
+    peer_cred, peer_hung_up, poll_readable, raise_fd_limit, read_stdin, reap_any_child,
+    restore_stdin_mode, send_with_fds, set_cloexec, set_nonblocking_cloexec, setsid_on_exec,
+    signal_by_name, signal_exists, signal_name, stdin_raw_mode, take_inherited_fd, terminal_size,
+    try_lock_exclusive, user_shell, wait_child, wait_writable, with_starting_fd_limit,
     write_stdout, write_stdout_vectored,
 };
 
 #[cfg(windows)]
 pub use os::{
-    default_runtime_base, default_state_base, is_symlink_refused, process_ended, sync_dir, trust,
+    AttachedConsole, ProcessExit, SIGCHLD, SIGHUP, SIGINT, SIGKILL, SIGTERM, Signals,
+    broken_pipe_errno, console_size, default_runtime_base, default_state_base, fd_limit,
+    is_executable, is_symlink_refused, open_fd_count, pipe_bytes_available, process_cwd,
+    process_ended, raise_fd_limit, reap_any_child, signal_by_name, signal_exists, signal_name,
+    sync_dir, trust, user_shell, wait_for_exit,
 };
 #[cfg(unix)]
 pub use unix::{default_runtime_base, default_state_base, sync_dir, trust};
@@ -103,8 +109,8 @@ pub use os::{
 pub use os::running_under_wine;
 #[cfg(windows)]
 pub use os::{
-    PipePeer, create_pipe_instance, current_user_name, is_pipe_busy, pipe_name,
-    pipe_peer_is_current_user, try_named_lock, wait_for_pipe_instance,
+    PeerCred, PipePeer, create_pipe_instance, current_user_name, is_pipe_busy, pipe_client,
+    pipe_name, pipe_peer_is_current_user, try_named_lock, wait_for_pipe_instance,
 };
 
 #[cfg(all(test, unix))]

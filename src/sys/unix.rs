@@ -272,6 +272,74 @@ pub fn kill(pid: i32, sig: i32) -> io::Result<()> {
     Ok(())
 }
 
+/// The signals the server acts on (SIGCHLD, SIGTERM, SIGINT, SIGHUP),
+/// delivered to its mio loop under one token.
+pub struct Signals(signal_hook_mio::v1_0::Signals);
+
+impl Signals {
+    /// `_waker` is the loop's, for OSes whose events come through it.
+    pub fn new(
+        registry: &mio::Registry,
+        token: mio::Token,
+        _waker: &std::sync::Arc<mio::Waker>,
+    ) -> io::Result<Signals> {
+        let mut signals = signal_hook_mio::v1_0::Signals::new([SIGCHLD, SIGTERM, SIGINT, SIGHUP])?;
+        registry.register(&mut signals, token, mio::Interest::READABLE)?;
+        Ok(Signals(signals))
+    }
+
+    /// The signals that arrived since the last call.
+    pub fn pending(&mut self) -> Vec<i32> {
+        self.0.pending().collect()
+    }
+
+    /// Signals that come through the loop's waker: none here (they come
+    /// under their own token, and taking them at another event would
+    /// reorder a child's exit before what it wrote to us).
+    pub fn pending_on_wake(&mut self) -> Vec<i32> {
+        Vec::new()
+    }
+}
+
+/// Whether a file's mode lets someone execute it.
+pub fn is_executable(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    meta.permissions().mode() & 0o111 != 0
+}
+
+/// `SIGTERM` for 15; `SIG<n>` for a number without a name.
+pub fn signal_name(sig: i32) -> String {
+    nix::sys::signal::Signal::try_from(sig)
+        .map_or_else(|_| format!("SIG{sig}"), |s| s.as_str().to_string())
+}
+
+/// The number of a signal name in capitals (`SIGTERM`).
+pub fn signal_by_name(name: &str) -> Option<i32> {
+    name.parse::<nix::sys::signal::Signal>()
+        .ok()
+        .map(|s| s as i32)
+}
+
+/// Whether `sig` is a signal number of this OS.
+pub fn signal_exists(sig: i32) -> bool {
+    nix::sys::signal::Signal::try_from(sig).is_ok()
+}
+
+/// The user's login shell: `$SHELL` if absolute, else the passwd entry's,
+/// else `/bin/sh`.
+pub fn user_shell() -> std::ffi::OsString {
+    std::env::var_os("SHELL")
+        .filter(|s| std::path::Path::new(s).is_absolute())
+        .or_else(|| {
+            nix::unistd::User::from_uid(nix::unistd::getuid())
+                .ok()
+                .flatten()
+                .map(|u| u.shell.into_os_string())
+        })
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "/bin/sh".into())
+}
+
 /// Whether a process with this pid exists (signal 0 checks without
 /// sending). A process of another user counts: EPERM still means it exists.
 pub fn process_exists(pid: i32) -> bool {
@@ -634,6 +702,12 @@ pub mod trust {
     /// A directory created through `builder` is the owner's only.
     pub fn private_dir(builder: &mut DirBuilder) -> &mut DirBuilder {
         builder.mode(0o700)
+    }
+
+    /// A directory created through [`private_dir`] is private already
+    /// (its mode was set at creation): nothing to do.
+    pub fn make_private(_dir: &Path) -> std::io::Result<()> {
+        Ok(())
     }
 
     /// Opening through `options` never follows a symlink (the open fails,

@@ -1,19 +1,19 @@
-//! The Windows side of the OS boundary. The Unix items of `sys/mod.rs`
-//! (fd flags, peer credentials, `flock`, signals, fd passing) serve the
-//! daemon, which is not built on Windows yet (`lib.rs`). What is here:
+//! The Windows side of the OS boundary: what `sys/mod.rs`'s Unix items
+//! become here (its table lists them). What is here:
 //!
-//! - the API transport's pieces, for when it is: the per-user, per-namespace
-//!   pipe name, a pipe instance served through mio that admits only the
-//!   current user (a protected DACL with one entry, our SID), refusing a
-//!   name another process already serves, and the check of who is at the
-//!   other end (`GetNamedPipeClientProcessId` / `...ServerProcessId`, that
-//!   process's token user against ours): the Windows equivalents of the
-//!   socket's 0700 directory, `flock` on the lock file and `SO_PEERCRED`;
+//! - the API transport's pieces: the per-user, per-namespace pipe name, a
+//!   pipe instance served through mio that admits only the current user (a
+//!   protected DACL with one entry, our SID), refusing a name another
+//!   process already serves, and the check of who is at the other end
+//!   (`GetNamedPipeClientProcessId` / `...ServerProcessId`, that process's
+//!   token user against ours): the Windows equivalents of the socket's 0700
+//!   directory, `flock` on the lock file and `SO_PEERCRED`;
+//! - the state files' trust rules (`trust`: owner SID and DACL);
+//! - console control events as the server's signals (`Signals`), the
+//!   attach client's console (`AttachedConsole`, `console_size`), the
+//!   pipe's pending bytes;
+//! - process waits, handle counts, the signal names the protocol uses;
 //! - Wine detection, for tests only.
-
-// The daemon that calls the transport's pieces is not built on Windows
-// yet; its tests call them meanwhile.
-#![cfg_attr(not(test), allow(dead_code))]
 
 use std::ffi::OsString;
 use std::io;
@@ -140,20 +140,28 @@ impl TokenSid {
     }
 
     fn to_string(&self) -> io::Result<String> {
-        let mut text: *mut u16 = std::ptr::null_mut();
-        // SAFETY: `sid()` is a valid SID; `text` receives a LocalAlloc'd
-        // string, freed below.
-        if unsafe { ConvertSidToStringSidW(self.sid(), &mut text) } == 0 {
-            return Err(os_error("ConvertSidToStringSidW"));
-        }
-        // SAFETY: `text` is NUL-terminated; read up to the NUL, then freed
-        // once.
-        unsafe {
-            let len = (0..).take_while(|&i| *text.add(i) != 0).count();
-            let s = String::from_utf16_lossy(std::slice::from_raw_parts(text, len));
-            LocalFree(text as HLOCAL);
-            Ok(s)
-        }
+        // SAFETY: `sid()` is a valid SID while `self` lives.
+        unsafe { sid_string(self.sid()) }
+    }
+}
+
+/// A SID as text (`S-1-5-18`).
+///
+/// # Safety
+/// `sid` must point to a valid SID for the duration of the call.
+unsafe fn sid_string(sid: *mut std::ffi::c_void) -> io::Result<String> {
+    let mut text: *mut u16 = std::ptr::null_mut();
+    // SAFETY: the caller vouches for `sid`; `text` receives a LocalAlloc'd
+    // string, freed below.
+    if unsafe { ConvertSidToStringSidW(sid, &mut text) } == 0 {
+        return Err(os_error("ConvertSidToStringSidW"));
+    }
+    // SAFETY: `text` is NUL-terminated; read up to the NUL, then freed once.
+    unsafe {
+        let len = (0..).take_while(|&i| *text.add(i) != 0).count();
+        let s = String::from_utf16_lossy(std::slice::from_raw_parts(text, len));
+        LocalFree(text as HLOCAL);
+        Ok(s)
     }
 }
 
@@ -317,6 +325,25 @@ pub fn pipe_peer_is_current_user(pipe: &impl AsRawHandle, peer: PipePeer) -> io:
     Ok(unsafe { EqualSid(theirs.sid(), ours.sid()) } != 0)
 }
 
+/// Who is at the other end of an accepted connection: its process, as
+/// `SO_PEERCRED` tells on Unix (the user is checked on accepting).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeerCred {
+    pub pid: Option<i32>,
+}
+
+/// The client process of a pipe instance we serve.
+pub fn pipe_client(pipe: &impl AsRawHandle) -> io::Result<PeerCred> {
+    let mut pid = 0u32;
+    // SAFETY: `pipe` is an open pipe handle; `pid` is writable.
+    if unsafe { GetNamedPipeClientProcessId(pipe.as_raw_handle() as HANDLE, &mut pid) } == 0 {
+        return Err(os_error("asking for the pipe's client process"));
+    }
+    Ok(PeerCred {
+        pid: Some(pid as i32),
+    })
+}
+
 /// Whether process `pid` still runs (or cannot be asked about, which
 /// only a live process of another user causes).
 /// Whether `pid` has exited. A Windows process that exited is no longer
@@ -341,6 +368,421 @@ pub fn process_exists(pid: i32) -> bool {
     // SAFETY: an open process handle; `code` is writable.
     let ok = unsafe { GetExitCodeProcess(process.as_raw_handle() as HANDLE, &mut code) };
     ok != 0 && code == STILL_ACTIVE as u32
+}
+
+/// How a process ended, as the server reports it. Windows processes end
+/// with a code only (a kill through the pane's Job Object is code 1,
+/// `pty::KILLED_EXIT_CODE`); `Signal` exists so the type is the one the
+/// Unix side has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+// Never built here: nothing is reaped on Windows (`reap_any_child`).
+#[allow(dead_code)]
+pub enum ProcessExit {
+    Code(i32),
+    Signal(i32),
+}
+
+/// The signals the protocol names (`pane.kill`'s `signal`, exit reports),
+/// numbered as on Linux so requests and snapshots read the same on every
+/// OS. Windows has no signals: a pane's process tree is ended through its
+/// Job Object whatever the signal (`pty::signal_tree`).
+pub const SIGHUP: i32 = 1;
+pub const SIGINT: i32 = 2;
+pub const SIGKILL: i32 = 9;
+pub const SIGTERM: i32 = 15;
+
+/// The signal names `parse_signal` accepts and `signal_name` gives.
+const SIGNAL_NAMES: [(i32, &str); 4] = [
+    (SIGHUP, "SIGHUP"),
+    (SIGINT, "SIGINT"),
+    (SIGKILL, "SIGKILL"),
+    (SIGTERM, "SIGTERM"),
+];
+
+/// Never delivered on Windows (exits come through the panes' wakes);
+/// named so the loop's match reads the same on every OS.
+pub const SIGCHLD: i32 = 17;
+
+/// What the console's control events stand for: the signals the server
+/// acts on. Ctrl+C is SIGINT; Ctrl+Break, the console closing, logoff and
+/// shutdown are SIGTERM (a clean stop: save, tell the clients, end the
+/// panes).
+fn console_event_signal(event: u32) -> Option<i32> {
+    use windows_sys::Win32::System::Console::{
+        CTRL_BREAK_EVENT, CTRL_C_EVENT, CTRL_CLOSE_EVENT, CTRL_LOGOFF_EVENT, CTRL_SHUTDOWN_EVENT,
+    };
+    match event {
+        CTRL_C_EVENT => Some(SIGINT),
+        CTRL_BREAK_EVENT | CTRL_CLOSE_EVENT | CTRL_LOGOFF_EVENT | CTRL_SHUTDOWN_EVENT => {
+            Some(SIGTERM)
+        }
+        _ => None,
+    }
+}
+
+/// The loop's end of the console control handler: the events that came,
+/// as signals, and the waker that tells the loop. One per process (the
+/// handler is process-wide).
+struct ConsoleEvents {
+    waker: std::sync::Arc<mio::Waker>,
+    pending: std::sync::Mutex<Vec<i32>>,
+    /// Set once the loop's `Signals` is dropped (the server stopped).
+    stopped: std::sync::atomic::AtomicBool,
+}
+
+static CONSOLE_EVENTS: std::sync::OnceLock<ConsoleEvents> = std::sync::OnceLock::new();
+
+/// Runs on a thread the system starts for each event.
+unsafe extern "system" fn on_console_event(event: u32) -> windows_sys::core::BOOL {
+    use std::sync::atomic::Ordering;
+    let (Some(events), Some(signal)) = (CONSOLE_EVENTS.get(), console_event_signal(event)) else {
+        return 0;
+    };
+    events
+        .pending
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(signal);
+    let _ = events.waker.wake();
+    // The process ends when the handler of a close, logoff or shutdown
+    // returns (Windows allows about 5 s): give the loop the time to save
+    // and tell its clients first.
+    if event >= windows_sys::Win32::System::Console::CTRL_CLOSE_EVENT {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_millis(4500);
+        while !events.stopped.load(Ordering::SeqCst) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+    1
+}
+
+/// The console control events (Ctrl+C, Ctrl+Break, close, logoff,
+/// shutdown) as the signals a Unix server gets, delivered to the mio loop
+/// under one token. Windows has no SIGCHLD or SIGHUP to deliver.
+pub struct Signals(());
+
+impl Signals {
+    /// The events wake the loop through its `waker` (mio allows one per
+    /// poll), not under a token of their own.
+    pub fn new(
+        _registry: &mio::Registry,
+        _token: mio::Token,
+        waker: &std::sync::Arc<mio::Waker>,
+    ) -> io::Result<Signals> {
+        let events = ConsoleEvents {
+            waker: std::sync::Arc::clone(waker),
+            pending: std::sync::Mutex::new(Vec::new()),
+            stopped: std::sync::atomic::AtomicBool::new(false),
+        };
+        if CONSOLE_EVENTS.set(events).is_err() {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                "the console control handler is installed already",
+            ));
+        }
+        // SAFETY: the handler is a plain function that lives as long as
+        // the process and touches only the static above.
+        if unsafe {
+            windows_sys::Win32::System::Console::SetConsoleCtrlHandler(Some(on_console_event), 1)
+        } == 0
+        {
+            return Err(os_error("SetConsoleCtrlHandler"));
+        }
+        Ok(Signals(()))
+    }
+
+    /// The events that arrived since the last call: they come through
+    /// the loop's waker (Windows registers nothing under the token).
+    pub fn pending_on_wake(&mut self) -> Vec<i32> {
+        self.pending()
+    }
+
+    /// The events that arrived since the last call, as signals.
+    pub fn pending(&mut self) -> Vec<i32> {
+        CONSOLE_EVENTS.get().map_or_else(Vec::new, |events| {
+            std::mem::take(&mut *events.pending.lock().unwrap_or_else(|p| p.into_inner()))
+        })
+    }
+}
+
+impl Drop for Signals {
+    fn drop(&mut self) {
+        if let Some(events) = CONSOLE_EVENTS.get() {
+            events
+                .stopped
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+}
+
+/// No SIGCHLD and no reaping on Windows: a pane's exit reaches the loop
+/// through its wake (`pty::PaneWakes`). Always `None`.
+pub fn reap_any_child() -> Option<(i32, ProcessExit)> {
+    None
+}
+
+/// The size of the console window stdout writes to (columns, rows), if
+/// stdout is a console.
+pub fn console_size() -> Option<(u16, u16)> {
+    use windows_sys::Win32::System::Console::{
+        CONSOLE_SCREEN_BUFFER_INFO, GetConsoleScreenBufferInfo, GetStdHandle, STD_OUTPUT_HANDLE,
+    };
+    // SAFETY: plain call; the handle is not ours to close.
+    let out = unsafe { GetStdHandle(STD_OUTPUT_HANDLE) };
+    if out.is_null() || out == INVALID_HANDLE_VALUE {
+        return None;
+    }
+    // SAFETY: all-zero is a valid CONSOLE_SCREEN_BUFFER_INFO.
+    let mut info: CONSOLE_SCREEN_BUFFER_INFO = unsafe { std::mem::zeroed() };
+    // SAFETY: `out` is the process's stdout handle; `info` is writable.
+    if unsafe { GetConsoleScreenBufferInfo(out, &mut info) } == 0 {
+        return None;
+    }
+    let window = info.srWindow;
+    let cols = u16::try_from(i32::from(window.Right) - i32::from(window.Left) + 1).ok()?;
+    let rows = u16::try_from(i32::from(window.Bottom) - i32::from(window.Top) + 1).ok()?;
+    (cols > 0 && rows > 0).then_some((cols, rows))
+}
+
+/// The console of an attached client, in the modes attaching needs, until
+/// dropped: input raw (no line editing, no echo, Ctrl+C a key like any
+/// other) with keys as VT sequences (`ENABLE_VIRTUAL_TERMINAL_INPUT`)
+/// and size changes reported (`ENABLE_WINDOW_INPUT`); output interpreting
+/// VT sequences (`ENABLE_VIRTUAL_TERMINAL_PROCESSING`), as a Unix
+/// terminal does. Consoles without VT input (older Windows, Wine 8) keep
+/// raw input without it: printable keys still come as their characters.
+pub struct AttachedConsole {
+    input: HANDLE,
+    output: HANDLE,
+    saved_input: u32,
+    saved_output: Option<u32>,
+}
+
+impl AttachedConsole {
+    /// Fails if stdin is not a console.
+    pub fn enter() -> io::Result<AttachedConsole> {
+        use windows_sys::Win32::System::Console::{
+            DISABLE_NEWLINE_AUTO_RETURN, ENABLE_VIRTUAL_TERMINAL_INPUT,
+            ENABLE_VIRTUAL_TERMINAL_PROCESSING, ENABLE_WINDOW_INPUT, GetConsoleMode, GetStdHandle,
+            STD_INPUT_HANDLE, STD_OUTPUT_HANDLE, SetConsoleMode,
+        };
+        // SAFETY: plain calls; the handles are the process's, not ours to
+        // close.
+        let (input, output) = unsafe {
+            (
+                GetStdHandle(STD_INPUT_HANDLE),
+                GetStdHandle(STD_OUTPUT_HANDLE),
+            )
+        };
+        let mut saved_input = 0u32;
+        // SAFETY: `input` is a handle (or invalid, which the call reports).
+        if unsafe { GetConsoleMode(input, &mut saved_input) } == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "stdin is not a console",
+            ));
+        }
+        let raw = ENABLE_WINDOW_INPUT;
+        // SAFETY: as above; a mode the console refuses is reported.
+        let vt_input = unsafe { SetConsoleMode(input, raw | ENABLE_VIRTUAL_TERMINAL_INPUT) } != 0;
+        // SAFETY: as above.
+        if !vt_input && unsafe { SetConsoleMode(input, raw) } == 0 {
+            return Err(os_error("setting the console's input mode"));
+        }
+        let mut mode = 0u32;
+        // SAFETY: as above.
+        let saved_output = (unsafe { GetConsoleMode(output, &mut mode) } != 0).then_some(mode);
+        if let Some(mode) = saved_output {
+            let vt = mode | ENABLE_VIRTUAL_TERMINAL_PROCESSING | DISABLE_NEWLINE_AUTO_RETURN;
+            // SAFETY: as above. A console without VT output keeps its
+            // mode (the pane's sequences then show as text).
+            unsafe { SetConsoleMode(output, vt) };
+        }
+        Ok(AttachedConsole {
+            input,
+            output,
+            saved_input,
+            saved_output,
+        })
+    }
+
+    /// Waits up to `timeout` for console input, then takes what is there:
+    /// the typed bytes (UTF-8) and whether the window's size changed.
+    pub fn read(&self, timeout: std::time::Duration) -> io::Result<(Vec<u8>, bool)> {
+        use windows_sys::Win32::System::Console::{
+            INPUT_RECORD, KEY_EVENT, ReadConsoleInputW, WINDOW_BUFFER_SIZE_EVENT,
+        };
+        use windows_sys::Win32::System::Threading::WaitForSingleObject;
+        let ms = u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX - 1);
+        // SAFETY: the console input handle is waitable: signalled while
+        // input is pending.
+        if unsafe { WaitForSingleObject(self.input, ms) } != 0 {
+            return Ok((Vec::new(), false));
+        }
+        // SAFETY: all-zero is a valid INPUT_RECORD.
+        let mut records: [INPUT_RECORD; 128] = unsafe { std::mem::zeroed() };
+        let mut count = 0u32;
+        // SAFETY: `records` is writable for its length; input is pending,
+        // so the read does not block.
+        if unsafe {
+            ReadConsoleInputW(
+                self.input,
+                records.as_mut_ptr(),
+                records.len() as u32,
+                &mut count,
+            )
+        } == 0
+        {
+            return Err(os_error("reading the console"));
+        }
+        let mut units = Vec::new();
+        let mut resized = false;
+        for record in &records[..count as usize] {
+            match u32::from(record.EventType) {
+                KEY_EVENT => {
+                    // SAFETY: a KEY_EVENT record holds a key event.
+                    let key = unsafe { record.Event.KeyEvent };
+                    // SAFETY: the union's UTF-16 view (W function).
+                    let unit = unsafe { key.uChar.UnicodeChar };
+                    if key.bKeyDown != 0 && unit != 0 {
+                        units.extend(std::iter::repeat_n(unit, key.wRepeatCount.max(1).into()));
+                    }
+                }
+                WINDOW_BUFFER_SIZE_EVENT => resized = true,
+                _ => {}
+            }
+        }
+        Ok((String::from_utf16_lossy(&units).into_bytes(), resized))
+    }
+}
+
+impl Drop for AttachedConsole {
+    fn drop(&mut self) {
+        use windows_sys::Win32::System::Console::SetConsoleMode;
+        // SAFETY: the handles and modes read in `enter`.
+        unsafe {
+            SetConsoleMode(self.input, self.saved_input);
+            if let Some(mode) = self.saved_output {
+                SetConsoleMode(self.output, mode);
+            }
+        }
+    }
+}
+
+/// How many bytes a pipe holds for us to read, without reading them: a
+/// pipe opened for synchronous I/O serializes its reads and writes, so a
+/// client that must write while output may come asks first rather than
+/// block in a read. An error once the server is gone.
+pub fn pipe_bytes_available(pipe: &impl AsRawHandle) -> io::Result<usize> {
+    use windows_sys::Win32::System::Pipes::PeekNamedPipe;
+    let mut available = 0u32;
+    // SAFETY: an open pipe handle; only the count is asked for.
+    let ok = unsafe {
+        PeekNamedPipe(
+            pipe.as_raw_handle() as HANDLE,
+            std::ptr::null_mut(),
+            0,
+            std::ptr::null_mut(),
+            &mut available,
+            std::ptr::null_mut(),
+        )
+    };
+    if ok == 0 {
+        return Err(os_error("asking the pipe for output"));
+    }
+    Ok(available as usize)
+}
+
+/// The error a write to a pipe whose reader is gone fails with
+/// (`ERROR_NO_DATA`: "the pipe is being closed"), Unix's EPIPE.
+pub fn broken_pipe_errno() -> i32 {
+    232
+}
+
+/// Waits until process `pid` has exited, at most `limit`; whether it has
+/// (a pid that names no process has).
+pub fn wait_for_exit(pid: i32, limit: std::time::Duration) -> bool {
+    use windows_sys::Win32::System::Threading::{PROCESS_SYNCHRONIZE, WaitForSingleObject};
+    let Ok(pid) = u32::try_from(pid) else {
+        return true;
+    };
+    // SAFETY: plain call; a null result is checked.
+    let h = unsafe { OpenProcess(PROCESS_SYNCHRONIZE, 0, pid) };
+    if h.is_null() {
+        return !process_exists(pid as i32);
+    }
+    // SAFETY: OpenProcess succeeded: the handle is ours.
+    let process = unsafe { OwnedHandle::from_raw_handle(h as _) };
+    let ms = u32::try_from(limit.as_millis()).unwrap_or(u32::MAX - 1);
+    // SAFETY: an open process handle with SYNCHRONIZE access.
+    unsafe { WaitForSingleObject(process.as_raw_handle() as HANDLE, ms) == 0 }
+}
+
+/// Whether a file may be run: Windows has no execute bit (the extension
+/// decides, through `PATHEXT`), so any file.
+pub fn is_executable(_meta: &std::fs::Metadata) -> bool {
+    true
+}
+
+/// `SIGTERM` for 15; `SIG<n>` for a number without a name.
+pub fn signal_name(sig: i32) -> String {
+    SIGNAL_NAMES
+        .iter()
+        .find(|(n, _)| *n == sig)
+        .map_or_else(|| format!("SIG{sig}"), |(_, name)| name.to_string())
+}
+
+/// The number of a signal name in capitals (`SIGTERM`).
+pub fn signal_by_name(name: &str) -> Option<i32> {
+    SIGNAL_NAMES
+        .iter()
+        .find(|(_, s)| *s == name)
+        .map(|(n, _)| *n)
+}
+
+/// Whether `sig` is a signal number the protocol knows here.
+pub fn signal_exists(sig: i32) -> bool {
+    SIGNAL_NAMES.iter().any(|(n, _)| *n == sig)
+}
+
+/// A process's handle limit, which stands for the fd limit: Windows
+/// allows 2^24 handles per process, more than anything else runs out of
+/// first, and has no soft limit to raise.
+const HANDLE_LIMIT: u64 = 1 << 24;
+
+pub fn fd_limit() -> io::Result<u64> {
+    Ok(HANDLE_LIMIT)
+}
+
+pub fn raise_fd_limit() -> io::Result<u64> {
+    Ok(HANDLE_LIMIT)
+}
+
+/// How many handles this process has open (`GetProcessHandleCount`).
+pub fn open_fd_count() -> Option<usize> {
+    let mut count = 0u32;
+    // SAFETY: the pseudo handle is always valid; `count` is writable.
+    let ok = unsafe {
+        windows_sys::Win32::System::Threading::GetProcessHandleCount(
+            GetCurrentProcess(),
+            &mut count,
+        )
+    };
+    (ok != 0).then_some(count as usize)
+}
+
+/// A process's current directory is not readable from outside it on
+/// Windows (it lives in the process's own memory): snapshots keep the
+/// directory the pane started in, as on Unixes without `/proc`.
+pub fn process_cwd(_pid: i32) -> Option<std::path::PathBuf> {
+    None
+}
+
+/// The user's shell: `%ComSpec%` (cmd.exe), as Windows programs take it.
+pub fn user_shell() -> OsString {
+    std::env::var_os("ComSpec")
+        .filter(|s| std::path::Path::new(s).is_absolute())
+        .unwrap_or_else(|| "cmd.exe".into())
 }
 
 /// Makes a rename in `dir` durable. NTFS journals its metadata, and a
@@ -385,10 +827,12 @@ pub fn default_state_base() -> Option<std::path::PathBuf> {
 /// for the contract). Files and directories are created with the ACL they
 /// inherit, which under `%LOCALAPPDATA%` is the user's own; opens never
 /// follow a reparse point; a file is trusted if its owner is the current
-/// user. Not checked yet: a DACL that lets others write (the mode check on
-/// Unix).
+/// user and its DACL lets no one else write it (the mode check on Unix:
+/// `go-w`, and for a private directory no access at all). SYSTEM and the
+/// Administrators group may: they can take any file anyway, and the
+/// profile's own ACL grants them full control.
 pub mod trust {
-    use super::TokenSid;
+    use super::{TokenSid, sid_string};
     use std::fs::{DirBuilder, Metadata, OpenOptions};
     use std::os::windows::ffi::OsStrExt;
     use std::os::windows::fs::OpenOptionsExt;
@@ -396,9 +840,26 @@ pub mod trust {
     use windows_sys::Win32::Foundation::{HLOCAL, LocalFree};
     use windows_sys::Win32::Security::Authorization::{GetNamedSecurityInfoW, SE_FILE_OBJECT};
     use windows_sys::Win32::Security::{
-        EqualSid, OWNER_SECURITY_INFORMATION, PSECURITY_DESCRIPTOR, PSID,
+        ACCESS_ALLOWED_ACE, ACE_HEADER, ACL, DACL_SECURITY_INFORMATION, EqualSid, GetAce,
+        INHERIT_ONLY_ACE, OWNER_SECURITY_INFORMATION, PSECURITY_DESCRIPTOR, PSID,
     };
     use windows_sys::Win32::Storage::FileSystem::FILE_FLAG_OPEN_REPARSE_POINT;
+
+    /// ACE types that grant access and share `ACCESS_ALLOWED_ACE`'s layout
+    /// (winnt.h; in windows-sys they sit behind a feature of their own).
+    const ACCESS_ALLOWED_ACE_TYPE: u8 = 0;
+    const ACCESS_ALLOWED_CALLBACK_ACE_TYPE: u8 = 9;
+    /// Rights that change a file or what a directory holds: write and
+    /// append data (add file, add subdirectory), delete a child, delete,
+    /// change the DACL or the owner, and the generic write and all.
+    const WRITE_RIGHTS: u32 =
+        0x2 | 0x4 | 0x40 | 0x1_0000 | 0x4_0000 | 0x8_0000 | 0x4000_0000 | 0x1000_0000;
+    /// Any right at all but `SYNCHRONIZE` and reading the attributes or
+    /// the security descriptor (what `private` forbids others: the 0700 of
+    /// a runtime directory).
+    const ANY_ACCESS: u32 = !(0x10_0000 | 0x80 | 0x2_0000);
+    /// Whom ptyd trusts besides the current user: SYSTEM, Administrators.
+    const TRUSTED_SIDS: [&str; 2] = ["S-1-5-18", "S-1-5-32-544"];
 
     pub fn private_file(options: &mut OpenOptions) -> &mut OpenOptions {
         options
@@ -412,22 +873,78 @@ pub mod trust {
         options.custom_flags(FILE_FLAG_OPEN_REPARSE_POINT)
     }
 
-    /// Whether `path`'s owner is the current user.
-    fn owner_is_us(path: &Path) -> std::io::Result<bool> {
+    /// Makes a directory we just created ours alone, as mode 0700 does on
+    /// Unix: a protected DACL (nothing inherited from the parent) with
+    /// full control for us, SYSTEM and Administrators, inherited by what
+    /// is created inside. Under `%LOCALAPPDATA%` Windows' inherited ACL is
+    /// already that; elsewhere (and under Wine, whose default DACL lets
+    /// everyone read) it is not.
+    pub fn make_private(dir: &Path) -> std::io::Result<()> {
+        use windows_sys::Win32::Security::Authorization::{
+            ConvertStringSecurityDescriptorToSecurityDescriptorW, SDDL_REVISION_1,
+        };
+        use windows_sys::Win32::Security::{DACL_SECURITY_INFORMATION, SetFileSecurityW};
+        let me = super::current_user_sid()?;
+        let sddl: Vec<u16> = format!("D:P(A;OICI;FA;;;{me})(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)")
+            .encode_utf16()
+            .chain([0])
+            .collect();
+        let mut descriptor: PSECURITY_DESCRIPTOR = std::ptr::null_mut();
+        // SAFETY: `sddl` is NUL-terminated; the descriptor is LocalAlloc'd
+        // for us and freed below.
+        let ok = unsafe {
+            ConvertStringSecurityDescriptorToSecurityDescriptorW(
+                sddl.as_ptr(),
+                SDDL_REVISION_1,
+                &mut descriptor,
+                std::ptr::null_mut(),
+            )
+        };
+        if ok == 0 {
+            return Err(super::os_error("building a private DACL"));
+        }
+        let wide: Vec<u16> = dir.as_os_str().encode_wide().chain([0]).collect();
+        // SAFETY: `wide` is NUL-terminated; `descriptor` is valid until
+        // the free below.
+        let ok = unsafe { SetFileSecurityW(wide.as_ptr(), DACL_SECURITY_INFORMATION, descriptor) };
+        let error = std::io::Error::last_os_error();
+        // SAFETY: allocated by the conversion above, freed once.
+        unsafe { LocalFree(descriptor as HLOCAL) };
+        if ok == 0 {
+            return Err(std::io::Error::new(
+                error.kind(),
+                format!("making {} private: {error}", dir.display()),
+            ));
+        }
+        Ok(())
+    }
+
+    /// What `path`'s security descriptor says: whether its owner is us,
+    /// and the rights its DACL grants to someone else (`None`: a null
+    /// DACL, which grants everyone everything).
+    struct Access {
+        owner_is_us: bool,
+        /// (SID as text, rights) of each entry that applies to the object
+        /// and names neither us nor a trusted SID.
+        others: Option<Vec<(String, u32)>>,
+    }
+
+    fn access(path: &Path) -> std::io::Result<Access> {
         let ours = TokenSid::of(None)?;
         let wide: Vec<u16> = path.as_os_str().encode_wide().chain([0]).collect();
         let mut owner: PSID = std::ptr::null_mut();
+        let mut dacl: *mut ACL = std::ptr::null_mut();
         let mut descriptor: PSECURITY_DESCRIPTOR = std::ptr::null_mut();
-        // SAFETY: `wide` is NUL-terminated; `owner` points into
+        // SAFETY: `wide` is NUL-terminated; `owner` and `dacl` point into
         // `descriptor`, which is LocalAlloc'd for us and freed below.
         let error = unsafe {
             GetNamedSecurityInfoW(
                 wide.as_ptr(),
                 SE_FILE_OBJECT,
-                OWNER_SECURITY_INFORMATION,
+                OWNER_SECURITY_INFORMATION | DACL_SECURITY_INFORMATION,
                 &mut owner,
                 std::ptr::null_mut(),
-                std::ptr::null_mut(),
+                &mut dacl,
                 std::ptr::null_mut(),
                 &mut descriptor,
             )
@@ -436,31 +953,108 @@ pub mod trust {
             let e = std::io::Error::from_raw_os_error(error as i32);
             return Err(std::io::Error::new(
                 e.kind(),
-                format!("asking who owns {}: {e}", path.display()),
+                format!("reading the security of {}: {e}", path.display()),
             ));
         }
         // SAFETY: `owner` is a valid SID inside `descriptor`, alive until
         // the free; `ours`' SID lives as long as `ours`.
-        let same = unsafe { EqualSid(owner, ours.sid()) } != 0;
-        // SAFETY: allocated by GetNamedSecurityInfoW, freed once.
+        let owner_is_us = unsafe { EqualSid(owner, ours.sid()) } != 0;
+        let others = if dacl.is_null() {
+            None
+        } else {
+            // SAFETY: `dacl` is a valid ACL inside `descriptor`.
+            Some(unsafe { foreign_entries(dacl, &ours) })
+        };
+        // SAFETY: allocated by GetNamedSecurityInfoW, freed once, after
+        // the last use of `owner` and `dacl`.
         unsafe { LocalFree(descriptor as HLOCAL) };
-        Ok(same)
+        Ok(Access {
+            owner_is_us,
+            others,
+        })
+    }
+
+    /// The allow entries of `dacl` that apply to the object itself (not
+    /// inherit-only) and name someone other than us and the trusted SIDs.
+    ///
+    /// # Safety
+    /// `dacl` must point to a valid ACL for the duration of the call.
+    unsafe fn foreign_entries(dacl: *mut ACL, ours: &TokenSid) -> Vec<(String, u32)> {
+        let mut found = Vec::new();
+        // SAFETY: the caller vouches for `dacl`.
+        let count = unsafe { (*dacl).AceCount };
+        for index in 0..u32::from(count) {
+            let mut ace: *mut std::ffi::c_void = std::ptr::null_mut();
+            // SAFETY: `index` is below the ACL's count; `ace` receives a
+            // pointer into the ACL.
+            if unsafe { GetAce(dacl, index, &mut ace) } == 0 {
+                continue;
+            }
+            // SAFETY: every ACE starts with an ACE_HEADER.
+            let header = unsafe { *ace.cast::<ACE_HEADER>() };
+            if header.AceFlags as u32 & INHERIT_ONLY_ACE != 0
+                || !matches!(
+                    header.AceType,
+                    ACCESS_ALLOWED_ACE_TYPE | ACCESS_ALLOWED_CALLBACK_ACE_TYPE
+                )
+            {
+                continue;
+            }
+            let allowed = ace.cast::<ACCESS_ALLOWED_ACE>();
+            // SAFETY: both allow types have ACCESS_ALLOWED_ACE's layout;
+            // the SID starts at `SidStart` and lies within the ACE.
+            let (mask, sid) = unsafe {
+                (
+                    (*allowed).Mask,
+                    std::ptr::addr_of_mut!((*allowed).SidStart).cast::<std::ffi::c_void>(),
+                )
+            };
+            // SAFETY: `sid` and our SID are valid for the call.
+            if unsafe { EqualSid(sid, ours.sid()) } != 0 {
+                continue;
+            }
+            // SAFETY: `sid` is a valid SID inside the ACL.
+            let text = unsafe { sid_string(sid) }.unwrap_or_else(|_| "an unreadable SID".into());
+            if !TRUSTED_SIDS.contains(&text.as_str()) {
+                found.push((text, mask));
+            }
+        }
+        found
     }
 
     pub fn is_ours(path: &Path, _meta: &Metadata) -> bool {
-        owner_is_us(path).unwrap_or(false)
+        access(path).is_ok_and(|a| a.owner_is_us)
     }
 
-    pub fn refusal(path: &Path, _meta: &Metadata, what: &str, _private: bool) -> Option<String> {
-        match owner_is_us(path) {
-            Ok(true) => None,
-            Ok(false) => Some(format!(
+    pub fn refusal(path: &Path, _meta: &Metadata, what: &str, private: bool) -> Option<String> {
+        let access = match access(path) {
+            Ok(access) => access,
+            Err(e) => return Some(e.to_string()),
+        };
+        if !access.owner_is_us {
+            return Some(format!(
                 "{} is owned by another user; ptyd does not trust a {what} another user \
                  controls. Take ownership of it (or remove it)",
                 path.display()
-            )),
-            Err(e) => Some(e.to_string()),
+            ));
         }
+        let Some(others) = access.others else {
+            return Some(format!(
+                "{} has no DACL, so everyone may change it; ptyd does not trust a {what} \
+                 others can change. Give it your profile's inherited ACL (or remove it)",
+                path.display()
+            ));
+        };
+        let forbidden = if private { ANY_ACCESS } else { WRITE_RIGHTS };
+        let (sid, mask) = others.iter().find(|(_, mask)| mask & forbidden != 0)?;
+        let how = if private { "open to" } else { "writable by" };
+        Some(format!(
+            "{} is {how} {sid} (access mask {mask:#x}); ptyd does not trust a {what} others \
+             can {}. Remove that entry (icacls {} /remove *{sid}) or remove the {what}",
+            path.display(),
+            if private { "open" } else { "change" },
+            path.display()
+        ))
     }
 }
 
@@ -601,6 +1195,95 @@ mod tests {
         drop(opened);
         assert!(process_exists(std::process::id() as i32));
         assert!(!process_exists(-1));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn console_events_reach_the_loop_as_signals() {
+        use windows_sys::Win32::System::Console::{CTRL_BREAK_EVENT, CTRL_C_EVENT};
+        let mut poll = Poll::new().unwrap();
+        let waker = std::sync::Arc::new(mio::Waker::new(poll.registry(), Token(3)).unwrap());
+        let mut signals = Signals::new(poll.registry(), Token(1), &waker).unwrap();
+        // SAFETY: the handler is a plain function, called here as the
+        // system calls it, on another thread.
+        let handled = std::thread::spawn(|| unsafe {
+            (
+                on_console_event(CTRL_C_EVENT),
+                on_console_event(CTRL_BREAK_EVENT),
+                on_console_event(99),
+            )
+        })
+        .join()
+        .unwrap();
+        assert_eq!(handled, (1, 1, 0));
+        let mut events = Events::with_capacity(4);
+        poll.poll(&mut events, Some(Duration::from_secs(10)))
+            .unwrap();
+        assert!(events.iter().any(|e| e.token() == Token(3)));
+        assert_eq!(signals.pending(), vec![SIGINT, SIGTERM]);
+        assert!(signals.pending().is_empty());
+    }
+
+    /// Gives `path` the DACL of `sddl` (e.g. `D:P(A;;FA;;;WD)`).
+    fn set_dacl(path: &std::path::Path, sddl: &str) {
+        use std::os::windows::ffi::OsStrExt;
+        use windows_sys::Win32::Security::{DACL_SECURITY_INFORMATION, SetFileSecurityW};
+        let sddl: Vec<u16> = sddl.encode_utf16().chain([0]).collect();
+        let mut descriptor: PSECURITY_DESCRIPTOR = std::ptr::null_mut();
+        // SAFETY: `sddl` is NUL-terminated; the descriptor is freed below.
+        let ok = unsafe {
+            ConvertStringSecurityDescriptorToSecurityDescriptorW(
+                sddl.as_ptr(),
+                SDDL_REVISION_1,
+                &mut descriptor,
+                std::ptr::null_mut(),
+            )
+        };
+        assert_ne!(ok, 0, "{}", io::Error::last_os_error());
+        let wide: Vec<u16> = path.as_os_str().encode_wide().chain([0]).collect();
+        // SAFETY: `wide` is NUL-terminated, `descriptor` valid until freed.
+        let ok = unsafe { SetFileSecurityW(wide.as_ptr(), DACL_SECURITY_INFORMATION, descriptor) };
+        let err = io::Error::last_os_error();
+        // SAFETY: allocated by the conversion above, freed once.
+        unsafe { LocalFree(descriptor as HLOCAL) };
+        assert_ne!(ok, 0, "SetFileSecurityW: {err}");
+    }
+
+    #[test]
+    fn a_state_file_others_may_change_is_refused() {
+        let dir = std::env::temp_dir().join(format!("ptyd-dacl-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("session.json");
+        std::fs::write(&file, b"{}").unwrap();
+        let meta = std::fs::metadata(&file).unwrap();
+        let me = current_user_sid().unwrap();
+        // Ours alone, and SYSTEM's and the Administrators': trusted.
+        set_dacl(&file, &format!("D:P(A;;FA;;;{me})(A;;FA;;;SY)(A;;FA;;;BA)"));
+        assert_eq!(trust::refusal(&file, &meta, "file", false), None);
+        assert_eq!(trust::refusal(&file, &meta, "directory", true), None);
+        assert!(trust::is_ours(&file, &meta));
+        // Everyone may read: fine for a file, not for a private directory.
+        set_dacl(&file, &format!("D:P(A;;FA;;;{me})(A;;FR;;;WD)"));
+        assert_eq!(trust::refusal(&file, &meta, "file", false), None);
+        let why = trust::refusal(&file, &meta, "directory", true).unwrap();
+        assert!(why.contains("open to S-1-1-0"), "{why}");
+        // Everyone may write: refused, with the entry named.
+        set_dacl(&file, &format!("D:P(A;;FA;;;{me})(A;;FW;;;WD)"));
+        let why = trust::refusal(&file, &meta, "file", false).unwrap();
+        assert!(why.contains("writable by S-1-1-0"), "{why}");
+        // An entry that only children inherit does not apply to the file.
+        set_dacl(&file, &format!("D:P(A;;FA;;;{me})(A;OIIO;FA;;;WD)"));
+        assert_eq!(trust::refusal(&file, &meta, "file", false), None);
+        // A null DACL grants everyone everything. Wine 8 does not keep
+        // one (the file reads back as trusted there), so only Windows
+        // checks this case.
+        set_dacl(&file, "D:NO_ACCESS_CONTROL");
+        let why = trust::refusal(&file, &meta, "file", false);
+        if !running_under_wine() {
+            let why = why.unwrap();
+            assert!(why.contains("no DACL"), "{why}");
+        }
+        set_dacl(&file, &format!("D:P(A;;FA;;;{me})"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -37,7 +37,8 @@ const SECURITY_IDENTIFICATION: u32 = 0x0001_0000;
 /// Dropping it (or the process dying) frees both.
 pub struct ServerClaim {
     pub listener: PipeListener,
-    _lock: OwnedHandle,
+    /// The named mutex: held as long as the server lives.
+    pub lock: OwnedHandle,
 }
 
 /// Claims the current user's `namespace` for a server, as
@@ -64,10 +65,7 @@ pub fn claim_namespace(
             )
         })?;
     let listener = PipeListener::bind(registry, &name, token)?;
-    Ok(ServerClaim {
-        listener,
-        _lock: lock,
-    })
+    Ok(ServerClaim { listener, lock })
 }
 
 /// The server's end: one pending pipe instance at a time.

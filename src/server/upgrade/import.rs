@@ -78,7 +78,7 @@ struct Received {
 /// Runs the import and then serves.
 /// `sock` is the channel the old server handed us (checked to be a socket).
 pub fn run(sock: OwnedFd, paths: NamespacePaths) -> Result<(), String> {
-    super::super::ignore_sigxfsz();
+    super::super::start::ignore_sigxfsz();
     crate::keeper::become_subreaper();
     let fault_spec = fault::from_env();
     let fault = fault_spec.as_deref();
@@ -655,6 +655,7 @@ fn assemble_shell(
     let lock = super::super::listener::InstanceLock::from_fd(take(FdName::Lock)?);
     // The socket's identity and the history setting come with the manifest.
     Server::assemble(
+        mio::Poll::new().map_err(|e| format!("creating poll: {e}"))?,
         paths,
         mio::net::UnixListener::from_std(listener),
         (0, 0),

@@ -1,0 +1,249 @@
+//! Starting a server on Unix: take over from a keeper or the service
+//! manager's fd store if they passed us fds, or import a live upgrade;
+//! else claim the namespace (the `flock`, then the socket, bound or
+//! adopted from systemd), fork the keeper, assemble the server, restore
+//! the snapshot, and serve. `start_windows.rs` is Windows' counterpart.
+
+use super::{Server, ServerOptions, StartError, listener, upgrade};
+use crate::paths::NamespacePaths;
+use crate::persist;
+use crate::protocol::READY_FD_ENV;
+use mio::Interest;
+use mio::net::UnixListener;
+use std::io::Write;
+
+/// Runs a server in the foreground until it is stopped.
+pub fn run(opts: ServerOptions) -> Result<(), StartError> {
+    // A keeper re-executing itself into this binary (after an upgrade)
+    // continues here, holding everything it held.
+    // SAFETY: no other thread runs yet; only our previous image (the
+    // keeper) names these fds.
+    if let Some(keeper) = unsafe { crate::keeper::Keeper::resume_from_env() } {
+        std::process::exit(keeper.run());
+    }
+    // A keeper killed under systemd left its fds in the unit's fd store
+    // (`service/fd_store.rs`), passed back to us now: become the keeper
+    // and take its panes over.
+    // SAFETY: still the only thread; LISTEN_PID names us for these fds.
+    let stored = unsafe { crate::service::fd_store::take_passed() };
+    if !stored.is_empty() {
+        let count = stored.len();
+        match crate::keeper::Keeper::adopt(stored, opts.paths.namespace.clone()) {
+            Ok(keeper) => {
+                // SAFETY: still the only thread.
+                unsafe { crate::service::fd_store::forget_passed() };
+                std::process::exit(keeper.run());
+            }
+            Err(e) => {
+                // Let the store go too: its copy of the lock would keep
+                // the namespace from us.
+                eprintln!(
+                    "ptyd: systemd passed {count} fds of a killed keeper, which cannot be taken over ({e}); starting afresh"
+                );
+                if let Some(mut store) = crate::service::fd_store::FdStore::from_env() {
+                    store.forget_all();
+                }
+            }
+        }
+    }
+    // The fds a parent named in our environment are taken (and the
+    // variables removed, so no child of ours inherits them) now, while this
+    // is the only thread: the disk writer starts in `Server::assemble`.
+    // SAFETY: no other thread runs yet; the old server put this fd number
+    // there for us alone, and it is adopted only if it is a socket.
+    let handoff = unsafe {
+        crate::sys::take_inherited_fd(crate::handoff::HANDOFF_FD_ENV, crate::sys::FdKind::Socket)
+    };
+    if let Some(sock) = handoff.map_err(|e| format!("{e}; this mode is only for `ptyd upgrade`"))? {
+        return Ok(upgrade::import::run(sock, opts.paths)?);
+    }
+    // SAFETY: as above: still the only thread; the spawning client (the
+    // pipe) and our previous image (the lineage) named these for us alone.
+    let (ready, lineage) = unsafe {
+        (
+            crate::sys::take_inherited_fd(READY_FD_ENV, crate::sys::FdKind::Pipe)
+                .ok()
+                .flatten(),
+            crate::keeper::lineage_from_env(),
+        )
+    };
+    let paths = opts.paths;
+    ignore_sigxfsz();
+    crate::keeper::become_subreaper();
+    paths.prepare_runtime_dir().map_err(|e| e.to_string())?;
+    let lock = listener::lock_namespace(&paths).map_err(|e| StartError {
+        already_served: e.kind() == std::io::ErrorKind::AddrInUse,
+        message: e.to_string(),
+    })?;
+    // Before binding: a server that will not trust its state directory
+    // must not be found serving an empty session.
+    paths.prepare_state_dir().map_err(|e| e.to_string())?;
+    let activated = listener::adopt_socket(&paths).map_err(|e| e.to_string())?;
+    let how = if activated.is_some() {
+        "adopted from systemd"
+    } else {
+        "bound"
+    };
+    let bound = match activated {
+        Some(bound) => bound,
+        None => listener::bind_socket(&paths).map_err(|e| e.to_string())?,
+    };
+    // A first start becomes the keeper + the serving process, while this
+    // is still the only thread (the disk writer starts in `assemble`).
+    // A channel from our environment: the keeper let go of the namespace
+    // (a restore-mode exec, a crash loop's fresh start) and gets ours.
+    let namespace_fds = lineage.is_some();
+    let lineage = match lineage {
+        Some(l) => Some(l),
+        // The bench's baseline (and a way out should the keeper misbehave):
+        // a server alone, no rings, no checkpoints, no crash recovery.
+        None if std::env::var_os(crate::keeper::NO_KEEPER_ENV).is_some() => None,
+        None => fork_keeper(
+            &paths,
+            std::os::fd::AsRawFd::as_raw_fd(&bound.listener),
+            &lock,
+            ready.as_ref(),
+        )?,
+    };
+    // Temp files of a server killed mid-save; we hold the lock now.
+    persist::atomic::remove_stale_temps(&paths.state_dir);
+    persist::atomic::remove_stale_temps(&persist::history_dir(&paths.state_dir));
+    let listener = UnixListener::from_std(bound.listener);
+    let poll = mio::Poll::new().map_err(|e| format!("creating poll: {e}"))?;
+    let mut server = Server::assemble(
+        poll,
+        paths,
+        listener,
+        (bound.dev, bound.ino),
+        lock,
+        opts.history,
+    )?;
+    server
+        .poll
+        .registry()
+        .register(&mut server.listener, super::LISTENER, Interest::READABLE)
+        .map_err(|e| format!("registering listener: {e}"))?;
+    server.log.log(
+        "started",
+        &format!(
+            "ptyd {} serving namespace {:?} on {} ({how})",
+            crate::protocol::SERVER_VERSION,
+            server.paths.namespace,
+            bound.path.display()
+        ),
+    );
+    // Non-blocking: the loop must never wait on the keeper (an fd
+    // inherited across an exec comes blocking).
+    if let Some(l) = &lineage {
+        let _ = crate::sys::set_nonblocking_cloexec(std::os::fd::AsRawFd::as_raw_fd(l));
+    }
+    server.lineage = lineage;
+    server.keeper_serving(namespace_fds, true);
+    if let Ok(why) = std::env::var(crate::keeper::RECOVERY_ENV) {
+        // SAFETY: the disk thread never reads the environment.
+        unsafe { std::env::remove_var(crate::keeper::RECOVERY_ENV) };
+        server.log.log(
+            "recovered",
+            &format!("{why}; the keeper's crash loop gave up on its checkpoint: started from the snapshot on disk"),
+        );
+        server.last_recovery = serde_json::json!({ "reason": why, "from": "snapshot" });
+    }
+    if opts.restore {
+        server.restore_from_disk(opts.hold_reruns);
+    }
+    signal_ready(ready);
+    crate::service::notify::ready(&format!("serving {} panes", server.panes.len()));
+    Ok(server.serve()?)
+}
+
+/// Forks: the parent becomes the keeper (`crate::keeper`) and never
+/// returns; the child goes on as the serving process with its end of the
+/// channel. `None` (with the reason logged to stderr) if the keeper could
+/// not be made: the server then serves alone, as the first generation.
+fn fork_keeper(
+    paths: &NamespacePaths,
+    listener: std::os::fd::RawFd,
+    lock: &listener::InstanceLock,
+    ready: Option<&std::os::fd::OwnedFd>,
+) -> Result<Option<std::os::fd::OwnedFd>, String> {
+    use std::os::fd::AsRawFd;
+    let (keeper_end, server_end) = match crate::keeper::channel() {
+        Ok(pair) => pair,
+        Err(e) => {
+            eprintln!("ptyd: no keeper (creating its channel: {e}); serving without one");
+            return Ok(None);
+        }
+    };
+    let dup = |fd: std::os::fd::RawFd| {
+        // SAFETY: both fds are open for this call (the caller holds them).
+        unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }
+            .try_clone_to_owned()
+            .ok()
+    };
+    let (held_listener, held_lock) = (dup(listener), dup(lock.raw_fd()));
+    let keeper_pid = std::process::id() as i32;
+    // SAFETY: only this thread exists (no thread is started before
+    // `Server::assemble`), so the child may run ordinary code after fork.
+    match unsafe { nix::unistd::fork() } {
+        Ok(nix::unistd::ForkResult::Child) => {
+            // Killing the keeper (the service's main pid) ends the server
+            // as killing the server did before there was a keeper: the
+            // panes hang up. (Only this first generation: a later one is
+            // not the keeper's child until its predecessor exits.)
+            let _ = crate::sys::die_with_parent(keeper_pid);
+            drop(keeper_end);
+            drop((held_listener, held_lock));
+            Ok(Some(server_end))
+        }
+        Ok(nix::unistd::ForkResult::Parent { child }) => {
+            drop(server_end);
+            // The keeper keeps only its own copies: the ready pipe is the
+            // server's to answer, and the listener and lock must close
+            // with the keeper's copies alone (a stop lets them go).
+            let keep: [std::os::fd::RawFd; 3] = [
+                keeper_end.as_raw_fd(),
+                held_listener.as_ref().map_or(-1, |f| f.as_raw_fd()),
+                held_lock.as_ref().map_or(-1, |f| f.as_raw_fd()),
+            ];
+            for fd in [
+                Some(listener),
+                Some(lock.raw_fd()),
+                ready.map(|r| r.as_raw_fd()),
+            ]
+            .into_iter()
+            .flatten()
+            {
+                if !keep.contains(&fd) {
+                    // SAFETY: these are the caller's fds, which this
+                    // process never uses again: it exits below.
+                    unsafe { libc::close(fd) };
+                }
+            }
+            let keeper = crate::keeper::Keeper::new(
+                keeper_end,
+                child.as_raw(),
+                paths.namespace.clone(),
+                held_listener,
+                held_lock,
+            );
+            std::process::exit(keeper.run())
+        }
+        Err(e) => {
+            eprintln!("ptyd: no keeper (fork: {e}); serving without one");
+            Ok(None)
+        }
+    }
+}
+
+/// A write past RLIMIT_FSIZE must fail with EFBIG, not kill the server.
+pub(super) fn ignore_sigxfsz() {
+    let _ = crate::sys::ignore_signal(crate::sys::SIGXFSZ);
+}
+
+/// Tells a waiting client (see [`READY_FD_ENV`]) that we accept
+/// connections: one byte on the pipe it gave us, which is then closed.
+fn signal_ready(pipe: Option<std::os::fd::OwnedFd>) {
+    if let Some(pipe) = pipe {
+        let _ = std::fs::File::from(pipe).write_all(b"1");
+    }
+}
