@@ -58,6 +58,10 @@ impl OutputRing {
         match *self {}
     }
 
+    pub fn release_before(&mut self, _upto: u64) {
+        match *self {}
+    }
+
     pub fn since(&self, _from: u64) -> (Vec<u8>, bool) {
         match *self {}
     }
