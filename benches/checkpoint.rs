@@ -1,22 +1,17 @@
 //! What a crash checkpoint costs the serving loop for a pane that floods
 //! output: one encoding of its terminal (full default scrollback, 10,000
-//! lines) as the checkpoint re-encodes it, plain (`serde_json`, the whole
-//! history every time) against `Terminal::to_json_cached` (only the lines
-//! that scrolled in since the last encoding), for several amounts of
-//! output between checkpoints. Then the memory the line cache costs: the
-//! process's RSS with 100 terminals of 10,000 lines each, before and
-//! after each got a cache.
-//!
-//! Each encoding is timed as a new `Box<RawValue>` (the previous round's
-//! results freed), as one after freeing the previous result first (what
-//! the checkpoint does: the allocator hands back the same, already mapped
-//! memory, not a fresh megabyte to fault in), and into a kept `Vec`.
+//! lines) the old way, whole (`serde_json`, every history line every
+//! time), against the history log's way (`server/history_log.rs`): the
+//! terminal without its history lines plus a copy of the packed bytes of
+//! the lines that scrolled in since the last checkpoint, for several amounts of output
+//! between checkpoints. Then what the log holds for 100 such panes beside
+//! the process's RSS for their terminals.
 //!
 //! Usage: `cargo bench --bench checkpoint [-- --rounds N]`. Times are wall
 //! clock, median and worst of the rounds, so read them with the load
 //! average it prints.
 
-use ptyd::term::{HistoryJson, TermConfig, Terminal};
+use ptyd::term::{TermConfig, Terminal};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -114,66 +109,36 @@ fn main() {
         summary(times)
     );
     for per_checkpoint in [10, 100, 1000, 10_000] {
-        // The first encoding fills a cache, as the first checkpoint of a
-        // busy pane does; one cache for each way of encoding, so each
-        // sees the new lines.
-        let mut cache = HistoryJson::default();
-        black_box(t.to_json_cached(&mut cache).expect("encode"));
-        let mut kept_cache = HistoryJson::default();
-        black_box(t.to_json_cached(&mut kept_cache).expect("encode"));
-        let mut plain = Vec::with_capacity(rounds);
-        let mut cached = Vec::with_capacity(rounds);
-        let mut reused = Vec::with_capacity(rounds);
-        let mut reused_plain = Vec::with_capacity(rounds);
-        let mut out = Vec::new();
-        let mut freed_first = Vec::with_capacity(rounds);
-        let mut prev = None;
-        let mut cache3 = HistoryJson::default();
-        black_box(t.to_json_cached(&mut cache3).expect("encode"));
+        let mut whole = Vec::with_capacity(rounds);
+        let mut logged = Vec::with_capacity(rounds);
+        let mut lines = Vec::new();
         for _ in 0..rounds {
+            let (_, _, before) = t.history_numbering().expect("numbered");
             feed(&mut t, &log_lines(n, per_checkpoint));
             n += per_checkpoint;
             let started = Instant::now();
-            let a = black_box(serde_json::value::to_raw_value(&t).expect("encode"));
-            plain.push(started.elapsed());
+            black_box(serde_json::value::to_raw_value(&t).expect("encode"));
+            whole.push(started.elapsed());
             let started = Instant::now();
-            let b = black_box(t.to_json_cached(&mut cache).expect("encode"));
-            cached.push(started.elapsed());
-            assert_eq!(a.get(), b.get(), "the cached encoding differs");
-            drop((a, b));
-            let started = Instant::now();
-            drop(prev.take());
-            prev = Some(black_box(t.to_json_cached(&mut cache3).expect("encode")));
-            freed_first.push(started.elapsed());
-            let a = prev.as_ref().unwrap();
-            out.clear();
-            let started = Instant::now();
-            serde_json::to_writer(&mut out, &t).expect("encode");
-            reused_plain.push(started.elapsed());
-            out.clear();
-            let started = Instant::now();
-            t.write_json_cached(&mut out, &mut kept_cache)
-                .expect("encode");
-            reused.push(started.elapsed());
-            assert_eq!(a.get().as_bytes(), out, "the cached encoding differs");
+            let (_, oldest, pushed) = t.history_numbering().expect("numbered");
+            black_box(t.to_json_without_history().expect("encode"));
+            lines.clear();
+            for k in before.max(oldest)..pushed {
+                let line = t.history_line_bytes(k).expect("held");
+                lines.extend_from_slice(&(line.len() as u32).to_le_bytes());
+                lines.extend_from_slice(line);
+            }
+            black_box(&lines);
+            logged.push(started.elapsed());
         }
         println!("{per_checkpoint:>6} new lines per checkpoint:");
-        println!("    plain,  new result            {}", summary(plain));
-        println!("    cached, new result            {}", summary(cached));
-        println!(
-            "    cached, old result freed first {}",
-            summary(freed_first)
-        );
-        println!(
-            "    plain,  into a kept buffer    {}",
-            summary(reused_plain)
-        );
-        println!("    cached, into a kept buffer    {}", summary(reused));
+        println!("    whole terminal               {}", summary(whole));
+        println!("    screen + new lines (the log) {}", summary(logged));
     }
     println!("load average after timing: {}", load());
 
     let base = rss_mib();
-    let mut panes: Vec<Terminal> = (0..100)
+    let panes: Vec<Terminal> = (0..100)
         .map(|p| {
             let mut t = Terminal::new(80, 24, TermConfig::default());
             feed(&mut t, &log_lines(p * 10_100, 10_100));
@@ -181,26 +146,21 @@ fn main() {
         })
         .collect();
     let filled = rss_mib();
-    let mut caches: Vec<HistoryJson> = panes.iter().map(|_| HistoryJson::default()).collect();
-    for (t, cache) in panes.iter_mut().zip(&mut caches) {
-        black_box(t.to_json_cached(cache).expect("encode"));
-    }
-    let cached = rss_mib();
-    let counted: usize = caches.iter().map(HistoryJson::memory_bytes).sum();
     let history: usize = panes.iter().map(Terminal::scrollback_memory_bytes).sum();
+    let mut log_bytes = 0;
+    for t in &panes {
+        let (_, oldest, pushed) = t.history_numbering().expect("numbered");
+        for k in oldest..pushed {
+            log_bytes += t.history_line_bytes(k).expect("held").len() + 4;
+        }
+    }
     println!(
         "100 panes x {} lines: RSS {:.0} MiB for the terminals ({:.0} MiB of \
-         scrollback by its own count), {:.0} MiB more with a line cache each \
-         ({:.0} MiB by the caches' count)",
+         scrollback by its own count); their lines in the history log: {:.0} MiB \
+         (shared memory the keeper holds, not the serving process's heap)",
         panes[0].scrollback_len(),
         filled - base,
         history as f64 / (1 << 20) as f64,
-        cached - filled,
-        counted as f64 / (1 << 20) as f64,
-    );
-    drop(caches);
-    println!(
-        "RSS after dropping the caches: {:.0} MiB above the start",
-        rss_mib() - base
+        log_bytes as f64 / (1 << 20) as f64,
     );
 }

@@ -98,11 +98,17 @@ pub enum ToKeeper {
     /// fds of any other.
     Panes { panes: Vec<u64> },
     /// The latest checkpoint. fds: the pre-copy memfd, the manifest
-    /// memfd. `ids` names the pre-copy's fds the keeper supplies.
+    /// memfd, and the history log (`server/history_log.rs`) if the
+    /// pre-copy refers to it. `ids` names the pre-copy's fds the keeper
+    /// supplies. `handoff`: the handoff version the pre-copy is in (a
+    /// replacement that reads no such version is refused); absent from
+    /// servers before the history log, which wrote version 4.
     Checkpoint {
         precopy_bytes: u64,
         manifest_bytes: u64,
         ids: Vec<FdName>,
+        #[serde(default = "handoff_before_the_log")]
+        handoff: u32,
     },
     /// A clean stop: let go of everything; the EOF that follows is no
     /// crash.
@@ -120,6 +126,12 @@ pub enum ToKeeper {
 
 fn settled_by_default() -> bool {
     true
+}
+
+/// The handoff version of checkpoints that do not say (servers before the
+/// history log).
+fn handoff_before_the_log() -> u32 {
+    4
 }
 
 /// What the keeper tells the current server.
@@ -209,6 +221,10 @@ struct Checkpoint {
     manifest: OwnedFd,
     manifest_bytes: u64,
     ids: Vec<FdName>,
+    /// The history log the pre-copy's panes refer to, if any.
+    log: Option<OwnedFd>,
+    /// The handoff version the pre-copy is in.
+    handoff: u32,
     /// What a keeper adopting the checkpoint from systemd's fd store
     /// needs besides the two memfds ([`StoredCheckpoint`]), in a memfd of
     /// its own; made only when there is a store.
@@ -227,6 +243,8 @@ struct StoredCheckpoint {
     precopy_bytes: u64,
     manifest_bytes: u64,
     ids: Vec<FdName>,
+    #[serde(default = "handoff_before_the_log")]
+    handoff: u32,
 }
 
 /// Everything the keeper holds.
@@ -278,6 +296,12 @@ struct Saved {
     /// (pane, master, pidfd, ring).
     panes: Vec<SavedPane>,
     checkpoint: Option<(RawFd, u64, RawFd, u64, Vec<FdName>)>,
+    /// The checkpoint's history log and handoff version (absent from
+    /// keepers before the log: no log, version 4).
+    #[serde(default)]
+    checkpoint_log: Option<RawFd>,
+    #[serde(default = "handoff_before_the_log")]
+    checkpoint_handoff: u32,
     stopping: bool,
     servers: Vec<i32>,
     loop_count: usize,
@@ -344,6 +368,7 @@ impl Keeper {
                 stored.namespace
             ));
         }
+        let log = fds.remove(&name("history-log"));
         let mut take = |what: &str| {
             fds.remove(&name(what))
                 .ok_or_else(|| format!("no {what} among them"))
@@ -377,6 +402,8 @@ impl Keeper {
             manifest,
             manifest_bytes: stored.manifest_bytes,
             ids: stored.ids,
+            log,
+            handoff: stored.handoff,
             info: Some(info),
         });
         for (fd_name, fd) in fds {
@@ -433,6 +460,9 @@ impl Keeper {
             out.push((name("precopy"), cp.precopy.as_raw_fd()));
             out.push((name("manifest"), cp.manifest.as_raw_fd()));
             out.push((name("checkpoint"), info.as_raw_fd()));
+            if let Some(log) = &cp.log {
+                out.push((name("history-log"), log.as_raw_fd()));
+            }
         }
         out
     }
@@ -499,12 +529,15 @@ impl Keeper {
             k.panes.insert(id, held);
         }
         let info = opt(saved.checkpoint_info);
+        let log = opt(saved.checkpoint_log);
         k.checkpoint = saved.checkpoint.map(|(p, pb, m, mb, ids)| Checkpoint {
             precopy: adopt(p),
             precopy_bytes: pb,
             manifest: adopt(m),
             manifest_bytes: mb,
             ids,
+            log,
+            handoff: saved.checkpoint_handoff,
             info,
         });
         k.stopping = saved.stopping;
@@ -541,6 +574,15 @@ impl Keeper {
                     c.ids.clone(),
                 )
             }),
+            checkpoint_log: self
+                .checkpoint
+                .as_ref()
+                .and_then(|c| c.log.as_ref())
+                .map(AsRawFd::as_raw_fd),
+            checkpoint_handoff: self
+                .checkpoint
+                .as_ref()
+                .map_or(handoff_before_the_log(), |c| c.handoff),
             stopping: self.stopping,
             servers: self.servers.iter().copied().collect(),
             loop_count: self.loop_count,
@@ -567,6 +609,7 @@ impl Keeper {
             keep.extend([*p, *m]);
         }
         keep.extend(saved.checkpoint_info);
+        keep.extend(saved.checkpoint_log);
         for fd in &keep {
             let _ = sys::clear_cloexec(*fd);
         }
@@ -752,8 +795,10 @@ impl Keeper {
                 precopy_bytes,
                 manifest_bytes,
                 ids,
+                handoff,
             } => {
                 if let (Some(precopy), Some(manifest)) = (fds.next(), fds.next()) {
+                    let log = fds.next();
                     // Described for a keeper that adopts it from the store.
                     let info = self.store.as_ref().and_then(|_| {
                         let stored = StoredCheckpoint {
@@ -763,6 +808,7 @@ impl Keeper {
                             precopy_bytes,
                             manifest_bytes,
                             ids: ids.clone(),
+                            handoff,
                         };
                         let json = serde_json::to_vec(&stored).ok()?;
                         sys::anonymous_file(c"ptyd-keeper-checkpoint", &json).ok()
@@ -773,6 +819,8 @@ impl Keeper {
                         manifest,
                         manifest_bytes,
                         ids,
+                        log,
+                        handoff,
                         info,
                     });
                 }
@@ -978,12 +1026,8 @@ impl Keeper {
             )
             .env(RECOVERY_ENV, why)
             // The checkpoint is in the handoff version of the server that
-            // wrote it, which the keeper runs too once it re-executed after
-            // an upgrade (the replacement assumes 2 when not told).
-            .env(
-                crate::handoff::manifest::SPEAKS_ENV,
-                crate::handoff::manifest::HANDOFF_VERSION.to_string(),
-            )
+            // wrote it (the replacement assumes 2 when not told).
+            .env(crate::handoff::manifest::SPEAKS_ENV, cp.handoff.to_string())
             .env_remove(crate::protocol::READY_FD_ENV)
             .env_remove(crate::handoff::fault::FAULT_ENV)
             .stdin(std::process::Stdio::null());
@@ -1076,6 +1120,19 @@ fn relay(
     lineage: &OwnedFd,
 ) -> Result<(), String> {
     match recv(sock)? {
+        // A replacement older than the checkpoint's writer (the binary of
+        // a server taken back after a newer one checkpointed) cannot read
+        // it: said here, rather than a model decoded without its history.
+        Control::Hello {
+            handoff_version,
+            server_version,
+            ..
+        } if handoff_version < cp.handoff => {
+            return Err(format!(
+                "the replacement (ptyd {server_version}) reads handoff versions up to {handoff_version}, the checkpoint is in version {}",
+                cp.handoff
+            ));
+        }
         Control::Hello { .. } => {}
         other => return Err(format!("expected hello, got {other:?}")),
     }
@@ -1083,6 +1140,9 @@ fn relay(
     for (id, fd) in [(FdName::Listener, listener), (FdName::Lock, lock)] {
         let fd = fd.as_ref().ok_or("the keeper holds no listener or lock")?;
         named.push((id, fd.as_raw_fd()));
+    }
+    if let Some(log) = &cp.log {
+        named.push((FdName::HistoryLog, log.as_raw_fd()));
     }
     for id in &cp.ids {
         let held = pane_of(id).and_then(|p| panes.get(&p));
@@ -1162,5 +1222,90 @@ fn recv(sock: &OwnedFd) -> Result<Control, String> {
             Ok(msg) => return Ok(msg),
             Err(e) => return Err(format!("bad message from the replacement: {e}")),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn checkpoint(handoff: u32) -> Checkpoint {
+        let file = |name| sys::anonymous_file(name, b"{}").unwrap();
+        Checkpoint {
+            precopy: file(c"test-precopy"),
+            precopy_bytes: 2,
+            manifest: file(c"test-manifest"),
+            manifest_bytes: 2,
+            ids: Vec::new(),
+            log: None,
+            handoff,
+            info: None,
+        }
+    }
+
+    /// The replacement's side: says hello in `version`, then reads what
+    /// comes until the keeper hangs up.
+    fn replacement(sock: OwnedFd, version: u32) -> std::thread::JoinHandle<()> {
+        std::thread::spawn(move || {
+            let hello = Control::Hello {
+                handoff_version: version,
+                server_version: "0.0.1".into(),
+                pid: 1,
+            };
+            fdpass::send_message(&sock, &hello, &[]).unwrap();
+            while fdpass::wait_readable(&sock, Duration::from_secs(5))
+                && fdpass::recv_message(&sock).is_ok_and(|(data, _)| !data.is_empty())
+            {}
+        })
+    }
+
+    /// A checkpoint in a handoff version the replacement does not read
+    /// (written by a newer server than the binary started) is refused at
+    /// its hello, saying why, before anything is sent.
+    #[test]
+    fn a_replacement_older_than_the_checkpoint_is_refused_at_hello() {
+        let (ours, theirs) = sys::seqpacket_pair(false).unwrap();
+        let (lineage, _other) = channel().unwrap();
+        let peer = replacement(theirs, 4);
+        let err = relay(
+            &ours,
+            &checkpoint(5),
+            &HashMap::new(),
+            [&None, &None],
+            &lineage,
+        )
+        .unwrap_err();
+        assert!(err.contains("reads handoff versions up to 4"), "{err}");
+        assert!(err.contains("version 5"), "{err}");
+        drop(ours);
+        peer.join().unwrap();
+    }
+
+    /// A checkpoint from before the history log (no `handoff`: version 4)
+    /// still goes to a replacement of today.
+    #[test]
+    fn a_checkpoint_without_a_version_is_version_4_and_readable() {
+        let msg = r#"{"msg":"checkpoint","precopy_bytes":1,"manifest_bytes":2,"ids":[]}"#;
+        let Ok(ToKeeper::Checkpoint { handoff, .. }) = serde_json::from_str(msg) else {
+            panic!("not decoded as a checkpoint");
+        };
+        assert_eq!(handoff, 4);
+        assert!(crate::handoff::manifest::accepts(handoff));
+        // Past the hello: what fails next is the missing listener, not
+        // the version.
+        let (ours, theirs) = sys::seqpacket_pair(false).unwrap();
+        let (lineage, _other) = channel().unwrap();
+        let peer = replacement(theirs, crate::handoff::manifest::HANDOFF_VERSION);
+        let err = relay(
+            &ours,
+            &checkpoint(handoff),
+            &HashMap::new(),
+            [&None, &None],
+            &lineage,
+        )
+        .unwrap_err();
+        assert!(err.contains("no listener"), "{err}");
+        drop(ours);
+        peer.join().unwrap();
     }
 }

@@ -5,8 +5,9 @@
 //! numbers have no gap and no repeat across the crash, the attached
 //! client is back, the keeper leaks no fd and leaves no zombie. Also: a
 //! crash loop, a tiny ring, the keeper's re-exec, the event history. The
-//! busy counter's checkpoints take its scrollback from the line cache
-//! (`term::HistoryJson`), so recovery checks that encoding too.
+//! busy counter's checkpoints leave its scrollback lines in the history
+//! log (`server/history_log.rs`: appended, merged, evicted and given back
+//! as it scrolls), so recovery reads them from there.
 //!
 //! `PTYD_CRASH_ROUNDS` sets the number of SIGKILL rounds (20 by default).
 
@@ -34,13 +35,13 @@ fn sigkill_of_the_serving_process_loses_no_pane_byte_or_client() {
     let s = setup(ENV);
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ std::process::id() as u64);
     let mut fds = None;
-    // The counter changes between checkpoints, so its re-encodings take
-    // its scrollback lines from the line cache: the checkpoints the
-    // rounds recover from were written that way.
+    // The counter's scrollback lines are in the history log, appended
+    // checkpoint after checkpoint (and merged, and evicted): the
+    // checkpoints the rounds recover from refer to them there.
     let mut c = s.ptyd.connect();
-    util::eventually("the counter's line cache", || {
+    util::eventually("the counter's lines in the history log", || {
         let status = c.ok("server.status", json!({}));
-        (status["keeper"]["line_cache_panes"].as_u64() >= Some(1)).then_some(())
+        (status["keeper"]["history_log_panes"].as_u64() >= Some(1)).then_some(())
     });
     for round in 1..=rounds() {
         s.crash_round(&mut rng, libc::SIGKILL, round, &mut fds);
@@ -247,6 +248,53 @@ fn the_event_history_and_its_numbering_survive_a_crash() {
     );
     let next = sub.wait_event("pane.resized", &a);
     assert!(next["seq"].as_u64().unwrap() > now, "{next}");
+}
+
+#[test]
+fn a_resize_just_before_a_crash_is_not_lost() {
+    // The serving process dies right after a resize, before any paced
+    // checkpoint: the replacement brings the pane back at the size its
+    // program draws for (the kernel's), not the checkpoint's.
+    let ptyd = Ptyd::start();
+    let pane = ptyd.create_argv(&[
+        "/bin/sh",
+        "-c",
+        "trap 'echo size $(stty size)' WINCH; echo ready; while :; do sleep 0.05; done",
+    ]);
+    let mut c = ptyd.connect();
+    util::eventually("the pane to start", || {
+        let cap = c.ok("pane.capture", json!({ "target": pane }));
+        cap.to_string().contains("ready").then_some(())
+    });
+    let dead = serving_pid(&mut c);
+    // The first resize is checkpointed at once (none came for a while);
+    // the second comes within the paced interval after it.
+    for (cols, rows) in [(90, 25), (101, 31)] {
+        c.ok(
+            "pane.resize",
+            json!({ "target": pane, "cols": cols, "rows": rows }),
+        );
+    }
+    // SAFETY: kill(2) of the serving process this test started.
+    unsafe { libc::kill(dead, libc::SIGKILL) };
+    let (mut c, _) = wait_replacement(&ptyd, dead);
+    let cap = c.ok("pane.capture", json!({ "target": pane }));
+    assert_eq!(
+        (cap["cols"].as_u64(), cap["rows"].as_u64()),
+        (Some(101), Some(31)),
+        "{cap}"
+    );
+    let info = c.ok("pane.list", json!({}))["panes"][0].clone();
+    assert_eq!(
+        (info["cols"].as_u64(), info["rows"].as_u64()),
+        (Some(101), Some(31)),
+        "{info}"
+    );
+    // The program saw the new size too.
+    util::eventually("the program's answer to SIGWINCH", || {
+        let cap = c.ok("pane.capture", json!({ "target": pane }));
+        cap.to_string().contains("size 31 101").then_some(())
+    });
 }
 
 /// Allocated bytes of the serving process's output ring memfds, summed.

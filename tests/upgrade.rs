@@ -895,6 +895,11 @@ fn three_hundred_panes_move_in_several_batches_without_leaks() {
         "{PANES} panes fit in one batch? {report}"
     );
     assert_eq!(report["panes"], PANES, "{report}");
+    // Every pane is in the pre-copy; the manifest holds at least the fd
+    // names of its 300 panes.
+    let precopy = report["precopy_bytes"].as_u64().unwrap();
+    let manifest = report["manifest_bytes"].as_u64().unwrap();
+    assert!(precopy > 300 * 100 && manifest > 300 * 4, "{report}");
     let gen2 = report["new_pid"].as_i64().unwrap() as i32;
     l.wait_released();
     // The baseline for generation 3, so taken once `c` is the only client:

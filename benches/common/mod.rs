@@ -242,6 +242,35 @@ pub fn rss_bytes(pid: u32) -> Res<u64> {
     Ok(kib * 1024)
 }
 
+/// Memory of the files process `pid` holds that no process maps: the
+/// keeper's crash checkpoint and history log (memfds written, not mapped,
+/// so in no RSS). The output rings are left out: the serving process maps
+/// them, so its RSS counts them. Each file once, by its allocated blocks.
+pub fn unmapped_memfd_bytes(pid: u32) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return 0;
+    };
+    let mut seen = std::collections::HashSet::new();
+    let mut total = 0;
+    for e in dir.flatten() {
+        let Ok(target) = std::fs::read_link(e.path()) else {
+            continue;
+        };
+        let target = target.to_string_lossy();
+        let held = ["/memfd:ptyd-checkpoint", "/memfd:ptyd-history-log"];
+        if !held.iter().any(|p| target.starts_with(p)) {
+            continue;
+        }
+        if let Ok(m) = std::fs::metadata(e.path())
+            && seen.insert(m.ino())
+        {
+            total += m.blocks() * 512;
+        }
+    }
+    total
+}
+
 /// CPU time this thread has used: blind to the time other processes hold
 /// the CPU, so in-process comparisons survive a loaded machine.
 pub fn thread_cpu() -> Duration {

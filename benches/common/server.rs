@@ -254,7 +254,7 @@ impl PtydServer {
         let reaper = if first == self.serving_pid {
             None
         } else {
-            Some(super::rss_bytes(first)?)
+            Some(super::rss_bytes(first)? + super::unmapped_memfd_bytes(first))
         };
         Ok((serving, reaper))
     }

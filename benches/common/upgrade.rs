@@ -203,9 +203,12 @@ pub fn upgrade_server(
 ) -> Res<(Sample, usize, Option<u64>)> {
     let old_pid = server.serving_pid;
     let (sample, retries) = upgrade_once(ctl, old_pid, after_probation)?;
-    // The old server keeps the manifest memfd open through probation.
-    let manifest = memfd_size(old_pid, "ptyd-manifest");
     let r = &sample.report;
+    // The report says (servers before it did not: the old server then
+    // still held the memfd when the call returned).
+    let manifest = r["manifest_bytes"]
+        .as_u64()
+        .or_else(|| memfd_size(old_pid, "ptyd-manifest"));
     let new_pid = r["new_pid"]
         .as_u64()
         .ok_or_else(|| format!("the report has no new_pid: {r}"))? as u32;

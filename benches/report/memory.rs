@@ -54,9 +54,15 @@ impl Mem {
 
 /// ptyd's footprint and its two processes' VmRSS now.
 fn measure_ptyd(server: &PtydServer) -> Res<(Footprint, u64, u64)> {
-    let (serving, keeper) = server.rss()?;
-    let keeper = keeper.ok_or("no keeper process")?;
-    Ok((server.footprint()?, serving, keeper))
+    let keeper = server.child.id();
+    if keeper == server.serving_pid {
+        return Err("no keeper process".into());
+    }
+    Ok((
+        server.footprint()?,
+        rss_bytes(server.serving_pid)?,
+        rss_bytes(keeper)?,
+    ))
 }
 
 /// tmux's server: its VmRSS, every page it maps in full (one process
@@ -86,8 +92,9 @@ pub fn memory(plan: &Scale, ptyd_bin: &Path, nofile: u64, tmp: &Path) -> Section
          /proc/PID/smaps_rollup: pages the two share, the binary's and those the fork left \
          shared, split between them rather than counted in each), plus the pages allocated in \
          every memfd either holds open or maps, counted once per file: the panes' raw-output \
-         rings, which the serving process maps, and the crash checkpoints, which neither maps, \
-         so VmRSS alone would not show them. memfd MiB is that last part. The keeper is the \
+         rings, which the serving process maps, and the crash checkpoint and the history log \
+         of every pane's scrollback lines, which the keeper holds and no process maps, so \
+         VmRSS alone would not show them. memfd MiB is that last part. The keeper is the \
          first process of `ptyd server`, which holds a copy of every pane's fds so panes \
          survive a crash of the serving one; after a live upgrade it is measured once the old \
          serving process is gone and the keeper's RSS has stopped falling. The two RSS columns \

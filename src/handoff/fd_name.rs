@@ -29,6 +29,9 @@ pub enum FdName {
     /// A pane's raw-output ring (`ring:pN`, a memfd the keeper holds too;
     /// see `server/output_ring.rs`).
     Ring(u64),
+    /// The history log (`history_log`, a memfd the keeper holds with the
+    /// checkpoint; see `server/history_log.rs`), with the pre-copy.
+    HistoryLog,
 }
 
 impl fmt::Display for FdName {
@@ -42,6 +45,7 @@ impl fmt::Display for FdName {
             FdName::Pidfd(p) => write!(f, "pidfd:{}", PaneId::new(*p)),
             FdName::Conn(c) => write!(f, "conn:{c}"),
             FdName::Ring(p) => write!(f, "ring:{}", PaneId::new(*p)),
+            FdName::HistoryLog => f.write_str("history_log"),
         }
     }
 }
@@ -69,6 +73,7 @@ impl FromStr for FdName {
             "listener" => Some(FdName::Listener),
             "lock" => Some(FdName::Lock),
             "lineage" => Some(FdName::Lineage),
+            "history_log" => Some(FdName::HistoryLog),
             _ => match s.split_once(':') {
                 Some(("pty", p)) => pane(p).map(FdName::Pty),
                 Some(("ptyhup", p)) => pane(p).map(FdName::PtyHangup),
@@ -110,6 +115,7 @@ mod tests {
             (FdName::Pidfd(u64::MAX), "pidfd:p18446744073709551615"),
             (FdName::Conn(7), "conn:7"),
             (FdName::Ring(4), "ring:p4"),
+            (FdName::HistoryLog, "history_log"),
         ] {
             assert_eq!(name.to_string(), text);
             assert_eq!(text.parse::<FdName>(), Ok(name));

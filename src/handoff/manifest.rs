@@ -15,7 +15,7 @@ use serde_json::Value;
 /// `term::Terminal` or `persist::snapshot::Snapshot`, changes
 /// incompatibly. Old and new servers refuse each other at preflight when
 /// they differ.
-pub const HANDOFF_VERSION: u32 = 4;
+pub const HANDOFF_VERSION: u32 = 5;
 
 /// The oldest handoff version this build still reads as the new side
 /// (docs/protocol.md, "Version skew": N-1 live once there is one). Printed
@@ -24,7 +24,9 @@ pub const HANDOFF_VERSION: u32 = 4;
 ///
 /// Version 4 packs a connection's message ends (`ConnRuntime::msg_ends`)
 /// into base64 instead of a JSON array of numbers; it still reads version
-/// 3's array.
+/// 3's array. Version 5 may leave a terminal's history lines out of its
+/// encoding, in the history log (`FdName::HistoryLog`,
+/// `PaneRuntime::history`); it still reads lines inside the encoding.
 pub const HANDOFF_ACCEPTS_FROM: u32 = 3;
 
 /// Set by the old side for the new one: the handoff version it speaks.
@@ -253,6 +255,23 @@ pub struct PaneRuntime<S = Terminal> {
     /// `bash`, `zsh` or `fish` when this run got shell integration.
     #[serde(default)]
     pub shell_injected: Option<String>,
+    /// Where `screen`'s history lines are when its encoding left them out
+    /// (`"lines": []`): in the history log (`FdName::HistoryLog`, see
+    /// `server/history_log.rs`). Absent: they are in `screen` (handoff
+    /// version 4 and before, or a history whose lines have no numbers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<HistoryRef>,
+}
+
+/// A pane's history lines in the history log: the byte ranges (offset,
+/// length) holding them as JSON lines, oldest first, of which the first
+/// `skip` lines are gone from the history (evicted since they were
+/// written) and the next `lines` are the history.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HistoryRef {
+    pub chunks: Vec<(u64, u64)>,
+    pub skip: u64,
+    pub lines: u64,
 }
 
 impl<S> PaneRuntime<S> {
@@ -281,6 +300,7 @@ impl<S> PaneRuntime<S> {
             last_command_exit: self.last_command_exit,
             output_bytes: self.output_bytes,
             shell_injected: self.shell_injected,
+            history: self.history,
         }
     }
 }

@@ -37,6 +37,12 @@ impl PtyMaster {
 
     /// Sets the window size. The kernel sends SIGWINCH to the foreground
     /// process group when the size actually changes.
+    /// The size the kernel holds for this terminal (what its programs
+    /// see), if it can tell.
+    pub fn size(&self) -> Option<(u16, u16)> {
+        crate::sys::terminal_size(&self.fd)
+    }
+
     pub fn resize(&self, cols: u16, rows: u16) -> io::Result<()> {
         let ws = winsize(cols, rows);
         syscall!(ioctl(self.raw_fd(), libc::TIOCSWINSZ, &ws))?;

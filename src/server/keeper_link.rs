@@ -8,7 +8,8 @@
 //!
 //! Checkpoints are the live upgrade's own formats, so the keeper can play
 //! the old side of a handoff from them: a `Precopy` holding every pane
-//! (record, runtime state, terminal model) and the event ring, and a
+//! (record, runtime state, terminal model without its history lines, which
+//! are in the history log: `history_log.rs`) and the event ring, and a
 //! `Manifest` naming every pane unchanged, with no connections (clients
 //! reconnect by themselves) and a `recovery` section carrying each pane's
 //! ring position at the checkpoint. A checkpoint is written when
@@ -18,11 +19,12 @@
 //! is unsaved; the PTY holds the rest, so a crash loses nothing).
 
 use super::Server;
+use super::history_log::HistoryLog;
 use super::output_ring::{self, OutputRing};
 use super::pane::PaneState;
 use super::upgrade::convert;
 use crate::handoff::fd_name::FdName;
-use crate::handoff::manifest::Recovery;
+use crate::handoff::manifest::{HistoryRef, Recovery};
 use crate::keeper::{HeldKind, ToKeeper};
 use std::collections::VecDeque;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -68,19 +70,32 @@ const CHECKPOINT_COST_SHARE: u32 = 20;
 /// quarter of its speed without a keeper (the checkpoints' CPU was not
 /// the cost; the waiting was).
 const URGENT_COST_SHARE: u32 = 4;
+/// A ring's pages behind the last sent checkpoint are given back this long
+/// after it, unless its pane printed `RING_BUSY` bytes meanwhile (a flood,
+/// whose pages would only be faulted in again on the ring's next round).
+const RING_RELEASE_AFTER: Duration = Duration::from_millis(250);
+const RING_BUSY: u64 = 1 << 20;
 /// Messages waiting for room on the channel, at most; past this the
 /// oldest checkpoints are dropped first (a newer one supersedes them).
 const QUEUE_LIMIT: usize = 4096;
-/// A busy pane's cache of its scrollback lines' JSON (`HistoryJson`) is
-/// dropped once it has not been used this long: it costs about as much
-/// memory as the scrollback itself, and only pays while the pane keeps
-/// changing between checkpoints.
-const HISTORY_JSON_IDLE: Duration = Duration::from_secs(5);
+
+/// A message waiting for room on the channel.
+struct Queued {
+    data: Vec<u8>,
+    fds: Vec<OwnedFd>,
+    checkpoint: bool,
+    /// History log ranges this checkpoint no longer refers to: free once
+    /// it is sent (the keeper then drops the checkpoint that did).
+    freed: Vec<(u64, u64)>,
+    /// Each pane's ring position this checkpoint covers: what is before
+    /// it can go once it is sent.
+    rings: Vec<(u64, u64)>,
+}
 
 /// The channel's state on the server side.
 #[derive(Default)]
 pub struct KeeperLink {
-    queue: VecDeque<(Vec<u8>, Vec<OwnedFd>, bool)>,
+    queue: VecDeque<Queued>,
     /// Something a checkpoint covers changed since the last one.
     dirty: bool,
     /// A ring is half full (or a recovery happened): checkpoint now
@@ -103,18 +118,35 @@ pub struct KeeperLink {
     /// What the keeper said about itself (pid, version, binary, a failed
     /// re-exec).
     pub info: serde_json::Value,
-    /// Each pane's terminal as last encoded for a checkpoint, with its
-    /// change count: only terminals that changed are encoded again (the
-    /// bulk of a checkpoint is the scrollback of idle panes).
-    screens: std::collections::HashMap<u64, (u64, Box<serde_json::value::RawValue>)>,
-    /// The scrollback lines' JSON of each pane re-encoded while busy
-    /// (changed since its last encoding), with when it was last used: the
-    /// re-encoding of a flooding pane then costs the lines that scrolled in
-    /// since, not its whole history. Dropped after `HISTORY_JSON_IDLE`
-    /// unused (`keeper_tick`), so idle panes pay no memory for it.
-    histories: std::collections::HashMap<u64, (Instant, crate::term::HistoryJson)>,
-    /// The timer that drops idle `histories`, pending.
-    histories_timer_at: Option<Instant>,
+    /// Each pane's terminal without its history lines as last encoded,
+    /// with its change count: only terminals that changed are encoded
+    /// again. A screenful each (the lines are in `log`).
+    /// `true` marks an encoding with the lines (see `screen_json`).
+    screens: std::collections::HashMap<u64, (u64, bool, Box<serde_json::value::RawValue>)>,
+    /// Every pane's history lines, encoded once each (`history_log.rs`);
+    /// made at the first checkpoint.
+    log: Option<HistoryLog>,
+    /// History log ranges that sent checkpoints no longer refer to, not
+    /// yet given back (see `may_release`).
+    sent_freed: Vec<(u64, u64)>,
+    /// Ring positions the last sent checkpoint covers, not yet given
+    /// back, by pane: a pane's ring is given back up to there unless it
+    /// floods, looked at `RING_RELEASE_AFTER` after the checkpoint went
+    /// (`keeper_tick`), and again while it floods (`rings_due`). A
+    /// flooding pane keeps its
+    /// pages: given back, each would be faulted in again on the ring's
+    /// next round (2-3 % of the loop's time on `cat`).
+    sent_rings: std::collections::HashMap<u64, u64>,
+    /// When `sent_rings` is looked at next (a timer wakes the loop then).
+    rings_due: Option<Instant>,
+    /// The last `serving` said settled: no old server in its probation
+    /// may take back a model that refers to log ranges we free.
+    settled: bool,
+    /// Since we settled: whether a checkpoint of ours reached the keeper
+    /// (`None` once the log was swept: `HistoryLog::sweep`, done once per
+    /// server that took the log over, when the keeper's checkpoint refers
+    /// to our chunks alone).
+    sweep: Option<bool>,
     /// Each event of the ring as last encoded for a checkpoint, by
     /// sequence number: events never change, so each is encoded once.
     events: VecDeque<(u64, Vec<u8>)>,
@@ -138,78 +170,87 @@ fn reached_field(seq: u64) -> [u8; 20] {
 }
 
 impl KeeperLink {
-    /// Pane `id`'s terminal as JSON, from the cache while its change count
-    /// is the one cached, else encoded and cached: checkpoints and the
-    /// upgrade's pre-copy share it, so an idle pane's terminal is encoded
-    /// once however many of either follow.
+    /// Pane `id`'s terminal as JSON without its history lines, from the
+    /// cache while its change count is the one cached, else encoded and
+    /// cached, and where its lines are in the history log (written there
+    /// as far as they were not): checkpoints and the upgrade's pre-copy
+    /// share both. `None` for the reference: the lines could not be put in
+    /// the log (a history whose lines have no numbers), so the encoding
+    /// holds them.
     pub(super) fn screen_json(
         &mut self,
         id: u64,
         terminal: &crate::term::Terminal,
-    ) -> Result<&serde_json::value::RawValue, String> {
+    ) -> Result<(&serde_json::value::RawValue, Option<HistoryRef>), String> {
+        if self.log.is_none() {
+            self.log = Some(HistoryLog::create()?);
+        }
+        let history = match &mut self.log {
+            Some(log) => log.sync(id, terminal)?,
+            None => None,
+        };
         let changes = terminal.changes();
-        let stale = self.screens.get(&id).is_none_or(|(at, _)| *at != changes);
+        let whole = history.is_none();
+        let stale = self
+            .screens
+            .get(&id)
+            .is_none_or(|(at, w, _)| *at != changes || *w != whole);
         if stale {
             // The old encoding goes first, so the allocator can give its
-            // memory (same size, already mapped) to the new one: a fresh
-            // megabyte to fault in cost more than the cached encoding.
-            let raw = if self.screens.remove(&id).is_some() {
-                // Encoded before and changed since: busy, so likely to be
-                // re-encoded again soon; its lines' cache pays.
-                let (used, history) = self
-                    .histories
-                    .entry(id)
-                    .or_insert_with(|| (Instant::now(), Default::default()));
-                *used = Instant::now();
-                terminal.to_json_cached(history)
-            } else {
+            // memory (same size, already mapped) to the new one.
+            self.screens.remove(&id);
+            let raw = if whole {
                 serde_json::value::to_raw_value(terminal)
+            } else {
+                terminal.to_json_without_history()
             }
             .map_err(|e| format!("encoding pane {id}'s terminal: {e}"))?;
-            self.screens.insert(id, (changes, raw));
+            self.screens.insert(id, (changes, whole, raw));
         }
-        Ok(self.screens[&id].1.as_ref())
+        Ok((self.screens[&id].2.as_ref(), history))
     }
 
-    /// Pane `id`'s terminal as the upgrade's pre-copy carried it (the
-    /// old server's encoding, which decoded to this terminal, now at
-    /// `changes`): a new server's first checkpoint then encodes only what
-    /// changed since, not every terminal.
+    /// Pane `id`'s terminal as the upgrade's pre-copy carried it (the old
+    /// server's encoding, which decoded to this terminal, now at
+    /// `changes`), and where its history lines are in the history log the
+    /// old server handed over: a new server's first checkpoint then
+    /// encodes only what changed since, not every terminal.
     pub(super) fn seed_screen(
         &mut self,
         id: u64,
-        changes: u64,
+        terminal: &crate::term::Terminal,
         raw: Box<serde_json::value::RawValue>,
+        history: Option<(&HistoryRef, &[u32])>,
     ) {
-        self.screens.insert(id, (changes, raw));
+        if let (Some(log), Some((reference, counts))) = (&mut self.log, history) {
+            log.adopt_pane(id, terminal, reference, counts);
+        }
+        let whole = history.is_none();
+        self.screens.insert(id, (terminal.changes(), whole, raw));
     }
 
-    /// No keeper to checkpoint for: the seeded encodings are only memory.
+    /// The history log another server wrote (a live upgrade's old one, or
+    /// the checkpoint's after a crash): this server's checkpoints go on
+    /// appending to it.
+    pub(super) fn adopt_log(&mut self, file: std::fs::File) {
+        self.log = Some(HistoryLog::adopt(file));
+    }
+
+    /// The history log's fd, to hand over in an upgrade.
+    pub(super) fn log_fd(&self) -> Option<RawFd> {
+        self.log.as_ref().map(|l| l.file().as_raw_fd())
+    }
+
+    /// A copy of the history log's fd, to read lines from.
+    pub(super) fn log_file(&self) -> Option<std::fs::File> {
+        self.log.as_ref().and_then(|l| l.file().try_clone().ok())
+    }
+
+    /// No keeper to checkpoint for: the seeded encodings and the log are
+    /// only memory.
     pub(super) fn drop_screens(&mut self) {
         self.screens = Default::default();
-        self.histories = Default::default();
-    }
-
-    /// Drops the lines' caches unused for `HISTORY_JSON_IDLE` (and those
-    /// of removed panes); returns when the next one will be due.
-    fn drop_idle_histories(&mut self, now: Instant, live: impl Fn(u64) -> bool) -> Option<Instant> {
-        let mut dropped = 0;
-        self.histories.retain(|id, (used, history)| {
-            let keep = live(*id) && now.duration_since(*used) < HISTORY_JSON_IDLE;
-            if !keep {
-                dropped += history.memory_bytes();
-            }
-            keep
-        });
-        // Megabytes freed in the middle of the heap stay in the process
-        // (glibc keeps them mapped) unless handed back.
-        if dropped >= 1 << 20 {
-            crate::sys::release_free_memory();
-        }
-        self.histories
-            .values()
-            .map(|(used, _)| *used + HISTORY_JSON_IDLE)
-            .min()
+        self.log = None;
     }
 
     pub fn mark_dirty(&mut self) {
@@ -238,13 +279,28 @@ impl Server {
     /// Queues one message for the keeper (if there is one) and tries to
     /// send what is queued.
     fn keeper_send(&mut self, msg: &ToKeeper, fds: Vec<OwnedFd>) {
+        self.keeper_send_freeing(msg, fds, Vec::new(), Vec::new());
+    }
+
+    /// `keeper_send` of a checkpoint that no longer refers to the history
+    /// log ranges `freed` and covers the rings up to `rings`.
+    fn keeper_send_freeing(
+        &mut self,
+        msg: &ToKeeper,
+        fds: Vec<OwnedFd>,
+        mut freed: Vec<(u64, u64)>,
+        rings: Vec<(u64, u64)>,
+    ) {
         if self.lineage.is_none() {
             return;
         }
-        let is_checkpoint = matches!(msg, ToKeeper::Checkpoint { .. });
+        let checkpoint = matches!(msg, ToKeeper::Checkpoint { .. });
         if self.keeper.queue.len() >= QUEUE_LIMIT {
-            if let Some(i) = self.keeper.queue.iter().position(|(_, _, c)| *c) {
-                self.keeper.queue.remove(i);
+            if let Some(i) = self.keeper.queue.iter().position(|q| q.checkpoint) {
+                // Superseded: what it freed, the newer one frees too.
+                if let Some(dropped) = self.keeper.queue.remove(i) {
+                    freed.extend(dropped.freed);
+                }
             } else if !self.keeper.warned {
                 self.keeper.warned = true;
                 self.log.log(
@@ -256,9 +312,13 @@ impl Server {
                 return;
             }
         }
-        self.keeper
-            .queue
-            .push_back((crate::keeper::encode(msg), fds, is_checkpoint));
+        self.keeper.queue.push_back(Queued {
+            data: crate::keeper::encode(msg),
+            fds,
+            checkpoint,
+            freed,
+            rings,
+        });
         self.keeper_flush();
     }
 
@@ -268,11 +328,22 @@ impl Server {
             self.keeper.queue.clear();
             return;
         };
-        while let Some((data, fds, _)) = self.keeper.queue.front() {
-            let raw: Vec<RawFd> = fds.iter().map(AsRawFd::as_raw_fd).collect();
-            match crate::sys::send_with_fds(channel, data, &raw) {
+        while let Some(q) = self.keeper.queue.front() {
+            let raw: Vec<RawFd> = q.fds.iter().map(AsRawFd::as_raw_fd).collect();
+            match crate::sys::send_with_fds(channel, &q.data, &raw) {
                 Ok(_) => {
-                    self.keeper.queue.pop_front();
+                    if let Some(q) = self.keeper.queue.pop_front() {
+                        if q.checkpoint && self.keeper.settled && self.keeper.sweep == Some(false) {
+                            self.keeper.sweep = Some(true);
+                        }
+                        self.keeper.sent_freed.extend(q.freed);
+                        if !q.rings.is_empty() && self.keeper.rings_due.is_none() {
+                            let at = Instant::now() + RING_RELEASE_AFTER;
+                            self.keeper.rings_due = Some(at);
+                            self.timers.add(at, super::timers::TimerKind::Checkpoint);
+                        }
+                        self.keeper.sent_rings.extend(q.rings);
+                    }
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
@@ -287,10 +358,43 @@ impl Server {
                     for pane in self.panes.values_mut() {
                         pane.drop_ring();
                     }
+                    self.keeper.drop_screens();
+                    self.keeper.sent_freed.clear();
+                    self.keeper.sent_rings.clear();
                     break;
                 }
             }
         }
+        if !self.keeper.sent_freed.is_empty() && self.may_release() {
+            let freed = std::mem::take(&mut self.keeper.sent_freed);
+            if let Some(log) = &mut self.keeper.log {
+                log.release(freed);
+            }
+        }
+        // Our checkpoint is the keeper's and nothing we freed is pending:
+        // whatever else is in the log is no one's.
+        if self.keeper.sweep == Some(true)
+            && self.keeper.sent_freed.is_empty()
+            && !self.keeper.queue.iter().any(|q| q.checkpoint)
+            && self.may_release()
+            && let Some(log) = &mut self.keeper.log
+            && !log.has_freed()
+        {
+            log.sweep();
+            self.keeper.sweep = None;
+        }
+    }
+
+    /// Whether history log ranges our checkpoints no longer refer to, and
+    /// ring bytes they cover, may be given back: not while an upgrade is
+    /// under way (the new server reads the ranges the pre-copy named),
+    /// nor while another server may take everything back (a new one in
+    /// probation: its model refers to those ranges, and its take-back
+    /// reads the rings from the pause on), nor while not serving.
+    fn may_release(&self) -> bool {
+        self.keeper.settled
+            && self.serving.is_owned()
+            && matches!(self.upgrade, super::upgrade::Upgrade::Idle)
     }
 
     /// "I am current": with the listener and the lock, so a keeper that
@@ -313,6 +417,10 @@ impl Server {
         } else {
             Vec::new()
         };
+        if settled && !self.keeper.settled {
+            self.keeper.sweep = Some(false);
+        }
+        self.keeper.settled = settled;
         let msg = ToKeeper::Serving {
             pid: std::process::id(),
             exe: self.exe_path.to_string_lossy().into_owned(),
@@ -485,13 +593,8 @@ impl Server {
             "checkpoints": self.keeper.written,
             "last_checkpoint_ms": self.keeper.last_cost_us as f64 / 1000.0,
             "last_checkpoint_bytes": self.keeper.last_bytes,
-            "line_cache_panes": self.keeper.histories.len(),
-            "line_cache_bytes": self
-                .keeper
-                .histories
-                .values()
-                .map(|(_, h)| h.memory_bytes())
-                .sum::<usize>(),
+            "history_log_panes": self.keeper.log.as_ref().map_or(0, HistoryLog::panes),
+            "history_log_bytes": self.keeper.log.as_ref().map_or(0, HistoryLog::allocated_bytes),
             "last_recovery": self.last_recovery,
         })
     }
@@ -515,18 +618,24 @@ impl Server {
     /// Once a loop turn: a pane whose ring is half full since the last
     /// checkpoint makes the next one urgent; a due checkpoint is written.
     pub(super) fn keeper_tick(&mut self, now: Instant) {
-        if !self.keeper.histories.is_empty() {
-            let panes = &self.panes;
-            let due = self
-                .keeper
-                .drop_idle_histories(now, |id| panes.contains_key(&id));
-            if let Some(at) = due
-                && self
-                    .keeper
-                    .histories_timer_at
-                    .is_none_or(|t| t <= now || t > at)
-            {
-                self.keeper.histories_timer_at = Some(at);
+        if self.keeper.rings_due.is_some_and(|at| at <= now) {
+            self.keeper.rings_due = None;
+            if self.may_release() {
+                let panes = &mut self.panes;
+                self.keeper
+                    .sent_rings
+                    .retain(|id, at| match panes.get_mut(id) {
+                        Some(p) if p.ring().is_some_and(|r| r.written() - *at < RING_BUSY) => {
+                            p.release_ring_before(*at);
+                            false
+                        }
+                        Some(p) => p.ring().is_some(),
+                        None => false,
+                    });
+            }
+            if !self.keeper.sent_rings.is_empty() {
+                let at = now + RING_RELEASE_AFTER;
+                self.keeper.rings_due = Some(at);
                 self.timers.add(at, super::timers::TimerKind::Checkpoint);
             }
         }
@@ -583,7 +692,7 @@ impl Server {
     /// queues them for the keeper.
     fn write_checkpoint(&mut self, now: Instant) -> Result<(), String> {
         let started = Instant::now();
-        let history = self.persist.history;
+        let history_limit = self.persist.history;
         let mut ids = Vec::new();
         let mut rings = Vec::new();
         for p in self.panes.values() {
@@ -601,21 +710,31 @@ impl Server {
                 rings.push((id, ring.written()));
             }
         }
-        // A pre-copy as the upgrade sends it (JSON lines): the head, with
-        // `events_reached` first at a fixed width (rewritten in place as
-        // events are logged after the checkpoint) and the event ring (what
-        // `server.events` replays from), each event encoded once and
-        // cached; then a pane a line, each pane's terminal taken from its
-        // cached encoding (`screens`), re-encoded only when it changed:
-        // the records and runtime states are small and encoded every time.
+        // A pre-copy as the upgrade sends it (JSON lines), written
+        // straight into its memfd: the head, with `events_reached` first at
+        // a fixed width (rewritten in place as events are logged after the
+        // checkpoint) and the event ring (what `server.events` replays
+        // from), each event encoded once and cached; then a pane a line,
+        // each pane's terminal without its history lines (encoded again
+        // only when it changed: `screen_json`) and where those lines are in
+        // the history log: the records and runtime states are small and
+        // encoded every time.
         self.keeper
             .screens
             .retain(|id, _| self.panes.contains_key(id));
-        let mut precopy_bytes = Vec::new();
-        precopy_bytes.extend_from_slice(REACHED_PREFIX);
-        precopy_bytes.extend_from_slice(&reached_field(self.events.last_seq()));
-        precopy_bytes.extend_from_slice(b",\"event_last_seq\":");
-        precopy_bytes.extend_from_slice(self.events.last_seq().to_string().as_bytes());
+        let panes = &self.panes;
+        if let Some(log) = &mut self.keeper.log {
+            log.retain(|id| panes.contains_key(&id));
+        }
+        let pre_fd = crate::sys::anonymous_file(c"ptyd-checkpoint", b"")
+            .map_err(|e| format!("writing a checkpoint: {e}"))?;
+        let mut out = std::io::BufWriter::with_capacity(256 << 10, std::fs::File::from(pre_fd));
+        let io = |e: std::io::Error| format!("writing a checkpoint: {e}");
+        use std::io::Write;
+        out.write_all(REACHED_PREFIX).map_err(io)?;
+        out.write_all(&reached_field(self.events.last_seq()))
+            .map_err(io)?;
+        write!(out, ",\"event_last_seq\":{}", self.events.last_seq()).map_err(io)?;
         let oldest = self.events.oldest_seq();
         let cached = &mut self.keeper.events;
         while cached.front().is_some_and(|(seq, _)| *seq < oldest) {
@@ -629,28 +748,32 @@ impl Server {
                 cached.push_back((seq, json));
             }
         }
-        precopy_bytes.extend_from_slice(b",\"event_ring\":[");
+        out.write_all(b",\"event_ring\":[").map_err(io)?;
         for (i, (_, json)) in cached.iter().enumerate() {
             if i > 0 {
-                precopy_bytes.push(b',');
+                out.write_all(b",").map_err(io)?;
             }
-            precopy_bytes.extend_from_slice(json);
+            out.write_all(json).map_err(io)?;
         }
-        precopy_bytes.extend_from_slice(b"],\"panes\":");
-        precopy_bytes.extend_from_slice(self.panes.len().to_string().as_bytes());
-        precopy_bytes.extend_from_slice(b"}\n");
+        writeln!(out, "],\"panes\":{}}}", self.panes.len()).map_err(io)?;
         for p in self.panes.values() {
             let changes = p.screen().changes();
-            let screen = self
+            let (screen, history) = self
                 .keeper
                 .screen_json(p.id(), p.screen())
                 .map_err(|e| format!("encoding a checkpoint: {e}"))?;
-            let rt = convert::pane_runtime(p, now, Some(changes)).with_screen(Some(screen));
-            let record = super::persistence::pane_record(p, history);
-            serde_json::to_writer(&mut precopy_bytes, &(record, rt))
+            let mut rt = convert::pane_runtime(p, now, Some(changes)).with_screen(Some(screen));
+            rt.history = history;
+            let record = super::persistence::pane_record(p, history_limit);
+            serde_json::to_writer(&mut out, &(record, rt))
                 .map_err(|e| format!("encoding a checkpoint: {e}"))?;
-            precopy_bytes.push(b'\n');
+            out.write_all(b"\n").map_err(io)?;
         }
+        let pre_file = out
+            .into_inner()
+            .map_err(|e| format!("writing a checkpoint: {}", e.error()))?;
+        let precopy_bytes = pre_file.metadata().map_err(io)?.len();
+        let pre_fd = OwnedFd::from(pre_file);
         let capture = convert::Capture {
             records: Vec::new(),
             runtimes: Vec::new(),
@@ -673,17 +796,26 @@ impl Server {
         let manifest_bytes =
             serde_json::to_vec(&m).map_err(|e| format!("encoding a checkpoint: {e}"))?;
         drop(m);
-        let pre_fd = crate::sys::anonymous_file(c"ptyd-checkpoint", &precopy_bytes)
-            .map_err(|e| format!("writing a checkpoint: {e}"))?;
         let man_fd = crate::sys::anonymous_file(c"ptyd-checkpoint-manifest", &manifest_bytes)
             .map_err(|e| format!("writing a checkpoint: {e}"))?;
         self.keeper.reached = pre_fd.try_clone().ok().map(std::fs::File::from);
+        let mut fds = vec![pre_fd, man_fd];
+        let mut freed = Vec::new();
+        if let Some(log) = &mut self.keeper.log {
+            freed = log.take_freed();
+            let fd = log
+                .file()
+                .try_clone()
+                .map_err(|e| format!("passing the history log: {e}"))?;
+            fds.push(OwnedFd::from(fd));
+        }
         let msg = ToKeeper::Checkpoint {
-            precopy_bytes: precopy_bytes.len() as u64,
+            precopy_bytes,
             manifest_bytes: manifest_bytes.len() as u64,
             ids,
+            handoff: crate::handoff::manifest::HANDOFF_VERSION,
         };
-        self.keeper_send(&msg, vec![pre_fd, man_fd]);
+        self.keeper_send_freeing(&msg, fds, freed, rings.clone());
         for (id, at) in rings {
             if let Some(p) = self.panes.get_mut(&id) {
                 p.ring_saved_at(at);
@@ -691,7 +823,7 @@ impl Server {
         }
         self.keeper.written += 1;
         self.keeper.last_cost_us = started.elapsed().as_micros() as u64;
-        self.keeper.last_bytes = (precopy_bytes.len() + manifest_bytes.len()) as u64;
+        self.keeper.last_bytes = precopy_bytes + manifest_bytes.len() as u64;
         Ok(())
     }
 
@@ -734,6 +866,7 @@ impl Server {
     pub(super) fn replay_rings(&mut self, recovery: &Recovery, why: &str) {
         let mut replayed = 0usize;
         let mut inexact = Vec::new();
+        let mut resized = Vec::new();
         for &(id, at) in &recovery.rings {
             let Some(pane) = self.panes.get_mut(&id) else {
                 continue;
@@ -757,10 +890,25 @@ impl Server {
                 pane.ring_saved_at(w);
             }
             pane.ring_fed_to_end();
+            // Resized after the checkpoint: the kernel holds the size its
+            // programs draw for.
+            if let Some(size) = pane.fds().master().and_then(|m| m.size())
+                && size != (pane.cols(), pane.rows())
+            {
+                resized.push((id, size));
+            }
+        }
+        for &(id, (cols, rows)) in &resized {
+            self.resize_pane(id, cols, rows);
         }
         let msg = format!(
-            "{why}; took over {} panes from the keeper, replayed {replayed} bytes of output since the checkpoint{}",
+            "{why}; took over {} panes from the keeper, replayed {replayed} bytes of output since the checkpoint{}{}",
             self.panes.len(),
+            if resized.is_empty() {
+                String::new()
+            } else {
+                format!(", resized {} to their terminal's size", resized.len())
+            },
             if inexact.is_empty() {
                 String::new()
             } else {

@@ -58,11 +58,11 @@ impl OutputRing {
         match *self {}
     }
 
-    pub fn release_before(&mut self, _upto: u64) {
+    pub fn since(&self, _from: u64) -> (Vec<u8>, bool) {
         match *self {}
     }
 
-    pub fn since(&self, _from: u64) -> (Vec<u8>, bool) {
+    pub fn release_before(&mut self, _at: u64) {
         match *self {}
     }
 }

@@ -29,6 +29,8 @@ mod events;
 mod fd_budget;
 #[cfg(unix)]
 pub(crate) mod fuzzing;
+#[cfg(unix)]
+mod history_log;
 #[cfg_attr(windows, path = "keeperless.rs")]
 mod keeper_link;
 mod line_budget;

@@ -10,23 +10,11 @@
 //! (no system call); the memfd's pages are allocated only as they are
 //! first written.
 //!
-//! Layout: a 64-byte header (magic, capacity, total bytes ever written,
-//! the pending read's length, the position before which the pages were
-//! given back) then `capacity` data bytes, written round and round. Only
-//! the one server that owns the pane writes; a reader runs only after that
+//! Layout: a 64-byte header (magic, capacity, total bytes ever written)
+//! then `capacity` data bytes, written round and round. Only the one
+//! server that owns the pane writes; a reader runs only after that
 //! writer died (or in the same process), so a plain store suffices for
 //! the counter, with release order so the bytes precede it.
-//!
-//! Memory: a page, once written, would stay allocated for as long as the
-//! memfd lives (the keeper holds it), so a pane that once printed 16 MiB
-//! held 16 MiB of shared memory for good, and 100 panes that printed
-//! 10,000 lines each held 64 MiB that no RSS of the keeper showed. Bytes a
-//! checkpoint covers are never read again (a recovery replays from the
-//! checkpoint the keeper holds), so their pages are given back
-//! (`release_before`, a hole punched in the memfd); the header records
-//! where, so a reader asking for bytes before it learns they are gone
-//! (`since` says incomplete) instead of taking the hole's zeroes for
-//! output.
 
 use std::io;
 #[cfg(test)]
@@ -43,21 +31,13 @@ pub const DEFAULT_CAPACITY: usize = 16 << 20;
 /// Overrides the capacity (bytes), for tests that need an overflow.
 pub const CAPACITY_ENV: &str = "PTYD_RING_BYTES";
 
-/// An adopted ring (a live upgrade's, a crashed server's) gives nothing
-/// back for this long: the server it came from may still read from where
-/// it stopped (a take-back at the end of an upgrade's probation, which
-/// lasts at most 60 s), and an older one does not know the header word
-/// that says what was given back.
-const ADOPTED_HOLD: std::time::Duration = std::time::Duration::from_secs(65);
-/// Header word: the position before which pages were given back.
-const RELEASED: usize = 4;
-
 pub struct OutputRing {
     fd: OwnedFd,
     map: *mut u8,
     cap: usize,
-    /// When this process adopted the ring (`None`: it created it).
-    adopted: Option<std::time::Instant>,
+    /// Bytes before this position have had their pages given back
+    /// (`release_before`).
+    released: u64,
 }
 
 // SAFETY: the mapping is owned by this value alone and freed on drop; the
@@ -97,7 +77,6 @@ impl OutputRing {
         ring.header()[1].store(cap as u64, Ordering::Relaxed);
         ring.header()[2].store(0, Ordering::Release);
         ring.header()[3].store(0, Ordering::Release);
-        ring.header()[RELEASED].store(0, Ordering::Release);
         Ok(ring)
     }
 
@@ -111,8 +90,7 @@ impl OutputRing {
                 "output ring too small",
             ));
         }
-        let mut ring = OutputRing::map(fd, size - HEADER)?;
-        ring.adopted = Some(std::time::Instant::now());
+        let ring = OutputRing::map(fd, size - HEADER)?;
         let h = ring.header();
         if h[0].load(Ordering::Relaxed) != MAGIC
             || h[1].load(Ordering::Relaxed) as usize != ring.cap
@@ -148,73 +126,15 @@ impl OutputRing {
             fd,
             map: map.cast(),
             cap,
-            adopted: None,
+            released: 0,
         })
     }
 
-    fn header(&self) -> &[AtomicU64; 8] {
+    fn header(&self) -> &[AtomicU64; 4] {
         // SAFETY: the mapping starts page-aligned and is at least HEADER
         // (64) bytes; AtomicU64 has the layout of u64.
-        unsafe { &*(self.map as *const [AtomicU64; 8]) }
+        unsafe { &*(self.map as *const [AtomicU64; 4]) }
     }
-
-    /// The position before which the ring's pages were given back.
-    pub fn released(&self) -> u64 {
-        self.header()[RELEASED].load(Ordering::Acquire)
-    }
-
-    /// Gives back the memory of the bytes before position `upto` (whole
-    /// pages only), which a checkpoint the keeper holds covers: no one
-    /// reads them again. Not for an adopted ring in its first
-    /// [`ADOPTED_HOLD`]. Best effort: a kernel that cannot punch holes
-    /// keeps the pages, which is what every ring did before.
-    pub fn release_before(&mut self, upto: u64) {
-        if self.adopted.is_some_and(|t| t.elapsed() < ADOPTED_HOLD) {
-            return;
-        }
-        let upto = upto.min(self.written());
-        let done = self.released();
-        if upto <= done {
-            return;
-        }
-        // Bytes more than a capacity back were overwritten already.
-        let from = done.max(upto.saturating_sub(self.cap as u64));
-        // Recorded first: a reader after a crash in between must not take
-        // a hole for output.
-        self.header()[RELEASED].store(upto, Ordering::Release);
-        let mut pos = from;
-        while pos < upto {
-            let at = (pos % self.cap as u64) as usize;
-            let n = ((upto - pos) as usize).min(self.cap - at);
-            self.punch(HEADER + at, HEADER + at + n);
-            pos += n as u64;
-        }
-    }
-
-    /// Frees the whole pages inside file bytes `[start, end)`.
-    #[cfg(target_os = "linux")]
-    fn punch(&self, start: usize, end: usize) {
-        const PAGE: usize = 4096;
-        let (start, end) = (start.next_multiple_of(PAGE), end / PAGE * PAGE);
-        if end <= start {
-            return;
-        }
-        // SAFETY: fallocate on an fd we own; punching a hole changes the
-        // file's contents (to zeroes), which our mapping then reads, but
-        // no memory is freed under a live reference: no slice of the data
-        // area outlives the call that made it.
-        unsafe {
-            libc::fallocate(
-                self.fd.as_raw_fd(),
-                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
-                start as libc::off_t,
-                (end - start) as libc::off_t,
-            );
-        }
-    }
-
-    #[cfg(not(target_os = "linux"))]
-    fn punch(&self, _start: usize, _end: usize) {}
 
     /// Where the next read goes: at most `max` bytes, contiguous (up to
     /// the end of the data area), zeroed, and recorded as pending in the
@@ -263,6 +183,38 @@ impl OutputRing {
         n
     }
 
+    /// Gives back the memory of the bytes before position `at`, which a
+    /// checkpoint the keeper holds covers, so no reader needs them: whole
+    /// pages only, each once. Without it, a pane's ring kept every byte it
+    /// ever printed, up to its capacity (16 MiB), long after it was saved.
+    /// A page given back reads as zeroes and is allocated again when the
+    /// ring comes round to it.
+    pub fn release_before(&mut self, at: u64) {
+        const PAGE: usize = 4096;
+        let at = at.min(self.written());
+        let lo = self
+            .released
+            .max(self.written().saturating_sub(self.cap as u64));
+        if at < lo + PAGE as u64 {
+            return;
+        }
+        let mut pos = lo;
+        while pos < at {
+            let off = (pos % self.cap as u64) as usize;
+            let n = ((at - pos) as usize).min(self.cap - off);
+            // Inward to whole pages: the header's page is never among them.
+            let from = (HEADER + off).div_ceil(PAGE) * PAGE;
+            let to = (HEADER + off + n) / PAGE * PAGE;
+            if to > from {
+                let _ = crate::sys::punch_hole(&self.fd, from as u64, (to - from) as u64);
+            }
+            pos += n as u64;
+        }
+        // The page `at` is in still holds bytes after it: next time.
+        let before = ((HEADER + (at % self.cap as u64) as usize) % PAGE) as u64;
+        self.released = at.saturating_sub(before).max(lo);
+    }
+
     pub fn fd(&self) -> &OwnedFd {
         &self.fd
     }
@@ -299,15 +251,17 @@ impl OutputRing {
     }
 
     /// The bytes written since position `from`, and whether they are all
-    /// there (false: the ring went round since, or the bytes were given
-    /// back, so only what it still holds is returned).
+    /// there (false: the ring went round since, so only its last
+    /// `capacity` bytes are returned).
     pub fn since(&self, from: u64) -> (Vec<u8>, bool) {
         let end = self.written();
         let from = from.min(end);
-        let start = from
-            .max(end.saturating_sub(self.cap as u64))
-            .max(self.released().min(end));
-        let complete = start == from;
+        let complete = end - from <= self.cap as u64;
+        let start = if complete {
+            from
+        } else {
+            end - self.cap as u64
+        };
         let mut out = Vec::with_capacity((end - start) as usize);
         let mut pos = start;
         while pos < end {
@@ -362,45 +316,6 @@ mod tests {
         assert_eq!(tail.len(), 4096);
         assert_eq!(&tail[..], &big[5000 - 4096..]);
         assert_eq!(other.since(other.written()), (Vec::new(), true));
-    }
-
-    /// Given-back bytes free their pages and are never read as output.
-    #[test]
-    fn released_bytes_free_their_pages_and_read_as_missing() {
-        use std::os::unix::fs::MetadataExt;
-        let mut ring = OutputRing::create(64 * 1024).unwrap();
-        let allocated = |r: &OutputRing| {
-            std::fs::File::from(r.fd().try_clone().unwrap())
-                .metadata()
-                .unwrap()
-                .blocks()
-                * 512
-        };
-        let data: Vec<u8> = (0..40_000u32).map(|i| (i % 250) as u8 + 1).collect();
-        ring.write(&data);
-        let before = allocated(&ring);
-        ring.release_before(30_000);
-        assert_eq!(ring.released(), 30_000);
-        assert!(
-            allocated(&ring) + 6 * 4096 <= before,
-            "{} -> {}",
-            before,
-            allocated(&ring)
-        );
-        assert_eq!(ring.since(30_000), (data[30_000..].to_vec(), true));
-        assert_eq!(ring.since(10_000), (data[30_000..].to_vec(), false));
-        // Round the end of the data area: both pieces go.
-        let more: Vec<u8> = (0..50_000u32).map(|i| (i % 200) as u8 + 1).collect();
-        ring.write(&more);
-        ring.release_before(ring.written() - 1000);
-        assert_eq!(ring.since(ring.written() - 1000).0, more[49_000..].to_vec());
-        assert!(allocated(&ring) <= 4 * 4096, "{}", allocated(&ring));
-        // An adopted ring holds on for a while: its predecessor may read on.
-        // SAFETY: dup of an fd we own.
-        let dup = owned(unsafe { libc::dup(ring.fd().as_raw_fd()) });
-        let mut other = OutputRing::adopt(dup).unwrap();
-        other.release_before(other.written());
-        assert_eq!(other.released(), ring.written() - 1000);
     }
 
     #[test]

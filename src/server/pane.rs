@@ -777,25 +777,16 @@ impl Pane {
         }
     }
 
-    /// A checkpoint recorded the ring up to `at`; it was just sent to the
-    /// keeper, so the ring's memory before `at` is given back: a recovery
-    /// replays from there. Were the keeper not reading its channel (the
-    /// checkpoint waiting in the send queue, or dropped from a full one),
-    /// a recovery from its older checkpoint finds those bytes gone and
-    /// marks the scrollback (`OutputRing::since`), as it does where a ring
-    /// went round, which a keeper that stopped reading could cause anyway.
-    ///
-    /// Not while the pane floods (a quarter of the ring or more since the
-    /// last checkpoint): its next pass round the ring would only fault the
-    /// pages in again, a page fault and a zeroed page for every 4 KiB
-    /// printed. Its pages go at the first checkpoint after it calmed down.
-    pub fn ring_saved_at(&mut self, at: u64) {
+    /// The keeper holds a checkpoint that covers the ring up to `at`: the
+    /// ring's memory before it can go (never past what was fed).
+    pub fn release_ring_before(&mut self, at: u64) {
         if let Some(ring) = &mut self.ring {
-            let flooding = at.saturating_sub(self.ring_saved) >= ring.capacity() as u64 / 4;
-            if !flooding {
-                ring.release_before(at);
-            }
+            ring.release_before(at.min(self.ring_fed));
         }
+    }
+
+    /// A checkpoint recorded the ring up to `at`.
+    pub fn ring_saved_at(&mut self, at: u64) {
         self.ring_saved = at;
     }
 

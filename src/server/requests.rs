@@ -380,6 +380,12 @@ impl Server {
             return;
         }
         self.mark_dirty();
+        // Urgent: a crash before the next checkpoint would bring the pane
+        // back at its old size, its program drawing for the new one (the
+        // replacement also takes the size the kernel holds, see
+        // `replay_rings`, but output printed between the resize and the
+        // crash was replayed into the old size).
+        self.keeper.mark_urgent();
         self.refresh_views(id);
         self.emit(Event::PaneResized {
             pane: PaneId::new(id),

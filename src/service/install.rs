@@ -94,7 +94,7 @@ RestartPreventExitStatus=3
 #   FileDescriptorStoreMax=4096
 #   KillMode=process
 # The keeper then stores a copy of every pane's terminal in systemd's fd
-# store (3 fds per pane, 5 more), and the restart takes the panes over.
+# store (3 fds per pane, 6 more), and the restart takes the panes over.
 # What KillMode=process gives up: stopping or restarting the service no
 # longer kills what is left in its cgroup (a program that ignores the
 # hangup, jobs a pane started in the background), so they can linger.

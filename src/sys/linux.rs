@@ -100,6 +100,18 @@ pub fn anonymous_file(name: &CStr, bytes: &[u8]) -> io::Result<OwnedFd> {
     Ok(OwnedFd::from(file))
 }
 
+/// Gives back the memory of bytes `offset..offset + len` of a file (a
+/// memfd: they read as zeroes after), keeping its size.
+pub fn punch_hole(fd: &impl AsRawFd, offset: u64, len: u64) -> io::Result<()> {
+    let (Ok(offset), Ok(len)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
+        return Err(io::Error::from(io::ErrorKind::InvalidInput));
+    };
+    let mode = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
+    syscall!(fallocate(fd.as_raw_fd(), mode, offset, len))
+        .map_err(context("fallocate(PUNCH_HOLE)"))?;
+    Ok(())
+}
+
 /// Asks for SIGKILL when our parent dies (`PR_SET_PDEATHSIG`), and
 /// checks the parent is still `parent` (it may have died before).
 pub fn die_with_parent(parent: i32) -> io::Result<()> {

@@ -30,6 +30,7 @@
 //! | [`unix_socket_listening`]: someone listens on a socket path (systemd's socket unit), seen without connecting | `/proc/net/unix` | "no": `ptyd server` replaces the socket file as if stale |
 //! | [`seqpacket_pair`]: the handoff channel | `socketpair` with `SOCK_CLOEXEC`, `SOCK_NONBLOCK` | flags set by `fcntl` right after (only this thread forks, so no child can inherit the gap); an OS without `SOCK_SEQPACKET` for `AF_UNIX` fails the upgrade before anything is touched |
 //! | [`recv_with_fds`]: received fds are close-on-exec | `MSG_CMSG_CLOEXEC` | `FD_CLOEXEC` set on each right after `recvmsg` |
+//! | [`punch_hole`]: a file's middle given back (the history log's evicted lines) | `fallocate(FALLOC_FL_PUNCH_HOLE)` | nothing: the bytes stay until the file is closed |
 //! | [`release_free_memory`]: freed heap back to the system (the reaper, after a handoff; idle panes' scrollback JSON caches dropped) | `malloc_trim(0)` with glibc | nothing: the allocator keeps what it keeps |
 //!
 //! Portable but not identical: on macOS and the BSDs an fd sent over
@@ -101,7 +102,7 @@ pub use unix::{default_runtime_base, default_state_base, sync_dir, trust};
 #[cfg(unix)]
 pub use os::{
     anonymous_file, become_child_subreaper, die_with_parent, open_fd_count, pidfd_exit_status,
-    pidfd_open, process_cwd, process_ended, process_start_token, recv_with_fds,
+    pidfd_open, process_cwd, process_ended, process_start_token, punch_hole, recv_with_fds,
     release_free_memory, seqpacket_pair, session_members, sessions_members, unix_socket_listening,
 };
 

@@ -77,7 +77,7 @@ pub use capture::{Capture, CaptureOptions, CursorInfo};
 pub use cell::{Cell, Color, Style};
 pub use modes::{Modes, MouseEncoding, MouseMode};
 pub use redraw::ViewCache;
-pub use scrollback::HistoryJson;
+pub use scrollback::Line;
 
 use boundary::{Boundary, Kind, Piece, is_exec_c0};
 use screen::Screen;
@@ -501,24 +501,40 @@ impl Terminal {
         self.screen.scrollback.len()
     }
 
-    /// The terminal as JSON, byte for byte what `serde_json::to_string`
-    /// gives, with its scrollback's lines taken from `cache` (see
-    /// `HistoryJson`) where they were encoded before: re-encoding a busy
-    /// terminal costs what scrolled in since, not its whole history. The
-    /// cache belongs to this terminal (another one's only misses).
-    pub fn to_json_cached(&self, cache: &mut HistoryJson) -> serde_json::Result<Box<RawValue>> {
-        scrollback::with_history_json(cache, || serde_json::value::to_raw_value(self))
+    /// The terminal as JSON with its history's lines left out (`"lines":
+    /// []`), for an owner that keeps them elsewhere (the crash checkpoints'
+    /// history log, `server/history_log.rs`); `restore_history` puts them
+    /// back into the decoded terminal.
+    pub fn to_json_without_history(&self) -> serde_json::Result<Box<RawValue>> {
+        scrollback::without_lines(|| serde_json::value::to_raw_value(self))
     }
 
-    /// `to_json_cached` appended to `out`: a caller that keeps `out`
-    /// between encodings spares the allocator a fresh megabyte (and its
-    /// page faults) each time.
-    pub fn write_json_cached(
-        &self,
-        out: &mut Vec<u8>,
-        cache: &mut HistoryJson,
-    ) -> serde_json::Result<()> {
-        scrollback::with_history_json(cache, || serde_json::to_writer(out, self))
+    /// How the history's lines are numbered now: (epoch, the oldest line's
+    /// number, lines ever pushed). A line's number and text stay the same
+    /// for as long as the epoch does (see `Scrollback::epoch`). `None` for a
+    /// history that holds more lines than it counts (a snapshot from before
+    /// the count): its lines have no numbers.
+    pub fn history_numbering(&self) -> Option<(u64, u64, u64)> {
+        let sb = &self.screen.scrollback;
+        let oldest = sb.pushed().checked_sub(sb.len() as u64)?;
+        Some((sb.epoch(), oldest, sb.pushed()))
+    }
+
+    /// History line number `n` (see `history_numbering`) appended to `out`
+    /// as its packed bytes (`Line::from_stored` takes them back): a copy,
+    /// no encoding; `None` if no line has that number.
+    pub fn history_line_bytes(&self, n: u64) -> Option<&[u8]> {
+        let sb = &self.screen.scrollback;
+        let oldest = sb.pushed().checked_sub(sb.len() as u64)?;
+        let i = usize::try_from(n.checked_sub(oldest)?).ok()?;
+        sb.get(i).map(|line| line.stored())
+    }
+
+    /// Puts back, oldest first, the history lines a
+    /// `to_json_without_history` encoding left out: they keep their numbers
+    /// (the count of lines ever pushed is the encoding's).
+    pub fn restore_history(&mut self, lines: Vec<Line>) {
+        self.screen.scrollback.restore_lines(lines);
     }
 
     /// How many state-changing calls this terminal has had (see `changes`).

@@ -20,10 +20,9 @@
 use std::collections::VecDeque;
 
 use serde::de::{SeqAccess, Visitor};
-use serde::ser::{Error as _, SerializeStruct};
+use serde::ser::SerializeStruct;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::borrow::Cow;
-use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::cell::{Extra, PenWriter, SPACER, Style, WIDE};
@@ -190,6 +189,31 @@ impl Line {
 
     pub fn view(&self) -> LineRef<'_> {
         LineRef(&self.0)
+    }
+
+    /// A line from its packed bytes as `LineRef::stored` gave them (the
+    /// history log keeps lines so: a copy, no encoding), checked so that
+    /// no accessor can index out of bounds or find text that is not UTF-8;
+    /// `None` for bytes no line packs to (a damaged file).
+    pub fn from_stored(bytes: &[u8]) -> Option<Line> {
+        let (&flags, rest) = bytes.split_first()?;
+        if flags & !(FLAG_WRAPPED | FLAG_EXTRAS | FLAG_GAP) != 0 || rest.len() < HEADER - 1 {
+            return None;
+        }
+        let text_len = u32::from_le_bytes(rest[..4].try_into().ok()?) as usize;
+        let after_text = HEADER.checked_add(text_len)?;
+        std::str::from_utf8(bytes.get(HEADER..after_text)?).ok()?;
+        let extras = if flags & FLAG_EXTRAS != 0 {
+            let tail = bytes.len().checked_sub(4)?;
+            let json = u32::from_le_bytes(bytes[tail..].try_into().ok()?) as usize;
+            let start = tail.checked_sub(json).filter(|&s| s >= after_text)?;
+            serde_json::from_slice::<Vec<ExtraRun>>(&bytes[start..tail]).ok()?;
+            json + 4
+        } else {
+            0
+        };
+        let runs = bytes.len().checked_sub(after_text + extras)?;
+        (runs % RUN_BYTES == 0).then(|| Line(bytes.into()))
     }
 }
 
@@ -399,6 +423,11 @@ impl<'a> LineRef<'a> {
 
     pub fn to_line(self) -> Line {
         Line(self.0.into())
+    }
+
+    /// The packed bytes (see the module doc), for `Line::from_stored`.
+    pub fn stored(&self) -> &'a [u8] {
+        self.0
     }
     /// The line with SGR sequences: each run starts with its full style, and
     /// the line ends with a reset if any style was set.
@@ -691,7 +720,8 @@ pub struct Scrollback {
     /// last looked", which `len` cannot say once the oldest are trimmed.
     #[serde(default)]
     pushed: u64,
-    /// Which numbering of the lines this is (see `HistoryJson`): taken
+    /// Which numbering of the lines this is (see
+    /// `Terminal::history_numbering`; the history log relies on it): taken
     /// afresh from a process-wide counter by anything that changes a line
     /// already numbered (taking the newest back, clearing, reflowing) and
     /// by a new, cloned or decoded history, so no two histories and no two
@@ -724,28 +754,15 @@ impl Clone for Scrollback {
 }
 
 /// The form serde's derive gave it (`lines`, `bytes`, `max_lines`,
-/// `max_bytes`, `pushed`), written by hand so the lines can come from a
-/// `HistoryJson` while `Terminal::to_json_cached` runs.
+/// `max_bytes`, `pushed`), written by hand so the lines can be left out
+/// while `Terminal::to_json_without_history` runs.
 impl Serialize for Scrollback {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut st = serializer.serialize_struct("Scrollback", 5)?;
-        match HISTORY_JSON.with(|c| c.borrow_mut().take()) {
-            Some(mut cache) => {
-                let fresh = cache.refresh(self);
-                let result = match &fresh {
-                    Ok(true) => cache.write(&mut st),
-                    _ => st.serialize_field("lines", &self.lines),
-                };
-                if !matches!(fresh, Ok(true)) {
-                    cache.forget();
-                }
-                HISTORY_JSON.with(|c| *c.borrow_mut() = Some(cache));
-                result?;
-                if let Err(e) = fresh {
-                    return Err(S::Error::custom(e));
-                }
-            }
-            None => st.serialize_field("lines", &self.lines)?,
+        if OMIT_LINES.with(std::cell::Cell::get) {
+            st.serialize_field("lines", &[0u8; 0])?;
+        } else {
+            st.serialize_field("lines", &self.lines)?;
         }
         st.serialize_field("bytes", &self.bytes)?;
         st.serialize_field("max_lines", &self.max_lines)?;
@@ -755,163 +772,25 @@ impl Serialize for Scrollback {
     }
 }
 
-/// JSON text written as is, the way serde_json writes a `RawValue`: the
-/// struct name below is that private protocol between `RawValue` and
-/// serde_json's serializer (it has no public constructor that skips
-/// re-parsing). Only ever handed to serde_json (`Terminal::to_json_cached`);
-/// if a serde_json version changed the protocol, the tests comparing the
-/// cached encoding with the plain one byte for byte would fail.
-struct Raw<'a>(&'a str);
-
-impl Serialize for Raw<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        const TOKEN: &str = "$serde_json::private::RawValue";
-        let mut st = serializer.serialize_struct(TOKEN, 1)?;
-        st.serialize_field(TOKEN, self.0)?;
-        st.end()
-    }
-}
-
 thread_local! {
-    /// The `HistoryJson` of the terminal `Terminal::to_json_cached` is
-    /// encoding on this thread, if it is: serde's derived code in between
-    /// (`Terminal`, `Screen`) has no way to pass it down.
+    /// Set while `Terminal::to_json_without_history` runs: the history's
+    /// lines are written as `[]` (their owner keeps them elsewhere).
     // Already const: clippy 1.96 (the Windows CI's toolchain) reports it
     // anyway for the Windows target's expansion of the macro.
     #[allow(clippy::missing_const_for_thread_local)]
-    static HISTORY_JSON: RefCell<Option<HistoryJson>> = const { RefCell::new(None) };
+    static OMIT_LINES: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-/// One history's lines as JSON, by line number (`Scrollback::pushed`
-/// counts lines ever pushed, so the oldest line held is `pushed - len`),
-/// kept between encodings of the same terminal: lines are immutable once
-/// pushed, only appended and evicted from the front, so an encoding
-/// reuses the lines still held and encodes only those pushed since. A
-/// changed `epoch` (a line rewritten or renumbered) starts it over.
-///
-/// The lines are packed in one buffer, each after a comma, so the whole
-/// sequence is written with one copy (the first comma briefly becomes the
-/// `[`); evicted lines are dead bytes at the front, given back when they
-/// are half the buffer. It mirrors the history's lines, so it is bounded
-/// as the history is, and costs about as much memory again
-/// (`memory_bytes`): its owner keeps it only for terminals re-encoded
-/// often.
-#[derive(Debug, Default)]
-pub struct HistoryJson {
-    epoch: u64,
-    /// Number of the oldest line cached.
-    first: u64,
-    /// `,line,line...`: serde_json's output, so UTF-8 (checked again when
-    /// written, at about 25 µs a megabyte, rather than trusted).
-    text: Vec<u8>,
-    /// Where the oldest line's comma is in `text`.
-    start: usize,
-    /// Where each line cached ends, counted from the first byte ever
-    /// written (`text[0]` is byte `dropped`).
-    ends: VecDeque<usize>,
-    dropped: usize,
-}
-
-impl HistoryJson {
-    /// Brings the cache in line with `sb`. Ok(false): the history cannot
-    /// be numbered (a snapshot from before `pushed` holds more lines than
-    /// it counts), so it is encoded without the cache.
-    fn refresh(&mut self, sb: &Scrollback) -> Result<bool, serde_json::Error> {
-        let len = sb.lines.len() as u64;
-        let Some(oldest) = sb.pushed.checked_sub(len) else {
-            return Ok(false);
-        };
-        let cached = self.ends.len() as u64;
-        if self.epoch != sb.epoch
-            || self.first > oldest
-            || self.first + cached > sb.pushed
-            || self.first + cached < oldest
-        {
-            // Nothing cached is still held (or the numbering changed).
-            self.forget();
-            self.epoch = sb.epoch;
-            self.first = oldest;
-        }
-        // Lines evicted since.
-        while self.first < oldest {
-            let Some(end) = self.ends.pop_front() else {
-                break;
-            };
-            self.start = end - self.dropped;
-            self.first += 1;
-        }
-        if self.ends.is_empty() {
-            self.text.clear();
-            self.dropped = 0;
-            self.start = 0;
-            self.first = oldest;
-        } else if self.start > self.text.len() / 2 {
-            self.text.drain(..self.start);
-            self.dropped += self.start;
-            self.start = 0;
-        }
-        let next = self.first + self.ends.len() as u64;
-        for n in next..sb.pushed {
-            let Some(line) = sb.lines.get((n - oldest) as usize) else {
-                return Ok(false);
-            };
-            self.text.push(b',');
-            serde_json::to_writer(&mut self.text, &line)?;
-            self.ends.push_back(self.dropped + self.text.len());
-        }
-        // Doubling would leave up to half the buffer unused: a mirror of
-        // every line held, kept for each busy pane, is worth trimming.
-        let len = self.text.len() - self.start;
-        if self.text.capacity() > (len + len / 4).max(1 << 16) {
-            self.text.drain(..self.start);
-            self.dropped += self.start;
-            self.start = 0;
-            self.text.shrink_to(len + len / 8);
-        }
-        Ok(true)
-    }
-
-    /// Writes the cached lines as the JSON sequence `refresh` made them.
-    fn write<S: SerializeStruct>(&mut self, st: &mut S) -> Result<(), S::Error> {
-        if self.ends.is_empty() {
-            return st.serialize_field("lines", &Raw("[]"));
-        }
-        self.text[self.start] = b'[';
-        self.text.push(b']');
-        let result = match std::str::from_utf8(&self.text[self.start..]) {
-            Ok(json) => st.serialize_field("lines", &Raw(json)),
-            Err(e) => Err(S::Error::custom(e)),
-        };
-        self.text.pop();
-        self.text[self.start] = b',';
-        result
-    }
-
-    /// Empties the cache (its memory given back); the next encoding
-    /// starts over.
-    pub fn forget(&mut self) {
-        *self = HistoryJson::default();
-    }
-
-    /// Heap held.
-    pub fn memory_bytes(&self) -> usize {
-        self.text.capacity() + self.ends.capacity() * std::mem::size_of::<usize>()
-    }
-}
-
-/// Runs `encode` with `cache` installed for `Scrollback`'s serializer on
-/// this thread, and takes it back after, even if `encode` panics.
-pub(super) fn with_history_json<T>(cache: &mut HistoryJson, encode: impl FnOnce() -> T) -> T {
-    struct Restore<'a>(&'a mut HistoryJson, Option<HistoryJson>);
-    impl Drop for Restore<'_> {
+/// Runs `encode` with the history's lines left out of `Scrollback`'s
+/// serialization on this thread (restored after, even if it panics).
+pub(super) fn without_lines<T>(encode: impl FnOnce() -> T) -> T {
+    struct Restore(bool);
+    impl Drop for Restore {
         fn drop(&mut self) {
-            let cache = HISTORY_JSON.with(|c| c.borrow_mut().take());
-            *self.0 = cache.unwrap_or_default();
-            HISTORY_JSON.with(|c| *c.borrow_mut() = self.1.take());
+            OMIT_LINES.with(|c| c.set(self.0));
         }
     }
-    let outer = HISTORY_JSON.with(|c| c.borrow_mut().replace(std::mem::take(cache)));
-    let _restore = Restore(cache, outer);
+    let _restore = Restore(OMIT_LINES.with(|c| c.replace(true)));
     encode()
 }
 
@@ -1076,6 +955,12 @@ impl Scrollback {
         self.pushed
     }
 
+    /// See `epoch`: equal between two looks only if no line numbered
+    /// then was changed or renumbered since.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
     pub fn len(&self) -> usize {
         self.lines.len()
     }
@@ -1236,26 +1121,22 @@ mod tests {
         }
     }
 
-    fn cached(sb: &Scrollback, cache: &mut HistoryJson) -> String {
-        with_history_json(cache, || serde_json::to_string(sb)).unwrap()
-    }
-
-    /// After any sequence of pushes (evicting by lines and by bytes),
-    /// taking the newest back, clearing, reflow's take and restore, clones
-    /// and decodes, the cached encoding is the plain one byte for byte;
-    /// after pushes alone it reused every line it still held and encoded
-    /// only the new ones.
+    /// What the history log (`server/history_log.rs`) relies on: while
+    /// the epoch stays, a line number still held names the line it named
+    /// when first seen, after any sequence of pushes (evicting by lines
+    /// and by bytes), taking the newest back, clearing, reflow's take and
+    /// restore, clones and decodes; and `pushed` never goes back.
     #[test]
-    fn cached_encoding_is_the_plain_one() {
+    fn a_numbered_line_never_changes_within_an_epoch() {
         for seed in 1..=20u64 {
             let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
             let max_bytes = if seed % 2 == 0 { usize::MAX } else { 3000 };
             let mut sb = Scrollback::new(40 + seed as usize, max_bytes);
-            let mut cache = HistoryJson::default();
+            let mut seen: std::collections::HashMap<u64, String> = Default::default();
+            let (mut epoch, mut pushed) = (sb.epoch(), sb.pushed());
             let mut n = 0;
             for step in 0..400 {
-                let op = rng.below(100);
-                match op {
+                match rng.below(100) {
                     0..70 => {
                         for _ in 0..=rng.below(30) {
                             n += 1;
@@ -1283,42 +1164,30 @@ mod tests {
                     90..94 => {
                         sb = serde_json::from_str(&serde_json::to_string(&sb).unwrap()).unwrap()
                     }
-                    // Another history through the same cache only misses.
-                    94..96 => {
-                        let mut other = Scrollback::new(10, usize::MAX);
-                        other.push(numbered(step));
-                        let plain = serde_json::to_string(&other).unwrap();
-                        assert_eq!(cached(&other, &mut cache), plain);
-                    }
                     _ => {}
                 }
-                let plain = serde_json::to_string(&sb).unwrap();
-                let (epoch, cached_before) = (cache.epoch, cache.first + cache.ends.len() as u64);
-                let written = cache.dropped + cache.text.len();
-                assert_eq!(cached(&sb, &mut cache), plain, "seed {seed} step {step}");
-                assert_eq!(cache.ends.len(), sb.len());
-                if op < 70 && epoch == sb.epoch {
-                    // Only the lines pushed since were encoded: the bytes
-                    // written since are theirs.
-                    let new = sb.pushed.saturating_sub(cached_before.max(cache.first));
-                    let new_bytes: usize = (sb.len() - new as usize..sb.len())
-                        .map(|i| serde_json::to_string(&sb.get(i).unwrap()).unwrap().len() + 1)
-                        .sum();
-                    let grew = (cache.dropped + cache.text.len()).saturating_sub(written);
-                    if cache.dropped + cache.text.len() >= written {
-                        assert_eq!(grew, new_bytes, "seed {seed} step {step}");
-                    }
+                assert!(sb.pushed() >= pushed, "seed {seed} step {step}");
+                if sb.epoch() != epoch {
+                    seen.clear();
+                }
+                (epoch, pushed) = (sb.epoch(), sb.pushed());
+                let oldest = sb.pushed() - sb.len() as u64;
+                for i in 0..sb.len() {
+                    let json = serde_json::to_string(&sb.get(i).unwrap()).unwrap();
+                    let was = seen
+                        .entry(oldest + i as u64)
+                        .or_insert_with(|| json.clone());
+                    assert_eq!(*was, json, "seed {seed} step {step} line {i}");
                 }
             }
-            assert!(cache.memory_bytes() > 0 || sb.len() == 0);
         }
     }
 
     /// A history decoded from a snapshot older than `pushed` counts fewer
-    /// lines pushed than it holds: it cannot be numbered, and is encoded
-    /// whole, the cache left empty.
+    /// lines pushed than it holds: its lines cannot be numbered (the
+    /// history log leaves them inside the terminal's encoding).
     #[test]
-    fn unnumbered_history_is_encoded_without_the_cache() {
+    fn a_history_from_before_the_count_has_no_numbers() {
         let mut sb = Scrollback::new(100, usize::MAX);
         for i in 0..5 {
             sb.push(numbered(i));
@@ -1326,11 +1195,61 @@ mod tests {
         let mut json = serde_json::to_value(&sb).unwrap();
         json.as_object_mut().unwrap().remove("pushed");
         let mut sb: Scrollback = serde_json::from_value(json).unwrap();
-        let mut cache = HistoryJson::default();
-        assert_eq!(cached(&sb, &mut cache), serde_json::to_string(&sb).unwrap());
-        assert!(cache.ends.is_empty());
+        assert_eq!(sb.pushed().checked_sub(sb.len() as u64), None);
         sb.push(numbered(5));
-        assert_eq!(cached(&sb, &mut cache), serde_json::to_string(&sb).unwrap());
+        assert_eq!(sb.pushed().checked_sub(sb.len() as u64), None);
+    }
+
+    /// Every line packs to bytes `from_stored` takes back as the same
+    /// line; bytes no line packs to (cut short, longer, flags unknown, text
+    /// not UTF-8, extras that do not fit) are refused, never a panic.
+    #[test]
+    fn stored_bytes_come_back_and_damaged_ones_are_refused() {
+        let mut sb = Scrollback::new(100, usize::MAX);
+        let mut row = Row::new(10, Style::DEFAULT);
+        row.cells[0].ch = 'é';
+        sb.push_row(&row);
+        sb.push(Line::new(
+            "red",
+            &[Run {
+                chars: 3,
+                style: Style { fg: 2, bg: 0 },
+            }],
+            true,
+        ));
+        sb.push(numbered(7));
+        let json = r#"{"t":"ab","x":[[0,1,{"link":{"uri":"http://x/"}}]]}"#;
+        sb.push(serde_json::from_str(json).unwrap());
+        for i in 0..sb.len() {
+            let bytes = sb.get(i).unwrap().stored();
+            let back = Line::from_stored(bytes).unwrap();
+            assert_eq!(back.view(), sb.get(i).unwrap());
+            for cut in 0..bytes.len() {
+                let _ = Line::from_stored(&bytes[..cut]);
+            }
+            let mut longer = bytes.to_vec();
+            longer.push(0);
+            assert!(Line::from_stored(&longer).is_none(), "line {i}");
+            let mut flags = bytes.to_vec();
+            flags[0] |= 0x80;
+            assert!(Line::from_stored(&flags).is_none());
+        }
+        assert!(Line::from_stored(&[0, 2, 0, 0, 0, 0xff, 0xfe]).is_none());
+        assert!(Line::from_stored(&[0, 9, 0, 0, 0, b'a']).is_none());
+        assert!(Line::from_stored(&[]).is_none());
+        assert!(Line::from_stored(&[FLAG_EXTRAS, 0, 0, 0, 0, 200, 0, 0, 0]).is_none());
+    }
+
+    /// Left out on request, and only then.
+    #[test]
+    fn lines_are_left_out_only_while_asked() {
+        let mut sb = Scrollback::new(100, usize::MAX);
+        sb.push(numbered(1));
+        let without = without_lines(|| serde_json::to_value(&sb).unwrap());
+        assert_eq!(without["lines"], serde_json::json!([]));
+        assert_eq!(without["pushed"], 1);
+        let with = serde_json::to_value(&sb).unwrap();
+        assert_eq!(with["lines"].as_array().map(Vec::len), Some(1));
     }
 
     /// The history serializes as the plain list of lines it was before the

@@ -179,6 +179,7 @@ pub fn pane_runtime(p: &Pane, now: Instant, precopied: Option<u64>) -> PaneRunti
         last_command_exit: p.last_command_exit(),
         output_bytes: p.output().total(),
         shell_injected: p.shell_injected().map(|s| s.name().to_string()),
+        history: None,
     }
 }
 

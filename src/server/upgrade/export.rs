@@ -311,15 +311,24 @@ impl Server {
             }
             precopied.screens.insert(p.id(), p.screen().changes());
             if self.lineage.is_some() {
-                // With a keeper, the checkpoints' cache of encoded
-                // terminals (an idle pane's is encoded already), filled
-                // for the next checkpoint where it was stale.
-                let screen = self.keeper.screen_json(p.id(), p.screen())?;
-                encode_line(&mut out, &(record, rt.with_screen(Some(screen))))?;
+                // With a keeper, the checkpoints' encoding: the terminal
+                // without its history lines (an idle pane's is encoded
+                // already), which are in the history log, handed over
+                // with the pre-copy (only lines new since the last
+                // checkpoint are written to it now).
+                let (screen, history) = self.keeper.screen_json(p.id(), p.screen())?;
+                let mut rt = rt.with_screen(Some(screen));
+                rt.history = history;
+                encode_line(&mut out, &(record, rt))?;
             } else {
                 rt.screen = Some(p.screen());
                 encode_line(&mut out, &(record, rt))?;
             }
+        }
+        if self.lineage.is_some()
+            && let Some(fd) = self.keeper.log_fd()
+        {
+            fd_list.push((FdName::HistoryLog, fd));
         }
         Ok((out, precopied, fd_list))
     }
@@ -372,7 +381,19 @@ impl Server {
                 continue;
             }
             let changes = p.screen().changes();
-            if let Err(e) = encode_line(&mut out, &(record, rt)) {
+            let encoded = if self.lineage.is_some() && rt.screen.is_some() {
+                // As in the pre-copy: lines in the history log.
+                self.keeper
+                    .screen_json(p.id(), p.screen())
+                    .and_then(|(screen, history)| {
+                        let mut rt = rt.with_screen(Some(screen));
+                        rt.history = history;
+                        encode_line(&mut out, &(record, rt))
+                    })
+            } else {
+                encode_line(&mut out, &(record, rt))
+            };
+            if let Err(e) = encoded {
                 result = Err(e);
                 break;
             }

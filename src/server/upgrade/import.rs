@@ -20,7 +20,7 @@ use crate::handoff::fault;
 use crate::handoff::fd_name::FdName;
 use crate::handoff::fdpass;
 use crate::handoff::manifest::{
-    Control, HANDOFF_VERSION, Manifest, PaneRuntime, Phase, PrecopyHead, PrecopyPane,
+    Control, HANDOFF_VERSION, HistoryRef, Manifest, PaneRuntime, Phase, PrecopyHead, PrecopyPane,
 };
 use crate::model::PaneId;
 use crate::paths::NamespacePaths;
@@ -64,6 +64,8 @@ struct Prepared {
     events_reached: Option<u64>,
     /// Fd batches the pre-copy took besides its own message.
     batches: u32,
+    /// The pre-copy memfd's size, for the report.
+    bytes: u64,
 }
 
 /// The manifest as received, with its first fd batch.
@@ -73,6 +75,15 @@ struct Received {
     timings: Vec<Phase>,
     pause_started_mono_us: u64,
     manifest_at: u64,
+    /// The manifest memfd's size, for the report.
+    bytes: u64,
+}
+
+/// How much the old server's memfds held: the pre-copy (before the pause)
+/// and the manifest (inside the blackout).
+struct HandoffSizes {
+    precopy: u64,
+    manifest: u64,
 }
 
 /// Runs the import and then serves.
@@ -117,6 +128,7 @@ pub fn run(sock: OwnedFd, paths: NamespacePaths) -> Result<(), String> {
         events,
         events_reached,
         batches: precopy_batches,
+        bytes: precopy_bytes,
     } = match receive_precopy(&sock, paths.clone(), &mut progress) {
         Ok(prepared) => prepared,
         // Said to the old side, whose message would otherwise be only
@@ -153,6 +165,10 @@ pub fn run(sock: OwnedFd, paths: NamespacePaths) -> Result<(), String> {
         received.pause_started_mono_us,
         received.manifest_at,
     );
+    let sizes = HandoffSizes {
+        precopy: precopy_bytes,
+        manifest: received.bytes,
+    };
     let manifest = received.manifest;
     let recovery = manifest.recovery.clone();
     let (mut fds, batches) = match import_fds(&sock, &manifest, received.first_batch, fault) {
@@ -203,7 +219,7 @@ pub fn run(sock: OwnedFd, paths: NamespacePaths) -> Result<(), String> {
     }
     // Every fd message, the pre-copy's (before the pause) included.
     if recovery.is_none() {
-        server.report_upgrade(phases, blackout_us, 1 + precopy_batches + batches);
+        server.report_upgrade(phases, blackout_us, 1 + precopy_batches + batches, sizes);
     }
     serve_after_commit(server, sock)
 }
@@ -258,16 +274,26 @@ fn receive_precopy(
     };
     let events = (head.event_last_seq, head.event_ring);
     let events_reached = head.events_reached;
+    // The history log the panes' lines are in (a server before it sends
+    // none: the lines are in each terminal's encoding).
+    let log = named.remove(&FdName::HistoryLog).map(std::fs::File::from);
     let mut shell = assemble_shell(&mut named, paths)?;
+    if let Some(log) = &log {
+        let copy = log
+            .try_clone()
+            .map_err(|e| format!("keeping the history log: {e}"))?;
+        shell.keeper.adopt_log(copy);
+    }
     // Pane by pane, so a big pre-copy under load keeps reporting progress.
     let now = Instant::now();
     let mut prebuilt = HashMap::with_capacity(head.panes as usize);
     for line in lines {
-        let (rec, rt, raw) =
-            decode_pane_line(line).map_err(|e| format!("decoding the pre-copy: {e}"))?;
-        let (id, changes) = (rt.id, rt.screen_changes);
-        prebuild_pane(&mut shell, rec, rt, now, &mut named)?;
-        seed_checkpoint_cache(&mut shell, id, raw);
+        let mut decoded = decode_pane_line(line, log.as_ref())
+            .map_err(|e| format!("decoding the pre-copy: {e}"))?;
+        let (id, changes) = (decoded.rt.id, decoded.rt.screen_changes);
+        let (raw, history) = (decoded.raw.take(), decoded.history.take());
+        prebuild_pane(&mut shell, decoded.rec, decoded.rt, now, &mut named)?;
+        seed_checkpoint_cache(&mut shell, id, raw, history);
         prebuilt.insert(id, changes);
         progress.tick(sock);
     }
@@ -283,35 +309,72 @@ fn receive_precopy(
         events,
         events_reached,
         batches,
+        bytes,
     })
 }
 
+/// A pre-copy or delta line, decoded.
+struct DecodedPane {
+    rec: PaneRecord,
+    /// With its terminal, history lines put back from the log.
+    rt: PaneRuntime,
+    /// The terminal's JSON as it came (for the checkpoint cache: see
+    /// `seed_checkpoint_cache`).
+    raw: Option<Box<RawValue>>,
+    /// Where its history lines are in the log, and each chunk's line count.
+    history: Option<(HistoryRef, Vec<u32>)>,
+}
+
 /// A pre-copy or delta line: the pane's record and runtime state with its
-/// terminal decoded, and the terminal's JSON as it came (for the
-/// checkpoint cache: see `seed_checkpoint_cache`).
-fn decode_pane_line(
-    line: &[u8],
-) -> Result<(PaneRecord, PaneRuntime, Option<Box<RawValue>>), serde_json::Error> {
-    let (rec, mut rt): PrecopyPane<Box<RawValue>> = serde_json::from_slice(line)?;
+/// terminal decoded, its history lines read from the history log `log`
+/// where the encoding left them out.
+fn decode_pane_line(line: &[u8], log: Option<&std::fs::File>) -> Result<DecodedPane, String> {
+    let (rec, mut rt): PrecopyPane<Box<RawValue>> =
+        serde_json::from_slice(line).map_err(|e| e.to_string())?;
     let raw = rt.screen.take();
-    let screen = match &raw {
-        Some(raw) => Some(serde_json::from_str::<Terminal>(raw.get())?),
+    let mut screen = match &raw {
+        Some(raw) => Some(serde_json::from_str::<Terminal>(raw.get()).map_err(|e| e.to_string())?),
         None => None,
     };
-    Ok((rec, rt.with_screen(screen), raw))
+    let mut history = None;
+    if let (Some(reference), Some(term)) = (rt.history.take(), &mut screen) {
+        let log = log.ok_or_else(|| {
+            format!(
+                "pane {}'s history lines are in a history log that did not come",
+                PaneId::new(rt.id)
+            )
+        })?;
+        let (lines, counts) = super::super::history_log::read_lines(log, &reference)
+            .map_err(|e| format!("pane {}: {e}", PaneId::new(rt.id)))?;
+        term.restore_history(lines);
+        history = Some((reference, counts));
+    }
+    Ok(DecodedPane {
+        rec,
+        rt: rt.with_screen(screen),
+        raw,
+        history,
+    })
 }
 
 /// The old server's encoding of a pane's terminal, kept as the first entry
-/// of the crash checkpoints' cache (`KeeperLink::screen_json`): without
-/// it, the first checkpoint after an upgrade encodes every terminal again
-/// in one loop turn (a stall of a second at 1,000 panes).
-/// Only a terminal nothing changed since it was decoded (its count is
-/// still 0) is what the old encoding says.
-fn seed_checkpoint_cache(shell: &mut Server, id: u64, raw: Option<Box<RawValue>>) {
+/// of the crash checkpoints' cache (`KeeperLink::screen_json`), and its
+/// history lines' place in the log: without them, the first checkpoint
+/// after an upgrade encodes every terminal and every history line again in
+/// one loop turn (a stall of a second at 1,000 panes). Only a terminal
+/// nothing changed since it was decoded (its count is still 0) is what the
+/// old encoding says.
+fn seed_checkpoint_cache(
+    shell: &mut Server,
+    id: u64,
+    raw: Option<Box<RawValue>>,
+    history: Option<(HistoryRef, Vec<u32>)>,
+) {
     if let (Some(raw), Some(pane)) = (raw, shell.panes.get(&id))
         && pane.screen().changes() == 0
     {
-        shell.keeper.seed_screen(id, 0, raw);
+        let history = history.as_ref().map(|(r, c)| (r, c.as_slice()));
+        shell.keeper.seed_screen(id, pane.screen(), raw, history);
     }
 }
 
@@ -334,9 +397,14 @@ fn apply_delta(
     let now = Instant::now();
     let no_conns = HashMap::new();
     let mut screens = Screens::new();
+    let log = shell.keeper.log_file();
     for line in json_lines(data) {
-        let (rec, rt, raw) =
-            decode_pane_line(line).map_err(|e| format!("decoding the delta: {e}"))?;
+        let DecodedPane {
+            rec,
+            rt,
+            raw,
+            history,
+        } = decode_pane_line(line, log.as_ref()).map_err(|e| format!("decoding the delta: {e}"))?;
         let id = rt.id;
         let (Some(changes), Some(mut old)) = (prebuilt.get(&id).copied(), shell.panes.remove(&id))
         else {
@@ -360,7 +428,7 @@ fn apply_delta(
             pane.set_ring(ring);
         }
         shell.panes.insert(id, pane);
-        seed_checkpoint_cache(shell, id, raw);
+        seed_checkpoint_cache(shell, id, raw, history);
         prebuilt.insert(id, new_changes);
         progress.tick(sock);
     }
@@ -439,6 +507,7 @@ fn receive_manifest(
         timings,
         pause_started_mono_us,
         manifest_at,
+        bytes,
     })
 }
 
@@ -924,7 +993,13 @@ impl Server {
         }
     }
 
-    fn report_upgrade(&mut self, phases: Vec<Phase>, blackout_us: u64, batches: u32) {
+    fn report_upgrade(
+        &mut self,
+        phases: Vec<Phase>,
+        blackout_us: u64,
+        batches: u32,
+        sizes: HandoffSizes,
+    ) {
         let fds: usize = self.panes.values().map(|p| p.fds().pollable()).sum();
         let report = json!({
             "generation": self.generation,
@@ -942,6 +1017,8 @@ impl Server {
             "clients": self.conns.len(),
             "fds": fds + self.conns.len() + 3,
             "fd_batches": batches,
+            "precopy_bytes": sizes.precopy,
+            "manifest_bytes": sizes.manifest,
             "finished_unix_ms": crate::clock::unix_ms(),
         });
         self.log.log(
