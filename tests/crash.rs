@@ -296,3 +296,57 @@ fn a_resize_just_before_a_crash_is_not_lost() {
         cap.to_string().contains("size 31 101").then_some(())
     });
 }
+
+/// Allocated bytes of the serving process's output ring memfds, summed.
+fn ring_bytes(serving: i32) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let dir = format!("/proc/{serving}/fd");
+    std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            std::fs::read_link(e.path())
+                .is_ok_and(|t| t.to_string_lossy().starts_with("/memfd:ptyd-ring"))
+        })
+        .filter_map(|e| std::fs::metadata(e.path()).ok())
+        .map(|m| m.blocks() * 512)
+        .sum()
+}
+
+#[test]
+fn a_ring_gives_back_what_a_checkpoint_covers_and_still_recovers_exactly() {
+    // 2 MB printed, then quiet: once a checkpoint covers it, the ring's
+    // pages are given back (a ring kept all it was ever given, up to
+    // 16 MiB, for good); a crash after that replays nothing missing.
+    let ptyd = Ptyd::start();
+    let pane = ptyd.create_argv(&[
+        "/bin/sh",
+        "-c",
+        "seq 1 300000; echo ring-given-back; exec sleep 600",
+    ]);
+    let mut c = ptyd.connect();
+    c.wait_text(&pane, "ring-given-back");
+    let serving = serving_pid(&mut c);
+    util::eventually("the ring's pages to be given back", || {
+        let held = ring_bytes(serving);
+        if held < 256 * 1024 {
+            Ok(())
+        } else {
+            Err(format!("the ring holds {held} bytes"))
+        }
+    });
+    crash_support::signal(serving as i64, libc::SIGKILL);
+    let (mut c, _) = wait_replacement(&ptyd, serving);
+    let status = c.ok("server.status", json!({}));
+    assert_eq!(
+        status["keeper"]["last_recovery"]["inexact_panes"],
+        json!([]),
+        "{status}"
+    );
+    let text = c.capture(&pane);
+    assert!(
+        text.contains("300000\nring-given-back"),
+        "the screen after the crash: {text}"
+    );
+    assert!(!text.contains('\0'), "a hole replayed as output: {text}");
+}

@@ -149,6 +149,86 @@ pub fn start_time(pid: u32) -> Option<u64> {
     proc_stat(pid).map(|(_, start)| start)
 }
 
+/// What a group of processes (a server and its keeper) holds in memory,
+/// each page once: shared memory counted whether it is mapped or not, so
+/// none can hide in a memfd (`VmRSS` counts a memfd's pages only where a
+/// process maps them, and once per process that does; not at all where one
+/// only holds its fd, as ptyd's keeper holds the crash checkpoints), and
+/// pages two processes share (the binary's, those a fork left shared)
+/// split between them, as PSS does, instead of counted in each.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Footprint {
+    /// `Pss_Anon` + `Pss_File` (/proc/PID/smaps_rollup) of every process:
+    /// heap, stacks, the binary's pages.
+    pub private: u64,
+    /// `Pss_Shmem` of every process: shared memory mapped and touched.
+    pub shmem_mapped: u64,
+    /// Pages allocated in the memfds the processes hold open or map, each
+    /// file counted once.
+    pub memfd: u64,
+}
+
+impl Footprint {
+    /// Everything, each page once: the private parts plus the memfds (or
+    /// what is mapped, if more: shared memory that is not a memfd we
+    /// found).
+    pub fn total(&self) -> u64 {
+        self.private + self.memfd.max(self.shmem_mapped)
+    }
+}
+
+/// The [`Footprint`] of `pids` together.
+pub fn footprint(pids: &[u32]) -> Res<Footprint> {
+    use std::os::unix::fs::MetadataExt;
+    let mut f = Footprint::default();
+    let mut seen = std::collections::HashSet::new();
+    for &pid in pids {
+        let path = format!("/proc/{pid}/smaps_rollup");
+        let rollup = std::fs::read_to_string(&path).map_err(|e| format!("reading {path}: {e}"))?;
+        let kib = |key: &str| -> Res<u64> {
+            rollup
+                .lines()
+                .find_map(|l| l.strip_prefix(key))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+                .map(|k| k * 1024)
+                .ok_or_else(|| format!("{path} has no {key} line"))
+        };
+        f.private += kib("Pss_Anon:")? + kib("Pss_File:")?;
+        f.shmem_mapped += kib("Pss_Shmem:")?;
+        // Memfds held open, then those mapped (an fd may be closed while
+        // its mapping lives on).
+        let mut files = Vec::new();
+        let fds = format!("/proc/{pid}/fd");
+        for e in std::fs::read_dir(&fds)
+            .map_err(|e| format!("reading {fds}: {e}"))?
+            .flatten()
+        {
+            if std::fs::read_link(e.path())
+                .is_ok_and(|t| t.to_string_lossy().starts_with("/memfd:"))
+            {
+                files.push(e.path());
+            }
+        }
+        let maps = format!("/proc/{pid}/maps");
+        let maps = std::fs::read_to_string(&maps).map_err(|e| format!("reading {maps}: {e}"))?;
+        for line in maps.lines().filter(|l| l.contains("/memfd:")) {
+            if let Some(range) = line.split_whitespace().next() {
+                files.push(format!("/proc/{pid}/map_files/{range}").into());
+            }
+        }
+        for file in files {
+            // Gone meanwhile, or map_files refused (it needs privileges):
+            // the mapped part is still in `shmem_mapped`.
+            if let Ok(m) = std::fs::metadata(&file)
+                && seen.insert((m.dev(), m.ino()))
+            {
+                f.memfd += m.blocks() * 512;
+            }
+        }
+    }
+    Ok(f)
+}
+
 /// Resident memory of process `pid` in bytes (`VmRSS` in
 /// `/proc/PID/status`).
 pub fn rss_bytes(pid: u32) -> Res<u64> {

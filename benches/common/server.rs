@@ -259,6 +259,17 @@ impl PtydServer {
         Ok((serving, reaper))
     }
 
+    /// The [`super::Footprint`] of the serving process and the first
+    /// generation (the keeper, or after an upgrade the reaper) together.
+    pub fn footprint(&self) -> Res<super::Footprint> {
+        let first = self.child.id();
+        if first == self.serving_pid {
+            super::footprint(&[first])
+        } else {
+            super::footprint(&[self.serving_pid, first])
+        }
+    }
+
     /// Creates `n` panes with `params(i)`, all requests in flight at once;
     /// returns their ids in creation order and remembers their processes
     /// for the clean-up.

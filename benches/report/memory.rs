@@ -3,7 +3,7 @@
 use crate::common::server::{PtydServer, STUCK, wait_all};
 use crate::common::tmux::Tmux;
 use crate::common::upgrade;
-use crate::common::{Res, path_str, rss_bytes, shell_quote};
+use crate::common::{Footprint, Res, path_str, rss_bytes, shell_quote};
 use crate::table::{Cell, Section};
 use crate::{COLS, ROWS, Scale};
 use serde_json::json;
@@ -30,26 +30,78 @@ pub fn mib(b: u64) -> Cell {
     Cell::num(b as f64 / (1 << 20) as f64, 1)
 }
 
+/// One measurement of ptyd (serving process and keeper) and tmux.
+#[derive(Clone, Copy)]
+pub struct Mem {
+    ptyd: Footprint,
+    serving_rss: u64,
+    keeper_rss: u64,
+    tmux: u64,
+}
+
+impl Mem {
+    fn cells(&self) -> Vec<Cell> {
+        vec![
+            Cell::ratio(self.tmux as f64 / self.ptyd.total() as f64),
+            mib(self.ptyd.total()),
+            mib(self.serving_rss),
+            mib(self.keeper_rss),
+            mib(self.ptyd.memfd),
+            mib(self.tmux),
+        ]
+    }
+}
+
+/// ptyd's footprint and its two processes' VmRSS now.
+fn measure_ptyd(server: &PtydServer) -> Res<(Footprint, u64, u64)> {
+    let keeper = server.child.id();
+    if keeper == server.serving_pid {
+        return Err("no keeper process".into());
+    }
+    Ok((
+        server.footprint()?,
+        rss_bytes(server.serving_pid)?,
+        rss_bytes(keeper)?,
+    ))
+}
+
+/// tmux's server: its VmRSS, every page it maps in full (one process
+/// with no memfd; its PSS would fall with every other tmux server on the
+/// machine).
+fn measure_tmux(pid: u32) -> Res<u64> {
+    rss_bytes(pid)
+}
+
 pub fn memory(plan: &Scale, ptyd_bin: &Path, nofile: u64, tmp: &Path) -> Section {
     let mut s = Section::new(
         "memory",
-        "Server memory (RSS)",
+        "Server memory",
         vec![
             "load",
             "tmux / ptyd",
             "ptyd MiB",
-            "ptyd keeper MiB",
+            "serving RSS MiB",
+            "keeper RSS MiB",
+            "memfd MiB",
             "tmux MiB",
         ],
     );
     s.note = format!(
-        "VmRSS (/proc/PID/status) of ptyd's serving process and of its keeper (the first \
-         process of `ptyd server`, which holds a copy of every pane's fds so panes survive a \
-         crash of the serving one; after a live upgrade measured once the old serving process \
-         is gone and the keeper's RSS has stopped falling), the keeper's counting the memfds it \
-         holds that no process maps (the crash checkpoint and the history log of every pane's \
-         scrollback lines; the output rings are in the serving process's RSS); the ratio \
-         compares tmux with their sum. Idle panes \
+        "ptyd MiB is everything ptyd's two processes hold, each page once: the proportional \
+         set size of the serving process and of its keeper (Pss_Anon + Pss_File in \
+         /proc/PID/smaps_rollup: pages the two share, the binary's and those the fork left \
+         shared, split between them rather than counted in each), plus the pages allocated in \
+         every memfd either holds open or maps, counted once per file: the panes' raw-output \
+         rings, which the serving process maps, and the crash checkpoint and the history log \
+         of every pane's scrollback lines, which the keeper holds and no process maps, so \
+         VmRSS alone would not show them. memfd MiB is that last part. The keeper is the \
+         first process of `ptyd server`, which holds a copy of every pane's fds so panes \
+         survive a crash of the serving one; after a live upgrade it is measured once the old \
+         serving process is gone and the keeper's RSS has stopped falling. The two RSS columns \
+         are VmRSS as the kernel reports it (RssShmem included: the touched pages of the \
+         mapped rings; shared pages in both). tmux MiB is the tmux server's VmRSS (one process, \
+         no memfd: its proportional share would depend on the other tmux servers running on \
+         the machine); the ratio is tmux over ptyd MiB. Idle panes \
          run sleep; they are added to one server, measured at each count. The history row: \
          {} panes each print {} lines of typical output (words, every fifth line coloured) \
          plus a screenful, so each holds a full {}-line scrollback; tmux with history-limit \
@@ -64,14 +116,7 @@ pub fn memory(plan: &Scale, ptyd_bin: &Path, nofile: u64, tmp: &Path) -> Section
             .and_then(|v| v[i].clone());
         s.push(
             format!("{n} idle pane{}", if *n == 1 { "" } else { "s" }),
-            row.map(|(p, k, t)| {
-                vec![
-                    Cell::ratio(t as f64 / (p + k) as f64),
-                    mib(p),
-                    mib(k),
-                    mib(t),
-                ]
-            }),
+            row.map(|m| m.cells()),
         );
     }
     let label = format!(
@@ -79,27 +124,18 @@ pub fn memory(plan: &Scale, ptyd_bin: &Path, nofile: u64, tmp: &Path) -> Section
         plan.history_panes, plan.history_lines
     );
     match memory_history(plan, ptyd_bin, nofile, &tmp.join("mem-hist")) {
-        Ok(((p, k), after, t)) => {
-            s.push(
-                label.clone(),
-                Ok(vec![
-                    Cell::ratio(t as f64 / (p + k) as f64),
-                    mib(p),
-                    mib(k),
-                    mib(t),
-                ]),
-            );
-            s.push(
-                format!("{label}, after a live upgrade"),
-                after.map(|(p2, r)| {
-                    vec![
-                        Cell::ratio(t as f64 / (p2 + r) as f64),
-                        mib(p2),
-                        mib(r),
-                        mib(t),
-                    ]
-                }),
-            );
+        Ok((before, after, tmux)) => {
+            let row = |(ptyd, serving_rss, keeper_rss): (Footprint, u64, u64)| {
+                Mem {
+                    ptyd,
+                    serving_rss,
+                    keeper_rss,
+                    tmux,
+                }
+                .cells()
+            };
+            s.push(label.clone(), Ok(row(before)));
+            s.push(format!("{label}, after a live upgrade"), after.map(row));
         }
         Err(e) => {
             s.push(label.clone(), Err(e.clone()));
@@ -109,11 +145,10 @@ pub fn memory(plan: &Scale, ptyd_bin: &Path, nofile: u64, tmp: &Path) -> Section
     s
 }
 
-pub type MemPair = Res<(u64, u64)>;
-/// ptyd's serving process, its keeper, tmux.
-pub type MemTriple = Res<(u64, u64, u64)>;
+/// ptyd's footprint, its serving process's and keeper's VmRSS.
+pub type PtydMem = (Footprint, u64, u64);
 
-pub fn memory_idle(plan: &Scale, ptyd_bin: &Path, nofile: u64, dir: &Path) -> Res<Vec<MemTriple>> {
+pub fn memory_idle(plan: &Scale, ptyd_bin: &Path, nofile: u64, dir: &Path) -> Res<Vec<Res<Mem>>> {
     let mut server = PtydServer::start(ptyd_bin, dir, nofile)?;
     let mut ctl = server.connect()?;
     let tmux = Tmux::new(dir, "mem", &["history-limit 10000"])?;
@@ -139,9 +174,13 @@ pub fn memory_idle(plan: &Scale, ptyd_bin: &Path, nofile: u64, dir: &Path) -> Re
                 // A round trip, so the server has finished with the requests.
                 ctl.call("server.status", json!({}))
                     .map_err(|e| format!("server.status: {e}"))?;
-                let (serving, keeper) = server.rss()?;
-                let keeper = keeper.ok_or("no keeper process")?;
-                Ok((serving, keeper, rss_bytes(tmux_pid)?))
+                let (ptyd, serving_rss, keeper_rss) = measure_ptyd(&server)?;
+                Ok(Mem {
+                    ptyd,
+                    serving_rss,
+                    keeper_rss,
+                    tmux: measure_tmux(tmux_pid)?,
+                })
             })();
         have = n;
         let failed = r.is_err();
@@ -158,13 +197,13 @@ pub fn memory_idle(plan: &Scale, ptyd_bin: &Path, nofile: u64, dir: &Path) -> Re
     Ok(out)
 }
 
-/// ((serving, keeper), after an upgrade (new serving, keeper), tmux).
+/// ptyd, ptyd after an upgrade (new serving process, reaper), tmux.
 pub fn memory_history(
     plan: &Scale,
     ptyd_bin: &Path,
     nofile: u64,
     dir: &Path,
-) -> Res<((u64, u64), MemPair, u64)> {
+) -> Res<(PtydMem, Res<PtydMem>, u64)> {
     const MARKER: &str = "ptyd-bench-history-end";
     std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
     let file = dir.join("history.txt");
@@ -184,8 +223,7 @@ pub fn memory_history(
             ids[0], cap["scrollback_lines"], plan.history_lines
         ));
     }
-    let (serving, keeper) = server.rss()?;
-    let ptyd = (serving, keeper.ok_or("no keeper process")?);
+    let ptyd = measure_ptyd(&server)?;
     let old_serving = server.serving_pid;
     let after = upgrade::upgrade_server(&mut server, &mut ctl, n, false)
         .and_then(|_| {
@@ -194,8 +232,7 @@ pub fn memory_history(
         })
         .and_then(|_| wait_gone(old_serving))
         .and_then(|_| wait_reaper_settled(server.child.id()))
-        .and_then(|_| server.rss())
-        .and_then(|(p, r)| Ok((p, r.ok_or("no reaper after the upgrade")?)));
+        .and_then(|_| measure_ptyd(&server).map_err(|e| format!("after the upgrade: {e}")));
     drop(ctl);
     server.stop()?;
 
@@ -220,7 +257,7 @@ pub fn memory_history(
             std::thread::sleep(Duration::from_millis(20));
         }
     }
-    let tmux_rss = rss_bytes(tmux.server_pid()?)?;
+    let tmux_rss = measure_tmux(tmux.server_pid()?)?;
     Ok((ptyd, after, tmux_rss))
 }
 

@@ -170,10 +170,14 @@ pub fn response_line(id: &Value, outcome: Result<Value, RpcError>) -> Vec<u8> {
     line
 }
 
-/// Serializes one pushed event line: `{"event": {...}}`.
-pub fn event_line(event: &Value) -> Vec<u8> {
-    let mut line = serde_json::to_vec(&serde_json::json!({ "event": event }))
-        .unwrap_or_else(|_| b"{}".to_vec());
+/// Serializes one pushed event line: `{"event": {...}}` (an event as a
+/// `Value`, or as the JSON text the event ring keeps).
+pub fn event_line<E: serde::Serialize + ?Sized>(event: &E) -> Vec<u8> {
+    #[derive(serde::Serialize)]
+    struct Line<'a, E: ?Sized> {
+        event: &'a E,
+    }
+    let mut line = serde_json::to_vec(&Line { event }).unwrap_or_else(|_| b"{}".to_vec());
     line.push(b'\n');
     line
 }

@@ -70,6 +70,9 @@ pub enum ReadOutcome {
     Closed,
 }
 
+/// An output queue drained to empty keeps up to this much capacity.
+const OUT_KEEP: usize = 1 << 20;
+
 pub struct Connection {
     pub token: Token,
     pub stream: Stream,
@@ -278,8 +281,16 @@ impl Connection {
         }
         if self.out_pos == self.out.len() {
             self.out.clear();
+            // A backlog (a client that fell behind, a big reply) grew the
+            // queue; once it is drained the memory goes back instead of
+            // staying with the connection for good. Below the bound the
+            // buffer is kept: a flood fills and drains it all the time.
+            if self.out.capacity() > OUT_KEEP {
+                self.out = Vec::new();
+            }
             self.out_pos = 0;
             self.msg_ends.clear();
+            self.msg_ends.shrink_to(64);
             self.msg_start = 0;
         } else if self.msg_start > (1 << 16) && self.msg_start * 2 > self.out.len() {
             // Keep the message in progress whole: `replace_queue` needs it.

@@ -6,8 +6,15 @@
 //! The ring is bounded by count and by bytes (an event's size is its JSON
 //! text): a title can be 64 KiB, so 10,000 of them would otherwise hold
 //! 640 MiB. The oldest events go first.
+//!
+//! Events are kept as their JSON text, not as `serde_json::Value`s: a
+//! `pane.created` event is about 500 bytes of text but took 4 KB as a tree
+//! of maps, which was the biggest share of an idle pane's memory after its
+//! terminal (a server with 1000 idle panes held 4 MB of them). The text is
+//! what subscribers and checkpoints send anyway.
 
 use crate::protocol::events::Event;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use std::collections::VecDeque;
 
@@ -18,9 +25,9 @@ pub const EVENT_RING_BYTES: usize = 8 << 20;
 
 #[derive(Debug)]
 pub struct EventLog {
-    /// Each event with the size of its JSON text, oldest first; their
-    /// sequence numbers are consecutive, ending at `last_seq`.
-    ring: VecDeque<(Value, usize)>,
+    /// Each event's JSON text, oldest first; their sequence numbers are
+    /// consecutive, ending at `last_seq`.
+    ring: VecDeque<Box<RawValue>>,
     /// The sum of the sizes in `ring`.
     bytes: usize,
     /// Sequence number of the newest event; 0 before the first.
@@ -53,14 +60,14 @@ impl EventLog {
     }
 
     /// The event numbered `seq`, if the ring still holds it.
-    pub fn get(&self, seq: u64) -> Option<&Value> {
+    pub fn get(&self, seq: u64) -> Option<&RawValue> {
         let index = seq.checked_sub(self.oldest_seq())?;
-        self.ring.get(usize::try_from(index).ok()?).map(|(e, _)| e)
+        self.ring.get(usize::try_from(index).ok()?).map(|e| &**e)
     }
 
     /// The retained events, oldest first, for a live upgrade.
     pub fn ring(&self) -> Vec<Value> {
-        self.ring.iter().map(|(e, _)| e.clone()).collect()
+        self.ring.iter().map(|e| parsed(e)).collect()
     }
 
     /// Every event after `seq`, if the ring still holds all of them.
@@ -72,7 +79,7 @@ impl EventLog {
         Some(
             self.ring
                 .range(self.ring.len() - count as usize..)
-                .map(|(e, _)| e.clone())
+                .map(|e| parsed(e))
                 .collect(),
         )
     }
@@ -80,7 +87,7 @@ impl EventLog {
     /// Adds events a previous server logged after the ones this log holds.
     pub fn extend(&mut self, last_seq: u64, events: Vec<Value>) {
         for event in events {
-            self.keep(event);
+            self.keep(&event);
         }
         self.last_seq = last_seq;
     }
@@ -93,26 +100,36 @@ impl EventLog {
     }
 
     /// Appends to the ring, dropping the oldest events beyond the bounds.
-    fn keep(&mut self, event: Value) {
-        let size = serde_json::to_vec(&event).map_or(0, |v| v.len());
-        self.ring.push_back((event, size));
-        self.bytes += size;
+    fn keep(&mut self, event: &Value) {
+        // Written as the `Value` writes itself (keys in order), so the text
+        // is what subscribers got when the ring held `Value`s.
+        let text = serde_json::to_string(event).unwrap_or_else(|_| "{}".into());
+        let Ok(event) = RawValue::from_string(text) else {
+            return;
+        };
+        self.bytes += event.get().len();
+        self.ring.push_back(event);
         while self.ring.len() > EVENT_RING_CAPACITY
             || (self.bytes > EVENT_RING_BYTES && self.ring.len() > 1)
         {
-            if let Some((_, dropped)) = self.ring.pop_front() {
-                self.bytes -= dropped;
+            if let Some(dropped) = self.ring.pop_front() {
+                self.bytes -= dropped.get().len();
             }
+        }
+        // A burst (a thousand panes created) grew the ring's slots; give
+        // them back once it is mostly empty again.
+        if self.ring.capacity() > 1024 && self.ring.len() * 4 < self.ring.capacity() {
+            self.ring.shrink_to(self.ring.len() * 2);
         }
     }
 
     /// Records `event` and returns it as logged, with its `seq`.
-    pub fn push(&mut self, event: &Event) -> &Value {
+    pub fn push(&mut self, event: &Event) -> &RawValue {
         self.last_seq += 1;
         let mut event = event.to_value();
         event["seq"] = json!(self.last_seq);
-        self.keep(event);
-        &self.ring.back().expect("just pushed").0
+        self.keep(&event);
+        self.ring.back().expect("just pushed")
     }
 
     /// The `gap` event a subscriber resuming after `since` gets when the
@@ -129,6 +146,12 @@ impl EventLog {
             .to_value()
         })
     }
+}
+
+/// An event's text as a `Value` (for the live upgrade's manifest). The
+/// text was written from a `Value`, so it parses.
+fn parsed(event: &RawValue) -> Value {
+    serde_json::from_str(event.get()).unwrap_or(Value::Null)
 }
 
 #[cfg(test)]
@@ -148,7 +171,7 @@ mod tests {
         assert_eq!(tail[0]["seq"], log.last_seq() - 1);
         let gap = log.gap_after(0).unwrap();
         assert_eq!((&gap["from"], &gap["to"]), (&json!(1), &json!(5)));
-        assert_eq!(log.get(6).unwrap()["seq"], 6);
+        assert_eq!(parsed(log.get(6).unwrap())["seq"], 6);
         assert!(log.gap_after(5).is_none());
         assert!(log.gap_after(u64::MAX).is_none());
     }
@@ -166,7 +189,7 @@ mod tests {
         assert!(log.bytes() <= EVENT_RING_BYTES, "{}", log.bytes());
         assert!(log.ring.len() < 200, "{}", log.ring.len());
         let oldest = log.oldest_seq();
-        assert_eq!(log.get(oldest).unwrap()["seq"], oldest);
+        assert_eq!(parsed(log.get(oldest).unwrap())["seq"], oldest);
         assert!(log.get(oldest - 1).is_none());
         assert_eq!(log.gap_after(0).unwrap()["to"], oldest - 1);
     }

@@ -442,6 +442,11 @@ impl Pane {
         }
         if self.input_pos == self.input.len() {
             self.input.clear();
+            // A paste grew it (up to the 1 MiB pending limit): written
+            // now, so its memory goes back rather than stay with the pane.
+            if self.input.capacity() > 64 * 1024 {
+                self.input = Vec::new();
+            }
             self.input_pos = 0;
         } else if self.input_pos >= 64 * 1024 && self.input_pos * 2 >= self.input.len() {
             // Input kept arriving before the buffer ever emptied (a paste

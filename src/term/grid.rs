@@ -108,9 +108,12 @@ impl RowExtras {
     }
 }
 
-/// Serialized form of a row: one char per cell, style runs over cells
-/// (omitted when all default), so a plain 80x24 screen is about 2 KB of
-/// JSON instead of 70 KB of per-cell objects. Lossless.
+/// Serialized form of a row: one char per cell up to the last cell that is
+/// not a default blank, style runs over those cells (omitted when all
+/// default), so a plain 80x24 screen is about 2 KB of JSON instead of 70 KB
+/// of per-cell objects, and a blank row is `{"t":""}`. Lossless: a row
+/// shorter than its grid is padded with default blanks when read (older
+/// encodings, which wrote every cell, read the same).
 #[derive(Deserialize)]
 struct RowRepr {
     t: String,
@@ -152,9 +155,21 @@ impl Serialize for Row {
 
 impl<'a> From<&'a Row> for RowReprRef<'a> {
     fn from(row: &'a Row) -> RowReprRef<'a> {
-        let t = row.cells.iter().map(|c| c.ch).collect();
+        // Trailing default blanks are left out: reading pads every row
+        // back to the grid's width with them (`Grid::repair`), and they
+        // were most of an idle pane's encoding (a blank 200-column row was
+        // 200 spaces, so a new 200x50 pane's two screens took 21 KB of the
+        // 24 KB the crash checkpoint and its cache hold per pane). Marks
+        // and extras name their columns, which the padding restores.
+        let end = row
+            .cells
+            .iter()
+            .rposition(|c| *c != Cell::BLANK)
+            .map_or(0, |i| i + 1);
+        let cells = &row.cells[..end];
+        let t = cells.iter().map(|c| c.ch).collect();
         let mut r: Vec<(u32, u32, u32)> = Vec::new();
-        for c in &row.cells {
+        for c in cells {
             match r.last_mut() {
                 Some((n, fg, bg)) if *fg == c.style.fg && *bg == c.style.bg => *n += 1,
                 _ => r.push((1, c.style.fg, c.style.bg)),
@@ -606,10 +621,32 @@ pub struct Grid {
     rows: Vec<Row>,
     top: usize,
     cols: u16,
-    /// `cols` default blanks: what an unwritten row reads as. Rebuilt by
-    /// `repair` after deserializing.
-    #[serde(skip, default = "Row::unwritten")]
-    blank: Row,
+    /// `cols` default blanks: what an unwritten row reads as, shared by
+    /// every grid of that width (`blank_row`). Set by `repair` after
+    /// deserializing.
+    #[serde(skip, default = "no_blank_row")]
+    blank: &'static Row,
+}
+
+/// A grid's `blank` before `repair` sets it.
+fn no_blank_row() -> &'static Row {
+    blank_row(0)
+}
+
+/// The row of `cols` default blanks, one per width for the whole process:
+/// it was 2.4 KB of every 200-column pane. Each width's row is made once
+/// and kept (widths are at most `u16::MAX`, and in practice a few: the
+/// panes' and their clients' sizes).
+fn blank_row(cols: u16) -> &'static Row {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    static ROWS: OnceLock<Mutex<HashMap<u16, &'static Row>>> = OnceLock::new();
+    let mut rows = ROWS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    rows.entry(cols)
+        .or_insert_with(|| Box::leak(Box::new(Row::new(cols, Style::DEFAULT))))
 }
 
 impl Serialize for Grid {
@@ -668,7 +705,7 @@ impl Grid {
             }
         }
         self.cols = cols;
-        self.blank = Row::new(cols, Style::DEFAULT);
+        self.blank = blank_row(cols);
     }
 
     pub fn new(cols: u16, rows: u16) -> Grid {
@@ -677,7 +714,7 @@ impl Grid {
             rows: (0..rows).map(|_| Row::unwritten()).collect(),
             top: 0,
             cols,
-            blank: Row::new(cols, Style::DEFAULT),
+            blank: blank_row(cols),
         }
     }
 
@@ -694,7 +731,7 @@ impl Grid {
     /// `row`, or the blank row it stands for if it was never written.
     #[inline]
     fn or_blank<'a>(&'a self, row: &'a Row) -> &'a Row {
-        if row.is_unwritten() { &self.blank } else { row }
+        if row.is_unwritten() { self.blank } else { row }
     }
 
     /// Resets storage row `i` to blanks of `fill`; an unwritten row stays
@@ -840,7 +877,7 @@ impl Grid {
             self.rows.push(Row::unwritten());
         }
         if self.blank.cells.len() != usize::from(cols) {
-            self.blank = Row::new(cols, Style::DEFAULT);
+            self.blank = blank_row(cols);
         }
     }
 
@@ -876,7 +913,7 @@ impl Grid {
             ordered.push(Row::unwritten());
         }
         if self.blank.cells.len() != usize::from(cols) {
-            self.blank = Row::new(cols, Style::DEFAULT);
+            self.blank = blank_row(cols);
         }
         self.rows = ordered;
         self.top = 0;
@@ -1002,9 +1039,11 @@ impl Serialize for LazyGrid {
                 s.collect_seq(std::iter::repeat_n(self.0, self.1))
             }
         }
-        let row = Row::new(self.cols, Style::DEFAULT);
         let mut s = serializer.serialize_struct("Grid", 3)?;
-        s.serialize_field("rows", &BlankRows(&row, usize::from(self.lines)))?;
+        s.serialize_field(
+            "rows",
+            &BlankRows(blank_row(self.cols), usize::from(self.lines)),
+        )?;
         s.serialize_field("top", &0usize)?;
         s.serialize_field("cols", &self.cols)?;
         s.end()
@@ -1033,8 +1072,10 @@ mod tests {
         }
     }
 
-    /// The wire form is part of the handoff manifest (HANDOFF_VERSION): it
-    /// must not change.
+    /// The wire form is part of the handoff manifest (HANDOFF_VERSION): a
+    /// reader of any version must understand it. Trailing default blanks
+    /// are left out (every reader pads rows to the grid's width), and the
+    /// older form that wrote them reads the same.
     #[test]
     fn row_serialized_form_is_stable() {
         let mut row = Row::new(3, Style::DEFAULT);
@@ -1044,14 +1085,29 @@ mod tests {
             style: Style { fg: 7, bg: 9 },
         };
         let plain = Row::new(2, Style::DEFAULT);
-        assert_eq!(serde_json::to_string(&plain).unwrap(), r#"{"t":"  "}"#);
+        assert_eq!(serde_json::to_string(&plain).unwrap(), r#"{"t":""}"#);
         row.wrapped = true;
         row.marks.push((1, "\u{301}".into()));
-        let want =
-            "{\"t\":\"ab \",\"r\":[[1,0,0],[1,7,9],[1,0,0]],\"w\":true,\"m\":[[1,\"\u{301}\"]]}";
+        let want = "{\"t\":\"ab\",\"r\":[[1,0,0],[1,7,9]],\"w\":true,\"m\":[[1,\"\u{301}\"]]}";
         assert_eq!(serde_json::to_string(&row).unwrap(), want);
-        let back: Row = serde_json::from_str(want).unwrap();
-        assert_eq!(back, row);
+        let older =
+            "{\"t\":\"ab \",\"r\":[[1,0,0],[1,7,9],[1,0,0]],\"w\":true,\"m\":[[1,\"\u{301}\"]]}";
+        for json in [want, older] {
+            let text = format!("{{\"rows\":[{json}],\"top\":0,\"cols\":3}}");
+            let mut read: Grid = serde_json::from_str(&text).unwrap();
+            read.repair(3, 1);
+            assert_eq!(read.row(0), &row, "{json}");
+        }
+        // A blank row with a mark on its last cell keeps the mark's column.
+        let mut marked = Row::new(3, Style::DEFAULT);
+        marked.marks.push((2, "\u{301}".into()));
+        let text = format!(
+            "{{\"rows\":[{}],\"top\":0,\"cols\":3}}",
+            serde_json::to_string(&marked).unwrap()
+        );
+        let mut read: Grid = serde_json::from_str(&text).unwrap();
+        read.repair(3, 1);
+        assert_eq!(read.row(0), &marked);
     }
 
     #[test]
