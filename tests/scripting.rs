@@ -324,9 +324,29 @@ fn control_c_interrupts_a_command_and_the_prompt_returns() {
     let id = new_pane(&ptyd, &["-n", "sh", "--", "bash"]);
     let mut c = ptyd.connect();
     c.ok("events.subscribe", json!({}));
-    let out = ptyd.run_cli(&["send", "sh", "--enter", "sleep 100"]);
+    // The command says when it runs in the foreground: bash's child takes
+    // the terminal before it execs, while the command_started mark comes
+    // before the fork, so a C-c right after the mark could reach bash
+    // (which ignores it) instead of the command. The typed line's echo
+    // shows RUN''NING, so only the command prints RUNNING.
+    let out = ptyd.run_cli(&[
+        "send",
+        "sh",
+        "--enter",
+        "sh -c \"echo RUN''NING; exec sleep 100\"",
+    ]);
     assert_exit(&out, 0);
     c.wait_event("pane.command_started", &id);
+    let out = ptyd.run_cli(&[
+        "wait",
+        "sh",
+        "--screen",
+        "--text",
+        "RUNNING",
+        "--timeout",
+        "20s",
+    ]);
+    assert_exit(&out, 0);
     let started = Instant::now();
     let out = ptyd.run_cli(&["send", "sh", "--keys", "C-c", "--wait", "--timeout", "10s"]);
     assert_exit(&out, 130);
@@ -660,7 +680,11 @@ fn bash_composes_with_a_prompt_framework() {
     assert_exit(&out, 0);
     let log = home_text(&ptyd, "fw.log");
     assert!(log.matches("preexec").count() >= 2, "{log}");
-    assert!(ptyd.connect().pane(&id)["prompts_seen"].as_u64().unwrap() >= 3);
+    // The third prompt follows out-3, which the send waited for.
+    let mut c = ptyd.connect();
+    util::eventually("the third prompt to be seen", || {
+        c.pane(&id)["prompts_seen"].as_u64().unwrap() >= 3
+    });
 }
 
 /// oh-my-zsh style: a theme's precmd rebuilds PROMPT every time, and
