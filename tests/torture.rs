@@ -95,10 +95,13 @@ fn fd_kinds(pid: i32) -> BTreeMap<String, usize> {
         } else if target.contains("memfd:ptyd-ring") {
             // A pane's output ring, shared with the keeper.
             "ring"
-        } else if target.contains("memfd:ptyd-checkpoint") {
+        } else if target.contains("memfd:ptyd-checkpoint")
+            || target.contains("memfd:ptyd-history-log")
+        {
             // The last crash checkpoint (kept to rewrite its event count in
-            // place) and any on their way to the keeper: there from the
-            // first checkpoint a generation writes, so not part of the base.
+            // place), any on their way to the keeper, and the history log
+            // (from the first checkpoint with scrollback): not part of the
+            // base.
             "checkpoint"
         } else if target.starts_with("socket:") {
             "socket"
@@ -731,8 +734,9 @@ impl World {
             let ok = ptmx == running.len()
                 && pidfd == inherited
                 && rings <= panes
-                // The kept one, and a pre-copy + manifest pair in flight.
-                && checkpoints <= 3
+                // The kept one, a pre-copy + manifest pair in flight, and
+                // the history log.
+                && checkpoints <= 4
                 && expected_base.is_none_or(|b| b == base);
             if ok {
                 Ok(base)
