@@ -9,12 +9,6 @@ use serde_json::json;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-pub fn fd_count(pid: i32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .map(|d| d.count())
-        .unwrap_or(0)
-}
-
 /// The keeper's fds split in two: its checkpoint's (pre-copy, manifest,
 /// history log, and the description it keeps for the fd store), which
 /// come with the first checkpoint a server writes (or the first that has
