@@ -332,15 +332,7 @@ fn print_load(m: &LoadMeasurement) {
             phase_medians(std::slice::from_ref(slow))
         );
     }
-    let med =
-        |f: &dyn Fn(&Sample) -> Duration| stats(m.samples.iter().map(|s| ms(f(s))).collect()).p50;
-    println!(
-        "  scheduler (median ms per upgrade): old server {:.1} on a CPU + {:.1} waiting for one; new server {:.1} on a CPU + {:.1} waiting (start to answer)",
-        med(&|s| s.old_sched.on_cpu),
-        med(&|s| s.old_sched.waiting),
-        med(&|s| s.new_sched.on_cpu),
-        med(&|s| s.new_sched.waiting),
-    );
+    print_scheduler(&m.samples);
     println!(
         "  attached client: {} received{}",
         human_bytes(m.attached_bytes),
@@ -406,15 +398,7 @@ fn print_one(m: &Measurement) {
             phase_medians(std::slice::from_ref(slow))
         );
     }
-    let med =
-        |f: &dyn Fn(&Sample) -> Duration| stats(m.samples.iter().map(|s| ms(f(s))).collect()).p50;
-    println!(
-        "  scheduler (median ms per upgrade): old server {:.1} on a CPU + {:.1} waiting for one; new server {:.1} on a CPU + {:.1} waiting (start to answer)",
-        med(&|s| s.old_sched.on_cpu),
-        med(&|s| s.old_sched.waiting),
-        med(&|s| s.new_sched.on_cpu),
-        med(&|s| s.new_sched.waiting),
-    );
+    print_scheduler(&m.samples);
     print_model(m.panes, &m.model);
     let r = &m.samples[m.samples.len() - 1].report;
     println!(
@@ -539,4 +523,18 @@ fn print_summary(results: &[(usize, Res<Measurement>)]) {
         );
     }
     println!("(ms; verdict is p50/p99 against the target)");
+}
+
+/// Both servers' time on a CPU and waiting for one, median per upgrade
+/// (on a loaded machine the wait is most of the blackout).
+fn print_scheduler(samples: &[Sample]) {
+    let med =
+        |f: &dyn Fn(&Sample) -> Duration| stats(samples.iter().map(|s| ms(f(s))).collect()).p50;
+    println!(
+        "  scheduler (median ms per upgrade): old server {:.1} on a CPU + {:.1} waiting for one; new server {:.1} on a CPU + {:.1} waiting (start to answer)",
+        med(&|s| s.old_sched.on_cpu),
+        med(&|s| s.old_sched.waiting),
+        med(&|s| s.new_sched.on_cpu),
+        med(&|s| s.new_sched.waiting),
+    );
 }

@@ -302,6 +302,24 @@ fn attach_client_inside_tmux_types_shows_and_detaches() {
     assert_eq!(c.pane_info("p2").unwrap()["state"], "running");
 }
 
+/// Checks that the lines of an attachment's output that are numbers are
+/// exactly `seq 1 n`'s, none lost, added or out of order; returns the
+/// output as text with LF line ends.
+#[track_caller]
+fn assert_counts_to(output: &[u8], n: usize) -> String {
+    let text = String::from_utf8_lossy(output).replace("\r\n", "\n");
+    let numbers: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_digit()))
+        .collect();
+    assert_eq!(numbers.len(), n, "lines lost or added");
+    assert!(
+        numbers.iter().zip(1..).all(|(l, k)| *l == k.to_string()),
+        "lines out of order"
+    );
+    text
+}
+
 /// A reading client gets every byte of a large output, in order, and the
 /// screen ends with the last lines.
 #[test]
@@ -319,17 +337,7 @@ fn large_output_reaches_attached_clients_whole_and_in_order() {
     c.input(&id, "\r");
     let exit = a.read_exit();
     assert_eq!(exit["reason"], "pane_exited", "{exit}");
-    let text = String::from_utf8_lossy(&a.output).replace("\r\n", "\n");
-    let numbers: Vec<&str> = text
-        .lines()
-        .filter(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_digit()))
-        .collect();
-    let want: Vec<String> = (1..=100000).map(|n| n.to_string()).collect();
-    assert_eq!(numbers.len(), want.len(), "lines lost or added");
-    assert!(
-        numbers.iter().zip(&want).all(|(a, b)| a == b),
-        "lines out of order"
-    );
+    assert_counts_to(&a.output, 100000);
     let screen = c.capture(&id);
     assert!(screen.contains("100000\nall-done"), "{screen}");
 }
@@ -519,16 +527,7 @@ fn a_client_that_stopped_reading_gets_the_rest_once_it_reads_again() {
     assert!(!c.capture(&id).contains("finished"));
     let exit = a.read_exit();
     assert_eq!(exit["reason"], "pane_exited", "{exit}");
-    let text = String::from_utf8_lossy(&a.output).replace("\r\n", "\n");
-    let numbers: Vec<&str> = text
-        .lines()
-        .filter(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_digit()))
-        .collect();
-    assert_eq!(numbers.len(), 300000, "lines lost or added");
-    assert!(
-        numbers.iter().zip(1..).all(|(l, n)| *l == n.to_string()),
-        "lines out of order"
-    );
+    let text = assert_counts_to(&a.output, 300000);
     assert!(text.contains("finished-42"));
 }
 

@@ -589,6 +589,43 @@ impl CrlfToLf {
     }
 }
 
+/// How `ptyd run` ends once its pane's EXIT frame (`payload`) came: the
+/// pane's shell-style exit code, or 124 if its `--timeout`/`--idle-timeout`
+/// ended it, after removing it with `remove`; an error if the attachment
+/// ended for another reason than the pane exiting.
+fn run_ended(
+    payload: &Value,
+    pane_id: &str,
+    remove: bool,
+    paths: &NamespacePaths,
+) -> Result<i32, ClientError> {
+    let timed_out = matches!(
+        payload["exit"]["reason"].as_str(),
+        Some("timeout" | "idle_timeout")
+    );
+    let code = if timed_out {
+        crate::cli::TIMEOUT_EXIT
+    } else {
+        payload["exit"]["shell_code"].as_i64().unwrap_or(1) as i32
+    };
+    if payload["reason"] != "pane_exited" {
+        return Err(ClientError {
+            code: "detached".into(),
+            message: format!(
+                "pane {pane_id}: {}",
+                payload["message"].as_str().unwrap_or("attachment ended")
+            ),
+        });
+    }
+    if remove {
+        Client::connect(paths, false)?.request(&Request::PaneRemove(methods::PaneRemove {
+            target: pane_id.to_string(),
+            force: false,
+        }))?;
+    }
+    Ok(code)
+}
+
 #[cfg(unix)]
 /// `ptyd run`: creates a pane attached read-only on this connection, mirrors
 /// its output to stdout and returns its shell-style exit code, or 124 if the
@@ -623,33 +660,7 @@ pub fn run_mirror(
     loop {
         if let Some(payload) = output.write_buffered(&mut reader)? {
             output.finish();
-            let timed_out = matches!(
-                payload["exit"]["reason"].as_str(),
-                Some("timeout" | "idle_timeout")
-            );
-            let code = if timed_out {
-                crate::cli::TIMEOUT_EXIT
-            } else {
-                payload["exit"]["shell_code"].as_i64().unwrap_or(1) as i32
-            };
-            if payload["reason"] != "pane_exited" {
-                return Err(ClientError {
-                    code: "detached".into(),
-                    message: format!(
-                        "pane {pane_id}: {}",
-                        payload["message"].as_str().unwrap_or("attachment ended")
-                    ),
-                });
-            }
-            if remove {
-                Client::connect(paths, false)?.request(&Request::PaneRemove(
-                    methods::PaneRemove {
-                        target: pane_id.clone(),
-                        force: false,
-                    },
-                ))?;
-            }
-            return Ok(code);
+            return run_ended(&payload, &pane_id, remove, paths);
         }
         let ready = poll_readable(
             &[reader.stream().as_raw_fd(), signals.read.as_raw_fd()],

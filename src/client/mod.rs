@@ -231,17 +231,7 @@ fn start_background_server(paths: &NamespacePaths) -> Result<(), ClientError> {
     let exe = std::env::current_exe().map_err(|e| ClientError::io("finding the ptyd binary", e))?;
     let (read_end, write_end) =
         nix::unistd::pipe().map_err(|e| ClientError::io("creating pipe", e.into()))?;
-    let _ = paths.prepare_state_dir();
-    let stderr_path = paths.state_dir.join("server.stderr");
-    let stderr_file = open_server_stderr(&stderr_path).ok();
-    // Where this server's lines begin, for the error message below.
-    let stderr_start = stderr_file
-        .as_ref()
-        .and_then(|f| f.metadata().ok())
-        .map_or(0, |m| m.len() as usize);
-    let stderr = stderr_file
-        .map(std::process::Stdio::from)
-        .unwrap_or_else(std::process::Stdio::null);
+    let (stderr, stderr_path, stderr_start) = server_stderr(paths);
     let mut cmd = std::process::Command::new(&exe);
     // --hold-reruns: a listing must not re-run commands as a side effect.
     cmd.arg("-L")
@@ -273,21 +263,7 @@ fn start_background_server(paths: &NamespacePaths) -> Result<(), ClientError> {
     }
     drop(child);
     if !started && crate::transport::connect(paths).is_err() {
-        let log = std::fs::read(&stderr_path).unwrap_or_default();
-        let log = String::from_utf8_lossy(log.get(stderr_start..).unwrap_or_default());
-        return Err(ClientError {
-            code: "no_server".into(),
-            // The server's own lines, without their `ptyd: ` prefix: the
-            // message gets one when printed.
-            message: format!(
-                "could not start a ptyd server: {}",
-                log.lines()
-                    .map(|l| l.trim().trim_start_matches("ptyd: "))
-                    .filter(|l| !l.is_empty())
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            ),
-        });
+        return Err(start_failed(&stderr_path, stderr_start));
     }
     Ok(())
 }
@@ -305,16 +281,7 @@ fn start_background_server(paths: &NamespacePaths) -> Result<(), ClientError> {
     const CREATE_NEW_PROCESS_GROUP: u32 = 0x0000_0200;
     const BACKGROUND_START: std::time::Duration = std::time::Duration::from_secs(20);
     let exe = std::env::current_exe().map_err(|e| ClientError::io("finding the ptyd binary", e))?;
-    let _ = paths.prepare_state_dir();
-    let stderr_path = paths.state_dir.join("server.stderr");
-    let stderr_file = open_server_stderr(&stderr_path).ok();
-    let stderr_start = stderr_file
-        .as_ref()
-        .and_then(|f| f.metadata().ok())
-        .map_or(0, |m| m.len() as usize);
-    let stderr = stderr_file
-        .map(std::process::Stdio::from)
-        .unwrap_or_else(std::process::Stdio::null);
+    let (stderr, stderr_path, stderr_start) = server_stderr(paths);
     let mut child = std::process::Command::new(&exe)
         .arg("-L")
         .arg(&paths.namespace)
@@ -340,19 +307,7 @@ fn start_background_server(paths: &NamespacePaths) -> Result<(), ClientError> {
     if crate::transport::connect(paths).is_ok() {
         return Ok(());
     }
-    let log = std::fs::read(&stderr_path).unwrap_or_default();
-    let log = String::from_utf8_lossy(log.get(stderr_start..).unwrap_or_default());
-    Err(ClientError {
-        code: "no_server".into(),
-        message: format!(
-            "could not start a ptyd server: {}",
-            log.lines()
-                .map(|l| l.trim().trim_start_matches("ptyd: "))
-                .filter(|l| !l.is_empty())
-                .collect::<Vec<_>>()
-                .join("; ")
-        ),
-    })
+    Err(start_failed(&stderr_path, stderr_start))
 }
 
 /// Asks the user's systemd to start the namespace's socket unit: the server
@@ -379,6 +334,43 @@ fn start_through_systemd(paths: &NamespacePaths, unit: &str) -> Result<(), Clien
 /// Past this size `server.stderr` is moved to `server.stderr.1` before a
 /// new background server appends to it.
 const SERVER_STDERR_MAX: u64 = 1 << 20;
+
+/// A background server's stderr: the namespace's `server.stderr` (rotated
+/// when large; nowhere if it cannot be opened), its path, and where this
+/// start's lines begin in it (for [`start_failed`]).
+fn server_stderr(paths: &NamespacePaths) -> (std::process::Stdio, std::path::PathBuf, usize) {
+    let _ = paths.prepare_state_dir();
+    let path = paths.state_dir.join("server.stderr");
+    let file = open_server_stderr(&path).ok();
+    let start = file
+        .as_ref()
+        .and_then(|f| f.metadata().ok())
+        .map_or(0, |m| m.len() as usize);
+    let stdio = file
+        .map(std::process::Stdio::from)
+        .unwrap_or_else(std::process::Stdio::null);
+    (stdio, path, start)
+}
+
+/// A background server did not come up: the error, with what it wrote to
+/// its stderr since `start`.
+fn start_failed(stderr_path: &std::path::Path, start: usize) -> ClientError {
+    let log = std::fs::read(stderr_path).unwrap_or_default();
+    let log = String::from_utf8_lossy(log.get(start..).unwrap_or_default());
+    ClientError {
+        code: "no_server".into(),
+        // The server's own lines, without their `ptyd: ` prefix: the
+        // message gets one when printed.
+        message: format!(
+            "could not start a ptyd server: {}",
+            log.lines()
+                .map(|l| l.trim().trim_start_matches("ptyd: "))
+                .filter(|l| !l.is_empty())
+                .collect::<Vec<_>>()
+                .join("; ")
+        ),
+    }
+}
 
 /// Opens the background server's stderr for appending, so what earlier
 /// servers logged (why one died, say) survives the next start; rotated once

@@ -211,34 +211,47 @@ pub fn create_pipe_instance(name: &str, first: bool) -> io::Result<mio::windows:
 fn with_current_user_only<T>(
     create: impl FnOnce(&SECURITY_ATTRIBUTES) -> io::Result<T>,
 ) -> io::Result<T> {
-    let sddl = format!("D:P(A;;GA;;;{})", current_user_sid()?);
-    let sddl: Vec<u16> = sddl.encode_utf16().chain([0]).collect();
-    let mut descriptor: PSECURITY_DESCRIPTOR = std::ptr::null_mut();
-    // SAFETY: `sddl` is NUL-terminated; `descriptor` receives a
-    // LocalAlloc'd descriptor, freed below.
-    let ok = unsafe {
-        ConvertStringSecurityDescriptorToSecurityDescriptorW(
-            sddl.as_ptr(),
-            SDDL_REVISION_1,
-            &mut descriptor,
-            std::ptr::null_mut(),
-        )
-    };
-    if ok == 0 {
-        return Err(os_error(
-            "ConvertStringSecurityDescriptorToSecurityDescriptorW",
-        ));
-    }
+    let descriptor = SddlDescriptor::new(&format!("D:P(A;;GA;;;{})", current_user_sid()?))?;
     let attributes = SECURITY_ATTRIBUTES {
         nLength: std::mem::size_of::<SECURITY_ATTRIBUTES>() as u32,
-        lpSecurityDescriptor: descriptor,
+        lpSecurityDescriptor: descriptor.0,
         bInheritHandle: 0,
     };
-    let created = create(&attributes);
-    // SAFETY: allocated above by the conversion, freed once; the object
-    // created keeps its own copy.
-    unsafe { LocalFree(descriptor as HLOCAL) };
-    created
+    // The object created keeps its own copy of the descriptor.
+    create(&attributes)
+}
+
+/// A security descriptor built from SDDL text, freed when dropped.
+struct SddlDescriptor(PSECURITY_DESCRIPTOR);
+
+impl SddlDescriptor {
+    fn new(sddl: &str) -> io::Result<SddlDescriptor> {
+        let wide: Vec<u16> = sddl.encode_utf16().chain([0]).collect();
+        let mut descriptor: PSECURITY_DESCRIPTOR = std::ptr::null_mut();
+        // SAFETY: `wide` is NUL-terminated; `descriptor` receives a
+        // LocalAlloc'd descriptor, which `drop` frees.
+        let ok = unsafe {
+            ConvertStringSecurityDescriptorToSecurityDescriptorW(
+                wide.as_ptr(),
+                SDDL_REVISION_1,
+                &mut descriptor,
+                std::ptr::null_mut(),
+            )
+        };
+        if ok == 0 {
+            return Err(os_error(
+                "ConvertStringSecurityDescriptorToSecurityDescriptorW",
+            ));
+        }
+        Ok(SddlDescriptor(descriptor))
+    }
+}
+
+impl Drop for SddlDescriptor {
+    fn drop(&mut self) {
+        // SAFETY: allocated by the conversion in `new`, freed once here.
+        unsafe { LocalFree(self.0 as HLOCAL) };
+    }
 }
 
 /// The namespace's instance lock, the Windows `flock` on `ptyd.lock`: a
@@ -880,41 +893,27 @@ pub mod trust {
     /// already that; elsewhere (and under Wine, whose default DACL lets
     /// everyone read) it is not.
     pub fn make_private(dir: &Path) -> std::io::Result<()> {
-        use windows_sys::Win32::Security::Authorization::{
-            ConvertStringSecurityDescriptorToSecurityDescriptorW, SDDL_REVISION_1,
-        };
-        use windows_sys::Win32::Security::{DACL_SECURITY_INFORMATION, SetFileSecurityW};
         let me = super::current_user_sid()?;
-        let sddl: Vec<u16> = format!("D:P(A;OICI;FA;;;{me})(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)")
-            .encode_utf16()
-            .chain([0])
-            .collect();
-        let mut descriptor: PSECURITY_DESCRIPTOR = std::ptr::null_mut();
-        // SAFETY: `sddl` is NUL-terminated; the descriptor is LocalAlloc'd
-        // for us and freed below.
-        let ok = unsafe {
-            ConvertStringSecurityDescriptorToSecurityDescriptorW(
-                sddl.as_ptr(),
-                SDDL_REVISION_1,
-                &mut descriptor,
-                std::ptr::null_mut(),
-            )
-        };
+        set_dacl(
+            dir,
+            &format!("D:P(A;OICI;FA;;;{me})(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)"),
+        )
+        .map_err(|e| {
+            std::io::Error::new(e.kind(), format!("making {} private: {e}", dir.display()))
+        })
+    }
+
+    /// Gives `path` the DACL of `sddl` (e.g. `D:P(A;;FA;;;WD)`).
+    pub(super) fn set_dacl(path: &Path, sddl: &str) -> std::io::Result<()> {
+        use windows_sys::Win32::Security::{DACL_SECURITY_INFORMATION, SetFileSecurityW};
+        let descriptor = super::SddlDescriptor::new(sddl)?;
+        let wide: Vec<u16> = path.as_os_str().encode_wide().chain([0]).collect();
+        // SAFETY: `wide` is NUL-terminated; the descriptor lives until the
+        // end of this function.
+        let ok =
+            unsafe { SetFileSecurityW(wide.as_ptr(), DACL_SECURITY_INFORMATION, descriptor.0) };
         if ok == 0 {
-            return Err(super::os_error("building a private DACL"));
-        }
-        let wide: Vec<u16> = dir.as_os_str().encode_wide().chain([0]).collect();
-        // SAFETY: `wide` is NUL-terminated; `descriptor` is valid until
-        // the free below.
-        let ok = unsafe { SetFileSecurityW(wide.as_ptr(), DACL_SECURITY_INFORMATION, descriptor) };
-        let error = std::io::Error::last_os_error();
-        // SAFETY: allocated by the conversion above, freed once.
-        unsafe { LocalFree(descriptor as HLOCAL) };
-        if ok == 0 {
-            return Err(std::io::Error::new(
-                error.kind(),
-                format!("making {} private: {error}", dir.display()),
-            ));
+            return Err(std::io::Error::last_os_error());
         }
         Ok(())
     }
@@ -1226,27 +1225,7 @@ mod tests {
 
     /// Gives `path` the DACL of `sddl` (e.g. `D:P(A;;FA;;;WD)`).
     fn set_dacl(path: &std::path::Path, sddl: &str) {
-        use std::os::windows::ffi::OsStrExt;
-        use windows_sys::Win32::Security::{DACL_SECURITY_INFORMATION, SetFileSecurityW};
-        let sddl: Vec<u16> = sddl.encode_utf16().chain([0]).collect();
-        let mut descriptor: PSECURITY_DESCRIPTOR = std::ptr::null_mut();
-        // SAFETY: `sddl` is NUL-terminated; the descriptor is freed below.
-        let ok = unsafe {
-            ConvertStringSecurityDescriptorToSecurityDescriptorW(
-                sddl.as_ptr(),
-                SDDL_REVISION_1,
-                &mut descriptor,
-                std::ptr::null_mut(),
-            )
-        };
-        assert_ne!(ok, 0, "{}", io::Error::last_os_error());
-        let wide: Vec<u16> = path.as_os_str().encode_wide().chain([0]).collect();
-        // SAFETY: `wide` is NUL-terminated, `descriptor` valid until freed.
-        let ok = unsafe { SetFileSecurityW(wide.as_ptr(), DACL_SECURITY_INFORMATION, descriptor) };
-        let err = io::Error::last_os_error();
-        // SAFETY: allocated by the conversion above, freed once.
-        unsafe { LocalFree(descriptor as HLOCAL) };
-        assert_ne!(ok, 0, "SetFileSecurityW: {err}");
+        trust::set_dacl(path, sddl).unwrap_or_else(|e| panic!("setting {sddl} on {path:?}: {e}"));
     }
 
     #[test]

@@ -16,7 +16,10 @@
 //! - A lost server ends the attachment (no reconnecting), and the scroll
 //!   mode (prefix, `[`) is not available yet: the prefix then does nothing.
 
-use super::{AttachEnd, AttachOptions, CrlfToLf, PrefixAction, end_from_exit, split_keys};
+use super::{
+    AttachEnd, AttachOptions, CrlfToLf, PREFIX_WAIT, PrefixAction, end_from_exit, run_ended,
+    split_keys,
+};
 use crate::client::{Client, ClientError, FrameReader, ServerFrame, send_frame, terminal_size};
 use crate::paths::NamespacePaths;
 use crate::protocol::frame;
@@ -28,9 +31,6 @@ use std::time::{Duration, Instant};
 
 /// The longest output waits for the client to look (see the module doc).
 const TICK: Duration = Duration::from_millis(10);
-/// After the prefix key, how long the client waits for a second key
-/// before detaching (as on Unix).
-const PREFIX_WAIT: Duration = Duration::from_millis(400);
 
 fn io_error(what: &str, e: io::Error) -> ClientError {
     ClientError {
@@ -193,33 +193,7 @@ pub fn run_mirror(
                 let _ = out.write_all(convert.finish());
                 let _ = out.flush();
             }
-            let timed_out = matches!(
-                payload["exit"]["reason"].as_str(),
-                Some("timeout" | "idle_timeout")
-            );
-            let code = if timed_out {
-                crate::cli::TIMEOUT_EXIT
-            } else {
-                payload["exit"]["shell_code"].as_i64().unwrap_or(1) as i32
-            };
-            if payload["reason"] != "pane_exited" {
-                return Err(ClientError {
-                    code: "detached".into(),
-                    message: format!(
-                        "pane {pane_id}: {}",
-                        payload["message"].as_str().unwrap_or("attachment ended")
-                    ),
-                });
-            }
-            if remove {
-                Client::connect(paths, false)?.request(&Request::PaneRemove(
-                    methods::PaneRemove {
-                        target: pane_id.clone(),
-                        force: false,
-                    },
-                ))?;
-            }
-            return Ok(code);
+            return run_ended(&payload, &pane_id, remove, paths);
         }
         // Only reading here: a blocking read holds back no write.
         match reader.fill() {
