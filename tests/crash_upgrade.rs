@@ -15,6 +15,7 @@ mod util;
 mod crash_support;
 
 use crash_support::{Setup, check_counter, setup_with_config};
+use std::io::Read;
 use std::process::{Child, Stdio};
 
 /// Rounds close together must not look like a crash loop.
@@ -132,10 +133,31 @@ fn crashes_during_an_upgrade_leave_every_pane_served_once() {
     // counter's output, answered requests): the old one takes back, and
     // what the new one read is in the shared output ring, not lost.
     let before = s.before();
-    let (cli, new) = start_upgrade(&s, before.serving, None);
+    let (mut cli, new) = start_upgrade(&s, before.serving, None);
     let mut c = s.ptyd.connect();
     util::eventually("the new server to serve", || {
-        (crash_support::serving_pid(&mut c) == new).then_some(())
+        if crash_support::serving_pid(&mut c) == new {
+            return Some(());
+        }
+        // An upgrade that ended without the new server serving says why.
+        if matches!(cli.as_child_mut().try_wait(), Ok(Some(_))) {
+            let mut text = String::new();
+            let child = cli.as_child_mut();
+            for mut out in [
+                child.stdout.take().map(|o| Box::new(o) as Box<dyn Read>),
+                child.stderr.take().map(|e| Box::new(e) as Box<dyn Read>),
+            ]
+            .into_iter()
+            .flatten()
+            {
+                let _ = out.read_to_string(&mut text);
+            }
+            panic!(
+                "the upgrade to {new} ended without it serving: {text}\nserver log:\n{}",
+                s.ptyd.stderr()
+            );
+        }
+        None
     });
     // The counter's output moves on under the new server.
     let top = |c: &mut util::Conn| check_counter(&c.capture_all(&s.counter), "probation").1;
