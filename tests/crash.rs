@@ -350,3 +350,48 @@ fn a_ring_gives_back_what_a_checkpoint_covers_and_still_recovers_exactly() {
     );
     assert!(!text.contains('\0'), "a hole replayed as output: {text}");
 }
+
+#[test]
+fn a_checkpoint_encoded_over_several_turns_recovers_every_pane_exactly() {
+    // One pane's line a loop turn (`PTYD_CHECKPOINT_PANES`): each
+    // checkpoint holds lines encoded in different turns, each with its own
+    // pane's ring position then, and recovery replays each ring from its
+    // own line's position. Two more counters print meanwhile, so every
+    // line of a checkpoint is older than the next pane's.
+    let s = setup(&[
+        ("PTYD_CRASH_LOOP_WINDOW_MS", "0"),
+        ("PTYD_CHECKPOINT_PANES", "1"),
+    ]);
+    let more: Vec<String> = (0..2)
+        .map(|_| {
+            s.ptyd.create_argv(&[
+                "/bin/sh",
+                "-c",
+                "i=0; while :; do i=$((i+1)); echo $i || exit 1; done",
+            ])
+        })
+        .collect();
+    let mut c = s.ptyd.connect();
+    util::eventually("a checkpoint encoded over several turns", || {
+        let status = c.ok("server.status", json!({}));
+        (status["keeper"]["last_checkpoint_turns"].as_u64() >= Some(4)).then_some(())
+    });
+    let mut rng = Rng(0x5eed ^ std::process::id() as u64);
+    let mut fds = None;
+    for round in 1..=3 {
+        s.crash_round(&mut rng, libc::SIGKILL, round, &mut fds);
+        let mut c = s.ptyd.connect();
+        for pane in &more {
+            let text = c.capture_all(pane);
+            let (first, top) =
+                crash_support::check_counter(&text, &format!("round {round}, pane {pane}"));
+            assert!(top > first, "round {round}, pane {pane}: {first}..{top}");
+        }
+    }
+    let status = s.ptyd.connect().ok("server.status", json!({}));
+    assert_eq!(
+        status["keeper"]["last_recovery"]["inexact_panes"],
+        json!([]),
+        "{status}"
+    );
+}

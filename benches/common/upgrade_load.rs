@@ -212,7 +212,7 @@ pub fn measure_load(
         Some(h) => h.join().map_err(|_| "the attached reader panicked")?,
         None => (0, None),
     };
-    Ok(LoadMeasurement {
+    let m = LoadMeasurement {
         flooding: plan.flooding,
         panes: plan.panes,
         samples,
@@ -224,7 +224,40 @@ pub fn measure_load(
         attached_ended,
         wall,
         load: (load_before, load_after),
-    })
+    };
+    if let Some(prefix) = std::env::var_os("PTYD_BENCH_CONNECTS") {
+        let mut prefix = prefix.into_string().map_err(|_| "PTYD_BENCH_CONNECTS is not UTF-8")?;
+        prefix.push_str(&format!(".{}", plan.flooding));
+        dump_connects(&m, &prefix)?;
+    }
+    Ok(m)
+}
+
+/// Each connect (start as Unix ms, duration ms) and each upgrade's window
+/// (start and end as Unix ms: its phases, then the probation), as CSV in
+/// `PREFIX.connects` and `PREFIX.upgrades`, to match slow connects to the
+/// server's loop turns (`PTYD_TURN_TRACE`).
+fn dump_connects(m: &LoadMeasurement, prefix: &str) -> Res<()> {
+    let mut out = String::from("start_unix_ms,ms\n");
+    for (d, start) in m.connects.iter().zip(&m.connect_starts) {
+        out.push_str(&format!("{start:.3},{:.3}\n", super::ms(*d)));
+    }
+    std::fs::write(format!("{prefix}.connects"), out).map_err(|e| e.to_string())?;
+    let mut out = String::from("start_unix_ms,finished_unix_ms,probation_end_unix_ms\n");
+    for s in &m.samples {
+        let Some(end) = s.report["finished_unix_ms"].as_f64() else {
+            continue;
+        };
+        let len: f64 = s.report["phases"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p["ms"].as_f64())
+            .sum();
+        let probation = super::upgrade::PROBATION.as_secs_f64() * 1000.0;
+        out.push_str(&format!("{:.3},{end:.3},{:.3}\n", end - len, end + probation));
+    }
+    std::fs::write(format!("{prefix}.upgrades"), out).map_err(|e| e.to_string())
 }
 
 /// Now as Unix milliseconds (the clock of the report's `finished_unix_ms`).

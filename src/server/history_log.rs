@@ -60,6 +60,9 @@ struct PaneLog {
     /// Number of the line after the last one written.
     next: u64,
     chunks: VecDeque<Chunk>,
+    /// Which `sync` (or `adopt_pane`) of the log last changed what this
+    /// pane's reference names (`HistoryLog::stamp`).
+    stamp: u64,
 }
 
 pub struct HistoryLog {
@@ -74,6 +77,8 @@ pub struct HistoryLog {
     /// are whole only once its neighbours are free too.
     free: BTreeMap<u64, u64>,
     buf: Vec<u8>,
+    /// Syncs so far, numbering each pane's `stamp`.
+    syncs: u64,
 }
 
 impl HistoryLog {
@@ -94,6 +99,7 @@ impl HistoryLog {
             freed: Vec::new(),
             free: BTreeMap::new(),
             buf: Vec::new(),
+            syncs: 0,
         }
     }
 
@@ -120,6 +126,7 @@ impl HistoryLog {
                 first: oldest,
                 next: oldest,
                 chunks: VecDeque::new(),
+                stamp: 0,
             };
         }
         while let Some(c) = pane.chunks.front().copied() {
@@ -131,6 +138,8 @@ impl HistoryLog {
             self.freed.push((c.offset, c.len));
         }
         let result = self.append(&mut pane, term, pushed);
+        self.syncs += 1;
+        pane.stamp = self.syncs;
         let reference = HistoryRef {
             chunks: pane.chunks.iter().map(|c| (c.offset, c.len)).collect(),
             skip: oldest - pane.first,
@@ -273,6 +282,10 @@ impl HistoryLog {
                 first: oldest - reference.skip,
                 next: pushed,
                 chunks,
+                stamp: {
+                    self.syncs += 1;
+                    self.syncs
+                },
             },
         );
     }
@@ -348,6 +361,14 @@ impl HistoryLog {
     pub fn allocated_bytes(&self) -> u64 {
         use std::os::unix::fs::MetadataExt;
         self.file.metadata().map_or(0, |m| m.blocks() * 512)
+    }
+
+    /// Which sync last changed what pane `id`'s reference names (`None`
+    /// for a pane the log does not know): a reference taken at that sync
+    /// is good while the stamp is the same, since only a sync (or
+    /// forgetting the pane) frees a range a reference names.
+    pub fn stamp(&self, id: u64) -> Option<u64> {
+        self.panes.get(&id).map(|p| p.stamp)
     }
 
     /// Panes with lines in the log.

@@ -70,6 +70,28 @@ const CHECKPOINT_COST_SHARE: u32 = 20;
 /// quarter of its speed without a keeper (the checkpoints' CPU was not
 /// the cost; the waiting was).
 const URGENT_COST_SHARE: u32 = 4;
+/// A checkpoint is encoded a slice of a loop turn at a time, this long
+/// (at least one pane's line a turn): 200 panes flooding output cost
+/// 15-20 ms to encode (much of it waiting for a CPU shared with them),
+/// which, in one turn, a connecting client waited for on top of the
+/// turn's output. Each pane's line is its state at the moment it was
+/// encoded, with its ring position then; recovery replays each ring from
+/// its own line's position (`write_checkpoint`).
+const CHECKPOINT_SLICE: Duration = Duration::from_millis(2);
+/// Test knob: at most this many panes' lines a turn (rounds of many
+/// turns with few panes).
+const SLICE_PANES_ENV: &str = "PTYD_CHECKPOINT_PANES";
+
+fn slice_panes() -> usize {
+    static PANES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *PANES.get_or_init(|| {
+        std::env::var(SLICE_PANES_ENV)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|&n| n > 0)
+            .unwrap_or(usize::MAX)
+    })
+}
 /// A ring's pages behind the last sent checkpoint are given back this long
 /// after it, unless its pane printed `RING_BUSY` bytes meanwhile (a flood,
 /// whose pages would only be faulted in again on the ring's next round).
@@ -92,6 +114,48 @@ struct Queued {
     rings: Vec<(u64, u64)>,
 }
 
+/// One pane's line of a checkpoint's pre-copy, encoded in some turn of
+/// its round, and what it is consistent with: the pane's ring position,
+/// its fds (by name) and its history log reference (`HistoryLog::stamp`)
+/// at that moment.
+struct Entry {
+    line: Vec<u8>,
+    ring: Option<u64>,
+    fds: Vec<FdName>,
+    logged: Option<u64>,
+}
+
+/// A checkpoint being encoded across loop turns, `CHECKPOINT_SLICE` of
+/// each.
+#[derive(Default)]
+struct Round {
+    /// Panes whose line is not encoded yet.
+    todo: VecDeque<u64>,
+    entries: std::collections::HashMap<u64, Entry>,
+    /// The turns' time spent on it so far, and how many.
+    spent: Duration,
+    turns: u32,
+}
+
+/// The fds (by name) a checkpoint names for pane `p`: its terminal (or
+/// the hung-up one), its process while it runs, its ring.
+fn checkpoint_fds(p: &super::pane::Pane) -> Vec<FdName> {
+    let id = p.id();
+    let mut ids = Vec::with_capacity(3);
+    if p.fds().master().is_some() {
+        ids.push(FdName::Pty(id));
+    } else if p.fds().hung_up_master().is_some() {
+        ids.push(FdName::PtyHangup(id));
+    }
+    if matches!(p.state(), PaneState::Running(_)) {
+        ids.push(FdName::Pidfd(id));
+    }
+    if p.ring().is_some() {
+        ids.push(FdName::Ring(id));
+    }
+    ids
+}
+
 /// The channel's state on the server side.
 #[derive(Default)]
 pub struct KeeperLink {
@@ -112,6 +176,11 @@ pub struct KeeperLink {
     pub written: u64,
     pub last_cost_us: u64,
     pub last_bytes: u64,
+    /// The loop turns the last checkpoint was encoded over.
+    last_turns: u32,
+    /// The checkpoint being encoded, if one is under way.
+    round: Option<Round>,
+
     warned: bool,
     /// The `Checkpoint` timer pending, so each turn does not add another.
     timer_at: Option<Instant>,
@@ -185,10 +254,12 @@ impl KeeperLink {
         if self.log.is_none() {
             self.log = Some(HistoryLog::create()?);
         }
+        let t_sync = Instant::now();
         let history = match &mut self.log {
             Some(log) => log.sync(id, terminal)?,
             None => None,
         };
+        super::turn_trace::checkpoint_part(1, t_sync.elapsed().as_micros() as u64);
         let changes = terminal.changes();
         let whole = history.is_none();
         let stale = self
@@ -199,12 +270,14 @@ impl KeeperLink {
             // The old encoding goes first, so the allocator can give its
             // memory (same size, already mapped) to the new one.
             self.screens.remove(&id);
+            let t_enc = Instant::now();
             let raw = if whole {
                 serde_json::value::to_raw_value(terminal)
             } else {
                 terminal.to_json_without_history()
             }
             .map_err(|e| format!("encoding pane {id}'s terminal: {e}"))?;
+            super::turn_trace::checkpoint_part(0, t_enc.elapsed().as_micros() as u64);
             self.screens.insert(id, (changes, whole, raw));
         }
         Ok((self.screens[&id].2.as_ref(), history))
@@ -593,6 +666,7 @@ impl Server {
             "checkpoints": self.keeper.written,
             "last_checkpoint_ms": self.keeper.last_cost_us as f64 / 1000.0,
             "last_checkpoint_bytes": self.keeper.last_bytes,
+            "last_checkpoint_turns": self.keeper.last_turns,
             "history_log_panes": self.keeper.log.as_ref().map_or(0, HistoryLog::panes),
             "history_log_bytes": self.keeper.log.as_ref().map_or(0, HistoryLog::allocated_bytes),
             "last_recovery": self.last_recovery,
@@ -640,6 +714,9 @@ impl Server {
             }
         }
         if self.lineage.is_none() || !self.serving.is_owned() {
+            // Paused for an upgrade: what the round encoded may no longer
+            // be ours to send; a rollback starts again.
+            self.keeper.round = None;
             return;
         }
         if !self.keeper.urgent
@@ -650,6 +727,11 @@ impl Server {
         {
             self.keeper.urgent = true;
             self.keeper.dirty = true;
+        }
+        if self.keeper.round.is_some() {
+            self.continue_checkpoint();
+            self.keeper_flush();
+            return;
         }
         if !self.keeper.dirty {
             self.keeper_flush();
@@ -670,13 +752,15 @@ impl Server {
         };
         match self.keeper.last.map(|t| t + wait).filter(|at| *at > now) {
             None => {
-                if let Err(e) = self.write_checkpoint(now) {
-                    self.log.log("checkpoint_failed", &e);
-                }
+                // What changes from now on (a pane whose line is already
+                // encoded) marks the next one due.
                 self.keeper.dirty = false;
                 self.keeper.urgent = false;
-                self.keeper.panes_changed = false;
-                self.keeper.last = Some(Instant::now());
+                self.keeper.round = Some(Round {
+                    todo: self.panes.keys().copied().collect(),
+                    ..Round::default()
+                });
+                self.continue_checkpoint();
             }
             Some(at) => {
                 if self.keeper.timer_at.is_none_or(|pending| pending < now) {
@@ -688,37 +772,141 @@ impl Server {
         self.keeper_flush();
     }
 
-    /// Encodes the checkpoint (pre-copy and manifest) into two memfds and
-    /// queues them for the keeper.
-    fn write_checkpoint(&mut self, now: Instant) -> Result<(), String> {
-        let started = Instant::now();
+    /// This turn's share of the checkpoint under way (`checkpoint_turn`);
+    /// until it is written, the loop turns again at once (a timer now).
+    fn continue_checkpoint(&mut self) {
+        let all = self.keeper.panes_changed;
+        match self.checkpoint_turn(all) {
+            Ok(false) => {
+                self.timers
+                    .add(Instant::now(), super::timers::TimerKind::Checkpoint);
+                return;
+            }
+            Ok(true) => {}
+            Err(e) => {
+                self.log.log("checkpoint_failed", &e);
+                self.keeper.round = None;
+            }
+        }
+        if all {
+            self.keeper.panes_changed = false;
+        }
+        self.keeper.last = Some(Instant::now());
+    }
+
+    /// Encodes pane `id`'s line of a checkpoint's pre-copy now: its
+    /// record and runtime state, its terminal without its history lines
+    /// (encoded again only when it changed: `screen_json`) and where those
+    /// lines are in the history log, with the ring position and fds it is
+    /// consistent with.
+    fn checkpoint_entry(&mut self, id: u64, now: Instant) -> Result<Option<Entry>, String> {
         let history_limit = self.persist.history;
+        let Some(p) = self.panes.get(&id) else {
+            return Ok(None);
+        };
+        let changes = p.screen().changes();
+        let (screen, history) = self
+            .keeper
+            .screen_json(id, p.screen())
+            .map_err(|e| format!("encoding a checkpoint: {e}"))?;
+        let mut rt = convert::pane_runtime(p, now, Some(changes)).with_screen(Some(screen));
+        rt.history = history;
+        let record = super::persistence::pane_record(p, history_limit);
+        let mut line = serde_json::to_vec(&(record, rt))
+            .map_err(|e| format!("encoding a checkpoint: {e}"))?;
+        line.push(b'\n');
+        Ok(Some(Entry {
+            line,
+            ring: p.ring().map(OutputRing::written),
+            fds: checkpoint_fds(p),
+            logged: self.keeper.log.as_ref().and_then(|l| l.stamp(id)),
+        }))
+    }
+
+    /// One turn's share of the checkpoint under way: pane lines for
+    /// `CHECKPOINT_SLICE` (at least one), then, once every pane has its
+    /// line (or `all`: a pane was added or removed), the checkpoint is
+    /// written and queued. Whether it was.
+    fn checkpoint_turn(&mut self, all: bool) -> Result<bool, String> {
+        let started = Instant::now();
+        let now = started;
+        let Some(mut round) = self.keeper.round.take() else {
+            return Ok(false);
+        };
+        round.turns += 1;
+        let mut done = 0;
+        while let Some(&id) = round.todo.front() {
+            if !all && done >= slice_panes() {
+                break;
+            }
+            if !all && done > 0 && started.elapsed() >= CHECKPOINT_SLICE {
+                break;
+            }
+            round.todo.pop_front();
+            match self.checkpoint_entry(id, now) {
+                Ok(Some(entry)) => {
+                    round.entries.insert(id, entry);
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    round.spent += started.elapsed();
+                    self.keeper.round = Some(round);
+                    return Err(e);
+                }
+            }
+            done += 1;
+        }
+        if !round.todo.is_empty() {
+            round.spent += started.elapsed();
+            self.keeper.round = Some(round);
+            return Ok(false);
+        }
+        let result = self.write_checkpoint(&mut round.entries, now);
+        round.spent += started.elapsed();
+        self.keeper.last_cost_us = round.spent.as_micros() as u64;
+        self.keeper.last_turns = round.turns;
+        super::turn_trace::checkpoint(self.keeper.last_cost_us);
+        result.map(|()| true)
+    }
+
+    /// Writes the checkpoint (pre-copy and manifest) into two memfds and
+    /// queues them for the keeper: each pane's line as `entries` holds it
+    /// if it is still what the pane's fds and history log reference say
+    /// (it was encoded in an earlier turn of the round: its pane's state at
+    /// that moment, with its ring position then, which recovery replays
+    /// from), else encoded now.
+    fn write_checkpoint(
+        &mut self,
+        entries: &mut std::collections::HashMap<u64, Entry>,
+        now: Instant,
+    ) -> Result<(), String> {
         let mut ids = Vec::new();
         let mut rings = Vec::new();
-        for p in self.panes.values() {
-            let id = p.id();
-            if p.fds().master().is_some() {
-                ids.push(FdName::Pty(id));
-            } else if p.fds().hung_up_master().is_some() {
-                ids.push(FdName::PtyHangup(id));
+        let mut lines = Vec::with_capacity(self.panes.len());
+        let panes: Vec<u64> = self.panes.keys().copied().collect();
+        for id in panes {
+            let fresh = entries.remove(&id).filter(|e| {
+                self.panes.get(&id).is_some_and(|p| checkpoint_fds(p) == e.fds)
+                    && self.keeper.log.as_ref().and_then(|l| l.stamp(id)) == e.logged
+            });
+            let entry = match fresh {
+                Some(entry) => entry,
+                None => match self.checkpoint_entry(id, now)? {
+                    Some(entry) => entry,
+                    None => continue,
+                },
+            };
+            ids.extend_from_slice(&entry.fds);
+            if let Some(at) = entry.ring {
+                rings.push((id, at));
             }
-            if matches!(p.state(), PaneState::Running(_)) {
-                ids.push(FdName::Pidfd(id));
-            }
-            if let Some(ring) = p.ring() {
-                ids.push(FdName::Ring(id));
-                rings.push((id, ring.written()));
-            }
+            lines.push(entry.line);
         }
         // A pre-copy as the upgrade sends it (JSON lines), written
         // straight into its memfd: the head, with `events_reached` first at
         // a fixed width (rewritten in place as events are logged after the
         // checkpoint) and the event ring (what `server.events` replays
-        // from), each event encoded once and cached; then a pane a line,
-        // each pane's terminal without its history lines (encoded again
-        // only when it changed: `screen_json`) and where those lines are in
-        // the history log: the records and runtime states are small and
-        // encoded every time.
+        // from), each event encoded once and cached; then a pane a line.
         self.keeper
             .screens
             .retain(|id, _| self.panes.contains_key(id));
@@ -755,20 +943,11 @@ impl Server {
             }
             out.write_all(json).map_err(io)?;
         }
-        writeln!(out, "],\"panes\":{}}}", self.panes.len()).map_err(io)?;
-        for p in self.panes.values() {
-            let changes = p.screen().changes();
-            let (screen, history) = self
-                .keeper
-                .screen_json(p.id(), p.screen())
-                .map_err(|e| format!("encoding a checkpoint: {e}"))?;
-            let mut rt = convert::pane_runtime(p, now, Some(changes)).with_screen(Some(screen));
-            rt.history = history;
-            let record = super::persistence::pane_record(p, history_limit);
-            serde_json::to_writer(&mut out, &(record, rt))
-                .map_err(|e| format!("encoding a checkpoint: {e}"))?;
-            out.write_all(b"\n").map_err(io)?;
+        writeln!(out, "],\"panes\":{}}}", lines.len()).map_err(io)?;
+        for line in &lines {
+            out.write_all(line).map_err(io)?;
         }
+        drop(lines);
         let pre_file = out
             .into_inner()
             .map_err(|e| format!("writing a checkpoint: {}", e.error()))?;
@@ -822,7 +1001,6 @@ impl Server {
             }
         }
         self.keeper.written += 1;
-        self.keeper.last_cost_us = started.elapsed().as_micros() as u64;
         self.keeper.last_bytes = precopy_bytes + manifest_bytes.len() as u64;
         Ok(())
     }
