@@ -254,12 +254,10 @@ impl KeeperLink {
         if self.log.is_none() {
             self.log = Some(HistoryLog::create()?);
         }
-        let t_sync = Instant::now();
         let history = match &mut self.log {
             Some(log) => log.sync(id, terminal)?,
             None => None,
         };
-        super::turn_trace::checkpoint_part(1, t_sync.elapsed().as_micros() as u64);
         let changes = terminal.changes();
         let whole = history.is_none();
         let stale = self
@@ -270,14 +268,12 @@ impl KeeperLink {
             // The old encoding goes first, so the allocator can give its
             // memory (same size, already mapped) to the new one.
             self.screens.remove(&id);
-            let t_enc = Instant::now();
             let raw = if whole {
                 serde_json::value::to_raw_value(terminal)
             } else {
                 terminal.to_json_without_history()
             }
             .map_err(|e| format!("encoding pane {id}'s terminal: {e}"))?;
-            super::turn_trace::checkpoint_part(0, t_enc.elapsed().as_micros() as u64);
             self.screens.insert(id, (changes, whole, raw));
         }
         Ok((self.screens[&id].2.as_ref(), history))
@@ -439,10 +435,12 @@ impl Server {
             }
         }
         if !self.keeper.sent_freed.is_empty() && self.may_release() {
+            let t_release = Instant::now();
             let freed = std::mem::take(&mut self.keeper.sent_freed);
             if let Some(log) = &mut self.keeper.log {
                 log.release(freed);
             }
+            super::turn_trace::checkpoint_part(3, t_release.elapsed().as_micros() as u64);
         }
         // Our checkpoint is the keeper's and nothing we freed is pending:
         // whatever else is in the log is no one's.
@@ -843,7 +841,10 @@ impl Server {
                 break;
             }
             round.todo.pop_front();
-            match self.checkpoint_entry(id, now) {
+            let t_entry = Instant::now();
+            let entry = self.checkpoint_entry(id, now);
+            super::turn_trace::checkpoint_part(0, t_entry.elapsed().as_micros() as u64);
+            match entry {
                 Ok(Some(entry)) => {
                     round.entries.insert(id, entry);
                 }
@@ -880,6 +881,7 @@ impl Server {
         entries: &mut std::collections::HashMap<u64, Entry>,
         now: Instant,
     ) -> Result<(), String> {
+        let t_write = Instant::now();
         let mut ids = Vec::new();
         let mut rings = Vec::new();
         let mut lines = Vec::with_capacity(self.panes.len());
@@ -953,6 +955,8 @@ impl Server {
             .map_err(|e| format!("writing a checkpoint: {}", e.error()))?;
         let precopy_bytes = pre_file.metadata().map_err(io)?.len();
         let pre_fd = OwnedFd::from(pre_file);
+        super::turn_trace::checkpoint_part(1, t_write.elapsed().as_micros() as u64);
+        let t_man = Instant::now();
         let capture = convert::Capture {
             records: Vec::new(),
             runtimes: Vec::new(),
@@ -995,6 +999,7 @@ impl Server {
             handoff: crate::handoff::manifest::HANDOFF_VERSION,
         };
         self.keeper_send_freeing(&msg, fds, freed, rings.clone());
+        super::turn_trace::checkpoint_part(2, t_man.elapsed().as_micros() as u64);
         for (id, at) in rings {
             if let Some(p) = self.panes.get_mut(&id) {
                 p.ring_saved_at(at);

@@ -33,7 +33,7 @@ pub const HISTORY_MAX_BYTES: usize = 1 << 20;
 /// a millisecond per full pane); panes past it wait for a follow-up save
 /// moments later, so a server with hundreds of busy panes never stalls its
 /// loop for the whole set. `server.save`, shutdown and upgrades render all.
-const HISTORY_RENDER_BUDGET: Duration = Duration::from_millis(10);
+pub(super) const HISTORY_RENDER_BUDGET: Duration = Duration::from_millis(10);
 
 pub struct Persistence {
     writer: Option<Writer>,
@@ -177,7 +177,7 @@ impl Server {
 
     /// `start_save`, rendering history files for at most `budget` of loop
     /// time (all of them with `None`).
-    fn start_save_within(&mut self, budget: Option<Duration>) {
+    pub(super) fn start_save_within(&mut self, budget: Option<Duration>) {
         // Paused for an upgrade, the state may already be the new server's:
         // only the current owner writes snapshots.
         if self.persist.disabled.is_some()

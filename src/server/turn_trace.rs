@@ -62,7 +62,7 @@ fn open() -> Option<Trace> {
     t.at_poll = t.schedstat();
     let _ = writeln!(
         t.out,
-        "wake_unix_us,poll_us,events_us,flush_output_us,backlog_us,timers_us,keeper_us,flush_conns_us,poll_cpu_us,poll_delay_us,turn_cpu_us,turn_delay_us,listener,events,checkpoint_us,ck_screens_us,ck_log_us,ck_manifest_us,ck_rest_us"
+        "wake_unix_us,poll_us,events_us,flush_output_us,backlog_us,timers_us,keeper_us,flush_conns_us,poll_cpu_us,poll_delay_us,turn_cpu_us,turn_delay_us,listener,events,checkpoint_us,ck_encode_us,ck_write_us,ck_manifest_send_us,ck_release_us"
     );
     Some(t)
 }
