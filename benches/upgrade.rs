@@ -39,6 +39,13 @@
 //! (`server.stop`, read to EOF), the first generation (which stays behind as
 //! the reaper) is waited for, and any pane process still alive is killed and
 //! reported; with `PTYD_BENCH_KEEP=1` the directory (server logs) is kept.
+//!
+//! In the load mode, `PTYD_BENCH_CONNECTS=PREFIX` writes every connect
+//! (start, duration) and every upgrade's window as CSV to
+//! `PREFIX.FLOODING.connects` and `.upgrades`, to match slow connects with
+//! what the server did then; `PTYD_BENCH_PANE_NICE=N` renices every pane's
+//! process by +N (the server keeps its niceness), to see how much of a
+//! connect's wait is CPU contention with the panes.
 
 use std::collections::HashMap;
 use std::time::Duration;

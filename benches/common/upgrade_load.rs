@@ -232,7 +232,9 @@ pub fn measure_load(
         load: (load_before, load_after),
     };
     if let Some(prefix) = std::env::var_os("PTYD_BENCH_CONNECTS") {
-        let mut prefix = prefix.into_string().map_err(|_| "PTYD_BENCH_CONNECTS is not UTF-8")?;
+        let mut prefix = prefix
+            .into_string()
+            .map_err(|_| "PTYD_BENCH_CONNECTS is not UTF-8")?;
         prefix.push_str(&format!(".{}", plan.flooding));
         dump_connects(&m, &prefix)?;
     }

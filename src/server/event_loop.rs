@@ -37,10 +37,8 @@ impl Server {
                 }
                 return Err(format!("poll failed: {e}"));
             }
-            super::turn_trace::mark(super::turn_trace::POLL);
             self.pane_turn_until = Instant::now() + super::pane_io::PANE_TURN_BUDGET;
             for event in events.iter() {
-                super::turn_trace::event(event.token() == LISTENER);
                 // An earlier event of this batch may have paused us for an
                 // upgrade: from then on the listener, the panes and the
                 // connections may already be the new server's, and a byte
@@ -55,9 +53,7 @@ impl Server {
             }
             // What the event pass read (the echo of a key, a prompt) goes
             // out now, not after the busy panes' slices below.
-            super::turn_trace::mark(super::turn_trace::EVENTS);
             self.flush_queued_output();
-            super::turn_trace::mark(super::turn_trace::FLUSH_OUTPUT);
             // The backlog gets a budget of its own: were it what the event
             // pass left, panes ready anew every turn would starve those
             // waiting there (a full PTY raises no new edge).
@@ -65,15 +61,10 @@ impl Server {
             if self.echo_wait.is_none() {
                 self.revisit_backlog();
             }
-            super::turn_trace::mark(super::turn_trace::BACKLOG);
             self.fire_timers();
-            super::turn_trace::mark(super::turn_trace::TIMERS);
             self.keeper_tick(Instant::now());
-            super::turn_trace::mark(super::turn_trace::KEEPER);
             self.flush_conns();
-            super::turn_trace::mark(super::turn_trace::FLUSH_CONNS);
         }
-        super::turn_trace::flush();
         Ok(())
     }
 

@@ -16,7 +16,10 @@
 //! something changed, at most every `CHECKPOINT_INTERVAL`, in the same loop
 //! turn as a pane is added or removed (whatever the last one cost), and as soon as a pane has written half its
 //! ring since the last one (a pane is not read while a whole ring's worth
-//! is unsaved; the PTY holds the rest, so a crash loses nothing).
+//! is unsaved; the PTY holds the rest, so a crash loses nothing). It is
+//! encoded a slice of a loop turn at a time (`CHECKPOINT_SLICE`), each
+//! pane's line with the ring position it was encoded at, so each pane is
+//! recovered exactly from its own moment.
 
 use super::Server;
 use super::history_log::HistoryLog;
@@ -435,12 +438,10 @@ impl Server {
             }
         }
         if !self.keeper.sent_freed.is_empty() && self.may_release() {
-            let t_release = Instant::now();
             let freed = std::mem::take(&mut self.keeper.sent_freed);
             if let Some(log) = &mut self.keeper.log {
                 log.release(freed);
             }
-            super::turn_trace::checkpoint_part(3, t_release.elapsed().as_micros() as u64);
         }
         // Our checkpoint is the keeper's and nothing we freed is pending:
         // whatever else is in the log is no one's.
@@ -810,8 +811,8 @@ impl Server {
         let mut rt = convert::pane_runtime(p, now, Some(changes)).with_screen(Some(screen));
         rt.history = history;
         let record = super::persistence::pane_record(p, history_limit);
-        let mut line = serde_json::to_vec(&(record, rt))
-            .map_err(|e| format!("encoding a checkpoint: {e}"))?;
+        let mut line =
+            serde_json::to_vec(&(record, rt)).map_err(|e| format!("encoding a checkpoint: {e}"))?;
         line.push(b'\n');
         Ok(Some(Entry {
             line,
@@ -841,10 +842,7 @@ impl Server {
                 break;
             }
             round.todo.pop_front();
-            let t_entry = Instant::now();
-            let entry = self.checkpoint_entry(id, now);
-            super::turn_trace::checkpoint_part(0, t_entry.elapsed().as_micros() as u64);
-            match entry {
+            match self.checkpoint_entry(id, now) {
                 Ok(Some(entry)) => {
                     round.entries.insert(id, entry);
                 }
@@ -866,7 +864,6 @@ impl Server {
         round.spent += started.elapsed();
         self.keeper.last_cost_us = round.spent.as_micros() as u64;
         self.keeper.last_turns = round.turns;
-        super::turn_trace::checkpoint(self.keeper.last_cost_us);
         result.map(|()| true)
     }
 
@@ -881,14 +878,15 @@ impl Server {
         entries: &mut std::collections::HashMap<u64, Entry>,
         now: Instant,
     ) -> Result<(), String> {
-        let t_write = Instant::now();
         let mut ids = Vec::new();
         let mut rings = Vec::new();
         let mut lines = Vec::with_capacity(self.panes.len());
         let panes: Vec<u64> = self.panes.keys().copied().collect();
         for id in panes {
             let fresh = entries.remove(&id).filter(|e| {
-                self.panes.get(&id).is_some_and(|p| checkpoint_fds(p) == e.fds)
+                self.panes
+                    .get(&id)
+                    .is_some_and(|p| checkpoint_fds(p) == e.fds)
                     && self.keeper.log.as_ref().and_then(|l| l.stamp(id)) == e.logged
             });
             let entry = match fresh {
@@ -955,8 +953,6 @@ impl Server {
             .map_err(|e| format!("writing a checkpoint: {}", e.error()))?;
         let precopy_bytes = pre_file.metadata().map_err(io)?.len();
         let pre_fd = OwnedFd::from(pre_file);
-        super::turn_trace::checkpoint_part(1, t_write.elapsed().as_micros() as u64);
-        let t_man = Instant::now();
         let capture = convert::Capture {
             records: Vec::new(),
             runtimes: Vec::new(),
@@ -999,7 +995,6 @@ impl Server {
             handoff: crate::handoff::manifest::HANDOFF_VERSION,
         };
         self.keeper_send_freeing(&msg, fds, freed, rings.clone());
-        super::turn_trace::checkpoint_part(2, t_man.elapsed().as_micros() as u64);
         for (id, at) in rings {
             if let Some(p) = self.panes.get_mut(&id) {
                 p.ring_saved_at(at);

@@ -57,8 +57,6 @@ mod spawn;
 #[cfg_attr(windows, path = "start_windows.rs")]
 mod start;
 mod timers;
-#[cfg(unix)]
-mod turn_trace;
 #[cfg_attr(windows, path = "upgrade_windows.rs")]
 mod upgrade;
 mod waits;

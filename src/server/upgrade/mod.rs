@@ -252,15 +252,7 @@ impl Server {
             Action::Save => {
                 if self.persist.disabled.is_none() {
                     self.mark_dirty();
-                    // History files as a periodic save renders them (for
-                    // 10 ms): rendering them all in one turn cost 60-70 ms
-                    // of CPU with 200 busy panes, 100-200 ms on a machine
-                    // they keep busy, which every client connecting
-                    // meanwhile waited for. The rest stay dirty, and the
-                    // flag travels with each pane (`PaneRuntime::
-                    // history_dirty`): whichever server serves next renders
-                    // them in its follow-up saves.
-                    self.start_save_within(Some(super::persistence::HISTORY_RENDER_BUDGET));
+                    self.start_upgrade_save();
                 }
                 return Ok(self.save_finished().then_some(Input::SaveFinished));
             }
