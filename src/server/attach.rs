@@ -170,6 +170,8 @@ impl Server {
             flat: req.alt_screen,
             cache,
             stale: false,
+            when_behind: req.when_behind,
+            cut_off: false,
         };
         for chunk in history.chunks(HISTORY_FRAME_BYTES) {
             if !c.queue_frame(frame::server::OUTPUT, chunk) {
@@ -195,9 +197,11 @@ impl Server {
 
     /// Output of `pane` read just now, for its attached clients: forwarded
     /// as it is to a client of the pane's size, unless the screen switched
-    /// and the client must not see switches (`View::flat`); every other
-    /// client's view is marked stale and drawn from the model before the
-    /// next flush.
+    /// and the client must not see switches (`View::flat`), or the client
+    /// asked to be redrawn when it falls behind and is (`Connection::behind`:
+    /// the pane never waits for it); every other client's view is marked
+    /// stale and drawn from the model before the next flush, or, for a
+    /// client that fell behind, once it has caught up.
     pub(super) fn broadcast_output(&mut self, pane: u64, bytes: &[u8], switched: bool) {
         let Some(size) = self.panes.get(&pane).map(|p| (p.cols(), p.rows())) else {
             return;
@@ -220,7 +224,11 @@ impl Server {
                 && conn.view.cache.is_none()
                 && !conn.view.stale
                 && !(switched && conn.view.flat);
-            if !raw {
+            if raw && conn.view.redraws_when_behind() && conn.behind() {
+                conn.view.cut_off = true;
+                conn.view.stale = true;
+                self.stale_views = true;
+            } else if !raw {
                 conn.view.stale = true;
                 self.stale_views = true;
             } else if !conn.queue_frame(frame::server::OUTPUT, bytes) {
@@ -251,14 +259,23 @@ impl Server {
     /// size than their pane get an update at their own size (only the rows
     /// that changed); a client of the pane's size gets a full redraw and
     /// is forwarded raw output again from then on. Called before output is
-    /// flushed, so a flood of output costs one view per loop turn.
+    /// flushed, so a flood of output costs one view per loop turn. A
+    /// `when_behind: redraw` client that has not caught up yet is not
+    /// drawn: a view every turn would refill the queue it is behind on.
+    /// Its view stays stale (and `stale_views` set) until a flush drains
+    /// it (`flush_conns` then draws it at once).
     pub(super) fn render_stale_views(&mut self) {
         if !std::mem::take(&mut self.stale_views) {
             return;
         }
         let mut too_slow = Vec::new();
+        let mut deferred = false;
         for (id, conn) in &mut self.conns {
             if !conn.view.stale {
+                continue;
+            }
+            if conn.view.redraws_when_behind() && !conn.caught_up() {
+                deferred = true;
                 continue;
             }
             conn.view.stale = false;
@@ -277,13 +294,15 @@ impl Server {
             } else {
                 // Back to forwarding: a full redraw first, from the main
                 // screen (where a fresh client starts) unless the client
-                // never switches.
+                // never switches. A client cut off from raw output may
+                // have been left on either screen, as a view may.
                 let was_view = conn.view.cache.take().is_some();
+                let cut_off = std::mem::take(&mut conn.view.cut_off);
                 if conn.view.flat {
                     p.screen().redraw_flat(cols, rows)
                 } else {
                     let mut out = Vec::new();
-                    if was_view {
+                    if was_view || cut_off {
                         out.extend_from_slice(b"\x1b[?1049l");
                     }
                     out.extend(p.screen().redraw(cols, rows));
@@ -294,6 +313,7 @@ impl Server {
                 too_slow.push(*id);
             }
         }
+        self.stale_views |= deferred;
         for id in too_slow {
             self.drop_too_slow(id);
         }
@@ -652,6 +672,7 @@ impl Server {
                     since_unix_ms: c.attached_unix_ms,
                     pid: c.peer.pid,
                     latest: self.latest_client(pane) == Some(*id),
+                    when_behind: c.view.when_behind,
                 }),
                 _ => None,
             })
