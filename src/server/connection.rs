@@ -1,10 +1,13 @@
 //! One client connection: its socket, what it has sent that we have not
 //! handled yet, and what we owe it. The loop never blocks on a client: output
 //! goes to a bounded queue flushed when the socket is writable. A pane stops
-//! being read while one of its attached clients is over
-//! [`OUTPUT_HIGH_WATER`] (flow control, as a terminal that stops reading
-//! blocks the program); a client that then takes nothing for
+//! being read while one of its lossless (`when_behind: pause`) attached
+//! clients is over [`OUTPUT_HIGH_WATER`] (flow control, as a terminal that
+//! stops reading blocks the program); a client that then takes nothing for
 //! [`STALL_LIMIT`], or lets the queue overflow, is disconnected with a reason.
+//! A `when_behind: redraw` client never holds its pane: once it is
+//! [`Connection::behind`] it gets no more raw output, and a redraw once it
+//! has [`Connection::caught_up`] (`attach.rs`).
 
 use super::listener::Stream;
 use crate::protocol::frame;
