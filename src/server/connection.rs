@@ -203,15 +203,18 @@ impl Connection {
         self.write_interest = writable;
     }
 
-    /// Registers for writable edges while output waits for room, and stops
-    /// when it has gone out (see `write_interest`). Registering for them
-    /// reports the socket at once if it drained meanwhile, so no edge is
-    /// missed. A failed re-registration leaves the interests as they were.
+    /// Registers for writable edges while output waits for room, or a
+    /// redraw client's socket is to drain before it is drawn again
+    /// (`awaits_catch_up`: the kernel reports the socket writable as the
+    /// client reads the last of it), and stops when it has gone out (see
+    /// `write_interest`). Registering for them reports the socket at once
+    /// if it drained meanwhile, so no edge is missed. A failed
+    /// re-registration leaves the interests as they were.
     pub fn sync_write_interest(&mut self, registry: &mio::Registry) {
         if !super::listener::WRITE_INTEREST_FOLLOWS_OUTPUT {
             return;
         }
-        let want = self.write_blocked;
+        let want = self.write_blocked || self.awaits_catch_up();
         if want == self.write_interest {
             return;
         }
@@ -246,17 +249,35 @@ impl Connection {
         }
     }
 
-    /// More output is queued than a redraw client may fall behind by
-    /// ([`BEHIND_BYTES_PER_CELL`]).
-    pub fn behind(&self) -> bool {
-        let limit = (self.cells() * BEHIND_BYTES_PER_CELL).clamp(BEHIND_MIN, BEHIND_MAX);
-        self.queued() > limit
+    /// Output written to the socket that the client has not read yet
+    /// (where the OS tells: `sys::socket_unread`).
+    fn unread(&self) -> usize {
+        crate::sys::socket_unread(&self.stream).unwrap_or(0)
     }
 
-    /// Little enough is queued for a client that fell behind to be drawn
-    /// again ([`CAUGHT_UP_CELLS_PER_BYTE`]).
+    /// The client has not taken more output than a redraw client may fall
+    /// behind by ([`BEHIND_BYTES_PER_CELL`]): what is queued here, and what
+    /// its socket holds unread. Counting only the queue would let it fall
+    /// the socket's buffer (some 200 KiB) further behind first: tmux counts
+    /// what its terminal has not taken, and so does this.
+    pub fn behind(&self) -> bool {
+        let limit = (self.cells() * BEHIND_BYTES_PER_CELL).clamp(BEHIND_MIN, BEHIND_MAX);
+        self.queued() > limit || self.queued() + self.unread() > limit
+    }
+
+    /// Little enough is owed to a client that fell behind, queued or in its
+    /// socket, for it to be drawn again ([`CAUGHT_UP_CELLS_PER_BYTE`]).
     pub fn caught_up(&self) -> bool {
-        self.queued() <= self.cells() / CAUGHT_UP_CELLS_PER_BYTE
+        let limit = self.cells() / CAUGHT_UP_CELLS_PER_BYTE;
+        self.queued() <= limit && self.queued() + self.unread() <= limit
+    }
+
+    /// A redraw client's view waits for it to catch up (`caught_up`).
+    fn awaits_catch_up(&self) -> bool {
+        self.view.stale
+            && self.view.redraws_when_behind()
+            && matches!(self.mode, ConnMode::Attached { .. })
+            && !self.caught_up()
     }
 
     /// Whether this connection holds `pane`'s output back while it is
