@@ -524,9 +524,9 @@ fn a_client_that_stopped_reading_gets_the_rest_once_it_reads_again() {
     );
     let id = info["id"].as_str().unwrap().to_string();
     // `pause` is the default; asked for by name here.
-    let (_, mut a) = ptyd.connect().attach(
-        json!({ "target": id, "read_only": true, "when_behind": "pause" }),
-    );
+    let (_, mut a) = ptyd
+        .connect()
+        .attach(json!({ "target": id, "read_only": true, "when_behind": "pause" }));
     c.input(&id, "\r");
     // About 2 MB: more than the socket and the queue take, so the pane is
     // held and falls quiet unfinished while the client reads nothing.
@@ -562,9 +562,9 @@ fn a_redraw_client_that_stops_reading_does_not_hold_its_pane() {
             json!({ "argv": ["sh", "-c", script], "cols": 80, "rows": 24 }),
         );
         let id = info["id"].as_str().unwrap().to_string();
-        let (_, mut a) = ptyd.connect().attach(
-            json!({ "target": id, "read_only": true, "when_behind": "redraw" }),
-        );
+        let (_, mut a) = ptyd
+            .connect()
+            .attach(json!({ "target": id, "read_only": true, "when_behind": "redraw" }));
         c.input(&id, "\r");
         // About 7.9 MB, far more than the client's socket and queue hold,
         // go by while it reads nothing.

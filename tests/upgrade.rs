@@ -770,9 +770,9 @@ fn a_redraw_client_that_fell_behind_is_redrawn_after_an_upgrade() {
         }),
     );
     let id = info["id"].as_str().unwrap().to_string();
-    let (_, mut a) = l.conn().attach(
-        json!({ "target": id, "read_only": true, "when_behind": "redraw" }),
-    );
+    let (_, mut a) = l
+        .conn()
+        .attach(json!({ "target": id, "read_only": true, "when_behind": "redraw" }));
     c.input(&id, "\r");
     // About 7.9 MB go by the client, which reads nothing.
     c.wait_text(&id, "finished-42");
