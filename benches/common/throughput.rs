@@ -95,21 +95,28 @@ pub enum Terminal {
     PtydBaseline,
     /// `tmux attach` in a PTY the bench drains.
     TmuxAttach,
+    /// The program behind a two-PTY relay (`relay.rs`) in a PTY the bench
+    /// drains: the floor under any multiplexer.
+    Relay,
 }
 
 impl Terminal {
-    pub const ALL: [Terminal; 4] = [
+    pub const ALL: [Terminal; 5] = [
         Terminal::Bare,
         Terminal::PtydAttach,
         Terminal::PtydLossless,
         Terminal::TmuxAttach,
+        Terminal::Relay,
     ];
 
     /// Whether every byte `cat` wrote must reach the terminal: not through
     /// a client that skips output to redraw (ptyd attach by default, tmux),
     /// nor through another binary's `ptyd attach`, which may be either.
     pub fn lossless(self) -> bool {
-        matches!(self, Terminal::Bare | Terminal::PtydLossless)
+        matches!(
+            self,
+            Terminal::Bare | Terminal::PtydLossless | Terminal::Relay
+        )
     }
 
     pub fn label(self) -> &'static str {
@@ -119,6 +126,7 @@ impl Terminal {
             Terminal::PtydLossless => "ptyd attach, lossless",
             Terminal::PtydBaseline => "ptyd attach (baseline)",
             Terminal::TmuxAttach => "tmux attach",
+            Terminal::Relay => "two-PTY relay (floor)",
         }
     }
 }
@@ -174,6 +182,10 @@ pub fn end_to_end(
     let (mut outer, server_pid) = match term {
         Terminal::Bare => (
             PtyProc::spawn(&["sh", "-c", &script], &[], cols, rows)?,
+            None,
+        ),
+        Terminal::Relay => (
+            super::relay::spawn_relayed(&["sh", "-c", &script], cols, rows)?,
             None,
         ),
         Terminal::PtydAttach | Terminal::PtydLossless | Terminal::PtydBaseline => {

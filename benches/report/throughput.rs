@@ -85,7 +85,8 @@ pub fn throughput(
          redraw its screen once it has caught up, so their clients write fewer bytes and the \
          clock stops when the end marker is on the terminal's screen; `ptyd attach, lossless` \
          (`--lossless`) forwards every byte, checked to have arrived, and its pane waits for \
-         the terminal.",
+         the terminal. The two-PTY relay is the floor under any multiplexer: one process \
+         copying between the outer PTY and the program's, nothing else.",
         plan.runs
     );
     if let Some(b) = baseline {
