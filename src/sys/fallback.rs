@@ -147,6 +147,13 @@ pub fn punch_hole(_fd: &impl AsRawFd, _offset: u64, _len: u64) -> io::Result<()>
     Ok(())
 }
 
+/// No portable way to see what a socket's peer has not read yet (macOS
+/// has `SO_NWRITE`, the BSDs `FIONWRITE`): only the server's own queue
+/// tells how far behind a client is.
+pub fn socket_unread(_fd: &impl AsRawFd) -> Option<usize> {
+    None
+}
+
 /// Without glibc's `malloc_trim`: the allocator keeps what it keeps (see
 /// linux.rs).
 pub fn release_free_memory() {}
