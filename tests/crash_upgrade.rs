@@ -60,12 +60,19 @@ fn start_upgrade(s: &Setup, old: i32, fault: Option<&str>) -> (util::KillOnDrop,
     let mut cmd = s.ptyd.cli(&args);
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     let cli = util::KillOnDrop::child(cmd.spawn().expect("spawning ptyd upgrade"));
-    let new = util::eventually("the new server to start", || {
+    let mut new = util::eventually("the new server to start", || {
         server_children(old).first().copied()
     });
     if let Some(st) = step {
         util::eventually(format!("a server to stall at {st}"), || {
             (stalls(s, st) > stalled_before).then_some(())
+        });
+        // The child seen first may have been the version probe between
+        // its fork and its exec (a copy of the old server, `server` in
+        // its command line): by the stall it has long exited, and the
+        // new server is the only child left.
+        new = util::eventually("the new server (not the probe)", || {
+            server_children(old).first().copied()
         });
     }
     (cli, new)
@@ -133,11 +140,15 @@ fn crashes_during_an_upgrade_leave_every_pane_served_once() {
     // counter's output, answered requests): the old one takes back, and
     // what the new one read is in the shared output ring, not lost.
     let before = s.before();
-    let (mut cli, new) = start_upgrade(&s, before.serving, None);
+    let (mut cli, _) = start_upgrade(&s, before.serving, None);
     let mut c = s.ptyd.connect();
-    util::eventually("the new server to serve", || {
-        if crash_support::serving_pid(&mut c) == new {
-            return Some(());
+    // The new server is the old one's child that serves (the child
+    // `start_upgrade` saw first may have been the version probe between
+    // its fork and its exec).
+    let new = util::eventually("the new server to serve", || {
+        let serving = crash_support::serving_pid(&mut c);
+        if serving != before.serving && util::ppid(serving) == Some(before.serving) {
+            return Some(serving);
         }
         // An upgrade that ended without the new server serving says why.
         if matches!(cli.as_child_mut().try_wait(), Ok(Some(_))) {
@@ -153,7 +164,7 @@ fn crashes_during_an_upgrade_leave_every_pane_served_once() {
                 let _ = out.read_to_string(&mut text);
             }
             panic!(
-                "the upgrade to {new} ended without it serving: {text}\nserver log:\n{}",
+                "the upgrade ended without its new server serving: {text}\nserver log:\n{}",
                 s.ptyd.stderr()
             );
         }
