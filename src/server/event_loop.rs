@@ -31,6 +31,8 @@ impl Server {
                 None if self.backlog.is_empty() => self.timers.poll_timeout(now),
                 None => Some(Duration::ZERO),
             };
+            self.arrivals
+                .watch_new(&self.listener, &self.conns, self.next_token);
             if let Err(e) = self.poll.poll(&mut events, timeout) {
                 if e.kind() == io::ErrorKind::Interrupted {
                     continue;
@@ -38,6 +40,8 @@ impl Server {
                 return Err(format!("poll failed: {e}"));
             }
             self.pane_turn_until = Instant::now() + super::pane_io::PANE_TURN_BUDGET;
+            // This poll serves what ended the last turn's pane reading.
+            self.arrival_seen = false;
             for event in events.iter() {
                 // An earlier event of this batch may have paused us for an
                 // upgrade: from then on the listener, the panes and the
@@ -56,7 +60,9 @@ impl Server {
             self.flush_queued_output();
             // The backlog gets a budget of its own: were it what the event
             // pass left, panes ready anew every turn would starve those
-            // waiting there (a full PTY raises no new edge).
+            // waiting there (a full PTY raises no new edge). Not if a client
+            // arrived meanwhile (`pane_io::ARRIVAL_CHECK`): the next poll
+            // serves it first.
             self.pane_turn_until = Instant::now() + super::pane_io::PANE_TURN_BUDGET;
             if self.echo_wait.is_none() {
                 self.revisit_backlog();

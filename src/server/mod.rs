@@ -18,6 +18,7 @@
 
 #![cfg_attr(windows, allow(dead_code))]
 
+mod arrivals;
 mod attach;
 pub mod config;
 mod conn_io;
@@ -149,6 +150,14 @@ pub struct Server {
     /// waits for its echo before going back to the backlog's busy panes
     /// (`pane_io::ECHO_WAIT`).
     echo_wait: Option<(u64, Instant)>,
+    /// Whether a client connected or sent something meanwhile, asked
+    /// between slices of pane output (`pane_io::ARRIVAL_CHECK`).
+    arrivals: arrivals::Arrivals,
+    /// Pane output read since `arrivals` was last asked.
+    read_since_arrival_check: usize,
+    /// An arrival ended this turn's pane reading: the backlog waits for the
+    /// next turn, whose poll serves the arrival first.
+    arrival_seen: bool,
     /// Set by SIGTERM, SIGINT or `server.stop`.
     stopping: bool,
     tree: crate::workspace::Tree,
@@ -306,6 +315,9 @@ impl Server {
             backlog: VecDeque::new(),
             pane_turn_until: Instant::now(),
             echo_wait: None,
+            arrivals: arrivals::Arrivals::new(),
+            read_since_arrival_check: 0,
+            arrival_seen: false,
             stopping: false,
             tree: crate::workspace::Tree::new(),
             persist: persistence::Persistence::new(Some(writer), history),

@@ -5,6 +5,7 @@
 
 use super::connection::{ConnId, ConnMode, OUTPUT_HIGH_WATER, OUTPUT_LOW_WATER, STALL_LIMIT};
 use super::timers::TimerKind;
+use super::pane::OutputRead;
 use super::{Server, Source};
 use crate::model::PaneId;
 use crate::protocol::events::Event;
@@ -31,6 +32,13 @@ pub(super) const PANE_TURN_BUDGET: Duration = Duration::from_millis(3);
 /// flooding pane). The wait ends early when the pane prints; a program
 /// that prints nothing for a key costs the flood this much.
 pub(super) const ECHO_WAIT: Duration = Duration::from_millis(2);
+/// Pane output read between two checks for a client that connected or
+/// sent something meanwhile (`arrivals.rs`): one arriving ends the turn's
+/// pane reading there, so the loop polls and serves it at once instead of
+/// after the rest of the turn's `PANE_TURN_BUDGET`. A few PTY reads (a
+/// read returns at most ~4 KiB) and some 100 us of the terminal model per
+/// check, which is one zero-timeout poll.
+const ARRIVAL_CHECK: usize = 16 * 1024;
 /// Capacity of the forwarding buffer kept between reads (a slice's worth
 /// and what the model adds to it).
 const FORWARD_KEEP: usize = 2 * PANE_READ_BUDGET;
@@ -96,7 +104,7 @@ impl Server {
         // Past the turn's time for output, or another pane's echo is
         // awaited: this one waits on the backlog.
         let echo_first = self.echo_wait.is_some_and(|(pane, _)| pane != id);
-        if echo_first || self.pane_turn_spent() {
+        if echo_first || self.pane_turn_spent() || self.arrival_ends_turn() {
             if let Some(pane) = self.panes.get_mut(&id)
                 && pane.enter_backlog()
             {
@@ -116,9 +124,21 @@ impl Server {
         self.read_pane(id, PANE_READ_BUDGET, Some(self.pane_turn_until));
     }
 
-    /// This turn's time for pane output is used up (`PANE_TURN_BUDGET`).
+    /// This turn's time for pane output is used up (`PANE_TURN_BUDGET`),
+    /// or a client arrived meanwhile (`arrival_ends_turn`).
     pub(super) fn pane_turn_spent(&self) -> bool {
-        Instant::now() >= self.pane_turn_until
+        self.arrival_seen || Instant::now() >= self.pane_turn_until
+    }
+
+    /// Whether a client connected or sent something since the last check,
+    /// asked once `ARRIVAL_CHECK` bytes of pane output were read since it:
+    /// if so, the turn's pane reading ends here (`arrival_seen`).
+    fn arrival_ends_turn(&mut self) -> bool {
+        if !self.arrival_seen && self.read_since_arrival_check >= ARRIVAL_CHECK {
+            self.read_since_arrival_check = 0;
+            self.arrival_seen = self.arrivals.any();
+        }
+        self.arrival_seen
     }
 
     /// Whether a client attached to `pane` has more than `limit` bytes queued.
@@ -190,9 +210,11 @@ impl Server {
 
     /// Reads a pane's output (at most `budget` bytes, and no read after
     /// `until`), feeds the screen and forwards to attached clients. At the
-    /// end of output the master leaves the poll (`Pane::end_output`).
+    /// end of output the master leaves the poll (`Pane::end_output`). A
+    /// paced read (with `until`) also ends early for an arriving client
+    /// (`arrival_ends_turn`), leaving the rest for the backlog.
     pub(super) fn read_pane(&mut self, id: u64, budget: usize, until: Option<Instant>) {
-        let Some(pane) = self.panes.get_mut(&id) else {
+        let Some(pane) = self.panes.get(&id) else {
             return;
         };
         if pane.fds().master().is_none() {
@@ -201,7 +223,34 @@ impl Server {
         let mut forward = std::mem::take(&mut self.forward);
         forward.clear();
         let switches = pane.screen().screen_switches();
-        let read = pane.read_output(budget, until, &mut forward);
+        let mut read = OutputRead {
+            taken: 0,
+            more: false,
+            ended: false,
+        };
+        // In slices of `ARRIVAL_CHECK`, asking for arrivals between them.
+        while let Some(pane) = self.panes.get_mut(&id) {
+            let slice = match until {
+                Some(_) => ARRIVAL_CHECK.min(budget - read.taken),
+                None => budget - read.taken,
+            };
+            let got = pane.read_output(slice, until, &mut forward);
+            read.taken += got.taken;
+            read.more = got.more;
+            read.ended = got.ended;
+            self.read_since_arrival_check += got.taken;
+            // Stopped by anything but the slice's size (dry, ended, out of
+            // time, a full ring), or the whole budget is read.
+            if !got.more || got.taken < slice || read.taken >= budget {
+                break;
+            }
+            if until.is_some_and(|t| Instant::now() >= t) || self.arrival_ends_turn() {
+                break;
+            }
+        }
+        let Some(pane) = self.panes.get_mut(&id) else {
+            return;
+        };
         let switched = pane.screen().screen_switches() != switches;
         if read.more && pane.enter_backlog() {
             self.backlog.push_back(Source::Pane(id));
