@@ -39,9 +39,12 @@ impl Server {
                 }
                 return Err(format!("poll failed: {e}"));
             }
-            self.pane_turn_until = Instant::now() + super::pane_io::PANE_TURN_BUDGET;
-            // This poll serves what ended the last turn's pane reading.
+            let polled = Instant::now();
+            self.pane_turn_until = polled + super::pane_io::PANE_TURN_BUDGET;
+            // This poll serves what ended the last turn's pane reading, and
+            // saw whatever else had arrived.
             self.arrival_seen = false;
+            self.next_arrival_check = polled + super::pane_io::ARRIVAL_CHECK_EVERY;
             for event in events.iter() {
                 // An earlier event of this batch may have paused us for an
                 // upgrade: from then on the listener, the panes and the
@@ -61,7 +64,7 @@ impl Server {
             // The backlog gets a budget of its own: were it what the event
             // pass left, panes ready anew every turn would starve those
             // waiting there (a full PTY raises no new edge). Not if a client
-            // arrived meanwhile (`pane_io::ARRIVAL_CHECK`): the next poll
+            // arrived meanwhile (`pane_io::ARRIVAL_CHECK_EVERY`): the next poll
             // serves it first.
             self.pane_turn_until = Instant::now() + super::pane_io::PANE_TURN_BUDGET;
             if self.echo_wait.is_none() {

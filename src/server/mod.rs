@@ -151,10 +151,11 @@ pub struct Server {
     /// (`pane_io::ECHO_WAIT`).
     echo_wait: Option<(u64, Instant)>,
     /// Whether a client connected or sent something meanwhile, asked
-    /// between slices of pane output (`pane_io::ARRIVAL_CHECK`).
+    /// while pane output is read (`pane_io::ARRIVAL_CHECK_EVERY`).
     arrivals: arrivals::Arrivals,
-    /// Pane output read since `arrivals` was last asked.
-    read_since_arrival_check: usize,
+    /// When pane reading next stops to ask `arrivals`
+    /// (`pane_io::ARRIVAL_CHECK_EVERY` after the last check or poll).
+    next_arrival_check: Instant,
     /// An arrival ended this turn's pane reading: the backlog waits for the
     /// next turn, whose poll serves the arrival first.
     arrival_seen: bool,
@@ -316,7 +317,7 @@ impl Server {
             pane_turn_until: Instant::now(),
             echo_wait: None,
             arrivals: arrivals::Arrivals::new(),
-            read_since_arrival_check: 0,
+            next_arrival_check: Instant::now(),
             arrival_seen: false,
             stopping: false,
             tree: crate::workspace::Tree::new(),

@@ -32,13 +32,17 @@ pub(super) const PANE_TURN_BUDGET: Duration = Duration::from_millis(3);
 /// flooding pane). The wait ends early when the pane prints; a program
 /// that prints nothing for a key costs the flood this much.
 pub(super) const ECHO_WAIT: Duration = Duration::from_millis(2);
-/// Pane output read between two checks for a client that connected or
-/// sent something meanwhile (`arrivals.rs`): one arriving ends the turn's
-/// pane reading there, so the loop polls and serves it at once instead of
-/// after the rest of the turn's `PANE_TURN_BUDGET`. A few PTY reads (a
-/// read returns at most ~4 KiB) and some 100 us of the terminal model per
-/// check, which is one zero-timeout poll.
-const ARRIVAL_CHECK: usize = 16 * 1024;
+/// Time spent reading pane output between two checks for a client that
+/// connected or sent something meanwhile (`arrivals.rs`): one arriving
+/// ends the turn's pane reading there, so the loop polls and serves it at
+/// once instead of after the rest of the turn's `PANE_TURN_BUDGET`. The
+/// check is one zero-timeout poll, made after the first read past this
+/// (a read returns at most ~4 KiB): every few reads of plain text on an
+/// idle machine, after every read on a busy one, where a read and its
+/// feeding take longer than this in wall time (measured beside a flood on
+/// 2 loaded cores: ~200 us per read, and a key waited a median ~590 us for
+/// the check when it came every 16 KiB instead).
+pub(super) const ARRIVAL_CHECK_EVERY: Duration = Duration::from_micros(100);
 /// Capacity of the forwarding buffer kept between reads (a slice's worth
 /// and what the model adds to it).
 const FORWARD_KEEP: usize = 2 * PANE_READ_BUDGET;
@@ -131,12 +135,16 @@ impl Server {
     }
 
     /// Whether a client connected or sent something since the last check,
-    /// asked once `ARRIVAL_CHECK` bytes of pane output were read since it:
-    /// if so, the turn's pane reading ends here (`arrival_seen`).
+    /// asked once `ARRIVAL_CHECK_EVERY` has passed since it (or since the
+    /// loop's poll): if so, the turn's pane reading ends here
+    /// (`arrival_seen`).
     fn arrival_ends_turn(&mut self) -> bool {
-        if !self.arrival_seen && self.read_since_arrival_check >= ARRIVAL_CHECK {
-            self.read_since_arrival_check = 0;
-            self.arrival_seen = self.arrivals.any();
+        if !self.arrival_seen {
+            let now = Instant::now();
+            if now >= self.next_arrival_check {
+                self.next_arrival_check = now + ARRIVAL_CHECK_EVERY;
+                self.arrival_seen = self.arrivals.any();
+            }
         }
         self.arrival_seen
     }
@@ -228,23 +236,21 @@ impl Server {
             more: false,
             ended: false,
         };
-        // In slices of `ARRIVAL_CHECK`, asking for arrivals between them.
+        // A paced read stops at each arrival check, to ask.
         while let Some(pane) = self.panes.get_mut(&id) {
-            let slice = match until {
-                Some(_) => ARRIVAL_CHECK.min(budget - read.taken),
-                None => budget - read.taken,
-            };
-            let got = pane.read_output(slice, until, &mut forward);
+            let slice_until = until.map(|t| t.min(self.next_arrival_check));
+            let got = pane.read_output(budget - read.taken, slice_until, &mut forward);
             read.taken += got.taken;
             read.more = got.more;
             read.ended = got.ended;
-            self.read_since_arrival_check += got.taken;
-            // Stopped by anything but the slice's size (dry, ended, out of
-            // time, a full ring), or the whole budget is read.
-            if !got.more || got.taken < slice || read.taken >= budget {
-                break;
-            }
-            if until.is_some_and(|t| Instant::now() >= t) || self.arrival_ends_turn() {
+            // Stopped by anything but the clock (dry, ended, a full ring,
+            // the budget), or out of the turn's time.
+            if !got.more
+                || got.taken == 0
+                || read.taken >= budget
+                || until.is_none_or(|t| Instant::now() >= t)
+                || self.arrival_ends_turn()
+            {
                 break;
             }
         }
