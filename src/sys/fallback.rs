@@ -147,6 +147,12 @@ pub fn punch_hole(_fd: &impl AsRawFd, _offset: u64, _len: u64) -> io::Result<()>
     Ok(())
 }
 
+/// No slice to request outside Linux (see linux.rs): the scheduler's
+/// defaults.
+pub fn request_short_slices(_slice: std::time::Duration) -> io::Result<()> {
+    Err(io::ErrorKind::Unsupported.into())
+}
+
 /// Without glibc's `malloc_trim`: the allocator keeps what it keeps (see
 /// linux.rs).
 pub fn release_free_memory() {}
