@@ -536,7 +536,8 @@ fn a_client_that_stopped_reading_gets_the_rest_once_it_reads_again() {
 /// client, and new connections are accepted and answered, between the
 /// floods' slices (the loop bounds the time it feeds pane output per turn,
 /// looking at the clock after every read, and puts a typed key's echo
-/// ahead of the busy panes).
+/// ahead of the busy panes), and a key or a connection that arrives while
+/// the loop reads the floods ends that pass early.
 #[test]
 fn keys_and_connections_are_served_while_twenty_panes_flood() {
     let ptyd = Ptyd::start();
@@ -559,4 +560,20 @@ fn keys_and_connections_are_served_while_twenty_panes_flood() {
         assert_eq!(c.pane_info(f).unwrap()["state"], "running");
     }
     assert!(c.capture(&flooders[0]).contains('y'));
+    // And some of those keys or connections, arriving while the loop read
+    // the floods, ended its pass over them there (`pane_passes_cut`)
+    // rather than waiting for the pass's time budget. The loop spends most
+    // of its time in such passes now, so a few more keys make it certain.
+    let mut keys = 10;
+    while ptyd.status_json()["pane_passes_cut"].as_u64() == Some(0) && keys < 1000 {
+        let key = format!("<key{keys}>");
+        a.send(INPUT, key.as_bytes());
+        a.read_until(&key);
+        keys += 1;
+    }
+    let status = ptyd.status_json();
+    assert!(
+        status["pane_passes_cut"].as_u64() > Some(0),
+        "no pass over the floods ended early for {keys} keys and 10 connections: {status}"
+    );
 }

@@ -1,9 +1,10 @@
 //! The loop, top to bottom: poll with the nearest deadline as timeout,
 //! dispatch each ready token to its handler (pane I/O in `pane_io`,
 //! connection I/O in `conn_io`), revisit the backlog, fire due timers, then
-//! flush clients and close finished connections. Nothing here blocks: every
-//! fd is non-blocking, every read has a per-wakeup budget, every queue a
-//! bound.
+//! flush clients and close finished connections. Pane reading stops early
+//! when a client connects or sends something (`arrivals`). Nothing here
+//! blocks: every fd is non-blocking, every read has a per-wakeup budget,
+//! every queue a bound.
 
 use super::pane::ExitReason;
 use super::timers::TimerKind;
@@ -82,9 +83,9 @@ impl Server {
             self.flush_queued_output();
             // The backlog gets a budget of its own: were it what the event
             // pass left, panes ready anew every turn would starve those
-            // waiting there (a full PTY raises no new edge). Not if a client
-            // arrived meanwhile (`pane_io::ARRIVAL_CHECK_EVERY`): the next poll
-            // serves it first.
+            // waiting there (a full PTY raises no new edge). A client that
+            // arrived meanwhile keeps the turn spent (`arrival_seen`): the
+            // next poll serves it first.
             self.pane_turn_until = Instant::now() + super::pane_io::PANE_TURN_BUDGET;
             if self.echo_wait.is_none() {
                 self.revisit_backlog();

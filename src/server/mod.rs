@@ -159,6 +159,9 @@ pub struct Server {
     /// An arrival ended this turn's pane reading: the backlog waits for the
     /// next turn, whose poll serves the arrival first.
     arrival_seen: bool,
+    /// How many times an arrival ended a turn's pane reading
+    /// (`server.status` `pane_passes_cut`).
+    pane_passes_cut: u64,
     /// Set by SIGTERM, SIGINT or `server.stop`.
     stopping: bool,
     tree: crate::workspace::Tree,
@@ -319,6 +322,7 @@ impl Server {
             arrivals: arrivals::Arrivals::new(),
             next_arrival_check: Instant::now(),
             arrival_seen: false,
+            pane_passes_cut: 0,
             stopping: false,
             tree: crate::workspace::Tree::new(),
             persist: persistence::Persistence::new(Some(writer), history),
