@@ -9,6 +9,7 @@ pub mod crash;
 pub mod echo;
 pub mod persist;
 pub mod pty;
+pub mod relay;
 pub mod server;
 pub mod term;
 pub mod throughput;

@@ -3,6 +3,7 @@
 
 use crate::common::echo::{ECHO_SCRIPT, EchoSession, Latency, latency_stats};
 use crate::common::pty::PtyProc;
+use crate::common::relay::spawn_relayed;
 use crate::common::server::PtydServer;
 use crate::common::tmux::Tmux;
 use crate::common::{Res, path_str, shell_quote, us};
@@ -52,11 +53,13 @@ pub fn latency(
         "One byte written into the outer terminal, timed until it comes back, against cat on a \
          raw-mode tty (so cat itself echoes, as a shell's line editor would): bare is that \
          program in a PTY, ptyd and tmux run it in a pane with `ptyd attach` / `tmux attach` \
-         in a PTY. The three are typed into in {} interleaved rounds, after {} warm-up keys. \
+         in a PTY. All are typed into in {} interleaved rounds, after {} warm-up keys. \
          \"added / tmux added\" is (ptyd - bare) / (tmux - bare): the share of tmux's added latency \
          that ptyd adds (goal <= {ECHO_SHARE_GOAL}). With flood, another pane in the same \
          server (for bare: another PTY the bench drains) runs cat of the plain-text file in a \
-         loop, unattached.",
+         loop, unattached. The two-PTY relay is the floor under any multiplexer: one process \
+         copying bytes between the outer PTY and the program's PTY, and nothing else (no \
+         model, socket or client; with flood it copies only the echo program).",
         plan.key_rounds,
         crate::common::echo::WARMUP_KEYS
     );
@@ -96,18 +99,19 @@ pub fn latency(
                 "bare pty",
                 "ptyd attach",
                 "tmux attach",
+                "two-PTY relay (floor)",
                 "ptyd attach (baseline)",
             ][i];
-            let (s50, s99) = if i == 3 {
+            let (s50, s99) = if i >= 3 {
                 (
-                    share_of(3, |l| l.p50).map(|g| g.0),
-                    share_of(3, |l| l.p99).map(|g| g.0),
+                    share_of(i, |l| l.p50).map(|g| g.0),
+                    share_of(i, |l| l.p99).map(|g| g.0),
                 )
             } else {
                 (s50, s99)
             };
             let share_cell = |v: Option<f64>| {
-                if i == 1 || i == 3 {
+                if i != 0 && i != 2 {
                     v.map_or(Cell::text("-"), |v| Cell::num(v, 2))
                 } else {
                     Cell::text("")
@@ -126,9 +130,16 @@ pub fn latency(
                 }),
             );
         }
+        let floor = match (share_of(3, |l| l.p50), share_of(3, |l| l.p99)) {
+            (Some(a), Some(b)) => format!(
+                "; a bare relay adds {:.2} (p50) and {:.2} (p99)",
+                a.0, b.0
+            ),
+            _ => String::new(),
+        };
         let detail = match (s50, s99) {
             (Some(a), Some(b)) => format!(
-                "ptyd adds {a:.2} (p50) and {b:.2} (p99) of tmux's added latency; p50 bare/ptyd/tmux {} us, p99 {} us",
+                "ptyd adds {a:.2} (p50) and {b:.2} (p99) of tmux's added latency{floor}; p50 bare/ptyd/tmux {} us, p99 {} us",
                 fmt3(&lats, |l| l.p50),
                 fmt3(&lats, |l| l.p99)
             ),
@@ -154,7 +165,8 @@ pub fn fmt3(lats: &[Res<Latency>], p: fn(&Latency) -> Duration) -> String {
         .join("/")
 }
 
-/// Bare, ptyd attach and tmux attach, typed into in interleaved rounds.
+/// Bare, ptyd attach, tmux attach and the relay floor (then the baseline
+/// ptyd, if given), typed into in interleaved rounds.
 /// Each is set up on its own, so one that breaks fails only its row.
 pub fn latency_set(
     plan: &Scale,
@@ -217,7 +229,10 @@ pub fn latency_set(
         echo_target("tmux attach", tmux.attach_client("echo", COLS, ROWS)?)
     });
 
-    let mut targets = vec![bare, ptyd, tmux_target];
+    let relay = spawn_relayed(&["sh", "-c", ECHO_SCRIPT], COLS, ROWS)
+        .and_then(|p| echo_target("two-PTY relay (floor)", p));
+
+    let mut targets = vec![bare, ptyd, tmux_target, relay];
     if let Some((_, target)) = &mut baseline_run {
         targets.push(std::mem::replace(target, Err(String::new())));
     }
@@ -244,7 +259,7 @@ pub fn latency_set(
     if let Some((Ok(server), _)) = &mut baseline_run
         && let Err(e) = server.stop()
     {
-        out[3] = Err(format!("stopping the baseline server: {e}"));
+        out[4] = Err(format!("stopping the baseline server: {e}"));
     }
     drop(tmux);
     out
