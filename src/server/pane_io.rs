@@ -4,8 +4,8 @@
 //! noticed into events, and writing pending input with its acks.
 
 use super::connection::{ConnId, ConnMode, OUTPUT_HIGH_WATER, OUTPUT_LOW_WATER, STALL_LIMIT};
-use super::timers::TimerKind;
 use super::pane::OutputRead;
+use super::timers::TimerKind;
 use super::{Server, Source};
 use crate::model::PaneId;
 use crate::protocol::events::Event;

@@ -100,13 +100,13 @@ pub use os::{
 #[cfg(unix)]
 pub use unix::{default_runtime_base, default_state_base, sync_dir, trust};
 
+pub use os::request_short_slices;
 #[cfg(unix)]
 pub use os::{
     anonymous_file, become_child_subreaper, die_with_parent, open_fd_count, pidfd_exit_status,
     pidfd_open, process_cwd, process_ended, process_start_token, punch_hole, recv_with_fds,
     release_free_memory, seqpacket_pair, session_members, sessions_members, unix_socket_listening,
 };
-pub use os::request_short_slices;
 
 #[cfg(all(windows, test))]
 pub use os::running_under_wine;
