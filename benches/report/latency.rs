@@ -131,10 +131,9 @@ pub fn latency(
             );
         }
         let floor = match (share_of(3, |l| l.p50), share_of(3, |l| l.p99)) {
-            (Some(a), Some(b)) => format!(
-                "; a bare relay adds {:.2} (p50) and {:.2} (p99)",
-                a.0, b.0
-            ),
+            (Some(a), Some(b)) => {
+                format!("; a bare relay adds {:.2} (p50) and {:.2} (p99)", a.0, b.0)
+            }
             _ => String::new(),
         };
         let detail = match (s50, s99) {

@@ -22,10 +22,16 @@ use super::listener::Listener;
 use std::collections::HashMap;
 
 /// Watches for arrivals; see the module doc.
+#[cfg(unix)]
 pub struct Arrivals {
-    #[cfg(unix)]
+    /// None without a poll instance (out of fds): nothing is watched and
+    /// the loop reads panes for their full budget, as it would without this.
     watch: Option<Watch>,
 }
+
+/// Watches nothing: named pipes have no fd to poll (see the module doc).
+#[cfg(not(unix))]
+pub struct Arrivals;
 
 #[cfg(unix)]
 struct Watch {
@@ -38,23 +44,17 @@ struct Watch {
     conns_below: usize,
 }
 
+#[cfg(unix)]
 impl Arrivals {
-    /// A watch with nothing in it yet (`watch_new`). Without a poll
-    /// instance (out of fds), nothing is watched and the loop reads panes
-    /// for their full budget, as it would without this.
+    /// A watch with nothing in it yet (`watch_new`).
     pub fn new() -> Arrivals {
-        #[cfg(unix)]
-        {
-            let watch = mio::Poll::new().ok().map(|poll| Watch {
-                poll,
-                events: mio::Events::with_capacity(64),
-                listener: false,
-                conns_below: 0,
-            });
-            Arrivals { watch }
-        }
-        #[cfg(not(unix))]
-        Arrivals {}
+        let watch = mio::Poll::new().ok().map(|poll| Watch {
+            poll,
+            events: mio::Events::with_capacity(64),
+            listener: false,
+            conns_below: 0,
+        });
+        Arrivals { watch }
     }
 
     /// Adds the listener (once) and the connections accepted or adopted
@@ -66,54 +66,62 @@ impl Arrivals {
         conns: &HashMap<ConnId, Connection>,
         next_token: usize,
     ) {
-        #[cfg(unix)]
-        {
-            use mio::unix::SourceFd;
-            use std::os::fd::AsRawFd;
-            let Some(w) = &mut self.watch else {
-                return;
-            };
-            // A failed registration only means no early end for that fd.
-            if !w.listener {
-                w.listener = true;
+        use mio::unix::SourceFd;
+        use std::os::fd::AsRawFd;
+        let Some(w) = &mut self.watch else {
+            return;
+        };
+        // A failed registration only means no early end for that fd.
+        if !w.listener {
+            w.listener = true;
+            let _ = w.poll.registry().register(
+                &mut SourceFd(&listener.as_raw_fd()),
+                mio::Token(0),
+                mio::Interest::READABLE,
+            );
+        }
+        if w.conns_below == next_token {
+            return;
+        }
+        for (id, conn) in conns {
+            if (w.conns_below..next_token).contains(id) {
                 let _ = w.poll.registry().register(
-                    &mut SourceFd(&listener.as_raw_fd()),
-                    mio::Token(0),
+                    &mut SourceFd(&conn.stream.as_raw_fd()),
+                    mio::Token(1),
                     mio::Interest::READABLE,
                 );
             }
-            if w.conns_below == next_token {
-                return;
-            }
-            for (id, conn) in conns {
-                if (w.conns_below..next_token).contains(id) {
-                    let _ = w.poll.registry().register(
-                        &mut SourceFd(&conn.stream.as_raw_fd()),
-                        mio::Token(1),
-                        mio::Interest::READABLE,
-                    );
-                }
-            }
-            w.conns_below = next_token;
         }
-        #[cfg(not(unix))]
-        let _ = (listener, conns, next_token);
+        w.conns_below = next_token;
     }
 
     /// Whether a connection arrived or a client sent something since the
     /// last call (a zero-timeout poll: never blocks).
     pub fn any(&mut self) -> bool {
-        #[cfg(unix)]
-        {
-            let Some(w) = &mut self.watch else {
-                return false;
-            };
-            match w.poll.poll(&mut w.events, Some(std::time::Duration::ZERO)) {
-                Ok(()) => !w.events.is_empty(),
-                Err(_) => false,
-            }
-        }
-        #[cfg(not(unix))]
+        let Some(w) = &mut self.watch else {
+            return false;
+        };
+        w.poll
+            .poll(&mut w.events, Some(std::time::Duration::ZERO))
+            .is_ok_and(|()| !w.events.is_empty())
+    }
+}
+
+#[cfg(not(unix))]
+impl Arrivals {
+    pub fn new() -> Arrivals {
+        Arrivals
+    }
+
+    pub fn watch_new(
+        &mut self,
+        _listener: &Listener,
+        _conns: &HashMap<ConnId, Connection>,
+        _next_token: usize,
+    ) {
+    }
+
+    pub fn any(&mut self) -> bool {
         false
     }
 }
