@@ -244,6 +244,9 @@ fn attach_client_inside_tmux_types_shows_and_detaches() {
     ev.wait_event("client.attached", "p1");
     // The client sends its terminal size: tmux's pane is 100 columns.
     assert_eq!(c.pane_info("p1").unwrap()["cols"], 100);
+    // It asks to be redrawn, not waited for, when it falls behind.
+    let clients = c.ok("client.list", json!({}));
+    assert_eq!(clients["clients"][0]["when_behind"], "redraw", "{clients}");
 
     tmux.keys(&["-l", "echo hi-$((40+2))-there"]);
     tmux.keys(&["Enter"]);
@@ -268,11 +271,16 @@ fn attach_client_inside_tmux_types_shows_and_detaches() {
     assert_eq!(info["state"], "running", "detach hurt the pane");
     assert_eq!(info["attached_clients"], 0);
 
-    // Attach again and end the pane from inside: the client reports it.
-    let attach = attach.replace("attach-''rc=", "again-''rc=");
+    // Attach again, losslessly, and end the pane from inside: the client
+    // reports it.
+    let attach = attach
+        .replace("attach-''rc=", "again-''rc=")
+        .replace(" attach p1;", " attach p1 --lossless;");
     tmux.keys(&["-l", &attach]);
     tmux.keys(&["Enter"]);
     ev.wait_event("client.attached", "p1");
+    let clients = c.ok("client.list", json!({}));
+    assert_eq!(clients["clients"][0]["when_behind"], "pause", "{clients}");
     tmux.keys(&["-l", "exit 4"]);
     tmux.keys(&["Enter"]);
     let exit = c.wait_exit("p1");
@@ -293,6 +301,8 @@ fn attach_client_inside_tmux_types_shows_and_detaches() {
     tmux.keys(&["Enter"]);
     ev.wait_event("client.attached", "p2");
     assert_eq!(c.pane_info("p2").unwrap()["name"], "fresh");
+    let clients = c.ok("client.list", json!({ "target": "p2" }));
+    assert_eq!(clients["clients"][0]["when_behind"], "redraw", "{clients}");
     tmux.keys(&["-l", "echo in-fresh-$((1+1))"]);
     tmux.keys(&["Enter"]);
     c.wait_text("fresh", "in-fresh-2");
@@ -513,9 +523,10 @@ fn a_client_that_stopped_reading_gets_the_rest_once_it_reads_again() {
         json!({ "argv": ["sh", "-c", "read go; seq 1 300000; echo finished-$((6*7))"] }),
     );
     let id = info["id"].as_str().unwrap().to_string();
+    // `pause` is the default; asked for by name here.
     let (_, mut a) = ptyd
         .connect()
-        .attach(json!({ "target": id, "read_only": true }));
+        .attach(json!({ "target": id, "read_only": true, "when_behind": "pause" }));
     c.input(&id, "\r");
     // About 2 MB: more than the socket and the queue take, so the pane is
     // held and falls quiet unfinished while the client reads nothing.
@@ -529,6 +540,104 @@ fn a_client_that_stopped_reading_gets_the_rest_once_it_reads_again() {
     assert_eq!(exit["reason"], "pane_exited", "{exit}");
     let text = assert_counts_to(&a.output, 300000);
     assert!(text.contains("finished-42"));
+}
+
+/// A client attached with `when_behind: redraw` that stops reading does
+/// not hold its pane (tmux's way): the program prints megabytes and
+/// finishes while the client reads nothing, the output the client could
+/// not take is skipped, and once it reads, its stream ends with the pane's
+/// screen as it is now: drawn once it has caught up, or before the EXIT
+/// frame if the pane exited meanwhile.
+#[test]
+fn a_redraw_client_that_stops_reading_does_not_hold_its_pane() {
+    let ptyd = Ptyd::start();
+    let mut c = ptyd.connect();
+    for exits in [false, true] {
+        let script = format!(
+            "read go; seq 1 1000000; echo finished-$((6*7)){}",
+            if exits { "" } else { "; read end" }
+        );
+        let info = c.ok(
+            "pane.create",
+            json!({ "argv": ["sh", "-c", script], "cols": 80, "rows": 24 }),
+        );
+        let id = info["id"].as_str().unwrap().to_string();
+        let (_, mut a) = ptyd
+            .connect()
+            .attach(json!({ "target": id, "read_only": true, "when_behind": "redraw" }));
+        c.input(&id, "\r");
+        // About 7.9 MB, far more than the client's socket and queue hold,
+        // go by while it reads nothing.
+        if exits {
+            let exit = c.wait_exit(&id);
+            assert_eq!(exit["code"], 0, "{exit}");
+            let exit = a.read_exit();
+            assert_eq!(exit["reason"], "pane_exited", "{exit}");
+        } else {
+            c.wait_text(&id, "finished-42");
+            a.read_until("finished-42");
+        }
+        let size = |n| std::num::NonZero::new(n).expect("a size");
+        let mut term = vt100::Parser::new(size(24), size(80), 0);
+        term.process(&a.output);
+        let screen = term.screen().contents();
+        assert!(
+            screen.contains("1000000\nfinished-42"),
+            "exits {exits}: the client's screen:\n{screen}"
+        );
+        assert!(
+            a.output.len() < 4 << 20,
+            "exits {exits}: {} bytes reached the client: output was not skipped",
+            a.output.len()
+        );
+        if !exits {
+            c.input(&id, "\r");
+            let exit = a.read_exit();
+            assert_eq!(exit["reason"], "pane_exited", "{exit}");
+        }
+    }
+}
+
+/// `ptyd attach` asks to be redrawn when it falls behind: stopped (its
+/// terminal takes nothing), it does not hold its pane, which prints
+/// megabytes and finishes; continued, it is still attached and shows the
+/// pane's last screen.
+#[test]
+fn a_stopped_attach_client_does_not_hold_its_pane() {
+    let ptyd = Ptyd::start();
+    let mut c = ptyd.connect();
+    let id = ptyd.create_argv(&[
+        "sh",
+        "-c",
+        "stty -echo; read go; seq 1 1000000; echo finished-$((6*7)); exec sleep 1000",
+    ]);
+    let tmux = Tmux::new();
+    tmux.new_session(80, 24, &util::outer_shell(&ptyd));
+    tmux.wait_screen("the outer prompt", |s| s.contains("outer$"));
+    let mut ev = ptyd.connect();
+    ev.ok("events.subscribe", json!({}));
+    let attach = format!("{} attach {id}", shell_quote(util::PTYD));
+    tmux.keys(&["-l", &attach]);
+    tmux.keys(&["Enter"]);
+    ev.wait_event("client.attached", &id);
+    let clients = c.ok("client.list", json!({ "target": id }));
+    let client = &clients["clients"][0];
+    assert_eq!(client["when_behind"], "redraw", "{clients}");
+    let pid = client["pid"].as_i64().expect("the client's pid") as i32;
+    // SAFETY: kill(2) on the attach client this test started.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    c.input(&id, "\r");
+    c.wait_text(&id, "finished-42");
+    // SAFETY: as above.
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    let screen = tmux.wait_screen("the pane's last screen", |s| s.contains("finished-42"));
+    assert!(screen.contains("1000000"), "{screen}");
+    let clients = c.ok("client.list", json!({ "target": id }));
+    assert_eq!(
+        clients["clients"].as_array().map(Vec::len),
+        Some(1),
+        "the client was disconnected: {clients}"
+    );
 }
 
 /// Twenty panes printing as fast as they can do not keep the server from

@@ -753,6 +753,43 @@ fn a_client_that_stops_reading_gets_every_queued_answer_after_an_upgrade() {
     }
 }
 
+/// A `when_behind: redraw` client that had fallen behind when the server
+/// was upgraded keeps its choice, and the new server still owes it its
+/// redraw: once it reads, its stream ends with the pane's screen, not with
+/// the raw output it was cut off in.
+#[test]
+fn a_redraw_client_that_fell_behind_is_redrawn_after_an_upgrade() {
+    let l = Lineage::start();
+    let mut c = l.conn();
+    let info = c.ok(
+        "pane.create",
+        json!({
+            "argv": ["sh", "-c", "read go; seq 1 1000000; echo finished-$((6*7)); read end"],
+            "cols": 80,
+            "rows": 24,
+        }),
+    );
+    let id = info["id"].as_str().unwrap().to_string();
+    let (_, mut a) = l
+        .conn()
+        .attach(json!({ "target": id, "read_only": true, "when_behind": "redraw" }));
+    c.input(&id, "\r");
+    // About 7.9 MB go by the client, which reads nothing.
+    c.wait_text(&id, "finished-42");
+    l.upgrade();
+    let clients = c.ok("client.list", json!({ "target": id }));
+    assert_eq!(clients["clients"][0]["when_behind"], "redraw", "{clients}");
+    a.read_until("finished-42");
+    let size = |n| std::num::NonZero::new(n).expect("a size");
+    let mut term = vt100::Parser::new(size(24), size(80), 0);
+    term.process(&a.output);
+    let screen = term.screen().contents();
+    assert!(
+        screen.contains("1000000\nfinished-42"),
+        "the client's screen:\n{screen}"
+    );
+}
+
 // ---------------------------------------------------------------------------
 // 2: the interactive client inside tmux.
 

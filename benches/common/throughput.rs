@@ -84,24 +84,49 @@ pub fn protocol(
 pub enum Terminal {
     /// `cat` straight in a PTY the bench drains.
     Bare,
-    /// `ptyd attach` in a PTY the bench drains.
+    /// `ptyd attach` in a PTY the bench drains, as it comes (a terminal
+    /// that falls behind skips output and is redrawn once caught up).
     PtydAttach,
+    /// `ptyd attach --lossless`: every byte reaches the terminal, and the
+    /// pane waits for it.
+    PtydLossless,
     /// The same with another ptyd binary (server and client), for a
     /// before/after comparison in one run.
     PtydBaseline,
     /// `tmux attach` in a PTY the bench drains.
     TmuxAttach,
+    /// The program behind a two-PTY relay (`relay.rs`) in a PTY the bench
+    /// drains: the floor under any multiplexer.
+    Relay,
 }
 
 impl Terminal {
-    pub const ALL: [Terminal; 3] = [Terminal::Bare, Terminal::PtydAttach, Terminal::TmuxAttach];
+    pub const ALL: [Terminal; 5] = [
+        Terminal::Bare,
+        Terminal::PtydAttach,
+        Terminal::PtydLossless,
+        Terminal::TmuxAttach,
+        Terminal::Relay,
+    ];
+
+    /// Whether every byte `cat` wrote must reach the terminal: not through
+    /// a client that skips output to redraw (ptyd attach by default, tmux),
+    /// nor through another binary's `ptyd attach`, which may be either.
+    pub fn lossless(self) -> bool {
+        matches!(
+            self,
+            Terminal::Bare | Terminal::PtydLossless | Terminal::Relay
+        )
+    }
 
     pub fn label(self) -> &'static str {
         match self {
             Terminal::Bare => "bare pty",
             Terminal::PtydAttach => "ptyd attach",
+            Terminal::PtydLossless => "ptyd attach, lossless",
             Terminal::PtydBaseline => "ptyd attach (baseline)",
             Terminal::TmuxAttach => "tmux attach",
+            Terminal::Relay => "two-PTY relay (floor)",
         }
     }
 }
@@ -126,8 +151,9 @@ pub struct EndToEnd<'a> {
 /// on a FIFO; once READY has reached the bench (so the client is attached
 /// and drawing) the bench writes to the FIFO and reads the outer terminal
 /// as fast as it can until the end marker `cat`'s output is followed by
-/// has gone by. `min_bytes` is what a forwarding terminal must have
-/// delivered by then (tmux redraws, so it is not checked there).
+/// has gone by (for a client that redraws, in the screen it was last
+/// drawn). `min_bytes` is what a lossless terminal must have delivered by
+/// then (0 for one that redraws: `Terminal::lossless`).
 pub fn end_to_end(
     e: &mut EndToEnd,
     term: Terminal,
@@ -158,9 +184,13 @@ pub fn end_to_end(
             PtyProc::spawn(&["sh", "-c", &script], &[], cols, rows)?,
             None,
         ),
-        Terminal::PtydAttach | Terminal::PtydBaseline => {
+        Terminal::Relay => (
+            super::relay::spawn_relayed(&["sh", "-c", &script], cols, rows)?,
+            None,
+        ),
+        Terminal::PtydAttach | Terminal::PtydLossless | Terminal::PtydBaseline => {
             let ptyd = match term {
-                Terminal::PtydAttach => &mut e.ptyd,
+                Terminal::PtydAttach | Terminal::PtydLossless => &mut e.ptyd,
                 _ => e.baseline.as_mut().ok_or("no baseline ptyd binary given")?,
             };
             let mut ctl = ptyd.server.connect()?;
@@ -176,7 +206,11 @@ pub fn end_to_end(
             let ns = ptyd.server.paths.namespace.clone();
             let mut env = ptyd.server.client_env()?;
             env.push(("TERM", Path::new("xterm-256color")));
-            let client = PtyProc::spawn(&[bin, "-L", &ns, "attach", &id], &env, cols, rows)?;
+            let mut argv = vec![bin, "-L", &ns, "attach", &id];
+            if term == Terminal::PtydLossless {
+                argv.push("--lossless");
+            }
+            let client = PtyProc::spawn(&argv, &env, cols, rows)?;
             (client, Some(ptyd.server.serving_pid))
         }
         Terminal::TmuxAttach => {

@@ -136,6 +136,7 @@ pub fn measure_load(
                 alt_screen: false,
                 from_pane: None,
                 detach_others: false,
+                when_behind: ptyd::protocol::methods::WhenBehind::Pause,
             };
             let (_, mut reader) =
                 ptyd::client::attach(client, params).map_err(|e| format!("attach: {e}"))?;

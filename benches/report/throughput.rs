@@ -80,8 +80,13 @@ pub fn throughput(
          each run in a PTY the bench drains; bare is cat straight in such a PTY. The protocol \
          client row reads ptyd's frames itself (no `ptyd attach`), timed from pane.create to the \
          EXIT frame, as benches/core.rs does. {} interleaved runs per row; median time, and the \
-         median of each run's ratio to the bare run of the same round. tmux redraws rather than \
-         forwards, so its client writes fewer bytes.",
+         median of each run's ratio to the bare run of the same round. `ptyd attach` (its \
+         default, `when_behind: redraw`) and tmux skip output the terminal falls behind on and \
+         redraw its screen once it has caught up, so their clients write fewer bytes and the \
+         clock stops when the end marker is on the terminal's screen; `ptyd attach, lossless` \
+         (`--lossless`) forwards every byte, checked to have arrived, and its pane waits for \
+         the terminal. The two-PTY relay is the floor under any multiplexer: one process \
+         copying between the outer PTY and the program's, nothing else.",
         plan.runs
     );
     if let Some(b) = baseline {
@@ -111,7 +116,7 @@ pub fn throughput(
     };
     let mut terminals = Terminal::ALL.to_vec();
     if baseline.is_some() {
-        terminals.insert(2, Terminal::PtydBaseline);
+        terminals.insert(3, Terminal::PtydBaseline);
     }
     let mut all: Vec<Runs> = Vec::new();
     let mut proto: Vec<Vec<Res<Throughput>>> = Vec::new();
@@ -142,11 +147,7 @@ pub fn throughput(
                 run: run + all.len() * plan.runs,
             };
             for (i, &term) in terminals.iter().enumerate() {
-                let min = if term == Terminal::TmuxAttach {
-                    0
-                } else {
-                    want
-                };
+                let min = if term.lossless() { want } else { 0 };
                 runs.times[i].push(end_to_end(&mut e, term, file, min));
             }
             proto_runs.push(
@@ -193,16 +194,20 @@ pub fn throughput(
             s.push(label, cells.map(|c| c.cells));
         }
         let ptyd = ratios[1];
-        let tmux = terminals
-            .iter()
-            .position(|&t| t == Terminal::TmuxAttach)
-            .and_then(|i| ratios[i]);
+        let ratio_of = |term| {
+            let ratio = terminals
+                .iter()
+                .position(|&t| t == term)
+                .and_then(|i| ratios[i]);
+            ratio.map_or("failed".into(), |r| format!("{r:.2}x"))
+        };
         goals.push(Goal {
             name: format!("throughput, {name} text: ptyd attach within {THROUGHPUT_GOAL}x of bare"),
             detail: ptyd.map_or("a run failed".into(), |r| {
                 format!(
-                    "{r:.2}x bare (tmux attach {})",
-                    tmux.map_or("failed".into(), |t| format!("{t:.2}x"))
+                    "{r:.2}x bare (lossless {}, tmux attach {})",
+                    ratio_of(Terminal::PtydLossless),
+                    ratio_of(Terminal::TmuxAttach)
                 )
             }),
             pass: ptyd.map(|r| r <= THROUGHPUT_GOAL),

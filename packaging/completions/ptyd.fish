@@ -75,6 +75,7 @@ complete -c ptyd -n '__fish_seen_subcommand_from attach a' -s r -l read-only -d 
 complete -c ptyd -n '__fish_seen_subcommand_from attach a' -l detach-key -x -d 'the key that detaches, as C-x (default C-\\)'
 complete -c ptyd -n '__fish_seen_subcommand_from attach a' -l no-alt-screen -d 'stay on the main screen; print history into its scrollback first'
 complete -c ptyd -n '__fish_seen_subcommand_from attach a' -l history -x -d 'lines of history to print first (main screen; 0 none; default 3000)'
+complete -c ptyd -n '__fish_seen_subcommand_from attach a' -l lossless -d 'every byte of output; the pane waits for this terminal'
 complete -c ptyd -n '__fish_seen_subcommand_from attach a' -s f -l force -d 'attach even from inside a pane (the clients nest)'
 complete -c ptyd -n '__fish_seen_subcommand_from attach a' -x -a '(__ptyd_panes)'
 complete -c ptyd -n '__fish_seen_subcommand_from clients' -s t -l target -x -a '(__ptyd_panes)' -d 'the pane (same as the TARGET argument; tmux\'s -t)'

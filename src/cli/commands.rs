@@ -423,6 +423,7 @@ impl PaneSpecArgs {
             attach: false,
             read_only: false,
             alt_screen: false,
+            when_behind: methods::WhenBehind::Pause,
             restore: self.restore,
             resume: self.resume,
             workspace: self.workspace,
@@ -503,10 +504,12 @@ fn new(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     let config = crate::server::config::load().0;
     let alt_screen =
         config.attach_alt_screen && std::io::IsTerminal::is_terminal(&std::io::stdout());
+    let when_behind = when_behind(config.attach_lossless);
     let info: PaneInfo = client
         .request_as(&Request::PaneCreate(methods::PaneCreate {
             attach: true,
             alt_screen,
+            when_behind,
             ..params
         }))
         .map_err(|e| explain_split(e, split.as_deref()))?;
@@ -519,6 +522,7 @@ fn new(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         alt_screen,
         history: 0,
         from_pane: None,
+        when_behind,
     };
     finish_attach(attach::run_attach(&g.paths, &opts, Some(reader))?)
 }
@@ -695,6 +699,7 @@ fn attach_cmd(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     let mut force = false;
     let mut detach_key = config.detach_key.1;
     let mut alt_screen = config.attach_alt_screen;
+    let mut lossless = config.attach_lossless;
     let mut history = None;
     while let Some(arg) = p.next()? {
         if help_requested(&arg, help::ATTACH) {
@@ -705,6 +710,7 @@ fn attach_cmd(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
             Short('d') | Long("detach-others") => detach_others = true,
             Short('f') | Long("force") => force = true,
             Long("no-alt-screen") => alt_screen = false,
+            Long("lossless") => lossless = true,
             Long("history") => {
                 let v = p.value()?.string()?;
                 let n: u32 = v.parse().map_err(|_| {
@@ -776,6 +782,7 @@ fn attach_cmd(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         alt_screen: alt_screen && is_tty,
         history: history.unwrap_or(config.attach_history as u32),
         from_pane,
+        when_behind: when_behind(lossless),
     };
     attach_to(g, client, &opts, detach_others)
 }
@@ -804,6 +811,17 @@ fn default_attach_options(target: String) -> AttachOptions {
             && std::io::IsTerminal::is_terminal(&std::io::stdout()),
         history: config.attach_history as u32,
         from_pane: None,
+        when_behind: when_behind(config.attach_lossless),
+    }
+}
+
+/// What an interactive attach asks for when its terminal falls behind:
+/// a redraw once it has caught up, unless every byte is wanted.
+fn when_behind(lossless: bool) -> methods::WhenBehind {
+    if lossless {
+        methods::WhenBehind::Pause
+    } else {
+        methods::WhenBehind::Redraw
     }
 }
 

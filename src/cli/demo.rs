@@ -393,6 +393,7 @@ fn attach_and_watch(paths: &NamespacePaths, client: &mut Client) -> Result<(), C
             alt_screen: false,
             from_pane: None,
             detach_others: false,
+            when_behind: methods::WhenBehind::Pause,
         },
     )?;
     let _ = crate::transport::set_read_timeout(

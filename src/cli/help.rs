@@ -270,7 +270,7 @@ pane (no process, after a restore) has its reason on the line below.
         summary: "attach this terminal to a pane",
         usage: &[
             "attach [TARGET] [-d] [--read-only] [--detach-key KEY]",
-            "       [--no-alt-screen | --history N] [--force]",
+            "       [--no-alt-screen | --history N] [--lossless] [--force]",
         ],
         about: "\
 Attaches this terminal to a pane: TARGET, else the focused pane of the
@@ -287,7 +287,13 @@ needs --force.
 Several clients may attach to one pane. Its size follows `window_size` of
 config.toml: latest (the client that attached, typed or resized last),
 smallest or largest; it is worked out again when a client leaves.
-`ptyd clients` lists them, `ptyd detach` detaches them.",
+`ptyd clients` lists them, `ptyd detach` detaches them.
+
+A terminal slower than the pane's output never slows the pane down: output
+it cannot take is skipped, and once it has caught up it is shown the
+pane's screen, as tmux does. With --lossless (or attach_lossless = true in
+config.toml) it gets every byte instead, for its own scrollback, and the
+pane's program waits for it.",
         options: &[
             TARGET,
             opt(
@@ -319,6 +325,12 @@ smallest or largest; it is worked out again when a client leaves.
                 "history",
                 Some("N"),
                 "lines of history to print first (main screen; 0 none; default 3000)",
+            ),
+            opt(
+                None,
+                "lossless",
+                None,
+                "every byte of output; the pane waits for this terminal",
             ),
             opt(
                 Some('f'),

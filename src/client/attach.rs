@@ -80,6 +80,11 @@ pub struct AttachOptions {
     pub history: u32,
     /// The pane this client runs in, if it is one of this server's.
     pub from_pane: Option<String>,
+    /// What the server does when this terminal falls behind the pane's
+    /// output: `Redraw` (the default of `ptyd attach`: the pane goes on,
+    /// and the terminal is shown its screen once it has caught up, as
+    /// tmux does) or `Pause` (`--lossless`: every byte, the pane waits).
+    pub when_behind: methods::WhenBehind,
 }
 
 impl AttachOptions {
@@ -96,6 +101,7 @@ impl AttachOptions {
             from_pane: self.from_pane.clone(),
             // `ptyd attach -d` sets it on the first request only.
             detach_others: false,
+            when_behind: self.when_behind,
         }
     }
 }

@@ -354,6 +354,14 @@ pub struct AttachRuntime {
     /// switches sent to it).
     #[serde(default)]
     pub flat: bool,
+    /// What the client asked for when it falls behind (`pause` from a
+    /// server before the choice).
+    #[serde(default)]
+    pub when_behind: crate::protocol::methods::WhenBehind,
+    /// The client's view is owed a redraw (`View::stale`): one that fell
+    /// behind must still be drawn once it catches up.
+    #[serde(default)]
+    pub stale: bool,
 }
 
 #[derive(Debug, Serialize, Deserialize)]

@@ -64,6 +64,9 @@ pub struct PaneCreate {
     /// screen (as `attach`'s `alt_screen`).
     #[serde(default, skip_serializing_if = "is_false")]
     pub alt_screen: bool,
+    /// With `attach`: as `attach`'s `when_behind`.
+    #[serde(default, skip_serializing_if = "WhenBehind::is_pause")]
+    pub when_behind: WhenBehind,
     /// What a reboot does with this pane when it has no `resume`
     /// (default `hold` for commands; shells always get a fresh shell).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -371,6 +374,29 @@ pub struct Attach {
     /// `attach -d`).
     #[serde(default, skip_serializing_if = "is_false")]
     pub detach_others: bool,
+    /// What the server does when this client cannot take output as fast
+    /// as the pane prints (default `pause`: lossless).
+    #[serde(default, skip_serializing_if = "WhenBehind::is_pause")]
+    pub when_behind: WhenBehind,
+}
+
+/// What happens when an attached client falls behind its pane's output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WhenBehind {
+    /// The pane waits for the client (its program blocks, as on a terminal
+    /// that stops reading): the client gets every byte.
+    #[default]
+    Pause,
+    /// The pane never waits: output the client could not take is replaced
+    /// by a redraw of the screen once it has caught up (tmux's way).
+    Redraw,
+}
+
+impl WhenBehind {
+    pub fn is_pause(&self) -> bool {
+        *self == WhenBehind::Pause
+    }
 }
 
 /// `client.list` → `{"clients": [...]}`: the attached clients (see
@@ -690,6 +716,7 @@ mod tests {
                 alt_screen: true,
                 from_pane: Some("p2".into()),
                 detach_others: true,
+                when_behind: WhenBehind::Redraw,
             }),
             Request::ClientList(ClientList {
                 target: Some("p1".into()),

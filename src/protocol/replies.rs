@@ -190,6 +190,10 @@ pub struct ClientInfo {
     /// Whether it is its pane's most recently active client (it typed,
     /// resized or attached last): the one `detach --others` keeps.
     pub latest: bool,
+    /// What the client asked for when it falls behind (`attach`'s
+    /// `when_behind`).
+    #[serde(default)]
+    pub when_behind: super::methods::WhenBehind,
 }
 
 /// `client.list`.

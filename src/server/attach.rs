@@ -16,8 +16,8 @@
 //! pane, by number or all at once (`client.detach`, `attach -d`).
 
 use super::config::WindowSize;
-use super::connection::{ConnId, ConnMode, View};
-use super::pane::MAX_PENDING_INPUT;
+use super::connection::{ConnId, ConnMode, Connection, View};
+use super::pane::{MAX_PENDING_INPUT, Pane};
 use super::timers::TimerKind;
 use super::{Server, Source};
 use crate::model::PaneId;
@@ -27,6 +27,7 @@ use crate::protocol::methods;
 use crate::protocol::replies::{ClientInfo, ClientList, Detached};
 use crate::protocol::{ErrorCode, RpcError};
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 /// How long an attached client's input may be held (see
@@ -170,6 +171,8 @@ impl Server {
             flat: req.alt_screen,
             cache,
             stale: false,
+            when_behind: req.when_behind,
+            cut_off: false,
         };
         for chunk in history.chunks(HISTORY_FRAME_BYTES) {
             if !c.queue_frame(frame::server::OUTPUT, chunk) {
@@ -195,9 +198,11 @@ impl Server {
 
     /// Output of `pane` read just now, for its attached clients: forwarded
     /// as it is to a client of the pane's size, unless the screen switched
-    /// and the client must not see switches (`View::flat`); every other
-    /// client's view is marked stale and drawn from the model before the
-    /// next flush.
+    /// and the client must not see switches (`View::flat`), or the client
+    /// asked to be redrawn when it falls behind and is (`Connection::behind`:
+    /// the pane never waits for it); every other client's view is marked
+    /// stale and drawn from the model before the next flush, or, for a
+    /// client that fell behind, once it has caught up.
     pub(super) fn broadcast_output(&mut self, pane: u64, bytes: &[u8], switched: bool) {
         let Some(size) = self.panes.get(&pane).map(|p| (p.cols(), p.rows())) else {
             return;
@@ -220,7 +225,11 @@ impl Server {
                 && conn.view.cache.is_none()
                 && !conn.view.stale
                 && !(switched && conn.view.flat);
-            if !raw {
+            if raw && conn.view.redraws_when_behind() && conn.behind() {
+                conn.view.cut_off = true;
+                conn.view.stale = true;
+                self.stale_views = true;
+            } else if !raw {
                 conn.view.stale = true;
                 self.stale_views = true;
             } else if !conn.queue_frame(frame::server::OUTPUT, bytes) {
@@ -251,49 +260,33 @@ impl Server {
     /// size than their pane get an update at their own size (only the rows
     /// that changed); a client of the pane's size gets a full redraw and
     /// is forwarded raw output again from then on. Called before output is
-    /// flushed, so a flood of output costs one view per loop turn.
+    /// flushed, so a flood of output costs one view per loop turn. A
+    /// `when_behind: redraw` client that has not caught up yet is not
+    /// drawn: a view every turn would refill the queue it is behind on.
+    /// Its view stays stale (and `stale_views` set) until a flush drains
+    /// it (`flush_conns` then draws it at once).
     pub(super) fn render_stale_views(&mut self) {
         if !std::mem::take(&mut self.stale_views) {
             return;
         }
         let mut too_slow = Vec::new();
+        let mut deferred = false;
         for (id, conn) in &mut self.conns {
             if !conn.view.stale {
                 continue;
             }
-            conn.view.stale = false;
-            let ConnMode::Attached {
-                pane, cols, rows, ..
-            } = conn.mode
-            else {
+            if conn.view.redraws_when_behind() && !conn.caught_up() {
+                deferred = true;
                 continue;
-            };
-            let Some(p) = self.panes.get(&pane) else {
+            }
+            let Some(bytes) = draw_view(conn, &self.panes) else {
                 continue;
-            };
-            let bytes = if (p.cols(), p.rows()) != (cols, rows) {
-                let cache = conn.view.cache.get_or_insert_with(Default::default);
-                p.screen().view_update(cols, rows, cache)
-            } else {
-                // Back to forwarding: a full redraw first, from the main
-                // screen (where a fresh client starts) unless the client
-                // never switches.
-                let was_view = conn.view.cache.take().is_some();
-                if conn.view.flat {
-                    p.screen().redraw_flat(cols, rows)
-                } else {
-                    let mut out = Vec::new();
-                    if was_view {
-                        out.extend_from_slice(b"\x1b[?1049l");
-                    }
-                    out.extend(p.screen().redraw(cols, rows));
-                    out
-                }
             };
             if !bytes.is_empty() && !conn.queue_frame(frame::server::OUTPUT, &bytes) {
                 too_slow.push(*id);
             }
         }
+        self.stale_views |= deferred;
         for id in too_slow {
             self.drop_too_slow(id);
         }
@@ -532,6 +525,16 @@ impl Server {
         let ConnMode::Attached { pane, .. } = c.mode else {
             return;
         };
+        // A view owed a drawing (a client that fell behind, or of another
+        // size, when the pane's last output came) is drawn now, whether it
+        // caught up or not: nothing will be sent after the EXIT frame.
+        if !drop_queue
+            && c.view.stale
+            && let Some(bytes) = draw_view(c, &self.panes)
+        {
+            // A queue too full for it gets the EXIT frame alone (below).
+            let _ = c.queue_frame(frame::server::OUTPUT, &bytes);
+        }
         let body = serde_json::to_vec(payload).unwrap_or_default();
         let mut exit_frame = Vec::new();
         frame::encode(frame::server::EXIT, &body, &mut exit_frame);
@@ -652,6 +655,7 @@ impl Server {
                     since_unix_ms: c.attached_unix_ms,
                     pid: c.peer.pid,
                     latest: self.latest_client(pane) == Some(*id),
+                    when_behind: c.view.when_behind,
                 }),
                 _ => None,
             })
@@ -721,4 +725,41 @@ impl Server {
         serde_json::to_value(Detached { detached: victims })
             .map_err(|e| RpcError::new(ErrorCode::Internal, format!("encoding the reply: {e}")))
     }
+}
+
+/// Brings `conn`'s stale view up to date from its pane's model and marks
+/// it fresh: a client of another size than the pane gets an update at its
+/// own size (only the rows that changed); a client of the pane's size a
+/// full redraw, after which it is forwarded raw output again. `None` if it
+/// is not attached to a pane that still exists.
+fn draw_view(conn: &mut Connection, panes: &BTreeMap<u64, Pane>) -> Option<Vec<u8>> {
+    conn.view.stale = false;
+    let ConnMode::Attached {
+        pane, cols, rows, ..
+    } = conn.mode
+    else {
+        return None;
+    };
+    let p = panes.get(&pane)?;
+    Some(if (p.cols(), p.rows()) != (cols, rows) {
+        let cache = conn.view.cache.get_or_insert_with(Default::default);
+        p.screen().view_update(cols, rows, cache)
+    } else {
+        // Back to forwarding: a full redraw first, from the main screen
+        // (where a fresh client starts) unless the client never switches.
+        // A client cut off from raw output may have been left on either
+        // screen, as a view may.
+        let was_view = conn.view.cache.take().is_some();
+        let cut_off = std::mem::take(&mut conn.view.cut_off);
+        if conn.view.flat {
+            p.screen().redraw_flat(cols, rows)
+        } else {
+            let mut out = Vec::new();
+            if was_view || cut_off {
+                out.extend_from_slice(b"\x1b[?1049l");
+            }
+            out.extend(p.screen().redraw(cols, rows));
+            out
+        }
+    })
 }

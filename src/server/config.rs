@@ -65,6 +65,7 @@ pub const KEYS: &[&str] = &[
     "detach_key",
     "attach_alt_screen",
     "attach_history",
+    "attach_lossless",
 ];
 
 /// Most lines `attach_history` may print into a terminal at attach.
@@ -134,6 +135,10 @@ pub struct UserConfig {
     /// Lines of history an attach prints into the terminal's scrollback
     /// (when not on the alternate screen).
     pub attach_history: usize,
+    /// The attach client asks for every byte of output (`when_behind:
+    /// pause`: the pane waits for a terminal that falls behind) instead of
+    /// a redraw once it has caught up.
+    pub attach_lossless: bool,
 }
 
 impl Default for UserConfig {
@@ -155,6 +160,7 @@ impl Default for UserConfig {
             detach_key: ("C-\\".to_string(), 0x1c),
             attach_alt_screen: true,
             attach_history: 3000,
+            attach_lossless: false,
         }
     }
 }
@@ -196,6 +202,7 @@ impl UserConfig {
         m.insert("detach_key".into(), json!(self.detach_key.0));
         m.insert("attach_alt_screen".into(), json!(self.attach_alt_screen));
         m.insert("attach_history".into(), json!(self.attach_history));
+        m.insert("attach_lossless".into(), json!(self.attach_lossless));
         m
     }
 }
@@ -447,6 +454,13 @@ pub fn parse(path: &Path, text: &str) -> (UserConfig, Vec<String>) {
                 Ok(v) => config.attach_alt_screen = v,
                 Err(e) => problems.push(format!(
                     "{place}: attach_alt_screen must be true or false ({}); using the default true",
+                    e.message().trim()
+                )),
+            },
+            "attach_lossless" => match bool::deserialize(ValueDeserializer::from(value)) {
+                Ok(v) => config.attach_lossless = v,
+                Err(e) => problems.push(format!(
+                    "{place}: attach_lossless must be true or false ({}); using the default false",
                     e.message().trim()
                 )),
             },

@@ -280,7 +280,32 @@ impl Server {
         for id in dead {
             self.close_conn(id);
         }
+        self.draw_caught_up_views();
         self.resume_paused_panes();
+    }
+
+    /// A `when_behind: redraw` client that was too far behind to be drawn
+    /// (`render_stale_views`) may have caught up in the flush just made:
+    /// it is drawn and flushed now, since nothing else may wake the loop
+    /// for it (its socket is watched for room only while output waits).
+    fn draw_caught_up_views(&mut self) {
+        let due = self.stale_views
+            && self
+                .conns
+                .values()
+                .any(|c| c.view.stale && c.view.redraws_when_behind() && c.caught_up());
+        if !due {
+            return;
+        }
+        self.render_stale_views();
+        let registry = self.poll.registry();
+        for conn in self.conns.values_mut() {
+            if conn.queued() > 0 {
+                // A failed write is seen again by the next turn's flush.
+                let _ = conn.flush();
+                conn.sync_write_interest(registry);
+            }
+        }
     }
 
     pub(super) fn close_conn(&mut self, id: ConnId) {

@@ -1,13 +1,17 @@
 //! One client connection: its socket, what it has sent that we have not
 //! handled yet, and what we owe it. The loop never blocks on a client: output
 //! goes to a bounded queue flushed when the socket is writable. A pane stops
-//! being read while one of its attached clients is over
-//! [`OUTPUT_HIGH_WATER`] (flow control, as a terminal that stops reading
-//! blocks the program); a client that then takes nothing for
+//! being read while one of its lossless (`when_behind: pause`) attached
+//! clients is over [`OUTPUT_HIGH_WATER`] (flow control, as a terminal that
+//! stops reading blocks the program); a client that then takes nothing for
 //! [`STALL_LIMIT`], or lets the queue overflow, is disconnected with a reason.
+//! A `when_behind: redraw` client never holds its pane: once it is
+//! [`Connection::behind`] it gets no more raw output, and a redraw once it
+//! has [`Connection::caught_up`] (`attach.rs`).
 
 use super::listener::Stream;
 use crate::protocol::frame;
+use crate::protocol::methods::WhenBehind;
 use crate::sys::PeerCred;
 use mio::Token;
 use std::collections::VecDeque;
@@ -22,6 +26,27 @@ pub const OUTPUT_HIGH_WATER: usize = 1 << 20;
 pub const OUTPUT_LOW_WATER: usize = 256 << 10;
 /// How long a client may hold its pane paused without taking any output.
 pub const STALL_LIMIT: Duration = Duration::from_secs(10);
+/// A client that asked to be redrawn when it falls behind
+/// (`when_behind: redraw`) is behind once this many bytes per cell of its
+/// screen are queued for it: it is then sent no more raw output until it
+/// has caught up, and gets a redraw instead. tmux 3.x's figure
+/// (`TTY_BLOCK_START`): a plain-text screenful is about 1 byte per cell
+/// and a coloured one a few, so this is a few screenfuls, which its
+/// socket's own buffer (some 200 KiB) comes on top of. Smaller, a client
+/// that falls behind for a moment (descheduled on a busy machine) would
+/// skip output it could have shown; larger, it would show output further
+/// behind the pane before skipping to its screen.
+const BEHIND_BYTES_PER_CELL: usize = 8;
+/// At least one slice of pane output (`pane_io::PANE_READ_BUDGET`), so a
+/// small client is not judged behind by the one slice it was just given.
+const BEHIND_MIN: usize = 64 << 10;
+/// At most what pauses a pane for a lossless client: a 1000x500 client
+/// would otherwise be allowed 4 MB, the whole queue.
+const BEHIND_MAX: usize = OUTPUT_HIGH_WATER;
+/// A client that fell behind has caught up once at most one byte per 8
+/// cells is queued (tmux's `TTY_BLOCK_STOP`): nearly all of its backlog
+/// is in its socket, so the redraw it is sent now reaches it next.
+const CAUGHT_UP_CELLS_PER_BYTE: usize = 8;
 
 /// Input buffer capacity a connection keeps between requests.
 const INBUF_KEEP: usize = 64 << 10;
@@ -58,6 +83,22 @@ pub struct View {
     /// The pane changed since the client's last view (or a forwarded chunk
     /// could not be sent as it was): draw one before the next flush.
     pub stale: bool,
+    /// What the client asked for when it falls behind: `Pause` holds its
+    /// pane (flow control); `Redraw` drops output it cannot take and draws
+    /// the screen once it has caught up (`Connection::behind`,
+    /// `Connection::caught_up`).
+    pub when_behind: WhenBehind,
+    /// Raw output was withheld from this client (it fell behind) since it
+    /// was last drawn: its terminal may be on either screen, so its redraw
+    /// starts by leaving the alternate one.
+    pub cut_off: bool,
+}
+
+impl View {
+    /// The client is redrawn rather than waited for when it falls behind.
+    pub fn redraws_when_behind(&self) -> bool {
+        self.when_behind == WhenBehind::Redraw
+    }
 }
 
 /// Why reading a connection stopped.
@@ -162,15 +203,18 @@ impl Connection {
         self.write_interest = writable;
     }
 
-    /// Registers for writable edges while output waits for room, and stops
-    /// when it has gone out (see `write_interest`). Registering for them
-    /// reports the socket at once if it drained meanwhile, so no edge is
-    /// missed. A failed re-registration leaves the interests as they were.
+    /// Registers for writable edges while output waits for room, or a
+    /// redraw client's socket is to drain before it is drawn again
+    /// (`awaits_catch_up`: the kernel reports the socket writable as the
+    /// client reads the last of it), and stops when it has gone out (see
+    /// `write_interest`). Registering for them reports the socket at once
+    /// if it drained meanwhile, so no edge is missed. A failed
+    /// re-registration leaves the interests as they were.
     pub fn sync_write_interest(&mut self, registry: &mio::Registry) {
         if !super::listener::WRITE_INTEREST_FOLLOWS_OUTPUT {
             return;
         }
-        let want = self.write_blocked;
+        let want = self.write_blocked || self.awaits_catch_up();
         if want == self.write_interest {
             return;
         }
@@ -195,6 +239,53 @@ impl Connection {
 
     pub fn queued(&self) -> usize {
         self.out.len() - self.out_pos
+    }
+
+    /// Cells of an attached client's screen (0 if not attached).
+    fn cells(&self) -> usize {
+        match self.mode {
+            ConnMode::Attached { cols, rows, .. } => usize::from(cols) * usize::from(rows),
+            ConnMode::Rpc => 0,
+        }
+    }
+
+    /// Output written to the socket that the client has not read yet
+    /// (where the OS tells: `sys::socket_unread`).
+    fn unread(&self) -> usize {
+        crate::sys::socket_unread(&self.stream).unwrap_or(0)
+    }
+
+    /// The client has not taken more output than a redraw client may fall
+    /// behind by ([`BEHIND_BYTES_PER_CELL`]): what is queued here, and what
+    /// its socket holds unread. Counting only the queue would let it fall
+    /// the socket's buffer (some 200 KiB) further behind first: tmux counts
+    /// what its terminal has not taken, and so does this.
+    pub fn behind(&self) -> bool {
+        let limit = (self.cells() * BEHIND_BYTES_PER_CELL).clamp(BEHIND_MIN, BEHIND_MAX);
+        self.queued() > limit || self.queued() + self.unread() > limit
+    }
+
+    /// Little enough is owed to a client that fell behind, queued or in its
+    /// socket, for it to be drawn again ([`CAUGHT_UP_CELLS_PER_BYTE`]).
+    pub fn caught_up(&self) -> bool {
+        let limit = self.cells() / CAUGHT_UP_CELLS_PER_BYTE;
+        self.queued() <= limit && self.queued() + self.unread() <= limit
+    }
+
+    /// A redraw client's view waits for it to catch up (`caught_up`).
+    fn awaits_catch_up(&self) -> bool {
+        self.view.stale
+            && self.view.redraws_when_behind()
+            && matches!(self.mode, ConnMode::Attached { .. })
+            && !self.caught_up()
+    }
+
+    /// Whether this connection holds `pane`'s output back while it is
+    /// behind: attached to it, not closing, and lossless.
+    pub fn paces(&self, pane: u64) -> bool {
+        matches!(self.mode, ConnMode::Attached { pane: p, .. } if p == pane)
+            && self.closing.is_none()
+            && !self.view.redraws_when_behind()
     }
 
     /// Queues bytes. Returns false, queueing nothing, if that would put the

@@ -3,8 +3,12 @@
 //! attached clients, the end of output (EIO), turning what the screen
 //! noticed into events, and writing pending input with its acks.
 
+<<<<<<< HEAD
 use super::connection::{ConnId, ConnMode, OUTPUT_HIGH_WATER, OUTPUT_LOW_WATER, STALL_LIMIT};
 use super::pane::OutputRead;
+=======
+use super::connection::{ConnId, OUTPUT_HIGH_WATER, OUTPUT_LOW_WATER, STALL_LIMIT};
+>>>>>>> main
 use super::timers::TimerKind;
 use super::{Server, Source};
 use crate::model::PaneId;
@@ -153,13 +157,12 @@ impl Server {
         self.arrival_seen
     }
 
-    /// Whether a client attached to `pane` has more than `limit` bytes queued.
+    /// Whether a lossless client attached to `pane` has more than `limit`
+    /// bytes queued (a `when_behind: redraw` client never holds its pane).
     fn attached_output_over(&self, pane: u64, limit: usize) -> bool {
-        self.conns.values().any(|c| {
-            matches!(c.mode, ConnMode::Attached { pane: p, .. } if p == pane)
-                && c.closing.is_none()
-                && c.queued() > limit
-        })
+        self.conns
+            .values()
+            .any(|c| c.paces(pane) && c.queued() > limit)
     }
 
     /// Reads paused panes again whose clients have caught up (or left).
@@ -195,8 +198,7 @@ impl Server {
             .conns
             .iter()
             .filter(|(_, c)| {
-                matches!(c.mode, ConnMode::Attached { pane: p, .. } if p == pane)
-                    && c.closing.is_none()
+                c.paces(pane)
                     && c.queued() > OUTPUT_LOW_WATER
                     && now.duration_since(c.last_progress) >= STALL_LIMIT
             })

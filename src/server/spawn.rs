@@ -175,6 +175,7 @@ impl Server {
             c.attached_unix_ms = crate::clock::unix_ms();
             c.active = active;
             c.view.flat = req.alt_screen;
+            c.view.when_behind = req.when_behind;
             // Frames only from here: no event lines after the response.
             c.subscribed = false;
             c.replay_after = None;

@@ -112,6 +112,17 @@ pub fn punch_hole(fd: &impl AsRawFd, offset: u64, len: u64) -> io::Result<()> {
     Ok(())
 }
 
+/// Bytes written to a connected `AF_UNIX` stream socket that its peer has
+/// not read yet (`SIOCOUTQ`: the send buffer's use, kernel overhead
+/// included); `None` if the kernel does not say.
+pub fn socket_unread(fd: &impl AsRawFd) -> Option<usize> {
+    let mut n: libc::c_int = 0;
+    // SAFETY: `n` is a valid, writable int, what SIOCOUTQ (TIOCOUTQ's
+    // number) fills in.
+    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), libc::TIOCOUTQ, &mut n) };
+    (rc == 0).then(|| usize::try_from(n).unwrap_or(0))
+}
+
 /// Asks for SIGKILL when our parent dies (`PR_SET_PDEATHSIG`), and
 /// checks the parent is still `parent` (it may have died before).
 pub fn die_with_parent(parent: i32) -> io::Result<()> {

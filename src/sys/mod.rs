@@ -32,6 +32,7 @@
 //! | [`recv_with_fds`]: received fds are close-on-exec | `MSG_CMSG_CLOEXEC` | `FD_CLOEXEC` set on each right after `recvmsg` |
 //! | [`punch_hole`]: a file's middle given back (the history log's evicted lines) | `fallocate(FALLOC_FL_PUNCH_HOLE)` | nothing: the bytes stay until the file is closed |
 //! | [`request_short_slices`]: the loop's thread asks for short time slices, so it preempts a CPU hog when it wakes (keystrokes beside a flood) | `sched_setattr` with `sched_runtime` (EEVDF, 6.12; ignored before) | `Unsupported`: the scheduler's default slices |
+//! | [`socket_unread`]: what a Unix socket's peer has not read yet (how far behind an attached client is) | `ioctl(SIOCOUTQ)` | `None`: only the server's own queue counts |
 //! | [`release_free_memory`]: freed heap back to the system (the reaper, after a handoff; idle panes' scrollback JSON caches dropped) | `malloc_trim(0)` with glibc | nothing: the allocator keeps what it keeps |
 //!
 //! Portable but not identical: on macOS and the BSDs an fd sent over
@@ -105,7 +106,8 @@ pub use os::request_short_slices;
 pub use os::{
     anonymous_file, become_child_subreaper, die_with_parent, open_fd_count, pidfd_exit_status,
     pidfd_open, process_cwd, process_ended, process_start_token, punch_hole, recv_with_fds,
-    release_free_memory, seqpacket_pair, session_members, sessions_members, unix_socket_listening,
+    release_free_memory, seqpacket_pair, session_members, sessions_members, socket_unread,
+    unix_socket_listening,
 };
 
 #[cfg(all(windows, test))]
@@ -113,7 +115,7 @@ pub use os::running_under_wine;
 #[cfg(windows)]
 pub use os::{
     PeerCred, PipePeer, create_pipe_instance, current_user_name, is_pipe_busy, pipe_client,
-    pipe_name, pipe_peer_is_current_user, try_named_lock, wait_for_pipe_instance,
+    pipe_name, pipe_peer_is_current_user, socket_unread, try_named_lock, wait_for_pipe_instance,
 };
 
 #[cfg(all(test, unix))]

@@ -322,6 +322,8 @@ pub fn conn_runtime(c: &Connection, id: ConnId, now: Instant) -> ConnRuntime {
                 since_unix_ms: c.attached_unix_ms,
                 active: c.active,
                 flat: c.view.flat,
+                when_behind: c.view.when_behind,
+                stale: c.view.stale,
             }),
         },
         subscribed: c.subscribed,
@@ -352,7 +354,14 @@ pub fn conn_from_runtime(
         conn.attached_unix_ms = a.since_unix_ms;
         conn.active = a.active;
     }
-    conn.view.flat = rt.attached.as_ref().is_some_and(|a| a.flat);
+    if let Some(a) = &rt.attached {
+        conn.view.flat = a.flat;
+        conn.view.when_behind = a.when_behind;
+        // Drawn from the model at the first flush (the caller marks
+        // `stale_views`); it may have been cut off from raw output.
+        conn.view.stale = a.stale;
+        conn.view.cut_off = a.stale;
+    }
     conn.mode = match rt.attached {
         None => ConnMode::Rpc,
         Some(a) => ConnMode::Attached {
