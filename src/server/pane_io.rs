@@ -3,12 +3,8 @@
 //! attached clients, the end of output (EIO), turning what the screen
 //! noticed into events, and writing pending input with its acks.
 
-<<<<<<< HEAD
-use super::connection::{ConnId, ConnMode, OUTPUT_HIGH_WATER, OUTPUT_LOW_WATER, STALL_LIMIT};
-use super::pane::OutputRead;
-=======
 use super::connection::{ConnId, OUTPUT_HIGH_WATER, OUTPUT_LOW_WATER, STALL_LIMIT};
->>>>>>> main
+use super::pane::OutputRead;
 use super::timers::TimerKind;
 use super::{Server, Source};
 use crate::model::PaneId;
