@@ -1062,6 +1062,12 @@ pub mod trust {
     }
 }
 
+/// What a client has not read yet of what was written to it: a named pipe
+/// does not say, so only the server's own queue counts.
+pub fn socket_unread<T>(_stream: &T) -> Option<usize> {
+    None
+}
+
 /// Whether this process runs under Wine rather than Windows: Wine's ntdll
 /// exports `wine_get_version`, Windows' does not. Only tests ask, to work
 /// around what Wine 8 lacks (see `pty/windows.rs`); the backend itself is
@@ -1288,10 +1294,4 @@ mod tests {
         // Our own further instances are allowed.
         create_pipe_instance(&name, false).unwrap();
     }
-}
-
-/// What a client has not read yet of what was written to it: a named pipe
-/// does not say, so only the server's own queue counts.
-pub fn socket_unread<T>(_stream: &T) -> Option<usize> {
-    None
 }
