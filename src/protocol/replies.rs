@@ -40,6 +40,10 @@ pub struct Status {
     /// Bytes of event JSON the ring holds (at most 8 MiB).
     #[serde(default)]
     pub event_ring_bytes: usize,
+    /// Passes over pane output the loop ended early, since it started, to
+    /// serve a client that connected or sent something meanwhile.
+    #[serde(default)]
+    pub pane_passes_cut: u64,
     pub generation: u64,
     /// The running upgrade, if any (see docs/protocol.md).
     pub upgrade: Value,

@@ -18,6 +18,7 @@
 
 #![cfg_attr(windows, allow(dead_code))]
 
+mod arrivals;
 mod attach;
 pub mod config;
 mod conn_io;
@@ -149,6 +150,18 @@ pub struct Server {
     /// waits for its echo before going back to the backlog's busy panes
     /// (`pane_io::ECHO_WAIT`).
     echo_wait: Option<(u64, Instant)>,
+    /// Whether a client connected or sent something meanwhile, asked
+    /// while pane output is read (`pane_io::ARRIVAL_CHECK_EVERY`).
+    arrivals: arrivals::Arrivals,
+    /// When pane reading next stops to ask `arrivals`
+    /// (`pane_io::ARRIVAL_CHECK_EVERY` after the last check or poll).
+    next_arrival_check: Instant,
+    /// An arrival ended this turn's pane reading: the backlog waits for the
+    /// next turn, whose poll serves the arrival first.
+    arrival_seen: bool,
+    /// How many times an arrival ended a turn's pane reading
+    /// (`server.status` `pane_passes_cut`).
+    pane_passes_cut: u64,
     /// Set by SIGTERM, SIGINT or `server.stop`.
     stopping: bool,
     tree: crate::workspace::Tree,
@@ -306,6 +319,10 @@ impl Server {
             backlog: VecDeque::new(),
             pane_turn_until: Instant::now(),
             echo_wait: None,
+            arrivals: arrivals::Arrivals::new(),
+            next_arrival_check: Instant::now(),
+            arrival_seen: false,
+            pane_passes_cut: 0,
             stopping: false,
             tree: crate::workspace::Tree::new(),
             persist: persistence::Persistence::new(Some(writer), history),

@@ -4,6 +4,7 @@
 //! noticed into events, and writing pending input with its acks.
 
 use super::connection::{ConnId, OUTPUT_HIGH_WATER, OUTPUT_LOW_WATER, STALL_LIMIT};
+use super::pane::OutputRead;
 use super::timers::TimerKind;
 use super::{Server, Source};
 use crate::model::PaneId;
@@ -20,8 +21,9 @@ use std::time::{Duration, Instant};
 const PANE_READ_BUDGET: usize = 64 * 1024;
 /// Time each of the loop's two passes (ready panes, then the backlog) may
 /// spend reading pane output per turn: the rest waits on the backlog
-/// (first in line there), so a connection or a keystroke waits about twice
-/// this for its turn, however many panes flood.
+/// (first in line there), so the loop polls at least every twice this,
+/// however many panes flood. A connection or a keystroke waits less: its
+/// arrival ends the pass (`ARRIVAL_CHECK_EVERY`).
 pub(super) const PANE_TURN_BUDGET: Duration = Duration::from_millis(3);
 /// How long the loop waits for the echo of a key an attached client typed
 /// before it goes back to the busy panes on the backlog. Meanwhile it
@@ -29,8 +31,21 @@ pub(super) const PANE_TURN_BUDGET: Duration = Duration::from_millis(3);
 /// the CPU the loop would have taken, and its echo is read and sent the
 /// moment it comes, not after another pane's slice (issue 18: echo beside a
 /// flooding pane). The wait ends early when the pane prints; a program
-/// that prints nothing for a key costs the flood this much.
+/// that prints nothing for a key costs the flood this much. Still needed
+/// with the arrival check (which watches clients, not panes): without it
+/// the echo beside a flood took about twice as long at the median.
 pub(super) const ECHO_WAIT: Duration = Duration::from_millis(2);
+/// Time spent reading pane output between two checks for a client that
+/// connected or sent something meanwhile (`arrivals.rs`): one arriving
+/// ends the turn's pane reading there, so the loop polls and serves it at
+/// once instead of after the rest of the turn's `PANE_TURN_BUDGET`. The
+/// check is one zero-timeout poll, made after the first read past this
+/// (a read returns at most ~4 KiB): every few reads of plain text on an
+/// idle machine, after every read on a busy one, where a read and its
+/// feeding take longer than this in wall time (measured beside a flood on
+/// 2 loaded cores: ~200 us per read, and a key waited a median ~590 us for
+/// the check when it came every 16 KiB instead).
+pub(super) const ARRIVAL_CHECK_EVERY: Duration = Duration::from_micros(100);
 /// Capacity of the forwarding buffer kept between reads (a slice's worth
 /// and what the model adds to it).
 const FORWARD_KEEP: usize = 2 * PANE_READ_BUDGET;
@@ -96,7 +111,7 @@ impl Server {
         // Past the turn's time for output, or another pane's echo is
         // awaited: this one waits on the backlog.
         let echo_first = self.echo_wait.is_some_and(|(pane, _)| pane != id);
-        if echo_first || self.pane_turn_spent() {
+        if echo_first || self.pane_turn_spent() || self.arrival_ends_turn() {
             if let Some(pane) = self.panes.get_mut(&id)
                 && pane.enter_backlog()
             {
@@ -116,9 +131,26 @@ impl Server {
         self.read_pane(id, PANE_READ_BUDGET, Some(self.pane_turn_until));
     }
 
-    /// This turn's time for pane output is used up (`PANE_TURN_BUDGET`).
+    /// This turn's time for pane output is used up (`PANE_TURN_BUDGET`),
+    /// or a client arrived meanwhile (`arrival_ends_turn`).
     pub(super) fn pane_turn_spent(&self) -> bool {
-        Instant::now() >= self.pane_turn_until
+        self.arrival_seen || Instant::now() >= self.pane_turn_until
+    }
+
+    /// Whether a client connected or sent something since the last check,
+    /// asked once `ARRIVAL_CHECK_EVERY` has passed since it (or since the
+    /// loop's poll): if so, the turn's pane reading ends here
+    /// (`arrival_seen`).
+    fn arrival_ends_turn(&mut self) -> bool {
+        if !self.arrival_seen {
+            let now = Instant::now();
+            if now >= self.next_arrival_check {
+                self.next_arrival_check = now + ARRIVAL_CHECK_EVERY;
+                self.arrival_seen = self.arrivals.any();
+                self.pane_passes_cut += u64::from(self.arrival_seen);
+            }
+        }
+        self.arrival_seen
     }
 
     /// Whether a lossless client attached to `pane` has more than `limit`
@@ -188,9 +220,11 @@ impl Server {
 
     /// Reads a pane's output (at most `budget` bytes, and no read after
     /// `until`), feeds the screen and forwards to attached clients. At the
-    /// end of output the master leaves the poll (`Pane::end_output`).
+    /// end of output the master leaves the poll (`Pane::end_output`). A
+    /// paced read (with `until`) also ends early for an arriving client
+    /// (`arrival_ends_turn`), leaving the rest for the backlog.
     pub(super) fn read_pane(&mut self, id: u64, budget: usize, until: Option<Instant>) {
-        let Some(pane) = self.panes.get_mut(&id) else {
+        let Some(pane) = self.panes.get(&id) else {
             return;
         };
         if pane.fds().master().is_none() {
@@ -199,7 +233,32 @@ impl Server {
         let mut forward = std::mem::take(&mut self.forward);
         forward.clear();
         let switches = pane.screen().screen_switches();
-        let read = pane.read_output(budget, until, &mut forward);
+        let mut read = OutputRead {
+            taken: 0,
+            more: false,
+            ended: false,
+        };
+        // A paced read stops at each arrival check, to ask.
+        while let Some(pane) = self.panes.get_mut(&id) {
+            let slice_until = until.map(|t| t.min(self.next_arrival_check));
+            let got = pane.read_output(budget - read.taken, slice_until, &mut forward);
+            read.taken += got.taken;
+            read.more = got.more;
+            read.ended = got.ended;
+            // Stopped by anything but the clock (dry, ended, a full ring,
+            // the budget), or out of the turn's time.
+            if !got.more
+                || got.taken == 0
+                || read.taken >= budget
+                || until.is_none_or(|t| Instant::now() >= t)
+                || self.arrival_ends_turn()
+            {
+                break;
+            }
+        }
+        let Some(pane) = self.panes.get_mut(&id) else {
+            return;
+        };
         let switched = pane.screen().screen_switches() != switches;
         if read.more && pane.enter_backlog() {
             self.backlog.push_back(Source::Pane(id));

@@ -147,6 +147,12 @@ pub fn punch_hole(_fd: &impl AsRawFd, _offset: u64, _len: u64) -> io::Result<()>
     Ok(())
 }
 
+/// No slice to request outside Linux (see linux.rs): the scheduler's
+/// defaults.
+pub fn request_short_slices(_slice: std::time::Duration) -> io::Result<()> {
+    Err(io::ErrorKind::Unsupported.into())
+}
+
 /// No portable way to see what a socket's peer has not read yet (macOS
 /// has `SO_NWRITE`, the BSDs `FIONWRITE`): only the server's own queue
 /// tells how far behind a client is.

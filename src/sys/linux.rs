@@ -254,6 +254,69 @@ pub fn recv_with_fds(sock: &impl AsRawFd, data: &mut [u8], max_fds: usize) -> io
     recvmsg_fds(sock.as_raw_fd(), data, max_fds, libc::MSG_CMSG_CLOEXEC)
 }
 
+/// Asks the scheduler to run the calling thread in short slices:
+/// `sched_setattr` with `sched_runtime` as the slice it requests (EEVDF,
+/// Linux 6.12 and later; the kernel clamps it to 0.1-100 ms). A thread that
+/// asks for less than the default slice (0.7-3 ms, by core count) gets an
+/// earlier deadline, so when it wakes it preempts a CPU hog at once instead
+/// of waiting out the hog's slice: for a server that relays keystrokes
+/// beside programs that flood, that wait is most of the echo's delay. Its
+/// share of the CPU is unchanged (that is the nice value's, kept as it is);
+/// it is only cut into shorter turns. `SCHED_FLAG_RESET_ON_FORK`: threads
+/// and processes started from this one get the default slice (and, as that
+/// flag does, a negative nice value goes back to 0 in them). On kernels
+/// before 6.12 the field is ignored for this policy and nothing changes. A
+/// thread under another policy than `SCHED_OTHER` (a user's `chrt`) is
+/// left alone.
+pub fn request_short_slices(slice: std::time::Duration) -> io::Result<()> {
+    /// `struct sched_attr` as of Linux 3.14 (`SCHED_ATTR_SIZE_VER0`).
+    #[repr(C)]
+    #[derive(Default)]
+    struct SchedAttr {
+        size: u32,
+        policy: u32,
+        flags: u64,
+        nice: i32,
+        priority: u32,
+        runtime: u64,
+        deadline: u64,
+        period: u64,
+    }
+    const SCHED_FLAG_RESET_ON_FORK: u64 = 0x01;
+    let mut attr = SchedAttr {
+        size: std::mem::size_of::<SchedAttr>() as u32,
+        ..SchedAttr::default()
+    };
+    // SAFETY: `attr` is a writable `struct sched_attr` of the size passed;
+    // the kernel fills at most that many bytes. Pid 0 is this thread.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_sched_getattr,
+            0,
+            &mut attr as *mut SchedAttr,
+            std::mem::size_of::<SchedAttr>() as u32,
+            0,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if attr.policy != libc::SCHED_OTHER as u32 {
+        return Ok(());
+    }
+    attr.size = std::mem::size_of::<SchedAttr>() as u32;
+    attr.flags = SCHED_FLAG_RESET_ON_FORK;
+    attr.runtime = slice.as_nanos().min(u64::MAX as u128) as u64;
+    // SAFETY: `attr` is a valid `struct sched_attr` read back from the
+    // kernel with only the slice and flags changed (policy and nice as
+    // they were, so no privilege is asked for). Pid 0 is this thread.
+    let rc = unsafe { libc::syscall(libc::SYS_sched_setattr, 0, &attr as *const SchedAttr, 0) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Hands the allocator's free memory back to the system. glibc keeps freed
 /// heap memory mapped for reuse; a server that turns into the reaper after a
 /// live upgrade has just freed every pane's model (often 100 MiB and more)

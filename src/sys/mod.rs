@@ -31,6 +31,7 @@
 //! | [`seqpacket_pair`]: the handoff channel | `socketpair` with `SOCK_CLOEXEC`, `SOCK_NONBLOCK` | flags set by `fcntl` right after (only this thread forks, so no child can inherit the gap); an OS without `SOCK_SEQPACKET` for `AF_UNIX` fails the upgrade before anything is touched |
 //! | [`recv_with_fds`]: received fds are close-on-exec | `MSG_CMSG_CLOEXEC` | `FD_CLOEXEC` set on each right after `recvmsg` |
 //! | [`punch_hole`]: a file's middle given back (the history log's evicted lines) | `fallocate(FALLOC_FL_PUNCH_HOLE)` | nothing: the bytes stay until the file is closed |
+//! | [`request_short_slices`]: the loop's thread asks for short time slices, so it preempts a CPU hog when it wakes (keystrokes beside a flood) | `sched_setattr` with `sched_runtime` (EEVDF, 6.12; ignored before) | `Unsupported`: the scheduler's default slices |
 //! | [`socket_unread`]: what a Unix socket's peer has not read yet (how far behind an attached client is) | `ioctl(SIOCOUTQ)` | `None`: only the server's own queue counts |
 //! | [`release_free_memory`]: freed heap back to the system (the reaper, after a handoff; idle panes' scrollback JSON caches dropped) | `malloc_trim(0)` with glibc | nothing: the allocator keeps what it keeps |
 //!
@@ -100,6 +101,7 @@ pub use os::{
 #[cfg(unix)]
 pub use unix::{default_runtime_base, default_state_base, sync_dir, trust};
 
+pub use os::request_short_slices;
 #[cfg(unix)]
 pub use os::{
     anonymous_file, become_child_subreaper, die_with_parent, open_fd_count, pidfd_exit_status,

@@ -771,6 +771,11 @@ pub fn raise_fd_limit() -> io::Result<u64> {
     Ok(HANDLE_LIMIT)
 }
 
+/// No slice to request here (see linux.rs): the scheduler's defaults.
+pub fn request_short_slices(_slice: std::time::Duration) -> std::io::Result<()> {
+    Err(std::io::ErrorKind::Unsupported.into())
+}
+
 /// How many handles this process has open (`GetProcessHandleCount`).
 pub fn open_fd_count() -> Option<usize> {
     let mut count = 0u32;
