@@ -619,7 +619,10 @@ fn a_stopped_attach_client_does_not_hold_its_pane() {
     tmux.wait_screen("the outer prompt", |s| s.contains("outer$"));
     let mut ev = ptyd.connect();
     ev.ok("events.subscribe", json!({}));
-    let attach = format!("{} attach {id}", shell_quote(util::PTYD));
+    // exec: a shell left waiting for its foreground job would see the
+    // SIGSTOP below, take the terminal back and leave the continued client
+    // in the background, drawing nothing.
+    let attach = format!("exec {} attach {id}", shell_quote(util::PTYD));
     tmux.keys(&["-l", &attach]);
     tmux.keys(&["Enter"]);
     ev.wait_event("client.attached", &id);
