@@ -61,6 +61,15 @@ pub(super) fn after_release(mut server: Server, new_pid: u32) -> Result<(), Stri
     }
 }
 
+/// A checkpoint whose pane lines took at least this much heap gives it
+/// back (`sys::release_free_memory`) a moment after it is written: the
+/// lines are freed at once, but glibc keeps small freed chunks, and 1000
+/// idle 200x50 panes then kept ~6 MiB of freed lines resident for good.
+const TRIM_AFTER_BYTES: usize = 1 << 20;
+/// The moment: a burst of checkpoints (panes created one by one, each
+/// one's) is trimmed once, after its last.
+const TRIM_DELAY: Duration = Duration::from_secs(1);
+
 /// How often a changing server writes a checkpoint, at most.
 pub const CHECKPOINT_INTERVAL: Duration = Duration::from_millis(500);
 /// A checkpoint waits this many times its predecessor's cost after it:
@@ -181,6 +190,8 @@ pub struct KeeperLink {
     pub last_bytes: u64,
     /// The loop turns the last checkpoint was encoded over.
     last_turns: u32,
+    /// When to give back the heap a large checkpoint freed (`TRIM_DELAY`).
+    trim_at: Option<Instant>,
     /// The checkpoint being encoded, if one is under way.
     round: Option<Round>,
 
@@ -691,6 +702,10 @@ impl Server {
     /// Once a loop turn: a pane whose ring is half full since the last
     /// checkpoint makes the next one urgent; a due checkpoint is written.
     pub(super) fn keeper_tick(&mut self, now: Instant) {
+        if self.keeper.trim_at.is_some_and(|at| at <= now) {
+            self.keeper.trim_at = None;
+            crate::sys::release_free_memory();
+        }
         if self.keeper.rings_due.is_some_and(|at| at <= now) {
             self.keeper.rings_due = None;
             if self.may_release() {
@@ -860,7 +875,14 @@ impl Server {
             self.keeper.round = Some(round);
             return Ok(false);
         }
+        // Before the write, which takes the lines out.
+        let line_bytes: usize = round.entries.values().map(|e| e.line.capacity()).sum();
         let result = self.write_checkpoint(&mut round.entries, now);
+        if line_bytes >= TRIM_AFTER_BYTES {
+            let at = now + TRIM_DELAY;
+            self.keeper.trim_at = Some(at);
+            self.timers.add(at, super::timers::TimerKind::Checkpoint);
+        }
         round.spent += started.elapsed();
         self.keeper.last_cost_us = round.spent.as_micros() as u64;
         self.keeper.last_turns = round.turns;

@@ -33,7 +33,7 @@
 //! | [`punch_hole`]: a file's middle given back (the history log's evicted lines) | `fallocate(FALLOC_FL_PUNCH_HOLE)` | nothing: the bytes stay until the file is closed |
 //! | [`request_short_slices`]: the loop's thread asks for short time slices, so it preempts a CPU hog when it wakes (keystrokes beside a flood) | `sched_setattr` with `sched_runtime` (EEVDF, 6.12; ignored before) | `Unsupported`: the scheduler's default slices |
 //! | [`socket_unread`]: what a Unix socket's peer has not read yet (how far behind an attached client is) | `ioctl(SIOCOUTQ)` | `None`: only the server's own queue counts |
-//! | [`release_free_memory`]: freed heap back to the system (the reaper, after a handoff; idle panes' scrollback JSON caches dropped) | `malloc_trim(0)` with glibc | nothing: the allocator keeps what it keeps |
+//! | [`release_free_memory`]: freed heap back to the system (the reaper, after a handoff; idle panes' scrollback JSON caches dropped; a second after a checkpoint of over 1 MiB of pane lines) | `malloc_trim(0)` with glibc | nothing: the allocator keeps what it keeps |
 //!
 //! Portable but not identical: on macOS and the BSDs an fd sent over
 //! `SCM_RIGHTS` is duplicated only when the peer receives it, so a sender
