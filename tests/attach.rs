@@ -577,10 +577,7 @@ fn a_redraw_client_that_stops_reading_does_not_hold_its_pane() {
             c.wait_text(&id, "finished-42");
             a.read_until("finished-42");
         }
-        let size = |n| std::num::NonZero::new(n).expect("a size");
-        let mut term = vt100::Parser::new(size(24), size(80), 0);
-        term.process(&a.output);
-        let screen = term.screen().contents();
+        let screen = a.screen(24, 80);
         assert!(
             screen.contains("1000000\nfinished-42"),
             "exits {exits}: the client's screen:\n{screen}"

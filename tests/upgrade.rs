@@ -780,10 +780,7 @@ fn a_redraw_client_that_fell_behind_is_redrawn_after_an_upgrade() {
     let clients = c.ok("client.list", json!({ "target": id }));
     assert_eq!(clients["clients"][0]["when_behind"], "redraw", "{clients}");
     a.read_until("finished-42");
-    let size = |n| std::num::NonZero::new(n).expect("a size");
-    let mut term = vt100::Parser::new(size(24), size(80), 0);
-    term.process(&a.output);
-    let screen = term.screen().contents();
+    let screen = a.screen(24, 80);
     assert!(
         screen.contains("1000000\nfinished-42"),
         "the client's screen:\n{screen}"

@@ -239,13 +239,7 @@ impl Server {
             return;
         }
         self.render_stale_views();
-        let registry = self.poll.registry();
-        for conn in self.conns.values_mut() {
-            if conn.queued() > 0 {
-                let _ = conn.flush();
-                conn.sync_write_interest(registry);
-            }
-        }
+        self.write_queued();
     }
 
     pub(super) fn flush_conns(&mut self) {
@@ -298,10 +292,15 @@ impl Server {
             return;
         }
         self.render_stale_views();
+        self.write_queued();
+    }
+
+    /// Writes what every connection has queued, as far as its socket
+    /// takes it. A failed write is seen again by a later `flush_conns`.
+    fn write_queued(&mut self) {
         let registry = self.poll.registry();
         for conn in self.conns.values_mut() {
             if conn.queued() > 0 {
-                // A failed write is seen again by the next turn's flush.
                 let _ = conn.flush();
                 conn.sync_write_interest(registry);
             }

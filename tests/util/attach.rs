@@ -145,6 +145,15 @@ impl Attached {
         }
     }
 
+    /// The screen a `rows` x `cols` terminal shows after all output read
+    /// so far (a real terminal model, vt100, not ours).
+    pub fn screen(&self, rows: u16, cols: u16) -> String {
+        let size = |n| std::num::NonZero::new(n).expect("a size");
+        let mut term = vt100::Parser::new(size(rows), size(cols), 0);
+        term.process(&self.output);
+        term.screen().contents()
+    }
+
     /// Reads to the EXIT frame, then checks the stream ends. Returns its
     /// payload.
     #[track_caller]
