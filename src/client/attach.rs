@@ -632,6 +632,34 @@ fn run_ended(
     Ok(code)
 }
 
+/// `ptyd run`'s start: the pane `create` describes, created attached
+/// read-only on a connection of its own; its id and the stream its output
+/// comes on.
+fn start_mirror(
+    paths: &NamespacePaths,
+    create: methods::PaneCreate,
+) -> Result<(String, FrameReader), ClientError> {
+    let mut client = Client::connect(paths, true)?;
+    let info: PaneInfo = client.request_as(&Request::PaneCreate(methods::PaneCreate {
+        attach: true,
+        read_only: true,
+        ..create
+    }))?;
+    let (stream, leftover) = client.into_stream();
+    Ok((info.id.to_string(), FrameReader::new(stream, leftover)))
+}
+
+/// The connection `ptyd run` mirrors pane `pane_id` on is gone without
+/// the pane's EXIT frame.
+fn mirror_lost(pane_id: &str) -> ClientError {
+    ClientError {
+        code: "disconnected".into(),
+        message: format!(
+            "lost the server connection while running pane {pane_id}; `ptyd ls` shows its state"
+        ),
+    }
+}
+
 #[cfg(unix)]
 /// `ptyd run`: creates a pane attached read-only on this connection, mirrors
 /// its output to stdout and returns its shell-style exit code, or 124 if the
@@ -649,15 +677,7 @@ pub fn run_mirror(
             code: "io".into(),
             message: format!("installing signal handlers: {e}"),
         })?;
-    let mut client = Client::connect(paths, true)?;
-    let info: PaneInfo = client.request_as(&Request::PaneCreate(methods::PaneCreate {
-        attach: true,
-        read_only: true,
-        ..create
-    }))?;
-    let pane_id = info.id.to_string();
-    let (stream, leftover) = client.into_stream();
-    let mut reader = FrameReader::new(stream, leftover);
+    let (pane_id, mut reader) = start_mirror(paths, create)?;
     let mut output = TerminalOutput::default();
     if !std::io::IsTerminal::is_terminal(&io::stdout()) {
         output.line_ends = Some(CrlfToLf::default());
@@ -685,18 +705,8 @@ pub fn run_mirror(
                 grace_ms: None,
             }))?;
         }
-        if ready[0] {
-            match reader.fill() {
-                Ok(true) => {}
-                Ok(false) | Err(_) => {
-                    return Err(ClientError {
-                        code: "disconnected".into(),
-                        message: format!(
-                            "lost the server connection while running pane {pane_id}; `ptyd ls` shows its state"
-                        ),
-                    });
-                }
-            }
+        if ready[0] && !matches!(reader.fill(), Ok(true)) {
+            return Err(mirror_lost(&pane_id));
         }
     }
 }

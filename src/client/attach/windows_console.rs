@@ -17,8 +17,8 @@
 //!   mode (prefix, `[`) is not available yet: the prefix then does nothing.
 
 use super::{
-    AttachEnd, AttachOptions, CrlfToLf, PREFIX_WAIT, PrefixAction, end_from_exit, run_ended,
-    split_keys,
+    AttachEnd, AttachOptions, CrlfToLf, PREFIX_WAIT, PrefixAction, end_from_exit, mirror_lost,
+    run_ended, split_keys, start_mirror,
 };
 use crate::client::{Client, ClientError, FrameReader, ServerFrame, send_frame, terminal_size};
 use crate::paths::NamespacePaths;
@@ -175,15 +175,7 @@ pub fn run_mirror(
     create: methods::PaneCreate,
     remove: bool,
 ) -> Result<i32, ClientError> {
-    let mut client = Client::connect(paths, true)?;
-    let info: PaneInfo = client.request_as(&Request::PaneCreate(methods::PaneCreate {
-        attach: true,
-        read_only: true,
-        ..create
-    }))?;
-    let pane_id = info.id.to_string();
-    let (stream, leftover) = client.into_stream();
-    let mut reader = FrameReader::new(stream, leftover);
+    let (pane_id, mut reader) = start_mirror(paths, create)?;
     let mut line_ends = (!std::io::IsTerminal::is_terminal(&io::stdout())).then(CrlfToLf::default);
     let mut out = io::stdout().lock();
     loop {
@@ -196,16 +188,8 @@ pub fn run_mirror(
             return run_ended(&payload, &pane_id, remove, paths);
         }
         // Only reading here: a blocking read holds back no write.
-        match reader.fill() {
-            Ok(true) => {}
-            Ok(false) | Err(_) => {
-                return Err(ClientError {
-                    code: "disconnected".into(),
-                    message: format!(
-                        "lost the server connection while running pane {pane_id}; `ptyd ls` shows its state"
-                    ),
-                });
-            }
+        if !matches!(reader.fill(), Ok(true)) {
+            return Err(mirror_lost(&pane_id));
         }
     }
 }
