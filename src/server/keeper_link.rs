@@ -230,9 +230,6 @@ pub struct KeeperLink {
     /// server that took the log over, when the keeper's checkpoint refers
     /// to our chunks alone).
     sweep: Option<bool>,
-    /// Each event of the ring as last encoded for a checkpoint, by
-    /// sequence number: events never change, so each is encoded once.
-    events: VecDeque<(u64, Vec<u8>)>,
     /// The last checkpoint's pre-copy memfd (the keeper holds the same
     /// file): each event logged after it rewrites its `events_reached` in
     /// place, so a replacement numbers on after every event a client may
@@ -928,7 +925,7 @@ impl Server {
         // straight into its memfd: the head, with `events_reached` first at
         // a fixed width (rewritten in place as events are logged after the
         // checkpoint) and the event ring (what `server.events` replays
-        // from), each event encoded once and cached; then a pane a line.
+        // from), each event as the ring holds its text; then a pane a line.
         self.keeper
             .screens
             .retain(|id, _| self.panes.contains_key(id));
@@ -945,25 +942,18 @@ impl Server {
         out.write_all(&reached_field(self.events.last_seq()))
             .map_err(io)?;
         write!(out, ",\"event_last_seq\":{}", self.events.last_seq()).map_err(io)?;
-        let oldest = self.events.oldest_seq();
-        let cached = &mut self.keeper.events;
-        while cached.front().is_some_and(|(seq, _)| *seq < oldest) {
-            cached.pop_front();
-        }
-        let next = cached.back().map_or(oldest, |(seq, _)| seq + 1).max(oldest);
-        for seq in next..=self.events.last_seq() {
-            if let Some(event) = self.events.get(seq) {
-                let json =
-                    serde_json::to_vec(event).map_err(|e| format!("encoding a checkpoint: {e}"))?;
-                cached.push_back((seq, json));
-            }
-        }
+        // Each event straight from the event ring, which holds its text:
+        // a cached copy here doubled the ring (up to 8 MiB).
         out.write_all(b",\"event_ring\":[").map_err(io)?;
-        for (i, (_, json)) in cached.iter().enumerate() {
-            if i > 0 {
-                out.write_all(b",").map_err(io)?;
+        let mut first = true;
+        for seq in self.events.oldest_seq()..=self.events.last_seq() {
+            if let Some(event) = self.events.get(seq) {
+                if !first {
+                    out.write_all(b",").map_err(io)?;
+                }
+                first = false;
+                out.write_all(event.get().as_bytes()).map_err(io)?;
             }
-            out.write_all(json).map_err(io)?;
         }
         writeln!(out, "],\"panes\":{}}}", lines.len()).map_err(io)?;
         for line in &lines {
