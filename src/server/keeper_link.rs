@@ -61,10 +61,11 @@ pub(super) fn after_release(mut server: Server, new_pid: u32) -> Result<(), Stri
     }
 }
 
-/// A checkpoint whose pane lines (and the terminal encodings it wrote, which
-/// leave the heap then) took at least this much heap gives it back (`sys::release_free_memory`) a moment after it is written: the
-/// lines are freed at once, but glibc keeps small freed chunks, and 1000
-/// idle 200x50 panes then kept ~6 MiB of freed lines resident for good.
+/// A checkpoint whose pane lines (and the terminal encodings it wrote,
+/// which leave the heap then) took at least this much heap gives it back
+/// (`sys::release_free_memory`) a moment after it is written: the lines
+/// are freed at once, but glibc keeps small freed chunks, and 1000 idle
+/// 200x50 panes then kept ~6 MiB of freed lines resident for good.
 const TRIM_AFTER_BYTES: usize = 1 << 20;
 /// The moment: a burst of checkpoints (panes created one by one, each
 /// one's) is trimmed once, after its last.
@@ -268,9 +269,11 @@ enum ScreenJson {
 }
 
 /// What a pane's line of a checkpoint holds where its terminal goes while
-/// it waits to be written: no JSON text has it outside a string, where
-/// its quote would be escaped, so its first occurrence is the slot.
-const SCREEN_SLOT: &str = "{\"ptyd-screen-slot\":0}";
+/// it waits to be written: valid JSON with a raw tab, which `serde_json`
+/// never writes (it writes no whitespace between tokens, and a tab in a
+/// string as `\t`), so whatever a client put in the pane's name, command
+/// or environment, its one occurrence is the slot.
+const SCREEN_SLOT: &str = "[\t0]";
 
 /// Where the pre-copy of a checkpoint keeps its `events_reached`: right
 /// after this prefix, 20 bytes (a u64's digits, then spaces, which JSON
