@@ -90,6 +90,12 @@ impl OutputLog {
         self.total += bytes.len() as u64;
         let mut i = 0;
         while i < bytes.len() {
+            if self.state == Strip::Text {
+                i = self.feed_text(bytes, i);
+                if i == bytes.len() {
+                    break;
+                }
+            }
             // Runs of printable text (the bulk of output) in one copy.
             if self.state == Strip::Text {
                 let run = bytes[i..]
@@ -189,6 +195,56 @@ impl OutputLog {
         }
     }
 
+    /// The ground-state loop, for the bulk of output: printable runs, line
+    /// feeds, the controls dropped without a trace, and whole CSI sequences
+    /// inside `bytes` (a coloured line is words between SGRs), each skipped
+    /// in one scan instead of a state change per byte. Returns where it
+    /// stopped, in `Strip::Text`, at anything the byte-wise machine in
+    /// `feed` must take (a backspace, another escape, a CSI cut off by the
+    /// end of the read or by an ESC inside it): what that machine does with
+    /// these bytes, without its transitions.
+    #[inline]
+    fn feed_text(&mut self, bytes: &[u8], mut i: usize) -> usize {
+        let text = &mut self.text;
+        loop {
+            let start = i;
+            while let Some(&b) = bytes.get(i) {
+                if b < 0x20 || b == 0x7f {
+                    break;
+                }
+                i += 1;
+            }
+            text.extend_from_slice(&bytes[start..i]);
+            let Some(&b) = bytes.get(i) else {
+                return i;
+            };
+            match b {
+                b'\n' | b'\t' => {
+                    text.push(b);
+                    i += 1;
+                }
+                0x1b => {
+                    if bytes.get(i + 1) != Some(&b'[') {
+                        return i;
+                    }
+                    // The byte-wise machine skips all but a final byte or
+                    // an ESC while in a CSI; only a final byte ends here.
+                    let rest = bytes.get(i + 2..).unwrap_or_default();
+                    match rest
+                        .iter()
+                        .position(|&c| (0x40..=0x7e).contains(&c) || c == 0x1b)
+                    {
+                        Some(n) if rest[n] != 0x1b => i += 2 + n + 1,
+                        _ => return i,
+                    }
+                }
+                0x08 => return i,
+                // Every other C0 control and DEL: dropped.
+                _ => i += 1,
+            }
+        }
+    }
+
     fn string_ended(&mut self) {
         let payload = &self.osc[..self.osc_len];
         if self.in_osc && payload.len() > 4 && payload.starts_with(b"133;") {
@@ -272,6 +328,43 @@ mod tests {
         // zsh redraws the first typed character: f, BS, false.
         assert_eq!(plain(b"f\x08false\r\r\n"), "false\n");
         assert_eq!(plain("é\x08e".as_bytes()), "e");
+    }
+
+    /// The ground-state loop (`feed_text`) skips a CSI whole only when it
+    /// ends inside the read; fed a byte at a time, everything goes through
+    /// the byte-wise machine. Both must keep the same text, marks and
+    /// state for any input, here random bytes from an alphabet heavy in
+    /// escapes, controls and parameter bytes.
+    #[test]
+    fn whole_reads_and_single_bytes_strip_alike() {
+        const ALPHABET: &[u8] = b"\x1b\x1b\x1b[[[]]PX_^\\\x07\x08\n\r\t\x00\x7f;:0123458mHK(#?>~ \x40azAZ\xc3\xa9";
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..2000 {
+            let len = (next() % 64) as usize;
+            let mut input: Vec<u8> = (0..len)
+                .map(|_| ALPHABET[(next() % ALPHABET.len() as u64) as usize])
+                .collect();
+            if next() % 4 == 0 {
+                input.extend_from_slice(b"\x1b]133;C\x07");
+            }
+            let mut whole = OutputLog::default();
+            whole.feed(&input);
+            let mut bytewise = OutputLog::default();
+            for b in &input {
+                bytewise.feed(std::slice::from_ref(b));
+            }
+            let ctx = String::from_utf8_lossy(&input).into_owned();
+            assert_eq!(whole.text_from(0), bytewise.text_from(0), "{ctx:?}");
+            assert_eq!(whole.state, bytewise.state, "{ctx:?}");
+            assert_eq!(whole.command_starts, bytewise.command_starts, "{ctx:?}");
+            assert_eq!(whole.last_mark, bytewise.last_mark, "{ctx:?}");
+        }
     }
 
     #[test]

@@ -650,6 +650,15 @@ impl Row {
     /// blank carrying combining marks, a hyperlink or an underline colour
     /// counts as content).
     pub fn content_end(&self) -> usize {
+        // The common row, without marks or extras: only the cells decide,
+        // compared without the per-cell side-table lookups.
+        if self.marks.is_empty() && self.extras.is_none() {
+            return self
+                .cells
+                .iter()
+                .rposition(|c| *c != Cell::BLANK)
+                .map_or(0, |i| i + 1);
+        }
         let mut end = self.cells.len();
         while end > 0
             && self.cells[end - 1] == Cell::BLANK
