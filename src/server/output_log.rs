@@ -208,12 +208,7 @@ impl OutputLog {
         let text = &mut self.text;
         loop {
             let start = i;
-            while let Some(&b) = bytes.get(i) {
-                if b < 0x20 || b == 0x7f {
-                    break;
-                }
-                i += 1;
-            }
+            i += text_run(&bytes[i..]);
             text.extend_from_slice(&bytes[start..i]);
             let Some(&b) = bytes.get(i) else {
                 return i;
@@ -230,11 +225,9 @@ impl OutputLog {
                     // The byte-wise machine skips all but a final byte or
                     // an ESC while in a CSI; only a final byte ends here.
                     let rest = bytes.get(i + 2..).unwrap_or_default();
-                    match rest
-                        .iter()
-                        .position(|&c| (0x40..=0x7e).contains(&c) || c == 0x1b)
-                    {
-                        Some(n) if rest[n] != 0x1b => i += 2 + n + 1,
+                    let n = csi_run(rest);
+                    match rest.get(n) {
+                        Some(&c) if c != 0x1b => i += 2 + n + 1,
                         _ => return i,
                     }
                 }
@@ -308,6 +301,65 @@ impl OutputLog {
     }
 }
 
+/// Bytes 0x01 and 0x80 in every lane of a word, and 0x7f: the constants
+/// of the eight-bytes-at-a-time scans below.
+const LANES: u64 = 0x0101_0101_0101_0101;
+const HIGH: u64 = LANES * 0x80;
+const LOW7: u64 = LANES * 0x7f;
+
+/// The high bit of each lane of `x` that is zero. Exact in every lane (no
+/// carry crosses lanes), unlike the shorter borrow trick.
+#[inline(always)]
+fn zero_lanes(x: u64) -> u64 {
+    !(((x & LOW7) + LOW7) | x) & HIGH
+}
+
+/// The length of the printable run at the start of `bytes`: up to the
+/// first C0 control or DEL. Eight bytes a step: this and `csi_run` are most
+/// of the time a coloured flood spends here.
+#[inline]
+fn text_run(bytes: &[u8]) -> usize {
+    let mut i = 0;
+    while let Some(chunk) = bytes.get(i..).and_then(|b| b.first_chunk::<8>()) {
+        let x = u64::from_le_bytes(*chunk);
+        // A lane below 0x20 (high bit clear, and no carry to it from +0x60).
+        let control = !(((x & LOW7) + LANES * 0x60) | x) & HIGH;
+        let stop = control | zero_lanes(x ^ LOW7);
+        if stop != 0 {
+            return i + (stop.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    let tail = &bytes[i..];
+    i + tail
+        .iter()
+        .position(|&b| b < 0x20 || b == 0x7f)
+        .unwrap_or(tail.len())
+}
+
+/// The length of a CSI's body at the start of `bytes`: up to the first
+/// final byte (0x40..=0x7e) or ESC; everything else (parameters,
+/// intermediates, even controls) is skipped inside a CSI.
+#[inline]
+fn csi_run(bytes: &[u8]) -> usize {
+    let mut i = 0;
+    while let Some(chunk) = bytes.get(i..).and_then(|b| b.first_chunk::<8>()) {
+        let x = u64::from_le_bytes(*chunk);
+        // A lane at 0x40 or above with its high bit clear, but not DEL.
+        let letter = ((x & LOW7) + LANES * 0x40) & !x & HIGH & !zero_lanes(x ^ LOW7);
+        let stop = letter | zero_lanes(x ^ (LANES * 0x1b));
+        if stop != 0 {
+            return i + (stop.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    let tail = &bytes[i..];
+    i + tail
+        .iter()
+        .position(|&c| (0x40..=0x7e).contains(&c) || c == 0x1b)
+        .unwrap_or(tail.len())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -364,6 +416,29 @@ mod tests {
             assert_eq!(whole.state, bytewise.state, "{ctx:?}");
             assert_eq!(whole.command_starts, bytewise.command_starts, "{ctx:?}");
             assert_eq!(whole.last_mark, bytewise.last_mark, "{ctx:?}");
+        }
+    }
+
+    /// The word-at-a-time scans find what a byte-at-a-time one does, for
+    /// every byte value in every lane.
+    #[test]
+    fn run_scans_match_the_bytewise_rules() {
+        let text = |b: u8| b < 0x20 || b == 0x7f;
+        let csi = |c: u8| (0x40..=0x7e).contains(&c) || c == 0x1b;
+        for lane in 0..9 {
+            for stop in 0..=255u8 {
+                for fill in [b'a', b'0', b';', 0x80, 0xff, 0x20, 0x3f] {
+                    let mut bytes = vec![fill; 8 + lane + 3];
+                    bytes[lane] = stop;
+                    // A later stop must not hide an earlier one.
+                    bytes[lane + 1] = 0x1b;
+                    let want = |f: &dyn Fn(u8) -> bool| {
+                        bytes.iter().position(|&b| f(b)).unwrap_or(bytes.len())
+                    };
+                    assert_eq!(text_run(&bytes), want(&text), "{bytes:02x?}");
+                    assert_eq!(csi_run(&bytes), want(&csi), "{bytes:02x?}");
+                }
+            }
         }
     }
 
