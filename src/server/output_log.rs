@@ -389,7 +389,8 @@ mod tests {
     /// escapes, controls and parameter bytes.
     #[test]
     fn whole_reads_and_single_bytes_strip_alike() {
-        const ALPHABET: &[u8] = b"\x1b\x1b\x1b[[[]]PX_^\\\x07\x08\n\r\t\x00\x7f;:0123458mHK(#?>~ \x40azAZ\xc3\xa9";
+        const ALPHABET: &[u8] =
+            b"\x1b\x1b\x1b[[[]]PX_^\\\x07\x08\n\r\t\x00\x7f;:0123458mHK(#?>~ \x40azAZ\xc3\xa9";
         let mut seed = 0x9e37_79b9_7f4a_7c15u64;
         let mut next = || {
             seed ^= seed << 13;

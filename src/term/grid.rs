@@ -652,9 +652,21 @@ impl Row {
     pub fn content_end(&self) -> usize {
         // The common row, without marks or extras: only the cells decide,
         // compared without the per-cell side-table lookups.
+        // Eight cells a step, each folded to the bits that differ from a
+        // blank and OR-ed without an early exit (the derived `==` stops at
+        // the first differing field, which keeps it from vectorizing): a
+        // scrolled-off line of a 200-column pane is mostly trailing blanks.
         if self.marks.is_empty() && self.extras.is_none() {
-            return self
-                .cells
+            let cells = &*self.cells;
+            let not_blank = |c: &Cell| (u32::from(c.ch) ^ u32::from(' ')) | c.style.fg | c.style.bg;
+            let mut end = cells.len();
+            while let Some(block) = end.checked_sub(8).and_then(|s| cells.get(s..end)) {
+                if block.iter().fold(0, |any, c| any | not_blank(c)) != 0 {
+                    break;
+                }
+                end -= 8;
+            }
+            return cells[..end]
                 .iter()
                 .rposition(|c| *c != Cell::BLANK)
                 .map_or(0, |i| i + 1);
@@ -1146,6 +1158,39 @@ mod tests {
     fn put(g: &mut Grid, r: usize, s: &str) {
         for (i, ch) in s.chars().enumerate() {
             g.row_mut(r).cells[i].ch = ch;
+        }
+    }
+
+    /// `content_end`'s block scan finds the last cell that differs from a
+    /// default blank in any field, at every position and width (blocks and
+    /// the cells before them).
+    #[test]
+    fn content_end_finds_the_last_non_blank_cell() {
+        let odd = [
+            Cell {
+                ch: 'x',
+                style: Style::DEFAULT,
+            },
+            Cell {
+                ch: '\0',
+                style: Style::DEFAULT,
+            },
+            Cell::blank(Style { fg: 1 << 31, bg: 0 }),
+            Cell::blank(Style { fg: 0, bg: 1 }),
+        ];
+        for cols in [1u16, 7, 8, 9, 16, 17, 200] {
+            let row = Row::new(cols, Style::DEFAULT);
+            assert_eq!(row.content_end(), 0, "{cols}");
+            for at in 0..usize::from(cols) {
+                for cell in odd {
+                    let mut row = Row::new(cols, Style::DEFAULT);
+                    row.cells[at] = cell;
+                    if at > 0 {
+                        row.cells[0].ch = 'a';
+                    }
+                    assert_eq!(row.content_end(), at + 1, "{cols} {at} {cell:?}");
+                }
+            }
         }
     }
 
