@@ -120,6 +120,10 @@ impl Server {
                 if let Some(conn) = self.conns.get_mut(&id) {
                     // Answer what was asked before the peer shut its side, then close.
                     conn.inbuf.clear();
+                    // Its terminal is its user's again at once: not one
+                    // more byte from us (the client may have restored it).
+                    #[cfg(unix)]
+                    conn.leave_direct(self.poll.registry(), "closed", false);
                     if let ConnMode::Attached { pane, .. } = conn.mode {
                         was_attached = true;
                         conn.mode = ConnMode::Rpc;
