@@ -369,15 +369,19 @@ pub fn run_attach(
     };
     loop {
         // Frames already buffered first: poll knows nothing of them.
-        while connected {
-            match output.write_buffered(&mut reader)? {
-                BatchEnd::More | BatchEnd::Oversized => break,
-                BatchEnd::Exit(payload) => {
-                    let e = end_from_exit(&payload);
-                    return Ok(end(e.message, e.exit_code));
+        if connected {
+            loop {
+                match output.write_buffered(&mut reader)? {
+                    BatchEnd::More | BatchEnd::Oversized => break,
+                    BatchEnd::Exit(payload) => {
+                        let e = end_from_exit(&payload);
+                        return Ok(end(e.message, e.exit_code));
+                    }
+                    BatchEnd::DirectOn => direct.on_direct_on(reader.stream()),
+                    BatchEnd::DirectOff(payload) => {
+                        direct.on_direct_off(&payload, reader.stream())
+                    }
                 }
-                BatchEnd::DirectOn => direct.on_direct_on(reader.stream()),
-                BatchEnd::DirectOff(payload) => direct.on_direct_off(&payload, reader.stream()),
             }
         }
         let sock_fd = reader.stream().as_raw_fd();

@@ -636,6 +636,7 @@ impl Connection {
 mod tests {
     use super::*;
     use mio::net::UnixStream;
+    use std::io::Read;
 
     /// Reads everything the peer has, flushing `conn` as the socket drains.
     fn read_all(conn: &mut Connection, peer: &mut std::os::unix::net::UnixStream) -> Vec<u8> {
