@@ -464,24 +464,7 @@ fn a_terminal_that_stops_reading_is_skipped_and_redrawn() {
     let id = ptyd.create_argv(&["/bin/sh"]);
     let mut c = ptyd.connect();
     // The user's terminal: a PTY whose master this test does not read.
-    let pty = nix::pty::openpty(
-        Some(&nix::pty::Winsize {
-            ws_row: 24,
-            ws_col: 80,
-            ws_xpixel: 0,
-            ws_ypixel: 0,
-        }),
-        None,
-    )
-    .unwrap();
-    let slave = |fd: &OwnedFd| std::process::Stdio::from(fd.try_clone().unwrap());
-    let mut cmd = ptyd.cli(&["attach", &id]);
-    cmd.stdin(slave(&pty.slave))
-        .stdout(slave(&pty.slave))
-        .stderr(slave(&pty.slave));
-    let _client = util::KillOnDrop::child(cmd.spawn().expect("starting ptyd attach"));
-    drop(pty.slave);
-    let mut master = File::from(pty.master);
+    let (mut master, _client) = attach_in_pty(&ptyd, &[&id]);
     wait_direct(&mut c, true);
     // Far more than the terminal holds: the pane is not held up by it.
     c.type_line(&id, "seq 1 200000; echo seq-$((6*7))");
@@ -507,4 +490,47 @@ fn a_terminal_that_stops_reading_is_skipped_and_redrawn() {
     // Skipped, not all 200,000 lines (some 1.3 MB) copied to it.
     assert!(seen.len() < 1_000_000, "{} bytes reached the terminal", seen.len());
     wait_direct(&mut c, true);
+}
+
+/// The user's terminal for a real `ptyd attach`: a PTY whose master the
+/// test holds (and may leave unread), 80x24.
+fn attach_in_pty(ptyd: &Ptyd, args: &[&str]) -> (File, util::KillOnDrop) {
+    let size = nix::pty::Winsize {
+        ws_row: 24,
+        ws_col: 80,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    let pty = nix::pty::openpty(Some(&size), None).unwrap();
+    let slave = |fd: &OwnedFd| std::process::Stdio::from(fd.try_clone().unwrap());
+    let mut all = vec!["attach"];
+    all.extend_from_slice(args);
+    let mut cmd = ptyd.cli(&all);
+    cmd.stdin(slave(&pty.slave))
+        .stdout(slave(&pty.slave))
+        .stderr(slave(&pty.slave));
+    let client = util::KillOnDrop::child(cmd.spawn().expect("starting ptyd attach"));
+    (File::from(pty.master), client)
+}
+
+#[test]
+fn a_lossless_client_whose_terminal_stops_reading_holds_its_pane_then_is_dropped() {
+    let ptyd = Ptyd::start();
+    let id = ptyd.create_argv(&["/bin/sh"]);
+    let mut c = ptyd.connect();
+    let mut ev = ptyd.connect();
+    ev.ok("events.subscribe", json!({}));
+    let (_master, client) = attach_in_pty(&ptyd, &[&id, "--lossless"]);
+    let listed = wait_direct(&mut c, true);
+    assert_eq!(listed["when_behind"], "pause", "{listed}");
+    // More than the terminal and the server's queue hold: the pane is
+    // paused on this client, which then takes nothing for the stall limit.
+    c.type_line(&id, "while :; do seq 1 100000; done");
+    // Within the test's timeout: the stall limit is 10 s.
+    let detached = ev.wait_event("client.detached", &id);
+    assert_eq!(detached["reason"], "too_slow", "{detached}");
+    // The client blocks restoring a terminal nobody reads (SIGTERM waits
+    // for that write): killed at once rather than after the grace period.
+    // SAFETY: kill has no memory-safety preconditions.
+    unsafe { libc::kill(client.as_child().id() as i32, libc::SIGKILL) };
 }

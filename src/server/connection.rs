@@ -326,12 +326,14 @@ impl Connection {
     /// Output written to the socket that the client has not read yet
     /// (where the OS tells: `sys::socket_unread`).
     fn unread(&self) -> usize {
+        let socket = crate::sys::socket_unread(&self.stream).unwrap_or(0);
+        // Direct: and what its terminal holds (the socket may still hold
+        // frames from before the switch).
         #[cfg(unix)]
         if self.direct.takes_output() {
-            // Direct: what its terminal holds (the socket carries none).
-            return self.direct.unread();
+            return socket + self.direct.unread();
         }
-        crate::sys::socket_unread(&self.stream).unwrap_or(0)
+        socket
     }
 
     /// The client has not taken more output than a redraw client may fall
