@@ -128,8 +128,8 @@ impl Client {
 
     fn decode(&mut self) {
         while self.buf.len() >= 5 {
-            let len = u32::from_be_bytes([self.buf[1], self.buf[2], self.buf[3], self.buf[4]])
-                as usize;
+            let len =
+                u32::from_be_bytes([self.buf[1], self.buf[2], self.buf[3], self.buf[4]]) as usize;
             if self.buf.len() < 5 + len {
                 return;
             }
@@ -159,7 +159,8 @@ impl Client {
                     while self.master.is_some() {
                         self.read_master();
                     }
-                    self.direct_off.push(serde_json::from_slice(&payload).unwrap());
+                    self.direct_off
+                        .push(serde_json::from_slice(&payload).unwrap());
                 }
                 util::EXIT => {
                     self.exit = Some(serde_json::from_slice(&payload).unwrap());
@@ -268,7 +269,9 @@ fn every_byte_in_order_through_pause_upgrade_and_detach() {
     // it hands the connection over, and the new one takes a new offer.
     client.offer();
     let at = client.lines();
-    client.until("direct output again", |c| c.direct_on && c.lines() > at + 2000);
+    client.until("direct output again", |c| {
+        c.direct_on && c.lines() > at + 2000
+    });
     let upgrade = {
         let mut u = ptyd.connect();
         std::thread::spawn(move || u.call("server.upgrade", json!({})))
@@ -289,7 +292,10 @@ fn every_byte_in_order_through_pause_upgrade_and_detach() {
     assert_eq!(client.direct_off[2]["reason"], "ending");
     let exit = client.exit.clone().unwrap();
     assert_eq!(exit["reason"], "detached", "{exit}");
-    assert!(client.master.is_none(), "the terminal still held after EXIT");
+    assert!(
+        client.master.is_none(),
+        "the terminal still held after EXIT"
+    );
     let n = assert_consecutive(&client.stream);
     assert!(n > 9000, "{n} lines");
 }
@@ -328,7 +334,11 @@ fn hostile_fds_are_refused_and_closed() {
     let many: Vec<RawFd> = (0..12).map(|_| pipe_r.as_raw_fd()).collect();
     send_with_fds(&sock, TTY, &many);
     // A few in one message: one kept for the frame, the rest closed.
-    send_with_fds(&sock, TTY, &[pipe_r.as_raw_fd(), file.as_raw_fd(), pipe_w.as_raw_fd()]);
+    send_with_fds(
+        &sock,
+        TTY,
+        &[pipe_r.as_raw_fd(), file.as_raw_fd(), pipe_w.as_raw_fd()],
+    );
     // An offer without an fd; an fd with no offer (on INPUT), claimed by
     // the next offer.
     send_with_fds(&sock, TTY, &[]);
@@ -453,7 +463,10 @@ fn ptyd_attach_hands_its_terminal_to_the_server_and_back() {
     c.wait_text(&id, "late-42");
     type_line(&tmux, "echo outer-$((6*7))");
     let screen = tmux.wait_screen("the outer shell", |s| s.contains("outer-42"));
-    assert!(!screen.contains("late-42"), "pane output after detach:\n{screen}");
+    assert!(
+        !screen.contains("late-42"),
+        "pane output after detach:\n{screen}"
+    );
     assert_eq!(fd_flags(outer_pid, 1) & libc::O_NONBLOCK as u32, 0);
     assert_eq!(fd_flags(outer_pid, 0) & libc::O_NONBLOCK as u32, 0);
 }
@@ -488,7 +501,11 @@ fn a_terminal_that_stops_reading_is_skipped_and_redrawn() {
         }
     }
     // Skipped, not all 200,000 lines (some 1.3 MB) copied to it.
-    assert!(seen.len() < 1_000_000, "{} bytes reached the terminal", seen.len());
+    assert!(
+        seen.len() < 1_000_000,
+        "{} bytes reached the terminal",
+        seen.len()
+    );
     wait_direct(&mut c, true);
 }
 

@@ -199,9 +199,7 @@ pub fn end_to_end(
         | Terminal::PtydLossless
         | Terminal::PtydBaseline => {
             let ptyd = match term {
-                Terminal::PtydAttach | Terminal::PtydSocket | Terminal::PtydLossless => {
-                    &mut e.ptyd
-                }
+                Terminal::PtydAttach | Terminal::PtydSocket | Terminal::PtydLossless => &mut e.ptyd,
                 _ => e.baseline.as_mut().ok_or("no baseline ptyd binary given")?,
             };
             let mut ctl = ptyd.server.connect()?;

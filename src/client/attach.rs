@@ -378,9 +378,7 @@ pub fn run_attach(
                         return Ok(end(e.message, e.exit_code));
                     }
                     BatchEnd::DirectOn => direct.on_direct_on(reader.stream()),
-                    BatchEnd::DirectOff(payload) => {
-                        direct.on_direct_off(&payload, reader.stream())
-                    }
+                    BatchEnd::DirectOff(payload) => direct.on_direct_off(&payload, reader.stream()),
                 }
             }
         }

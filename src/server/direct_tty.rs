@@ -239,7 +239,8 @@ impl Direct {
 /// otherwise; the fd is then closed by being dropped.
 pub fn check_offered(fd: OwnedFd) -> Result<OwnedFd, String> {
     let stat = nix::sys::stat::fstat(&fd).map_err(|e| format!("fstat: {e}"))?;
-    let kind = nix::sys::stat::SFlag::from_bits_truncate(stat.st_mode) & nix::sys::stat::SFlag::S_IFMT;
+    let kind =
+        nix::sys::stat::SFlag::from_bits_truncate(stat.st_mode) & nix::sys::stat::SFlag::S_IFMT;
     if kind != nix::sys::stat::SFlag::S_IFCHR {
         return Err("not a character device".into());
     }
