@@ -551,3 +551,32 @@ fn a_lossless_client_whose_terminal_stops_reading_holds_its_pane_then_is_dropped
     // SAFETY: kill has no memory-safety preconditions.
     unsafe { libc::kill(client.as_child().id() as i32, libc::SIGKILL) };
 }
+
+#[test]
+fn after_a_server_crash_the_client_offers_its_terminal_again() {
+    let ptyd = Ptyd::start();
+    let id = ptyd.create_argv(&["/bin/sh"]);
+    let mut c = ptyd.connect();
+    let tmux = outer(&ptyd, 100, 30);
+    type_line(&tmux, &format!("{} attach {id}", shell_quote(util::PTYD)));
+    wait_direct(&mut c, true);
+    let dead = ptyd.serving_pid();
+    // SAFETY: kill(2) of the serving process this test's server forked.
+    unsafe { libc::kill(dead, libc::SIGKILL) };
+    // The keeper's replacement serves the pane; the client reconnects and
+    // hands it its terminal (the old server's copy died with it).
+    let mut c = util::eventually("a replacement server to answer", || {
+        UnixStream::connect(ptyd.socket()).ok()?;
+        let mut c = util::Conn::connect(&ptyd.socket());
+        match c.try_call("server.status", json!({})) {
+            Some(Ok(status)) => {
+                let pid = status["pid"].as_i64().unwrap_or(0) as i32;
+                (pid != dead && pid != 0).then_some(c)
+            }
+            _ => None,
+        }
+    });
+    wait_direct(&mut c, true);
+    c.type_line(&id, "echo back-$((6*7))");
+    tmux.wait_screen("output from the new server", |s| s.contains("back-42"));
+}
