@@ -395,3 +395,53 @@ fn a_checkpoint_encoded_over_several_turns_recovers_every_pane_exactly() {
         "{status}"
     );
 }
+
+#[test]
+fn an_idle_pane_saved_by_earlier_checkpoints_recovers_its_screen() {
+    // An idle pane's terminal is encoded once: each later checkpoint
+    // copies it from the one before (the keeper's pre-copy memfd), not
+    // from a copy in the server's heap. While a counter forces checkpoint
+    // after checkpoint, the idle pane's screen (text, colour, cursor,
+    // title, modes) must come back whole after a crash.
+    let ptyd = Ptyd::start();
+    let idle = ptyd.create_argv(&[
+        "/bin/sh",
+        "-c",
+        "printf '\\033]2;idle-title\\007\\033[?2004h\\033[31mred-marker\\033[0m\\r\\n\\033[5;10Hat-5-10'; exec sleep 1000",
+    ]);
+    let mut c = ptyd.connect();
+    let capture =
+        |c: &mut util::Conn| c.ok("pane.capture", json!({ "target": idle, "ansi": true }));
+    let before = util::eventually("the idle pane's output", || {
+        let cap = capture(&mut c);
+        cap["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("at-5-10"))
+            .then_some(cap)
+    });
+    let _counter = crash_support::counter_pane(&ptyd);
+    let written = |c: &mut util::Conn| {
+        c.ok("server.status", json!({}))["keeper"]["checkpoints"]
+            .as_u64()
+            .unwrap_or(0)
+    };
+    let start = written(&mut c);
+    util::eventually("three more checkpoints", || {
+        (written(&mut c) >= start + 3).then_some(())
+    });
+    let dead = serving_pid(&mut c);
+    // SAFETY: kill(2) of the serving process this test started.
+    unsafe { libc::kill(dead, libc::SIGKILL) };
+    let (mut c, _) = wait_replacement(&ptyd, dead);
+    let after = capture(&mut c);
+    for key in ["text", "cursor", "title", "modes", "cols", "rows"] {
+        assert_eq!(after[key], before[key], "{key}: {after} vs {before}");
+    }
+    assert!(
+        before["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("31mred-marker")),
+        "{before}"
+    );
+    assert_eq!(before["title"], json!("idle-title"));
+}

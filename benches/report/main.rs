@@ -345,7 +345,7 @@ fn run() -> Res<usize> {
     }
     if wants("memory") {
         step("memory");
-        let s = memory::memory(&plan, &ptyd_bin, nofile, tmp);
+        let s = memory::memory(&plan, &ptyd_bin, args.baseline.as_deref(), nofile, tmp);
         print!("\n{}", s.to_text());
         sections.push(s);
     }

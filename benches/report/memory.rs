@@ -72,7 +72,13 @@ fn measure_tmux(pid: u32) -> Res<u64> {
     rss_bytes(pid)
 }
 
-pub fn memory(plan: &Scale, ptyd_bin: &Path, nofile: u64, tmp: &Path) -> Section {
+pub fn memory(
+    plan: &Scale,
+    ptyd_bin: &Path,
+    baseline: Option<&Path>,
+    nofile: u64,
+    tmp: &Path,
+) -> Section {
     let mut s = Section::new(
         "memory",
         "Server memory",
@@ -104,43 +110,73 @@ pub fn memory(plan: &Scale, ptyd_bin: &Path, nofile: u64, tmp: &Path) -> Section
          the machine); the ratio is tmux over ptyd MiB. Idle panes \
          run sleep; they are added to one server, measured at each count. The history row: \
          {} panes each print {} lines of typical output (words, every fifth line coloured) \
-         plus a screenful, so each holds a full {}-line scrollback; tmux with history-limit \
-         {}. Panes are {COLS}x{ROWS}.",
+         plus a screenful, so each holds a full {}-line scrollback, measured once ptyd's \
+         footprint stopped falling (the checkpoint after the output, then the rings given \
+         back); tmux with history-limit {}. Panes are {COLS}x{ROWS}.",
         plan.history_panes, plan.history_lines, plan.history_lines, plan.history_lines
     );
-    let idle = memory_idle(plan, ptyd_bin, nofile, &tmp.join("mem-idle"));
+    // With a baseline binary, each row twice: this build's, then the
+    // baseline's, measured in the same run.
+    let mut bins = vec![(ptyd_bin, "")];
+    if let Some(base) = baseline {
+        bins.push((base, " (baseline)"));
+    }
+    let runs: Vec<_> = bins
+        .iter()
+        .enumerate()
+        .map(|(i, (bin, _))| {
+            let dir = tmp.join(format!("mem-{i}"));
+            let idle = memory_idle(plan, bin, nofile, &dir.join("idle"));
+            let history = memory_history(plan, bin, nofile, &dir.join("hist"));
+            (idle, history)
+        })
+        .collect();
     for (i, n) in plan.idle_panes.iter().enumerate() {
-        let row = idle
-            .as_ref()
-            .map_err(|e| e.clone())
-            .and_then(|v| v[i].clone());
-        s.push(
-            format!("{n} idle pane{}", if *n == 1 { "" } else { "s" }),
-            row.map(|m| m.cells()),
-        );
+        for ((idle, _), (_, tag)) in runs.iter().zip(&bins) {
+            let row = idle
+                .as_ref()
+                .map_err(|e| e.clone())
+                .and_then(|v| v[i].clone());
+            s.push(
+                format!("{n} idle pane{}{tag}", if *n == 1 { "" } else { "s" }),
+                row.map(|m| m.cells()),
+            );
+        }
     }
     let label = format!(
         "{} panes x {} lines",
         plan.history_panes, plan.history_lines
     );
-    match memory_history(plan, ptyd_bin, nofile, &tmp.join("mem-hist")) {
-        Ok((before, after, tmux)) => {
-            let row = |(ptyd, serving_rss, keeper_rss): (Footprint, u64, u64)| {
-                Mem {
-                    ptyd,
-                    serving_rss,
-                    keeper_rss,
-                    tmux,
-                }
-                .cells()
-            };
-            s.push(label.clone(), Ok(row(before)));
-            s.push(format!("{label}, after a live upgrade"), after.map(row));
+    let mut after_rows = Vec::new();
+    for ((_, history), (_, tag)) in runs.iter().zip(&bins) {
+        match history {
+            Ok((before, after, tmux)) => {
+                let row = |&(ptyd, serving_rss, keeper_rss): &PtydMem| {
+                    Mem {
+                        ptyd,
+                        serving_rss,
+                        keeper_rss,
+                        tmux: *tmux,
+                    }
+                    .cells()
+                };
+                s.push(format!("{label}{tag}"), Ok(row(before)));
+                after_rows.push((
+                    format!("{label}, after a live upgrade{tag}"),
+                    after.as_ref().map(row).map_err(|e| e.clone()),
+                ));
+            }
+            Err(e) => {
+                s.push(format!("{label}{tag}"), Err(e.clone()));
+                after_rows.push((
+                    format!("{label}, after a live upgrade{tag}"),
+                    Err(e.clone()),
+                ));
+            }
         }
-        Err(e) => {
-            s.push(label.clone(), Err(e.clone()));
-            s.push(format!("{label}, after a live upgrade"), Err(e));
-        }
+    }
+    for (label, row) in after_rows {
+        s.push(label, row);
     }
     s
 }
@@ -223,6 +259,7 @@ pub fn memory_history(
             ids[0], cap["scrollback_lines"], plan.history_lines
         ));
     }
+    wait_settled(&server)?;
     let ptyd = measure_ptyd(&server)?;
     let old_serving = server.serving_pid;
     let after = upgrade::upgrade_server(&mut server, &mut ctl, n, false)
@@ -289,6 +326,35 @@ pub fn wait_reaper_settled(reaper: u32) -> Res<()> {
             ));
         }
         last = rss;
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Waits until ptyd's footprint has stopped falling: once the last pane
+/// showed the end of its output, the checkpoint that covers it is still
+/// to come, and 250 ms after it each pane's output ring gives back what it
+/// covers (10-20 MiB of 100 panes that just printed 10,000 lines each,
+/// which the row counted or not as the measurement raced those). Settled:
+/// no more than 1% less over the last 500 ms. There is no event for it,
+/// so this polls.
+pub fn wait_settled(server: &PtydServer) -> Res<()> {
+    let deadline = Instant::now() + STUCK;
+    let mut history = std::collections::VecDeque::new();
+    loop {
+        let now = server.footprint()?.total();
+        history.push_back(now);
+        if history.len() > 10 {
+            history.pop_front();
+            let oldest = history[0];
+            if now + oldest / 100 >= oldest {
+                return Ok(());
+            }
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "ptyd's memory still falls {STUCK:?} after the output ended"
+            ));
+        }
         std::thread::sleep(Duration::from_millis(50));
     }
 }

@@ -61,10 +61,11 @@ pub(super) fn after_release(mut server: Server, new_pid: u32) -> Result<(), Stri
     }
 }
 
-/// A checkpoint whose pane lines took at least this much heap gives it
-/// back (`sys::release_free_memory`) a moment after it is written: the
-/// lines are freed at once, but glibc keeps small freed chunks, and 1000
-/// idle 200x50 panes then kept ~6 MiB of freed lines resident for good.
+/// A checkpoint whose pane lines (and the terminal encodings it wrote,
+/// which leave the heap then) took at least this much heap gives it back
+/// (`sys::release_free_memory`) a moment after it is written: the lines
+/// are freed at once, but glibc keeps small freed chunks, and 1000 idle
+/// 200x50 panes then kept ~6 MiB of freed lines resident for good.
 const TRIM_AFTER_BYTES: usize = 1 << 20;
 /// The moment: a burst of checkpoints (panes created one by one, each
 /// one's) is trimmed once, after its last.
@@ -131,7 +132,11 @@ struct Queued {
 /// its fds (by name) and its history log reference (`HistoryLog::stamp`)
 /// at that moment.
 struct Entry {
+    /// The line without its terminal, which goes at `slot` (from
+    /// `KeeperLink::screens`, as encoded at `screen`).
     line: Vec<u8>,
+    slot: usize,
+    screen: ScreenVersion,
     ring: Option<u64>,
     fds: Vec<FdName>,
     logged: Option<u64>,
@@ -203,9 +208,14 @@ pub struct KeeperLink {
     pub info: serde_json::Value,
     /// Each pane's terminal without its history lines as last encoded,
     /// with its change count: only terminals that changed are encoded
-    /// again. A screenful each (the lines are in `log`).
-    /// `true` marks an encoding with the lines (see `screen_json`).
-    screens: std::collections::HashMap<u64, (u64, bool, Box<serde_json::value::RawValue>)>,
+    /// again. A screenful each (the lines are in `log`), kept in the heap
+    /// only until a checkpoint has written it: from then on it is read
+    /// back from that checkpoint's pre-copy (`reached`), which holds it
+    /// anyway (see `CachedScreen`).
+    screens: std::collections::HashMap<u64, CachedScreen>,
+    /// Bytes of `screens` checkpoints moved out of the heap since the
+    /// heap was last given back (`TRIM_AFTER_BYTES`).
+    screens_dropped: usize,
     /// Every pane's history lines, encoded once each (`history_log.rs`);
     /// made at the first checkpoint.
     log: Option<HistoryLog>,
@@ -230,15 +240,40 @@ pub struct KeeperLink {
     /// server that took the log over, when the keeper's checkpoint refers
     /// to our chunks alone).
     sweep: Option<bool>,
-    /// Each event of the ring as last encoded for a checkpoint, by
-    /// sequence number: events never change, so each is encoded once.
-    events: VecDeque<(u64, Vec<u8>)>,
     /// The last checkpoint's pre-copy memfd (the keeper holds the same
     /// file): each event logged after it rewrites its `events_reached` in
     /// place, so a replacement numbers on after every event a client may
     /// have seen.
     reached: Option<std::fs::File>,
 }
+
+/// A terminal's encoding as of its change count, and whether it holds its
+/// history lines (`true`: they could not go to the log).
+type ScreenVersion = (u64, bool);
+
+/// A pane's terminal encoding for checkpoints (`KeeperLink::screens`).
+struct CachedScreen {
+    version: ScreenVersion,
+    json: ScreenJson,
+}
+
+enum ScreenJson {
+    /// Encoded since the last checkpoint (or handed over by an upgrade).
+    Heap(Box<serde_json::value::RawValue>),
+    /// Written by the last checkpoint: `len` bytes at `at` of its pre-copy
+    /// memfd (`KeeperLink::reached`), which the keeper holds anyway. A
+    /// heap copy of every idle pane's screen was 3 KB a pane (200x50), a
+    /// seventh of all an idle pane cost, for a copy at each checkpoint
+    /// that `pread` makes as well.
+    Saved { at: u64, len: usize },
+}
+
+/// What a pane's line of a checkpoint holds where its terminal goes while
+/// it waits to be written: valid JSON with a raw tab, which `serde_json`
+/// never writes (it writes no whitespace between tokens, and a tab in a
+/// string as `\t`), so whatever a client put in the pane's name, command
+/// or environment, its one occurrence is the slot.
+const SCREEN_SLOT: &str = "[\t0]";
 
 /// Where the pre-copy of a checkpoint keeps its `events_reached`: right
 /// after this prefix, 20 bytes (a u64's digits, then spaces, which JSON
@@ -265,6 +300,39 @@ impl KeeperLink {
         id: u64,
         terminal: &crate::term::Terminal,
     ) -> Result<(&serde_json::value::RawValue, Option<HistoryRef>), String> {
+        let (_, history) = self.screen_version(id, terminal)?;
+        let saved = match self.screens.get(&id).map(|c| &c.json) {
+            Some(ScreenJson::Saved { at, len }) => Some((*at, *len)),
+            _ => None,
+        };
+        if let Some((at, len)) = saved {
+            // Read back (an upgrade's pre-copy, once); encoded again if
+            // that fails: the terminal has not changed since.
+            let raw = self
+                .read_saved(at, len)
+                .and_then(|text| serde_json::value::RawValue::from_string(text).ok());
+            let raw = match raw {
+                Some(raw) => raw,
+                None => encode_screen(id, terminal, history.is_none())?,
+            };
+            if let Some(c) = self.screens.get_mut(&id) {
+                c.json = ScreenJson::Heap(raw);
+            }
+        }
+        match self.screens.get(&id).map(|c| &c.json) {
+            Some(ScreenJson::Heap(raw)) => Ok((raw.as_ref(), history)),
+            _ => Err(format!("pane {id}'s terminal encoding is missing")),
+        }
+    }
+
+    /// Makes the cache hold pane `id`'s terminal as it is now (encoded
+    /// again only if it changed): its version, and where its history lines
+    /// are in the log.
+    fn screen_version(
+        &mut self,
+        id: u64,
+        terminal: &crate::term::Terminal,
+    ) -> Result<(ScreenVersion, Option<HistoryRef>), String> {
         if self.log.is_none() {
             self.log = Some(HistoryLog::create()?);
         }
@@ -272,25 +340,36 @@ impl KeeperLink {
             Some(log) => log.sync(id, terminal)?,
             None => None,
         };
-        let changes = terminal.changes();
-        let whole = history.is_none();
-        let stale = self
-            .screens
-            .get(&id)
-            .is_none_or(|(at, w, _)| *at != changes || *w != whole);
-        if stale {
+        let version = (terminal.changes(), history.is_none());
+        if self.screens.get(&id).is_none_or(|c| c.version != version) {
             // The old encoding goes first, so the allocator can give its
             // memory (same size, already mapped) to the new one.
             self.screens.remove(&id);
-            let raw = if whole {
-                serde_json::value::to_raw_value(terminal)
-            } else {
-                terminal.to_json_without_history()
-            }
-            .map_err(|e| format!("encoding pane {id}'s terminal: {e}"))?;
-            self.screens.insert(id, (changes, whole, raw));
+            let raw = encode_screen(id, terminal, version.1)?;
+            self.screens.insert(
+                id,
+                CachedScreen {
+                    version,
+                    json: ScreenJson::Heap(raw),
+                },
+            );
         }
-        Ok((self.screens[&id].2.as_ref(), history))
+        Ok((version, history))
+    }
+
+    /// Drops the encodings only the last checkpoint's pre-copy holds,
+    /// when it cannot be read: they are encoded again.
+    fn forget_saved_screens(&mut self) {
+        self.screens
+            .retain(|_, c| matches!(c.json, ScreenJson::Heap(_)));
+    }
+
+    /// `len` bytes at `at` of the last checkpoint's pre-copy.
+    fn read_saved(&self, at: u64, len: usize) -> Option<String> {
+        use std::os::unix::fs::FileExt;
+        let mut buf = vec![0; len];
+        self.reached.as_ref()?.read_exact_at(&mut buf, at).ok()?;
+        String::from_utf8(buf).ok()
     }
 
     /// Pane `id`'s terminal as the upgrade's pre-copy carried it (the old
@@ -308,8 +387,14 @@ impl KeeperLink {
         if let (Some(log), Some((reference, counts))) = (&mut self.log, history) {
             log.adopt_pane(id, terminal, reference, counts);
         }
-        let whole = history.is_none();
-        self.screens.insert(id, (terminal.changes(), whole, raw));
+        let version = (terminal.changes(), history.is_none());
+        self.screens.insert(
+            id,
+            CachedScreen {
+                version,
+                json: ScreenJson::Heap(raw),
+            },
+        );
     }
 
     /// The history log another server wrote (a live upgrade's old one, or
@@ -821,16 +906,25 @@ impl Server {
         let changes = p.screen().changes();
         let (screen, history) = self
             .keeper
-            .screen_json(id, p.screen())
+            .screen_version(id, p.screen())
             .map_err(|e| format!("encoding a checkpoint: {e}"))?;
-        let mut rt = convert::pane_runtime(p, now, Some(changes)).with_screen(Some(screen));
+        let slot: &serde_json::value::RawValue =
+            serde_json::from_str(SCREEN_SLOT).map_err(|e| format!("encoding a checkpoint: {e}"))?;
+        let mut rt = convert::pane_runtime(p, now, Some(changes)).with_screen(Some(slot));
         rt.history = history;
         let record = super::persistence::pane_record(p, history_limit);
         let mut line =
             serde_json::to_vec(&(record, rt)).map_err(|e| format!("encoding a checkpoint: {e}"))?;
         line.push(b'\n');
+        let slot = line
+            .windows(SCREEN_SLOT.len())
+            .position(|w| w == SCREEN_SLOT.as_bytes())
+            .ok_or_else(|| format!("encoding a checkpoint: pane {id}'s line has no terminal"))?;
+        line.drain(slot..slot + SCREEN_SLOT.len());
         Ok(Some(Entry {
             line,
+            slot,
+            screen,
             ring: p.ring().map(OutputRing::written),
             fds: checkpoint_fds(p),
             logged: self.keeper.log.as_ref().and_then(|l| l.stamp(id)),
@@ -878,7 +972,11 @@ impl Server {
         // Before the write, which takes the lines out.
         let line_bytes: usize = round.entries.values().map(|e| e.line.capacity()).sum();
         let result = self.write_checkpoint(&mut round.entries, now);
-        if line_bytes >= TRIM_AFTER_BYTES {
+        // The terminals checkpoints wrote left the heap too, a few at a
+        // time (a checkpoint follows each new pane): 1000 new 200x50 panes
+        // freed 3 MB of them, 2 MB of which glibc kept for good.
+        if line_bytes + self.keeper.screens_dropped >= TRIM_AFTER_BYTES {
+            self.keeper.screens_dropped = 0;
             let at = now + TRIM_DELAY;
             self.keeper.trim_at = Some(at);
             self.timers.add(at, super::timers::TimerKind::Checkpoint);
@@ -910,6 +1008,11 @@ impl Server {
                     .get(&id)
                     .is_some_and(|p| checkpoint_fds(p) == e.fds)
                     && self.keeper.log.as_ref().and_then(|l| l.stamp(id)) == e.logged
+                    && self
+                        .keeper
+                        .screens
+                        .get(&id)
+                        .is_some_and(|c| c.version == e.screen)
             });
             let entry = match fresh {
                 Some(entry) => entry,
@@ -922,13 +1025,13 @@ impl Server {
             if let Some(at) = entry.ring {
                 rings.push((id, at));
             }
-            lines.push(entry.line);
+            lines.push((id, entry));
         }
         // A pre-copy as the upgrade sends it (JSON lines), written
         // straight into its memfd: the head, with `events_reached` first at
         // a fixed width (rewritten in place as events are logged after the
         // checkpoint) and the event ring (what `server.events` replays
-        // from), each event encoded once and cached; then a pane a line.
+        // from), each event as the ring holds its text; then a pane a line.
         self.keeper
             .screens
             .retain(|id, _| self.panes.contains_key(id));
@@ -938,39 +1041,69 @@ impl Server {
         }
         let pre_fd = crate::sys::anonymous_file(c"ptyd-checkpoint", b"")
             .map_err(|e| format!("writing a checkpoint: {e}"))?;
-        let mut out = std::io::BufWriter::with_capacity(256 << 10, std::fs::File::from(pre_fd));
+        let mut out = Counted {
+            out: std::io::BufWriter::with_capacity(256 << 10, std::fs::File::from(pre_fd)),
+            n: 0,
+        };
         let io = |e: std::io::Error| format!("writing a checkpoint: {e}");
         use std::io::Write;
         out.write_all(REACHED_PREFIX).map_err(io)?;
         out.write_all(&reached_field(self.events.last_seq()))
             .map_err(io)?;
         write!(out, ",\"event_last_seq\":{}", self.events.last_seq()).map_err(io)?;
-        let oldest = self.events.oldest_seq();
-        let cached = &mut self.keeper.events;
-        while cached.front().is_some_and(|(seq, _)| *seq < oldest) {
-            cached.pop_front();
-        }
-        let next = cached.back().map_or(oldest, |(seq, _)| seq + 1).max(oldest);
-        for seq in next..=self.events.last_seq() {
-            if let Some(event) = self.events.get(seq) {
-                let json =
-                    serde_json::to_vec(event).map_err(|e| format!("encoding a checkpoint: {e}"))?;
-                cached.push_back((seq, json));
-            }
-        }
+        // Each event straight from the event ring, which holds its text:
+        // a cached copy here doubled the ring (up to 8 MiB).
         out.write_all(b",\"event_ring\":[").map_err(io)?;
-        for (i, (_, json)) in cached.iter().enumerate() {
-            if i > 0 {
-                out.write_all(b",").map_err(io)?;
+        let mut first = true;
+        for seq in self.events.oldest_seq()..=self.events.last_seq() {
+            if let Some(event) = self.events.get(seq) {
+                if !first {
+                    out.write_all(b",").map_err(io)?;
+                }
+                first = false;
+                out.write_all(event.get().as_bytes()).map_err(io)?;
             }
-            out.write_all(json).map_err(io)?;
         }
         writeln!(out, "],\"panes\":{}}}", lines.len()).map_err(io)?;
-        for line in &lines {
-            out.write_all(line).map_err(io)?;
+        // Each line with its terminal at its slot: from the heap if it
+        // was encoded since the last checkpoint, else from that
+        // checkpoint's pre-copy. Where each went, to read it back from.
+        let mut saved = Vec::with_capacity(lines.len());
+        let mut scratch = Vec::new();
+        for (id, entry) in &lines {
+            let (head, tail) = entry.line.split_at(entry.slot);
+            out.write_all(head).map_err(io)?;
+            let at = out.n;
+            let text: &[u8] = match self.keeper.screens.get(id).map(|c| &c.json) {
+                Some(ScreenJson::Heap(raw)) => raw.get().as_bytes(),
+                Some(ScreenJson::Saved { at, len }) => {
+                    use std::os::unix::fs::FileExt;
+                    scratch.resize(*len, 0);
+                    let read = self
+                        .keeper
+                        .reached
+                        .as_ref()
+                        .ok_or_else(|| std::io::Error::other("no pre-copy to read"))
+                        .and_then(|f| f.read_exact_at(&mut scratch, *at));
+                    if let Err(e) = read {
+                        // Every saved one is encoded again next time.
+                        self.keeper.forget_saved_screens();
+                        return Err(format!(
+                            "writing a checkpoint: reading pane {id}'s terminal back: {e}"
+                        ));
+                    }
+                    &scratch
+                }
+                None => return Err(format!("writing a checkpoint: pane {id} has no terminal")),
+            };
+            out.write_all(text).map_err(io)?;
+            saved.push((*id, entry.screen, at, text.len()));
+            out.write_all(tail).map_err(io)?;
         }
         drop(lines);
+        drop(scratch);
         let pre_file = out
+            .out
             .into_inner()
             .map_err(|e| format!("writing a checkpoint: {}", e.error()))?;
         let precopy_bytes = pre_file.metadata().map_err(io)?.len();
@@ -1000,6 +1133,22 @@ impl Server {
         let man_fd = crate::sys::anonymous_file(c"ptyd-checkpoint-manifest", &manifest_bytes)
             .map_err(|e| format!("writing a checkpoint: {e}"))?;
         self.keeper.reached = pre_fd.try_clone().ok().map(std::fs::File::from);
+        // The terminals are in that file now: their heap copies go (all
+        // are encoded again if we could not keep the file to read from).
+        if self.keeper.reached.is_none() {
+            self.keeper.forget_saved_screens();
+        } else {
+            for (id, version, at, len) in saved {
+                if let Some(c) = self.keeper.screens.get_mut(&id)
+                    && c.version == version
+                {
+                    if let ScreenJson::Heap(raw) = &c.json {
+                        self.keeper.screens_dropped += raw.get().len();
+                    }
+                    c.json = ScreenJson::Saved { at, len };
+                }
+            }
+        }
         let mut fds = vec![pre_fd, man_fd];
         let mut freed = Vec::new();
         if let Some(log) = &mut self.keeper.log {
@@ -1124,5 +1273,39 @@ impl Server {
             "inexact_panes": inexact,
         });
         self.keeper.mark_urgent();
+    }
+}
+
+/// Pane `id`'s terminal as a checkpoint holds it: without its history
+/// lines (they are in the log) unless `whole`.
+fn encode_screen(
+    id: u64,
+    terminal: &crate::term::Terminal,
+    whole: bool,
+) -> Result<Box<serde_json::value::RawValue>, String> {
+    if whole {
+        serde_json::value::to_raw_value(terminal)
+    } else {
+        terminal.to_json_without_history()
+    }
+    .map_err(|e| format!("encoding pane {id}'s terminal: {e}"))
+}
+
+/// A writer that counts what went through it: where each terminal starts
+/// in a checkpoint's pre-copy.
+struct Counted<W> {
+    out: W,
+    n: u64,
+}
+
+impl<W: std::io::Write> std::io::Write for Counted<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.out.write(buf)?;
+        self.n += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
     }
 }

@@ -101,8 +101,11 @@ pub struct Pane {
     prompts_seen: u64,
     commands_finished: u64,
     last_command_exit: Option<i32>,
-    /// The terminal model: screen, scrollback, modes, title.
-    screen: Terminal,
+    /// The terminal model: screen, scrollback, modes, title. Boxed: the
+    /// server's map holds panes inline in B-tree nodes, which are about
+    /// half empty, so every byte of a pane costs about two (776 of its
+    /// 1456 bytes were the terminal).
+    screen: Box<Terminal>,
     /// Whether an interactive bash, zsh or fish started here gets ptyd's
     /// shell integration (`crate::shell`); off when created with
     /// `shell_integration: false`.
@@ -239,7 +242,7 @@ impl Pane {
             prompts_seen: 0,
             commands_finished: 0,
             last_command_exit: None,
-            screen,
+            screen: Box::new(screen),
             shell_integration: setup.shell_integration,
             shell_injected: None,
             output: Default::default(),
@@ -719,7 +722,7 @@ impl Pane {
     /// closed first).
     pub fn into_screen(self) -> Terminal {
         debug_assert_eq!(self.fds.pollable(), 0, "fds left open");
-        self.screen
+        *self.screen
     }
 
     /// The fds, for the transitions a live upgrade makes on all of them

@@ -26,18 +26,84 @@ const MAX_MARKS_PER_CELL: usize = 8;
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
 #[serde(from = "RowRepr")]
 pub struct Row {
-    pub cells: Vec<Cell>,
+    /// Boxed, not a `Vec`: a row's width changes only on a resize, and the
+    /// capacity word was 8 of the 64 bytes every row of every pane cost,
+    /// written or not (see `Marks`).
+    pub cells: Box<[Cell]>,
     /// The line continued onto the next row by autowrap.
     pub wrapped: bool,
     /// The last cell is not part of the line: a wide character that did
     /// not fit there wrapped early. Reflow and joined captures skip it.
     pub wrap_gap: bool,
     /// Side table of combining marks: column and the marks drawn over it.
-    /// Almost always empty, so it costs an empty `Vec` per row.
-    pub marks: Vec<(u16, String)>,
+    /// Almost always empty, so it costs one null pointer per row.
+    pub marks: Marks,
     /// Side table of underline colours and hyperlinks; `None` for rows
     /// without any, which is nearly all of them.
     pub extras: Option<Box<RowExtras>>,
+}
+
+/// A row's combining marks (column, marks), allocated only for a row that
+/// has some: an empty `Vec` was 24 bytes of every row, and a 200x50 pane's
+/// row headers (50 of them, written or not) were 3.2 KB of an idle pane
+/// before these went to 40 bytes each.
+// The box is the point: one thin pointer per row, where a `Vec` (or a boxed
+// slice, a fat pointer) would be three words (or two) on every row.
+#[allow(clippy::box_collection)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Marks(Option<Box<Vec<(u16, String)>>>);
+
+impl Marks {
+    fn from_vec(v: Vec<(u16, String)>) -> Marks {
+        Marks((!v.is_empty()).then(|| Box::new(v)))
+    }
+
+    pub fn push(&mut self, mark: (u16, String)) {
+        self.0.get_or_insert_with(Default::default).push(mark);
+    }
+
+    pub fn clear(&mut self) {
+        self.0 = None;
+    }
+
+    pub fn retain(&mut self, f: impl FnMut(&(u16, String)) -> bool) {
+        if let Some(v) = &mut self.0 {
+            v.retain(f);
+            if v.is_empty() {
+                self.0 = None;
+            }
+        }
+    }
+
+    pub fn retain_mut(&mut self, f: impl FnMut(&mut (u16, String)) -> bool) {
+        if let Some(v) = &mut self.0 {
+            v.retain_mut(f);
+            if v.is_empty() {
+                self.0 = None;
+            }
+        }
+    }
+}
+
+impl std::ops::Deref for Marks {
+    type Target = [(u16, String)];
+    fn deref(&self) -> &[(u16, String)] {
+        self.0.as_deref().map_or(&[], Vec::as_slice)
+    }
+}
+
+impl std::ops::DerefMut for Marks {
+    fn deref_mut(&mut self) -> &mut [(u16, String)] {
+        self.0.as_deref_mut().map_or(&mut [], Vec::as_mut_slice)
+    }
+}
+
+impl<'a> IntoIterator for &'a Marks {
+    type Item = &'a (u16, String);
+    type IntoIter = std::slice::Iter<'a, (u16, String)>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
 }
 
 /// Per-cell `Extra`s of one row: `ids` runs parallel to the row's cells (0 =
@@ -207,7 +273,7 @@ impl From<RowRepr> for Row {
             cells,
             wrapped: repr.w,
             wrap_gap: repr.g,
-            marks: repr.m,
+            marks: Marks::from_vec(repr.m),
             extras: repr.x,
         };
         let cols = row.cells.len();
@@ -222,10 +288,10 @@ impl Row {
     /// A row of a grid that was never written: no cells (see `Grid`).
     fn unwritten() -> Row {
         Row {
-            cells: Vec::new(),
+            cells: Box::new([]),
             wrapped: false,
             wrap_gap: false,
-            marks: Vec::new(),
+            marks: Marks::default(),
             extras: None,
         }
     }
@@ -246,10 +312,10 @@ impl Row {
 
     pub fn new(cols: u16, style: Style) -> Row {
         Row {
-            cells: vec![Cell::blank(style); usize::from(cols)],
+            cells: vec![Cell::blank(style); usize::from(cols)].into_boxed_slice(),
             wrapped: false,
             wrap_gap: false,
-            marks: Vec::new(),
+            marks: Marks::default(),
             extras: None,
         }
     }
@@ -556,7 +622,7 @@ impl Row {
     pub fn resize(&mut self, cols: u16, style: Style) {
         let cols = usize::from(cols);
         if cols < self.cells.len() {
-            self.cells.truncate(cols);
+            self.cells = self.cells[..cols].into();
             self.drop_marks(cols, usize::MAX);
             if let Some(x) = &mut self.extras {
                 x.ids.truncate(cols);
@@ -571,7 +637,9 @@ impl Row {
                 self.extras = None;
             }
         } else {
-            self.cells.resize(cols, Cell::blank(style));
+            let mut cells = std::mem::take(&mut self.cells).into_vec();
+            cells.resize(cols, Cell::blank(style));
+            self.cells = cells.into_boxed_slice();
             if let Some(x) = &mut self.extras {
                 x.ids.resize(cols, 0);
             }
@@ -650,19 +718,29 @@ fn blank_row(cols: u16) -> &'static Row {
 }
 
 impl Serialize for Grid {
-    /// The derived form of `rows`, `top`, `cols`, unwritten rows written out
-    /// as the blank rows they stand for: the serialized form is unchanged.
+    /// The derived form of `rows`, `top`, `cols`, with the rows in view
+    /// order (`top` 0) up to the last one that is not blank: every reader
+    /// pads a grid back to its screen's height with blank rows (`repair`,
+    /// in every build since snapshots were repaired, long before handoff
+    /// version 5), as it pads rows to its width, and 100 blank rows were
+    /// 900 bytes of an idle 200x50 pane's 3 KB encoding (main and
+    /// alternate screen), in every crash checkpoint, pre-copy and
+    /// snapshot. The full form, which older builds wrote, reads the same.
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
         struct Rows<'a>(&'a Grid);
         impl Serialize for Rows<'_> {
             fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.collect_seq(self.0.rows.iter().map(|r| self.0.or_blank(r)))
+                let g = self.0;
+                let shown = (0..g.lines())
+                    .rposition(|r| !g.row(r).is_blank())
+                    .map_or(0, |r| r + 1);
+                s.collect_seq((0..shown).map(|r| g.row(r)))
             }
         }
         let mut s = serializer.serialize_struct("Grid", 3)?;
         s.serialize_field("rows", &Rows(self))?;
-        s.serialize_field("top", &self.top)?;
+        s.serialize_field("top", &0usize)?;
         s.serialize_field("cols", &self.cols)?;
         s.end()
     }
@@ -1031,19 +1109,9 @@ impl Serialize for LazyGrid {
         if let Some(g) = &self.grid {
             return g.serialize(serializer);
         }
-        // Exactly what `Grid`'s derived `Serialize` writes for a blank grid,
-        // from one blank row rather than a grid allocated for the purpose.
-        struct BlankRows<'a>(&'a Row, usize);
-        impl Serialize for BlankRows<'_> {
-            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.collect_seq(std::iter::repeat_n(self.0, self.1))
-            }
-        }
+        // What `Grid` writes for a blank grid: no rows (readers pad).
         let mut s = serializer.serialize_struct("Grid", 3)?;
-        s.serialize_field(
-            "rows",
-            &BlankRows(blank_row(self.cols), usize::from(self.lines)),
-        )?;
+        s.serialize_field("rows", &[] as &[Row])?;
         s.serialize_field("top", &0usize)?;
         s.serialize_field("cols", &self.cols)?;
         s.end()
@@ -1173,6 +1241,53 @@ mod tests {
         assert_eq!(rows.len(), 5);
         g.set_rows(rows, 6);
         assert_eq!(written_rows(&g), 1);
+    }
+
+    #[test]
+    fn trailing_blank_rows_are_left_out_and_read_back() {
+        let mut g = Grid::new(4, 5);
+        put(&mut g, 4, "x");
+        // The ring's top moves: the rows go out in view order.
+        g.scroll_up(0, 4, 2, Style::DEFAULT, None);
+        put(&mut g, 0, "a");
+        put(&mut g, 3, "b");
+        let text = serde_json::to_string(&g).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["rows"].as_array().unwrap().len(), 4, "{text}");
+        assert_eq!(v["top"], 0);
+        let mut back: Grid = serde_json::from_str(&text).unwrap();
+        back.repair(4, 5);
+        assert_eq!(back, g);
+        assert_eq!(back.lines(), 5);
+        // A blank grid, allocated or not, is no rows at all.
+        let blank = serde_json::to_string(&Grid::new(4, 5)).unwrap();
+        assert_eq!(blank, r#"{"rows":[],"top":0,"cols":4}"#);
+        assert_eq!(serde_json::to_string(&LazyGrid::new(4, 5)).unwrap(), blank);
+        let mut back: LazyGrid = serde_json::from_str(&blank).unwrap();
+        back.repair(4, 5, false);
+        assert_eq!(back, LazyGrid::new(4, 5));
+        let mut shown: LazyGrid = serde_json::from_str(&blank).unwrap();
+        shown.repair(4, 5, true);
+        assert_eq!(shown.get().map(Grid::lines), Some(5));
+    }
+
+    #[test]
+    fn marks_allocate_only_while_a_row_has_some() {
+        // Every row of every pane has a header, written or not: it stays
+        // five words, and an unmarked row's marks are a null pointer.
+        assert!(std::mem::size_of::<Row>() <= 40);
+        let mut row = Row::new(4, Style::DEFAULT);
+        assert!(row.marks.0.is_none());
+        row.add_mark(1, '\u{301}');
+        row.add_mark(1, '\u{308}');
+        assert_eq!(row.marks_at(1), Some("\u{301}\u{308}"));
+        let back: Row = serde_json::from_str(&serde_json::to_string(&row).unwrap()).unwrap();
+        assert_eq!(back.marks_at(1), Some("\u{301}\u{308}"));
+        row.delete_chars(0, 2, Style::DEFAULT);
+        assert_eq!(row.marks_at(1), None);
+        assert!(row.marks.0.is_none(), "the last mark gone frees the table");
+        let blank: Row = serde_json::from_str(r#"{"t":"ab"}"#).unwrap();
+        assert!(blank.marks.0.is_none());
     }
 
     #[test]
