@@ -376,6 +376,47 @@ fn hostile_fds_are_refused_and_closed() {
     assert_eq!(listed["clients"][0]["direct"], false, "{listed}");
 }
 
+/// The handshake's answers are queued past the output bound (they must
+/// not be refused), so a client that offers again and again without ever
+/// reading its socket must still be bounded: it is dropped as too slow
+/// once its queue passes the bound, and the server serves on.
+#[test]
+fn a_client_that_offers_without_reading_is_dropped_not_grown() {
+    let ptyd = Ptyd::start();
+    let id = ptyd.create_argv(&["/bin/sh"]);
+    let mut c = ptyd.connect();
+    let (_, a) = ptyd.connect().attach(json!({ "target": id }));
+    let sock = a.stream().try_clone().unwrap();
+    // Each offer without an fd is answered by a DIRECT_OFF of about 25
+    // bytes: 400,000 of them are more than twice the 4 MiB bound. Written
+    // from a thread: the server stops reading this socket once it drops
+    // the client, and the writes then fail.
+    let writer = std::thread::spawn(move || {
+        let offers = frame(TTY, b"").repeat(1000);
+        let mut sock = sock;
+        for _ in 0..400 {
+            if sock.write_all(&offers).is_err() {
+                return;
+            }
+        }
+    });
+    util::eventually("the client that never reads to be dropped", || {
+        let listed = c.ok("client.list", json!({}));
+        let n = listed["clients"].as_array().map_or(0, Vec::len);
+        if n == 0 {
+            Ok(())
+        } else {
+            Err(listed.to_string())
+        }
+    });
+    drop(a);
+    writer.join().unwrap();
+    // Served on: a new attachment runs a command.
+    let (_, mut b) = ptyd.connect().attach(json!({ "target": id }));
+    b.send(util::INPUT, b"echo alive-$((40+2))\n");
+    b.read_until("alive-42");
+}
+
 /// A tmux whose session runs the outer shell at `cols` x `rows`.
 fn outer(ptyd: &Ptyd, cols: u16, rows: u16) -> Tmux {
     let tmux = Tmux::new();

@@ -427,6 +427,14 @@ impl Server {
         if !matches!(c.mode, ConnMode::Attached { .. }) {
             return;
         }
+        // The handshake's frames are queued past the output bound (they
+        // must not be refused), so a client that keeps offering or pausing
+        // without reading its socket would grow its queue without end:
+        // past the bound it is dropped as any client that falls behind.
+        if c.queued() > super::connection::MAX_OUTPUT_QUEUE {
+            self.drop_too_slow(conn);
+            return;
+        }
         match kind {
             frame::client::TTY => {
                 let offered = c.pending_fd.take();
