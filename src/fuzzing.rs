@@ -95,6 +95,7 @@ fn server_side(stream: &[u8], cut: usize) -> (Vec<(u8, Vec<u8>)>, bool) {
 /// `ptyd attach` writes straight from its buffer (`decode_output_batch`)
 /// must hold exactly what decoding frame by frame gives.
 fn client_side(stream: &[u8], cut: usize) {
+    use crate::protocol::frame::server::{DIRECT_OFF, DIRECT_ON};
     let mut buf = Vec::new();
     let mut out = CrlfToLf::default();
     let mut written = 0;
@@ -105,7 +106,22 @@ fn client_side(stream: &[u8], cut: usize) {
         let mut used = 0;
         let mut exit = None;
         let mut oversized = false;
+        let mut direct = None;
         loop {
+            // A batch ends after a frame of the direct-output handshake.
+            let kind = match crate::protocol::frame::decode(&buf[used..]) {
+                Ok(Some((f, _))) => Some(f.kind),
+                _ => None,
+            };
+            if let Some(k @ (DIRECT_ON | DIRECT_OFF)) = kind {
+                let (_, n) = crate::protocol::frame::decode(&buf[used..])
+                    .ok()
+                    .flatten()
+                    .expect("decoded just above");
+                used += n;
+                direct = Some(k);
+                break;
+            }
             match decode_server_frame(&buf[used..]) {
                 Ok(Some((ServerFrame::Output(bytes), n))) => {
                     one_by_one.extend_from_slice(&bytes);
@@ -126,7 +142,11 @@ fn client_side(stream: &[u8], cut: usize) {
         assert_eq!(batch.payloads.concat(), one_by_one);
         assert_eq!(batch.used, used);
         match batch.end {
-            crate::client::BatchEnd::More => assert!(exit.is_none() && !oversized),
+            crate::client::BatchEnd::More => {
+                assert!(exit.is_none() && !oversized && direct.is_none())
+            }
+            crate::client::BatchEnd::DirectOn => assert_eq!(direct, Some(DIRECT_ON)),
+            crate::client::BatchEnd::DirectOff(_) => assert_eq!(direct, Some(DIRECT_OFF)),
             crate::client::BatchEnd::Oversized => assert!(oversized),
             crate::client::BatchEnd::Exit(payload) => {
                 assert_eq!(Some(&payload), exit.as_ref());

@@ -87,6 +87,10 @@ pub enum Terminal {
     /// `ptyd attach` in a PTY the bench drains, as it comes (a terminal
     /// that falls behind skips output and is redrawn once caught up).
     PtydAttach,
+    /// `ptyd attach` with direct output off (`PTYD_ATTACH_DIRECT=0`): the
+    /// client writes the output it reads off the socket, as before the
+    /// server wrote to the terminal itself.
+    PtydSocket,
     /// `ptyd attach --lossless`: every byte reaches the terminal, and the
     /// pane waits for it.
     PtydLossless,
@@ -101,9 +105,10 @@ pub enum Terminal {
 }
 
 impl Terminal {
-    pub const ALL: [Terminal; 5] = [
+    pub const ALL: [Terminal; 6] = [
         Terminal::Bare,
         Terminal::PtydAttach,
+        Terminal::PtydSocket,
         Terminal::PtydLossless,
         Terminal::TmuxAttach,
         Terminal::Relay,
@@ -123,6 +128,7 @@ impl Terminal {
         match self {
             Terminal::Bare => "bare pty",
             Terminal::PtydAttach => "ptyd attach",
+            Terminal::PtydSocket => "ptyd attach, socket path",
             Terminal::PtydLossless => "ptyd attach, lossless",
             Terminal::PtydBaseline => "ptyd attach (baseline)",
             Terminal::TmuxAttach => "tmux attach",
@@ -188,9 +194,12 @@ pub fn end_to_end(
             super::relay::spawn_relayed(&["sh", "-c", &script], cols, rows)?,
             None,
         ),
-        Terminal::PtydAttach | Terminal::PtydLossless | Terminal::PtydBaseline => {
+        Terminal::PtydAttach
+        | Terminal::PtydSocket
+        | Terminal::PtydLossless
+        | Terminal::PtydBaseline => {
             let ptyd = match term {
-                Terminal::PtydAttach | Terminal::PtydLossless => &mut e.ptyd,
+                Terminal::PtydAttach | Terminal::PtydSocket | Terminal::PtydLossless => &mut e.ptyd,
                 _ => e.baseline.as_mut().ok_or("no baseline ptyd binary given")?,
             };
             let mut ctl = ptyd.server.connect()?;
@@ -206,6 +215,9 @@ pub fn end_to_end(
             let ns = ptyd.server.paths.namespace.clone();
             let mut env = ptyd.server.client_env()?;
             env.push(("TERM", Path::new("xterm-256color")));
+            if term == Terminal::PtydSocket {
+                env.push(("PTYD_ATTACH_DIRECT", Path::new("0")));
+            }
             let mut argv = vec![bin, "-L", &ns, "attach", &id];
             if term == Terminal::PtydLossless {
                 argv.push("--lossless");

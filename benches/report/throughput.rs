@@ -85,7 +85,9 @@ pub fn throughput(
          redraw its screen once it has caught up, so their clients write fewer bytes and the \
          clock stops when the end marker is on the terminal's screen; `ptyd attach, lossless` \
          (`--lossless`) forwards every byte, checked to have arrived, and its pane waits for \
-         the terminal. The two-PTY relay is the floor under any multiplexer: one process \
+         the terminal. `ptyd attach` passes its terminal to the server, which writes the \
+         output to it directly; the socket path row turns that off (`PTYD_ATTACH_DIRECT=0`): \
+         the client writes what it reads off the socket. The two-PTY relay is the floor under any multiplexer: one process \
          copying between the outer PTY and the program's, nothing else.",
         plan.runs
     );

@@ -116,7 +116,7 @@ _ptyd() {
             server) COMPREPLY=($(compgen -W "--no-history --no-restore --hold-reruns --help" -- "$cur")) ;;
             new) COMPREPLY=($(compgen -W "-n --name -c --cwd -e --env --size --timeout --idle-timeout --shell --no-shell-integration -w --workspace --tab-name -s --split -v --vertical --ratio --restore --resume -d --detached --json -A --attach-existing --help" -- "$cur")) ;;
             ls) COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
-            attach) COMPREPLY=($(compgen -W "-t --target -d --detach-others -r --read-only --detach-key --no-alt-screen --history --lossless -f --force --help" -- "$cur")) ;;
+            attach) COMPREPLY=($(compgen -W "-t --target -d --detach-others -r --read-only --detach-key --no-alt-screen --history --lossless --no-direct -f --force --help" -- "$cur")) ;;
             clients) COMPREPLY=($(compgen -W "-t --target --json --help" -- "$cur")) ;;
             detach) COMPREPLY=($(compgen -W "-a --all --others --client -t --target --json --help" -- "$cur")) ;;
             send) COMPREPLY=($(compgen -W "-k --keys --paste --enter --submit --wait --wait-for --regex --timeout --request-id --json -t --target --help" -- "$cur")) ;;

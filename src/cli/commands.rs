@@ -523,6 +523,7 @@ fn new(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         history: 0,
         from_pane: None,
         when_behind,
+        direct: config.attach_direct,
     };
     finish_attach(attach::run_attach(&g.paths, &opts, Some(reader))?)
 }
@@ -700,6 +701,7 @@ fn attach_cmd(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     let mut detach_key = config.detach_key.1;
     let mut alt_screen = config.attach_alt_screen;
     let mut lossless = config.attach_lossless;
+    let mut direct = config.attach_direct;
     let mut history = None;
     while let Some(arg) = p.next()? {
         if help_requested(&arg, help::ATTACH) {
@@ -711,6 +713,7 @@ fn attach_cmd(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
             Short('f') | Long("force") => force = true,
             Long("no-alt-screen") => alt_screen = false,
             Long("lossless") => lossless = true,
+            Long("no-direct") => direct = false,
             Long("history") => {
                 let v = p.value()?.string()?;
                 let n: u32 = v.parse().map_err(|_| {
@@ -783,6 +786,7 @@ fn attach_cmd(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         history: history.unwrap_or(config.attach_history as u32),
         from_pane,
         when_behind: when_behind(lossless),
+        direct,
     };
     attach_to(g, client, &opts, detach_others)
 }
@@ -812,6 +816,7 @@ fn default_attach_options(target: String) -> AttachOptions {
         history: config.attach_history as u32,
         from_pane: None,
         when_behind: when_behind(config.attach_lossless),
+        direct: config.attach_direct,
     }
 }
 

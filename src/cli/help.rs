@@ -270,7 +270,7 @@ pane (no process, after a restore) has its reason on the line below.
         summary: "attach this terminal to a pane",
         usage: &[
             "attach [TARGET] [-d] [--read-only] [--detach-key KEY]",
-            "       [--no-alt-screen | --history N] [--lossless] [--force]",
+            "       [--no-alt-screen | --history N] [--lossless] [--no-direct] [--force]",
         ],
         about: "\
 Attaches this terminal to a pane: TARGET, else the focused pane of the
@@ -293,7 +293,13 @@ A terminal slower than the pane's output never slows the pane down: output
 it cannot take is skipped, and once it has caught up it is shown the
 pane's screen, as tmux does. With --lossless (or attach_lossless = true in
 config.toml) it gets every byte instead, for its own scrollback, and the
-pane's program waits for it.",
+pane's program waits for it.
+
+The server writes the pane's output to this terminal itself (the client
+passes it the terminal; keys still go through the client), which saves a
+copy and a process wakeup per byte. --no-direct (or attach_direct = false
+in config.toml, or PTYD_ATTACH_DIRECT=0) keeps output going through the
+client.",
         options: &[
             TARGET,
             opt(
@@ -331,6 +337,12 @@ pane's program waits for it.",
                 "lossless",
                 None,
                 "every byte of output; the pane waits for this terminal",
+            ),
+            opt(
+                None,
+                "no-direct",
+                None,
+                "output through this client, not written by the server to the terminal",
             ),
             opt(
                 Some('f'),

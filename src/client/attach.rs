@@ -85,6 +85,11 @@ pub struct AttachOptions {
     /// and the terminal is shown its screen once it has caught up, as
     /// tmux does) or `Pause` (`--lossless`: every byte, the pane waits).
     pub when_behind: methods::WhenBehind,
+    /// Unix: offer the server this terminal, for it to write the pane's
+    /// output to directly (`attach/direct.rs`); `--no-direct`, config
+    /// `attach_direct = false` or `PTYD_ATTACH_DIRECT=0` keep output
+    /// going through the client.
+    pub direct: bool,
 }
 
 impl AttachOptions {
@@ -232,21 +237,21 @@ struct TerminalOutput {
 
 #[cfg(unix)]
 impl TerminalOutput {
-    /// Writes out the output frames `reader` holds; the payload of an EXIT
-    /// frame among them (what came before it is written first).
-    fn write_buffered(&mut self, reader: &mut FrameReader) -> Result<Option<Value>, ClientError> {
+    /// Writes out the output frames `reader` holds, up to the first frame
+    /// that is not output: how the batch ended (an EXIT frame's payload, a
+    /// frame of the direct-output handshake, or `More`: all written).
+    fn write_buffered(&mut self, reader: &mut FrameReader) -> Result<BatchEnd, ClientError> {
         let batch = reader.take_output();
         match &mut self.line_ends {
             Some(conv) => write_stdout(&conv.convert(&batch.payloads.concat())),
             None => write_stdout_vectored(&batch.payloads),
         }
         match batch.end {
-            BatchEnd::More => Ok(None),
-            BatchEnd::Exit(payload) => Ok(Some(payload)),
             BatchEnd::Oversized => Err(ClientError {
                 code: "protocol_error".into(),
                 message: "oversized frame from server".into(),
             }),
+            end => Ok(end),
         }
     }
 
@@ -347,11 +352,35 @@ pub fn run_attach(
     let mut output = TerminalOutput::default();
     // When the prefix (detach) key was pressed and no second key came yet.
     let mut prefix_at: Option<Instant> = None;
+    let mut direct = direct::DirectOutput::new(opts.direct);
+    // After what this client wrote itself (the alternate screen): the
+    // server holds its output until the answer to DIRECT_ON anyway.
+    direct.offer(reader.stream());
+    // Leaving: the server must be done writing to the terminal before the
+    // caller restores it (DETACH, or DIRECT_PAUSE, sent and answered).
+    let settle = |direct: &mut direct::DirectOutput,
+                  reader: &mut FrameReader,
+                  output: &mut TerminalOutput,
+                  kind: u8,
+                  connected: bool| {
+        if connected {
+            let _ = direct.settle(reader, output, kind);
+        }
+    };
     loop {
         // Frames already buffered first: poll knows nothing of them.
-        if connected && let Some(payload) = output.write_buffered(&mut reader)? {
-            let e = end_from_exit(&payload);
-            return Ok(end(e.message, e.exit_code));
+        if connected {
+            loop {
+                match output.write_buffered(&mut reader)? {
+                    BatchEnd::More | BatchEnd::Oversized => break,
+                    BatchEnd::Exit(payload) => {
+                        let e = end_from_exit(&payload);
+                        return Ok(end(e.message, e.exit_code));
+                    }
+                    BatchEnd::DirectOn => direct.on_direct_on(reader.stream()),
+                    BatchEnd::DirectOff(payload) => direct.on_direct_off(&payload, reader.stream()),
+                }
+            }
         }
         let sock_fd = reader.stream().as_raw_fd();
         let fds = if connected {
@@ -370,6 +399,8 @@ pub fn run_attach(
         })?;
         if ready[1] && signals.drain() {
             if end_flag.load(Ordering::Relaxed) {
+                let pause = frame::client::DIRECT_PAUSE;
+                settle(&mut direct, &mut reader, &mut output, pause, connected);
                 return Ok(end("[ptyd: terminal closed]".into(), 1));
             }
             size = send_size(&reader, connected, size);
@@ -378,6 +409,8 @@ pub fn run_attach(
         if ready[0] {
             match sys::read_stdin(&mut input) {
                 Ok(0) => {
+                    let pause = frame::client::DIRECT_PAUSE;
+                    settle(&mut direct, &mut reader, &mut output, pause, connected);
                     return Ok(end("[ptyd: input closed; detached]".into(), 0));
                 }
                 // A failed read (EINTR, EAGAIN) is tried again on the next turn.
@@ -396,12 +429,22 @@ pub fn run_attach(
         }
         match action {
             Some(PrefixAction::Detach) => {
-                if connected {
-                    let _ = send_frame(reader.stream(), frame::client::DETACH, &[]);
-                }
+                // Waits (bounded) for the server to stop writing to the
+                // terminal: none of its writes may land after the restore.
+                let detach = frame::client::DETACH;
+                settle(&mut direct, &mut reader, &mut output, detach, connected);
                 return Ok(end("[ptyd: detached]".into(), 0));
             }
             Some(PrefixAction::Scroll { page_up }) if connected => {
+                // The scroll mode draws on the terminal: the server must
+                // have stopped writing to it first.
+                let pause = frame::client::DIRECT_PAUSE;
+                if let direct::Settled::Exit(payload) =
+                    direct.settle(&mut reader, &mut output, pause)?
+                {
+                    let e = end_from_exit(&payload);
+                    return Ok(end(e.message, e.exit_code));
+                }
                 let outcome = super::scroll::run(
                     paths,
                     &opts.target,
@@ -414,6 +457,7 @@ pub fn run_attach(
                     super::scroll::Outcome::Done => {
                         size = send_size(&reader, connected, size);
                         let _ = send_frame(reader.stream(), frame::client::REDRAW, &[]);
+                        direct.offer(reader.stream());
                     }
                     super::scroll::Outcome::Exit(payload) => {
                         let e = end_from_exit(&payload);
@@ -435,6 +479,8 @@ pub fn run_attach(
                 Ok(true) => {}
                 Ok(false) | Err(_) => {
                     connected = false;
+                    // The server's copy of the terminal went with it.
+                    direct.reset();
                     lost_at = Instant::now();
                     write_stdout(
                         format!("\r\n[ptyd: connection to the server lost; retrying for {} s; press the detach key to give up]\r\n", RECONNECT_FOR.as_secs())
@@ -458,6 +504,7 @@ pub fn run_attach(
             {
                 reader = r;
                 connected = true;
+                direct.offer(reader.stream());
             }
         }
     }
@@ -684,7 +731,8 @@ pub fn run_mirror(
     }
     let mut kill_sent = false;
     loop {
-        if let Some(payload) = output.write_buffered(&mut reader)? {
+        // A mirror never offers its terminal: no direct-output frames come.
+        if let BatchEnd::Exit(payload) = output.write_buffered(&mut reader)? {
             output.finish();
             return run_ended(&payload, &pane_id, remove, paths);
         }
@@ -710,6 +758,10 @@ pub fn run_mirror(
         }
     }
 }
+
+// Direct output: the server writes to this terminal itself.
+#[cfg(unix)]
+mod direct;
 
 // The Windows console's loops (`ptyd attach`, `ptyd run`).
 #[cfg(windows)]

@@ -413,12 +413,18 @@ pub enum ServerFrame {
 
 /// Decodes the first whole server frame in `buf`, with the bytes it used;
 /// `Ok(None)` until one is complete. An EXIT payload that is not JSON reads
-/// as `null` (the attachment still ends); unknown kinds count as output.
+/// as `null` (the attachment still ends); unknown kinds count as output,
+/// the direct-output handshake's as empty output.
 pub fn decode_server_frame(buf: &[u8]) -> Result<Option<(ServerFrame, usize)>, ClientError> {
     match frame::decode(buf) {
         Ok(Some((f, used))) => {
             let out = match f.kind {
                 frame::server::EXIT => ServerFrame::Exit(exit_payload(f.payload)),
+                // The direct-output handshake carries no terminal bytes;
+                // only a client that offered its terminal gets it.
+                frame::server::DIRECT_ON | frame::server::DIRECT_OFF => {
+                    ServerFrame::Output(Vec::new())
+                }
                 _ => ServerFrame::Output(f.payload.to_vec()),
             };
             Ok(Some((out, used)))
@@ -447,14 +453,20 @@ pub struct OutputBatch<'a> {
     /// Bytes the decoded frames used.
     pub used: usize,
     /// How the batch ended: at the buffer's last whole frame, at an EXIT
-    /// frame (its payload; nothing after it is decoded), or at an
-    /// oversized frame (the payloads before it are still to be written).
+    /// frame (its payload; nothing after it is decoded), at a frame of
+    /// the direct-output handshake (the frames after it are the next
+    /// batch's), or at an oversized frame (the payloads before it are
+    /// still to be written).
     pub end: BatchEnd,
 }
 
 pub enum BatchEnd {
     More,
     Exit(Value),
+    /// `DIRECT_ON`: the server took this client's terminal.
+    DirectOn,
+    /// `DIRECT_OFF`, with its payload: the server writes to it no more.
+    DirectOff(Value),
     Oversized,
 }
 
@@ -468,9 +480,20 @@ pub fn decode_output_batch(buf: &[u8]) -> OutputBatch<'_> {
         match frame::decode(&buf[batch.used..]) {
             Ok(Some((f, used))) => {
                 batch.used += used;
-                if f.kind == frame::server::EXIT {
-                    batch.end = BatchEnd::Exit(exit_payload(f.payload));
-                    return batch;
+                match f.kind {
+                    frame::server::EXIT => {
+                        batch.end = BatchEnd::Exit(exit_payload(f.payload));
+                        return batch;
+                    }
+                    frame::server::DIRECT_ON => {
+                        batch.end = BatchEnd::DirectOn;
+                        return batch;
+                    }
+                    frame::server::DIRECT_OFF => {
+                        batch.end = BatchEnd::DirectOff(exit_payload(f.payload));
+                        return batch;
+                    }
+                    _ => {}
                 }
                 if !f.payload.is_empty() {
                     batch.payloads.push(f.payload);
@@ -647,6 +670,7 @@ mod tests {
                 BatchEnd::More => {}
                 BatchEnd::Exit(v) => break v,
                 BatchEnd::Oversized => panic!("no frame here is oversized"),
+                BatchEnd::DirectOn | BatchEnd::DirectOff(_) => panic!("no direct output here"),
             }
             assert!(reader.fill().unwrap(), "the stream ended before EXIT");
         };

@@ -18,6 +18,17 @@ pub mod server {
     /// Always the last frame: the client should not reconnect when
     /// `reason` is `pane_exited`, `detached`, `server_exit` or `kicked`.
     pub const EXIT: u8 = 2;
+    /// Unix: the server took the terminal the client offered (`client::TTY`)
+    /// and writes the pane's output straight to it once the client has
+    /// answered `client::DIRECT_ACK`; no OUTPUT frame comes until
+    /// `DIRECT_OFF`. Empty payload.
+    pub const DIRECT_ON: u8 = 3;
+    /// The server writes to the client's terminal no more (it never took
+    /// it, the client asked with `client::DIRECT_PAUSE`, the attachment
+    /// ends, a live upgrade, a failed write): output comes in OUTPUT frames
+    /// again, starting with what the server had not written yet. Payload:
+    /// JSON `{"reason": "..."}`.
+    pub const DIRECT_OFF: u8 = 4;
 }
 
 /// Frame kinds sent by the client.
@@ -31,6 +42,18 @@ pub mod client {
     /// Send a full redraw of the pane (the client's screen was used for
     /// something else, e.g. its scroll mode).
     pub const REDRAW: u8 = 4;
+    /// Unix: an offer of the client's terminal, its fd attached to this
+    /// frame by `SCM_RIGHTS` (an open file description of the client's own,
+    /// opened for it). Empty payload. Answered with `server::DIRECT_ON`,
+    /// or `server::DIRECT_OFF` if refused.
+    pub const TTY: u8 = 5;
+    /// The client has written every frame up to `server::DIRECT_ON` to its
+    /// terminal: the server may write to it from now on.
+    pub const DIRECT_ACK: u8 = 6;
+    /// The client is about to draw on its terminal itself (its scroll
+    /// mode, its exit): answered with `server::DIRECT_OFF` once the server
+    /// writes to it no more.
+    pub const DIRECT_PAUSE: u8 = 7;
 }
 
 pub fn encode(kind: u8, payload: &[u8], out: &mut Vec<u8>) {

@@ -194,6 +194,11 @@ pub struct ClientInfo {
     /// `when_behind`).
     #[serde(default)]
     pub when_behind: super::methods::WhenBehind,
+    /// The server writes the pane's output to the client's terminal
+    /// itself (the client passed it: frame mode's direct output), rather
+    /// than sending it OUTPUT frames.
+    #[serde(default)]
+    pub direct: bool,
 }
 
 /// `client.list`.

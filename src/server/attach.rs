@@ -317,6 +317,14 @@ impl Server {
     }
 
     pub(super) fn handle_frame(&mut self, conn: ConnId, kind: u8, payload: &[u8]) {
+        #[cfg(unix)]
+        if matches!(
+            kind,
+            frame::client::TTY | frame::client::DIRECT_ACK | frame::client::DIRECT_PAUSE
+        ) {
+            self.direct_frame(conn, kind);
+            return;
+        }
         let Some(c) = self.conns.get_mut(&conn) else {
             return;
         };
@@ -403,6 +411,64 @@ impl Server {
             // Unknown kinds, and input from read-only clients, are ignored:
             // frames are forward-compatible by design.
             _ => {}
+        }
+    }
+
+    /// The direct-output handshake (`direct_tty.rs`): a `TTY` offer is
+    /// taken (output held for the terminal, `DIRECT_ON` queued) or refused
+    /// (`DIRECT_OFF`, logged); `DIRECT_ACK` starts the writing; a
+    /// `DIRECT_PAUSE` ends it (`DIRECT_OFF`, what the terminal had not
+    /// taken sent as OUTPUT after it). Frames out of turn change nothing.
+    #[cfg(unix)]
+    fn direct_frame(&mut self, conn: ConnId, kind: u8) {
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        if !matches!(c.mode, ConnMode::Attached { .. }) {
+            return;
+        }
+        // The handshake's frames are queued past the output bound (they
+        // must not be refused), so a client that keeps offering or pausing
+        // without reading its socket would grow its queue without end:
+        // past the bound it is dropped as any client that falls behind.
+        if c.queued() > super::connection::MAX_OUTPUT_QUEUE {
+            self.drop_too_slow(conn);
+            return;
+        }
+        match kind {
+            frame::client::TTY => {
+                let offered = c.pending_fd.take();
+                let checked = if c.is_direct() {
+                    Err("this client's terminal is already taken".to_string())
+                } else if c.closing.is_some() {
+                    Err("the attachment is ending".to_string())
+                } else {
+                    match offered {
+                        Some(fd) => super::direct_tty::check_offered(fd),
+                        None => Err("no fd came with the offer".to_string()),
+                    }
+                };
+                let fd = match checked {
+                    Ok(fd) => fd,
+                    Err(why) => {
+                        c.queue_direct_off("refused");
+                        self.log.log(
+                            "direct_refused",
+                            &format!("client {conn} offered its terminal: {why}; output stays on the socket"),
+                        );
+                        return;
+                    }
+                };
+                let token = match c.tty_token {
+                    Some(token) => token,
+                    None => self.alloc_token(Source::Tty(conn)),
+                };
+                if let Some(c) = self.conns.get_mut(&conn) {
+                    c.hold_direct(fd, token);
+                }
+            }
+            frame::client::DIRECT_ACK => c.direct.acknowledge(),
+            _ => c.leave_direct(self.poll.registry(), "paused", true),
         }
     }
 
@@ -525,6 +591,11 @@ impl Server {
         let ConnMode::Attached { pane, .. } = c.mode else {
             return;
         };
+        // Nothing goes to the client's terminal but through the client
+        // from here on: `DIRECT_OFF` and what its terminal had not taken
+        // go before the EXIT frame.
+        #[cfg(unix)]
+        c.leave_direct(self.poll.registry(), "ending", !drop_queue);
         // A view owed a drawing (a client that fell behind, or of another
         // size, when the pane's last output came) is drawn now, whether it
         // caught up or not: nothing will be sent after the EXIT frame.
@@ -656,6 +727,7 @@ impl Server {
                     pid: c.peer.pid,
                     latest: self.latest_client(pane) == Some(*id),
                     when_behind: c.view.when_behind,
+                    direct: c.writes_terminal(),
                 }),
                 _ => None,
             })

@@ -66,6 +66,7 @@ pub const KEYS: &[&str] = &[
     "attach_alt_screen",
     "attach_history",
     "attach_lossless",
+    "attach_direct",
 ];
 
 /// Most lines `attach_history` may print into a terminal at attach.
@@ -139,6 +140,9 @@ pub struct UserConfig {
     /// pause`: the pane waits for a terminal that falls behind) instead of
     /// a redraw once it has caught up.
     pub attach_lossless: bool,
+    /// The attach client passes its terminal to the server, which writes
+    /// the pane's output to it directly (Unix; `--no-direct` per attach).
+    pub attach_direct: bool,
 }
 
 impl Default for UserConfig {
@@ -161,6 +165,7 @@ impl Default for UserConfig {
             attach_alt_screen: true,
             attach_history: 3000,
             attach_lossless: false,
+            attach_direct: true,
         }
     }
 }
@@ -203,6 +208,7 @@ impl UserConfig {
         m.insert("attach_alt_screen".into(), json!(self.attach_alt_screen));
         m.insert("attach_history".into(), json!(self.attach_history));
         m.insert("attach_lossless".into(), json!(self.attach_lossless));
+        m.insert("attach_direct".into(), json!(self.attach_direct));
         m
     }
 }
@@ -461,6 +467,13 @@ pub fn parse(path: &Path, text: &str) -> (UserConfig, Vec<String>) {
                 Ok(v) => config.attach_lossless = v,
                 Err(e) => problems.push(format!(
                     "{place}: attach_lossless must be true or false ({}); using the default false",
+                    e.message().trim()
+                )),
+            },
+            "attach_direct" => match bool::deserialize(ValueDeserializer::from(value)) {
+                Ok(v) => config.attach_direct = v,
+                Err(e) => problems.push(format!(
+                    "{place}: attach_direct must be true or false ({}); using the default true",
                     e.message().trim()
                 )),
             },

@@ -100,6 +100,16 @@ impl Server {
             ConnMode::Attached { .. } => frame::MAX_FRAME_PAYLOAD + frame::HEADER_LEN,
         };
         let outcome = conn.read_some(CONN_READ_BUDGET, limit);
+        if conn.refused_fds > 0 {
+            let n = std::mem::take(&mut conn.refused_fds);
+            self.log.log(
+                "fds_refused",
+                &format!(
+                    "client {id} sent {n} fd(s) beyond the one a frame may claim (or cut off by \
+                     the kernel); closed them"
+                ),
+            );
+        }
         self.handle_input_buffer(id);
         self.enforce_partial_line_budget(id);
         match outcome {
@@ -110,6 +120,10 @@ impl Server {
                 if let Some(conn) = self.conns.get_mut(&id) {
                     // Answer what was asked before the peer shut its side, then close.
                     conn.inbuf.clear();
+                    // Its terminal is its user's again at once: not one
+                    // more byte from us (the client may have restored it).
+                    #[cfg(unix)]
+                    conn.leave_direct(self.poll.registry(), "closed", false);
                     if let ConnMode::Attached { pane, .. } = conn.mode {
                         was_attached = true;
                         conn.mode = ConnMode::Rpc;
@@ -313,10 +327,37 @@ impl Server {
         };
         let _ = self.poll.registry().deregister(&mut conn.stream);
         self.sources.remove(&conn.token);
+        #[cfg(unix)]
+        {
+            if let Some(mut tty) = conn.direct.take() {
+                tty.deregister(self.poll.registry());
+            }
+            if let Some(token) = conn.tty_token {
+                self.sources.remove(&token);
+            }
+        }
         if let ConnMode::Attached { pane, .. } = conn.mode {
             self.note_detached(id, pane, "connection closed");
         }
         self.waits.retain(|_, w| w.conn != id);
+    }
+
+    /// Every connection back to the socket path (`Connection::leave_direct`).
+    #[cfg(unix)]
+    pub(super) fn leave_direct_all(&mut self, reason: &str) {
+        let registry = self.poll.registry();
+        for conn in self.conns.values_mut() {
+            conn.leave_direct(registry, reason, true);
+        }
+    }
+
+    /// Poll reported a client's terminal writable (direct output): the
+    /// next flush writes to it again.
+    #[cfg(unix)]
+    pub(super) fn on_tty_ready(&mut self, id: ConnId) {
+        if let Some(conn) = self.conns.get_mut(&id) {
+            conn.direct.write_ready();
+        }
     }
 
     /// Sends a response line, disconnecting a client that stopped reading.

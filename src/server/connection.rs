@@ -15,7 +15,9 @@ use crate::protocol::methods::WhenBehind;
 use crate::sys::PeerCred;
 use mio::Token;
 use std::collections::VecDeque;
-use std::io::{self, Read, Write};
+#[cfg(windows)]
+use std::io::Read;
+use std::io::{self, Write};
 use std::time::{Duration, Instant};
 
 /// Output owed to one client beyond which it is judged too slow.
@@ -50,6 +52,12 @@ const CAUGHT_UP_CELLS_PER_BYTE: usize = 8;
 
 /// Input buffer capacity a connection keeps between requests.
 const INBUF_KEEP: usize = 64 << 10;
+
+/// Room for fds in each read of a connection (Unix): a client passes one
+/// at a time (its terminal, `direct_tty.rs`); a few more are received only
+/// to be closed at once rather than cut off by the kernel unseen.
+#[cfg(unix)]
+const FDS_PER_READ: usize = 4;
 
 pub type ConnId = usize;
 
@@ -169,6 +177,21 @@ pub struct Connection {
     /// every read the client makes raises a writable edge, so a keystroke's
     /// echo woke the loop a third time for nothing (issue 18).
     write_interest: bool,
+    /// Unix: where terminal output goes: the socket, or the client's
+    /// terminal itself (`direct_tty.rs`).
+    #[cfg(unix)]
+    pub direct: super::direct_tty::Direct,
+    /// Unix: the token of this connection's terminal, once it offered one
+    /// (kept for the connection's life, so offers do not use up tokens).
+    #[cfg(unix)]
+    pub tty_token: Option<Token>,
+    /// Unix: an fd the client sent and no frame claimed yet (at most one:
+    /// more are closed as they come); a `TTY` frame takes it.
+    #[cfg(unix)]
+    pub pending_fd: Option<std::os::fd::OwnedFd>,
+    /// Fds received beyond the one kept, or cut off by the kernel
+    /// (`MSG_CTRUNC`), since the server last logged it.
+    pub refused_fds: usize,
 }
 
 impl Connection {
@@ -195,6 +218,13 @@ impl Connection {
             input_held: None,
             write_blocked: false,
             write_interest: true,
+            #[cfg(unix)]
+            direct: super::direct_tty::Direct::Off,
+            #[cfg(unix)]
+            tty_token: None,
+            #[cfg(unix)]
+            pending_fd: None,
+            refused_fds: 0,
         }
     }
 
@@ -211,10 +241,20 @@ impl Connection {
     /// if it drained meanwhile, so no edge is missed. A failed
     /// re-registration leaves the interests as they were.
     pub fn sync_write_interest(&mut self, registry: &mio::Registry) {
+        #[cfg(unix)]
+        {
+            if let Some(why) = self.direct.failure() {
+                let reason = format!("write_failed: {why}");
+                self.leave_direct(registry, &reason, true);
+            }
+            let awaits = self.awaits_catch_up();
+            self.direct.sync_registration(registry, awaits);
+        }
         if !super::listener::WRITE_INTEREST_FOLLOWS_OUTPUT {
             return;
         }
-        let want = self.write_blocked || self.awaits_catch_up();
+        // A direct client's catching up is its terminal's, not its socket's.
+        let want = self.write_blocked || (self.awaits_catch_up() && !self.is_direct());
         if want == self.write_interest {
             return;
         }
@@ -237,8 +277,42 @@ impl Connection {
         self.write_blocked = false;
     }
 
+    /// Output owed to the client: on its socket, and (direct output) for
+    /// its terminal.
     pub fn queued(&self) -> usize {
+        self.socket_queued() + self.tty_queued()
+    }
+
+    fn socket_queued(&self) -> usize {
         self.out.len() - self.out_pos
+    }
+
+    #[cfg(unix)]
+    fn tty_queued(&self) -> usize {
+        self.direct.queued()
+    }
+
+    #[cfg(not(unix))]
+    fn tty_queued(&self) -> usize {
+        0
+    }
+
+    /// The server writes this client's output to its terminal itself
+    /// (direct output, acknowledged by the client).
+    pub fn writes_terminal(&self) -> bool {
+        #[cfg(unix)]
+        return self.direct.is_on();
+        #[cfg(not(unix))]
+        false
+    }
+
+    /// Output goes straight to the client's terminal (or is held for it
+    /// until the client acknowledges: `direct_tty.rs`).
+    pub fn is_direct(&self) -> bool {
+        #[cfg(unix)]
+        return self.direct.takes_output();
+        #[cfg(not(unix))]
+        false
     }
 
     /// Cells of an attached client's screen (0 if not attached).
@@ -252,7 +326,14 @@ impl Connection {
     /// Output written to the socket that the client has not read yet
     /// (where the OS tells: `sys::socket_unread`).
     fn unread(&self) -> usize {
-        crate::sys::socket_unread(&self.stream).unwrap_or(0)
+        let socket = crate::sys::socket_unread(&self.stream).unwrap_or(0);
+        // Direct: and what its terminal holds (the socket may still hold
+        // frames from before the switch).
+        #[cfg(unix)]
+        if self.direct.takes_output() {
+            return socket + self.direct.unread();
+        }
+        socket
     }
 
     /// The client has not taken more output than a redraw client may fall
@@ -318,6 +399,11 @@ impl Connection {
         if self.queued() + payload.len() + frame::HEADER_LEN > MAX_OUTPUT_QUEUE {
             return false;
         }
+        #[cfg(unix)]
+        if kind == frame::server::OUTPUT && self.direct.takes_output() {
+            self.direct.push(payload);
+            return true;
+        }
         frame::encode(kind, payload, &mut self.out);
         self.msg_ends.push_back(self.out.len());
         true
@@ -343,7 +429,11 @@ impl Connection {
     /// Writes as much queued output as the socket takes. Errors other than
     /// WouldBlock mean the client is gone.
     pub fn flush(&mut self) -> io::Result<()> {
-        if self.out_pos == self.out.len() {
+        #[cfg(unix)]
+        if self.direct.write() {
+            self.last_progress = Instant::now();
+        }
+        if self.queued() == 0 {
             self.last_progress = Instant::now();
         }
         if self.write_blocked {
@@ -412,7 +502,7 @@ impl Connection {
                 return ReadOutcome::Budget;
             }
             let room = scratch.len().min(limit - self.inbuf.len());
-            match self.stream.read(&mut scratch[..room]) {
+            match self.receive(&mut scratch[..room]) {
                 Ok(0) => return ReadOutcome::Closed,
                 Ok(n) => {
                     self.inbuf.extend_from_slice(&scratch[..n]);
@@ -427,6 +517,78 @@ impl Connection {
 }
 
 impl Connection {
+    /// One read of the socket. Unix: `recvmsg` with room for a few fds,
+    /// received close-on-exec and owned, so whatever fds a client sends
+    /// are closed unless a frame claims them: one is kept for a `TTY`
+    /// frame (`pending_fd`), the others, and all of a read the kernel cut
+    /// short (`MSG_CTRUNC`), are closed at once and counted.
+    #[cfg(unix)]
+    fn receive(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let got = crate::sys::recv_with_fds(&self.stream, buf, FDS_PER_READ)?;
+        if got.truncated {
+            self.refused_fds += got.fds.len().max(1);
+        } else {
+            for fd in got.fds {
+                if self.pending_fd.is_none() {
+                    self.pending_fd = Some(fd);
+                } else {
+                    self.refused_fds += 1;
+                }
+            }
+        }
+        Ok(got.len)
+    }
+
+    #[cfg(not(unix))]
+    fn receive(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.stream.read(buf)
+    }
+
+    /// Queues a frame past the output bound: the small frames of the
+    /// direct-output handshake, and the output a terminal had not taken
+    /// (already counted against the bound), must not be refused.
+    #[cfg(unix)]
+    fn queue_frame_unbounded(&mut self, kind: u8, payload: &[u8]) {
+        frame::encode(kind, payload, &mut self.out);
+        self.msg_ends.push_back(self.out.len());
+    }
+
+    /// Tells the client its terminal is not (or no longer) written to by
+    /// the server: `DIRECT_OFF` with `reason`.
+    #[cfg(unix)]
+    pub fn queue_direct_off(&mut self, reason: &str) {
+        let body = serde_json::to_vec(&serde_json::json!({ "reason": reason })).unwrap_or_default();
+        self.queue_frame_unbounded(frame::server::DIRECT_OFF, &body);
+    }
+
+    /// Takes an offered terminal (already checked, `direct_tty::check_offered`):
+    /// output is held for it from now on, and `DIRECT_ON` queued.
+    #[cfg(unix)]
+    pub fn hold_direct(&mut self, fd: std::os::fd::OwnedFd, token: Token) {
+        self.tty_token = Some(token);
+        self.direct = super::direct_tty::Direct::Held(super::direct_tty::TtyOut::new(fd, token));
+        self.queue_frame_unbounded(frame::server::DIRECT_ON, &[]);
+    }
+
+    /// Back to the socket path, whatever the state: `DIRECT_OFF` queued,
+    /// then (with `keep_output`) what the terminal had not taken as OUTPUT
+    /// frames, and the terminal's fd closed. The client writes those frames
+    /// after everything the server wrote to its terminal, so order holds.
+    /// Nothing to do (and nothing sent) when not direct.
+    #[cfg(unix)]
+    pub fn leave_direct(&mut self, registry: &mio::Registry, reason: &str, keep_output: bool) {
+        let Some(mut tty) = self.direct.take() else {
+            return;
+        };
+        tty.deregister(registry);
+        self.queue_direct_off(reason);
+        if keep_output {
+            for chunk in tty.unwritten().chunks(frame::MAX_FRAME_PAYLOAD) {
+                self.queue_frame_unbounded(frame::server::OUTPUT, chunk);
+            }
+        }
+    }
+
     /// What a live upgrade carries of the output queue: the output owed
     /// from the start of the message being written, how much of it
     /// already went out, and where each queued message ends in it. The new
@@ -476,6 +638,7 @@ impl Connection {
 mod tests {
     use super::*;
     use mio::net::UnixStream;
+    use std::io::Read;
 
     /// Reads everything the peer has, flushing `conn` as the socket drains.
     fn read_all(conn: &mut Connection, peer: &mut std::os::unix::net::UnixStream) -> Vec<u8> {

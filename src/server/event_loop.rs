@@ -116,6 +116,8 @@ impl Server {
                 Some(Source::Pane(id)) => self.on_pane_ready(id, event),
                 Some(Source::Conn(id)) => self.on_conn_ready(id, event),
                 Some(Source::Pidfd(id)) => self.on_pidfd(id),
+                #[cfg(unix)]
+                Some(Source::Tty(id)) => self.on_tty_ready(id),
                 None => {}
             },
         }
@@ -149,6 +151,8 @@ impl Server {
                 Source::Pane(id) => self.read_pane_paced(id),
                 Source::Conn(id) => self.read_conn(id, false),
                 Source::Pidfd(id) => self.on_pidfd(id),
+                #[cfg(unix)]
+                Source::Tty(id) => self.on_tty_ready(id),
             }
         }
     }

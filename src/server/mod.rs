@@ -25,6 +25,8 @@ mod conn_io;
 mod connection;
 mod defaults;
 mod diagnostics;
+#[cfg(unix)]
+mod direct_tty;
 mod event_loop;
 mod events;
 mod fd_budget;
@@ -110,6 +112,10 @@ enum Source {
     Conn(ConnId),
     /// The pidfd of a pane's process inherited from an earlier generation.
     Pidfd(u64),
+    /// A client's terminal the server writes to directly (`direct_tty.rs`),
+    /// registered while it is full.
+    #[cfg(unix)]
+    Tty(ConnId),
 }
 
 /// All mutable state the loop owns. Nothing else touches it.

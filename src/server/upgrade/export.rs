@@ -474,6 +474,13 @@ impl Server {
     /// carried, and the manifest goes out with the first fd batch.
     pub(super) fn pause_and_send_manifest(&mut self, pre: Precopied) -> Result<Transfer, String> {
         let pause_started_mono_us = crate::sys::monotonic_usec();
+        // The new server gets socket-path connections only: a client's
+        // terminal (direct output) is not handed over. What it had not
+        // taken goes onto the socket behind DIRECT_OFF, which also asks
+        // the client to offer its terminal again (to whichever server
+        // serves it next: the new one, or this one after a rollback).
+        #[cfg(unix)]
+        self.leave_direct_all("upgrade");
         // Last chance for queued output to leave while it is still ours.
         self.flush_conns();
         self.serving.pause()?;
