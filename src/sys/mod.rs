@@ -86,8 +86,8 @@ pub use unix::{
     peer_cred, peer_hung_up, poll_readable, raise_fd_limit, read_stdin, reap_any_child,
     restore_stdin_mode, send_with_fds, set_cloexec, set_nonblocking_cloexec, setsid_on_exec,
     signal_by_name, signal_exists, signal_name, stdin_raw_mode, take_inherited_fd, terminal_size,
-    try_lock_exclusive, user_shell, wait_child, wait_writable, with_starting_fd_limit,
-    write_stdout, write_stdout_vectored,
+    try_lock_exclusive, user_shell, wait_child, wait_writable, with_starting_fd_limit, write_fd,
+    write_fd_vectored,
 };
 
 #[cfg(windows)]

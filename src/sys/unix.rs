@@ -472,35 +472,35 @@ pub fn read_stdin(buf: &mut [u8]) -> io::Result<usize> {
     Ok(n as usize)
 }
 
-/// One `write(2)` to standard output, unbuffered (std's `Stdout` buffers
-/// lines, and a non-blocking terminal needs each short write seen).
-pub fn write_stdout(buf: &[u8]) -> io::Result<usize> {
-    let n = syscall!(write(1, buf.as_ptr().cast(), buf.len()))?;
+/// One `write(2)` to `fd` (the attach client's terminal, or its stdout).
+pub fn write_fd(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
+    let n = syscall!(write(fd, buf.as_ptr().cast(), buf.len()))?;
     Ok(n as usize)
 }
 
-/// One `writev(2)` to standard output: pane output written straight from
-/// the buffer it was received in, several frames' payloads at once. At
-/// most `IOV_MAX` (1024) slices are taken; the count written says how far
-/// it got.
-pub fn write_stdout_vectored(bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+/// One `writev(2)` to `fd`: pane output written straight from the buffer
+/// it was received in, several frames' payloads at once. At most
+/// `IOV_MAX` (1024) slices are taken; the count written says how far it
+/// got.
+pub fn write_fd_vectored(fd: RawFd, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
     // `IoSlice` is ABI-compatible with `struct iovec` (std guarantees it
     // on Unix), so the slice can be passed as the iovec array.
     let count = bufs.len().min(1024) as libc::c_int;
-    let n = syscall!(writev(1, bufs.as_ptr().cast::<libc::iovec>(), count))?;
+    let n = syscall!(writev(fd, bufs.as_ptr().cast::<libc::iovec>(), count))?;
     Ok(n as usize)
 }
 
-/// Waits, without a time limit, until `fd` can be written to (or is hung
-/// up or in error, which the next write reports).
-pub fn wait_writable(fd: RawFd) -> io::Result<()> {
+/// Waits at most `timeout` until `fd` can be written to (or is hung up or
+/// in error, which the next write reports). Whether it can; a signal
+/// interrupting the wait is an `Interrupted` error.
+pub fn wait_writable(fd: RawFd, timeout: Duration) -> io::Result<bool> {
     let mut pfd = libc::pollfd {
         fd,
         events: libc::POLLOUT,
         revents: 0,
     };
-    syscall!(poll(&mut pfd, 1, -1))?;
-    Ok(())
+    let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+    Ok(syscall!(poll(&mut pfd, 1, ms))? > 0)
 }
 
 /// poll(2) for input over a few fds, at most `timeout` (`None`: no limit).
