@@ -622,17 +622,32 @@ fn a_client_blocked_on_its_terminal_ends_when_told_to() {
     let mut c = ptyd.connect();
     let (master, client) = attach_in_pty(&ptyd, &[&id, "--no-direct", "--lossless"]);
     c.type_line(&id, "while :; do seq 1 100000; done");
-    // The terminal's buffer full: the client waits in a write.
+    let canonical = |master: &File| {
+        let t = nix::sys::termios::tcgetattr(master).expect("tcgetattr");
+        t.local_flags
+            .contains(nix::sys::termios::LocalFlags::ICANON)
+    };
+    // The terminal's buffer full: the client waits in a write (in raw
+    // mode, as attached).
     util::eventually("the terminal to fill up", || {
         let mut n: libc::c_int = 0;
         // SAFETY: FIONREAD writes one int through the pointer given.
         unsafe { libc::ioctl(master.as_raw_fd(), libc::FIONREAD, &mut n) };
         (n > 1024).then_some(())
     });
+    let canonical_before = canonical(&master);
     let pid = client.as_child().id() as i32;
     // SAFETY: kill has no memory-safety preconditions.
     unsafe { libc::kill(pid, libc::SIGTERM) };
     wait_gone(pid, "the blocked client told to end");
+    assert!(
+        !canonical_before,
+        "the attached client's terminal was not raw"
+    );
+    assert!(
+        canonical(&master),
+        "the client ended without giving the terminal its mode back"
+    );
 }
 
 #[test]

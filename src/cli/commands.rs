@@ -547,9 +547,9 @@ fn explain_split(e: client::ClientError, split: Option<&str>) -> CliError {
 
 fn finish_attach(end: attach::AttachEnd) -> Result<i32, CliError> {
     if end.screen_restored {
-        attach::print_end(&end.message);
+        eprintln!("{}", end.message);
     } else {
-        attach::print_end(&format!("\n{}", end.message));
+        eprintln!("\n{}", end.message);
     }
     Ok(end.exit_code)
 }

@@ -140,11 +140,14 @@ impl Drop for RawMode {
 
 #[cfg(unix)]
 fn restore_terminal() {
-    if let Some(original) = SAVED_TERMIOS
+    // A copy, and the lock let go at once: the end watchdog restores the
+    // mode from it if the writes below find a terminal that stopped
+    // reading. Cleared once done (a second call does nothing).
+    let saved = SAVED_TERMIOS
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .take()
-    {
+        .clone();
+    if let Some(original) = saved {
         let mut out = Vec::new();
         if ALT_SCREEN.swap(false, Ordering::Relaxed) {
             // Back to the screen of before the attach, cursor and all.
@@ -161,7 +164,56 @@ fn restore_terminal() {
         }
         write_stdout(&out);
         let _ = sys::restore_stdin_mode(&original);
+        *SAVED_TERMIOS.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
+}
+
+#[cfg(unix)]
+/// How long a client told to end (SIGTERM, SIGHUP, SIGINT) may take.
+const END_GRACE: Duration = Duration::from_secs(2);
+
+#[cfg(unix)]
+/// Makes sure a client told to end does end: its writes to the terminal
+/// block while the terminal takes nothing (XOFF, a frozen outer terminal),
+/// and a blocking write is restarted after the signal, so the loop that
+/// would act on it never runs. A watchdog thread, woken by the signal,
+/// gives the client [`END_GRACE`] to end on its own, then puts the
+/// terminal's mode back (without waiting for its output to drain, which
+/// never comes) and exits. Once per process.
+fn start_end_watchdog() {
+    static STARTED: std::sync::Once = std::sync::Once::new();
+    STARTED.call_once(|| {
+        let Ok((mut read, write)) = UnixStream::pair() else {
+            return;
+        };
+        // The handler's write must never block.
+        if write.set_nonblocking(true).is_err() {
+            return;
+        }
+        for sig in [sys::SIGTERM, sys::SIGHUP, sys::SIGINT] {
+            if let Ok(fd) = write.try_clone() {
+                let _ =
+                    signal_hook::low_level::pipe::register_raw(sig, std::os::fd::OwnedFd::from(fd));
+            }
+        }
+        let _ = std::thread::Builder::new()
+            .name("end-watchdog".into())
+            .spawn(move || {
+                let mut byte = [0u8; 1];
+                if !matches!(read.read(&mut byte), Ok(1)) {
+                    return;
+                }
+                std::thread::sleep(END_GRACE);
+                if let Ok(saved) = SAVED_TERMIOS.try_lock()
+                    && let Some(mode) = saved.as_ref()
+                {
+                    let _ = sys::restore_stdin_mode_now(mode);
+                }
+                // SAFETY: ends the process at once, with no destructors or
+                // buffered writes that could block again.
+                unsafe { libc::_exit(1) };
+            });
+    });
 }
 
 #[cfg(unix)]
@@ -264,110 +316,24 @@ impl TerminalOutput {
 }
 
 #[cfg(unix)]
-/// Set by a terminating signal (SIGTERM, SIGHUP, SIGINT) during an
-/// attachment: from then on a write the terminal does not take within
-/// [`GIVE_UP_AFTER`] is dropped, so a client whose terminal stopped reading
-/// (XOFF, a frozen outer terminal) still ends when told to, instead of
-/// waiting in its restoring write for ever.
-static TERMINATING: AtomicBool = AtomicBool::new(false);
-
-#[cfg(unix)]
-const GIVE_UP_AFTER: Duration = Duration::from_secs(1);
-
-#[cfg(unix)]
-/// Where the client writes: the terminal on stdout opened afresh,
-/// non-blocking (its own open file description, so the mode never reaches
-/// the user's shell, which shares stdout's), so a full terminal is waited
-/// for by poll(2), which a signal interrupts; a blocking write(2) is
-/// restarted after the signal instead. Stdout itself (fd 1) when it is not
-/// a terminal or cannot be opened again.
-fn out_fd() -> RawFd {
-    use std::os::fd::OwnedFd;
-    // The same opening as the one offered to the server, a file of its own.
-    static TERMINAL: std::sync::OnceLock<Option<OwnedFd>> = std::sync::OnceLock::new();
-    TERMINAL
-        .get_or_init(|| {
-            if !std::io::IsTerminal::is_terminal(&io::stdout()) {
-                return None;
-            }
-            direct::open_terminal().ok()
-        })
-        .as_ref()
-        .map_or(1, |fd| fd.as_raw_fd())
-}
-
-/// Writes the line that says why an attachment ended to stderr. Unix: when
-/// stderr is the terminal the client wrote to, through the same writes,
-/// which a terminating signal bounds (a terminal that stopped reading must
-/// not hold a client told to end in this last write; the signal may come
-/// while it waits).
-pub fn print_end(line: &str) {
-    #[cfg(unix)]
-    if stderr_is_our_terminal() {
-        write_stdout(format!("{line}\n").as_bytes());
-        return;
-    }
-    eprintln!("{line}");
-}
-
-#[cfg(unix)]
-/// Stderr and stdout are the same terminal.
-fn stderr_is_our_terminal() -> bool {
-    use std::io::IsTerminal;
-    use std::os::fd::AsFd;
-    let device =
-        |fd: std::os::fd::BorrowedFd<'_>| nix::sys::stat::fstat(fd).ok().map(|s| s.st_rdev);
-    io::stderr().is_terminal()
-        && io::stdout().is_terminal()
-        && device(io::stderr().as_fd()) == device(io::stdout().as_fd())
-}
-
-#[cfg(unix)]
-/// After a write found the terminal full (or a signal cut it short):
-/// whether to try again. Waits until it has room; once terminating, for at
-/// most [`GIVE_UP_AFTER`] in all (`waited` counts it).
-fn wait_for_room(fd: RawFd, waited: &mut Duration) -> bool {
-    let terminating = TERMINATING.load(Ordering::Relaxed);
-    if terminating && *waited >= GIVE_UP_AFTER {
-        return false;
-    }
-    let step = Duration::from_millis(100);
-    match sys::wait_writable(fd, step) {
-        Ok(false) if terminating => *waited += step,
-        Ok(_) => {}
-        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-        Err(_) => return false,
-    }
-    true
-}
-
-#[cfg(unix)]
-/// Writes all of `chunks` to the terminal in order, as few writev(2) calls
-/// as it allows, waiting while it is full. Errors end the write silently,
-/// as `write_stdout`'s do.
+/// Writes all of `chunks` to fd 1 in order, as few writev(2) calls as the
+/// terminal allows, waiting while it is full. Errors end the write
+/// silently, as `write_stdout`'s do.
 fn write_stdout_vectored(chunks: &[&[u8]]) {
     match chunks {
         [] => return,
         [one] => return write_stdout(one),
         _ => {}
     }
-    let fd = out_fd();
-    let mut waited = Duration::ZERO;
     let mut slices: Vec<io::IoSlice<'_>> = chunks.iter().map(|c| io::IoSlice::new(c)).collect();
     let mut rest = &mut slices[..];
     while !rest.is_empty() {
-        match sys::write_fd_vectored(fd, rest) {
+        match sys::write_stdout_vectored(rest) {
             Ok(0) => return,
             Ok(n) => io::IoSlice::advance_slices(&mut rest, n),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock
-                ) =>
-            {
-                if !wait_for_room(fd, &mut waited) {
-                    return;
-                }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                let _ = sys::wait_writable(1);
             }
             Err(_) => return,
         }
@@ -375,26 +341,17 @@ fn write_stdout_vectored(chunks: &[&[u8]]) {
 }
 
 #[cfg(unix)]
-/// Writes all of `bytes` to the terminal, waiting while it is full (once
-/// terminating, for a bounded time: [`TERMINATING`]). Errors end the write
-/// silently, as before: the terminal is gone and the attachment ends
+/// Writes all of `bytes` to fd 1, waiting while it is full. Errors end the
+/// write silently, as before: the terminal is gone and the attachment ends
 /// through its other fds.
 pub(super) fn write_stdout(mut bytes: &[u8]) {
-    let fd = out_fd();
-    let mut waited = Duration::ZERO;
     while !bytes.is_empty() {
-        match sys::write_fd(fd, bytes) {
+        match sys::write_stdout(bytes) {
             Ok(0) => return,
             Ok(n) => bytes = &bytes[n..],
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock
-                ) =>
-            {
-                if !wait_for_room(fd, &mut waited) {
-                    return;
-                }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                let _ = sys::wait_writable(1);
             }
             Err(_) => return,
         }
@@ -426,12 +383,8 @@ pub fn run_attach(
     let end_flag = Arc::new(AtomicBool::new(false));
     for sig in [sys::SIGTERM, sys::SIGHUP, sys::SIGINT] {
         let _ = signal_hook::flag::register(sig, Arc::clone(&end_flag));
-        // SAFETY: the action only stores to an atomic, which is
-        // async-signal-safe.
-        let _ = unsafe {
-            signal_hook::low_level::register(sig, || TERMINATING.store(true, Ordering::Relaxed))
-        };
     }
+    start_end_watchdog();
     let raw = RawMode::enter();
     if raw.is_some() && opts.alt_screen {
         // Saves the cursor and the screen as they are: detaching gives them

@@ -438,6 +438,7 @@ pub fn terminal_size(fd: &impl AsRawFd) -> Option<(u16, u16)> {
 }
 
 /// Standard input's terminal mode, as saved before switching to raw mode.
+#[derive(Clone)]
 pub struct StdinMode(nix::sys::termios::Termios);
 
 fn stdin_fd() -> std::os::fd::BorrowedFd<'static> {
@@ -465,6 +466,14 @@ pub fn restore_stdin_mode(mode: &StdinMode) -> io::Result<()> {
     Ok(())
 }
 
+/// [`restore_stdin_mode`] without waiting for the output to drain, which a
+/// terminal that stopped reading never does.
+pub fn restore_stdin_mode_now(mode: &StdinMode) -> io::Result<()> {
+    use nix::sys::termios::{self, SetArg};
+    termios::tcsetattr(stdin_fd(), SetArg::TCSANOW, &mode.0)?;
+    Ok(())
+}
+
 /// One `read(2)` from standard input, unbuffered (std's `Stdin` buffers,
 /// and bytes held in its buffer would be invisible to `poll`).
 pub fn read_stdin(buf: &mut [u8]) -> io::Result<usize> {
@@ -472,35 +481,35 @@ pub fn read_stdin(buf: &mut [u8]) -> io::Result<usize> {
     Ok(n as usize)
 }
 
-/// One `write(2)` to `fd` (the attach client's terminal, or its stdout).
-pub fn write_fd(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
-    let n = syscall!(write(fd, buf.as_ptr().cast(), buf.len()))?;
+/// One `write(2)` to standard output, unbuffered (std's `Stdout` buffers
+/// lines, and a non-blocking terminal needs each short write seen).
+pub fn write_stdout(buf: &[u8]) -> io::Result<usize> {
+    let n = syscall!(write(1, buf.as_ptr().cast(), buf.len()))?;
     Ok(n as usize)
 }
 
-/// One `writev(2)` to `fd`: pane output written straight from the buffer
-/// it was received in, several frames' payloads at once. At most
-/// `IOV_MAX` (1024) slices are taken; the count written says how far it
-/// got.
-pub fn write_fd_vectored(fd: RawFd, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+/// One `writev(2)` to standard output: pane output written straight from
+/// the buffer it was received in, several frames' payloads at once. At
+/// most `IOV_MAX` (1024) slices are taken; the count written says how far
+/// it got.
+pub fn write_stdout_vectored(bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
     // `IoSlice` is ABI-compatible with `struct iovec` (std guarantees it
     // on Unix), so the slice can be passed as the iovec array.
     let count = bufs.len().min(1024) as libc::c_int;
-    let n = syscall!(writev(fd, bufs.as_ptr().cast::<libc::iovec>(), count))?;
+    let n = syscall!(writev(1, bufs.as_ptr().cast::<libc::iovec>(), count))?;
     Ok(n as usize)
 }
 
-/// Waits at most `timeout` until `fd` can be written to (or is hung up or
-/// in error, which the next write reports). Whether it can; a signal
-/// interrupting the wait is an `Interrupted` error.
-pub fn wait_writable(fd: RawFd, timeout: Duration) -> io::Result<bool> {
+/// Waits, without a time limit, until `fd` can be written to (or is hung
+/// up or in error, which the next write reports).
+pub fn wait_writable(fd: RawFd) -> io::Result<()> {
     let mut pfd = libc::pollfd {
         fd,
         events: libc::POLLOUT,
         revents: 0,
     };
-    let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
-    Ok(syscall!(poll(&mut pfd, 1, ms))? > 0)
+    syscall!(poll(&mut pfd, 1, -1))?;
+    Ok(())
 }
 
 /// poll(2) for input over a few fds, at most `timeout` (`None`: no limit).

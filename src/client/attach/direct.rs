@@ -222,7 +222,7 @@ impl DirectOutput {
 
 /// The terminal on stdout, opened afresh: write-only, not as a controlling
 /// terminal, non-blocking and close-on-exec (std's default).
-pub(super) fn open_terminal() -> io::Result<OwnedFd> {
+fn open_terminal() -> io::Result<OwnedFd> {
     let path = nix::unistd::ttyname(io::stdout().as_fd()).map_err(io::Error::from)?;
     let file = std::fs::OpenOptions::new()
         .write(true)
