@@ -587,10 +587,67 @@ fn a_lossless_client_whose_terminal_stops_reading_holds_its_pane_then_is_dropped
     // Within the test's timeout: the stall limit is 10 s.
     let detached = ev.wait_event("client.detached", &id);
     assert_eq!(detached["reason"], "too_slow", "{detached}");
-    // The client blocks restoring a terminal nobody reads (SIGTERM waits
-    // for that write): killed at once rather than after the grace period.
+    // The client's restoring write finds a terminal nobody reads: told to
+    // end, it gives that write up (bounded) and ends; it used to wait in
+    // it for ever, SIGTERM or not.
+    let pid = client.as_child().id() as i32;
     // SAFETY: kill has no memory-safety preconditions.
-    unsafe { libc::kill(client.as_child().id() as i32, libc::SIGKILL) };
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    wait_gone(pid, "the client told to end");
+}
+
+/// Waits (bounded) until process `pid` has ended; what it waits in
+/// otherwise (its syscall and kernel stack) goes into the failure.
+fn wait_gone(pid: i32, what: &str) {
+    util::eventually(what, || {
+        if util::process_gone(pid) {
+            Ok(())
+        } else {
+            let proc = |f: &str| std::fs::read_to_string(format!("/proc/{pid}/{f}"));
+            Err(format!(
+                "in syscall {:?}, {:?}",
+                proc("syscall"),
+                proc("stack")
+            ))
+        }
+    });
+}
+
+/// The same through the socket path: the client itself blocked writing
+/// pane output to a terminal nobody reads still ends on SIGTERM.
+#[test]
+fn a_client_blocked_on_its_terminal_ends_when_told_to() {
+    let ptyd = Ptyd::start();
+    let id = ptyd.create_argv(&["/bin/sh"]);
+    let mut c = ptyd.connect();
+    let (master, client) = attach_in_pty(&ptyd, &[&id, "--no-direct", "--lossless"]);
+    c.type_line(&id, "while :; do seq 1 100000; done");
+    let canonical = |master: &File| {
+        let t = nix::sys::termios::tcgetattr(master).expect("tcgetattr");
+        t.local_flags
+            .contains(nix::sys::termios::LocalFlags::ICANON)
+    };
+    // The terminal's buffer full: the client waits in a write (in raw
+    // mode, as attached).
+    util::eventually("the terminal to fill up", || {
+        let mut n: libc::c_int = 0;
+        // SAFETY: FIONREAD writes one int through the pointer given.
+        unsafe { libc::ioctl(master.as_raw_fd(), libc::FIONREAD, &mut n) };
+        (n > 1024).then_some(())
+    });
+    let canonical_before = canonical(&master);
+    let pid = client.as_child().id() as i32;
+    // SAFETY: kill has no memory-safety preconditions.
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    wait_gone(pid, "the blocked client told to end");
+    assert!(
+        !canonical_before,
+        "the attached client's terminal was not raw"
+    );
+    assert!(
+        canonical(&master),
+        "the client ended without giving the terminal its mode back"
+    );
 }
 
 #[test]

@@ -140,11 +140,14 @@ impl Drop for RawMode {
 
 #[cfg(unix)]
 fn restore_terminal() {
-    if let Some(original) = SAVED_TERMIOS
+    // A copy, and the lock let go at once: the end watchdog restores the
+    // mode from it if the writes below find a terminal that stopped
+    // reading. Cleared once done (a second call does nothing).
+    let saved = SAVED_TERMIOS
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .take()
-    {
+        .clone();
+    if let Some(original) = saved {
         let mut out = Vec::new();
         if ALT_SCREEN.swap(false, Ordering::Relaxed) {
             // Back to the screen of before the attach, cursor and all.
@@ -161,7 +164,56 @@ fn restore_terminal() {
         }
         write_stdout(&out);
         let _ = sys::restore_stdin_mode(&original);
+        *SAVED_TERMIOS.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
+}
+
+#[cfg(unix)]
+/// How long a client told to end (SIGTERM, SIGHUP, SIGINT) may take.
+const END_GRACE: Duration = Duration::from_secs(2);
+
+#[cfg(unix)]
+/// Makes sure a client told to end does end: its writes to the terminal
+/// block while the terminal takes nothing (XOFF, a frozen outer terminal),
+/// and a blocking write is restarted after the signal, so the loop that
+/// would act on it never runs. A watchdog thread, woken by the signal,
+/// gives the client [`END_GRACE`] to end on its own, then puts the
+/// terminal's mode back (without waiting for its output to drain, which
+/// never comes) and exits. Once per process.
+fn start_end_watchdog() {
+    static STARTED: std::sync::Once = std::sync::Once::new();
+    STARTED.call_once(|| {
+        let Ok((mut read, write)) = UnixStream::pair() else {
+            return;
+        };
+        // The handler's write must never block.
+        if write.set_nonblocking(true).is_err() {
+            return;
+        }
+        for sig in [sys::SIGTERM, sys::SIGHUP, sys::SIGINT] {
+            if let Ok(fd) = write.try_clone() {
+                let _ =
+                    signal_hook::low_level::pipe::register_raw(sig, std::os::fd::OwnedFd::from(fd));
+            }
+        }
+        let _ = std::thread::Builder::new()
+            .name("end-watchdog".into())
+            .spawn(move || {
+                let mut byte = [0u8; 1];
+                if !matches!(read.read(&mut byte), Ok(1)) {
+                    return;
+                }
+                std::thread::sleep(END_GRACE);
+                if let Ok(saved) = SAVED_TERMIOS.try_lock()
+                    && let Some(mode) = saved.as_ref()
+                {
+                    let _ = sys::restore_stdin_mode_now(mode);
+                }
+                // SAFETY: ends the process at once, with no destructors or
+                // buffered writes that could block again.
+                unsafe { libc::_exit(1) };
+            });
+    });
 }
 
 #[cfg(unix)]
@@ -332,6 +384,7 @@ pub fn run_attach(
     for sig in [sys::SIGTERM, sys::SIGHUP, sys::SIGINT] {
         let _ = signal_hook::flag::register(sig, Arc::clone(&end_flag));
     }
+    start_end_watchdog();
     let raw = RawMode::enter();
     if raw.is_some() && opts.alt_screen {
         // Saves the cursor and the screen as they are: detaching gives them

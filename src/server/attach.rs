@@ -804,7 +804,7 @@ impl Server {
 /// own size (only the rows that changed); a client of the pane's size a
 /// full redraw, after which it is forwarded raw output again. `None` if it
 /// is not attached to a pane that still exists.
-fn draw_view(conn: &mut Connection, panes: &BTreeMap<u64, Pane>) -> Option<Vec<u8>> {
+fn draw_view(conn: &mut Connection, panes: &BTreeMap<u64, Box<Pane>>) -> Option<Vec<u8>> {
     conn.view.stale = false;
     let ConnMode::Attached {
         pane, cols, rows, ..

@@ -130,7 +130,7 @@ pub struct Server {
     /// The flock on it is our claim on the namespace; a live upgrade hands
     /// it on with the fd.
     lock: listener::InstanceLock,
-    panes: BTreeMap<u64, Pane>,
+    panes: BTreeMap<u64, Box<Pane>>,
     conns: HashMap<ConnId, Connection>,
     sources: HashMap<Token, Source>,
     next_token: usize,

@@ -261,7 +261,7 @@ impl Server {
                 cwd.display()
             ));
         }
-        self.panes.insert(id, pane);
+        self.panes.insert(id, Box::new(pane));
         match plan {
             Plan::Hold(reason) => {
                 if let Some(p) = self.panes.get_mut(&id) {

@@ -148,7 +148,7 @@ impl Server {
             shell_integration: req.shell_integration.unwrap_or(true),
         };
         self.panes
-            .insert(id, Pane::new(setup, token, "starting".into()));
+            .insert(id, Box::new(Pane::new(setup, token, "starting".into())));
         if let Err(e) = self.start_pane(id, &command) {
             self.panes.remove(&id);
             self.sources.remove(&token);
@@ -234,7 +234,7 @@ impl Server {
                 let name = name.unwrap_or_else(|| {
                     self.panes
                         .get(&id)
-                        .map(default_tab_name)
+                        .map(|p| default_tab_name(p))
                         .unwrap_or_default()
                 });
                 // Only with workspace or tab ids used up is there no tab;

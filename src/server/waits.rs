@@ -136,7 +136,7 @@ pub struct Wait {
 /// The answer a wait gets now, or `None` if it must keep waiting. Text
 /// waits advance their search position.
 fn outcome(
-    panes: &BTreeMap<u64, Pane>,
+    panes: &BTreeMap<u64, Box<Pane>>,
     wait: &mut Wait,
     now: Instant,
 ) -> Option<Result<Value, RpcError>> {
@@ -202,7 +202,7 @@ fn outcome(
 
 /// Checks the waits `select` picks and returns the answered ones.
 fn ready_waits(
-    panes: &BTreeMap<u64, Pane>,
+    panes: &BTreeMap<u64, Box<Pane>>,
     waits: &mut BTreeMap<u64, Wait>,
     now: Instant,
     select: impl Fn(&Wait) -> bool,

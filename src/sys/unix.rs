@@ -438,6 +438,7 @@ pub fn terminal_size(fd: &impl AsRawFd) -> Option<(u16, u16)> {
 }
 
 /// Standard input's terminal mode, as saved before switching to raw mode.
+#[derive(Clone)]
 pub struct StdinMode(nix::sys::termios::Termios);
 
 fn stdin_fd() -> std::os::fd::BorrowedFd<'static> {
@@ -462,6 +463,14 @@ pub fn stdin_raw_mode() -> io::Result<StdinMode> {
 pub fn restore_stdin_mode(mode: &StdinMode) -> io::Result<()> {
     use nix::sys::termios::{self, SetArg};
     termios::tcsetattr(stdin_fd(), SetArg::TCSADRAIN, &mode.0)?;
+    Ok(())
+}
+
+/// [`restore_stdin_mode`] without waiting for the output to drain, which a
+/// terminal that stopped reading never does.
+pub fn restore_stdin_mode_now(mode: &StdinMode) -> io::Result<()> {
+    use nix::sys::termios::{self, SetArg};
+    termios::tcsetattr(stdin_fd(), SetArg::TCSANOW, &mode.0)?;
     Ok(())
 }
 

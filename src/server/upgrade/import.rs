@@ -427,7 +427,7 @@ fn apply_delta(
         if let Some(ring) = ring {
             pane.set_ring(ring);
         }
-        shell.panes.insert(id, pane);
+        shell.panes.insert(id, Box::new(pane));
         seed_checkpoint_cache(shell, id, raw, history);
         prebuilt.insert(id, new_changes);
         progress.tick(sock);
@@ -757,7 +757,7 @@ fn prebuild_pane(
         convert::pane_from_runtime(rec, rt, token, now, &HashMap::new(), &mut Screens::new())?;
     convert::attach_pane_fds(shell, &mut pane, named);
     register_pane(shell, &mut pane)?;
-    shell.panes.insert(id, pane);
+    shell.panes.insert(id, Box::new(pane));
     Ok(())
 }
 
@@ -892,7 +892,7 @@ fn import_changed_panes(
             convert::pane_from_runtime(rec, rt, token, ctx.now, ctx.conn_map, ctx.screens)?;
         convert::attach_pane_fds(server, &mut pane, ctx.fds);
         register_pane(server, &mut pane)?;
-        server.panes.insert(id, pane);
+        server.panes.insert(id, Box::new(pane));
     }
     if let Some((id, _)) = by_id.into_iter().next() {
         return Err(format!(
