@@ -345,7 +345,12 @@ fn print_load(m: &LoadMeasurement) {
         human_bytes(m.attached_bytes),
         m.attached_ended
             .as_deref()
-            .map_or(String::new(), |e| format!(", stream ended early: {e}"))
+            .map_or(String::new(), |e| if e.contains("\"server_exit\"") {
+                // The bench stops the server once the upgrades are done.
+                ", its stream ended by the bench's stop of the server".to_string()
+            } else {
+                format!(", stream ended early: {e}")
+            })
     );
 }
 
