@@ -607,8 +607,14 @@ fn pane_process_starts_clean_in_its_own_session() {
     let fds = eventually("the probe to exec sleep and start sleeping", || {
         let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
         let wchan = std::fs::read_to_string(format!("/proc/{pid}/wchan")).ok()?;
-        // A kernel that hides wchan says "0": fall back to the command name.
-        let asleep = wchan.contains("sleep") || wchan.trim() == "0";
+        // wchan is "0" for a process that is running (its dynamic loader
+        // still has libc open: a CI failure) and on a kernel that hides
+        // it: then sleeping (state S) is what tells.
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let sleeping = state
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('S'));
+        let asleep = wchan.contains("sleep") || (wchan.trim() == "0" && sleeping);
         (comm.trim() == "sleep" && asleep).then(|| {
             let mut fds: Vec<u32> = std::fs::read_dir(format!("/proc/{pid}/fd"))
                 .unwrap()
