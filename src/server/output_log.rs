@@ -314,27 +314,38 @@ fn zero_lanes(x: u64) -> u64 {
     !(((x & LOW7) + LOW7) | x) & HIGH
 }
 
-/// The length of the printable run at the start of `bytes`: up to the
-/// first C0 control or DEL. Eight bytes a step: this and `csi_run` are most
-/// of the time a coloured flood spends here.
-#[inline]
-fn text_run(bytes: &[u8]) -> usize {
+/// The index of the first byte of `bytes` that `stops`, eight bytes a
+/// step: `word` gives the high bit of each lane of a little-endian word
+/// that stops (exactly: it must agree with `byte` in every lane), `byte`
+/// decides the tail shorter than a word. `bytes.len()` if none does.
+#[inline(always)]
+fn first_stop(bytes: &[u8], word: impl Fn(u64) -> u64, byte: impl Fn(u8) -> bool) -> usize {
     let mut i = 0;
     while let Some(chunk) = bytes.get(i..).and_then(|b| b.first_chunk::<8>()) {
-        let x = u64::from_le_bytes(*chunk);
-        // A lane below 0x20 (high bit clear, and no carry to it from +0x60).
-        let control = !(((x & LOW7) + LANES * 0x60) | x) & HIGH;
-        let stop = control | zero_lanes(x ^ LOW7);
+        let stop = word(u64::from_le_bytes(*chunk));
         if stop != 0 {
             return i + (stop.trailing_zeros() / 8) as usize;
         }
         i += 8;
     }
     let tail = &bytes[i..];
-    i + tail
-        .iter()
-        .position(|&b| b < 0x20 || b == 0x7f)
-        .unwrap_or(tail.len())
+    i + tail.iter().position(|&b| byte(b)).unwrap_or(tail.len())
+}
+
+/// The length of the printable run at the start of `bytes`: up to the
+/// first C0 control or DEL. This and `csi_run` are most of the time a
+/// coloured flood spends here.
+#[inline]
+fn text_run(bytes: &[u8]) -> usize {
+    first_stop(
+        bytes,
+        |x| {
+            // A lane below 0x20 (high bit clear, and no carry to it from +0x60).
+            let control = !(((x & LOW7) + LANES * 0x60) | x) & HIGH;
+            control | zero_lanes(x ^ LOW7)
+        },
+        |b| b < 0x20 || b == 0x7f,
+    )
 }
 
 /// The length of a CSI's body at the start of `bytes`: up to the first
@@ -342,22 +353,15 @@ fn text_run(bytes: &[u8]) -> usize {
 /// intermediates, even controls) is skipped inside a CSI.
 #[inline]
 fn csi_run(bytes: &[u8]) -> usize {
-    let mut i = 0;
-    while let Some(chunk) = bytes.get(i..).and_then(|b| b.first_chunk::<8>()) {
-        let x = u64::from_le_bytes(*chunk);
-        // A lane at 0x40 or above with its high bit clear, but not DEL.
-        let letter = ((x & LOW7) + LANES * 0x40) & !x & HIGH & !zero_lanes(x ^ LOW7);
-        let stop = letter | zero_lanes(x ^ (LANES * 0x1b));
-        if stop != 0 {
-            return i + (stop.trailing_zeros() / 8) as usize;
-        }
-        i += 8;
-    }
-    let tail = &bytes[i..];
-    i + tail
-        .iter()
-        .position(|&c| (0x40..=0x7e).contains(&c) || c == 0x1b)
-        .unwrap_or(tail.len())
+    first_stop(
+        bytes,
+        |x| {
+            // A lane at 0x40 or above with its high bit clear, but not DEL.
+            let letter = ((x & LOW7) + LANES * 0x40) & !x & HIGH & !zero_lanes(x ^ LOW7);
+            letter | zero_lanes(x ^ (LANES * 0x1b))
+        },
+        |c| (0x40..=0x7e).contains(&c) || c == 0x1b,
+    )
 }
 
 #[cfg(test)]
