@@ -242,19 +242,19 @@ impl Connection {
     /// re-registration leaves the interests as they were.
     pub fn sync_write_interest(&mut self, registry: &mio::Registry) {
         #[cfg(unix)]
-        {
-            if let Some(why) = self.direct.failure() {
-                let reason = format!("write_failed: {why}");
-                self.leave_direct(registry, &reason, true);
-            }
-            let awaits = self.awaits_catch_up();
-            self.direct.sync_registration(registry, awaits);
+        if let Some(why) = self.direct.failure() {
+            let reason = format!("write_failed: {why}");
+            self.leave_direct(registry, &reason, true);
         }
+        // Asked once: with a stale view it costs the unread-bytes ioctls.
+        let awaits = self.awaits_catch_up();
+        #[cfg(unix)]
+        self.direct.sync_registration(registry, awaits);
         if !super::listener::WRITE_INTEREST_FOLLOWS_OUTPUT {
             return;
         }
         // A direct client's catching up is its terminal's, not its socket's.
-        let want = self.write_blocked || (self.awaits_catch_up() && !self.is_direct());
+        let want = self.write_blocked || (awaits && !self.is_direct());
         if want == self.write_interest {
             return;
         }
