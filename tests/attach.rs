@@ -230,17 +230,14 @@ fn attach_client_inside_tmux_types_shows_and_detaches() {
     let id = ptyd.create_argv(&["/bin/sh"]);
     assert_eq!(id, "p1");
 
-    let tmux = Tmux::new();
     // An outer shell inside tmux runs `ptyd attach`, so that after it ends
     // its message and exit code stay visible.
-    tmux.new_session(100, 30, &util::outer_shell(&ptyd));
-    tmux.wait_screen("the outer prompt", |s| s.contains("outer$"));
+    let tmux = Tmux::outer_session(&ptyd, 100, 30);
     let mut ev = ptyd.connect();
     ev.ok("events.subscribe", json!({}));
     // The quotes keep the typed line itself from matching `attach-rc=`.
     let attach = format!("{} attach p1; echo attach-''rc=$?", shell_quote(util::PTYD));
-    tmux.keys(&["-l", &attach]);
-    tmux.keys(&["Enter"]);
+    tmux.type_line(&attach);
     ev.wait_event("client.attached", "p1");
     // The client sends its terminal size: tmux's pane is 100 columns.
     assert_eq!(c.pane_info("p1").unwrap()["cols"], 100);
@@ -248,8 +245,7 @@ fn attach_client_inside_tmux_types_shows_and_detaches() {
     let clients = c.ok("client.list", json!({}));
     assert_eq!(clients["clients"][0]["when_behind"], "redraw", "{clients}");
 
-    tmux.keys(&["-l", "echo hi-$((40+2))-there"]);
-    tmux.keys(&["Enter"]);
+    tmux.type_line("echo hi-$((40+2))-there");
     c.wait_text("p1", "hi-42-there");
     tmux.wait_screen("the pane's output", |s| s.contains("hi-42-there"));
 
@@ -276,13 +272,11 @@ fn attach_client_inside_tmux_types_shows_and_detaches() {
     let attach = attach
         .replace("attach-''rc=", "again-''rc=")
         .replace(" attach p1;", " attach p1 --lossless;");
-    tmux.keys(&["-l", &attach]);
-    tmux.keys(&["Enter"]);
+    tmux.type_line(&attach);
     ev.wait_event("client.attached", "p1");
     let clients = c.ok("client.list", json!({}));
     assert_eq!(clients["clients"][0]["when_behind"], "pause", "{clients}");
-    tmux.keys(&["-l", "exit 4"]);
-    tmux.keys(&["Enter"]);
+    tmux.type_line("exit 4");
     let exit = c.wait_exit("p1");
     assert_eq!(exit["code"], 4, "{exit}");
     let screen = tmux.wait_screen("the attach client exiting", |s| s.contains("again-rc="));
@@ -297,14 +291,12 @@ fn attach_client_inside_tmux_types_shows_and_detaches() {
         "{} new -n fresh -- /bin/sh; echo new-''rc=$?",
         shell_quote(util::PTYD)
     );
-    tmux.keys(&["-l", &new]);
-    tmux.keys(&["Enter"]);
+    tmux.type_line(&new);
     ev.wait_event("client.attached", "p2");
     assert_eq!(c.pane_info("p2").unwrap()["name"], "fresh");
     let clients = c.ok("client.list", json!({ "target": "p2" }));
     assert_eq!(clients["clients"][0]["when_behind"], "redraw", "{clients}");
-    tmux.keys(&["-l", "echo in-fresh-$((1+1))"]);
-    tmux.keys(&["Enter"]);
+    tmux.type_line("echo in-fresh-$((1+1))");
     c.wait_text("fresh", "in-fresh-2");
     tmux.keys(&["C-\\"]);
     let screen = tmux.wait_screen("ptyd new exiting", |s| s.contains("new-rc="));
@@ -611,17 +603,14 @@ fn a_stopped_attach_client_does_not_hold_its_pane() {
         // for a debug server on a loaded machine.
         "stty -echo; read go; seq 1 300000; echo finished-$((6*7)); exec sleep 1000",
     ]);
-    let tmux = Tmux::new();
-    tmux.new_session(80, 24, &util::outer_shell(&ptyd));
-    tmux.wait_screen("the outer prompt", |s| s.contains("outer$"));
+    let tmux = Tmux::outer_session(&ptyd, 80, 24);
     let mut ev = ptyd.connect();
     ev.ok("events.subscribe", json!({}));
     // exec: a shell left waiting for its foreground job would see the
     // SIGSTOP below, take the terminal back and leave the continued client
     // in the background, drawing nothing.
     let attach = format!("exec {} attach {id}", shell_quote(util::PTYD));
-    tmux.keys(&["-l", &attach]);
-    tmux.keys(&["Enter"]);
+    tmux.type_line(&attach);
     ev.wait_event("client.attached", &id);
     let clients = c.ok("client.list", json!({ "target": id }));
     let client = &clients["clients"][0];

@@ -417,19 +417,6 @@ fn a_client_that_offers_without_reading_is_dropped_not_grown() {
     b.read_until("alive-42");
 }
 
-/// A tmux whose session runs the outer shell at `cols` x `rows`.
-fn outer(ptyd: &Ptyd, cols: u16, rows: u16) -> Tmux {
-    let tmux = Tmux::new();
-    tmux.new_session(cols, rows, &util::outer_shell(ptyd));
-    tmux.wait_screen("the outer prompt", |s| s.contains("outer$"));
-    tmux
-}
-
-fn type_line(tmux: &Tmux, line: &str) {
-    tmux.keys(&["-l", line]);
-    tmux.keys(&["Enter"]);
-}
-
 /// The `F_GETFL` flags of a process's fd, from `/proc`.
 fn fd_flags(pid: i64, fd: i32) -> u32 {
     let info = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}")).unwrap();
@@ -456,13 +443,13 @@ fn ptyd_attach_hands_its_terminal_to_the_server_and_back() {
     let ptyd = Ptyd::start();
     let id = ptyd.create_argv(&["/bin/sh"]);
     let mut c = ptyd.connect();
-    let tmux = outer(&ptyd, 100, 30);
+    let tmux = Tmux::outer_session(&ptyd, 100, 30);
     let outer_pid: i64 = tmux
         .run(&["display-message", "-p", "-t", "main", "#{pane_pid}"])
         .trim()
         .parse()
         .unwrap();
-    type_line(&tmux, &format!("{} attach {id}", shell_quote(util::PTYD)));
+    tmux.type_line(&format!("{} attach {id}", shell_quote(util::PTYD)));
     let client = wait_direct(&mut c, true);
     let client_pid = client["pid"].as_i64().unwrap();
     c.type_line(&id, "echo direct-$((6*7))");
@@ -502,7 +489,7 @@ fn ptyd_attach_hands_its_terminal_to_the_server_and_back() {
     });
     c.type_line(&id, "echo late-$((6*7))");
     c.wait_text(&id, "late-42");
-    type_line(&tmux, "echo outer-$((6*7))");
+    tmux.type_line("echo outer-$((6*7))");
     let screen = tmux.wait_screen("the outer shell", |s| s.contains("outer-42"));
     assert!(
         !screen.contains("late-42"),
@@ -655,8 +642,8 @@ fn after_a_server_crash_the_client_offers_its_terminal_again() {
     let ptyd = Ptyd::start();
     let id = ptyd.create_argv(&["/bin/sh"]);
     let mut c = ptyd.connect();
-    let tmux = outer(&ptyd, 100, 30);
-    type_line(&tmux, &format!("{} attach {id}", shell_quote(util::PTYD)));
+    let tmux = Tmux::outer_session(&ptyd, 100, 30);
+    tmux.type_line(&format!("{} attach {id}", shell_quote(util::PTYD)));
     wait_direct(&mut c, true);
     let dead = ptyd.serving_pid();
     // SAFETY: kill(2) of the serving process this test's server forked.

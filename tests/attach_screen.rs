@@ -45,12 +45,6 @@ fn outer(ptyd: &Ptyd, cols: u16, rows: u16) -> Tmux {
     tmux
 }
 
-/// Types `line` and Enter into the outer terminal.
-fn type_line(tmux: &Tmux, line: &str) {
-    tmux.keys(&["-l", line]);
-    tmux.keys(&["Enter"]);
-}
-
 fn ptyd_cmd(args: &str) -> String {
     format!("{} {args}", shell_quote(util::PTYD))
 }
@@ -65,7 +59,7 @@ fn attach_replays_history_into_the_outer_scrollback() {
     let tmux = outer(&ptyd, 100, 30);
     let mut ev = ptyd.connect();
     ev.ok("events.subscribe", json!({}));
-    type_line(&tmux, &ptyd_cmd(&format!("attach {id} --history 3000")));
+    tmux.type_line(&ptyd_cmd(&format!("attach {id} --history 3000")));
     ev.wait_event("client.attached", &id);
     tmux.wait_screen("the pane's screen", |s| s.contains("printed-all"));
     // The outer pane's own history (above its screen) holds the newest
@@ -111,10 +105,7 @@ fn scroll_mode_pages_finds_and_copies() {
     let tmux = outer(&ptyd, 80, 20);
     let mut ev = ptyd.connect();
     ev.ok("events.subscribe", json!({}));
-    type_line(
-        &tmux,
-        &ptyd_cmd(&format!("attach {id}; echo attach-''rc=$?")),
-    );
+    tmux.type_line(&ptyd_cmd(&format!("attach {id}; echo attach-''rc=$?")));
     ev.wait_event("client.attached", &id);
     tmux.wait_screen("the pane", |s| s.contains("rows-done"));
     // Prefix, then `[`: the scroll mode, at the bottom.
@@ -130,8 +121,7 @@ fn scroll_mode_pages_finds_and_copies() {
     c.wait_text(&id, "while-scrolling");
     // Search backwards for a line far up.
     tmux.keys(&["?"]);
-    tmux.keys(&["-l", "row-42."]);
-    tmux.keys(&["Enter"]);
+    tmux.type_line("row-42.");
     let screen = tmux.wait_screen("the line found", |s| s.contains("found: row-42."));
     assert!(screen.lines().any(|l| l == "row-42."), "{screen}");
     assert!(!screen.contains("while-scrolling"), "{screen}");
@@ -153,7 +143,7 @@ fn scroll_mode_pages_finds_and_copies() {
     tmux.wait_screen("the scroll mode", |s| s.contains("[scroll"));
     tmux.keys(&["Escape"]);
     tmux.wait_screen("the live screen", |s| !s.contains("[scroll"));
-    type_line(&tmux, "echo typed-''after");
+    tmux.type_line("echo typed-''after");
     c.wait_text(&id, "typed-after");
     tmux.keys(&["C-\\"]);
     tmux.wait_screen("the attach client exiting", |s| s.contains("attach-rc=0"));
@@ -191,13 +181,12 @@ fn the_prefix_key_twice_reaches_the_inner_client() {
     let tmux = outer(&ptyd, 100, 30);
     let mut ev = ptyd.connect();
     ev.ok("events.subscribe", json!({}));
-    type_line(&tmux, &ptyd_cmd(&format!("attach {outer_pane}")));
+    tmux.type_line(&ptyd_cmd(&format!("attach {outer_pane}")));
     ev.wait_event("client.attached", &outer_pane);
     // Inside the outer pane, a client attached to the inner pane.
-    type_line(
-        &tmux,
-        &ptyd_cmd(&format!("attach --force {inner_pane}; echo inner-''rc=$?")),
-    );
+    tmux.type_line(&ptyd_cmd(&format!(
+        "attach --force {inner_pane}; echo inner-''rc=$?"
+    )));
     ev.wait_event("client.attached", &inner_pane);
     // Drawn once the inner client is in raw mode (before, the key would
     // be the outer pane's SIGQUIT).
@@ -228,14 +217,14 @@ fn clients_of_different_sizes_each_see_a_correct_screen() {
     let small = outer(&ptyd, 60, 15);
     let mut ev = ptyd.connect();
     ev.ok("events.subscribe", json!({}));
-    type_line(&big, &ptyd_cmd(&format!("attach {id}")));
+    big.type_line(&ptyd_cmd(&format!("attach {id}")));
     ev.wait_event("client.attached", &id);
-    type_line(&small, &ptyd_cmd(&format!("attach --read-only {id}")));
+    small.type_line(&ptyd_cmd(&format!("attach --read-only {id}")));
     ev.wait_event("client.attached", &id);
     assert_eq!(c.pane_info(&id).unwrap()["cols"], 100);
     // A 90-column line: whole for the 100-column client, cut at 60 for
     // the 60-column one (never wrapped onto a second row).
-    type_line(&big, "printf '%090d\\n' 0 | tr 0 x; echo wide-''done");
+    big.type_line("printf '%090d\\n' 0 | tr 0 x; echo wide-''done");
     c.wait_text(&id, "wide-done");
     let line = "x".repeat(90);
     big.wait_screen("the whole line", |s| s.lines().any(|l| l == line));
@@ -251,10 +240,10 @@ fn clients_of_different_sizes_each_see_a_correct_screen() {
     small.keys(&["C-\\"]);
     ev.wait_event("client.detached", &id);
     small.wait_screen("the small client gone", |s| s.contains("[ptyd: detached]"));
-    type_line(&small, &ptyd_cmd(&format!("attach {id}")));
+    small.type_line(&ptyd_cmd(&format!("attach {id}")));
     ev.wait_event("client.attached", &id);
     assert_eq!(c.pane_info(&id).unwrap()["cols"], 60);
-    type_line(&small, "echo from-''small");
+    small.type_line("echo from-''small");
     c.wait_text(&id, "from-small");
     big.wait_screen("output typed on the small client", |s| {
         s.lines().any(|l| l == "from-small")
@@ -273,14 +262,11 @@ fn detach_gives_the_outer_screen_back() {
     );
     c.wait_text(&id, "on-alt");
     let tmux = outer(&ptyd, 80, 20);
-    type_line(&tmux, "echo before-''attach");
+    tmux.type_line("echo before-''attach");
     tmux.wait_screen("the outer text", |s| s.contains("before-attach"));
     let mut ev = ptyd.connect();
     ev.ok("events.subscribe", json!({}));
-    type_line(
-        &tmux,
-        &ptyd_cmd(&format!("attach {id}; echo attach-''rc=$?")),
-    );
+    tmux.type_line(&ptyd_cmd(&format!("attach {id}; echo attach-''rc=$?")));
     ev.wait_event("client.attached", &id);
     let screen = tmux.wait_screen("the pane", |s| s.contains("on-alt"));
     assert!(!screen.contains("before-attach"), "{screen}");
@@ -322,18 +308,15 @@ fn the_detach_key_and_screen_come_from_the_config_file() {
     let mut ev = ptyd.connect();
     ev.ok("events.subscribe", json!({}));
     let env = format!("XDG_CONFIG_HOME={}", shell_quote(config.to_str().unwrap()));
-    type_line(
-        &tmux,
-        &format!(
-            "{env} {}; echo attach-''rc=$?",
-            ptyd_cmd(&format!("attach {id}"))
-        ),
-    );
+    tmux.type_line(&format!(
+        "{env} {}; echo attach-''rc=$?",
+        ptyd_cmd(&format!("attach {id}"))
+    ));
     ev.wait_event("client.attached", &id);
     tmux.wait_screen("the pane", |s| s.contains("in-pane"));
     // C-\ is the pane's now; C-a detaches.
     tmux.keys(&["C-\\"]);
-    type_line(&tmux, "echo still-''attached");
+    tmux.type_line("echo still-''attached");
     c.wait_text(&id, "still-attached");
     tmux.keys(&["C-a"]);
     ev.wait_event("client.detached", &id);

@@ -229,18 +229,14 @@ fn bare_attach_takes_the_focused_pane_and_attach_d_detaches_others() {
     };
     assert_eq!(focus(&mut c), "p1");
 
-    let tmux = Tmux::new();
-    tmux.new_session(100, 30, &util::outer_shell(&ptyd));
-    tmux.wait_screen("the outer prompt", |s| s.contains("outer$"));
+    let tmux = Tmux::outer_session(&ptyd, 100, 30);
     let mut ev = ptyd.connect();
     ev.ok("events.subscribe", json!({}));
     let cmd = format!("{} attach; echo attach-''rc=$?", shell_quote(util::PTYD));
-    tmux.keys(&["-l", &cmd]);
-    tmux.keys(&["Enter"]);
+    tmux.type_line(&cmd);
     ev.wait_event("client.attached", "p1");
     // Typed through the client: it is in raw mode, so C-\ detaches.
-    tmux.keys(&["-l", "echo in-''one"]);
-    tmux.keys(&["Enter"]);
+    tmux.type_line("echo in-''one");
     c.wait_text("p1", "in-one");
     tmux.keys(&["C-\\"]);
     tmux.wait_screen("the first attach ends", |s| s.contains("attach-rc=0"));
@@ -250,21 +246,18 @@ fn bare_attach_takes_the_focused_pane_and_attach_d_detaches_others() {
         "{} attach -d -t two; echo attach2-''rc=$?",
         shell_quote(util::PTYD)
     );
-    tmux.keys(&["-l", &cmd]);
-    tmux.keys(&["Enter"]);
+    tmux.type_line(&cmd);
     ev.wait_event("client.attached", &two);
     let exit = other.read_exit();
     assert_eq!(exit["reason"], "detached", "{exit}");
     assert_eq!(focus(&mut c), two.as_str(), "attaching focuses the pane");
-    tmux.keys(&["-l", "echo in-''two"]);
-    tmux.keys(&["Enter"]);
+    tmux.type_line("echo in-''two");
     c.wait_text(&two, "in-two");
     tmux.keys(&["C-\\"]);
     tmux.wait_screen("the second attach ends", |s| s.contains("attach2-rc=0"));
 
     // Now a bare attach comes back to p2, the pane attached last.
-    tmux.keys(&["-l", &format!("{} attach", shell_quote(util::PTYD))]);
-    tmux.keys(&["Enter"]);
+    tmux.type_line(&format!("{} attach", shell_quote(util::PTYD)));
     ev.wait_event("client.attached", &two);
     let list = c.ok("client.list", json!({}));
     assert_eq!(list["clients"][0]["pane"], two.as_str(), "{list}");

@@ -124,15 +124,12 @@ fn attaching_a_held_pane_shows_why() {
     let (_dirs, ptyd, _) = restored();
     let mut c = ptyd.connect();
     let reason = c.pane("build")["held_reason"].as_str().unwrap().to_string();
-    let tmux = Tmux::new();
-    tmux.new_session(120, 30, &util::outer_shell(&ptyd));
-    tmux.wait_screen("the outer prompt", |s| s.contains("outer$"));
+    let tmux = Tmux::outer_session(&ptyd, 120, 30);
     let cmd = format!(
         "{} attach build; echo attach-''rc=$?",
         shell_quote(util::PTYD)
     );
-    tmux.keys(&["-l", &cmd]);
-    tmux.keys(&["Enter"]);
+    tmux.type_line(&cmd);
     let screen = tmux.wait_screen("the held banner", |s| s.contains("attach-rc="));
     // The banner may wrap in 120 columns: look for its start.
     assert!(screen.contains("is held (no process)"), "{screen}");

@@ -801,9 +801,7 @@ fn attach_client_in_tmux_stays_through_upgrades_and_terminal_state_survives() {
     let id = info["id"].as_str().unwrap().to_string();
     c.wait_text(&id, "inner$");
 
-    let tmux = Tmux::new();
-    tmux.new_session(100, 30, &util::outer_shell(&l.ptyd));
-    tmux.wait_screen("the outer prompt", |s| s.contains("outer$"));
+    let tmux = Tmux::outer_session(&l.ptyd, 100, 30);
     let attach = |tag: &str| {
         // The quotes keep the typed line (shown again when the outer
         // screen comes back at detach) from matching `TAG-rc=`.
@@ -811,8 +809,7 @@ fn attach_client_in_tmux_stays_through_upgrades_and_terminal_state_survives() {
             "{} attach {id}; echo {tag}-''rc=$?",
             shell_quote(util::PTYD)
         );
-        tmux.keys(&["-l", &line]);
-        tmux.keys(&["Enter"]);
+        tmux.type_line(&line);
     };
     let attached_clients = |c: &mut Conn| c.pane_info(&id).unwrap()["attached_clients"].clone();
     attach("first");
@@ -821,8 +818,7 @@ fn attach_client_in_tmux_stays_through_upgrades_and_terminal_state_survives() {
     });
 
     // An alternate-screen program.
-    tmux.keys(&["-l", "seq 1001 1100 | less"]);
-    tmux.keys(&["Enter"]);
+    tmux.type_line("seq 1001 1100 | less");
     tmux.wait_screen("less showing the start", |s| {
         s.contains("1001") && s.contains("1020") && !s.contains("outer$")
     });
@@ -861,8 +857,7 @@ fn attach_client_in_tmux_stays_through_upgrades_and_terminal_state_survives() {
     });
 
     // Bracketed paste, set before an upgrade.
-    tmux.keys(&["-l", "printf '\\033[?2004h'; stty -echo -icanon; cat -v"]);
-    tmux.keys(&["Enter"]);
+    tmux.type_line("printf '\\033[?2004h'; stty -echo -icanon; cat -v");
     util::eventually("bracketed paste mode on the pane", || {
         let m = c.ok("pane.capture", json!({ "target": id }))["modes"].clone();
         (m["bracketed_paste"] == true).then_some(())

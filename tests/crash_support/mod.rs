@@ -188,11 +188,8 @@ pub fn setup_with_config(env: &[(&str, &str)], config: &str) -> Setup {
     ]);
     let mut c = ptyd.connect();
     c.wait_text(&shell, "shell-ready");
-    let tmux = Tmux::new();
-    tmux.new_session(100, 30, &util::outer_shell(&ptyd));
-    tmux.wait_screen("the outer prompt", |s| s.contains("outer$"));
-    tmux.keys(&["-l", &format!("{} attach {shell}", shell_quote(util::PTYD))]);
-    tmux.keys(&["Enter"]);
+    let tmux = Tmux::outer_session(&ptyd, 100, 30);
+    tmux.type_line(&format!("{} attach {shell}", shell_quote(util::PTYD)));
     util::eventually("the attach client to connect", || {
         (c.pane_info(&shell).unwrap()["attached_clients"] == 1).then_some(())
     });

@@ -93,6 +93,23 @@ impl Drop for Tmux {
     }
 }
 
+impl Tmux {
+    /// A tmux whose session runs the outer shell ([`outer_shell`]) at
+    /// `cols` x `rows`, once its prompt shows.
+    pub fn outer_session(ptyd: &Ptyd, cols: u16, rows: u16) -> Tmux {
+        let tmux = Tmux::new();
+        tmux.new_session(cols, rows, &outer_shell(ptyd));
+        tmux.wait_screen("the outer prompt", |s| s.contains("outer$"));
+        tmux
+    }
+
+    /// Types `line` and Enter into the session's terminal.
+    pub fn type_line(&self, line: &str) {
+        self.keys(&["-l", line]);
+        self.keys(&["Enter"]);
+    }
+}
+
 /// The command for a shell (prompt `outer$ `) whose `ptyd` commands reach
 /// `ptyd`'s server: the outer terminal of attach tests, run inside tmux.
 pub fn outer_shell(ptyd: &Ptyd) -> String {
