@@ -15,7 +15,7 @@ use serde_json::Value;
 /// `term::Terminal` or `persist::snapshot::Snapshot`, changes
 /// incompatibly. Old and new servers refuse each other at preflight when
 /// they differ.
-pub const HANDOFF_VERSION: u32 = 5;
+pub const HANDOFF_VERSION: u32 = 6;
 
 /// The oldest handoff version this build still reads as the new side
 /// (docs/protocol.md, "Version skew": N-1 live once there is one). Printed
@@ -27,6 +27,9 @@ pub const HANDOFF_VERSION: u32 = 5;
 /// 3's array. Version 5 may leave a terminal's history lines out of its
 /// encoding, in the history log (`FdName::HistoryLog`,
 /// `PaneRuntime::history`); it still reads lines inside the encoding.
+/// Version 6 leaves a screen's tab stops out of its encoding while they
+/// are the default every-8 (`term::screen::Screen::tabs`); it still reads
+/// the array, and version 5 does not read their absence.
 pub const HANDOFF_ACCEPTS_FROM: u32 = 3;
 
 /// Set by the old side for the new one: the handoff version it speaks.

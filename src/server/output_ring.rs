@@ -15,11 +15,21 @@
 //! server that owns the pane writes; a reader runs only after that
 //! writer died (or in the same process), so a plain store suffices for
 //! the counter, with release order so the bytes precede it.
+//!
+//! The header is written with the first bytes, not when the ring is made:
+//! any touch of a shared memfd mapping, a read too, allocates its page,
+//! so writing it up front cost every pane 4 KiB before it printed
+//! anything (a third of an idle pane's footprint). A ring whose file is
+//! still a hole at the start is empty; until then this process answers
+//! from its own memory, and looks at the file with `pread` (which reads
+//! a hole as zeroes without allocating) to see whether another process
+//! (the other side of a live upgrade) has written since.
 
 use std::io;
 #[cfg(test)]
 use std::os::fd::FromRawFd;
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 const MAGIC: u64 = 0x7074_7964_7269_6e67; // "ptydring"
@@ -38,6 +48,10 @@ pub struct OutputRing {
     /// Bytes before this position have had their pages given back
     /// (`release_before`).
     released: u64,
+    /// The header is in the file (written by us, or seen written by
+    /// another process). Until then the ring is empty and its mapping is
+    /// not touched (see the module doc).
+    live: Cell<bool>,
 }
 
 // SAFETY: the mapping is owned by this value alone and freed on drop; the
@@ -72,16 +86,39 @@ impl OutputRing {
                 io::Error::last_os_error(),
             ));
         }
-        let ring = OutputRing::map(fd, cap)?;
-        ring.header()[0].store(MAGIC, Ordering::Relaxed);
-        ring.header()[1].store(cap as u64, Ordering::Relaxed);
-        ring.header()[2].store(0, Ordering::Release);
-        ring.header()[3].store(0, Ordering::Release);
-        Ok(ring)
+        // The header waits for the first write (`make_live`).
+        OutputRing::map(fd, cap)
+    }
+
+    /// Writes the header if no one has: the ring's first bytes follow.
+    fn make_live(&mut self) {
+        if self.is_live() {
+            return;
+        }
+        let h = self.header();
+        h[1].store(self.cap as u64, Ordering::Relaxed);
+        h[2].store(0, Ordering::Relaxed);
+        h[3].store(0, Ordering::Relaxed);
+        h[0].store(MAGIC, Ordering::Release);
+        self.live.set(true);
+    }
+
+    /// Whether the header is in the file. A ring not yet live is looked
+    /// at with `pread` each time (an idle pane's ring is asked only at
+    /// checkpoints and hand-overs), so its page stays unallocated.
+    fn is_live(&self) -> bool {
+        if self.live.get() {
+            return true;
+        }
+        let live = matches!(read_header(&self.fd), Ok(Some(_)));
+        self.live.set(live);
+        live
     }
 
     /// Maps a ring another process made (handed over or held by the
     /// keeper), checking its header against its size.
+    /// A ring whose header was never written is empty (nothing was
+    /// ever written to it); one with a header must agree with its size.
     pub fn adopt(fd: OwnedFd) -> io::Result<OutputRing> {
         let size = std::fs::File::from(fd.try_clone()?).metadata()?.len() as usize;
         if size <= HEADER {
@@ -90,16 +127,19 @@ impl OutputRing {
                 "output ring too small",
             ));
         }
-        let ring = OutputRing::map(fd, size - HEADER)?;
-        let h = ring.header();
-        if h[0].load(Ordering::Relaxed) != MAGIC
-            || h[1].load(Ordering::Relaxed) as usize != ring.cap
-        {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                "not an output ring (bad header)",
-            ));
-        }
+        let cap = size - HEADER;
+        let live = match read_header(&fd)? {
+            None => false,
+            Some(c) if c as usize == cap => true,
+            Some(_) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "not an output ring (bad header)",
+                ));
+            }
+        };
+        let ring = OutputRing::map(fd, cap)?;
+        ring.live.set(live);
         Ok(ring)
     }
 
@@ -127,6 +167,7 @@ impl OutputRing {
             map: map.cast(),
             cap,
             released: 0,
+            live: Cell::new(false),
         })
     }
 
@@ -142,6 +183,7 @@ impl OutputRing {
     /// killed as the read returns (the usual moment for a signal to land)
     /// loses nothing: a replacement finds the bytes (`take_pending`).
     pub fn reserve(&mut self, max: usize) -> &mut [u8] {
+        self.make_live();
         let at = (self.written() % self.cap as u64) as usize;
         let len = max.min(self.cap - at);
         self.header()[3].store(len as u64, Ordering::Release);
@@ -154,6 +196,7 @@ impl OutputRing {
 
     /// `n` bytes of the reserved slot were read.
     pub fn commit(&mut self, n: usize) {
+        self.make_live();
         let w = self.header()[2].load(Ordering::Relaxed);
         self.header()[2].store(w + n as u64, Ordering::Release);
         self.header()[3].store(0, Ordering::Release);
@@ -161,6 +204,9 @@ impl OutputRing {
 
     /// The last `n` bytes committed (contiguous: one committed read).
     pub fn last(&self, n: usize) -> &[u8] {
+        if n == 0 || !self.is_live() {
+            return &[];
+        }
         let end = (self.written() % self.cap as u64) as usize;
         let end = if end == 0 && n > 0 { self.cap } else { end };
         // SAFETY: [end - n, end) lies inside the data area: a read never
@@ -173,6 +219,9 @@ impl OutputRing {
     /// (trailing NUL bytes are lost, which a terminal ignores anyway).
     /// Commits it; returns how many bytes it was.
     pub fn take_pending(&mut self) -> usize {
+        if !self.is_live() {
+            return 0;
+        }
         let len = self.header()[3].load(Ordering::Acquire) as usize;
         let at = (self.written() % self.cap as u64) as usize;
         let len = len.min(self.cap - at);
@@ -225,6 +274,9 @@ impl OutputRing {
 
     /// Total bytes ever written (the position of the next byte).
     pub fn written(&self) -> u64 {
+        if !self.is_live() {
+            return 0;
+        }
         self.header()[2].load(Ordering::Acquire)
     }
 
@@ -232,6 +284,7 @@ impl OutputRing {
     /// reads straight into the ring instead (`reserve`, `commit`).
     #[cfg(test)]
     pub fn write(&mut self, bytes: &[u8]) {
+        self.make_live();
         let start = self.header()[2].load(Ordering::Relaxed);
         let skip = bytes.len().saturating_sub(self.cap);
         let mut pos = start + skip as u64;
@@ -281,6 +334,28 @@ impl Drop for OutputRing {
     fn drop(&mut self) {
         // SAFETY: the mapping we made, of this length, unmapped once.
         unsafe { libc::munmap(self.map.cast(), HEADER + self.cap) };
+    }
+}
+
+/// The capacity a ring's header records, or `None` when the file starts
+/// with a hole (zeroes: no header yet), read with `pread` so a hole stays
+/// unallocated; an error for a header that is not a ring's.
+fn read_header(fd: &OwnedFd) -> io::Result<Option<u64>> {
+    let mut h = [0u8; 16];
+    // SAFETY: reads at most 16 bytes into `h`, a buffer of that size we
+    // own, from an fd we hold.
+    let n = unsafe { libc::pread(fd.as_raw_fd(), h.as_mut_ptr().cast(), h.len(), 0) };
+    if n < 0 {
+        return Err(context("reading the output ring's header", io::Error::last_os_error()));
+    }
+    let word = |i: usize| u64::from_ne_bytes(h[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]));
+    match (n, word(0)) {
+        (16, MAGIC) => Ok(Some(word(1))),
+        (_, 0) => Ok(None),
+        _ => Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "not an output ring (bad header)",
+        )),
     }
 }
 
@@ -336,5 +411,59 @@ mod tests {
         slot[..2].copy_from_slice(b"xy");
         other.commit(2);
         assert_eq!(other.last(2), b"xy");
+    }
+
+    fn allocated(ring: &OutputRing) -> u64 {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::File::from(ring.fd().try_clone().unwrap())
+            .metadata()
+            .unwrap()
+            .blocks()
+    }
+
+    /// An idle pane's ring costs no memory: nothing touches its mapping
+    /// until the first read lands, not even the questions asked of it at
+    /// checkpoints and hand-overs, nor a second process adopting it.
+    #[test]
+    fn a_ring_never_written_allocates_nothing() {
+        let mut ring = OutputRing::create(8192).unwrap();
+        assert_eq!(ring.written(), 0);
+        assert_eq!(ring.since(0), (Vec::new(), true));
+        assert_eq!(ring.take_pending(), 0);
+        assert_eq!(ring.last(0), b"");
+        ring.release_before(0);
+        // SAFETY: dup of an fd we own.
+        let dup = owned(unsafe { libc::dup(ring.fd().as_raw_fd()) });
+        let mut other = OutputRing::adopt(dup).unwrap();
+        assert_eq!((other.written(), other.capacity()), (0, 8192));
+        assert_eq!(other.take_pending(), 0);
+        assert_eq!(allocated(&ring), 0, "no page of the memfd allocated");
+        // The other side (a live upgrade's new server) writes first: the
+        // ring that made the file sees its bytes.
+        let slot = other.reserve(100);
+        slot[..3].copy_from_slice(b"abc");
+        other.commit(3);
+        assert!(allocated(&ring) > 0);
+        assert_eq!(ring.written(), 3);
+        assert_eq!(ring.since(0), (b"abc".to_vec(), true));
+        ring.write(b"de");
+        assert_eq!(other.since(1), (b"bcde".to_vec(), true));
+        // And a third mapping finds the header written.
+        // SAFETY: dup of an fd we own.
+        let dup = owned(unsafe { libc::dup(ring.fd().as_raw_fd()) });
+        assert_eq!(OutputRing::adopt(dup).unwrap().written(), 5);
+    }
+
+    /// A file that is not a ring is refused, as before.
+    #[test]
+    fn a_foreign_header_is_refused() {
+        let ring = OutputRing::create(4096).unwrap();
+        let junk = [1u8; 16];
+        // SAFETY: writes 16 bytes from a buffer of that size to an fd we own.
+        let n = unsafe { libc::pwrite(ring.fd().as_raw_fd(), junk.as_ptr().cast(), 16, 0) };
+        assert_eq!(n, 16);
+        // SAFETY: dup of an fd we own.
+        let dup = owned(unsafe { libc::dup(ring.fd().as_raw_fd()) });
+        assert!(OutputRing::adopt(dup).is_err());
     }
 }

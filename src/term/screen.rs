@@ -86,6 +86,13 @@ pub struct Screen {
     pub saved_alt: Option<SavedCursor>,
     pub scroll_top: usize,
     pub scroll_bottom: usize,
+    /// A stop per column. Left out of the encoding while they are the
+    /// default every-8 stops (`default_tabs`), as nearly always: the
+    /// array of 200 `true`/`false` was 1.2 KB of an idle 200-column
+    /// pane's 2.3 KB encoding, in every crash checkpoint and pre-copy.
+    /// Reading a missing array gives the default stops (`repair`); a
+    /// reader before handoff version 6 needs it, hence that version.
+    #[serde(default, skip_serializing_if = "tabs_are_default")]
     pub tabs: Vec<bool>,
     pub charsets: [Charset; 4],
     pub active_charset: usize,
@@ -112,7 +119,17 @@ pub struct Screen {
 }
 
 fn default_tabs(cols: usize) -> Vec<bool> {
-    (0..cols).map(|c| c % 8 == 0 && c != 0).collect()
+    (0..cols).map(is_default_stop).collect()
+}
+
+fn is_default_stop(col: usize) -> bool {
+    col % 8 == 0 && col != 0
+}
+
+/// Whether `tabs` is `default_tabs` of its length (an empty array is not:
+/// it reads back as the default, which only a screen of no columns has).
+fn tabs_are_default(tabs: &[bool]) -> bool {
+    !tabs.is_empty() && tabs.iter().enumerate().all(|(c, &t)| t == is_default_stop(c))
 }
 
 impl Screen {
@@ -165,7 +182,12 @@ impl Screen {
             self.scroll_top = 0;
             self.scroll_bottom = self.rows - 1;
         }
-        self.tabs.resize(self.cols, false);
+        if self.tabs.is_empty() {
+            // Left out as the default (handoff version 6 on).
+            self.tabs = default_tabs(self.cols);
+        } else {
+            self.tabs.resize(self.cols, false);
+        }
         self.active_charset &= 3;
         for saved in [&mut self.saved_main, &mut self.saved_alt]
             .into_iter()
@@ -970,4 +992,59 @@ pub fn line_into_row(line: LineRef, row: &mut Row) {
 /// DEC special graphics (line drawing), as `ESC ( 0` selects.
 fn dec_special(c: char) -> char {
     vte::ansi::StandardCharset::SpecialCharacterAndLineDrawing.map(c)
+}
+#[cfg(test)]
+mod tests {
+    use crate::term::Terminal;
+
+    fn encode(t: &Terminal) -> serde_json::Value {
+        serde_json::to_value(t).unwrap()
+    }
+
+    fn decode(v: serde_json::Value) -> Terminal {
+        serde_json::from_value(v).unwrap()
+    }
+
+    /// Default tab stops are left out of the encoding and read back as the
+    /// default; stops a program set travel in full; the encoding before
+    /// handoff version 6, which always wrote the array, reads the same.
+    #[test]
+    fn tab_stops_travel_only_when_set() {
+        let mut t = Terminal::new(200, 50, Default::default());
+        let v = encode(&t);
+        assert!(v["screen"].get("tabs").is_none(), "{v}");
+        assert!(v.to_string().len() < 1300, "{}", v.to_string().len());
+        let back = decode(v.clone());
+        assert_eq!(back.screen.tabs, t.screen.tabs);
+        assert_eq!(back, t);
+        // The old form: every column's stop written out.
+        let mut old = v;
+        old["screen"]["tabs"] = serde_json::to_value(&t.screen.tabs).unwrap();
+        assert_eq!(decode(old), t);
+        // A program clears every stop and sets one at column 3; a tab then
+        // goes there and to the right margin.
+        let mut fwd = Vec::new();
+        t.feed(b"\x1b[3g\x1b[4G\x1bH\r\ta\tb", &mut fwd);
+        let v = encode(&t);
+        assert_eq!(v["screen"]["tabs"].as_array().map(Vec::len), Some(200));
+        let mut back = decode(v);
+        assert_eq!(back, t);
+        back.feed(b"\r\tc", &mut fwd);
+        t.feed(b"\r\tc", &mut fwd);
+        assert_eq!(back.visible_text()[0], t.visible_text()[0]);
+        assert_eq!(&t.visible_text()[0][..4], "   c");
+        // Stops after a resize keep their columns and the new ones are the
+        // default; the encoding stays exact.
+        t.resize(230, 50);
+        let back = decode(encode(&t));
+        assert_eq!(back.screen.tabs, t.screen.tabs);
+        assert!(back.screen.tabs[224]);
+        // A short old array (another width) is padded without stops, as
+        // before.
+        let mut short = encode(&Terminal::new(20, 5, Default::default()));
+        short["screen"]["tabs"] = serde_json::json!([false, true]);
+        let back = decode(short);
+        assert_eq!(back.screen.tabs.len(), 20);
+        assert_eq!(back.screen.tabs.iter().filter(|&&s| s).count(), 1);
+    }
 }
