@@ -285,22 +285,6 @@ impl From<RowRepr> for Row {
 }
 
 impl Row {
-    /// A row of a grid that was never written: no cells (see `Grid`).
-    fn unwritten() -> Row {
-        Row {
-            cells: Box::new([]),
-            wrapped: false,
-            wrap_gap: false,
-            marks: Marks::default(),
-            extras: None,
-        }
-    }
-
-    #[inline]
-    fn is_unwritten(&self) -> bool {
-        self.cells.is_empty()
-    }
-
     /// A default blank row with nothing else set.
     fn is_blank(&self) -> bool {
         !self.wrapped
@@ -700,14 +684,14 @@ impl Row {
     }
 }
 
-/// Rows that were never written hold no cells (`Row::unwritten`) and read
-/// as `blank`, a shared row of default blanks: a fresh 200x50 grid would
-/// otherwise be 117 KiB of cells, and a shell pane writes a few rows of it.
-/// `row_mut` gives a row its cells on first write; once written a row keeps
-/// them (scrolling and erasing reuse them in place).
+/// Rows that were never written are `None` slots and read as `blank`, a
+/// shared row of default blanks: a fresh 200x50 grid would otherwise be
+/// 117 KiB of cells, and a shell pane writes a few rows of it. `row_mut`
+/// gives a row its cells on first write; once written a row keeps them
+/// (scrolling and erasing reuse them in place).
 #[derive(Clone, Debug, Deserialize)]
 pub struct Grid {
-    rows: Vec<Row>,
+    rows: Vec<Slot>,
     top: usize,
     cols: u16,
     /// `cols` default blanks: what an unwritten row reads as, shared by
@@ -716,6 +700,13 @@ pub struct Grid {
     #[serde(skip, default = "no_blank_row")]
     blank: &'static Row,
 }
+
+/// A row of a grid: `None` until first written. Boxed, so an unwritten
+/// row is one null word: a `Row` inline is 40 bytes, and the 50 of a new
+/// 200x50 pane's grid were 2 KB, the largest part of an idle pane's heap.
+/// A written row costs the box's word and allocation more, beside its
+/// 2.4 KB of cells.
+type Slot = Option<Box<Row>>;
 
 /// A grid's `blank` before `repair` sets it.
 fn no_blank_row() -> &'static Row {
@@ -785,22 +776,22 @@ impl Grid {
     pub fn repair(&mut self, cols: u16, lines: u16) {
         let lines = usize::from(lines.max(1));
         if self.rows.is_empty() {
-            self.rows.push(Row::unwritten());
+            self.rows.push(None);
         }
         self.top %= self.rows.len();
         self.rows.rotate_left(self.top);
         self.top = 0;
         self.rows.truncate(lines);
-        while self.rows.len() < lines {
-            self.rows.push(Row::unwritten());
-        }
-        for row in &mut self.rows {
+        self.rows.resize_with(lines, || None);
+        for slot in &mut self.rows {
             // Blank rows read back from a snapshot give their cells up
             // again, so a restored idle pane is as small as a new one.
-            if row.is_blank() {
-                *row = Row::unwritten();
-            } else if row.cells.len() != usize::from(cols) {
-                row.resize(cols, Style::DEFAULT);
+            match slot {
+                Some(row) if row.is_blank() => *slot = None,
+                Some(row) if row.cells.len() != usize::from(cols) => {
+                    row.resize(cols, Style::DEFAULT);
+                }
+                _ => {}
             }
         }
         self.cols = cols;
@@ -810,7 +801,7 @@ impl Grid {
     pub fn new(cols: u16, rows: u16) -> Grid {
         let rows = usize::from(rows.max(1));
         Grid {
-            rows: (0..rows).map(|_| Row::unwritten()).collect(),
+            rows: (0..rows).map(|_| None).collect(),
             top: 0,
             cols,
             blank: blank_row(cols),
@@ -824,24 +815,26 @@ impl Grid {
     /// Every cell a default blank, no row wrapped, no marks or extras: what
     /// `Grid::new` makes.
     pub fn is_blank(&self) -> bool {
-        self.rows.iter().all(Row::is_blank)
+        self.rows.iter().flatten().all(|r| r.is_blank())
     }
 
-    /// `row`, or the blank row it stands for if it was never written.
+    /// `slot`'s row, or the blank row it stands for if it was never
+    /// written.
     #[inline]
-    fn or_blank<'a>(&'a self, row: &'a Row) -> &'a Row {
-        if row.is_unwritten() { self.blank } else { row }
+    fn or_blank<'a>(&'a self, slot: &'a Slot) -> &'a Row {
+        slot.as_deref().unwrap_or(self.blank)
     }
 
     /// Resets storage row `i` to blanks of `fill`; an unwritten row stays
     /// so when the fill is the default.
     #[inline]
     fn reset_stored(&mut self, i: usize, fill: Style) {
-        let row = &mut self.rows[i];
-        if !row.is_unwritten() {
-            row.reset(fill);
-        } else if fill != Style::DEFAULT {
-            *row = Row::new(self.cols, fill);
+        match &mut self.rows[i] {
+            Some(row) => row.reset(fill),
+            None if fill != Style::DEFAULT => {
+                self.rows[i] = Some(Box::new(Row::new(self.cols, fill)));
+            }
+            None => {}
         }
     }
 
@@ -865,11 +858,8 @@ impl Grid {
     #[inline]
     pub fn row_mut(&mut self, r: usize) -> &mut Row {
         let i = self.idx(r.min(self.rows.len() - 1));
-        let row = &mut self.rows[i];
-        if row.is_unwritten() {
-            row.cells = self.blank.cells.clone();
-        }
-        row
+        let blank = self.blank;
+        self.rows[i].get_or_insert_with(|| Box::new(blank.clone()))
     }
 
     /// Scrolls rows `[top, bottom]` up by `n`, filling the bottom with blanks.
@@ -952,28 +942,23 @@ impl Grid {
         let len = rows.len();
         rows.rotate_left(self.top % len.max(1));
         self.top = 0;
-        for row in &mut rows {
-            if row.is_unwritten() {
-                row.cells = self.blank.cells.clone();
-            }
-        }
-        rows
+        rows.into_iter()
+            .map(|slot| slot.map_or_else(|| self.blank.clone(), |row| *row))
+            .collect()
     }
 
     /// Replaces the rows (view order, each `cols` cells, at least one).
     /// Blank ones give their cells up, so a reflow (a width change, as
     /// attaching from another terminal does) leaves an idle pane small.
-    pub fn set_rows(&mut self, mut rows: Vec<Row>, cols: u16) {
-        for row in &mut rows {
-            if row.is_blank() {
-                *row = Row::unwritten();
-            }
-        }
-        self.rows = rows;
+    pub fn set_rows(&mut self, rows: Vec<Row>, cols: u16) {
+        self.rows = rows
+            .into_iter()
+            .map(|row| (!row.is_blank()).then(|| Box::new(row)))
+            .collect();
         self.top = 0;
         self.cols = cols;
         if self.rows.is_empty() {
-            self.rows.push(Row::unwritten());
+            self.rows.push(None);
         }
         if self.blank.cells.len() != usize::from(cols) {
             self.blank = blank_row(cols);
@@ -991,26 +976,24 @@ impl Grid {
         evicted: &mut dyn FnMut(&Row),
     ) {
         let lines = usize::from(lines.max(1));
-        let mut ordered: Vec<Row> = Vec::with_capacity(self.rows.len());
+        let mut ordered: Vec<Slot> = Vec::with_capacity(self.rows.len());
         let top = self.top;
         let len = self.rows.len();
         let mut old = std::mem::take(&mut self.rows);
         old.rotate_left(top % len.max(1));
         let remove_from_top = remove_from_top.min(old.len());
-        for (i, mut row) in old.into_iter().enumerate() {
+        for (i, mut slot) in old.into_iter().enumerate() {
             if i < remove_from_top {
-                evicted(self.or_blank(&row));
+                evicted(self.or_blank(&slot));
                 continue;
             }
-            if !row.is_unwritten() {
+            if let Some(row) = &mut slot {
                 row.resize(cols, Style::DEFAULT);
             }
-            ordered.push(row);
+            ordered.push(slot);
         }
         ordered.truncate(lines);
-        while ordered.len() < lines {
-            ordered.push(Row::unwritten());
-        }
+        ordered.resize_with(lines, || None);
         if self.blank.cells.len() != usize::from(cols) {
             self.blank = blank_row(cols);
         }
@@ -1256,11 +1239,13 @@ mod tests {
     }
 
     fn written_rows(g: &Grid) -> usize {
-        g.rows.iter().filter(|r| !r.is_unwritten()).count()
+        g.rows.iter().filter(|r| r.is_some()).count()
     }
 
     #[test]
     fn rows_get_cells_on_first_write_and_serialize_as_blanks() {
+        // An unwritten row is one null word in the grid's ring.
+        assert_eq!(std::mem::size_of::<Slot>(), 8);
         let mut g = Grid::new(4, 3);
         assert_eq!(written_rows(&g), 0, "a new grid holds no cells");
         assert_eq!(g.row(2), &Row::new(4, Style::DEFAULT));
