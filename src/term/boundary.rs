@@ -27,6 +27,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::screen::is_default;
+
 /// Longest sequence kept: 64 KiB of OSC/DCS/APC payload plus its framing.
 pub const MAX_SEQ: usize = 64 * 1024 + 16;
 
@@ -83,17 +85,27 @@ pub fn is_exec_c0(b: u8) -> bool {
     matches!(b, 0x00..=0x17 | 0x19 | 0x1C..=0x1F)
 }
 
+/// Fields at their default (the ground state between units, nearly
+/// always) are left out of the encoding (handoff version 6 on) and read
+/// back as the default.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Boundary {
+    #[serde(skip_serializing_if = "is_default")]
     state: State,
+    #[serde(skip_serializing_if = "is_default")]
     kind: Kind,
+    #[serde(skip_serializing_if = "is_default")]
     tail: Vec<u8>,
     /// The unit outgrew `MAX_SEQ`; its bytes are being discarded.
+    #[serde(skip_serializing_if = "is_default")]
     dropping: bool,
     /// The unit holds C0 controls that vte executes mid-sequence.
+    #[serde(skip_serializing_if = "is_default")]
     c0: bool,
     /// Escape state entered by the ESC that ended a string, which was
     /// already emitted with `ESC \`: a following `\` is the real ST.
+    #[serde(skip_serializing_if = "is_default")]
     after_string: bool,
 }
 
