@@ -446,8 +446,10 @@ impl Pane {
         if self.input_pos == self.input.len() {
             self.input.clear();
             // A paste grew it (up to the 1 MiB pending limit): written
-            // now, so its memory goes back rather than stay with the pane.
-            if self.input.capacity() > 64 * 1024 {
+            // now, so its memory goes back rather than stay with the pane
+            // (up to 64 KiB of every pane that was pasted into once, when
+            // the bound was 64 KiB; typing needs a few bytes).
+            if self.input.capacity() > 4096 {
                 self.input = Vec::new();
             }
             self.input_pos = 0;
