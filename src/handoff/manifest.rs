@@ -633,15 +633,33 @@ mod pane_runtime_tests {
         let old: PaneRuntime<Value> = serde_json::from_str(v5).unwrap();
         let now = serde_json::to_string(&old).unwrap();
         assert!(now.len() * 2 < v5.len(), "{now}");
-        assert!(!now.contains("kill_reason") && !now.contains("input"), "{now}");
+        assert!(
+            !now.contains("kill_reason") && !now.contains("input"),
+            "{now}"
+        );
         let back: PaneRuntime<Value> = serde_json::from_str(&now).unwrap();
         let full = |r: &PaneRuntime<Value>| {
             serde_json::json!([
-                r.id, r.created_unix_ms, r.run, r.kill_reason, r.kill_escalate_in_ms,
-                r.screen, r.screen_changes, r.idle_ms, r.timeout_in_ms, r.idle_timeout_ms,
-                r.input, r.written_total, r.recent_requests, r.history_dirty,
-                r.prompts_seen, r.commands_finished, r.last_command_exit, r.output_bytes,
-                r.shell_injected, r.acks.len(),
+                r.id,
+                r.created_unix_ms,
+                r.run,
+                r.kill_reason,
+                r.kill_escalate_in_ms,
+                r.screen,
+                r.screen_changes,
+                r.idle_ms,
+                r.timeout_in_ms,
+                r.idle_timeout_ms,
+                r.input,
+                r.written_total,
+                r.recent_requests,
+                r.history_dirty,
+                r.prompts_seen,
+                r.commands_finished,
+                r.last_command_exit,
+                r.output_bytes,
+                r.shell_injected,
+                r.acks.len(),
             ])
         };
         assert_eq!(full(&back), full(&old));

@@ -25,11 +25,11 @@
 //! a hole as zeroes without allocating) to see whether another process
 //! (the other side of a live upgrade) has written since.
 
+use std::cell::Cell;
 use std::io;
 #[cfg(test)]
 use std::os::fd::FromRawFd;
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 const MAGIC: u64 = 0x7074_7964_7269_6e67; // "ptydring"
@@ -346,7 +346,10 @@ fn read_header(fd: &OwnedFd) -> io::Result<Option<u64>> {
     // own, from an fd we hold.
     let n = unsafe { libc::pread(fd.as_raw_fd(), h.as_mut_ptr().cast(), h.len(), 0) };
     if n < 0 {
-        return Err(context("reading the output ring's header", io::Error::last_os_error()));
+        return Err(context(
+            "reading the output ring's header",
+            io::Error::last_os_error(),
+        ));
     }
     let word = |i: usize| u64::from_ne_bytes(h[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]));
     match (n, word(0)) {

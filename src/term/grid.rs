@@ -1346,10 +1346,7 @@ mod tests {
     /// colour (BCE), in a full-screen scroll and in a region.
     #[test]
     fn a_reused_row_is_blank_whatever_it_held() {
-        let extra = Extra {
-            ul: 5,
-            link: None,
-        };
+        let extra = Extra { ul: 5, link: None };
         for fill in [Style::DEFAULT, Style { fg: 0, bg: 4 }] {
             for (top, bottom) in [(0, 2), (1, 2)] {
                 let mut g = Grid::new(6, 3);

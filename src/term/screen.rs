@@ -153,7 +153,11 @@ fn is_default_stop(col: usize) -> bool {
 /// Whether `tabs` is `default_tabs` of its length (an empty array is not:
 /// it reads back as the default, which only a screen of no columns has).
 fn tabs_are_default(tabs: &[bool]) -> bool {
-    !tabs.is_empty() && tabs.iter().enumerate().all(|(c, &t)| t == is_default_stop(c))
+    !tabs.is_empty()
+        && tabs
+            .iter()
+            .enumerate()
+            .all(|(c, &t)| t == is_default_stop(c))
 }
 
 impl Screen {
@@ -1084,7 +1088,12 @@ mod tests {
         let back: Terminal = serde_json::from_str(&v5).unwrap();
         assert_eq!(back, t);
         let now = serde_json::to_string(&t).unwrap();
-        assert!(now.len() * 5 < v5.len(), "{} of {}: {now}", now.len(), v5.len());
+        assert!(
+            now.len() * 5 < v5.len(),
+            "{} of {}: {now}",
+            now.len(),
+            v5.len()
+        );
         assert_eq!(serde_json::from_str::<Terminal>(&now).unwrap(), t);
     }
 
@@ -1101,7 +1110,14 @@ mod tests {
             &mut fwd,
         );
         let v = serde_json::to_value(&t).unwrap();
-        for key in ["modes", "title", "saved_main", "charsets", "pen", "bg_override"] {
+        for key in [
+            "modes",
+            "title",
+            "saved_main",
+            "charsets",
+            "pen",
+            "bg_override",
+        ] {
             assert!(v["screen"].get(key).is_some(), "{key} left out: {v}");
         }
         assert!(v["boundary"].get("tail").is_some(), "{v}");
