@@ -1,0 +1,390 @@
+//! Keys read by the server (issue 18): once the server writes to an
+//! attached client's terminal (direct output), the client hands it its
+//! keys too, and the server reads them from the terminal and writes them
+//! to the pane itself. Through the real `ptyd attach` in a PTY (or in
+//! tmux): every typed byte arrives once and in order across the hand-over,
+//! a 100 KB paste goes through the server (the client reads none of it),
+//! across a live upgrade too; the prefix key, the scroll mode, the prefix
+//! sent through and detach stay the client's; a pane that reads nothing
+//! holds the keys back without holding the server up; after a crash the
+//! keys go to the replacement; the opt-outs and read-only clients never
+//! hand them over.
+
+// Drives the real server, which runs on Unix only (src/lib.rs).
+#![cfg(unix)]
+
+mod util;
+
+use serde_json::{Value, json};
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::OwnedFd;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use util::{Ptyd, Tmux, shell_quote};
+
+/// The user's terminal for a real `ptyd attach`: a PTY whose master the
+/// test types into. What the terminal shows is read and dropped by a
+/// thread, so the server's and client's writes never block on it.
+struct Terminal {
+    master: File,
+    client: util::KillOnDrop,
+}
+
+impl Terminal {
+    fn attach(ptyd: &Ptyd, args: &[&str], env: &[(&str, &str)]) -> Terminal {
+        let size = nix::pty::Winsize {
+            ws_row: 24,
+            ws_col: 80,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        let pty = nix::pty::openpty(Some(&size), None).unwrap();
+        let slave = |fd: &OwnedFd| std::process::Stdio::from(fd.try_clone().unwrap());
+        let mut all = vec!["attach"];
+        all.extend_from_slice(args);
+        let mut cmd = ptyd.cli(&all);
+        cmd.stdin(slave(&pty.slave))
+            .stdout(slave(&pty.slave))
+            .stderr(slave(&pty.slave));
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let client = util::KillOnDrop::child(cmd.spawn().expect("starting ptyd attach"));
+        let master = File::from(pty.master);
+        let mut drain = master.try_clone().unwrap();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 64 * 1024];
+            while matches!(drain.read(&mut buf), Ok(n) if n > 0) {}
+        });
+        Terminal { master, client }
+    }
+
+    /// Types `bytes` on a thread of its own (a write blocks while the
+    /// terminal's queue is full), counting what went in.
+    fn type_async(&self, bytes: Vec<u8>) -> (std::thread::JoinHandle<()>, Arc<AtomicUsize>) {
+        let mut master = self.master.try_clone().unwrap();
+        let count = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&count);
+        let thread = std::thread::spawn(move || {
+            for chunk in bytes.chunks(4096) {
+                master.write_all(chunk).expect("typing into the terminal");
+                counted.fetch_add(chunk.len(), Ordering::Relaxed);
+            }
+        });
+        (thread, count)
+    }
+
+    /// Bytes the client process has read so far (`/proc/PID/io`
+    /// `rchar`: its terminal and its socket alike).
+    fn client_read_bytes(&self) -> u64 {
+        let pid = self.client.as_child().id();
+        let io = std::fs::read_to_string(format!("/proc/{pid}/io")).unwrap();
+        io.lines()
+            .find_map(|l| l.strip_prefix("rchar:"))
+            .and_then(|n| n.trim().parse().ok())
+            .expect("an rchar line")
+    }
+}
+
+/// A pane that writes everything typed into it, unchanged, to `file`
+/// (its terminal raw, no echo), once `gate` (a FIFO, if any) is opened
+/// for writing: until then it reads none of its input.
+fn recorder(ptyd: &Ptyd, file: &Path, gate: Option<&Path>) -> String {
+    let wait = gate.map_or(String::new(), |g| {
+        format!("read _ < {}; ", shell_quote(g.to_str().unwrap()))
+    });
+    let script = format!(
+        "stty raw -echo; echo ready; {wait}exec cat > {}",
+        shell_quote(file.to_str().unwrap())
+    );
+    let id = ptyd.create_argv(&["/bin/sh", "-c", &script]);
+    ptyd.connect().wait_text(&id, "ready");
+    id
+}
+
+/// Waits until `file` holds as many bytes as `want`, then compares.
+#[track_caller]
+fn assert_recorded(file: &Path, want: &[u8]) {
+    let got = util::eventually(format!("{} bytes recorded", want.len()), || {
+        let got = std::fs::read(file).unwrap_or_default();
+        if got.len() >= want.len() {
+            Ok(got)
+        } else {
+            Err(format!("{} so far", got.len()))
+        }
+    });
+    if got != want {
+        let at = got.iter().zip(want).position(|(a, b)| a != b);
+        panic!(
+            "typed bytes differ (lengths {} and {}) first at {at:?}: got {:?}",
+            got.len(),
+            want.len(),
+            at.map(|i| util::abbreviate(&got[i..(i + 64).min(got.len())]))
+        );
+    }
+}
+
+/// The first attached client's `client.list` entry.
+fn first_client(c: &mut util::Conn) -> Value {
+    c.ok("client.list", json!({}))["clients"][0].clone()
+}
+
+/// Waits until the attached client's keys are (or are not) read by the
+/// server; returns its entry.
+#[track_caller]
+fn wait_keys(c: &mut util::Conn, keys: bool) -> Value {
+    util::eventually(format!("the server reading the client's keys: {keys}"), || {
+        let first = first_client(c);
+        (first["keys"] == keys).then_some(first)
+    })
+}
+
+/// Numbered lines `tag000000\n`... (no prefix key, nothing a raw
+/// terminal changes).
+fn lines(tag: &str, range: std::ops::Range<usize>) -> Vec<u8> {
+    range
+        .flat_map(|i| format!("{tag}{i:06}\n").into_bytes())
+        .collect()
+}
+
+#[test]
+fn typed_bytes_arrive_once_and_in_order_across_the_hand_over_and_a_paste() {
+    let ptyd = Ptyd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("typed");
+    let id = recorder(&ptyd, &file, None);
+    let mut c = ptyd.connect();
+    let term = Terminal::attach(&ptyd, &[&id], &[]);
+    // Typed from the client's start on: through its own reading, the
+    // offer, the server's taking the keys.
+    let early = lines("early", 0..3000);
+    let (typist, _) = term.type_async(early.clone());
+    let listed = wait_keys(&mut c, true);
+    assert_eq!(listed["direct"], true, "{listed}");
+    typist.join().unwrap();
+    assert_recorded(&file, &early);
+
+    // A paste of 100 KB: the server reads it; the client reads none of it.
+    let read_before = term.client_read_bytes();
+    let paste = lines("paste", 0..10_000);
+    assert!(paste.len() >= 100_000);
+    let (typist, _) = term.type_async(paste.clone());
+    typist.join().unwrap();
+    let want = [early, paste].concat();
+    assert_recorded(&file, &want);
+    let client_read = term.client_read_bytes() - read_before;
+    assert!(
+        client_read < 10_000,
+        "the client read {client_read} bytes during a 100 KB paste"
+    );
+    assert_eq!(first_client(&mut c)["keys"], true);
+}
+
+#[test]
+fn the_prefix_key_scroll_mode_prefix_sent_through_and_detach_stay_with_the_client() {
+    let ptyd = Ptyd::start();
+    let id = ptyd.create_argv(&["/bin/sh"]);
+    let mut c = ptyd.connect();
+    let tmux = Tmux::outer_session(&ptyd, 100, 30);
+    tmux.type_line(&format!("{} attach {id}", shell_quote(util::PTYD)));
+    wait_keys(&mut c, true);
+    tmux.type_line("echo typed-$((6*7))");
+    tmux.wait_screen("the line typed through the server", |s| {
+        s.contains("typed-42")
+    });
+
+    // The scroll mode: the client takes its keys back, draws, and hands
+    // them over again after.
+    tmux.keys(&["C-\\", "["]);
+    let listed = wait_keys(&mut c, false);
+    assert_eq!(listed["direct"], false, "{listed}");
+    tmux.wait_screen("the scroll mode", |s| s.contains("typed-42"));
+    tmux.keys(&["q"]);
+    wait_keys(&mut c, true);
+    tmux.type_line("echo after-$((6*7))");
+    tmux.wait_screen("a line typed after the scroll mode", |s| {
+        s.contains("after-42")
+    });
+
+    // The prefix twice sends it through, once: `cat -v` shows it (no
+    // signal from it: -isig).
+    tmux.type_line("stty -isig; cat -v");
+    tmux.keys(&["C-\\", "C-\\"]);
+    tmux.type_line("x");
+    tmux.wait_screen("the prefix key sent through", |s| s.contains("^\\x"));
+    // And the keys went back to the server after it.
+    wait_keys(&mut c, true);
+    tmux.keys(&["C-d"]);
+    tmux.type_line("stty sane; echo sane-$((6*7))");
+    tmux.wait_screen("the shell again", |s| s.contains("sane-42"));
+
+    // Detach: the outer shell reads its terminal again, the server not.
+    tmux.keys(&["C-\\", "d"]);
+    tmux.wait_screen("the outer prompt again", |s| s.contains("[ptyd: detached]"));
+    util::eventually("the client gone", || {
+        c.ok("client.list", json!({}))["clients"]
+            .as_array()
+            .is_some_and(|a| a.is_empty())
+    });
+    tmux.type_line("echo outer-$((6*7))");
+    tmux.wait_screen("the outer shell reading its keys", |s| {
+        s.contains("outer-42")
+    });
+}
+
+#[test]
+fn keys_typed_during_a_live_upgrade_arrive_once_and_in_order() {
+    let ptyd = Ptyd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("typed");
+    let id = recorder(&ptyd, &file, None);
+    let mut c = ptyd.connect();
+    let term = Terminal::attach(&ptyd, &[&id], &[]);
+    wait_keys(&mut c, true);
+    // Typing until told to stop, a line per write: before, during and
+    // after the upgrade.
+    let stop = Arc::new(AtomicBool::new(false));
+    let typist = {
+        let stop = Arc::clone(&stop);
+        let mut master = term.master.try_clone().unwrap();
+        std::thread::spawn(move || {
+            let mut n = 0;
+            while !stop.load(Ordering::Relaxed) && n < 200_000 {
+                master.write_all(&lines("u", n..n + 1)).unwrap();
+                n += 1;
+            }
+            n
+        })
+    };
+    let report = c.call("server.upgrade", json!({}));
+    assert!(report.is_ok(), "upgrade failed: {report:?}");
+    // The new server reads the keys again.
+    wait_keys(&mut c, true);
+    stop.store(true, Ordering::Relaxed);
+    let n = typist.join().unwrap();
+    assert_recorded(&file, &lines("u", 0..n));
+}
+
+#[test]
+fn after_a_crash_the_keys_go_to_the_replacement_server() {
+    let ptyd = Ptyd::start();
+    let id = ptyd.create_argv(&["/bin/sh"]);
+    let mut c = ptyd.connect();
+    let tmux = Tmux::outer_session(&ptyd, 100, 30);
+    tmux.type_line(&format!("{} attach {id}", shell_quote(util::PTYD)));
+    wait_keys(&mut c, true);
+    let dead = ptyd.serving_pid();
+    // SAFETY: kill(2) of the serving process this test's server forked.
+    unsafe { libc::kill(dead, libc::SIGKILL) };
+    let mut c = util::eventually("a replacement server to answer", || {
+        let mut c = util::Conn::try_connect(&ptyd.socket())?;
+        match c.try_call("server.status", json!({})) {
+            Some(Ok(status)) => {
+                let pid = status["pid"].as_i64().unwrap_or(0) as i32;
+                (pid != dead && pid != 0).then_some(c)
+            }
+            _ => None,
+        }
+    });
+    wait_keys(&mut c, true);
+    tmux.type_line("echo back-$((6*7))");
+    tmux.wait_screen("a line typed to the new server", |s| s.contains("back-42"));
+}
+
+#[test]
+fn a_pane_that_reads_nothing_holds_the_keys_back_not_the_server() {
+    let ptyd = Ptyd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("typed");
+    let gate = dir.path().join("gate");
+    nix::unistd::mkfifo(&gate, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let id = recorder(&ptyd, &file, Some(&gate));
+    let mut c = ptyd.connect();
+    let term = Terminal::attach(&ptyd, &[&id], &[]);
+    wait_keys(&mut c, true);
+    // Twice what the pane's pending input holds (1 MiB).
+    let paste = lines("full", 0..180_000);
+    let (typist, typed) = term.type_async(paste.clone());
+    // Past what the pane's input holds: the server holds nearly a
+    // megabyte for the pane (the terminals' queues take a few dozen KiB).
+    util::eventually("the pane's input to fill up", || {
+        let n = typed.load(Ordering::Relaxed);
+        if n > 1 << 20 {
+            Ok(())
+        } else {
+            Err(format!("{n} typed; {}", first_client(&mut c)))
+        }
+    });
+    // The server answers meanwhile, and still has the keys (held in the
+    // terminal, not handed to the client).
+    let listed = first_client(&mut c);
+    assert_eq!(listed["keys"], true, "{listed}");
+    let status = c.ok("server.status", json!({}));
+    assert!(status["pid"].as_i64().is_some(), "{status}");
+    // The program reads: everything arrives, in order.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&gate)
+        .unwrap()
+        .write_all(b"go\n")
+        .unwrap();
+    typist.join().unwrap();
+    assert_recorded(&file, &paste);
+    wait_keys(&mut c, true);
+}
+
+#[test]
+fn opted_out_and_read_only_clients_keep_their_keys() {
+    let ptyd = Ptyd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("typed");
+    let id = recorder(&ptyd, &file, None);
+    let mut c = ptyd.connect();
+    let mut want = Vec::new();
+    let cases: [(&[&str], &[(&str, &str)]); 2] = [
+        (&["--no-direct"], &[]),
+        (&[], &[("PTYD_ATTACH_DIRECT", "0")]),
+    ];
+    for (i, (args, env)) in cases.into_iter().enumerate() {
+        let mut all = vec![id.as_str()];
+        all.extend_from_slice(args);
+        let term = Terminal::attach(&ptyd, &all, env);
+        util::eventually("the client attached", || {
+            first_client(&mut c).is_object().then_some(())
+        });
+        // Its typing goes through the client, as before.
+        let line = lines(&format!("out{i}-"), 0..100);
+        let read_before = term.client_read_bytes();
+        let (typist, _) = term.type_async(line.clone());
+        typist.join().unwrap();
+        want.extend_from_slice(&line);
+        assert_recorded(&file, &want);
+        assert!(term.client_read_bytes() - read_before >= line.len() as u64);
+        let listed = first_client(&mut c);
+        assert_eq!((&listed["direct"], &listed["keys"]), (&json!(false), &json!(false)));
+        drop(term);
+        util::eventually("the client gone", || {
+            c.ok("client.list", json!({}))["clients"]
+                .as_array()
+                .is_some_and(|a| a.is_empty())
+        });
+    }
+    // A read-only client: its terminal may be written to, its keys are
+    // never read (nor sent).
+    let term = Terminal::attach(&ptyd, &[&id, "--read-only"], &[]);
+    let listed = util::eventually("the read-only client's terminal taken", || {
+        let first = first_client(&mut c);
+        (first["direct"] == true).then_some(first)
+    });
+    assert_eq!(listed["keys"], false, "{listed}");
+    let (typist, _) = term.type_async(b"ignored\n".to_vec());
+    typist.join().unwrap();
+    // Whatever it typed went nowhere: a line typed after it by a protocol
+    // client arrives right behind what came before.
+    c.input(&id, "last\n");
+    want.extend_from_slice(b"last\n");
+    assert_recorded(&file, &want);
+    assert_eq!(first_client(&mut c)["keys"], false);
+}
