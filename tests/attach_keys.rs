@@ -19,6 +19,7 @@ use serde_json::{Value, json};
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::OwnedFd;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -135,10 +136,13 @@ fn first_client(c: &mut util::Conn) -> Value {
 /// server; returns its entry.
 #[track_caller]
 fn wait_keys(c: &mut util::Conn, keys: bool) -> Value {
-    util::eventually(format!("the server reading the client's keys: {keys}"), || {
-        let first = first_client(c);
-        (first["keys"] == keys).then_some(first)
-    })
+    util::eventually(
+        format!("the server reading the client's keys: {keys}"),
+        || {
+            let first = first_client(c);
+            (first["keys"] == keys).then_some(first)
+        },
+    )
 }
 
 /// Numbered lines `tag000000\n`... (no prefix key, nothing a raw
@@ -343,7 +347,8 @@ fn opted_out_and_read_only_clients_keep_their_keys() {
     let id = recorder(&ptyd, &file, None);
     let mut c = ptyd.connect();
     let mut want = Vec::new();
-    let cases: [(&[&str], &[(&str, &str)]); 2] = [
+    type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)]);
+    let cases: [Case; 2] = [
         (&["--no-direct"], &[]),
         (&[], &[("PTYD_ATTACH_DIRECT", "0")]),
     ];
@@ -363,7 +368,10 @@ fn opted_out_and_read_only_clients_keep_their_keys() {
         assert_recorded(&file, &want);
         assert!(term.client_read_bytes() - read_before >= line.len() as u64);
         let listed = first_client(&mut c);
-        assert_eq!((&listed["direct"], &listed["keys"]), (&json!(false), &json!(false)));
+        assert_eq!(
+            (&listed["direct"], &listed["keys"]),
+            (&json!(false), &json!(false))
+        );
         drop(term);
         util::eventually("the client gone", || {
             c.ok("client.list", json!({}))["clients"]
@@ -387,4 +395,157 @@ fn opted_out_and_read_only_clients_keep_their_keys() {
     want.extend_from_slice(b"last\n");
     assert_recorded(&file, &want);
     assert_eq!(first_client(&mut c)["keys"], false);
+}
+
+/// Frame kinds of direct output and keys (docs/protocol.md).
+const DIRECT_ON: u8 = 3;
+const DIRECT_OFF: u8 = 4;
+const KEYS_OFF: u8 = 5;
+const TTY: u8 = 5;
+const DIRECT_ACK: u8 = 6;
+const DIRECT_PAUSE: u8 = 7;
+const KEYS_ON: u8 = 8;
+
+/// Offers a fresh raw terminal on `a` (opened for reading too if
+/// `readable`); returns its master and the slave fd offered.
+fn offer(a: &util::Attached, readable: bool) -> (File, File) {
+    use nix::sys::socket::{ControlMessage, MsgFlags, sendmsg};
+    use std::os::fd::AsRawFd;
+    let pty = nix::pty::openpty(None, None).unwrap();
+    let mut t = nix::sys::termios::tcgetattr(&pty.slave).unwrap();
+    nix::sys::termios::cfmakeraw(&mut t);
+    nix::sys::termios::tcsetattr(&pty.slave, nix::sys::termios::SetArg::TCSANOW, &t).unwrap();
+    let path = format!("/proc/self/fd/{}", pty.slave.as_raw_fd());
+    let slave = std::fs::OpenOptions::new()
+        .read(readable)
+        .write(true)
+        .custom_flags(libc::O_NOCTTY | libc::O_NONBLOCK)
+        .open(path)
+        .unwrap();
+    let bytes = util::frame(TTY, &[]);
+    let iov = [std::io::IoSlice::new(&bytes)];
+    let fds = [slave.as_raw_fd()];
+    sendmsg::<()>(
+        a.stream().as_raw_fd(),
+        &iov,
+        &[ControlMessage::ScmRights(&fds)],
+        MsgFlags::empty(),
+        None,
+    )
+    .unwrap();
+    (File::from(pty.master), slave)
+}
+
+/// The next frame that is not OUTPUT.
+#[track_caller]
+fn next_control(a: &mut util::Attached) -> (u8, Vec<u8>) {
+    loop {
+        match a.next_frame() {
+            Some((util::OUTPUT, _)) => {}
+            Some(other) => return other,
+            None => panic!("the attached stream ended"),
+        }
+    }
+}
+
+/// A KEYS_OFF frame's reason and bytes.
+#[track_caller]
+fn keys_off(frame: (u8, Vec<u8>)) -> (String, Vec<u8>) {
+    assert_eq!(frame.0, KEYS_OFF, "{:?}", util::abbreviate(&frame.1));
+    let len = usize::from(frame.1[0]);
+    (
+        String::from_utf8(frame.1[1..1 + len].to_vec()).unwrap(),
+        frame.1[1 + len..].to_vec(),
+    )
+}
+
+#[test]
+fn the_protocol_hands_keys_over_and_back_at_the_prefix_key() {
+    let ptyd = Ptyd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("typed");
+    let id = recorder(&ptyd, &file, None);
+    let (_, mut a) = ptyd.connect().attach(json!({ "target": id }));
+    // No terminal taken: refused.
+    a.send(KEYS_ON, &[0x1c]);
+    assert_eq!(keys_off(next_control(&mut a)).0, "refused");
+
+    // A terminal opened for writing only: output, no keys.
+    let (_m, _s) = offer(&a, false);
+    assert_eq!(next_control(&mut a), (DIRECT_ON, Vec::new()));
+    a.send(DIRECT_ACK, &[]);
+    a.send(KEYS_ON, &[0x1c]);
+    assert_eq!(keys_off(next_control(&mut a)).0, "refused");
+    a.send(DIRECT_PAUSE, &[]);
+    assert_eq!(next_control(&mut a).0, DIRECT_OFF);
+
+    // Opened for reading too: keys.
+    let (mut master, mut slave) = offer(&a, true);
+    let (kind, on) = next_control(&mut a);
+    assert_eq!(kind, DIRECT_ON);
+    assert_eq!(serde_json::from_slice::<Value>(&on).unwrap()["keys"], true);
+    a.send(DIRECT_ACK, &[]);
+    // Not one byte (the prefix key) as payload: refused.
+    a.send(KEYS_ON, &[]);
+    assert_eq!(keys_off(next_control(&mut a)).0, "refused");
+    a.send(KEYS_ON, &[0x1c]);
+    master.write_all(b"abc\x1cxyz").unwrap();
+    // Up to the prefix key into the pane; from it on back to the client,
+    // in what KEYS_OFF carries and what is still in the terminal.
+    let (reason, mut rest) = keys_off(next_control(&mut a));
+    assert_eq!(reason, "prefix");
+    util::eventually("the rest of the keys", || {
+        let mut buf = [0u8; 64];
+        if let Ok(n) = slave.read(&mut buf) {
+            rest.extend_from_slice(&buf[..n]);
+        }
+        (rest.len() >= 4).then_some(())
+    });
+    assert_eq!(rest, b"\x1cxyz");
+    assert_recorded(&file, b"abc");
+
+    // Again, then a pause: KEYS_OFF before DIRECT_OFF.
+    a.send(KEYS_ON, &[0x1c]);
+    master.write_all(b"def").unwrap();
+    assert_recorded(&file, b"abcdef");
+    a.send(DIRECT_PAUSE, &[]);
+    assert_eq!(
+        keys_off(next_control(&mut a)),
+        ("paused".into(), Vec::new())
+    );
+    assert_eq!(next_control(&mut a).0, DIRECT_OFF);
+}
+
+/// KEYS_OFF answers are queued past the output bound, so a client asking
+/// for keys again and again without reading its socket must still be
+/// bounded: it is dropped as too slow, and the server serves on.
+#[test]
+fn a_client_that_asks_for_keys_without_reading_is_dropped_not_grown() {
+    let ptyd = Ptyd::start();
+    let id = ptyd.create_argv(&["/bin/sh"]);
+    let mut c = ptyd.connect();
+    let (_, a) = ptyd.connect().attach(json!({ "target": id }));
+    let sock = a.stream().try_clone().unwrap();
+    // Each refused KEYS_ON is answered by 13 bytes: 400,000 of them are
+    // past the 4 MiB bound.
+    let writer = std::thread::spawn(move || {
+        let asks = util::frame(KEYS_ON, &[0x1c]).repeat(1000);
+        let mut sock = sock;
+        for _ in 0..400 {
+            if sock.write_all(&asks).is_err() {
+                return;
+            }
+        }
+    });
+    util::eventually("the client that never reads to be dropped", || {
+        let n = c.ok("client.list", json!({}))["clients"]
+            .as_array()
+            .map_or(0, Vec::len);
+        (n == 0).then_some(())
+    });
+    drop(a);
+    writer.join().unwrap();
+    let (_, mut b) = ptyd.connect().attach(json!({ "target": id }));
+    b.send(util::INPUT, b"echo alive-$((40+2))\n");
+    b.read_until("alive-42");
 }

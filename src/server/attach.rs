@@ -487,7 +487,11 @@ impl Server {
                 }
             }
             frame::client::DIRECT_ACK => c.direct.acknowledge(),
-            _ => c.leave_direct(super::connection::Polls::of(&self.poll, &self.arrivals), "paused", true),
+            _ => c.leave_direct(
+                super::connection::Polls::of(&self.poll, &self.arrivals),
+                "paused",
+                true,
+            ),
         }
     }
 
@@ -624,7 +628,11 @@ impl Server {
         // from here on: `DIRECT_OFF` and what its terminal had not taken
         // go before the EXIT frame.
         #[cfg(unix)]
-        c.leave_direct(super::connection::Polls::of(&self.poll, &self.arrivals), "ending", !drop_queue);
+        c.leave_direct(
+            super::connection::Polls::of(&self.poll, &self.arrivals),
+            "ending",
+            !drop_queue,
+        );
         // A view owed a drawing (a client that fell behind, or of another
         // size, when the pane's last output came) is drawn now, whether it
         // caught up or not: nothing will be sent after the EXIT frame.

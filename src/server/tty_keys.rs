@@ -46,6 +46,13 @@ impl Server {
         let Some(c) = self.conns.get_mut(&conn) else {
             return;
         };
+        // Answers go past the output bound (they must not be refused): a
+        // client that keeps asking without reading its socket is dropped
+        // as any client that falls behind, not grown without end.
+        if c.queued() > super::connection::MAX_OUTPUT_QUEUE {
+            self.drop_too_slow(conn);
+            return;
+        }
         let typing = matches!(
             c.mode,
             ConnMode::Attached {
@@ -55,6 +62,14 @@ impl Server {
         );
         let prefix = match payload {
             [prefix] if typing && c.direct.can_read_keys() && c.direct.keys().is_none() => *prefix,
+            // A second KEYS_ON while the keys are read here (a confused
+            // client): they go back, so that whatever it believes, one
+            // side reads the terminal and the other knows it does not.
+            _ if c.direct.keys().is_some() => {
+                c.give_back_keys("refused", &[]);
+                c.sync_write_interest(Polls::of(&self.poll, &self.arrivals));
+                return;
+            }
             _ => {
                 // Not read here: `KEYS_OFF` queued directly (the keys
                 // are not the server's to give back).
