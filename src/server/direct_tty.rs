@@ -400,5 +400,12 @@ pub fn check_offered(fd: OwnedFd) -> Result<(OwnedFd, bool), String> {
     }
     let flags = OFlag::from_bits_truncate(flags) | OFlag::O_NONBLOCK;
     fcntl(&fd, FcntlArg::F_SETFL(flags)).map_err(|e| format!("F_SETFL: {e}"))?;
-    Ok((fd, mode == OFlag::O_RDWR))
+    // Not the keys of our own controlling terminal (a server started in
+    // the background of the terminal it is attached from): reading it
+    // from outside its foreground process group would stop the server
+    // (SIGTTIN). A server started by a client has none (`setsid`).
+    let our_session = nix::unistd::getsid(None).ok();
+    let own_terminal = our_session.is_some()
+        && nix::sys::termios::tcgetsid(&fd).ok() == our_session;
+    Ok((fd, mode == OFlag::O_RDWR && !own_terminal))
 }
