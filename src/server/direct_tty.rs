@@ -405,7 +405,7 @@ pub fn check_offered(fd: OwnedFd) -> Result<(OwnedFd, bool), String> {
     // from outside its foreground process group would stop the server
     // (SIGTTIN). A server started by a client has none (`setsid`).
     let our_session = nix::unistd::getsid(None).ok();
-    let own_terminal = our_session.is_some()
-        && nix::sys::termios::tcgetsid(&fd).ok() == our_session;
+    let own_terminal =
+        our_session.is_some() && nix::sys::termios::tcgetsid(&fd).ok() == our_session;
     Ok((fd, mode == OFlag::O_RDWR && !own_terminal))
 }
