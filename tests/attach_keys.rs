@@ -549,3 +549,32 @@ fn a_client_that_asks_for_keys_without_reading_is_dropped_not_grown() {
     b.send(util::INPUT, b"echo alive-$((40+2))\n");
     b.read_until("alive-42");
 }
+
+/// Whatever ends the attachment gives the terminal back whole: the pane
+/// exiting (typed `exit`, read by the server) and a detach by someone
+/// else; the outer shell then reads its keys again, the server not.
+#[test]
+fn the_keys_go_back_when_the_pane_exits_or_another_detaches_the_client() {
+    let ptyd = Ptyd::start();
+    let mut c = ptyd.connect();
+    let tmux = Tmux::outer_session(&ptyd, 100, 30);
+    let first = ptyd.create_argv(&["/bin/sh"]);
+    tmux.type_line(&format!("{} attach {first}", shell_quote(util::PTYD)));
+    wait_keys(&mut c, true);
+    tmux.type_line("exit");
+    tmux.wait_screen("the pane's exit", |s| s.contains("exited"));
+    tmux.type_line("echo outer-$((6*7))");
+    tmux.wait_screen("the outer shell reading its keys", |s| {
+        s.contains("outer-42")
+    });
+
+    let second = ptyd.create_argv(&["/bin/sh"]);
+    tmux.type_line(&format!("{} attach {second}", shell_quote(util::PTYD)));
+    wait_keys(&mut c, true);
+    c.ok("client.detach", json!({ "all": true }));
+    tmux.wait_screen("the detach", |s| s.contains("detached"));
+    tmux.type_line("echo again-$((6*7))");
+    tmux.wait_screen("the outer shell reading its keys", |s| {
+        s.contains("again-42")
+    });
+}
