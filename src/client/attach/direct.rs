@@ -51,7 +51,8 @@ enum State {
 pub(super) struct DirectOutput {
     /// Offers are made at all (stdout is a terminal, not turned off).
     wanted: bool,
-    /// The keys may be handed over at all (not a read-only client).
+    /// The keys may be handed over at all: not a read-only client, and
+    /// stdin is the terminal offered.
     keys_wanted: bool,
     /// The prefix key, which the server stops reading at.
     prefix: u8,
@@ -131,8 +132,8 @@ impl DirectOutput {
         self.keys_after_input = false;
     }
 
-    /// `KEYS_OFF` came: the caller reads its terminal again, after
-    /// handling the bytes it carried (returned by the caller's loop).
+    /// `KEYS_OFF` came with `reason`: the caller reads its terminal
+    /// again, after handling the bytes the frame carried as typed.
     pub(super) fn on_keys_off(&mut self, reason: &str) {
         self.keys_given = false;
         match reason {
