@@ -581,3 +581,43 @@ fn the_keys_go_back_when_the_pane_exits_or_another_detaches_the_client() {
         s.contains("again-42")
     });
 }
+
+/// A server started in the background of the very terminal a client
+/// attaches from has it as its controlling terminal: reading it from
+/// outside the terminal's foreground process group would stop the server
+/// (SIGTTIN). It takes the output, never the keys.
+#[test]
+fn a_server_never_reads_the_keys_of_its_own_controlling_terminal() {
+    let ptyd = Ptyd::start();
+    let tmux = Tmux::outer_session(&ptyd, 100, 30);
+    let bg = format!("{}-bg", ptyd.namespace);
+    let ptyd_bin = shell_quote(util::PTYD);
+    // The outer shell's job control puts it in a background process group.
+    tmux.type_line(&format!(
+        "PTYD_NAMESPACE={bg} {ptyd_bin} server 2>/dev/null &"
+    ));
+    let socket = ptyd.dirs.socket(&bg);
+    util::eventually("the background server to answer", || {
+        util::serves(&socket).then_some(())
+    });
+    let mut c = util::Conn::connect(&socket);
+    let id = c.create(json!({ "argv": ["/bin/sh"] }))["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    tmux.type_line(&format!("PTYD_NAMESPACE={bg} {ptyd_bin} attach {id}"));
+    let listed = util::eventually("the client's terminal taken", || {
+        let first = first_client(&mut c);
+        (first["direct"] == true).then_some(first)
+    });
+    assert_eq!(listed["keys"], false, "{listed}");
+    tmux.type_line("echo own-$((6*7))");
+    tmux.wait_screen("the line typed through the client", |s| {
+        s.contains("own-42")
+    });
+    // Not stopped: it answers, and the keys are still the client's.
+    assert_eq!(first_client(&mut c)["keys"], false);
+    tmux.keys(&["C-\\", "d"]);
+    tmux.wait_screen("the detach", |s| s.contains("[ptyd: detached]"));
+    c.ok("server.stop", json!({}));
+}
