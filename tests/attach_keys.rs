@@ -597,6 +597,16 @@ fn a_server_never_reads_the_keys_of_its_own_controlling_terminal() {
         "PTYD_NAMESPACE={bg} {ptyd_bin} server 2>/dev/null &"
     ));
     let socket = ptyd.dirs.socket(&bg);
+    // Stopped however the test ends (its keeper would replace a killed one).
+    struct StopOnDrop(std::path::PathBuf);
+    impl Drop for StopOnDrop {
+        fn drop(&mut self) {
+            if let Some(mut c) = util::Conn::try_connect(&self.0) {
+                let _ = c.try_call("server.stop", json!({}));
+            }
+        }
+    }
+    let _stop = StopOnDrop(socket.clone());
     util::eventually("the background server to answer", || {
         util::serves(&socket).then_some(())
     });
@@ -619,5 +629,4 @@ fn a_server_never_reads_the_keys_of_its_own_controlling_terminal() {
     assert_eq!(first_client(&mut c)["keys"], false);
     tmux.keys(&["C-\\", "d"]);
     tmux.wait_screen("the detach", |s| s.contains("[ptyd: detached]"));
-    c.ok("server.stop", json!({}));
 }
