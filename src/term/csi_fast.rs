@@ -204,7 +204,9 @@ fn text_and_sgr<L: TextLog>(s: &mut Screen, input: &[u8], log: &mut L) -> usize 
         || !s.pen_extra.is_empty()
     {
         let n = s.print_ascii_prefix(input);
-        log.text(&input[..n]);
+        if let Some(text) = input.get(..n) {
+            log.text(text);
+        }
         return n;
     }
     let cols = s.cols;
@@ -222,12 +224,18 @@ fn text_and_sgr<L: TextLog>(s: &mut Screen, input: &[u8], log: &mut L) -> usize 
         let next = sgr_at(pen, rest);
         if let Some((_, len)) = next {
             let at = input.len() - rest.len();
-            log.text(&input[run..at]);
+            // `get`, which cannot panic, so that without a log this is
+            // no code at all.
+            if let Some(text) = input.get(run..at) {
+                log.text(text);
+            }
             run = at + len;
         }
         next
     });
-    log.text(&input[run.min(used)..used]);
+    if let Some(text) = input.get(run..used) {
+        log.text(text);
+    }
     if n > 0 {
         s.last_char = Some(r.cells[col + n - 1].ch);
         s.cursor.advance_to(col + n, cols);
