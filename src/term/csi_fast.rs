@@ -204,9 +204,7 @@ fn text_and_sgr<L: TextLog>(s: &mut Screen, input: &[u8], log: &mut L) -> usize 
         || !s.pen_extra.is_empty()
     {
         let n = s.print_ascii_prefix(input);
-        if let Some(text) = input.get(..n) {
-            log.text(text);
-        }
+        log.text(input, n);
         return n;
     }
     let cols = s.cols;
@@ -226,15 +224,15 @@ fn text_and_sgr<L: TextLog>(s: &mut Screen, input: &[u8], log: &mut L) -> usize 
             let at = input.len() - rest.len();
             // `get`, which cannot panic, so that without a log this is
             // no code at all.
-            if let Some(text) = input.get(run..at) {
-                log.text(text);
+            if let Some(from) = input.get(run..) {
+                log.text(from, at.saturating_sub(run));
             }
             run = at + len;
         }
         next
     });
-    if let Some(text) = input.get(run..used) {
-        log.text(text);
+    if let Some(from) = input.get(run..) {
+        log.text(from, used.saturating_sub(run));
     }
     if n > 0 {
         s.last_char = Some(r.cells[col + n - 1].ch);

@@ -15,6 +15,12 @@
 //! clients should see, except what is held back or answered here. The fast
 //! path is tested against the tracker-only path on random input.
 //!
+//! `feed_logged` also feeds a `TextLog` (the server's output log, which
+//! keeps the printed text with escapes stripped) in the same pass: while
+//! the log is in its text state, the fast path hands it the text runs and
+//! controls as it decodes them, and everything else goes to the log's own
+//! stripper. So the bulk of output is scanned once, not twice.
+//!
 //! Queries are answered here, not by clients: DA1, DA2, DSR 5/6, DECRQM,
 //! kitty `CSI ? u`, XTVERSION, modifyOtherKeys `CSI ? 4 m`, `CSI 18 t`, and
 //! OSC 4/10/11/12 colour queries produce bytes in `take_replies` (for the
@@ -148,8 +154,10 @@ pub trait TextLog {
     /// printable ASCII kept, C0 controls one by one, and whole CSI
     /// sequences (ESC, `[`, digits, `;`, `:`, a final byte) dropped.
     fn in_text(&self) -> bool;
-    /// A run of printable ASCII (0x20..0x7e) read in the text state.
-    fn text(&mut self, run: &[u8]);
+    /// A run of printable ASCII (0x20..0x7e) read in the text state: the
+    /// first `len` bytes of `from` (the rest of the input follows them,
+    /// so a short run can be copied as a whole word).
+    fn text(&mut self, from: &[u8], len: usize);
     /// A C0 control other than ESC read in the text state.
     fn control(&mut self, b: u8);
     /// Any other bytes: the log reads them with its own rules.
@@ -166,7 +174,7 @@ impl TextLog for NoTextLog {
         true
     }
     #[inline(always)]
-    fn text(&mut self, _: &[u8]) {}
+    fn text(&mut self, _: &[u8], _: usize) {}
     #[inline(always)]
     fn control(&mut self, _: u8) {}
     #[inline(always)]
