@@ -95,7 +95,7 @@ fn server_side(stream: &[u8], cut: usize) -> (Vec<(u8, Vec<u8>)>, bool) {
 /// `ptyd attach` writes straight from its buffer (`decode_output_batch`)
 /// must hold exactly what decoding frame by frame gives.
 fn client_side(stream: &[u8], cut: usize) {
-    use crate::protocol::frame::server::{DIRECT_OFF, DIRECT_ON};
+    use crate::protocol::frame::server::{DIRECT_OFF, DIRECT_ON, KEYS_OFF};
     let mut buf = Vec::new();
     let mut out = CrlfToLf::default();
     let mut written = 0;
@@ -113,7 +113,7 @@ fn client_side(stream: &[u8], cut: usize) {
                 Ok(Some((f, _))) => Some(f.kind),
                 _ => None,
             };
-            if let Some(k @ (DIRECT_ON | DIRECT_OFF)) = kind {
+            if let Some(k @ (DIRECT_ON | DIRECT_OFF | KEYS_OFF)) = kind {
                 let (_, n) = crate::protocol::frame::decode(&buf[used..])
                     .ok()
                     .flatten()
@@ -145,8 +145,9 @@ fn client_side(stream: &[u8], cut: usize) {
             crate::client::BatchEnd::More => {
                 assert!(exit.is_none() && !oversized && direct.is_none())
             }
-            crate::client::BatchEnd::DirectOn => assert_eq!(direct, Some(DIRECT_ON)),
+            crate::client::BatchEnd::DirectOn(_) => assert_eq!(direct, Some(DIRECT_ON)),
             crate::client::BatchEnd::DirectOff(_) => assert_eq!(direct, Some(DIRECT_OFF)),
+            crate::client::BatchEnd::KeysOff(..) => assert_eq!(direct, Some(KEYS_OFF)),
             crate::client::BatchEnd::Oversized => assert!(oversized),
             crate::client::BatchEnd::Exit(payload) => {
                 assert_eq!(Some(&payload), exit.as_ref());

@@ -295,11 +295,11 @@ pane's screen, as tmux does. With --lossless (or attach_lossless = true in
 config.toml) it gets every byte instead, for its own scrollback, and the
 pane's program waits for it.
 
-The server writes the pane's output to this terminal itself (the client
-passes it the terminal; keys still go through the client), which saves a
-copy and a process wakeup per byte. --no-direct (or attach_direct = false
-in config.toml, or PTYD_ATTACH_DIRECT=0) keeps output going through the
-client.",
+The server writes the pane's output to this terminal and reads the keys
+from it itself (the client passes it the terminal and keeps the detach
+key), which saves a copy and a process wakeup per byte. --no-direct (or
+attach_direct = false in config.toml, or PTYD_ATTACH_DIRECT=0) keeps
+output and keys going through the client.",
         options: &[
             TARGET,
             opt(
@@ -342,7 +342,7 @@ client.",
                 None,
                 "no-direct",
                 None,
-                "output through this client, not written by the server to the terminal",
+                "output and keys through this client, not the server at the terminal",
             ),
             opt(
                 Some('f'),

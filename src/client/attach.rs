@@ -405,7 +405,10 @@ pub fn run_attach(
     let mut output = TerminalOutput::default();
     // When the prefix (detach) key was pressed and no second key came yet.
     let mut prefix_at: Option<Instant> = None;
-    let mut direct = direct::DirectOutput::new(opts.direct);
+    let mut direct = direct::DirectOutput::new(opts.direct, opts.read_only, opts.detach_key);
+    // Keys the server read and handed back (`KEYS_OFF`: from the prefix
+    // key on), handled as typed before the terminal is read again.
+    let mut handed_back: Vec<u8> = Vec::new();
     // After what this client wrote itself (the alternate screen): the
     // server holds its output until the answer to DIRECT_ON anyway.
     direct.offer(reader.stream());
@@ -430,21 +433,36 @@ pub fn run_attach(
                         let e = end_from_exit(&payload);
                         return Ok(end(e.message, e.exit_code));
                     }
-                    BatchEnd::DirectOn => direct.on_direct_on(reader.stream()),
+                    BatchEnd::DirectOn(payload) => direct.on_direct_on(&payload, reader.stream()),
                     BatchEnd::DirectOff(payload) => direct.on_direct_off(&payload, reader.stream()),
+                    BatchEnd::KeysOff(reason, rest) => {
+                        direct.on_keys_off(&reason);
+                        handed_back.extend_from_slice(&rest);
+                    }
                 }
+            }
+            // Back to plain typing, every byte read sent: the keys go to
+            // the server (if it writes to the terminal and reads keys).
+            if handed_back.is_empty() && prefix_at.is_none() {
+                direct.give_keys(reader.stream());
             }
         }
         let sock_fd = reader.stream().as_raw_fd();
+        // While the server reads the keys, the terminal is not read here
+        // (poll skips a negative fd).
+        let stdin_fd = if direct.keys_given() { -1 } else { 0 };
         let fds = if connected {
-            vec![0, signals.read.as_raw_fd(), sock_fd]
+            vec![stdin_fd, signals.read.as_raw_fd(), sock_fd]
         } else {
-            vec![0, signals.read.as_raw_fd()]
+            vec![stdin_fd, signals.read.as_raw_fd()]
         };
         let mut timeout = (!connected).then_some(RECONNECT_EVERY);
         if let Some(at) = prefix_at {
             let left = PREFIX_WAIT.saturating_sub(at.elapsed());
             timeout = Some(timeout.map_or(left, |t| t.min(left)));
+        }
+        if !handed_back.is_empty() {
+            timeout = Some(Duration::ZERO);
         }
         let ready = poll_readable(&fds, timeout).map_err(|e| ClientError {
             code: "io".into(),
@@ -459,7 +477,11 @@ pub fn run_attach(
             size = send_size(&reader, connected, size);
         }
         let mut action = None;
-        if ready[0] {
+        // What was typed: handed back by the server first, else read now.
+        let mut typed_bytes = None;
+        if !handed_back.is_empty() {
+            typed_bytes = Some(std::mem::take(&mut handed_back));
+        } else if ready[0] {
             match sys::read_stdin(&mut input) {
                 Ok(0) => {
                     let pause = frame::client::DIRECT_PAUSE;
@@ -468,14 +490,16 @@ pub fn run_attach(
                 }
                 // A failed read (EINTR, EAGAIN) is tried again on the next turn.
                 Err(_) => {}
-                Ok(n) => {
-                    let (typed, act) = split_keys(&input[..n], opts.detach_key, &mut prefix_at);
-                    if connected && !opts.read_only && !typed.is_empty() {
-                        let _ = send_frame(reader.stream(), frame::client::INPUT, &typed);
-                    }
-                    action = act;
-                }
+                Ok(n) => typed_bytes = Some(input[..n].to_vec()),
             }
+        }
+        if let Some(bytes) = typed_bytes {
+            let (typed, act) = split_keys(&bytes, opts.detach_key, &mut prefix_at);
+            if connected && !opts.read_only && !typed.is_empty() {
+                let _ = send_frame(reader.stream(), frame::client::INPUT, &typed);
+                direct.note_input_sent();
+            }
+            action = act;
         }
         if action.is_none() && prefix_at.is_some_and(|at| at.elapsed() >= PREFIX_WAIT) {
             action = Some(PrefixAction::Detach);

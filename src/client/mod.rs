@@ -422,7 +422,7 @@ pub fn decode_server_frame(buf: &[u8]) -> Result<Option<(ServerFrame, usize)>, C
                 frame::server::EXIT => ServerFrame::Exit(exit_payload(f.payload)),
                 // The direct-output handshake carries no terminal bytes;
                 // only a client that offered its terminal gets it.
-                frame::server::DIRECT_ON | frame::server::DIRECT_OFF => {
+                frame::server::DIRECT_ON | frame::server::DIRECT_OFF | frame::server::KEYS_OFF => {
                     ServerFrame::Output(Vec::new())
                 }
                 _ => ServerFrame::Output(f.payload.to_vec()),
@@ -463,10 +463,15 @@ pub struct OutputBatch<'a> {
 pub enum BatchEnd {
     More,
     Exit(Value),
-    /// `DIRECT_ON`: the server took this client's terminal.
-    DirectOn,
+    /// `DIRECT_ON`, with its payload (`{"keys": true}`, or `null` from a
+    /// server that cannot read keys): the server took this client's
+    /// terminal.
+    DirectOn(Value),
     /// `DIRECT_OFF`, with its payload: the server writes to it no more.
     DirectOff(Value),
+    /// `KEYS_OFF`: the server reads this client's keys no more; its
+    /// reason, and the bytes it read and handed back.
+    KeysOff(String, Vec<u8>),
     Oversized,
 }
 
@@ -486,7 +491,12 @@ pub fn decode_output_batch(buf: &[u8]) -> OutputBatch<'_> {
                         return batch;
                     }
                     frame::server::DIRECT_ON => {
-                        batch.end = BatchEnd::DirectOn;
+                        batch.end = BatchEnd::DirectOn(exit_payload(f.payload));
+                        return batch;
+                    }
+                    frame::server::KEYS_OFF => {
+                        let (reason, rest) = frame::parse_keys_off(f.payload);
+                        batch.end = BatchEnd::KeysOff(reason, rest.to_vec());
                         return batch;
                     }
                     frame::server::DIRECT_OFF => {
@@ -670,7 +680,9 @@ mod tests {
                 BatchEnd::More => {}
                 BatchEnd::Exit(v) => break v,
                 BatchEnd::Oversized => panic!("no frame here is oversized"),
-                BatchEnd::DirectOn | BatchEnd::DirectOff(_) => panic!("no direct output here"),
+                BatchEnd::DirectOn(_) | BatchEnd::DirectOff(_) | BatchEnd::KeysOff(..) => {
+                    panic!("no direct output here")
+                }
             }
             assert!(reader.fill().unwrap(), "the stream ended before EXIT");
         };

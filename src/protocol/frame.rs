@@ -21,7 +21,10 @@ pub mod server {
     /// Unix: the server took the terminal the client offered (`client::TTY`)
     /// and writes the pane's output straight to it once the client has
     /// answered `client::DIRECT_ACK`; no OUTPUT frame comes until
-    /// `DIRECT_OFF`. Empty payload.
+    /// `DIRECT_OFF`. Payload: JSON `{"keys": true}` when the server can
+    /// also read the keys from the terminal (`client::KEYS_ON`; the
+    /// terminal was opened for reading too); empty from servers older
+    /// than that.
     pub const DIRECT_ON: u8 = 3;
     /// The server writes to the client's terminal no more (it never took
     /// it, the client asked with `client::DIRECT_PAUSE`, the attachment
@@ -29,6 +32,14 @@ pub mod server {
     /// again, starting with what the server had not written yet. Payload:
     /// JSON `{"reason": "..."}`.
     pub const DIRECT_OFF: u8 = 4;
+    /// The server reads the client's keys no more (the prefix key came, a
+    /// stall, the end of direct output): the client reads its terminal
+    /// again and handles the bytes carried here first, as if it had just
+    /// read them. Payload: `reason_len: u8`, the reason (ASCII), then the
+    /// bytes the server read and did not write to the pane (from the
+    /// prefix key on; often none). Every `client::KEYS_ON` gets one, unless
+    /// the attachment ends by EXIT first or the connection drops.
+    pub const KEYS_OFF: u8 = 5;
 }
 
 /// Frame kinds sent by the client.
@@ -54,6 +65,36 @@ pub mod client {
     /// mode, its exit): answered with `server::DIRECT_OFF` once the server
     /// writes to it no more.
     pub const DIRECT_PAUSE: u8 = 7;
+    /// Unix: the client stopped reading its terminal, and every byte it
+    /// read went out in INPUT frames before this one: the server reads the
+    /// keys from the terminal it writes to (after `server::DIRECT_ON`
+    /// said `keys`) and writes them to the pane itself, up to the prefix
+    /// key, which it hands back with `server::KEYS_OFF`. Payload: one
+    /// byte, the prefix key.
+    pub const KEYS_ON: u8 = 8;
+}
+
+/// A `server::KEYS_OFF` payload: `reason` and the bytes handed back.
+pub fn keys_off_payload(reason: &str, rest: &[u8]) -> Vec<u8> {
+    let reason = &reason.as_bytes()[..reason.len().min(255)];
+    let mut out = Vec::with_capacity(1 + reason.len() + rest.len());
+    out.push(reason.len() as u8);
+    out.extend_from_slice(reason);
+    out.extend_from_slice(rest);
+    out
+}
+
+/// A `server::KEYS_OFF` payload read back: the reason (lossy UTF-8) and
+/// the bytes handed back. An empty or cut payload reads as no reason and
+/// the bytes there are.
+pub fn parse_keys_off(payload: &[u8]) -> (String, &[u8]) {
+    match payload.split_first() {
+        Some((&len, rest)) if usize::from(len) <= rest.len() => {
+            let (reason, bytes) = rest.split_at(usize::from(len));
+            (String::from_utf8_lossy(reason).into_owned(), bytes)
+        }
+        _ => (String::new(), &[]),
+    }
 }
 
 pub fn encode(kind: u8, payload: &[u8], out: &mut Vec<u8>) {
@@ -127,6 +168,14 @@ mod tests {
         assert_eq!((f.kind, f.payload), (client::INPUT, &b"hello"[..]));
         let (f, _) = decode(&buf[used..]).unwrap().unwrap();
         assert_eq!(parse_resize(f.payload), Some((120, 40)));
+    }
+
+    #[test]
+    fn keys_off_round_trip() {
+        let p = keys_off_payload("prefix", b"\x1cd");
+        assert_eq!(parse_keys_off(&p), ("prefix".to_string(), &b"\x1cd"[..]));
+        assert_eq!(parse_keys_off(&[]), (String::new(), &[][..]));
+        assert_eq!(parse_keys_off(&[9, b'a']), (String::new(), &[][..]));
     }
 
     #[test]

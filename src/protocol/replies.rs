@@ -199,6 +199,10 @@ pub struct ClientInfo {
     /// than sending it OUTPUT frames.
     #[serde(default)]
     pub direct: bool,
+    /// The server reads the client's keys from that terminal itself (the
+    /// client handed them over), rather than receiving INPUT frames.
+    #[serde(default)]
+    pub keys: bool,
 }
 
 /// `client.list`.

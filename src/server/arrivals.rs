@@ -95,6 +95,13 @@ impl Arrivals {
         w.conns_below = next_token;
     }
 
+    /// The watch's own registry, for sources that come and go (a client's
+    /// terminal while the server reads its keys: `direct_tty.rs`), which
+    /// register and deregister themselves under a non-zero token.
+    pub fn registry(&self) -> Option<&mio::Registry> {
+        self.watch.as_ref().map(|w| w.poll.registry())
+    }
+
     /// Whether a connection arrived or a client sent something since the
     /// last call (a zero-timeout poll: never blocks).
     pub fn any(&mut self) -> bool {
@@ -119,6 +126,10 @@ impl Arrivals {
         _conns: &HashMap<ConnId, Connection>,
         _next_token: usize,
     ) {
+    }
+
+    pub fn registry(&self) -> Option<&mio::Registry> {
+        None
     }
 
     pub fn any(&mut self) -> bool {

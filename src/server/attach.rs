@@ -325,6 +325,11 @@ impl Server {
             self.direct_frame(conn, kind);
             return;
         }
+        #[cfg(unix)]
+        if kind == frame::client::KEYS_ON {
+            self.keys_on(conn, payload);
+            return;
+        }
         let Some(c) = self.conns.get_mut(&conn) else {
             return;
         };
@@ -336,45 +341,17 @@ impl Server {
         };
         match kind {
             frame::client::INPUT if !read_only && !payload.is_empty() => {
-                // Typing makes this client the latest (the size-setter under
-                // `latest`); nothing to re-evaluate if it already was.
-                if !self.is_latest(conn, pane) {
-                    let active = self.next_activity();
-                    if let Some(c) = self.conns.get_mut(&conn) {
-                        c.active = active;
-                    }
-                    self.apply_size_policy(pane);
-                }
-                let Some(p) = self.panes.get_mut(&pane) else {
-                    return;
-                };
-                if !p.is_running() {
-                    return;
-                }
-                if let Err(msg) = p.queue_input(payload) {
+                if let Err((msg, public_id)) = self.type_into(conn, pane, payload) {
                     // Dropping typed bytes unannounced would leave the user
                     // believing they arrived: end the attachment saying so.
                     let message = format!(
                         "{msg}; {} typed bytes were not delivered, so the attachment ended. \
-                         Reattach with `ptyd attach {}` once the program reads its input",
+                         Reattach with `ptyd attach {public_id}` once the program reads its input",
                         payload.len(),
-                        p.public_id()
                     );
                     self.log.log("input_dropped", &message);
                     let exit = json!({ "reason": "input_overflow", "message": message });
                     self.end_attachment(conn, &exit, false);
-                    return;
-                }
-                self.flush_pane_input(pane);
-                // Its echo goes ahead of the busy panes on the backlog
-                // (unless the pane is one of them: its echo is behind its
-                // own output anyway).
-                if self
-                    .panes
-                    .get(&pane)
-                    .is_some_and(|p| p.pending_input() == 0 && !p.is_backlogged())
-                {
-                    self.echo_wait = Some((pane, Instant::now() + super::pane_io::ECHO_WAIT));
                 }
             }
             frame::client::RESIZE => {
@@ -414,6 +391,48 @@ impl Server {
         }
     }
 
+    /// Bytes attached client `conn` typed (an INPUT frame, or keys the
+    /// server read from its terminal: `tty_keys.rs`) go to `pane`, written
+    /// to its PTY in this same turn as far as it takes them. Typing makes
+    /// the client the latest (the size-setter under `latest`). Dropped if
+    /// the pane's process is not running; an error (the message, the
+    /// pane's public id) if its pending input has no room.
+    pub(super) fn type_into(
+        &mut self,
+        conn: ConnId,
+        pane: u64,
+        bytes: &[u8],
+    ) -> Result<(), (String, String)> {
+        // Nothing to re-evaluate if it already was the latest.
+        if !self.is_latest(conn, pane) {
+            let active = self.next_activity();
+            if let Some(c) = self.conns.get_mut(&conn) {
+                c.active = active;
+            }
+            self.apply_size_policy(pane);
+        }
+        let Some(p) = self.panes.get_mut(&pane) else {
+            return Ok(());
+        };
+        if !p.is_running() {
+            return Ok(());
+        }
+        if let Err(msg) = p.queue_input(bytes) {
+            return Err((msg, p.public_id().to_string()));
+        }
+        self.flush_pane_input(pane);
+        // Its echo goes ahead of the busy panes on the backlog (unless the
+        // pane is one of them: its echo is behind its own output anyway).
+        if self
+            .panes
+            .get(&pane)
+            .is_some_and(|p| p.pending_input() == 0 && !p.is_backlogged())
+        {
+            self.echo_wait = Some((pane, Instant::now() + super::pane_io::ECHO_WAIT));
+        }
+        Ok(())
+    }
+
     /// The direct-output handshake (`direct_tty.rs`): a `TTY` offer is
     /// taken (output held for the terminal, `DIRECT_ON` queued) or refused
     /// (`DIRECT_OFF`, logged); `DIRECT_ACK` starts the writing; a
@@ -448,8 +467,8 @@ impl Server {
                         None => Err("no fd came with the offer".to_string()),
                     }
                 };
-                let fd = match checked {
-                    Ok(fd) => fd,
+                let (fd, readable) = match checked {
+                    Ok(checked) => checked,
                     Err(why) => {
                         c.queue_direct_off("refused");
                         self.log.log(
@@ -464,11 +483,15 @@ impl Server {
                     None => self.alloc_token(Source::Tty(conn)),
                 };
                 if let Some(c) = self.conns.get_mut(&conn) {
-                    c.hold_direct(fd, token);
+                    c.hold_direct(fd, token, readable);
                 }
             }
             frame::client::DIRECT_ACK => c.direct.acknowledge(),
-            _ => c.leave_direct(self.poll.registry(), "paused", true),
+            _ => c.leave_direct(
+                super::connection::Polls::of(&self.poll, &self.arrivals),
+                "paused",
+                true,
+            ),
         }
     }
 
@@ -517,11 +540,19 @@ impl Server {
     pub(super) fn release_held_input(&mut self, pane: u64) {
         self.input_held_for.remove(&pane);
         for (id, c) in &mut self.conns {
-            if c.input_held.is_some()
-                && matches!(c.mode, ConnMode::Attached { pane: p, .. } if p == pane)
-            {
+            if !matches!(c.mode, ConnMode::Attached { pane: p, .. } if p == pane) {
+                continue;
+            }
+            if c.input_held.is_some() {
                 c.input_held = None;
                 self.backlog.push_back(Source::Conn(*id));
+            }
+            // Keys left in a client's terminal for want of room.
+            #[cfg(unix)]
+            if let Some(keys) = c.direct.keys_mut()
+                && keys.held.take().is_some()
+            {
+                self.backlog.push_back(Source::Tty(*id));
             }
         }
     }
@@ -530,6 +561,8 @@ impl Server {
     /// pane's program read some input meanwhile, wait on; if it read
     /// nothing, end the attachment saying how much was not delivered.
     pub(super) fn check_input_stall(&mut self, conn: ConnId, now: Instant) {
+        #[cfg(unix)]
+        self.check_keys_stall(conn, now);
         let Some(c) = self.conns.get_mut(&conn) else {
             return;
         };
@@ -595,7 +628,11 @@ impl Server {
         // from here on: `DIRECT_OFF` and what its terminal had not taken
         // go before the EXIT frame.
         #[cfg(unix)]
-        c.leave_direct(self.poll.registry(), "ending", !drop_queue);
+        c.leave_direct(
+            super::connection::Polls::of(&self.poll, &self.arrivals),
+            "ending",
+            !drop_queue,
+        );
         // A view owed a drawing (a client that fell behind, or of another
         // size, when the pane's last output came) is drawn now, whether it
         // caught up or not: nothing will be sent after the EXIT frame.
@@ -728,6 +765,7 @@ impl Server {
                     latest: self.latest_client(pane) == Some(*id),
                     when_behind: c.view.when_behind,
                     direct: c.writes_terminal(),
+                    keys: c.reads_keys(),
                 }),
                 _ => None,
             })

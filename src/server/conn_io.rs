@@ -2,7 +2,7 @@
 //! frames at most a budget per wakeup, dispatching each complete line or
 //! frame, queueing responses and events, flushing, and closing.
 
-use super::connection::{ConnId, ConnMode, Connection, ReadOutcome};
+use super::connection::{ConnId, ConnMode, Connection, Polls, ReadOutcome};
 use super::timers::TimerKind;
 use super::{Server, Source};
 use crate::protocol::events::Event;
@@ -123,7 +123,7 @@ impl Server {
                     // Its terminal is its user's again at once: not one
                     // more byte from us (the client may have restored it).
                     #[cfg(unix)]
-                    conn.leave_direct(self.poll.registry(), "closed", false);
+                    conn.leave_direct(Polls::of(&self.poll, &self.arrivals), "closed", false);
                     if let ConnMode::Attached { pane, .. } = conn.mode {
                         was_attached = true;
                         conn.mode = ConnMode::Rpc;
@@ -265,7 +265,7 @@ impl Server {
         self.render_stale_views();
         let now = Instant::now();
         let mut dead = Vec::new();
-        let registry = self.poll.registry();
+        let polls = Polls::of(&self.poll, &self.arrivals);
         for (id, conn) in &mut self.conns {
             let mut failed;
             // A replay refills as the socket takes it: until the socket is
@@ -277,7 +277,7 @@ impl Server {
                     break;
                 }
             }
-            conn.sync_write_interest(registry);
+            conn.sync_write_interest(polls);
             let finished = conn
                 .closing
                 .is_some_and(|at| conn.queued() == 0 || at <= now);
@@ -312,11 +312,11 @@ impl Server {
     /// Writes what every connection has queued, as far as its socket
     /// takes it. A failed write is seen again by a later `flush_conns`.
     fn write_queued(&mut self) {
-        let registry = self.poll.registry();
+        let polls = Polls::of(&self.poll, &self.arrivals);
         for conn in self.conns.values_mut() {
             if conn.queued() > 0 {
                 let _ = conn.flush();
-                conn.sync_write_interest(registry);
+                conn.sync_write_interest(polls);
             }
         }
     }
@@ -330,7 +330,7 @@ impl Server {
         #[cfg(unix)]
         {
             if let Some(mut tty) = conn.direct.take() {
-                tty.deregister(self.poll.registry());
+                tty.deregister(Polls::of(&self.poll, &self.arrivals));
             }
             if let Some(token) = conn.tty_token {
                 self.sources.remove(&token);
@@ -345,18 +345,26 @@ impl Server {
     /// Every connection back to the socket path (`Connection::leave_direct`).
     #[cfg(unix)]
     pub(super) fn leave_direct_all(&mut self, reason: &str) {
-        let registry = self.poll.registry();
+        let polls = Polls::of(&self.poll, &self.arrivals);
         for conn in self.conns.values_mut() {
-            conn.leave_direct(registry, reason, true);
+            conn.leave_direct(polls, reason, true);
         }
     }
 
-    /// Poll reported a client's terminal writable (direct output): the
-    /// next flush writes to it again.
+    /// Poll reported a client's terminal: writable (direct output: the
+    /// next flush writes to it again), readable (its keys, when the
+    /// server reads them: `tty_keys.rs`), or in error (both: whichever
+    /// way it failed is seen and handled).
     #[cfg(unix)]
-    pub(super) fn on_tty_ready(&mut self, id: ConnId) {
-        if let Some(conn) = self.conns.get_mut(&id) {
+    pub(super) fn on_tty_ready(&mut self, id: ConnId, event: &mio::event::Event) {
+        let error = event.is_error() || event.is_read_closed();
+        if (event.is_writable() || error)
+            && let Some(conn) = self.conns.get_mut(&id)
+        {
             conn.direct.write_ready();
+        }
+        if event.is_readable() || error {
+            self.read_tty_keys(id);
         }
     }
 

@@ -61,6 +61,24 @@ const FDS_PER_READ: usize = 4;
 
 pub type ConnId = usize;
 
+/// The loop's poll and the arrivals watch (`arrivals.rs`; none without
+/// one), which a terminal whose keys the server reads is in too
+/// (`direct_tty.rs`).
+#[derive(Clone, Copy)]
+pub struct Polls<'a> {
+    pub main: &'a mio::Registry,
+    pub arrivals: Option<&'a mio::Registry>,
+}
+
+impl<'a> Polls<'a> {
+    pub fn of(poll: &'a mio::Poll, arrivals: &'a super::arrivals::Arrivals) -> Polls<'a> {
+        Polls {
+            main: poll.registry(),
+            arrivals: arrivals.registry(),
+        }
+    }
+}
+
 /// What the connection is doing: exchanging JSON lines, or attached to a pane
 /// and exchanging binary frames.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -240,16 +258,17 @@ impl Connection {
     /// `write_interest`). Registering for them reports the socket at once
     /// if it drained meanwhile, so no edge is missed. A failed
     /// re-registration leaves the interests as they were.
-    pub fn sync_write_interest(&mut self, registry: &mio::Registry) {
+    pub fn sync_write_interest(&mut self, polls: Polls<'_>) {
+        let registry = polls.main;
         #[cfg(unix)]
         if let Some(why) = self.direct.failure() {
             let reason = format!("write_failed: {why}");
-            self.leave_direct(registry, &reason, true);
+            self.leave_direct(polls, &reason, true);
         }
         // Asked once: with a stale view it costs the unread-bytes ioctls.
         let awaits = self.awaits_catch_up();
         #[cfg(unix)]
-        self.direct.sync_registration(registry, awaits);
+        self.direct.sync_registration(polls, awaits);
         if !super::listener::WRITE_INTEREST_FOLLOWS_OUTPUT {
             return;
         }
@@ -302,6 +321,15 @@ impl Connection {
     pub fn writes_terminal(&self) -> bool {
         #[cfg(unix)]
         return self.direct.is_on();
+        #[cfg(not(unix))]
+        false
+    }
+
+    /// The server reads this client's keys from its terminal itself
+    /// (`KEYS_ON`; held for room in the pane's input or not).
+    pub fn reads_keys(&self) -> bool {
+        #[cfg(unix)]
+        return self.direct.keys().is_some();
         #[cfg(not(unix))]
         false
     }
@@ -548,7 +576,7 @@ impl Connection {
     /// direct-output handshake, and the output a terminal had not taken
     /// (already counted against the bound), must not be refused.
     #[cfg(unix)]
-    fn queue_frame_unbounded(&mut self, kind: u8, payload: &[u8]) {
+    pub fn queue_frame_unbounded(&mut self, kind: u8, payload: &[u8]) {
         frame::encode(kind, payload, &mut self.out);
         self.msg_ends.push_back(self.out.len());
     }
@@ -562,25 +590,51 @@ impl Connection {
     }
 
     /// Takes an offered terminal (already checked, `direct_tty::check_offered`):
-    /// output is held for it from now on, and `DIRECT_ON` queued.
+    /// output is held for it from now on, and `DIRECT_ON` queued, saying
+    /// whether the keys may be handed over too (`readable`: opened for
+    /// reading; never for a read-only client).
     #[cfg(unix)]
-    pub fn hold_direct(&mut self, fd: std::os::fd::OwnedFd, token: Token) {
+    pub fn hold_direct(&mut self, fd: std::os::fd::OwnedFd, token: Token, readable: bool) {
+        let read_only = matches!(
+            self.mode,
+            ConnMode::Attached {
+                read_only: true,
+                ..
+            }
+        );
+        let keys = readable && !read_only;
         self.tty_token = Some(token);
-        self.direct = super::direct_tty::Direct::Held(super::direct_tty::TtyOut::new(fd, token));
-        self.queue_frame_unbounded(frame::server::DIRECT_ON, &[]);
+        self.direct =
+            super::direct_tty::Direct::Held(super::direct_tty::TtyOut::new(fd, token, keys));
+        let payload: &[u8] = if keys { br#"{"keys":true}"# } else { b"" };
+        self.queue_frame_unbounded(frame::server::DIRECT_ON, payload);
     }
 
-    /// Back to the socket path, whatever the state: `DIRECT_OFF` queued,
-    /// then (with `keep_output`) what the terminal had not taken as OUTPUT
-    /// frames, and the terminal's fd closed. The client writes those frames
-    /// after everything the server wrote to its terminal, so order holds.
+    /// The keys go back to the client (`KEYS_OFF` with `reason` and the
+    /// bytes read and not written to the pane, `rest`), if the server was
+    /// reading them. They leave the polls at the next sync
+    /// (`sync_write_interest`); nothing reads them meanwhile.
+    #[cfg(unix)]
+    pub fn give_back_keys(&mut self, reason: &str, rest: &[u8]) {
+        if self.direct.drop_keys() {
+            let payload = frame::keys_off_payload(reason, rest);
+            self.queue_frame_unbounded(frame::server::KEYS_OFF, &payload);
+        }
+    }
+
+    /// Back to the socket path, whatever the state: the keys handed back
+    /// (`KEYS_OFF`) and `DIRECT_OFF` queued, then (with `keep_output`)
+    /// what the terminal had not taken as OUTPUT frames, and the
+    /// terminal's fd closed. The client writes those frames after
+    /// everything the server wrote to its terminal, so order holds.
     /// Nothing to do (and nothing sent) when not direct.
     #[cfg(unix)]
-    pub fn leave_direct(&mut self, registry: &mio::Registry, reason: &str, keep_output: bool) {
+    pub fn leave_direct(&mut self, polls: Polls<'_>, reason: &str, keep_output: bool) {
+        self.give_back_keys(reason, &[]);
         let Some(mut tty) = self.direct.take() else {
             return;
         };
-        tty.deregister(registry);
+        tty.deregister(polls);
         self.queue_direct_off(reason);
         if keep_output {
             for chunk in tty.unwritten().chunks(frame::MAX_FRAME_PAYLOAD) {

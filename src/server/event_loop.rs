@@ -117,7 +117,7 @@ impl Server {
                 Some(Source::Conn(id)) => self.on_conn_ready(id, event),
                 Some(Source::Pidfd(id)) => self.on_pidfd(id),
                 #[cfg(unix)]
-                Some(Source::Tty(id)) => self.on_tty_ready(id),
+                Some(Source::Tty(id)) => self.on_tty_ready(id, event),
                 None => {}
             },
         }
@@ -151,8 +151,10 @@ impl Server {
                 Source::Pane(id) => self.read_pane_paced(id),
                 Source::Conn(id) => self.read_conn(id, false),
                 Source::Pidfd(id) => self.on_pidfd(id),
+                // Only keys left unread (a read budget, room again in
+                // the pane's input) put a terminal on the backlog.
                 #[cfg(unix)]
-                Source::Tty(id) => self.on_tty_ready(id),
+                Source::Tty(id) => self.read_tty_keys(id),
             }
         }
     }

@@ -60,6 +60,8 @@ mod spawn;
 #[cfg_attr(windows, path = "start_windows.rs")]
 mod start;
 mod timers;
+#[cfg(unix)]
+mod tty_keys;
 #[cfg_attr(windows, path = "upgrade_windows.rs")]
 mod upgrade;
 mod waits;

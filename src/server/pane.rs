@@ -553,6 +553,13 @@ impl Pane {
 
     /// Output ended: the master leaves the poll, and is closed unless the
     /// process still runs (see `PaneFds::end_output`).
+    /// The master is watched for room (writable edges) only while input
+    /// waits for it (`PaneFds::watch_writable`).
+    pub fn watch_input_room(&mut self, registry: &mio::Registry) {
+        let want = self.pending_input() > 0;
+        self.fds.watch_writable(registry, want);
+    }
+
     pub fn end_output(&mut self, registry: &mio::Registry) {
         let running = self.is_running();
         self.fds.end_output(registry, running);

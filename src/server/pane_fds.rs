@@ -112,6 +112,13 @@ pub struct PaneFds {
     /// Never polled.
     hung_up: Option<PtyMaster>,
     pidfd: Option<Polled<OwnedFd>>,
+    /// The master is registered for writable edges too. Only needed while
+    /// input waits for room (`watch_writable`): the PTY raises one each
+    /// time the program reads its input, so every keystroke woke the loop
+    /// again for nothing, often before its echo came (issue 18). Each
+    /// registration starts with them (one edge comes at once and flushes
+    /// whatever input a new run or an upgrade left pending).
+    writable: bool,
 }
 
 const MASTER_INTEREST: Interest = Interest::READABLE.add(Interest::WRITABLE);
@@ -124,6 +131,31 @@ impl PaneFds {
             master: None,
             hung_up: None,
             pidfd: None,
+            writable: false,
+        }
+    }
+
+    /// Registered for writable edges exactly while `want` (input waits
+    /// for room in the PTY). Registering for them reports the master at
+    /// once if it has room, so no edge is missed. A failed
+    /// re-registration leaves the interest as it was.
+    pub fn watch_writable(&mut self, registry: &Registry, want: bool) {
+        let Some(master) = &self.master else {
+            return;
+        };
+        if want == self.writable || master.registration != Registration::Registered {
+            return;
+        }
+        let interest = if want {
+            MASTER_INTEREST
+        } else {
+            Interest::READABLE
+        };
+        if registry
+            .reregister(&mut SourceFd(&master.fd.raw()), master.token, interest)
+            .is_ok()
+        {
+            self.writable = want;
         }
     }
 
@@ -168,6 +200,7 @@ impl PaneFds {
         self.hung_up = None;
         let mut master = Polled::new(master, self.token);
         master.register(registry, MASTER_INTEREST)?;
+        self.writable = true;
         self.master = Some(master);
         Ok(())
     }
@@ -209,6 +242,7 @@ impl PaneFds {
     pub fn register(&mut self, registry: &Registry) -> io::Result<()> {
         if let Some(master) = &mut self.master {
             master.register(registry, MASTER_INTEREST)?;
+            self.writable = true;
         }
         if let Some(pidfd) = &mut self.pidfd
             && let Err(e) = pidfd.register(registry, Interest::READABLE)

@@ -65,6 +65,9 @@ impl PaneFds {
 
     /// Output ended: while the process runs the master stays as the
     /// hung-up master (a kill still needs its job); else it closes.
+    /// Nothing is polled here (panes wake the loop through the backend).
+    pub fn watch_writable(&mut self, _registry: &Registry, _want: bool) {}
+
     pub fn end_output(&mut self, _registry: &Registry, process_running: bool) {
         if let Some(master) = self.master.take()
             && process_running

@@ -349,6 +349,7 @@ impl Server {
             let msg = format!("writing input to pane {}: {e}", pane.public_id());
             self.log.log("input_failed", &msg);
         }
+        pane.watch_input_room(self.poll.registry());
         if pane.pending_input() <= super::pane::MAX_PENDING_INPUT / 2
             && self.input_held_for.contains(&id)
         {

@@ -13,6 +13,15 @@
 //! (the server sends it before any output of its own after that). A
 //! server that never answers an offer (older than direct output) costs
 //! one bounded wait at most, and no offer again on that connection.
+//!
+//! Keys (`KEYS_ON`): once the server writes to the terminal and said it
+//! can read it too (`DIRECT_ON`'s `keys`), this client stops reading its
+//! terminal whenever it is back to plain typing (no prefix key pending),
+//! after every byte it read went out in INPUT frames, and hands the keys
+//! over. The server gives them back (`KEYS_OFF`) at the prefix key, with
+//! the bytes from there on, which this client handles as typed first;
+//! and whenever direct output ends. The caller then reads its terminal
+//! again.
 
 use super::{ClientError, FrameReader, TerminalOutput, poll_readable, send_frame};
 use crate::client::BatchEnd;
@@ -42,6 +51,22 @@ enum State {
 pub(super) struct DirectOutput {
     /// Offers are made at all (stdout is a terminal, not turned off).
     wanted: bool,
+    /// The keys may be handed over at all: not a read-only client, and
+    /// stdin is the terminal offered.
+    keys_wanted: bool,
+    /// The prefix key, which the server stops reading at.
+    prefix: u8,
+    /// The server said it can read the keys (`DIRECT_ON`'s `keys`) and
+    /// did not refuse them since.
+    server_keys: bool,
+    /// The server reads the keys: this client does not read its terminal
+    /// until `KEYS_OFF`.
+    keys_given: bool,
+    /// The server gave the keys back because the pane took none of its
+    /// input for a while (`stalled`): they are handed over again only
+    /// after this client sent an INPUT frame (which the server handles
+    /// first, once the pane has room), not at once and again and again.
+    keys_after_input: bool,
     /// The terminal opened afresh for the server (its own open file
     /// description: the `O_NONBLOCK` the server sets must not reach our
     /// stdout's, which the user's shell shares). Opened once, offered on
@@ -61,13 +86,61 @@ pub(super) enum Settled {
 impl DirectOutput {
     /// `wanted`: the options allow it; the environment may still say no
     /// (`PTYD_ATTACH_DIRECT=0`), and stdout must be a terminal.
-    pub(super) fn new(wanted: bool) -> DirectOutput {
+    pub(super) fn new(wanted: bool, read_only: bool, prefix: u8) -> DirectOutput {
         let env_off = std::env::var("PTYD_ATTACH_DIRECT").is_ok_and(|v| v == "0");
         let is_tty = std::io::IsTerminal::is_terminal(&io::stdout());
+        // Keys come from stdin: the terminal offered must be that one.
+        let stdin_same = is_tty && same_terminal();
         DirectOutput {
             wanted: wanted && !env_off && is_tty,
+            keys_wanted: !read_only && stdin_same,
+            prefix,
+            server_keys: false,
+            keys_given: false,
+            keys_after_input: false,
             tty: None,
             state: State::Off,
+        }
+    }
+
+    /// The server reads the keys: the caller must not read its terminal.
+    pub(super) fn keys_given(&self) -> bool {
+        self.keys_given
+    }
+
+    /// Hands the keys to the server if it writes to the terminal and can
+    /// read it, and they are not there already. The caller calls this
+    /// only when back to plain typing: no prefix key pending, no byte read
+    /// and not yet sent (every INPUT frame goes out before `KEYS_ON`).
+    pub(super) fn give_keys(&mut self, stream: &crate::transport::ClientStream) {
+        if self.state != State::On
+            || !self.server_keys
+            || !self.keys_wanted
+            || self.keys_given
+            || self.keys_after_input
+        {
+            return;
+        }
+        if send_frame(stream, frame::client::KEYS_ON, &[self.prefix]).is_ok() {
+            self.keys_given = true;
+        }
+    }
+
+    /// An INPUT frame went out: keys held back after a stall may be
+    /// handed over again (behind it).
+    pub(super) fn note_input_sent(&mut self) {
+        self.keys_after_input = false;
+    }
+
+    /// `KEYS_OFF` came with `reason`: the caller reads its terminal
+    /// again, after handling the bytes the frame carried as typed.
+    pub(super) fn on_keys_off(&mut self, reason: &str) {
+        self.keys_given = false;
+        match reason {
+            "stalled" => self.keys_after_input = true,
+            // Not to be offered again until the next DIRECT_ON says so.
+            "refused" => self.server_keys = false,
+            _ => {}
         }
     }
 
@@ -107,18 +180,28 @@ impl DirectOutput {
         }
     }
 
-    /// A new connection: nothing of the old one's state holds.
+    /// A new connection: nothing of the old one's state holds (the old
+    /// server's copy of the terminal went with it: the keys are ours).
     pub(super) fn reset(&mut self) {
         self.state = State::Off;
+        self.server_keys = false;
+        self.keys_given = false;
+        self.keys_after_input = false;
     }
 
     /// `DIRECT_ON` came, after every frame before it was written: the
     /// server may write from now on. Out of turn (an offer this client
     /// gave up on), it is told to stop instead, so output is not held.
-    pub(super) fn on_direct_on(&mut self, stream: &crate::transport::ClientStream) {
+    pub(super) fn on_direct_on(
+        &mut self,
+        payload: &Value,
+        stream: &crate::transport::ClientStream,
+    ) {
         if matches!(self.state, State::Offered(_)) {
             let _ = send_frame(stream, frame::client::DIRECT_ACK, &[]);
             self.state = State::On;
+            self.server_keys = payload["keys"] == true;
+            self.keys_after_input = false;
         } else {
             let _ = send_frame(stream, frame::client::DIRECT_PAUSE, &[]);
         }
@@ -133,6 +216,9 @@ impl DirectOutput {
         stream: &crate::transport::ClientStream,
     ) {
         self.state = State::Off;
+        // The server hands the keys back before this (`KEYS_OFF`).
+        self.keys_given = false;
+        self.server_keys = false;
         if payload["reason"] == "upgrade" {
             self.offer(stream);
         } else if payload["reason"] == "refused" {
@@ -168,6 +254,7 @@ impl DirectOutput {
             State::Offered(_) => {
                 let _ = send_frame(reader.stream(), kind, &[]);
                 self.state = State::Off;
+                self.keys_given = false;
                 return Ok(Settled::Done);
             }
             State::On => Instant::now() + SETTLE_FOR,
@@ -184,13 +271,23 @@ impl DirectOutput {
                 BatchEnd::More => {}
                 BatchEnd::Exit(payload) => {
                     self.state = State::Off;
+                    self.keys_given = false;
                     return Ok(Settled::Exit(payload));
                 }
                 // Not acknowledged: the pause sent above makes the
                 // server let go again, with DIRECT_OFF.
-                BatchEnd::DirectOn => continue,
+                BatchEnd::DirectOn(_) => continue,
+                // Before the DIRECT_OFF it waits for. A settle comes
+                // before the client draws or ends: keys handed back now
+                // (only ever with keys given: a terminating signal) end
+                // with it, as the bytes after a detach do.
+                BatchEnd::KeysOff(..) => {
+                    self.keys_given = false;
+                    continue;
+                }
                 BatchEnd::DirectOff(payload) => {
                     self.state = State::Off;
+                    self.keys_given = false;
                     if payload["reason"] == "refused" {
                         self.wanted = false;
                     }
@@ -207,6 +304,7 @@ impl DirectOutput {
                     self.wanted = false;
                 }
                 self.state = State::Off;
+                self.keys_given = false;
                 return Ok(Settled::Done);
             }
             let ready = poll_readable(&[reader.stream().as_raw_fd()], Some(left))
@@ -214,19 +312,31 @@ impl DirectOutput {
             if ready[0] && !matches!(reader.fill(), Ok(true)) {
                 // The server is gone, and its copy of the terminal with it.
                 self.state = State::Off;
+                self.keys_given = false;
                 return Ok(Settled::Done);
             }
         }
     }
 }
 
-/// The terminal on stdout, opened afresh: write-only, not as a controlling
-/// terminal, non-blocking and close-on-exec (std's default).
+/// The terminal on stdout, opened afresh: for reading (the keys, when
+/// the server reads them) and writing, not as a controlling terminal,
+/// non-blocking and close-on-exec (std's default).
 fn open_terminal() -> io::Result<OwnedFd> {
     let path = nix::unistd::ttyname(io::stdout().as_fd()).map_err(io::Error::from)?;
     let file = std::fs::OpenOptions::new()
+        .read(true)
         .write(true)
         .custom_flags(libc::O_NOCTTY | libc::O_NONBLOCK)
         .open(path)?;
     Ok(file.into())
+}
+
+/// Whether stdin is the terminal on stdout (the same device): only then
+/// are the keys the server would read from the terminal offered the ones
+/// this client reads.
+fn same_terminal() -> bool {
+    let dev = |fd: std::os::fd::BorrowedFd<'_>| nix::sys::stat::fstat(fd).ok().map(|s| s.st_rdev);
+    let stdin = dev(io::stdin().as_fd());
+    stdin.is_some() && stdin == dev(io::stdout().as_fd())
 }
