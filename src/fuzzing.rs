@@ -171,7 +171,8 @@ fn client_side(stream: &[u8], cut: usize) {
 /// input, with a serialization round trip at the split, a redraw replayed
 /// into a fresh terminal, a resize (reflow) and a second redraw, and a
 /// joined capture. Checks that nothing panics, held-back bytes stay
-/// bounded, and the round trip is exact.
+/// bounded, the round trip is exact, and the output log fed through the
+/// model keeps what it keeps fed by itself.
 pub fn term_feed(data: &[u8]) {
     let Some((&head, rest)) = data.split_first() else {
         return;
@@ -203,6 +204,8 @@ pub fn term_feed(data: &[u8]) {
     assert!(split == whole, "round trip at {cut} changed the state");
     assert_eq!(fwd_split, fwd_whole);
     assert_eq!(split.take_replies(), whole.take_replies());
+    // The server's output log, fed by the model's pass: as if fed itself.
+    crate::server::fuzzing::output_log_fold(rest, cut, cols, rows);
 
     let mut fresh = Terminal::new(cols, rows, TermConfig::default());
     fresh.feed(&whole.redraw(cols, rows), &mut Vec::new());

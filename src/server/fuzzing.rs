@@ -432,3 +432,25 @@ pub fn config(data: &[u8]) {
         assert_eq!(report.len(), cfg.values().len());
     }
 }
+
+/// The output log fed through the terminal model as the server feeds it
+/// (`Terminal::feed_logged`, in two reads cut at `cut`), against the log
+/// reading the same bytes itself: the same state (text, marks, count).
+/// Called by `crate::fuzzing::term_feed` on its input.
+pub fn output_log_fold(input: &[u8], cut: usize, cols: u16, rows: u16) {
+    use super::output_log::OutputLog;
+    let mut reference = OutputLog::default();
+    reference.feed(input);
+    let mut folded = OutputLog::default();
+    let mut term = Terminal::new(cols, rows, TermConfig::default());
+    let mut forward = Vec::new();
+    let (a, b) = input.split_at(cut.min(input.len()));
+    for read in [a, b] {
+        term.feed_logged(read, &mut forward, &mut folded);
+        folded.fed(read.len());
+    }
+    assert!(
+        folded == reference,
+        "the log fed through the model differs from the log fed itself"
+    );
+}

@@ -46,7 +46,10 @@ enum Strip {
     StrEsc,
 }
 
-#[derive(Debug, Default)]
+/// Equal when everything read so far left the same state (the fuzz target
+/// `term_feed` and the tests compare the log fed through the model with
+/// the log fed itself).
+#[derive(Debug, Default, PartialEq, Eq)]
 pub struct OutputLog {
     /// Bytes read from the PTY since the pane was created (or, after a live
     /// upgrade, since the first generation created it).
@@ -86,8 +89,29 @@ impl OutputLog {
         self.base + self.text.len() as u64
     }
 
+    /// Reads bytes the PTY gave: counted, stripped, text trimmed. The
+    /// server feeds the log through the terminal model instead
+    /// (`Terminal::feed_logged`, then `fed`), which the tests check gives
+    /// the same result as this.
     pub fn feed(&mut self, bytes: &[u8]) {
-        self.total += bytes.len() as u64;
+        self.strip_bytes(bytes);
+        self.fed(bytes.len());
+    }
+
+    /// Ends a read of `n` bytes given to the log by `Terminal::feed_logged`:
+    /// they are counted and the text is trimmed to what is kept.
+    pub fn fed(&mut self, n: usize) {
+        self.total += n as u64;
+        if self.text.len() > KEEP_TEXT {
+            // Drop in halves, so trimming costs O(1) per byte kept.
+            let drop = self.text.len() - KEEP_TEXT / 2;
+            self.text.drain(..drop);
+            self.base += drop as u64;
+        }
+    }
+
+    /// The escape stripper's rules (the module's doc) over `bytes`.
+    fn strip_bytes(&mut self, bytes: &[u8]) {
         let mut i = 0;
         while i < bytes.len() {
             if self.state == Strip::Text {
@@ -130,14 +154,7 @@ impl OutputLog {
                         Strip::Text
                     }
                     0x08 => {
-                        if self.text.last().is_some_and(|&c| c != b'\n') {
-                            // A whole UTF-8 character, not one byte of it.
-                            while let Some(c) = self.text.pop() {
-                                if c & 0xc0 != 0x80 {
-                                    break;
-                                }
-                            }
-                        }
+                        self.backspace();
                         Strip::Text
                     }
                     0x00..=0x1f | 0x7f => Strip::Text,
@@ -187,11 +204,17 @@ impl OutputLog {
                 },
             };
         }
-        if self.text.len() > KEEP_TEXT {
-            // Drop in halves, so trimming costs O(1) per byte kept.
-            let drop = self.text.len() - KEEP_TEXT / 2;
-            self.text.drain(..drop);
-            self.base += drop as u64;
+    }
+
+    /// A backspace in text: removes the character before it on its line.
+    fn backspace(&mut self) {
+        if self.text.last().is_some_and(|&c| c != b'\n') {
+            // A whole UTF-8 character, not one byte of it.
+            while let Some(c) = self.text.pop() {
+                if c & 0xc0 != 0x80 {
+                    break;
+                }
+            }
         }
     }
 
@@ -298,6 +321,44 @@ impl OutputLog {
     pub fn text_from(&self, from: u64) -> (u64, &[u8]) {
         let from = from.clamp(self.base, self.end());
         (from, &self.text[(from - self.base) as usize..])
+    }
+}
+
+/// The model's fast path hands the log the text and controls it decodes
+/// (see `TextLog`): what `feed_text` would find in the same bytes.
+impl crate::term::TextLog for OutputLog {
+    #[inline(always)]
+    fn in_text(&self) -> bool {
+        self.state == Strip::Text
+    }
+
+    #[inline(always)]
+    fn text(&mut self, from: &[u8], len: usize) {
+        // Runs are a word long in coloured output: a fixed 16-byte copy
+        // cut back is a couple of moves, a copy of the exact length a call.
+        match from.first_chunk::<16>() {
+            Some(word) if len <= 16 => {
+                let keep = self.text.len() + len;
+                self.text.extend_from_slice(word);
+                self.text.truncate(keep);
+            }
+            _ => self
+                .text
+                .extend_from_slice(from.get(..len).unwrap_or_default()),
+        }
+    }
+
+    #[inline(always)]
+    fn control(&mut self, b: u8) {
+        match b {
+            b'\n' | b'\t' => self.text.push(b),
+            0x08 => self.backspace(),
+            _ => {}
+        }
+    }
+
+    fn strip(&mut self, bytes: &[u8]) {
+        self.strip_bytes(bytes);
     }
 }
 
@@ -421,6 +482,125 @@ mod tests {
             assert_eq!(whole.state, bytewise.state, "{ctx:?}");
             assert_eq!(whole.command_starts, bytewise.command_starts, "{ctx:?}");
             assert_eq!(whole.last_mark, bytewise.last_mark, "{ctx:?}");
+        }
+    }
+
+    /// `input` through the terminal model and on into a log
+    /// (`Terminal::feed_logged`), cut into reads at `cuts`, against the
+    /// log's own reading of it whole (`feed`): the same text, marks, state
+    /// and count; and the model the same as when fed without a log.
+    fn check_fold(input: &[u8], cuts: &[usize]) {
+        use crate::term::{TermConfig, Terminal};
+        let mut reference = OutputLog::default();
+        reference.feed(input);
+        let mut folded = OutputLog::default();
+        // Narrow and wide: a row's end cuts the fast path's text runs.
+        let cols = if input.len() % 2 == 0 { 12 } else { 70 };
+        let mut term = Terminal::new(cols, 4, TermConfig::default());
+        let mut plain_term = Terminal::new(cols, 4, TermConfig::default());
+        let (mut fwd, mut plain_fwd) = (Vec::new(), Vec::new());
+        let mut at = 0;
+        for &cut in cuts.iter().chain([&input.len()]) {
+            let cut = cut.clamp(at, input.len());
+            term.feed_logged(&input[at..cut], &mut fwd, &mut folded);
+            folded.fed(cut - at);
+            plain_term.feed(&input[at..cut], &mut plain_fwd);
+            at = cut;
+        }
+        let ctx = format!("{:?} cut at {cuts:?}", String::from_utf8_lossy(input));
+        assert_eq!(folded.text_from(0), reference.text_from(0), "{ctx}");
+        assert_eq!(folded.state, reference.state, "{ctx}");
+        assert_eq!(folded.command_starts, reference.command_starts, "{ctx}");
+        assert_eq!(folded.last_mark, reference.last_mark, "{ctx}");
+        assert_eq!(folded.total(), reference.total(), "{ctx}");
+        assert_eq!(folded, reference, "{ctx}");
+        assert!(term == plain_term, "{ctx}");
+        assert_eq!(fwd, plain_fwd, "{ctx}");
+    }
+
+    /// The log fed through the model's fast path keeps what it keeps when
+    /// it reads everything itself, for random input (an alphabet heavy in
+    /// SGRs, controls, backspaces, strings, and the escapes on which the
+    /// log's rules and the model's differ) cut into random reads.
+    #[test]
+    fn folded_into_the_model_strips_alike() {
+        const PIECES: &[&[u8]] = &[
+            b"\x1b[1;31m",
+            b"\x1b[0m",
+            b"\x1b[m",
+            b"\x1b[38;2;1;2;3m",
+            b"\x1b[4:3m",
+            b"\x1b[2;5H",
+            b"\x1b[K",
+            b"\x1b[?25l",
+            b"\x1b[3",
+            b"\x1b]133;C\x07",
+            b"\x1b]0;t\x1bx",
+            b"\x1b]7;file://h/x\x1b\\",
+            b"\x1bP1$q\x1b\\",
+            b"\x1b(0",
+            b"\x1b",
+            b"[",
+            b"m",
+            b";",
+            b"\x07",
+            b"\x08",
+            b"\x08\x08",
+            b"\n",
+            b"\r\n",
+            b"\t",
+            b"\x18",
+            b"\x1a",
+            b"\x00",
+            b"\x7f",
+            b"ab",
+            b"word ",
+            b"x",
+            b"\xc3\xa9",
+            b"\xe2\x94",
+            b"\x80",
+            b"\x1b[58;5;1m",
+            b"\x1b[2b",
+            b"\x1b]8;;u\x07",
+            b"a longer run of text than sixteen bytes",
+            b"0123456789abcdef",
+            b"0123456789abcde",
+            b"0123456789abcdefg",
+        ];
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..3000 {
+            let mut input = Vec::new();
+            for _ in 0..next() % 24 {
+                input.extend_from_slice(PIECES[(next() % PIECES.len() as u64) as usize]);
+            }
+            let cuts: Vec<usize> = (0..next() % 4)
+                .map(|_| (next() % (input.len() as u64 + 1)) as usize)
+                .collect();
+            let mut cuts = cuts;
+            cuts.sort_unstable();
+            check_fold(&input, &cuts);
+        }
+    }
+
+    /// Every byte value in every position of coloured text (words between
+    /// SGRs, a line feed, a backspace), fed whole and a byte at a time.
+    #[test]
+    fn folded_every_byte_everywhere() {
+        let template: &[u8] = b"ab\x1b[1;38;5;9mcd\x1b[0m e\x08f\r\n\x1b[4;41mgh\x1b[m";
+        let each: Vec<usize> = (1..template.len() + 1).collect();
+        for pos in 0..template.len() {
+            for b in 0..=255u8 {
+                let mut input = template.to_vec();
+                input[pos] = b;
+                check_fold(&input, &[]);
+                check_fold(&input, &each);
+            }
         }
     }
 

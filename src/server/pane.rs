@@ -524,8 +524,10 @@ impl Pane {
                         Some(ring) => ring.last(n),
                         None => &buf[..n],
                     };
-                    self.screen.feed(data, forward);
-                    self.output.feed(data);
+                    // The model hands the log the text it decodes, so
+                    // each byte is looked at once.
+                    self.screen.feed_logged(data, forward, &mut self.output);
+                    self.output.fed(n);
                     if let Some(ring) = &self.ring {
                         self.ring_fed = ring.written();
                     }
@@ -822,8 +824,9 @@ impl Pane {
     /// attached yet).
     pub fn replay_output(&mut self, bytes: &[u8]) {
         let mut forward = Vec::new();
-        self.screen.feed(bytes, &mut forward);
-        self.output.feed(bytes);
+        self.screen
+            .feed_logged(bytes, &mut forward, &mut self.output);
+        self.output.fed(bytes.len());
         // The dead server answered these queries, or the program gave up
         // on them: answering again would type into the program.
         let _ = self.screen.take_replies();

@@ -10,6 +10,7 @@
 //! values, defaults, the 32-value limit, and SGR's consumption of colour
 //! arguments), which `tests.rs` checks against vte on random sequences.
 
+use super::TextLog;
 use super::cell::{BLINK, BOLD, Color, DIM, HIDDEN, INVERSE, ITALIC, STRIKE, Style};
 use super::screen::{Charset, Screen};
 
@@ -193,7 +194,7 @@ fn sgr_at(mut pen: Style, input: &[u8]) -> Option<(Style, usize)> {
 /// row's end (the wrap is left to `print_ascii_prefix`) or at anything
 /// else. Returns the bytes used.
 #[inline]
-fn text_and_sgr(s: &mut Screen, input: &[u8]) -> usize {
+fn text_and_sgr<L: TextLog>(s: &mut Screen, input: &[u8], log: &mut L) -> usize {
     // An underline colour or a link in the pen goes into the row's side
     // table, which `print_ascii_prefix` handles; the SGRs here never set
     // one (`sgr_at` declines 58 and 59).
@@ -202,20 +203,37 @@ fn text_and_sgr(s: &mut Screen, input: &[u8]) -> usize {
         || s.charsets[s.active_charset & 3] != Charset::Ascii
         || !s.pen_extra.is_empty()
     {
-        return s.print_ascii_prefix(input);
+        let n = s.print_ascii_prefix(input);
+        log.text(input, n);
+        return n;
     }
     let cols = s.cols;
     let col = s.cursor.col;
     let pen = s.pen;
     let row = s.cursor.row;
     let r = s.grid_mut().row_mut(row);
+    // The text between the SGRs goes to the log as each SGR is met: from
+    // `run` to the SGR's start, the rest after the loop.
+    let mut run = 0;
     let (n, used, pen) = r.write_ascii_styled(col, input, pen, |pen, rest| {
-        if rest.get(1) == Some(&b'[') {
-            sgr_at(pen, rest)
-        } else {
-            None
+        if rest.get(1) != Some(&b'[') {
+            return None;
         }
+        let next = sgr_at(pen, rest);
+        if let Some((_, len)) = next {
+            let at = input.len() - rest.len();
+            // `get`, which cannot panic, so that without a log this is
+            // no code at all.
+            if let Some(from) = input.get(run..) {
+                log.text(from, at.saturating_sub(run));
+            }
+            run = at + len;
+        }
+        next
     });
+    if let Some(from) = input.get(run..) {
+        log.text(from, used.saturating_sub(run));
+    }
     if n > 0 {
         s.last_char = Some(r.cells[col + n - 1].ch);
         s.cursor.advance_to(col + n, cols);
@@ -229,10 +247,13 @@ fn text_and_sgr(s: &mut Screen, input: &[u8]) -> usize {
 /// stopped (at anything else: UTF-8, DEL, other sequences, an incomplete
 /// one), for the general path to take over. Must only be called in the
 /// boundary tracker's ground state, where these bytes mean the same to vte.
-pub fn ground(s: &mut Screen, input: &[u8], mut i: usize) -> usize {
+/// The text and controls go to `log` too (see `TextLog`); the sequences
+/// taken here are dropped by its rules.
+#[inline]
+pub fn ground<L: TextLog>(s: &mut Screen, input: &[u8], mut i: usize, log: &mut L) -> usize {
     while let Some(&b) = input.get(i) {
         if (0x20..0x7F).contains(&b) {
-            match text_and_sgr(s, &input[i..]) {
+            match text_and_sgr(s, &input[i..], log) {
                 0 => return i,
                 n => i += n,
             }
@@ -246,6 +267,7 @@ pub fn ground(s: &mut Screen, input: &[u8], mut i: usize) -> usize {
             }
         } else if b < 0x20 {
             s.execute(b);
+            log.control(b);
             i += 1;
         } else {
             return i;

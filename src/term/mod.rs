@@ -15,6 +15,12 @@
 //! clients should see, except what is held back or answered here. The fast
 //! path is tested against the tracker-only path on random input.
 //!
+//! `feed_logged` also feeds a `TextLog` (the server's output log, which
+//! keeps the printed text with escapes stripped) in the same pass: while
+//! the log is in its text state, the fast path hands it the text runs and
+//! controls as it decodes them, and everything else goes to the log's own
+//! stripper. So the bulk of output is scanned once, not twice.
+//!
 //! Queries are answered here, not by clients: DA1, DA2, DSR 5/6, DECRQM,
 //! kitty `CSI ? u`, XTVERSION, modifyOtherKeys `CSI ? 4 m`, `CSI 18 t`, and
 //! OSC 4/10/11/12 colour queries produce bytes in `take_replies` (for the
@@ -139,6 +145,42 @@ pub enum TermEvent {
     },
 }
 
+/// A reader of everything fed to a terminal that keeps its text with the
+/// escape sequences stripped (the server's output log), fed by
+/// `Terminal::feed_logged` in the same pass as the model.
+pub trait TextLog {
+    /// Whether the log is in its text state, in which the bytes the fast
+    /// path takes mean to it exactly what `text` and `control` report:
+    /// printable ASCII kept, C0 controls one by one, and whole CSI
+    /// sequences (ESC, `[`, digits, `;`, `:`, a final byte) dropped.
+    fn in_text(&self) -> bool;
+    /// A run of printable ASCII (0x20..0x7e) read in the text state: the
+    /// first `len` bytes of `from` (the rest of the input follows them,
+    /// so a short run can be copied as a whole word).
+    fn text(&mut self, from: &[u8], len: usize);
+    /// A C0 control other than ESC read in the text state.
+    fn control(&mut self, b: u8);
+    /// Any other bytes: the log reads them with its own rules.
+    fn strip(&mut self, bytes: &[u8]);
+}
+
+/// No log: `Terminal::feed`. Always "in text", so the fast path runs with
+/// calls that compile to nothing.
+struct NoTextLog;
+
+impl TextLog for NoTextLog {
+    #[inline(always)]
+    fn in_text(&self) -> bool {
+        true
+    }
+    #[inline(always)]
+    fn text(&mut self, _: &[u8], _: usize) {}
+    #[inline(always)]
+    fn control(&mut self, _: u8) {}
+    #[inline(always)]
+    fn strip(&mut self, _: &[u8]) {}
+}
+
 /// vte's `Processor` buffers everything after `CSI ? 2026 h` in a private,
 /// time-based buffer. The model tracks 2026 as a mode instead and processes
 /// bytes immediately, so this timeout never fires.
@@ -236,6 +278,16 @@ impl Terminal {
     /// get: the input minus the queries answered here; bytes of a sequence not
     /// yet complete are held back until it completes.
     pub fn feed(&mut self, bytes: &[u8], forward: &mut Vec<u8>) {
+        self.feed_logged(bytes, forward, &mut NoTextLog);
+    }
+
+    /// `feed`, also giving every byte to `log` (the server's output log,
+    /// which keeps the text a program printed): the text and controls the
+    /// fast path decodes as they go by (`TextLog::text`, `control`) while
+    /// the log is in its text state, everything else to `TextLog::strip`.
+    /// Each byte of the bulk of output is thus looked at once, not once
+    /// here and again by the log's own scan.
+    pub fn feed_logged<L: TextLog>(&mut self, bytes: &[u8], forward: &mut Vec<u8>, log: &mut L) {
         self.changes += 1;
         let Terminal {
             screen, boundary, ..
@@ -251,8 +303,19 @@ impl Terminal {
             if boundary.is_ground() {
                 // Text and the common sequences are decoded straight from
                 // the input, each byte looked at once; they are always
-                // forwarded whole.
-                let end = csi_fast::ground(screen, bytes, i);
+                // forwarded whole. What the fast path takes (printable
+                // ASCII, C0 controls but ESC, whole CSIs with plain
+                // parameters and a final byte) reads to a log in its text
+                // state as the text and controls it reports: a log in
+                // another state (inside a string the model saw end, say)
+                // reads the bytes itself.
+                let end = if log.in_text() {
+                    csi_fast::ground(screen, bytes, i, log)
+                } else {
+                    let end = csi_fast::ground(screen, bytes, i, &mut NoTextLog);
+                    log.strip(&bytes[i..end]);
+                    end
+                };
                 out.pass(&bytes[i..end]);
                 i = end;
                 if i == bytes.len() {
@@ -262,12 +325,13 @@ impl Terminal {
             // Anything else goes through the boundary tracker up to the next
             // ESC, after which the fast path can usually resume. Splitting
             // the input there is exact: the tracker carries its state across
-            // calls, as it does across `feed`s.
+            // calls, as it does across `feed`s (and so does the log).
             let next = bytes[i + 1..]
                 .iter()
                 .position(|&b| b == 0x1b)
                 .map_or(bytes.len(), |n| i + 1 + n);
             general(screen, boundary, &bytes[i..next], &mut out);
+            log.strip(&bytes[i..next]);
             i = next;
         }
         out.flush();
