@@ -145,7 +145,7 @@ pub fn capture(s: &Screen, opts: &CaptureOptions, modes: ModeSummary) -> Capture
             } else {
                 row.text()
             };
-            (text, row.wrapped, row.wrap_gap)
+            (text, row.wrapped, row.has_gap())
         };
         let width = if opts.join { plain_width(&text) } else { 0 };
         match (opts.join, wrapped.last()) {

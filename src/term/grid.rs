@@ -225,13 +225,12 @@ impl<'a> From<&'a Row> for RowReprRef<'a> {
         // back to the grid's width with them (`Grid::repair`), and they
         // were most of an idle pane's encoding (a blank 200-column row was
         // 200 spaces, so a new 200x50 pane's two screens took 21 KB of the
-        // 24 KB the crash checkpoint and its cache hold per pane). Marks
-        // and extras name their columns, which the padding restores.
-        let end = row
-            .cells
-            .iter()
-            .rposition(|c| *c != Cell::BLANK)
-            .map_or(0, |i| i + 1);
+        // 24 KB the crash checkpoint and its cache hold per pane). A blank
+        // carrying a hyperlink, an underline colour or marks is content
+        // (`content_end`): the extras' column table is cut to the cells
+        // read back, so a link on trailing spaces was lost in every
+        // snapshot, hand-over and checkpoint.
+        let end = row.content_end();
         let cells = &row.cells[..end];
         let t = cells.iter().map(|c| c.ch).collect();
         let mut r: Vec<(u32, u32, u32)> = Vec::new();
@@ -285,6 +284,20 @@ impl From<RowRepr> for Row {
 }
 
 impl Row {
+    /// The row wrapped early at a wide character and its last cell is
+    /// still the unused gap. `wrap_gap` alone can be stale: output that
+    /// later moved the cursor back and printed into that last cell (a
+    /// wide character's spacer or any other character) does not clear it,
+    /// and a reflow or joined capture that skipped such a cell split a
+    /// wide character from its spacer or dropped a character.
+    pub fn has_gap(&self) -> bool {
+        self.wrap_gap
+            && self
+                .cells
+                .last()
+                .is_some_and(|c| c.ch == ' ' && !c.is_spacer())
+    }
+
     /// A default blank row with nothing else set.
     fn is_blank(&self) -> bool {
         !self.wrapped

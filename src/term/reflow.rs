@@ -40,7 +40,7 @@ impl Logical {
         let base = self.cells.len();
         let take = if !row.wrapped {
             row.content_end()
-        } else if row.wrap_gap {
+        } else if row.has_gap() {
             row.cells.len().saturating_sub(1)
         } else {
             row.cells.len()

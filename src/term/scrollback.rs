@@ -491,7 +491,7 @@ fn line_flags(wrapped: bool, gap: bool) -> u8 {
 
 /// The flags byte of a line made from `row`.
 fn row_flags(row: &Row) -> u8 {
-    line_flags(row.wrapped, row.wrap_gap)
+    line_flags(row.wrapped, row.has_gap())
 }
 
 #[inline]
