@@ -300,11 +300,25 @@ fn every_byte_in_order_through_pause_upgrade_and_detach() {
     assert!(n > 9000, "{n} lines");
 }
 
-/// Open fds of a process.
-fn fd_count(pid: i32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .map(|d| d.count())
-        .unwrap_or(0)
+/// Which of `targets` (`/proc/PID/fd` link texts: a path, `pipe:[inode]`)
+/// process `pid` holds an fd to.
+fn held_of(pid: i32, targets: &[String]) -> Vec<String> {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| std::fs::read_link(e.path()).ok())
+        .map(|link| link.to_string_lossy().into_owned())
+        .filter(|link| targets.contains(link))
+        .collect()
+}
+
+/// What `/proc/PID/fd` shows for an fd of ours.
+fn fd_target(fd: RawFd) -> String {
+    std::fs::read_link(format!("/proc/self/fd/{fd}"))
+        .unwrap()
+        .to_string_lossy()
+        .into_owned()
 }
 
 #[test]
@@ -313,19 +327,17 @@ fn hostile_fds_are_refused_and_closed() {
     let id = ptyd.create_argv(&["/bin/sh"]);
     let serving = ptyd.serving_pid();
     let mut c = ptyd.connect();
-    // Settled: the server's own fds (a save, the keeper's checkpoint)
-    // before the baseline.
-    c.ok("client.list", json!({}));
     let (_, mut a) = ptyd.connect().attach(json!({ "target": id }));
-    let baseline = util::eventually("a steady fd count", || {
-        let first = fd_count(serving);
-        std::thread::sleep(Duration::from_millis(200));
-        (first == fd_count(serving)).then_some(first)
-    });
     let file = File::open("/etc/hostname")
         .or_else(|_| File::open("/proc/self/status"))
         .unwrap();
     let (pipe_r, pipe_w) = nix::unistd::pipe().unwrap();
+    // What the server would hold if it kept one of them: the file's path
+    // and the pipe's inode, as its /proc fd links would name them.
+    let sent = vec![fd_target(file.as_raw_fd()), fd_target(pipe_r.as_raw_fd())];
+    assert_eq!(held_of(serving, &sent), Vec::<String>::new());
+    // The match is live: this process holds the file and both pipe ends.
+    assert_eq!(held_of(std::process::id() as i32, &sent).len(), 3);
     let sock = a.stream().try_clone().unwrap();
     // A regular file, a pipe: not terminals.
     send_with_fds(&sock, TTY, &[file.as_raw_fd()]);
@@ -369,8 +381,9 @@ fn hostile_fds_are_refused_and_closed() {
         }
     }
     assert_eq!(refused, 6);
-    util::eventually("the server's fd count back to its baseline", || {
-        fd_count(serving) <= baseline
+    // Every fd sent was closed: none of the file or the pipe is left.
+    util::eventually("the server to hold none of the fds sent", || {
+        held_of(serving, &sent).is_empty()
     });
     let listed = c.ok("client.list", json!({}));
     assert_eq!(listed["clients"][0]["direct"], false, "{listed}");
