@@ -1207,6 +1207,66 @@ fn a_new_server_dying_in_probation_hands_everything_back() {
     f.l.upgrade();
 }
 
+/// A take-back finds the output the dead new server read even from a pane
+/// that had printed nothing before the upgrade: its output ring had no
+/// header when the old server last looked (it is written with the first
+/// bytes, so an idle pane's ring allocates nothing), so the old server
+/// must look at the file again before it takes the ring's bytes in.
+#[test]
+fn a_take_back_finds_a_first_output_the_new_server_read() {
+    let dirs = util::Dirs::new();
+    let config_dir = dirs.state.join("config/ptyd");
+    std::fs::create_dir_all(&config_dir).unwrap();
+    // A probation long enough for the pane to print inside it however
+    // loaded the machine; the kill below ends it.
+    std::fs::write(
+        config_dir.join("config.toml"),
+        "upgrade_probation_ms = 60000\n",
+    )
+    .unwrap();
+    let l = Lineage::start_in(dirs);
+    let mut c = l.conn();
+    let quiet = l.ptyd.create_argv(&[
+        "/bin/sh",
+        "-c",
+        "stty -echo; read x; echo first-output-$x; exec sleep 600",
+    ]);
+    // The old server has looked at the ring (a checkpoint, the hand-over)
+    // and seen it empty.
+    assert_eq!(c.capture(&quiet).trim(), "");
+    // The caller's answer comes after the probation: sent, not awaited
+    // (the connection goes with the new server's death).
+    let mut caller = l.conn();
+    caller.send("server.upgrade", json!({}));
+    let new_pid = util::eventually("the new server to serve", || {
+        // A connection made as the server changes hands may close unanswered.
+        let status = l.conn().try_call("server.status", json!({}))?.ok()?;
+        let pid = status["pid"].as_i64()? as i32;
+        (pid != l.first).then_some(pid)
+    });
+    l.track(new_pid);
+    let mut c = l.conn();
+    c.input(&quiet, "go\n");
+    c.wait_text(&quiet, "first-output-go");
+    drop(c);
+    // The new server dies in its probation: the old one takes back.
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(new_pid),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    util::eventually("the old server to serve again", || {
+        let status = l.conn().try_call("server.status", json!({}))?.ok()?;
+        (status["pid"] == l.first).then_some(())
+    });
+    let mut c = l.conn();
+    let screen = c.capture(&quiet);
+    assert!(
+        screen.contains("first-output-go"),
+        "the output the new server read is missing after the take-back: {screen:?}"
+    );
+}
+
 #[test]
 fn the_new_server_takes_over_when_the_old_dies_after_the_transfer() {
     let l = Lineage::start();

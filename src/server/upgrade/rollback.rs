@@ -74,7 +74,10 @@ impl Server {
         self.release_upgrade_holds();
         // What the new server read from the panes before it died is in
         // their output rings (the same memfds): into our screens first,
-        // before we read on, so nothing it took is missing.
+        // before we read on, so nothing it took is missing. A ring we saw
+        // without a header (its pane had printed nothing) may have one
+        // now: told so, it looks again.
+        crate::server::output_ring::others_may_have_written();
         let mut caught_up = 0usize;
         let mut inexact = Vec::new();
         for pane in self.panes.values_mut() {
