@@ -136,3 +136,41 @@ fn attaching_a_held_pane_shows_why() {
     assert!(screen.contains(&reason[..30]), "{screen}");
     assert!(!screen.contains("unknown status"), "{screen}");
 }
+
+/// Output rings of process `pid` (one per pane that can print).
+fn rings(pid: i32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read_link(e.path()).ok())
+        .filter(|l| l.to_string_lossy().starts_with("/memfd:ptyd-ring"))
+        .count()
+}
+
+/// A held pane has no program and prints nothing: no output ring for it,
+/// in the serving process or the keeper, before a live upgrade or after
+/// one (the new server gave every restored held pane a ring, two fds
+/// each); respawned, it gets one.
+#[test]
+fn a_held_pane_gets_no_output_ring_until_it_runs() {
+    let (_dirs, ptyd, _) = restored();
+    let mut c = ptyd.connect();
+    assert_eq!(c.pane("build")["state"], "held");
+    let keeper = ptyd.pid();
+    // Three panes run (agent, the shell, job): three rings each side.
+    let serving = ptyd.serving_pid();
+    util::eventually("the keeper to hold the running panes' rings", || {
+        (rings(keeper) == 3).then_some(())
+    });
+    assert_eq!(rings(serving), 3);
+    let report = c.ok("server.upgrade", json!({}));
+    let new_pid = report["new_pid"].as_i64().unwrap() as i32;
+    assert_eq!(ptyd.serving_pid(), new_pid);
+    assert_eq!(rings(new_pid), 3, "the new server's rings");
+    util::eventually("the keeper to hold three rings", || {
+        (rings(keeper) == 3).then_some(())
+    });
+    let mut c = ptyd.connect();
+    c.ok("pane.respawn", json!({ "target": "build" }));
+    assert_eq!(rings(new_pid), 4, "a ring for the respawned pane");
+}

@@ -597,11 +597,12 @@ impl Server {
         };
         self.keeper_send(&msg, fds);
         self.keeper_drain();
-        // Panes that came without a ring (from an older server) get one.
+        // Panes that came without a ring (from an older server) get one
+        // (only those that can print: see `keeper_track_pane`).
         let without: Vec<u64> = self
             .panes
             .values()
-            .filter(|p| p.ring().is_none())
+            .filter(|p| p.ring().is_none() && p.can_print())
             .map(|p| p.id())
             .collect();
         for id in without {
@@ -620,7 +621,11 @@ impl Server {
         let Some(pane) = self.panes.get_mut(&id) else {
             return;
         };
-        if pane.ring().is_none() {
+        // A held or exited pane has no master: no output to keep, and it
+        // gets its ring when it starts again (the spawn tracks it). Every
+        // held pane restored from a snapshot got one at each upgrade, two
+        // fds each (ours and the keeper's copy) for nothing.
+        if pane.ring().is_none() && pane.can_print() {
             match OutputRing::create(output_ring::capacity()) {
                 Ok(ring) => pane.set_ring(ring),
                 Err(e) => {

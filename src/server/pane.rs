@@ -866,6 +866,12 @@ impl Pane {
     pub fn fds(&self) -> &PaneFds {
         &self.fds
     }
+    /// It holds a master (its program's, or one hung up with output
+    /// still to read): it can print, so it needs an output ring.
+    #[cfg(unix)]
+    pub fn can_print(&self) -> bool {
+        self.fds.master().is_some() || self.fds.hung_up_master().is_some()
+    }
     pub fn token(&self) -> mio::Token {
         self.fds.token()
     }
