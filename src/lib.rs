@@ -43,3 +43,14 @@ pub mod keeper;
 pub mod server;
 pub mod service;
 pub mod shell;
+
+/// A seeded xorshift64 stream: the random tests' inputs, reproducible.
+#[cfg(test)]
+pub(crate) fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
+    move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    }
+}

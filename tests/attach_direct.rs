@@ -19,7 +19,7 @@ use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
-use util::{Ptyd, Tmux, frame, shell_quote};
+use util::{Ptyd, Tmux, attach_in_pty, frame, shell_quote};
 
 /// Frame kinds of the direct-output handshake (docs/protocol.md).
 const DIRECT_ON: u8 = 3;
@@ -518,7 +518,7 @@ fn a_terminal_that_stops_reading_is_skipped_and_redrawn() {
     let id = ptyd.create_argv(&["/bin/sh"]);
     let mut c = ptyd.connect();
     // The user's terminal: a PTY whose master this test does not read.
-    let (mut master, _client) = attach_in_pty(&ptyd, &[&id]);
+    let (mut master, _client) = attach_in_pty(&ptyd, &[&id], &[]);
     wait_direct(&mut c, true);
     // Far more than the terminal holds: the pane is not held up by it.
     c.type_line(&id, "seq 1 200000; echo seq-$((6*7))");
@@ -550,27 +550,6 @@ fn a_terminal_that_stops_reading_is_skipped_and_redrawn() {
     wait_direct(&mut c, true);
 }
 
-/// The user's terminal for a real `ptyd attach`: a PTY whose master the
-/// test holds (and may leave unread), 80x24.
-fn attach_in_pty(ptyd: &Ptyd, args: &[&str]) -> (File, util::KillOnDrop) {
-    let size = nix::pty::Winsize {
-        ws_row: 24,
-        ws_col: 80,
-        ws_xpixel: 0,
-        ws_ypixel: 0,
-    };
-    let pty = nix::pty::openpty(Some(&size), None).unwrap();
-    let slave = |fd: &OwnedFd| std::process::Stdio::from(fd.try_clone().unwrap());
-    let mut all = vec!["attach"];
-    all.extend_from_slice(args);
-    let mut cmd = ptyd.cli(&all);
-    cmd.stdin(slave(&pty.slave))
-        .stdout(slave(&pty.slave))
-        .stderr(slave(&pty.slave));
-    let client = util::KillOnDrop::child(cmd.spawn().expect("starting ptyd attach"));
-    (File::from(pty.master), client)
-}
-
 #[test]
 fn a_lossless_client_whose_terminal_stops_reading_holds_its_pane_then_is_dropped() {
     let ptyd = Ptyd::start();
@@ -578,7 +557,7 @@ fn a_lossless_client_whose_terminal_stops_reading_holds_its_pane_then_is_dropped
     let mut c = ptyd.connect();
     let mut ev = ptyd.connect();
     ev.ok("events.subscribe", json!({}));
-    let (_master, client) = attach_in_pty(&ptyd, &[&id, "--lossless"]);
+    let (_master, client) = attach_in_pty(&ptyd, &[&id, "--lossless"], &[]);
     let listed = wait_direct(&mut c, true);
     assert_eq!(listed["when_behind"], "pause", "{listed}");
     // More than the terminal and the server's queue hold: the pane is
@@ -620,7 +599,7 @@ fn a_client_blocked_on_its_terminal_ends_when_told_to() {
     let ptyd = Ptyd::start();
     let id = ptyd.create_argv(&["/bin/sh"]);
     let mut c = ptyd.connect();
-    let (master, client) = attach_in_pty(&ptyd, &[&id, "--no-direct", "--lossless"]);
+    let (master, client) = attach_in_pty(&ptyd, &[&id, "--no-direct", "--lossless"], &[]);
     c.type_line(&id, "while :; do seq 1 100000; done");
     let canonical = |master: &File| {
         let t = nix::sys::termios::tcgetattr(master).expect("tcgetattr");

@@ -18,7 +18,6 @@ mod util;
 use serde_json::{Value, json};
 use std::fs::File;
 use std::io::{Read, Write};
-use std::os::fd::OwnedFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::sync::Arc;
@@ -35,25 +34,7 @@ struct Terminal {
 
 impl Terminal {
     fn attach(ptyd: &Ptyd, args: &[&str], env: &[(&str, &str)]) -> Terminal {
-        let size = nix::pty::Winsize {
-            ws_row: 24,
-            ws_col: 80,
-            ws_xpixel: 0,
-            ws_ypixel: 0,
-        };
-        let pty = nix::pty::openpty(Some(&size), None).unwrap();
-        let slave = |fd: &OwnedFd| std::process::Stdio::from(fd.try_clone().unwrap());
-        let mut all = vec!["attach"];
-        all.extend_from_slice(args);
-        let mut cmd = ptyd.cli(&all);
-        cmd.stdin(slave(&pty.slave))
-            .stdout(slave(&pty.slave))
-            .stderr(slave(&pty.slave));
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let client = util::KillOnDrop::child(cmd.spawn().expect("starting ptyd attach"));
-        let master = File::from(pty.master);
+        let (master, client) = util::attach_in_pty(ptyd, args, env);
         let mut drain = master.try_clone().unwrap();
         std::thread::spawn(move || {
             let mut buf = [0u8; 64 * 1024];

@@ -456,13 +456,7 @@ mod tests {
     fn whole_reads_and_single_bytes_strip_alike() {
         const ALPHABET: &[u8] =
             b"\x1b\x1b\x1b[[[]]PX_^\\\x07\x08\n\r\t\x00\x7f;:0123458mHK(#?>~ \x40azAZ\xc3\xa9";
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = crate::xorshift(0x9e37_79b9_7f4a_7c15u64);
         for _ in 0..2000 {
             let len = (next() % 64) as usize;
             let mut input: Vec<u8> = (0..len)
@@ -567,13 +561,7 @@ mod tests {
             b"0123456789abcde",
             b"0123456789abcdefg",
         ];
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = crate::xorshift(0x2545_f491_4f6c_dd1du64);
         for _ in 0..3000 {
             let mut input = Vec::new();
             for _ in 0..next() % 24 {

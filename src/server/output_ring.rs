@@ -518,13 +518,7 @@ mod tests {
     #[test]
     fn reserved_slots_are_always_zeroed() {
         let mut ring = OutputRing::create(4096).unwrap();
-        let mut seed = 0x853c_49e6_748f_ea9bu64;
-        let mut next = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = crate::xorshift(0x853c_49e6_748f_ea9bu64);
         for round in 0..5000 {
             let max = 1 + (next() % 3000) as usize;
             let slot = ring.reserve(max);

@@ -1,6 +1,7 @@
 //! Unit tests of the model through its public API, one group per feature.
 
 use super::*;
+use crate::xorshift;
 
 fn term(cols: u16, rows: u16) -> Terminal {
     Terminal::new(cols, rows, TermConfig::default())
@@ -601,16 +602,6 @@ fn snapshot_is_compact() {
     }
     let json = serde_json::to_string(&t).unwrap();
     assert!(json.len() < 12_000, "snapshot is {} bytes", json.len());
-}
-
-/// A seeded xorshift64 stream: the random tests' inputs, reproducible.
-fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
-    move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    }
 }
 
 /// `Screen::text` replaces vte for ground-state bytes; it must do exactly

@@ -237,3 +237,32 @@ impl Background {
         self.reader.join().expect("the frame reader panicked")
     }
 }
+
+/// A real `ptyd attach ARGS` (with `env` added) whose terminal is a fresh
+/// 80x24 PTY: its master for the test to read, type into or leave unread,
+/// and the client process, killed on drop.
+pub fn attach_in_pty(
+    ptyd: &super::Ptyd,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (std::fs::File, super::KillOnDrop) {
+    let size = nix::pty::Winsize {
+        ws_row: 24,
+        ws_col: 80,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    let pty = nix::pty::openpty(Some(&size), None).unwrap();
+    let slave = |fd: &std::os::fd::OwnedFd| std::process::Stdio::from(fd.try_clone().unwrap());
+    let mut all = vec!["attach"];
+    all.extend_from_slice(args);
+    let mut cmd = ptyd.cli(&all);
+    cmd.stdin(slave(&pty.slave))
+        .stdout(slave(&pty.slave))
+        .stderr(slave(&pty.slave));
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let client = super::KillOnDrop::child(cmd.spawn().expect("starting ptyd attach"));
+    (std::fs::File::from(pty.master), client)
+}

@@ -110,7 +110,9 @@ mod server;
 mod tmux;
 mod wait;
 
-pub use attach::{Attached, Background, DETACH, EXIT, FrameReader, INPUT, OUTPUT, RESIZE, frame};
+pub use attach::{
+    Attached, Background, DETACH, EXIT, FrameReader, INPUT, OUTPUT, RESIZE, attach_in_pty, frame,
+};
 pub use client::{Conn, RpcErr, abbreviate, serves, split};
 pub use files::{files_under, set_mode, temp_files};
 pub use process::{
