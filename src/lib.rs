@@ -6,7 +6,7 @@
 //! Raw system calls live behind two boundaries, `sys` and `pty`; every
 //! `unsafe` block anywhere carries a `// SAFETY:` comment saying why it holds.
 //!
-//! Windows (issue 15): everything builds there but the keeper and the
+//! Windows: everything builds there but the keeper and the
 //! fuzzing harness (Unix only, gated below). The OS differences live in
 //! `sys`, `pty` and `transport`, and in the server's few per-OS modules
 //! (`server/mod.rs` lists them); ARCHITECTURE.md "Windows" says what

@@ -468,7 +468,7 @@ fn a_pane_held_for_a_stuck_client_resumes_when_it_leaves() {
     }
 }
 
-/// Issue 16 F22: typed input beyond what the pane holds pending (1 MiB) is
+/// typed input beyond what the pane holds pending (1 MiB) is
 /// never dropped silently. It is held (the client's socket is not read)
 /// while the program reads; a program that reads none of it for 5 s ends
 /// the attachment with EXIT `input_overflow`, saying how much was not

@@ -1,4 +1,4 @@
-//! Direct output (issue 18): an attached client passes its terminal to the
+//! Direct output: an attached client passes its terminal to the
 //! server, which writes the pane's output straight to it. Through the
 //! protocol: every byte arrives once and in order across the switches to
 //! and from the terminal (a pause, a live upgrade, a detach), and hostile

@@ -1,4 +1,4 @@
-//! Keys read by the server (issue 18): once the server writes to an
+//! Keys read by the server: once the server writes to an
 //! attached client's terminal (direct output), the client hands it its
 //! keys too, and the server reads them from the terminal and writes them
 //! to the pane itself. Through the real `ptyd attach` in a PTY (or in

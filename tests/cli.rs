@@ -364,7 +364,7 @@ fn demo_shows_each_step_as_a_command() {
     }
 }
 
-/// Issue 16 ("other"): a reader that went away (`ptyd status --json | head
+/// a reader that went away (`ptyd status --json | head
 /// -c 5`) ends a command quietly, exit 141 as SIGPIPE would, never with a
 /// panic message; an error about the runtime directory is printed once, as
 /// one line.

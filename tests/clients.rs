@@ -1,4 +1,4 @@
-//! Several clients on one pane (issue 13): `ptyd clients` and `ls` show who
+//! Several clients on one pane: `ptyd clients` and `ls` show who
 //! is attached, `ptyd detach` and `attach -d` detach others, the pane's size
 //! follows the `window_size` policy and is worked out again when a client
 //! leaves, and `ptyd status` does not count its own connection.

@@ -188,7 +188,7 @@ fn title_flood(count: usize, size: usize) -> String {
     )
 }
 
-/// Issue 16 F6 F16: a replay larger than a client's 4 MiB queue arrives
+/// a replay larger than a client's 4 MiB queue arrives
 /// whole, in order, at the pace the client reads; events the byte-bounded
 /// ring dropped are announced by a `gap`, and live events follow the
 /// replay with none lost or repeated.

@@ -1,4 +1,4 @@
-//! The files and directories a server trusts (issue 16, F8 F9 F10 F19 F20),
+//! The files and directories a server trusts,
 //! through the real binary: a state or config directory another user could
 //! write is refused with what to run; `session.json`, history files and the
 //! config are read only when they are regular files of ours that nobody

@@ -1,4 +1,4 @@
-//! What tmux users and scripts type first (issues 12 and 13): `ptyd help`,
+//! What tmux users and scripts type first: `ptyd help`,
 //! "did you mean", `-t TARGET` everywhere, `new -A`, what `new -s` means,
 //! `--json` on every command that changes something, snake_case capture
 //! modes, and the default timeout of CLI waits.

@@ -1,4 +1,4 @@
-//! Restore you can see (issue 13): a held pane says it is held and why in
+//! Restore you can see: a held pane says it is held and why in
 //! `ls`, the attach banner, `send`'s error and `wait --exit`; `respawn
 //! --held` starts them all; `status` shows the last restore (when, which
 //! file, per outcome which panes) and `server.restored` carries the same.

@@ -1,4 +1,4 @@
-//! Hostile clients against the real binary (issue 16): each test attacks a
+//! Hostile clients against the real binary: each test attacks a
 //! server the way a misbehaving or malicious local client could, then checks
 //! the server still serves everyone else with bounded memory: a bystander
 //! pane created first is still listed by `pane.list` on a fresh connection,

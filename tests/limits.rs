@@ -2,8 +2,7 @@
 //! builds up to them survives a restart and a live upgrade, through the real
 //! binary:
 //!
-//! - `split_chain_*`: layouts nest at most `MAX_SPLIT_DEPTH` splits (F3 of
-//!   issue 16: ~62 nested splits made `session.json` unreadable and failed
+//! - `split_chain_*`: layouts nest at most `MAX_SPLIT_DEPTH` splits (~62 nested splits made `session.json` unreadable and failed
 //!   live upgrades).
 //! - `panes_up_to_the_fd_limit_*`, `accept_*`: a server under a low
 //!   `RLIMIT_NOFILE` (F4, F5).

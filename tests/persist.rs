@@ -1517,7 +1517,7 @@ fn budgeted_history_saves_reach_every_pane() {
 }
 
 // ---------------------------------------------------------------------------
-// Records from disk meet the API's rules (issue 16 F1 F2 F25)
+// Records from disk meet the API's rules
 
 /// A snapshot whose records break the rules the API enforces: names with
 /// escape sequences, like an id, 100,000 characters long, empty or with

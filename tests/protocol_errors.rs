@@ -380,7 +380,7 @@ fn a_half_closed_connection_still_gets_its_answers() {
     });
 }
 
-/// Issue 16 F21: a reply over the 4 MiB reply limit is refused with
+/// a reply over the 4 MiB reply limit is refused with
 /// `too_large` naming its size, the limit and how to ask for less, and the
 /// connection goes on; a reply under it reaches a client that reads it even
 /// when the client owes another (over the 4 MiB queue bound together).
@@ -440,7 +440,7 @@ fn cpu_ticks(pid: i32) -> u64 {
     field(14) + field(15)
 }
 
-/// Issue 16 F18: a request line dripped in small pieces is scanned once,
+/// a request line dripped in small pieces is scanned once,
 /// not again from its start at every read: 4000 pieces of 100 bytes cost
 /// the server about what the 4000 round trips pacing them cost.
 #[test]
@@ -470,7 +470,7 @@ fn a_dripped_line_is_not_rescanned_from_its_start() {
     );
 }
 
-/// Issue 16 F15: unfinished request lines are bounded in aggregate: past
+/// unfinished request lines are bounded in aggregate: past
 /// 64 MiB across connections, the connection with the largest one is
 /// refused with `too_large` and closed; the server's memory stays bounded
 /// and everyone else is served.
@@ -527,7 +527,7 @@ fn fs_status(pid: i32) -> u64 {
         .unwrap()
 }
 
-/// Issue 16 F25: the API's rules (shared with the restore path): NUL in
+/// the API's rules (shared with the restore path): NUL in
 /// argv is `invalid_params`, not `spawn_failed`; tab names empty or with
 /// NUL, names with escape sequences or like ids, env names with `=`.
 #[test]

@@ -1,4 +1,4 @@
-//! The torture suite (issue 16): everything at once against the real
+//! The torture suite: everything at once against the real
 //! binary, round after round, with the invariants checked after each.
 //!
 //! Running throughout: two counters printing increasing integers at full
@@ -20,13 +20,13 @@
 //!   new server must serve on.
 //!
 //! (The old process killed *before* the commit takes its panes with it
-//! until a keeper holds their fds: issue 11; not tortured here yet.)
+//! until a keeper holds their fds; not tortured here yet.)
 //!
 //! After every round: `ptyd status` answers; every surviving pane has its
 //! pid and start time; no pane got SIGHUP; each counter's scrollback
 //! counts without repeat, and without gap but one per take-back (what the
 //! dead new server had read from the pane is lost until a keeper's ring
-//! holds it: issue 11); no zombie under the serving process or
+//! holds it); no zombie under the serving process or
 //! the reaper; no fd leaked by the serving process; the saved snapshot
 //! reads back strictly, with no repair needed. At the end each recorder's
 //! stream counts from 1 without gap or repeat within each attachment.
@@ -652,7 +652,7 @@ impl World {
             let body = &lines[..lines.len().saturating_sub(1)];
             assert!(body.len() > 10, "{}", what("too little scrollback"));
             // A take-back loses what the dead new server had read (until
-            // a keeper's ring holds it: issue 11): one gap each at most.
+            // a keeper's ring holds it): one gap each at most.
             check_counting(
                 body,
                 self.tally.take_backs,

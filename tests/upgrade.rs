@@ -570,7 +570,7 @@ fn counter_capture(c: &mut Conn, id: &str, lines: usize, what: &str) -> (u64, u6
     check_counter_capture(&cap, what)
 }
 
-/// Issue 17: an upgrade while many panes flood output. Every upgrade must
+/// an upgrade while many panes flood output. Every upgrade must
 /// succeed (the deadline is for progress; busy panes are held and sent
 /// again before the pause), and nothing is lost or repeated:
 ///

@@ -1,5 +1,5 @@
-//! What `ptyd upgrade` reports, and when (issue 11, "upgrades that report
-//! the truth"; issue 16 F11, F13, F24), through the real binary: success
+//! What `ptyd upgrade` reports, and when ("upgrades that report
+//! the truth"), through the real binary: success
 //! only once the new server survived its probation, naming the serving
 //! process before and after; a second upgrade right after (or during) one
 //! waits instead of failing; binaries that die, linger or cannot serve end

@@ -1,4 +1,4 @@
-//! End to end on Windows (issue 15), through the real `ptyd.exe`: a
+//! End to end on Windows, through the real `ptyd.exe`: a
 //! server started with `ptyd server`, driven by the CLI over its named
 //! pipe. Runs under Wine in CI (`wincargo test --test windows_e2e`, in
 //! `.ci/run`), where two things differ from Windows and the test adapts:

@@ -1,4 +1,4 @@
-//! The live upgrade under load (issue 17): blackout and total time of
+//! The live upgrade under load: blackout and total time of
 //! `server.upgrade` while some panes flood output at full speed, with an
 //! attached client draining one of them and a client connecting in a loop
 //! (see `benches/upgrade.rs`, `--load`).

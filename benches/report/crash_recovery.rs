@@ -9,7 +9,7 @@ use crate::throughput::Input;
 use crate::{COLS, ROWS};
 use std::path::Path;
 
-/// Issue 11's bound on what the keeper's bookkeeping may cost `cat`.
+/// The bound on what the keeper's bookkeeping may cost `cat`.
 const KEEPER_COST_GOAL_PERCENT: f64 = 3.0;
 
 pub fn keeper_costs(

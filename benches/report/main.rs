@@ -392,7 +392,7 @@ fn run() -> Res<usize> {
     step("done");
     let failed: usize = sections.iter().map(Section::failures).sum();
 
-    println!("\n== Goals (from issues 11, 17 and 18)");
+    println!("\n== Goals");
     for g in &goals {
         println!("{:<6} {}: {}", g.verdict(), g.name, g.detail);
     }

@@ -193,7 +193,7 @@ pub struct Connection {
     /// The socket is registered for writable edges as well as readable
     /// ones. Only needed while output waits for room (`write_blocked`):
     /// every read the client makes raises a writable edge, so a keystroke's
-    /// echo woke the loop a third time for nothing (issue 18).
+    /// echo woke the loop a third time for nothing.
     write_interest: bool,
     /// Unix: where terminal output goes: the socket, or the client's
     /// terminal itself (`direct_tty.rs`).

@@ -2,7 +2,7 @@
 //! server (a `TTY` frame with the fd attached by `SCM_RIGHTS`), which then
 //! writes the pane's output straight to it instead of sending OUTPUT frames
 //! for the client to copy there: one process woken and one socket copy
-//! less per output byte (issue 18; tmux's client passes its tty the same
+//! less per output byte (tmux's client passes its tty the same
 //! way). Keys still come through the client.
 //!
 //! A connection's terminal is in one of three states ([`Direct`]):

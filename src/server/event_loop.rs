@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 /// instead of waiting out that hog's default slice (0.7-3 ms). The loop
 /// rarely runs that long between polls, except when feeding a flood, which
 /// is then cut into more turns when others want the CPU; its share of the
-/// CPU is unchanged. Measured beside a flood on 2 loaded cores (issue 18),
+/// CPU is unchanged. Measured beside a flood on 2 loaded cores,
 /// interleaved against the same binary without it: echo p50 and p99 about
 /// 0.8 of it over 7 runs each.
 const LOOP_SLICE: Duration = Duration::from_micros(100);

@@ -6,7 +6,7 @@
 //! connection stays in the backlog. The listener is edge-triggered, so no
 //! new readiness comes for it, and once the backlog is full no new
 //! connection can raise one either: before this module the server never
-//! accepted again (issue 16, F4/F5). So a failed accept retries on a timer,
+//! accepted again. So a failed accept retries on a timer,
 //! and a client still pending after [`ACCEPT_GRACE`] is accepted on the
 //! reserve fd and told why it cannot be served, instead of hanging.
 

@@ -115,7 +115,7 @@ pub struct PaneFds {
     /// The master is registered for writable edges too. Only needed while
     /// input waits for room (`watch_writable`): the PTY raises one each
     /// time the program reads its input, so every keystroke woke the loop
-    /// again for nothing, often before its echo came (issue 18). Each
+    /// again for nothing, often before its echo came. Each
     /// registration starts with them (one edge comes at once and flushes
     /// whatever input a new run or an upgrade left pending).
     writable: bool,

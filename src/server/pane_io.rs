@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 /// Output bytes taken from one pane per wakeup, so a flooding pane cannot
 /// starve the others or the clients. Not smaller: 16 KiB slices while a
-/// client typed were measured (issue 18) to make the echo beside a flood
+/// client typed were measured to make the echo beside a flood
 /// slower at the median (twice, on 2 cores): the loop no longer read the
 /// flooding PTY dry, so it never slept, and the scheduler then treated it
 /// as the CPU hog it had become.
@@ -29,8 +29,8 @@ pub(super) const PANE_TURN_BUDGET: Duration = Duration::from_millis(3);
 /// before it goes back to the busy panes on the backlog. Meanwhile it
 /// sleeps in `poll` instead of feeding a flood: the typed-into program gets
 /// the CPU the loop would have taken, and its echo is read and sent the
-/// moment it comes, not after another pane's slice (issue 18: echo beside a
-/// flooding pane). The wait ends early when the pane prints; a program
+/// moment it comes, not after another pane's slice.
+/// The wait ends early when the pane prints; a program
 /// that prints nothing for a key costs the flood this much. Still needed
 /// with the arrival check (which watches clients, not panes): without it
 /// the echo beside a flood took about twice as long at the median.

@@ -1,4 +1,4 @@
-//! Keys read from a client's terminal (Unix; issue 18): once the server
+//! Keys read from a client's terminal (Unix): once the server
 //! writes a client's output to its terminal (direct output,
 //! `direct_tty.rs`), the client may hand over its keys too (`KEYS_ON`):
 //! it stops reading the terminal, after sending every byte it read in

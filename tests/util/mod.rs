@@ -50,13 +50,13 @@
 //!   history, durability of the writer under SIGKILL and EFBIG).
 //! - `file_trust.rs`: state and config directories and files others could
 //!   write are refused; symlinks, FIFOs and huge files as `session.json`,
-//!   history or config; a `history/` symlink; the lock file (issue 16).
+//!   history or config; a `history/` symlink; the lock file.
 //! - `upgrade.rs`: the live upgrade end to end (counters and clients through
 //!   repeated upgrades, 300 panes, every fault point, no fd or zombie left).
 //! - `upgrade_outcomes.rs`: what `ptyd upgrade` reports and when: success
 //!   only after the probation, old -> new named, twice in a row, binaries
 //!   that die, linger (no freeze) or cannot serve (`--mode restore`), the
-//!   new side's own reason quoted (issue 11; issue 16 F11, F13, F24).
+//!   new side's own reason quoted.
 //! - `upgrade_skew.rs`: a live upgrade from a pinned older commit, built
 //!   once and cached under the target directory.
 //! - `torture.rs`: counters, clients, pane kills, upgrades and SIGKILLs of
