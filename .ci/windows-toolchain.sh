@@ -5,7 +5,7 @@
 # ptyd's copy (from the workplace's shared/tools/, so CI does not depend on
 # it); .ci/run calls it. One change from the original: `winrun --shutdown`
 # waits until the wineserver is gone (-k, then -w), so CI ends with no
-# Wine process left behind. Measured times are in ARCHITECTURE.md "Windows".
+# Wine process left behind. Measured times are in docs/benchmarks.md ("Windows CI").
 #
 # How it works:
 #   * Debian's rustc-web/cargo-web plus rust-web-src (the std source of the same

@@ -16,7 +16,7 @@
 //! After each upgrade the previous server keeps a 2 s probation during which
 //! another upgrade is refused with `busy`: the bench sleeps and retries, and
 //! only the successful call is timed. Printed per pane count: p50/p99/max of
-//! both figures beside the targets (blackout ≤ 10 ms at 100 panes,
+//! both figures beside the goals (blackout ≤ 10 ms at 100 panes,
 //! ≤ 100 ms at 1000) with PASS/MISS on p50 and p99, the median of each
 //! phase, the manifest size (read from the old server's memfd during its
 //! probation), the ptmx fd count of the serving process before and after,

@@ -9,7 +9,7 @@
 //! Windows: everything builds there but the keeper and the
 //! fuzzing harness (Unix only, gated below). The OS differences live in
 //! `sys`, `pty` and `transport`, and in the server's few per-OS modules
-//! (`server/mod.rs` lists them); ARCHITECTURE.md "Windows" says what
+//! (`server/mod.rs` lists them); docs/design/windows.md says what
 //! works there and what degrades.
 
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]

@@ -11,8 +11,8 @@
 //!
 //! RSS is asserted against a generous cap only, never a time: the debug
 //! binary the tests run idles near 10 MiB, and every buffer outside input
-//! can grow is bounded (ARCHITECTURE.md, "Bounds on what outside input can
-//! grow"): 64 MiB of unfinished lines in all, 4 MiB queued per client,
+//! can grow is bounded (docs/design/security.md, "Bounds on what outside
+//! input can grow"): 64 MiB of unfinished lines in all, 4 MiB queued per client,
 //! 16 MiB of scrollback per pane, 8 MiB of events.
 
 // Drives the real server, which runs on Unix only (src/lib.rs).

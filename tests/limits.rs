@@ -5,7 +5,7 @@
 //! - `split_chain_*`: layouts nest at most `MAX_SPLIT_DEPTH` splits (~62 nested splits made `session.json` unreadable and failed
 //!   live upgrades).
 //! - `panes_up_to_the_fd_limit_*`, `accept_*`: a server under a low
-//!   `RLIMIT_NOFILE` (F4, F5).
+//!   `RLIMIT_NOFILE`.
 
 // Drives the real server, which runs on Unix only (src/lib.rs).
 #![cfg(unix)]

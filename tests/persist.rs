@@ -1522,8 +1522,8 @@ fn budgeted_history_saves_reach_every_pane() {
 /// A snapshot whose records break the rules the API enforces: names with
 /// escape sequences, like an id, 100,000 characters long, empty or with
 /// NUL; env names with `=`; a history name leaving `history/`; an empty
-/// argv under `rerun` (F1: a panic at every start) and under `shell`
-/// (F2: a panic at `ptyd respawn`). Each is repaired and listed; nothing
+/// argv under `rerun` (once a panic at every start) and under `shell`
+/// (once a panic at `ptyd respawn`). Each is repaired and listed; nothing
 /// panics; the panes that cannot run are held and refuse a respawn.
 #[test]
 fn records_breaking_the_api_rules_are_repaired_not_trusted() {

@@ -399,7 +399,7 @@ fn hammer(socket: std::path::PathBuf, stop: Arc<AtomicBool>) -> (usize, Vec<Stri
     (rounds, failures)
 }
 
-/// Consecutive upgrades in the counter test: 20, as the issue asks. Each
+/// Consecutive upgrades in the counter test: 20. Each
 /// costs the 2 s probation plus the upgrade itself, so this test runs about
 /// a minute; `PTYD_TEST_UPGRADES=N` changes the count.
 fn upgrades() -> usize {
@@ -540,7 +540,7 @@ fn check_counter_capture(cap: &Value, what: &str) -> (u64, u64) {
 }
 
 fn load_upgrades() -> usize {
-    // The issue's variant is 10 (`PTYD_TEST_LOAD_UPGRADES=10`, about two
+    // The full variant is 10 (`PTYD_TEST_LOAD_UPGRADES=10`, about two
     // minutes in a debug build on a loaded machine); 2 keeps the default
     // run under 30 s there.
     util::env_number("PTYD_TEST_LOAD_UPGRADES", 2)

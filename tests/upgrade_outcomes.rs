@@ -155,7 +155,7 @@ fn an_upgrade_to_a_binary_that_dies_50_ms_after_start_fails() {
     ptyd.stop();
 }
 
-/// F11: a binary whose version probe prints, closes its output and keeps
+/// A binary whose version probe prints, closes its output and keeps
 /// running, and which as a server says nothing: the loop never waits for
 /// either; both are killed and reaped without blocking.
 #[test]
@@ -218,7 +218,7 @@ fn a_lingering_probe_and_a_silent_new_server_freeze_nothing() {
     ptyd.stop();
 }
 
-/// F13: `--mode restore` to a binary that passes the probe but exits as a
+/// `--mode restore` to a binary that passes the probe but exits as a
 /// server. The session was saved before the exec; the command sees the
 /// process end (not a 30 s wait), restores the session with its own
 /// binary and fails saying so.
@@ -269,7 +269,7 @@ fn a_restore_to_a_binary_that_cannot_serve_brings_the_session_back() {
     });
 }
 
-/// F24: a new server that fails before the commit says why, and the old
+/// A new server that fails before the commit says why, and the old
 /// side reports that rather than "the peer closed the handoff socket".
 /// Here it cannot receive the pre-copy's fds (a limit of 6 open files).
 #[test]

@@ -29,10 +29,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use util::{Conn, Dirs, INPUT, KillOnDrop, PTYD, unique_name};
 
-/// The first commit of main with handoff version 3 (the merge of the
-/// busy-pane settle step). This build speaks 4 and still reads 3, so the
-/// pin stays a version 3 build until 3 is no longer read; then it moves
-/// to the first commit of version 4.
+/// The first commit with handoff version 3 (the busy-pane settle step).
+/// This build still reads 3 (`HANDOFF_ACCEPTS_FROM`), so the pin stays a
+/// version 3 build until 3 is no longer read; then it moves to the first
+/// commit of the oldest version still read.
 const PINNED: &str = "e3d4343fab01dec8261469fccee11a5f4dd23d69";
 
 /// The pinned build's binary: `<target>/ptyd-pinned/<commit>/ptyd`, built

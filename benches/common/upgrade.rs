@@ -21,7 +21,7 @@ pub const MARKER: &str = "ptyd-bench-ready";
 pub const PROBATION: Duration = Duration::from_secs(2);
 /// How often to ask again while the answer is `busy`.
 const BUSY_RETRY: Duration = Duration::from_millis(20);
-/// The blackout targets: (panes, ms).
+/// The blackout goals: (panes, ms).
 pub const TARGETS: &[(usize, f64)] = &[(100, 10.0), (1000, 100.0)];
 
 pub fn target_for(panes: usize) -> Option<f64> {

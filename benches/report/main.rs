@@ -50,7 +50,7 @@ const COLS: u16 = 200;
 const ROWS: u16 = 50;
 /// Line length of the plain-text file (as `benches/core.rs`).
 const LINE_LEN: usize = 100;
-/// The goals.
+/// The goals the report checks each run against.
 const THROUGHPUT_GOAL: f64 = 1.15;
 const ECHO_SHARE_GOAL: f64 = 0.5;
 

@@ -221,7 +221,7 @@ pub fn wrap(text: &str, width: usize, indent: &str) -> String {
     out
 }
 
-/// A goal from the issue and how this run did against it.
+/// A goal and how this run did against it.
 pub struct Goal {
     pub name: String,
     /// The figures the verdict rests on.

@@ -1,7 +1,7 @@
 //! Passing file descriptors to the next server over a `SOCK_SEQPACKET`
 //! socket, in batches, each fd named by the manifest entry it belongs to.
 //!
-//! Kernel facts this module is built on (see ARCHITECTURE.md):
+//! Kernel facts this module is built on (see docs/design/upgrade.md):
 //! - `SCM_RIGHTS` takes at most 253 fds per message (`EINVAL` above; musl
 //!   252), so batches carry at most [`MAX_FDS_PER_BATCH`] = 252.
 //! - A control buffer too small for what was sent sets `MSG_CTRUNC` and the

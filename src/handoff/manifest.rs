@@ -42,7 +42,8 @@ pub fn accepts(v: u32) -> bool {
 }
 
 /// Control messages on the handoff socket, in sequence order. See
-/// ARCHITECTURE.md ("Live upgrade") for the state machine.
+/// ARCHITECTURE.md ("The live upgrade") and docs/design/upgrade.md for
+/// the state machine.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "msg", rename_all = "snake_case")]
 pub enum Control {

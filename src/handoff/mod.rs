@@ -2,7 +2,7 @@
 //! server binary over a private `SOCK_SEQPACKET` socketpair. This module is
 //! the wire side only (messages, manifest, fd names, fd batches, fault
 //! injection); the server side of the sequence is `server/upgrade/`.
-//! ARCHITECTURE.md has the state machine.
+//! ARCHITECTURE.md and docs/design/upgrade.md have the state machine.
 
 #[cfg(any(debug_assertions, feature = "fault-injection"))]
 pub mod fault;

@@ -5,7 +5,7 @@
 //! handled in `requests`, attached connections in `attach`, parked
 //! `pane.wait`s in `waits`.
 //!
-//! Windows (ARCHITECTURE.md "Windows") swaps whole modules here and
+//! Windows (docs/design/windows.md) swaps whole modules here and
 //! nowhere else: `start_windows.rs` (the named mutex and pipe instead of
 //! `flock` and socket, no keeper to fork), `listener_windows.rs` (pipe
 //! instances for the socket), `pane_fds_windows.rs` (panes woken through

@@ -1,5 +1,5 @@
 //! Whether this server serves its sources, server-wide: the ownership
-//! states of ARCHITECTURE.md ("Ownership") as one value. During a live
+//! states of ARCHITECTURE.md ("Ownership states") as one value. During a live
 //! upgrade every fd moves through `Owned` → `Paused` → `HandedOver` (the
 //! commit; probation) → `Released`, or back to `Owned` (rollback, or a
 //! take-back in probation). What is deferred while not serving lives in

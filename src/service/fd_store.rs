@@ -15,7 +15,7 @@
 //! Only when the unit allows it: `$NOTIFY_SOCKET` set and `$FDSTORE` (set
 //! by systemd 254 and later to the unit's `FileDescriptorStoreMax=`)
 //! above zero. The pane processes must also survive the keeper's death
-//! (`KillMode=process`): see ARCHITECTURE.md and the unit's comments.
+//! (`KillMode=process`): see docs/design/keeper.md and the unit's comments.
 //!
 //! Names: `ptyd-keeper-` then what it is (`master-7`, `pidfd-7`, `ring-7`,
 //! `listener`, `lock`, `precopy`, `manifest`, `checkpoint`): printable,

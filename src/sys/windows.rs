@@ -1288,7 +1288,7 @@ mod tests {
             }
             // Wine 8 ignores FILE_FLAG_FIRST_PIPE_INSTANCE: there a second
             // server would join the name, and only the named-mutex lock
-            // (left to do, ARCHITECTURE.md "Windows") could refuse it.
+            // (left to do, docs/design/windows.md) could refuse it.
             Ok(_) => assert!(running_under_wine(), "a second first instance was created"),
         }
         // Our own further instances are allowed.

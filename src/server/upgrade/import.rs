@@ -1082,7 +1082,7 @@ impl Server {
 
 #[cfg(test)]
 mod tests {
-    /// Review finding (handoff messages): a pre-copy or manifest message
+    /// Handoff messages: a pre-copy or manifest message
     /// announcing a huge size made the new side reserve that much memory
     /// before reading (an abort at `u64::MAX`); now the size is checked
     /// against the file first.

@@ -3,7 +3,7 @@
 //! side, the new process exiting, the deadline passing, a save finishing,
 //! a stop request, or the result of an action) and returns the next step
 //! and the [`Action`]s the server executes. No I/O happens here, so the
-//! tests below drive every edge of ARCHITECTURE.md's "Live upgrade" diagram
+//! tests below drive every edge of docs/design/upgrade.md's diagram
 //! without a process.
 //!
 //! Each step carries the data that exists only in it: the probe's output

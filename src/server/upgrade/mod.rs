@@ -1,4 +1,4 @@
-//! The live upgrade, both sides. ARCHITECTURE.md ("Live upgrade") draws
+//! The live upgrade, both sides. docs/design/upgrade.md draws
 //! the sequence and every rollback edge; this folder implements it:
 //!
 //! - `machine.rs`: the old side's sequence as a pure state machine,
