@@ -427,10 +427,9 @@ fn run() -> Res<usize> {
                 &svg::draw(plan.mode, &machine.date, &bars, &blackout),
             )?;
             let md_path = docs.join("benchmarks.md");
-            write(
-                &md_path,
-                &to_markdown(&plan, &machine, &sections, &goals, failed),
-            )?;
+            let mut md = to_markdown(&plan, &machine, &sections, &goals, failed);
+            md.push_str(&kept_sections(&md_path));
+            write(&md_path, &md)?;
             println!(
                 "wrote {}, {} and {}",
                 json_path.display(),
@@ -445,6 +444,20 @@ fn run() -> Res<usize> {
     }
     keep_dir(dir);
     Ok(failed)
+}
+
+/// The hand-written part of benchmarks.md, from its first heading in
+/// `KEPT_HEADINGS` to the end: figures measured by other benches and by
+/// hand, which this report does not produce and must not drop.
+fn kept_sections(path: &Path) -> String {
+    const KEPT_HEADINGS: &[&str] = &["\n## Figures behind the design"];
+    let old = std::fs::read_to_string(path).unwrap_or_default();
+    KEPT_HEADINGS
+        .iter()
+        .filter_map(|h| old.find(h))
+        .min()
+        .map(|at| old[at..].to_string())
+        .unwrap_or_default()
 }
 
 fn write(path: &Path, text: &str) -> Res<()> {
