@@ -14,7 +14,8 @@
 //! the unit's cgroup. Also the unit's OOM and fd-limit settings as the
 //! processes see them, and the logs the manager received.
 //!
-//! Needs root (CI has it); elsewhere it says why it skips.
+//! Needs root (CI has it); elsewhere it says why it skips, unless
+//! `PTYD_REQUIRE_SYSTEMD` is set (`.ci/run` sets it), when that fails.
 
 #![cfg(target_os = "linux")]
 
@@ -266,6 +267,11 @@ fn attach(s: &Service, pane: &str) -> (KillOnDrop, Arc<Mutex<Vec<u8>>>) {
 fn the_service_under_a_real_user_manager() {
     let m = match UserManager::start() {
         Ok(m) => m,
+        Err(why) if std::env::var_os("PTYD_REQUIRE_SYSTEMD").is_some() => {
+            panic!(
+                "ptyd under a real systemd --user manager cannot run: {why} (PTYD_REQUIRE_SYSTEMD is set)"
+            )
+        }
         Err(why) => {
             eprintln!("skipped: ptyd under a real systemd --user manager: {why}");
             return;
@@ -369,6 +375,15 @@ fn the_service_under_a_real_user_manager() {
         assert!(ids.contains(id), "pane {id} not restored: {ids:?}");
     }
     assert_eq!(s.m.show(UNIT, "NRestarts"), "1");
+
+    // Without the drop-in the manager refused the keeper's probe, so it
+    // stored nothing else (and said nothing about it).
+    assert_eq!(s.m.show(UNIT, "NFileDescriptorStore"), "0");
+    assert!(
+        !s.m.log().contains("systemd's fd store"),
+        "the keeper complained about a store the unit does not have:\n{}",
+        s.m.log()
+    );
 
     // The fd-store drop-in, then daemon-reload while panes run: nothing
     // changes; at the next reload the keeper finds the store and fills it.
@@ -515,5 +530,83 @@ fn the_service_under_a_real_user_manager() {
         eventually(format!("process {pid} to be gone, not a zombie"), || {
             !std::path::Path::new(&format!("/proc/{pid}")).exists()
         });
+    }
+}
+
+/// Not a check: the reload's wall time and blackout under systemd
+/// (`systemctl --user reload`) beside the same upgrade of a server started
+/// by hand (`ptyd upgrade`), with the same two panes, printed.
+/// `cargo test --release --test service_systemd -- --ignored --nocapture`
+#[test]
+#[ignore]
+fn reload_timings() {
+    const ROUNDS: usize = 5;
+    let m = match UserManager::start() {
+        Ok(m) => m,
+        Err(why) => {
+            eprintln!("skipped: {why}");
+            return;
+        }
+    };
+    let ptyd = m.install_binary(std::path::Path::new(util::PTYD), "ptyd");
+    let s = Service { m, ptyd };
+    s.ptyd_ok(&["service", "install", "--enable"]);
+    let (counter, _) = s.counter_and_shell();
+    s.counter_beyond(&counter, 0, "warm-up");
+    let mut under = Vec::new();
+    for _ in 0..ROUNDS {
+        let wall = s.reload();
+        let log = s.m.log();
+        let blackout = log
+            .lines()
+            .rev()
+            .find_map(|l| {
+                l.trim()
+                    .strip_prefix("blackout")?
+                    .trim()
+                    .strip_suffix(" ms")
+            })
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .unwrap_or(f64::NAN);
+        under.push((wall.as_secs_f64() * 1000.0, blackout));
+    }
+    drop(s);
+
+    let plain = util::Ptyd::start();
+    plain.create_argv(&[
+        "/bin/sh",
+        "-c",
+        "i=0; while :; do i=$((i+1)); echo $i || exit 1; sleep 0.02; done",
+    ]);
+    plain.create_argv(&["/bin/bash", "--norc"]);
+    let mut by_hand = Vec::new();
+    for _ in 0..ROUNDS {
+        let t = Instant::now();
+        let out = plain.run_cli(&["upgrade", "--json"]);
+        let wall = t.elapsed();
+        util::assert_exit(&out, 0);
+        let v: Value = serde_json::from_str(&util::stdout(&out)).expect("upgrade --json");
+        by_hand.push((
+            wall.as_secs_f64() * 1000.0,
+            v["blackout_ms"].as_f64().unwrap_or(f64::NAN),
+        ));
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(|a, b| a.total_cmp(b));
+        v[v.len() / 2]
+    };
+    for (what, rounds) in [
+        ("systemctl --user reload", &under),
+        ("ptyd upgrade, no systemd", &by_hand),
+    ] {
+        let mut walls: Vec<f64> = rounds.iter().map(|r| r.0).collect();
+        let mut blackouts: Vec<f64> = rounds.iter().map(|r| r.1).collect();
+        eprintln!(
+            "{what:26} wall median {:7.1} ms (all {:?}); blackout median {:6.2} ms (all {:?})",
+            median(&mut walls),
+            rounds.iter().map(|r| r.0.round()).collect::<Vec<_>>(),
+            median(&mut blackouts),
+            rounds.iter().map(|r| r.1).collect::<Vec<_>>()
+        );
     }
 }

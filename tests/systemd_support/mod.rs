@@ -16,10 +16,11 @@
 //! Commands run inside the namespace as the user (`nsenter` into the
 //! manager's namespace, then `setpriv`). No D-Bus bus runs:
 //! `systemctl --user` speaks to the manager's private socket. No journald
-//! runs: the manager logs to its stderr (`--log-target=console`), and its
-//! `user.conf` sends units' output there too (`DefaultStandardOutput=` and
-//! `DefaultStandardError=inherit`; otherwise the manager, failing to reach
-//! journald, would give them /dev/null): [`UserManager::log`].
+//! runs: the manager's `user.conf` sends units' output to its own stderr
+//! (`DefaultStandardOutput=` and `DefaultStandardError=inherit`; otherwise
+//! the manager, failing to reach journald, gives them /dev/null), a file:
+//! [`UserManager::log`]. The manager's own messages are not in it (a user
+//! manager without journald logs nowhere).
 //!
 //! Dropping the manager (a failed test too) asks it to exit, kills what is
 //! left in the delegated cgroup and whatever else runs as the user, and
@@ -59,7 +60,12 @@ pub struct UserManager {
     cgroup_root: PathBuf,
     manager: Option<Child>,
     _home: tempfile::TempDir,
+    /// One manager at a time: they share the user (and its cgroup and
+    /// runtime directory).
+    _one: std::sync::MutexGuard<'static, ()>,
 }
+
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Runs `cmd` as root, bounded; the error is its output.
 fn root_run(cmd: &mut Command) -> Result<Output, String> {
@@ -95,6 +101,9 @@ impl UserManager {
     /// Failures past those checks (the manager does not come up) panic:
     /// where it can run, it must.
     pub fn start() -> Result<UserManager, String> {
+        let one = ONE_AT_A_TIME
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } != 0 {
             return Err(
@@ -170,9 +179,8 @@ impl UserManager {
             .map_err(|e| e.to_string())?;
         let home = home_dir.path().to_path_buf();
         std::os::unix::fs::chown(&home, Some(uid), Some(gid)).map_err(|e| e.to_string())?;
-        // No journald runs: units' output and the manager's own lines go
-        // to the manager's stderr, as on a machine without journald whose
-        // user.conf says so (else they would be dropped).
+        // No journald runs: units' output goes to the manager's stderr, as
+        // on a machine without journald whose user.conf says so.
         let conf = home.join(".config/systemd");
         std::fs::create_dir_all(&conf).map_err(|e| e.to_string())?;
         std::fs::write(
@@ -199,6 +207,7 @@ impl UserManager {
             cgroup_root,
             manager: None,
             _home: home_dir,
+            _one: one,
         };
         m.spawn_manager(log);
         Ok(m)
@@ -214,7 +223,7 @@ impl UserManager {
                  mount -t tmpfs -o mode=0755 tmpfs /run/systemd
                  mkdir /run/systemd/system
                  for cg in \"$@\"; do echo $$ > \"$cg/cgroup.procs\"; done
-                 exec setpriv --reuid \"$uid\" --regid \"$gid\" --init-groups \"$0\" --user --log-target=console",
+                 exec setpriv --reuid \"$uid\" --regid \"$gid\" --init-groups \"$0\" --user",
             )
             .arg(SYSTEMD)
             .arg(self.uid.to_string())
