@@ -115,9 +115,8 @@ LimitNOFILE=1024:524288
 #   FileDescriptorStoreMax=4096
 #   KillMode=process
 # The keeper then stores a copy of every pane's terminal in systemd's fd
-# store (3 fds per pane, 6 more), and the restart takes the panes over
-# (after a reload, output the serving process read between the kill and
-# the restart is lost). systemd 254 and later tell the keeper the store's
+# store (3 fds per pane, 6 more), and the restart takes the panes over,
+# no output lost. systemd 254 and later tell the keeper the store's
 # size; older ones do not, so it stores one fd to find out at its start
 # and at each upgrade (without the drop-in, the manager logs a warning
 # that it refused it).
