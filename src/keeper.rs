@@ -761,6 +761,12 @@ impl Keeper {
                     self.listener = Some(l);
                     self.lock = Some(k);
                 }
+                // A store the unit gained since we started (a drop-in,
+                // then `systemctl reload`) is asked for again here.
+                if settled && self.store.is_none() {
+                    self.store = crate::service::fd_store::FdStore::from_env();
+                    self.store_sync();
+                }
                 if settled && self.runs_other_code_than(&version) {
                     let exe = self.exe.clone();
                     self.reexec_error = Some(self.reexec(&exe));

@@ -34,11 +34,23 @@ fn server_log(journal_stream: impl Fn(&std::fs::Metadata) -> String) -> String {
             .spawn()
             .unwrap(),
     );
-    // READY=1 is the first datagram: the server accepts connections.
+    // Once READY=1 comes the server accepts connections. Every datagram is
+    // read, as a manager would: the keeper also asks whether this one keeps
+    // fds (it stores a probe, then waits for a barrier), which reading
+    // drops, and so refuses.
     notify.set_read_timeout(Some(util::TIMEOUT)).unwrap();
-    let mut buf = [0u8; 512];
-    let n = notify.recv(&mut buf).expect("no READY from the server");
-    assert!(String::from_utf8_lossy(&buf[..n]).contains("READY=1"));
+    let (ready_tx, ready) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 512];
+        while let Ok(n) = notify.recv(&mut buf) {
+            if String::from_utf8_lossy(&buf[..n]).contains("READY=1") {
+                let _ = ready_tx.send(());
+            }
+        }
+    });
+    ready
+        .recv_timeout(util::TIMEOUT)
+        .expect("no READY from the server");
 
     let run = |args: &[&str]| {
         let mut cmd = dirs.command(&ns);

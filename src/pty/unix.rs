@@ -81,8 +81,12 @@ pub fn spawn(spec: &SpawnSpec, _wake: Wake) -> io::Result<(PtyMaster, ChildProce
     // The slave must not leak into later children either.
     crate::sys::set_cloexec(pty.slave.as_raw_fd())?;
     // The program gets the fd limit the server started with, not the one
-    // the server raised for itself (`sys::raise_fd_limit`).
-    let pid = crate::sys::with_starting_fd_limit(|| start(spec, &pty)).map_err(|e| {
+    // the server raised for itself (`sys::raise_fd_limit`), and is a likelier
+    // victim of the OOM killer than the server.
+    let pid = crate::sys::with_pane_oom_score(|| {
+        crate::sys::with_starting_fd_limit(|| start(spec, &pty))
+    })
+    .map_err(|e| {
         io::Error::new(
             e.kind(),
             format!("starting {:?} in {}: {e}", spec.program, spec.cwd.display()),

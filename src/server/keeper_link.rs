@@ -515,6 +515,23 @@ impl Server {
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) if !self.stopping && std::env::var_os("NOTIFY_SOCKET").is_some() => {
+                    // Under a service manager the keeper's death restarts
+                    // the unit, whose next keeper takes the panes over from
+                    // the fd store and replays each ring from the
+                    // checkpoint: what we read since is in the rings now,
+                    // and would be lost if we read on (a later generation
+                    // has no parent-death signal to end it with the keeper,
+                    // as the first has). Without a store, the manager ends
+                    // the unit's processes anyway.
+                    self.log.log(
+                        "keeper_gone",
+                        &format!(
+                            "the keeper channel: {e}; exiting, for the service's restart to take the panes over"
+                        ),
+                    );
+                    std::process::exit(1);
+                }
                 Err(e) => {
                     // The keeper is gone (or refuses): nothing to keep,
                     // and no checkpoint will free the rings again, so they

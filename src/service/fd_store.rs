@@ -12,13 +12,17 @@
 //! hangs up when removed; a keeper started with such fds takes the panes
 //! over as it would after a server crash.
 //!
-//! Only when the unit allows it: `$NOTIFY_SOCKET` set and `$FDSTORE` (set
-//! by systemd 254 and later to the unit's `FileDescriptorStoreMax=`)
-//! above zero. The pane processes must also survive the keeper's death
-//! (`KillMode=process`): see docs/design/keeper.md and the unit's comments.
+//! Only when the unit allows it. systemd 254 and later say so: `$FDSTORE`
+//! is the unit's `FileDescriptorStoreMax=`. Older managers (252 is
+//! Debian 12's) keep fds just the same but do not say, so with
+//! `$NOTIFY_SOCKET` set and no `$FDSTORE` the keeper asks by trying
+//! ([`probe`]): a refused fd is closed by the manager, which a pipe shows.
+//! The pane processes must also survive the keeper's death
+//! (`KillMode=process`): see docs/design/systemd.md and the unit's
+//! comments.
 //!
 //! Names: `ptyd-keeper-` then what it is (`master-7`, `pidfd-7`, `ring-7`,
-//! `listener`, `lock`, `precopy`, `manifest`, `checkpoint`): printable,
+//! `listener`, `lock`, `precopy`, `manifest`, `checkpoint`, `probe`): printable,
 //! no colon (the separator of `LISTEN_FDNAMES`).
 
 use std::collections::HashMap;
@@ -40,12 +44,16 @@ pub struct FdStore {
 }
 
 impl FdStore {
-    /// The store, when `$NOTIFY_SOCKET` is set and `$FDSTORE` says the
-    /// unit keeps fds (`FileDescriptorStoreMax=` above 0).
+    /// The store, when `$NOTIFY_SOCKET` is set and the unit keeps fds:
+    /// `$FDSTORE` (`FileDescriptorStoreMax=`) above 0 or, where the
+    /// manager does not set it, a [`probe`] it accepted.
     pub fn from_env() -> Option<FdStore> {
         let path = std::env::var_os("NOTIFY_SOCKET")?;
-        let max: usize = std::env::var("FDSTORE").ok()?.trim().parse().ok()?;
-        if max == 0 {
+        let declared: Option<usize> = match std::env::var("FDSTORE") {
+            Ok(v) => Some(v.trim().parse().ok()?),
+            Err(_) => None,
+        };
+        if declared == Some(0) {
             return None;
         }
         let sock = UnixDatagram::unbound().ok()?;
@@ -56,6 +64,20 @@ impl FdStore {
             sock.connect(std::path::Path::new(&path))
         };
         connected.ok()?;
+        // The limit is then unknown: fds beyond it are refused by the
+        // manager, which says so in its log (the unit's comments ask for
+        // a generous FileDescriptorStoreMax=).
+        let max = match declared {
+            Some(max) => max,
+            None => match probe(&sock) {
+                Ok(true) => usize::MAX,
+                Ok(false) => return None,
+                Err(e) => {
+                    eprintln!("ptyd keeper: systemd's fd store: {e}; not using it");
+                    return None;
+                }
+            },
+        };
         Some(FdStore {
             sock,
             stored: HashMap::new(),
@@ -141,6 +163,72 @@ impl FdStore {
     fn send(&self, state: &str, fds: &[RawFd]) -> std::io::Result<()> {
         crate::sys::send_with_fds(&self.sock, state.as_bytes(), fds).map(|_| ())
     }
+}
+
+/// How long the manager may take to answer [`probe`]'s barrier. It
+/// answers at once when it runs; this bounds a keeper start under a
+/// manager that is stuck.
+const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Whether the manager keeps fds for this unit, found by storing one: the
+/// write end of a pipe, followed by `BARRIER=1` with the write end of a
+/// second pipe (`sd_notify_barrier(3)`, systemd 246 and later: the manager
+/// closes that fd once it has handled every earlier message; older ones
+/// close every fd they do not store). Once the second pipe reads end of
+/// file, the first does too exactly when the manager refused to keep it
+/// (`FileDescriptorStoreMax=0`, the default, which it logs as a warning).
+/// A kept probe is removed again.
+fn probe(sock: &UnixDatagram) -> Result<bool, String> {
+    use std::io::Read;
+    let probe_name = name("probe");
+    let pipe = || -> Result<(OwnedFd, OwnedFd), String> {
+        let (r, w) = nix::unistd::pipe().map_err(|e| format!("a probe pipe: {e}"))?;
+        for fd in [&r, &w] {
+            crate::sys::set_cloexec(std::os::fd::AsRawFd::as_raw_fd(fd))
+                .map_err(|e| format!("a probe pipe: {e}"))?;
+        }
+        Ok((r, w))
+    };
+    let (kept, kept_w) = pipe()?;
+    let (barrier, barrier_w) = pipe()?;
+    let send = |state: &str, fd: RawFd| {
+        crate::sys::send_with_fds(sock, state.as_bytes(), &[fd])
+            .map_err(|e| format!("sending {state:?}: {e}"))
+    };
+    send(
+        &format!("FDSTORE=1\nFDNAME={probe_name}"),
+        std::os::fd::AsRawFd::as_raw_fd(&kept_w),
+    )?;
+    drop(kept_w);
+    send("BARRIER=1", std::os::fd::AsRawFd::as_raw_fd(&barrier_w))?;
+    drop(barrier_w);
+    let barrier_fd = std::os::fd::AsRawFd::as_raw_fd(&barrier);
+    // The keeper's SIGCHLD interrupts the wait now and then.
+    let deadline = std::time::Instant::now() + PROBE_TIMEOUT;
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match crate::sys::poll_readable(&[barrier_fd], Some(left)) {
+            Ok(ready) if ready.first().copied().unwrap_or(false) => break,
+            Ok(_) => {
+                return Err(format!(
+                    "the service manager did not answer within {PROBE_TIMEOUT:?}"
+                ));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted && !left.is_zero() => {}
+            Err(e) => return Err(format!("waiting for the manager: {e}")),
+        }
+    }
+    let kept_fd = std::os::fd::AsRawFd::as_raw_fd(&kept);
+    crate::sys::set_nonblocking_cloexec(kept_fd).map_err(|e| format!("the probe pipe: {e}"))?;
+    let refused = matches!(std::fs::File::from(kept).read(&mut [0u8; 1]), Ok(0));
+    if !refused {
+        let _ = crate::sys::send_with_fds(
+            sock,
+            format!("FDSTOREREMOVE=1\nFDNAME={probe_name}").as_bytes(),
+            &[],
+        );
+    }
+    Ok(!refused)
 }
 
 #[cfg(any(target_os = "linux", target_os = "android"))]

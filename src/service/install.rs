@@ -56,9 +56,13 @@ pub fn units(binary: &Path, namespace: &str) -> Units {
 #
 # Upgrade the binary with `systemctl --user reload {reload}`: that runs
 # `ptyd upgrade`, a live upgrade in which every pane keeps running (same
-# processes, no hangup). Never use `systemctl --user restart {reload}` to
-# upgrade: a restart stops the service first, and stopping a service kills
-# every process left in its cgroup, which is every pane's program.
+# processes, no hangup). A reload that fails (the new binary cannot serve)
+# exits non-zero and the old server serves on with every pane; the unit
+# stays active and its status line says what failed. Never use
+# `systemctl --user restart {reload}` to upgrade: a restart stops the
+# service first, and stopping a service kills every process left in its
+# cgroup, which is every pane's program (a restart then restores the
+# panes from the last snapshot, as after a reboot).
 #
 # Without `loginctl enable-linger $USER` your user manager, and this
 # service with every pane in it, stops when your last session ends (logout,
@@ -73,6 +77,10 @@ Requires={stem}.socket
 After={stem}.socket
 
 [Service]
+# Not Type=notify-reload (systemd 253 and later, refused by older ones):
+# that makes a reload a SIGHUP to the main PID instead of ExecReload=.
+# The serving process sends RELOADING=1 and READY=1 around an upgrade, so
+# `systemctl --user reload` waits for the upgrade to end either way.
 Type=notify
 # The serving process is a descendant of the main PID (the keeper, which
 # holds every pane's terminal and replaces a crashed server), so it must be
@@ -87,14 +95,31 @@ RestartSec=1
 # Exit 3: another ptyd server (started outside systemd) holds the
 # namespace. Retrying cannot help; `ptyd stop`, then start the service.
 RestartPreventExitStatus=3
-# Opt-in (systemd 254 or later): panes that survive the keeper itself
-# being killed (the OOM killer, `kill -9` of the main PID). In a drop-in
-# (`systemctl --user edit {stem}`):
+# A process killed for lack of memory (a runaway program in one pane)
+# must not make systemd stop the service and so end every pane, which the
+# default, OOMPolicy=stop, does. ptyd raises the oom_score_adj of every
+# pane's program by 500 so that the kernel picks one of them before the
+# keeper or the serving process; OOMScoreAdjust= stays unset, since a user
+# manager can only raise it (making ptyd likelier to be picked than the
+# user's other services), never lower it.
+OOMPolicy=continue
+# The keeper holds 3 fds per pane and raises its own soft limit to the
+# hard one. 524288 is the hard limit systemd gives user managers by
+# default (under a manager with less, systemd gives what it has); the soft
+# 1024 is what pane programs inherit, as select(2) needs.
+LimitNOFILE=1024:524288
+# Opt-in: panes that survive the keeper itself being killed (the OOM
+# killer, `kill -9` of the main PID). In a drop-in
+# (`systemctl --user edit {stem}`), then `systemctl --user reload {reload}`:
 #   [Service]
 #   FileDescriptorStoreMax=4096
 #   KillMode=process
 # The keeper then stores a copy of every pane's terminal in systemd's fd
-# store (3 fds per pane, 6 more), and the restart takes the panes over.
+# store (3 fds per pane, 6 more), and the restart takes the panes over,
+# no output lost. systemd 254 and later tell the keeper the store's
+# size; older ones do not, so it stores one fd to find out at its start
+# and at each upgrade (without the drop-in, the manager logs a warning
+# that it refused it).
 # What KillMode=process gives up: stopping or restarting the service no
 # longer kills what is left in its cgroup (a program that ignores the
 # hangup, jobs a pane started in the background), so they can linger.

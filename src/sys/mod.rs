@@ -87,7 +87,8 @@ pub use unix::{
     restore_stdin_mode, restore_stdin_mode_now, send_with_fds, set_cloexec,
     set_nonblocking_cloexec, setsid_on_exec, signal_by_name, signal_exists, signal_name,
     stdin_raw_mode, take_inherited_fd, terminal_size, try_lock_exclusive, user_shell, wait_child,
-    wait_writable, with_starting_fd_limit, write_stdout, write_stdout_vectored,
+    wait_writable, with_pane_oom_score, with_starting_fd_limit, write_stdout,
+    write_stdout_vectored,
 };
 
 #[cfg(windows)]

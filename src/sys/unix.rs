@@ -693,6 +693,40 @@ pub fn with_starting_fd_limit<T>(spawn: impl FnOnce() -> T) -> T {
     out
 }
 
+/// How much likelier than ptyd itself a pane's programs are to be picked
+/// by the kernel's OOM killer, in `oom_score_adj` units (thousandths of
+/// the machine's memory, added to a process's usage when it picks): one
+/// pane's program is a better victim than the keeper or the serving
+/// process, whose death takes every pane (or, for the serving process,
+/// stalls them all through a recovery). 500 keeps a pane the first pick
+/// unless ptyd holds half the memory more than it does.
+const PANE_OOM_SCORE_RAISE: i32 = 500;
+
+/// Runs `spawn` with this process's `oom_score_adj` raised by
+/// [`PANE_OOM_SCORE_RAISE`] (to at most 1000), so that the program it
+/// starts is born with it, then puts ours back: a process may always lower
+/// its value back to where it was (the kernel refuses only going below the
+/// lowest one a privileged process set for it). Process-wide: for the
+/// microseconds this lasts, this process is a likelier victim too.
+pub fn with_pane_oom_score<T>(spawn: impl FnOnce() -> T) -> T {
+    const PATH: &str = "/proc/self/oom_score_adj";
+    let Some(ours) = std::fs::read_to_string(PATH)
+        .ok()
+        .and_then(|v| v.trim().parse::<i32>().ok())
+    else {
+        return spawn();
+    };
+    let raised = (ours + PANE_OOM_SCORE_RAISE).min(1000);
+    if raised == ours || std::fs::write(PATH, raised.to_string()).is_err() {
+        return spawn();
+    }
+    let out = spawn();
+    if let Err(e) = std::fs::write(PATH, ours.to_string()) {
+        eprintln!("ptyd: cannot put oom_score_adj back to {ours} after starting a pane: {e}");
+    }
+    out
+}
+
 /// Files and directories holding ptyd's state: created private (0600 and
 /// 0700), opened without following a symlink or blocking on a FIFO, and
 /// trusted only if ours and not writable by others. The messages say what
