@@ -18,7 +18,7 @@ pub fn display(ctx: &mut Ctx, a: &Args) -> CmdResult {
     // Without -p tmux shows it on a client's status line; with no client,
     // nothing is shown.
     if a.has('p') {
-        println!("{line}");
+        out!("{line}");
     }
     Ok(())
 }
@@ -46,7 +46,7 @@ pub fn list_clients(ctx: &mut Ctx, a: &Args) -> CmdResult {
             .replace("#{client_width}", &client["cols"].to_string())
             .replace("#{client_height}", &client["rows"].to_string());
         let line = vars::expand(ctx, at, &pre)?;
-        println!("{line}");
+        out!("{line}");
     }
     Ok(())
 }
@@ -61,7 +61,7 @@ pub fn list_commands(_ctx: &mut Ctx, a: &Args) -> CmdResult {
         } else {
             format!(" ({})", c.alias)
         };
-        println!("{}{alias} {}", c.name, c.usage);
+        out!("{}{alias} {}", c.name, c.usage);
     }
     Ok(())
 }
@@ -165,14 +165,14 @@ pub fn set_window_option(ctx: &mut Ctx, a: &Args) -> CmdResult {
 fn show(ctx: &mut Ctx, a: &Args, window_command: bool) -> CmdResult {
     let print = |name: &str, value: &str| {
         if a.has('v') {
-            println!("{value}");
+            out!("{value}");
         } else if value.is_empty() || value.contains([' ', '"', '#']) {
-            println!(
+            out!(
                 "{name} \"{}\"",
                 value.replace('\\', "\\\\").replace('"', "\\\"")
             );
         } else {
-            println!("{name} {value}");
+            out!("{name} {value}");
         }
     };
     if let Some(name) = a.positional.first() {
@@ -227,4 +227,62 @@ pub fn show_options(ctx: &mut Ctx, a: &Args) -> CmdResult {
 
 pub fn show_window_options(ctx: &mut Ctx, a: &Args) -> CmdResult {
     show(ctx, a, true)
+}
+
+/// run-shell: the command by the shell, its output printed; `-C` runs it
+/// as a tmux command instead.
+pub fn run_shell(ctx: &mut Ctx, a: &Args) -> CmdResult {
+    let Some(command) = a.positional.first() else {
+        return Err(Failure::new("no command specified"));
+    };
+    if a.has('C') {
+        return run_tmux_string(ctx, command);
+    }
+    let out = std::process::Command::new("/bin/sh")
+        .args(["-c", command])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| Failure::new(format!("{command}: {e}")))?;
+    use std::io::Write;
+    let _ = std::io::stdout().write_all(&out.stdout);
+    match out.status.code() {
+        Some(0) => Ok(()),
+        Some(code) => Err(Failure::new(format!("'{command}' returned {code}"))),
+        None => Err(Failure::new(format!("'{command}' was killed"))),
+    }
+}
+
+/// Runs a tmux command string (`a ; b`), as `if-shell` and hooks do.
+pub fn run_tmux_string(ctx: &mut Ctx, text: &str) -> CmdResult {
+    for words in super::parse::commands(text).map_err(Failure::new)? {
+        let (name, rest) = words.split_first().expect("parse drops empty commands");
+        super::commands::run(ctx, name, rest)?;
+    }
+    Ok(())
+}
+
+/// if-shell: the first command string if the shell command succeeds (with
+/// `-F`, if the format is true), else the second, if given.
+pub fn if_shell(ctx: &mut Ctx, a: &Args) -> CmdResult {
+    let [condition, then, rest @ ..] = a.positional.as_slice() else {
+        return Err(Failure::new(
+            "usage: if-shell [-bF] [-t target-pane] shell-command command [command]",
+        ));
+    };
+    let holds = if a.has('F') {
+        let at = ctx.find_pane(a.value('t'))?;
+        let v = vars::expand(ctx, at, condition)?;
+        !v.is_empty() && v != "0"
+    } else {
+        std::process::Command::new("/bin/sh")
+            .args(["-c", condition])
+            .stdin(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    match (holds, rest.first()) {
+        (true, _) => run_tmux_string(ctx, then),
+        (false, Some(otherwise)) => run_tmux_string(ctx, otherwise),
+        (false, None) => Ok(()),
+    }
 }

@@ -168,7 +168,7 @@ pub fn split(ctx: &mut Ctx, a: &Args) -> CmdResult {
             .value('F')
             .unwrap_or("#{session_name}:#{window_index}.#{pane_index}");
         let line = vars::expand(ctx, at, format)?;
-        println!("{line}");
+        out!("{line}");
     }
     Ok(())
 }
@@ -254,10 +254,6 @@ pub fn capture(ctx: &mut Ctx, a: &Args) -> CmdResult {
             Err(Failure::new("no alternate screen"))
         };
     }
-    if !a.has('p') {
-        // tmux puts it in a paste buffer; the front keeps none.
-        return Ok(());
-    }
     let mut out = String::new();
     for line in crate::client::capture_lines(&capture) {
         if a.has('C') {
@@ -266,6 +262,10 @@ pub fn capture(ctx: &mut Ctx, a: &Args) -> CmdResult {
             out.push_str(line);
         }
         out.push('\n');
+    }
+    if !a.has('p') {
+        // Without -p tmux keeps it in a paste buffer.
+        return super::cmd_buffers::store(ctx, a.value('b'), out);
     }
     use std::io::Write;
     let _ = std::io::stdout().write_all(out.as_bytes());

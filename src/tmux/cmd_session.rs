@@ -69,7 +69,7 @@ pub fn new(ctx: &mut Ctx, a: &Args) -> CmdResult {
         .ok_or_else(|| Failure::new("the new session's pane vanished"))?;
     if a.has('P') {
         let line = vars::expand(ctx, at, a.value('F').unwrap_or("#{session_name}:"))?;
-        println!("{line}");
+        out!("{line}");
     }
     if attach {
         return attach_pane(ctx, at);
@@ -175,7 +175,7 @@ pub fn print_rows(ctx: &mut Ctx, rows: &[At], format: &str, filter: Option<&str>
             }
         }
         let line = vars::expand(ctx, at, format)?;
-        println!("{line}");
+        out!("{line}");
     }
     Ok(())
 }

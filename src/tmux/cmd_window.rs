@@ -70,7 +70,7 @@ pub fn new(ctx: &mut Ctx, a: &Args) -> CmdResult {
             .ok_or_else(|| Failure::new("the new window's pane vanished"))?;
         let format = a.value('F').unwrap_or("#{session_name}:#{window_index}");
         let line = vars::expand(ctx, at, format)?;
-        println!("{line}");
+        out!("{line}");
     }
     Ok(())
 }

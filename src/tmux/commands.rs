@@ -6,7 +6,9 @@
 //! called unknown.
 
 use super::args::Args;
-use super::{CmdResult, Ctx, Failure, cmd_misc, cmd_pane, cmd_session, cmd_window};
+use super::{
+    CmdResult, Ctx, Failure, cmd_buffers, cmd_hooks, cmd_misc, cmd_pane, cmd_session, cmd_window,
+};
 
 type Run = fn(&mut Ctx, &Args) -> CmdResult;
 
@@ -45,6 +47,83 @@ pub const COMMANDS: &[Command] = &[
         "ab:CeE:JNpPqS:Tt:",
         "[-aCeJNpPqT] [-b buffer-name] [-E end-line] [-S start-line] [-t target-pane]",
         Some(cmd_pane::capture)
+    ),
+    cmd!(
+        "delete-buffer",
+        "deleteb",
+        "b:",
+        "[-b buffer-name]",
+        Some(cmd_buffers::delete)
+    ),
+    cmd!(
+        "if-shell",
+        "if",
+        "bFt:",
+        "[-bF] [-t target-pane] shell-command command [command]",
+        Some(cmd_misc::if_shell)
+    ),
+    cmd!(
+        "list-buffers",
+        "lsb",
+        "F:f:",
+        "[-F format] [-f filter]",
+        Some(cmd_buffers::list)
+    ),
+    cmd!(
+        "load-buffer",
+        "loadb",
+        "b:t:w",
+        "[-b buffer-name] path",
+        Some(cmd_buffers::load_from_file)
+    ),
+    cmd!(
+        "paste-buffer",
+        "pasteb",
+        "db:prs:t:",
+        "[-dpr] [-s separator] [-b buffer-name] [-t target-pane]",
+        Some(cmd_buffers::paste)
+    ),
+    cmd!(
+        "run-shell",
+        "run",
+        "bd:Ct:",
+        "[-bC] [-d delay] [-t target-pane] [shell-command]",
+        Some(cmd_misc::run_shell)
+    ),
+    cmd!(
+        "save-buffer",
+        "saveb",
+        "ab:",
+        "[-a] [-b buffer-name] path",
+        Some(cmd_buffers::save_to_file)
+    ),
+    cmd!(
+        "set-buffer",
+        "setb",
+        "ab:t:n:w",
+        "[-aw] [-b buffer-name] [-n new-buffer-name] data",
+        Some(cmd_buffers::set)
+    ),
+    cmd!(
+        "set-hook",
+        "",
+        "agpRst:uw",
+        "[-agpRuw] [-t target-pane] hook [command]",
+        Some(cmd_hooks::set)
+    ),
+    cmd!(
+        "show-buffer",
+        "showb",
+        "b:",
+        "[-b buffer-name]",
+        Some(cmd_buffers::show)
+    ),
+    cmd!(
+        "show-hooks",
+        "",
+        "gpst:w",
+        "[-gpw] [-t target-pane] [hook]",
+        Some(cmd_hooks::show)
     ),
     cmd!(
         "display-message",

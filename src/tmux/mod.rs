@@ -16,7 +16,26 @@
 //! other command without one says "no server running on PATH" and exits
 //! 1. Errors are tmux's words on stderr with exit status 1.
 
+/// A line on stdout. A reader that went away (`tmux ls | head -1`) is no
+/// error worth a panic: the rest is dropped, as tmux drops it.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
+/// Text on stdout as it is, without a line end added.
+macro_rules! out_raw {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
 mod args;
+mod cmd_buffers;
+mod cmd_hooks;
 mod cmd_misc;
 mod cmd_pane;
 mod cmd_session;
@@ -24,6 +43,7 @@ mod cmd_window;
 mod commands;
 mod format;
 mod options;
+mod parse;
 mod target;
 mod vars;
 mod view;
@@ -53,7 +73,8 @@ pub fn main(argv: Vec<String>) -> i32 {
         Ok(()) => 0,
         Err(Failure { message, code }) => {
             if !message.is_empty() {
-                eprintln!("{message}");
+                use std::io::Write as _;
+                let _ = writeln!(std::io::stderr().lock(), "{message}");
             }
             code
         }
@@ -186,7 +207,7 @@ fn run(argv: Vec<String>) -> CmdResult {
         ))
     })?;
     if global.has('V') {
-        println!("tmux {TMUX_VERSION}");
+        out!("tmux {TMUX_VERSION}");
         return Ok(());
     }
     let namespace = namespace(&global)?;
