@@ -166,13 +166,8 @@ fn show(ctx: &mut Ctx, a: &Args, window_command: bool) -> CmdResult {
     let print = |name: &str, value: &str| {
         if a.has('v') {
             out!("{value}");
-        } else if value.is_empty() || value.contains([' ', '"', '#']) {
-            out!(
-                "{name} \"{}\"",
-                value.replace('\\', "\\\\").replace('"', "\\\"")
-            );
         } else {
-            out!("{name} {value}");
+            out!("{name} {}", super::parse::quote(value));
         }
     };
     if let Some(name) = a.positional.first() {

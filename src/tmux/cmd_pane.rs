@@ -86,6 +86,34 @@ pub fn create(ctx: &mut Ctx, spawn: Spawn) -> Result<u64, Failure> {
         .ok_or_else(|| Failure::new("the server named no new pane"))
 }
 
+/// A `-c` start directory as tmux takes it: formats expanded for the
+/// target (`#{pane_current_path}`), `~` for the home directory, relative
+/// to this command's directory; one that is no directory is ignored, as
+/// tmux ignores it, and the pane starts where it would without `-c`.
+pub fn start_directory(ctx: &mut Ctx, at: At, dir: &str) -> Result<Option<String>, Failure> {
+    let expanded = if dir.contains('#') && ctx.view()?.has_pane(at) {
+        vars::expand(ctx, at, dir)?
+    } else {
+        dir.to_string()
+    };
+    let path = match expanded.strip_prefix('~') {
+        Some(rest) if rest.is_empty() || rest.starts_with('/') => {
+            let home = std::env::var_os("HOME").unwrap_or_default();
+            std::path::PathBuf::from(home).join(rest.trim_start_matches('/'))
+        }
+        _ => std::path::PathBuf::from(&expanded),
+    };
+    let path = if path.is_absolute() {
+        path
+    } else {
+        match std::env::current_dir() {
+            Ok(cwd) => cwd.join(path),
+            Err(_) => return Ok(None),
+        }
+    };
+    Ok(path.is_dir().then(|| path.display().to_string()))
+}
+
 /// A size as tmux's `-l`: cells, or a percentage of `total` with `%`.
 fn size_arg(value: &str, total: u64) -> Result<u64, Failure> {
     let bad = || Failure::new(format!("invalid size: {value}"));
@@ -128,10 +156,11 @@ pub fn split(ctx: &mut Ctx, a: &Args) -> CmdResult {
     } else {
         (target.cols(), wanted)
     };
-    let cwd = a
-        .value('c')
-        .map(str::to_string)
-        .or_else(|| target.info["cwd"].as_str().map(str::to_string));
+    let cwd = match a.value('c') {
+        Some(dir) => start_directory(ctx, at, dir)?,
+        None => None,
+    }
+    .or_else(|| target.info["cwd"].as_str().map(str::to_string));
     let pane = create(
         ctx,
         Spawn {
@@ -256,6 +285,15 @@ pub fn capture(ctx: &mut Ctx, a: &Args) -> CmdResult {
     }
     let mut out = String::new();
     for line in crate::client::capture_lines(&capture) {
+        // ptyd opens a line's attributes with a reset (`ESC[0;32m`); tmux
+        // writes the attribute alone (`ESC[32m`), which tools match. The
+        // same reset, written apart, keeps the meaning.
+        let line = if a.has('e') {
+            std::borrow::Cow::Owned(line.replace("\x1b[0;", "\x1b[0m\x1b["))
+        } else {
+            std::borrow::Cow::Borrowed(line)
+        };
+        let line = line.as_ref();
         if a.has('C') {
             out.push_str(&octal_escape(line));
         } else {
@@ -370,7 +408,18 @@ pub fn select(ctx: &mut Ctx, a: &Args) -> CmdResult {
             at.pane = (at.pane + 1) % count;
         }
     }
-    let id = ctx.view()?.pane(at).id();
+    let (id, num) = {
+        let pane = ctx.view()?.pane(at);
+        (pane.id(), pane.num)
+    };
+    if let Some(title) = a.value('T') {
+        // ptyd has no title a client sets; the front keeps it for
+        // `#{pane_title}`.
+        let mut store = super::options::Store::load(&ctx.paths.runtime_dir);
+        store.set("titles", &format!("%{num}"), Some(title.to_string()));
+        // As tmux: -T sets the title and selects nothing.
+        return store.save().map_err(Failure::new);
+    }
     ctx.call("pane.focus", json!({"target": id}))?;
     ctx.changed();
     Ok(())

@@ -36,7 +36,19 @@ pub fn new(ctx: &mut Ctx, a: &Args) -> CmdResult {
         None => next_default_name(ctx)?,
     };
     let workspace = workspace_for(ctx, &name)?;
-    let cwd = a.value('c').map(str::to_string).or_else(|| {
+    let cwd = match a.value('c') {
+        Some(dir) if !dir.contains('#') => cmd_pane::start_directory(
+            ctx,
+            At {
+                session: 0,
+                window: 0,
+                pane: 0,
+            },
+            dir,
+        )?,
+        _ => None,
+    }
+    .or_else(|| {
         std::env::current_dir()
             .ok()
             .map(|d| d.display().to_string())

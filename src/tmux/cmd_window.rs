@@ -46,13 +46,17 @@ pub fn new(ctx: &mut Ctx, a: &Args) -> CmdResult {
             pane.and_then(|p| p.info["cwd"].as_str().map(str::to_string)),
         )
     };
+    let start = match a.value('c') {
+        Some(dir) => cmd_pane::start_directory(ctx, at, dir)?,
+        None => None,
+    };
     let pane = cmd_pane::create(
         ctx,
         Spawn {
             workspace: Some(session_id),
             tab_name: a.value('n').map(str::to_string),
             split: None,
-            cwd: a.value('c').map(str::to_string).or(cwd),
+            cwd: start.or(cwd),
             env: a.values('e').iter().map(|s| s.to_string()).collect(),
             command: a.positional.clone(),
             cols,

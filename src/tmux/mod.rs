@@ -42,6 +42,7 @@ mod cmd_session;
 mod cmd_window;
 mod commands;
 mod format;
+mod option_table;
 mod options;
 mod parse;
 mod target;

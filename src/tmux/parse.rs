@@ -81,11 +81,11 @@ pub fn commands(text: &str) -> Result<Vec<Vec<String>>, String> {
     Ok(out)
 }
 
-/// One argument as tmux prints it: bare when it can be, else in double
-/// quotes with `"`, `\` and `$` escaped.
+/// One argument or value as tmux prints it: bare when it can be, `''`
+/// when empty, else in double quotes with `"` and `\` escaped.
 pub fn quote(arg: &str) -> String {
     if arg.is_empty() {
-        return "\"\"".into();
+        return "''".into();
     }
     let plain = arg
         .chars()
@@ -95,7 +95,7 @@ pub fn quote(arg: &str) -> String {
     }
     let mut out = String::from("\"");
     for c in arg.chars() {
-        if "\"\\$".contains(c) {
+        if "\"\\".contains(c) {
             out.push('\\');
         }
         out.push(c);
@@ -132,7 +132,7 @@ mod tests {
     fn arguments_are_quoted_only_where_needed() {
         assert_eq!(quote("bg=red"), "bg=red");
         assert_eq!(quote("a b"), "\"a b\"");
-        assert_eq!(quote("say \"$x\""), "\"say \\\"\\$x\\\"\"");
-        assert_eq!(quote(""), "\"\"");
+        assert_eq!(quote("say \"$x\""), "\"say \\\"$x\\\"\"");
+        assert_eq!(quote(""), "''");
     }
 }

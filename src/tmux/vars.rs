@@ -12,9 +12,16 @@ use serde_json::{Value, json};
 /// Expands `format` for the pane at `at` (a session's or window's row
 /// uses its active pane).
 pub fn expand(ctx: &mut Ctx, at: At, format: &str) -> Result<String, Failure> {
-    let needs_screen = ["cursor_", "history_size", "alternate_on", "scroll_region"]
-        .iter()
-        .any(|n| format.contains(n));
+    let needs_screen = [
+        "cursor_",
+        "history_size",
+        "alternate_",
+        "scroll_region",
+        "_flag",
+        "pane_title",
+    ]
+    .iter()
+    .any(|n| format.contains(n));
     let needs_server = format.contains("pid") || format.contains("start_time");
     let server = if needs_server {
         ctx.call("server.status", json!({}))?
@@ -30,6 +37,7 @@ pub fn expand(ctx: &mut Ctx, at: At, format: &str) -> Result<String, Failure> {
         Value::Null
     };
     let socket = ctx.socket_path();
+    let titles = super::options::Store::load(&ctx.paths.runtime_dir);
     let view = ctx.view()?;
     let vars = Vars {
         view,
@@ -38,6 +46,7 @@ pub fn expand(ctx: &mut Ctx, at: At, format: &str) -> Result<String, Failure> {
         server: &server,
         screen: &screen,
         socket: &socket,
+        titles: &titles,
     };
     Ok(format::expand(format, &vars))
 }
@@ -49,6 +58,8 @@ struct Vars<'a> {
     server: &'a Value,
     screen: &'a Value,
     socket: &'a str,
+    /// Titles given with `select-pane -T`, by pane (`%N`).
+    titles: &'a super::options::Store,
 }
 
 fn flag(b: bool) -> String {
@@ -74,6 +85,14 @@ impl Lookup for Vars<'_> {
 }
 
 impl Vars<'_> {
+    fn mode(&self, name: &str) -> bool {
+        self.screen["modes"][name].as_bool().unwrap_or(false)
+    }
+
+    fn mouse(&self) -> &str {
+        self.screen["modes"]["mouse"].as_str().unwrap_or("off")
+    }
+
     fn server_var(&self, name: &str) -> Option<String> {
         Some(match name {
             "pid" => self.server["pid"].as_u64()?.to_string(),
@@ -190,7 +209,8 @@ impl Vars<'_> {
             "pane_bottom" => p.rows().saturating_sub(1).to_string(),
             "pane_at_left" | "pane_at_top" | "pane_at_right" | "pane_at_bottom" => "1".into(),
             "pane_title" => {
-                let title = info["title"].as_str().unwrap_or("");
+                let set = self.titles.get("titles", &format!("%{}", p.num));
+                let title = set.unwrap_or_else(|| info["title"].as_str().unwrap_or(""));
                 if title.is_empty() {
                     hostname().unwrap_or_default()
                 } else {
@@ -241,11 +261,20 @@ impl Vars<'_> {
             "cursor_x" => self.screen["cursor"]["col"].as_u64()?.to_string(),
             "cursor_y" => self.screen["cursor"]["row"].as_u64()?.to_string(),
             "cursor_flag" => flag(self.screen["cursor"]["visible"].as_bool().unwrap_or(true)),
-            "alternate_on" => flag(
-                self.screen["modes"]["alt_screen"]
-                    .as_bool()
-                    .unwrap_or(false),
-            ),
+            "alternate_on" => flag(self.mode("alt_screen")),
+            "alternate_saved_x" | "alternate_saved_y" => "0".into(),
+            "insert_flag" => flag(self.mode("insert")),
+            "keypad_cursor_flag" => flag(self.mode("app_cursor_keys")),
+            "keypad_flag" => flag(self.mode("app_keypad")),
+            "wrap_flag" => flag(self.mode("autowrap")),
+            "origin_flag" => flag(self.mode("origin")),
+            "bracket_paste_flag" => flag(self.mode("bracketed_paste")),
+            "mouse_any_flag" => flag(self.mouse() != "off"),
+            "mouse_standard_flag" => flag(self.mouse() == "normal"),
+            "mouse_button_flag" => flag(self.mouse() == "button"),
+            "mouse_all_flag" => flag(self.mouse() == "any"),
+            "mouse_sgr_flag" => flag(self.screen["modes"]["mouse_encoding"] == "sgr"),
+            "mouse_utf8_flag" => flag(self.screen["modes"]["mouse_encoding"] == "utf8"),
             "scroll_region_upper" => "0".into(),
             "scroll_region_lower" => p.rows().saturating_sub(1).to_string(),
             _ => return None,
