@@ -43,6 +43,7 @@ pub mod keeper;
 pub mod server;
 pub mod service;
 pub mod shell;
+pub mod tmux;
 
 /// A seeded xorshift64 stream: the random tests' inputs, reproducible.
 #[cfg(test)]

@@ -183,7 +183,13 @@ pub fn inherits_env(key: &OsStr) -> bool {
         key.into_owned()
     };
     !STRIPPED_ENV_PREFIXES.iter().any(|p| key.starts_with(p))
+        && !STRIPPED_ENV.contains(&key.as_str())
 }
+
+/// Variables a pane never inherits by exact name: a server started from
+/// inside tmux would otherwise tell every pane it runs in that tmux, and a
+/// tmux started in the pane would think itself nested.
+const STRIPPED_ENV: &[&str] = &["TMUX", "TMUX_PANE"];
 
 /// The program and arguments that run `script` in `shell`: `shell -c
 /// script` on Unix; on Windows `shell /d /s /c "script"`, cmd.exe's form

@@ -374,6 +374,11 @@ impl Server {
         for (k, v) in extra {
             env.insert(k.into(), v.into());
         }
+        // A pane the tmux front made (its creator gave it `TMUX`) names
+        // itself as tmux's panes do, for the tools that run inside it.
+        if extra.contains_key("TMUX") {
+            env.insert("TMUX_PANE".into(), format!("%{id}").into());
+        }
         env.into_iter().collect()
     }
 }

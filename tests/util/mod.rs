@@ -97,6 +97,9 @@
 //!   streams of shared features.
 //! - `term_vs_tmux.rs`: recorded sessions of real programs, the model against
 //!   a real tmux pane.
+//! - `tmux_front.rs`: ptyd run as `tmux`: the commands agent managers send,
+//!   tmux's errors, `TMUX`/`TMUX_PANE` in its panes and in no other, a
+//!   script driving it through a live upgrade and a SIGKILL.
 //!
 //! `rng/` is the deterministic generator the random `term_*` tests share.
 

@@ -1,0 +1,283 @@
+//! display-message, the option commands, list-clients, list-commands,
+//! start-server.
+
+use super::args::Args;
+use super::commands::COMMANDS;
+use super::options::{self, Scope, Store};
+use super::{CmdResult, Ctx, Failure, vars};
+use serde_json::json;
+
+pub fn display(ctx: &mut Ctx, a: &Args) -> CmdResult {
+    let at = ctx.find_pane(a.value('t'))?;
+    let format = a
+        .value('F')
+        .map(str::to_string)
+        .or_else(|| a.positional.first().cloned())
+        .unwrap_or_default();
+    let line = vars::expand(ctx, at, &format)?;
+    // Without -p tmux shows it on a client's status line; with no client,
+    // nothing is shown.
+    if a.has('p') {
+        out!("{line}");
+    }
+    Ok(())
+}
+
+pub fn start_server(ctx: &mut Ctx, _a: &Args) -> CmdResult {
+    ctx.client(true).map(|_| ())
+}
+
+pub fn list_clients(ctx: &mut Ctx, a: &Args) -> CmdResult {
+    let clients = ctx.call("client.list", json!({}))?;
+    let format = a
+        .value('F')
+        .unwrap_or("#{client_name}: #{session_name} [#{client_width}x#{client_height}]");
+    for client in clients["clients"].as_array().into_iter().flatten() {
+        let pane = client["pane"]
+            .as_str()
+            .and_then(|p| p.strip_prefix('p')?.parse::<u64>().ok());
+        let Some(at) = pane.and_then(|n| ctx.view().ok()?.find_pane_num(n)) else {
+            continue;
+        };
+        let name = format!("client-{}", client["id"].as_u64().unwrap_or(0));
+        let pre = format
+            .replace("#{client_name}", &name)
+            .replace("#{client_tty}", &name)
+            .replace("#{client_width}", &client["cols"].to_string())
+            .replace("#{client_height}", &client["rows"].to_string());
+        let line = vars::expand(ctx, at, &pre)?;
+        out!("{line}");
+    }
+    Ok(())
+}
+
+pub fn list_commands(_ctx: &mut Ctx, a: &Args) -> CmdResult {
+    for c in COMMANDS.iter().filter(|c| c.run.is_some()) {
+        if a.positional.first().is_some_and(|want| want != c.name) {
+            continue;
+        }
+        let alias = if c.alias.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", c.alias)
+        };
+        out!("{}{alias} {}", c.name, c.usage);
+    }
+    Ok(())
+}
+
+/// Which option table a command works on, and the owner of the values.
+fn owner(ctx: &mut Ctx, a: &Args, scope: Scope) -> Result<String, Failure> {
+    if a.has('g') || scope == Scope::Server {
+        return Ok(match scope {
+            Scope::Server => "server",
+            Scope::Session => "session",
+            Scope::Window | Scope::Pane => "window",
+        }
+        .to_string());
+    }
+    let t = a.value('t');
+    Ok(match scope {
+        Scope::Server => unreachable!("handled above"),
+        Scope::Session => {
+            let at = ctx.find_session(t)?;
+            format!("${}", ctx.view()?.session(at).num)
+        }
+        Scope::Window => {
+            let at = ctx.find_window(t)?;
+            format!("@{}", ctx.view()?.window(at).num)
+        }
+        Scope::Pane => {
+            let at = ctx.find_pane(t)?;
+            format!("%{}", ctx.view()?.pane(at).num)
+        }
+    })
+}
+
+/// The scope the flags name, else the option's own.
+fn scope_of(a: &Args, name: &str, window_command: bool) -> Result<Scope, Failure> {
+    let flagged = if a.has('s') {
+        Some(Scope::Server)
+    } else if a.has('w') || window_command {
+        Some(Scope::Window)
+    } else if a.has('p') {
+        Some(Scope::Pane)
+    } else {
+        None
+    };
+    if name.starts_with('@') {
+        return Ok(flagged.unwrap_or(Scope::Session));
+    }
+    match options::known(name) {
+        Some((own, _)) => Ok(match (flagged, own) {
+            (Some(Scope::Window), Scope::Pane) => Scope::Window,
+            _ => own,
+        }),
+        None => Err(Failure::new(format!("invalid option: {name}"))),
+    }
+}
+
+fn set(ctx: &mut Ctx, a: &Args, window_command: bool) -> CmdResult {
+    let Some(name) = a.positional.first() else {
+        return Err(Failure::new("no option given"));
+    };
+    let scope = match scope_of(a, name, window_command) {
+        Ok(s) => s,
+        Err(_) if a.has('q') => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    let owner = owner(ctx, a, scope)?;
+    let mut store = Store::load(&ctx.paths.runtime_dir);
+    let old = store.get(&owner, name).map(str::to_string);
+    if a.has('o') && old.is_some() {
+        return Err(Failure::new(format!("already set: {name}")));
+    }
+    let value = if a.has('u') || a.has('U') {
+        None
+    } else {
+        let given = a.positional.get(1).cloned();
+        let default = options::known(name).map(|(_, d)| d.to_string());
+        let current = old.clone().or(default);
+        Some(match given {
+            Some(v) if a.has('a') => format!("{}{v}", current.unwrap_or_default()),
+            Some(v) => v,
+            // A flag option without a value toggles.
+            None => match current.as_deref() {
+                Some("on") => "off".into(),
+                Some("off") => "on".into(),
+                _ => return Err(Failure::new(format!("not enough arguments: {name}"))),
+            },
+        })
+    };
+    store.set(&owner, name, value);
+    store.save().map_err(Failure::new)?;
+    Ok(())
+}
+
+pub fn set_option(ctx: &mut Ctx, a: &Args) -> CmdResult {
+    set(ctx, a, false)
+}
+
+pub fn set_window_option(ctx: &mut Ctx, a: &Args) -> CmdResult {
+    set(ctx, a, true)
+}
+
+fn show(ctx: &mut Ctx, a: &Args, window_command: bool) -> CmdResult {
+    let print = |name: &str, value: &str| {
+        if a.has('v') {
+            out!("{value}");
+        } else {
+            out!("{name} {}", super::parse::quote(value));
+        }
+    };
+    if let Some(name) = a.positional.first() {
+        let scope = match scope_of(a, name, window_command) {
+            Ok(s) => s,
+            Err(_) if a.has('q') => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        let owner = owner(ctx, a, scope)?;
+        let store = Store::load(&ctx.paths.runtime_dir);
+        let global = matches!(owner.as_str(), "server" | "session" | "window");
+        let value = store.get(&owner, name).map(str::to_string).or_else(|| {
+            global
+                .then(|| options::known(name).map(|(_, d)| d.to_string()))
+                .flatten()
+        });
+        if let Some(v) = value {
+            print(name, &v);
+        }
+        return Ok(());
+    }
+    let scope = if a.has('s') {
+        Scope::Server
+    } else if a.has('w') || window_command {
+        Scope::Window
+    } else if a.has('p') {
+        Scope::Pane
+    } else {
+        Scope::Session
+    };
+    let owner = owner(ctx, a, scope)?;
+    let store = Store::load(&ctx.paths.runtime_dir);
+    if matches!(owner.as_str(), "server" | "session" | "window") {
+        for (name, default) in options::all_of(scope) {
+            let v = store.get(&owner, name).unwrap_or(default);
+            print(name, v);
+        }
+        for (name, v) in store.owned(&owner).filter(|(n, _)| n.starts_with('@')) {
+            print(name, v);
+        }
+    } else {
+        for (name, v) in store.owned(&owner) {
+            print(name, v);
+        }
+    }
+    Ok(())
+}
+
+pub fn show_options(ctx: &mut Ctx, a: &Args) -> CmdResult {
+    show(ctx, a, false)
+}
+
+pub fn show_window_options(ctx: &mut Ctx, a: &Args) -> CmdResult {
+    show(ctx, a, true)
+}
+
+/// run-shell: the command by the shell, its output printed; `-C` runs it
+/// as a tmux command instead.
+pub fn run_shell(ctx: &mut Ctx, a: &Args) -> CmdResult {
+    let Some(command) = a.positional.first() else {
+        return Err(Failure::new("no command specified"));
+    };
+    if a.has('C') {
+        return run_tmux_string(ctx, command);
+    }
+    let out = std::process::Command::new("/bin/sh")
+        .args(["-c", command])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| Failure::new(format!("{command}: {e}")))?;
+    use std::io::Write;
+    let _ = std::io::stdout().write_all(&out.stdout);
+    match out.status.code() {
+        Some(0) => Ok(()),
+        Some(code) => Err(Failure::new(format!("'{command}' returned {code}"))),
+        None => Err(Failure::new(format!("'{command}' was killed"))),
+    }
+}
+
+/// Runs a tmux command string (`a ; b`), as `if-shell` and hooks do.
+pub fn run_tmux_string(ctx: &mut Ctx, text: &str) -> CmdResult {
+    for words in super::parse::commands(text).map_err(Failure::new)? {
+        let (name, rest) = words.split_first().expect("parse drops empty commands");
+        super::commands::run(ctx, name, rest)?;
+    }
+    Ok(())
+}
+
+/// if-shell: the first command string if the shell command succeeds (with
+/// `-F`, if the format is true), else the second, if given.
+pub fn if_shell(ctx: &mut Ctx, a: &Args) -> CmdResult {
+    let [condition, then, rest @ ..] = a.positional.as_slice() else {
+        return Err(Failure::new(
+            "usage: if-shell [-bF] [-t target-pane] shell-command command [command]",
+        ));
+    };
+    let holds = if a.has('F') {
+        let at = ctx.find_pane(a.value('t'))?;
+        let v = vars::expand(ctx, at, condition)?;
+        !v.is_empty() && v != "0"
+    } else {
+        std::process::Command::new("/bin/sh")
+            .args(["-c", condition])
+            .stdin(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    match (holds, rest.first()) {
+        (true, _) => run_tmux_string(ctx, then),
+        (false, Some(otherwise)) => run_tmux_string(ctx, otherwise),
+        (false, None) => Ok(()),
+    }
+}

@@ -1,0 +1,183 @@
+//! Window commands: new-window, kill-window, list-windows, rename-window,
+//! select-window, resize-window.
+
+use super::args::Args;
+use super::cmd_pane::{self, Spawn};
+use super::cmd_session::print_rows;
+use super::view::At;
+use super::{CmdResult, Ctx, Failure, vars};
+use serde_json::json;
+
+const LIST_FORMAT: &str = "#{window_index}: #{window_name}#{window_flags} (#{window_panes} panes) [#{window_width}x#{window_height}]";
+
+pub fn new(ctx: &mut Ctx, a: &Args) -> CmdResult {
+    // `-t session` or `-t session:index`: the window goes into that session.
+    let target = a.value('t');
+    let at = match target {
+        Some(t) if !t.contains(':') && !t.starts_with('@') => ctx.find_session(Some(t))?,
+        t => match ctx.find_window(t) {
+            Ok(at) => at,
+            Err(_) => ctx.find_session(t)?,
+        },
+    };
+    if a.has('S') {
+        if let Some(name) = a.value('n') {
+            let view = ctx.view()?;
+            if let Some(w) = view.session(at).windows.iter().position(|w| w.name == name) {
+                let id = view
+                    .window(view.window_at(at.session, w))
+                    .active_pane()
+                    .map(|p| p.id());
+                if let Some(id) = id {
+                    ctx.call("pane.focus", json!({"target": id}))?;
+                }
+                return Ok(());
+            }
+        }
+    }
+    let (session_id, cols, rows, cwd) = {
+        let view = ctx.view()?;
+        let session = view.session(at);
+        let pane = view.has_pane(at).then(|| view.pane(at));
+        (
+            session.id(),
+            pane.map_or(80, |p| p.cols()) as u16,
+            pane.map_or(24, |p| p.rows()) as u16,
+            pane.and_then(|p| p.info["cwd"].as_str().map(str::to_string)),
+        )
+    };
+    let start = match a.value('c') {
+        Some(dir) => cmd_pane::start_directory(ctx, at, dir)?,
+        None => None,
+    };
+    let pane = cmd_pane::create(
+        ctx,
+        Spawn {
+            workspace: Some(session_id),
+            tab_name: a.value('n').map(str::to_string),
+            split: None,
+            cwd: start.or(cwd),
+            env: a.values('e').iter().map(|s| s.to_string()).collect(),
+            command: a.positional.clone(),
+            cols,
+            rows,
+        },
+    )?;
+    if !a.has('d') {
+        ctx.call("pane.focus", json!({"target": format!("p{pane}")}))?;
+        ctx.changed();
+    }
+    if a.has('P') {
+        let at = ctx
+            .view()?
+            .find_pane_num(pane)
+            .ok_or_else(|| Failure::new("the new window's pane vanished"))?;
+        let format = a.value('F').unwrap_or("#{session_name}:#{window_index}");
+        let line = vars::expand(ctx, at, format)?;
+        out!("{line}");
+    }
+    Ok(())
+}
+
+pub fn kill(ctx: &mut Ctx, a: &Args) -> CmdResult {
+    let at = ctx.find_window(a.value('t'))?;
+    let view = ctx.view()?;
+    let doomed: Vec<String> = if a.has('a') {
+        let keep = view.window(at).num;
+        view.session(at)
+            .windows
+            .iter()
+            .filter(|w| w.num != keep)
+            .map(|w| w.id())
+            .collect()
+    } else {
+        vec![view.window(at).id()]
+    };
+    for id in doomed {
+        ctx.call("tab.remove", json!({"target": id, "force": true}))?;
+    }
+    ctx.changed();
+    Ok(())
+}
+
+pub fn list(ctx: &mut Ctx, a: &Args) -> CmdResult {
+    let (rows, default): (Vec<At>, String) = if a.has('a') {
+        let view = ctx.view()?;
+        let rows = view
+            .sessions
+            .iter()
+            .enumerate()
+            .flat_map(|(s, session)| (0..session.windows.len()).map(move |w| (s, w)))
+            .map(|(s, w)| view.window_at(s, w))
+            .collect();
+        (rows, format!("#{{session_name}}:{LIST_FORMAT}"))
+    } else {
+        let at = ctx.find_session(a.value('t'))?;
+        let view = ctx.view()?;
+        let rows = (0..view.session(at).windows.len())
+            .map(|w| view.window_at(at.session, w))
+            .collect();
+        (rows, LIST_FORMAT.to_string())
+    };
+    let format = a.value('F').map(str::to_string).unwrap_or(default);
+    print_rows(ctx, &rows, &format, a.value('f'))
+}
+
+pub fn rename(ctx: &mut Ctx, a: &Args) -> CmdResult {
+    let [new_name] = a.positional.as_slice() else {
+        return Err(Failure::new(
+            "usage: rename-window [-t target-window] new-name",
+        ));
+    };
+    let at = ctx.find_window(a.value('t'))?;
+    let id = ctx.view()?.window(at).id();
+    ctx.call("tab.rename", json!({"target": id, "name": new_name}))?;
+    ctx.changed();
+    Ok(())
+}
+
+pub fn select(ctx: &mut Ctx, a: &Args) -> CmdResult {
+    let mut at = ctx.find_window(a.value('t'))?;
+    let count = ctx.view()?.session(at).windows.len();
+    if a.has('n') {
+        at = ctx.view()?.window_at(at.session, (at.window + 1) % count);
+    } else if a.has('p') {
+        at = ctx
+            .view()?
+            .window_at(at.session, (at.window + count - 1) % count);
+    }
+    let id = ctx.view()?.pane(at).id();
+    ctx.call("pane.focus", json!({"target": id}))?;
+    ctx.changed();
+    Ok(())
+}
+
+/// Every pane of the window scaled to the new size (ptyd sizes each
+/// pane's terminal itself).
+pub fn resize(ctx: &mut Ctx, a: &Args) -> CmdResult {
+    let at = ctx.find_window(a.value('t'))?;
+    let window = ctx.view()?.window(at).clone();
+    let width = window.panes.iter().map(|p| p.cols()).max().unwrap_or(80);
+    let height = window.panes.iter().map(|p| p.rows()).max().unwrap_or(24);
+    let parse = |v: Option<&str>, old: u64| -> Result<u64, Failure> {
+        match v {
+            None => Ok(old),
+            Some(v) => v
+                .parse::<u64>()
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| Failure::new(format!("invalid size: {v}"))),
+        }
+    };
+    let (new_w, new_h) = (parse(a.value('x'), width)?, parse(a.value('y'), height)?);
+    for pane in &window.panes {
+        let cols = (pane.cols() * new_w / width.max(1)).max(1);
+        let rows = (pane.rows() * new_h / height.max(1)).max(1);
+        ctx.call(
+            "pane.resize",
+            json!({"target": pane.id(), "cols": cols, "rows": rows}),
+        )?;
+    }
+    ctx.changed();
+    Ok(())
+}
