@@ -3,8 +3,8 @@
 //! answers exactly once. A closed connection drops its waits.
 
 use super::Server;
-use super::connection::ConnId;
-use super::pane::Pane;
+use super::clients::connection::ConnId;
+use super::panes::pane::Pane;
 use super::timers::TimerKind;
 use crate::model::PaneId;
 use crate::protocol::{ErrorCode, RpcError};
@@ -50,7 +50,7 @@ pub struct TextWait {
 
 impl TextWait {
     /// Advances over new output; true on a match.
-    fn search(&mut self, log: &super::output_log::OutputLog) -> bool {
+    fn search(&mut self, log: &super::panes::output_log::OutputLog) -> bool {
         if self.after_command_start {
             match log.command_start_from(self.from) {
                 Some(mark) => {
