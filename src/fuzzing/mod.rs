@@ -76,8 +76,8 @@ fn server_side(stream: &[u8], cut: usize) -> (Vec<(u8, Vec<u8>)>, bool) {
                 Ok(Some((f, used))) => {
                     assert!(f.payload.len() <= frame::MAX_FRAME_PAYLOAD);
                     assert_eq!(used, frame::HEADER_LEN + f.payload.len());
-                    if f.kind == frame::client::RESIZE
-                        && let Some((cols, rows)) = frame::parse_resize(f.payload)
+                    if let frame::ClientFrame::Resize(Some((cols, rows))) =
+                        frame::ClientFrame::of(&f)
                     {
                         let (cols, rows) = crate::pty::clamp_size(u32::from(cols), u32::from(rows));
                         assert!((2..=1000).contains(&cols) && (1..=500).contains(&rows));

@@ -62,11 +62,10 @@ use crate::persist;
 use crate::transport::listener;
 use clients::arrivals;
 use clients::connection::{ConnId, ConnMode, Connection};
-use continuity::{keeper_link, serving, upgrade};
+use continuity::{keeper_link, serving, succession, upgrade};
 use diagnostics::Diagnostics;
 use events::EventLog;
 use mio::{Poll, Token};
-use panes::pane::{self, Pane};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::time::Instant;
 use timers::Timers;
@@ -123,12 +122,10 @@ pub struct Server {
     /// The flock on it is our claim on the namespace; a live upgrade hands
     /// it on with the fd.
     lock: listener::InstanceLock,
-    panes: BTreeMap<u64, Box<Pane>>,
+    panes: panes::Panes,
     conns: HashMap<ConnId, Connection>,
     sources: HashMap<Token, Source>,
     next_token: usize,
-    /// Public pane ids are never reused within a server's life.
-    next_pane_id: u64,
     next_wait_id: u64,
     events: EventLog,
     timers: Timers,
@@ -182,18 +179,9 @@ pub struct Server {
     serving: serving::Serving,
     /// Figures of the last upgrade, for `server.status`.
     last_upgrade: serde_json::Value,
-    /// On a server started by an upgrade: the server it took over from
-    /// (pid, version, binary), for the report.
-    upgraded_from: serde_json::Value,
-    /// On a server started by an upgrade: the `server.upgrade` request to
-    /// answer once it serves.
-    upgrade_caller: Option<(ConnId, serde_json::Value)>,
-    /// On a server started by an upgrade: when it committed (probation's
-    /// length in the report).
-    committed_at: Option<std::time::Instant>,
-    /// While the previous generation is in probation it may still take
-    /// everything back, so no new upgrade may start: this is its channel.
-    predecessor: Option<keeper_link::Channel>,
+    /// On a server started by an upgrade: where it came from, the request
+    /// to answer, and the predecessor's probation.
+    succession: succession::Succession,
     /// A SIGHUP (`systemctl reload`, the reaper forwarding one) came while
     /// an upgrade ran or its probation lasted: run it once that is over.
     sighup_pending: bool,
@@ -303,11 +291,10 @@ impl Server {
             pane_wakes,
             socket_dev_ino,
             lock,
-            panes: BTreeMap::new(),
+            panes: panes::Panes::new(),
             conns: HashMap::new(),
             sources: HashMap::new(),
             next_token: FIRST_DYNAMIC_TOKEN,
-            next_pane_id: 1,
             next_wait_id: 1,
             events: EventLog::new(),
             timers: Timers::default(),
@@ -333,10 +320,7 @@ impl Server {
             lineage_reader: None,
             serving: serving::Serving::Owned,
             last_upgrade: serde_json::Value::Null,
-            upgraded_from: serde_json::Value::Null,
-            upgrade_caller: None,
-            committed_at: None,
-            predecessor: None,
+            succession: Default::default(),
             sighup_pending: false,
             config,
             config_problems,
@@ -408,19 +392,8 @@ impl Server {
             let _ = conn.flush();
         }
         // One pass over /proc for all sessions, not one per pane.
-        let sids: Vec<i32> = self
-            .panes
-            .values()
-            .filter_map(|p| match *p.state() {
-                pane::PaneState::Running(child) => Some(child.sid),
-                _ => None,
-            })
-            .collect();
-        crate::pty::hang_up_sessions(&sids);
-        let registry = self.poll.registry();
-        for pane in self.panes.values_mut() {
-            pane.close_fds(registry);
-        }
+        crate::pty::hang_up_sessions(&self.panes.running_sessions());
+        self.panes.close_all_fds(self.poll.registry());
         listener::unlink_if_ours(
             &self.paths.socket(),
             self.socket_dev_ino.0,
@@ -435,9 +408,6 @@ impl Drop for Server {
     /// server dropped without either (an import that failed part-way)
     /// still takes them out of its poll first, as `PaneFds` requires.
     fn drop(&mut self) {
-        let registry = self.poll.registry();
-        for pane in self.panes.values_mut() {
-            pane.close_fds(registry);
-        }
+        self.panes.close_all_fds(self.poll.registry());
     }
 }

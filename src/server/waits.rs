@@ -4,7 +4,7 @@
 
 use super::Server;
 use super::clients::connection::ConnId;
-use super::panes::pane::Pane;
+use super::panes::Panes;
 use super::timers::TimerKind;
 use crate::model::PaneId;
 use crate::protocol::{ErrorCode, RpcError};
@@ -135,11 +135,7 @@ pub struct Wait {
 
 /// The answer a wait gets now, or `None` if it must keep waiting. Text
 /// waits advance their search position.
-fn outcome(
-    panes: &BTreeMap<u64, Box<Pane>>,
-    wait: &mut Wait,
-    now: Instant,
-) -> Option<Result<Value, RpcError>> {
+fn outcome(panes: &Panes, wait: &mut Wait, now: Instant) -> Option<Result<Value, RpcError>> {
     let Some(pane) = panes.get(&wait.pane) else {
         return Some(Err(RpcError::new(
             ErrorCode::NotFound,
@@ -202,7 +198,7 @@ fn outcome(
 
 /// Checks the waits `select` picks and returns the answered ones.
 fn ready_waits(
-    panes: &BTreeMap<u64, Box<Pane>>,
+    panes: &Panes,
     waits: &mut BTreeMap<u64, Wait>,
     now: Instant,
     select: impl Fn(&Wait) -> bool,

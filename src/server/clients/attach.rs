@@ -18,16 +18,16 @@
 use super::connection::{ConnId, ConnMode, Connection, View};
 use crate::model::PaneId;
 use crate::protocol::events::Event;
-use crate::protocol::frame;
+use crate::protocol::frame::{self, ClientFrame};
 use crate::protocol::methods;
 use crate::protocol::replies::{ClientInfo, ClientList, Detached};
 use crate::protocol::{ErrorCode, RpcError};
 use crate::server::config::WindowSize;
-use crate::server::panes::pane::{MAX_PENDING_INPUT, Pane};
+use crate::server::panes::Panes;
+use crate::server::panes::pane::MAX_PENDING_INPUT;
 use crate::server::timers::TimerKind;
 use crate::server::{Server, Source};
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 /// How long an attached client's input may be held (see
@@ -38,8 +38,8 @@ pub const INPUT_STALL: Duration = Duration::from_secs(5);
 fn input_bytes(mut buf: &[u8]) -> usize {
     let mut n = 0;
     while let Ok(Some((f, used))) = frame::decode(buf) {
-        if f.kind == frame::client::INPUT {
-            n += f.payload.len();
+        if let ClientFrame::Input(payload) = ClientFrame::of(&f) {
+            n += payload.len();
         }
         buf = &buf[used..];
     }
@@ -316,17 +316,17 @@ impl Server {
         }
     }
 
-    pub(in crate::server) fn handle_frame(&mut self, conn: ConnId, kind: u8, payload: &[u8]) {
+    pub(in crate::server) fn handle_frame(&mut self, conn: ConnId, frame: ClientFrame) {
         #[cfg(unix)]
         if matches!(
-            kind,
-            frame::client::TTY | frame::client::DIRECT_ACK | frame::client::DIRECT_PAUSE
+            frame,
+            ClientFrame::Tty | ClientFrame::DirectAck | ClientFrame::DirectPause
         ) {
-            self.direct_frame(conn, kind);
+            self.direct_frame(conn, frame);
             return;
         }
         #[cfg(unix)]
-        if kind == frame::client::KEYS_ON {
+        if let ClientFrame::KeysOn(payload) = frame {
             self.keys_on(conn, payload);
             return;
         }
@@ -339,8 +339,8 @@ impl Server {
         else {
             return;
         };
-        match kind {
-            frame::client::INPUT if !read_only && !payload.is_empty() => {
+        match frame {
+            ClientFrame::Input(payload) if !read_only && !payload.is_empty() => {
                 if let Err((msg, public_id)) = self.type_into(conn, pane, payload) {
                     // Dropping typed bytes unannounced would leave the user
                     // believing they arrived: end the attachment saying so.
@@ -354,33 +354,30 @@ impl Server {
                     self.end_attachment(conn, &exit, false);
                 }
             }
-            frame::client::RESIZE => {
-                if let Some((c_cols, c_rows)) = frame::parse_resize(payload) {
-                    let (c_cols, c_rows) =
-                        crate::pty::clamp_size(u32::from(c_cols), u32::from(c_rows));
-                    c.mode = ConnMode::Attached {
-                        pane,
-                        read_only,
-                        cols: c_cols,
-                        rows: c_rows,
-                    };
-                    // A read-only client's size is its own view's, never
-                    // the pane's.
-                    if !read_only {
-                        let active = self.next_activity();
-                        if let Some(c) = self.conns.get_mut(&conn) {
-                            c.active = active;
-                        }
-                        self.apply_size_policy(pane);
+            ClientFrame::Resize(Some((c_cols, c_rows))) => {
+                let (c_cols, c_rows) = crate::pty::clamp_size(u32::from(c_cols), u32::from(c_rows));
+                c.mode = ConnMode::Attached {
+                    pane,
+                    read_only,
+                    cols: c_cols,
+                    rows: c_rows,
+                };
+                // A read-only client's size is its own view's, never
+                // the pane's.
+                if !read_only {
+                    let active = self.next_activity();
+                    if let Some(c) = self.conns.get_mut(&conn) {
+                        c.active = active;
                     }
-                    self.refresh_views(pane);
+                    self.apply_size_policy(pane);
                 }
+                self.refresh_views(pane);
             }
-            frame::client::DETACH => {
+            ClientFrame::Detach => {
                 let payload = json!({ "reason": "detached", "message": "detached" });
                 self.end_attachment(conn, &payload, false);
             }
-            frame::client::REDRAW => {
+            ClientFrame::Redraw => {
                 c.view.cache = None;
                 c.view.stale = true;
                 self.stale_views = true;
@@ -439,7 +436,7 @@ impl Server {
     /// `DIRECT_PAUSE` ends it (`DIRECT_OFF`, what the terminal had not
     /// taken sent as OUTPUT after it). Frames out of turn change nothing.
     #[cfg(unix)]
-    fn direct_frame(&mut self, conn: ConnId, kind: u8) {
+    fn direct_frame(&mut self, conn: ConnId, frame: ClientFrame) {
         let Some(c) = self.conns.get_mut(&conn) else {
             return;
         };
@@ -454,8 +451,8 @@ impl Server {
             self.drop_too_slow(conn);
             return;
         }
-        match kind {
-            frame::client::TTY => {
+        match frame {
+            ClientFrame::Tty => {
                 let offered = c.pending_fd.take();
                 let checked = if c.is_direct() {
                     Err("this client's terminal is already taken".to_string())
@@ -486,7 +483,7 @@ impl Server {
                     c.hold_direct(fd, token, readable);
                 }
             }
-            frame::client::DIRECT_ACK => c.direct.acknowledge(),
+            ClientFrame::DirectAck => c.direct.acknowledge(),
             _ => c.leave_direct(
                 super::connection::Polls::of(&self.poll, &self.arrivals),
                 "paused",
@@ -853,7 +850,7 @@ impl Server {
 /// own size (only the rows that changed); a client of the pane's size a
 /// full redraw, after which it is forwarded raw output again. `None` if it
 /// is not attached to a pane that still exists.
-fn draw_view(conn: &mut Connection, panes: &BTreeMap<u64, Box<Pane>>) -> Option<Vec<u8>> {
+fn draw_view(conn: &mut Connection, panes: &Panes) -> Option<Vec<u8>> {
     conn.view.stale = false;
     let ConnMode::Attached {
         pane, cols, rows, ..

@@ -194,12 +194,14 @@ impl Server {
                 }
                 ConnMode::Attached { .. } => match frame::decode(rest) {
                     Ok(Some((f, used))) => {
-                        if f.kind == frame::client::INPUT && self.hold_input(id, f.payload.len()) {
+                        let f = frame::ClientFrame::of(&f);
+                        if let frame::ClientFrame::Input(payload) = f
+                            && self.hold_input(id, payload.len())
+                        {
                             break;
                         }
-                        let (kind, payload) = (f.kind, f.payload);
                         start += used;
-                        self.handle_frame(id, kind, payload);
+                        self.handle_frame(id, f);
                     }
                     Ok(None) => break,
                     Err(frame::DecodeError::TooLarge(len)) => {

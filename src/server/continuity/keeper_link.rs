@@ -170,7 +170,7 @@ fn checkpoint_fds(p: &crate::server::panes::pane::Pane) -> Vec<FdName> {
     } else if p.fds().hung_up_master().is_some() {
         ids.push(FdName::PtyHangup(id));
     }
-    if matches!(p.state(), PaneState::Running(_)) {
+    if matches!(p.state(), PaneState::Running { .. }) {
         ids.push(FdName::Pidfd(id));
     }
     if p.ring().is_some() {
@@ -179,19 +179,52 @@ fn checkpoint_fds(p: &crate::server::panes::pane::Pane) -> Vec<FdName> {
     ids
 }
 
+/// How soon a checkpoint is due, in increasing urgency.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Due {
+    /// Nothing a checkpoint covers changed since the last one began.
+    #[default]
+    Clean,
+    /// Something changed: checkpoint at the interval, within the cost
+    /// share.
+    Dirty,
+    /// A ring is half full (or a recovery happened): checkpoint now
+    /// rather than at the interval, within the urgent cost share.
+    Urgent,
+}
+
+/// Where the server stands with the history log it took over: the log is
+/// swept (`HistoryLog::sweep`: whatever no checkpoint of ours refers to
+/// is given back) once per server, when the keeper's checkpoint refers to
+/// our chunks alone.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum Settling {
+    /// The last `serving` said not settled (a new server in probation: the
+    /// old one may take back a model that refers to log ranges we free),
+    /// or none was said yet.
+    #[default]
+    Unsettled,
+    /// Settled; no checkpoint of ours has reached the keeper since.
+    AwaitingCheckpoint,
+    /// Settled, and a checkpoint of ours reached the keeper: sweep once
+    /// nothing we freed is pending.
+    SweepDue,
+    /// Settled and swept.
+    Swept,
+}
+
 /// The channel's state on the server side.
 #[derive(Default)]
 pub struct KeeperLink {
     queue: VecDeque<Queued>,
-    /// Something a checkpoint covers changed since the last one.
-    dirty: bool,
-    /// A ring is half full (or a recovery happened): checkpoint now
-    /// rather than at the interval, within the cost share.
-    urgent: bool,
+    /// How soon the next checkpoint is due; back to `Clean` as one starts.
+    due: Due,
     /// A pane was added or removed: checkpoint this turn, whatever the
     /// last one cost, since a crash before it would lose the new pane (or
     /// bring back a removed one). Pane churn is user-driven and rare next
-    /// to output, which the cost share is for.
+    /// to output, which the cost share is for. Unlike `due`, it lasts
+    /// until a checkpoint of every pane is written, not until one starts:
+    /// the round under way covers all panes from the turn it is set.
     panes_changed: bool,
     last: Option<Instant>,
     /// How many checkpoints were written, and the last one's cost, for
@@ -238,14 +271,10 @@ pub struct KeeperLink {
     sent_rings: std::collections::HashMap<u64, u64>,
     /// When `sent_rings` is looked at next (a timer wakes the loop then).
     rings_due: Option<Instant>,
-    /// The last `serving` said settled: no old server in its probation
-    /// may take back a model that refers to log ranges we free.
-    settled: bool,
-    /// Since we settled: whether a checkpoint of ours reached the keeper
-    /// (`None` once the log was swept: `HistoryLog::sweep`, done once per
-    /// server that took the log over, when the keeper's checkpoint refers
-    /// to our chunks alone).
-    sweep: Option<bool>,
+    /// Whether no old server in its probation may take back a model that
+    /// refers to log ranges we free, and how far the sweep of the history
+    /// log has come since.
+    settling: Settling,
     /// The last checkpoint's pre-copy memfd (the keeper holds the same
     /// file): each event logged after it rewrites its `events_reached` in
     /// place, so a replacement numbers on after every event a client may
@@ -428,12 +457,11 @@ impl KeeperLink {
     }
 
     pub fn mark_dirty(&mut self) {
-        self.dirty = true;
+        self.due = self.due.max(Due::Dirty);
     }
 
     pub fn mark_urgent(&mut self) {
-        self.dirty = true;
-        self.urgent = true;
+        self.due = Due::Urgent;
     }
 
     fn mark_panes_changed(&mut self) {
@@ -507,8 +535,8 @@ impl Server {
             match crate::sys::send_with_fds(channel, &q.data, &raw) {
                 Ok(_) => {
                     if let Some(q) = self.keeper.queue.pop_front() {
-                        if q.checkpoint && self.keeper.settled && self.keeper.sweep == Some(false) {
-                            self.keeper.sweep = Some(true);
+                        if q.checkpoint && self.keeper.settling == Settling::AwaitingCheckpoint {
+                            self.keeper.settling = Settling::SweepDue;
                         }
                         self.keeper.sent_freed.extend(q.freed);
                         if !q.rings.is_empty() && self.keeper.rings_due.is_none() {
@@ -548,7 +576,7 @@ impl Server {
         }
         // Our checkpoint is the keeper's and nothing we freed is pending:
         // whatever else is in the log is no one's.
-        if self.keeper.sweep == Some(true)
+        if self.keeper.settling == Settling::SweepDue
             && self.keeper.sent_freed.is_empty()
             && !self.keeper.queue.iter().any(|q| q.checkpoint)
             && self.may_release()
@@ -556,7 +584,7 @@ impl Server {
             && !log.has_freed()
         {
             log.sweep();
-            self.keeper.sweep = None;
+            self.keeper.settling = Settling::Swept;
         }
     }
 
@@ -567,7 +595,7 @@ impl Server {
     /// probation: its model refers to those ranges, and its take-back
     /// reads the rings from the pause on), nor while not serving.
     fn may_release(&self) -> bool {
-        self.keeper.settled
+        self.keeper.settling != Settling::Unsettled
             && self.serving.is_owned()
             && matches!(self.upgrade, super::upgrade::Upgrade::Idle)
     }
@@ -592,10 +620,11 @@ impl Server {
         } else {
             Vec::new()
         };
-        if settled && !self.keeper.settled {
-            self.keeper.sweep = Some(false);
+        if !settled {
+            self.keeper.settling = Settling::Unsettled;
+        } else if self.keeper.settling == Settling::Unsettled {
+            self.keeper.settling = Settling::AwaitingCheckpoint;
         }
-        self.keeper.settled = settled;
         let msg = ToKeeper::Serving {
             pid: std::process::id(),
             exe: self.exe_path.to_string_lossy().into_owned(),
@@ -655,7 +684,7 @@ impl Server {
         }
         let pidfd = match (pane.fds().pidfd(), pane.state()) {
             (Some(fd), _) => dup(fd.as_raw_fd()),
-            (None, PaneState::Running(child)) => crate::sys::pidfd_open(child.pid).ok(),
+            (None, PaneState::Running { child, .. }) => crate::sys::pidfd_open(child.pid).ok(),
             _ => None,
         };
         if let Some(fd) = pidfd {
@@ -841,21 +870,20 @@ impl Server {
             self.keeper.round = None;
             return;
         }
-        if !self.keeper.urgent
+        if self.keeper.due < Due::Urgent
             && self
                 .panes
                 .values()
                 .any(|p| p.ring_unsaved().is_some_and(|(u, cap)| u * 2 >= cap))
         {
-            self.keeper.urgent = true;
-            self.keeper.dirty = true;
+            self.keeper.due = Due::Urgent;
         }
         if self.keeper.round.is_some() {
             self.continue_checkpoint();
             self.keeper_flush();
             return;
         }
-        if !self.keeper.dirty {
+        if self.keeper.due == Due::Clean {
             self.keeper_flush();
             return;
         }
@@ -867,7 +895,7 @@ impl Server {
         let cost = Duration::from_micros(self.keeper.last_cost_us);
         let wait = if self.keeper.panes_changed {
             Duration::ZERO
-        } else if self.keeper.urgent {
+        } else if self.keeper.due == Due::Urgent {
             cost * URGENT_COST_SHARE
         } else {
             (cost * CHECKPOINT_COST_SHARE).max(CHECKPOINT_INTERVAL)
@@ -876,8 +904,7 @@ impl Server {
             None => {
                 // What changes from now on (a pane whose line is already
                 // encoded) marks the next one due.
-                self.keeper.dirty = false;
-                self.keeper.urgent = false;
+                self.keeper.due = Due::Clean;
                 self.keeper.round = Some(Round {
                     todo: self.panes.keys().copied().collect(),
                     ..Round::default()

@@ -35,7 +35,8 @@
 //! `keeper_link.rs` (the same methods, doing nothing; the channel and ring
 //! types have no values, so code reading a ring is unreachable) and
 //! `upgrade_windows.rs` for `upgrade/` (restore-mode upgrades only).
-//! `serving` is built on both: on Windows it stays `Owned`.
+//! `serving` and `succession` are built on both: on Windows a server
+//! stays `Owned` and no upgrade ever starts one.
 
 #[cfg(unix)]
 pub(super) mod history_log;
@@ -49,5 +50,6 @@ pub(super) mod output_ring;
 #[cfg(windows)]
 pub(super) use keeper_link as output_ring;
 pub(super) mod serving;
+pub(super) mod succession;
 #[cfg_attr(windows, path = "upgrade_windows.rs")]
 pub(super) mod upgrade;

@@ -52,15 +52,47 @@ pub enum ExitReason {
 
 #[derive(Debug, Clone)]
 pub enum PaneState {
-    Running(ChildProcess),
+    Running {
+        child: ChildProcess,
+        /// A kill under way, if one was asked for.
+        kill: Option<Kill>,
+    },
     Exited {
         child: ChildProcess,
         status: ExitStatus,
+        /// The kill's reason if the process was killed, else `Exited`.
         reason: ExitReason,
+        /// A kill's escalation outlives the exit: what is left of the
+        /// session (background jobs) still gets SIGKILL at its deadline.
+        escalate_at: Option<Instant>,
     },
     Held {
         reason: String,
     },
+}
+
+/// A pane's output as its attached clients' pace allows: paused while
+/// one is too far behind (the loop reads it again once they catch up),
+/// with a `PaneStall` check pending from the pause until it fires once
+/// the pane reads again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ClientPace {
+    /// Read; no stall check pending.
+    Reading,
+    /// Not read; a stall check is pending.
+    Paused,
+    /// Read again; the stall check set at the pause has not fired yet.
+    ResumedCheckPending,
+}
+
+/// A kill in progress on a running pane (`Pane::start_kill`).
+#[derive(Debug, Clone, Copy)]
+pub struct Kill {
+    /// Why, as the first kill request said.
+    pub reason: ExitReason,
+    /// When it escalates to SIGKILL (its timer's deadline, kept so a live
+    /// upgrade can carry it).
+    pub escalate_at: Instant,
 }
 
 /// An input request waiting for its bytes to reach the PTY.
@@ -118,16 +150,11 @@ pub struct Pane {
     last_output: Instant,
     timeout: Option<Duration>,
     idle_timeout: Option<Duration>,
-    /// Set by the first kill request: why the pane is being killed.
-    kill_reason: Option<ExitReason>,
-    /// When a kill in progress escalates to SIGKILL (its timer's deadline,
-    /// kept so a live upgrade can carry it).
-    kill_deadline: Option<Instant>,
-    /// When the wall-clock watchdog fires, for the same reason.
+    /// When the wall-clock watchdog fires, kept so a live upgrade can carry
+    /// it.
     timeout_at: Option<Instant>,
-    /// Not read while an attached client is too far behind; the loop reads
-    /// it again once they catch up.
-    output_paused: bool,
+    /// Whether attached clients too far behind keep its output unread.
+    pace: ClientPace,
     /// Not read until a live upgrade commits or rolls back: it changed
     /// since the pre-copy and was sent again whole, so it must not change
     /// before the pause (its program blocks on the full PTY meanwhile).
@@ -136,8 +163,6 @@ pub struct Pane {
     /// backlog pass reads it, so its readiness events do not too (a
     /// flooding pane gets one slice per turn, not two).
     backlogged: bool,
-    /// A `PaneStall` timer is pending for this pane.
-    stall_timer: bool,
     input: Vec<u8>,
     input_pos: usize,
     written_total: u64,
@@ -249,13 +274,10 @@ impl Pane {
             last_output: Instant::now(),
             timeout: setup.timeout,
             idle_timeout: setup.idle_timeout,
-            kill_reason: None,
-            kill_deadline: None,
             timeout_at: None,
-            output_paused: false,
+            pace: ClientPace::Reading,
             upgrade_hold: false,
             backlogged: false,
-            stall_timer: false,
             input: Vec::new(),
             input_pos: 0,
             written_total: 0,
@@ -278,10 +300,23 @@ impl Pane {
     ) -> Pane {
         let mut pane = Pane::with_screen(setup, token, String::new(), screen);
         pane.state = carried.state;
+        match &mut pane.state {
+            // Both or neither: `start_kill` sets them together.
+            PaneState::Running { kill, .. } => {
+                *kill =
+                    carried
+                        .kill_reason
+                        .zip(carried.kill_deadline)
+                        .map(|(reason, escalate_at)| Kill {
+                            reason,
+                            escalate_at,
+                        });
+            }
+            PaneState::Exited { escalate_at, .. } => *escalate_at = carried.kill_deadline,
+            PaneState::Held { .. } => {}
+        }
         pane.created_unix_ms = carried.created_unix_ms;
         pane.run = carried.run;
-        pane.kill_reason = carried.kill_reason;
-        pane.kill_deadline = carried.kill_deadline;
         pane.last_output = carried.last_output;
         pane.timeout_at = carried.timeout_at;
         pane.pending_acks = carried.pending_acks;
@@ -312,11 +347,9 @@ impl Pane {
         now: Instant,
     ) -> io::Result<()> {
         self.fds.start(registry, master)?;
-        self.state = PaneState::Running(child);
+        self.state = PaneState::Running { child, kill: None };
         self.run += 1;
         self.shell_injected = None;
-        self.kill_reason = None;
-        self.kill_deadline = None;
         self.timeout_at = self.timeout.map(|t| now + t);
         self.last_output = now;
         self.discard_input();
@@ -333,13 +366,14 @@ impl Pane {
     /// and the kill reason if one was given. Returns the input acks that
     /// will never be written, or `None` if the pane was not running.
     pub fn mark_exited(&mut self, status: ExitStatus) -> Option<Vec<PendingAck>> {
-        let PaneState::Running(child) = self.state else {
+        let PaneState::Running { child, kill } = self.state else {
             return None;
         };
         self.state = PaneState::Exited {
             child,
             status,
-            reason: self.kill_reason.unwrap_or(ExitReason::Exited),
+            reason: kill.map_or(ExitReason::Exited, |k| k.reason),
+            escalate_at: kill.map(|k| k.escalate_at),
         };
         self.fds.process_ended();
         self.discard_input();
@@ -350,15 +384,20 @@ impl Pane {
     /// first reason stands, the earliest escalation deadline wins. Returns
     /// the process to signal, or `None` if nothing runs.
     pub fn start_kill(&mut self, reason: ExitReason, escalate_at: Instant) -> Option<ChildProcess> {
-        let PaneState::Running(child) = self.state else {
+        let PaneState::Running { child, kill } = &mut self.state else {
             return None;
         };
-        self.kill_reason.get_or_insert(reason);
-        self.kill_deadline = Some(
-            self.kill_deadline
-                .map_or(escalate_at, |d| d.min(escalate_at)),
-        );
-        Some(child)
+        *kill = Some(match *kill {
+            None => Kill {
+                reason,
+                escalate_at,
+            },
+            Some(k) => Kill {
+                reason: k.reason,
+                escalate_at: k.escalate_at.min(escalate_at),
+            },
+        });
+        Some(*child)
     }
 
     /// Why the pane has no process, while it is held.
@@ -370,13 +409,13 @@ impl Pane {
     }
 
     pub fn is_running(&self) -> bool {
-        matches!(self.state, PaneState::Running(_))
+        matches!(self.state, PaneState::Running { .. })
     }
 
     /// The process that runs, or ran last.
     pub fn child(&self) -> Option<ChildProcess> {
         match &self.state {
-            PaneState::Running(c) | PaneState::Exited { child: c, .. } => Some(*c),
+            PaneState::Running { child: c, .. } | PaneState::Exited { child: c, .. } => Some(*c),
             PaneState::Held { .. } => None,
         }
     }
@@ -633,13 +672,14 @@ impl Pane {
     /// Stops reading output until the attached clients catch up. Returns
     /// whether a stall check must be armed (none is pending).
     pub fn pause_output(&mut self) -> bool {
-        self.output_paused = true;
-        !std::mem::replace(&mut self.stall_timer, true)
+        std::mem::replace(&mut self.pace, ClientPace::Paused) == ClientPace::Reading
     }
 
     /// Reads output again.
     pub fn resume_output(&mut self) {
-        self.output_paused = false;
+        if self.pace == ClientPace::Paused {
+            self.pace = ClientPace::ResumedCheckPending;
+        }
     }
 
     /// Stops reading output for a live upgrade (see `upgrade_hold`).
@@ -687,10 +727,10 @@ impl Pane {
     /// The stall check fired: whether the pane is still paused (and the
     /// check goes on); if not, no check is pending any more.
     pub fn stall_check_due(&mut self) -> bool {
-        if !self.output_paused {
-            self.stall_timer = false;
+        if self.pace == ClientPace::ResumedCheckPending {
+            self.pace = ClientPace::Reading;
         }
-        self.output_paused
+        self.pace == ClientPace::Paused
     }
 
     /// An input request waits for its bytes to reach the PTY.
@@ -854,8 +894,18 @@ impl Pane {
     pub fn created_unix_ms(&self) -> u64 {
         self.created_unix_ms
     }
+    /// Why the pane is being killed, or was: the kill's reason while it
+    /// runs, and after the exit while the kill's escalation is pending.
     pub fn kill_reason(&self) -> Option<ExitReason> {
-        self.kill_reason
+        match &self.state {
+            PaneState::Running { kill, .. } => kill.map(|k| k.reason),
+            PaneState::Exited {
+                reason,
+                escalate_at,
+                ..
+            } => escalate_at.map(|_| *reason),
+            PaneState::Held { .. } => None,
+        }
     }
     pub fn cols(&self) -> u16 {
         self.cols
@@ -927,14 +977,19 @@ impl Pane {
     pub fn idle_timeout(&self) -> Option<Duration> {
         self.idle_timeout
     }
+    /// When a kill escalates to SIGKILL, if one is under way.
     pub fn kill_deadline(&self) -> Option<Instant> {
-        self.kill_deadline
+        match &self.state {
+            PaneState::Running { kill, .. } => kill.map(|k| k.escalate_at),
+            PaneState::Exited { escalate_at, .. } => *escalate_at,
+            PaneState::Held { .. } => None,
+        }
     }
     pub fn timeout_at(&self) -> Option<Instant> {
         self.timeout_at
     }
     pub fn output_paused(&self) -> bool {
-        self.output_paused
+        self.pace == ClientPace::Paused
     }
     pub fn pending_acks(&self) -> &[PendingAck] {
         &self.pending_acks
@@ -951,7 +1006,7 @@ impl Pane {
 
     fn state_name(&self) -> &'static str {
         match self.state {
-            PaneState::Running(_) => "running",
+            PaneState::Running { .. } => "running",
             PaneState::Exited { .. } => "exited",
             PaneState::Held { .. } => "held",
         }

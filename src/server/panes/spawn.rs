@@ -122,7 +122,7 @@ impl Server {
             u32::from(req.cols.unwrap_or(crate::server::defaults::COLS)),
             u32::from(req.rows.unwrap_or(crate::server::defaults::ROWS)),
         );
-        let id = self.next_pane_id;
+        let id = self.panes.next_id();
         // A counter restored at the end of the id range has no id left: an
         // error, never an id handed out twice (or a wrapped counter).
         let Some(next_id) = PaneId::new(id).next() else {
@@ -156,7 +156,7 @@ impl Server {
         }
         // Only a pane that started takes an id: ids are never reused, and
         // failed attempts do not leave holes.
-        self.next_pane_id = next_id.get();
+        self.panes.advance_next_id(next_id.get());
         self.place_pane(id, placement);
         let active = if req.read_only {
             0
@@ -234,7 +234,7 @@ impl Server {
                 let name = name.unwrap_or_else(|| {
                     self.panes
                         .get(&id)
-                        .map(|p| default_tab_name(p))
+                        .map(default_tab_name)
                         .unwrap_or_default()
                 });
                 // Only with workspace or tab ids used up is there no tab;

@@ -292,7 +292,7 @@ impl Server {
             counters: Counters {
                 workspace: self.tree.next_workspace_id.get(),
                 tab: self.tree.next_tab_id.get(),
-                pane: self.next_pane_id,
+                pane: self.panes.next_id(),
             },
             active_workspace: tree.active_workspace,
             workspaces: tree.workspaces,
@@ -438,7 +438,7 @@ impl Server {
 
 /// The current directory of the pane's shell, if the OS tells us.
 fn live_cwd(pane: &Pane) -> Option<std::path::PathBuf> {
-    let PaneState::Running(child) = pane.state() else {
+    let PaneState::Running { child, .. } = pane.state() else {
         return None;
     };
     crate::sys::process_cwd(child.pid)

@@ -126,7 +126,7 @@ impl Server {
             mut fixes,
         } = persist::tree::repair(snap);
         self.tree = tree;
-        self.next_pane_id = next_pane_id.get().max(self.next_pane_id);
+        self.panes.advance_next_id(next_pane_id.get());
         // Per pane: plan and start; then history. Processes start
         // while the screens are still empty (on systems where a start forks,
         // each fork copies the page tables of every screen filled so far);

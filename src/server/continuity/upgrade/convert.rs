@@ -59,7 +59,7 @@ pub fn pane_fds(
     if let Some(m) = pane.fds().hung_up_master() {
         fds.push((FdName::PtyHangup(id), m.raw_fd()));
     }
-    if let PaneState::Running(child) = *pane.state() {
+    if let PaneState::Running { child, .. } = *pane.state() {
         let fd = match (pane.fds().pidfd(), opened.get(&id)) {
             (Some(fd), _) | (None, Some(fd)) => fd.as_raw_fd(),
             (None, None) => {
@@ -127,7 +127,7 @@ pub fn draft_bytes(
 /// terminal is not sent again.
 pub fn pane_runtime(p: &Pane, now: Instant, precopied: Option<u64>) -> PaneRuntime<&Terminal> {
     let process = match p.state() {
-        PaneState::Running(c) => ProcessRuntime::Running {
+        PaneState::Running { child: c, .. } => ProcessRuntime::Running {
             pid: c.pid,
             sid: c.sid,
             start_token: c.start_token,
@@ -136,6 +136,7 @@ pub fn pane_runtime(p: &Pane, now: Instant, precopied: Option<u64>) -> PaneRunti
             child: c,
             status,
             reason,
+            ..
         } => ProcessRuntime::Exited {
             pid: c.pid,
             sid: c.sid,
@@ -189,11 +190,15 @@ fn process_from_runtime(id: u64, process: ProcessRuntime) -> Result<PaneState, S
             pid,
             sid,
             start_token,
-        } => PaneState::Running(ChildProcess {
-            pid,
-            sid,
-            start_token,
-        }),
+        } => PaneState::Running {
+            child: ChildProcess {
+                pid,
+                sid,
+                start_token,
+            },
+            // Carried beside the process (`Pane::carried_over`).
+            kill: None,
+        },
         ProcessRuntime::Exited {
             pid,
             sid,
@@ -211,6 +216,7 @@ fn process_from_runtime(id: u64, process: ProcessRuntime) -> Result<PaneState, S
                 "pane {}: unknown exit reason {reason:?}",
                 PaneId::new(id)
             ))?,
+            escalate_at: None,
         },
         ProcessRuntime::Held { reason } => PaneState::Held { reason },
     })
@@ -516,11 +522,11 @@ impl Server {
         self.generation = m.generation;
         self.started_unix_ms = m.started_unix_ms;
         self.exe_path = PathBuf::from(&m.exe_path);
-        self.upgraded_from = serde_json::json!({
+        self.succession.took_over_from(serde_json::json!({
             "pid": m.from_pid,
             "version": m.from_version,
             "binary": m.from_binary,
-        });
+        }));
         self.next_wait_id = m.next_wait_id;
         let ring = std::mem::take(&mut m.event_ring);
         self.events = match (m.events_after, precopied_events) {
@@ -542,7 +548,7 @@ impl Server {
             m.unchanged_panes.iter().map(|&p| PaneId::new(p)),
         )
         .map_err(|e| format!("manifest snapshot: {e}"))?;
-        self.next_pane_id = m.snapshot.counters.pane;
+        self.panes.set_next_id(m.snapshot.counters.pane);
         Ok(())
     }
 }

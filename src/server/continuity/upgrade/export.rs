@@ -52,7 +52,7 @@ impl Server {
         }
         let fault =
             fault::accept(req.fault).map_err(|e| RpcError::new(ErrorCode::InvalidParams, e))?;
-        if self.predecessor.is_some() {
+        if self.succession.in_probation() {
             return Err(RpcError::new(
                 ErrorCode::Busy,
                 format!(

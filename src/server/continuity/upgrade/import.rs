@@ -612,7 +612,7 @@ fn serve_after_commit(mut server: Server, sock: OwnedFd) -> Result<(), String> {
         server.answer_upgrade_caller("unwatched");
         return server.serve();
     }
-    server.predecessor = Some(sock);
+    server.succession.watch(sock);
     server.serve()
 }
 
@@ -807,9 +807,10 @@ fn rebuild(
         let (wait, timeout) = convert::wait_from_runtime(w, *conn)?;
         server.park_wait(wait, timeout);
     }
-    server.upgrade_caller = m
-        .caller
-        .and_then(|c| conn_map.get(&c.conn).map(|conn| (*conn, c.rpc_id)));
+    server.succession.set_caller(
+        m.caller
+            .and_then(|c| conn_map.get(&c.conn).map(|conn| (*conn, c.rpc_id))),
+    );
     if !fds.is_empty() {
         let names: Vec<String> = fds.keys().map(FdName::to_string).collect();
         return Err(format!("unexpected fds: {names:?}"));
@@ -1006,7 +1007,7 @@ impl Server {
             "generation": self.generation,
             "new_pid": std::process::id(),
             "server_version": crate::protocol::SERVER_VERSION,
-            "from": self.upgraded_from,
+            "from": self.succession.from(),
             "to": {
                 "pid": std::process::id(),
                 "version": crate::protocol::SERVER_VERSION,
@@ -1027,7 +1028,7 @@ impl Server {
             &format!("generation {} serving; {report}", self.generation),
         );
         self.last_upgrade = report.clone();
-        self.committed_at = Some(Instant::now());
+        self.succession.committed(Instant::now());
         if let serde_json::Value::Object(members) = report {
             self.emit(Event::ServerUpgraded { report: members });
         }
@@ -1040,15 +1041,12 @@ impl Server {
     /// how probation ended: `survived` (the old server let go), or
     /// `stopped` (we were stopped during it).
     pub(in crate::server) fn answer_upgrade_caller(&mut self, probation: &str) {
-        let Some((conn, rpc_id)) = self.upgrade_caller.take() else {
+        let Some((conn, rpc_id, probation_ms)) = self.succession.take_caller() else {
             return;
         };
         let mut report = self.last_upgrade.clone();
         report["probation"] = json!(probation);
-        report["probation_ms"] = json!(
-            self.committed_at
-                .map_or(0, |at| at.elapsed().as_millis() as u64)
-        );
+        report["probation_ms"] = json!(probation_ms);
         self.last_upgrade = report.clone();
         self.respond(conn, &rpc_id, Ok(report));
     }

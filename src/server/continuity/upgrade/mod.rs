@@ -161,7 +161,7 @@ impl Server {
     /// upgrade runs or the previous one's probation lasts, once that is
     /// over (a second reload waits rather than fails).
     pub(in crate::server) fn upgrade_on_sighup(&mut self) {
-        if matches!(self.upgrade, Upgrade::Active(_)) || self.predecessor.is_some() {
+        if matches!(self.upgrade, Upgrade::Active(_)) || self.succession.in_probation() {
             self.log.log(
                 "upgrade_queued",
                 "SIGHUP during an upgrade or its probation; upgrading once that is over",
@@ -222,7 +222,7 @@ impl Server {
             }
         }
         // Rolled back or taken back: a reload held back meanwhile runs now.
-        if matches!(self.upgrade, Upgrade::Idle) && self.predecessor.is_none() {
+        if matches!(self.upgrade, Upgrade::Idle) && !self.succession.in_probation() {
             self.run_pending_sighup();
         }
     }
@@ -473,7 +473,7 @@ impl Server {
     /// The previous generation's channel: anything but a message is its
     /// close, the end of its probation.
     pub(in crate::server) fn on_predecessor_readable(&mut self) {
-        let Some(sock) = &self.predecessor else {
+        let Some(sock) = self.succession.predecessor() else {
             return;
         };
         loop {
@@ -483,7 +483,7 @@ impl Server {
                 Err(_) => break,
             }
         }
-        if let Some(sock) = self.predecessor.take() {
+        if let Some(sock) = self.succession.end_probation() {
             let _ = self
                 .poll
                 .registry()
