@@ -1,7 +1,7 @@
 //! What a crash checkpoint costs the serving loop for a pane that floods
 //! output: one encoding of its terminal (full default scrollback, 10,000
 //! lines) the old way, whole (`serde_json`, every history line every
-//! time), against the history log's way (`server/history_log.rs`): the
+//! time), against the history log's way (`server/continuity/history_log.rs`): the
 //! terminal without its history lines plus a copy of the packed bytes of
 //! the lines that scrolled in since the last checkpoint, for several amounts of output
 //! between checkpoints. Then what the log holds for 100 such panes beside

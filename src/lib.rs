@@ -36,10 +36,6 @@ pub mod client;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod handoff;
-// The keeper holds panes across a crash of the serving process; it lives
-// on fd passing and pidfds, so Windows has none (src/sys/mod.rs says so).
-#[cfg(unix)]
-pub mod keeper;
 pub mod server;
 pub mod service;
 pub mod shell;

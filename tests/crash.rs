@@ -6,7 +6,7 @@
 //! client is back, the keeper leaks no fd and leaves no zombie. Also: a
 //! crash loop, a tiny ring, the keeper's re-exec, the event history. The
 //! busy counter's checkpoints leave its scrollback lines in the history
-//! log (`server/history_log.rs`: appended, merged, evicted and given back
+//! log (`server/continuity/history_log.rs`: appended, merged, evicted and given back
 //! as it scrolls), so recovery reads them from there.
 //!
 //! `PTYD_CRASH_ROUNDS` sets the number of SIGKILL rounds (20 by default).

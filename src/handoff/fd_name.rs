@@ -27,10 +27,10 @@ pub enum FdName {
     /// A client connection (`conn:N`), by the old server's connection id.
     Conn(usize),
     /// A pane's raw-output ring (`ring:pN`, a memfd the keeper holds too;
-    /// see `server/output_ring.rs`).
+    /// see `server/continuity/output_ring.rs`).
     Ring(u64),
     /// The history log (`history_log`, a memfd the keeper holds with the
-    /// checkpoint; see `server/history_log.rs`), with the pre-copy.
+    /// checkpoint; see `server/continuity/history_log.rs`), with the pre-copy.
     HistoryLog,
 }
 

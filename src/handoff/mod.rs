@@ -1,7 +1,7 @@
 //! Live upgrade: handing every PTY, the listener and every client to a new
 //! server binary over a private `SOCK_SEQPACKET` socketpair. This module is
 //! the wire side only (messages, manifest, fd names, fd batches, fault
-//! injection); the server side of the sequence is `server/upgrade/`.
+//! injection); the server side of the sequence is `server/continuity/upgrade/`.
 //! ARCHITECTURE.md and docs/design/upgrade.md have the state machine.
 
 #[cfg(any(debug_assertions, feature = "fault-injection"))]

@@ -138,6 +138,44 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Frame<'_>, usize)>, DecodeError> {
     )))
 }
 
+/// A frame from the client, by kind, its payload read: what the server
+/// acts on (the client's side has `client::ServerFrame`).
+#[derive(Debug, PartialEq, Eq)]
+pub enum ClientFrame<'a> {
+    /// `client::INPUT`: bytes for the pane.
+    Input(&'a [u8]),
+    /// `client::RESIZE`: the new size, unclamped; `None` for a payload
+    /// that is not four bytes (ignored).
+    Resize(Option<(u16, u16)>),
+    Detach,
+    Redraw,
+    /// `client::TTY`: the fd came beside the frame.
+    Tty,
+    DirectAck,
+    DirectPause,
+    /// `client::KEYS_ON`: its payload holds the prefix key.
+    KeysOn(&'a [u8]),
+    /// A kind this side does not know: ignored, as frames are
+    /// forward-compatible by design.
+    Unknown(u8),
+}
+
+impl<'a> ClientFrame<'a> {
+    pub fn of(f: &Frame<'a>) -> ClientFrame<'a> {
+        match f.kind {
+            client::INPUT => ClientFrame::Input(f.payload),
+            client::RESIZE => ClientFrame::Resize(parse_resize(f.payload)),
+            client::DETACH => ClientFrame::Detach,
+            client::REDRAW => ClientFrame::Redraw,
+            client::TTY => ClientFrame::Tty,
+            client::DIRECT_ACK => ClientFrame::DirectAck,
+            client::DIRECT_PAUSE => ClientFrame::DirectPause,
+            client::KEYS_ON => ClientFrame::KeysOn(f.payload),
+            kind => ClientFrame::Unknown(kind),
+        }
+    }
+}
+
 pub fn resize_payload(cols: u16, rows: u16) -> [u8; 4] {
     let c = cols.to_be_bytes();
     let r = rows.to_be_bytes();

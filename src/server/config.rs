@@ -30,7 +30,7 @@
 //! exists, with a deprecation notice among the problems: nothing is
 //! migrated behind the user's back.
 
-use super::resume_rules::{ResumeRules, Rule};
+use super::persistence::resume_rules::{ResumeRules, Rule};
 use crate::model::RestorePolicy;
 use crate::persist::files::{self, FileError};
 use crate::term::TermConfig;
@@ -156,8 +156,8 @@ impl Default for UserConfig {
             restore: RestorePolicy::default(),
             save_debounce: super::persistence::SAVE_DEBOUNCE,
             save_max_delay: super::persistence::SAVE_MAX_DELAY,
-            upgrade_timeout: super::upgrade::DEFAULT_TIMEOUT,
-            upgrade_probation: super::upgrade::PROBATION,
+            upgrade_timeout: super::continuity::upgrade::DEFAULT_TIMEOUT,
+            upgrade_probation: super::continuity::upgrade::PROBATION,
             shell_integration: true,
             window_size: WindowSize::Latest,
             wait_timeout: DEFAULT_WAIT_TIMEOUT,

@@ -1,12 +1,12 @@
 //! The loop, top to bottom: poll with the nearest deadline as timeout,
-//! dispatch each ready token to its handler (pane I/O in `pane_io`,
-//! connection I/O in `conn_io`), revisit the backlog, fire due timers, then
+//! dispatch each ready token to its handler (pane I/O in `panes::io`,
+//! connection I/O in `clients::io`), revisit the backlog, fire due timers, then
 //! flush clients and close finished connections. Pane reading stops early
 //! when a client connects or sends something (`arrivals`). Nothing here
 //! blocks: every fd is non-blocking, every read has a per-wakeup budget,
 //! every queue a bound.
 
-use super::pane::ExitReason;
+use super::panes::pane::ExitReason;
 use super::timers::TimerKind;
 use super::{LISTENER, PREDECESSOR, SIGNALS, Server, Source, UPGRADE, WAKE};
 use crate::sys::{SIGCHLD, SIGHUP, SIGINT, SIGTERM};
@@ -60,11 +60,11 @@ impl Server {
                 return Err(format!("poll failed: {e}"));
             }
             let polled = Instant::now();
-            self.pane_turn_until = polled + super::pane_io::PANE_TURN_BUDGET;
+            self.pane_turn_until = polled + super::panes::io::PANE_TURN_BUDGET;
             // This poll serves what ended the last turn's pane reading, and
             // saw whatever else had arrived.
             self.arrival_seen = false;
-            self.next_arrival_check = polled + super::pane_io::ARRIVAL_CHECK_EVERY;
+            self.next_arrival_check = polled + super::panes::io::ARRIVAL_CHECK_EVERY;
             for event in events.iter() {
                 // An earlier event of this batch may have paused us for an
                 // upgrade: from then on the listener, the panes and the
@@ -86,7 +86,7 @@ impl Server {
             // waiting there (a full PTY raises no new edge). A client that
             // arrived meanwhile keeps the turn spent (`arrival_seen`): the
             // next poll serves it first.
-            self.pane_turn_until = Instant::now() + super::pane_io::PANE_TURN_BUDGET;
+            self.pane_turn_until = Instant::now() + super::panes::io::PANE_TURN_BUDGET;
             if self.echo_wait.is_none() {
                 self.revisit_backlog();
             }
@@ -178,7 +178,7 @@ impl Server {
                 SIGTERM | SIGINT => {
                     self.log.log(
                         "stopping",
-                        &format!("received {}", super::pane::signal_name(signal)),
+                        &format!("received {}", super::panes::pane::signal_name(signal)),
                     );
                     self.stop_during_upgrade();
                     self.stopping = true;
@@ -195,7 +195,7 @@ impl Server {
     /// for many exits.
     pub(super) fn reap_children(&mut self) {
         while let Some((pid, exit)) = crate::sys::reap_any_child() {
-            let status = super::pane_exit::exit_status(exit);
+            let status = super::panes::exit::exit_status(exit);
             if self.upgrade.child_pid() == Some(pid) {
                 self.on_upgrade_child_exit(status);
                 continue;

@@ -184,7 +184,8 @@ impl Server {
     fn refuse_pending(&mut self) {
         let mut refused = 0;
         while self.fds.reserve.take().is_some() {
-            let Ok(mut stream) = super::listener::accept(&mut self.listener, self.poll.registry())
+            let Ok(mut stream) =
+                crate::transport::listener::accept(&mut self.listener, self.poll.registry())
             else {
                 self.fds.reserve = open_reserve();
                 break;

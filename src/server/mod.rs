@@ -2,80 +2,70 @@
 //!
 //! `run` (`start.rs`) claims the namespace (lock, then socket), builds the
 //! [`Server`] and hands it to the loop in `event_loop`. Requests are
-//! handled in `requests`, attached connections in `attach`, parked
-//! `pane.wait`s in `waits`.
+//! dispatched in `requests`, parked `pane.wait`s answered in `waits`.
+//! What this folder holds at its top is where the subsystems meet: the
+//! loop, the dispatch, the timers and the event log. The subsystems have
+//! a folder each:
 //!
-//! Windows (docs/design/windows.md) swaps whole modules here and
-//! nowhere else: `start_windows.rs` (the named mutex and pipe instead of
-//! `flock` and socket, no keeper to fork), `listener_windows.rs` (pipe
-//! instances for the socket), `pane_fds_windows.rs` (panes woken through
-//! `pty::PaneWakes` instead of polled fds), `keeperless.rs` (no keeper:
-//! a pseudo console cannot be handed to another process) and
-//! `upgrade_windows.rs` (restore-mode upgrades only, for the same reason).
-//! What serves only the live upgrade and the keeper (pane and connection
-//! state carried across, paused serving, rings) is built on Windows but
-//! unused there, hence the `dead_code` allowance for that target.
+//! - `panes/`: the panes, their fds, output and input, spawn and exit;
+//! - `clients/`: the connections, attachments and a client's terminal;
+//! - `continuity/`: what keeps panes alive across processes (the keeper,
+//!   its link, the rings, the live upgrade);
+//! - `persistence/`: the snapshot, when it is saved and what a start-up
+//!   restores from it.
+//!
+//! The server's side of the transport (the listener) is in `transport/`
+//! beside the client's; the fuzz targets' entry points into the server
+//! are in `src/fuzzing/server.rs`, compiled here as `server::fuzzing` so
+//! they reach the parsers this module keeps private.
+//!
+//! Windows (docs/design/windows.md) swaps whole modules, never lines:
+//! `start_windows.rs` here (the named mutex and pipe instead of `flock`
+//! and socket, no keeper to fork), `transport/listener_windows.rs` (pipe
+//! instances for the socket), `panes/fds_windows.rs` (panes woken through
+//! `pty::PaneWakes` instead of polled fds), and in `continuity/` the one
+//! stand-in for the keeper and the live upgrade (its `mod.rs` says the
+//! contract). What serves only the live upgrade and the keeper (pane and
+//! connection state carried across, paused serving, rings) is built on
+//! Windows but unused there, hence the `dead_code` allowance for that
+//! target.
 
 #![cfg_attr(windows, allow(dead_code))]
 
-mod arrivals;
-mod attach;
 pub mod config;
-mod conn_io;
-mod connection;
 mod defaults;
 mod diagnostics;
-#[cfg(unix)]
-mod direct_tty;
 mod event_loop;
 mod events;
 mod fd_budget;
 #[cfg(unix)]
+#[path = "../fuzzing/server.rs"]
 pub(crate) mod fuzzing;
-#[cfg(unix)]
-mod history_log;
-#[cfg_attr(windows, path = "keeperless.rs")]
-mod keeper_link;
-mod line_budget;
-#[cfg_attr(windows, path = "listener_windows.rs")]
-mod listener;
-mod output_log;
-#[cfg(unix)]
-mod output_ring;
-// No keeper, no rings: the uninhabited ring type lives with the stand-in.
-#[cfg(windows)]
-use keeper_link as output_ring;
-mod pane;
-mod pane_exit;
-#[cfg_attr(windows, path = "pane_fds_windows.rs")]
-mod pane_fds;
-mod pane_io;
-mod persistence;
-mod replay;
 mod requests;
-mod restore;
-mod resume_rules;
-mod serving;
-mod spawn;
 #[cfg_attr(windows, path = "start_windows.rs")]
 mod start;
 mod timers;
-#[cfg(unix)]
-mod tty_keys;
-#[cfg_attr(windows, path = "upgrade_windows.rs")]
-mod upgrade;
 mod waits;
 mod workspaces;
+
+// The subsystems, one folder each; each folder's `mod.rs` says what it
+// owns and, where Windows has a stand-in, the contract both sides keep.
+mod clients;
+mod continuity;
+mod panes;
+mod persistence;
 
 pub use start::run;
 
 use crate::paths::NamespacePaths;
 use crate::persist;
-use connection::{ConnId, ConnMode, Connection};
+use crate::transport::listener;
+use clients::arrivals;
+use clients::connection::{ConnId, ConnMode, Connection};
+use continuity::{keeper_link, serving, succession, upgrade};
 use diagnostics::Diagnostics;
 use events::EventLog;
 use mio::{Poll, Token};
-use pane::Pane;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::time::Instant;
 use timers::Timers;
@@ -132,12 +122,10 @@ pub struct Server {
     /// The flock on it is our claim on the namespace; a live upgrade hands
     /// it on with the fd.
     lock: listener::InstanceLock,
-    panes: BTreeMap<u64, Box<Pane>>,
+    panes: panes::Panes,
     conns: HashMap<ConnId, Connection>,
     sources: HashMap<Token, Source>,
     next_token: usize,
-    /// Public pane ids are never reused within a server's life.
-    next_pane_id: u64,
     next_wait_id: u64,
     events: EventLog,
     timers: Timers,
@@ -152,17 +140,17 @@ pub struct Server {
     /// Until when this turn of the loop may read pane output; past it,
     /// ready panes wait on the backlog for the next turn, so the listener
     /// and the connections are served every few milliseconds however many
-    /// panes flood (`pane_io::PANE_TURN_BUDGET`).
+    /// panes flood (`panes::io::PANE_TURN_BUDGET`).
     pane_turn_until: Instant,
     /// A pane an attached client just typed into, and until when the loop
     /// waits for its echo before going back to the backlog's busy panes
-    /// (`pane_io::ECHO_WAIT`).
+    /// (`panes::io::ECHO_WAIT`).
     echo_wait: Option<(u64, Instant)>,
     /// Whether a client connected or sent something meanwhile, asked
-    /// while pane output is read (`pane_io::ARRIVAL_CHECK_EVERY`).
+    /// while pane output is read (`panes::io::ARRIVAL_CHECK_EVERY`).
     arrivals: arrivals::Arrivals,
     /// When pane reading next stops to ask `arrivals`
-    /// (`pane_io::ARRIVAL_CHECK_EVERY` after the last check or poll).
+    /// (`panes::io::ARRIVAL_CHECK_EVERY` after the last check or poll).
     next_arrival_check: Instant,
     /// An arrival ended this turn's pane reading: the backlog waits for the
     /// next turn, whose poll serves the arrival first.
@@ -191,18 +179,9 @@ pub struct Server {
     serving: serving::Serving,
     /// Figures of the last upgrade, for `server.status`.
     last_upgrade: serde_json::Value,
-    /// On a server started by an upgrade: the server it took over from
-    /// (pid, version, binary), for the report.
-    upgraded_from: serde_json::Value,
-    /// On a server started by an upgrade: the `server.upgrade` request to
-    /// answer once it serves.
-    upgrade_caller: Option<(ConnId, serde_json::Value)>,
-    /// On a server started by an upgrade: when it committed (probation's
-    /// length in the report).
-    committed_at: Option<std::time::Instant>,
-    /// While the previous generation is in probation it may still take
-    /// everything back, so no new upgrade may start: this is its channel.
-    predecessor: Option<keeper_link::Channel>,
+    /// On a server started by an upgrade: where it came from, the request
+    /// to answer, and the predecessor's probation.
+    succession: succession::Succession,
     /// A SIGHUP (`systemctl reload`, the reaper forwarding one) came while
     /// an upgrade ran or its probation lasted: run it once that is over.
     sighup_pending: bool,
@@ -312,11 +291,10 @@ impl Server {
             pane_wakes,
             socket_dev_ino,
             lock,
-            panes: BTreeMap::new(),
+            panes: panes::Panes::new(),
             conns: HashMap::new(),
             sources: HashMap::new(),
             next_token: FIRST_DYNAMIC_TOKEN,
-            next_pane_id: 1,
             next_wait_id: 1,
             events: EventLog::new(),
             timers: Timers::default(),
@@ -342,10 +320,7 @@ impl Server {
             lineage_reader: None,
             serving: serving::Serving::Owned,
             last_upgrade: serde_json::Value::Null,
-            upgraded_from: serde_json::Value::Null,
-            upgrade_caller: None,
-            committed_at: None,
-            predecessor: None,
+            succession: Default::default(),
             sighup_pending: false,
             config,
             config_problems,
@@ -417,19 +392,8 @@ impl Server {
             let _ = conn.flush();
         }
         // One pass over /proc for all sessions, not one per pane.
-        let sids: Vec<i32> = self
-            .panes
-            .values()
-            .filter_map(|p| match *p.state() {
-                pane::PaneState::Running(child) => Some(child.sid),
-                _ => None,
-            })
-            .collect();
-        crate::pty::hang_up_sessions(&sids);
-        let registry = self.poll.registry();
-        for pane in self.panes.values_mut() {
-            pane.close_fds(registry);
-        }
+        crate::pty::hang_up_sessions(&self.panes.running_sessions());
+        self.panes.close_all_fds(self.poll.registry());
         listener::unlink_if_ours(
             &self.paths.socket(),
             self.socket_dev_ino.0,
@@ -444,9 +408,6 @@ impl Drop for Server {
     /// server dropped without either (an import that failed part-way)
     /// still takes them out of its poll first, as `PaneFds` requires.
     fn drop(&mut self) {
-        let registry = self.poll.registry();
-        for pane in self.panes.values_mut() {
-            pane.close_fds(registry);
-        }
+        self.panes.close_all_fds(self.poll.registry());
     }
 }

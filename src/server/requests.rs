@@ -3,8 +3,8 @@
 //! that says what is wrong and leaves the connection usable.
 
 use super::Server;
-use super::connection::{ConnId, ConnMode};
-use super::pane::ExitReason;
+use super::clients::connection::{ConnId, ConnMode};
+use super::panes::pane::ExitReason;
 use super::waits::{Wait, WaitCondition};
 use crate::model::PaneId;
 use crate::protocol::events::Event;
@@ -199,7 +199,7 @@ impl Server {
                     // replay never overflows its queue.
                     c.subscribed = true;
                     c.replay_after = Some(since);
-                    super::replay::continue_replay(c, &self.events);
+                    super::clients::replay::continue_replay(c, &self.events);
                 }
                 Ok(None)
             }
@@ -358,7 +358,7 @@ impl Server {
                     (end, false)
                 }
             };
-        pane.add_ack(super::pane::PendingAck {
+        pane.add_ack(super::panes::pane::PendingAck {
             conn,
             rpc_id: rpc_id.clone(),
             end_offset,
@@ -516,7 +516,7 @@ impl Server {
 /// A text wait from `pane.wait`'s params: from the output after
 /// `after_output` (default: now), the regex compiled.
 fn text_wait(
-    pane: &super::pane::Pane,
+    pane: &super::panes::pane::Pane,
     text: String,
     req: &methods::PaneWait,
 ) -> Result<super::waits::TextWait, RpcError> {

@@ -18,7 +18,7 @@ pub fn run(opts: ServerOptions) -> Result<(), StartError> {
     // continues here, holding everything it held.
     // SAFETY: no other thread runs yet; only our previous image (the
     // keeper) names these fds.
-    if let Some(keeper) = unsafe { crate::keeper::Keeper::resume_from_env() } {
+    if let Some(keeper) = unsafe { crate::server::continuity::keeper::Keeper::resume_from_env() } {
         std::process::exit(keeper.run());
     }
     // A keeper killed under systemd left its fds in the unit's fd store
@@ -28,7 +28,8 @@ pub fn run(opts: ServerOptions) -> Result<(), StartError> {
     let stored = unsafe { crate::service::fd_store::take_passed() };
     if !stored.is_empty() {
         let count = stored.len();
-        match crate::keeper::Keeper::adopt(stored, opts.paths.namespace.clone()) {
+        match crate::server::continuity::keeper::Keeper::adopt(stored, opts.paths.namespace.clone())
+        {
             Ok(keeper) => {
                 // SAFETY: still the only thread.
                 unsafe { crate::service::fd_store::forget_passed() };
@@ -64,12 +65,12 @@ pub fn run(opts: ServerOptions) -> Result<(), StartError> {
             crate::sys::take_inherited_fd(READY_FD_ENV, crate::sys::FdKind::Pipe)
                 .ok()
                 .flatten(),
-            crate::keeper::lineage_from_env(),
+            crate::server::continuity::keeper::lineage_from_env(),
         )
     };
     let paths = opts.paths;
     ignore_sigxfsz();
-    crate::keeper::become_subreaper();
+    crate::server::continuity::keeper::become_subreaper();
     paths.prepare_runtime_dir().map_err(|e| e.to_string())?;
     let lock = listener::lock_namespace(&paths).map_err(|e| StartError {
         already_served: e.kind() == std::io::ErrorKind::AddrInUse,
@@ -97,7 +98,9 @@ pub fn run(opts: ServerOptions) -> Result<(), StartError> {
         Some(l) => Some(l),
         // The bench's baseline (and a way out should the keeper misbehave):
         // a server alone, no rings, no checkpoints, no crash recovery.
-        None if std::env::var_os(crate::keeper::NO_KEEPER_ENV).is_some() => None,
+        None if std::env::var_os(crate::server::continuity::keeper::NO_KEEPER_ENV).is_some() => {
+            None
+        }
         None => fork_keeper(
             &paths,
             std::os::fd::AsRawFd::as_raw_fd(&bound.listener),
@@ -139,9 +142,9 @@ pub fn run(opts: ServerOptions) -> Result<(), StartError> {
     }
     server.lineage = lineage;
     server.keeper_serving(namespace_fds, true);
-    if let Ok(why) = std::env::var(crate::keeper::RECOVERY_ENV) {
+    if let Ok(why) = std::env::var(crate::server::continuity::keeper::RECOVERY_ENV) {
         // SAFETY: the disk thread never reads the environment.
-        unsafe { std::env::remove_var(crate::keeper::RECOVERY_ENV) };
+        unsafe { std::env::remove_var(crate::server::continuity::keeper::RECOVERY_ENV) };
         server.log.log(
             "recovered",
             &format!("{why}; the keeper's crash loop gave up on its checkpoint: started from the snapshot on disk"),
@@ -156,7 +159,7 @@ pub fn run(opts: ServerOptions) -> Result<(), StartError> {
     Ok(server.serve()?)
 }
 
-/// Forks: the parent becomes the keeper (`crate::keeper`) and never
+/// Forks: the parent becomes the keeper (`continuity::keeper`) and never
 /// returns; the child goes on as the serving process with its end of the
 /// channel. `None` (with the reason logged to stderr) if the keeper could
 /// not be made: the server then serves alone, as the first generation.
@@ -167,7 +170,7 @@ fn fork_keeper(
     ready: Option<&std::os::fd::OwnedFd>,
 ) -> Result<Option<std::os::fd::OwnedFd>, String> {
     use std::os::fd::AsRawFd;
-    let (keeper_end, server_end) = match crate::keeper::channel() {
+    let (keeper_end, server_end) = match crate::server::continuity::keeper::channel() {
         Ok(pair) => pair,
         Err(e) => {
             eprintln!("ptyd: no keeper (creating its channel: {e}); serving without one");
@@ -219,7 +222,7 @@ fn fork_keeper(
                     unsafe { libc::close(fd) };
                 }
             }
-            let keeper = crate::keeper::Keeper::new(
+            let keeper = crate::server::continuity::keeper::Keeper::new(
                 keeper_end,
                 child.as_raw(),
                 paths.namespace.clone(),

@@ -11,7 +11,7 @@
 //!   (`upgrade_windows.rs`);
 //! - no socket activation or fd store (systemd's).
 
-use super::upgrade::PREDECESSOR_ENV;
+use super::continuity::upgrade::PREDECESSOR_ENV;
 use super::{LISTENER, Server, ServerOptions, StartError, listener};
 use crate::persist;
 use std::time::Duration;

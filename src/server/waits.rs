@@ -3,8 +3,8 @@
 //! answers exactly once. A closed connection drops its waits.
 
 use super::Server;
-use super::connection::ConnId;
-use super::pane::Pane;
+use super::clients::connection::ConnId;
+use super::panes::Panes;
 use super::timers::TimerKind;
 use crate::model::PaneId;
 use crate::protocol::{ErrorCode, RpcError};
@@ -50,7 +50,7 @@ pub struct TextWait {
 
 impl TextWait {
     /// Advances over new output; true on a match.
-    fn search(&mut self, log: &super::output_log::OutputLog) -> bool {
+    fn search(&mut self, log: &super::panes::output_log::OutputLog) -> bool {
         if self.after_command_start {
             match log.command_start_from(self.from) {
                 Some(mark) => {
@@ -135,11 +135,7 @@ pub struct Wait {
 
 /// The answer a wait gets now, or `None` if it must keep waiting. Text
 /// waits advance their search position.
-fn outcome(
-    panes: &BTreeMap<u64, Box<Pane>>,
-    wait: &mut Wait,
-    now: Instant,
-) -> Option<Result<Value, RpcError>> {
+fn outcome(panes: &Panes, wait: &mut Wait, now: Instant) -> Option<Result<Value, RpcError>> {
     let Some(pane) = panes.get(&wait.pane) else {
         return Some(Err(RpcError::new(
             ErrorCode::NotFound,
@@ -202,7 +198,7 @@ fn outcome(
 
 /// Checks the waits `select` picks and returns the answered ones.
 fn ready_waits(
-    panes: &BTreeMap<u64, Box<Pane>>,
+    panes: &Panes,
     waits: &mut BTreeMap<u64, Wait>,
     now: Instant,
     select: impl Fn(&Wait) -> bool,

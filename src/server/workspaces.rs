@@ -141,7 +141,7 @@ impl Server {
                     p,
                     crate::sys::SIGKILL,
                     std::time::Duration::ZERO,
-                    super::pane::ExitReason::Killed,
+                    super::panes::pane::ExitReason::Killed,
                 );
             }
             self.remove_pane(p);

@@ -49,7 +49,7 @@
 //! the peer check), console control events as the server's signals, the
 //! attach client's console modes and input, and Wine detection for tests.
 //! The items above that need a keeper or fd passing have no equivalent
-//! there (the server does without, `server/keeperless.rs`):
+//! there (the server does without, `server/continuity/keeperless.rs`):
 //!
 //! | Unix item | Windows |
 //! |---|---|

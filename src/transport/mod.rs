@@ -12,10 +12,13 @@
 //! | the client checks the server | the socket's directory is ours | the server process's token user is ours |
 //! | accepting in mio | `UnixListener`, one fd | one pending pipe instance; each connection consumes it and a new one is made ([`windows::PipeListener`]) |
 //!
-//! The server's side is `server/listener.rs` (Unix) and
-//! `server/listener_windows.rs` on top of [`windows::PipeListener`]; the
+//! The server's side is `listener.rs` (Unix) and `listener_windows.rs`
+//! on top of [`windows::PipeListener`], swapped whole with the same
+//! names (`Listener`, `Stream`, `InstanceLock`, `peer_of`, ...); the
 //! client's is here: [`ClientStream`] and [`connect`].
 
+#[cfg_attr(windows, path = "listener_windows.rs")]
+pub(crate) mod listener;
 #[cfg(windows)]
 pub mod windows;
 

@@ -42,7 +42,7 @@ pub struct ServerClaim {
 }
 
 /// Claims the current user's `namespace` for a server, as
-/// `server/listener.rs` does on Unix: first the lock (a named mutex, which
+/// `transport/listener.rs` does on Unix: first the lock (a named mutex, which
 /// Wine enforces too), then the pipe's first instance (which Windows also
 /// refuses if any process serves the name). Refused with `AddrInUse` if a
 /// server of ours runs there, `PermissionDenied` if another user holds the

@@ -1,0 +1,883 @@
+//! Attached connections: the switch from JSON lines to frames, the redraw a
+//! new client gets, input and resizes from clients, and the EXIT frame that
+//! always ends an attachment so a client knows not to reconnect.
+//!
+//! Size policy is the config's `window_size`, as tmux's `window-size`:
+//! `latest` (the default: the pane takes the size of the client that last
+//! attached, typed or resized), `smallest` or `largest` (of every client
+//! that may resize). It is applied again whenever a client attaches,
+//! types, resizes or leaves, so the size follows the remaining clients.
+//! Read-only clients never type or resize the pane, and do not count.
+//! A client whose size differs from the pane's is shown views drawn from
+//! the terminal model at its own size (`connection::View`), never raw
+//! output meant for another width.
+//!
+//! Also here: the client list (`client.list`) and detaching clients by
+//! pane, by number or all at once (`client.detach`, `attach -d`).
+
+use super::connection::{ConnId, ConnMode, Connection, View};
+use crate::model::PaneId;
+use crate::protocol::events::Event;
+use crate::protocol::frame::{self, ClientFrame};
+use crate::protocol::methods;
+use crate::protocol::replies::{ClientInfo, ClientList, Detached};
+use crate::protocol::{ErrorCode, RpcError};
+use crate::server::config::WindowSize;
+use crate::server::panes::Panes;
+use crate::server::panes::pane::MAX_PENDING_INPUT;
+use crate::server::timers::TimerKind;
+use crate::server::{Server, Source};
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+/// How long an attached client's input may be held (see
+/// `Server::hold_input`) while its pane's program reads none of its input.
+pub const INPUT_STALL: Duration = Duration::from_secs(5);
+
+/// The payload bytes of the whole INPUT frames in `buf`.
+fn input_bytes(mut buf: &[u8]) -> usize {
+    let mut n = 0;
+    while let Ok(Some((f, used))) = frame::decode(buf) {
+        if let ClientFrame::Input(payload) = ClientFrame::of(&f) {
+            n += payload.len();
+        }
+        buf = &buf[used..];
+    }
+    n
+}
+
+/// Most bytes of history printed for an attaching client (its newest
+/// lines); the client's output queue holds 4 MiB.
+const HISTORY_REPLAY_BYTES: usize = 2 << 20;
+/// History goes out in frames of this size (a frame holds 1 MiB at most).
+const HISTORY_FRAME_BYTES: usize = 256 << 10;
+
+impl Server {
+    pub(in crate::server) fn attach(
+        &mut self,
+        conn: ConnId,
+        rpc_id: &Value,
+        req: methods::Attach,
+    ) -> Result<(), RpcError> {
+        let id = self.resolve_target(&req.target)?;
+        if let Some(from) = &req.from_pane
+            && self.resolve_target(from).ok() == Some(id)
+        {
+            return Err(RpcError::new(
+                ErrorCode::SelfAttach,
+                format!(
+                    "pane {} is the pane this client runs in: attaching to it would feed its \
+                     output back into itself; attach from another terminal",
+                    PaneId::new(id)
+                ),
+            ));
+        }
+        let Some(c) = self.conns.get(&conn) else {
+            return Ok(());
+        };
+        if !matches!(c.mode, ConnMode::Rpc) {
+            return Err(RpcError::new(
+                ErrorCode::InvalidRequest,
+                "this connection is already attached",
+            ));
+        }
+        let pane = &self.panes[&id];
+        let (cols, rows) = match (req.cols, req.rows) {
+            (Some(c), Some(r)) => crate::pty::clamp_size(u32::from(c), u32::from(r)),
+            _ => (pane.cols(), pane.rows()),
+        };
+        let public_id = pane.public_id();
+        // From the response on, the connection carries frames only: event
+        // lines (the resize below emits one) would corrupt the stream.
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.subscribed = false;
+            c.replay_after = None;
+        }
+        self.respond(
+            conn,
+            rpc_id,
+            Ok(json!({ "pane": public_id, "framing": "ptyd-frames-1" })),
+        );
+        if req.detach_others {
+            let others = self.clients_of(id);
+            let payload = json!({
+                "reason": "detached",
+                "message": format!("detached: another client attached to {public_id} with -d"),
+            });
+            for other in others {
+                self.end_attachment(other, &payload, false);
+            }
+        }
+        // A watcher never types or resizes: it is never the latest.
+        let active = if req.read_only {
+            0
+        } else {
+            self.next_activity()
+        };
+        // Attached before the size policy runs, so it counts this client.
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.mode = ConnMode::Attached {
+                pane: id,
+                read_only: req.read_only,
+                cols,
+                rows,
+            };
+            c.attached_unix_ms = crate::clock::unix_ms();
+            c.active = active;
+        }
+        if !req.read_only {
+            self.apply_size_policy(id);
+            // The pane a bare `ptyd attach` comes back to.
+            if self.tree.focus(PaneId::new(id)) {
+                self.mark_dirty();
+            }
+        }
+        let pane = &self.panes[&id];
+        // History first, on the client's main screen (a client on its
+        // alternate screen has no scrollback to put it in).
+        let history = match req.history {
+            Some(n) if n > 0 && !req.alt_screen => {
+                pane.screen()
+                    .history_replay(n as usize, HISTORY_REPLAY_BYTES, rows)
+            }
+            _ => Vec::new(),
+        };
+        let mut cache = None;
+        let redraw = if (pane.cols(), pane.rows()) != (cols, rows) {
+            let mut view = crate::term::ViewCache::default();
+            let bytes = pane.screen().view_update(cols, rows, &mut view);
+            cache = Some(view);
+            bytes
+        } else if req.alt_screen {
+            pane.screen().redraw_flat(cols, rows)
+        } else {
+            pane.screen().redraw(cols, rows)
+        };
+        let ended = match pane.held_reason() {
+            Some(why) => Some(json!({
+                "reason": "pane_held",
+                "pane": public_id,
+                "held_reason": why,
+                "message": format!("pane {public_id} is held (no process): {why}"),
+            })),
+            None => (!pane.is_running()).then(
+                || json!({ "reason": "pane_exited", "pane": public_id, "exit": pane.exit_json() }),
+            ),
+        };
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return Ok(());
+        };
+        c.view = View {
+            flat: req.alt_screen,
+            cache,
+            stale: false,
+            when_behind: req.when_behind,
+            cut_off: false,
+        };
+        for chunk in history.chunks(HISTORY_FRAME_BYTES) {
+            if !c.queue_frame(frame::server::OUTPUT, chunk) {
+                return Ok(());
+            }
+        }
+        if !c.queue_frame(frame::server::OUTPUT, &redraw) {
+            return Ok(());
+        }
+        let peer_pid = c.peer.pid;
+        if let Some(payload) = ended {
+            self.end_attachment(conn, &payload, false);
+            return Ok(());
+        }
+        self.emit(Event::ClientAttached {
+            pane: public_id,
+            client: conn,
+            pid: peer_pid,
+            read_only: req.read_only,
+        });
+        Ok(())
+    }
+
+    /// Output of `pane` read just now, for its attached clients: forwarded
+    /// as it is to a client of the pane's size, unless the screen switched
+    /// and the client must not see switches (`View::flat`), or the client
+    /// asked to be redrawn when it falls behind and is (`Connection::behind`:
+    /// the pane never waits for it); every other client's view is marked
+    /// stale and drawn from the model before the next flush, or, for a
+    /// client that fell behind, once it has caught up.
+    pub(in crate::server) fn broadcast_output(&mut self, pane: u64, bytes: &[u8], switched: bool) {
+        let Some(size) = self.panes.get(&pane).map(|p| (p.cols(), p.rows())) else {
+            return;
+        };
+        let mut too_slow = Vec::new();
+        for (id, conn) in &mut self.conns {
+            let ConnMode::Attached {
+                pane: p,
+                cols,
+                rows,
+                ..
+            } = conn.mode
+            else {
+                continue;
+            };
+            if p != pane || conn.closing.is_some() {
+                continue;
+            }
+            let raw = (cols, rows) == size
+                && conn.view.cache.is_none()
+                && !conn.view.stale
+                && !(switched && conn.view.flat);
+            if raw && conn.view.redraws_when_behind() && conn.behind() {
+                conn.view.cut_off = true;
+                conn.view.stale = true;
+                self.stale_views = true;
+            } else if !raw {
+                conn.view.stale = true;
+                self.stale_views = true;
+            } else if !conn.queue_frame(frame::server::OUTPUT, bytes) {
+                too_slow.push(*id);
+            }
+        }
+        for id in too_slow {
+            self.drop_too_slow(id);
+        }
+    }
+
+    pub(in crate::server) fn drop_too_slow(&mut self, id: ConnId) {
+        self.log.log(
+            "client_too_slow",
+            &format!(
+                "client {id} fell {} MiB behind; disconnected",
+                super::connection::MAX_OUTPUT_QUEUE >> 20
+            ),
+        );
+        let payload = json!({
+            "reason": "too_slow",
+            "message": "disconnected: this client read output too slowly and its queue filled; reattach to resume"
+        });
+        self.end_attachment(id, &payload, true);
+    }
+
+    /// Draws every stale view from its pane's model: clients of another
+    /// size than their pane get an update at their own size (only the rows
+    /// that changed); a client of the pane's size gets a full redraw and
+    /// is forwarded raw output again from then on. Called before output is
+    /// flushed, so a flood of output costs one view per loop turn. A
+    /// `when_behind: redraw` client that has not caught up yet is not
+    /// drawn: a view every turn would refill the queue it is behind on.
+    /// Its view stays stale (and `stale_views` set) until a flush drains
+    /// it (`flush_conns` then draws it at once).
+    pub(in crate::server) fn render_stale_views(&mut self) {
+        if !std::mem::take(&mut self.stale_views) {
+            return;
+        }
+        let mut too_slow = Vec::new();
+        let mut deferred = false;
+        for (id, conn) in &mut self.conns {
+            if !conn.view.stale {
+                continue;
+            }
+            if conn.view.redraws_when_behind() && !conn.caught_up() {
+                deferred = true;
+                continue;
+            }
+            let Some(bytes) = draw_view(conn, &self.panes) else {
+                continue;
+            };
+            if !bytes.is_empty() && !conn.queue_frame(frame::server::OUTPUT, &bytes) {
+                too_slow.push(*id);
+            }
+        }
+        self.stale_views |= deferred;
+        for id in too_slow {
+            self.drop_too_slow(id);
+        }
+    }
+
+    /// After the pane's or a client's size changed: clients whose size now
+    /// differs from the pane's are drawn from the model, a client whose
+    /// size now matches gets a redraw and raw output again.
+    pub(in crate::server) fn refresh_views(&mut self, pane: u64) {
+        let Some(size) = self.panes.get(&pane).map(|p| (p.cols(), p.rows())) else {
+            return;
+        };
+        for conn in self.conns.values_mut() {
+            let ConnMode::Attached {
+                pane: p,
+                cols,
+                rows,
+                ..
+            } = conn.mode
+            else {
+                continue;
+            };
+            if p == pane && ((cols, rows) != size || conn.view.cache.is_some()) {
+                conn.view.stale = true;
+                self.stale_views = true;
+            }
+        }
+    }
+
+    pub(in crate::server) fn handle_frame(&mut self, conn: ConnId, frame: ClientFrame) {
+        #[cfg(unix)]
+        if matches!(
+            frame,
+            ClientFrame::Tty | ClientFrame::DirectAck | ClientFrame::DirectPause
+        ) {
+            self.direct_frame(conn, frame);
+            return;
+        }
+        #[cfg(unix)]
+        if let ClientFrame::KeysOn(payload) = frame {
+            self.keys_on(conn, payload);
+            return;
+        }
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        let ConnMode::Attached {
+            pane, read_only, ..
+        } = c.mode
+        else {
+            return;
+        };
+        match frame {
+            ClientFrame::Input(payload) if !read_only && !payload.is_empty() => {
+                if let Err((msg, public_id)) = self.type_into(conn, pane, payload) {
+                    // Dropping typed bytes unannounced would leave the user
+                    // believing they arrived: end the attachment saying so.
+                    let message = format!(
+                        "{msg}; {} typed bytes were not delivered, so the attachment ended. \
+                         Reattach with `ptyd attach {public_id}` once the program reads its input",
+                        payload.len(),
+                    );
+                    self.log.log("input_dropped", &message);
+                    let exit = json!({ "reason": "input_overflow", "message": message });
+                    self.end_attachment(conn, &exit, false);
+                }
+            }
+            ClientFrame::Resize(Some((c_cols, c_rows))) => {
+                let (c_cols, c_rows) = crate::pty::clamp_size(u32::from(c_cols), u32::from(c_rows));
+                c.mode = ConnMode::Attached {
+                    pane,
+                    read_only,
+                    cols: c_cols,
+                    rows: c_rows,
+                };
+                // A read-only client's size is its own view's, never
+                // the pane's.
+                if !read_only {
+                    let active = self.next_activity();
+                    if let Some(c) = self.conns.get_mut(&conn) {
+                        c.active = active;
+                    }
+                    self.apply_size_policy(pane);
+                }
+                self.refresh_views(pane);
+            }
+            ClientFrame::Detach => {
+                let payload = json!({ "reason": "detached", "message": "detached" });
+                self.end_attachment(conn, &payload, false);
+            }
+            ClientFrame::Redraw => {
+                c.view.cache = None;
+                c.view.stale = true;
+                self.stale_views = true;
+            }
+            // Unknown kinds, and input from read-only clients, are ignored:
+            // frames are forward-compatible by design.
+            _ => {}
+        }
+    }
+
+    /// Bytes attached client `conn` typed (an INPUT frame, or keys the
+    /// server read from its terminal: `tty_keys.rs`) go to `pane`, written
+    /// to its PTY in this same turn as far as it takes them. Typing makes
+    /// the client the latest (the size-setter under `latest`). Dropped if
+    /// the pane's process is not running; an error (the message, the
+    /// pane's public id) if its pending input has no room.
+    pub(in crate::server) fn type_into(
+        &mut self,
+        conn: ConnId,
+        pane: u64,
+        bytes: &[u8],
+    ) -> Result<(), (String, String)> {
+        // Nothing to re-evaluate if it already was the latest.
+        if !self.is_latest(conn, pane) {
+            let active = self.next_activity();
+            if let Some(c) = self.conns.get_mut(&conn) {
+                c.active = active;
+            }
+            self.apply_size_policy(pane);
+        }
+        let Some(p) = self.panes.get_mut(&pane) else {
+            return Ok(());
+        };
+        if !p.is_running() {
+            return Ok(());
+        }
+        if let Err(msg) = p.queue_input(bytes) {
+            return Err((msg, p.public_id().to_string()));
+        }
+        self.flush_pane_input(pane);
+        // Its echo goes ahead of the busy panes on the backlog (unless the
+        // pane is one of them: its echo is behind its own output anyway).
+        if self
+            .panes
+            .get(&pane)
+            .is_some_and(|p| p.pending_input() == 0 && !p.is_backlogged())
+        {
+            self.echo_wait = Some((pane, Instant::now() + crate::server::panes::io::ECHO_WAIT));
+        }
+        Ok(())
+    }
+
+    /// The direct-output handshake (`direct_tty.rs`): a `TTY` offer is
+    /// taken (output held for the terminal, `DIRECT_ON` queued) or refused
+    /// (`DIRECT_OFF`, logged); `DIRECT_ACK` starts the writing; a
+    /// `DIRECT_PAUSE` ends it (`DIRECT_OFF`, what the terminal had not
+    /// taken sent as OUTPUT after it). Frames out of turn change nothing.
+    #[cfg(unix)]
+    fn direct_frame(&mut self, conn: ConnId, frame: ClientFrame) {
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        if !matches!(c.mode, ConnMode::Attached { .. }) {
+            return;
+        }
+        // The handshake's frames are queued past the output bound (they
+        // must not be refused), so a client that keeps offering or pausing
+        // without reading its socket would grow its queue without end:
+        // past the bound it is dropped as any client that falls behind.
+        if c.queued() > super::connection::MAX_OUTPUT_QUEUE {
+            self.drop_too_slow(conn);
+            return;
+        }
+        match frame {
+            ClientFrame::Tty => {
+                let offered = c.pending_fd.take();
+                let checked = if c.is_direct() {
+                    Err("this client's terminal is already taken".to_string())
+                } else if c.closing.is_some() {
+                    Err("the attachment is ending".to_string())
+                } else {
+                    match offered {
+                        Some(fd) => super::direct_tty::check_offered(fd),
+                        None => Err("no fd came with the offer".to_string()),
+                    }
+                };
+                let (fd, readable) = match checked {
+                    Ok(checked) => checked,
+                    Err(why) => {
+                        c.queue_direct_off("refused");
+                        self.log.log(
+                            "direct_refused",
+                            &format!("client {conn} offered its terminal: {why}; output stays on the socket"),
+                        );
+                        return;
+                    }
+                };
+                let token = match c.tty_token {
+                    Some(token) => token,
+                    None => self.alloc_token(Source::Tty(conn)),
+                };
+                if let Some(c) = self.conns.get_mut(&conn) {
+                    c.hold_direct(fd, token, readable);
+                }
+            }
+            ClientFrame::DirectAck => c.direct.acknowledge(),
+            _ => c.leave_direct(
+                super::connection::Polls::of(&self.poll, &self.arrivals),
+                "paused",
+                true,
+            ),
+        }
+    }
+
+    /// Whether an INPUT frame of `len` bytes from attached client `conn`
+    /// must wait: its pane's pending input has no room for it. The frame
+    /// then stays in the connection's buffer and the socket is not read
+    /// (back-pressure: the client's writes block, as a terminal's do when
+    /// its program reads slowly) until the pane has taken half of what was
+    /// pending, or, if the program reads nothing for [`INPUT_STALL`], the
+    /// attachment ends with EXIT `input_overflow` (a stopped program must
+    /// not freeze its client forever; typed bytes are never dropped
+    /// silently).
+    pub(in crate::server) fn hold_input(&mut self, conn: ConnId, len: usize) -> bool {
+        let Some(c) = self.conns.get(&conn) else {
+            return false;
+        };
+        let ConnMode::Attached {
+            pane,
+            read_only: false,
+            ..
+        } = c.mode
+        else {
+            return false;
+        };
+        let Some(p) = self.panes.get(&pane) else {
+            return false;
+        };
+        if !p.is_running() || p.pending_input() + len <= MAX_PENDING_INPUT {
+            return false;
+        }
+        let written = p.written_total();
+        if let Some(c) = self.conns.get_mut(&conn)
+            && c.input_held.is_none()
+        {
+            let now = Instant::now();
+            c.input_held = Some((written, now));
+            self.input_held_for.insert(pane);
+            self.timers
+                .add(now + INPUT_STALL, TimerKind::InputStall(conn));
+        }
+        true
+    }
+
+    /// Pane `pane` has room for input again: its held clients are read
+    /// again (through the backlog, since their readiness was not acted on).
+    pub(in crate::server) fn release_held_input(&mut self, pane: u64) {
+        self.input_held_for.remove(&pane);
+        for (id, c) in &mut self.conns {
+            if !matches!(c.mode, ConnMode::Attached { pane: p, .. } if p == pane) {
+                continue;
+            }
+            if c.input_held.is_some() {
+                c.input_held = None;
+                self.backlog.push_back(Source::Conn(*id));
+            }
+            // Keys left in a client's terminal for want of room.
+            #[cfg(unix)]
+            if let Some(keys) = c.direct.keys_mut()
+                && keys.held.take().is_some()
+            {
+                self.backlog.push_back(Source::Tty(*id));
+            }
+        }
+    }
+
+    /// An attached client's input has been held for [`INPUT_STALL`]: if its
+    /// pane's program read some input meanwhile, wait on; if it read
+    /// nothing, end the attachment saying how much was not delivered.
+    pub(in crate::server) fn check_input_stall(&mut self, conn: ConnId, now: Instant) {
+        #[cfg(unix)]
+        self.check_keys_stall(conn, now);
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        let (Some((held_at, since)), ConnMode::Attached { pane, .. }) = (c.input_held, c.mode)
+        else {
+            return;
+        };
+        if now.duration_since(since) < INPUT_STALL {
+            return;
+        }
+        let Some(p) = self.panes.get(&pane) else {
+            c.input_held = None;
+            self.backlog.push_back(Source::Conn(conn));
+            return;
+        };
+        if p.written_total() > held_at {
+            c.input_held = Some((p.written_total(), now));
+            self.timers
+                .add(now + INPUT_STALL, TimerKind::InputStall(conn));
+            return;
+        }
+        let undelivered = input_bytes(&c.inbuf);
+        c.input_held = None;
+        c.inbuf.clear();
+        let message = format!(
+            "pane {} has {} bytes of input not yet read by its program (limit {MAX_PENDING_INPUT}) \
+             and it read none of it for {} s; {undelivered} typed bytes were not delivered, so the \
+             attachment ended. Reattach with `ptyd attach {}` once the program reads its input",
+            p.public_id(),
+            p.pending_input(),
+            INPUT_STALL.as_secs(),
+            p.public_id()
+        );
+        self.log.log("input_dropped", &message);
+        let exit = json!({ "reason": "input_overflow", "message": message });
+        self.end_attachment(conn, &exit, false);
+    }
+
+    /// Ends every attachment to `pane` with an EXIT frame.
+    pub(in crate::server) fn end_attachments(&mut self, pane: u64, payload: &Value) {
+        let ids: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| matches!(c.mode, ConnMode::Attached { pane: p, .. } if p == pane))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in ids {
+            self.end_attachment(id, payload, false);
+        }
+    }
+
+    /// Sends the final EXIT frame and closes the connection once it is
+    /// written. With `drop_queue`, output still queued is discarded first
+    /// (the client is too slow to ever take it).
+    pub(in crate::server) fn end_attachment(
+        &mut self,
+        conn: ConnId,
+        payload: &Value,
+        drop_queue: bool,
+    ) {
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        let ConnMode::Attached { pane, .. } = c.mode else {
+            return;
+        };
+        // Nothing goes to the client's terminal but through the client
+        // from here on: `DIRECT_OFF` and what its terminal had not taken
+        // go before the EXIT frame.
+        #[cfg(unix)]
+        c.leave_direct(
+            super::connection::Polls::of(&self.poll, &self.arrivals),
+            "ending",
+            !drop_queue,
+        );
+        // A view owed a drawing (a client that fell behind, or of another
+        // size, when the pane's last output came) is drawn now, whether it
+        // caught up or not: nothing will be sent after the EXIT frame.
+        if !drop_queue
+            && c.view.stale
+            && let Some(bytes) = draw_view(c, &self.panes)
+        {
+            // A queue too full for it gets the EXIT frame alone (below).
+            let _ = c.queue_frame(frame::server::OUTPUT, &bytes);
+        }
+        let body = serde_json::to_vec(payload).unwrap_or_default();
+        let mut exit_frame = Vec::new();
+        frame::encode(frame::server::EXIT, &body, &mut exit_frame);
+        if drop_queue || !c.queue(&exit_frame) {
+            c.replace_queue(&exit_frame);
+        }
+        c.mode = ConnMode::Rpc;
+        self.close_after_flush(conn);
+        let reason = payload["reason"].as_str().unwrap_or("detached").to_string();
+        self.note_detached(conn, pane, &reason);
+    }
+
+    /// After a client left `pane` (its connection is no longer attached):
+    /// announces it and lets the remaining clients set the size.
+    pub(in crate::server) fn note_detached(&mut self, conn: ConnId, pane: u64, reason: &str) {
+        self.emit(Event::ClientDetached {
+            pane: PaneId::new(pane),
+            client: conn,
+            reason: reason.to_string(),
+        });
+        // Not for a pane that ended: its clients are being let go one by
+        // one, and its last screen must not be reflowed meanwhile.
+        if !self.stopping && self.panes.get(&pane).is_some_and(|p| p.is_running()) {
+            self.apply_size_policy(pane);
+        }
+    }
+
+    /// The connections attached to `pane`, by number.
+    pub(in crate::server) fn clients_of(&self, pane: u64) -> Vec<ConnId> {
+        let mut ids: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| matches!(c.mode, ConnMode::Attached { pane: p, .. } if p == pane))
+            .map(|(id, _)| *id)
+            .collect();
+        ids.sort_unstable();
+        ids
+    }
+
+    /// A stamp above every attached client's: activity order survives a
+    /// live upgrade because the stamps travel with the connections.
+    pub(in crate::server) fn next_activity(&self) -> u64 {
+        self.conns.values().map(|c| c.active).max().unwrap_or(0) + 1
+    }
+
+    /// The most recently active client of `pane` (attached, typed or
+    /// resized last), read-only clients included.
+    fn latest_client(&self, pane: u64) -> Option<ConnId> {
+        self.conns
+            .iter()
+            .filter(|(_, c)| matches!(c.mode, ConnMode::Attached { pane: p, .. } if p == pane))
+            .max_by_key(|(id, c)| (c.active, **id))
+            .map(|(id, _)| *id)
+    }
+
+    fn is_latest(&self, conn: ConnId, pane: u64) -> bool {
+        self.latest_client(pane) == Some(conn)
+    }
+
+    /// Sets `pane`'s size from its clients that may resize, per the
+    /// `window_size` policy; with none left, the size stays.
+    pub(in crate::server) fn apply_size_policy(&mut self, pane: u64) {
+        let sizes: Vec<(u64, u16, u16)> = self
+            .conns
+            .values()
+            .filter_map(|c| match c.mode {
+                ConnMode::Attached {
+                    pane: p,
+                    read_only: false,
+                    cols,
+                    rows,
+                } if p == pane => Some((c.active, cols, rows)),
+                _ => None,
+            })
+            .collect();
+        let size = match self.config.window_size {
+            WindowSize::Latest => sizes
+                .iter()
+                .max_by_key(|(active, ..)| *active)
+                .map(|&(_, c, r)| (c, r)),
+            WindowSize::Smallest => sizes
+                .iter()
+                .map(|&(_, c, _)| c)
+                .min()
+                .zip(sizes.iter().map(|&(.., r)| r).min()),
+            WindowSize::Largest => sizes
+                .iter()
+                .map(|&(_, c, _)| c)
+                .max()
+                .zip(sizes.iter().map(|&(.., r)| r).max()),
+        };
+        if let Some((cols, rows)) = size {
+            self.resize_pane(pane, cols, rows);
+        }
+    }
+
+    /// `client.list`.
+    pub(in crate::server) fn client_list(
+        &self,
+        req: methods::ClientList,
+    ) -> Result<Value, RpcError> {
+        let only = match &req.target {
+            Some(t) => Some(self.resolve_target(t)?),
+            None => None,
+        };
+        let mut clients: Vec<ClientInfo> = self
+            .conns
+            .iter()
+            .filter_map(|(id, c)| match c.mode {
+                ConnMode::Attached {
+                    pane,
+                    read_only,
+                    cols,
+                    rows,
+                } if only.is_none_or(|o| o == pane) => Some(ClientInfo {
+                    client: *id,
+                    pane: PaneId::new(pane),
+                    cols,
+                    rows,
+                    read_only,
+                    since_unix_ms: c.attached_unix_ms,
+                    pid: c.peer.pid,
+                    latest: self.latest_client(pane) == Some(*id),
+                    when_behind: c.view.when_behind,
+                    direct: c.writes_terminal(),
+                    keys: c.reads_keys(),
+                }),
+                _ => None,
+            })
+            .collect();
+        clients.sort_by_key(|c| c.client);
+        serde_json::to_value(ClientList { clients })
+            .map_err(|e| RpcError::new(ErrorCode::Internal, format!("encoding the reply: {e}")))
+    }
+
+    /// `client.detach`: sends the chosen clients an EXIT frame (reason
+    /// `detached`) and answers with their numbers.
+    pub(in crate::server) fn client_detach(
+        &mut self,
+        req: methods::ClientDetach,
+    ) -> Result<Value, RpcError> {
+        let chosen = [req.target.is_some(), req.client.is_some(), req.all];
+        if chosen.iter().filter(|c| **c).count() != 1 {
+            return Err(RpcError::new(
+                ErrorCode::InvalidParams,
+                "client.detach takes exactly one of \"target\" (a pane), \"client\" (a number \
+                 from client.list) and \"all\"",
+            ));
+        }
+        if req.all && req.others {
+            return Err(RpcError::new(
+                ErrorCode::InvalidParams,
+                "\"others\" goes with \"target\" or \"client\", not with \"all\"",
+            ));
+        }
+        let victims: Vec<ConnId> = if req.all {
+            let mut all: Vec<ConnId> = self
+                .conns
+                .iter()
+                .filter(|(_, c)| matches!(c.mode, ConnMode::Attached { .. }))
+                .map(|(id, _)| *id)
+                .collect();
+            all.sort_unstable();
+            all
+        } else if let Some(target) = &req.target {
+            let pane = self.resolve_target(target)?;
+            let keep = req.others.then(|| self.latest_client(pane)).flatten();
+            self.clients_of(pane)
+                .into_iter()
+                .filter(|id| Some(*id) != keep)
+                .collect()
+        } else {
+            let client = req.client.unwrap_or_default();
+            let pane = match self.conns.get(&client).map(|c| c.mode) {
+                Some(ConnMode::Attached { pane, .. }) => pane,
+                _ => {
+                    return Err(RpcError::new(
+                        ErrorCode::NotFound,
+                        format!("no attached client {client}; `ptyd clients` lists them"),
+                    ));
+                }
+            };
+            if req.others {
+                self.clients_of(pane)
+                    .into_iter()
+                    .filter(|id| *id != client)
+                    .collect()
+            } else {
+                vec![client]
+            }
+        };
+        let payload = json!({ "reason": "detached", "message": "detached by `ptyd detach`" });
+        for id in &victims {
+            self.end_attachment(*id, &payload, false);
+        }
+        serde_json::to_value(Detached { detached: victims })
+            .map_err(|e| RpcError::new(ErrorCode::Internal, format!("encoding the reply: {e}")))
+    }
+}
+
+/// Brings `conn`'s stale view up to date from its pane's model and marks
+/// it fresh: a client of another size than the pane gets an update at its
+/// own size (only the rows that changed); a client of the pane's size a
+/// full redraw, after which it is forwarded raw output again. `None` if it
+/// is not attached to a pane that still exists.
+fn draw_view(conn: &mut Connection, panes: &Panes) -> Option<Vec<u8>> {
+    conn.view.stale = false;
+    let ConnMode::Attached {
+        pane, cols, rows, ..
+    } = conn.mode
+    else {
+        return None;
+    };
+    let p = panes.get(&pane)?;
+    Some(if (p.cols(), p.rows()) != (cols, rows) {
+        let cache = conn.view.cache.get_or_insert_with(Default::default);
+        p.screen().view_update(cols, rows, cache)
+    } else {
+        // Back to forwarding: a full redraw first, from the main screen
+        // (where a fresh client starts) unless the client never switches.
+        // A client cut off from raw output may have been left on either
+        // screen, as a view may.
+        let was_view = conn.view.cache.take().is_some();
+        let cut_off = std::mem::take(&mut conn.view.cut_off);
+        if conn.view.flat {
+            p.screen().redraw_flat(cols, rows)
+        } else {
+            let mut out = Vec::new();
+            if was_view || cut_off {
+                out.extend_from_slice(b"\x1b[?1049l");
+            }
+            out.extend(p.screen().redraw(cols, rows));
+            out
+        }
+    })
+}

@@ -1,0 +1,411 @@
+//! Direct output (Unix): an attached client may pass its terminal to the
+//! server (a `TTY` frame with the fd attached by `SCM_RIGHTS`), which then
+//! writes the pane's output straight to it instead of sending OUTPUT frames
+//! for the client to copy there: one process woken and one socket copy
+//! less per output byte (tmux's client passes its tty the same
+//! way). Keys still come through the client.
+//!
+//! A connection's terminal is in one of three states ([`Direct`]):
+//! `Off` (frames on the socket), `Held` (the offer was taken and
+//! `DIRECT_ON` queued on the socket; output collects here, unwritten,
+//! until the client answers `DIRECT_ACK`, which it sends once it has
+//! written every frame before `DIRECT_ON`: so no byte the server writes
+//! overtakes one the client still had to write) and `On` (the queue is
+//! written to the terminal as it takes it). Back to `Off` is the server's
+//! decision alone and always safe (`Connection::leave_direct`): what the
+//! terminal has not taken goes back onto the socket as an OUTPUT frame
+//! after a `DIRECT_OFF` frame, and the fd is closed, so every later byte
+//! comes through the client again, behind everything the server wrote.
+//!
+//! Keys (`KEYS_ON`, once `On`): the client stops reading its terminal and
+//! the server reads the keys from the same fd ([`Keys`]), writing them to
+//! the pane in the turn it reads them (`server/clients/tty_keys.rs`): one process
+//! woken and one socket copy less per keystroke, as for output. The server
+//! stops at the client's prefix key and hands what it read from there on
+//! back (`KEYS_OFF`); every way out of direct output hands the keys back
+//! first.
+
+use super::connection::Polls;
+use mio::{Interest, Token};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::time::Instant;
+
+/// Where a connection's terminal output goes (see the module docs).
+#[derive(Default)]
+pub enum Direct {
+    #[default]
+    Off,
+    Held(TtyOut),
+    On(TtyOut),
+}
+
+/// The client's terminal, as the server writes to it.
+pub struct TtyOut {
+    /// Our copy of the open file description the client opened for us
+    /// (never its stdout's: `O_NONBLOCK` set here must not reach the
+    /// shell that shares the terminal).
+    fd: OwnedFd,
+    /// The token it is registered under while it is full.
+    token: Token,
+    /// Output not written yet: `queue[pos..]`.
+    queue: Vec<u8>,
+    pos: usize,
+    /// The last write found the terminal full: nothing is tried again
+    /// until poll reports it writable.
+    blocked: bool,
+    /// What it is registered for: writable edges only while blocked, or
+    /// while a redraw client waits to catch up (a terminal raises one
+    /// every time its reader takes some, which would wake the loop for
+    /// nothing); readable ones while the server reads its keys.
+    registered: Option<Interest>,
+    /// The fd was opened for reading too: the keys may be read from it.
+    readable: bool,
+    /// The server reads the client's keys (`KEYS_ON` came).
+    keys: Option<Keys>,
+    /// In the arrivals watch (`arrivals.rs`) for readable edges, so a key
+    /// ends a pass over flooding panes as a frame from a client does.
+    in_arrivals: bool,
+    /// A write failed (`EIO`: the terminal went away): the server leaves
+    /// direct output at the next chance (`Connection::sync_write_interest`).
+    failed: Option<String>,
+}
+
+/// The client's keys, while the server reads them.
+pub struct Keys {
+    /// The client's prefix (detach) key: reading stops there.
+    pub prefix: u8,
+    /// The pane's pending input had no room: the terminal is not read
+    /// until it has (`Server::release_held_input`). The pane's
+    /// `written_total` when that was last checked, and when.
+    pub held: Option<(u64, Instant)>,
+}
+
+/// What one read of the terminal's keys gave.
+pub enum KeyRead {
+    Bytes(usize),
+    /// Nothing to read now (`EAGAIN`).
+    Dry,
+    /// End of file or an error: the terminal is gone (or not ours to read).
+    Failed(String),
+}
+
+/// An output queue drained to empty keeps up to this much capacity.
+const QUEUE_KEEP: usize = 1 << 20;
+
+impl TtyOut {
+    pub fn new(fd: OwnedFd, token: Token, readable: bool) -> TtyOut {
+        TtyOut {
+            fd,
+            token,
+            queue: Vec::new(),
+            pos: 0,
+            blocked: false,
+            registered: None,
+            readable,
+            keys: None,
+            in_arrivals: false,
+            failed: None,
+        }
+    }
+
+    pub fn queued(&self) -> usize {
+        self.queue.len() - self.pos
+    }
+
+    /// What the terminal has not taken, for the socket path to carry on.
+    pub fn unwritten(&self) -> &[u8] {
+        &self.queue[self.pos..]
+    }
+
+    /// Writes what the terminal takes. Returns whether any byte went out.
+    fn write(&mut self) -> bool {
+        let mut progress = false;
+        while self.pos < self.queue.len() && !self.blocked && self.failed.is_none() {
+            match nix::unistd::write(&self.fd, &self.queue[self.pos..]) {
+                Ok(0) => self.failed = Some("the terminal took no bytes".into()),
+                Ok(n) => {
+                    self.pos += n;
+                    progress = true;
+                }
+                Err(nix::errno::Errno::EAGAIN) => self.blocked = true,
+                Err(nix::errno::Errno::EINTR) => {}
+                Err(e) => self.failed = Some(format!("writing to the terminal: {e}")),
+            }
+        }
+        if self.pos == self.queue.len() {
+            self.queue.clear();
+            self.pos = 0;
+            if self.queue.capacity() > QUEUE_KEEP {
+                self.queue = Vec::new();
+            }
+        } else if self.pos > (1 << 16) && self.pos * 2 > self.queue.len() {
+            self.queue.drain(..self.pos);
+            self.pos = 0;
+        }
+        progress
+    }
+
+    fn source_fd(&self) -> i32 {
+        self.fd.as_raw_fd()
+    }
+
+    /// Registered for exactly `want` (nothing: out of the poll).
+    fn register(&mut self, registry: &mio::Registry, want: Option<Interest>) {
+        if want == self.registered {
+            return;
+        }
+        let fd = self.source_fd();
+        let mut source = mio::unix::SourceFd(&fd);
+        match (self.registered, want) {
+            // Registering reports the terminal at once if it has room (or
+            // keys) already, so no edge is missed.
+            (None, Some(interest)) => {
+                if registry.register(&mut source, self.token, interest).is_ok() {
+                    self.registered = want;
+                }
+            }
+            (Some(_), Some(interest)) => {
+                if registry
+                    .reregister(&mut source, self.token, interest)
+                    .is_ok()
+                {
+                    self.registered = want;
+                }
+            }
+            // Before the fd closes: epoll watches the open file, which the
+            // client still holds, so a closed fd would stay registered.
+            _ => {
+                let _ = registry.deregister(&mut source);
+                self.registered = None;
+            }
+        }
+    }
+
+    /// In the arrivals watch exactly while the keys are read here.
+    fn watch_arrivals(&mut self, arrivals: Option<&mio::Registry>) {
+        let want = self.keys.is_some();
+        let Some(arrivals) = arrivals else {
+            return;
+        };
+        if want == self.in_arrivals {
+            return;
+        }
+        let fd = self.source_fd();
+        let mut source = mio::unix::SourceFd(&fd);
+        if want {
+            if arrivals
+                .register(&mut source, Token(1), Interest::READABLE)
+                .is_ok()
+            {
+                self.in_arrivals = true;
+            }
+        } else {
+            let _ = arrivals.deregister(&mut source);
+            self.in_arrivals = false;
+        }
+    }
+
+    /// Out of both polls, for good (the fd is about to be closed).
+    pub fn deregister(&mut self, polls: Polls<'_>) {
+        self.keys = None;
+        self.register(polls.main, None);
+        self.watch_arrivals(polls.arrivals);
+    }
+
+    /// One read of the keys, into `buf`.
+    fn read_keys(&mut self, buf: &mut [u8]) -> KeyRead {
+        loop {
+            return match nix::unistd::read(&self.fd, buf) {
+                Ok(0) => KeyRead::Failed("end of file".into()),
+                Ok(n) => KeyRead::Bytes(n),
+                Err(nix::errno::Errno::EAGAIN) => KeyRead::Dry,
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(e) => KeyRead::Failed(e.to_string()),
+            };
+        }
+    }
+}
+
+impl Direct {
+    /// Output goes to the terminal's queue, not the socket.
+    pub fn takes_output(&self) -> bool {
+        !matches!(self, Direct::Off)
+    }
+
+    /// The server writes to the terminal (the client acknowledged).
+    pub fn is_on(&self) -> bool {
+        matches!(self, Direct::On(_))
+    }
+
+    fn tty(&self) -> Option<&TtyOut> {
+        match self {
+            Direct::Off => None,
+            Direct::Held(t) | Direct::On(t) => Some(t),
+        }
+    }
+
+    fn tty_mut(&mut self) -> Option<&mut TtyOut> {
+        match self {
+            Direct::Off => None,
+            Direct::Held(t) | Direct::On(t) => Some(t),
+        }
+    }
+
+    pub fn queued(&self) -> usize {
+        self.tty().map_or(0, TtyOut::queued)
+    }
+
+    /// What the terminal holds that its reader has not taken yet
+    /// (`TIOCOUTQ`; a PTY's side reports 0: its buffer is small and a
+    /// full one blocks our writes instead).
+    pub fn unread(&self) -> usize {
+        self.tty()
+            .and_then(|t| crate::sys::socket_unread(&t.fd))
+            .unwrap_or(0)
+    }
+
+    pub fn push(&mut self, bytes: &[u8]) {
+        if let Some(t) = self.tty_mut() {
+            t.queue.extend_from_slice(bytes);
+        }
+    }
+
+    /// The client acknowledged `DIRECT_ON`: writing may start.
+    pub fn acknowledge(&mut self) {
+        if let Direct::Held(_) = self
+            && let Direct::Held(t) = std::mem::take(self)
+        {
+            *self = Direct::On(t);
+        }
+    }
+
+    /// Writes what the terminal takes (only once on). Whether any byte
+    /// went out.
+    pub fn write(&mut self) -> bool {
+        match self {
+            Direct::On(t) => t.write(),
+            _ => false,
+        }
+    }
+
+    /// Poll reported the terminal writable.
+    pub fn write_ready(&mut self) {
+        if let Some(t) = self.tty_mut() {
+            t.blocked = false;
+        }
+    }
+
+    /// Why a write failed, if one did.
+    pub fn failure(&self) -> Option<&str> {
+        self.tty().and_then(|t| t.failed.as_deref())
+    }
+
+    /// Registered for writable edges while output waits for room, or
+    /// while `awaits_catch_up` (a redraw client drawn once its terminal
+    /// has taken its backlog); for readable ones while the keys are read
+    /// here.
+    pub fn sync_registration(&mut self, polls: Polls<'_>, awaits_catch_up: bool) {
+        if let Direct::On(t) = self {
+            let write = (t.blocked && t.pos < t.queue.len()) || awaits_catch_up;
+            let want = match (t.keys.is_some(), write) {
+                (true, true) => Some(Interest::READABLE | Interest::WRITABLE),
+                (true, false) => Some(Interest::READABLE),
+                (false, true) => Some(Interest::WRITABLE),
+                (false, false) => None,
+            };
+            t.register(polls.main, want);
+            t.watch_arrivals(polls.arrivals);
+        }
+    }
+
+    /// The server can read the keys: direct output is on and the
+    /// terminal was opened for reading.
+    pub fn can_read_keys(&self) -> bool {
+        matches!(self, Direct::On(t) if t.readable)
+    }
+
+    /// The keys are read here (held for room or not).
+    pub fn keys(&self) -> Option<&Keys> {
+        match self {
+            Direct::On(t) => t.keys.as_ref(),
+            _ => None,
+        }
+    }
+
+    pub fn keys_mut(&mut self) -> Option<&mut Keys> {
+        match self {
+            Direct::On(t) => t.keys.as_mut(),
+            _ => None,
+        }
+    }
+
+    /// The client handed its keys over: they are read from now on
+    /// (registered at the next `sync_registration`, which the caller
+    /// makes at once so no key waits for the turn's end).
+    pub fn take_keys(&mut self, prefix: u8) {
+        if let Direct::On(t) = self
+            && t.readable
+        {
+            t.keys = Some(Keys { prefix, held: None });
+        }
+    }
+
+    /// The keys go back to the client: not read here any more. Whether
+    /// they were read here.
+    pub fn drop_keys(&mut self) -> bool {
+        match self {
+            Direct::On(t) => t.keys.take().is_some(),
+            _ => false,
+        }
+    }
+
+    /// One read of the keys (only while they are read here).
+    pub fn read_keys(&mut self, buf: &mut [u8]) -> KeyRead {
+        match self {
+            Direct::On(t) if t.keys.is_some() => t.read_keys(buf),
+            _ => KeyRead::Dry,
+        }
+    }
+
+    /// Back to `Off`, handing over the terminal state (to be deregistered
+    /// and dropped by the caller).
+    pub fn take(&mut self) -> Option<TtyOut> {
+        match std::mem::take(self) {
+            Direct::Off => None,
+            Direct::Held(t) | Direct::On(t) => Some(t),
+        }
+    }
+}
+
+/// Checks an offered fd is a terminal (a character device that is a tty)
+/// and makes it non-blocking (the open file description is the one the
+/// client opened for us, not its stdout's); with whether it was opened
+/// for reading too (the keys may be read from it). The reason it is
+/// refused otherwise; the fd is then closed by being dropped.
+pub fn check_offered(fd: OwnedFd) -> Result<(OwnedFd, bool), String> {
+    let stat = nix::sys::stat::fstat(&fd).map_err(|e| format!("fstat: {e}"))?;
+    let kind =
+        nix::sys::stat::SFlag::from_bits_truncate(stat.st_mode) & nix::sys::stat::SFlag::S_IFMT;
+    if kind != nix::sys::stat::SFlag::S_IFCHR {
+        return Err("not a character device".into());
+    }
+    if !nix::unistd::isatty(&fd).unwrap_or(false) {
+        return Err("not a terminal".into());
+    }
+    use nix::fcntl::{FcntlArg, OFlag, fcntl};
+    let flags = fcntl(&fd, FcntlArg::F_GETFL).map_err(|e| format!("F_GETFL: {e}"))?;
+    let mode = OFlag::from_bits_truncate(flags) & OFlag::O_ACCMODE;
+    if mode == OFlag::O_RDONLY {
+        return Err("opened read-only".into());
+    }
+    let flags = OFlag::from_bits_truncate(flags) | OFlag::O_NONBLOCK;
+    fcntl(&fd, FcntlArg::F_SETFL(flags)).map_err(|e| format!("F_SETFL: {e}"))?;
+    // Not the keys of our own controlling terminal (a server started in
+    // the background of the terminal it is attached from): reading it
+    // from outside its foreground process group would stop the server
+    // (SIGTTIN). A server started by a client has none (`setsid`).
+    let our_session = nix::unistd::getsid(None).ok();
+    let own_terminal =
+        our_session.is_some() && nix::sys::termios::tcgetsid(&fd).ok() == our_session;
+    Ok((fd, mode == OFlag::O_RDWR && !own_terminal))
+}

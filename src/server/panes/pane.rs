@@ -1,0 +1,1144 @@
+//! A pane: one PTY, the process tree in it, its screen, and the input waiting
+//! to be written to it.
+//!
+//! Lifecycle: `Held` (no process: restored with the `hold` policy, or its
+//! start failed) or `Running` until the process we started is reaped, then
+//! `Exited` with its status and the reason (normal exit, kill request,
+//! watchdog). `respawn` takes `Held` or `Exited` back to `Running` with a new
+//! PTY. The master fd may end earlier (EIO: every slave fd closed) or later (a
+//! background process still holds the slave) than the process; the two are
+//! tracked apart (the fds and their poll registration in
+//! [`PaneFds`](super::fds::PaneFds)). The pane and its exit status stay
+//! until removed.
+//!
+//! The fields are private: every change is a method named for it.
+//! `start` (`Held` or `Exited` → `Running`: a new run on a new master),
+//! `hold` (no process), `mark_exited` (`Running` → `Exited`), `start_kill`
+//! (a kill in progress: its reason and escalation deadline); within a run
+//! `read_output`/`end_output`, `queue_input`/`flush_input` with their acks,
+//! `resize`, `move_to`, `note_prompt`, `note_command_finished`, output
+//! pausing for slow clients, and the history file's dirty flag.
+
+use super::fds::PaneFds;
+use crate::model::{CommandSpec, PaneId, RestorePolicy};
+use crate::protocol::methods::ExitStatus;
+use crate::pty::{ChildProcess, PtyMaster};
+use crate::server::clients::connection::ConnId;
+use crate::term::{CaptureOptions, TermConfig, TermEvent, Terminal};
+use serde::Serialize;
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Input accepted for a pane and not yet written to its PTY.
+pub const MAX_PENDING_INPUT: usize = 1 << 20;
+/// `request_id`s remembered per pane for deduplicating retried input.
+pub const REQUEST_ID_MEMORY: usize = 1000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExitReason {
+    /// The process ended on its own.
+    Exited,
+    /// `pane.kill` (or `pane.remove --force`) ended it.
+    Killed,
+    /// The wall-clock watchdog (`timeout_ms`) fired.
+    Timeout,
+    /// The idle watchdog (`idle_timeout_ms`) fired.
+    IdleTimeout,
+}
+
+#[derive(Debug, Clone)]
+pub enum PaneState {
+    Running {
+        child: ChildProcess,
+        /// A kill under way, if one was asked for.
+        kill: Option<Kill>,
+    },
+    Exited {
+        child: ChildProcess,
+        status: ExitStatus,
+        /// The kill's reason if the process was killed, else `Exited`.
+        reason: ExitReason,
+        /// A kill's escalation outlives the exit: what is left of the
+        /// session (background jobs) still gets SIGKILL at its deadline.
+        escalate_at: Option<Instant>,
+    },
+    Held {
+        reason: String,
+    },
+}
+
+/// A pane's output as its attached clients' pace allows: paused while
+/// one is too far behind (the loop reads it again once they catch up),
+/// with a `PaneStall` check pending from the pause until it fires once
+/// the pane reads again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ClientPace {
+    /// Read; no stall check pending.
+    Reading,
+    /// Not read; a stall check is pending.
+    Paused,
+    /// Read again; the stall check set at the pause has not fired yet.
+    ResumedCheckPending,
+}
+
+/// A kill in progress on a running pane (`Pane::start_kill`).
+#[derive(Debug, Clone, Copy)]
+pub struct Kill {
+    /// Why, as the first kill request said.
+    pub reason: ExitReason,
+    /// When it escalates to SIGKILL (its timer's deadline, kept so a live
+    /// upgrade can carry it).
+    pub escalate_at: Instant,
+}
+
+/// An input request waiting for its bytes to reach the PTY.
+#[derive(Debug)]
+pub struct PendingAck {
+    pub conn: ConnId,
+    pub rpc_id: Value,
+    /// Acked once `written_total` reaches this.
+    pub end_offset: u64,
+    pub duplicate: bool,
+}
+
+/// A pane. Its fields change only through the methods below, named for
+/// the transition they make (`start`, `mark_exited`, `start_kill`,
+/// `note_output`, ...), so the state machine in the module doc cannot be
+/// bypassed from another file.
+pub struct Pane {
+    id: u64,
+    name: Option<String>,
+    command: CommandSpec,
+    cwd: PathBuf,
+    env: BTreeMap<String, String>,
+    cols: u16,
+    rows: u16,
+    created_unix_ms: u64,
+    /// The PTY master (until output ends), the hung-up master and an
+    /// inherited process's pidfd, each with its poll registration.
+    fds: PaneFds,
+    state: PaneState,
+    /// Counts starts; timers for one run must not act on the next.
+    run: u64,
+    restore: RestorePolicy,
+    resume: Option<String>,
+    /// Output arrived since the history file was last written.
+    history_dirty: bool,
+    /// Shell-integration marks seen (OSC 133 A and D), so a wait can ask for
+    /// "a mark after the N-th" without racing the shell.
+    prompts_seen: u64,
+    commands_finished: u64,
+    last_command_exit: Option<i32>,
+    /// The terminal model: screen, scrollback, modes, title. Boxed: the
+    /// server's map holds panes inline in B-tree nodes, which are about
+    /// half empty, so every byte of a pane costs about two (776 of its
+    /// 1456 bytes were the terminal).
+    screen: Box<Terminal>,
+    /// Whether an interactive bash, zsh or fish started here gets ptyd's
+    /// shell integration (`crate::shell`); off when created with
+    /// `shell_integration: false`.
+    shell_integration: bool,
+    /// The shell this run's process got the integration injected into
+    /// (`None`: not a shell ptyd recognised, or opted out).
+    shell_injected: Option<crate::shell::Shell>,
+    /// Output as plain text and its byte count, for text waits.
+    output: super::output_log::OutputLog,
+    last_output: Instant,
+    timeout: Option<Duration>,
+    idle_timeout: Option<Duration>,
+    /// When the wall-clock watchdog fires, kept so a live upgrade can carry
+    /// it.
+    timeout_at: Option<Instant>,
+    /// Whether attached clients too far behind keep its output unread.
+    pace: ClientPace,
+    /// Not read until a live upgrade commits or rolls back: it changed
+    /// since the pre-copy and was sent again whole, so it must not change
+    /// before the pause (its program blocks on the full PTY meanwhile).
+    upgrade_hold: bool,
+    /// On the loop's backlog after stopping at its read budget: the
+    /// backlog pass reads it, so its readiness events do not too (a
+    /// flooding pane gets one slice per turn, not two).
+    backlogged: bool,
+    input: Vec<u8>,
+    input_pos: usize,
+    written_total: u64,
+    pending_acks: Vec<PendingAck>,
+    recent_requests: HashMap<String, u64>,
+    recent_order: VecDeque<String>,
+    /// Every byte read, also in shared memory the keeper holds, for a
+    /// replacement server to replay after a crash (`output_ring.rs`).
+    ring: Option<crate::server::continuity::output_ring::OutputRing>,
+    /// The ring's position at the last crash checkpoint: a pane is not
+    /// read further while a whole ring's worth past it is unsaved.
+    ring_saved: u64,
+    /// The ring's position this process's screen has taken in. Another
+    /// server may write on after it (the same memfd travels in an
+    /// upgrade): if that server dies in its probation, what it read is
+    /// here for us to take in (`catch_up_ring`).
+    ring_fed: u64,
+}
+
+/// What one `Pane::read_output` call got.
+pub struct OutputRead {
+    /// Bytes read (and fed to the screen).
+    pub taken: usize,
+    /// The budget ran out with output perhaps left.
+    pub more: bool,
+    /// Output ended: end of file or EIO, every slave fd closed.
+    pub ended: bool,
+}
+
+/// What a live upgrade carries of a pane besides its setup, screen and
+/// input path: the new server rebuilds the pane in this state
+/// (`Pane::carried_over`), with every instant relative to its own clock.
+pub struct Carried {
+    pub state: PaneState,
+    pub created_unix_ms: u64,
+    pub run: u64,
+    pub kill_reason: Option<ExitReason>,
+    pub kill_deadline: Option<Instant>,
+    pub last_output: Instant,
+    pub timeout_at: Option<Instant>,
+    pub pending_acks: Vec<PendingAck>,
+    pub history_dirty: bool,
+    pub prompts_seen: u64,
+    pub commands_finished: u64,
+    pub last_command_exit: Option<i32>,
+    /// The output byte count goes on; the text does not travel (a text
+    /// wait handed over searches what follows).
+    pub output_bytes: u64,
+    pub shell_injected: Option<crate::shell::Shell>,
+}
+
+/// Everything needed to construct a pane besides its fds.
+pub struct PaneSetup {
+    pub id: u64,
+    pub name: Option<String>,
+    pub command: CommandSpec,
+    pub cwd: PathBuf,
+    pub env: BTreeMap<String, String>,
+    pub cols: u16,
+    pub rows: u16,
+    pub timeout: Option<Duration>,
+    pub idle_timeout: Option<Duration>,
+    pub restore: RestorePolicy,
+    pub resume: Option<String>,
+    /// Scrollback limits and reported colours of the terminal model.
+    pub term: TermConfig,
+    pub shell_integration: bool,
+}
+
+impl Pane {
+    /// A pane with no process yet (`Held`); `start` gives it one.
+    pub fn new(setup: PaneSetup, token: mio::Token, held_reason: String) -> Pane {
+        let screen = Terminal::new(setup.cols, setup.rows, setup.term.clone());
+        Pane::with_screen(setup, token, held_reason, screen)
+    }
+
+    fn with_screen(
+        setup: PaneSetup,
+        token: mio::Token,
+        held_reason: String,
+        screen: Terminal,
+    ) -> Pane {
+        Pane {
+            id: setup.id,
+            name: setup.name,
+            command: setup.command,
+            cwd: setup.cwd,
+            env: setup.env,
+            cols: setup.cols,
+            rows: setup.rows,
+            created_unix_ms: crate::clock::unix_ms(),
+            fds: PaneFds::new(token),
+            state: PaneState::Held {
+                reason: held_reason,
+            },
+            run: 0,
+            restore: setup.restore,
+            resume: setup.resume,
+            // A snapshot names every pane's history file, so the first
+            // save after creation must write one even if nothing was printed.
+            history_dirty: true,
+            prompts_seen: 0,
+            commands_finished: 0,
+            last_command_exit: None,
+            screen: Box::new(screen),
+            shell_integration: setup.shell_integration,
+            shell_injected: None,
+            output: Default::default(),
+            last_output: Instant::now(),
+            timeout: setup.timeout,
+            idle_timeout: setup.idle_timeout,
+            timeout_at: None,
+            pace: ClientPace::Reading,
+            upgrade_hold: false,
+            backlogged: false,
+            input: Vec::new(),
+            input_pos: 0,
+            written_total: 0,
+            pending_acks: Vec::new(),
+            recent_requests: HashMap::new(),
+            recent_order: VecDeque::new(),
+            ring: None,
+            ring_saved: 0,
+            ring_fed: 0,
+        }
+    }
+
+    /// A pane handed over by the previous server generation, in the state
+    /// it had there; its fds come next (`PaneFds::adopt`).
+    pub fn carried_over(
+        setup: PaneSetup,
+        token: mio::Token,
+        screen: Terminal,
+        carried: Carried,
+    ) -> Pane {
+        let mut pane = Pane::with_screen(setup, token, String::new(), screen);
+        pane.state = carried.state;
+        match &mut pane.state {
+            // Both or neither: `start_kill` sets them together.
+            PaneState::Running { kill, .. } => {
+                *kill =
+                    carried
+                        .kill_reason
+                        .zip(carried.kill_deadline)
+                        .map(|(reason, escalate_at)| Kill {
+                            reason,
+                            escalate_at,
+                        });
+            }
+            PaneState::Exited { escalate_at, .. } => *escalate_at = carried.kill_deadline,
+            PaneState::Held { .. } => {}
+        }
+        pane.created_unix_ms = carried.created_unix_ms;
+        pane.run = carried.run;
+        pane.last_output = carried.last_output;
+        pane.timeout_at = carried.timeout_at;
+        pane.pending_acks = carried.pending_acks;
+        pane.history_dirty = carried.history_dirty;
+        pane.prompts_seen = carried.prompts_seen;
+        pane.commands_finished = carried.commands_finished;
+        pane.last_command_exit = carried.last_command_exit;
+        pane.output = super::output_log::OutputLog::resume(carried.output_bytes);
+        pane.shell_injected = carried.shell_injected;
+        pane
+    }
+
+    /// The pane's id as clients see it (`p3`).
+    pub fn public_id(&self) -> PaneId {
+        PaneId::new(self.id)
+    }
+
+    /// Takes a freshly spawned process: the pane is `Running` again, its
+    /// master in the poll, with no leftovers of an earlier run (kill reason,
+    /// input, acks) and the wall-clock watchdog counting from `now`. If the
+    /// master cannot be registered nothing changes but that the pane has no
+    /// master; the caller kills the process.
+    pub fn start(
+        &mut self,
+        registry: &mio::Registry,
+        master: PtyMaster,
+        child: ChildProcess,
+        now: Instant,
+    ) -> io::Result<()> {
+        self.fds.start(registry, master)?;
+        self.state = PaneState::Running { child, kill: None };
+        self.run += 1;
+        self.shell_injected = None;
+        self.timeout_at = self.timeout.map(|t| now + t);
+        self.last_output = now;
+        self.discard_input();
+        Ok(())
+    }
+
+    /// No process (restored with the `hold` policy, or its start failed).
+    pub fn hold(&mut self, reason: String) {
+        debug_assert!(!self.is_running(), "holding a running pane");
+        self.state = PaneState::Held { reason };
+    }
+
+    /// The process was reaped: `Running` becomes `Exited` with `status`
+    /// and the kill reason if one was given. Returns the input acks that
+    /// will never be written, or `None` if the pane was not running.
+    pub fn mark_exited(&mut self, status: ExitStatus) -> Option<Vec<PendingAck>> {
+        let PaneState::Running { child, kill } = self.state else {
+            return None;
+        };
+        self.state = PaneState::Exited {
+            child,
+            status,
+            reason: kill.map_or(ExitReason::Exited, |k| k.reason),
+            escalate_at: kill.map(|k| k.escalate_at),
+        };
+        self.fds.process_ended();
+        self.discard_input();
+        Some(std::mem::take(&mut self.pending_acks))
+    }
+
+    /// A kill begins (or another request joins one in progress): the
+    /// first reason stands, the earliest escalation deadline wins. Returns
+    /// the process to signal, or `None` if nothing runs.
+    pub fn start_kill(&mut self, reason: ExitReason, escalate_at: Instant) -> Option<ChildProcess> {
+        let PaneState::Running { child, kill } = &mut self.state else {
+            return None;
+        };
+        *kill = Some(match *kill {
+            None => Kill {
+                reason,
+                escalate_at,
+            },
+            Some(k) => Kill {
+                reason: k.reason,
+                escalate_at: k.escalate_at.min(escalate_at),
+            },
+        });
+        Some(*child)
+    }
+
+    /// Why the pane has no process, while it is held.
+    pub fn held_reason(&self) -> Option<&str> {
+        match &self.state {
+            PaneState::Held { reason } => Some(reason),
+            _ => None,
+        }
+    }
+
+    pub fn is_running(&self) -> bool {
+        matches!(self.state, PaneState::Running { .. })
+    }
+
+    /// The process that runs, or ran last.
+    pub fn child(&self) -> Option<ChildProcess> {
+        match &self.state {
+            PaneState::Running { child: c, .. } | PaneState::Exited { child: c, .. } => Some(*c),
+            PaneState::Held { .. } => None,
+        }
+    }
+
+    /// Input bytes written to the PTY so far in this pane's life.
+    pub fn written_total(&self) -> u64 {
+        self.written_total
+    }
+
+    pub fn pending_input(&self) -> usize {
+        self.input.len() - self.input_pos
+    }
+
+    /// Queues input bytes and returns the offset at which they are all
+    /// written. Fails if the pending input would pass its limit.
+    pub fn queue_input(&mut self, bytes: &[u8]) -> Result<u64, String> {
+        if self.pending_input() + bytes.len() > MAX_PENDING_INPUT {
+            return Err(format!(
+                "pane {} has {} bytes of input not yet read by its program (limit {MAX_PENDING_INPUT}); wait and retry",
+                self.public_id(),
+                self.pending_input()
+            ));
+        }
+        self.input.extend_from_slice(bytes);
+        Ok(self.written_total + self.pending_input() as u64)
+    }
+
+    /// Answers to terminal queries jump no queue but must not pass the limit
+    /// either; past it they are dropped (the program asked too much).
+    pub fn queue_reply(&mut self, bytes: &[u8]) {
+        if self.pending_input() + bytes.len() <= MAX_PENDING_INPUT {
+            self.input.extend_from_slice(bytes);
+        }
+    }
+
+    /// The end offset of an earlier input with this request id, if known.
+    pub fn seen_request(&self, request_id: &str) -> Option<u64> {
+        self.recent_requests.get(request_id).copied()
+    }
+
+    pub fn remember_request(&mut self, request_id: String, end_offset: u64) {
+        if self.recent_order.len() == REQUEST_ID_MEMORY
+            && let Some(old) = self.recent_order.pop_front()
+        {
+            self.recent_requests.remove(&old);
+        }
+        self.recent_requests.insert(request_id.clone(), end_offset);
+        self.recent_order.push_back(request_id);
+    }
+
+    /// Writes pending input until the PTY is full.
+    pub fn flush_input(&mut self) -> io::Result<()> {
+        let Some(master) = self.fds.master() else {
+            return Ok(());
+        };
+        while self.input_pos < self.input.len() {
+            match master.write(&self.input[self.input_pos..]) {
+                Ok(n) => {
+                    self.input_pos += n;
+                    self.written_total += n as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if self.input_pos == self.input.len() {
+            self.input.clear();
+            // A paste grew it (up to the 1 MiB pending limit): written
+            // now, so its memory goes back rather than stay with the pane
+            // (up to 64 KiB of every pane that was pasted into once, when
+            // the bound was 64 KiB; typing needs a few bytes).
+            if self.input.capacity() > 4096 {
+                self.input = Vec::new();
+            }
+            self.input_pos = 0;
+        } else if self.input_pos >= 64 * 1024 && self.input_pos * 2 >= self.input.len() {
+            // Input kept arriving before the buffer ever emptied (a paste
+            // paced by the program): drop what is written, or the buffer
+            // grows by everything ever typed (100 MB pasted held 100 MB).
+            // At least half is gone, so the copy costs at most what it frees.
+            self.input.drain(..self.input_pos);
+            self.input_pos = 0;
+        }
+        Ok(())
+    }
+
+    /// Drops input that can no longer be written (the pane exited).
+    pub fn discard_input(&mut self) {
+        self.input.clear();
+        self.input_pos = 0;
+    }
+
+    /// Reads output until the PTY is empty, output ends, `budget` bytes
+    /// were taken or the clock passed `until`, feeding the screen; `forward`
+    /// gets what attached clients are sent (the output minus the queries the
+    /// screen answers itself). The clock is looked at after each read: a
+    /// slice of output that is slow to feed (`yes`: a scroll per two bytes)
+    /// stops there instead of holding the loop for the whole byte budget.
+    pub fn read_output(
+        &mut self,
+        budget: usize,
+        until: Option<Instant>,
+        forward: &mut Vec<u8>,
+    ) -> OutputRead {
+        let mut read = OutputRead {
+            taken: 0,
+            more: false,
+            ended: false,
+        };
+        let Some(master) = self.fds.master() else {
+            return read;
+        };
+        let mut buf = [0u8; 16 * 1024];
+        loop {
+            // A full ring waits for the next checkpoint: the PTY holds
+            // what does not fit, so nothing is lost to a crash meanwhile.
+            let room = match &self.ring {
+                Some(r) => (r.capacity() as u64)
+                    .saturating_sub(r.written() - self.ring_saved)
+                    .min(buf.len() as u64) as usize,
+                None => buf.len(),
+            };
+            if room == 0 {
+                read.more = true;
+                break;
+            }
+            // Straight into the ring where there is one (see
+            // `OutputRing::reserve`: nothing read is lost to a crash).
+            let result = match &mut self.ring {
+                Some(ring) => {
+                    let result = master.read(ring.reserve(room));
+                    ring.commit(*result.as_ref().unwrap_or(&0));
+                    result
+                }
+                None => master.read(&mut buf[..room]),
+            };
+            match result {
+                Ok(0) => {
+                    read.ended = true;
+                    break;
+                }
+                Ok(n) => {
+                    let data = match &self.ring {
+                        Some(ring) => ring.last(n),
+                        None => &buf[..n],
+                    };
+                    // The model hands the log the text it decodes, so
+                    // each byte is looked at once.
+                    self.screen.feed_logged(data, forward, &mut self.output);
+                    self.output.fed(n);
+                    if let Some(ring) = &self.ring {
+                        self.ring_fed = ring.written();
+                    }
+                    read.taken += n;
+                    if read.taken >= budget || until.is_some_and(|t| Instant::now() >= t) {
+                        read.more = true;
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // EIO: every slave fd is closed. See the PtyMaster::read doc.
+                Err(_) => {
+                    read.ended = true;
+                    break;
+                }
+            }
+        }
+        if read.taken > 0 {
+            self.last_output = Instant::now();
+            self.history_dirty = true;
+        }
+        read
+    }
+
+    /// Output ended: the master leaves the poll, and is closed unless the
+    /// process still runs (see `PaneFds::end_output`).
+    /// The master is watched for room (writable edges) only while input
+    /// waits for it (`PaneFds::watch_writable`).
+    pub fn watch_input_room(&mut self, registry: &mio::Registry) {
+        let want = self.pending_input() > 0;
+        self.fds.watch_writable(registry, want);
+    }
+
+    pub fn end_output(&mut self, registry: &mio::Registry) {
+        let running = self.is_running();
+        self.fds.end_output(registry, running);
+    }
+
+    /// Queues the screen's answers to terminal queries as input; whether
+    /// there were any.
+    pub fn answer_queries(&mut self) -> bool {
+        let replies = self.screen.take_replies();
+        if replies.is_empty() {
+            return false;
+        }
+        self.queue_reply(&replies);
+        true
+    }
+
+    /// What the screen noticed since last asked (title, bell, marks, cwd).
+    pub fn take_term_events(&mut self) -> Vec<TermEvent> {
+        self.screen.take_events()
+    }
+
+    /// The shell drew a prompt (OSC 133 A).
+    pub fn note_prompt(&mut self) {
+        self.prompts_seen += 1;
+    }
+
+    /// The shell reported a command's end (OSC 133 D).
+    pub fn note_command_finished(&mut self, exit: Option<i32>) {
+        self.commands_finished += 1;
+        self.last_command_exit = exit;
+    }
+
+    /// The pane's working directory moved; whether it changed.
+    pub fn move_to(&mut self, cwd: PathBuf) -> bool {
+        if self.cwd == cwd {
+            return false;
+        }
+        self.cwd = cwd;
+        true
+    }
+
+    /// Resizes the PTY (the kernel tells the foreground process group) and
+    /// the screen. On an error nothing changed.
+    pub fn resize(&mut self, cols: u16, rows: u16) -> io::Result<()> {
+        if let Some(master) = self.fds.master() {
+            master.resize(cols, rows)?;
+        }
+        self.cols = cols;
+        self.rows = rows;
+        self.screen.resize(cols, rows);
+        Ok(())
+    }
+
+    pub fn set_resume(&mut self, resume: Option<String>) {
+        self.resume = resume;
+    }
+
+    /// The history file must be written again (output, a failed save, a
+    /// save that renders every pane).
+    pub fn mark_history_dirty(&mut self) {
+        self.history_dirty = true;
+    }
+
+    /// The history file was rendered for a save.
+    pub fn history_saved(&mut self) {
+        self.history_dirty = false;
+    }
+
+    /// Stops reading output until the attached clients catch up. Returns
+    /// whether a stall check must be armed (none is pending).
+    pub fn pause_output(&mut self) -> bool {
+        std::mem::replace(&mut self.pace, ClientPace::Paused) == ClientPace::Reading
+    }
+
+    /// Reads output again.
+    pub fn resume_output(&mut self) {
+        if self.pace == ClientPace::Paused {
+            self.pace = ClientPace::ResumedCheckPending;
+        }
+    }
+
+    /// Stops reading output for a live upgrade (see `upgrade_hold`).
+    pub fn hold_for_upgrade(&mut self) {
+        self.upgrade_hold = true;
+    }
+
+    /// Reads output again after a rolled-back upgrade; whether it was held.
+    pub fn release_upgrade_hold(&mut self) -> bool {
+        std::mem::replace(&mut self.upgrade_hold, false)
+    }
+
+    pub fn held_for_upgrade(&self) -> bool {
+        self.upgrade_hold
+    }
+
+    /// Takes the fds out, as they are (registered or not), for a pane
+    /// rebuilt in place (a live upgrade's delta); `put_fds` gives them to
+    /// the rebuilt pane, which keeps the same token.
+    pub fn take_fds(&mut self) -> PaneFds {
+        let token = self.fds.token();
+        std::mem::replace(&mut self.fds, PaneFds::new(token))
+    }
+
+    pub fn put_fds(&mut self, fds: PaneFds) {
+        debug_assert_eq!(self.fds.pollable(), 0, "fds left open");
+        self.fds = fds;
+    }
+
+    /// Marks the pane as on the backlog; returns whether it was not yet
+    /// (then the caller puts it there).
+    pub fn enter_backlog(&mut self) -> bool {
+        !std::mem::replace(&mut self.backlogged, true)
+    }
+
+    /// Taken off the backlog (to be read, or dropped while paused).
+    pub fn leave_backlog(&mut self) {
+        self.backlogged = false;
+    }
+
+    pub fn is_backlogged(&self) -> bool {
+        self.backlogged
+    }
+
+    /// The stall check fired: whether the pane is still paused (and the
+    /// check goes on); if not, no check is pending any more.
+    pub fn stall_check_due(&mut self) -> bool {
+        if self.pace == ClientPace::ResumedCheckPending {
+            self.pace = ClientPace::Reading;
+        }
+        self.pace == ClientPace::Paused
+    }
+
+    /// An input request waits for its bytes to reach the PTY.
+    pub fn add_ack(&mut self, ack: PendingAck) {
+        self.pending_acks.push(ack);
+    }
+
+    /// The acks whose bytes are all written now.
+    pub fn take_written_acks(&mut self) -> Vec<PendingAck> {
+        let written = self.written_total;
+        let mut done = Vec::new();
+        self.pending_acks.retain_mut(|ack| {
+            if ack.end_offset <= written {
+                done.push(PendingAck {
+                    conn: ack.conn,
+                    rpc_id: std::mem::take(&mut ack.rpc_id),
+                    end_offset: ack.end_offset,
+                    duplicate: ack.duplicate,
+                });
+                false
+            } else {
+                true
+            }
+        });
+        done
+    }
+
+    /// Every ack still waiting, for a pane being removed.
+    pub fn take_acks(&mut self) -> Vec<PendingAck> {
+        std::mem::take(&mut self.pending_acks)
+    }
+
+    /// Lets go of every fd, out of the poll first; returns the pidfd's
+    /// token if there was one (see `PaneFds::close`).
+    pub fn close_fds(&mut self, registry: &mio::Registry) -> Option<mio::Token> {
+        self.fds.close(registry)
+    }
+
+    /// The terminal model, for a pane rebuilt around it (its fds must be
+    /// closed first).
+    pub fn into_screen(self) -> Terminal {
+        debug_assert_eq!(self.fds.pollable(), 0, "fds left open");
+        *self.screen
+    }
+
+    /// The fds, for the transitions a live upgrade makes on all of them
+    /// together (adopt, register, deregister, close the pidfd).
+    pub fn fds_mut(&mut self) -> &mut PaneFds {
+        &mut self.fds
+    }
+
+    pub fn ring(&self) -> Option<&crate::server::continuity::output_ring::OutputRing> {
+        self.ring.as_ref()
+    }
+
+    pub fn set_ring(&mut self, ring: crate::server::continuity::output_ring::OutputRing) {
+        self.ring_saved = ring.written();
+        self.ring_fed = ring.written();
+        self.ring = Some(ring);
+    }
+
+    /// No keeper to checkpoint for: the ring would only hold reads back.
+    pub fn drop_ring(&mut self) {
+        self.ring = None;
+    }
+
+    /// The ring, for a pane rebuilt around it (a live upgrade's delta).
+    pub fn take_ring(&mut self) -> Option<crate::server::continuity::output_ring::OutputRing> {
+        self.ring.take()
+    }
+
+    /// After a crash: commits a read the dead server never committed.
+    pub fn take_ring_pending(&mut self) {
+        if let Some(ring) = &mut self.ring {
+            ring.take_pending();
+        }
+    }
+
+    /// Taking back from a successor that died in its probation: what it
+    /// read from the shared ring since we paused goes into our screen
+    /// (nothing is forwarded: every connection is closed at a take-back,
+    /// and its answers to terminal queries were sent already). Returns the
+    /// bytes taken in and whether they were all still in the ring (false:
+    /// it went round; the scrollback is marked where output is missing).
+    pub fn catch_up_ring(&mut self) -> Option<(usize, bool)> {
+        let ring = self.ring.as_mut()?;
+        // A read the successor made but never committed.
+        ring.take_pending();
+        let (bytes, complete) = ring.since(self.ring_fed);
+        self.ring_fed = ring.written();
+        if !complete {
+            let line = format!(
+                "\r\n\x1b[0m--- ptyd: output lost when an upgrade was taken back at {} ---\r\n",
+                crate::clock::hh_mm_ss_utc(crate::clock::unix_ms())
+            );
+            self.replay_output(line.as_bytes());
+        }
+        self.replay_output(&bytes);
+        Some((bytes.len(), complete))
+    }
+
+    /// A crash replacement replayed the ring up to its end.
+    pub fn ring_fed_to_end(&mut self) {
+        if let Some(ring) = &self.ring {
+            self.ring_fed = ring.written();
+        }
+    }
+
+    /// The keeper holds a checkpoint that covers the ring up to `at`: the
+    /// ring's memory before it can go (never past what was fed).
+    pub fn release_ring_before(&mut self, at: u64) {
+        if let Some(ring) = &mut self.ring {
+            ring.release_before(at.min(self.ring_fed));
+        }
+    }
+
+    /// A checkpoint recorded the ring up to `at`.
+    pub fn ring_saved_at(&mut self, at: u64) {
+        self.ring_saved = at;
+    }
+
+    /// Bytes in the ring not covered by a checkpoint, and its capacity.
+    pub fn ring_unsaved(&self) -> Option<(u64, u64)> {
+        self.ring
+            .as_ref()
+            .map(|r| (r.written() - self.ring_saved, r.capacity() as u64))
+    }
+
+    /// Output a crash replacement recovered from the ring: into the
+    /// model as if read now (nothing is forwarded: no client is
+    /// attached yet).
+    pub fn replay_output(&mut self, bytes: &[u8]) {
+        let mut forward = Vec::new();
+        self.screen
+            .feed_logged(bytes, &mut forward, &mut self.output);
+        self.output.fed(bytes.len());
+        // The dead server answered these queries, or the program gave up
+        // on them: answering again would type into the program.
+        let _ = self.screen.take_replies();
+        self.history_dirty = true;
+    }
+}
+
+/// Read access.
+impl Pane {
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+    pub fn command(&self) -> &CommandSpec {
+        &self.command
+    }
+    pub fn cwd(&self) -> &Path {
+        &self.cwd
+    }
+    pub fn env(&self) -> &BTreeMap<String, String> {
+        &self.env
+    }
+    pub fn created_unix_ms(&self) -> u64 {
+        self.created_unix_ms
+    }
+    /// Why the pane is being killed, or was: the kill's reason while it
+    /// runs, and after the exit while the kill's escalation is pending.
+    pub fn kill_reason(&self) -> Option<ExitReason> {
+        match &self.state {
+            PaneState::Running { kill, .. } => kill.map(|k| k.reason),
+            PaneState::Exited {
+                reason,
+                escalate_at,
+                ..
+            } => escalate_at.map(|_| *reason),
+            PaneState::Held { .. } => None,
+        }
+    }
+    pub fn cols(&self) -> u16 {
+        self.cols
+    }
+    pub fn rows(&self) -> u16 {
+        self.rows
+    }
+    pub fn fds(&self) -> &PaneFds {
+        &self.fds
+    }
+    /// It holds a master (its program's, or one hung up with output
+    /// still to read): it can print, so it needs an output ring.
+    #[cfg(unix)]
+    pub fn can_print(&self) -> bool {
+        self.fds.master().is_some() || self.fds.hung_up_master().is_some()
+    }
+    pub fn token(&self) -> mio::Token {
+        self.fds.token()
+    }
+    pub fn state(&self) -> &PaneState {
+        &self.state
+    }
+    pub fn run(&self) -> u64 {
+        self.run
+    }
+    pub fn restore(&self) -> RestorePolicy {
+        self.restore
+    }
+    pub fn resume(&self) -> Option<&str> {
+        self.resume.as_deref()
+    }
+    pub fn history_dirty(&self) -> bool {
+        self.history_dirty
+    }
+    pub fn prompts_seen(&self) -> u64 {
+        self.prompts_seen
+    }
+    pub fn shell_integration(&self) -> bool {
+        self.shell_integration
+    }
+    pub fn shell_injected(&self) -> Option<crate::shell::Shell> {
+        self.shell_injected
+    }
+    /// The shell this run was started with the integration loaded into
+    /// (right after `start`).
+    pub fn set_shell_injected(&mut self, shell: Option<crate::shell::Shell>) {
+        self.shell_injected = shell;
+    }
+    pub fn output(&self) -> &super::output_log::OutputLog {
+        &self.output
+    }
+    /// The output byte count to hand out (in an input ack), made
+    /// resolvable to a text position for a later `after_output` wait.
+    pub fn output_checkpoint(&mut self) -> u64 {
+        self.output.checkpoint()
+    }
+    pub fn commands_finished(&self) -> u64 {
+        self.commands_finished
+    }
+    pub fn last_command_exit(&self) -> Option<i32> {
+        self.last_command_exit
+    }
+    pub fn screen(&self) -> &Terminal {
+        &self.screen
+    }
+    pub fn last_output(&self) -> Instant {
+        self.last_output
+    }
+    pub fn idle_timeout(&self) -> Option<Duration> {
+        self.idle_timeout
+    }
+    /// When a kill escalates to SIGKILL, if one is under way.
+    pub fn kill_deadline(&self) -> Option<Instant> {
+        match &self.state {
+            PaneState::Running { kill, .. } => kill.map(|k| k.escalate_at),
+            PaneState::Exited { escalate_at, .. } => *escalate_at,
+            PaneState::Held { .. } => None,
+        }
+    }
+    pub fn timeout_at(&self) -> Option<Instant> {
+        self.timeout_at
+    }
+    pub fn output_paused(&self) -> bool {
+        self.pace == ClientPace::Paused
+    }
+    pub fn pending_acks(&self) -> &[PendingAck] {
+        &self.pending_acks
+    }
+}
+
+impl Pane {
+    pub fn exit_json(&self) -> Value {
+        match &self.state {
+            PaneState::Exited { status, reason, .. } => exit_status_json(*status, *reason),
+            _ => Value::Null,
+        }
+    }
+
+    fn state_name(&self) -> &'static str {
+        match self.state {
+            PaneState::Running { .. } => "running",
+            PaneState::Exited { .. } => "exited",
+            PaneState::Held { .. } => "held",
+        }
+    }
+
+    /// The pane as `pane.list` and `pane.create` report it.
+    pub fn info(&self, attached_clients: usize) -> Value {
+        json!({
+            "id": self.public_id(),
+            "name": self.name,
+            "pid": self.child().map(|c| c.pid),
+            "sid": self.child().map(|c| c.sid),
+            "start_token": self.child().and_then(|c| c.start_token),
+            "cols": self.cols,
+            "rows": self.rows,
+            "cwd": self.cwd,
+            "command": self.command,
+            "env": self.env,
+            "state": self.state_name(),
+            "exit": self.exit_json(),
+            "held_reason": match &self.state { PaneState::Held { reason } => Some(reason.as_str()), _ => None },
+            "restore": self.restore,
+            "resume": self.resume,
+            "title": self.screen.title(),
+            "prompts_seen": self.prompts_seen,
+            "commands_finished": self.commands_finished,
+            "last_command_exit": self.last_command_exit,
+            "shell_integration": self.shell_integration,
+            "shell_injected": self.shell_injected.map(crate::shell::Shell::name),
+            "output_bytes": self.output.total(),
+            "created_unix_ms": self.created_unix_ms,
+            "attached_clients": attached_clients,
+        })
+    }
+}
+
+impl Pane {
+    /// Scrollback and screen as lines with SGR sequences: what the history
+    /// file keeps and a restore injects back.
+    pub fn history_text(&self) -> String {
+        let opts = CaptureOptions {
+            start: Some(-(self.screen.scrollback_len() as i64)),
+            end: None,
+            escapes: true,
+            join: false,
+        };
+        let capture = self.screen.capture(&opts);
+        let last = capture
+            .lines
+            .iter()
+            .rposition(|l| !l.is_empty())
+            .map_or(0, |i| i + 1);
+        let mut out = String::new();
+        for line in &capture.lines[..last] {
+            out.push_str(line);
+            out.push('\n');
+        }
+        out
+    }
+
+    /// Shows restored text as if it had just been printed, above what the
+    /// new process will print: its last lines on the screen, the rest in
+    /// the scrollback.
+    pub fn print_history(&mut self, text: &str) {
+        let lines: Vec<String> = text.lines().map(str::to_string).collect();
+        self.screen.print_lines(&lines);
+    }
+}
+
+impl ExitReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExitReason::Exited => "exited",
+            ExitReason::Killed => "killed",
+            ExitReason::Timeout => "timeout",
+            ExitReason::IdleTimeout => "idle_timeout",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<ExitReason> {
+        [
+            ExitReason::Exited,
+            ExitReason::Killed,
+            ExitReason::Timeout,
+            ExitReason::IdleTimeout,
+        ]
+        .into_iter()
+        .find(|r| r.as_str() == s)
+    }
+}
+
+impl Pane {
+    /// What a live upgrade carries of the input path: the input accepted
+    /// and not yet written, the total written so far, and the remembered
+    /// request ids with their end offsets, oldest first.
+    pub fn input_state(&self) -> (&[u8], u64, Vec<(String, u64)>) {
+        let recent = self
+            .recent_order
+            .iter()
+            .filter_map(|r| self.recent_requests.get(r).map(|end| (r.clone(), *end)))
+            .collect();
+        (&self.input[self.input_pos..], self.written_total, recent)
+    }
+
+    /// The input path as a live upgrade carried it (see `input_state`).
+    pub fn restore_input_state(
+        &mut self,
+        input: Vec<u8>,
+        written_total: u64,
+        recent: Vec<(String, u64)>,
+    ) {
+        self.input = input;
+        self.input_pos = 0;
+        self.written_total = written_total;
+        for (request, end) in recent {
+            self.remember_request(request, end);
+        }
+    }
+}
+
+pub fn exit_status_json(status: ExitStatus, reason: ExitReason) -> Value {
+    let mut v = json!({ "reason": reason, "shell_code": status.shell_code() });
+    match status {
+        ExitStatus::Code(c) => v["code"] = json!(c),
+        ExitStatus::Signal(s) => {
+            v["signal"] = json!(s);
+            v["signal_name"] = json!(signal_name(s));
+        }
+    }
+    v
+}
+
+pub fn signal_name(sig: i32) -> String {
+    crate::sys::signal_name(sig)
+}

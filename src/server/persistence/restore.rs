@@ -1,0 +1,387 @@
+//! Start-up restore: rebuild what the last snapshot described.
+//!
+//! Order: validate and repair the records (`persist::tree::repair`: broken
+//! parts are dropped with a diagnostic, never the whole restore), rebuild
+//! identities and the tree,
+//! choose a plan per pane, inject each pane's history, start processes one
+//! by one (a failure holds that pane, the others go on), then focus as saved.
+
+use crate::model::{CommandSpec, PaneId, RestorePolicy};
+use crate::persist::snapshot::{PaneRecord, Snapshot};
+use crate::persist::tree::Repaired;
+use crate::persist::{self, Loaded};
+use crate::protocol::events::Event;
+use crate::server::Server;
+use crate::server::panes::pane::{Pane, PaneSetup};
+use crate::server::panes::spawn::existing_cwd;
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// Most of a history file read at restore: what a save writes (1 MiB)
+/// plus a margin for a file written under another bound. A larger file
+/// (or one that is not a regular file) costs no more than this.
+const HISTORY_READ_LIMIT: u64 = super::HISTORY_MAX_BYTES as u64 + (64 << 10);
+
+/// What a pane does after the restore.
+#[derive(Debug)]
+pub(in crate::server) enum Plan {
+    Run(CommandSpec),
+    Hold(String),
+}
+
+/// Why a restored pane runs what it runs (or is held), for the report.
+#[derive(Clone, Copy)]
+pub(in crate::server) enum Outcome {
+    Resumed,
+    Rerun,
+    Shell,
+    Held,
+}
+
+impl Outcome {
+    fn name(self) -> &'static str {
+        match self {
+            Outcome::Resumed => "resumed",
+            Outcome::Rerun => "rerun",
+            Outcome::Shell => "shell",
+            Outcome::Held => "held",
+        }
+    }
+}
+
+impl Server {
+    /// Loads the namespace's snapshot, if any, and rebuilds from it.
+    /// With `hold_reruns` (a server a client started, see
+    /// `ServerOptions::hold_reruns`) panes whose policy is `rerun` are held.
+    pub(in crate::server) fn restore_from_disk(&mut self, hold_reruns: bool) {
+        let started = Instant::now();
+        match persist::load(&self.paths.state_dir) {
+            Loaded::Nothing => {
+                self.persist.restore_report = json!({ "found": false });
+            }
+            Loaded::SetAside { reason, backup } => {
+                let msg = format!(
+                    "{reason}; moved it to {} and started empty",
+                    backup.display()
+                );
+                self.log.log("snapshot_set_aside", &msg);
+                self.emit(Event::ServerSnapshotSetAside {
+                    reason: reason.clone(),
+                    backup: backup.display().to_string(),
+                });
+                self.persist.restore_report =
+                    json!({ "found": true, "set_aside": backup, "reason": reason });
+            }
+            Loaded::Unusable { reason } => {
+                let msg = format!("{reason}; not saving so the file is not overwritten");
+                self.log.log("snapshot_unusable", &msg);
+                self.persist.disabled = Some(reason.clone());
+                self.persist.restore_report = json!({ "found": true, "unusable": reason });
+            }
+            Loaded::Snapshot(snapshot) => {
+                // The revision only grows, also across restarts.
+                let revision = snapshot.revision;
+                let (fixes, planned) = self.rebuild(snapshot, hold_reruns);
+                self.persist.revision = self.persist.revision.max(revision);
+                self.persist.saved_revision = self.persist.revision;
+                for fix in &fixes {
+                    self.log.log("restore_repair", fix);
+                }
+                let took = started.elapsed().as_millis() as u64;
+                let msg = format!(
+                    "restored {} panes in {took} ms ({} repairs)",
+                    self.panes.len(),
+                    fixes.len()
+                );
+                self.log.log("restored", &msg);
+                let outcomes = self.restore_outcomes(&planned);
+                self.persist.restore_report = json!({
+                    "found": true,
+                    "file": persist::session_path(&self.paths.state_dir),
+                    "unix_ms": crate::clock::unix_ms(),
+                    "panes": self.panes.len(),
+                    "outcomes": outcomes,
+                    "repairs": fixes,
+                    "took_ms": took,
+                });
+                if let Value::Object(report) = self.persist.restore_report.clone() {
+                    self.emit(Event::ServerRestored { report });
+                }
+            }
+        }
+    }
+
+    /// Rebuilds tree and panes; returns the repairs made and what each
+    /// pane was planned to do.
+    fn rebuild(&mut self, snap: Snapshot, hold_reruns: bool) -> (Vec<String>, Vec<(u64, Outcome)>) {
+        // A restart is a new generation of the same session: the fence
+        // keeps growing.
+        self.generation = snap.generation + 1;
+        // Identities, the tree and the counters, repaired where broken.
+        let Repaired {
+            tree,
+            panes: records,
+            next_pane_id,
+            mut fixes,
+        } = persist::tree::repair(snap);
+        self.tree = tree;
+        self.panes.advance_next_id(next_pane_id.get());
+        // Per pane: plan and start; then history. Processes start
+        // while the screens are still empty (on systems where a start forks,
+        // each fork copies the page tables of every screen filled so far);
+        // no output is read before the loop runs, so the history still
+        // comes first on each screen.
+        let rules = self.config.resume_rules.clone();
+        for problem in &self.config_problems {
+            fixes.push(format!("config: {problem}"));
+        }
+        let mut fills = Vec::new();
+        let mut planned = Vec::new();
+        for (id, rec) in records {
+            let (fill, outcome) = self.restore_pane(id.get(), rec, &rules, hold_reruns, &mut fixes);
+            fills.push(fill);
+            planned.push((id.get(), outcome));
+        }
+        // The history directory itself must be a real, private directory:
+        // through a symlink we would read (and later write) elsewhere.
+        let history_dir = persist::history_dir(&self.paths.state_dir);
+        let histories_ok = match persist::files::check_dir(&history_dir) {
+            Err(persist::files::FileError::Refused(why)) => {
+                fixes.push(format!("history not restored: {why}"));
+                false
+            }
+            _ => true,
+        };
+        for (id, history, notice) in fills {
+            let Some(pane) = self.panes.get_mut(&id) else {
+                continue;
+            };
+            if let Some(path) = history.filter(|_| histories_ok) {
+                match persist::files::read_tail(&path, HISTORY_READ_LIMIT) {
+                    Ok(tail) => {
+                        if tail.skipped > 0 {
+                            fixes.push(format!(
+                                "pane p{id}: history file {} is over the {HISTORY_READ_LIMIT} byte bound; \
+                                 read only its last part ({} bytes skipped)",
+                                path.display(),
+                                tail.skipped
+                            ));
+                        }
+                        pane.print_history(&String::from_utf8_lossy(&tail.bytes));
+                    }
+                    Err(persist::files::FileError::Missing) => {}
+                    Err(persist::files::FileError::Refused(why)) => {
+                        fixes.push(format!("pane p{id}: history not restored: {why}"));
+                    }
+                }
+            }
+            pane.print_history(&notice);
+        }
+        (fixes, planned)
+    }
+
+    /// Per pane, what the restore did with it (`outcomes` of the restore
+    /// report, `server.status` and the `server.restored` event): `resumed`
+    /// (its resume command, or a resume rule's), `rerun`, `shell` (back as
+    /// a fresh shell) or `held` (with the reason, which names the failure
+    /// of a start that did not work).
+    fn restore_outcomes(&self, planned: &[(u64, Outcome)]) -> Vec<Value> {
+        planned
+            .iter()
+            .filter_map(|(id, outcome)| {
+                let pane = self.panes.get(id)?;
+                let mut entry = json!({
+                    "pane": pane.public_id(),
+                    "name": pane.name(),
+                    "policy": pane.restore(),
+                });
+                match pane.held_reason() {
+                    Some(why) => {
+                        entry["outcome"] = json!("held");
+                        entry["held_reason"] = json!(why);
+                    }
+                    None => entry["outcome"] = json!(outcome.name()),
+                }
+                Some(entry)
+            })
+            .collect()
+    }
+
+    /// Creates and starts (or holds) one pane; returns what its screen gets
+    /// afterwards: its history file, if any, and the restore notice.
+    fn restore_pane(
+        &mut self,
+        id: u64,
+        rec: PaneRecord,
+        rules: &super::resume_rules::ResumeRules,
+        hold_reruns: bool,
+        fixes: &mut Vec<String>,
+    ) -> ((u64, Option<PathBuf>, String), Outcome) {
+        let saved_cwd = PathBuf::from(&rec.cwd);
+        let cwd = if saved_cwd.is_absolute() && saved_cwd.is_dir() {
+            saved_cwd.clone()
+        } else {
+            existing_cwd(&saved_cwd)
+        };
+        let (cols, rows) = crate::pty::clamp_size(u32::from(rec.cols), u32::from(rec.rows));
+        let (plan, outcome) = plan(id, &rec, rules, hold_reruns);
+        let token = self.alloc_token(crate::server::Source::Pane(id));
+        let setup = PaneSetup {
+            id,
+            name: rec.name,
+            command: rec.command,
+            cwd: cwd.clone(),
+            env: rec.env,
+            cols,
+            rows,
+            timeout: None,
+            idle_timeout: None,
+            restore: rec.restore,
+            resume: rec.resume,
+            term: self.config.term.clone(),
+            shell_integration: !rec.no_shell_integration,
+        };
+        let pane = Pane::new(setup, token, String::new());
+        let history = rec
+            .history
+            .filter(|_| self.persist.history)
+            .map(|file| persist::history_dir(&self.paths.state_dir).join(file));
+        let mut notice = format!("--- ptyd: restored {} ---", restored_when());
+        if cwd != saved_cwd {
+            notice.push_str(&format!(
+                "\r\n--- ptyd: {} no longer exists; starting in {} ---",
+                saved_cwd.display(),
+                cwd.display()
+            ));
+            fixes.push(format!(
+                "pane {}: cwd {} is gone, using {}",
+                PaneId::new(id),
+                saved_cwd.display(),
+                cwd.display()
+            ));
+        }
+        self.panes.insert(id, Box::new(pane));
+        match plan {
+            Plan::Hold(reason) => {
+                if let Some(p) = self.panes.get_mut(&id) {
+                    p.hold(reason);
+                }
+            }
+            Plan::Run(command) => {
+                if let Err(e) = self.start_pane(id, &command) {
+                    fixes.push(format!("pane {} failed to start: {e}", PaneId::new(id)));
+                    if let Some(p) = self.panes.get_mut(&id) {
+                        p.hold(format!("failed to start after restore: {}", e.0.message));
+                    }
+                }
+            }
+        }
+        ((id, history, notice), outcome)
+    }
+}
+
+/// What a restored pane does: run its `resume` (or a rule's), a plain
+/// shell again, its command if its policy re-runs it, a fresh login shell,
+/// or hold. A plan to run a command the API would refuse (an empty argv,
+/// say) holds the pane instead: it waits for the user, it never panics.
+/// Pure, so the snapshot fuzz target plans exactly as a restore does.
+pub(in crate::server) fn plan(
+    id: u64,
+    rec: &PaneRecord,
+    rules: &super::resume_rules::ResumeRules,
+    hold_reruns: bool,
+) -> (Plan, Outcome) {
+    let by_rule = rec
+        .resume
+        .is_none()
+        .then(|| rules.resume_for(&rec.command))
+        .flatten();
+    let (plan, outcome) = match (&rec.resume, &rec.command, rec.restore) {
+        (Some(resume), _, _) => (
+            Plan::Run(CommandSpec::Shell(resume.clone())),
+            Outcome::Resumed,
+        ),
+        (None, _, _) if by_rule.is_some() => (
+            Plan::Run(CommandSpec::Shell(by_rule.clone().unwrap_or_default())),
+            Outcome::Resumed,
+        ),
+        (None, cmd, _) if is_plain_shell(cmd) => (Plan::Run(cmd.clone()), Outcome::Shell),
+        (None, cmd, RestorePolicy::Rerun) if !hold_reruns => {
+            (Plan::Run(cmd.clone()), Outcome::Rerun)
+        }
+        // Listing panes must not run commands as a side effect.
+        (None, _, RestorePolicy::Rerun) => (
+            Plan::Hold(format!(
+                "restored by a server a client command started, which re-runs nothing; \
+                 `ptyd respawn {}` runs it again",
+                PaneId::new(id)
+            )),
+            Outcome::Held,
+        ),
+        (None, _, RestorePolicy::Shell) => (Plan::Run(CommandSpec::LoginShell), Outcome::Shell),
+        (None, _, RestorePolicy::Hold) => (
+            Plan::Hold(format!(
+                "restored with policy hold; `ptyd respawn {}` starts it again",
+                PaneId::new(id)
+            )),
+            Outcome::Held,
+        ),
+    };
+    // A plan to run a command the API would refuse (an empty argv, say)
+    // holds the pane instead: it waits for the user, it never panics.
+    match plan {
+        Plan::Run(cmd) => match crate::validate::command(&cmd) {
+            Ok(()) => (Plan::Run(cmd), outcome),
+            Err(why) => (
+                Plan::Hold(format!(
+                    "its saved command cannot be started ({why}); remove it and create a new pane"
+                )),
+                Outcome::Held,
+            ),
+        },
+        hold => (hold, outcome),
+    }
+}
+
+/// A pane that runs just an interactive shell: restored as a fresh shell
+/// whatever its policy, since re-running it is exactly that.
+fn is_plain_shell(command: &CommandSpec) -> bool {
+    const SHELLS: &[&str] = &[
+        "sh", "bash", "zsh", "fish", "dash", "ksh", "mksh", "tcsh", "csh", "nu", "elvish", "xonsh",
+    ];
+    match command {
+        CommandSpec::LoginShell => true,
+        CommandSpec::Argv(argv)
+            if argv.len() == 1 || argv.get(1).is_some_and(|a| a == "-l" || a == "-i") =>
+        {
+            let name = std::path::Path::new(&argv[0])
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or("");
+            argv.len() <= 2 && SHELLS.contains(&name.trim_start_matches('-'))
+        }
+        _ => false,
+    }
+}
+
+/// "2026-11-30 01:02:03 UTC": now, for the restore notice.
+fn restored_when() -> String {
+    crate::clock::utc(crate::clock::unix_ms())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_shells_are_recognised() {
+        let argv = |a: &[&str]| CommandSpec::Argv(a.iter().map(|s| s.to_string()).collect());
+        assert!(is_plain_shell(&argv(&["/bin/bash"])));
+        assert!(is_plain_shell(&argv(&["zsh", "-l"])));
+        assert!(is_plain_shell(&CommandSpec::LoginShell));
+        assert!(!is_plain_shell(&argv(&["bash", "script.sh"])));
+        assert!(!is_plain_shell(&argv(&["vim"])));
+        assert!(!is_plain_shell(&CommandSpec::Shell("bash".into())));
+    }
+}
