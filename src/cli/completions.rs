@@ -7,27 +7,18 @@
 //! `ptyd completions --panes`, which never starts a server (completing a
 //! word must not have side effects) and prints nothing when none runs.
 
-use super::help::{self, Args, COMMANDS, Complete, GLOBAL_OPTIONS, Opt};
+use super::args::Parsed;
+use super::help::{Args, COMMANDS, Complete, GLOBAL_OPTIONS, Opt};
 use super::{CliError, Global};
 use crate::protocol::methods::{NoParams, Request};
 use crate::protocol::replies::PaneList;
-use lexopt::prelude::*;
 
-pub fn completions(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
-    let mut shell = None;
-    while let Some(arg) = p.next()? {
-        if super::commands::help_requested(&arg, help::COMPLETIONS) {
-            return Ok(0);
-        }
-        match arg {
-            Long("panes") => {
-                print_panes(g);
-                return Ok(0);
-            }
-            Value(v) if shell.is_none() => shell = Some(v.string()?),
-            _ => return Err(arg.unexpected().into()),
-        }
+pub fn completions(g: &Global, a: &Parsed) -> Result<i32, CliError> {
+    if a.flag("panes") {
+        print_panes(g);
+        return Ok(0);
     }
+    let shell = a.operands()?.into_iter().next();
     let shell =
         shell.ok_or_else(|| CliError::usage("completions needs a shell: bash, zsh or fish"))?;
     let script = script(&shell).ok_or_else(|| {

@@ -25,6 +25,10 @@ pub struct Command {
     pub options: &'static [Opt],
     /// What the positional arguments are, for completion.
     pub args: Args,
+    /// How many positional arguments it takes, for parsing.
+    pub operands: Operands,
+    /// Options that are parsed but neither listed nor completed.
+    pub hidden: &'static [Opt],
 }
 
 /// One option of a command.
@@ -57,6 +61,18 @@ pub enum Args {
     None,
     /// The first positional argument completes to this.
     First(Complete),
+}
+
+/// How a command takes its positional arguments.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Operands {
+    /// At most this many; one more is an error.
+    Upto(usize),
+    /// Any number; the command says which make sense.
+    Any,
+    /// The first one starts the command line to run: it and every word
+    /// after it (options too) are that command's.
+    Argv,
 }
 
 const fn opt(
@@ -125,6 +141,9 @@ macro_rules! pane_spec_options {
         ]
     };
 }
+
+/// `ptyd completions --panes`: what the scripts ask the server for.
+const PANES: Opt = opt(None, "panes", None, "print the pane ids and names");
 
 pub const SHELLS: &[&str] = &["bash", "zsh", "fish"];
 
@@ -211,6 +230,8 @@ socket.",
             ),
         ],
         args: Args::None,
+        operands: Operands::Upto(0),
+        hidden: &[],
     },
     Command {
         name: "new",
@@ -247,6 +268,8 @@ workspaces (`ptyd workspace new NAME`, `ptyd new -w NAME`) for sessions.",
             ),
         ],
         args: Args::First(Complete::CommandLine),
+        operands: Operands::Argv,
+        hidden: &[],
     },
     Command {
         name: "ls",
@@ -262,6 +285,8 @@ pane (no process, after a restore) has its reason on the line below.
 --json prints the tree and the flat pane list.",
         options: &[JSON],
         args: Args::None,
+        operands: Operands::Upto(0),
+        hidden: &[],
     },
     Command {
         name: "attach",
@@ -352,6 +377,8 @@ output and keys going through the client.",
             ),
         ],
         args: Args::First(Complete::Pane),
+        operands: Operands::Upto(1),
+        hidden: &[],
     },
     Command {
         name: "clients",
@@ -367,6 +394,8 @@ recently active client, the one whose size the pane takes under
 window_size = \"latest\" and the one `ptyd detach --others` keeps.",
         options: &[TARGET, JSON],
         args: Args::First(Complete::Pane),
+        operands: Operands::Upto(1),
+        hidden: &[],
     },
     Command {
         name: "detach",
@@ -409,6 +438,8 @@ out again from the clients that remain.",
             ),
         ],
         args: Args::First(Complete::Pane),
+        operands: Operands::Upto(1),
+        hidden: &[],
     },
     Command {
         name: "send",
@@ -494,6 +525,8 @@ that is no key is a usage error.",
             TARGET,
         ],
         args: Args::First(Complete::Pane),
+        operands: Operands::Any,
+        hidden: &[],
     },
     Command {
         name: "capture",
@@ -525,6 +558,8 @@ last 1000 lines of history.",
             TARGET,
         ],
         args: Args::First(Complete::Pane),
+        operands: Operands::Upto(1),
+        hidden: &[],
     },
     Command {
         name: "run",
@@ -543,6 +578,8 @@ ended it). Ctrl-C kills the pane. Into a pipe or a file, lines end in LF
 status until removed.",
         options: pane_spec_options![opt(None, "rm", None, "remove the pane once it has exited")],
         args: Args::First(Complete::CommandLine),
+        operands: Operands::Argv,
+        hidden: &[],
     },
     Command {
         name: "wait",
@@ -635,6 +672,8 @@ shell has shown no mark and has no integration they fail at once.",
             TARGET,
         ],
         args: Args::First(Complete::Pane),
+        operands: Operands::Upto(1),
+        hidden: &[],
     },
     Command {
         name: "kill",
@@ -663,6 +702,8 @@ after the grace period.",
             JSON_REPLY,
         ],
         args: Args::First(Complete::Pane),
+        operands: Operands::Upto(1),
+        hidden: &[],
     },
     Command {
         name: "rm",
@@ -683,6 +724,8 @@ after the grace period.",
             ),
         ],
         args: Args::First(Complete::Pane),
+        operands: Operands::Upto(1),
+        hidden: &[],
     },
     Command {
         name: "resize",
@@ -698,6 +741,8 @@ types or resizes afterwards sets the size again (see `ptyd attach --help`).",
             opt(None, "json", None, "print the pane's info as JSON"),
         ],
         args: Args::First(Complete::Pane),
+        operands: Operands::Any,
+        hidden: &[],
     },
     Command {
         name: "events",
@@ -716,6 +761,8 @@ event as the server sends it inside {\"event\": ...}, with its seq and type
             "first print the retained events after sequence number N (a `gap` event says if some were already dropped)",
         )],
         args: Args::None,
+        operands: Operands::Upto(0),
+        hidden: &[],
     },
     Command {
         name: "status",
@@ -730,6 +777,8 @@ from which file, and which panes resumed, reran, came back as shells or are
 held (with the reason).",
         options: &[JSON],
         args: Args::None,
+        operands: Operands::Upto(0),
+        hidden: &[],
     },
     Command {
         name: "stop",
@@ -740,6 +789,8 @@ held (with the reason).",
         about: "Stops the server. Its panes are hung up (their programs get SIGHUP).",
         options: &[],
         args: Args::None,
+        operands: Operands::Upto(0),
+        hidden: &[],
     },
     Command {
         name: "save",
@@ -757,6 +808,8 @@ is on disk. The server also saves on its own shortly after every change.",
             "print the file and revision saved as JSON",
         )],
         args: Args::None,
+        operands: Operands::Upto(0),
+        hidden: &[],
     },
     Command {
         name: "respawn",
@@ -779,6 +832,8 @@ the pane's id, place and screen history. --held does it for every held pane
             ),
         ],
         args: Args::First(Complete::Pane),
+        operands: Operands::Upto(1),
+        hidden: &[],
     },
     Command {
         name: "focus",
@@ -791,6 +846,8 @@ Makes the pane its tab's focus, its tab the active tab and its workspace the
 active workspace.",
         options: &[TARGET, JSON_REPLY],
         args: Args::First(Complete::Pane),
+        operands: Operands::Upto(1),
+        hidden: &[],
     },
     Command {
         name: "resume",
@@ -808,6 +865,8 @@ example an agent's `claude --resume <id>`). Programs inside a pane can run
             opt(None, "json", None, "print the pane's info as JSON"),
         ],
         args: Args::First(Complete::Pane),
+        operands: Operands::Any,
+        hidden: &[],
     },
     Command {
         name: "workspace",
@@ -828,6 +887,8 @@ panes; running panes need --force (they are killed).",
             JSON_REPLY,
         ],
         args: Args::First(Complete::OneOf(&["new", "rename", "rm"])),
+        operands: Operands::Any,
+        hidden: &[],
     },
     Command {
         name: "tab",
@@ -844,6 +905,8 @@ T is a tab id (t3) or name. New tabs come from `ptyd new` (optionally
             JSON_REPLY,
         ],
         args: Args::First(Complete::OneOf(&["rename", "rm"])),
+        operands: Operands::Any,
+        hidden: &[],
     },
     Command {
         name: "upgrade",
@@ -895,6 +958,8 @@ it waits for that one and its probation, then runs. Under systemd,
             ),
         ],
         args: Args::None,
+        operands: Operands::Upto(0),
+        hidden: &[],
     },
     Command {
         name: "version",
@@ -907,6 +972,8 @@ Prints the binary's version and the versions of what it speaks: the client
 protocol, the live-upgrade handoff and the snapshot format.",
         options: &[JSON],
         args: Args::None,
+        operands: Operands::Upto(0),
+        hidden: &[],
     },
     Command {
         name: "api",
@@ -919,6 +986,8 @@ Sends one request with JSON params (default {}) and prints the result as
 JSON. Methods are documented in docs/protocol.md.",
         options: &[],
         args: Args::None,
+        operands: Operands::Any,
+        hidden: &[],
     },
     Command {
         name: "shell-init",
@@ -947,6 +1016,8 @@ yourself, in the rc file or at the prompt:
   fish:  ptyd shell-init fish | source",
         options: &[],
         args: Args::First(Complete::OneOf(SHELLS)),
+        operands: Operands::Upto(1),
+        hidden: &[],
     },
     Command {
         name: "service",
@@ -991,6 +1062,8 @@ running after logout and starts it at boot.",
             ),
         ],
         args: Args::First(Complete::OneOf(&["install", "uninstall"])),
+        operands: Operands::Upto(1),
+        hidden: &[],
     },
     Command {
         name: "config",
@@ -1018,6 +1091,8 @@ panes created from now on, or at the next restore; then the problems, as
             "reload: print the server's report as JSON",
         )],
         args: Args::First(Complete::OneOf(&["check", "reload"])),
+        operands: Operands::Upto(2),
+        hidden: &[],
     },
     Command {
         name: "completions",
@@ -1034,6 +1109,8 @@ server. Install it where your shell looks:
   ptyd completions fish > ~/.config/fish/completions/ptyd.fish",
         options: &[],
         args: Args::First(Complete::OneOf(SHELLS)),
+        operands: Operands::Upto(1),
+        hidden: &[PANES],
     },
     Command {
         name: "manpage",
@@ -1046,6 +1123,8 @@ Prints the ptyd(1) man page, generated from the same table as these help
 texts. View it with `ptyd manpage | man -l -`.",
         options: &[],
         args: Args::None,
+        operands: Operands::Upto(0),
+        hidden: &[],
     },
     Command {
         name: "help",
@@ -1058,6 +1137,8 @@ Prints the overview of commands, or the help of COMMAND (the same as
 `ptyd COMMAND --help`).",
         options: &[],
         args: Args::First(Complete::OneOf(COMMAND_NAMES)),
+        operands: Operands::Upto(1),
+        hidden: &[],
     },
     Command {
         name: "demo",
@@ -1073,6 +1154,8 @@ restore from the snapshot, a live upgrade. Then it cleans up and suggests
 what to try next.",
         options: &[],
         args: Args::None,
+        operands: Operands::Upto(0),
+        hidden: &[],
     },
 ];
 
@@ -1096,43 +1179,11 @@ pub static GLOBAL_OPTIONS: &[Opt] = &[
 /// What ptyd is, in one line.
 pub const TAGLINE: &str = "keeps terminals alive across upgrades and reboots";
 
-/// A help text: prints as the rendered help of a command (or the overview).
+/// The overview (`ptyd --help`): prints as the rendered text.
 #[derive(Clone, Copy)]
 pub struct Topic(Option<&'static str>);
 
 pub const MAIN: Topic = Topic(None);
-pub const SERVER: Topic = Topic(Some("server"));
-pub const NEW: Topic = Topic(Some("new"));
-pub const LS: Topic = Topic(Some("ls"));
-pub const SAVE: Topic = Topic(Some("save"));
-pub const RESPAWN: Topic = Topic(Some("respawn"));
-pub const FOCUS: Topic = Topic(Some("focus"));
-pub const RESUME: Topic = Topic(Some("resume"));
-pub const WORKSPACE: Topic = Topic(Some("workspace"));
-pub const TAB: Topic = Topic(Some("tab"));
-pub const ATTACH: Topic = Topic(Some("attach"));
-pub const SEND: Topic = Topic(Some("send"));
-pub const CAPTURE: Topic = Topic(Some("capture"));
-pub const RUN: Topic = Topic(Some("run"));
-pub const WAIT: Topic = Topic(Some("wait"));
-pub const KILL: Topic = Topic(Some("kill"));
-pub const RM: Topic = Topic(Some("rm"));
-pub const RESIZE: Topic = Topic(Some("resize"));
-pub const EVENTS: Topic = Topic(Some("events"));
-pub const STATUS: Topic = Topic(Some("status"));
-pub const STOP: Topic = Topic(Some("stop"));
-pub const API: Topic = Topic(Some("api"));
-pub const DEMO: Topic = Topic(Some("demo"));
-pub const UPGRADE: Topic = Topic(Some("upgrade"));
-pub const VERSION: Topic = Topic(Some("version"));
-pub const SERVICE: Topic = Topic(Some("service"));
-pub const COMPLETIONS: Topic = Topic(Some("completions"));
-pub const MANPAGE: Topic = Topic(Some("manpage"));
-pub const CONFIG: Topic = Topic(Some("config"));
-pub const SHELL_INIT: Topic = Topic(Some("shell-init"));
-pub const CLIENTS: Topic = Topic(Some("clients"));
-pub const DETACH: Topic = Topic(Some("detach"));
-pub const HELP: Topic = Topic(Some("help"));
 
 /// The exit-code scheme, for `ptyd --help` and the man page.
 pub const EXIT_CODES: &str = "\
