@@ -10,7 +10,7 @@
 //! connection is read all along and its output dropped (the server's
 //! queue must not fill); leaving asks for a redraw.
 
-use super::attach::{SignalPipe, poll_readable, write_stdout};
+use super::attach::tty::{SignalPipe, poll_readable, write_stdout};
 use super::{Client, ClientError, FrameReader, ServerFrame};
 use crate::paths::NamespacePaths;
 use crate::protocol::methods::{self, Request};
