@@ -77,17 +77,7 @@ pub fn send(g: &Global, a: &Parsed) -> Result<i32, CliError> {
             "--submit presses Enter itself: give it TEXT, without --enter or --keys",
         ));
     }
-    let data = if words == ["-"] {
-        let mut bytes = Vec::new();
-        std::io::stdin()
-            .read_to_end(&mut bytes)
-            .map_err(|e| CliError::usage(format!("reading stdin: {e}")))?;
-        String::from_utf8(bytes).map_err(|_| {
-            CliError::usage("stdin is not UTF-8 text; ptyd send takes text (use --keys for keys)")
-        })?
-    } else {
-        words.join(" ")
-    };
+    let data = text_to_send(&words)?;
     // An Enter typed right behind a paste is dropped by some programs (it
     // arrives while they still handle the paste): it goes as its own write.
     let separate_enter = enter && paste;
@@ -167,6 +157,20 @@ pub fn send(g: &Global, a: &Parsed) -> Result<i32, CliError> {
         print_json(&report);
     }
     Ok(code)
+}
+
+/// TEXT: the words joined by spaces, or with `-` all of stdin.
+fn text_to_send(words: &[String]) -> Result<String, CliError> {
+    if words != ["-"] {
+        return Ok(words.join(" "));
+    }
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .read_to_end(&mut bytes)
+        .map_err(|e| CliError::usage(format!("reading stdin: {e}")))?;
+    String::from_utf8(bytes).map_err(|_| {
+        CliError::usage("stdin is not UTF-8 text; ptyd send takes text (use --keys for keys)")
+    })
 }
 
 /// Types one input and returns its acknowledgement.

@@ -23,8 +23,7 @@ use super::{
 use crate::client::{Client, ClientError, FrameReader, ServerFrame, send_frame, terminal_size};
 use crate::paths::NamespacePaths;
 use crate::protocol::frame;
-use crate::protocol::methods::{self, Request};
-use crate::protocol::replies::PaneInfo;
+use crate::protocol::methods;
 use crate::sys;
 use std::io::{self, Write};
 use std::time::{Duration, Instant};
