@@ -92,6 +92,16 @@ fn bash() -> String {
     s.push_str(
         "_ptyd_panes() {\n    ptyd ${_ptyd_ns:+-L \"$_ptyd_ns\"} completions --panes 2>/dev/null\n}\n\n",
     );
+    bash_takes_value(&mut s);
+    bash_command_word(&mut s);
+    bash_option_values(&mut s);
+    bash_operands(&mut s);
+    s.push_str("    esac\n}\n\ncomplete -F _ptyd ptyd\n");
+    s
+}
+
+/// `_ptyd_takes_value CMD OPTION`: whether the option takes a value.
+fn bash_takes_value(s: &mut String) {
     // Value-taking options of each command, to skip their values when
     // counting positional words.
     s.push_str("_ptyd_takes_value() {\n    case \"$1 $2\" in\n");
@@ -105,6 +115,11 @@ fn bash() -> String {
     }
     s.push_str(&format!("        {}) return 0 ;;\n", patterns.join("|")));
     s.push_str("    esac\n    return 1\n}\n\n");
+}
+
+/// The start of `_ptyd`: finds the command word (past `-L NAME`), and
+/// completes it when the cursor is on it.
+fn bash_command_word(s: &mut String) {
     s.push_str(
         "_ptyd() {\n    local cur=\"${COMP_WORDS[COMP_CWORD]}\" prev=\"${COMP_WORDS[COMP_CWORD-1]}\"\n\
          \x20   local i=1 cmd=\"\" cmd_at=0 _ptyd_ns=\"\"\n\
@@ -141,6 +156,10 @@ fn bash() -> String {
         ));
     }
     s.push_str("    esac\n");
+}
+
+/// The values of the option before the cursor.
+fn bash_option_values(s: &mut String) {
     // The value of an option.
     s.push_str("    case \"$cmd $prev\" in\n");
     for c in COMMANDS {
@@ -157,6 +176,11 @@ fn bash() -> String {
         }
     }
     s.push_str("    esac\n");
+}
+
+/// Counts the operands before the cursor; completes the command's options,
+/// or its first operand.
+fn bash_operands(s: &mut String) {
     // Count the positional words before the cursor.
     s.push_str(
         "    local j=$((cmd_at+1)) npos=0 dashdash=0\n\
@@ -190,8 +214,6 @@ fn bash() -> String {
         };
         s.push_str(&format!("        {}) {body} ;;\n", c.name));
     }
-    s.push_str("    esac\n}\n\ncomplete -F _ptyd ptyd\n");
-    s
 }
 
 // ---- zsh ----
