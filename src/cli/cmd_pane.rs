@@ -90,7 +90,7 @@ fn named(client: &mut Client, name: &str) -> Result<Option<PaneInfo>, CliError> 
 /// pane. When that pane does not exist, say what `-s` is and what to type.
 fn explain_split(e: client::ClientError, split: Option<&str>) -> CliError {
     match split {
-        Some(name) if e.code == "not_found" => CliError::usage(format!(
+        Some(name) if e.refused("not_found") => CliError::usage(format!(
             "no pane {name:?} to split: in ptyd, -s is --split TARGET (split that pane). \
              To name the new pane use -n: `ptyd new -n {name}`; tmux's sessions are \
              workspaces here: `ptyd workspace new {name}`, then `ptyd new -w {name}`"
@@ -161,7 +161,7 @@ pub fn rm(g: &Global, a: &Parsed) -> Result<i32, CliError> {
             Ok(_) if as_json => removed.push(id.to_string()),
             Ok(_) => println!("{id}"),
             // Removed or respawned meanwhile: not ours to prune.
-            Err(e) if e.code == "not_found" || e.code == "pane_running" => {}
+            Err(e) if e.refused("not_found") || e.refused("pane_running") => {}
             Err(e) => return Err(e.into()),
         }
     }
@@ -240,11 +240,12 @@ pub fn respawn(g: &Global, a: &Parsed) -> Result<i32, CliError> {
                 respawned.push(info);
             }
             // Respawned or removed meanwhile: nothing of ours to do.
-            Err(e) if e.code == "pane_running" || e.code == "not_found" => {}
+            Err(e) if e.refused("pane_running") || e.refused("not_found") => {}
             Err(e) => {
                 eprintln!("ptyd: {id}: {}", e.message);
-                failed
-                    .push(json!({ "pane": id, "error": { "code": e.code, "message": e.message } }));
+                failed.push(
+                    json!({ "pane": id, "error": { "code": e.code(), "message": e.message } }),
+                );
             }
         }
     }

@@ -5,7 +5,7 @@
 
 use super::args::{self, Outcome, Parsed};
 use super::{CliError, Global, help};
-use crate::client::Client;
+use crate::client::{Client, ErrorKind};
 use crate::protocol::methods::{NoParams, Request};
 use crate::protocol::replies::PaneList;
 use serde_json::Value;
@@ -133,7 +133,7 @@ fn demo(_: &Global, _: &Parsed) -> Result<i32, CliError> {
 pub(super) fn connect(g: &Global) -> Result<Client, CliError> {
     let autostart = crate::server::config::load().0.autostart;
     Client::connect(&g.paths, autostart).map_err(|e| {
-        if autostart || e.code != "no_server" {
+        if autostart || e.kind != ErrorKind::NoServer {
             return e.into();
         }
         let ns = &g.paths.namespace;

@@ -95,9 +95,9 @@ fn exit_code_for(code: &str, message: &str) -> i32 {
 impl From<crate::client::ClientError> for CliError {
     fn from(e: crate::client::ClientError) -> CliError {
         CliError {
-            code: exit_code_for(&e.code, &e.message),
+            code: exit_code_for(e.code(), &e.message),
+            kind: e.code().to_string(),
             message: e.message,
-            kind: e.code,
         }
     }
 }

@@ -34,7 +34,7 @@ fn wait_timeout(a: &Parsed) -> Result<Option<u64>, CliError> {
 fn run_wait(client: &mut Client, wait: methods::PaneWait) -> Result<Value, CliError> {
     let timeout = wait.timeout_ms;
     client.request(&Request::PaneWait(wait)).map_err(|e| {
-        let timed_out = e.code == "timeout";
+        let timed_out = e.refused("timeout");
         let mut err = CliError::from(e);
         if timed_out {
             let after = timeout.map_or(String::new(), |ms| format!(" ({ms} ms)"));
@@ -246,7 +246,7 @@ fn confirm_submit(
                 return Ok(json!({ "echo_seen": echo_seen, "enter_attempts": attempt,
                                   "confirmed": true }));
             }
-            Err(e) if e.code == "timeout" => continue,
+            Err(e) if e.refused("timeout") => continue,
             Err(e) => return Err(e.into()),
         }
     }
@@ -275,7 +275,7 @@ fn require_marks(client: &mut Client, target: &str) -> Result<(), CliError> {
         ..methods::PaneWait::new(target.to_string())
     };
     match client.request(&Request::PaneWait(wait)) {
-        Err(e) if e.code == "no_shell_integration" => Err(e.into()),
+        Err(e) if e.refused("no_shell_integration") => Err(e.into()),
         // Answered (or timed out at once): the pane can report marks.
         _ => Ok(()),
     }

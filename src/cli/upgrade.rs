@@ -96,7 +96,7 @@ fn request_after_running_one(
     let mut told = false;
     loop {
         match client.request(&Request::ServerUpgrade(params.clone())) {
-            Err(e) if e.code == "busy" && Instant::now() < deadline => {
+            Err(e) if e.refused("busy") && Instant::now() < deadline => {
                 if !told {
                     eprintln!("ptyd: {}; waiting for it", busy_reason(&e));
                     told = true;

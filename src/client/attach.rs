@@ -13,7 +13,7 @@
 //! messages and CR LF handling. The loops over the terminal are one
 //! module per OS (`attach/unix.rs`, `attach/windows.rs`), swapped whole.
 
-use super::{Client, ClientError, FrameReader};
+use super::{Client, ClientError, ErrorKind, FrameReader};
 use crate::paths::NamespacePaths;
 use crate::protocol::methods::{self, Request};
 use crate::protocol::replies::{ExitInfo, PaneInfo};
@@ -214,7 +214,7 @@ fn run_ended(
     };
     if payload["reason"] != "pane_exited" {
         return Err(ClientError {
-            code: "detached".into(),
+            kind: ErrorKind::Detached,
             message: format!(
                 "pane {pane_id}: {}",
                 payload["message"].as_str().unwrap_or("attachment ended")
@@ -251,7 +251,7 @@ fn start_mirror(
 /// the pane's EXIT frame.
 fn mirror_lost(pane_id: &str) -> ClientError {
     ClientError {
-        code: "disconnected".into(),
+        kind: ErrorKind::Disconnected,
         message: format!(
             "lost the server connection while running pane {pane_id}; `ptyd ls` shows its state"
         ),

@@ -20,19 +20,76 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use std::io::{self, BufRead, BufReader, Read, Write};
 
-/// An error from the server (`code` as on the wire) or from getting there.
+/// An error from the server or from getting there: what kind (which is
+/// what callers decide on) and the message for the user, with its context.
 #[derive(Debug)]
 pub struct ClientError {
-    pub code: String,
+    pub kind: ErrorKind,
     pub message: String,
 }
 
-impl ClientError {
-    fn io(context: &str, e: io::Error) -> ClientError {
-        ClientError {
-            code: "io".into(),
-            message: format!("{context}: {e}"),
+/// What went wrong, as a [`ClientError`]'s caller tells failures apart.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// No server serves the namespace, and none was or could be started.
+    NoServer,
+    /// A system call on the way failed (the message says which).
+    Io,
+    /// The server closed the connection.
+    Disconnected,
+    /// The server sent a line or reply this client cannot read.
+    Unreadable,
+    /// The server's frames broke the protocol.
+    Protocol,
+    /// A request this client could not encode.
+    Internal,
+    /// An attachment ended otherwise than by its pane exiting.
+    Detached,
+    /// Standard input and output are not a console.
+    NotATerminal,
+    /// The server refused the request with this code, as on the wire
+    /// (`not_found`, `timeout`, `busy`; docs/protocol.md lists them).
+    Server(String),
+}
+
+impl ErrorKind {
+    /// The code `--json` prints and the exit code is chosen by: the
+    /// server's own, else this client's name for the kind.
+    pub fn code(&self) -> &str {
+        match self {
+            ErrorKind::NoServer => "no_server",
+            ErrorKind::Io => "io",
+            ErrorKind::Disconnected => "disconnected",
+            ErrorKind::Unreadable => "parse_error",
+            ErrorKind::Protocol => "protocol_error",
+            ErrorKind::Internal => "internal",
+            ErrorKind::Detached => "detached",
+            ErrorKind::NotATerminal => "not_a_terminal",
+            ErrorKind::Server(code) => code,
         }
+    }
+}
+
+impl ClientError {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> ClientError {
+        ClientError {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn io(context: &str, e: io::Error) -> ClientError {
+        ClientError::new(ErrorKind::Io, format!("{context}: {e}"))
+    }
+
+    /// See [`ErrorKind::code`].
+    pub fn code(&self) -> &str {
+        self.kind.code()
+    }
+
+    /// Whether the server refused the request with `code`.
+    pub fn refused(&self, code: &str) -> bool {
+        matches!(&self.kind, ErrorKind::Server(c) if c == code)
     }
 }
 
@@ -81,7 +138,7 @@ impl Client {
             }
             Err(e) => {
                 return Err(ClientError {
-                    code: "no_server".into(),
+                    kind: ErrorKind::NoServer,
                     message: format!(
                         "no ptyd server in namespace {:?} ({}: {e}); start one with `ptyd{} server`",
                         paths.namespace,
@@ -114,7 +171,7 @@ impl Client {
     /// pushed events.
     pub fn request(&mut self, request: &Request) -> Result<Value, ClientError> {
         let message = serde_json::to_value(request).map_err(|e| ClientError {
-            code: "internal".into(),
+            kind: ErrorKind::Internal,
             message: format!("encoding {}: {e}", request.method()),
         })?;
         let params = message.get("params").cloned().unwrap_or(json!({}));
@@ -133,7 +190,7 @@ impl Client {
         self.next_id += 1;
         let mut line = serde_json::to_vec(&json!({ "id": id, "method": method, "params": params }))
             .map_err(|e| ClientError {
-                code: "internal".into(),
+                kind: ErrorKind::Internal,
                 message: e.to_string(),
             })?;
         line.push(b'\n');
@@ -152,12 +209,12 @@ impl Client {
             .map_err(|e| ClientError::io("reading from server", e))?;
         if n == 0 {
             return Err(ClientError {
-                code: "disconnected".into(),
+                kind: ErrorKind::Disconnected,
                 message: "the server closed the connection".into(),
             });
         }
         serde_json::from_str(&line).map_err(|e| ClientError {
-            code: "parse_error".into(),
+            kind: ErrorKind::Unreadable,
             message: format!("server sent something that is not JSON ({e})"),
         })
     }
@@ -192,7 +249,7 @@ impl Client {
 /// reported as the server sending something this client does not expect.
 pub fn parse_reply<T: DeserializeOwned>(method: &str, result: Value) -> Result<T, ClientError> {
     serde_json::from_value(result).map_err(|e| ClientError {
-        code: "parse_error".into(),
+        kind: ErrorKind::Unreadable,
         message: format!("unexpected reply to {method}: {e}"),
     })
 }
@@ -216,7 +273,7 @@ pub fn capture_lines(capture: &Value) -> Vec<&str> {
 pub fn response_result(msg: Value) -> Result<Value, ClientError> {
     if let Some(err) = msg.get("error") {
         return Err(ClientError {
-            code: err["code"].as_str().unwrap_or("unknown").to_string(),
+            kind: ErrorKind::Server(err["code"].as_str().unwrap_or("unknown").to_string()),
             message: err["message"]
                 .as_str()
                 .unwrap_or("unknown error")
@@ -232,7 +289,7 @@ pub fn response_result(msg: Value) -> Result<Value, ClientError> {
 /// which would hold the namespace against the service.
 fn start_through_systemd(paths: &NamespacePaths, unit: &str) -> Result<(), ClientError> {
     crate::service::install::systemctl(&["start", unit]).map_err(|e| ClientError {
-        code: "no_server".into(),
+        kind: ErrorKind::NoServer,
         message: format!(
             "no ptyd server in namespace {:?}, and {unit} is installed, so it was asked to \
              start it: {e}. Start the service (`systemctl --user start {unit}`), or remove \
@@ -276,7 +333,7 @@ pub(in crate::client) fn start_failed(stderr_path: &std::path::Path, start: usiz
     let log = std::fs::read(stderr_path).unwrap_or_default();
     let log = String::from_utf8_lossy(log.get(start..).unwrap_or_default());
     ClientError {
-        code: "no_server".into(),
+        kind: ErrorKind::NoServer,
         // The server's own lines, without their `ptyd: ` prefix: the
         // message gets one when printed.
         message: format!(
@@ -358,7 +415,7 @@ fn exit_payload(payload: &[u8]) -> Value {
 
 fn oversized() -> ClientError {
     ClientError {
-        code: "protocol_error".into(),
+        kind: ErrorKind::Protocol,
         message: "oversized frame from server".into(),
     }
 }

@@ -11,7 +11,7 @@
 //! queue must not fill); leaving asks for a redraw.
 
 use super::attach::tty::{SignalPipe, poll_readable, write_stdout};
-use super::{Client, ClientError, FrameReader, ServerFrame};
+use super::{Client, ClientError, ErrorKind, FrameReader, ServerFrame};
 use crate::paths::NamespacePaths;
 use crate::protocol::methods::{self, Request};
 use serde::Deserialize;
@@ -369,7 +369,7 @@ pub fn run(
         }
         let fds = [0, signals.read.as_raw_fd(), reader.stream().as_raw_fd()];
         let ready = poll_readable(&fds, None).map_err(|e| ClientError {
-            code: "io".into(),
+            kind: ErrorKind::Io,
             message: format!("poll: {e}"),
         })?;
         if ready[2] {

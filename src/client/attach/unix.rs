@@ -11,7 +11,7 @@ use super::{
     run_ended, split_keys, start_mirror,
 };
 use crate::client::{
-    self, BatchEnd, Client, ClientError, FrameReader, scroll, send_frame, terminal_size,
+    self, BatchEnd, Client, ClientError, ErrorKind, FrameReader, scroll, send_frame, terminal_size,
 };
 use crate::paths::NamespacePaths;
 use crate::protocol::frame;
@@ -217,7 +217,7 @@ impl TerminalOutput {
         }
         match batch.end {
             BatchEnd::Oversized => Err(ClientError {
-                code: "protocol_error".into(),
+                kind: ErrorKind::Protocol,
                 message: "oversized frame from server".into(),
             }),
             end => Ok(end),
@@ -332,7 +332,7 @@ pub fn run_attach(
 
 fn io_error(what: &str, e: io::Error) -> ClientError {
     ClientError {
-        code: "io".into(),
+        kind: ErrorKind::Io,
         message: format!("{what}: {e}"),
     }
 }
@@ -620,7 +620,7 @@ pub fn run_mirror(
 ) -> Result<i32, ClientError> {
     let mut signals =
         SignalPipe::new(&[sys::SIGINT, sys::SIGTERM, sys::SIGHUP]).map_err(|e| ClientError {
-            code: "io".into(),
+            kind: ErrorKind::Io,
             message: format!("installing signal handlers: {e}"),
         })?;
     let (pane_id, mut reader) = start_mirror(paths, create)?;
@@ -640,7 +640,7 @@ pub fn run_mirror(
             None,
         )
         .map_err(|e| ClientError {
-            code: "io".into(),
+            kind: ErrorKind::Io,
             message: format!("poll: {e}"),
         })?;
         if ready[1] && signals.drain() && !kill_sent {
