@@ -1,11 +1,13 @@
 //! Every command, its options and its help text, in one table that the
-//! `--help` output, the shell completions (`completions.rs`) and the man
-//! page (`manpage.rs`) all read, so none of them can drift from the others.
+//! parser (`args.rs`), the `--help` output, the shell completions
+//! (`completions.rs`) and the man page (`manpage.rs`) all read, so an
+//! option exists once and none of them can drift from the others. The
+//! entries are in `panes.rs`, `server.rs` and `other.rs` by command group;
+//! [`COMMANDS`] lists them in the order of `ptyd --help`.
 //!
 //! A command's help is rendered from its entry: the usage lines, the prose,
 //! then one line per option with its description wrapped to the terminal
-//! convention of 79 columns. Callers name a help text by its [`Topic`]
-//! (`help::NEW`), which prints as the rendered text.
+//! convention of 79 columns. The overview prints as [`MAIN`].
 
 use std::fmt;
 
