@@ -1,4 +1,4 @@
-//! The one parser of every command line, driven by the table in `help.rs`:
+//! The one parser of every command line, driven by the table in `help/`:
 //! a command's options, their short spellings, which take a value and what
 //! its operands are all come from its entry there, so an option parses as
 //! it is documented, completed and listed in the man page.

@@ -1,5 +1,5 @@
 //! From a command's name to its handler: each command's arguments are
-//! parsed from its entry in the table of `help.rs`, then its handler (in
+//! parsed from its entry in the table of `help/`, then its handler (in
 //! the `cmd_*` file of its group) runs. Also what every handler shares:
 //! connecting and printing JSON.
 

@@ -1,5 +1,5 @@
 //! `ptyd completions bash|zsh|fish`: completion scripts generated from the
-//! command table in `help.rs`, so a new command or option completes as
+//! command table in `help/`, so a new command or option completes as
 //! soon as it has help. The copies in `packaging/completions/` are this
 //! output (a test keeps them current).
 //!

@@ -1,5 +1,5 @@
 //! The command line: `ptyd [-L NAME] COMMAND [ARGS]`. Every command is
-//! parsed by `args` from its entry in the table of `help.rs` (which also
+//! parsed by `args` from its entry in the table of `help/` (which also
 //! renders its help, completions and man page), then run against the
 //! server by its handler in a `cmd_*` file.
 //!
