@@ -252,11 +252,11 @@ pub fn upgrade_once(ctl: &mut Client, old_pid: u32, after_probation: bool) -> Re
                 };
                 return Ok((sample, retries));
             }
-            Err(e) if e.code == "busy" && Instant::now() < deadline => {
+            Err(e) if e.refused("busy") && Instant::now() < deadline => {
                 retries += 1;
                 std::thread::sleep(BUSY_RETRY);
             }
-            Err(e) => return Err(format!("server.upgrade: {} ({})", e.message, e.code)),
+            Err(e) => return Err(format!("server.upgrade: {} ({})", e.message, e.code())),
         }
     }
 }

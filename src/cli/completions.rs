@@ -1,5 +1,5 @@
 //! `ptyd completions bash|zsh|fish`: completion scripts generated from the
-//! command table in `help.rs`, so a new command or option completes as
+//! command table in `help/`, so a new command or option completes as
 //! soon as it has help. The copies in `packaging/completions/` are this
 //! output (a test keeps them current).
 //!
@@ -7,27 +7,18 @@
 //! `ptyd completions --panes`, which never starts a server (completing a
 //! word must not have side effects) and prints nothing when none runs.
 
-use super::help::{self, Args, COMMANDS, Complete, GLOBAL_OPTIONS, Opt};
+use super::args::Parsed;
+use super::help::{Args, COMMANDS, Complete, GLOBAL_OPTIONS, Opt};
 use super::{CliError, Global};
 use crate::protocol::methods::{NoParams, Request};
 use crate::protocol::replies::PaneList;
-use lexopt::prelude::*;
 
-pub fn completions(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
-    let mut shell = None;
-    while let Some(arg) = p.next()? {
-        if super::commands::help_requested(&arg, help::COMPLETIONS) {
-            return Ok(0);
-        }
-        match arg {
-            Long("panes") => {
-                print_panes(g);
-                return Ok(0);
-            }
-            Value(v) if shell.is_none() => shell = Some(v.string()?),
-            _ => return Err(arg.unexpected().into()),
-        }
+pub fn completions(g: &Global, a: &Parsed) -> Result<i32, CliError> {
+    if a.flag("panes") {
+        print_panes(g);
+        return Ok(0);
     }
+    let shell = a.operands()?.into_iter().next();
     let shell =
         shell.ok_or_else(|| CliError::usage("completions needs a shell: bash, zsh or fish"))?;
     let script = script(&shell).ok_or_else(|| {
@@ -101,6 +92,16 @@ fn bash() -> String {
     s.push_str(
         "_ptyd_panes() {\n    ptyd ${_ptyd_ns:+-L \"$_ptyd_ns\"} completions --panes 2>/dev/null\n}\n\n",
     );
+    bash_takes_value(&mut s);
+    bash_command_word(&mut s);
+    bash_option_values(&mut s);
+    bash_operands(&mut s);
+    s.push_str("    esac\n}\n\ncomplete -F _ptyd ptyd\n");
+    s
+}
+
+/// `_ptyd_takes_value CMD OPTION`: whether the option takes a value.
+fn bash_takes_value(s: &mut String) {
     // Value-taking options of each command, to skip their values when
     // counting positional words.
     s.push_str("_ptyd_takes_value() {\n    case \"$1 $2\" in\n");
@@ -114,6 +115,11 @@ fn bash() -> String {
     }
     s.push_str(&format!("        {}) return 0 ;;\n", patterns.join("|")));
     s.push_str("    esac\n    return 1\n}\n\n");
+}
+
+/// The start of `_ptyd`: finds the command word (past `-L NAME`), and
+/// completes it when the cursor is on it.
+fn bash_command_word(s: &mut String) {
     s.push_str(
         "_ptyd() {\n    local cur=\"${COMP_WORDS[COMP_CWORD]}\" prev=\"${COMP_WORDS[COMP_CWORD-1]}\"\n\
          \x20   local i=1 cmd=\"\" cmd_at=0 _ptyd_ns=\"\"\n\
@@ -150,6 +156,10 @@ fn bash() -> String {
         ));
     }
     s.push_str("    esac\n");
+}
+
+/// The values of the option before the cursor.
+fn bash_option_values(s: &mut String) {
     // The value of an option.
     s.push_str("    case \"$cmd $prev\" in\n");
     for c in COMMANDS {
@@ -166,6 +176,11 @@ fn bash() -> String {
         }
     }
     s.push_str("    esac\n");
+}
+
+/// Counts the operands before the cursor; completes the command's options,
+/// or its first operand.
+fn bash_operands(s: &mut String) {
     // Count the positional words before the cursor.
     s.push_str(
         "    local j=$((cmd_at+1)) npos=0 dashdash=0\n\
@@ -199,8 +214,6 @@ fn bash() -> String {
         };
         s.push_str(&format!("        {}) {body} ;;\n", c.name));
     }
-    s.push_str("    esac\n}\n\ncomplete -F _ptyd ptyd\n");
-    s
 }
 
 // ---- zsh ----

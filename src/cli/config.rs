@@ -3,23 +3,26 @@
 //! `ptyd config reload`: the running server reads it again
 //! (`server.config.reload`).
 
-use super::commands::help_requested;
-use super::{CliError, Global, help};
+use super::args::Parsed;
+use super::{CliError, Global};
 use crate::protocol::methods::{NoParams, Request};
 use crate::server::config;
-use lexopt::prelude::*;
 use std::path::PathBuf;
 
-pub fn config_cmd(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
-    let action = match p.next()? {
-        Some(Value(v)) => v.string()?,
-        Some(arg) if help_requested(&arg, help::CONFIG) => return Ok(0),
-        Some(arg) => return Err(arg.unexpected().into()),
-        None => return Err(CliError::usage("config needs an action: check or reload")),
+pub fn config_cmd(g: &Global, a: &Parsed) -> Result<i32, CliError> {
+    let mut operands = a.operands()?.into_iter();
+    let Some(action) = operands.next() else {
+        return Err(CliError::usage("config needs an action: check or reload"));
     };
     match action.as_str() {
-        "check" => check(p),
-        "reload" => reload(g, p),
+        "check" => {
+            a.only(&[])?;
+            check(operands.next().map(PathBuf::from))
+        }
+        "reload" => {
+            a.at_most(1)?;
+            reload(g, a.flag("json"))
+        }
         _ => Err(CliError::usage(format!(
             "unknown config action {action:?}: use check or reload"
         ))),
@@ -35,17 +38,7 @@ fn problems_error(count: usize, path: &str, rest: &str) -> CliError {
     ))
 }
 
-fn reload(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
-    let mut as_json = false;
-    while let Some(arg) = p.next()? {
-        if help_requested(&arg, help::CONFIG) {
-            return Ok(0);
-        }
-        match arg {
-            Long("json") => as_json = true,
-            _ => return Err(arg.unexpected().into()),
-        }
-    }
+fn reload(g: &Global, as_json: bool) -> Result<i32, CliError> {
     // Never starts a server: one started now would read the file anyway.
     let report = crate::client::Client::connect(&g.paths, false)?
         .request(&Request::ServerConfigReload(NoParams {}))?;
@@ -96,17 +89,7 @@ fn reload(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     }
 }
 
-fn check(p: &mut lexopt::Parser) -> Result<i32, CliError> {
-    let mut file: Option<PathBuf> = None;
-    while let Some(arg) = p.next()? {
-        if help_requested(&arg, help::CONFIG) {
-            return Ok(0);
-        }
-        match arg {
-            Value(v) if file.is_none() => file = Some(PathBuf::from(v)),
-            _ => return Err(arg.unexpected().into()),
-        }
-    }
+fn check(file: Option<PathBuf>) -> Result<i32, CliError> {
     let path = match file {
         Some(f) => f,
         None => {

@@ -145,11 +145,30 @@ pub fn run() -> Result<i32, CliError> {
         status["pid"],
         status["socket"].as_str().unwrap_or("?")
     );
+    create_panes(&mut client)?;
+    type_and_wait(&mut client)?;
 
+    step("attaching read-only to the shell, as `ptyd attach` does");
+    attach_and_watch(&paths, &mut client)?;
+    let mut client = restore(&paths, client)?;
+    live_upgrade(&mut client)?;
+    kill_and_list(&mut client)?;
+
+    step("stopping the server and removing the namespace");
+    println!("  $ ptyd -L {} stop", demo_namespace());
+    drop(client);
+    drop(server);
+    println!("  done");
+    what_next();
+    Ok(0)
+}
+
+/// A shell, a counter, and a command that exits with code 7.
+fn create_panes(client: &mut Client) -> Result<(), CliError> {
     step("creating three panes: a shell, a counter, and a command that exits with code 7");
     let tmp = std::env::temp_dir();
     let shell = call(
-        &mut client,
+        client,
         &format!(
             "new -d -n shell -c {} -e PS1='demo$ ' -- /bin/sh",
             tmp.display()
@@ -161,7 +180,7 @@ pub fn run() -> Result<i32, CliError> {
         }),
     )?;
     let counter = call(
-        &mut client,
+        client,
         &format!(
             "new -d -n counter -c {} --restore rerun --shell 'i=0; while true; do ...; done'",
             tmp.display()
@@ -173,7 +192,7 @@ pub fn run() -> Result<i32, CliError> {
         }),
     )?;
     let exiter = call(
-        &mut client,
+        client,
         &format!(
             "new -d -n exiter -c {} --shell 'echo about to exit; exit 7'",
             tmp.display()
@@ -192,23 +211,29 @@ pub fn run() -> Result<i32, CliError> {
         );
     }
 
+    Ok(())
+}
+
+/// Typing into the shell, waiting for what it prints, for an exit and for
+/// text on a screen.
+fn type_and_wait(client: &mut Client) -> Result<(), CliError> {
     step("typing into the shell and waiting for its answer on screen");
     let ack = call(
-        &mut client,
+        client,
         "send shell --enter --request-id demo-1 --json 'echo hello from $PTYD_PANE_ID'",
         input("shell", "echo hello from $PTYD_PANE_ID\r", Some("demo-1")),
     )?;
     // From the ack's output count, past the echoed command line: only the
     // command's own output can match, however fast it comes.
     call(
-        &mut client,
+        client,
         "wait shell --text 'hello from p1' --after-output OUTPUT_BYTES_OF_THE_ACK --timeout 10s",
         wait_text_after("shell", "hello from p1", &ack),
     )?;
-    let screen = call(&mut client, "capture shell", capture("shell", None))?;
+    let screen = call(client, "capture shell", capture("shell", None))?;
     print_screen(&screen);
     let again = call(
-        &mut client,
+        client,
         "send shell --enter --request-id demo-1 'echo hello from $PTYD_PANE_ID'",
         input("shell", "echo hello from $PTYD_PANE_ID\r", Some("demo-1")),
     )?;
@@ -216,7 +241,7 @@ pub fn run() -> Result<i32, CliError> {
 
     step("waiting for the exiting command");
     let exit = call(
-        &mut client,
+        client,
         "wait exiter --exit --timeout 10s",
         wait_exit("exiter"),
     )?;
@@ -224,14 +249,17 @@ pub fn run() -> Result<i32, CliError> {
 
     step("waiting until the counter reaches 5");
     call(
-        &mut client,
+        client,
         "wait counter --text 'tick 5' --screen --timeout 10s",
         wait_screen_text("counter", "tick 5"),
     )?;
 
-    step("attaching read-only to the shell, as `ptyd attach` does");
-    attach_and_watch(&paths, &mut client)?;
+    Ok(())
+}
 
+/// A restore in place, as after a reboot; returns the connection to the
+/// server that restored.
+fn restore(paths: &NamespacePaths, mut client: Client) -> Result<Client, CliError> {
     step("restore: the server saves, restarts in place and rebuilds the session from disk");
     println!("  (what a reboot does; also the fallback where a live upgrade is impossible)");
     let before = pane_pids(&mut client)?;
@@ -241,7 +269,7 @@ pub fn run() -> Result<i32, CliError> {
         upgrade(Some("restore")),
     )?;
     drop(client);
-    let mut client = reconnect(&paths)?;
+    let mut client = reconnect(paths)?;
     call(
         &mut client,
         "wait counter --text 'tick 3' --screen --timeout 10s",
@@ -259,22 +287,19 @@ pub fn run() -> Result<i32, CliError> {
     )?;
     print_screen(&screen);
 
+    Ok(client)
+}
+
+/// A live upgrade, with the counter going on across it.
+fn live_upgrade(client: &mut Client) -> Result<(), CliError> {
     step("live upgrade: the server replaces its own binary while every pane runs");
-    let before = pane_pids(&mut client)?;
-    let old_server = call(
-        &mut client,
-        "status --json",
-        Request::ServerStatus(NoParams {}),
-    )?["pid"]
-        .clone();
-    let report = call(&mut client, "upgrade", upgrade(None))?;
+    let before = pane_pids(client)?;
+    let old_server =
+        call(client, "status --json", Request::ServerStatus(NoParams {}))?["pid"].clone();
+    let report = call(client, "upgrade", upgrade(None))?;
     // After the answer (which comes once the new server survived its
     // probation): the counter must go on from where it is now.
-    let last_tick = last_tick(&call(
-        &mut client,
-        "capture counter",
-        capture("counter", None),
-    )?);
+    let last_tick = last_tick(&call(client, "capture counter", capture("counter", None))?);
     for phase in report["phases"].as_array().into_iter().flatten() {
         println!(
             "  {:<10} {:>8.3} ms",
@@ -289,7 +314,7 @@ pub fn run() -> Result<i32, CliError> {
         report["blackout_ms"].as_f64().unwrap_or(0.0),
         report["fds"]
     );
-    let after = pane_pids(&mut client)?;
+    let after = pane_pids(client)?;
     println!("  pane pids before: {before:?}");
     println!(
         "  pane pids after:  {after:?}  {}",
@@ -301,12 +326,12 @@ pub fn run() -> Result<i32, CliError> {
     );
     let target = format!("tick {}", last_tick + 10);
     call(
-        &mut client,
+        client,
         &format!("wait counter --text '{target}' --timeout 10s"),
         wait_text("counter", &target),
     )?;
     let capture = call(
-        &mut client,
+        client,
         "capture counter -S -200",
         capture("counter", Some(-200)),
     )?;
@@ -323,9 +348,13 @@ pub fn run() -> Result<i32, CliError> {
         }
     );
 
+    Ok(())
+}
+
+fn kill_and_list(client: &mut Client) -> Result<(), CliError> {
     step("killing the counter's whole process tree");
     call(
-        &mut client,
+        client,
         "kill counter",
         Request::PaneKill(methods::PaneKill {
             target: "counter".into(),
@@ -334,14 +363,14 @@ pub fn run() -> Result<i32, CliError> {
         }),
     )?;
     let killed = call(
-        &mut client,
+        client,
         "wait counter --exit --timeout 10s",
         wait_exit("counter"),
     )?;
     println!("  counter ended: {}", killed["exit"]);
 
     step("listing panes");
-    let list = call(&mut client, "ls --json", Request::PaneList(NoParams {}))?;
+    let list = call(client, "ls --json", Request::PaneList(NoParams {}))?;
     for pane in list["panes"].as_array().into_iter().flatten() {
         // A held pane has no exit status: it never ran in this server.
         let exit = match &pane["exit"] {
@@ -356,12 +385,10 @@ pub fn run() -> Result<i32, CliError> {
         );
     }
 
-    step("stopping the server and removing the namespace");
-    println!("  $ ptyd -L {} stop", demo_namespace());
-    drop(client);
-    drop(server);
-    println!("  done");
+    Ok(())
+}
 
+fn what_next() {
     println!(
         "\n== what to try next
   ptyd new                          a shell in a pane, attached (Ctrl-\\ detaches)
@@ -373,7 +400,6 @@ pub fn run() -> Result<i32, CliError> {
   ptyd completions bash             shell completions (also zsh, fish)
   ptyd --help                       every command; docs/protocol.md for the API"
     );
-    Ok(0)
 }
 
 /// Attaches a second connection read-only to the shell: it gets the

@@ -15,11 +15,8 @@ pub fn parse(text: &str, what: &str) -> Result<Duration, CliError> {
 }
 
 /// Parses a duration into whole milliseconds, as the API wants them.
-pub fn parse_ms(value: std::ffi::OsString, what: &str) -> Result<u64, CliError> {
-    let text = value
-        .into_string()
-        .map_err(|v| CliError::usage(format!("{what}: {v:?} is not UTF-8")))?;
-    Ok(parse(&text, what)?.as_millis().min(u128::from(u64::MAX)) as u64)
+pub fn parse_ms(text: &str, what: &str) -> Result<u64, CliError> {
+    Ok(parse(text, what)?.as_millis().min(u128::from(u64::MAX)) as u64)
 }
 
 fn parse_str(text: &str) -> Result<Duration, String> {

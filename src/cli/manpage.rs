@@ -1,5 +1,5 @@
 //! The man page `ptyd(1)`, rendered as roff from the command table in
-//! `help.rs` (the same entries `--help` prints) plus the sections only a
+//! `help/` (the same entries `--help` prints) plus the sections only a
 //! manual has: files, environment, exit status, systemd. The shipped
 //! `packaging/man/ptyd.1` is this output; a test keeps it current and
 //! checks that `man -l` renders it.
@@ -84,7 +84,7 @@ fn command(out: &mut String, c: &Command) {
 pub fn render() -> String {
     let mut out = String::new();
     out.push_str(&format!(
-        ".\\\" ptyd(1), generated from src/cli/help.rs by src/cli/manpage.rs; do not edit.\n\
+        ".\\\" ptyd(1), generated from src/cli/help/ by src/cli/manpage.rs; do not edit.\n\
          .TH PTYD 1 \"\" \"ptyd {}\" \"User Commands\"\n",
         env!("CARGO_PKG_VERSION")
     ));

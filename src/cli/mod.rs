@@ -1,5 +1,7 @@
-//! The command line: `ptyd [-L NAME] COMMAND [ARGS]`. Each command is parsed
-//! with lexopt into its own options, then run against the server.
+//! The command line: `ptyd [-L NAME] COMMAND [ARGS]`. Every command is
+//! parsed by `args` from its entry in the table of `help/` (which also
+//! renders its help, completions and man page), then run against the
+//! server by its handler in a `cmd_*` file.
 //!
 //! Exit codes, one scheme for every command (also in `ptyd --help` and the
 //! README):
@@ -21,6 +23,13 @@
 /// The exit code of a command whose wait or pane timed out (as timeout(1)).
 pub const TIMEOUT_EXIT: i32 = 124;
 
+mod args;
+mod cmd_attach;
+mod cmd_pane;
+mod cmd_raw;
+mod cmd_server;
+mod cmd_show;
+mod cmd_tree;
 mod commands;
 mod completions;
 mod config;
@@ -28,6 +37,7 @@ mod demo;
 mod duration;
 mod help;
 mod manpage;
+mod pane_spec;
 mod scripting;
 mod service;
 mod suggest;
@@ -38,6 +48,7 @@ use lexopt::prelude::*;
 
 /// A failure the CLI reports: the message, the exit code, and a short
 /// machine-readable kind (`usage`, or the server's error code).
+#[derive(Debug)]
 pub struct CliError {
     pub message: String,
     pub code: i32,
@@ -84,9 +95,9 @@ fn exit_code_for(code: &str, message: &str) -> i32 {
 impl From<crate::client::ClientError> for CliError {
     fn from(e: crate::client::ClientError) -> CliError {
         CliError {
-            code: exit_code_for(&e.code, &e.message),
+            code: exit_code_for(e.code(), &e.message),
+            kind: e.code().to_string(),
             message: e.message,
-            kind: e.code,
         }
     }
 }
@@ -139,19 +150,17 @@ fn json_requested() -> bool {
 fn run() -> Result<i32, CliError> {
     end_quietly_on_closed_stdout();
     let mut parser = lexopt::Parser::from_env();
+    let args::Leading { given, command } = args::parse_global(help::GLOBAL_OPTIONS, &mut parser)?;
     let mut namespace = std::env::var("PTYD_NAMESPACE")
         .ok()
         .filter(|s| !s.is_empty());
-    let command = loop {
-        match parser.next()? {
-            Some(Short('L')) | Some(Long("namespace")) => {
-                namespace = Some(parser.value()?.string()?)
-            }
-            Some(Short('h')) | Some(Long("help")) => {
+    for (long, value) in given {
+        match long {
+            "help" => {
                 print!("{}", help::MAIN);
                 return Ok(0);
             }
-            Some(Short('V')) | Some(Long("version")) => {
+            "version" => {
                 println!(
                     "ptyd {} (protocol {})",
                     crate::protocol::SERVER_VERSION,
@@ -159,13 +168,12 @@ fn run() -> Result<i32, CliError> {
                 );
                 return Ok(0);
             }
-            Some(Value(cmd)) => break cmd.string()?,
-            Some(arg) => return Err(arg.unexpected().into()),
-            None => {
-                print!("{}", help::MAIN);
-                return Err(CliError::usage("no command given"));
-            }
+            _ => namespace = Some(value.string()?),
         }
+    }
+    let Some(command) = command else {
+        print!("{}", help::MAIN);
+        return Err(CliError::usage("no command given"));
     };
     if command == "server" {
         // Back to the default hook (see `end_quietly_on_closed_stdout`).

@@ -9,28 +9,24 @@
 //! `server::config::DEFAULT_WAIT_TIMEOUT`, 30 s) so a script never hangs
 //! silently; one that passes exits 124.
 
-use super::commands::{
-    connect, help_requested, need_target, print_json, target_arg, target_option,
-};
-use super::{CliError, Global, duration, help};
+use super::args::Parsed;
+use super::commands::{connect, print_json};
+use super::{CliError, Global};
 use crate::client::Client;
 use crate::protocol::methods::{self, Request};
 use crate::protocol::replies::InputAck;
-use lexopt::prelude::*;
 use serde_json::{Value, json};
 use std::io::Read;
 use std::time::Duration;
 
-/// `--timeout DUR` for waits: `None` (no timeout) for `0`.
-fn wait_timeout(value: std::ffi::OsString) -> Result<Option<u64>, CliError> {
-    let ms = duration::parse_ms(value, "--timeout")?;
+/// A wait's `--timeout DUR`, else the config's `wait_timeout_ms`, else
+/// 30 s; `None` (no timeout) for `0`.
+fn wait_timeout(a: &Parsed) -> Result<Option<u64>, CliError> {
+    let ms = match a.millis("timeout")? {
+        Some(ms) => ms,
+        None => crate::server::config::load().0.wait_timeout.as_millis() as u64,
+    };
     Ok((ms > 0).then_some(ms))
-}
-
-/// The config's `wait_timeout_ms` (0: none), else 30 s.
-fn default_timeout_ms() -> Option<u64> {
-    let ms = crate::server::config::load().0.wait_timeout.as_millis() as u64;
-    (ms > 0).then_some(ms)
 }
 
 /// Runs a `pane.wait`. A timeout is an error with exit code 124 (as
@@ -38,7 +34,7 @@ fn default_timeout_ms() -> Option<u64> {
 fn run_wait(client: &mut Client, wait: methods::PaneWait) -> Result<Value, CliError> {
     let timeout = wait.timeout_ms;
     client.request(&Request::PaneWait(wait)).map_err(|e| {
-        let timed_out = e.code == "timeout";
+        let timed_out = e.refused("timeout");
         let mut err = CliError::from(e);
         if timed_out {
             let after = timeout.map_or(String::new(), |ms| format!(" ({ms} ms)"));
@@ -51,43 +47,25 @@ fn run_wait(client: &mut Client, wait: methods::PaneWait) -> Result<Value, CliEr
     })
 }
 
-pub fn send(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
-    let mut target = None;
-    let mut enter = false;
-    let mut submit = false;
-    let mut paste = false;
-    let mut request_id = None;
-    let mut wait_finished = false;
-    let mut wait_for: Option<String> = None;
-    let mut regex = false;
-    let mut timeout = default_timeout_ms();
-    let mut as_json = false;
-    let mut words: Vec<String> = Vec::new();
-    let mut keys: Vec<String> = Vec::new();
-    let mut in_keys = false;
-    while let Some(arg) = p.next()? {
-        if help_requested(&arg, help::SEND) {
-            return Ok(0);
-        }
-        match arg {
-            Long("enter") => enter = true,
-            Long("submit") => submit = true,
-            Long("paste") => paste = true,
-            Long("keys") | Short('k') => in_keys = true,
-            Long("wait") => wait_finished = true,
-            Long("wait-for") => wait_for = Some(p.value()?.string()?),
-            Long("regex") => regex = true,
-            Long("timeout") => timeout = wait_timeout(p.value()?)?,
-            Long("request-id") => request_id = Some(p.value()?.string()?),
-            Long("json") => as_json = true,
-            Short('t') | Long("target") => target_option(p, &mut target)?,
-            Value(v) if target.is_none() => target = Some(v.string()?),
-            Value(v) if in_keys => keys.push(v.string()?),
-            Value(v) => words.push(v.string()?),
-            _ => return Err(arg.unexpected().into()),
-        }
-    }
-    let target = need_target(target)?;
+pub fn send(g: &Global, a: &Parsed) -> Result<i32, CliError> {
+    let (mut words, mut keys) = a.operands_split_at("keys")?;
+    // TARGET is `-t TARGET`, else the first word.
+    let target = match a.value("target")? {
+        Some(t) => t,
+        None if !words.is_empty() => words.remove(0),
+        None if !keys.is_empty() => keys.remove(0),
+        None => a.need_target()?,
+    };
+    let enter = a.flag("enter");
+    let submit = a.flag("submit");
+    let paste = a.flag("paste");
+    let in_keys = a.flag("keys");
+    let wait_finished = a.flag("wait");
+    let wait_for = a.value("wait-for")?;
+    let regex = a.flag("regex");
+    let request_id = a.value("request-id")?;
+    let timeout = wait_timeout(a)?;
+    let as_json = a.flag("json");
     if wait_finished && wait_for.is_some() {
         return Err(CliError::usage("give --wait or --wait-for TEXT, not both"));
     }
@@ -99,17 +77,7 @@ pub fn send(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
             "--submit presses Enter itself: give it TEXT, without --enter or --keys",
         ));
     }
-    let data = if words == ["-"] {
-        let mut bytes = Vec::new();
-        std::io::stdin()
-            .read_to_end(&mut bytes)
-            .map_err(|e| CliError::usage(format!("reading stdin: {e}")))?;
-        String::from_utf8(bytes).map_err(|_| {
-            CliError::usage("stdin is not UTF-8 text; ptyd send takes text (use --keys for keys)")
-        })?
-    } else {
-        words.join(" ")
-    };
+    let data = text_to_send(&words)?;
     // An Enter typed right behind a paste is dropped by some programs (it
     // arrives while they still handle the paste): it goes as its own write.
     let separate_enter = enter && paste;
@@ -191,6 +159,20 @@ pub fn send(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     Ok(code)
 }
 
+/// TEXT: the words joined by spaces, or with `-` all of stdin.
+fn text_to_send(words: &[String]) -> Result<String, CliError> {
+    if words != ["-"] {
+        return Ok(words.join(" "));
+    }
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .read_to_end(&mut bytes)
+        .map_err(|e| CliError::usage(format!("reading stdin: {e}")))?;
+    String::from_utf8(bytes).map_err(|_| {
+        CliError::usage("stdin is not UTF-8 text; ptyd send takes text (use --keys for keys)")
+    })
+}
+
 /// Types one input and returns its acknowledgement.
 fn input(client: &mut Client, input: methods::PaneInput) -> Result<InputAck, CliError> {
     Ok(client.request_as(&Request::PaneInput(input))?)
@@ -264,7 +246,7 @@ fn confirm_submit(
                 return Ok(json!({ "echo_seen": echo_seen, "enter_attempts": attempt,
                                   "confirmed": true }));
             }
-            Err(e) if e.code == "timeout" => continue,
+            Err(e) if e.refused("timeout") => continue,
             Err(e) => return Err(e.into()),
         }
     }
@@ -293,39 +275,33 @@ fn require_marks(client: &mut Client, target: &str) -> Result<(), CliError> {
         ..methods::PaneWait::new(target.to_string())
     };
     match client.request(&Request::PaneWait(wait)) {
-        Err(e) if e.code == "no_shell_integration" => Err(e.into()),
+        Err(e) if e.refused("no_shell_integration") => Err(e.into()),
         // Answered (or timed out at once): the pane can report marks.
         _ => Ok(()),
     }
 }
 
-pub fn wait(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
-    let mut target = None;
-    let mut wait = methods::PaneWait::new(String::new());
-    let mut as_json = false;
-    let mut timeout = default_timeout_ms();
-    while let Some(arg) = p.next()? {
-        if help_requested(&arg, help::WAIT) {
-            return Ok(0);
-        }
-        match arg {
-            Long("exit") => wait.exit = true,
-            Long("text") => wait.text = Some(p.value()?.string()?),
-            Long("regex") => wait.regex = true,
-            Long("screen") => wait.include_screen = true,
-            Long("after-output") => wait.after_output = Some(count(p.value()?, "--after-output")?),
-            Long("after") => wait.after = Some(count(p.value()?, "--after")?),
-            Long("idle") => wait.idle_ms = Some(duration::parse_ms(p.value()?, "--idle")?),
-            Long("prompt") => wait.prompt = true,
-            Long("command-finished") => wait.command_finished = true,
-            Long("timeout") => timeout = wait_timeout(p.value()?)?,
-            Long("json") => as_json = true,
-            Short('t') | Long("target") => target_option(p, &mut target)?,
-            Value(v) => target_arg(p, &mut target, v)?,
-            _ => return Err(arg.unexpected().into()),
-        }
-    }
-    wait.target = need_target(target)?;
+pub fn wait(g: &Global, a: &Parsed) -> Result<i32, CliError> {
+    let count = |long: &str| {
+        a.value_as(long, |s| {
+            s.parse()
+                .map_err(|_| CliError::usage(format!("--{long} takes a whole number, got {s:?}")))
+        })
+    };
+    let mut wait = methods::PaneWait {
+        exit: a.flag("exit"),
+        text: a.value("text")?,
+        regex: a.flag("regex"),
+        include_screen: a.flag("screen"),
+        after_output: count("after-output")?,
+        after: count("after")?,
+        idle_ms: a.millis("idle")?,
+        prompt: a.flag("prompt"),
+        command_finished: a.flag("command-finished"),
+        ..methods::PaneWait::new(a.need_target()?)
+    };
+    let as_json = a.flag("json");
+    let timeout = wait_timeout(a)?;
     let target_name = wait.target.clone();
     wait.timeout_ms = timeout;
     let want_exit = wait.exit;
@@ -350,23 +326,8 @@ pub fn wait(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     Ok(0)
 }
 
-fn count(value: std::ffi::OsString, what: &str) -> Result<u64, CliError> {
-    let s = value.string()?;
-    s.parse()
-        .map_err(|_| CliError::usage(format!("{what} takes a whole number, got {s:?}")))
-}
-
-pub fn shell_init(p: &mut lexopt::Parser) -> Result<i32, CliError> {
-    let mut shell = None;
-    while let Some(arg) = p.next()? {
-        if help_requested(&arg, help::SHELL_INIT) {
-            return Ok(0);
-        }
-        match arg {
-            Value(v) if shell.is_none() => shell = Some(v.string()?),
-            _ => return Err(arg.unexpected().into()),
-        }
-    }
+pub fn shell_init(_: &Global, a: &Parsed) -> Result<i32, CliError> {
+    let shell = a.operands()?.into_iter().next();
     let name = shell.ok_or_else(|| CliError::usage("usage: ptyd shell-init bash|zsh|fish"))?;
     let shell = crate::shell::Shell::from_program(name.as_ref())
         .filter(|_| !name.contains('/'))

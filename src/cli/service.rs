@@ -1,20 +1,16 @@
 //! `ptyd service install|uninstall`: the systemd user units
 //! (`service::install` writes their text).
 
-use super::commands::help_requested;
-use super::{CliError, Global, help};
+use super::args::Parsed;
+use super::{CliError, Global};
 use crate::protocol::methods::{NoParams, Request};
 use crate::protocol::replies::Status;
 use crate::service::install::{self, Units};
-use lexopt::prelude::*;
 use std::path::PathBuf;
 
-pub fn service(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
-    let action = match p.next()? {
-        Some(Value(v)) => v.string()?,
-        Some(arg) if help_requested(&arg, help::SERVICE) => return Ok(0),
-        Some(arg) => return Err(arg.unexpected().into()),
-        None => return Err(CliError::usage("service needs install or uninstall")),
+pub fn service(g: &Global, a: &Parsed) -> Result<i32, CliError> {
+    let Some(action) = a.operands()?.into_iter().next() else {
+        return Err(CliError::usage("service needs install or uninstall"));
     };
     if cfg!(windows) {
         return Err(fail(
@@ -24,8 +20,11 @@ pub fn service(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
         ));
     }
     match action.as_str() {
-        "install" => install_cmd(g, p),
-        "uninstall" => uninstall_cmd(g, p),
+        "install" => install_cmd(g, a),
+        "uninstall" => {
+            a.only(&[])?;
+            uninstall_cmd(g)
+        }
         other => Err(CliError::usage(format!(
             "unknown service action {other:?}: use install or uninstall"
         ))),
@@ -36,23 +35,10 @@ fn fail(message: String) -> CliError {
     CliError::failure(message)
 }
 
-fn install_cmd(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
-    let mut enable = false;
-    let mut print = false;
-    let mut binary: Option<PathBuf> = None;
-    while let Some(arg) = p.next()? {
-        if help_requested(&arg, help::SERVICE) {
-            return Ok(0);
-        }
-        match arg {
-            Long("enable") => enable = true,
-            Long("print") => print = true,
-            // User units are the only kind; accepted for clarity in scripts.
-            Long("user") => {}
-            Long("binary") => binary = Some(PathBuf::from(p.value()?)),
-            _ => return Err(arg.unexpected().into()),
-        }
-    }
+fn install_cmd(g: &Global, a: &Parsed) -> Result<i32, CliError> {
+    // `--user`: user units are the only kind; accepted for scripts.
+    let print = a.flag("print");
+    let binary = a.os("binary").map(PathBuf::from);
     let binary = match binary {
         Some(b) if b.is_absolute() => b,
         Some(b) => {
@@ -87,7 +73,7 @@ fn install_cmd(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     let service = units.service_name.as_str();
     let socket = units.socket_name.as_str();
     let reload = service.trim_end_matches(".service");
-    if !enable {
+    if !a.flag("enable") {
         println!(
             "To start it now and at every login: ptyd{} service install --enable\n\
              (or: systemctl --user enable --now {socket} {service})",
@@ -115,13 +101,7 @@ fn install_cmd(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
     Ok(0)
 }
 
-fn uninstall_cmd(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
-    if let Some(arg) = p.next()? {
-        if help_requested(&arg, help::SERVICE) {
-            return Ok(0);
-        }
-        return Err(arg.unexpected().into());
-    }
+fn uninstall_cmd(g: &Global) -> Result<i32, CliError> {
     let units = install::units(&PathBuf::from(install::PACKAGED_BINARY), &g.paths.namespace);
     let dir = install::user_unit_dir().map_err(fail)?;
     let (service, socket) = (units.service_name.as_str(), units.socket_name.as_str());

@@ -6,12 +6,12 @@
 //! runs, so `ptyd upgrade; ptyd upgrade` and two `systemctl --user reload`
 //! in a row both work.
 
-use super::commands::{connect_existing, help_requested};
-use super::{CliError, Global, help};
+use super::args::Parsed;
+use super::commands::connect_existing;
+use super::{CliError, Global};
 use crate::client::{self, Client, ClientError};
 use crate::protocol::methods::{self, NoParams, Request};
 use crate::protocol::replies::{Endpoint, RestartReport, Status, UpgradeReport};
-use lexopt::prelude::*;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
@@ -25,31 +25,21 @@ const RETRY_EVERY: Duration = Duration::from_millis(100);
 /// serve again, if its process lives on.
 const RESTART_TIMEOUT: Duration = Duration::from_secs(30);
 
-pub(super) fn upgrade(g: &Global, p: &mut lexopt::Parser) -> Result<i32, CliError> {
-    let mut params = methods::Upgrade::default();
-    let mut as_json = false;
-    while let Some(arg) = p.next()? {
-        if help_requested(&arg, help::UPGRADE) {
-            return Ok(0);
-        }
-        match arg {
-            Long("binary") => {
-                // Relative to where the command runs, not the server's cwd.
-                let b = p.value()?.string()?;
-                let b = std::path::absolute(&b).map_or(b, |p| p.display().to_string());
-                params.binary = Some(b);
-            }
-            Long("timeout") => {
-                params.timeout_ms = Some(super::duration::parse_ms(p.value()?, "--timeout")?)
-            }
-            // Tests only: release builds have no fault points (handoff::fault).
-            #[cfg(any(debug_assertions, feature = "fault-injection"))]
-            Long("fault") => params.fault = Some(p.value()?.string()?),
-            Long("mode") => params.mode = Some(p.value()?.string()?),
-            Long("json") => as_json = true,
-            _ => return Err(arg.unexpected().into()),
-        }
+pub(super) fn upgrade(g: &Global, a: &Parsed) -> Result<i32, CliError> {
+    // Tests only: release builds have no fault points (handoff::fault).
+    if a.flag("fault") && !cfg!(any(debug_assertions, feature = "fault-injection")) {
+        return Err(CliError::usage("invalid option '--fault'"));
     }
+    let params = methods::Upgrade {
+        // Relative to where the command runs, not the server's cwd.
+        binary: a
+            .value("binary")?
+            .map(|b| std::path::absolute(&b).map_or(b, |p| p.display().to_string())),
+        timeout_ms: a.millis("timeout")?,
+        mode: a.value("mode")?,
+        fault: a.value("fault")?,
+    };
+    let as_json = a.flag("json");
     let restore = params.mode.as_deref() == Some("restore");
     let mut client = connect_existing(g)?;
     let report = request_after_running_one(&mut client, &params)?;
@@ -106,7 +96,7 @@ fn request_after_running_one(
     let mut told = false;
     loop {
         match client.request(&Request::ServerUpgrade(params.clone())) {
-            Err(e) if e.code == "busy" && Instant::now() < deadline => {
+            Err(e) if e.refused("busy") && Instant::now() < deadline => {
                 if !told {
                     eprintln!("ptyd: {}; waiting for it", busy_reason(&e));
                     told = true;

@@ -6,6 +6,11 @@
 pub mod attach;
 #[cfg(unix)]
 mod scroll;
+// Starting a background server: told by a ready byte on an inherited fd
+// (Unix), or by asking the pipe (Windows).
+#[cfg_attr(unix, path = "start/unix.rs")]
+#[cfg_attr(windows, path = "start/windows.rs")]
+mod start;
 
 use crate::paths::NamespacePaths;
 use crate::protocol::methods::{self, Request};
@@ -14,22 +19,77 @@ use crate::transport::ClientStream as UnixStream;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use std::io::{self, BufRead, BufReader, Read, Write};
-#[cfg(unix)]
-use std::os::fd::AsRawFd;
 
-/// An error from the server (`code` as on the wire) or from getting there.
+/// An error from the server or from getting there: what kind (which is
+/// what callers decide on) and the message for the user, with its context.
 #[derive(Debug)]
 pub struct ClientError {
-    pub code: String,
+    pub kind: ErrorKind,
     pub message: String,
 }
 
-impl ClientError {
-    fn io(context: &str, e: io::Error) -> ClientError {
-        ClientError {
-            code: "io".into(),
-            message: format!("{context}: {e}"),
+/// What went wrong, as a [`ClientError`]'s caller tells failures apart.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// No server serves the namespace, and none was or could be started.
+    NoServer,
+    /// A system call on the way failed (the message says which).
+    Io,
+    /// The server closed the connection.
+    Disconnected,
+    /// The server sent a line or reply this client cannot read.
+    Unreadable,
+    /// The server's frames broke the protocol.
+    Protocol,
+    /// A request this client could not encode.
+    Internal,
+    /// An attachment ended otherwise than by its pane exiting.
+    Detached,
+    /// Standard input and output are not a console.
+    NotATerminal,
+    /// The server refused the request with this code, as on the wire
+    /// (`not_found`, `timeout`, `busy`; docs/protocol.md lists them).
+    Server(String),
+}
+
+impl ErrorKind {
+    /// The code `--json` prints and the exit code is chosen by: the
+    /// server's own, else this client's name for the kind.
+    pub fn code(&self) -> &str {
+        match self {
+            ErrorKind::NoServer => "no_server",
+            ErrorKind::Io => "io",
+            ErrorKind::Disconnected => "disconnected",
+            ErrorKind::Unreadable => "parse_error",
+            ErrorKind::Protocol => "protocol_error",
+            ErrorKind::Internal => "internal",
+            ErrorKind::Detached => "detached",
+            ErrorKind::NotATerminal => "not_a_terminal",
+            ErrorKind::Server(code) => code,
         }
+    }
+}
+
+impl ClientError {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> ClientError {
+        ClientError {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn io(context: &str, e: io::Error) -> ClientError {
+        ClientError::new(ErrorKind::Io, format!("{context}: {e}"))
+    }
+
+    /// See [`ErrorKind::code`].
+    pub fn code(&self) -> &str {
+        self.kind.code()
+    }
+
+    /// Whether the server refused the request with `code`.
+    pub fn refused(&self, code: &str) -> bool {
+        matches!(&self.kind, ErrorKind::Server(c) if c == code)
     }
 }
 
@@ -64,7 +124,7 @@ impl Client {
             {
                 match crate::service::install::installed_socket_unit(&paths.namespace) {
                     Some(unit) => start_through_systemd(paths, &unit)?,
-                    None => start_background_server(paths)?,
+                    None => start::start_background_server(paths)?,
                 }
                 crate::transport::connect(paths).map_err(|e| {
                     ClientError::io(
@@ -78,7 +138,7 @@ impl Client {
             }
             Err(e) => {
                 return Err(ClientError {
-                    code: "no_server".into(),
+                    kind: ErrorKind::NoServer,
                     message: format!(
                         "no ptyd server in namespace {:?} ({}: {e}); start one with `ptyd{} server`",
                         paths.namespace,
@@ -111,7 +171,7 @@ impl Client {
     /// pushed events.
     pub fn request(&mut self, request: &Request) -> Result<Value, ClientError> {
         let message = serde_json::to_value(request).map_err(|e| ClientError {
-            code: "internal".into(),
+            kind: ErrorKind::Internal,
             message: format!("encoding {}: {e}", request.method()),
         })?;
         let params = message.get("params").cloned().unwrap_or(json!({}));
@@ -130,7 +190,7 @@ impl Client {
         self.next_id += 1;
         let mut line = serde_json::to_vec(&json!({ "id": id, "method": method, "params": params }))
             .map_err(|e| ClientError {
-                code: "internal".into(),
+                kind: ErrorKind::Internal,
                 message: e.to_string(),
             })?;
         line.push(b'\n');
@@ -149,12 +209,12 @@ impl Client {
             .map_err(|e| ClientError::io("reading from server", e))?;
         if n == 0 {
             return Err(ClientError {
-                code: "disconnected".into(),
+                kind: ErrorKind::Disconnected,
                 message: "the server closed the connection".into(),
             });
         }
         serde_json::from_str(&line).map_err(|e| ClientError {
-            code: "parse_error".into(),
+            kind: ErrorKind::Unreadable,
             message: format!("server sent something that is not JSON ({e})"),
         })
     }
@@ -189,7 +249,7 @@ impl Client {
 /// reported as the server sending something this client does not expect.
 pub fn parse_reply<T: DeserializeOwned>(method: &str, result: Value) -> Result<T, ClientError> {
     serde_json::from_value(result).map_err(|e| ClientError {
-        code: "parse_error".into(),
+        kind: ErrorKind::Unreadable,
         message: format!("unexpected reply to {method}: {e}"),
     })
 }
@@ -213,7 +273,7 @@ pub fn capture_lines(capture: &Value) -> Vec<&str> {
 pub fn response_result(msg: Value) -> Result<Value, ClientError> {
     if let Some(err) = msg.get("error") {
         return Err(ClientError {
-            code: err["code"].as_str().unwrap_or("unknown").to_string(),
+            kind: ErrorKind::Server(err["code"].as_str().unwrap_or("unknown").to_string()),
             message: err["message"]
                 .as_str()
                 .unwrap_or("unknown error")
@@ -223,100 +283,13 @@ pub fn response_result(msg: Value) -> Result<Value, ClientError> {
     Ok(msg.get("result").cloned().unwrap_or(Value::Null))
 }
 
-/// Starts `ptyd server` for the namespace as a detached background process
-/// and waits until it accepts connections (it writes a byte on a pipe we
-/// give it; see `protocol::READY_FD_ENV`).
-#[cfg(unix)]
-fn start_background_server(paths: &NamespacePaths) -> Result<(), ClientError> {
-    let exe = std::env::current_exe().map_err(|e| ClientError::io("finding the ptyd binary", e))?;
-    let (read_end, write_end) =
-        nix::unistd::pipe().map_err(|e| ClientError::io("creating pipe", e.into()))?;
-    let (stderr, stderr_path, stderr_start) = server_stderr(paths);
-    let mut cmd = std::process::Command::new(&exe);
-    // --hold-reruns: a listing must not re-run commands as a side effect.
-    cmd.arg("-L")
-        .arg(&paths.namespace)
-        .args(["server", "--hold-reruns"])
-        .env(
-            crate::protocol::READY_FD_ENV,
-            write_end.as_raw_fd().to_string(),
-        )
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(stderr);
-    // Detached from our terminal, so closing the terminal does not hang
-    // the server up.
-    crate::sys::setsid_on_exec(&mut cmd);
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| ClientError::io(&format!("starting {}", exe.display()), e))?;
-    drop(write_end);
-    let mut pipe = std::fs::File::from(read_end);
-    let mut byte = [0u8; 1];
-    // EOF without the byte means the server exited: most often another
-    // client started one at the same moment and won the lock, which is fine.
-    let started = matches!(pipe.read(&mut byte), Ok(1));
-    if !started {
-        // The server may drop the ready fd before it prints why it stops:
-        // its exit, which comes right after, is when its stderr is whole.
-        let _ = child.wait();
-    }
-    drop(child);
-    if !started && crate::transport::connect(paths).is_err() {
-        return Err(start_failed(&stderr_path, stderr_start));
-    }
-    Ok(())
-}
-
-/// Starts `ptyd server` for the namespace as a detached background process
-/// (no console, a process group of its own, so the console closing does
-/// not end it) and waits until it serves the pipe or exits. Windows has
-/// no fd to inherit for the ready byte, so the wait asks the pipe itself,
-/// at a short interval, for at most `BACKGROUND_START` (a server that
-/// cannot start exits well before, and its stderr says why).
-#[cfg(windows)]
-fn start_background_server(paths: &NamespacePaths) -> Result<(), ClientError> {
-    use std::os::windows::process::CommandExt;
-    const DETACHED_PROCESS: u32 = 0x0000_0008;
-    const CREATE_NEW_PROCESS_GROUP: u32 = 0x0000_0200;
-    const BACKGROUND_START: std::time::Duration = std::time::Duration::from_secs(20);
-    let exe = std::env::current_exe().map_err(|e| ClientError::io("finding the ptyd binary", e))?;
-    let (stderr, stderr_path, stderr_start) = server_stderr(paths);
-    let mut child = std::process::Command::new(&exe)
-        .arg("-L")
-        .arg(&paths.namespace)
-        .args(["server", "--hold-reruns"])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(stderr)
-        .creation_flags(DETACHED_PROCESS | CREATE_NEW_PROCESS_GROUP)
-        .spawn()
-        .map_err(|e| ClientError::io(&format!("starting {}", exe.display()), e))?;
-    let deadline = std::time::Instant::now() + BACKGROUND_START;
-    loop {
-        if crate::transport::connect(paths).is_ok() {
-            return Ok(());
-        }
-        // Exited: most often another client started one at the same
-        // moment and won the namespace, which is fine if it serves.
-        if !matches!(child.try_wait(), Ok(None)) || std::time::Instant::now() > deadline {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    if crate::transport::connect(paths).is_ok() {
-        return Ok(());
-    }
-    Err(start_failed(&stderr_path, stderr_start))
-}
-
 /// Asks the user's systemd to start the namespace's socket unit: the server
 /// then runs as the service (in its cgroup, under its restart policy),
 /// started by our connection. Never falls back to a server of our own,
 /// which would hold the namespace against the service.
 fn start_through_systemd(paths: &NamespacePaths, unit: &str) -> Result<(), ClientError> {
     crate::service::install::systemctl(&["start", unit]).map_err(|e| ClientError {
-        code: "no_server".into(),
+        kind: ErrorKind::NoServer,
         message: format!(
             "no ptyd server in namespace {:?}, and {unit} is installed, so it was asked to \
              start it: {e}. Start the service (`systemctl --user start {unit}`), or remove \
@@ -338,7 +311,9 @@ const SERVER_STDERR_MAX: u64 = 1 << 20;
 /// A background server's stderr: the namespace's `server.stderr` (rotated
 /// when large; nowhere if it cannot be opened), its path, and where this
 /// start's lines begin in it (for [`start_failed`]).
-fn server_stderr(paths: &NamespacePaths) -> (std::process::Stdio, std::path::PathBuf, usize) {
+pub(in crate::client) fn server_stderr(
+    paths: &NamespacePaths,
+) -> (std::process::Stdio, std::path::PathBuf, usize) {
     let _ = paths.prepare_state_dir();
     let path = paths.state_dir.join("server.stderr");
     let file = open_server_stderr(&path).ok();
@@ -354,11 +329,11 @@ fn server_stderr(paths: &NamespacePaths) -> (std::process::Stdio, std::path::Pat
 
 /// A background server did not come up: the error, with what it wrote to
 /// its stderr since `start`.
-fn start_failed(stderr_path: &std::path::Path, start: usize) -> ClientError {
+pub(in crate::client) fn start_failed(stderr_path: &std::path::Path, start: usize) -> ClientError {
     let log = std::fs::read(stderr_path).unwrap_or_default();
     let log = String::from_utf8_lossy(log.get(start..).unwrap_or_default());
     ClientError {
-        code: "no_server".into(),
+        kind: ErrorKind::NoServer,
         // The server's own lines, without their `ptyd: ` prefix: the
         // message gets one when printed.
         message: format!(
@@ -440,7 +415,7 @@ fn exit_payload(payload: &[u8]) -> Value {
 
 fn oversized() -> ClientError {
     ClientError {
-        code: "protocol_error".into(),
+        kind: ErrorKind::Protocol,
         message: "oversized frame from server".into(),
     }
 }
@@ -621,15 +596,8 @@ pub fn attach(
 }
 
 /// The size of the terminal on stdout, if it is one (columns, rows).
-#[cfg(unix)]
 pub fn terminal_size(out: &std::io::Stdout) -> Option<(u16, u16)> {
     crate::sys::terminal_size(out)
-}
-
-/// The size of the console window stdout writes to, if it is one.
-#[cfg(windows)]
-pub fn terminal_size(_out: &std::io::Stdout) -> Option<(u16, u16)> {
-    crate::sys::console_size()
 }
 
 #[cfg(all(test, unix))]

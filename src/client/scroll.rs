@@ -10,8 +10,8 @@
 //! connection is read all along and its output dropped (the server's
 //! queue must not fill); leaving asks for a redraw.
 
-use super::attach::{SignalPipe, poll_readable, write_stdout};
-use super::{Client, ClientError, FrameReader, ServerFrame};
+use super::attach::tty::{SignalPipe, poll_readable, write_stdout};
+use super::{Client, ClientError, ErrorKind, FrameReader, ServerFrame};
 use crate::paths::NamespacePaths;
 use crate::protocol::methods::{self, Request};
 use serde::Deserialize;
@@ -369,7 +369,7 @@ pub fn run(
         }
         let fds = [0, signals.read.as_raw_fd(), reader.stream().as_raw_fd()];
         let ready = poll_readable(&fds, None).map_err(|e| ClientError {
-            code: "io".into(),
+            kind: ErrorKind::Io,
             message: format!("poll: {e}"),
         })?;
         if ready[2] {
@@ -403,70 +403,92 @@ pub fn run(
             Err(_) => continue,
         };
         for key in keys(&input[..n]) {
-            if let Some((text, back)) = &mut prompt {
-                match key {
-                    Key::Enter => {
-                        let (text, back) = (text.clone(), *back);
-                        prompt = None;
-                        s.status = search_status(&mut s, &text, back)?;
-                        s.search = Some((text, back));
-                    }
-                    Key::Escape | Key::Ctrl(b'C') | Key::Ctrl(b'G') => {
-                        prompt = None;
-                        s.status.clear();
-                    }
-                    Key::Backspace => {
-                        text.pop();
-                    }
-                    Key::Char(c) => text.push(c),
-                    _ => {}
-                }
-                continue;
-            }
-            s.status.clear();
-            let page = s.view_rows() as i64;
-            let cursor = s.cursor as i64;
-            match key {
-                Key::Char('q') | Key::Escape | Key::Ctrl(b'C') => {
-                    write_stdout(b"\x1b[0m\x1b[?7h\x1b[?25h");
-                    return Ok(Outcome::Done);
-                }
-                Key::Up | Key::Char('k') | Key::Ctrl(b'P') => s.go(cursor - 1),
-                Key::Down | Key::Char('j') | Key::Ctrl(b'N') => s.go(cursor + 1),
-                Key::PageUp | Key::Char('b') | Key::Ctrl(b'B') => s.scroll_by(-page),
-                Key::PageDown | Key::Char('f') | Key::Char(' ') | Key::Ctrl(b'F') => {
-                    s.scroll_by(page)
-                }
-                Key::Ctrl(b'U') => s.scroll_by(-page / 2),
-                Key::Ctrl(b'D') => s.scroll_by(page / 2),
-                Key::Home | Key::Char('g') => s.go(s.start as i64),
-                Key::End | Key::Char('G') => s.go(s.end as i64),
-                Key::Char('?') => prompt = Some((String::new(), true)),
-                Key::Char('/') => prompt = Some((String::new(), false)),
-                Key::Char(c @ ('n' | 'N')) => {
-                    if let Some((text, back)) = s.search.clone() {
-                        s.status = search_status(&mut s, &text, back == (c == 'n'))?;
-                    }
-                }
-                Key::Char('v') => {
-                    s.mark = match s.mark {
-                        Some(_) => None,
-                        None => Some(s.cursor),
-                    }
-                }
-                Key::Char('y') | Key::Enter => {
-                    let text = s.selection_text()?;
-                    let mut out = b"\x1b]52;c;".to_vec();
-                    out.extend_from_slice(base64(text.as_bytes()).as_bytes());
-                    out.extend_from_slice(b"\x07");
-                    write_stdout(&out);
-                    write_stdout(b"\x1b[0m\x1b[?7h\x1b[?25h");
-                    return Ok(Outcome::Done);
-                }
-                _ => {}
+            if prompt.is_some() {
+                prompt_key(&mut s, &mut prompt, key)?;
+            } else if let Some(outcome) = view_key(&mut s, &mut prompt, key)? {
+                return Ok(outcome);
             }
         }
     }
+}
+
+/// A key while a search is typed (`prompt`, with its direction).
+fn prompt_key(
+    s: &mut Scroll,
+    prompt: &mut Option<(String, bool)>,
+    key: Key,
+) -> Result<(), ClientError> {
+    let Some((text, back)) = prompt else {
+        return Ok(());
+    };
+    match key {
+        Key::Enter => {
+            let (text, back) = (text.clone(), *back);
+            *prompt = None;
+            s.status = search_status(s, &text, back)?;
+            s.search = Some((text, back));
+        }
+        Key::Escape | Key::Ctrl(b'C') | Key::Ctrl(b'G') => {
+            *prompt = None;
+            s.status.clear();
+        }
+        Key::Backspace => {
+            text.pop();
+        }
+        Key::Char(c) => text.push(c),
+        _ => {}
+    }
+    Ok(())
+}
+
+/// A key over the history: moves, searches, selects; how the scroll mode
+/// ends, if it does.
+fn view_key(
+    s: &mut Scroll,
+    prompt: &mut Option<(String, bool)>,
+    key: Key,
+) -> Result<Option<Outcome>, ClientError> {
+    s.status.clear();
+    let page = s.view_rows() as i64;
+    let cursor = s.cursor as i64;
+    match key {
+        Key::Char('q') | Key::Escape | Key::Ctrl(b'C') => {
+            write_stdout(b"\x1b[0m\x1b[?7h\x1b[?25h");
+            return Ok(Some(Outcome::Done));
+        }
+        Key::Up | Key::Char('k') | Key::Ctrl(b'P') => s.go(cursor - 1),
+        Key::Down | Key::Char('j') | Key::Ctrl(b'N') => s.go(cursor + 1),
+        Key::PageUp | Key::Char('b') | Key::Ctrl(b'B') => s.scroll_by(-page),
+        Key::PageDown | Key::Char('f') | Key::Char(' ') | Key::Ctrl(b'F') => s.scroll_by(page),
+        Key::Ctrl(b'U') => s.scroll_by(-page / 2),
+        Key::Ctrl(b'D') => s.scroll_by(page / 2),
+        Key::Home | Key::Char('g') => s.go(s.start as i64),
+        Key::End | Key::Char('G') => s.go(s.end as i64),
+        Key::Char('?') => *prompt = Some((String::new(), true)),
+        Key::Char('/') => *prompt = Some((String::new(), false)),
+        Key::Char(c @ ('n' | 'N')) => {
+            if let Some((text, back)) = s.search.clone() {
+                s.status = search_status(s, &text, back == (c == 'n'))?;
+            }
+        }
+        Key::Char('v') => {
+            s.mark = match s.mark {
+                Some(_) => None,
+                None => Some(s.cursor),
+            }
+        }
+        Key::Char('y') | Key::Enter => {
+            let text = s.selection_text()?;
+            let mut out = b"\x1b]52;c;".to_vec();
+            out.extend_from_slice(base64(text.as_bytes()).as_bytes());
+            out.extend_from_slice(b"\x07");
+            write_stdout(&out);
+            write_stdout(b"\x1b[0m\x1b[?7h\x1b[?25h");
+            return Ok(Some(Outcome::Done));
+        }
+        _ => {}
+    }
+    Ok(None)
 }
 
 fn search_status(s: &mut Scroll, text: &str, back: bool) -> Result<String, ClientError> {

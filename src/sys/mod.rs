@@ -94,10 +94,10 @@ pub use unix::{
 #[cfg(windows)]
 pub use os::{
     AttachedConsole, ProcessExit, SIGCHLD, SIGHUP, SIGINT, SIGKILL, SIGTERM, Signals,
-    broken_pipe_errno, console_size, default_runtime_base, default_state_base, fd_limit,
-    is_executable, is_symlink_refused, open_fd_count, pipe_bytes_available, process_cwd,
-    process_ended, raise_fd_limit, reap_any_child, signal_by_name, signal_exists, signal_name,
-    sync_dir, trust, user_shell, wait_for_exit,
+    broken_pipe_errno, default_runtime_base, default_state_base, fd_limit, is_executable,
+    is_symlink_refused, open_fd_count, pipe_bytes_available, process_cwd, process_ended,
+    raise_fd_limit, reap_any_child, signal_by_name, signal_exists, signal_name, sync_dir,
+    terminal_size, trust, user_shell, wait_for_exit,
 };
 #[cfg(unix)]
 pub use unix::{default_runtime_base, default_state_base, sync_dir, trust};

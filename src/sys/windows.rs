@@ -535,8 +535,9 @@ pub fn reap_any_child() -> Option<(i32, ProcessExit)> {
 }
 
 /// The size of the console window stdout writes to (columns, rows), if
-/// stdout is a console.
-pub fn console_size() -> Option<(u16, u16)> {
+/// stdout is a console: Unix's `terminal_size`, for which the console is
+/// the process's own, not one named by an fd.
+pub fn terminal_size<T>(_out: &T) -> Option<(u16, u16)> {
     use windows_sys::Win32::System::Console::{
         CONSOLE_SCREEN_BUFFER_INFO, GetConsoleScreenBufferInfo, GetStdHandle, STD_OUTPUT_HANDLE,
     };

@@ -20,11 +20,12 @@ use super::{
     AttachEnd, AttachOptions, CrlfToLf, PREFIX_WAIT, PrefixAction, end_from_exit, mirror_lost,
     run_ended, split_keys, start_mirror,
 };
-use crate::client::{Client, ClientError, FrameReader, ServerFrame, send_frame, terminal_size};
+use crate::client::{
+    Client, ClientError, ErrorKind, FrameReader, ServerFrame, send_frame, terminal_size,
+};
 use crate::paths::NamespacePaths;
 use crate::protocol::frame;
-use crate::protocol::methods::{self, Request};
-use crate::protocol::replies::PaneInfo;
+use crate::protocol::methods;
 use crate::sys;
 use std::io::{self, Write};
 use std::time::{Duration, Instant};
@@ -34,7 +35,7 @@ const TICK: Duration = Duration::from_millis(10);
 
 fn io_error(what: &str, e: io::Error) -> ClientError {
     ClientError {
-        code: "io".into(),
+        kind: ErrorKind::Io,
         message: format!("{what}: {e}"),
     }
 }
@@ -85,7 +86,7 @@ pub fn run_attach(
     first: Option<FrameReader>,
 ) -> Result<AttachEnd, ClientError> {
     let console = sys::AttachedConsole::enter().map_err(|e| ClientError {
-        code: "not_a_terminal".into(),
+        kind: ErrorKind::NotATerminal,
         message: format!("attaching needs a console: {e}"),
     })?;
     let mut reader = match first {

@@ -1,0 +1,169 @@
+//! The commands about the server itself: `server` (run it), `status`,
+//! `save`, `stop` and `version`. Only `server` starts one.
+
+use super::args::Parsed;
+use super::commands::{connect_existing, print_json};
+use super::{CliError, Global};
+use crate::client;
+use crate::protocol::methods::{NoParams, Request};
+use crate::protocol::replies::{Saved, Status};
+use serde_json::{Value, json};
+
+pub fn server(g: &Global, a: &Parsed) -> Result<i32, CliError> {
+    crate::server::run(crate::server::ServerOptions {
+        paths: g.paths.clone(),
+        history: !a.flag("no-history"),
+        restore: !a.flag("no-restore"),
+        hold_reruns: a.flag("hold-reruns"),
+    })
+    .map_err(|e| {
+        let (code, kind) = if e.already_served {
+            (crate::server::EXIT_ALREADY_SERVED, "already_served")
+        } else {
+            (1, "failed")
+        };
+        CliError {
+            message: e.message,
+            code,
+            kind: kind.into(),
+        }
+    })?;
+    Ok(0)
+}
+
+pub fn version(_: &Global, a: &Parsed) -> Result<i32, CliError> {
+    let v = json!({
+        "server_version": crate::protocol::SERVER_VERSION,
+        "protocol": crate::protocol::PROTOCOL_VERSION,
+        "handoff_version": crate::handoff::manifest::HANDOFF_VERSION,
+        "handoff_accepts": [
+            crate::handoff::manifest::HANDOFF_ACCEPTS_FROM,
+            crate::handoff::manifest::HANDOFF_VERSION
+        ],
+        "snapshot_version": crate::persist::snapshot::SNAPSHOT_VERSION,
+    });
+    if a.flag("json") {
+        println!("{v}");
+    } else {
+        println!(
+            "ptyd {} (protocol {}, handoff {}, snapshot {})",
+            v["server_version"].as_str().unwrap_or("?"),
+            v["protocol"],
+            v["handoff_version"],
+            v["snapshot_version"]
+        );
+    }
+    Ok(0)
+}
+
+pub fn save(g: &Global, a: &Parsed) -> Result<i32, CliError> {
+    let r = connect_existing(g)?.request(&Request::ServerSave(NoParams {}))?;
+    if a.flag("json") {
+        print_json(&r);
+    } else {
+        let r: Saved = client::parse_reply("server.save", r)?;
+        println!("saved to {}", r.path.display());
+    }
+    Ok(0)
+}
+
+pub fn stop(g: &Global, _: &Parsed) -> Result<i32, CliError> {
+    let mut client = connect_existing(g)?;
+    client.request(&Request::ServerStop(NoParams {}))?;
+    // The server closes our connection as its last act: wait for that, so
+    // a `ptyd stop && ptyd server` never races the old server's lock.
+    while client.read_message().is_ok() {}
+    Ok(0)
+}
+
+pub fn status(g: &Global, a: &Parsed) -> Result<i32, CliError> {
+    let s = connect_existing(g)?.request(&Request::ServerStatus(NoParams {}))?;
+    if a.flag("json") {
+        print_json(&s);
+        return Ok(0);
+    }
+    let s: Status = client::parse_reply("server.status", s)?;
+    println!(
+        "ptyd {} (protocol {}), pid {}",
+        s.server_version, s.protocol, s.pid
+    );
+    println!("namespace:  {}", s.namespace);
+    println!("socket:     {}", s.socket.display());
+    println!("uptime:     {} s", s.uptime_ms / 1000);
+    println!("panes:      {} ({} running)", s.panes, s.running_panes);
+    println!(
+        "clients:    {} attached ({} other connections)",
+        s.clients, s.connections
+    );
+    println!("generation: {}", s.generation);
+    print_restore(&s.persistence["restore"]);
+    let problems = s.config["problems"].as_array().cloned().unwrap_or_default();
+    if !problems.is_empty() {
+        println!(
+            "config:     {} problem(s), each key falls back to its default:",
+            problems.len()
+        );
+        for p in problems {
+            println!("  {}", p.as_str().unwrap_or_default());
+        }
+    }
+    Ok(0)
+}
+
+/// The last restore, for `ptyd status`: when, from which file, and per
+/// outcome how many panes and which (held ones with their reason).
+fn print_restore(r: &Value) {
+    if r["found"] != true {
+        println!("restore:    none (no snapshot when this server started)");
+        return;
+    }
+    if let Some(why) = r["unusable"].as_str().or(r["reason"].as_str()) {
+        println!("restore:    not done: {why}");
+        return;
+    }
+    let when = r["unix_ms"]
+        .as_u64()
+        .map_or("at start-up".to_string(), crate::clock::utc);
+    println!(
+        "restore:    {when} from {}: {} panes in {} ms",
+        r["file"].as_str().unwrap_or("session.json"),
+        r["panes"],
+        r["took_ms"]
+    );
+    let outcomes = r["outcomes"].as_array().cloned().unwrap_or_default();
+    for (outcome, heading) in [
+        ("resumed", "resumed (resume command)"),
+        ("rerun", "rerun"),
+        ("shell", "back as a shell"),
+        ("held", "held"),
+    ] {
+        let panes: Vec<&Value> = outcomes
+            .iter()
+            .filter(|o| o["outcome"] == outcome)
+            .collect();
+        if panes.is_empty() {
+            continue;
+        }
+        let describe = |o: &Value| match o["name"].as_str() {
+            Some(name) => format!("{} ({name})", o["pane"].as_str().unwrap_or("?")),
+            None => o["pane"].as_str().unwrap_or("?").to_string(),
+        };
+        if outcome == "held" {
+            println!("  {heading}: {}", panes.len());
+            for o in panes {
+                println!(
+                    "    {}: {}",
+                    describe(o),
+                    o["held_reason"].as_str().unwrap_or("")
+                );
+            }
+        } else {
+            let list: Vec<String> = panes.iter().map(|o| describe(o)).collect();
+            println!("  {heading}: {}: {}", panes.len(), list.join(", "));
+        }
+    }
+    let repairs = r["repairs"].as_array().map_or(0, Vec::len);
+    if repairs > 0 {
+        println!("  repairs: {repairs} (`ptyd status --json` lists them)");
+    }
+}

@@ -1,0 +1,132 @@
+//! The commands that show what there is: `ls` (the tree of workspaces,
+//! tabs and panes) and `capture` (a pane's screen).
+
+use super::args::Parsed;
+use super::commands::{connect, print_json};
+use super::{CliError, Global};
+use crate::client;
+use crate::model::{CommandSpec, Direction};
+use crate::protocol::methods::{self, NoParams, Request};
+use crate::protocol::replies::{Capture, LayoutNode, PaneInfo, PaneList, PaneStateName, TreeReply};
+
+pub fn ls(g: &Global, a: &Parsed) -> Result<i32, CliError> {
+    let as_json = a.flag("json");
+    let mut client = connect(g)?;
+    let mut tree = client.request(&Request::Tree(NoParams {}))?;
+    let panes = client.request(&Request::PaneList(NoParams {}))?;
+    if as_json {
+        tree["panes"] = panes["panes"].clone();
+        print_json(&tree);
+        return Ok(0);
+    }
+    let tree: TreeReply = client::parse_reply("tree", tree)?;
+    let panes: PaneList = client::parse_reply("pane.list", panes)?;
+    if panes.panes.is_empty() {
+        for ws in &tree.workspaces {
+            println!("{} {} (empty)", ws.id, ws.name);
+        }
+        println!("no panes");
+        return Ok(0);
+    }
+    let active = |a: bool| if a { " (active)" } else { "" };
+    for ws in &tree.workspaces {
+        println!("{} {}{}", ws.id, ws.name, active(ws.active));
+        for tab in &ws.tabs {
+            println!(
+                "  {} {}{}  {}",
+                tab.id,
+                tab.name,
+                active(tab.active),
+                layout_summary(&tab.layout)
+            );
+            for pane in tab.panes.iter().flatten() {
+                println!("    {}", pane_line(pane, tab.focus == pane.id));
+                if let Some(why) = &pane.held_reason {
+                    println!("          held: {why}");
+                }
+            }
+        }
+    }
+    Ok(0)
+}
+
+/// `[p1 | [p2 / p3]]`: `|` side by side, `/` stacked.
+fn layout_summary(layout: &LayoutNode) -> String {
+    match layout {
+        LayoutNode::Pane(p) => p.to_string(),
+        LayoutNode::Split {
+            direction,
+            first,
+            second,
+            ..
+        } => {
+            let sep = match direction {
+                Direction::Vertical => "/",
+                Direction::Horizontal => "|",
+            };
+            format!(
+                "[{} {sep} {}]",
+                layout_summary(first),
+                layout_summary(second)
+            )
+        }
+    }
+}
+
+fn pane_line(pane: &PaneInfo, focused: bool) -> String {
+    let state = match (pane.state, &pane.exit) {
+        (PaneStateName::Exited, Some(exit)) => format!("exited ({})", exit.describe()),
+        (PaneStateName::Exited, None) => "exited (unknown status)".into(),
+        (PaneStateName::Running, _) => "running".into(),
+        (PaneStateName::Held, _) => "held".into(),
+    };
+    let command = match &pane.command {
+        CommandSpec::Argv(argv) => argv.join(" "),
+        CommandSpec::Shell(shell) => format!("sh -c {shell}"),
+        CommandSpec::LoginShell => "(login shell)".into(),
+    };
+    let clients = match pane.attached_clients {
+        0 => String::new(),
+        n => format!("{n} attached"),
+    };
+    format!(
+        "{}{:<5} {:<14} {:<24} {:>7} {:>8} {:<11} {}  {}",
+        if focused { "*" } else { " " },
+        pane.id.to_string(),
+        pane.name.as_deref().unwrap_or("-"),
+        state,
+        pane.pid.map_or("-".to_string(), |p| p.to_string()),
+        format!("{}x{}", pane.cols, pane.rows),
+        clients,
+        pane.cwd.display(),
+        command
+    )
+}
+
+/// A capture line number: 0 is the top visible row, negative is scrollback.
+fn line_number(s: &str) -> Result<i64, CliError> {
+    s.parse().map_err(|_| {
+        CliError::usage(format!(
+            "line numbers are integers (negative for scrollback), got {s:?}"
+        ))
+    })
+}
+
+pub fn capture(g: &Global, a: &Parsed) -> Result<i32, CliError> {
+    let result = connect(g)?.request(&Request::PaneCapture(methods::PaneCapture {
+        target: a.need_target()?,
+        ansi: a.flag("ansi"),
+        start: a.value_as("start", line_number)?,
+        end: a.value_as("end", line_number)?,
+        join: a.flag("join"),
+    }))?;
+    if a.flag("json") {
+        print_json(&result);
+    } else {
+        let capture: Capture = client::parse_reply("pane.capture", result)?;
+        for line in capture.trimmed_lines() {
+            println!("{line}");
+        }
+    }
+    Ok(0)
+}
