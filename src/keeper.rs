@@ -380,7 +380,9 @@ impl Keeper {
         if let Some((pid, token)) = stored.server
             && sys::process_start_token(pid) == Some(token)
         {
-            eprintln!("ptyd keeper: ending server pid {pid}, which outlived the killed keeper");
+            crate::service::journal::write_line(&format!(
+                "ptyd keeper: ending server pid {pid}, which outlived the killed keeper"
+            ));
             let _ = sys::kill(pid, sys::SIGKILL);
             let until = Instant::now() + STOP_REAP_LIMIT;
             while sys::process_start_token(pid) == Some(token)
@@ -723,16 +725,18 @@ impl Keeper {
             return false;
         }
         if received.truncated || data[0] != PROTOCOL {
-            eprintln!(
+            crate::service::journal::write_line(&format!(
                 "ptyd keeper: ignoring a message of protocol {} (ours is {PROTOCOL}) or truncated",
                 data[0]
-            );
+            ));
             return true;
         }
         let msg: ToKeeper = match serde_json::from_slice(&data[1..received.len]) {
             Ok(m) => m,
             Err(e) => {
-                eprintln!("ptyd keeper: ignoring a bad message: {e}");
+                crate::service::journal::write_line(&format!(
+                    "ptyd keeper: ignoring a bad message: {e}"
+                ));
                 return true;
             }
         };
@@ -764,12 +768,12 @@ impl Keeper {
                 if settled && self.runs_other_code_than(&version) {
                     let exe = self.exe.clone();
                     self.reexec_error = Some(self.reexec(&exe));
-                    eprintln!(
+                    crate::service::journal::write_line(&format!(
                         "ptyd keeper: could not re-execute into {}: {}; running on with ptyd {}",
                         exe.display(),
                         self.reexec_error.as_deref().unwrap_or(""),
                         crate::protocol::SERVER_VERSION
-                    );
+                    ));
                 }
                 self.announce();
             }
@@ -955,32 +959,34 @@ impl Keeper {
             if attempt > 0 {
                 // A crash loop: back off (never spin), keeping every fd.
                 let delay = Duration::from_millis(100u64 << attempt.min(6));
-                eprintln!(
+                crate::service::journal::write_line(&format!(
                     "ptyd keeper: crash loop ({attempt} replacement(s) died within {} ms of starting); retrying in {} ms",
                     window.as_millis(),
                     delay.as_millis()
-                );
+                ));
                 if !self.sleep(delay) {
                     return false;
                 }
             }
             self.started_at = Some(Instant::now());
             let use_checkpoint = attempt < CRASH_LOOP_LIMIT;
-            eprintln!(
+            crate::service::journal::write_line(&format!(
                 "ptyd keeper: {why}; starting a replacement ({})",
                 if use_checkpoint {
                     "restoring the checkpoint"
                 } else {
                     "without the checkpoint that may be what crashes it"
                 }
-            );
+            ));
             match self.replace(&why, use_checkpoint) {
                 Ok(pid) => {
                     self.current = pid;
                     return true;
                 }
                 Err(e) => {
-                    eprintln!("ptyd keeper: the replacement failed: {e}");
+                    crate::service::journal::write_line(&format!(
+                        "ptyd keeper: the replacement failed: {e}"
+                    ));
                     self.loop_count += 1;
                 }
             }

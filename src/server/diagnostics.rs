@@ -36,10 +36,10 @@ impl Diagnostics {
     /// Logs one event. `what` is a short stable tag (`accept_refused`), the
     /// message is for people.
     pub fn log(&mut self, what: &str, message: &str) {
-        eprintln!(
-            "{}",
-            journal::line(priority(what), &format!("{what}: {message}"))
-        );
+        journal::write_line(&journal::line(
+            priority(what),
+            &format!("{what}: {message}"),
+        ));
         let ms = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);

@@ -1,0 +1,87 @@
+//! What must never take the panes down, through the real binary: a
+//! stderr that cannot be written (a reader gone, a file at its size
+//! limit), a low soft fd limit with hundreds of panes, the serving process
+//! killed again and again soon after each start. After each: every pane
+//! has its old process, and the server answers.
+
+// Drives the real server, which runs on Unix only (src/lib.rs).
+#![cfg(unix)]
+
+mod util;
+
+mod crash_support;
+
+use crash_support::{serving_pid, wait_replacement};
+use serde_json::json;
+use std::collections::BTreeMap;
+use util::{Dirs, Ptyd, ServerStderr, unique_name};
+
+fn kill(pid: i32, sig: i32) {
+    // SAFETY: plain kill(2) on a process this test started.
+    assert_eq!(unsafe { libc::kill(pid, sig) }, 0, "kill {pid}");
+}
+
+/// Creates `n` idle panes; returns their pids by pane id.
+fn idle_panes(ptyd: &Ptyd, n: usize) -> BTreeMap<String, i64> {
+    for _ in 0..n {
+        ptyd.create_argv(&["sleep", "100000"]);
+    }
+    let pids = ptyd.connect().pane_pids();
+    assert_eq!(pids.len(), n, "panes created");
+    pids
+}
+
+/// SIGKILLs the serving process and waits for its replacement; checks
+/// every pane kept its process. Returns the replacement's pid.
+fn crash_and_check(ptyd: &Ptyd, pids: &BTreeMap<String, i64>, what: &str) -> i32 {
+    let dead = serving_pid(&mut ptyd.connect());
+    kill(dead, libc::SIGKILL);
+    let (mut c, pid) = wait_replacement(ptyd, dead);
+    assert_eq!(&c.pane_pids(), pids, "{what}: the panes after a crash");
+    pid
+}
+
+/// Log lines (a pane started, a crash, an upgrade) on a stderr that
+/// cannot take them lose nothing: the panes live through the serving
+/// process's lines, the keeper's when the serving process is killed, and
+/// an upgrade's; the failures are counted in `status`.
+fn panes_outlive_a_stderr_that_fails(stderr: ServerStderr, fsize: Option<u64>) {
+    let mut dirs = Dirs::new();
+    dirs.stderr = stderr;
+    // Rings and checkpoints are memfds, bound by RLIMIT_FSIZE too.
+    dirs.env.push(("PTYD_RING_BYTES".into(), "65536".into()));
+    dirs.env
+        .push(("PTYD_CRASH_LOOP_WINDOW_MS".into(), "0".into()));
+    let ptyd = dirs.start_with(&unique_name("t"), &[], fsize);
+    let pids = idle_panes(&ptyd, 3);
+    let status = ptyd.connect().ok("server.status", json!({}));
+    assert!(
+        status["stderr_write_failures"].as_u64() >= Some(1),
+        "the failed log writes are counted: {status}"
+    );
+    assert!(
+        status["stderr_write_error"].is_string(),
+        "and the first says why: {status}"
+    );
+    crash_and_check(&ptyd, &pids, "first crash");
+    let out = ptyd.run_cli(&["upgrade"]);
+    util::assert_exit(&out, 0);
+    assert_eq!(
+        ptyd.connect().pane_pids(),
+        pids,
+        "the panes after an upgrade"
+    );
+    crash_and_check(&ptyd, &pids, "crash after the upgrade");
+    ptyd.stop();
+}
+
+#[test]
+fn a_stderr_whose_reader_is_gone_kills_nothing() {
+    panes_outlive_a_stderr_that_fails(ServerStderr::ClosedPipe, None);
+}
+
+#[test]
+fn a_stderr_file_at_its_size_limit_kills_nothing() {
+    const LIMIT: u64 = 1 << 20;
+    panes_outlive_a_stderr_that_fails(ServerStderr::Full(LIMIT), Some(LIMIT));
+}
