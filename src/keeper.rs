@@ -155,6 +155,10 @@ pub enum ToServer {
         version: String,
         exe: String,
         reexec_error: Option<String>,
+        /// Its soft `RLIMIT_NOFILE` (absent from keepers before they
+        /// raised it): the server refuses a pane the keeper could not hold.
+        #[serde(default)]
+        fd_limit: Option<u64>,
     },
 }
 
@@ -616,11 +620,14 @@ impl Keeper {
             let _ = sys::clear_cloexec(*fd);
         }
         use std::os::unix::process::CommandExt;
-        let err = std::process::Command::new(exe)
-            .args(["-L", &self.namespace, "server"])
+        let mut cmd = std::process::Command::new(exe);
+        cmd.args(["-L", &self.namespace, "server"])
             .env(STATE_FD_ENV, state.as_raw_fd().to_string())
-            .env_remove(crate::protocol::READY_FD_ENV)
-            .exec();
+            .env_remove(crate::protocol::READY_FD_ENV);
+        // The new image raises the limit again and remembers this one.
+        sys::starting_fd_limit_on_exec(&mut cmd);
+        let err = cmd.exec();
+        let _ = sys::raise_fd_limit();
         // Still us: the fds go back to close-on-exec (a pane must never
         // inherit them), and we keep running the old code.
         for fd in &keep {
@@ -638,6 +645,7 @@ impl Keeper {
                 .map(|p| p.to_string_lossy().into_owned())
                 .unwrap_or_default(),
             reexec_error: self.reexec_error.clone(),
+            fd_limit: sys::fd_limit().ok(),
         };
         let mut data = vec![PROTOCOL];
         let _ = serde_json::to_writer(&mut data, &msg);
@@ -648,6 +656,11 @@ impl Keeper {
     /// Runs until the last generation is gone after a stop. Returns the
     /// exit code for this process: the last server's.
     pub fn run(mut self) -> i32 {
+        // It holds three fds per pane (master, pidfd, ring): at the usual
+        // soft limit of 1024 a crash of the serving process with a few
+        // hundred panes could not be recovered (EMFILE). The servers it
+        // starts get the starting limit back, and raise it themselves.
+        let _ = sys::raise_fd_limit();
         // A terminal's Ctrl-C reaches the whole process group: the server
         // stops on it; the keeper must stay to reap.
         let _ = sys::ignore_signal(sys::SIGINT);
@@ -1038,6 +1051,7 @@ impl Keeper {
             .env_remove(crate::handoff::fault::FAULT_ENV)
             .stdin(std::process::Stdio::null());
         sys::inherit_fd_on_exec(&mut cmd, theirs.as_raw_fd());
+        sys::starting_fd_limit_on_exec(&mut cmd);
         let mut child = cmd
             .spawn()
             .map_err(|e| format!("starting {}: {e}", self.exe.display()))?;
@@ -1091,6 +1105,7 @@ impl Keeper {
             .env_remove(crate::protocol::READY_FD_ENV)
             .stdin(std::process::Stdio::null());
         sys::inherit_fd_on_exec(&mut cmd, fd);
+        sys::starting_fd_limit_on_exec(&mut cmd);
         let child = cmd
             .spawn()
             .map_err(|e| format!("starting {}: {e}", self.exe.display()))?;

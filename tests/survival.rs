@@ -37,7 +37,20 @@ fn crash_and_check(ptyd: &Ptyd, pids: &BTreeMap<String, i64>, what: &str) -> i32
     let dead = serving_pid(&mut ptyd.connect());
     kill(dead, libc::SIGKILL);
     let (mut c, pid) = wait_replacement(ptyd, dead);
-    assert_eq!(&c.pane_pids(), pids, "{what}: the panes after a crash");
+    let after = c.pane_pids();
+    if &after != pids {
+        let stderr = ptyd.stderr();
+        let tail: Vec<&str> = stderr.lines().rev().take(30).collect();
+        panic!(
+            "{what}: the panes after a crash differ: {} of {} kept; the server's stderr ends:\n{}",
+            after
+                .iter()
+                .filter(|(id, pid)| pids.get(*id) == Some(pid))
+                .count(),
+            pids.len(),
+            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+        );
+    }
     pid
 }
 
@@ -84,4 +97,52 @@ fn a_stderr_whose_reader_is_gone_kills_nothing() {
 fn a_stderr_file_at_its_size_limit_kills_nothing() {
     const LIMIT: u64 = 1 << 20;
     panes_outlive_a_stderr_that_fails(ServerStderr::Full(LIMIT), Some(LIMIT));
+}
+
+/// Sets this test process's soft fd limit (the servers it starts inherit
+/// it), keeping the hard one, which must be above `at_least`.
+fn soft_fd_limit(soft: u64, at_least: u64) {
+    let mut rl = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit on a valid struct.
+    unsafe {
+        assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl), 0);
+        assert!(
+            rl.rlim_max >= at_least as libc::rlim_t,
+            "this test needs a hard fd limit of at least {at_least} (`ulimit -Hn`), not {}",
+            rl.rlim_max
+        );
+        rl.rlim_cur = soft as libc::rlim_t;
+        assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &rl), 0);
+    }
+}
+
+/// At the usual soft limit of 1024 (the hard one higher) the keeper holds
+/// three fds for each of 400 panes: it raises its limit as the server
+/// does, so a crash of the serving process keeps every pane, and
+/// `status` and `stop` answer.
+#[test]
+fn hundreds_of_panes_at_a_soft_fd_limit_of_1024_survive_a_crash() {
+    const PANES: usize = 400;
+    soft_fd_limit(1024, 4 * PANES as u64 + 256);
+    let mut dirs = Dirs::new();
+    dirs.ready_timeout = 4 * util::TIMEOUT;
+    let ptyd = dirs.start(&unique_name("t"));
+    let mut c = ptyd.connect();
+    for _ in 0..PANES {
+        c.create(json!({ "argv": ["sleep", "100000"] }));
+    }
+    let pids = c.pane_pids();
+    assert_eq!(pids.len(), PANES);
+    let status = c.ok("server.status", json!({}));
+    assert!(
+        status["keeper"]["fd_limit"].as_u64() > Some(1024),
+        "the keeper raised its fd limit: {}",
+        status["keeper"]
+    );
+    crash_and_check(&ptyd, &pids, "a crash with 400 panes");
+    assert_eq!(ptyd.status_json()["panes"].as_u64(), Some(PANES as u64));
+    ptyd.stop();
 }

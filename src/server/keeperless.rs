@@ -88,6 +88,11 @@ impl Server {
         serde_json::Value::Null
     }
 
+    /// No keeper: nothing to hold a pane's fds but the server.
+    pub(super) fn check_keeper_fds_for_pane(&self) -> Result<(), crate::protocol::RpcError> {
+        Ok(())
+    }
+
     pub(super) fn keeper_forward_exit(&mut self, _pid: i32, _exit: crate::sys::ProcessExit) {}
 
     pub(super) fn keeper_stopping(&mut self) {}

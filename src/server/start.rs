@@ -57,6 +57,9 @@ pub fn run(opts: ServerOptions) -> Result<(), StartError> {
         crate::sys::take_inherited_fd(crate::handoff::HANDOFF_FD_ENV, crate::sys::FdKind::Socket)
     };
     if let Some(sock) = handoff.map_err(|e| format!("{e}; this mode is only for `ptyd upgrade`"))? {
+        // Before the first fd arrives: a replacement the keeper starts
+        // comes with the usual soft limit, and takes every pane's fds.
+        let _ = crate::sys::raise_fd_limit();
         return Ok(upgrade::import::run(sock, opts.paths)?);
     }
     // SAFETY: as above: still the only thread; the spawning client (the
