@@ -63,8 +63,6 @@ fn panes_outlive_a_stderr_that_fails(stderr: ServerStderr, fsize: Option<u64>) {
     dirs.stderr = stderr;
     // Rings and checkpoints are memfds, bound by RLIMIT_FSIZE too.
     dirs.env.push(("PTYD_RING_BYTES".into(), "65536".into()));
-    dirs.env
-        .push(("PTYD_CRASH_LOOP_WINDOW_MS".into(), "0".into()));
     let ptyd = dirs.start_with(&unique_name("t"), &[], fsize);
     let pids = idle_panes(&ptyd, 3);
     let status = ptyd.connect().ok("server.status", json!({}));
@@ -144,5 +142,25 @@ fn hundreds_of_panes_at_a_soft_fd_limit_of_1024_survive_a_crash() {
     );
     crash_and_check(&ptyd, &pids, "a crash with 400 panes");
     assert_eq!(ptyd.status_json()["panes"].as_u64(), Some(PANES as u64));
+    ptyd.stop();
+}
+
+/// The serving process SIGKILLed four times, each soon after it started
+/// (well within a few seconds) but after it answered: each replacement
+/// served, so none is part of a crash loop, and every pane keeps its
+/// process (the keeper never falls back to the snapshot on disk).
+#[test]
+fn kills_soon_after_each_start_are_no_crash_loop() {
+    let ptyd = Ptyd::start();
+    let pids = idle_panes(&ptyd, 3);
+    for round in 1..=4 {
+        crash_and_check(&ptyd, &pids, &format!("kill {round}"));
+    }
+    let status = ptyd.connect().ok("server.status", json!({}));
+    assert!(
+        status["keeper"]["last_recovery"]["from"].is_null(),
+        "recovered from the checkpoint, not the snapshot: {}",
+        status["keeper"]
+    );
     ptyd.stop();
 }
