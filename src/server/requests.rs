@@ -96,6 +96,7 @@ impl Server {
             Request::ServerStop(_) => {
                 self.log.log("stopping", "server.stop requested");
                 self.stopping = true;
+                self.stop_callers.push(conn);
                 Ok(Some(json!({})))
             }
             Request::PaneCreate(req) => self.pane_create(conn, req),
