@@ -164,3 +164,89 @@ fn kills_soon_after_each_start_are_no_crash_loop() {
     );
     ptyd.stop();
 }
+
+/// A snapshot planted in `dirs` for namespace `ns`: one pane, p1, in
+/// `cwd`, alone in a tab laid out as `layout` (JSON text).
+fn plant(dirs: &Dirs, ns: &str, cwd: &str, layout: &str) {
+    let pane = json!({
+        "id": "p1", "name": null, "cwd": cwd, "command": { "argv": ["sleep", "100000"] },
+        "env": {}, "cols": 80, "rows": 24, "restore": "rerun",
+        "resume": null, "history": null, "pid": null, "start_token": null,
+    });
+    let snapshot = format!(
+        "{{\"version\": 1, \"server_version\": \"0.1.0\", \"written_unix_ms\": 0, \"revision\": 1, \
+         \"generation\": 1, \"counters\": {{\"workspace\": 2, \"tab\": 2, \"pane\": 2}}, \
+         \"active_workspace\": \"w1\", \
+         \"workspaces\": [{{\"id\": \"w1\", \"name\": \"main\", \"tabs\": [\"t1\"], \"active_tab\": \"t1\"}}], \
+         \"tabs\": [{{\"id\": \"t1\", \"name\": \"planted\", \"workspace\": \"w1\", \"layout\": {layout}, \
+         \"focus\": \"p1\", \"zoom\": null}}], \"panes\": [{pane}]}}"
+    );
+    std::fs::create_dir_all(dirs.state_dir(ns)).unwrap();
+    std::fs::write(dirs.session_path(ns), snapshot).unwrap();
+}
+
+/// Starts a server on the planted snapshot; checks `status` answers (it
+/// was refused as over 4 MiB for the server's whole life), the pane is
+/// back, and no log line is huge. Returns the restore report's repairs
+/// (as JSON text) and their total.
+fn restore_planted(dirs: &Dirs, ns: &str) -> (String, u64) {
+    let ptyd = dirs.start(ns);
+    let mut c = ptyd.connect();
+    let status = c.ok("server.status", json!({}));
+    let restore = &status["persistence"]["restore"];
+    let repairs = restore["repairs"].as_array().expect("repairs listed");
+    assert!(repairs.len() <= 101, "{} repairs kept", repairs.len());
+    let text = restore["repairs"].to_string();
+    assert!(text.len() < 200_000, "repairs of {} bytes", text.len());
+    assert_eq!(c.panes().len(), 1, "the pane restored");
+    assert!(
+        ptyd.stderr().lines().all(|l| l.len() < 64 * 1024),
+        "no huge log line"
+    );
+    ptyd.stop();
+    (text, restore["repairs_total"].as_u64().unwrap_or(0))
+}
+
+/// Planted snapshots built to make `status` too large for good: a pane
+/// whose cwd is 6 MB long, and a tab whose layout nests 100,000 splits,
+/// each with a leaf for a pane that does not exist. Both are repaired; the
+/// repairs kept are bounded in count and size, quoted values cut.
+#[test]
+fn a_planted_snapshot_cannot_make_status_too_large() {
+    const DEPTH: usize = 100_000;
+    let dirs = Dirs::new();
+    let ns = unique_name("cwd");
+    plant(
+        &dirs,
+        &ns,
+        &format!("/{}", "x".repeat(6 << 20)),
+        "{\"pane\":\"p1\"}",
+    );
+    let (text, _) = restore_planted(&dirs, &ns);
+    assert!(
+        text.contains("cwd /xxx") && text.contains("6291457 bytes"),
+        "the cwd repair, its value cut: {}",
+        &text[..text.len().min(2000)]
+    );
+    // Built as text: a Value this deep would overflow the stack.
+    let mut layout = String::with_capacity(DEPTH * 90);
+    for i in 0..DEPTH {
+        layout.push_str(&format!(
+            "{{\"split\":{{\"direction\":\"horizontal\",\"ratio\":0.5,\"first\":{{\"pane\":\"p{}\"}},\"second\":",
+            i + 2
+        ));
+    }
+    layout.push_str("{\"pane\":\"p1\"}");
+    for _ in 0..DEPTH {
+        layout.push_str("}}");
+    }
+    let ns = unique_name("deep");
+    plant(&dirs, &ns, "/", &layout);
+    let (text, total) = restore_planted(&dirs, &ns);
+    assert!(
+        text.contains("more repairs, not listed"),
+        "the rest counted: {}",
+        &text[..text.len().min(2000)]
+    );
+    assert!(total >= DEPTH as u64, "every repair counted: {total}");
+}
