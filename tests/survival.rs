@@ -250,3 +250,55 @@ fn a_planted_snapshot_cannot_make_status_too_large() {
     );
     assert!(total >= DEPTH as u64, "every repair counted: {total}");
 }
+
+/// A config file of 100,000 unknown keys (and one good one): the server
+/// starts and serves with the good key in force, and the problems are a
+/// bounded list in `status`, in the reload's answer and in the log, not a
+/// line per key.
+#[test]
+fn a_config_of_100k_unknown_keys_gives_a_bounded_list_of_problems() {
+    const KEYS: usize = 100_000;
+    let dirs = Dirs::new();
+    let dir = dirs.state.join("config").join("ptyd");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut text = String::from("scrollback_lines = 123\n");
+    for i in 0..KEYS {
+        // Short: the file must stay under the 1 MiB ptyd reads.
+        text.push_str(&format!("k{i}=1\n"));
+    }
+    std::fs::write(dir.join("config.toml"), text).unwrap();
+    let ptyd = dirs.start(&unique_name("t"));
+    let mut c = ptyd.connect();
+    let config = c.ok("server.status", json!({}))["config"].clone();
+    assert_eq!(
+        config["scrollback_lines"], 123,
+        "the good key applies: {}",
+        config["problems"][0]
+    );
+    let problems = config["problems"].as_array().expect("problems");
+    assert!(problems.len() <= 51, "{} problems listed", problems.len());
+    assert!(
+        problems[0]
+            .as_str()
+            .unwrap_or("")
+            .contains(":2: unknown key \"k0\""),
+        "the first problem, with its line: {}",
+        problems[0]
+    );
+    assert!(
+        problems
+            .last()
+            .and_then(|p| p.as_str())
+            .is_some_and(|p| p.contains(&format!("{} more problems", KEYS - 50))),
+        "the rest counted: {problems:?}"
+    );
+    let reload = c.ok("server.config.reload", json!({}));
+    assert_eq!(
+        reload["problems"].as_array().map(Vec::len),
+        Some(problems.len())
+    );
+    util::assert_exit(&ptyd.run_cli(&["ls"]), 0);
+    let logged = ptyd.stderr().matches("config_ignored").count();
+    assert!(logged <= 2 * 51, "{logged} log lines for config problems");
+    ptyd.stop();
+}
