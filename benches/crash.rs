@@ -11,9 +11,8 @@
 //!   `--lines` lines, default 200, then `cat`), then `--rounds` times
 //!   (default 10): SIGKILL the serving process, and time until a
 //!   replacement answers `pane.list` with every pane, each with its old
-//!   pid ("served again": taken over, listening, answering).
-//!   `PTYD_CRASH_LOOP_WINDOW_MS=0` so rounds in quick succession are not
-//!   taken for a crash loop (which would add its back-off).
+//!   pid ("served again": taken over, listening, answering). Rounds in
+//!   quick succession are no crash loop: each replacement served first.
 //!
 //! Usage: `cargo build --release && cargo bench --bench crash [-- --mb N
 //! --runs N --panes 10,100,1000 --rounds N --lines N]`. The ptyd binary is

@@ -44,6 +44,21 @@ pub fn label(label: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// `text` as a message may quote it: whole if at most `max` bytes, else
+/// its first `max` bytes (to a character boundary) and its length, so a
+/// hostile value (a 6 MB cwd in a planted snapshot) cannot make a log line
+/// or a reply huge.
+pub fn excerpt(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    if text.len() <= max {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    std::borrow::Cow::Owned(format!("{}... ({} bytes)", &text[..end], text.len()))
+}
+
 /// Environment variables a pane gets: names non-empty without `=` or NUL,
 /// values without NUL (exec could not pass them).
 pub fn env(env: &BTreeMap<String, String>) -> Result<(), String> {

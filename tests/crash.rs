@@ -20,19 +20,15 @@ mod crash_support;
 
 use crash_support::{Rng, serving_pid, setup, wait_replacement};
 use serde_json::json;
-use std::time::{Duration, Instant};
 use util::{Ptyd, shell_quote};
 
 fn rounds() -> usize {
     util::env_number("PTYD_CRASH_ROUNDS", 20)
 }
 
-/// Rounds close together must not look like a crash loop.
-const ENV: &[(&str, &str)] = &[("PTYD_CRASH_LOOP_WINDOW_MS", "0")];
-
 #[test]
 fn sigkill_of_the_serving_process_loses_no_pane_byte_or_client() {
-    let s = setup(ENV);
+    let s = setup(&[]);
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ std::process::id() as u64);
     let mut fds = None;
     // The counter's scrollback lines are in the history log, appended
@@ -50,7 +46,7 @@ fn sigkill_of_the_serving_process_loses_no_pane_byte_or_client() {
 
 #[test]
 fn sigsegv_and_abort_are_survived_too() {
-    let s = setup(ENV);
+    let s = setup(&[]);
     let mut rng = Rng(42);
     let mut fds = None;
     for (round, sig) in [libc::SIGSEGV, libc::SIGABRT, libc::SIGSEGV]
@@ -104,10 +100,7 @@ fn a_tiny_ring_still_recovers_exactly() {
     // A 4 KiB ring: the counter fills it many times a second, so the
     // server checkpoints as it fills and stops reading the pane while a
     // whole ring is unsaved (the PTY holds the rest): still exact.
-    let s = setup(&[
-        ("PTYD_CRASH_LOOP_WINDOW_MS", "0"),
-        ("PTYD_RING_BYTES", "4096"),
-    ]);
+    let s = setup(&[("PTYD_RING_BYTES", "4096")]);
     let mut rng = Rng(7);
     let mut fds = None;
     for round in 1..=3 {
@@ -126,44 +119,34 @@ fn a_tiny_ring_still_recovers_exactly() {
 
 #[test]
 fn a_crash_loop_backs_off_then_gives_up_the_checkpoint() {
-    // Every replacement is killed as soon as it answers: the keeper backs
-    // off between attempts (never spins) and keeps the panes' processes;
-    // after `CRASH_LOOP_LIMIT` it starts a server without the checkpoint
-    // (from the snapshot on disk) in case that is what kills it.
-    // A generous window: under load a replacement may take a while to
-    // answer, and each must count as part of the loop.
-    let s = setup(&[("PTYD_CRASH_LOOP_WINDOW_MS", "30000")]);
+    // Every replacement dies before it serves (at the handoff's last step,
+    // after the checkpoint is imported and the rings replayed): the keeper
+    // backs off between attempts (never spins); after `CRASH_LOOP_LIMIT`
+    // it starts a server without the checkpoint (from the snapshot on
+    // disk) in case that is what kills it.
+    let s = setup(&[("PTYD_REPLACEMENT_FAULT", "new-before-committed:exit")]);
     let mut c = s.ptyd.connect();
-    let pids = c.pane_pids();
-    let mut dead = serving_pid(&mut c);
+    let dead = serving_pid(&mut c);
     drop(c);
-    let mut starts = Vec::new();
-    for _ in 0..3 {
-        // SAFETY: kill(2) of the serving process this test started.
-        unsafe { libc::kill(dead, libc::SIGKILL) };
-        let (mut c, pid) = wait_replacement(&s.ptyd, dead);
-        starts.push(Instant::now());
-        assert_eq!(c.pane_pids(), pids, "the panes did not survive the loop");
-        dead = pid;
-    }
-    // The third replacement came after a longer back-off than the second.
-    let gap = starts[2].duration_since(starts[1]);
-    assert!(gap >= Duration::from_millis(300), "no back-off: {gap:?}");
-    // SAFETY: as above.
+    // SAFETY: kill(2) of the serving process this test started.
     unsafe { libc::kill(dead, libc::SIGKILL) };
     let (mut c, _) = wait_replacement(&s.ptyd, dead);
     let status = c.ok("server.status", json!({}));
+    let stderr = s.ptyd.stderr();
     assert_eq!(
-        status["keeper"]["last_recovery"]["from"],
-        "snapshot",
-        "{status}\nkeeper's stderr:\n{}",
-        s.ptyd.stderr()
+        status["keeper"]["last_recovery"]["from"], "snapshot",
+        "{status}\nkeeper's stderr:\n{stderr}"
     );
+    let backoffs = stderr
+        .lines()
+        .filter(|l| l.contains("crash loop") && l.contains("retrying in"))
+        .count();
+    assert_eq!(backoffs, 3, "a back-off before each retry:\n{stderr}");
 }
 
 #[test]
 fn after_an_upgrade_the_keeper_reexecs_into_the_new_binary_and_still_recovers() {
-    let s = setup(ENV);
+    let s = setup(&[]);
     // Another path is other code as far as the keeper can tell.
     let copy = s.ptyd.dirs.path("bin").join("ptyd-next");
     std::fs::copy(util::PTYD, &copy).unwrap();
@@ -193,12 +176,7 @@ fn the_event_history_and_its_numbering_survive_a_crash() {
     // `since` replays from before the crash; events logged after the last
     // checkpoint are lost, but their numbers are not reused: each is a
     // `gap`, and the next event is numbered after every one a client saw.
-    let mut dirs = util::Dirs::new();
-    dirs.env = ENV
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    let ptyd = Ptyd::start_in(dirs, &util::unique_name("crashev"));
+    let ptyd = Ptyd::start_in(util::Dirs::new(), &util::unique_name("crashev"));
     let a = ptyd.create_argv(&["sleep", "1000"]);
     let b = ptyd.create_argv(&["sleep", "1000"]);
     let mut c = ptyd.connect();
@@ -358,10 +336,7 @@ fn a_checkpoint_encoded_over_several_turns_recovers_every_pane_exactly() {
     // pane's ring position then, and recovery replays each ring from its
     // own line's position. Two more counters print meanwhile, so every
     // line of a checkpoint is older than the next pane's.
-    let s = setup(&[
-        ("PTYD_CRASH_LOOP_WINDOW_MS", "0"),
-        ("PTYD_CHECKPOINT_PANES", "1"),
-    ]);
+    let s = setup(&[("PTYD_CHECKPOINT_PANES", "1")]);
     let more: Vec<String> = (0..2)
         .map(|_| {
             s.ptyd.create_argv(&[

@@ -18,9 +18,6 @@ use crash_support::{Setup, check_counter, setup_with_config};
 use std::io::Read;
 use std::process::{Child, Stdio};
 
-/// Rounds close together must not look like a crash loop.
-const ENV: &[(&str, &str)] = &[("PTYD_CRASH_LOOP_WINDOW_MS", "0")];
-
 /// A long probation, so the new server can be killed inside it without
 /// racing its end.
 const CONFIG: &str = "upgrade_probation_ms = 60000\n";
@@ -97,7 +94,7 @@ fn upgrade_result(cli: util::KillOnDrop) -> (Option<i32>, String) {
 
 #[test]
 fn crashes_during_an_upgrade_leave_every_pane_served_once() {
-    let s = setup_with_config(ENV, CONFIG);
+    let s = setup_with_config(&[], CONFIG);
     let mut fds = None;
 
     // The old server killed inside the blackout, every fd sent, before

@@ -62,6 +62,8 @@ fn malformed_lines_get_errors_and_the_connection_survives() {
         (b"{\"id\": 13, \"method\": \"pane.capture\", \"params\": {\"target\": \"p99\"}}\n", "not_found", json!(13)),
         (b"{\"id\": 14, \"method\": \"pane.kill\", \"params\": {\"target\": \"nobody\"}}\n", "not_found", json!(14)),
         (b"{\"id\": 15, \"method\": \"attach\", \"params\": {\"target\": \"p99\"}}\n", "not_found", json!(15)),
+        // A misspelt `params` would otherwise run the method without them.
+        (b"{\"id\": 16, \"method\": \"pane.kill\", \"prams\": {\"target\": \"p1\"}}\n", "invalid_request", json!(16)),
     ];
     // A pane exists, so "p1" in the params errors above is not what fails.
     let p1 = ptyd.create_argv(&["sleep", "1000"]);
@@ -78,6 +80,13 @@ fn malformed_lines_get_errors_and_the_connection_survives() {
     // The version mismatch message names both versions.
     let m = c.err("hello", json!({ "protocol": 999 }), "version_mismatch");
     assert!(m.contains("999") && m.contains("protocol 1"), "{m}");
+    // An unknown member is named.
+    let resp = raw_error(
+        &mut c,
+        b"{\"id\": 17, \"method\": \"tree\", \"jsonrpc\": \"2.0\"}\n",
+    );
+    let m = resp["error"]["message"].as_str().unwrap_or("");
+    assert!(m.contains("\"jsonrpc\""), "{resp}");
     // A bad params message names the field.
     let m = c.err("pane.create", json!({ "argvv": [] }), "invalid_params");
     assert!(m.contains("argvv"), "{m}");
@@ -173,8 +182,9 @@ fn pane_level_errors() {
 fn a_near_limit_line_is_fine() {
     let ptyd = Ptyd::start();
     let mut c = ptyd.connect();
-    let pad = "x".repeat(1_000_000);
-    let line = format!("{{\"id\": 1, \"method\": \"pane.list\", \"pad\": \"{pad}\"}}\n");
+    // Padded with whitespace: an unknown member would be refused.
+    let pad = " ".repeat(1_000_000);
+    let line = format!("{{\"id\": 1, \"method\": \"pane.list\"{pad}}}\n");
     assert!(line.len() < 1 << 20);
     c.send_raw(line.as_bytes());
     let resp = c.next_response();

@@ -80,9 +80,8 @@ pub struct Recovery {
 /// A server with `panes` panes (each having printed `lines` lines, then
 /// `cat`), then `rounds` times: SIGKILL the serving process and time until
 /// a replacement answers `pane.list` with every pane, each with its old pid
-/// ("served again": taken over, listening, answering).
-/// `PTYD_CRASH_LOOP_WINDOW_MS=0` so rounds in quick succession are not
-/// taken for a crash loop (which would add its back-off).
+/// ("served again": taken over, listening, answering). Rounds in quick
+/// succession are no crash loop: each replacement served first.
 pub fn recovery(
     bin: &Path,
     tmp: &Path,
@@ -95,8 +94,7 @@ pub fn recovery(
     std::fs::create_dir_all(&sub).map_err(|e| format!("creating {}: {e}", sub.display()))?;
     let file = sub.join("lines.txt");
     generate(&file, lines, 0)?;
-    let mut server =
-        PtydServer::start_env(bin, &sub, nofile, &[("PTYD_CRASH_LOOP_WINDOW_MS", "0")])?;
+    let mut server = PtydServer::start_env(bin, &sub, nofile, &[])?;
     let result = crash_rounds(&mut server, &file, panes, rounds);
     let stopped = server.stop();
     let recovery = result?;

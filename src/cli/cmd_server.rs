@@ -72,7 +72,7 @@ pub fn stop(g: &Global, _: &Parsed) -> Result<i32, CliError> {
     client.request(&Request::ServerStop(NoParams {}))?;
     // The server closes our connection as its last act: wait for that, so
     // a `ptyd stop && ptyd server` never races the old server's lock.
-    while client.read_message().is_ok() {}
+    client.wait_closed()?;
     Ok(0)
 }
 

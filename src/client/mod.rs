@@ -47,6 +47,8 @@ pub enum ErrorKind {
     Detached,
     /// Standard input and output are not a console.
     NotATerminal,
+    /// The server did not answer within the time a request may take.
+    NoAnswer,
     /// The server refused the request with this code, as on the wire
     /// (`not_found`, `timeout`, `busy`; docs/protocol.md lists them).
     Server(String),
@@ -65,6 +67,7 @@ impl ErrorKind {
             ErrorKind::Internal => "internal",
             ErrorKind::Detached => "detached",
             ErrorKind::NotATerminal => "not_a_terminal",
+            ErrorKind::NoAnswer => "timeout",
             ErrorKind::Server(code) => code,
         }
     }
@@ -99,11 +102,26 @@ impl std::fmt::Display for ClientError {
     }
 }
 
+/// How long a request waits for its answer unless it waits by design
+/// (`pane.wait` and the others [`waits_by_design`] names): a stopped
+/// (SIGSTOP, a debugger) or wedged server must not hang `ptyd ls` forever.
+pub const ANSWER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Methods whose answer may come long after the request, by design.
+fn waits_by_design(method: &str) -> bool {
+    matches!(
+        method,
+        "pane.wait" | "pane.input" | "server.upgrade" | "server.save" | "server.stop"
+    )
+}
+
 /// A connection speaking JSON lines.
 pub struct Client {
     reader: BufReader<UnixStream>,
     writer: UnixStream,
     next_id: u64,
+    /// The read timeout the caller set (`None`: wait forever).
+    read_timeout: std::cell::Cell<Option<std::time::Duration>>,
 }
 
 impl Client {
@@ -159,6 +177,7 @@ impl Client {
             reader: BufReader::new(stream),
             writer,
             next_id: 1,
+            read_timeout: std::cell::Cell::new(None),
         };
         client.request(&Request::Hello(methods::Hello {
             protocol: PROTOCOL_VERSION,
@@ -203,10 +222,17 @@ impl Client {
     /// Reads one line: a response or a pushed event.
     pub fn read_message(&mut self) -> Result<Value, ClientError> {
         let mut line = String::new();
-        let n = self
-            .reader
-            .read_line(&mut line)
-            .map_err(|e| ClientError::io("reading from server", e))?;
+        let n = self.reader.read_line(&mut line).map_err(|e| {
+            let timed_out = matches!(
+                e.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+            );
+            let mut err = ClientError::io("reading from server", e);
+            if timed_out {
+                err.kind = ErrorKind::NoAnswer;
+            }
+            err
+        })?;
         if n == 0 {
             return Err(ClientError {
                 kind: ErrorKind::Disconnected,
@@ -220,10 +246,55 @@ impl Client {
     }
 
     /// Sends a request and returns its result, skipping pushed events.
+    /// Bounded by [`ANSWER_TIMEOUT`] unless the method waits by design.
+    /// An error line the server sent for the connection (`id` null: out
+    /// of fds, `busy`) is the answer too, also when the server closed the
+    /// connection before our request was sent.
     pub fn call(&mut self, method: &str, params: Value) -> Result<Value, ClientError> {
-        let id = self.send_request(method, params)?;
+        let bounded = !waits_by_design(method);
+        if bounded {
+            let limit = self
+                .read_timeout
+                .get()
+                .map_or(ANSWER_TIMEOUT, |t| t.min(ANSWER_TIMEOUT));
+            let _ = self.set_socket_timeout(Some(limit));
+        }
+        let result = self.call_unbounded(method, params);
+        if bounded {
+            let _ = self.set_socket_timeout(self.read_timeout.get());
+        }
+        result.map_err(|e| match e.kind {
+            ErrorKind::NoAnswer => ClientError {
+                kind: ErrorKind::NoAnswer,
+                message: format!(
+                    "the ptyd server did not answer {method} within {} s: it may be stopped \
+                         (Ctrl-Z, SIGSTOP, a debugger: `kill -CONT` its pid) or stuck; \
+                         `ptyd status` tries again",
+                    ANSWER_TIMEOUT.as_secs()
+                ),
+            },
+            _ => e,
+        })
+    }
+
+    fn call_unbounded(&mut self, method: &str, params: Value) -> Result<Value, ClientError> {
+        let id = match self.send_request(method, params) {
+            Ok(id) => id,
+            // Refused before it read us (out of fds): its line may be
+            // waiting unread.
+            Err(e) => return Err(self.read_connection_error().unwrap_or(e)),
+        };
         loop {
-            let msg = self.read_message()?;
+            let msg = match self.read_message() {
+                Ok(msg) => msg,
+                Err(e) if e.kind == ErrorKind::Io => {
+                    return Err(self.read_connection_error().unwrap_or(e));
+                }
+                Err(e) => return Err(e),
+            };
+            if msg.get("id").is_some_and(Value::is_null) && msg.get("error").is_some() {
+                return response_result(msg);
+            }
             if msg.get("id").and_then(Value::as_u64) != Some(id) {
                 continue;
             }
@@ -231,10 +302,39 @@ impl Client {
         }
     }
 
+    /// An error line for the whole connection still unread, if any.
+    fn read_connection_error(&mut self) -> Option<ClientError> {
+        let msg = self.read_message().ok()?;
+        if !msg.get("id").is_some_and(Value::is_null) {
+            return None;
+        }
+        response_result(msg).err()
+    }
+
     /// Bounds every later read (`None`: wait forever, the default), so a
     /// caller that must not hang on a stuck server gets an error instead.
     pub fn set_read_timeout(&self, timeout: Option<std::time::Duration>) -> io::Result<()> {
+        self.read_timeout.set(timeout);
+        self.set_socket_timeout(timeout)
+    }
+
+    fn set_socket_timeout(&self, timeout: Option<std::time::Duration>) -> io::Result<()> {
         crate::transport::set_read_timeout(self.reader.get_ref(), timeout)
+    }
+
+    /// Reads until the server closes the connection (after `server.stop`:
+    /// its last act); an error line it sent for the whole connection
+    /// meanwhile (the final save failed) is returned.
+    pub fn wait_closed(&mut self) -> Result<(), ClientError> {
+        let mut error = None;
+        while let Ok(msg) = self.read_message() {
+            if msg.get("id").is_some_and(Value::is_null)
+                && let Err(e) = response_result(msg)
+            {
+                error.get_or_insert(e);
+            }
+        }
+        error.map_or(Ok(()), Err)
     }
 
     /// Gives up the JSON reader, returning the socket and any bytes already

@@ -34,10 +34,10 @@ pub fn check(spec: Option<&str>, step: &str) {
     if at != step {
         return;
     }
-    eprintln!(
+    crate::service::journal::write_line(&format!(
         "ptyd[{}]: fault injection: {action} at {step}",
         std::process::id()
-    );
+    ));
     match action {
         "exit" => std::process::exit(97),
         "stall" => std::thread::sleep(std::time::Duration::from_secs(3600)),

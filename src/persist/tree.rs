@@ -85,6 +85,31 @@ pub struct Repaired {
     pub fixes: Vec<String>,
 }
 
+/// Repairs kept for the restore report and the log: the first ones, each
+/// cut to [`MAX_REPAIR_BYTES`]. A planted snapshot (a 100k-deep layout of
+/// unknown panes) can need a repair per record, and `server.status`
+/// carries the report for the server's whole life.
+pub const MAX_REPAIRS_KEPT: usize = 100;
+pub const MAX_REPAIR_BYTES: usize = 1024;
+
+/// The repairs to keep (see [`MAX_REPAIRS_KEPT`]) and how many there were.
+pub fn bound_repairs(mut fixes: Vec<String>) -> (Vec<String>, usize) {
+    let total = fixes.len();
+    fixes.truncate(MAX_REPAIRS_KEPT);
+    for fix in &mut fixes {
+        if let std::borrow::Cow::Owned(cut) = crate::validate::excerpt(fix, MAX_REPAIR_BYTES) {
+            *fix = cut;
+        }
+    }
+    if total > MAX_REPAIRS_KEPT {
+        fixes.push(format!(
+            "... and {} more repairs, not listed",
+            total - MAX_REPAIRS_KEPT
+        ));
+    }
+    (fixes, total)
+}
+
 /// Rebuilds the tree and the pane records from a snapshot read from disk,
 /// dropping or fixing whatever is broken (see the module doc). Every pane
 /// with a record ends up in exactly one tab.

@@ -131,8 +131,15 @@ pub fn parse_request_line(line: &[u8]) -> Option<(Value, Result<methods::Request
     }
     // Through `Value` first: serde would also build the struct from a
     // JSON array (`[id, method, params]`), which is not a request.
+    let mut unknown = None;
     let raw = serde_json::from_slice::<Value>(line).and_then(|v| match v {
-        Value::Object(_) => serde_json::from_value::<RawRequest>(v),
+        Value::Object(members) => {
+            unknown = members
+                .keys()
+                .find(|k| !matches!(k.as_str(), "id" | "method" | "params"))
+                .cloned();
+            serde_json::from_value::<RawRequest>(Value::Object(members))
+        }
         _ => Err(serde::de::Error::custom(
             "the line is JSON but not an object",
         )),
@@ -149,6 +156,17 @@ pub fn parse_request_line(line: &[u8]) -> Option<(Value, Result<methods::Request
             return Some((Value::Null, Err(err)));
         }
     };
+    // A member we do not know was meant for something we would not do:
+    // refused, as unknown params are, rather than ignored.
+    if let Some(member) = unknown {
+        let err = RpcError::new(
+            ErrorCode::InvalidRequest,
+            format!(
+                "unknown request member {member:?}: a request has only \"id\", \"method\" and \"params\"; see docs/protocol.md"
+            ),
+        );
+        return Some((raw.id, Err(err)));
+    }
     let Some(method) = raw.method else {
         let err = RpcError::new(
             ErrorCode::InvalidRequest,

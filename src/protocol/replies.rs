@@ -59,6 +59,12 @@ pub struct Status {
     /// recovery); null without one.
     #[serde(default)]
     pub keeper: Value,
+    /// Log lines the serving process could not write to its stderr (a
+    /// closed pipe, a full disk), and why the first could not.
+    #[serde(default)]
+    pub stderr_write_failures: u64,
+    #[serde(default)]
+    pub stderr_write_error: Option<String>,
 }
 
 /// `server.save`: once the snapshot of `revision` is on disk.

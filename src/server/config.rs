@@ -294,6 +294,29 @@ fn read_text(path: &Path) -> Result<String, FileError> {
 
 /// Parses a file's text: TOML, or the deprecated JSON for `*.json`.
 pub fn parse(path: &Path, text: &str) -> (UserConfig, Vec<String>) {
+    let (config, problems) = parse_all(path, text);
+    (config, bound_problems(problems))
+}
+
+/// Problems kept of one read: a file of 100,000 unknown keys would
+/// otherwise put as many lines in the log at every start and reload, and
+/// a reply of tens of MiB in `server.status`.
+pub const MAX_PROBLEMS: usize = 50;
+
+/// The first [`MAX_PROBLEMS`], then how many more there were.
+fn bound_problems(mut problems: Vec<String>) -> Vec<String> {
+    let total = problems.len();
+    if total > MAX_PROBLEMS {
+        problems.truncate(MAX_PROBLEMS);
+        problems.push(format!(
+            "... and {} more problems, not listed",
+            total - MAX_PROBLEMS
+        ));
+    }
+    problems
+}
+
+fn parse_all(path: &Path, text: &str) -> (UserConfig, Vec<String>) {
     if path.extension().is_some_and(|e| e == "json") {
         let (config, mut problems) = parse_json(path, text);
         problems.insert(
@@ -308,8 +331,13 @@ pub fn parse(path: &Path, text: &str) -> (UserConfig, Vec<String>) {
         return (config, problems);
     }
     let mut problems = Vec::new();
+    // Where each line starts, found once: counting the newlines before
+    // each key made a file of many keys quadratic to read.
+    let line_starts: Vec<usize> = std::iter::once(0)
+        .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+        .collect();
     let at = |span: std::ops::Range<usize>| {
-        let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+        let line = line_starts.partition_point(|&start| start <= span.start.min(text.len()));
         format!("{}:{line}", path.display())
     };
     let (table, errors) = toml::de::DeTable::parse_recoverable(text);
@@ -486,7 +514,8 @@ pub fn parse(path: &Path, text: &str) -> (UserConfig, Vec<String>) {
                 &mut config.attach_history,
             ),
             other => problems.push(format!(
-                "{place}: unknown key {other:?} ignored; known keys: {}",
+                "{place}: unknown key {:?} ignored; known keys: {}",
+                crate::validate::excerpt(other, 128),
                 KEYS.join(", ")
             )),
         }

@@ -11,6 +11,8 @@ use std::io::Write;
 use std::path::PathBuf;
 
 const MAX_BYTES: u64 = 1 << 20;
+/// Longest message kept whole in a log line.
+const MAX_MESSAGE_BYTES: usize = 16 * 1024;
 
 pub struct Diagnostics {
     path: PathBuf,
@@ -36,10 +38,12 @@ impl Diagnostics {
     /// Logs one event. `what` is a short stable tag (`accept_refused`), the
     /// message is for people.
     pub fn log(&mut self, what: &str, message: &str) {
-        eprintln!(
-            "{}",
-            journal::line(priority(what), &format!("{what}: {message}"))
-        );
+        // A message quoting a hostile value must not make a huge line.
+        let message = &*crate::validate::excerpt(message, MAX_MESSAGE_BYTES);
+        journal::write_line(&journal::line(
+            priority(what),
+            &format!("{what}: {message}"),
+        ));
         let ms = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);

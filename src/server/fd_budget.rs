@@ -98,6 +98,7 @@ impl Server {
     /// pane there is (the pidfds a live upgrade opens); refused with the
     /// numbers and what to raise.
     pub(super) fn check_fds_for_pane(&self) -> Result<(), RpcError> {
+        self.check_keeper_fds_for_pane()?;
         let panes = self.panes.len() as u64;
         // Far from the limit, no need to count (reading /proc/self/fd
         // costs a directory entry per fd).

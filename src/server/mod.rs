@@ -160,6 +160,9 @@ pub struct Server {
     pane_passes_cut: u64,
     /// Set by SIGTERM, SIGINT or `server.stop`.
     stopping: bool,
+    /// The connections that asked for the stop: told if the final save
+    /// fails, so `ptyd stop` can say so and exit non-zero.
+    stop_callers: Vec<ConnId>,
     tree: crate::workspace::Tree,
     persist: persistence::Persistence,
     /// Bumped by each live upgrade; fences snapshot writes.
@@ -310,6 +313,7 @@ impl Server {
             arrival_seen: false,
             pane_passes_cut: 0,
             stopping: false,
+            stop_callers: Vec::new(),
             tree: crate::workspace::Tree::new(),
             persist: persistence::Persistence::new(Some(writer), history),
             generation: 1,
@@ -370,7 +374,23 @@ impl Server {
         self.keeper_stopping();
         // Save first: the snapshot must describe the panes as they ran,
         // and stopping the server is no reason to forget them.
-        self.final_save();
+        if let Some(e) = self.final_save() {
+            let line = crate::protocol::response_line(
+                &serde_json::Value::Null,
+                Err(crate::protocol::RpcError::new(
+                    crate::protocol::ErrorCode::Internal,
+                    format!(
+                        "the server stopped, but its final save failed ({e}): the panes' last \
+                         state may not be on disk; the diagnostics log has the details"
+                    ),
+                )),
+            );
+            for id in std::mem::take(&mut self.stop_callers) {
+                if let Some(conn) = self.conns.get_mut(&id) {
+                    let _ = conn.queue_reply(&line);
+                }
+            }
+        }
         self.emit(crate::protocol::events::Event::ServerStopping {});
         // Stopped in probation: the upgrade itself went through.
         self.answer_upgrade_caller("stopped");

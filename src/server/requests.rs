@@ -96,6 +96,7 @@ impl Server {
             Request::ServerStop(_) => {
                 self.log.log("stopping", "server.stop requested");
                 self.stopping = true;
+                self.stop_callers.push(conn);
                 Ok(Some(json!({})))
             }
             Request::PaneCreate(req) => self.pane_create(conn, req),
@@ -233,6 +234,7 @@ impl Server {
     /// `server.status`, as seen by connection `asking` (which it does not
     /// count among the connections).
     fn status(&self, asking: ConnId) -> Status {
+        let (stderr_write_failures, stderr_write_error) = crate::service::journal::write_failures();
         Status {
             pid: std::process::id(),
             server_version: SERVER_VERSION.into(),
@@ -260,6 +262,8 @@ impl Server {
             persistence: self.persist.status(),
             config: self.config_status(),
             keeper: self.keeper_status(),
+            stderr_write_failures,
+            stderr_write_error,
         }
     }
 

@@ -14,6 +14,8 @@ use std::io::Write;
 
 /// Runs a server in the foreground until it is stopped.
 pub fn run(opts: ServerOptions) -> Result<(), StartError> {
+    // First: the keeper resumed or adopted below writes files too.
+    ignore_sigxfsz();
     // A keeper re-executing itself into this binary (after an upgrade)
     // continues here, holding everything it held.
     // SAFETY: no other thread runs yet; only our previous image (the
@@ -38,9 +40,9 @@ pub fn run(opts: ServerOptions) -> Result<(), StartError> {
             Err(e) => {
                 // Let the store go too: its copy of the lock would keep
                 // the namespace from us.
-                eprintln!(
+                crate::service::journal::write_line(&format!(
                     "ptyd: systemd passed {count} fds of a killed keeper, which cannot be taken over ({e}); starting afresh"
-                );
+                ));
                 if let Some(mut store) = crate::service::fd_store::FdStore::from_env() {
                     store.forget_all();
                 }
@@ -56,6 +58,9 @@ pub fn run(opts: ServerOptions) -> Result<(), StartError> {
         crate::sys::take_inherited_fd(crate::handoff::HANDOFF_FD_ENV, crate::sys::FdKind::Socket)
     };
     if let Some(sock) = handoff.map_err(|e| format!("{e}; this mode is only for `ptyd upgrade`"))? {
+        // Before the first fd arrives: a replacement the keeper starts
+        // comes with the usual soft limit, and takes every pane's fds.
+        let _ = crate::sys::raise_fd_limit();
         return Ok(upgrade::import::run(sock, opts.paths)?);
     }
     // SAFETY: as above: still the only thread; the spawning client (the
@@ -69,7 +74,6 @@ pub fn run(opts: ServerOptions) -> Result<(), StartError> {
         )
     };
     let paths = opts.paths;
-    ignore_sigxfsz();
     crate::server::continuity::keeper::become_subreaper();
     paths.prepare_runtime_dir().map_err(|e| e.to_string())?;
     let lock = listener::lock_namespace(&paths).map_err(|e| StartError {
@@ -173,7 +177,9 @@ fn fork_keeper(
     let (keeper_end, server_end) = match crate::server::continuity::keeper::channel() {
         Ok(pair) => pair,
         Err(e) => {
-            eprintln!("ptyd: no keeper (creating its channel: {e}); serving without one");
+            crate::service::journal::write_line(&format!(
+                "ptyd: no keeper (creating its channel: {e}); serving without one"
+            ));
             return Ok(None);
         }
     };
@@ -232,7 +238,9 @@ fn fork_keeper(
             std::process::exit(keeper.run())
         }
         Err(e) => {
-            eprintln!("ptyd: no keeper (fork: {e}); serving without one");
+            crate::service::journal::write_line(&format!(
+                "ptyd: no keeper (fork: {e}); serving without one"
+            ));
             Ok(None)
         }
     }

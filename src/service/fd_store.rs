@@ -134,7 +134,7 @@ impl FdStore {
             }
         }
         if let Some(p) = problem {
-            eprintln!("ptyd keeper: systemd's fd store: {p}");
+            crate::service::journal::write_line(&format!("ptyd keeper: systemd's fd store: {p}"));
         }
     }
 

@@ -9,7 +9,9 @@
 //! to a file must not emit prefixes) do lines get the prefix and lose the
 //! `ptyd[PID]:` identifier that would otherwise be recorded twice.
 
-use std::sync::OnceLock;
+use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 /// Syslog priorities, as journald reads them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,6 +60,36 @@ pub fn line(priority: Priority, text: &str) -> String {
     } else {
         format!("ptyd[{}]: {text}", std::process::id())
     }
+}
+
+/// Write errors on stderr since this process started, and the first one.
+static FAILURES: AtomicU64 = AtomicU64::new(0);
+static FIRST_FAILURE: Mutex<Option<String>> = Mutex::new(None);
+
+/// Writes `text` and a newline to stderr, in one write where it can.
+/// Never panics and never reports an error: `eprintln!` panics when the
+/// write fails, and a reader gone (`ptyd server 2>&1 | head`: EPIPE), a
+/// full disk (ENOSPC) or a file at `ulimit -f` (EFBIG) must not take the
+/// server or the keeper, and every pane with them, down for a log line.
+/// Failures are counted and the line dropped; `server.status` reports
+/// them ([`write_failures`]).
+pub fn write_line(text: &str) {
+    let mut bytes = Vec::with_capacity(text.len() + 1);
+    bytes.extend_from_slice(text.as_bytes());
+    bytes.push(b'\n');
+    if let Err(e) = std::io::stderr().lock().write_all(&bytes) {
+        if FAILURES.fetch_add(1, Ordering::Relaxed) == 0
+            && let Ok(mut first) = FIRST_FAILURE.lock()
+        {
+            *first = Some(e.to_string());
+        }
+    }
+}
+
+/// How many stderr writes failed in this process, and how the first did.
+pub fn write_failures() -> (u64, Option<String>) {
+    let first = FIRST_FAILURE.lock().ok().and_then(|f| f.clone());
+    (FAILURES.load(Ordering::Relaxed), first)
 }
 
 #[cfg(test)]

@@ -86,9 +86,9 @@ pub use unix::{
     peer_cred, peer_hung_up, poll_readable, raise_fd_limit, read_stdin, reap_any_child,
     restore_stdin_mode, restore_stdin_mode_now, send_with_fds, set_cloexec,
     set_nonblocking_cloexec, setsid_on_exec, signal_by_name, signal_exists, signal_name,
-    stdin_raw_mode, take_inherited_fd, terminal_size, try_lock_exclusive, user_shell, wait_child,
-    wait_writable, with_pane_oom_score, with_starting_fd_limit, write_stdout,
-    write_stdout_vectored,
+    starting_fd_limit, starting_fd_limit_on_exec, stdin_raw_mode, take_inherited_fd, terminal_size,
+    try_lock_exclusive, user_shell, wait_child, wait_writable, with_pane_oom_score,
+    with_starting_fd_limit, write_stdout, write_stdout_vectored,
 };
 
 #[cfg(windows)]

@@ -76,6 +76,33 @@ pub fn inherit_fd_on_exec(cmd: &mut std::process::Command, fd: RawFd) {
     }
 }
 
+/// Makes `cmd`'s program start with the soft fd limit this process
+/// started with, if it raised it since ([`raise_fd_limit`]): set between
+/// fork and exec, since a process holding more fds than that limit could
+/// not open the pipe `spawn` needs once it lowered its own. The program is
+/// expected to raise the limit itself again (`ptyd server` does). For
+/// `exec` in place, the hook runs in this process: raise the limit again
+/// if the exec fails.
+pub fn starting_fd_limit_on_exec(cmd: &mut std::process::Command) {
+    let starting = STARTING_FD_LIMIT.load(std::sync::atomic::Ordering::Relaxed);
+    let Ok(now) = get_nofile() else { return };
+    if starting == 0 {
+        return;
+    }
+    let rl = libc::rlimit {
+        rlim_cur: starting as libc::rlim_t,
+        rlim_max: now.rlim_max,
+    };
+    // SAFETY: the closure runs in the forked child before exec and calls
+    // only setrlimit, which is async-signal-safe; it allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::setrlimit(libc::RLIMIT_NOFILE, &rl);
+            Ok(())
+        });
+    }
+}
+
 /// Makes `cmd`'s child a session leader (`setsid()` between fork and exec),
 /// detached from our controlling terminal, so closing that terminal does
 /// not hang it up.
@@ -667,6 +694,14 @@ pub fn raise_fd_limit() -> io::Result<u64> {
         );
     }
     fd_limit()
+}
+
+/// The soft fd limit this process started with, if it raised it since.
+pub fn starting_fd_limit() -> Option<u64> {
+    match STARTING_FD_LIMIT.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => None,
+        n => Some(n),
+    }
 }
 
 /// The soft fd limit in force.

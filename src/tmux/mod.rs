@@ -135,7 +135,7 @@ impl Ctx {
                 Ok(c) => c,
                 // A server going away (refused, reset) is no server to a
                 // tmux tool; only a server that answered otherwise is named.
-                Err(e) if !start && e.code != "version_mismatch" => return Err(no_server()),
+                Err(e) if !start && !e.refused("version_mismatch") => return Err(no_server()),
                 Err(e) => {
                     return Err(Failure::new(format!(
                         "error connecting to {} ({})",

@@ -122,7 +122,9 @@ pub use process::{
     KillOnDrop, all_pids, cmdline, ppid, proc_stat_field, process_gone, start_time, wait_child,
     zombie_children,
 };
-pub use server::{Dirs, PTYD, Ptyd, assert_exit, run_bounded, stderr, stdout, unique_name};
+pub use server::{
+    Dirs, PTYD, Ptyd, ServerStderr, assert_exit, run_bounded, stderr, stdout, unique_name,
+};
 pub use tmux::{Tmux, outer_shell, shell_quote};
 pub use wait::{Check, TIMEOUT, eventually, eventually_within, poll_until};
 

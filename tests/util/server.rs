@@ -46,6 +46,20 @@ pub struct Dirs {
     pub ready_timeout: Duration,
     /// Extra environment for the servers (and CLIs) started from here.
     pub env: Vec<(String, String)>,
+    /// Where the servers started from here write their stderr.
+    pub stderr: ServerStderr,
+}
+
+/// A server's stderr.
+#[derive(Clone, Copy, Debug)]
+pub enum ServerStderr {
+    /// A file of its own ([`Ptyd::stderr`] reads it).
+    File,
+    /// A pipe whose read end is closed: every write fails with EPIPE.
+    ClosedPipe,
+    /// A file already this many bytes long, appended to: under an
+    /// RLIMIT_FSIZE of that many bytes every write fails with EFBIG.
+    Full(u64),
 }
 
 impl Dirs {
@@ -68,6 +82,7 @@ impl Dirs {
             home,
             ready_timeout: TIMEOUT,
             env: Vec::new(),
+            stderr: ServerStderr::File,
         }
     }
 
@@ -378,14 +393,29 @@ fn spawn(
     stderr_path: &Path,
 ) -> Result<Child, String> {
     let (read_end, write_end) = cloexec_pipe();
-    let stderr = fs::File::create(stderr_path).expect("creating server stderr file");
+    let stderr = match dirs.stderr {
+        ServerStderr::File => {
+            Stdio::from(fs::File::create(stderr_path).expect("creating server stderr file"))
+        }
+        ServerStderr::ClosedPipe => Stdio::from(cloexec_pipe().1),
+        ServerStderr::Full(bytes) => {
+            let file = fs::File::create(stderr_path).expect("creating server stderr file");
+            file.set_len(bytes).expect("filling server stderr file");
+            drop(file);
+            let file = fs::OpenOptions::new()
+                .append(true)
+                .open(stderr_path)
+                .expect("opening server stderr file");
+            Stdio::from(file)
+        }
+    };
     let mut cmd = dirs.command_of(binary, namespace);
     let write_fd = write_end.as_raw_fd();
     cmd.arg("server")
         .args(args)
         .env("PTYD_READY_FD", write_fd.to_string())
         .stdout(Stdio::null())
-        .stderr(Stdio::from(stderr));
+        .stderr(stderr);
     // SAFETY: runs in the forked child before exec; fcntl and setrlimit are
     // async-signal-safe. Only this child gets the write end: it is
     // close-on-exec in every other process the (threaded) test spawns.

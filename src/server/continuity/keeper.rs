@@ -56,11 +56,14 @@ pub const STATE_FD_ENV: &str = "PTYD_KEEPER_STATE_FD";
 /// Set by the keeper for a server it starts after a crash: why.
 pub const RECOVERY_ENV: &str = "PTYD_RECOVERED_FROM";
 /// Consecutive failed replacements after which the keeper starts a server
-/// without the checkpoint that may be what kills it.
+/// without the checkpoint that may be what kills it. A replacement fails
+/// when it dies before it serves (before its `serving` message): one that
+/// served, however briefly, was no crash loop, and killing it again and
+/// again (an OOM killer, a user) must never cost the checkpoint.
 pub const CRASH_LOOP_LIMIT: usize = 3;
-/// A replacement that dies sooner than this after its start counts as a
-/// crash loop (overridden, for tests, by `PTYD_CRASH_LOOP_WINDOW_MS`).
-const CRASH_LOOP_WINDOW: Duration = Duration::from_secs(3);
+/// For tests: `STEP:ACTION` for the replacements the keeper starts (as
+/// `PTYD_FAULT` for an upgrade's new side; a no-op in release builds).
+const REPLACEMENT_FAULT_ENV: &str = "PTYD_REPLACEMENT_FAULT";
 /// Per message of the relay; a replacement that says nothing this long
 /// is killed and counted as a failure.
 const RELAY_STEP_TIMEOUT: Duration = Duration::from_secs(20);
@@ -155,6 +158,10 @@ pub enum ToServer {
         version: String,
         exe: String,
         reexec_error: Option<String>,
+        /// Its soft `RLIMIT_NOFILE` (absent from keepers before they
+        /// raised it): the server refuses a pane the keeper could not hold.
+        #[serde(default)]
+        fd_limit: Option<u64>,
     },
 }
 
@@ -259,9 +266,10 @@ pub struct Keeper {
     checkpoint: Option<Checkpoint>,
     stopping: bool,
     status: Option<ProcessExit>,
-    /// Replacements in a row that died within the crash-loop window.
+    /// Replacements in a row that died before they served.
     loop_count: usize,
-    /// When the current replacement was started (none: not a replacement).
+    /// When the current replacement was started; none once it serves (or
+    /// for a server that is no replacement).
     started_at: Option<Instant>,
     term: Arc<AtomicBool>,
     hup: Arc<AtomicBool>,
@@ -380,7 +388,9 @@ impl Keeper {
         if let Some((pid, token)) = stored.server
             && sys::process_start_token(pid) == Some(token)
         {
-            eprintln!("ptyd keeper: ending server pid {pid}, which outlived the killed keeper");
+            crate::service::journal::write_line(&format!(
+                "ptyd keeper: ending server pid {pid}, which outlived the killed keeper"
+            ));
             let _ = sys::kill(pid, sys::SIGKILL);
             let until = Instant::now() + STOP_REAP_LIMIT;
             while sys::process_start_token(pid) == Some(token)
@@ -614,11 +624,14 @@ impl Keeper {
             let _ = sys::clear_cloexec(*fd);
         }
         use std::os::unix::process::CommandExt;
-        let err = std::process::Command::new(exe)
-            .args(["-L", &self.namespace, "server"])
+        let mut cmd = std::process::Command::new(exe);
+        cmd.args(["-L", &self.namespace, "server"])
             .env(STATE_FD_ENV, state.as_raw_fd().to_string())
-            .env_remove(crate::protocol::READY_FD_ENV)
-            .exec();
+            .env_remove(crate::protocol::READY_FD_ENV);
+        // The new image raises the limit again and remembers this one.
+        sys::starting_fd_limit_on_exec(&mut cmd);
+        let err = cmd.exec();
+        let _ = sys::raise_fd_limit();
         // Still us: the fds go back to close-on-exec (a pane must never
         // inherit them), and we keep running the old code.
         for fd in &keep {
@@ -636,6 +649,7 @@ impl Keeper {
                 .map(|p| p.to_string_lossy().into_owned())
                 .unwrap_or_default(),
             reexec_error: self.reexec_error.clone(),
+            fd_limit: sys::fd_limit().ok(),
         };
         let mut data = vec![PROTOCOL];
         let _ = serde_json::to_writer(&mut data, &msg);
@@ -646,6 +660,11 @@ impl Keeper {
     /// Runs until the last generation is gone after a stop. Returns the
     /// exit code for this process: the last server's.
     pub fn run(mut self) -> i32 {
+        // It holds three fds per pane (master, pidfd, ring): at the usual
+        // soft limit of 1024 a crash of the serving process with a few
+        // hundred panes could not be recovered (EMFILE). The servers it
+        // starts get the starting limit back, and raise it themselves.
+        let _ = sys::raise_fd_limit();
         // A terminal's Ctrl-C reaches the whole process group: the server
         // stops on it; the keeper must stay to reap.
         let _ = sys::ignore_signal(sys::SIGINT);
@@ -654,13 +673,15 @@ impl Keeper {
         };
         let _ = wake_read.set_nonblocking(true);
         let _ = wake_write.set_nonblocking(true);
+        // The flags first: a handler's actions run in order, and the wake
+        // must find the flag already set.
+        let _ = signal_hook::flag::register(sys::SIGTERM, Arc::clone(&self.term));
+        let _ = signal_hook::flag::register(sys::SIGHUP, Arc::clone(&self.hup));
         for sig in [sys::SIGCHLD, sys::SIGTERM, sys::SIGHUP] {
             if let Ok(w) = wake_write.try_clone() {
                 let _ = signal_hook::low_level::pipe::register_raw(sig, OwnedFd::from(w));
             }
         }
-        let _ = signal_hook::flag::register(sys::SIGTERM, Arc::clone(&self.term));
-        let _ = signal_hook::flag::register(sys::SIGHUP, Arc::clone(&self.hup));
         self.wake = Some(wake_read);
         if self.store.is_none() {
             self.store = crate::service::fd_store::FdStore::from_env();
@@ -688,6 +709,9 @@ impl Keeper {
                 let served = self.recover();
                 self.store_sync();
                 if !served {
+                    // Terminated in a crash loop's back-off: a stop, so
+                    // the panes hang up now and are reaped below.
+                    self.panes.clear();
                     break;
                 }
             }
@@ -723,16 +747,18 @@ impl Keeper {
             return false;
         }
         if received.truncated || data[0] != PROTOCOL {
-            eprintln!(
+            crate::service::journal::write_line(&format!(
                 "ptyd keeper: ignoring a message of protocol {} (ours is {PROTOCOL}) or truncated",
                 data[0]
-            );
+            ));
             return true;
         }
         let msg: ToKeeper = match serde_json::from_slice(&data[1..received.len]) {
             Ok(m) => m,
             Err(e) => {
-                eprintln!("ptyd keeper: ignoring a bad message: {e}");
+                crate::service::journal::write_line(&format!(
+                    "ptyd keeper: ignoring a bad message: {e}"
+                ));
                 return true;
             }
         };
@@ -752,6 +778,8 @@ impl Keeper {
             } => {
                 self.current = pid as i32;
                 self.servers.insert(self.current);
+                // It serves: no longer a replacement that may be looping.
+                self.started_at = None;
                 self.status = None;
                 self.stopping = false;
                 if !exe.is_empty() {
@@ -770,12 +798,12 @@ impl Keeper {
                 if settled && self.runs_other_code_than(&version) {
                     let exe = self.exe.clone();
                     self.reexec_error = Some(self.reexec(&exe));
-                    eprintln!(
+                    crate::service::journal::write_line(&format!(
                         "ptyd keeper: could not re-execute into {}: {}; running on with ptyd {}",
                         exe.display(),
                         self.reexec_error.as_deref().unwrap_or(""),
                         crate::protocol::SERVER_VERSION
-                    );
+                    ));
                 }
                 self.announce();
             }
@@ -953,58 +981,67 @@ impl Keeper {
             (Some(ProcessExit::Code(c)), _) => format!("server pid {dead} exited with code {c}"),
             (None, _) => format!("server pid {dead} vanished"),
         };
-        let window = crash_loop_window();
-        let looping = self.started_at.is_some_and(|t| t.elapsed() < window);
+        let looping = self.started_at.is_some();
         self.loop_count = if looping { self.loop_count + 1 } else { 0 };
         loop {
             let attempt = self.loop_count;
             if attempt > 0 {
                 // A crash loop: back off (never spin), keeping every fd.
                 let delay = Duration::from_millis(100u64 << attempt.min(6));
-                eprintln!(
-                    "ptyd keeper: crash loop ({attempt} replacement(s) died within {} ms of starting); retrying in {} ms",
-                    window.as_millis(),
+                crate::service::journal::write_line(&format!(
+                    "ptyd keeper: crash loop ({attempt} replacement(s) died before serving); retrying in {} ms",
                     delay.as_millis()
-                );
+                ));
                 if !self.sleep(delay) {
                     return false;
                 }
             }
             self.started_at = Some(Instant::now());
             let use_checkpoint = attempt < CRASH_LOOP_LIMIT;
-            eprintln!(
+            crate::service::journal::write_line(&format!(
                 "ptyd keeper: {why}; starting a replacement ({})",
                 if use_checkpoint {
                     "restoring the checkpoint"
                 } else {
                     "without the checkpoint that may be what crashes it"
                 }
-            );
+            ));
             match self.replace(&why, use_checkpoint) {
                 Ok(pid) => {
                     self.current = pid;
                     return true;
                 }
                 Err(e) => {
-                    eprintln!("ptyd keeper: the replacement failed: {e}");
+                    crate::service::journal::write_line(&format!(
+                        "ptyd keeper: the replacement failed: {e}"
+                    ));
                     self.loop_count += 1;
                 }
             }
         }
     }
 
-    /// Sleeps, still forwarding signals; false if asked to terminate.
+    /// Sleeps, still reaping; false as soon as asked to terminate (there
+    /// is no server to pass SIGTERM on to: `on_signals` would take the
+    /// request and the back-off would sleep on).
     fn sleep(&mut self, d: Duration) -> bool {
         let until = Instant::now() + d;
-        while Instant::now() < until {
-            let wake_fd = self.wake.as_ref().map_or(-1, |w| w.as_raw_fd());
-            let _ = sys::poll_readable(&[wake_fd], Some(until - Instant::now()));
+        loop {
             if self.term.load(Ordering::SeqCst) {
                 return false;
             }
-            self.on_signals();
+            let now = Instant::now();
+            if now >= until {
+                return true;
+            }
+            let wake_fd = self.wake.as_ref().map_or(-1, |w| w.as_raw_fd());
+            let _ = sys::poll_readable(&[wake_fd], Some(until - now));
+            if let Some(w) = &self.wake {
+                let mut buf = [0u8; 64];
+                while matches!((&*w).read(&mut buf), Ok(k) if k > 0) {}
+            }
+            self.reap();
         }
-        true
     }
 
     /// Starts a server and plays the old side of the handoff from the
@@ -1037,7 +1074,11 @@ impl Keeper {
             .env_remove(crate::protocol::READY_FD_ENV)
             .env_remove(crate::handoff::fault::FAULT_ENV)
             .stdin(std::process::Stdio::null());
+        if let Some(fault) = std::env::var_os(REPLACEMENT_FAULT_ENV) {
+            cmd.env(crate::handoff::fault::FAULT_ENV, fault);
+        }
         sys::inherit_fd_on_exec(&mut cmd, theirs.as_raw_fd());
+        sys::starting_fd_limit_on_exec(&mut cmd);
         let mut child = cmd
             .spawn()
             .map_err(|e| format!("starting {}: {e}", self.exe.display()))?;
@@ -1091,6 +1132,7 @@ impl Keeper {
             .env_remove(crate::protocol::READY_FD_ENV)
             .stdin(std::process::Stdio::null());
         sys::inherit_fd_on_exec(&mut cmd, fd);
+        sys::starting_fd_limit_on_exec(&mut cmd);
         let child = cmd
             .spawn()
             .map_err(|e| format!("starting {}: {e}", self.exe.display()))?;
@@ -1099,13 +1141,6 @@ impl Keeper {
         self.servers.insert(child.id() as i32);
         Ok(child.id() as i32)
     }
-}
-
-fn crash_loop_window() -> Duration {
-    std::env::var("PTYD_CRASH_LOOP_WINDOW_MS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .map_or(CRASH_LOOP_WINDOW, Duration::from_millis)
 }
 
 fn pane_of(id: &FdName) -> Option<u64> {

@@ -67,6 +67,9 @@ pub(in crate::server) fn after_release(mut server: Server, new_pid: u32) -> Resu
     }
 }
 
+/// The fds the keeper holds per pane: its PTY master, pidfd and ring.
+const KEEPER_FDS_PER_PANE: u64 = 3;
+
 /// A checkpoint whose pane lines (and the terminal encodings it wrote,
 /// which leave the heap then) took at least this much heap gives it back
 /// (`sys::release_free_memory`) a moment after it is written: the lines
@@ -769,6 +772,7 @@ impl Server {
                             version,
                             exe,
                             reexec_error,
+                            fd_limit,
                         }) => {
                             if let Some(e) = &reexec_error {
                                 self.log.log(
@@ -781,6 +785,7 @@ impl Server {
                                 "version": version,
                                 "binary": exe,
                                 "reexec_error": reexec_error,
+                                "fd_limit": fd_limit,
                             });
                         }
                         None => {}
@@ -821,6 +826,7 @@ impl Server {
             "version": info["version"],
             "binary": info["binary"],
             "reexec_error": info["reexec_error"],
+            "fd_limit": self.keeper_fd_limit(),
             "protocol": crate::server::continuity::keeper::PROTOCOL,
             "checkpoints": self.keeper.written,
             "last_checkpoint_ms": self.keeper.last_cost_us as f64 / 1000.0,
@@ -830,6 +836,47 @@ impl Server {
             "history_log_bytes": self.keeper.log.as_ref().map_or(0, HistoryLog::allocated_bytes),
             "last_recovery": self.last_recovery,
         })
+    }
+
+    /// The keeper's soft fd limit: as it said, else (a keeper before it
+    /// raised its limit, or one not heard from yet) the limit this server
+    /// started with, which it inherited too.
+    fn keeper_fd_limit(&self) -> u64 {
+        self.keeper.info["fd_limit"]
+            .as_u64()
+            .or_else(crate::sys::starting_fd_limit)
+            .unwrap_or(self.fds.limit)
+    }
+
+    /// Whether the keeper could hold one more pane's fds (its PTY master,
+    /// pidfd and ring) with [`FD_RESERVE`](crate::server::fd_budget::FD_RESERVE)
+    /// left for its own: a pane it cannot hold would die with a crash of
+    /// the serving process, and a keeper out of fds cannot start a
+    /// replacement at all.
+    pub(in crate::server) fn check_keeper_fds_for_pane(
+        &self,
+    ) -> Result<(), crate::protocol::RpcError> {
+        if self.lineage.is_none() {
+            return Ok(());
+        }
+        let limit = self.keeper_fd_limit();
+        let panes = self.panes.len() as u64 + 1;
+        let need = KEEPER_FDS_PER_PANE * panes + crate::server::fd_budget::FD_RESERVE;
+        if need <= limit {
+            return Ok(());
+        }
+        Err(crate::protocol::RpcError::new(
+            crate::protocol::ErrorCode::SpawnFailed,
+            format!(
+                "cannot afford another pane: the keeper, which holds a copy of every pane's \
+                 fds so the panes survive a crash of the serving process, would need {need} file \
+                 descriptors for {panes} panes ({KEEPER_FDS_PER_PANE} each, and \
+                 {reserve} of its own) and its limit (RLIMIT_NOFILE) is {limit}. Remove panes, or \
+                 raise the limit: LimitNOFILE= in the service unit, or `ulimit -Hn` before the \
+                 server starts",
+                reserve = crate::server::fd_budget::FD_RESERVE
+            ),
+        ))
     }
 
     /// A child of ours exited while we do not serve (paused, or in

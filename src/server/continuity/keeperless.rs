@@ -88,6 +88,13 @@ impl Server {
         serde_json::Value::Null
     }
 
+    /// No keeper: nothing to hold a pane's fds but the server.
+    pub(in crate::server) fn check_keeper_fds_for_pane(
+        &self,
+    ) -> Result<(), crate::protocol::RpcError> {
+        Ok(())
+    }
+
     pub(in crate::server) fn keeper_forward_exit(
         &mut self,
         _pid: i32,

@@ -411,10 +411,13 @@ impl Server {
 
     /// Saves synchronously at shutdown (or after a crash of the loop),
     /// waiting for the disk thread to finish.
-    pub(super) fn final_save(&mut self) {
+    /// The last save before the server stops; the first error, if it
+    /// failed.
+    pub(super) fn final_save(&mut self) -> Option<String> {
         if self.persist.disabled.is_some() {
-            return;
+            return None;
         }
+        let mut failed = None;
         for pane in self.panes.values_mut() {
             pane.mark_history_dirty();
         }
@@ -430,9 +433,11 @@ impl Server {
                 }
                 if let Err(e) = result.outcome {
                     self.log.log("save_failed", &format!("final save: {e}"));
+                    failed.get_or_insert(e.to_string());
                 }
             }
         }
+        failed
     }
 }
 

@@ -83,6 +83,7 @@ impl Server {
                 // The revision only grows, also across restarts.
                 let revision = snapshot.revision;
                 let (fixes, planned) = self.rebuild(snapshot, hold_reruns);
+                let (fixes, repairs_total) = persist::tree::bound_repairs(fixes);
                 self.persist.revision = self.persist.revision.max(revision);
                 self.persist.saved_revision = self.persist.revision;
                 for fix in &fixes {
@@ -90,9 +91,8 @@ impl Server {
                 }
                 let took = started.elapsed().as_millis() as u64;
                 let msg = format!(
-                    "restored {} panes in {took} ms ({} repairs)",
+                    "restored {} panes in {took} ms ({repairs_total} repairs)",
                     self.panes.len(),
-                    fixes.len()
                 );
                 self.log.log("restored", &msg);
                 let outcomes = self.restore_outcomes(&planned);
@@ -103,6 +103,7 @@ impl Server {
                     "panes": self.panes.len(),
                     "outcomes": outcomes,
                     "repairs": fixes,
+                    "repairs_total": repairs_total,
                     "took_ms": took,
                 });
                 if let Value::Object(report) = self.persist.restore_report.clone() {
@@ -249,15 +250,15 @@ impl Server {
             .map(|file| persist::history_dir(&self.paths.state_dir).join(file));
         let mut notice = format!("--- ptyd: restored {} ---", restored_when());
         if cwd != saved_cwd {
+            let saved = saved_cwd.to_string_lossy();
+            let saved = crate::validate::excerpt(&saved, 256);
             notice.push_str(&format!(
-                "\r\n--- ptyd: {} no longer exists; starting in {} ---",
-                saved_cwd.display(),
+                "\r\n--- ptyd: {saved} no longer exists; starting in {} ---",
                 cwd.display()
             ));
             fixes.push(format!(
-                "pane {}: cwd {} is gone, using {}",
+                "pane {}: cwd {saved} is gone, using {}",
                 PaneId::new(id),
-                saved_cwd.display(),
                 cwd.display()
             ));
         }
