@@ -58,7 +58,18 @@ impl Screen {
             1007 => m.alternate_scroll = on,
             2004 => m.bracketed_paste = on,
             2026 => m.synchronized_output = on,
-            3 => self.deccolm(),
+            3 => {
+                m.set_other(false, 3, on);
+                self.deccolm();
+            }
+            45 => m.reverse_wrap = on,
+            1045 => m.reverse_wrap_ext = on,
+            69 => {
+                m.lr_margins = on;
+                if !on {
+                    self.lr = None;
+                }
+            }
             47 | 1047 | 1049 => self.set_alt_screen(on, raw),
             1048 => {
                 if on {
@@ -67,6 +78,7 @@ impl Screen {
                     self.restore_cursor()
                 }
             }
+            _ if m.set_other(false, raw, on) => {}
             _ => {
                 if let Some(mouse) = MouseMode::from_raw(raw) {
                     if on {
@@ -150,8 +162,14 @@ impl Handler for Screen {
 
     fn identify_terminal(&mut self, intermediate: Option<char>) {
         match intermediate {
-            None => self.reply(queries::DA1),
-            Some('>') => self.reply(queries::DA2),
+            None => {
+                let r = queries::da1(self.conformance());
+                self.reply(&r);
+            }
+            Some('>') => {
+                let r = queries::da2(self.conformance());
+                self.reply(&r);
+            }
             _ => {}
         }
     }
@@ -344,7 +362,9 @@ impl Handler for Screen {
         match mode {
             Mode::Named(NamedMode::Insert) => self.modes.insert = true,
             Mode::Named(NamedMode::LineFeedNewLine) => self.modes.newline = true,
-            Mode::Unknown(_) => {}
+            Mode::Unknown(raw) => {
+                self.modes.set_other(true, raw, true);
+            }
         }
     }
 
@@ -352,14 +372,15 @@ impl Handler for Screen {
         match mode {
             Mode::Named(NamedMode::Insert) => self.modes.insert = false,
             Mode::Named(NamedMode::LineFeedNewLine) => self.modes.newline = false,
-            Mode::Unknown(_) => {}
+            Mode::Unknown(raw) => {
+                self.modes.set_other(true, raw, false);
+            }
         }
     }
 
     fn report_mode(&mut self, mode: Mode) {
         let raw = mode.raw();
-        let state = self.modes.ansi_mode(raw);
-        let r = queries::decrpm(false, raw, state);
+        let r = queries::decrpm(false, raw, self.modes.ansi_state(raw));
         self.reply(&r);
     }
 
@@ -373,8 +394,7 @@ impl Handler for Screen {
 
     fn report_private_mode(&mut self, mode: PrivateMode) {
         let raw = raw_private(mode);
-        let state = self.modes.private_mode(raw);
-        let r = queries::decrpm(true, raw, state);
+        let r = queries::decrpm(true, raw, self.modes.private_state(raw));
         self.reply(&r);
     }
 

@@ -66,6 +66,7 @@ mod boundary;
 mod capture;
 mod cell;
 mod csi_fast;
+mod dec;
 mod grid;
 mod handler;
 mod modes;
@@ -641,6 +642,8 @@ fn general(screen: &mut Screen, boundary: &mut Boundary, bytes: &[u8], out: &mut
                 // Decoded without vte (SGR, CUP, EL).
             } else if kind == Kind::Csi && queries::is_xtversion(bytes) {
                 screen.reply(&queries::xtversion());
+            } else if !c0 && dec::dispatch(screen, bytes, kind) {
+                // A DEC or xterm sequence vte does not decode.
             } else if let Some(n) = (kind == Kind::Csi)
                 .then(|| queries::parse_rep(bytes))
                 .flatten()

@@ -280,11 +280,11 @@ fn queries_are_answered_and_not_forwarded() {
     let replies = String::from_utf8(t.take_replies()).unwrap();
     assert_eq!(
         replies,
-        "\x1b[?62;22c\x1b[>1;10;0c\x1b[0n\x1b[?2004;2$y\x1b[4;2$y\x1b[?0u\x1bP>|ptyd(0.1.0)\x1b\\\
+        "\x1b[?65;6;21;22;28c\x1b[>64;10;0c\x1b[0n\x1b[?2004;2$y\x1b[4;2$y\x1b[?0u\x1bP>|ptyd(0.1.0)\x1b\\\
          \x1b]10;rgb:e5e5/e5e5/e5e5\x07\x1b]11;rgb:0000/0000/0000\x1b\\\x1b[8;3;10t\x1b[>4;0m"
     );
     // Not-a-query sequences and unanswered queries pass through unchanged.
-    let other: &[u8] = b"\x1b[1mx\x1b[14t\x1b]2;t\x07\x1bP$q q\x1b\\";
+    let other: &[u8] = b"\x1b[1mx\x1b[14t\x1b]2;t\x07\x1bP+q436f\x1b\\";
     assert_eq!(feed(&mut t, other), other);
     assert!(t.take_replies().is_empty());
 }
