@@ -7,20 +7,15 @@
 
 use vte::ansi::{
     Attr, CharsetIndex, ClearMode, Color as VColor, CursorShape, CursorStyle, Handler,
-    KeyboardModes, KeyboardModesApplyBehavior, LineClearMode, Mode, ModifyOtherKeys, NamedColor,
-    NamedMode, PrivateMode, Rgb, StandardCharset, TabulationClearMode,
+    KeyboardModes, KeyboardModesApplyBehavior, LineClearMode, Mode, ModifyOtherKeys, NamedMode,
+    PrivateMode, StandardCharset, TabulationClearMode,
 };
 
 use super::TermEvent;
 use super::cell::{BLINK, BOLD, Color, DIM, HIDDEN, INVERSE, ITALIC, Link, STRIKE};
 use super::modes::{MouseEncoding, MouseMode};
 use super::queries;
-use super::screen::{Charset, MAX_TITLE, MAX_TITLE_STACK, Screen};
-
-/// vte's colour indices for the dynamic colours (OSC 10/11/12).
-const FG_INDEX: usize = NamedColor::Foreground as usize;
-const BG_INDEX: usize = NamedColor::Background as usize;
-const CURSOR_INDEX: usize = NamedColor::Cursor as usize;
+use super::screen::{Charset, MAX_TITLE, Screen};
 
 fn convert_color(c: VColor) -> Color {
     match c {
@@ -247,7 +242,11 @@ impl Handler for Screen {
     }
 
     fn erase_chars(&mut self, n: usize) {
-        Screen::erase_chars(self, n);
+        if self.protect_iso {
+            self.selective_erase_chars(n);
+        } else {
+            Screen::erase_chars(self, n);
+        }
     }
 
     fn delete_chars(&mut self, n: usize) {
@@ -271,15 +270,29 @@ impl Handler for Screen {
     }
 
     fn clear_line(&mut self, mode: LineClearMode) {
-        self.erase_line_mode(match mode {
+        let mode = match mode {
             LineClearMode::Right => 0,
             LineClearMode::Left => 1,
             LineClearMode::All => 2,
-        });
+        };
+        if self.protect_iso {
+            self.selective_erase_line(mode);
+        } else {
+            self.erase_line_mode(mode);
+        }
     }
 
     fn clear_screen(&mut self, mode: ClearMode) {
         let (row, col) = (self.cursor.row, self.cursor.col);
+        if self.protect_iso {
+            // Guarded areas (SPA ... EPA) survive ED, as in xterm.
+            match mode {
+                ClearMode::Below => return self.selective_erase_display(0),
+                ClearMode::Above => return self.selective_erase_display(1),
+                ClearMode::All => return self.selective_erase_display(2),
+                ClearMode::Saved => {}
+            }
+        }
         match mode {
             ClearMode::Below => {
                 self.erase_in_line(col, usize::MAX);
@@ -421,48 +434,8 @@ impl Handler for Screen {
         };
     }
 
-    fn set_color(&mut self, index: usize, c: Rgb) {
-        match index {
-            FG_INDEX => self.fg_override = Some((c.r, c.g, c.b)),
-            BG_INDEX => self.bg_override = Some((c.r, c.g, c.b)),
-            _ => {}
-        }
-    }
-
-    fn dynamic_color_sequence(&mut self, prefix: String, index: usize, terminator: &str) {
-        let rgb = match index {
-            FG_INDEX | CURSOR_INDEX => self.fg_override.unwrap_or(self.config.foreground),
-            BG_INDEX => self.bg_override.unwrap_or(self.config.background),
-            i if i < 256 => queries::palette(i as u8),
-            _ => return,
-        };
-        let r = queries::color_report(&prefix, rgb, terminator);
-        self.reply(&r);
-    }
-
-    fn reset_color(&mut self, index: usize) {
-        match index {
-            FG_INDEX => self.fg_override = None,
-            BG_INDEX => self.bg_override = None,
-            _ => {}
-        }
-    }
-
     fn decaln(&mut self) {
         Screen::decaln(self);
-    }
-
-    fn push_title(&mut self) {
-        if self.title_stack.len() >= MAX_TITLE_STACK {
-            self.title_stack.remove(0);
-        }
-        self.title_stack.push(self.title.clone());
-    }
-
-    fn pop_title(&mut self) {
-        if let Some(t) = self.title_stack.pop() {
-            self.set_title(Some(t));
-        }
     }
 
     fn text_area_size_chars(&mut self) {

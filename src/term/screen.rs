@@ -53,6 +53,16 @@ pub enum Charset {
     DecSpecial,
 }
 
+/// One entry of the title stack: the icon title, the window title, or
+/// both, as XTWINOPS 22 pushed them.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SavedTitle {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icon: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<String>,
+}
+
 /// What DECSC saves and DECRC restores.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SavedCursor {
@@ -109,8 +119,17 @@ pub struct Screen {
     pub modes: Modes,
     #[serde(default, skip_serializing_if = "is_default")]
     pub title: String,
+    /// The title stack as builds before icon titles wrote it (window
+    /// titles only); read into `titles` by `repair`, never written.
     #[serde(default, skip_serializing_if = "is_default")]
     pub title_stack: Vec<String>,
+    /// XTWINOPS 22/23's stack of titles, newest last.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub titles: Vec<SavedTitle>,
+    /// The icon title (OSC 1) when it differs from the window title: `None`
+    /// while OSC 0 set both (the icon title is then `title`).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub icon: Option<String>,
     #[serde(default, skip_serializing_if = "is_default")]
     pub cwd: Option<String>,
     /// Colours set by OSC 10/11, reported back by OSC 10/11 queries.
@@ -118,6 +137,11 @@ pub struct Screen {
     pub fg_override: Option<(u8, u8, u8)>,
     #[serde(default, skip_serializing_if = "is_default")]
     pub bg_override: Option<(u8, u8, u8)>,
+    /// Palette entries (0..=255), special colours (256..=260) and dynamic
+    /// colours 12..=19 (1012..=1019) set by OSC 4, 5 and 12..19, sorted by
+    /// key: reported back by their queries (`dec.rs`).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub colors: Vec<(u16, (u8, u8, u8))>,
     /// Mirror of vte's private "preceding char" for REP, so a deserialized
     /// terminal can prime a fresh `Processor` with it.
     #[serde(default, skip_serializing_if = "is_default")]
@@ -138,6 +162,10 @@ pub struct Screen {
     /// the stream of cells from its first corner to its last.
     #[serde(default, skip_serializing_if = "is_default")]
     pub rect_extent: u8,
+    /// The last protection started was SPA's (ISO), not DECSCA's: ED, EL
+    /// and ECH spare protected cells too, as in xterm.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub protect_iso: bool,
     /// The size in pixels of a character cell of the client's terminal
     /// (width, height), when the server knows it: XTWINOPS 14 and 16 are
     /// answered from it, and pass on to the client without it.
@@ -216,15 +244,19 @@ impl Screen {
             modes: Modes::default(),
             title: String::new(),
             title_stack: Vec::new(),
+            titles: Vec::new(),
+            icon: None,
             cwd: None,
             fg_override: None,
             bg_override: None,
+            colors: Vec::new(),
             last_char: None,
             events: Vec::new(),
             replies: Vec::new(),
             lr: None,
             level: 0,
             rect_extent: 0,
+            protect_iso: false,
             cell_pixels: None,
             swallow: false,
             switched: false,
@@ -267,9 +299,20 @@ impl Screen {
             saved.cursor.col = saved.cursor.col.min(self.cols - 1);
             saved.active_charset &= 3;
         }
+        self.colors.sort_unstable_by_key(|(k, _)| *k);
+        self.colors.dedup_by_key(|(k, _)| *k);
+        self.colors
+            .retain(|(k, _)| *k < 261 || (1012..1020).contains(k));
         self.events.truncate(MAX_EVENTS);
         self.replies.truncate(MAX_REPLIES);
-        self.title_stack.truncate(MAX_TITLE_STACK);
+        for window in std::mem::take(&mut self.title_stack) {
+            self.titles.push(SavedTitle {
+                icon: None,
+                window: Some(window),
+            });
+        }
+        let excess = self.titles.len().saturating_sub(MAX_TITLE_STACK);
+        self.titles.drain(..excess);
         self.modes
             .kitty_stack
             .truncate(super::modes::KITTY_STACK_MAX);
@@ -386,26 +429,36 @@ impl Screen {
         }
     }
 
-    /// REP: repeats the last printed character, at most up to the end of
-    /// the line (the right margin inside the margins), as tmux does: a
-    /// count of 65535 would otherwise draw (and scroll) 65535 cells for
+    /// REP: repeats the last printed character `n` times, wrapping as
+    /// printing does (as xterm does). A count beyond what can change the
+    /// screen is cut: after `rows + 2` lines' worth every cell the
+    /// repetition reaches holds the character and the screen repeats with
+    /// the period of a line, so the rest of the count is taken modulo that
+    /// (only scrollback gets fewer copies). One REP thus costs at most a
+    /// screenful and a line of cells, as ED or DECALN does, however large
+    /// its count: 65535 would otherwise draw (and scroll) 65535 cells for
     /// six bytes of input.
     pub fn repeat(&mut self, n: u16) {
         let Some(c) = self.last_char else {
             return;
         };
-        let col = self.cursor.col;
-        let edge = if self.lr.is_some() && col <= self.right() {
-            self.right() + 1
-        } else {
-            self.cols
+        let width = match c.width() {
+            Some(0) | None => {
+                // Marks on one cell: a few are as good as many.
+                for _ in 0..n.min(4) {
+                    self.print(c);
+                }
+                return;
+            }
+            Some(w) => w,
         };
-        let room = if self.cursor.pending_wrap {
-            self.right() + 1 - self.left()
-        } else {
-            edge - col
-        };
-        for _ in 0..usize::from(n).min(room.max(1)) {
+        let per_line = ((self.right() + 1 - self.left()) / width).max(1);
+        let settle = (self.rows + 2) * self.cols;
+        let mut n = usize::from(n);
+        if n > settle + per_line {
+            n = settle + (n - settle) % per_line;
+        }
+        for _ in 0..n {
             work(1);
             self.print(c);
         }
@@ -834,7 +887,21 @@ impl Screen {
         self.cursor.pending_wrap = false;
     }
 
+    /// CUB. With reverse wraparound (45, 1045) and autowrap it moves as
+    /// `n` backspaces do, up through the rows above: at most a screenful
+    /// of steps, beyond which it would only go round again.
     pub fn move_backward(&mut self, n: usize) {
+        if self.modes.autowrap && (self.modes.reverse_wrap || self.modes.reverse_wrap_ext) {
+            for _ in 0..n.min(self.rows * self.cols + 1) {
+                work(1);
+                let before = (self.cursor.row, self.cursor.col, self.cursor.pending_wrap);
+                self.backspace();
+                if before == (self.cursor.row, self.cursor.col, self.cursor.pending_wrap) {
+                    break;
+                }
+            }
+            return;
+        }
         self.cursor.col = self.cursor.col.saturating_sub(n).max(self.left_stop());
         self.cursor.pending_wrap = false;
     }
@@ -909,10 +976,10 @@ impl Screen {
         self.cursor.pending_wrap = false;
     }
 
-    /// CBT: to the previous tab stop, stopping at the left margin (or the
-    /// first column from outside the margins).
+    /// CBT: to the previous tab stop, or the first column: the left
+    /// margin does not stop it (xterm).
     pub fn tab_backward(&mut self, n: usize) {
-        let stop = self.left_stop();
+        let stop = 0;
         for _ in 0..n.min(self.cols) {
             if self.cursor.col <= stop {
                 break;
