@@ -230,6 +230,27 @@ fn csi_dispatch(s: &mut Screen, c: &Csi<'_>) -> bool {
             };
             s.change_rect_attrs(r, &attrs, c.fin == b't');
         }
+        (Some(b'?'), b"", b's') => {
+            for &mode in &c.params[..c.len] {
+                let state = s.modes.private_state(mode);
+                if state == 0 {
+                    continue;
+                }
+                let on = state == 1;
+                match s.saved_modes.iter().position(|(m, _)| *m == mode) {
+                    Some(i) => s.saved_modes[i].1 = on,
+                    None if s.saved_modes.len() < 256 => s.saved_modes.push((mode, on)),
+                    None => {}
+                }
+            }
+        }
+        (Some(b'?'), b"", b'r') => {
+            for &mode in &c.params[..c.len] {
+                if let Some(&(_, on)) = s.saved_modes.iter().find(|(m, _)| *m == mode) {
+                    s.set_private(mode, on);
+                }
+            }
+        }
         (Some(b'?'), b"", b'J') => s.selective_erase_display(c.raw(0)),
         (Some(b'?'), b"", b'K') => s.selective_erase_line(c.raw(0)),
         (None, b"'", b'}') => s.insert_columns(usize::from(c.get(0, 1))),
@@ -431,6 +452,17 @@ fn dcs_dispatch(s: &mut Screen, seq: &[u8]) -> bool {
         .strip_suffix(b"\x1b\\")
         .or_else(|| body.strip_suffix(b"\x07"))
         .unwrap_or(body);
+    if body.eq_ignore_ascii_case(b"+q436f") || body.eq_ignore_ascii_case(b"+q636f6c6f7273") {
+        // XTGETTCAP for the number of colours (`Co`, `colors`), which
+        // the model's palette defines; other capabilities are the client's
+        // terminal's and pass on to it.
+        let name = &body[2..];
+        let mut out = b"\x1bP1+r".to_vec();
+        out.extend_from_slice(name);
+        out.extend_from_slice(b"=323536\x1b\\");
+        s.reply(&out);
+        return true;
+    }
     let Some(pt) = body.strip_prefix(b"$q") else {
         return false;
     };
@@ -1115,37 +1147,35 @@ impl Screen {
         }
     }
 
-    /// XTWINOPS 22: pushes the icon title (`which` 1), the window title
-    /// (2) or both (0); the oldest entry goes past `MAX_TITLE_STACK`.
+    /// XTWINOPS 22: pushes the icon and window titles, as one entry of
+    /// the two stacks (xterm saves both whatever part the parameter
+    /// names); the oldest entry goes past `MAX_TITLE_STACK`.
     fn push_titles(&mut self, which: u16) {
         if which > 2 {
             return;
         }
-        let icon = self.icon.clone().unwrap_or_else(|| self.title.clone());
-        let entry = super::screen::SavedTitle {
-            icon: (which != 2).then_some(icon),
-            window: (which != 1).then(|| self.title.clone()),
-        };
-        if self.titles.len() >= super::screen::MAX_TITLE_STACK {
-            self.titles.remove(0);
+        if self.title_stack.len() >= super::screen::MAX_TITLE_STACK {
+            self.title_stack.remove(0);
+            self.icon_stack.remove(0);
         }
-        self.titles.push(entry);
+        let icon = self.icon.clone().unwrap_or_else(|| self.title.clone());
+        self.icon_stack.push(icon);
+        self.title_stack.push(self.title.clone());
     }
 
-    /// XTWINOPS 23: pops the newest entry and restores its icon title
-    /// (`which` 1), window title (2) or both (0), those it holds.
+    /// XTWINOPS 23: pops the newest entry, restoring its icon title
+    /// (`which` 1), window title (2) or both (0).
     fn pop_titles(&mut self, which: u16) {
         if which > 2 {
             return;
         }
-        let Some(entry) = self.titles.pop() else {
+        let (Some(window), Some(icon)) = (self.title_stack.pop(), self.icon_stack.pop()) else {
             return;
         };
-        let icon = entry.icon.filter(|_| which != 2);
-        if let Some(window) = entry.window.filter(|_| which != 1) {
+        if which != 1 {
             self.set_window_title(window);
         }
-        if let Some(icon) = icon {
+        if which != 2 {
             self.icon = (icon != self.title).then_some(icon);
         }
     }

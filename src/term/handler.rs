@@ -37,7 +37,7 @@ fn raw_private(mode: PrivateMode) -> u16 {
 }
 
 impl Screen {
-    fn set_private(&mut self, raw: u16, on: bool) {
+    pub(super) fn set_private(&mut self, raw: u16, on: bool) {
         let m = &mut self.modes;
         match raw {
             1 => m.app_cursor_keys = on,

@@ -140,15 +140,16 @@ fn hash_of(bytes: &[u8]) -> u64 {
 fn state_key(s: &Screen) -> u64 {
     let mut h = DefaultHasher::new();
     format!(
-        "{:?}{:?}{}{:?}{}{}{}{:?}{:?}{:?}{:?}{:?}",
+        "{:?}{:?}{}{:?}{}{}{}{:?}{:?}{:?}{:?}{:?}{:?}",
         s.modes,
         s.charsets,
         s.active_charset,
-        s.titles,
+        s.title_stack,
         s.title,
         s.scroll_top,
         s.scroll_bottom,
         s.icon,
+        s.icon_stack,
         s.lr,
         s.colors,
         s.fg_override,
@@ -331,32 +332,25 @@ fn state(s: &Screen, cols: usize, rows: usize, out: &mut Vec<u8>) {
         push_num(out, u32::from(m.modify_other_keys));
         out.push(b'm');
     }
-    for t in &s.titles {
-        if let Some(icon) = &t.icon {
-            out.extend_from_slice(b"\x1b]1;");
-            out.extend_from_slice(sanitize(icon).as_bytes());
-            out.extend_from_slice(b"\x1b\\");
-        }
-        if let Some(window) = &t.window {
-            out.extend_from_slice(b"\x1b]2;");
-            out.extend_from_slice(sanitize(window).as_bytes());
-            out.extend_from_slice(b"\x1b\\");
-        }
-        let which = match (&t.icon, &t.window) {
-            (Some(_), None) => b"1",
-            (None, Some(_)) => b"2",
-            _ => b"0",
-        };
-        out.extend_from_slice(b"\x1b[22;");
-        out.extend_from_slice(which);
-        out.push(b't');
+    for (icon, window) in s.icon_stack.iter().zip(&s.title_stack) {
+        out.extend_from_slice(b"\x1b]1;");
+        out.extend_from_slice(sanitize(icon).as_bytes());
+        out.extend_from_slice(b"\x1b\\\x1b]2;");
+        out.extend_from_slice(sanitize(window).as_bytes());
+        out.extend_from_slice(b"\x1b\\\x1b[22t");
     }
-    if !s.title.is_empty() || !s.titles.is_empty() {
+    if !s.title.is_empty() || !s.title_stack.is_empty() {
         out.extend_from_slice(b"\x1b]2;");
         out.extend_from_slice(sanitize(&s.title).as_bytes());
         out.extend_from_slice(b"\x1b\\");
     }
-    if let Some(icon) = &s.icon {
+    // The icon title: its own, or (after the stacks left another) the
+    // window title it follows.
+    let icon = s
+        .icon
+        .as_ref()
+        .or((!s.icon_stack.is_empty()).then_some(&s.title));
+    if let Some(icon) = icon {
         out.extend_from_slice(b"\x1b]1;");
         out.extend_from_slice(sanitize(icon).as_bytes());
         out.extend_from_slice(b"\x1b\\");

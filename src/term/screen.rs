@@ -53,16 +53,6 @@ pub enum Charset {
     DecSpecial,
 }
 
-/// One entry of the title stack: the icon title, the window title, or
-/// both, as XTWINOPS 22 pushed them.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SavedTitle {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub icon: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub window: Option<String>,
-}
-
 /// What DECSC saves and DECRC restores.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SavedCursor {
@@ -119,13 +109,12 @@ pub struct Screen {
     pub modes: Modes,
     #[serde(default, skip_serializing_if = "is_default")]
     pub title: String,
-    /// The title stack as builds before icon titles wrote it (window
-    /// titles only); read into `titles` by `repair`, never written.
+    /// XTWINOPS 22/23's stack of window titles, newest last.
     #[serde(default, skip_serializing_if = "is_default")]
     pub title_stack: Vec<String>,
-    /// XTWINOPS 22/23's stack of titles, newest last.
+    /// The icon titles of the same entries: as long as `title_stack`.
     #[serde(default, skip_serializing_if = "is_default")]
-    pub titles: Vec<SavedTitle>,
+    pub icon_stack: Vec<String>,
     /// The icon title (OSC 1) when it differs from the window title: `None`
     /// while OSC 0 set both (the icon title is then `title`).
     #[serde(default, skip_serializing_if = "is_default")]
@@ -166,6 +155,10 @@ pub struct Screen {
     /// and ECH spare protected cells too, as in xterm.
     #[serde(default, skip_serializing_if = "is_default")]
     pub protect_iso: bool,
+    /// Private modes XTSAVE saved, with their values, for XTRESTORE; one
+    /// entry per mode, so at most the modes the model knows.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub saved_modes: Vec<(u16, bool)>,
     /// The size in pixels of a character cell of the client's terminal
     /// (width, height), when the server knows it: XTWINOPS 14 and 16 are
     /// answered from it, and pass on to the client without it.
@@ -244,7 +237,7 @@ impl Screen {
             modes: Modes::default(),
             title: String::new(),
             title_stack: Vec::new(),
-            titles: Vec::new(),
+            icon_stack: Vec::new(),
             icon: None,
             cwd: None,
             fg_override: None,
@@ -257,6 +250,7 @@ impl Screen {
             level: 0,
             rect_extent: 0,
             protect_iso: false,
+            saved_modes: Vec::new(),
             cell_pixels: None,
             swallow: false,
             switched: false,
@@ -303,16 +297,16 @@ impl Screen {
         self.colors.dedup_by_key(|(k, _)| *k);
         self.colors
             .retain(|(k, _)| *k < 261 || (1012..1020).contains(k));
+        self.saved_modes.truncate(256);
         self.events.truncate(MAX_EVENTS);
         self.replies.truncate(MAX_REPLIES);
-        for window in std::mem::take(&mut self.title_stack) {
-            self.titles.push(SavedTitle {
-                icon: None,
-                window: Some(window),
-            });
-        }
-        let excess = self.titles.len().saturating_sub(MAX_TITLE_STACK);
-        self.titles.drain(..excess);
+        self.title_stack.truncate(MAX_TITLE_STACK);
+        // An encoding from before icon titles has window titles only: the
+        // icon titles followed them.
+        self.icon_stack.truncate(self.title_stack.len());
+        let n = self.icon_stack.len();
+        self.icon_stack
+            .extend(self.title_stack[n..].iter().cloned());
         self.modes
             .kitty_stack
             .truncate(super::modes::KITTY_STACK_MAX);
