@@ -137,7 +137,8 @@ pub fn dispatch(s: &mut Screen, seq: &[u8], kind: Kind) -> bool {
 
 fn csi_dispatch(s: &mut Screen, c: &Csi<'_>) -> bool {
     match (c.marker, c.inter, c.fin) {
-        (None, b"", b's') if s.modes.lr_margins => {
+        // DECSLRM is a VT400 feature; below that `CSI s` is SCOSC.
+        (None, b"", b's') if s.modes.lr_margins && s.conformance() >= 4 => {
             let right = (c.len > 1 && c.raw(1) != 0).then(|| usize::from(c.raw(1)));
             s.set_lr_margins(usize::from(c.raw(0)), right);
         }
@@ -165,6 +166,8 @@ fn csi_dispatch(s: &mut Screen, c: &Csi<'_>) -> bool {
             s.pen_extra.protected = c.raw(0) == 1;
             s.protect_iso = false;
         }
+        // Below VT300 level there is no DECRQM (nor an answer).
+        (_, b"$", b'p') if s.conformance() < 3 => s.swallow = true,
         (None, b"$", b'p') => {
             let mode = c.raw(0);
             let state = s.modes.ansi_state(mode);
@@ -723,11 +726,13 @@ impl Screen {
         }
     }
 
-    /// DECERA (or, `selective`, DECSERA: protected cells stay): blanks `r`.
+    /// DECERA (or, `selective`, DECSERA: cells DECSCA protected stay,
+    /// those of an SPA guarded area do not, as in xterm): blanks `r`.
     fn erase_rect(&mut self, r: Rect, selective: bool) {
         if r.is_empty() {
             return;
         }
+        let selective = selective && !self.protect_iso;
         let fill = self.pen.erase_part();
         let g = self.grid_mut();
         for row in r.top..=r.bottom {

@@ -275,11 +275,7 @@ impl Handler for Screen {
             LineClearMode::Left => 1,
             LineClearMode::All => 2,
         };
-        if self.protect_iso {
-            self.selective_erase_line(mode);
-        } else {
-            self.erase_line_mode(mode);
-        }
+        self.erase_line_mode(mode);
     }
 
     fn clear_screen(&mut self, mode: ClearMode) {

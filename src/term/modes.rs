@@ -251,6 +251,8 @@ impl Modes {
         match self.private_mode(mode) {
             Some(true) => 1,
             Some(false) => 2,
+            // DECHCCM: the cursor is never coupled to a page.
+            None if mode == 60 => 4,
             None if REMEMBERED.contains(&mode) => {
                 if self.other.binary_search(&mode).is_ok() {
                     1

@@ -998,6 +998,10 @@ impl Screen {
     /// modes 1 and 2 a cursor parked past the last column still wraps
     /// before the next character.
     pub fn erase_line_mode(&mut self, mode: u16) {
+        if self.protect_iso {
+            // Guarded areas (SPA ... EPA) survive EL, as in xterm.
+            return self.selective_erase_line(mode);
+        }
         let col = self.cursor.col;
         match mode {
             0 => self.erase_in_line(col, usize::MAX),
