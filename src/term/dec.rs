@@ -709,6 +709,27 @@ impl Screen {
         sum as u16
     }
 
+    /// Fills rows `top..=bottom`, columns `left..=right` with `ch` in the
+    /// pen's style (REP's end state inside margins).
+    pub(super) fn fill_region(
+        &mut self,
+        top: usize,
+        bottom: usize,
+        left: usize,
+        right: usize,
+        ch: char,
+    ) {
+        self.fill_rect(
+            Rect {
+                top,
+                left,
+                bottom,
+                right,
+            },
+            ch,
+        );
+    }
+
     /// DECFRA: fills `r` with `ch` in the pen's style.
     fn fill_rect(&mut self, r: Rect, ch: char) {
         if r.is_empty() {

@@ -449,6 +449,43 @@ impl Screen {
         let per_line = ((self.right() + 1 - self.left()) / width).max(1);
         let settle = (self.rows + 2) * self.cols;
         let mut n = usize::from(n);
+        if let Some((left, right)) = self.lr
+            && n > settle
+            && width == 1
+            && self.modes.autowrap
+            && !self.modes.insert
+            && self.in_margins()
+        {
+            // Inside left/right margins each wrap scrolls the region cell by
+            // cell: the end state is written directly instead. Every cell
+            // of the region holds the character up to where the count
+            // leaves the cursor, on the bottom row; the rest of that row was
+            // scrolled in blank.
+            let w = right + 1 - left;
+            let before = if self.cursor.pending_wrap {
+                w
+            } else {
+                self.cursor.col - left
+            };
+            let shown = if self.charsets[self.active_charset & 3] == Charset::DecSpecial {
+                dec_special(c)
+            } else {
+                c
+            };
+            let (top, bottom) = (self.scroll_top, self.scroll_bottom);
+            let last = (before + n) % w;
+            if bottom > top {
+                self.fill_region(top, bottom - 1, left, right, shown);
+            }
+            let fill = self.pen.erase_part();
+            self.grid_mut().row_mut(bottom).erase(left, right + 1, fill);
+            let written = if last == 0 { w } else { last };
+            self.fill_region(bottom, bottom, left, left + written - 1, shown);
+            self.cursor.row = bottom;
+            self.cursor.pending_wrap = last == 0;
+            self.cursor.col = if last == 0 { right } else { left + last };
+            return;
+        }
         if n > settle + per_line {
             n = settle + (n - settle) % per_line;
         }
