@@ -1138,9 +1138,10 @@ fn osc_titles(s: &mut Screen, seq: &[u8]) -> bool {
         [w @ (b'0' | b'1' | b'2'), b';', text @ ..] => (*w, text),
         _ => return false,
     };
-    // As vte reads a title: C0 controls dropped, invalid UTF-8 replaced.
+    // As vte reads a title: C0 controls dropped, invalid UTF-8 replaced,
+    // surrounding blanks trimmed.
     let text: Vec<u8> = text.iter().copied().filter(|&b| b >= 0x20).collect();
-    let text = String::from_utf8_lossy(&text).into_owned();
+    let text = String::from_utf8_lossy(&text).trim().to_owned();
     match which {
         b'0' => {
             s.icon = None;
