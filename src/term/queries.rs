@@ -4,10 +4,11 @@
 //! none). If queries were forwarded, every attached terminal would answer and
 //! the program would read two replies, or none while detached. So the model
 //! answers DA1, DA2, DSR 5/6, DECRQM (ANSI and private), kitty `CSI ? u`,
-//! XTVERSION `CSI > q`, `CSI ? 4 m` (modifyOtherKeys), `CSI 18 t` and OSC
-//! 4/10/11/12 `?` colour queries, and `Terminal::feed` removes exactly these
-//! sequences from the bytes forwarded to clients. Queries not listed here
-//! (e.g. `CSI 14 t` pixel size, DECRQSS, XTGETTCAP) are forwarded untouched.
+//! XTVERSION `CSI > q`, `CSI ? 4 m` (modifyOtherKeys), `CSI 18 t` here and
+//! the DEC reports and colour queries in `dec.rs`, and `Terminal::feed`
+//! removes exactly these sequences from the bytes forwarded to clients.
+//! Queries not answered (pixel sizes while the client's cell size is
+//! unknown, XTGETTCAP but for `Co`) are forwarded untouched.
 
 use super::cell::push_num;
 use super::screen::Screen;

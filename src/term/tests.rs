@@ -1369,3 +1369,17 @@ fn rep_with_a_huge_count_ends_where_the_full_count_would() {
         assert_eq!(bounded.cursor(), full.cursor(), "count {count}");
     }
 }
+
+/// Pixel sizes are answered only once the server gave the client's cell
+/// size; before that the query passes on to the clients.
+#[test]
+fn pixel_size_reports_need_the_clients_cell_size() {
+    let mut t = term(80, 25);
+    assert_eq!(feed(&mut t, b"\x1b[14t\x1b[16t"), b"\x1b[14t\x1b[16t");
+    assert!(t.take_replies().is_empty());
+    t.set_cell_pixels(Some((9, 18)));
+    assert_eq!(feed(&mut t, b"\x1b[14t\x1b[16t"), b"");
+    assert_eq!(t.take_replies(), b"\x1b[4;450;720t\x1b[6;18;9t");
+    let back: Terminal = serde_json::from_str(&serde_json::to_string(&t).unwrap()).unwrap();
+    assert_eq!(back, t);
+}
