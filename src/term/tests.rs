@@ -284,7 +284,7 @@ fn queries_are_answered_and_not_forwarded() {
          \x1b]10;rgb:e5e5/e5e5/e5e5\x07\x1b]11;rgb:0000/0000/0000\x1b\\\x1b[8;3;10t\x1b[>4;0m"
     );
     // Not-a-query sequences and unanswered queries pass through unchanged.
-    let other: &[u8] = b"\x1b[1mx\x1b[14t\x1b]2;t\x07\x1bP+q436f\x1b\\";
+    let other: &[u8] = b"\x1b[1mx\x1b[14t\x1b]2;t\x07\x1bP+q544e\x1b\\";
     assert_eq!(feed(&mut t, other), other);
     assert!(t.take_replies().is_empty());
 }
