@@ -48,7 +48,7 @@ fn decode(src: &str) -> (u16, u16, Vec<u8>) {
     (cols, rows, out)
 }
 
-fn dump(t: &Terminal) -> String {
+fn dump(t: &mut Terminal) -> String {
     let mut out = String::new();
     let plain = t.visible_text();
     for row in &plain {
@@ -75,6 +75,13 @@ fn dump(t: &Terminal) -> String {
         if s != p {
             let _ = writeln!(out, "sgr {i}: {}", s.replace('\x1b', "\\e"));
         }
+    }
+    let replies = t.take_replies();
+    if !replies.is_empty() {
+        let text = String::from_utf8_lossy(&replies)
+            .replace('\x1b', "\\e")
+            .replace('\x07', "\\a");
+        let _ = writeln!(out, "replies {text}");
     }
     out
 }
@@ -107,7 +114,7 @@ fn golden_fixtures() {
         let mut t = Terminal::new(cols, rows, TermConfig::default());
         let mut fwd = Vec::new();
         t.feed(&input, &mut fwd);
-        let got = dump(&t);
+        let got = dump(&mut t);
         let out_path = dir.join(format!("{name}.out"));
         if update {
             std::fs::write(&out_path, &got).expect("write .out");

@@ -52,6 +52,26 @@ fn stream(rng: &mut Rng, fragments: usize) -> Vec<u8> {
         b"\x1bM\x1bD\x1bE",
         b"\x1b7\x1b8",
         b"\x1b[22t\x1b[23t",
+        // State the conformance work added: margins, reverse wrap, levels,
+        // protection, kept modes, colours, icon titles, saved modes.
+        b"\x1b[?69h\x1b[3;12s",
+        b"\x1b[?69l",
+        b"\x1b[?45h\x1b[?1045h\x08\x08",
+        b"\x1b[63;1\"p",
+        b"\x1b[65;1\"p",
+        b"\x1b[1\"qprot\x1b[0\"q\x1b[?2J",
+        b"\x1bVguard\x1bW\x1b[2K",
+        b"\x1b[2*x\x1b[1;1;3;5;1;7$r",
+        b"\x1b[?5h\x1b[?67h\x1b[2h",
+        b"\x1b]4;3;rgb:10/20/30\x1b\\\x1b]12;#abc\x07\x1b]5;1;rgb:1/2/3\x07",
+        b"\x1b]104;3\x07\x1b]112\x07",
+        b"\x1b]1;icon\x07\x1b[22;1t\x1b]2;win\x07\x1b[23;2t",
+        b"\x1b[?7;45s\x1b[?7l\x1b[?7;45r",
+        b"\x1b[2'}\x1b[1'~\x1b[2 @\x1b[1 A\x1b6\x1b9",
+        b"\x1b[42;2;2;4;6$x\x1b[1;1;2;2;4;4$v\x1b[2;2;3;3$z",
+        b"\x1b[1;0;1;1;5;5*y\x1b[?6n\x1b[1$w\x1bP$qs\x1b\\",
+        b"\x1b[!p",
+        b"q\x1b[300b",
     ];
     let mut out = Vec::new();
     for _ in 0..fragments {

@@ -221,6 +221,13 @@ pub struct Extra {
     pub ul: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub link: Option<Arc<Link>>,
+    /// DECSCA 1: selective erase (DECSED, DECSEL, DECSERA) spares the cell.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub protected: bool,
+}
+
+fn is_false(v: &bool) -> bool {
+    !*v
 }
 
 fn is_zero(v: &u32) -> bool {
@@ -229,7 +236,7 @@ fn is_zero(v: &u32) -> bool {
 
 impl Extra {
     pub fn is_empty(&self) -> bool {
-        self.ul == 0 && self.link.is_none()
+        self.ul == 0 && self.link.is_none() && !self.protected
     }
 
     /// `Some(self)` unless empty: what a row's side table stores.

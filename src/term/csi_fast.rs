@@ -198,8 +198,11 @@ fn text_and_sgr<L: TextLog>(s: &mut Screen, input: &[u8], log: &mut L) -> usize 
     // An underline colour or a link in the pen goes into the row's side
     // table, which `print_ascii_prefix` handles; the SGRs here never set
     // one (`sgr_at` declines 58 and 59).
+    // Left/right margins end the row at the right margin: the general
+    // printer handles them.
     if s.modes.insert
         || s.cursor.pending_wrap
+        || s.lr.is_some()
         || s.charsets[s.active_charset & 3] != Charset::Ascii
         || !s.pen_extra.is_empty()
     {

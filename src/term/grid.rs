@@ -541,10 +541,12 @@ impl Row {
         self.set_extra(from, to, None);
     }
 
-    /// Inserts `n` blanks at `col`, shifting the rest right; cells pushed off
-    /// the edge are lost.
-    pub fn insert_blanks(&mut self, col: usize, n: usize, style: Style) {
-        let len = self.cells.len();
+    /// Inserts `n` blanks at `col`, shifting the cells up to `end` (the
+    /// row's length or a right margin) right; cells pushed past `end` are
+    /// lost, cells from `end` on stay.
+    pub fn insert_blanks(&mut self, col: usize, n: usize, end: usize, style: Style) {
+        let len = end.min(self.cells.len());
+        self.split_wide_right(len, style);
         // Inserting on the right half of a wide character inserts after it,
         // keeping the glyph whole (as vt100 does).
         let col = if col < len && self.cells[col].is_spacer() {
@@ -556,14 +558,14 @@ impl Row {
             return;
         }
         let n = n.min(len - col);
-        self.cells[col..].rotate_right(n);
+        self.cells[col..len].rotate_right(n);
         self.cells[col..col + n].fill(Cell::blank(style));
         if let Some(x) = &mut self.extras {
-            x.ids[col..].rotate_right(n);
+            x.ids[col..len].rotate_right(n);
             x.ids[col..col + n].fill(0);
         }
         // A wide cell pushed to the last column lost its spacer.
-        if let Some(last) = self.cells.last_mut() {
+        if let Some(last) = self.cells[..len].last_mut() {
             if last.is_wide() {
                 *last = Cell::blank(style);
                 self.set_extra(len - 1, len, None);
@@ -573,6 +575,9 @@ impl Row {
             self.marks.retain_mut(|(c, _)| {
                 let c0 = usize::from(*c);
                 if c0 < col {
+                    return true;
+                }
+                if c0 >= len {
                     return true;
                 }
                 let moved = c0 + n;
@@ -585,26 +590,28 @@ impl Row {
         }
     }
 
-    /// Deletes `n` cells at `col`, shifting the rest left and filling the
-    /// right edge with blanks.
-    pub fn delete_chars(&mut self, col: usize, n: usize, style: Style) {
-        let len = self.cells.len();
+    /// Deletes `n` cells at `col`, shifting the cells up to `end` (the
+    /// row's length or a right margin) left and filling in blanks before
+    /// `end`; cells from `end` on stay.
+    pub fn delete_chars(&mut self, col: usize, n: usize, end: usize, style: Style) {
+        let len = end.min(self.cells.len());
         if col >= len {
             return;
         }
         let n = n.min(len - col);
         self.split_wide_left(col, style);
         self.split_wide_right(col + n, style);
-        self.cells[col..].rotate_left(n);
-        self.cells[len - n..].fill(Cell::blank(style));
+        self.split_wide_right(len, style);
+        self.cells[col..len].rotate_left(n);
+        self.cells[len - n..len].fill(Cell::blank(style));
         if let Some(x) = &mut self.extras {
-            x.ids[col..].rotate_left(n);
-            x.ids[len - n..].fill(0);
+            x.ids[col..len].rotate_left(n);
+            x.ids[len - n..len].fill(0);
         }
         if !self.marks.is_empty() {
             self.marks.retain_mut(|(c, _)| {
                 let c0 = usize::from(*c);
-                if c0 < col {
+                if c0 < col || c0 >= len {
                     true
                 } else if c0 < col + n {
                     false
@@ -1346,7 +1353,7 @@ mod tests {
         assert_eq!(row.marks_at(1), Some("\u{301}\u{308}"));
         let back: Row = serde_json::from_str(&serde_json::to_string(&row).unwrap()).unwrap();
         assert_eq!(back.marks_at(1), Some("\u{301}\u{308}"));
-        row.delete_chars(0, 2, Style::DEFAULT);
+        row.delete_chars(0, 2, usize::MAX, Style::DEFAULT);
         assert_eq!(row.marks_at(1), None);
         assert!(row.marks.0.is_none(), "the last mark gone frees the table");
         let blank: Row = serde_json::from_str(r#"{"t":"ab"}"#).unwrap();
@@ -1359,7 +1366,10 @@ mod tests {
     /// colour (BCE), in a full-screen scroll and in a region.
     #[test]
     fn a_reused_row_is_blank_whatever_it_held() {
-        let extra = Extra { ul: 5, link: None };
+        let extra = Extra {
+            ul: 5,
+            ..Extra::default()
+        };
         for fill in [Style::DEFAULT, Style { fg: 0, bg: 4 }] {
             for (top, bottom) in [(0, 2), (1, 2)] {
                 let mut g = Grid::new(6, 3);
@@ -1397,9 +1407,9 @@ mod tests {
         for (i, ch) in "abcde".chars().enumerate() {
             r.cells[i].ch = ch;
         }
-        r.insert_blanks(1, 2, Style::DEFAULT);
+        r.insert_blanks(1, 2, usize::MAX, Style::DEFAULT);
         assert_eq!(r.text(), "a  bc");
-        r.delete_chars(0, 3, Style::DEFAULT);
+        r.delete_chars(0, 3, usize::MAX, Style::DEFAULT);
         assert_eq!(r.text(), "bc");
     }
 }

@@ -7,20 +7,15 @@
 
 use vte::ansi::{
     Attr, CharsetIndex, ClearMode, Color as VColor, CursorShape, CursorStyle, Handler,
-    KeyboardModes, KeyboardModesApplyBehavior, LineClearMode, Mode, ModifyOtherKeys, NamedColor,
-    NamedMode, PrivateMode, Rgb, StandardCharset, TabulationClearMode,
+    KeyboardModes, KeyboardModesApplyBehavior, LineClearMode, Mode, ModifyOtherKeys, NamedMode,
+    PrivateMode, StandardCharset, TabulationClearMode,
 };
 
 use super::TermEvent;
 use super::cell::{BLINK, BOLD, Color, DIM, HIDDEN, INVERSE, ITALIC, Link, STRIKE};
 use super::modes::{MouseEncoding, MouseMode};
 use super::queries;
-use super::screen::{Charset, MAX_TITLE, MAX_TITLE_STACK, Screen};
-
-/// vte's colour indices for the dynamic colours (OSC 10/11/12).
-const FG_INDEX: usize = NamedColor::Foreground as usize;
-const BG_INDEX: usize = NamedColor::Background as usize;
-const CURSOR_INDEX: usize = NamedColor::Cursor as usize;
+use super::screen::{Charset, MAX_TITLE, Screen};
 
 fn convert_color(c: VColor) -> Color {
     match c {
@@ -42,7 +37,7 @@ fn raw_private(mode: PrivateMode) -> u16 {
 }
 
 impl Screen {
-    fn set_private(&mut self, raw: u16, on: bool) {
+    pub(super) fn set_private(&mut self, raw: u16, on: bool) {
         let m = &mut self.modes;
         match raw {
             1 => m.app_cursor_keys = on,
@@ -58,7 +53,18 @@ impl Screen {
             1007 => m.alternate_scroll = on,
             2004 => m.bracketed_paste = on,
             2026 => m.synchronized_output = on,
-            3 => self.deccolm(),
+            3 => {
+                m.set_other(false, 3, on);
+                self.deccolm();
+            }
+            45 => m.reverse_wrap = on,
+            1045 => m.reverse_wrap_ext = on,
+            69 => {
+                m.lr_margins = on;
+                if !on {
+                    self.lr = None;
+                }
+            }
             47 | 1047 | 1049 => self.set_alt_screen(on, raw),
             1048 => {
                 if on {
@@ -67,6 +73,7 @@ impl Screen {
                     self.restore_cursor()
                 }
             }
+            _ if m.set_other(false, raw, on) => {}
             _ => {
                 if let Some(mouse) = MouseMode::from_raw(raw) {
                     if on {
@@ -150,8 +157,14 @@ impl Handler for Screen {
 
     fn identify_terminal(&mut self, intermediate: Option<char>) {
         match intermediate {
-            None => self.reply(queries::DA1),
-            Some('>') => self.reply(queries::DA2),
+            None => {
+                let r = queries::da1(self.conformance());
+                self.reply(&r);
+            }
+            Some('>') => {
+                let r = queries::da2(self.conformance());
+                self.reply(&r);
+            }
             _ => {}
         }
     }
@@ -229,7 +242,11 @@ impl Handler for Screen {
     }
 
     fn erase_chars(&mut self, n: usize) {
-        Screen::erase_chars(self, n);
+        if self.protect_iso {
+            self.selective_erase_chars(n);
+        } else {
+            Screen::erase_chars(self, n);
+        }
     }
 
     fn delete_chars(&mut self, n: usize) {
@@ -253,15 +270,25 @@ impl Handler for Screen {
     }
 
     fn clear_line(&mut self, mode: LineClearMode) {
-        self.erase_line_mode(match mode {
+        let mode = match mode {
             LineClearMode::Right => 0,
             LineClearMode::Left => 1,
             LineClearMode::All => 2,
-        });
+        };
+        self.erase_line_mode(mode);
     }
 
     fn clear_screen(&mut self, mode: ClearMode) {
         let (row, col) = (self.cursor.row, self.cursor.col);
+        if self.protect_iso {
+            // Guarded areas (SPA ... EPA) survive ED, as in xterm.
+            match mode {
+                ClearMode::Below => return self.selective_erase_display(0),
+                ClearMode::Above => return self.selective_erase_display(1),
+                ClearMode::All => return self.selective_erase_display(2),
+                ClearMode::Saved => {}
+            }
+        }
         match mode {
             ClearMode::Below => {
                 self.erase_in_line(col, usize::MAX);
@@ -344,7 +371,9 @@ impl Handler for Screen {
         match mode {
             Mode::Named(NamedMode::Insert) => self.modes.insert = true,
             Mode::Named(NamedMode::LineFeedNewLine) => self.modes.newline = true,
-            Mode::Unknown(_) => {}
+            Mode::Unknown(raw) => {
+                self.modes.set_other(true, raw, true);
+            }
         }
     }
 
@@ -352,14 +381,15 @@ impl Handler for Screen {
         match mode {
             Mode::Named(NamedMode::Insert) => self.modes.insert = false,
             Mode::Named(NamedMode::LineFeedNewLine) => self.modes.newline = false,
-            Mode::Unknown(_) => {}
+            Mode::Unknown(raw) => {
+                self.modes.set_other(true, raw, false);
+            }
         }
     }
 
     fn report_mode(&mut self, mode: Mode) {
         let raw = mode.raw();
-        let state = self.modes.ansi_mode(raw);
-        let r = queries::decrpm(false, raw, state);
+        let r = queries::decrpm(false, raw, self.modes.ansi_state(raw));
         self.reply(&r);
     }
 
@@ -373,8 +403,7 @@ impl Handler for Screen {
 
     fn report_private_mode(&mut self, mode: PrivateMode) {
         let raw = raw_private(mode);
-        let state = self.modes.private_mode(raw);
-        let r = queries::decrpm(true, raw, state);
+        let r = queries::decrpm(true, raw, self.modes.private_state(raw));
         self.reply(&r);
     }
 
@@ -401,48 +430,8 @@ impl Handler for Screen {
         };
     }
 
-    fn set_color(&mut self, index: usize, c: Rgb) {
-        match index {
-            FG_INDEX => self.fg_override = Some((c.r, c.g, c.b)),
-            BG_INDEX => self.bg_override = Some((c.r, c.g, c.b)),
-            _ => {}
-        }
-    }
-
-    fn dynamic_color_sequence(&mut self, prefix: String, index: usize, terminator: &str) {
-        let rgb = match index {
-            FG_INDEX | CURSOR_INDEX => self.fg_override.unwrap_or(self.config.foreground),
-            BG_INDEX => self.bg_override.unwrap_or(self.config.background),
-            i if i < 256 => queries::palette(i as u8),
-            _ => return,
-        };
-        let r = queries::color_report(&prefix, rgb, terminator);
-        self.reply(&r);
-    }
-
-    fn reset_color(&mut self, index: usize) {
-        match index {
-            FG_INDEX => self.fg_override = None,
-            BG_INDEX => self.bg_override = None,
-            _ => {}
-        }
-    }
-
     fn decaln(&mut self) {
         Screen::decaln(self);
-    }
-
-    fn push_title(&mut self) {
-        if self.title_stack.len() >= MAX_TITLE_STACK {
-            self.title_stack.remove(0);
-        }
-        self.title_stack.push(self.title.clone());
-    }
-
-    fn pop_title(&mut self) {
-        if let Some(t) = self.title_stack.pop() {
-            self.set_title(Some(t));
-        }
     }
 
     fn text_area_size_chars(&mut self) {

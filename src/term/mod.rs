@@ -21,12 +21,23 @@
 //! controls as it decodes them, and everything else goes to the log's own
 //! stripper. So the bulk of output is scanned once, not twice.
 //!
-//! Queries are answered here, not by clients: DA1, DA2, DSR 5/6, DECRQM,
-//! kitty `CSI ? u`, XTVERSION, modifyOtherKeys `CSI ? 4 m`, `CSI 18 t`, and
-//! OSC 4/10/11/12 colour queries produce bytes in `take_replies` (for the
-//! server to write to the PTY) and are removed from `forward`, so an attached
-//! terminal never answers too and a program never gets two answers (or none
-//! while no client is attached). See `queries.rs` for the exact list.
+//! Queries are answered here, not by clients: DA1, DA2, DA3, DSR 5/6 and
+//! the DEC DSRs (DECXCPR and the rest), DECRQM, DECRQSS, DECRQPSR,
+//! DECRQCRA (xterm's checksum), kitty `CSI ? u`, XTVERSION, modifyOtherKeys
+//! `CSI ? 4 m`, XTWINOPS 11/13/18/19/20/21 (14 and 16 once the server gives
+//! the client's cell size, `set_cell_pixels`), XTGETTCAP `Co`, and OSC
+//! 4/5/10..19 colour queries produce bytes in `take_replies` (for the
+//! server to write to the PTY) and are removed from `forward`, so an
+//! attached terminal never answers too and a program never gets two
+//! answers (or none while no client is attached). See `queries.rs` and
+//! `dec.rs` for the exact list.
+//!
+//! Left/right margins (DECLRMM, DECSLRM) bound printing, wrapping,
+//! scrolling, ICH/DCH/IL/DL, DECIC/DECDC, SL/SR, CR, cursor moves and tabs
+//! as in xterm; reverse wraparound (45, 1045), DECSTR, DECSCL levels, the
+//! rectangle operations and DECSCA/SPA protection are modelled (`dec.rs`).
+//! No sequence does more than a few screenfuls of work whatever its count
+//! (REP included: a huge count is cut to what changes the screen).
 //!
 //! Synchronized output (2026) is tracked as a mode and restored by `redraw`,
 //! but the model itself never buffers: its state always reflects every byte
@@ -59,13 +70,14 @@
 //! without changing the width.
 //!
 //! Not modelled: one kitty keyboard stack is shared by both
-//! screens; DECSTR, left/right margins, double-width lines and sixel are not
+//! screens; double-width lines, 132-column switching and sixel are not
 //! implemented.
 
 mod boundary;
 mod capture;
 mod cell;
 mod csi_fast;
+mod dec;
 mod grid;
 mod handler;
 mod modes;
@@ -381,6 +393,18 @@ impl Terminal {
         self.screen.resize(cols, rows);
     }
 
+    /// The size in pixels (width, height) of a character cell of the
+    /// terminal a client shows this pane on, or `None` when no client
+    /// with a known cell size is attached. With it the model answers
+    /// XTWINOPS 14 (text area in pixels) and 16 (cell size); without it
+    /// those queries pass on to the clients, whose terminals answer. The
+    /// server is to set it from its clients' window sizes (the pixel
+    /// fields of their `TIOCGWINSZ`).
+    pub fn set_cell_pixels(&mut self, cell: Option<(u16, u16)>) {
+        self.changes += 1;
+        self.screen.cell_pixels = cell.filter(|&(w, h)| w > 0 && h > 0);
+    }
+
     pub fn size(&self) -> (u16, u16) {
         (self.screen.cols as u16, self.screen.rows as u16)
     }
@@ -641,6 +665,8 @@ fn general(screen: &mut Screen, boundary: &mut Boundary, bytes: &[u8], out: &mut
                 // Decoded without vte (SGR, CUP, EL).
             } else if kind == Kind::Csi && queries::is_xtversion(bytes) {
                 screen.reply(&queries::xtversion());
+            } else if !c0 && dec::dispatch(screen, bytes, kind) {
+                // A DEC or xterm sequence vte does not decode.
             } else if let Some(n) = (kind == Kind::Csi)
                 .then(|| queries::parse_rep(bytes))
                 .flatten()

@@ -122,7 +122,47 @@ pub struct Modes {
     pub kitty_stack: Vec<u8>,
     /// modifyOtherKeys level (0, 1, 2).
     pub modify_other_keys: u8,
+    /// DECLRMM (69): DECSLRM sets left and right margins.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub lr_margins: bool,
+    /// 45: backspace at the left margin goes up to the end of a row that
+    /// wrapped onto this one.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub reverse_wrap: bool,
+    /// 1045: as 45, from any row, and from the top margin to the bottom.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub reverse_wrap_ext: bool,
+    /// Private modes a program may set and read back (DECRQM) that change
+    /// nothing the model draws: how the client's terminal shows or sends
+    /// things (reverse video, smooth scroll, keypad, backarrow, ...).
+    /// Sorted, only the set ones, only those in `REMEMBERED`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other: Vec<u16>,
+    /// The same for ANSI modes (KAM 2, SRM 12).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other_ansi: Vec<u16>,
 }
+
+fn is_false(v: &bool) -> bool {
+    !*v
+}
+
+/// Private modes kept in `Modes::other`: those xterm lets a program set
+/// and read back that change nothing the model draws, only how the
+/// client's terminal shows or reads things: DECCOLM 3 (it clears the
+/// screen but the pane keeps its width), DECSCLM 4, DECSCNM 5, DECPFF 18,
+/// DECPEX 19, DECHEBM 35, 40 (allow 80/132), 41 (more fix), DECNRCM 42,
+/// 44 (margin bell), DECBKM 67, 1010/1011 (scroll on output/key) and
+/// 1034..1043 (meta and keyboard details).
+pub const REMEMBERED: &[u16] = &[
+    3, 4, 5, 18, 19, 35, 40, 41, 42, 44, 67, 1010, 1011, 1034, 1035, 1036, 1037, 1039, 1040, 1041,
+    1042, 1043,
+];
+/// ANSI modes kept in `Modes::other_ansi`: KAM, SRM.
+pub const REMEMBERED_ANSI: &[u16] = &[2, 12];
+/// ANSI modes DECRQM reports as permanently reset (4): GATM, SRTM, VEM,
+/// HEM, PUM, FEAM, FETM, MATM, TTM, SATM, TSM, EBM.
+const PERMANENTLY_RESET_ANSI: &[u16] = &[1, 5, 7, 10, 11, 13, 14, 15, 16, 17, 18, 19];
 
 impl Default for Modes {
     fn default() -> Modes {
@@ -146,6 +186,11 @@ impl Default for Modes {
             kitty_base: 0,
             kitty_stack: Vec::new(),
             modify_other_keys: 0,
+            lr_margins: false,
+            reverse_wrap: false,
+            reverse_wrap_ext: false,
+            other: Vec::new(),
+            other_ansi: Vec::new(),
         }
     }
 }
@@ -180,10 +225,70 @@ impl Modes {
         };
     }
 
+    /// Sets or resets a mode of `REMEMBERED` (`ansi`: of
+    /// `REMEMBERED_ANSI`); false, doing nothing, for any other.
+    pub fn set_other(&mut self, ansi: bool, mode: u16, on: bool) -> bool {
+        let (known, list) = if ansi {
+            (REMEMBERED_ANSI, &mut self.other_ansi)
+        } else {
+            (REMEMBERED, &mut self.other)
+        };
+        if !known.contains(&mode) {
+            return false;
+        }
+        match (list.binary_search(&mode), on) {
+            (Err(at), true) => list.insert(at, mode),
+            (Ok(at), false) => {
+                list.remove(at);
+            }
+            _ => {}
+        }
+        true
+    }
+
+    /// DECRPM's state for a private mode: 1 set, 2 reset, 0 not recognised.
+    pub fn private_state(&self, mode: u16) -> u8 {
+        match self.private_mode(mode) {
+            Some(true) => 1,
+            Some(false) => 2,
+            // DECHCCM: the cursor is never coupled to a page.
+            None if mode == 60 => 4,
+            None if REMEMBERED.contains(&mode) => {
+                if self.other.binary_search(&mode).is_ok() {
+                    1
+                } else {
+                    2
+                }
+            }
+            None => 0,
+        }
+    }
+
+    /// DECRPM's state for an ANSI mode: 1 set, 2 reset, 4 permanently
+    /// reset, 0 not recognised.
+    pub fn ansi_state(&self, mode: u16) -> u8 {
+        match self.ansi_mode(mode) {
+            Some(true) => 1,
+            Some(false) => 2,
+            None if REMEMBERED_ANSI.contains(&mode) => {
+                if self.other_ansi.binary_search(&mode).is_ok() {
+                    1
+                } else {
+                    2
+                }
+            }
+            None if PERMANENTLY_RESET_ANSI.contains(&mode) => 4,
+            None => 0,
+        }
+    }
+
     /// State of a private mode for DECRQM: `Some(true)` set, `Some(false)`
     /// reset, `None` not recognised.
     pub fn private_mode(&self, mode: u16) -> Option<bool> {
         Some(match mode {
+            45 => self.reverse_wrap,
+            69 => self.lr_margins,
+            1045 => self.reverse_wrap_ext,
             1 => self.app_cursor_keys,
             6 => self.origin,
             7 => self.autowrap,

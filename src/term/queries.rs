@@ -4,18 +4,40 @@
 //! none). If queries were forwarded, every attached terminal would answer and
 //! the program would read two replies, or none while detached. So the model
 //! answers DA1, DA2, DSR 5/6, DECRQM (ANSI and private), kitty `CSI ? u`,
-//! XTVERSION `CSI > q`, `CSI ? 4 m` (modifyOtherKeys), `CSI 18 t` and OSC
-//! 4/10/11/12 `?` colour queries, and `Terminal::feed` removes exactly these
-//! sequences from the bytes forwarded to clients. Queries not listed here
-//! (e.g. `CSI 14 t` pixel size, DECRQSS, XTGETTCAP) are forwarded untouched.
+//! XTVERSION `CSI > q`, `CSI ? 4 m` (modifyOtherKeys), `CSI 18 t` here and
+//! the DEC reports and colour queries in `dec.rs`, and `Terminal::feed`
+//! removes exactly these sequences from the bytes forwarded to clients.
+//! Queries not answered (pixel sizes while the client's cell size is
+//! unknown, XTGETTCAP but for `Co`) are forwarded untouched.
 
 use super::cell::push_num;
 use super::screen::Screen;
 
-/// VT220 with ANSI colour (22).
-pub const DA1: &[u8] = b"\x1b[?62;22c";
-/// Secondary DA: terminal type 1 (VT220), firmware version 10, ROM 0.
-pub const DA2: &[u8] = b"\x1b[>1;10;0c";
+/// Primary DA at conformance `level` (DECSCL): the level's class (62 for
+/// VT220 .. 65 for VT500; VT100 with advanced video at level 1) and what
+/// ptyd implements of the features DA1 lists: selective erase (6),
+/// horizontal scrolling (21), ANSI colour (22), rectangular editing (28;
+/// from VT400). Not the printer port, ReGIS, sixel, national character
+/// sets, user windows or the text locator a VT500 or xterm may list.
+pub fn da1(level: u8) -> Vec<u8> {
+    match level {
+        1 => b"\x1b[?1;2c".to_vec(),
+        2 | 3 => format!("\x1b[?6{level};6;22c").into_bytes(),
+        _ => format!("\x1b[?6{level};6;21;22;28c").into_bytes(),
+    }
+}
+
+/// Secondary DA at conformance `level`: the terminal type xterm gives for
+/// it (1 VT220, 24 VT320, 41 VT420, 64 VT520), firmware version 10, ROM 0.
+pub fn da2(level: u8) -> Vec<u8> {
+    let kind = match level {
+        1 | 2 => 1,
+        3 => 24,
+        4 => 41,
+        _ => 64,
+    };
+    format!("\x1b[>{kind};10;0c").into_bytes()
+}
 
 pub fn xtversion() -> Vec<u8> {
     format!("\x1bP>|ptyd({})\x1b\\", env!("CARGO_PKG_VERSION")).into_bytes()
@@ -67,8 +89,8 @@ pub fn cursor_position_report(s: &Screen) -> Vec<u8> {
     out
 }
 
-/// DECRPM: 1 set, 2 reset, 0 not recognised.
-pub fn decrpm(private: bool, mode: u16, state: Option<bool>) -> Vec<u8> {
+/// DECRPM: 1 set, 2 reset, 4 permanently reset, 0 not recognised.
+pub fn decrpm(private: bool, mode: u16, state: u8) -> Vec<u8> {
     let mut out = if private {
         b"\x1b[?".to_vec()
     } else {
@@ -76,11 +98,7 @@ pub fn decrpm(private: bool, mode: u16, state: Option<bool>) -> Vec<u8> {
     };
     push_num(&mut out, u32::from(mode));
     out.push(b';');
-    out.push(match state {
-        Some(true) => b'1',
-        Some(false) => b'2',
-        None => b'0',
-    });
+    out.push(b'0' + state.min(4));
     out.extend_from_slice(b"$y");
     out
 }

@@ -73,7 +73,7 @@ fn sanitize(title: &str) -> String {
 
 /// The input modes, cursor shape and keyboard protocols `state` may switch
 /// on, off.
-const MODES_OFF: &[u8] = b"\x1b[?1l\x1b>\x1b[?2004l\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?9l\x1b[?1005l\x1b[?1006l\x1b[?1015l\x1b[?1004l\x1b[?1007l\x1b[?12l\x1b[0 q\x1b[<99u\x1b[=0;1u\x1b[>4m\x1b[?25h\x1b[?2026l";
+const MODES_OFF: &[u8] = b"\x1b[?1l\x1b>\x1b[?2004l\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?9l\x1b[?1005l\x1b[?1006l\x1b[?1015l\x1b[?1004l\x1b[?1007l\x1b[?12l\x1b[0 q\x1b[<99u\x1b[=0;1u\x1b[>4m\x1b[?25h\x1b[?2026l\x1b[?45l\x1b[?1045l\x1b[?5l";
 
 pub fn redraw(s: &Screen, cols: u16, rows: u16) -> Vec<u8> {
     redraw_with(s, cols, rows, true)
@@ -91,7 +91,7 @@ pub fn redraw_with(s: &Screen, cols: u16, rows: u16, switch_screens: bool) -> Ve
     // input mode the state below may set switched off, since the client
     // may be one drawn before (a view, a redraw it asked for).
     out.extend_from_slice(
-        b"\x1b[0m\x1b[r\x1b[?6l\x1b[?7h\x1b[4l\x1b[20l\x1b(B\x1b)B\x0f\x1b[H\x1b[2J",
+        b"\x1b[0m\x1b[r\x1b[?69l\x1b[?6l\x1b[?7h\x1b[4l\x1b[20l\x1b(B\x1b)B\x0f\x1b[H\x1b[2J",
     );
     out.extend_from_slice(MODES_OFF);
     if !switch_screens {
@@ -140,14 +140,20 @@ fn hash_of(bytes: &[u8]) -> u64 {
 fn state_key(s: &Screen) -> u64 {
     let mut h = DefaultHasher::new();
     format!(
-        "{:?}{:?}{}{:?}{}{}{}",
+        "{:?}{:?}{}{:?}{}{}{}{:?}{:?}{:?}{:?}{:?}{:?}",
         s.modes,
         s.charsets,
         s.active_charset,
         s.title_stack,
         s.title,
         s.scroll_top,
-        s.scroll_bottom
+        s.scroll_bottom,
+        s.icon,
+        s.icon_stack,
+        s.lr,
+        s.colors,
+        s.fg_override,
+        s.bg_override
     )
     .hash(&mut h);
     s.tabs.hash(&mut h);
@@ -180,7 +186,7 @@ pub fn view_update(s: &Screen, cols: u16, rows: u16, cache: &mut ViewCache) -> V
         return redraw_with(s, cols, rows, false);
     }
     // Undo what the last update left on that a row drawing would obey.
-    let mut out = b"\x1b[0m\x1b[?6l\x1b[4l\x1b(B\x1b)B\x0f".to_vec();
+    let mut out = b"\x1b[0m\x1b[?69l\x1b[?6l\x1b[4l\x1b(B\x1b)B\x0f".to_vec();
     for i in 0..r {
         let h = row_hash(&mut scratch, i);
         if cache.rows[i] != h {
@@ -217,6 +223,28 @@ fn state(s: &Screen, cols: usize, rows: usize, out: &mut Vec<u8>) {
         out.push(b';');
         push_num(out, (s.scroll_bottom + 1) as u32);
         out.push(b'r');
+    }
+    if s.modes.lr_margins {
+        private(out, 69, true);
+        if let Some((left, right)) = s.lr {
+            out.extend_from_slice(b"\x1b[");
+            push_num(out, (left + 1) as u32);
+            out.push(b';');
+            push_num(out, (right + 1) as u32);
+            out.push(b's');
+        }
+    }
+    for &(key, (r, g, b)) in &s.colors {
+        if key < 256 {
+            out.extend_from_slice(
+                format!("\x1b]4;{key};rgb:{r:02x}/{g:02x}/{b:02x}\x1b\\").as_bytes(),
+            );
+        }
+    }
+    for (n, rgb) in [(10, s.fg_override), (11, s.bg_override)] {
+        if let Some((r, g, b)) = rgb {
+            out.extend_from_slice(format!("\x1b]{n};rgb:{r:02x}/{g:02x}/{b:02x}\x1b\\").as_bytes());
+        }
     }
     let default_tabs = s
         .tabs
@@ -256,6 +284,16 @@ fn state(s: &Screen, cols: usize, rows: usize, out: &mut Vec<u8>) {
     if let Some(raw) = m.mouse_encoding.raw() {
         private(out, raw, true);
     }
+    for (on, mode) in [(m.reverse_wrap, 45), (m.reverse_wrap_ext, 1045)] {
+        if on {
+            private(out, mode, true);
+        }
+    }
+    // Not DECCOLM (3) and its permission (40): they would clear the
+    // client's screen or change its width.
+    for &mode in m.other.iter().filter(|&&m| m != 3 && m != 40) {
+        private(out, mode, true);
+    }
     if m.focus_reporting {
         private(out, 1004, true);
     }
@@ -294,14 +332,27 @@ fn state(s: &Screen, cols: usize, rows: usize, out: &mut Vec<u8>) {
         push_num(out, u32::from(m.modify_other_keys));
         out.push(b'm');
     }
-    for t in &s.title_stack {
-        out.extend_from_slice(b"\x1b]2;");
-        out.extend_from_slice(sanitize(t).as_bytes());
+    for (icon, window) in s.icon_stack.iter().zip(&s.title_stack) {
+        out.extend_from_slice(b"\x1b]1;");
+        out.extend_from_slice(sanitize(icon).as_bytes());
+        out.extend_from_slice(b"\x1b\\\x1b]2;");
+        out.extend_from_slice(sanitize(window).as_bytes());
         out.extend_from_slice(b"\x1b\\\x1b[22t");
     }
     if !s.title.is_empty() || !s.title_stack.is_empty() {
         out.extend_from_slice(b"\x1b]2;");
         out.extend_from_slice(sanitize(&s.title).as_bytes());
+        out.extend_from_slice(b"\x1b\\");
+    }
+    // The icon title: its own, or (after the stacks left another) the
+    // window title it follows.
+    let icon = s
+        .icon
+        .as_ref()
+        .or((!s.icon_stack.is_empty()).then_some(&s.title));
+    if let Some(icon) = icon {
+        out.extend_from_slice(b"\x1b]1;");
+        out.extend_from_slice(sanitize(icon).as_bytes());
         out.extend_from_slice(b"\x1b\\");
     }
     // Cursor: in origin mode CUP is relative to the region, and setting the

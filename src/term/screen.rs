@@ -109,8 +109,16 @@ pub struct Screen {
     pub modes: Modes,
     #[serde(default, skip_serializing_if = "is_default")]
     pub title: String,
+    /// XTWINOPS 22/23's stack of window titles, newest last.
     #[serde(default, skip_serializing_if = "is_default")]
     pub title_stack: Vec<String>,
+    /// The icon titles of the same entries: as long as `title_stack`.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub icon_stack: Vec<String>,
+    /// The icon title (OSC 1) when it differs from the window title: `None`
+    /// while OSC 0 set both (the icon title is then `title`).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub icon: Option<String>,
     #[serde(default, skip_serializing_if = "is_default")]
     pub cwd: Option<String>,
     /// Colours set by OSC 10/11, reported back by OSC 10/11 queries.
@@ -118,6 +126,11 @@ pub struct Screen {
     pub fg_override: Option<(u8, u8, u8)>,
     #[serde(default, skip_serializing_if = "is_default")]
     pub bg_override: Option<(u8, u8, u8)>,
+    /// Palette entries (0..=255), special colours (256..=260) and dynamic
+    /// colours 12..=19 (1012..=1019) set by OSC 4, 5 and 12..19, sorted by
+    /// key: reported back by their queries (`dec.rs`).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub colors: Vec<(u16, (u8, u8, u8))>,
     /// Mirror of vte's private "preceding char" for REP, so a deserialized
     /// terminal can prime a fresh `Processor` with it.
     #[serde(default, skip_serializing_if = "is_default")]
@@ -126,6 +139,31 @@ pub struct Screen {
     pub events: Vec<TermEvent>,
     #[serde(default, skip_serializing_if = "is_default")]
     pub replies: Vec<u8>,
+    /// Left and right margins (DECSLRM), inclusive columns, while DECLRMM
+    /// is set and they are narrower than the screen; `None` otherwise.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub lr: Option<(usize, usize)>,
+    /// DECSCL's conformance level (1 for VT100 .. 5 for VT500); 0 reads
+    /// as 5, the level ptyd starts at.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub level: u8,
+    /// DECSACE: 2 makes DECCARA/DECRARA work on the rectangle, 0 and 1 on
+    /// the stream of cells from its first corner to its last.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub rect_extent: u8,
+    /// The last protection started was SPA's (ISO), not DECSCA's: ED, EL
+    /// and ECH spare protected cells too, as in xterm.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub protect_iso: bool,
+    /// Private modes XTSAVE saved, with their values, for XTRESTORE; one
+    /// entry per mode, so at most the modes the model knows.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub saved_modes: Vec<(u16, bool)>,
+    /// The size in pixels of a character cell of the client's terminal
+    /// (width, height), when the server knows it: XTWINOPS 14 and 16 are
+    /// answered from it, and pass on to the client without it.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub cell_pixels: Option<(u16, u16)>,
     /// Set by a query handler while a sequence is dispatched: the sequence
     /// was answered here and must not be forwarded. Transient.
     #[serde(skip)]
@@ -134,6 +172,21 @@ pub struct Screen {
     /// takes it after each `feed` into its count. Transient.
     #[serde(skip)]
     pub switched: bool,
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Units of work done by the model on this thread (cells written or
+    /// moved, rows moved, loop steps): tests bound what one sequence costs.
+    pub static WORK: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Counts `n` units of work (`WORK`) in tests; nothing otherwise.
+#[inline(always)]
+pub fn work(n: usize) {
+    #[cfg(test)]
+    WORK.with(|w| w.set(w.get() + n as u64));
+    let _ = n;
 }
 
 /// Whether `value` is its type's default: a field left out of an encoding
@@ -184,12 +237,21 @@ impl Screen {
             modes: Modes::default(),
             title: String::new(),
             title_stack: Vec::new(),
+            icon_stack: Vec::new(),
+            icon: None,
             cwd: None,
             fg_override: None,
             bg_override: None,
+            colors: Vec::new(),
             last_char: None,
             events: Vec::new(),
             replies: Vec::new(),
+            lr: None,
+            level: 0,
+            rect_extent: 0,
+            protect_iso: false,
+            saved_modes: Vec::new(),
+            cell_pixels: None,
             swallow: false,
             switched: false,
         }
@@ -217,6 +279,12 @@ impl Screen {
             self.tabs.resize(self.cols, false);
         }
         self.active_charset &= 3;
+        self.lr = self
+            .lr
+            .filter(|&(l, r)| self.modes.lr_margins && l < r && r < self.cols);
+        if self.level > 5 {
+            self.level = 0;
+        }
         for saved in [&mut self.saved_main, &mut self.saved_alt]
             .into_iter()
             .flatten()
@@ -225,9 +293,20 @@ impl Screen {
             saved.cursor.col = saved.cursor.col.min(self.cols - 1);
             saved.active_charset &= 3;
         }
+        self.colors.sort_unstable_by_key(|(k, _)| *k);
+        self.colors.dedup_by_key(|(k, _)| *k);
+        self.colors
+            .retain(|(k, _)| *k < 261 || (1012..1020).contains(k));
+        self.saved_modes.truncate(256);
         self.events.truncate(MAX_EVENTS);
         self.replies.truncate(MAX_REPLIES);
         self.title_stack.truncate(MAX_TITLE_STACK);
+        // An encoding from before icon titles has window titles only: the
+        // icon titles followed them.
+        self.icon_stack.truncate(self.title_stack.len());
+        let n = self.icon_stack.len();
+        self.icon_stack
+            .extend(self.title_stack[n..].iter().cloned());
         self.modes
             .kitty_stack
             .truncate(super::modes::KITTY_STACK_MAX);
@@ -344,13 +423,100 @@ impl Screen {
         }
     }
 
-    /// REP: repeats the last printed character.
+    /// REP: repeats the last printed character `n` times, wrapping as
+    /// printing does (as xterm does). A count beyond what can change the
+    /// screen is cut: after `rows + 2` lines' worth every cell the
+    /// repetition reaches holds the character and the screen repeats with
+    /// the period of a line, so the rest of the count is taken modulo that
+    /// (only scrollback gets fewer copies). One REP thus costs at most a
+    /// screenful and a line of cells, as ED or DECALN does, however large
+    /// its count: 65535 would otherwise draw (and scroll) 65535 cells for
+    /// six bytes of input.
     pub fn repeat(&mut self, n: u16) {
-        if let Some(c) = self.last_char {
-            for _ in 0..n {
-                self.print(c);
+        let Some(c) = self.last_char else {
+            return;
+        };
+        let width = match c.width() {
+            Some(0) | None => {
+                // Marks on one cell: a few are as good as many.
+                for _ in 0..n.min(4) {
+                    self.print(c);
+                }
+                return;
             }
+            Some(w) => w,
+        };
+        let per_line = ((self.right() + 1 - self.left()) / width).max(1);
+        let settle = (self.rows + 2) * self.cols;
+        let mut n = usize::from(n);
+        if let Some((left, right)) = self.lr
+            && n > settle
+            && width == 1
+            && self.modes.autowrap
+            && !self.modes.insert
+            && self.in_margins()
+        {
+            // Inside left/right margins each wrap scrolls the region cell by
+            // cell: the end state is written directly instead. Every cell
+            // of the region holds the character up to where the count
+            // leaves the cursor, on the bottom row; the rest of that row was
+            // scrolled in blank.
+            let w = right + 1 - left;
+            let before = if self.cursor.pending_wrap {
+                w
+            } else {
+                self.cursor.col - left
+            };
+            let shown = if self.charsets[self.active_charset & 3] == Charset::DecSpecial {
+                dec_special(c)
+            } else {
+                c
+            };
+            let (top, bottom) = (self.scroll_top, self.scroll_bottom);
+            let last = (before + n) % w;
+            if bottom > top {
+                self.fill_region(top, bottom - 1, left, right, shown);
+            }
+            let fill = self.pen.erase_part();
+            self.grid_mut().row_mut(bottom).erase(left, right + 1, fill);
+            let written = if last == 0 { w } else { last };
+            self.fill_region(bottom, bottom, left, left + written - 1, shown);
+            self.cursor.row = bottom;
+            self.cursor.pending_wrap = last == 0;
+            self.cursor.col = if last == 0 { right } else { left + last };
+            return;
         }
+        if n > settle + per_line {
+            n = settle + (n - settle) % per_line;
+        }
+        for _ in 0..n {
+            work(1);
+            self.print(c);
+        }
+    }
+
+    /// The left margin (column), 0 without DECSLRM margins.
+    #[inline]
+    pub fn left(&self) -> usize {
+        self.lr.map_or(0, |m| m.0)
+    }
+
+    /// The right margin (column), the last column without DECSLRM margins.
+    #[inline]
+    pub fn right(&self) -> usize {
+        self.lr.map_or(self.cols - 1, |m| m.1)
+    }
+
+    /// Whether column `col` is inside the left and right margins.
+    #[inline]
+    pub fn in_lr(&self, col: usize) -> bool {
+        self.lr.is_none_or(|(l, r)| col >= l && col <= r)
+    }
+
+    /// Whether the cursor is inside all four margins.
+    pub(super) fn in_margins(&self) -> bool {
+        (self.scroll_top..=self.scroll_bottom).contains(&self.cursor.row)
+            && self.in_lr(self.cursor.col)
     }
 
     /// Bulk write of printable ASCII (callers pass nothing else): one row
@@ -367,7 +533,10 @@ impl Screen {
     #[inline]
     pub fn print_ascii_prefix(&mut self, input: &[u8]) -> usize {
         let printable = |b: &u8| (0x20..0x7F).contains(b);
-        if self.modes.insert || self.charsets[self.active_charset & 3] != Charset::Ascii {
+        if self.modes.insert
+            || self.lr.is_some()
+            || self.charsets[self.active_charset & 3] != Charset::Ascii
+        {
             let n = input
                 .iter()
                 .position(|b| !printable(b))
@@ -432,8 +601,14 @@ impl Screen {
             self.add_mark(c);
             return;
         }
-        let cols = self.cols;
-        if width > cols {
+        work(1);
+        // Inside left/right margins a line ends at the right margin.
+        let cols = if self.lr.is_some() && self.cursor.col <= self.right() {
+            self.right() + 1
+        } else {
+            self.cols
+        };
+        if width > self.right() + 1 - self.left() {
             return;
         }
         if self.cursor.pending_wrap {
@@ -463,7 +638,7 @@ impl Screen {
         let extra = self.pen_extra.non_empty().cloned();
         let r = self.grid_mut().row_mut(row);
         if insert {
-            r.insert_blanks(col, width, pen.erase_part());
+            r.insert_blanks(col, width, cols, pen.erase_part());
         }
         r.split_wide_left(col, pen.erase_part());
         r.split_wide_right(col + width, pen.erase_part());
@@ -519,13 +694,15 @@ impl Screen {
         r.wrapped = true;
         r.wrap_gap = gap;
         self.index();
-        self.cursor.col = 0;
+        self.cursor.col = self.left();
     }
 
     /// Pushes an evicted main-screen row into scrollback.
     fn scroll_region_up(&mut self, top: usize, bottom: usize, n: usize) {
         let fill = self.pen.erase_part();
-        if !self.modes.alt_screen && top == 0 {
+        if let Some((left, right)) = self.lr {
+            self.scroll_rect(top, bottom, left, right, n, true);
+        } else if !self.modes.alt_screen && top == 0 {
             let Screen {
                 main, scrollback, ..
             } = self;
@@ -545,7 +722,10 @@ impl Screen {
     pub fn index(&mut self) {
         self.cursor.pending_wrap = false;
         if self.cursor.row == self.scroll_bottom {
-            self.scroll_region_up(self.scroll_top, self.scroll_bottom, 1);
+            // Outside the left/right margins nothing scrolls (xterm).
+            if self.in_lr(self.cursor.col) {
+                self.scroll_region_up(self.scroll_top, self.scroll_bottom, 1);
+            }
         } else if self.cursor.row + 1 < self.rows {
             self.cursor.row += 1;
         }
@@ -562,9 +742,9 @@ impl Screen {
     pub fn reverse_index(&mut self) {
         self.cursor.pending_wrap = false;
         if self.cursor.row == self.scroll_top {
-            let fill = self.pen.erase_part();
-            let (t, b) = (self.scroll_top, self.scroll_bottom);
-            self.grid_mut().scroll_down(t, b, 1, fill);
+            if self.in_lr(self.cursor.col) {
+                self.scroll_down(1);
+            }
         } else if self.cursor.row > 0 {
             self.cursor.row -= 1;
         }
@@ -577,31 +757,89 @@ impl Screen {
     pub fn scroll_down(&mut self, n: usize) {
         let fill = self.pen.erase_part();
         let (t, b) = (self.scroll_top, self.scroll_bottom);
-        self.grid_mut().scroll_down(t, b, n, fill);
+        if let Some((left, right)) = self.lr {
+            self.scroll_rect(t, b, left, right, n, false);
+        } else {
+            self.grid_mut().scroll_down(t, b, n, fill);
+        }
     }
 
+    /// IL: only inside the margins, which bound the rows it moves.
     pub fn insert_lines(&mut self, n: usize) {
-        let row = self.cursor.row;
-        if row < self.scroll_top || row > self.scroll_bottom {
+        if !self.in_margins() {
             return;
         }
-        let fill = self.pen.erase_part();
-        let b = self.scroll_bottom;
-        self.grid_mut().scroll_down(row, b, n, fill);
-        // The column is kept, as alacritty and vt100 do (xterm homes it);
-        // programs position the cursor after IL/DL anyway.
+        let (row, b) = (self.cursor.row, self.scroll_bottom);
+        if let Some((left, right)) = self.lr {
+            self.scroll_rect(row, b, left, right, n, false);
+        } else {
+            let fill = self.pen.erase_part();
+            self.grid_mut().scroll_down(row, b, n, fill);
+        }
+        // The column is kept without left/right margins, as alacritty and
+        // vt100 do; inside them it goes to the left margin, as in xterm.
+        if self.lr.is_some() {
+            self.cursor.col = self.left();
+        }
         self.cursor.pending_wrap = false;
     }
 
     pub fn delete_lines(&mut self, n: usize) {
-        let row = self.cursor.row;
-        if row < self.scroll_top || row > self.scroll_bottom {
+        if !self.in_margins() {
             return;
         }
-        let fill = self.pen.erase_part();
-        let b = self.scroll_bottom;
-        self.grid_mut().scroll_up(row, b, n, fill, None);
+        let (row, b) = (self.cursor.row, self.scroll_bottom);
+        if let Some((left, right)) = self.lr {
+            self.scroll_rect(row, b, left, right, n, true);
+            self.cursor.col = self.left();
+        } else {
+            let fill = self.pen.erase_part();
+            self.grid_mut().scroll_up(row, b, n, fill, None);
+        }
         self.cursor.pending_wrap = false;
+    }
+
+    /// Scrolls the rectangle of rows `top..=bottom`, columns
+    /// `left..=right` up (or down) by `n`, blanking what it leaves; rows
+    /// outside it and cells beside it stay. Nothing goes to scrollback.
+    pub fn scroll_rect(
+        &mut self,
+        top: usize,
+        bottom: usize,
+        left: usize,
+        right: usize,
+        n: usize,
+        up: bool,
+    ) {
+        if top > bottom || left > right || bottom >= self.rows || right >= self.cols {
+            return;
+        }
+        let n = n.min(bottom - top + 1);
+        let fill = self.pen.erase_part();
+        let g = self.grid_mut();
+        let moved = bottom - top + 1 - n;
+        for i in 0..moved {
+            let (to, from) = if up {
+                (top + i, top + i + n)
+            } else {
+                (bottom - i, bottom - i - n)
+            };
+            work(right - left + 1);
+            let cells: Vec<super::cell::Cell> = {
+                let src = g.row_mut(from);
+                src.split_wide_left(left, fill);
+                src.split_wide_right(right + 1, fill);
+                src.cells[left..=right].to_vec()
+            };
+            let dst = g.row_mut(to);
+            dst.erase(left, right + 1, fill);
+            dst.cells[left..=right].copy_from_slice(&cells);
+        }
+        for i in 0..n {
+            let r = if up { bottom - i } else { top + i };
+            work(right - left + 1);
+            g.row_mut(r).erase(left, right + 1, fill);
+        }
     }
 
     /// Absolute move; `row` is relative to the scroll region in origin mode.
@@ -613,12 +851,18 @@ impl Screen {
         };
         let row = (min as i64).saturating_add(row.max(0));
         self.cursor.row = (row.min(max as i64)) as usize;
-        self.cursor.col = (col.max(0).min(self.cols as i64 - 1)) as usize;
-        self.cursor.pending_wrap = false;
+        self.goto_col(col);
     }
 
+    /// Absolute column; relative to the left margin in origin mode.
     pub fn goto_col(&mut self, col: i64) {
-        self.cursor.col = (col.max(0).min(self.cols as i64 - 1)) as usize;
+        let (min, max) = if self.modes.origin {
+            (self.left(), self.right())
+        } else {
+            (0, self.cols - 1)
+        };
+        let col = (min as i64).saturating_add(col.max(0));
+        self.cursor.col = col.min(max as i64) as usize;
         self.cursor.pending_wrap = false;
     }
 
@@ -649,43 +893,131 @@ impl Screen {
         self.cursor.pending_wrap = false;
     }
 
+    /// The column a rightward move stops at: the right margin from inside
+    /// the margins, else the last column.
+    fn right_stop(&self) -> usize {
+        if self.cursor.col <= self.right() {
+            self.right()
+        } else {
+            self.cols - 1
+        }
+    }
+
+    /// The column a leftward move stops at: the left margin from inside
+    /// the margins, else the first column.
+    fn left_stop(&self) -> usize {
+        if self.cursor.col >= self.left() {
+            self.left()
+        } else {
+            0
+        }
+    }
+
     pub fn move_forward(&mut self, n: usize) {
-        self.cursor.col = self.cursor.col.saturating_add(n).min(self.cols - 1);
+        self.cursor.col = self.cursor.col.saturating_add(n).min(self.right_stop());
         self.cursor.pending_wrap = false;
     }
 
+    /// CUB. With reverse wraparound (45, 1045) and autowrap it moves as
+    /// `n` backspaces do, up through the rows above: at most a screenful
+    /// of steps, beyond which it would only go round again.
     pub fn move_backward(&mut self, n: usize) {
-        self.cursor.col = self.cursor.col.saturating_sub(n);
+        if self.modes.autowrap && (self.modes.reverse_wrap || self.modes.reverse_wrap_ext) {
+            for _ in 0..n.min(self.rows * self.cols + 1) {
+                work(1);
+                let before = (self.cursor.row, self.cursor.col, self.cursor.pending_wrap);
+                self.backspace();
+                if before == (self.cursor.row, self.cursor.col, self.cursor.pending_wrap) {
+                    break;
+                }
+            }
+            return;
+        }
+        self.cursor.col = self.cursor.col.saturating_sub(n).max(self.left_stop());
         self.cursor.pending_wrap = false;
     }
 
+    /// To the left margin (in origin mode, or from inside the margins),
+    /// else to the first column.
     pub fn carriage_return(&mut self) {
-        self.cursor.col = 0;
+        self.cursor.col = if self.modes.origin {
+            self.left()
+        } else {
+            self.left_stop()
+        };
         self.cursor.pending_wrap = false;
     }
 
     /// Like xterm and alacritty: a pending wrap is cancelled and the cursor
-    /// still moves left from the last column.
+    /// still moves left from the last column. With reverse wraparound (45,
+    /// 1045) and autowrap, a pending wrap is only cancelled, and at the
+    /// left edge the cursor goes to the right margin of the row above: for
+    /// 45 only if that row wrapped onto this one, for 1045 from any row and
+    /// from the top margin to the bottom one (xterm since patch 383).
     pub fn backspace(&mut self) {
-        self.cursor.pending_wrap = false;
-        self.cursor.col = self.cursor.col.saturating_sub(1);
+        let reverse =
+            self.modes.autowrap && (self.modes.reverse_wrap || self.modes.reverse_wrap_ext);
+        if std::mem::take(&mut self.cursor.pending_wrap) && reverse {
+            return;
+        }
+        let left = self.left_stop();
+        if self.cursor.col > left {
+            self.cursor.col -= 1;
+            return;
+        }
+        if !reverse {
+            return;
+        }
+        let row = self.cursor.row;
+        let (top, bottom) = if (self.scroll_top..=self.scroll_bottom).contains(&row) {
+            (self.scroll_top, self.scroll_bottom)
+        } else {
+            (0, self.rows - 1)
+        };
+        let extended = self.modes.reverse_wrap_ext;
+        let above = if row > top {
+            row - 1
+        } else if extended {
+            bottom
+        } else {
+            return;
+        };
+        if !extended && !self.grid().row(above).wrapped {
+            return;
+        }
+        self.cursor.row = above;
+        self.cursor.col = self.right();
     }
 
+    /// CHT / HT: to the next tab stop, stopping at the right margin (or
+    /// the last column from outside the margins).
     pub fn tab_forward(&mut self, n: usize) {
+        let stop = self.right_stop();
         for _ in 0..n.min(self.cols) {
+            if self.cursor.col >= stop {
+                break;
+            }
             let mut c = self.cursor.col + 1;
-            while c < self.cols - 1 && !self.tabs[c] {
+            while c < stop && !self.tabs[c] {
+                work(1);
                 c += 1;
             }
-            self.cursor.col = c.min(self.cols - 1);
+            self.cursor.col = c.min(stop);
         }
         self.cursor.pending_wrap = false;
     }
 
+    /// CBT: to the previous tab stop, or the first column: the left
+    /// margin does not stop it (xterm).
     pub fn tab_backward(&mut self, n: usize) {
+        let stop = 0;
         for _ in 0..n.min(self.cols) {
-            let mut c = self.cursor.col.saturating_sub(1);
-            while c > 0 && !self.tabs[c] {
+            if self.cursor.col <= stop {
+                break;
+            }
+            let mut c = self.cursor.col - 1;
+            while c > stop && !self.tabs[c] {
+                work(1);
                 c -= 1;
             }
             self.cursor.col = c;
@@ -703,6 +1035,10 @@ impl Screen {
     /// modes 1 and 2 a cursor parked past the last column still wraps
     /// before the next character.
     pub fn erase_line_mode(&mut self, mode: u16) {
+        if self.protect_iso {
+            // Guarded areas (SPA ... EPA) survive EL, as in xterm.
+            return self.selective_erase_line(mode);
+        }
         let col = self.cursor.col;
         match mode {
             0 => self.erase_in_line(col, usize::MAX),
@@ -731,6 +1067,7 @@ impl Screen {
         self.erase_rows(0, usize::MAX);
         self.scroll_top = 0;
         self.scroll_bottom = self.rows - 1;
+        self.lr = None;
         self.goto(0, 0);
     }
 
@@ -742,21 +1079,50 @@ impl Screen {
         }
     }
 
+    /// ICH: within the line up to the right margin; nothing outside the
+    /// left/right margins.
     pub fn insert_blanks(&mut self, n: usize) {
         let (row, col, fill) = (self.cursor.row, self.cursor.col, self.pen.erase_part());
-        self.grid_mut().row_mut(row).insert_blanks(col, n, fill);
+        if self.in_lr(col) {
+            let end = self.right() + 1;
+            work(end - col);
+            self.grid_mut()
+                .row_mut(row)
+                .insert_blanks(col, n, end, fill);
+        }
         self.cursor.pending_wrap = false;
     }
 
+    /// DCH: as ICH.
     pub fn delete_chars(&mut self, n: usize) {
         let (row, col, fill) = (self.cursor.row, self.cursor.col, self.pen.erase_part());
-        self.grid_mut().row_mut(row).delete_chars(col, n, fill);
+        if self.in_lr(col) {
+            let end = self.right() + 1;
+            work(end - col);
+            self.grid_mut().row_mut(row).delete_chars(col, n, end, fill);
+        }
         self.cursor.pending_wrap = false;
     }
 
     pub fn erase_chars(&mut self, n: usize) {
         let col = self.cursor.col;
         self.erase_in_line(col, col.saturating_add(n.max(1)));
+    }
+
+    /// DECSLRM: left and right margins (1-based, 0 or missing for the
+    /// screen's edges), honoured only while DECLRMM is set; homes the
+    /// cursor.
+    pub fn set_lr_margins(&mut self, left: usize, right: Option<usize>) {
+        if !self.modes.lr_margins {
+            return;
+        }
+        let left = left.max(1) - 1;
+        let right = right.filter(|&r| r > 0).unwrap_or(self.cols).min(self.cols) - 1;
+        if left >= right {
+            return;
+        }
+        self.lr = (left > 0 || right < self.cols - 1).then_some((left, right));
+        self.goto(0, 0);
     }
 
     pub fn set_scroll_region(&mut self, top: usize, bottom: Option<usize>) {
@@ -852,6 +1218,7 @@ impl Screen {
         }
         self.scroll_top = 0;
         self.scroll_bottom = self.rows - 1;
+        self.lr = None;
         self.goto(0, 0);
     }
 
@@ -864,6 +1231,7 @@ impl Screen {
         let events = std::mem::take(&mut self.events);
         let replies = std::mem::take(&mut self.replies);
         let last_char = self.last_char;
+        let cell_pixels = self.cell_pixels;
         let swallow = self.swallow;
         let switched = self.switched || self.modes.alt_screen;
         *self = fresh;
@@ -874,6 +1242,7 @@ impl Screen {
         self.events = events;
         self.replies = replies;
         self.last_char = last_char;
+        self.cell_pixels = cell_pixels;
         self.swallow = swallow;
     }
 
@@ -932,6 +1301,7 @@ impl Screen {
         self.cursor.pending_wrap = keep_wrap && self.cursor.col == new_cols - 1;
         self.scroll_top = 0;
         self.scroll_bottom = new_rows - 1;
+        self.lr = None;
         let old_tabs = std::mem::take(&mut self.tabs);
         self.tabs = default_tabs(new_cols);
         for (i, t) in old_tabs.into_iter().enumerate().take(new_cols) {

@@ -280,11 +280,11 @@ fn queries_are_answered_and_not_forwarded() {
     let replies = String::from_utf8(t.take_replies()).unwrap();
     assert_eq!(
         replies,
-        "\x1b[?62;22c\x1b[>1;10;0c\x1b[0n\x1b[?2004;2$y\x1b[4;2$y\x1b[?0u\x1bP>|ptyd(0.1.0)\x1b\\\
+        "\x1b[?65;6;21;22;28c\x1b[>64;10;0c\x1b[0n\x1b[?2004;2$y\x1b[4;2$y\x1b[?0u\x1bP>|ptyd(0.1.0)\x1b\\\
          \x1b]10;rgb:e5e5/e5e5/e5e5\x07\x1b]11;rgb:0000/0000/0000\x1b\\\x1b[8;3;10t\x1b[>4;0m"
     );
     // Not-a-query sequences and unanswered queries pass through unchanged.
-    let other: &[u8] = b"\x1b[1mx\x1b[14t\x1b]2;t\x07\x1bP$q q\x1b\\";
+    let other: &[u8] = b"\x1b[1mx\x1b[14t\x1b]2;t\x07\x1bP+q544e\x1b\\";
     assert_eq!(feed(&mut t, other), other);
     assert!(t.take_replies().is_empty());
 }
@@ -1281,4 +1281,105 @@ fn history_lines_put_back_make_the_same_terminal() {
     }
     // The bound was reached: lines were evicted under the cache.
     assert_eq!(longest, 200);
+}
+
+/// Work done (cells written or moved, loop steps: `screen::WORK`) by
+/// feeding `input` to `t`.
+fn work_of(t: &mut Terminal, input: &[u8]) -> u64 {
+    let before = screen::WORK.with(|w| w.get());
+    feed(t, input);
+    screen::WORK.with(|w| w.get()) - before
+}
+
+/// No sequence costs more than a few screenfuls of work however large its
+/// count: REP, ICH, DCH, IL, DL, ECH, SU, SD, CUF, CUB, CHT, CBT, DECIC,
+/// DECDC, SL, SR, the rectangle operations, in and out of margins, at
+/// the largest count a parameter can hold. Before the bound REP alone drew
+/// 65535 cells for `a\e[999999999b`.
+#[test]
+fn huge_counts_do_bounded_work() {
+    let (cols, rows) = (80u16, 25u16);
+    let screen = u64::from(cols) * u64::from(rows);
+    let counts: [&[u8]; 2] = [b"999999999", b"65535"];
+    let finals: [&[u8]; 17] = [
+        b"b", b"@", b"P", b"L", b"M", b"X", b"S", b"T", b"C", b"D", b"I", b"Z", b"'}", b"'~",
+        b" @", b" A", b"E",
+    ];
+    let setups: [&[u8]; 4] = [
+        b"",
+        b"\x1b[5;20r\x1b[10;10H",
+        b"\x1b[?69h\x1b[10;40s\x1b[5;20r\x1b[10;15H",
+        b"\x1b[?7l\x1b[?45h\x1b[?1045h\x1b[?7h\x1b[25;80H",
+    ];
+    for setup in setups {
+        for count in counts {
+            for fin in finals {
+                let mut t = term(cols, rows);
+                feed(&mut t, setup);
+                feed(&mut t, b"abc");
+                let mut seq = b"\x1b[".to_vec();
+                seq.extend_from_slice(count);
+                seq.extend_from_slice(fin);
+                let work = work_of(&mut t, &seq);
+                assert!(
+                    work <= 3 * screen,
+                    "{} after {} did {work} units of work",
+                    String::from_utf8_lossy(&seq).escape_debug(),
+                    String::from_utf8_lossy(setup).escape_debug()
+                );
+            }
+        }
+    }
+    // The rectangle operations and DECRQCRA on the whole screen (and past
+    // it) touch each cell once.
+    for seq in [
+        &b"\x1b[88;1;1;65535;65535$x"[..],
+        b"\x1b[1;1;65535;65535$z",
+        b"\x1b[1;1;65535;65535${",
+        b"\x1b[1;1;65535;65535;1;1;1$v",
+        b"\x1b[1;1;65535;65535;1;4;5;7$r",
+        b"\x1b[1;1;65535;65535;1;4;5;7$t",
+        b"\x1b[1;1;1;1;65535;65535*y",
+        b"\x1b[?2J",
+    ] {
+        let mut t = term(cols, rows);
+        let work = work_of(&mut t, seq);
+        assert!(work <= 2 * screen, "{seq:?} did {work} units of work");
+    }
+}
+
+/// REP repeats as printing does, wrapping inside the margins, and a huge
+/// count leaves the screen and cursor exactly as the full count would.
+#[test]
+fn rep_with_a_huge_count_ends_where_the_full_count_would() {
+    for (count, setup) in [
+        (7_000u32, &b""[..]),
+        (65_535, b"\x1b[3;5r\x1b[?69h\x1b[3;9s\x1b[4;4H"),
+    ] {
+        let mut bounded = term(12, 6);
+        feed(&mut bounded, setup);
+        feed(&mut bounded, format!("xy\x1b[{count}b").as_bytes());
+        let mut full = term(12, 6);
+        feed(&mut full, setup);
+        feed(&mut full, b"xy");
+        for _ in 0..count {
+            feed(&mut full, b"y");
+        }
+        assert_eq!(bounded.visible_text(), full.visible_text(), "count {count}");
+        assert_eq!(bounded.cursor(), full.cursor(), "count {count}");
+    }
+}
+
+/// Pixel sizes are answered only once the server gave the client's cell
+/// size; before that the query passes on to the clients.
+#[test]
+fn pixel_size_reports_need_the_clients_cell_size() {
+    let mut t = term(80, 25);
+    assert_eq!(feed(&mut t, b"\x1b[14t\x1b[16t"), b"\x1b[14t\x1b[16t");
+    assert!(t.take_replies().is_empty());
+    t.set_cell_pixels(Some((9, 18)));
+    assert_eq!(feed(&mut t, b"\x1b[14t\x1b[16t"), b"");
+    assert_eq!(t.take_replies(), b"\x1b[4;450;720t\x1b[6;18;9t");
+    let back: Terminal = serde_json::from_str(&serde_json::to_string(&t).unwrap()).unwrap();
+    assert_eq!(back, t);
 }
