@@ -130,7 +130,7 @@ impl PtyProc {
     }
 }
 
-/// What the throughput runs print last: it starts with a byte (the lead
+/// What the throughput runs print last: it starts with a byte (the first
 /// byte of a UTF-8 sequence) that neither the generated text nor any
 /// terminal's escape sequences contain, so [`PtyProc::read_until`] searches
 /// almost nothing.
