@@ -82,10 +82,8 @@ impl Args {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tmux::words;
 
-    fn words(s: &[&str]) -> Vec<String> {
-        s.iter().map(|w| w.to_string()).collect()
-    }
 
     #[test]
     fn flags_cluster_and_values_join_or_follow() {

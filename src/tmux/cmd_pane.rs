@@ -188,17 +188,31 @@ pub fn split(ctx: &mut Ctx, a: &Args) -> CmdResult {
         ctx.call("pane.focus", json!({"target": format!("p{pane}")}))?;
     }
     ctx.changed();
-    if a.has('P') {
-        let at = ctx
-            .view()?
-            .find_pane_num(pane)
-            .ok_or_else(|| Failure::new("the new pane vanished"))?;
-        let format = a
-            .value('F')
-            .unwrap_or("#{session_name}:#{window_index}.#{pane_index}");
-        let line = vars::expand(ctx, at, format)?;
-        out!("{line}");
+    print_created(ctx, a, pane, "#{session_name}:#{window_index}.#{pane_index}")
+}
+
+/// `-P` of the commands that make a pane: prints where the new pane is, in
+/// `-F`'s format, else `default`.
+pub fn print_created(ctx: &mut Ctx, a: &Args, pane: u64, default: &str) -> CmdResult {
+    if !a.has('P') {
+        return Ok(());
     }
+    let at = ctx
+        .view()?
+        .find_pane_num(pane)
+        .ok_or_else(|| Failure::new(format!("the new pane %{pane} is gone already")))?;
+    let line = vars::expand(ctx, at, a.value('F').unwrap_or(default))?;
+    out!("{line}");
+    Ok(())
+}
+
+/// Removes each of `ids` with `method` (`pane.remove`, `tab.remove`,
+/// `workspace.remove`), forced as tmux's kill commands are.
+pub fn remove_each(ctx: &mut Ctx, method: &str, ids: Vec<String>) -> CmdResult {
+    for id in ids {
+        ctx.call(method, json!({"target": id, "force": true}))?;
+    }
+    ctx.changed();
     Ok(())
 }
 
@@ -216,11 +230,7 @@ pub fn kill(ctx: &mut Ctx, a: &Args) -> CmdResult {
     } else {
         vec![view.pane(at).id()]
     };
-    for id in doomed {
-        ctx.call("pane.remove", json!({"target": id, "force": true}))?;
-    }
-    ctx.changed();
-    Ok(())
+    remove_each(ctx, "pane.remove", doomed)
 }
 
 pub fn list(ctx: &mut Ctx, a: &Args) -> CmdResult {

@@ -75,15 +75,12 @@ pub fn new(ctx: &mut Ctx, a: &Args) -> CmdResult {
         rows: size('y', 24)?,
     };
     let pane = cmd_pane::create(ctx, spawn)?;
-    let at = ctx
-        .view()?
-        .find_pane_num(pane)
-        .ok_or_else(|| Failure::new("the new session's pane vanished"))?;
-    if a.has('P') {
-        let line = vars::expand(ctx, at, a.value('F').unwrap_or("#{session_name}:"))?;
-        out!("{line}");
-    }
+    cmd_pane::print_created(ctx, a, pane, "#{session_name}:")?;
     if attach {
+        let at = ctx
+            .view()?
+            .find_pane_num(pane)
+            .ok_or_else(|| Failure::new(format!("the new pane %{pane} is gone already")))?;
         return attach_pane(ctx, at);
     }
     Ok(())
@@ -137,11 +134,7 @@ pub fn kill(ctx: &mut Ctx, a: &Args) -> CmdResult {
     } else {
         vec![view.session(at).id()]
     };
-    for id in doomed {
-        ctx.call("workspace.remove", json!({"target": id, "force": true}))?;
-    }
-    ctx.changed();
-    Ok(())
+    cmd_pane::remove_each(ctx, "workspace.remove", doomed)
 }
 
 /// tmux's kill-server ends every session and the server: here every

@@ -5,7 +5,7 @@ use super::args::Args;
 use super::cmd_pane::{self, Spawn};
 use super::cmd_session::print_rows;
 use super::view::At;
-use super::{CmdResult, Ctx, Failure, vars};
+use super::{CmdResult, Ctx, Failure};
 use serde_json::json;
 
 const LIST_FORMAT: &str = "#{window_index}: #{window_name}#{window_flags} (#{window_panes} panes) [#{window_width}x#{window_height}]";
@@ -67,16 +67,7 @@ pub fn new(ctx: &mut Ctx, a: &Args) -> CmdResult {
         ctx.call("pane.focus", json!({"target": format!("p{pane}")}))?;
         ctx.changed();
     }
-    if a.has('P') {
-        let at = ctx
-            .view()?
-            .find_pane_num(pane)
-            .ok_or_else(|| Failure::new("the new window's pane vanished"))?;
-        let format = a.value('F').unwrap_or("#{session_name}:#{window_index}");
-        let line = vars::expand(ctx, at, format)?;
-        out!("{line}");
-    }
-    Ok(())
+    cmd_pane::print_created(ctx, a, pane, "#{session_name}:#{window_index}")
 }
 
 pub fn kill(ctx: &mut Ctx, a: &Args) -> CmdResult {
@@ -93,11 +84,7 @@ pub fn kill(ctx: &mut Ctx, a: &Args) -> CmdResult {
     } else {
         vec![view.window(at).id()]
     };
-    for id in doomed {
-        ctx.call("tab.remove", json!({"target": id, "force": true}))?;
-    }
-    ctx.changed();
-    Ok(())
+    cmd_pane::remove_each(ctx, "tab.remove", doomed)
 }
 
 pub fn list(ctx: &mut Ctx, a: &Args) -> CmdResult {

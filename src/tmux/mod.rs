@@ -334,23 +334,26 @@ fn split_commands(words: &[String]) -> Vec<Vec<String>> {
     out
 }
 
+/// Words from string literals, for the tests.
+#[cfg(test)]
+fn words(s: &[&str]) -> Vec<String> {
+    s.iter().map(|w| w.to_string()).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn w(s: &[&str]) -> Vec<String> {
-        s.iter().map(|x| x.to_string()).collect()
-    }
 
     #[test]
     fn command_sequences_split_on_semicolons() {
         assert_eq!(
-            split_commands(&w(&["new", "-d", ";", "ls"])),
-            vec![w(&["new", "-d"]), w(&["ls"])]
+            split_commands(&words(&["new", "-d", ";", "ls"])),
+            vec![words(&["new", "-d"]), words(&["ls"])]
         );
         assert_eq!(
-            split_commands(&w(&["send", "a\\;", "x;", "ls"])),
-            vec![w(&["send", "a;", "x"]), w(&["ls"])]
+            split_commands(&words(&["send", "a\\;", "x;", "ls"])),
+            vec![words(&["send", "a;", "x"]), words(&["ls"])]
         );
     }
 }

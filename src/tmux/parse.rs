@@ -107,23 +107,21 @@ pub fn quote(arg: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tmux::words;
 
-    fn w(s: &[&str]) -> Vec<String> {
-        s.iter().map(|x| x.to_string()).collect()
-    }
 
     #[test]
     fn words_quotes_and_separators() {
         assert_eq!(
             commands("set -g status-left 'a b' ; run \"echo \\\"x\\\"\"").unwrap(),
             vec![
-                w(&["set", "-g", "status-left", "a b"]),
-                w(&["run", "echo \"x\""])
+                words(&["set", "-g", "status-left", "a b"]),
+                words(&["run", "echo \"x\""])
             ]
         );
         assert_eq!(
             commands("a\\ b c # comment\nd").unwrap(),
-            vec![w(&["a b", "c"]), w(&["d"])]
+            vec![words(&["a b", "c"]), words(&["d"])]
         );
         assert!(commands("display 'open").is_err());
     }
