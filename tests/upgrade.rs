@@ -110,17 +110,30 @@ fn fd_kinds(pid: i32) -> BTreeMap<String, usize> {
 /// closes a departed client's socket asynchronously, so an exact count is
 /// only reached once it noticed. A leak never reaches it.
 fn wait_fd_kinds(pid: i32, expected: &BTreeMap<String, usize>, what: &str) {
+    let expected = without_kept_checkpoint(expected.clone());
     util::eventually(
         format!("{what}: pid {pid}'s fds to return to {expected:?}"),
         || {
-            let now = fd_kinds(pid);
-            if &now == expected {
+            let now = without_kept_checkpoint(fd_kinds(pid));
+            if now == expected {
                 Ok(())
             } else {
                 Err(format!("{now:?}:\n{:#?}", fd_targets(pid)))
             }
         },
     );
+}
+
+/// `kinds` without the one pre-copy memfd a server keeps from its last
+/// checkpoint (it reads unchanged screens back from it): whether a
+/// generation has written its first checkpoint yet is timing, not a leak.
+/// Two or more are kept in the count, so a leaked one still fails.
+fn without_kept_checkpoint(mut kinds: BTreeMap<String, usize>) -> BTreeMap<String, usize> {
+    const KEPT: &str = "/memfd:ptyd-checkpoint (deleted)";
+    if kinds.get(KEPT).is_some_and(|n| *n <= 1) {
+        kinds.remove(KEPT);
+    }
+    kinds
 }
 
 // ---------------------------------------------------------------------------

@@ -84,7 +84,6 @@ mod tests {
     use super::*;
     use crate::tmux::words;
 
-
     #[test]
     fn flags_cluster_and_values_join_or_follow() {
         let a = Args::parse(

@@ -188,7 +188,12 @@ pub fn split(ctx: &mut Ctx, a: &Args) -> CmdResult {
         ctx.call("pane.focus", json!({"target": format!("p{pane}")}))?;
     }
     ctx.changed();
-    print_created(ctx, a, pane, "#{session_name}:#{window_index}.#{pane_index}")
+    print_created(
+        ctx,
+        a,
+        pane,
+        "#{session_name}:#{window_index}.#{pane_index}",
+    )
 }
 
 /// `-P` of the commands that make a pane: prints where the new pane is, in

@@ -344,7 +344,6 @@ fn words(s: &[&str]) -> Vec<String> {
 mod tests {
     use super::*;
 
-
     #[test]
     fn command_sequences_split_on_semicolons() {
         assert_eq!(

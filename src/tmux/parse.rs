@@ -109,7 +109,6 @@ mod tests {
     use super::*;
     use crate::tmux::words;
 
-
     #[test]
     fn words_quotes_and_separators() {
         assert_eq!(
