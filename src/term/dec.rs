@@ -328,7 +328,15 @@ fn dec_dsr(s: &mut Screen, c: &Csi<'_>) {
 /// that is never iconified, at the origin); the window manipulations are
 /// the client's terminal's business and pass on to it. Pixel sizes are
 /// answered only when the pane knows its client's cell size
-/// (`Screen::cell_pixels`); otherwise they pass on.
+/// (`Screen::cell_pixels`); otherwise they go unanswered, as xterm leaves
+/// them when window reports are off: never passed on, since the client's
+/// terminal would answer for its whole window, not the pane.
+/// A query the pane cannot answer: dropped, neither answered nor passed on.
+fn unanswered(s: &mut Screen) -> bool {
+    s.swallow = true;
+    true
+}
+
 fn winops(s: &mut Screen, c: &Csi<'_>) -> bool {
     let (rows, cols) = (s.rows as u16, s.cols as u16);
     let reply = match c.raw(0) {
@@ -340,12 +348,14 @@ fn winops(s: &mut Screen, c: &Csi<'_>) -> bool {
                 &[4, rows.saturating_mul(h), cols.saturating_mul(w)],
                 b"t",
             ),
-            None => return false,
+            None => return unanswered(s),
         },
         16 => match s.cell_pixels {
             Some((w, h)) => csi_reply(b"", &[6, h, w], b"t"),
-            None => return false,
+            None => return unanswered(s),
         },
+        // The screen's size in pixels: the client's monitor, not the pane's.
+        15 => return unanswered(s),
         18 => csi_reply(b"", &[8, rows, cols], b"t"),
         19 => csi_reply(b"", &[9, rows, cols], b"t"),
         20 | 21 => {
@@ -455,14 +465,23 @@ fn dcs_dispatch(s: &mut Screen, seq: &[u8]) -> bool {
         .strip_suffix(b"\x1b\\")
         .or_else(|| body.strip_suffix(b"\x07"))
         .unwrap_or(body);
-    if body.eq_ignore_ascii_case(b"+q436f") || body.eq_ignore_ascii_case(b"+q636f6c6f7273") {
-        // XTGETTCAP for the number of colours (`Co`, `colors`), which
-        // the model's palette defines; other capabilities are the client's
-        // terminal's and pass on to it.
-        let name = &body[2..];
-        let mut out = b"\x1bP1+r".to_vec();
-        out.extend_from_slice(name);
-        out.extend_from_slice(b"=323536\x1b\\");
+    if let Some(names) = body.strip_prefix(b"+q") {
+        // XTGETTCAP: the number of colours (`Co`, `colors`) is the model's
+        // palette's; any other capability is answered as unknown (`0+r`,
+        // xterm's answer), never passed on: every attached terminal would
+        // answer for itself, and none while detached.
+        let mut out = Vec::new();
+        for name in names.split(|&b| b == b';') {
+            if name.eq_ignore_ascii_case(b"436f") || name.eq_ignore_ascii_case(b"636f6c6f7273") {
+                out.extend_from_slice(b"\x1bP1+r");
+                out.extend_from_slice(name);
+                out.extend_from_slice(b"=323536\x1b\\");
+            } else {
+                out.extend_from_slice(b"\x1bP0+r");
+                out.extend_from_slice(&name[..name.len().min(64)]);
+                out.extend_from_slice(b"\x1b\\");
+            }
+        }
         s.reply(&out);
         return true;
     }

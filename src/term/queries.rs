@@ -7,8 +7,9 @@
 //! XTVERSION `CSI > q`, `CSI ? 4 m` (modifyOtherKeys), `CSI 18 t` here and
 //! the DEC reports and colour queries in `dec.rs`, and `Terminal::feed`
 //! removes exactly these sequences from the bytes forwarded to clients.
-//! Queries not answered (pixel sizes while the client's cell size is
-//! unknown, XTGETTCAP but for `Co`) are forwarded untouched.
+//! No query is forwarded: pixel sizes while the client's cell size is
+//! unknown go unanswered, capabilities XTGETTCAP does not know are
+//! answered as unknown.
 
 use super::cell::push_num;
 use super::screen::Screen;

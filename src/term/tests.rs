@@ -283,10 +283,17 @@ fn queries_are_answered_and_not_forwarded() {
         "\x1b[?65;6;21;22;28c\x1b[>64;10;0c\x1b[0n\x1b[?2004;2$y\x1b[4;2$y\x1b[?0u\x1bP>|ptyd(0.1.0)\x1b\\\
          \x1b]10;rgb:e5e5/e5e5/e5e5\x07\x1b]11;rgb:0000/0000/0000\x1b\\\x1b[8;3;10t\x1b[>4;0m"
     );
-    // Not-a-query sequences and unanswered queries pass through unchanged.
-    let other: &[u8] = b"\x1b[1mx\x1b[14t\x1b]2;t\x07\x1bP+q544e\x1b\\";
+    // Sequences that are no query pass through unchanged; a query the
+    // model cannot answer is dropped (pixel sizes) or answered as unknown
+    // (a capability), never passed on.
+    let other: &[u8] = b"\x1b[1mx\x1b]2;t\x07";
     assert_eq!(feed(&mut t, other), other);
     assert!(t.take_replies().is_empty());
+    assert_eq!(feed(&mut t, b"\x1b[14t\x1bP+q544e;436f\x1b\\"), b"");
+    assert_eq!(
+        t.take_replies(),
+        b"\x1bP0+r544e\x1b\\\x1bP1+r436f=323536\x1b\\"
+    );
 }
 
 #[test]
@@ -1375,7 +1382,9 @@ fn rep_with_a_huge_count_ends_where_the_full_count_would() {
 #[test]
 fn pixel_size_reports_need_the_clients_cell_size() {
     let mut t = term(80, 25);
-    assert_eq!(feed(&mut t, b"\x1b[14t\x1b[16t"), b"\x1b[14t\x1b[16t");
+    // Unknown: neither answered nor passed on to the client's terminal,
+    // which would answer for its whole window.
+    assert_eq!(feed(&mut t, b"\x1b[14t\x1b[15t\x1b[16t"), b"");
     assert!(t.take_replies().is_empty());
     t.set_cell_pixels(Some((9, 18)));
     assert_eq!(feed(&mut t, b"\x1b[14t\x1b[16t"), b"");
