@@ -25,9 +25,10 @@
 //! the DEC DSRs (DECXCPR and the rest), DECRQM, DECRQSS, DECRQPSR,
 //! DECRQCRA (xterm's checksum), kitty `CSI ? u`, XTVERSION, modifyOtherKeys
 //! `CSI ? 4 m`, XTWINOPS 11/13/18/19/20/21 (14 and 16 once the server gives
-//! the client's cell size, `set_cell_pixels`), XTGETTCAP (`Co`, every other
-//! capability as unknown), and OSC 4/5/10..19 colour queries produce bytes in `take_replies` (for the
-//! server to write to the PTY) and are removed from `forward`, so an
+//! the client's cell size, `set_cell_pixels`), XTGETTCAP (`Co`, every
+//! other capability as unknown), and OSC 4/5/10..19 colour queries produce
+//! bytes in `take_replies` (for the server to write to the PTY) and are
+//! removed from `forward`, so an
 //! attached terminal never answers too and a program never gets two
 //! answers (or none while no client is attached). See `queries.rs` and
 //! `dec.rs` for the exact list.
