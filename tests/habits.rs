@@ -62,10 +62,37 @@ fn help_and_did_you_mean() {
         util::stderr(&out).contains("did you mean \"build\"?"),
         "{out:?}"
     );
+    // An id typed in capitals means that id; an id-shaped miss is no
+    // typo of a name one letter away.
+    ptyd.create(json!({ "name": "x1", "argv": ["cat"] }));
+    let out = ptyd.run_cli(&["capture", "P1"]);
+    assert_exit(&out, 1);
+    assert!(
+        util::stderr(&out).contains("did you mean \"p1\"?"),
+        "{out:?}"
+    );
+    let out = ptyd.run_cli(&["capture", "P9"]);
+    assert_exit(&out, 1);
+    assert!(!util::stderr(&out).contains("did you mean"), "{out:?}");
     // Far from everything: no guess.
     let out = ptyd.run_cli(&["frobnicate"]);
     assert_exit(&out, 2);
     assert!(!util::stderr(&out).contains("did you mean"), "{out:?}");
+}
+
+#[test]
+fn names_with_repeated_id_letters_are_names() {
+    let ptyd = Ptyd::start();
+    for name in ["pp1", "tt2", "ww3"] {
+        let out = ptyd.run_cli(&["new", "-d", "-n", name, "--", "cat"]);
+        assert_exit(&out, 0);
+        let out = ptyd.run_cli(&["capture", name]);
+        assert_exit(&out, 0);
+    }
+    // One letter and digits is an id, and stays refused as a name.
+    let out = ptyd.run_cli(&["new", "-d", "-n", "p7", "--", "cat"]);
+    assert_exit(&out, 2);
+    assert!(util::stderr(&out).contains("looks like an id"), "{out:?}");
 }
 
 #[test]
