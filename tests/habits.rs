@@ -160,6 +160,22 @@ fn action_commands_print_json() {
         (r["id"].clone(), r["cols"].clone(), r["rows"].clone()),
         (json!(id), json!(100), json!(30))
     );
+    // Below the minimum: refused, with the minimum named, the size kept.
+    for small in ["0x0", "1x30", "100x0"] {
+        let out = ptyd.run_cli(&["resize", &id, small]);
+        assert_exit(&out, 2);
+        let err = util::stderr(&out);
+        assert!(
+            err.contains("too small") && err.contains("at least 2 columns and 1 row"),
+            "{out:?}"
+        );
+        assert_eq!(
+            (c.pane(&id)["cols"].clone(), c.pane(&id)["rows"].clone()),
+            (json!(100), json!(30))
+        );
+    }
+    let r = json_out(&ptyd.run_cli(&["resize", &id, "2x1", "--json"]));
+    assert_eq!((r["cols"].clone(), r["rows"].clone()), (json!(2), json!(1)));
     let r = json_out(&ptyd.run_cli(&["focus", &id, "--json"]));
     assert_eq!(r, json!({}));
     let r = json_out(&ptyd.run_cli(&["resume", &id, "sleep 5", "--json"]));

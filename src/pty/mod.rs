@@ -217,11 +217,18 @@ pub fn login_shell(shell: &OsStr) -> (OsString, Vec<OsString>) {
     }
 }
 
+/// The smallest pane `pane.resize` accepts: a zero-column PTY breaks many
+/// programs, and a single column leaves no room for a wide character.
+pub const MIN_COLS: u32 = 2;
+pub const MIN_ROWS: u32 = 1;
+
 /// Clamps a requested size to what a pane accepts: 2..=1000 columns and
-/// 1..=500 rows (a zero-column PTY breaks many programs, a huge one is a
-/// memory attack on the screen model).
+/// 1..=500 rows (a huge one is a memory attack on the screen model).
 pub fn clamp_size(cols: u32, rows: u32) -> (u16, u16) {
-    (cols.clamp(2, 1000) as u16, rows.clamp(1, 500) as u16)
+    (
+        cols.clamp(MIN_COLS, 1000) as u16,
+        rows.clamp(MIN_ROWS, 500) as u16,
+    )
 }
 
 #[cfg(test)]
