@@ -338,9 +338,16 @@ fn resize_is_clamped_and_reaches_the_program() {
     let ptyd = Ptyd::start();
     let mut c = ptyd.connect();
     let id = ptyd.create_argv(&["/bin/sh"]);
-    let info = c.ok(
+    // Below the minimum is refused; above the maximum is clamped.
+    let err = c.err(
         "pane.resize",
         json!({ "target": id, "cols": 5000, "rows": 0 }),
+        "invalid_params",
+    );
+    assert!(err.contains("at least 2 columns and 1 row"), "{err}");
+    let info = c.ok(
+        "pane.resize",
+        json!({ "target": id, "cols": 5000, "rows": 1 }),
     );
     assert_eq!(
         (info["cols"].as_u64(), info["rows"].as_u64()),

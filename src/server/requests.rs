@@ -115,19 +115,8 @@ impl Server {
             Request::PaneInput(req) => self.pane_input(conn, rpc_id, req),
             Request::PaneResize(req) => {
                 let id = self.resolve_target(&req.target)?;
-                // Refused rather than clamped: a script asking for 0x0 has
-                // a bug that a pane quietly turned 2x1 would hide.
-                let (min_cols, min_rows) = (crate::pty::MIN_COLS, crate::pty::MIN_ROWS);
-                if req.cols < min_cols || req.rows < min_rows {
-                    return Err(RpcError::new(
-                        ErrorCode::InvalidParams,
-                        format!(
-                            "size {}x{} is too small: a pane has at least {min_cols} columns and {min_rows} row",
-                            req.cols, req.rows
-                        ),
-                    ));
-                }
-                let (cols, rows) = crate::pty::clamp_size(req.cols, req.rows);
+                let (cols, rows) = crate::pty::resize_size(req.cols, req.rows)
+                    .map_err(|e| RpcError::new(ErrorCode::InvalidParams, e))?;
                 self.resize_pane(id, cols, rows);
                 Ok(Some(self.pane_info(id)))
             }
