@@ -18,16 +18,22 @@ pub const MAX_RESUME_BYTES: usize = 4096;
 /// so a target always means one thing.
 pub fn name(name: &str) -> Result<(), String> {
     label(name).map_err(|e| format!("name {e}"))?;
-    let looks_like_id = name
-        .trim_start_matches(['p', 'w', 't'])
-        .parse::<u64>()
-        .is_ok();
-    if looks_like_id {
+    if looks_like_id(name) {
         return Err(format!(
             "name {name:?} looks like an id; pick a name that is not p<number>, w<number>, t<number> or a number"
         ));
     }
     Ok(())
+}
+
+/// Whether a target `text` would be read as an id: one `p`, `w` or `t`
+/// then decimal digits (what the id parsers take), or a bare number (the
+/// typing convenience `resolve_target` accepts). Only one letter: `pp1` or
+/// `tt2` is no id, so it is a fine name.
+pub fn looks_like_id(text: &str) -> bool {
+    let digits = text.strip_prefix(['p', 'w', 't']).unwrap_or(text);
+    let is_id = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());
+    is_id || text.parse::<u64>().is_ok()
 }
 
 /// A tab name (or the text part of any name): 1-128 bytes of printable
@@ -136,6 +142,13 @@ mod tests {
         ] {
             assert!(name(bad).is_err(), "{bad:?} accepted");
         }
+        for good in ["pp1", "tt2", "ww3", "pw1", "p", "p1x", "P1", "p+1", "x1"] {
+            assert!(name(good).is_ok(), "{good:?} refused: {:?}", name(good));
+        }
+        assert!(
+            name("p007").is_err() && name("+3").is_err(),
+            "ids the targets take"
+        );
         assert!(label("p1").is_ok(), "a tab may be called p1");
         assert!(label("").is_err() && label("a\0b").is_err());
         let long = name(&"x".repeat(100_000)).unwrap_err();

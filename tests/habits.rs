@@ -62,10 +62,37 @@ fn help_and_did_you_mean() {
         util::stderr(&out).contains("did you mean \"build\"?"),
         "{out:?}"
     );
+    // An id typed in capitals means that id; an id-shaped miss is no
+    // typo of a name one letter away.
+    ptyd.create(json!({ "name": "x1", "argv": ["cat"] }));
+    let out = ptyd.run_cli(&["capture", "P1"]);
+    assert_exit(&out, 1);
+    assert!(
+        util::stderr(&out).contains("did you mean \"p1\"?"),
+        "{out:?}"
+    );
+    let out = ptyd.run_cli(&["capture", "P9"]);
+    assert_exit(&out, 1);
+    assert!(!util::stderr(&out).contains("did you mean"), "{out:?}");
     // Far from everything: no guess.
     let out = ptyd.run_cli(&["frobnicate"]);
     assert_exit(&out, 2);
     assert!(!util::stderr(&out).contains("did you mean"), "{out:?}");
+}
+
+#[test]
+fn names_with_repeated_id_letters_are_names() {
+    let ptyd = Ptyd::start();
+    for name in ["pp1", "tt2", "ww3"] {
+        let out = ptyd.run_cli(&["new", "-d", "-n", name, "--", "cat"]);
+        assert_exit(&out, 0);
+        let out = ptyd.run_cli(&["capture", name]);
+        assert_exit(&out, 0);
+    }
+    // One letter and digits is an id, and stays refused as a name.
+    let out = ptyd.run_cli(&["new", "-d", "-n", "p7", "--", "cat"]);
+    assert_exit(&out, 2);
+    assert!(util::stderr(&out).contains("looks like an id"), "{out:?}");
 }
 
 #[test]
@@ -133,6 +160,22 @@ fn action_commands_print_json() {
         (r["id"].clone(), r["cols"].clone(), r["rows"].clone()),
         (json!(id), json!(100), json!(30))
     );
+    // Below the minimum: refused, with the minimum named, the size kept.
+    for small in ["0x0", "1x30", "100x0"] {
+        let out = ptyd.run_cli(&["resize", &id, small]);
+        assert_exit(&out, 2);
+        let err = util::stderr(&out);
+        assert!(
+            err.contains("too small") && err.contains("at least 2 columns and 1 row"),
+            "{out:?}"
+        );
+        assert_eq!(
+            (c.pane(&id)["cols"].clone(), c.pane(&id)["rows"].clone()),
+            (json!(100), json!(30))
+        );
+    }
+    let r = json_out(&ptyd.run_cli(&["resize", &id, "2x1", "--json"]));
+    assert_eq!((r["cols"].clone(), r["rows"].clone()), (json!(2), json!(1)));
     let r = json_out(&ptyd.run_cli(&["focus", &id, "--json"]));
     assert_eq!(r, json!({}));
     let r = json_out(&ptyd.run_cli(&["resume", &id, "sleep 5", "--json"]));

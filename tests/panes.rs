@@ -338,9 +338,16 @@ fn resize_is_clamped_and_reaches_the_program() {
     let ptyd = Ptyd::start();
     let mut c = ptyd.connect();
     let id = ptyd.create_argv(&["/bin/sh"]);
-    let info = c.ok(
+    // Below the minimum is refused; above the maximum is clamped.
+    let err = c.err(
         "pane.resize",
         json!({ "target": id, "cols": 5000, "rows": 0 }),
+        "invalid_params",
+    );
+    assert!(err.contains("at least 2 columns and 1 row"), "{err}");
+    let info = c.ok(
+        "pane.resize",
+        json!({ "target": id, "cols": 5000, "rows": 1 }),
     );
     assert_eq!(
         (info["cols"].as_u64(), info["rows"].as_u64()),
@@ -638,4 +645,53 @@ fn pane_process_starts_clean_in_its_own_session() {
         [0, 1, 2],
         "fds the pane's process inherited: {links:?}"
     );
+}
+
+/// Output a program wrote for the old size, still in the PTY when a resize
+/// arrives, is read at the old size: a scroll region vim set for 24 rows
+/// does not stay on the 40-row screen the shell gets back (`seq 1 60`
+/// then shows 22 to 60 and the prompt, not 38 to 60 scrolled inside 24
+/// rows). The server is stopped while the resize request and the bytes
+/// arrive, the request first, so it sees both in one wakeup.
+#[test]
+fn output_written_before_a_resize_is_read_at_the_old_size() {
+    let ptyd = Ptyd::start();
+    let mut c = ptyd.connect();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display();
+    let script = format!(
+        "printf '\\033[?1049h\\033[1;24rone'; \
+         while [ ! -e '{d}/go1' ]; do sleep 0.05; done; \
+         printf '\\033[1;24r'; touch '{d}/wrote'; \
+         while [ ! -e '{d}/go2' ]; do sleep 0.05; done; \
+         printf '\\033[?1049l\\033[H\\033[2J'; seq 1 60; printf 'end$ '; exec sleep 1000"
+    );
+    let info = c.create(json!({ "argv": ["sh", "-c", script], "cols": 80, "rows": 24 }));
+    let id = info["id"].as_str().unwrap().to_string();
+    c.wait_text(&id, "one");
+    let server = ptyd.serving_pid();
+    // SAFETY: signals to the server this test started.
+    unsafe { libc::kill(server, libc::SIGSTOP) };
+    // kill() returns before the stop takes: the request must find the
+    // server stopped.
+    eventually("the server to stop", || {
+        (proc_stat_field(server, 3).as_deref() == Some("T")).then_some(())
+    });
+    let resize = c.send(
+        "pane.resize",
+        json!({ "target": id, "cols": 120, "rows": 40 }),
+    );
+    std::fs::write(dir.path().join("go1"), "").unwrap();
+    let wrote = dir.path().join("wrote");
+    eventually("the program to write its region", || {
+        wrote.exists().then_some(())
+    });
+    unsafe { libc::kill(server, libc::SIGCONT) };
+    c.response(resize).expect("resized");
+    std::fs::write(dir.path().join("go2"), "").unwrap();
+    c.wait_text(&id, "end$");
+    let screen = c.capture(&id);
+    let lines: Vec<&str> = screen.lines().collect();
+    assert_eq!(lines.first(), Some(&"22"), "{screen}");
+    assert_eq!(lines.len(), 40, "{screen}");
 }

@@ -220,3 +220,76 @@ fn reflow_matches_tmux() {
         }
     }
 }
+
+/// A full-screen program sets a scroll region at one size while a second
+/// client's size is in force, the pane goes back to the first size, the
+/// program leaves the alternate screen and the shell prints 60 lines.
+/// Whether the region comes before the resize back (ptyd feeds output
+/// written for the old size at that size) or after it (bytes written for
+/// 24 rows read on 40), the model shows what tmux shows.
+#[test]
+fn a_scroll_region_across_two_sizes_matches_tmux() {
+    let mut shell = String::from("\x1b[?1049l\x1b[H\x1b[2J");
+    for i in 1..=60 {
+        shell.push_str(&format!("{i}\r\n"));
+    }
+    shell.push_str("$ ");
+    for (at_small, after_back, top) in [("\x1b[1;24r", "", "22"), ("", "\x1b[1;24r", "38")] {
+        let dir = tempfile::tempdir().unwrap();
+        let parts = [
+            "\x1b[?1049h\x1b[1;40rone".to_string(),
+            format!("{at_small}two"),
+            format!("{after_back}{shell}"),
+        ];
+        for (i, part) in parts.iter().enumerate() {
+            std::fs::write(dir.path().join(format!("p{i}")), part).unwrap();
+        }
+        let d = dir.path().display();
+        let script = format!(
+            "stty -opost -echo; cat '{d}/p0'; \
+             while [ ! -e '{d}/go1' ]; do sleep 0.05; done; cat '{d}/p1'; \
+             while [ ! -e '{d}/go2' ]; do sleep 0.05; done; cat '{d}/p2'; \
+             touch '{d}/done'; exec sleep 1000"
+        );
+        let tmux = util::Tmux::new();
+        tmux.new_session(120, 40, &script);
+        let mut model = Terminal::new(120, 40, TermConfig::default());
+        model.feed(parts[0].as_bytes(), &mut Vec::new());
+        tmux.wait_screen("the first part", |s| s.contains("one"));
+        let resize = |cols: u16, rows: u16| {
+            let (c, r) = (cols.to_string(), rows.to_string());
+            tmux.run(&["resize-window", "-t", "main", "-x", &c, "-y", &r]);
+            tmux.wait_screen("the new size", |_| {
+                tmux.run(&[
+                    "display",
+                    "-p",
+                    "-t",
+                    "main",
+                    "#{pane_width}x#{pane_height}",
+                ])
+                .trim()
+                    == format!("{c}x{r}")
+            });
+        };
+        resize(80, 24);
+        model.resize(80, 24);
+        std::fs::write(dir.path().join("go1"), "").unwrap();
+        model.feed(parts[1].as_bytes(), &mut Vec::new());
+        tmux.wait_screen("the second part", |s| s.contains("two"));
+        resize(120, 40);
+        model.resize(120, 40);
+        std::fs::write(dir.path().join("go2"), "").unwrap();
+        model.feed(parts[2].as_bytes(), &mut Vec::new());
+        let done = dir.path().join("done");
+        let theirs = tmux.wait_screen("the shell's lines", |s| {
+            done.exists() && s.lines().any(|l| l.starts_with('$'))
+        });
+        let theirs: Vec<String> = theirs.lines().map(|l| l.trim_end().to_string()).collect();
+        let ours = model.visible_text();
+        assert_eq!(
+            ours, theirs,
+            "region {at_small:?} at 80x24, {after_back:?} at 120x40"
+        );
+        assert_eq!(ours[0], top, "{ours:?}");
+    }
+}

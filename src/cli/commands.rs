@@ -77,6 +77,19 @@ pub fn dispatch(g: &Global, command: &str, p: lexopt::Parser) -> Result<i32, Cli
 fn closest_pane(g: &Global, typed: &str) -> Option<String> {
     let mut client = Client::connect(&g.paths, false).ok()?;
     let panes: PaneList = client.request_as(&Request::PaneList(NoParams {})).ok()?;
+    pane_hint(&panes, typed)
+}
+
+/// What `closest_pane` suggests from a pane list. A typed id in the wrong
+/// case (`P1`) means that id, if the pane exists; anything else shaped
+/// like an id gets no name: in a two-character word the one edit a typo
+/// may have is the letter that makes it an id (`P1` is no typo of `x1`).
+fn pane_hint(panes: &PaneList, typed: &str) -> Option<String> {
+    let lower = typed.to_ascii_lowercase();
+    if crate::validate::looks_like_id(&lower) {
+        let id = lower.parse::<crate::model::PaneId>().ok()?;
+        return (lower != typed && panes.panes.iter().any(|p| p.id == id)).then(|| id.to_string());
+    }
     let names: Vec<String> = panes.panes.iter().filter_map(|p| p.name.clone()).collect();
     super::suggest::closest(typed, names.iter().map(String::as_str)).map(str::to_string)
 }

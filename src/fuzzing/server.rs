@@ -142,7 +142,9 @@ fn check_params(request: &Request) -> Result<Value, RpcError> {
             });
             serde_json::to_value(&capture).map_err(|e| invalid(e.to_string()))
         }
-        Request::PaneResize(req) => Ok(json!(crate::pty::clamp_size(req.cols, req.rows))),
+        Request::PaneResize(req) => crate::pty::resize_size(req.cols, req.rows)
+            .map(|size| json!(size))
+            .map_err(invalid),
         Request::WorkspaceCreate(req) => {
             crate::validate::name(&req.name).map_err(invalid)?;
             Ok(json!({}))

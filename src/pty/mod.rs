@@ -217,11 +217,30 @@ pub fn login_shell(shell: &OsStr) -> (OsString, Vec<OsString>) {
     }
 }
 
+/// The smallest pane `pane.resize` accepts: a zero-column PTY breaks many
+/// programs, and a single column leaves no room for a wide character.
+pub const MIN_COLS: u32 = 2;
+pub const MIN_ROWS: u32 = 1;
+
+/// The size `pane.resize` gives a pane asking for `cols` x `rows`: refused
+/// below the minimum (a script asking for 0x0 has a bug that a pane quietly
+/// made 2x1 would hide), clamped above the maximum.
+pub fn resize_size(cols: u32, rows: u32) -> Result<(u16, u16), String> {
+    if cols < MIN_COLS || rows < MIN_ROWS {
+        return Err(format!(
+            "size {cols}x{rows} is too small: a pane has at least {MIN_COLS} columns and {MIN_ROWS} row"
+        ));
+    }
+    Ok(clamp_size(cols, rows))
+}
+
 /// Clamps a requested size to what a pane accepts: 2..=1000 columns and
-/// 1..=500 rows (a zero-column PTY breaks many programs, a huge one is a
-/// memory attack on the screen model).
+/// 1..=500 rows (a huge one is a memory attack on the screen model).
 pub fn clamp_size(cols: u32, rows: u32) -> (u16, u16) {
-    (cols.clamp(2, 1000) as u16, rows.clamp(1, 500) as u16)
+    (
+        cols.clamp(MIN_COLS, 1000) as u16,
+        rows.clamp(MIN_ROWS, 500) as u16,
+    )
 }
 
 #[cfg(test)]

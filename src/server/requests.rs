@@ -14,6 +14,10 @@ use crate::protocol::{ErrorCode, PROTOCOL_VERSION, RpcError, SERVER_VERSION};
 use serde_json::{Value, json};
 use std::time::Duration;
 
+/// Bytes of old-size output read before a resize: more than the kernel
+/// holds for a PTY, so one read takes it all.
+const PANE_RESIZE_DRAIN: usize = 1024 * 1024;
+
 type Outcome = Result<Option<Value>, RpcError>;
 
 /// A typed reply (`protocol::replies`) as the handler's outcome.
@@ -111,7 +115,8 @@ impl Server {
             Request::PaneInput(req) => self.pane_input(conn, rpc_id, req),
             Request::PaneResize(req) => {
                 let id = self.resolve_target(&req.target)?;
-                let (cols, rows) = crate::pty::clamp_size(req.cols, req.rows);
+                let (cols, rows) = crate::pty::resize_size(req.cols, req.rows)
+                    .map_err(|e| RpcError::new(ErrorCode::InvalidParams, e))?;
                 self.resize_pane(id, cols, rows);
                 Ok(Some(self.pane_info(id)))
             }
@@ -379,6 +384,24 @@ impl Server {
         if (pane.cols(), pane.rows()) == (cols, rows) {
             return;
         }
+        // Output still in the PTY was written for the old size, before the
+        // program could learn of the new one: it goes into the screen at
+        // that size. Read after the resize, a scroll region vim set for 24
+        // rows stayed on the 40-row screen after vim exited, and the shell
+        // scrolled inside it. Not when the kernel already holds another
+        // size (a takeover after a crash): that output may be for it.
+        #[cfg(unix)]
+        let old_size_in_kernel =
+            pane.fds().master().and_then(|m| m.size()) == Some((pane.cols(), pane.rows()));
+        // ConPTY keeps no size to ask; no takeover exists there either.
+        #[cfg(not(unix))]
+        let old_size_in_kernel = true;
+        if old_size_in_kernel && !pane.held_for_upgrade() {
+            self.read_pane(id, PANE_RESIZE_DRAIN, None);
+        }
+        let Some(pane) = self.panes.get_mut(&id) else {
+            return;
+        };
         if let Err(e) = pane.resize(cols, rows) {
             let msg = format!("resizing pane {}: {e}", pane.public_id());
             self.log.log("resize_failed", &msg);

@@ -1392,3 +1392,33 @@ fn pixel_size_reports_need_the_clients_cell_size() {
     let back: Terminal = serde_json::from_str(&serde_json::to_string(&t).unwrap()).unwrap();
     assert_eq!(back, t);
 }
+
+/// Two clients of different sizes taking turns: vim, in the alternate
+/// screen, sets its scroll region at the other client's size; the pane
+/// then goes back to the first size and vim exits. tmux 3.3a shows the
+/// shell's full screen afterwards (top row `22` of `seq 1 60` and a
+/// prompt on 40 rows), not a region left at 24 rows (`38`).
+#[test]
+fn a_region_set_at_another_size_does_not_outlive_the_alternate_screen() {
+    for (at_small, region) in [
+        (&b"\x1b[1;24r"[..], "DECSTBM"),
+        (b"\x1b[?69h\x1b[1;24r\x1b[5;70s", "DECSTBM+DECSLRM"),
+    ] {
+        let mut t = term(120, 40);
+        feed(&mut t, b"\x1b[?1049h\x1b[1;40r");
+        t.resize(80, 24);
+        feed(&mut t, at_small);
+        t.resize(120, 40);
+        feed(&mut t, b"\x1b[?1049l\x1b[H\x1b[2J");
+        for i in 1..=60 {
+            feed(&mut t, format!("{i}\r\n").as_bytes());
+        }
+        feed(&mut t, b"$ ");
+        let s = screen(&t);
+        assert_eq!(
+            (s[0].as_str(), s[39].as_str()),
+            ("22", "$"),
+            "{region}: {s:?}"
+        );
+    }
+}

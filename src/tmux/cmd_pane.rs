@@ -471,9 +471,11 @@ pub fn resize(ctx: &mut Ctx, a: &Args) -> CmdResult {
     if a.has('D') {
         rows += step;
     }
+    // tmux stops at its smallest pane; ptyd refuses below its own.
+    use crate::pty::{MIN_COLS, MIN_ROWS};
     ctx.call(
         "pane.resize",
-        json!({"target": pane.id(), "cols": cols.max(1), "rows": rows.max(1)}),
+        json!({"target": pane.id(), "cols": cols.max(MIN_COLS as _), "rows": rows.max(MIN_ROWS as _)}),
     )?;
     ctx.changed();
     Ok(())

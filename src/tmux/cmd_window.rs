@@ -158,8 +158,8 @@ pub fn resize(ctx: &mut Ctx, a: &Args) -> CmdResult {
     };
     let (new_w, new_h) = (parse(a.value('x'), width)?, parse(a.value('y'), height)?);
     for pane in &window.panes {
-        let cols = (pane.cols() * new_w / width.max(1)).max(1);
-        let rows = (pane.rows() * new_h / height.max(1)).max(1);
+        let cols = (pane.cols() * new_w / width.max(1)).max(crate::pty::MIN_COLS.into());
+        let rows = (pane.rows() * new_h / height.max(1)).max(crate::pty::MIN_ROWS.into());
         ctx.call(
             "pane.resize",
             json!({"target": pane.id(), "cols": cols, "rows": rows}),
