@@ -136,6 +136,14 @@ impl PtyProc {
 /// almost nothing.
 pub const END_MARKER: &str = "\u{2592}ptyd-bench-end\u{2592}";
 
+/// The end marker of a run in a split view: a view composed from cell
+/// differences skips the cells the screen already shows, so every
+/// character of this marker is one that the generated text never puts in
+/// a cell (and no two neighbours are the same, for a renderer that
+/// repeats characters), and it arrives whole.
+pub const SPLIT_END_MARKER: &str =
+    "\u{2592}\u{2593}\u{2591}\u{2593}\u{2592}\u{2591}\u{2592}\u{2593}";
+
 impl Drop for PtyProc {
     fn drop(&mut self) {
         // The child leads its own session: signal the whole group.

@@ -3,7 +3,7 @@
 //! the bench) or end to end through a real client (`ptyd attach`, `tmux
 //! attach`) running in a terminal the bench drains, against a bare PTY.
 
-use super::pty::{END_MARKER, PtyProc};
+use super::pty::{END_MARKER, PtyProc, SPLIT_END_MARKER};
 use super::server::{PtydServer, STUCK};
 use super::tmux::Tmux;
 use super::{Res, path_str, process_cpu, shell_quote};
@@ -99,6 +99,11 @@ pub enum Terminal {
     PtydBaseline,
     /// `tmux attach` in a PTY the bench drains.
     TmuxAttach,
+    /// `ptyd attach` showing a tab split side by side: the program in the
+    /// left pane, an idle one on the right; the server composes the view.
+    PtydSplit,
+    /// `tmux attach` to a window split the same way.
+    TmuxSplit,
     /// The program behind a two-PTY relay (`relay.rs`) in a PTY the bench
     /// drains: the floor under any multiplexer.
     Relay,
@@ -124,6 +129,11 @@ impl Terminal {
         )
     }
 
+    /// Whether the program runs in one pane of a two-pane split.
+    pub fn split(self) -> bool {
+        matches!(self, Terminal::PtydSplit | Terminal::TmuxSplit)
+    }
+
     pub fn label(self) -> &'static str {
         match self {
             Terminal::Bare => "bare pty",
@@ -132,6 +142,8 @@ impl Terminal {
             Terminal::PtydLossless => "ptyd attach, lossless",
             Terminal::PtydBaseline => "ptyd attach (baseline)",
             Terminal::TmuxAttach => "tmux attach",
+            Terminal::PtydSplit => "ptyd attach, split view",
+            Terminal::TmuxSplit => "tmux attach, split window",
             Terminal::Relay => "two-PTY relay (floor)",
         }
     }
@@ -176,11 +188,16 @@ pub fn end_to_end(
         .custom_flags(libc::O_CLOEXEC)
         .open(&fifo)
         .map_err(|e| format!("opening {}: {e}", fifo.display()))?;
+    let marker = if term.split() {
+        SPLIT_END_MARKER
+    } else {
+        END_MARKER
+    };
     let script = format!(
         "printf READY; read _ < {}; cat {}; printf '\\n%s' {}; exec sleep 100000",
         shell_quote(path_str(&fifo)?),
         shell_quote(path_str(file)?),
-        shell_quote(END_MARKER),
+        shell_quote(marker),
     );
     let (cols, rows) = e.size;
     let mut _tmux = None;
@@ -197,10 +214,13 @@ pub fn end_to_end(
         Terminal::PtydAttach
         | Terminal::PtydSocket
         | Terminal::PtydLossless
-        | Terminal::PtydBaseline => {
+        | Terminal::PtydBaseline
+        | Terminal::PtydSplit => {
             let ptyd = match term {
-                Terminal::PtydAttach | Terminal::PtydSocket | Terminal::PtydLossless => &mut e.ptyd,
-                _ => e.baseline.as_mut().ok_or("no baseline ptyd binary given")?,
+                Terminal::PtydBaseline => {
+                    e.baseline.as_mut().ok_or("no baseline ptyd binary given")?
+                }
+                _ => &mut e.ptyd,
             };
             let mut ctl = ptyd.server.connect()?;
             let info = ctl
@@ -210,7 +230,17 @@ pub fn end_to_end(
                 )
                 .map_err(|err| format!("pane.create: {err}"))?;
             let id = ptyd.server.track(&info)?;
-            pane = Some((ctl, id.clone()));
+            let mut ids = vec![id.clone()];
+            if term == Terminal::PtydSplit {
+                let right = ctl
+                    .call(
+                        "pane.create",
+                        json!({ "argv": ["sleep", "100000"], "split": id, "direction": "horizontal" }),
+                    )
+                    .map_err(|err| format!("pane.create (split): {err}"))?;
+                ids.push(ptyd.server.track(&right)?);
+            }
+            pane = Some((ctl, ids));
             let bin = path_str(ptyd.bin)?;
             let ns = ptyd.server.paths.namespace.clone();
             let mut env = ptyd.server.client_env()?;
@@ -225,14 +255,18 @@ pub fn end_to_end(
             let client = PtyProc::spawn(&argv, &env, cols, rows)?;
             (client, Some(ptyd.server.serving_pid))
         }
-        Terminal::TmuxAttach => {
-            let tmux = Tmux::new(e.tmp, &format!("tput{}", e.run), &[])?;
+        Terminal::TmuxAttach | Terminal::TmuxSplit => {
+            let tmux = Tmux::new(e.tmp, &format!("tput{}-{term:?}", e.run), &[])?;
             tmux.new_session(
                 "bench",
                 &format!("sh -c {}", shell_quote(&script)),
                 cols,
                 rows,
             )?;
+            if term == Terminal::TmuxSplit {
+                // -d: the program's pane keeps the focus, as in ptyd's view.
+                tmux.run(&["split-window", "-d", "-h", "-t", "bench", "sleep 100000"])?;
+            }
             let client = tmux.attach_client("bench", cols, rows)?;
             let pid = tmux.server_pid()?;
             _tmux = Some(tmux);
@@ -251,7 +285,7 @@ pub fn end_to_end(
         let t0 = Instant::now();
         go.write_all(b"go\n")
             .map_err(|err| format!("writing to {}: {err}", fifo.display()))?;
-        let (received, at) = outer.read_until(END_MARKER.as_bytes(), STUCK)?;
+        let (received, at) = outer.read_until(marker.as_bytes(), STUCK)?;
         let elapsed = at.duration_since(t0);
         if received < min_bytes {
             return Err(format!(
@@ -266,9 +300,11 @@ pub fn end_to_end(
         })
     })();
     drop(outer);
-    if let Some((mut ctl, id)) = pane {
-        // The pane's `sleep` would otherwise live as long as the server.
-        let _ = ctl.call("pane.kill", json!({ "target": id }));
+    if let Some((mut ctl, ids)) = pane {
+        // The panes' `sleep` would otherwise live as long as the server.
+        for id in ids {
+            let _ = ctl.call("pane.kill", json!({ "target": id }));
+        }
     }
     let _ = std::fs::remove_file(&fifo);
     result

@@ -33,6 +33,7 @@ mod latency;
 mod live_upgrade;
 mod memory;
 mod save_restore;
+mod split_view;
 mod svg;
 mod table;
 mod term_model;
@@ -67,6 +68,7 @@ struct Args {
 /// The sections `--only` can pick.
 const SECTIONS: &[&str] = &[
     "throughput",
+    "split",
     "latency",
     "memory",
     "attach",
@@ -309,7 +311,7 @@ fn run() -> Res<usize> {
     };
     // The inputs of the throughput runs; the plain one also floods in the
     // latency runs.
-    let inputs = if wants("throughput") || wants("latency") || wants("crash") {
+    let inputs = if wants("throughput") || wants("split") || wants("latency") || wants("crash") {
         Some(throughput::generate_inputs(&plan, tmp)?)
     } else {
         None
@@ -325,6 +327,13 @@ fn run() -> Res<usize> {
             inputs,
             &mut bars,
         );
+        print!("\n{}", s.to_text());
+        sections.push(s);
+        goals.extend(g);
+    }
+    if let (true, Some(inputs)) = (wants("split"), &inputs) {
+        step("split-view throughput");
+        let (s, g) = split_view::split_view(&plan, &ptyd_bin, nofile, tmp, inputs);
         print!("\n{}", s.to_text());
         sections.push(s);
         goals.extend(g);

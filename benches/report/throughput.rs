@@ -233,9 +233,11 @@ pub fn tput_goals_failed() -> Vec<Goal> {
 /// One terminal's runs of one file.
 pub struct Summary {
     /// Median of each run's time over the bare run's of the same round.
-    ratio: f64,
-    mbs: f64,
-    cells: Vec<Cell>,
+    pub ratio: f64,
+    pub mbs: f64,
+    /// Median bytes the terminal received.
+    pub received: f64,
+    pub cells: Vec<Cell>,
 }
 
 pub fn summarize(runs: &[Res<Throughput>], bare: &[Res<Throughput>], size: u64) -> Res<Summary> {
@@ -256,6 +258,7 @@ pub fn summarize(runs: &[Res<Throughput>], bare: &[Res<Throughput>], size: u64) 
     );
     let time = median(ok.iter().map(|t| secs(t)).collect());
     let mbs = size as f64 / 1e6 / time;
+    let received = median(ok.iter().map(|t| t.received as f64).collect());
     let cpu = |f: &dyn Fn(&Throughput) -> Option<Duration>| {
         let v: Vec<f64> = ok
             .iter()
@@ -272,9 +275,14 @@ pub fn summarize(runs: &[Res<Throughput>], bare: &[Res<Throughput>], size: u64) 
         Cell::ratio(ratio),
         Cell::num(mbs, 1),
         Cell::num(time, 3),
-        Cell::num(median(ok.iter().map(|t| t.received as f64).collect()), 0),
+        Cell::num(received, 0),
         cpu(&|t| t.server_cpu),
         cpu(&|t| t.client_cpu),
     ];
-    Ok(Summary { ratio, mbs, cells })
+    Ok(Summary {
+        ratio,
+        mbs,
+        received,
+        cells,
+    })
 }
