@@ -104,6 +104,9 @@ pub struct EchoSession<E: Echo> {
     cols: usize,
     skip_next: usize,
     typed: usize,
+    /// Type letters outside ASCII (two bytes each): for a terminal that
+    /// also shows other panes' output, which is ASCII only.
+    wide_keys: bool,
 }
 
 impl<E: Echo> EchoSession<E> {
@@ -130,7 +133,30 @@ impl<E: Echo> EchoSession<E> {
             cols: usize::from(cols),
             skip_next: WARMUP_KEYS,
             typed: 0,
+            wide_keys: false,
         })
+    }
+
+    /// Types `à`..`ú` instead of `a`..`z`: when the terminal also shows
+    /// panes that flood ASCII text, an ASCII letter there would look like
+    /// the echo.
+    pub fn with_wide_keys(mut self) -> Self {
+        self.wide_keys = true;
+        self
+    }
+
+    /// The bytes of the next key, and advances the count.
+    fn next_key(&mut self) -> ([u8; 4], usize) {
+        let n = (self.typed % 26) as u32;
+        self.typed += 1;
+        let c = if self.wide_keys {
+            char::from_u32(0xe0 + n).unwrap_or('a')
+        } else {
+            char::from_u32(u32::from(b'a') + n).unwrap_or('a')
+        };
+        let mut buf = [0u8; 4];
+        let len = c.encode_utf8(&mut buf).len();
+        (buf, len)
     }
 
     /// Types `keys` letters one at a time (after the warm-up, the first
@@ -148,16 +174,19 @@ impl<E: Echo> EchoSession<E> {
                 self.col = 0;
                 self.skip_next = self.skip_next.max(1);
             }
-            let key = b'a' + (self.typed % 26) as u8;
-            self.typed += 1;
+            let (buf, len) = self.next_key();
+            let key = &buf[..len];
             self.text.clear();
             let t0 = Instant::now();
-            self.term.send(&[key])?;
-            while !self.text.contains(&key) {
+            self.term.send(key)?;
+            while !self.text.windows(len).any(|w| w == key) {
                 self.raw.clear();
-                self.term
-                    .recv(&mut self.raw)
-                    .map_err(|e| format!("waiting for the echo of {:?}: {e}", key as char))?;
+                self.term.recv(&mut self.raw).map_err(|e| {
+                    format!(
+                        "waiting for the echo of {:?}: {e}",
+                        String::from_utf8_lossy(key)
+                    )
+                })?;
                 self.strip.feed(&self.raw, &mut self.text);
             }
             let dt = t0.elapsed();

@@ -33,6 +33,7 @@ mod latency;
 mod live_upgrade;
 mod memory;
 mod save_restore;
+mod split_echo;
 mod split_view;
 mod svg;
 mod table;
@@ -69,6 +70,7 @@ struct Args {
 const SECTIONS: &[&str] = &[
     "throughput",
     "split",
+    "split_echo",
     "latency",
     "memory",
     "attach",
@@ -334,6 +336,13 @@ fn run() -> Res<usize> {
     if let (true, Some(inputs)) = (wants("split"), &inputs) {
         step("split-view throughput");
         let (s, g) = split_view::split_view(&plan, &ptyd_bin, nofile, tmp, inputs);
+        print!("\n{}", s.to_text());
+        sections.push(s);
+        goals.extend(g);
+    }
+    if wants("split_echo") {
+        step("split-view echo");
+        let (s, g) = split_echo::split_echo(&plan, &ptyd_bin, nofile, tmp);
         print!("\n{}", s.to_text());
         sections.push(s);
         goals.extend(g);
