@@ -183,12 +183,7 @@ fn fork_keeper(
             return Ok(None);
         }
     };
-    let dup = |fd: std::os::fd::RawFd| {
-        // SAFETY: both fds are open for this call (the caller holds them).
-        unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }
-            .try_clone_to_owned()
-            .ok()
-    };
+    let dup = |fd: std::os::fd::RawFd| crate::sys::dup_raw(fd).ok();
     let (held_listener, held_lock) = (dup(listener), dup(lock.raw_fd()));
     let keeper_pid = std::process::id() as i32;
     // SAFETY: only this thread exists (no thread is started before

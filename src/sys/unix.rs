@@ -60,6 +60,14 @@ pub fn dup_at_least(fd: RawFd, min: RawFd) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(new) })
 }
 
+/// A close-on-exec duplicate of an open fd known only by number. Numbered
+/// 3 or higher, as std's `try_clone` does: a closed standard slot must not
+/// be refilled by a copy that a later write to "stderr" would reach. An fd
+/// that is not open is an error (`EBADF`), never another file.
+pub fn dup_raw(fd: RawFd) -> io::Result<OwnedFd> {
+    dup_at_least(fd, 3)
+}
+
 /// Lets exactly `fd` survive the exec of `cmd`'s child, and in blocking
 /// mode (the child reads it sequentially): both are cleared in the forked
 /// child, so our own copy keeps its flags.
@@ -848,4 +856,116 @@ pub fn default_state_base() -> Option<std::path::PathBuf> {
 /// Makes a rename in `dir` durable: fsync of the directory.
 pub fn sync_dir(dir: &std::path::Path) -> io::Result<()> {
     std::fs::File::open(dir)?.sync_all()
+}
+
+/// Sets a file's length (`ftruncate`): a fresh memfd's size before it is
+/// mapped.
+pub fn set_file_len(fd: &impl AsRawFd, len: u64) -> io::Result<()> {
+    let len = libc::off_t::try_from(len)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "file length out of range"))?;
+    syscall!(ftruncate(fd.as_raw_fd(), len))?;
+    Ok(())
+}
+
+/// Reads at `offset` without moving the file position (`pread`); a hole
+/// reads as zeroes and stays unallocated, which a mapping's read would not.
+pub fn read_at(fd: &impl AsRawFd, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    let offset = libc::off_t::try_from(offset)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "offset out of range"))?;
+    let n = syscall!(pread(
+        fd.as_raw_fd(),
+        buf.as_mut_ptr().cast(),
+        buf.len(),
+        offset
+    ))?;
+    Ok(n as usize)
+}
+
+/// A shared, writable mapping of a whole file (`mmap` with `MAP_SHARED`),
+/// seen as a header of `WORDS` 64-bit atomic words followed by a byte area.
+///
+/// Other processes may map the same file. Its contract with them is the
+/// caller's: the output ring has one writer at a time and readers that run
+/// only after that writer died (or in its own process), publishing with
+/// the header's atomics. The two views never overlap, so handing out the
+/// header by `&self` and the bytes by `&mut self` is sound within this
+/// process.
+pub struct SharedMap<const WORDS: usize> {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the mapping is owned by this value alone and unmapped on drop;
+// its pointer is never handed out beyond borrows of `self`.
+unsafe impl<const WORDS: usize> Send for SharedMap<WORDS> {}
+
+impl<const WORDS: usize> SharedMap<WORDS> {
+    const HEADER_BYTES: usize = WORDS * 8;
+
+    /// Maps `fd`'s first `WORDS * 8 + data_len` bytes. The file must be at
+    /// least that long (a shorter one faults on access).
+    pub fn new(fd: &impl AsRawFd, data_len: usize) -> io::Result<SharedMap<WORDS>> {
+        let len = Self::HEADER_BYTES
+            .checked_add(data_len)
+            .filter(|&l| l > 0)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "bad mapping size"))?;
+        // SAFETY: a fresh shared mapping of a file the caller holds; no
+        // existing memory is touched.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(SharedMap {
+            ptr: ptr.cast(),
+            len,
+        })
+    }
+
+    /// The header's words.
+    pub fn header(&self) -> &[std::sync::atomic::AtomicU64; WORDS] {
+        // SAFETY: the mapping is page-aligned and at least `WORDS * 8`
+        // bytes long; AtomicU64 has the size and alignment of u64 and may
+        // be shared between threads and processes.
+        unsafe { &*(self.ptr as *const [std::sync::atomic::AtomicU64; WORDS]) }
+    }
+
+    /// The byte area after the header.
+    pub fn data(&self) -> &[u8] {
+        // SAFETY: [header, len) lies inside our mapping and never overlaps
+        // the header's words.
+        unsafe {
+            std::slice::from_raw_parts(
+                self.ptr.add(Self::HEADER_BYTES),
+                self.len - Self::HEADER_BYTES,
+            )
+        }
+    }
+
+    /// The byte area after the header, to write.
+    pub fn data_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as `data`; `&mut self` makes this the only borrow of it
+        // in this process.
+        unsafe {
+            std::slice::from_raw_parts_mut(
+                self.ptr.add(Self::HEADER_BYTES),
+                self.len - Self::HEADER_BYTES,
+            )
+        }
+    }
+}
+
+impl<const WORDS: usize> Drop for SharedMap<WORDS> {
+    fn drop(&mut self) {
+        // SAFETY: the mapping we made, of this length, unmapped once.
+        unsafe { libc::munmap(self.ptr.cast(), self.len) };
+    }
 }

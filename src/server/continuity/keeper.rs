@@ -480,11 +480,7 @@ impl Keeper {
     fn stored_fds_owned(&self) -> HashMap<String, OwnedFd> {
         self.stored_fds()
             .into_iter()
-            .filter_map(|(n, fd)| {
-                // SAFETY: fd is one we hold, open for this call.
-                let b = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
-                Some((n, b.try_clone_to_owned().ok()?))
-            })
+            .filter_map(|(n, fd)| Some((n, sys::dup_raw(fd).ok()?)))
             .collect()
     }
 

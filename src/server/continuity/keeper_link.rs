@@ -474,10 +474,7 @@ impl KeeperLink {
 }
 
 fn dup(fd: RawFd) -> Option<OwnedFd> {
-    // SAFETY: fd is open for the duration of this call (borrowed from a
-    // value the caller holds).
-    let borrowed = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
-    borrowed.try_clone_to_owned().ok()
+    crate::sys::dup_raw(fd).ok()
 }
 
 impl Server {

@@ -27,11 +27,10 @@
 //! mapped, and again only after `others_may_have_written` (the old server
 //! serving again after a take-back or rollback).
 
+use crate::sys::SharedMap;
 use std::cell::Cell;
 use std::io;
-#[cfg(test)]
-use std::os::fd::FromRawFd;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 const MAGIC: u64 = 0x7074_7964_7269_6e67; // "ptydring"
@@ -60,7 +59,9 @@ pub const CAPACITY_ENV: &str = "PTYD_RING_BYTES";
 
 pub struct OutputRing {
     fd: OwnedFd,
-    map: *mut u8,
+    /// The header's words (magic, capacity, written, pending) and the
+    /// data area.
+    map: SharedMap<{ HEADER / 8 }>,
     cap: usize,
     /// Bytes before this position have had their pages given back
     /// (`release_before`).
@@ -78,10 +79,6 @@ pub struct OutputRing {
     /// `written()`.
     zeroed: u64,
 }
-
-// SAFETY: the mapping is owned by this value alone and freed on drop; the
-// pointer is never shared with another thread.
-unsafe impl Send for OutputRing {}
 
 impl std::fmt::Debug for OutputRing {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -103,14 +100,8 @@ impl OutputRing {
     /// A new, empty ring of `cap` data bytes.
     pub fn create(cap: usize) -> io::Result<OutputRing> {
         let fd = crate::sys::anonymous_file(c"ptyd-ring", &[])?;
-        let len = (HEADER + cap) as libc::off_t;
-        // SAFETY: ftruncate on an fd we own.
-        if unsafe { libc::ftruncate(fd.as_raw_fd(), len) } != 0 {
-            return Err(context(
-                "sizing the output ring",
-                io::Error::last_os_error(),
-            ));
-        }
+        crate::sys::set_file_len(&fd, (HEADER + cap) as u64)
+            .map_err(|e| context("sizing the output ring", e))?;
         // The header waits for the first write (`make_live`).
         OutputRing::map(fd, cap)
     }
@@ -175,27 +166,10 @@ impl OutputRing {
     }
 
     fn map(fd: OwnedFd, cap: usize) -> io::Result<OutputRing> {
-        // SAFETY: a fresh shared mapping of a file we hold, of its size;
-        // no existing memory is touched.
-        let map = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                HEADER + cap,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd.as_raw_fd(),
-                0,
-            )
-        };
-        if map == libc::MAP_FAILED {
-            return Err(context(
-                "mapping the output ring",
-                io::Error::last_os_error(),
-            ));
-        }
+        let map = SharedMap::new(&fd, cap).map_err(|e| context("mapping the output ring", e))?;
         Ok(OutputRing {
             fd,
-            map: map.cast(),
+            map,
             cap,
             released: 0,
             live: Cell::new(false),
@@ -204,10 +178,10 @@ impl OutputRing {
         })
     }
 
-    fn header(&self) -> &[AtomicU64; 4] {
-        // SAFETY: the mapping starts page-aligned and is at least HEADER
-        // (64) bytes; AtomicU64 has the layout of u64.
-        unsafe { &*(self.map as *const [AtomicU64; 4]) }
+    /// Magic, capacity, bytes written, bytes pending (`reserve`); the
+    /// other four words are unused.
+    fn header(&self) -> &[AtomicU64; HEADER / 8] {
+        self.map.header()
     }
 
     /// Where the next read goes: at most `max` bytes, contiguous (up to
@@ -226,9 +200,8 @@ impl OutputRing {
         let known = self.zeroed.saturating_sub(written).min(len as u64) as usize;
         self.zeroed = self.zeroed.max(written + len as u64);
         self.header()[3].store(len as u64, Ordering::Release);
-        // SAFETY: at + len <= cap, inside our mapping's data area, which
-        // only this value writes.
-        let slot = unsafe { std::slice::from_raw_parts_mut(self.map.add(HEADER + at), len) };
+        // at + len <= cap: inside the data area, which only this value writes.
+        let slot = &mut self.map.data_mut()[at..at + len];
         slot[known..].fill(0);
         slot
     }
@@ -248,9 +221,9 @@ impl OutputRing {
         }
         let end = (self.written() % self.cap as u64) as usize;
         let end = if end == 0 && n > 0 { self.cap } else { end };
-        // SAFETY: [end - n, end) lies inside the data area: a read never
-        // wraps, so its bytes end at `end` (or at the area's end).
-        unsafe { std::slice::from_raw_parts(self.map.add(HEADER + end - n), n) }
+        // A read never wraps, so its bytes end at `end` (or at the area's
+        // end); a stale `n` larger than that gets what there is.
+        &self.map.data()[end.saturating_sub(n)..end]
     }
 
     /// After a crash: a read that returned into the ring but was never
@@ -264,8 +237,7 @@ impl OutputRing {
         let len = self.header()[3].load(Ordering::Acquire) as usize;
         let at = (self.written() % self.cap as u64) as usize;
         let len = len.min(self.cap - at);
-        // SAFETY: [at, at + len) lies inside the data area.
-        let slot = unsafe { std::slice::from_raw_parts(self.map.add(HEADER + at), len) };
+        let slot = &self.map.data()[at..at + len];
         let n = slot.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
         self.commit(n);
         n
@@ -331,11 +303,7 @@ impl OutputRing {
         while !rest.is_empty() {
             let at = (pos % self.cap as u64) as usize;
             let n = rest.len().min(self.cap - at);
-            // SAFETY: at + n <= cap, inside the data area of our mapping;
-            // `rest` is ordinary memory, not overlapping it.
-            unsafe {
-                std::ptr::copy_nonoverlapping(rest.as_ptr(), self.map.add(HEADER + at), n);
-            }
+            self.map.data_mut()[at..at + n].copy_from_slice(&rest[..n]);
             pos += n as u64;
             rest = &rest[n..];
         }
@@ -359,20 +327,10 @@ impl OutputRing {
         while pos < end {
             let at = (pos % self.cap as u64) as usize;
             let n = ((end - pos) as usize).min(self.cap - at);
-            // SAFETY: at + n <= cap, inside our mapping's data area.
-            out.extend_from_slice(unsafe {
-                std::slice::from_raw_parts(self.map.add(HEADER + at), n)
-            });
+            out.extend_from_slice(&self.map.data()[at..at + n]);
             pos += n as u64;
         }
         (out, complete)
-    }
-}
-
-impl Drop for OutputRing {
-    fn drop(&mut self) {
-        // SAFETY: the mapping we made, of this length, unmapped once.
-        unsafe { libc::munmap(self.map.cast(), HEADER + self.cap) };
     }
 }
 
@@ -381,15 +339,8 @@ impl Drop for OutputRing {
 /// unallocated; an error for a header that is not a ring's.
 fn read_header(fd: &OwnedFd) -> io::Result<Option<u64>> {
     let mut h = [0u8; 16];
-    // SAFETY: reads at most 16 bytes into `h`, a buffer of that size we
-    // own, from an fd we hold.
-    let n = unsafe { libc::pread(fd.as_raw_fd(), h.as_mut_ptr().cast(), h.len(), 0) };
-    if n < 0 {
-        return Err(context(
-            "reading the output ring's header",
-            io::Error::last_os_error(),
-        ));
-    }
+    let n = crate::sys::read_at(fd, &mut h, 0)
+        .map_err(|e| context("reading the output ring's header", e))?;
     let word = |i: usize| u64::from_ne_bytes(h[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]));
     match (n, word(0)) {
         (16, MAGIC) => Ok(Some(word(1))),
@@ -405,16 +356,10 @@ fn context(what: &str, e: io::Error) -> io::Error {
     io::Error::new(e.kind(), format!("{what}: {e}"))
 }
 
-/// Wraps a raw fd received from elsewhere (tests).
-#[cfg(test)]
-fn owned(fd: i32) -> OwnedFd {
-    // SAFETY: test-only, fd freshly duplicated.
-    unsafe { OwnedFd::from_raw_fd(fd) }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::fd::AsRawFd;
 
     #[test]
     fn writes_wrap_and_a_second_mapping_reads_them() {
@@ -424,7 +369,7 @@ mod tests {
         let big: Vec<u8> = (0..5000u32).map(|i| (i % 251) as u8).collect();
         ring.write(&big[..3000]);
         // SAFETY: dup of an fd we own.
-        let dup = owned(unsafe { libc::dup(ring.fd().as_raw_fd()) });
+        let dup = ring.fd().try_clone().expect("dup");
         let other = OutputRing::adopt(dup).unwrap();
         assert_eq!(other.since(mark), (big[..3000].to_vec(), true));
         ring.write(&big[3000..]);
@@ -444,7 +389,7 @@ mod tests {
         slot[..5].copy_from_slice(b"hello");
         // The writer dies here; another process maps the ring.
         // SAFETY: dup of an fd we own.
-        let dup = owned(unsafe { libc::dup(ring.fd().as_raw_fd()) });
+        let dup = ring.fd().try_clone().expect("dup");
         let mut other = OutputRing::adopt(dup).unwrap();
         assert_eq!(other.take_pending(), 5);
         assert_eq!(other.since(0), (b"abchello".to_vec(), true));
@@ -475,7 +420,7 @@ mod tests {
         assert_eq!(ring.last(0), b"");
         ring.release_before(0);
         // SAFETY: dup of an fd we own.
-        let dup = owned(unsafe { libc::dup(ring.fd().as_raw_fd()) });
+        let dup = ring.fd().try_clone().expect("dup");
         let mut other = OutputRing::adopt(dup).unwrap();
         assert_eq!((other.written(), other.capacity()), (0, 8192));
         assert_eq!(other.take_pending(), 0);
@@ -495,7 +440,7 @@ mod tests {
         assert_eq!(other.since(1), (b"bcde".to_vec(), true));
         // And a third mapping finds the header written.
         // SAFETY: dup of an fd we own.
-        let dup = owned(unsafe { libc::dup(ring.fd().as_raw_fd()) });
+        let dup = ring.fd().try_clone().expect("dup");
         assert_eq!(OutputRing::adopt(dup).unwrap().written(), 5);
     }
 
@@ -508,7 +453,7 @@ mod tests {
         let n = unsafe { libc::pwrite(ring.fd().as_raw_fd(), junk.as_ptr().cast(), 16, 0) };
         assert_eq!(n, 16);
         // SAFETY: dup of an fd we own.
-        let dup = owned(unsafe { libc::dup(ring.fd().as_raw_fd()) });
+        let dup = ring.fd().try_clone().expect("dup");
         assert!(OutputRing::adopt(dup).is_err());
     }
 
