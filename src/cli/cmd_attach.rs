@@ -47,6 +47,8 @@ pub fn attach(g: &Global, a: &Parsed) -> Result<i32, CliError> {
         from_pane,
         when_behind: when_behind(config.attach_lossless || a.flag("lossless")),
         direct: config.attach_direct && !a.flag("no-direct"),
+        // Nested inside a pane, the outer client shows the tab already.
+        tab_view: !a.flag("pane-only") && inside_pane().is_none(),
     };
     attach_to(g, client, &opts, a.flag("detach-others"))
 }
@@ -133,6 +135,7 @@ pub(super) fn default_attach_options(target: String) -> AttachOptions {
         from_pane: None,
         when_behind: when_behind(config.attach_lossless),
         direct: config.attach_direct,
+        tab_view: false,
     }
 }
 

