@@ -128,3 +128,126 @@ fn three_panes_are_drawn_in_their_rectangles_at_their_sizes() {
     assert!(status.starts_with("[main] 0:work*"), "{status:?}");
     assert!(status.ends_with(&format!("\"{a} /bin/sh\"")), "{status:?}");
 }
+
+fn status_line(screen: &str) -> String {
+    screen.lines().last().unwrap_or("").to_string()
+}
+
+/// The prefix, then `key` (a tmux key name).
+fn prefixed(tmux: &Tmux, key: &str) {
+    tmux.keys(&["C-\\"]);
+    tmux.keys(&[key]);
+}
+
+#[test]
+fn every_binding_changes_what_is_seen_and_an_unbound_key_only_says_so() {
+    let ptyd = Ptyd::start();
+    let (a, b, cc) = three_panes(&ptyd);
+    let tmux = Tmux::outer_session(&ptyd, 120, 40);
+    attach(&tmux, &ptyd, &a);
+    let mut c = ptyd.connect();
+    let focused = |p: &str| {
+        let want = format!("\"{p} ");
+        move |s: &str| status_line(s).contains(&want)
+    };
+    // Focus moves: right, down, then the next pane in order (back to p1).
+    prefixed(&tmux, "Right");
+    tmux.wait_screen("the focus on the right pane", focused(&b));
+    prefixed(&tmux, "Down");
+    tmux.wait_screen("the focus below", focused(&cc));
+    prefixed(&tmux, "o");
+    tmux.wait_screen("the focus on the next pane", focused(&a));
+    // Keys go to the focused pane.
+    tmux.type_line("echo typed-''here");
+    let screen = tmux.wait_screen("the echo", |s| s.contains("typed-here"));
+    assert!(
+        region(&screen, P1).join("\n").contains("typed-here"),
+        "{screen}"
+    );
+    // A key bound to nothing: said so, still attached, nothing typed.
+    prefixed(&tmux, "q");
+    tmux.wait_screen("the message", |s| {
+        status_line(s).contains("no binding for C-\\ q")
+    });
+    tmux.type_line("echo still-''attached");
+    let screen = tmux.wait_screen("the view still there", |s| s.contains("still-attached"));
+    assert!(!screen.contains("attach-rc"), "{screen}");
+    // Zoom: the pane fills the tab, its PTY too; and back.
+    prefixed(&tmux, "z");
+    tmux.wait_screen("the zoom", |s| status_line(s).contains("[ZOOM]"));
+    c.type_line(&a, "clear; stty size");
+    tmux.wait_screen("the zoomed size", |s| s.contains("39 120"));
+    prefixed(&tmux, "z");
+    tmux.wait_screen("the layout back", |s| {
+        column(s, 60, 0..39) == "│".repeat(19) + "├" + &"│".repeat(19)
+    });
+    // Resize: the border moves right, the pane grows.
+    prefixed(&tmux, "C-Right");
+    util::eventually("p1 wider", || {
+        let cols = c.pane(&a)["cols"].as_u64().unwrap_or(0);
+        if cols > 60 {
+            Ok(())
+        } else {
+            Err(format!("{cols} columns"))
+        }
+    });
+    // Split side by side: a fourth pane, focused.
+    prefixed(&tmux, "%");
+    let p4 = util::eventually("a fourth pane", || {
+        let panes = c.panes();
+        match panes.len() {
+            4 => Ok(panes[3]["id"].as_str().unwrap().to_string()),
+            n => Err(format!("{n} panes")),
+        }
+    });
+    tmux.wait_screen("the new pane focused", focused(&p4));
+    // Close it: asked first; `y` kills it.
+    prefixed(&tmux, "x");
+    tmux.wait_screen("the question", |s| {
+        status_line(s).contains(&format!("kill pane {p4}? (y/n)"))
+    });
+    tmux.keys(&["y"]);
+    util::eventually("the pane removed", || {
+        let n = c.panes().len();
+        if n == 3 {
+            Ok(())
+        } else {
+            Err(format!("{n} panes"))
+        }
+    });
+    tmux.wait_screen("the focus back in the tab", |s| {
+        !status_line(s).contains(&p4)
+    });
+    // A new tab, shown; then the previous, the next, by number.
+    prefixed(&tmux, "c");
+    tmux.wait_screen("a second tab, current", |s| {
+        status_line(s).starts_with("[main] 0:work 1:")
+            && status_line(s).contains('*')
+            && !status_line(s).contains("work*")
+    });
+    prefixed(&tmux, "p");
+    tmux.wait_screen("the first tab", |s| {
+        status_line(s).starts_with("[main] 0:work*")
+    });
+    prefixed(&tmux, "n");
+    tmux.wait_screen("the second tab", |s| !status_line(s).contains("work*"));
+    // Rename it.
+    prefixed(&tmux, ",");
+    tmux.wait_screen("the prompt", |s| status_line(s).contains("(rename tab)"));
+    tmux.type_line("logs");
+    tmux.wait_screen("the new name", |s| status_line(s).contains("1:logs*"));
+    prefixed(&tmux, "0");
+    tmux.wait_screen("tab 0", |s| {
+        status_line(s).starts_with("[main] 0:work* 1:logs")
+    });
+    // The key list, put away by any key.
+    prefixed(&tmux, "?");
+    tmux.wait_screen("the key list", |s| {
+        s.contains("split-right") && s.contains("detach")
+    });
+    tmux.keys(&["Space"]);
+    tmux.wait_screen("the key list gone", |s| !s.contains("split-right"));
+    // Detach ends the attach command with 0.
+    prefixed(&tmux, "d");
+    tmux.wait_screen("the outer shell", |s| s.contains("attach-rc=0"));
+}
