@@ -251,3 +251,153 @@ fn every_binding_changes_what_is_seen_and_an_unbound_key_only_says_so() {
     prefixed(&tmux, "d");
     tmux.wait_screen("the outer shell", |s| s.contains("attach-rc=0"));
 }
+
+#[test]
+fn a_resized_outer_window_lays_the_tab_out_again() {
+    let ptyd = Ptyd::start();
+    let (a, b, cc) = three_panes(&ptyd);
+    let tmux = Tmux::outer_session(&ptyd, 120, 40);
+    attach(&tmux, &ptyd, &a);
+    let mut c = ptyd.connect();
+    util::eventually("p1 at 60x39", || {
+        let p = c.pane(&a);
+        (p["cols"] == 60 && p["rows"] == 39).then_some(())
+    });
+    tmux.run(&["resize-window", "-t", "main", "-x", "100", "-y", "30"]);
+    // 99 columns split in two: 50 | border | 49; 28 rows: 14 / border / 14.
+    for (p, size) in [(&a, (50, 29)), (&b, (49, 14)), (&cc, (49, 14))] {
+        util::eventually(format!("{p} at {size:?}"), || {
+            let info = c.pane(p);
+            let got = (
+                info["cols"].as_u64().unwrap_or(0),
+                info["rows"].as_u64().unwrap_or(0),
+            );
+            if got == size {
+                Ok(())
+            } else {
+                Err(format!("{got:?}"))
+            }
+        });
+    }
+    mark_and_size(&mut c, &[&a]);
+    let screen = tmux.wait_screen("the new layout", |s| {
+        s.contains("29 50") && column(s, 50, 0..29) == "│".repeat(14) + "├" + &"│".repeat(14)
+    });
+    assert!(
+        status_line(&screen).starts_with("[main] 0:work*"),
+        "{screen}"
+    );
+    assert_eq!(screen.lines().count(), 30, "{screen}");
+}
+
+#[test]
+fn two_clients_show_different_tabs_at_their_own_sizes() {
+    let ptyd = Ptyd::start();
+    let (a, _b, _c) = three_panes(&ptyd);
+    let d = shell(&ptyd, json!({ "tab_name": "other" }));
+    let big = Tmux::outer_session(&ptyd, 120, 40);
+    let small = Tmux::outer_session(&ptyd, 80, 24);
+    attach(&big, &ptyd, &a);
+    attach(&small, &ptyd, &d);
+    let mut c = ptyd.connect();
+    mark_and_size(&mut c, &[&a, &d]);
+    let screen = small.wait_screen("the other tab", |s| {
+        s.contains(&format!("MARK-{d}")) && s.contains("23 80")
+    });
+    // The other tab printed meanwhile: marked with activity.
+    assert!(
+        status_line(&screen).starts_with("[main] 0:work# 1:other*"),
+        "{screen}"
+    );
+    assert!(!screen.contains('│'), "one pane, no border: {screen}");
+    let screen = big.wait_screen("the work tab", |s| {
+        s.contains(&format!("MARK-{a}")) && s.contains("39 60")
+    });
+    assert!(
+        status_line(&screen).starts_with("[main] 0:work* 1:other#"),
+        "{screen}"
+    );
+    assert_eq!(
+        column(&screen, 60, 0..39),
+        "│".repeat(19) + "├" + &"│".repeat(19)
+    );
+    // Switching one client's tab leaves the other where it is.
+    prefixed(&small, "0");
+    small.wait_screen("the work tab on the small client", |s| {
+        status_line(s).starts_with("[main] 0:work*")
+    });
+    c.type_line(&d, "echo only-''in-d");
+    c.wait_text(&d, "only-in-d");
+    prefixed(&big, "1");
+    big.wait_screen("the other tab on the big client", |s| {
+        s.contains("only-in-d")
+    });
+}
+
+/// The status line's focus and the border column of the view, as seen.
+fn view_of(screen: &str) -> (String, String) {
+    let status = status_line(screen);
+    let title = status.rsplit('"').nth(1).unwrap_or("");
+    let focus = title.split(' ').next().unwrap_or("").to_string();
+    (focus, column(screen, 60, 0..39))
+}
+
+#[test]
+fn a_split_view_comes_back_after_a_live_upgrade_and_a_crash() {
+    let ptyd = Ptyd::start();
+    let (a, b, _c) = three_panes(&ptyd);
+    let tmux = Tmux::outer_session(&ptyd, 120, 40);
+    attach(&tmux, &ptyd, &a);
+    prefixed(&tmux, "Right");
+    let before = tmux.wait_screen("the focus on p2", |s| {
+        status_line(s).contains(&format!("\"{b} "))
+    });
+    let want = view_of(&before);
+
+    let out = ptyd.run_cli(&["upgrade"]);
+    util::assert_exit(&out, 0);
+    let mut c = ptyd.connect();
+    c.type_line(&b, "echo after-''upgrade");
+    let screen = tmux.wait_screen("output after the upgrade", |s| s.contains("after-upgrade"));
+    assert_eq!(view_of(&screen), want, "{screen}");
+    assert!(
+        region(&screen, P2).join("\n").contains("after-upgrade"),
+        "{screen}"
+    );
+    // The keys still reach the view's bindings.
+    prefixed(&tmux, "Down");
+    let moved = tmux.wait_screen("the focus moved down", |s| {
+        !status_line(s).contains(&format!("\"{b} "))
+    });
+    let want = view_of(&moved);
+    assert_ne!(want.0, b);
+
+    let dead = ptyd.serving_pid();
+    // SAFETY: kill(2) of the serving process this test's server forked.
+    unsafe { libc::kill(dead, libc::SIGKILL) };
+    let mut c = util::eventually("a replacement server to answer", || {
+        let mut c = util::Conn::try_connect(&ptyd.socket())?;
+        match c.try_call("server.status", json!({})) {
+            Some(Ok(status)) => {
+                let pid = status["pid"].as_i64().unwrap_or(0) as i32;
+                (pid != dead && pid != 0).then_some(c)
+            }
+            _ => None,
+        }
+    });
+    util::eventually("the client back", || {
+        let n = c.ok("client.list", json!({}))["clients"]
+            .as_array()
+            .map_or(0, Vec::len);
+        (n == 1).then_some(())
+    });
+    c.type_line(&want.0, "echo after-''crash");
+    let screen = tmux.wait_screen("output after the crash", |s| {
+        s.contains("after-crash") && !s.contains("connection to the server lost")
+    });
+    assert_eq!(view_of(&screen), want, "{screen}");
+    assert!(
+        region(&screen, P3).join("\n").contains("after-crash"),
+        "{screen}"
+    );
+}
