@@ -150,7 +150,7 @@ output and keys going through the client.",
             None,
             "lossless",
             None,
-            "every byte of output; the pane waits for this terminal",
+            "every byte of output; the pane waits for this terminal (one pane)",
         ),
         opt(
             None,

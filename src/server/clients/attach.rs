@@ -125,7 +125,13 @@ impl Server {
             c.attached_unix_ms = crate::clock::unix_ms();
             c.active = active;
         }
-        if let Some(spec) = &req.view {
+        // A pane that cannot run is said so and the attachment ends, as
+        // the single-pane path does (below), rather than shown blank.
+        let runs = self
+            .panes
+            .get(&id)
+            .is_some_and(|p| p.is_running() && p.held_reason().is_none());
+        if let Some(spec) = req.view.as_ref().filter(|_| runs) {
             let asked = spec.tab.filter(|t| self.tree.tabs.contains_key(t));
             if let Some(tab) = asked.or_else(|| self.tree.tab_of(PaneId::new(id))) {
                 let (focus, zoom) = match asked {
