@@ -356,6 +356,8 @@ impl Server {
             (cols, rows).hash(&mut h);
         }
         self.tab_size(tab).hash(&mut h);
+        // A reload may move the status line.
+        (self.status_position() as u8).hash(&mut h);
         h.finish()
     }
 
