@@ -401,3 +401,84 @@ fn a_split_view_comes_back_after_a_live_upgrade_and_a_crash() {
         "{screen}"
     );
 }
+
+fn write_config(ptyd: &Ptyd, text: &str) {
+    let dir = ptyd.dirs.state.join("config/ptyd");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("config.toml"), text).unwrap();
+}
+
+#[test]
+fn keys_and_the_status_line_come_from_the_config_and_apply_at_reload() {
+    let ptyd = Ptyd::start();
+    let (a, _b, _c) = three_panes(&ptyd);
+    let tmux = Tmux::outer_session(&ptyd, 120, 40);
+    attach(&tmux, &ptyd, &a);
+    write_config(
+        &ptyd,
+        "status = \"top\"\n[keys]\n\"|\" = \"split-right\"\n\"%\" = \"none\"\n",
+    );
+    util::assert_exit(&ptyd.run_cli(&["config", "reload"]), 0);
+    tmux.wait_screen("the status line on top", |s| {
+        s.lines()
+            .next()
+            .is_some_and(|l| l.starts_with("[main] 0:work*"))
+    });
+    let mut c = ptyd.connect();
+    prefixed(&tmux, "%");
+    tmux.wait_screen("% unbound", |s| {
+        s.lines()
+            .next()
+            .is_some_and(|l| l.contains("no binding for C-\\ %"))
+    });
+    assert_eq!(c.panes().len(), 3);
+    prefixed(&tmux, "|");
+    util::eventually("the split bound to |", || {
+        let n = c.panes().len();
+        if n == 4 {
+            Ok(())
+        } else {
+            Err(format!("{n} panes"))
+        }
+    });
+    // A binding that names no action is found by `config check`.
+    write_config(&ptyd, "[keys]\n\"q\" = \"explode\"\n");
+    let out = ptyd.run_cli(&["config", "check"]);
+    util::assert_exit(&out, 1);
+    let said = util::stdout(&out) + &util::stderr(&out);
+    assert!(
+        said.contains("explode") && said.contains("split-right"),
+        "{said}"
+    );
+}
+
+#[test]
+fn scroll_mode_and_read_only_work_inside_the_view() {
+    let ptyd = Ptyd::start();
+    let (a, b, _c) = three_panes(&ptyd);
+    let mut c = ptyd.connect();
+    c.type_line(&b, "for i in $(seq 1 200); do echo line-$i.; done");
+    c.wait_text(&b, "line-200.");
+    let tmux = Tmux::outer_session(&ptyd, 120, 40);
+    attach(&tmux, &ptyd, &b);
+    // The scroll mode over the focused pane, its history; `q` back.
+    prefixed(&tmux, "[");
+    tmux.wait_screen("the scroll mode", |s| s.contains("[scroll"));
+    tmux.keys(&["PPage"]);
+    tmux.wait_screen("a page up", |s| s.contains("line-150."));
+    tmux.keys(&["q"]);
+    tmux.wait_screen("the view again", |s| {
+        !s.contains("[scroll") && status_line(s).starts_with("[main] 0:work*")
+    });
+    // A read-only client: shown so, its keys change nothing.
+    let watcher = Tmux::outer_session(&ptyd, 100, 30);
+    watcher.type_line(&ptyd_cmd(&format!("attach --read-only {a}")));
+    watcher.wait_screen("the read-only view", |s| {
+        status_line(s).contains("[READ-ONLY]")
+    });
+    watcher.type_line("echo not-''typed");
+    prefixed(&watcher, "%");
+    watcher.wait_screen("the refusal", |s| status_line(s).contains("read-only"));
+    assert_eq!(c.panes().len(), 3);
+    assert!(!c.capture(&a).contains("not-typed"));
+}
