@@ -26,6 +26,7 @@ pub(crate) mod sys;
 pub mod term;
 pub mod transport;
 pub mod validate;
+pub mod view;
 pub mod workspace;
 
 // The daemon and its clients.

@@ -230,13 +230,17 @@ fn attach_client_inside_tmux_types_shows_and_detaches() {
     let id = ptyd.create_argv(&["/bin/sh"]);
     assert_eq!(id, "p1");
 
-    // An outer shell inside tmux runs `ptyd attach`, so that after it ends
-    // its message and exit code stay visible.
+    // An outer shell inside tmux runs `ptyd attach --pane-only` (the
+    // single-pane client: its prefix alone detaches, a pane exit ends it),
+    // so that after it ends its message and exit code stay visible.
     let tmux = Tmux::outer_session(&ptyd, 100, 30);
     let mut ev = ptyd.connect();
     ev.ok("events.subscribe", json!({}));
     // The quotes keep the typed line itself from matching `attach-rc=`.
-    let attach = format!("{} attach p1; echo attach-''rc=$?", shell_quote(util::PTYD));
+    let attach = format!(
+        "{} attach --pane-only p1; echo attach-''rc=$?",
+        shell_quote(util::PTYD)
+    );
     tmux.type_line(&attach);
     ev.wait_event("client.attached", "p1");
     // The client sends its terminal size: tmux's pane is 100 columns.
@@ -271,7 +275,7 @@ fn attach_client_inside_tmux_types_shows_and_detaches() {
     // reports it.
     let attach = attach
         .replace("attach-''rc=", "again-''rc=")
-        .replace(" attach p1;", " attach p1 --lossless;");
+        .replace(" p1;", " p1 --lossless;");
     tmux.type_line(&attach);
     ev.wait_event("client.attached", "p1");
     let clients = c.ok("client.list", json!({}));

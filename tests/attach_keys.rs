@@ -543,7 +543,10 @@ fn the_keys_go_back_when_the_pane_exits_or_another_detaches_the_client() {
     let mut c = ptyd.connect();
     let tmux = Tmux::outer_session(&ptyd, 100, 30);
     let first = ptyd.create_argv(&["/bin/sh"]);
-    tmux.type_line(&format!("{} attach {first}", shell_quote(util::PTYD)));
+    tmux.type_line(&format!(
+        "{} attach --pane-only {first}",
+        shell_quote(util::PTYD)
+    ));
     wait_keys(&mut c, true);
     tmux.type_line("exit");
     tmux.wait_screen("the pane's exit", |s| s.contains("exited"));
@@ -553,7 +556,10 @@ fn the_keys_go_back_when_the_pane_exits_or_another_detaches_the_client() {
     });
 
     let second = ptyd.create_argv(&["/bin/sh"]);
-    tmux.type_line(&format!("{} attach {second}", shell_quote(util::PTYD)));
+    tmux.type_line(&format!(
+        "{} attach --pane-only {second}",
+        shell_quote(util::PTYD)
+    ));
     wait_keys(&mut c, true);
     c.ok("client.detach", json!({ "all": true }));
     tmux.wait_screen("the detach", |s| s.contains("detached"));

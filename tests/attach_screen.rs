@@ -59,7 +59,9 @@ fn attach_replays_history_into_the_outer_scrollback() {
     let tmux = outer(&ptyd, 100, 30);
     let mut ev = ptyd.connect();
     ev.ok("events.subscribe", json!({}));
-    tmux.type_line(&ptyd_cmd(&format!("attach {id} --history 3000")));
+    tmux.type_line(&ptyd_cmd(&format!(
+        "attach --pane-only {id} --history 3000"
+    )));
     ev.wait_event("client.attached", &id);
     tmux.wait_screen("the pane's screen", |s| s.contains("printed-all"));
     // The outer pane's own history (above its screen) holds the newest
@@ -105,7 +107,9 @@ fn scroll_mode_pages_finds_and_copies() {
     let tmux = outer(&ptyd, 80, 20);
     let mut ev = ptyd.connect();
     ev.ok("events.subscribe", json!({}));
-    tmux.type_line(&ptyd_cmd(&format!("attach {id}; echo attach-''rc=$?")));
+    tmux.type_line(&ptyd_cmd(&format!(
+        "attach --pane-only {id}; echo attach-''rc=$?"
+    )));
     ev.wait_event("client.attached", &id);
     tmux.wait_screen("the pane", |s| s.contains("rows-done"));
     // Prefix, then `[`: the scroll mode, at the bottom.
@@ -181,7 +185,7 @@ fn the_prefix_key_twice_reaches_the_inner_client() {
     let tmux = outer(&ptyd, 100, 30);
     let mut ev = ptyd.connect();
     ev.ok("events.subscribe", json!({}));
-    tmux.type_line(&ptyd_cmd(&format!("attach {outer_pane}")));
+    tmux.type_line(&ptyd_cmd(&format!("attach --pane-only {outer_pane}")));
     ev.wait_event("client.attached", &outer_pane);
     // Inside the outer pane, a client attached to the inner pane.
     tmux.type_line(&ptyd_cmd(&format!(
@@ -217,9 +221,9 @@ fn clients_of_different_sizes_each_see_a_correct_screen() {
     let small = outer(&ptyd, 60, 15);
     let mut ev = ptyd.connect();
     ev.ok("events.subscribe", json!({}));
-    big.type_line(&ptyd_cmd(&format!("attach {id}")));
+    big.type_line(&ptyd_cmd(&format!("attach --pane-only {id}")));
     ev.wait_event("client.attached", &id);
-    small.type_line(&ptyd_cmd(&format!("attach --read-only {id}")));
+    small.type_line(&ptyd_cmd(&format!("attach --pane-only --read-only {id}")));
     ev.wait_event("client.attached", &id);
     assert_eq!(c.pane_info(&id).unwrap()["cols"], 100);
     // A 90-column line: whole for the 100-column client, cut at 60 for
@@ -240,7 +244,7 @@ fn clients_of_different_sizes_each_see_a_correct_screen() {
     small.keys(&["C-\\"]);
     ev.wait_event("client.detached", &id);
     small.wait_screen("the small client gone", |s| s.contains("[ptyd: detached]"));
-    small.type_line(&ptyd_cmd(&format!("attach {id}")));
+    small.type_line(&ptyd_cmd(&format!("attach --pane-only {id}")));
     ev.wait_event("client.attached", &id);
     assert_eq!(c.pane_info(&id).unwrap()["cols"], 60);
     small.type_line("echo from-''small");
@@ -266,7 +270,9 @@ fn detach_gives_the_outer_screen_back() {
     tmux.wait_screen("the outer text", |s| s.contains("before-attach"));
     let mut ev = ptyd.connect();
     ev.ok("events.subscribe", json!({}));
-    tmux.type_line(&ptyd_cmd(&format!("attach {id}; echo attach-''rc=$?")));
+    tmux.type_line(&ptyd_cmd(&format!(
+        "attach --pane-only {id}; echo attach-''rc=$?"
+    )));
     ev.wait_event("client.attached", &id);
     let screen = tmux.wait_screen("the pane", |s| s.contains("on-alt"));
     assert!(!screen.contains("before-attach"), "{screen}");
@@ -310,7 +316,7 @@ fn the_detach_key_and_screen_come_from_the_config_file() {
     let env = format!("XDG_CONFIG_HOME={}", shell_quote(config.to_str().unwrap()));
     tmux.type_line(&format!(
         "{env} {}; echo attach-''rc=$?",
-        ptyd_cmd(&format!("attach {id}"))
+        ptyd_cmd(&format!("attach --pane-only {id}"))
     ));
     ev.wait_event("client.attached", &id);
     tmux.wait_screen("the pane", |s| s.contains("in-pane"));

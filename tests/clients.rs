@@ -232,7 +232,10 @@ fn bare_attach_takes_the_focused_pane_and_attach_d_detaches_others() {
     let tmux = Tmux::outer_session(&ptyd, 100, 30);
     let mut ev = ptyd.connect();
     ev.ok("events.subscribe", json!({}));
-    let cmd = format!("{} attach; echo attach-''rc=$?", shell_quote(util::PTYD));
+    let cmd = format!(
+        "{} attach --pane-only; echo attach-''rc=$?",
+        shell_quote(util::PTYD)
+    );
     tmux.type_line(&cmd);
     ev.wait_event("client.attached", "p1");
     // Typed through the client: it is in raw mode, so C-\ detaches.
@@ -243,7 +246,7 @@ fn bare_attach_takes_the_focused_pane_and_attach_d_detaches_others() {
 
     // `-t` and `-d`: the read-only watcher of p2 is detached.
     let cmd = format!(
-        "{} attach -d -t two; echo attach2-''rc=$?",
+        "{} attach --pane-only -d -t two; echo attach2-''rc=$?",
         shell_quote(util::PTYD)
     );
     tmux.type_line(&cmd);
@@ -257,7 +260,7 @@ fn bare_attach_takes_the_focused_pane_and_attach_d_detaches_others() {
     tmux.wait_screen("the second attach ends", |s| s.contains("attach2-rc=0"));
 
     // Now a bare attach comes back to p2, the pane attached last.
-    tmux.type_line(&format!("{} attach", shell_quote(util::PTYD)));
+    tmux.type_line(&format!("{} attach --pane-only", shell_quote(util::PTYD)));
     ev.wait_event("client.attached", &two);
     let list = c.ok("client.list", json!({}));
     assert_eq!(list["clients"][0]["pane"], two.as_str(), "{list}");

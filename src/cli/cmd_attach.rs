@@ -38,6 +38,7 @@ pub fn attach(g: &Global, a: &Parsed) -> Result<i32, CliError> {
     if !a.flag("force") {
         refuse_nesting(&mut client, &target, from_pane.as_deref())?;
     }
+    let lossless = config.attach_lossless || a.flag("lossless");
     let opts = AttachOptions {
         target,
         read_only: a.flag("read-only"),
@@ -45,8 +46,11 @@ pub fn attach(g: &Global, a: &Parsed) -> Result<i32, CliError> {
         alt_screen,
         history: history.unwrap_or(config.attach_history as u32),
         from_pane,
-        when_behind: when_behind(config.attach_lossless || a.flag("lossless")),
+        when_behind: when_behind(lossless),
         direct: config.attach_direct && !a.flag("no-direct"),
+        // Nested inside a pane, the outer client shows the tab already;
+        // every byte of output is a single pane's (a view is composed).
+        tab_view: !a.flag("pane-only") && !lossless && inside_pane().is_none(),
     };
     attach_to(g, client, &opts, a.flag("detach-others"))
 }
@@ -133,6 +137,7 @@ pub(super) fn default_attach_options(target: String) -> AttachOptions {
         from_pane: None,
         when_behind: when_behind(config.attach_lossless),
         direct: config.attach_direct,
+        tab_view: false,
     }
 }
 

@@ -73,6 +73,8 @@ pub fn new(g: &Global, a: &Parsed) -> Result<i32, CliError> {
         from_pane: None,
         when_behind,
         direct: config.attach_direct,
+        // Attached by `pane.create` itself, to the one pane.
+        tab_view: false,
     };
     finish_attach(attach::run_attach(&g.paths, &opts, Some(reader))?)
 }

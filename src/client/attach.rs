@@ -59,6 +59,10 @@ pub struct AttachOptions {
     /// `attach_direct = false` or `PTYD_ATTACH_DIRECT=0` keep output
     /// going through the client.
     pub direct: bool,
+    /// Show the target's whole tab (its panes, a status line, the keys
+    /// under the prefix, all handled by the server); `false` is
+    /// `--pane-only`: the pane alone, its prefix keys handled here.
+    pub tab_view: bool,
 }
 
 impl AttachOptions {
@@ -76,6 +80,35 @@ impl AttachOptions {
             // `ptyd attach -d` sets it on the first request only.
             detach_others: false,
             when_behind: self.when_behind,
+            view: self.tab_view.then(|| methods::ViewSpec {
+                prefix: Some(self.detach_key),
+                ..Default::default()
+            }),
+        }
+    }
+}
+
+/// The tab view the server last told a client (`VIEW`): handed back when
+/// it reconnects, for the same tab, focus and zoom.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct ToldView {
+    pub tab: Option<crate::model::TabId>,
+    pub focus: Option<crate::model::PaneId>,
+    #[serde(default)]
+    pub zoom: bool,
+}
+
+impl ToldView {
+    /// Puts this view into a reconnecting client's attach request: the
+    /// focused pane as the target (the first one may be gone), the view.
+    pub fn apply(&self, params: &mut methods::Attach) {
+        if let Some(view) = &mut params.view {
+            view.tab = self.tab;
+            view.focus = self.focus;
+            view.zoom = Some(self.zoom);
+            if let Some(focus) = self.focus {
+                params.target = focus.to_string();
+            }
         }
     }
 }

@@ -497,9 +497,11 @@ pub fn decode_server_frame(buf: &[u8]) -> Result<Option<(ServerFrame, usize)>, C
                 frame::server::EXIT => ServerFrame::Exit(exit_payload(f.payload)),
                 // The direct-output handshake carries no terminal bytes;
                 // only a client that offered its terminal gets it.
-                frame::server::DIRECT_ON | frame::server::DIRECT_OFF | frame::server::KEYS_OFF => {
-                    ServerFrame::Output(Vec::new())
-                }
+                frame::server::DIRECT_ON
+                | frame::server::DIRECT_OFF
+                | frame::server::KEYS_OFF
+                | frame::server::VIEW
+                | frame::server::SCROLL => ServerFrame::Output(Vec::new()),
                 _ => ServerFrame::Output(f.payload.to_vec()),
             };
             Ok(Some((out, used)))
@@ -547,6 +549,10 @@ pub enum BatchEnd {
     /// `KEYS_OFF`: the server reads this client's keys no more; its
     /// reason, and the bytes it read and handed back.
     KeysOff(String, Vec<u8>),
+    /// `VIEW`: the tab view as it is now (JSON).
+    View(Value),
+    /// `SCROLL`: the tab view asks for the scroll mode over a pane (JSON).
+    Scroll(Value),
     Oversized,
 }
 
@@ -576,6 +582,14 @@ pub fn decode_output_batch(buf: &[u8]) -> OutputBatch<'_> {
                     }
                     frame::server::DIRECT_OFF => {
                         batch.end = BatchEnd::DirectOff(exit_payload(f.payload));
+                        return batch;
+                    }
+                    frame::server::VIEW => {
+                        batch.end = BatchEnd::View(exit_payload(f.payload));
+                        return batch;
+                    }
+                    frame::server::SCROLL => {
+                        batch.end = BatchEnd::Scroll(exit_payload(f.payload));
                         return batch;
                     }
                     _ => {}
@@ -751,6 +765,7 @@ mod tests {
                 BatchEnd::DirectOn(_) | BatchEnd::DirectOff(_) | BatchEnd::KeysOff(..) => {
                     panic!("no direct output here")
                 }
+                BatchEnd::View(_) | BatchEnd::Scroll(_) => panic!("no tab view here"),
             }
             assert!(reader.fill().unwrap(), "the stream ended before EXIT");
         };

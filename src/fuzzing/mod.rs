@@ -157,6 +157,7 @@ fn client_side(stream: &[u8], cut: usize) {
             crate::client::BatchEnd::DirectOff(_) => assert_eq!(direct, Some(DIRECT_OFF)),
             crate::client::BatchEnd::KeysOff(..) => assert_eq!(direct, Some(KEYS_OFF)),
             crate::client::BatchEnd::Oversized => assert!(oversized),
+            crate::client::BatchEnd::View(_) | crate::client::BatchEnd::Scroll(_) => {}
             crate::client::BatchEnd::Exit(payload) => {
                 assert_eq!(Some(&payload), exit.as_ref());
                 let end = crate::client::attach::end_from_exit(&payload);

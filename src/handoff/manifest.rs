@@ -384,6 +384,12 @@ pub struct AttachRuntime {
     /// behind must still be drawn once it catches up.
     #[serde(default)]
     pub stale: bool,
+    /// The tab a tab-view client shows (`None`: one pane), and its prefix
+    /// key; drawn whole by the new server at its first turn.
+    #[serde(default)]
+    pub tab: Option<crate::model::TabId>,
+    #[serde(default)]
+    pub prefix: Option<u8>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]

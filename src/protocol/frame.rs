@@ -40,6 +40,16 @@ pub mod server {
     /// prefix key on; often none). Every `client::KEYS_ON` gets one, unless
     /// the attachment ends by EXIT first or the connection drops.
     pub const KEYS_OFF: u8 = 5;
+    /// The client's tab view changed (an attachment with `view`): JSON
+    /// `{"workspace": "w1", "tab": "t2", "focus": "p3", "zoom": false}`.
+    /// A client that reconnects hands `tab`, `focus` and `zoom` back in
+    /// its attach request's `view`, to come back to the same view.
+    pub const VIEW: u8 = 6;
+    /// The tab view asks the client to run its scroll mode over a pane
+    /// (the prefix and `[`): JSON `{"pane": "p3", "page_up": false}`. The
+    /// client pauses direct output first, as for its own scroll mode, and
+    /// sends `client::REDRAW` when it is done.
+    pub const SCROLL: u8 = 7;
 }
 
 /// Frame kinds sent by the client.

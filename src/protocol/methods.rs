@@ -378,6 +378,27 @@ pub struct Attach {
     /// as the pane prints (default `pause`: lossless).
     #[serde(default, skip_serializing_if = "WhenBehind::is_pause")]
     pub when_behind: WhenBehind,
+    /// Show the target's whole tab (its panes side by side, a status line,
+    /// keys under the prefix) instead of the one pane.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub view: Option<ViewSpec>,
+}
+
+/// The tab view an attachment asks for: the target's tab, focused on the
+/// target; or, for a client coming back (after a crash of the serving
+/// process), the view its last `VIEW` frame told it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ViewSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tab: Option<crate::model::TabId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub focus: Option<crate::model::PaneId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zoom: Option<bool>,
+    /// The client's prefix key, as a byte (default 28, Ctrl-\).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<u8>,
 }
 
 /// What happens when an attached client falls behind its pane's output.
@@ -717,6 +738,12 @@ mod tests {
                 from_pane: Some("p2".into()),
                 detach_others: true,
                 when_behind: WhenBehind::Redraw,
+                view: Some(ViewSpec {
+                    tab: Some(crate::model::TabId::new(2)),
+                    focus: Some(crate::model::PaneId::new(3)),
+                    zoom: Some(true),
+                    prefix: Some(1),
+                }),
             }),
             Request::ClientList(ClientList {
                 target: Some("p1".into()),

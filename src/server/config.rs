@@ -67,6 +67,8 @@ pub const KEYS: &[&str] = &[
     "attach_history",
     "attach_lossless",
     "attach_direct",
+    "status",
+    "keys",
 ];
 
 /// Most lines `attach_history` may print into a terminal at attach.
@@ -143,6 +145,12 @@ pub struct UserConfig {
     /// The attach client passes its terminal to the server, which writes
     /// the pane's output to it directly (Unix; `--no-direct` per attach).
     pub attach_direct: bool,
+    /// Where the tab view's status line goes.
+    pub status: super::clients::tab_view::StatusPosition,
+    /// The tab view's keys after the prefix: the defaults with `[keys]`
+    /// applied; and `[keys]` as written, for `values`.
+    pub bindings: crate::view::bindings::Bindings,
+    pub keys: std::collections::BTreeMap<String, String>,
 }
 
 impl Default for UserConfig {
@@ -166,6 +174,9 @@ impl Default for UserConfig {
             attach_history: 3000,
             attach_lossless: false,
             attach_direct: true,
+            status: Default::default(),
+            bindings: Default::default(),
+            keys: Default::default(),
         }
     }
 }
@@ -209,6 +220,8 @@ impl UserConfig {
         m.insert("attach_history".into(), json!(self.attach_history));
         m.insert("attach_lossless".into(), json!(self.attach_lossless));
         m.insert("attach_direct".into(), json!(self.attach_direct));
+        m.insert("status".into(), json!(self.status));
+        m.insert("keys".into(), json!(self.keys));
         m
     }
 }
@@ -474,7 +487,8 @@ fn parse_all(path: &Path, text: &str) -> (UserConfig, Vec<String>) {
                     e.message().trim()
                 )),
             },
-            "detach_key" => match String::deserialize(ValueDeserializer::from(value)) {
+            // `prefix` is what the tab view calls it; the same key.
+            "detach_key" | "prefix" => match String::deserialize(ValueDeserializer::from(value)) {
                 Ok(v) => match crate::keys::parse_detach_key(&v) {
                     Ok(byte) => config.detach_key = (v, byte),
                     Err(e) => problems.push(format!("{place}: {e}; using the default C-\\")),
@@ -502,6 +516,36 @@ fn parse_all(path: &Path, text: &str) -> (UserConfig, Vec<String>) {
                 Ok(v) => config.attach_direct = v,
                 Err(e) => problems.push(format!(
                     "{place}: attach_direct must be true or false ({}); using the default true",
+                    e.message().trim()
+                )),
+            },
+            "status" => match super::clients::tab_view::StatusPosition::deserialize(
+                ValueDeserializer::from(value),
+            ) {
+                Ok(v) => config.status = v,
+                Err(e) => problems.push(format!(
+                    "{place}: status must be \"bottom\", \"top\" or \"off\" ({}); using the \
+                     default \"bottom\"",
+                    e.message().trim()
+                )),
+            },
+            "keys" => match std::collections::BTreeMap::<String, String>::deserialize(
+                ValueDeserializer::from(value),
+            ) {
+                Ok(keys) => match crate::view::bindings::Bindings::with(&keys) {
+                    Ok(b) => {
+                        config.bindings = b;
+                        config.keys = keys;
+                    }
+                    Err(bad) => {
+                        for why in bad {
+                            problems.push(format!("{place}: {why}; the default bindings apply"));
+                        }
+                    }
+                },
+                Err(e) => problems.push(format!(
+                    "{place}: [keys] must map key names to action names, as `\"|\" = \"split-right\"` \
+                     ({}); the default bindings apply",
                     e.message().trim()
                 )),
             },

@@ -255,6 +255,7 @@ impl Server {
                 TimerKind::ConnClose(id) => self.on_close_deadline(id, now),
                 TimerKind::AcceptRetry => self.on_accept_retry(),
                 TimerKind::InputStall(conn) => self.check_input_stall(conn, now),
+                TimerKind::ViewFrame => self.wake_views(),
             }
         }
     }

@@ -40,6 +40,9 @@ pub enum TimerKind {
     /// Check that the pane an attached client's input is held for still
     /// reads its input (connection id; `attach.rs`).
     InputStall(usize),
+    /// A tab view's frame waits for its interval, or its message for its
+    /// end (`tab_view.rs`): wakes the loop, which draws stale views.
+    ViewFrame,
 }
 
 #[derive(Debug, Default)]

@@ -529,6 +529,25 @@ impl Terminal {
         }
     }
 
+    /// The cells of row `r` of the active screen (`None` past the last),
+    /// for a view that composes several screens into one.
+    pub fn row_cells(&self, r: usize) -> Option<&[Cell]> {
+        let g = self.screen.grid();
+        (r < g.lines()).then(|| &*g.row(r).cells)
+    }
+
+    /// Whether the program is on its alternate screen.
+    pub fn alt_screen(&self) -> bool {
+        self.screen.modes.alt_screen
+    }
+
+    /// The keyboard, mouse and cursor-shape modes of this screen (see
+    /// `redraw::focus_modes`), and the bytes that switch every one of them
+    /// off first.
+    pub fn focus_modes(&self) -> (Vec<u8>, &'static [u8]) {
+        (redraw::focus_modes(&self.screen), redraw::MODES_OFF)
+    }
+
     pub fn modes(&self) -> ModeSummary {
         self.screen.modes.clone()
     }

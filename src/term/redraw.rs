@@ -73,7 +73,7 @@ fn sanitize(title: &str) -> String {
 
 /// The input modes, cursor shape and keyboard protocols `state` may switch
 /// on, off.
-const MODES_OFF: &[u8] = b"\x1b[?1l\x1b>\x1b[?2004l\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?9l\x1b[?1005l\x1b[?1006l\x1b[?1015l\x1b[?1004l\x1b[?1007l\x1b[?12l\x1b[0 q\x1b[<99u\x1b[=0;1u\x1b[>4m\x1b[?25h\x1b[?2026l\x1b[?45l\x1b[?1045l\x1b[?5l";
+pub(super) const MODES_OFF: &[u8] = b"\x1b[?1l\x1b>\x1b[?2004l\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?9l\x1b[?1005l\x1b[?1006l\x1b[?1015l\x1b[?1004l\x1b[?1007l\x1b[?12l\x1b[0 q\x1b[<99u\x1b[=0;1u\x1b[>4m\x1b[?25h\x1b[?2026l\x1b[?45l\x1b[?1045l\x1b[?5l";
 
 pub fn redraw(s: &Screen, cols: u16, rows: u16) -> Vec<u8> {
     redraw_with(s, cols, rows, true)
@@ -397,4 +397,59 @@ fn state(s: &Screen, cols: usize, rows: usize, out: &mut Vec<u8>) {
     if m.synchronized_output {
         private(out, 2026, true);
     }
+}
+
+/// The modes of `s` that belong to whoever has the keyboard, for a
+/// terminal that shows several screens and follows the focused one: key
+/// encodings (cursor keys, keypad, kitty flags, modifyOtherKeys), bracketed
+/// paste, mouse and focus reporting, the cursor's shape. Sent after
+/// [`MODES_OFF`] when the focus or these modes change.
+pub fn focus_modes(s: &Screen) -> Vec<u8> {
+    let m = &s.modes;
+    let mut out = Vec::new();
+    if m.app_cursor_keys {
+        private(&mut out, 1, true);
+    }
+    if m.app_keypad {
+        out.extend_from_slice(b"\x1b=");
+    }
+    if m.bracketed_paste {
+        private(&mut out, 2004, true);
+    }
+    if let Some(raw) = m.mouse.raw() {
+        private(&mut out, raw, true);
+    }
+    if let Some(raw) = m.mouse_encoding.raw() {
+        private(&mut out, raw, true);
+    }
+    if m.focus_reporting {
+        private(&mut out, 1004, true);
+    }
+    if m.alternate_scroll {
+        private(&mut out, 1007, true);
+    }
+    if m.cursor_blink {
+        private(&mut out, 12, true);
+    }
+    if m.cursor_style != 0 {
+        out.extend_from_slice(b"\x1b[");
+        push_num(&mut out, u32::from(m.cursor_style));
+        out.extend_from_slice(b" q");
+    }
+    if m.kitty_base != 0 {
+        out.extend_from_slice(b"\x1b[=");
+        push_num(&mut out, u32::from(m.kitty_base));
+        out.extend_from_slice(b";1u");
+    }
+    for flags in &m.kitty_stack {
+        out.extend_from_slice(b"\x1b[>");
+        push_num(&mut out, u32::from(*flags));
+        out.push(b'u');
+    }
+    if m.modify_other_keys != 0 {
+        out.extend_from_slice(b"\x1b[>4;");
+        push_num(&mut out, u32::from(m.modify_other_keys));
+        out.push(b'm');
+    }
+    out
 }

@@ -91,6 +91,28 @@ impl Layout {
         }
     }
 
+    /// Moves the innermost `direction` split above `pane` by `delta`,
+    /// kept within (0.05, 0.95); `false` if there is none.
+    pub fn nudge(&mut self, pane: PaneId, direction: Direction, delta: f32) -> bool {
+        let Layout::Split {
+            direction: d,
+            ratio,
+            first,
+            second,
+        } = self
+        else {
+            return false;
+        };
+        if first.nudge(pane, direction, delta) || second.nudge(pane, direction, delta) {
+            return true;
+        }
+        if *d != direction || !(first.contains(pane) || second.contains(pane)) {
+            return false;
+        }
+        *ratio = (*ratio + delta).clamp(0.05, 0.95);
+        true
+    }
+
     /// Removes the leaf `pane`; its sibling takes the parent's place.
     /// Returns `None` when the tree was that single leaf (the tab is empty).
     pub fn remove(self, pane: PaneId) -> Option<Layout> {

@@ -230,6 +230,30 @@ impl Tree {
         true
     }
 
+    /// Zooms `tab`'s focused pane, or unzooms the tab.
+    pub fn toggle_zoom(&mut self, tab: TabId) -> bool {
+        let Some(t) = self.tabs.get_mut(&tab) else {
+            return false;
+        };
+        t.zoom = match t.zoom {
+            Some(_) => None,
+            None => Some(t.focus),
+        };
+        true
+    }
+
+    /// Moves the border nearest `pane` across `direction`'s axis by
+    /// `delta` (a share of its split, negative towards the first child);
+    /// `false` if no split of that direction is above it.
+    pub fn nudge_split(&mut self, pane: PaneId, direction: Direction, delta: f32) -> bool {
+        let Some(tab) = self.tab_of(pane) else {
+            return false;
+        };
+        self.tabs
+            .get_mut(&tab)
+            .is_some_and(|t| t.layout.nudge(pane, direction, delta))
+    }
+
     /// Checks every invariant in the module doc; `Err` names the first broken.
     pub fn check(&self, pane_exists: impl Fn(PaneId) -> bool) -> Result<(), String> {
         let mut seen = std::collections::HashSet::new();

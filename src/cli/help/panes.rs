@@ -64,16 +64,27 @@ pub const ATTACH: Command = Command {
     name: "attach",
     aliases: &["a"],
     brief: "attach [TARGET]",
-    summary: "attach this terminal to a pane",
+    summary: "attach this terminal to a tab, or to one pane",
     usage: &[
-        "attach [TARGET] [-d] [--read-only] [--detach-key KEY]",
+        "attach [TARGET] [--pane-only] [-d] [--read-only] [--detach-key KEY]",
         "       [--no-alt-screen | --history N] [--lossless] [--no-direct] [--force]",
     ],
     about: "\
-Attaches this terminal to a pane: TARGET, else the focused pane of the
-active tab (the pane attached last, since attaching focuses it), on the
-terminal's alternate screen: detaching gives back the screen of before.
-KEY (default C-\\, or detach_key in config.toml) detaches; it works at
+Shows TARGET's tab (else the active tab): its panes side by side, each in
+its own rectangle and sized to it, the focused one's border marked, and a
+status line (status in config.toml: bottom, top or off). The keys after
+the prefix KEY (default C-\\, prefix in config.toml) are tmux's: % split
+side by side, \" stacked, arrows and o move the focus, C-arrows move a
+border, z zoom, x close the pane (asks), c new tab, n p 0-9 select a tab,
+, rename it, [ scroll mode, ? list the keys, d detach; [keys] in
+config.toml changes them. A key bound to nothing says so on the status
+line. Every client has its own tab; the layout follows the Tree, so
+`ptyd focus` and a split from the CLI show at once.
+
+--pane-only attaches to the one pane (the default from inside a pane,
+where the outer terminal already shows the tabs), on the terminal's
+alternate screen: detaching gives back the screen of before.
+KEY detaches; it works at
 every moment, even while the server is unreachable. It is also a prefix:
 KEY KEY sends KEY to the pane (to a ptyd attach running in it), KEY [ or
 KEY PageUp opens the scroll mode over the pane's whole history (arrows,
@@ -99,6 +110,12 @@ attach_direct = false in config.toml, or PTYD_ATTACH_DIRECT=0) keeps
 output and keys going through the client.",
     options: &[
         TARGET,
+        opt(
+            None,
+            "pane-only",
+            None,
+            "the pane alone, not its tab (the default inside a pane)",
+        ),
         opt(
             Some('d'),
             "detach-others",
@@ -133,7 +150,7 @@ output and keys going through the client.",
             None,
             "lossless",
             None,
-            "every byte of output; the pane waits for this terminal",
+            "every byte of output; the pane waits for this terminal (one pane)",
         ),
         opt(
             None,

@@ -277,6 +277,9 @@ impl DirectOutput {
                 // Not acknowledged: the pause sent above makes the
                 // server let go again, with DIRECT_OFF.
                 BatchEnd::DirectOn(_) => continue,
+                // Nothing to draw now: the client is leaving or about to
+                // draw its own screen.
+                BatchEnd::View(_) | BatchEnd::Scroll(_) => continue,
                 // Before the DIRECT_OFF it waits for. A settle comes
                 // before the client draws or ends: keys handed back now
                 // (only ever with keys given: a terminating signal) end

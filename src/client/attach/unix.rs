@@ -17,6 +17,7 @@ use crate::paths::NamespacePaths;
 use crate::protocol::frame;
 use crate::protocol::methods::{self, Request};
 use crate::sys;
+use serde::Deserialize;
 use serde_json::Value;
 use std::io::{self, Read};
 use std::os::fd::{AsRawFd, RawFd};
@@ -319,6 +320,7 @@ pub fn run_attach(
         prefix_at: None,
         direct: direct::DirectOutput::new(opts.direct, opts.read_only, opts.detach_key),
         handed_back: Vec::new(),
+        told: None,
     };
     // After what this client wrote itself (the alternate screen): the
     // server holds its output until the answer to DIRECT_ON anyway.
@@ -357,6 +359,8 @@ struct Session<'a> {
     /// Keys the server read and handed back (`KEYS_OFF`: from the prefix
     /// key on), handled as typed before the terminal is read again.
     handed_back: Vec<u8>,
+    /// The tab view the server last told (`VIEW`), for a reconnection.
+    told: Option<super::ToldView>,
 }
 
 /// The terminal's input ended.
@@ -414,7 +418,8 @@ impl Session<'_> {
                 return Ok(Some(self.leave(detach, "[ptyd: detached]", 0)));
             }
             Some(PrefixAction::Scroll { page_up }) if self.connected => {
-                if let Some(end) = self.scroll(page_up)? {
+                let target = self.opts.target.clone();
+                if let Some(end) = self.scroll(&target, page_up)? {
                     return Ok(Some(end));
                 }
             }
@@ -445,6 +450,20 @@ impl Session<'_> {
                 BatchEnd::KeysOff(reason, rest) => {
                     self.direct.on_keys_off(&reason);
                     self.handed_back.extend_from_slice(&rest);
+                }
+                BatchEnd::View(payload) => {
+                    if let Ok(view) = super::ToldView::deserialize(&payload) {
+                        self.told = Some(view);
+                    }
+                }
+                BatchEnd::Scroll(payload) => {
+                    let Some(pane) = payload["pane"].as_str().map(String::from) else {
+                        continue;
+                    };
+                    let page_up = payload["page_up"].as_bool().unwrap_or(false);
+                    if let Some(end) = self.scroll(&pane, page_up)? {
+                        return Ok(Some(end));
+                    }
                 }
             }
         }
@@ -495,6 +514,16 @@ impl Session<'_> {
             }
         }
         let mut action = None;
+        // The tab view's keys are the server's, the prefix included; only
+        // while disconnected does the prefix work here (to give up).
+        if let Some(bytes) = typed_bytes.as_ref()
+            && self.opts.tab_view
+            && self.connected
+        {
+            let _ = send_frame(self.reader.stream(), frame::client::INPUT, bytes);
+            self.direct.note_input_sent();
+            return Ok(None);
+        }
         if let Some(bytes) = typed_bytes {
             let (typed, act) = split_keys(&bytes, self.opts.detach_key, &mut self.prefix_at);
             if self.connected && !self.opts.read_only && !typed.is_empty() {
@@ -510,7 +539,7 @@ impl Session<'_> {
     }
 
     /// The scroll mode, over the pane's history; back to the pane after.
-    fn scroll(&mut self, page_up: bool) -> Result<Option<AttachEnd>, ClientError> {
+    fn scroll(&mut self, target: &str, page_up: bool) -> Result<Option<AttachEnd>, ClientError> {
         // The scroll mode draws on the terminal: the server must have
         // stopped writing to it first.
         let pause = frame::client::DIRECT_PAUSE;
@@ -522,7 +551,7 @@ impl Session<'_> {
         }
         let outcome = scroll::run(
             self.paths,
-            &self.opts.target,
+            target,
             &mut self.reader,
             &mut self.signals,
             &self.end_flag,
@@ -576,8 +605,12 @@ impl Session<'_> {
                 1,
             ));
         }
+        let mut params = self.opts.params(self.size, false);
+        if let Some(told) = &self.told {
+            told.apply(&mut params);
+        }
         if let Ok(client) = Client::connect(self.paths, false)
-            && let Ok((_, r)) = client::attach(client, self.opts.params(self.size, false))
+            && let Ok((_, r)) = client::attach(client, params)
         {
             self.reader = r;
             self.connected = true;

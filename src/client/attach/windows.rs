@@ -128,7 +128,10 @@ pub fn run_attach(
             .read(wait)
             .map_err(|e| io_error("reading the console", e))?;
         let mut action = None;
-        if !typed.is_empty() {
+        // The tab view's keys, its prefix included, are the server's.
+        if !typed.is_empty() && opts.tab_view {
+            let _ = send_frame(reader.stream(), frame::client::INPUT, &typed);
+        } else if !typed.is_empty() {
             let (keys, act) = split_keys(&typed, opts.detach_key, &mut prefix_at);
             if !opts.read_only && !keys.is_empty() {
                 let _ = send_frame(reader.stream(), frame::client::INPUT, &keys);

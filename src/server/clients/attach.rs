@@ -125,6 +125,31 @@ impl Server {
             c.attached_unix_ms = crate::clock::unix_ms();
             c.active = active;
         }
+        // A pane that cannot run is said so and the attachment ends, as
+        // the single-pane path does (below), rather than shown blank.
+        let runs = self
+            .panes
+            .get(&id)
+            .is_some_and(|p| p.is_running() && p.held_reason().is_none());
+        if let Some(spec) = req.view.as_ref().filter(|_| runs) {
+            let asked = spec.tab.filter(|t| self.tree.tabs.contains_key(t));
+            if let Some(tab) = asked.or_else(|| self.tree.tab_of(PaneId::new(id))) {
+                let (focus, zoom) = match asked {
+                    Some(_) => (spec.focus, spec.zoom),
+                    None => (Some(PaneId::new(id)), None),
+                };
+                let prefix = spec.prefix.unwrap_or(0x1c);
+                self.start_tab_view(conn, tab, focus, zoom, prefix);
+                let peer_pid = self.conns.get(&conn).and_then(|c| c.peer.pid);
+                self.emit(Event::ClientAttached {
+                    pane: public_id,
+                    client: conn,
+                    pid: peer_pid,
+                    read_only: req.read_only,
+                });
+                return Ok(());
+            }
+        }
         if !req.read_only {
             self.apply_size_policy(id);
             // The pane a bare `ptyd attach` comes back to.
@@ -173,6 +198,7 @@ impl Server {
             stale: false,
             when_behind: req.when_behind,
             cut_off: false,
+            tab: None,
         };
         for chunk in history.chunks(HISTORY_FRAME_BYTES) {
             if !c.queue_frame(frame::server::OUTPUT, chunk) {
@@ -207,6 +233,9 @@ impl Server {
         let Some(size) = self.panes.get(&pane).map(|p| (p.cols(), p.rows())) else {
             return;
         };
+        if self.conns.values().any(|c| c.view.tab.is_some()) {
+            self.note_view_output(pane);
+        }
         let mut too_slow = Vec::new();
         for (id, conn) in &mut self.conns {
             let ConnMode::Attached {
@@ -218,7 +247,7 @@ impl Server {
             else {
                 continue;
             };
-            if p != pane || conn.closing.is_some() {
+            if p != pane || conn.closing.is_some() || conn.view.tab.is_some() {
                 continue;
             }
             let raw = (cols, rows) == size
@@ -266,17 +295,23 @@ impl Server {
     /// Its view stays stale (and `stale_views` set) until a flush drains
     /// it (`flush_conns` then draws it at once).
     pub(in crate::server) fn render_stale_views(&mut self) {
+        self.sync_views();
         if !std::mem::take(&mut self.stale_views) {
             return;
         }
         let mut too_slow = Vec::new();
         let mut deferred = false;
+        let mut tab_views = Vec::new();
         for (id, conn) in &mut self.conns {
             if !conn.view.stale {
                 continue;
             }
             if conn.view.redraws_when_behind() && !conn.caught_up() {
                 deferred = true;
+                continue;
+            }
+            if conn.view.tab.is_some() {
+                tab_views.push(*id);
                 continue;
             }
             let Some(bytes) = draw_view(conn, &self.panes) else {
@@ -286,9 +321,34 @@ impl Server {
                 too_slow.push(*id);
             }
         }
+        let now = Instant::now();
+        for id in tab_views {
+            let Some(bytes) = self.draw_tab_view(id, now) else {
+                continue;
+            };
+            let Some(c) = self.conns.get_mut(&id) else {
+                continue;
+            };
+            if bytes
+                .chunks(frame::MAX_FRAME_PAYLOAD)
+                .any(|chunk| !c.queue_frame(frame::server::OUTPUT, chunk))
+            {
+                too_slow.push(id);
+            }
+        }
         self.stale_views |= deferred;
         for id in too_slow {
             self.drop_too_slow(id);
+        }
+    }
+
+    /// A tab view's frame or message timer: views are looked at again.
+    pub(in crate::server) fn wake_views(&mut self) {
+        for c in self.conns.values_mut() {
+            if c.view.tab.is_some() {
+                c.view.stale = true;
+                self.stale_views = true;
+            }
         }
     }
 
@@ -339,6 +399,19 @@ impl Server {
         else {
             return;
         };
+        if c.view.tab.is_some() {
+            match frame {
+                ClientFrame::Input(payload) => {
+                    self.view_keys(conn, payload);
+                    return;
+                }
+                ClientFrame::Redraw => {
+                    self.view_redraw(conn);
+                    return;
+                }
+                _ => {}
+            }
+        }
         match frame {
             ClientFrame::Input(payload) if !read_only && !payload.is_empty() => {
                 if let Err((msg, public_id)) = self.type_into(conn, pane, payload) {
@@ -599,10 +672,25 @@ impl Server {
     }
 
     /// Ends every attachment to `pane` with an EXIT frame.
+    /// Clients showing its tab go on showing it, told on their message
+    /// line.
     pub(in crate::server) fn end_attachments(&mut self, pane: u64, payload: &Value) {
+        let why = match payload["reason"].as_str() {
+            Some("pane_exited") => format!(
+                "pane {} exited: {}",
+                PaneId::new(pane),
+                crate::client::attach::describe_exit(&payload["exit"])
+            ),
+            _ => payload["message"]
+                .as_str()
+                .unwrap_or("the pane ended")
+                .to_string(),
+        };
+        self.note_view_pane_ended(pane, &why);
         let ids: Vec<ConnId> = self
             .conns
             .iter()
+            .filter(|(_, c)| c.view.tab.is_none())
             .filter(|(_, c)| matches!(c.mode, ConnMode::Attached { pane: p, .. } if p == pane))
             .map(|(id, _)| *id)
             .collect();
@@ -640,6 +728,7 @@ impl Server {
         // caught up or not: nothing will be sent after the EXIT frame.
         if !drop_queue
             && c.view.stale
+            && c.view.tab.is_none()
             && let Some(bytes) = draw_view(c, &self.panes)
         {
             // A queue too full for it gets the EXIT frame alone (below).
@@ -706,10 +795,17 @@ impl Server {
 
     /// Sets `pane`'s size from its clients that may resize, per the
     /// `window_size` policy; with none left, the size stays.
+    /// A pane of a tab some client shows is sized by that tab's layout
+    /// (`tab_view.rs`), whatever its single-pane clients' sizes.
     pub(in crate::server) fn apply_size_policy(&mut self, pane: u64) {
+        if let Some(tab) = self.viewed_tab_of(pane) {
+            self.relayout_tab(tab);
+            return;
+        }
         let sizes: Vec<(u64, u16, u16)> = self
             .conns
             .values()
+            .filter(|c| c.view.tab.is_none())
             .filter_map(|c| match c.mode {
                 ConnMode::Attached {
                     pane: p,

@@ -118,6 +118,8 @@ pub struct View {
     /// was last drawn: its terminal may be on either screen, so its redraw
     /// starts by leaving the alternate one.
     pub cut_off: bool,
+    /// The client shows a whole tab (`tab_view.rs`) rather than one pane.
+    pub tab: Option<Box<super::tab_view::TabView>>,
 }
 
 impl View {
@@ -393,6 +395,7 @@ impl Connection {
     /// behind: attached to it, not closing, and lossless.
     pub fn paces(&self, pane: u64) -> bool {
         matches!(self.mode, ConnMode::Attached { pane: p, .. } if p == pane)
+            && self.view.tab.is_none()
             && self.closing.is_none()
             && !self.view.redraws_when_behind()
     }

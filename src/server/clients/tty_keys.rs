@@ -9,7 +9,9 @@
 //!
 //! The client keeps its prefix (detach) key: the server stops reading at
 //! it and hands what it read from there on back (`KEYS_OFF`, reason
-//! `prefix`), for the client to handle as typed first. Every other way
+//! `prefix`), for the client to handle as typed first. A client showing a
+//! tab (`tab_view.rs`) leaves its prefix to the server: every key is read
+//! here and goes through the view's bindings. Every other way
 //! the keys leave the server hands them back too: leaving direct output
 //! (`Connection::leave_direct`: a pause, the end of the attachment, a
 //! live upgrade, a failed write or read), and a pane that reads none of
@@ -156,6 +158,11 @@ impl Server {
             };
             taken += n;
             let got = &buf[..n];
+            // The tab view's prefix is the server's: every key goes there.
+            if self.conns.get(&conn).is_some_and(|c| c.view.tab.is_some()) {
+                self.view_keys(conn, got);
+                continue;
+            }
             let at_prefix = got.iter().position(|&b| b == prefix);
             let typed = &got[..at_prefix.unwrap_or(n)];
             if !typed.is_empty() {

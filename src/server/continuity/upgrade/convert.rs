@@ -330,6 +330,8 @@ pub fn conn_runtime(c: &Connection, id: ConnId, now: Instant) -> ConnRuntime {
                 flat: c.view.flat,
                 when_behind: c.view.when_behind,
                 stale: c.view.stale,
+                tab: c.view.tab.as_ref().map(|v| v.tab),
+                prefix: c.view.tab.as_ref().map(|v| v.prefix),
             }),
         },
         subscribed: c.subscribed,
@@ -367,6 +369,13 @@ pub fn conn_from_runtime(
         // `stale_views`); it may have been cut off from raw output.
         conn.view.stale = a.stale;
         conn.view.cut_off = a.stale;
+        if let Some(tab) = a.tab {
+            let prefix = a.prefix.unwrap_or(0x1c);
+            conn.view.tab = Some(Box::new(crate::server::clients::tab_view::TabView::new(
+                tab, prefix,
+            )));
+            conn.view.stale = true;
+        }
     }
     conn.mode = match rt.attached {
         None => ConnMode::Rpc,

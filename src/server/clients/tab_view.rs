@@ -1,0 +1,917 @@
+//! Attached clients that show a whole tab (`ptyd attach` without
+//! `--pane-only`): each one's view (the tab it shows, its keyboard state,
+//! its message line and the compositor holding the frame it was last
+//! sent), its frames, its keys and the layout the panes are sized to.
+//!
+//! Focus and zoom are the tab's, in the Tree: a client's key moves them
+//! there and every client of the tab follows, as does any request that
+//! changes them (`sync_views` compares what each view last drew with the
+//! Tree every turn). Which tab a client shows is its own. A client is
+//! told its view (`VIEW` frame) whenever it changes, and hands it back
+//! when it reconnects after a crash; a live upgrade carries it.
+//!
+//! Sizes: the panes of a tab are sized to their rectangles in the area of
+//! the tab's clients under the `window_size` policy (per tab); a client
+//! of another size is shown that layout clipped or padded. Frames: at most
+//! one per [`FRAME_INTERVAL`] per client, so a pane flooding output costs
+//! its neighbours no more than that; a change after a quiet spell (a
+//! keystroke's echo) goes out in the turn it came.
+
+use super::connection::{ConnId, ConnMode};
+use crate::model::{PaneId, TabId};
+use crate::protocol::frame;
+use crate::protocol::methods;
+use crate::server::Server;
+use crate::server::config::WindowSize;
+use crate::server::timers::TimerKind;
+use crate::view::bindings::{self, Action, Bindings, Mode, Out};
+use crate::view::compose::{Compositor, Scene};
+use crate::view::geometry::{Dir, Geometry, Rect, lay_out};
+use crate::view::status::{self, Status, TabEntry};
+use crate::workspace::layout::Direction;
+use serde_json::json;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::time::{Duration, Instant};
+
+/// The shortest time between two frames to one client (tmux redraws a
+/// busy pane at most about every 16 ms as well).
+pub const FRAME_INTERVAL: Duration = Duration::from_millis(16);
+/// How long a message stays on the status line.
+const MESSAGE_FOR: Duration = Duration::from_secs(4);
+/// How far one resize key moves a border, as a share of the split.
+const RESIZE_STEP: f32 = 0.05;
+
+/// Where the status line goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StatusPosition {
+    #[default]
+    Bottom,
+    Top,
+    Off,
+}
+
+/// One client's view of a tab.
+#[derive(Debug)]
+pub struct TabView {
+    pub tab: TabId,
+    /// The client's prefix key.
+    pub prefix: u8,
+    pub keys: Mode,
+    pub compositor: Compositor,
+    message: Option<(String, Instant)>,
+    /// The key list, shown over the panes until the next key.
+    overlay: Option<Vec<String>>,
+    /// The client runs its scroll mode over the focused pane.
+    pub scrolling: bool,
+    /// What the last frame was drawn from, besides the panes' screens.
+    seen: u64,
+    /// The view the client was last told (`VIEW`).
+    told: Option<Vec<u8>>,
+    last_frame: Option<Instant>,
+    /// A frame timer is armed for this instant.
+    timer_at: Option<Instant>,
+    /// Tabs with output since this client last showed them.
+    pub activity: std::collections::BTreeSet<TabId>,
+}
+
+impl TabView {
+    pub fn new(tab: TabId, prefix: u8) -> TabView {
+        TabView {
+            tab,
+            prefix,
+            keys: Mode::Typing,
+            compositor: Compositor::default(),
+            message: None,
+            overlay: None,
+            scrolling: false,
+            seen: 0,
+            told: None,
+            last_frame: None,
+            timer_at: None,
+            activity: Default::default(),
+        }
+    }
+
+    pub fn say(&mut self, message: impl Into<String>) {
+        self.message = Some((message.into(), Instant::now()));
+    }
+}
+
+/// The part of a client's screen the tab gets, with the status line's row.
+pub fn tab_area(cols: u16, rows: u16, status: StatusPosition) -> (Rect, Option<u16>) {
+    match status {
+        StatusPosition::Off => (Rect::new(0, 0, cols, rows), None),
+        _ if rows < 2 => (Rect::new(0, 0, cols, rows), None),
+        StatusPosition::Bottom => (Rect::new(0, 0, cols, rows - 1), Some(rows - 1)),
+        StatusPosition::Top => (Rect::new(0, 1, cols, rows - 1), Some(0)),
+    }
+}
+
+impl Server {
+    fn status_position(&self) -> StatusPosition {
+        self.config.status
+    }
+
+    fn bindings(&self) -> &Bindings {
+        &self.config.bindings
+    }
+
+    /// The clients showing `tab` (by number).
+    pub(in crate::server) fn viewers_of(&self, tab: TabId) -> Vec<ConnId> {
+        let mut ids: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| c.view.tab.as_ref().is_some_and(|v| v.tab == tab))
+            .filter(|(_, c)| matches!(c.mode, ConnMode::Attached { .. }))
+            .map(|(id, _)| *id)
+            .collect();
+        ids.sort_unstable();
+        ids
+    }
+
+    /// The size `tab` is laid out at: its clients' (that may resize) under
+    /// the `window_size` policy; `None` with none.
+    fn tab_size(&self, tab: TabId) -> Option<(u16, u16)> {
+        let sizes: Vec<(u64, u16, u16)> = self
+            .viewers_of(tab)
+            .iter()
+            .filter_map(|id| self.conns.get(id))
+            .filter_map(|c| match c.mode {
+                ConnMode::Attached {
+                    read_only: false,
+                    cols,
+                    rows,
+                    ..
+                } => Some((c.active, cols, rows)),
+                _ => None,
+            })
+            .collect();
+        match self.config.window_size {
+            WindowSize::Latest => sizes
+                .iter()
+                .max_by_key(|(active, ..)| *active)
+                .map(|&(_, c, r)| (c, r)),
+            WindowSize::Smallest => sizes
+                .iter()
+                .map(|&(_, c, _)| c)
+                .min()
+                .zip(sizes.iter().map(|&(.., r)| r).min()),
+            WindowSize::Largest => sizes
+                .iter()
+                .map(|&(_, c, _)| c)
+                .max()
+                .zip(sizes.iter().map(|&(.., r)| r).max()),
+        }
+    }
+
+    /// `tab` laid out as its panes are sized: at the tab's size, else
+    /// (only read-only clients) at `fallback`.
+    fn tab_geometry(&self, tab: TabId, fallback: (u16, u16)) -> Option<Geometry> {
+        let t = self.tree.tabs.get(&tab)?;
+        let (cols, rows) = self.tab_size(tab).unwrap_or(fallback);
+        let (area, _) = tab_area(cols, rows, self.status_position());
+        Some(lay_out(&t.layout, t.zoom, area))
+    }
+
+    /// Sizes every shown pane of `tab` to its rectangle. A pane whose
+    /// rectangle is below the smallest PTY (2x1) keeps its size.
+    pub(in crate::server) fn relayout_tab(&mut self, tab: TabId) {
+        let Some(size) = self.tab_size(tab) else {
+            return;
+        };
+        let Some(g) = self.tab_geometry(tab, size) else {
+            return;
+        };
+        for (pane, r) in g.panes {
+            if r.cols >= 2
+                && r.rows >= 1
+                && self.panes.get(&pane.get()).is_some_and(|p| p.is_running())
+            {
+                self.resize_pane(pane.get(), r.cols, r.rows);
+            }
+        }
+        for id in self.viewers_of(tab) {
+            self.mark_view_stale(id);
+        }
+    }
+
+    fn mark_view_stale(&mut self, conn: ConnId) {
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.view.stale = true;
+            self.stale_views = true;
+        }
+    }
+
+    /// The tab of `pane` whose clients size it, if any client shows it.
+    pub(in crate::server) fn viewed_tab_of(&self, pane: u64) -> Option<TabId> {
+        if !self.conns.values().any(|c| c.view.tab.is_some()) {
+            return None;
+        }
+        let tab = self.tree.tab_of(PaneId::new(pane))?;
+        (!self.viewers_of(tab).is_empty()).then_some(tab)
+    }
+
+    /// Starts showing `tab` to attached client `conn`, focused on `focus`
+    /// when given (a pane of it). From `attach`.
+    pub(in crate::server) fn start_tab_view(
+        &mut self,
+        conn: ConnId,
+        tab: TabId,
+        focus: Option<PaneId>,
+        zoom: Option<bool>,
+        prefix: u8,
+    ) {
+        if let Some(t) = self.tree.tabs.get_mut(&tab) {
+            if let Some(f) = focus.filter(|f| t.layout.contains(*f)) {
+                t.focus = f;
+            }
+            match zoom {
+                Some(true) => t.zoom = Some(t.focus),
+                Some(false) => t.zoom = None,
+                None => {}
+            }
+            let ws = t.workspace;
+            if let Some(w) = self.tree.workspaces.get_mut(&ws) {
+                w.active_tab = Some(tab);
+            }
+            self.tree.active_workspace = Some(ws);
+            self.mark_dirty();
+        }
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.view.tab = Some(Box::new(TabView::new(tab, prefix)));
+            // A view is drawn from the model: a client that falls behind
+            // is drawn again once it caught up, never waited for.
+            c.view.when_behind = methods::WhenBehind::Redraw;
+            c.view.stale = true;
+            self.stale_views = true;
+        }
+        self.sync_views();
+    }
+
+    /// Brings every view in line with the Tree: a tab that is gone is
+    /// replaced by its workspace's active one (the attachment ends when
+    /// there is none), the focus followed, the layout worked out again
+    /// when the tab, its zoom or a client's size changed. Every turn,
+    /// before frames are drawn.
+    pub(in crate::server) fn sync_views(&mut self) {
+        let ids: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| c.view.tab.is_some() && matches!(c.mode, ConnMode::Attached { .. }))
+            .map(|(id, _)| *id)
+            .collect();
+        let mut relayout = Vec::new();
+        for id in ids {
+            let Some(tab) = self
+                .conns
+                .get(&id)
+                .and_then(|c| c.view.tab.as_ref())
+                .map(|v| v.tab)
+            else {
+                continue;
+            };
+            let tab = match self.tree.tabs.get(&tab) {
+                Some(_) => tab,
+                None => match self.replacement_tab(id) {
+                    Some(t) => t,
+                    None => {
+                        let payload = json!({
+                            "reason": "pane_exited",
+                            "message": "the last pane of this view is gone",
+                        });
+                        self.end_attachment(id, &payload, false);
+                        continue;
+                    }
+                },
+            };
+            let key = self.view_key(id, tab);
+            let t = &self.tree.tabs[&tab];
+            let (focus, zoom, workspace) = (t.focus, t.zoom, t.workspace);
+            let told = serde_json::to_vec(&json!({
+                "workspace": workspace,
+                "tab": tab,
+                "focus": focus,
+                "zoom": zoom.is_some(),
+            }))
+            .unwrap_or_default();
+            let Some(c) = self.conns.get_mut(&id) else {
+                continue;
+            };
+            if let ConnMode::Attached { pane, .. } = &mut c.mode {
+                *pane = focus.get();
+            }
+            let Some(v) = c.view.tab.as_mut() else {
+                continue;
+            };
+            let retabbed = v.tab != tab;
+            v.tab = tab;
+            v.activity.remove(&tab);
+            if v.seen != key || retabbed {
+                v.seen = key;
+                c.view.stale = true;
+                self.stale_views = true;
+                if !relayout.contains(&tab) {
+                    relayout.push(tab);
+                }
+            }
+            if v.told.as_deref() != Some(&told[..]) {
+                v.told = Some(told.clone());
+                c.queue_frame_unbounded(frame::server::VIEW, &told);
+            }
+        }
+        for tab in relayout {
+            self.relayout_tab(tab);
+        }
+    }
+
+    /// The tab a client whose tab is gone shows next: its workspace's
+    /// active tab, else the active workspace's.
+    fn replacement_tab(&self, _conn: ConnId) -> Option<TabId> {
+        let ws = self.tree.active_workspace?;
+        self.tree
+            .workspaces
+            .get(&ws)
+            .and_then(|w| w.active_tab.or(w.tabs.first().copied()))
+            .or_else(|| self.tree.tabs.keys().next().copied())
+    }
+
+    /// A hash of what a view's frame depends on besides the panes' screens.
+    fn view_key(&self, conn: ConnId, tab: TabId) -> u64 {
+        let mut h = DefaultHasher::new();
+        if let Some(t) = self.tree.tabs.get(&tab) {
+            format!("{:?}", t).hash(&mut h);
+            if let Some(w) = self.tree.workspaces.get(&t.workspace) {
+                w.name.hash(&mut h);
+                for other in &w.tabs {
+                    if let Some(o) = self.tree.tabs.get(other) {
+                        o.name.hash(&mut h);
+                    }
+                }
+            }
+        }
+        if let Some(c) = self.conns.get(&conn)
+            && let ConnMode::Attached { cols, rows, .. } = c.mode
+        {
+            (cols, rows).hash(&mut h);
+        }
+        self.tab_size(tab).hash(&mut h);
+        // A reload may move the status line.
+        (self.status_position() as u8).hash(&mut h);
+        h.finish()
+    }
+
+    /// Output of `pane` came: the views showing its tab are drawn again,
+    /// and the others note activity in that tab.
+    pub(in crate::server) fn note_view_output(&mut self, pane: u64) {
+        let Some(tab) = self.tree.tab_of(PaneId::new(pane)) else {
+            return;
+        };
+        let mut any = false;
+        for c in self.conns.values_mut() {
+            let Some(v) = c.view.tab.as_mut() else {
+                continue;
+            };
+            if v.tab == tab {
+                c.view.stale = true;
+                any = true;
+            } else {
+                v.activity.insert(tab);
+            }
+        }
+        self.stale_views |= any;
+    }
+
+    /// Draws client `conn`'s view if it is stale and its frame interval
+    /// has passed (else arms a timer for it): the bytes to queue.
+    pub(in crate::server) fn draw_tab_view(
+        &mut self,
+        conn: ConnId,
+        now: Instant,
+    ) -> Option<Vec<u8>> {
+        let c = self.conns.get(&conn)?;
+        let v = c.view.tab.as_ref()?;
+        if let Some(last) = v.last_frame
+            && now < last + FRAME_INTERVAL
+        {
+            let at = last + FRAME_INTERVAL;
+            if v.timer_at != Some(at) {
+                self.timers.add(at, TimerKind::ViewFrame);
+                if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.view.tab.as_mut()) {
+                    v.timer_at = Some(at);
+                }
+            }
+            self.stale_views = true;
+            return None;
+        }
+        let ConnMode::Attached {
+            cols,
+            rows,
+            read_only,
+            ..
+        } = c.mode
+        else {
+            return None;
+        };
+        let tab = self.tree.tabs.get(&v.tab)?;
+        let g = self.tab_geometry(v.tab, (cols, rows))?;
+        let (_, status_row) = tab_area(cols, rows, self.status_position());
+        let message = v
+            .message
+            .as_ref()
+            .filter(|(_, at)| now < *at + MESSAGE_FOR)
+            .map(|(m, _)| m.clone());
+        let status = status_row.map(|row| {
+            let line = self.status_of(conn, tab.id, read_only, message.clone());
+            (row, status::render(&line, cols))
+        });
+        let panes = &self.panes;
+        let lookup = |id: PaneId| panes.get(&id.get()).map(|p| p.screen());
+        let overlay = v.overlay.clone();
+        let scene = Scene {
+            cols,
+            rows,
+            geometry: &g,
+            terminals: &lookup,
+            focus: tab.focus,
+            status,
+            overlay: overlay.as_deref(),
+            hide_cursor: v.scrolling,
+        };
+        let c = self.conns.get_mut(&conn)?;
+        c.view.stale = false;
+        let v = c.view.tab.as_mut()?;
+        let bytes = v.compositor.update(&scene);
+        if !bytes.is_empty() {
+            v.last_frame = Some(now);
+        }
+        if message.is_none() {
+            v.message = None;
+        }
+        Some(bytes)
+    }
+
+    fn status_of(
+        &self,
+        conn: ConnId,
+        tab: TabId,
+        read_only: bool,
+        message: Option<String>,
+    ) -> Status {
+        let t = &self.tree.tabs[&tab];
+        let v = self.conns.get(&conn).and_then(|c| c.view.tab.as_ref());
+        let ws = self.tree.workspaces.get(&t.workspace);
+        let tabs = ws
+            .map(|w| {
+                w.tabs
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, id)| {
+                        let other = self.tree.tabs.get(id)?;
+                        Some(TabEntry {
+                            number: i,
+                            name: other.name.clone(),
+                            current: *id == tab,
+                            activity: v.is_some_and(|v| v.activity.contains(id)),
+                            bell: false,
+                        })
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let focus = self.panes.get(&t.focus.get());
+        let title = focus
+            .map(|p| {
+                let title = p.screen().title();
+                if title.is_empty() {
+                    match p.command() {
+                        crate::model::CommandSpec::Argv(argv) => argv.join(" "),
+                        crate::model::CommandSpec::Shell(s) => s.clone(),
+                        crate::model::CommandSpec::LoginShell => "shell".into(),
+                    }
+                } else {
+                    title.to_string()
+                }
+            })
+            .unwrap_or_default();
+        let mut indicators = Vec::new();
+        if let Some(v) = v {
+            match &v.keys {
+                Mode::Prefix => indicators.push("PREFIX".to_string()),
+                Mode::Confirm(_) | Mode::Prompt { .. } => {}
+                Mode::Typing => {}
+            }
+            if v.scrolling {
+                indicators.push("SCROLL".into());
+            }
+        }
+        if read_only {
+            indicators.push("READ-ONLY".into());
+        }
+        if t.zoom.is_some() {
+            indicators.push("ZOOM".into());
+        }
+        let exited: Vec<String> = t
+            .layout
+            .panes()
+            .iter()
+            .filter(|p| self.panes.get(&p.get()).is_some_and(|p| !p.is_running()))
+            .map(|p| format!("{p} exited"))
+            .collect();
+        indicators.extend(exited);
+        let message = match v.map(|v| &v.keys) {
+            Some(Mode::Confirm(Action::Close)) => Some(format!("kill pane {}? (y/n)", t.focus)),
+            Some(Mode::Prompt { text }) => Some(format!("(rename tab) {text}")),
+            _ => message,
+        };
+        Status {
+            workspace: ws.map(|w| w.name.clone()).unwrap_or_default(),
+            tabs,
+            title: format!("{} {title}", t.focus),
+            indicators,
+            message,
+        }
+    }
+
+    /// Keys attached client `conn` typed in the tab view (an INPUT frame,
+    /// or read from its terminal): bindings under the prefix run, the rest
+    /// goes to the focused pane.
+    pub(in crate::server) fn view_keys(&mut self, conn: ConnId, bytes: &[u8]) {
+        let bindings = self.bindings().clone();
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        let ConnMode::Attached { read_only, .. } = c.mode else {
+            return;
+        };
+        let Some(v) = c.view.tab.as_mut() else {
+            return;
+        };
+        let before = v.keys.clone();
+        // Any key puts the key list away (and is not taken for more).
+        if v.overlay.take().is_some() {
+            c.view.stale = true;
+            self.stale_views = true;
+            return;
+        }
+        let outs = bindings::feed(&mut v.keys, bytes, v.prefix, &bindings);
+        let prefix = v.prefix;
+        if v.keys != before {
+            c.view.stale = true;
+            self.stale_views = true;
+        }
+        for out in outs {
+            match out {
+                Out::Typed(bytes) => {
+                    if read_only {
+                        continue;
+                    }
+                    self.view_type(conn, &bytes);
+                }
+                Out::Run(action) => self.run_action(conn, action, read_only),
+                Out::Unbound(key) => self.view_say(
+                    conn,
+                    format!("no binding for {} {key}", bindings::prefix_name(prefix)),
+                ),
+                Out::Confirmed(Action::Close) => self.view_close(conn),
+                Out::Confirmed(_) => {}
+                Out::Cancelled | Out::PromptEdited(_) => self.mark_view_stale(conn),
+                Out::PromptDone(name) => self.view_rename(conn, name),
+            }
+            if !self
+                .conns
+                .get(&conn)
+                .is_some_and(|c| c.view.tab.is_some() && c.closing.is_none())
+            {
+                return;
+            }
+        }
+    }
+
+    fn view_type(&mut self, conn: ConnId, bytes: &[u8]) {
+        let Some(pane) = self.conns.get(&conn).and_then(|c| match c.mode {
+            ConnMode::Attached { pane, .. } => Some(pane),
+            _ => None,
+        }) else {
+            return;
+        };
+        if let Err((msg, _)) = self.type_into(conn, pane, bytes) {
+            self.log.log("input_dropped", &msg);
+            self.view_say(
+                conn,
+                format!("{msg}; {} typed bytes were not delivered", bytes.len()),
+            );
+        }
+    }
+
+    fn view_say(&mut self, conn: ConnId, message: String) {
+        if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.view.tab.as_mut()) {
+            v.say(message);
+            self.timers
+                .add(Instant::now() + MESSAGE_FOR, TimerKind::ViewFrame);
+        }
+        self.mark_view_stale(conn);
+    }
+
+    fn view_tab(&self, conn: ConnId) -> Option<TabId> {
+        self.conns.get(&conn)?.view.tab.as_ref().map(|v| v.tab)
+    }
+
+    fn run_action(&mut self, conn: ConnId, action: Action, read_only: bool) {
+        let Some(tab) = self.view_tab(conn) else {
+            return;
+        };
+        let changes = !matches!(
+            action,
+            Action::Detach
+                | Action::ListKeys
+                | Action::Scroll
+                | Action::ScrollPageUp
+                | Action::NextTab
+                | Action::PrevTab
+                | Action::SelectTab(_)
+        );
+        if read_only && changes {
+            self.view_say(conn, "read-only: this client changes nothing".into());
+            return;
+        }
+        let Some(t) = self.tree.tabs.get(&tab) else {
+            return;
+        };
+        let focus = t.focus;
+        let workspace = t.workspace;
+        match action {
+            Action::SendPrefix => {
+                let prefix = self
+                    .conns
+                    .get(&conn)
+                    .and_then(|c| c.view.tab.as_ref())
+                    .map_or(0x1c, |v| v.prefix);
+                self.view_type(conn, &[prefix]);
+            }
+            Action::Detach => {
+                let payload = json!({ "reason": "detached", "message": "detached" });
+                self.end_attachment(conn, &payload, false);
+            }
+            Action::SplitRight | Action::SplitDown => {
+                let direction = if action == Action::SplitRight {
+                    Direction::Horizontal
+                } else {
+                    Direction::Vertical
+                };
+                let cwd = self
+                    .panes
+                    .get(&focus.get())
+                    .and_then(|p| p.screen().cwd().and_then(cwd_of_osc7));
+                let req = methods::PaneCreate {
+                    split: Some(focus.to_string()),
+                    direction: Some(direction),
+                    cwd,
+                    ..Default::default()
+                };
+                if let Err(e) = self.pane_create(conn, req) {
+                    self.view_say(conn, format!("split: {}", e.0.message));
+                }
+            }
+            Action::Focus(dir) => {
+                let (cols, rows) = self.client_size(conn);
+                let next = self
+                    .tab_geometry(tab, (cols, rows))
+                    .and_then(|g| g.neighbour(focus, dir));
+                match next {
+                    Some(p) => self.view_focus(p),
+                    None => self.view_say(conn, format!("no pane {} of {focus}", dir_word(dir))),
+                }
+            }
+            Action::FocusNext => {
+                let panes = t.layout.panes();
+                let at = panes.iter().position(|p| *p == focus).unwrap_or(0);
+                let next = panes[(at + 1) % panes.len()];
+                self.view_focus(next);
+            }
+            Action::Zoom => {
+                self.tree.toggle_zoom(tab);
+                self.mark_dirty();
+            }
+            Action::Close => {
+                if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.view.tab.as_mut()) {
+                    v.keys = Mode::Confirm(Action::Close);
+                }
+                self.mark_view_stale(conn);
+            }
+            Action::NewTab => {
+                let cwd = self
+                    .panes
+                    .get(&focus.get())
+                    .and_then(|p| p.screen().cwd().and_then(cwd_of_osc7));
+                let req = methods::PaneCreate {
+                    workspace: Some(workspace.to_string()),
+                    cwd,
+                    ..Default::default()
+                };
+                match self.pane_create(conn, req) {
+                    Ok(Some(info)) => {
+                        let new_tab = info["id"]
+                            .as_str()
+                            .and_then(|id| id.parse::<PaneId>().ok())
+                            .and_then(|p| self.tree.tab_of(p));
+                        if let Some(new_tab) = new_tab {
+                            self.show_tab(conn, new_tab);
+                        }
+                    }
+                    Ok(None) => {}
+                    Err(e) => self.view_say(conn, format!("new tab: {}", e.0.message)),
+                }
+            }
+            Action::NextTab | Action::PrevTab | Action::SelectTab(_) => {
+                let tabs = self
+                    .tree
+                    .workspaces
+                    .get(&workspace)
+                    .map(|w| w.tabs.clone())
+                    .unwrap_or_default();
+                let at = tabs.iter().position(|t| *t == tab).unwrap_or(0);
+                let n = tabs.len().max(1);
+                let want = match action {
+                    Action::NextTab => Some((at + 1) % n),
+                    Action::PrevTab => Some((at + n - 1) % n),
+                    Action::SelectTab(i) => (i < tabs.len()).then_some(i),
+                    _ => None,
+                };
+                match want.and_then(|i| tabs.get(i).copied()) {
+                    Some(t) => self.show_tab(conn, t),
+                    None => self.view_say(
+                        conn,
+                        format!(
+                            "no tab {}",
+                            match action {
+                                Action::SelectTab(i) => i,
+                                _ => 0,
+                            }
+                        ),
+                    ),
+                }
+            }
+            Action::RenameTab => {
+                if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.view.tab.as_mut()) {
+                    v.keys = Mode::Prompt {
+                        text: String::new(),
+                    };
+                }
+                self.mark_view_stale(conn);
+            }
+            Action::Scroll | Action::ScrollPageUp => {
+                let payload = serde_json::to_vec(&json!({
+                    "pane": focus,
+                    "page_up": action == Action::ScrollPageUp,
+                }))
+                .unwrap_or_default();
+                if let Some(c) = self.conns.get_mut(&conn) {
+                    c.queue_frame_unbounded(frame::server::SCROLL, &payload);
+                    if let Some(v) = c.view.tab.as_mut() {
+                        v.scrolling = true;
+                    }
+                }
+                self.mark_view_stale(conn);
+            }
+            Action::Resize(dir) => {
+                let (axis, sign) = match dir {
+                    Dir::Left => (Direction::Horizontal, -1.0),
+                    Dir::Right => (Direction::Horizontal, 1.0),
+                    Dir::Up => (Direction::Vertical, -1.0),
+                    Dir::Down => (Direction::Vertical, 1.0),
+                };
+                if self.tree.nudge_split(focus, axis, sign * RESIZE_STEP) {
+                    self.mark_dirty();
+                } else {
+                    self.view_say(
+                        conn,
+                        format!("{focus} has no border to move {}", dir_word(dir)),
+                    );
+                }
+            }
+            Action::ListKeys => {
+                let name = bindings::prefix_name(
+                    self.conns
+                        .get(&conn)
+                        .and_then(|c| c.view.tab.as_ref())
+                        .map_or(0x1c, |v| v.prefix),
+                );
+                let mut lines = vec![format!(
+                    "keys after the prefix {name} (any key closes this)"
+                )];
+                lines.extend(self.bindings().list());
+                if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.view.tab.as_mut()) {
+                    v.overlay = Some(lines);
+                }
+                self.mark_view_stale(conn);
+            }
+        }
+    }
+
+    fn client_size(&self, conn: ConnId) -> (u16, u16) {
+        match self.conns.get(&conn).map(|c| c.mode) {
+            Some(ConnMode::Attached { cols, rows, .. }) => (cols, rows),
+            _ => (80, 24),
+        }
+    }
+
+    /// Focuses `pane` in its tab (every client of the tab follows).
+    fn view_focus(&mut self, pane: PaneId) {
+        if self.tree.focus(pane) {
+            self.mark_dirty();
+        }
+    }
+
+    /// Client `conn` shows `tab` from now on (the tab becomes its
+    /// workspace's active one, for a bare `ptyd attach`).
+    fn show_tab(&mut self, conn: ConnId, tab: TabId) {
+        if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.view.tab.as_mut()) {
+            v.tab = tab;
+            v.activity.remove(&tab);
+        }
+        let ws = self.tree.tabs.get(&tab).map(|t| t.workspace);
+        if let Some(ws) = ws {
+            if let Some(w) = self.tree.workspaces.get_mut(&ws) {
+                w.active_tab = Some(tab);
+            }
+            self.tree.active_workspace = Some(ws);
+            self.mark_dirty();
+        }
+        self.mark_view_stale(conn);
+        self.sync_views();
+    }
+
+    fn view_close(&mut self, conn: ConnId) {
+        let Some(tab) = self.view_tab(conn) else {
+            return;
+        };
+        let Some(focus) = self.tree.tabs.get(&tab).map(|t| t.focus.get()) else {
+            return;
+        };
+        if self.panes.get(&focus).is_some_and(|p| p.is_running()) {
+            self.kill_pane(
+                focus,
+                crate::sys::SIGKILL,
+                Duration::ZERO,
+                crate::server::panes::pane::ExitReason::Killed,
+            );
+        }
+        self.remove_pane(focus);
+        self.mark_view_stale(conn);
+    }
+
+    fn view_rename(&mut self, conn: ConnId, name: String) {
+        let Some(tab) = self.view_tab(conn) else {
+            return;
+        };
+        let name = name.trim().to_string();
+        if let Err(e) = crate::validate::label(&name) {
+            self.view_say(conn, format!("tab name {e}"));
+            return;
+        }
+        if let Some(t) = self.tree.tabs.get_mut(&tab) {
+            t.name = name;
+            self.mark_dirty();
+        }
+        self.mark_view_stale(conn);
+    }
+
+    /// The client's scroll mode is over: the view is drawn whole again.
+    pub(in crate::server) fn view_redraw(&mut self, conn: ConnId) {
+        if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.view.tab.as_mut()) {
+            v.compositor.reset();
+            v.scrolling = false;
+            v.last_frame = None;
+        }
+        self.mark_view_stale(conn);
+    }
+
+    /// A pane of some client's tab ended (`why` says how): its clients
+    /// are told on the message line and go on showing the tab.
+    pub(in crate::server) fn note_view_pane_ended(&mut self, pane: u64, why: &str) {
+        let Some(tab) = self.tree.tab_of(PaneId::new(pane)) else {
+            return;
+        };
+        for id in self.viewers_of(tab) {
+            self.view_say(id, why.to_string());
+        }
+    }
+}
+
+/// The directory an OSC 7 `file://host/path` names.
+fn cwd_of_osc7(url: &str) -> Option<String> {
+    let path = url
+        .strip_prefix("file://")
+        .map_or(url, |rest| rest.find('/').map_or("", |i| &rest[i..]));
+    (path.starts_with('/') && std::path::Path::new(path).is_dir()).then(|| path.to_string())
+}
+
+fn dir_word(d: Dir) -> &'static str {
+    match d {
+        Dir::Left => "left",
+        Dir::Right => "right",
+        Dir::Up => "above",
+        Dir::Down => "below",
+    }
+}

@@ -1,0 +1,450 @@
+//! One client's frames: the status line, the borders and every shown
+//! pane's cells composed from the panes' terminal models into one screen,
+//! and the bytes that take the client's terminal from the frame it was
+//! last sent to this one: only the cells that changed (a short unchanged
+//! gap is rewritten rather than jumped over, a jump costing as much), the
+//! cursor, and the focused pane's keyboard and mouse modes when they
+//! change. Every update is wrapped in synchronized output (mode 2026), so a
+//! terminal that knows it never shows half a frame.
+//!
+//! Not carried into a composed frame: combining marks, underline colours
+//! and hyperlinks (a pane shown alone, `--pane-only`, keeps them all).
+
+use super::geometry::{Geometry, Rect};
+use crate::model::PaneId;
+use crate::term::{Cell, Color, Style, Terminal};
+
+/// One cell of a frame. The right half of a wide character is `'\0'`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slot {
+    pub ch: char,
+    pub style: Style,
+}
+
+const SPACER: char = '\0';
+
+impl Slot {
+    pub const BLANK: Slot = Slot {
+        ch: ' ',
+        style: Style::DEFAULT,
+    };
+
+    pub fn new(ch: char, style: Style) -> Slot {
+        Slot { ch, style }
+    }
+}
+
+/// A whole screen of slots.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Frame {
+    pub cols: u16,
+    pub rows: u16,
+    cells: Vec<Slot>,
+}
+
+impl Frame {
+    pub fn blank(cols: u16, rows: u16) -> Frame {
+        Frame {
+            cols,
+            rows,
+            cells: vec![Slot::BLANK; usize::from(cols) * usize::from(rows)],
+        }
+    }
+
+    pub fn get(&self, x: u16, y: u16) -> Slot {
+        self.cells[usize::from(y) * usize::from(self.cols) + usize::from(x)]
+    }
+
+    fn set(&mut self, x: u16, y: u16, slot: Slot) {
+        if x < self.cols && y < self.rows {
+            let i = usize::from(y) * usize::from(self.cols) + usize::from(x);
+            self.cells[i] = slot;
+        }
+    }
+
+    /// Row `y` as text (spacers left out), for tests.
+    pub fn row_text(&self, y: u16) -> String {
+        (0..self.cols)
+            .map(|x| self.get(x, y).ch)
+            .filter(|c| *c != SPACER)
+            .collect()
+    }
+}
+
+/// What one frame shows.
+pub struct Scene<'a> {
+    pub cols: u16,
+    pub rows: u16,
+    /// The tab laid out (its area may be larger than the client: clipped).
+    pub geometry: &'a Geometry,
+    /// The models of the panes in `geometry`.
+    pub terminals: &'a dyn Fn(PaneId) -> Option<&'a Terminal>,
+    /// The pane with the keyboard: its border marked, its cursor and modes.
+    pub focus: PaneId,
+    /// The status line's row and cells (exactly `cols` of them).
+    pub status: Option<(u16, Vec<Slot>)>,
+    /// Lines drawn over the panes, top left of the tab (the key list).
+    pub overlay: Option<&'a [String]>,
+    /// The focused pane shows its scroll mode instead of its screen (the
+    /// cursor is hidden; the client draws the scroll mode itself).
+    pub hide_cursor: bool,
+}
+
+/// The colour of the focused pane's border (tmux's `pane-active-border-style`).
+pub fn active_border() -> Style {
+    let mut s = Style::DEFAULT;
+    s.set_fg(Color::Indexed(2));
+    s
+}
+
+/// Composes `scene` into a frame.
+pub fn compose(scene: &Scene<'_>) -> Frame {
+    let mut f = Frame::blank(scene.cols, scene.rows);
+    let g = scene.geometry;
+    for &(pane, rect) in &g.panes {
+        if let Some(t) = (scene.terminals)(pane) {
+            draw_pane(&mut f, t, rect);
+        }
+    }
+    let active = active_border();
+    for b in &g.borders {
+        for i in 0..b.len {
+            let (x, y) = if b.vertical {
+                (b.x, b.y + i)
+            } else {
+                (b.x + i, b.y)
+            };
+            let style = if g.touches(scene.focus, x, y) {
+                active
+            } else {
+                Style::DEFAULT
+            };
+            f.set(x, y, Slot::new(g.border_char(x, y), style));
+        }
+    }
+    if let Some(lines) = scene.overlay {
+        let mut style = Style::DEFAULT;
+        style.set_fg(Color::Indexed(0));
+        style.set_bg(Color::Indexed(3));
+        let width = lines
+            .iter()
+            .map(|l| unicode_width::UnicodeWidthStr::width(l.as_str()))
+            .max()
+            .unwrap_or(0)
+            .min(usize::from(g.area.cols)) as u16;
+        for (i, line) in lines.iter().enumerate().take(usize::from(g.area.rows)) {
+            let y = g.area.y + i as u16;
+            let mut x = g.area.x;
+            for ch in line.chars().chain(std::iter::repeat(' ')) {
+                if x >= g.area.x + width {
+                    break;
+                }
+                put_char(&mut f, &mut x, y, g.area.x + width, ch, style);
+            }
+        }
+    }
+    if let Some((row, cells)) = &scene.status {
+        for (x, slot) in cells.iter().enumerate().take(usize::from(scene.cols)) {
+            f.set(x as u16, *row, *slot);
+        }
+    }
+    f
+}
+
+/// Writes `ch` at `x` (advancing it by its width) if it fits before `end`.
+fn put_char(f: &mut Frame, x: &mut u16, y: u16, end: u16, ch: char, style: Style) {
+    let w = unicode_width::UnicodeWidthChar::width(ch).unwrap_or(0) as u16;
+    if w == 0 {
+        return;
+    }
+    if *x + w > end {
+        f.set(*x, y, Slot::new(' ', style));
+        *x = end;
+        return;
+    }
+    f.set(*x, y, Slot::new(ch, style));
+    if w == 2 {
+        f.set(*x + 1, y, Slot::new(SPACER, style));
+    }
+    *x += w;
+}
+
+fn draw_pane(f: &mut Frame, t: &Terminal, r: Rect) {
+    for row in 0..r.rows {
+        let y = r.y + row;
+        if y >= f.rows {
+            break;
+        }
+        let cells = t.row_cells(usize::from(row)).unwrap_or(&[]);
+        let mut col = 0u16;
+        while col < r.cols && r.x + col < f.cols {
+            let cell = cells.get(usize::from(col)).copied().unwrap_or(Cell::BLANK);
+            let style = cell.style.pen_part();
+            let x = r.x + col;
+            if cell.is_spacer() {
+                // An orphan right half (its left half is off the rect).
+                f.set(x, y, Slot::new(' ', style));
+            } else if cell.is_wide() {
+                if col + 1 < r.cols {
+                    f.set(x, y, Slot::new(cell.ch, style));
+                    f.set(x + 1, y, Slot::new(SPACER, style));
+                    col += 1;
+                } else {
+                    f.set(x, y, Slot::new(' ', style));
+                }
+            } else {
+                f.set(x, y, Slot::new(cell.ch, style));
+            }
+            col += 1;
+        }
+    }
+}
+
+/// Unchanged cells up to this many are rewritten rather than jumped over
+/// (a cursor move is 6 to 8 bytes).
+const GAP_REWRITE: u16 = 4;
+
+/// The cursor and modes a client's terminal was last left with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Tail {
+    cursor: Option<(u16, u16)>,
+    modes: Vec<u8>,
+}
+
+/// What one client's terminal shows now.
+#[derive(Debug, Default)]
+pub struct Compositor {
+    last: Option<Frame>,
+    tail: Option<Tail>,
+}
+
+impl Compositor {
+    /// The next update redraws everything (the terminal was used for
+    /// something else, or is new).
+    pub fn reset(&mut self) {
+        self.last = None;
+        self.tail = None;
+    }
+
+    /// The bytes that show `scene`; empty when the terminal shows it
+    /// already.
+    pub fn update(&mut self, scene: &Scene<'_>) -> Vec<u8> {
+        let frame = compose(scene);
+        let focus = (scene.terminals)(scene.focus);
+        let cursor = focus.and_then(|t| {
+            let (col, row, visible) = t.cursor();
+            let r = scene.geometry.rect_of(scene.focus)?;
+            let (x, y) = (r.x + col, r.y + row);
+            (visible
+                && !scene.hide_cursor
+                && scene.overlay.is_none()
+                && col < r.cols
+                && row < r.rows
+                && x < scene.cols
+                && y < scene.rows)
+                .then_some((x, y))
+        });
+        let (modes, modes_off) = match focus {
+            Some(t) => t.focus_modes(),
+            None => (Vec::new(), &b""[..]),
+        };
+        let tail = Tail { cursor, modes };
+        let full = self
+            .last
+            .as_ref()
+            .is_none_or(|l| (l.cols, l.rows) != (frame.cols, frame.rows));
+        let mut body = Vec::new();
+        let mut at = None;
+        if full {
+            body.extend_from_slice(
+                b"\x1b[0m\x1b[r\x1b[?6l\x1b[?7h\x1b[4l\x1b(B\x1b)B\x0f\x1b[H\x1b[2J",
+            );
+            at = diff(&Frame::blank(frame.cols, frame.rows), &frame, &mut body);
+        } else if let Some(last) = &self.last {
+            at = diff(last, &frame, &mut body);
+        }
+        if body.is_empty() && self.tail.as_ref() == Some(&tail) {
+            return Vec::new();
+        }
+        let mut out = Vec::with_capacity(body.len() + 64);
+        out.extend_from_slice(b"\x1b[?2026h\x1b[?25l");
+        out.extend_from_slice(&body);
+        // The last cell written may have left the cursor where it goes.
+        if let Some((x, y)) = tail.cursor
+            && (at != Some((x, y)) || body.is_empty())
+        {
+            cup(&mut out, x, y);
+        }
+        out.extend_from_slice(b"\x1b[?2026l");
+        if full || self.tail.as_ref().is_none_or(|t| t.modes != tail.modes) {
+            out.extend_from_slice(modes_off);
+            out.extend_from_slice(&tail.modes);
+        }
+        if tail.cursor.is_some() {
+            out.extend_from_slice(b"\x1b[?25h");
+        } else {
+            out.extend_from_slice(b"\x1b[?25l");
+        }
+        self.last = Some(frame);
+        self.tail = Some(tail);
+        out
+    }
+}
+
+fn cup(out: &mut Vec<u8>, x: u16, y: u16) {
+    out.extend_from_slice(format!("\x1b[{};{}H", y + 1, x + 1).as_bytes());
+}
+
+/// Appends what takes a terminal showing `old` to `new` (same size),
+/// leaving the SGR state reset; nothing if they are equal. Returns where
+/// the cursor is left, if known.
+fn diff(old: &Frame, new: &Frame, out: &mut Vec<u8>) -> Option<(u16, u16)> {
+    let mut pen = Style::DEFAULT;
+    let start = out.len();
+    let mut at: Option<(u16, u16)> = None;
+    for y in 0..new.rows {
+        let changed = |x: u16| {
+            let now = new.get(x, y);
+            now != old.get(x, y)
+                // A wide character's halves go together.
+                || (x + 1 < new.cols && new.get(x + 1, y).ch == SPACER && new.get(x + 1, y) != old.get(x + 1, y))
+        };
+        let mut x = 0;
+        while x < new.cols {
+            if !changed(x) {
+                x += 1;
+                continue;
+            }
+            // A changed right half is redrawn from its left half.
+            let mut from = x;
+            if new.get(from, y).ch == SPACER && from > 0 {
+                from -= 1;
+            }
+            // The run: changed cells, and short unchanged gaps between.
+            let mut end = x + 1;
+            let mut gap = 0;
+            let mut probe = end;
+            while probe < new.cols && gap <= GAP_REWRITE {
+                if changed(probe) {
+                    end = probe + 1;
+                    gap = 0;
+                } else {
+                    gap += 1;
+                }
+                probe += 1;
+            }
+            if at != Some((from, y)) {
+                cup(out, from, y);
+            }
+            let mut c = from;
+            while c < end {
+                let slot = new.get(c, y);
+                if slot.style != pen {
+                    slot.style.write_sgr(out);
+                    pen = slot.style;
+                }
+                if slot.ch == SPACER {
+                    out.push(b' ');
+                    c += 1;
+                    continue;
+                }
+                let mut buf = [0u8; 4];
+                out.extend_from_slice(slot.ch.encode_utf8(&mut buf).as_bytes());
+                let wide = c + 1 < new.cols && new.get(c + 1, y).ch == SPACER;
+                c += if wide { 2 } else { 1 };
+            }
+            // Past the last column the terminal's cursor waits to wrap:
+            // the next run always moves it.
+            at = (c < new.cols).then_some((c, y));
+            x = c.max(end);
+        }
+    }
+    if out.len() > start && pen != Style::DEFAULT {
+        out.extend_from_slice(b"\x1b[0m");
+    }
+    at
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::term::TermConfig;
+    use crate::view::geometry::lay_out;
+    use crate::workspace::layout::{Direction, Layout};
+
+    fn p(n: u64) -> PaneId {
+        PaneId::new(n)
+    }
+
+    fn term(cols: u16, rows: u16, text: &str) -> Terminal {
+        let mut t = Terminal::new(cols, rows, TermConfig::default());
+        t.feed(text.as_bytes(), &mut Vec::new());
+        t
+    }
+
+    /// Feeds `bytes` to a fresh terminal the frame's size, for what a
+    /// client would show.
+    fn shown(cols: u16, rows: u16, bytes: &[u8]) -> Terminal {
+        let mut t = Terminal::new(cols, rows, TermConfig::default());
+        t.feed(bytes, &mut Vec::new());
+        t
+    }
+
+    #[test]
+    fn panes_borders_and_status_compose_and_updates_send_only_changes() {
+        let mut layout = Layout::Pane(p(1));
+        layout.split(p(1), p(2), Direction::Horizontal, 0.5);
+        let g = lay_out(&layout, None, Rect::new(0, 0, 21, 4));
+        let left = term(10, 4, "left\r\nL2");
+        let mut right = term(10, 4, "right");
+        let status: Vec<Slot> = "[main] 0:tab*"
+            .chars()
+            .chain(std::iter::repeat(' '))
+            .take(21)
+            .map(|c| Slot::new(c, Style::DEFAULT))
+            .collect();
+        let mut comp = Compositor::default();
+        let bytes = {
+            let (l, r) = (&left, &right);
+            let lookup = move |id: PaneId| if id == p(1) { Some(l) } else { Some(r) };
+            let scene = Scene {
+                cols: 21,
+                rows: 5,
+                geometry: &g,
+                terminals: &lookup,
+                focus: p(2),
+                status: Some((4, status.clone())),
+                overlay: None,
+                hide_cursor: false,
+            };
+            comp.update(&scene)
+        };
+        assert!(bytes.starts_with(b"\x1b[?2026h"));
+        let seen = shown(21, 5, &bytes);
+        let text = seen.visible_text();
+        assert_eq!(text[0], "left      │right");
+        assert_eq!(text[1], "L2        │");
+        assert_eq!(text[4].trim_end(), "[main] 0:tab*");
+        // The cursor is the focused pane's, in its rectangle.
+        assert_eq!(seen.cursor(), (16, 0, true));
+
+        right.feed(b"!", &mut Vec::new());
+        let (l, r) = (&left, &right);
+        let lookup = move |id: PaneId| if id == p(1) { Some(l) } else { Some(r) };
+        let scene = Scene {
+            cols: 21,
+            rows: 5,
+            geometry: &g,
+            terminals: &lookup,
+            focus: p(2),
+            status: Some((4, status)),
+            overlay: None,
+            hide_cursor: false,
+        };
+        let update = comp.update(&scene);
+        let body = String::from_utf8_lossy(&update);
+        assert!(body.contains("\x1b[1;17H!"), "{body:?}");
+        assert_eq!(body, "\x1b[?2026h\x1b[?25l\x1b[1;17H!\x1b[?2026l\x1b[?25h");
+        assert!(comp.update(&scene).is_empty(), "nothing changed");
+    }
+}

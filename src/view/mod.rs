@@ -1,0 +1,12 @@
+//! The tab view: a tab's panes drawn side by side in one terminal, with a
+//! status line, driven by keys under a prefix. Pure parts, no server
+//! types: `geometry` (a layout in an area: rectangles, borders,
+//! neighbours), `compose` (a client's frames from the panes' terminal
+//! models, and the bytes that change one into the next), `status` (the
+//! status line) and `bindings` (the keys and the keyboard's state). The
+//! server keeps one view per attached client (`server/clients/tab_view.rs`).
+
+pub mod bindings;
+pub mod compose;
+pub mod geometry;
+pub mod status;

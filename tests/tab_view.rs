@@ -1,0 +1,484 @@
+//! The tab view through the real binary, tmux as the outer terminal: a
+//! tab's panes drawn side by side in their rectangles, each PTY sized to
+//! its rectangle, borders and the status line where they belong; the keys
+//! under the prefix; a key bound to nothing; the layout worked out again
+//! when the outer window is resized; clients on different tabs at
+//! different sizes; and the view coming back after a live upgrade and
+//! after the serving process is killed.
+
+// Drives the real server, which runs on Unix only (src/lib.rs).
+#![cfg(unix)]
+
+mod util;
+
+use serde_json::json;
+use util::{Ptyd, Tmux, shell_quote};
+
+fn ptyd_cmd(args: &str) -> String {
+    format!("{} {args}", shell_quote(util::PTYD))
+}
+
+/// A pane running a plain shell with a short prompt.
+fn shell(ptyd: &Ptyd, extra: serde_json::Value) -> String {
+    let mut params = json!({ "argv": ["/bin/sh"], "env": { "PS1": "$ " } });
+    if let (Some(p), Some(e)) = (params.as_object_mut(), extra.as_object()) {
+        p.extend(e.clone());
+    }
+    ptyd.create(params)["id"].as_str().unwrap().to_string()
+}
+
+/// `p1 | (p2 over p3)`: the tab the tests look at.
+fn three_panes(ptyd: &Ptyd) -> (String, String, String) {
+    let a = shell(ptyd, json!({ "tab_name": "work" }));
+    let b = shell(ptyd, json!({ "split": a, "direction": "horizontal" }));
+    let c = shell(ptyd, json!({ "split": b, "direction": "vertical" }));
+    (a, b, c)
+}
+
+/// The text of `rect` (x, y, cols, rows) on a captured screen.
+fn region(screen: &str, (x, y, cols, rows): (usize, usize, usize, usize)) -> Vec<String> {
+    screen
+        .lines()
+        .skip(y)
+        .take(rows)
+        .map(|l| l.chars().skip(x).take(cols).collect::<String>())
+        .collect()
+}
+
+fn column(screen: &str, x: usize, rows: std::ops::Range<usize>) -> String {
+    screen
+        .lines()
+        .skip(rows.start)
+        .take(rows.len())
+        .map(|l| l.chars().nth(x).unwrap_or(' '))
+        .collect()
+}
+
+/// Attaches the outer terminal of `tmux` to `target` (a tab view) and
+/// waits for its status line.
+fn attach(tmux: &Tmux, ptyd: &Ptyd, target: &str) {
+    let mut ev = ptyd.connect();
+    ev.ok("events.subscribe", json!({}));
+    tmux.type_line(&ptyd_cmd(&format!("attach {target}; echo attach-''rc=$?")));
+    tmux.wait_screen("the status line", |s| s.contains("[main]"));
+}
+
+/// Each pane prints its marker and its PTY's size.
+fn mark_and_size(c: &mut util::Conn, panes: &[&str]) {
+    for p in panes {
+        c.type_line(p, &format!("clear; echo MARK-{p}; stty size"));
+    }
+}
+
+const P1: (usize, usize, usize, usize) = (0, 0, 60, 39);
+const P2: (usize, usize, usize, usize) = (61, 0, 59, 19);
+const P3: (usize, usize, usize, usize) = (61, 20, 59, 19);
+
+#[test]
+fn three_panes_are_drawn_in_their_rectangles_at_their_sizes() {
+    let ptyd = Ptyd::start();
+    let (a, b, cc) = three_panes(&ptyd);
+    let tmux = Tmux::outer_session(&ptyd, 120, 40);
+    attach(&tmux, &ptyd, &a);
+    let mut c = ptyd.connect();
+    mark_and_size(&mut c, &[&a, &b, &cc]);
+    let screen = tmux.wait_screen("three markers and sizes", |s| {
+        s.contains(&format!("MARK-{cc}")) && s.matches("19 59").count() == 2
+    });
+    let r1 = region(&screen, P1).join("\n");
+    let r2 = region(&screen, P2).join("\n");
+    let r3 = region(&screen, P3).join("\n");
+    assert!(
+        r1.contains(&format!("MARK-{a}")) && r1.contains("39 60"),
+        "{screen}"
+    );
+    assert!(
+        r2.contains(&format!("MARK-{b}")) && r2.contains("19 59"),
+        "{screen}"
+    );
+    assert!(
+        r3.contains(&format!("MARK-{cc}")) && r3.contains("19 59"),
+        "{screen}"
+    );
+    // The PTYs themselves, as the server reports them.
+    for (p, size) in [(&a, (60, 39)), (&b, (59, 19)), (&cc, (59, 19))] {
+        let info = c.pane(p);
+        assert_eq!(
+            (info["cols"].as_u64(), info["rows"].as_u64()),
+            (Some(size.0), Some(size.1)),
+            "{p}"
+        );
+    }
+    // Borders: one column between p1 and the rest, one row between p2 and p3.
+    assert_eq!(
+        column(&screen, 60, 0..39),
+        "│".repeat(19) + "├" + &"│".repeat(19)
+    );
+    let divider = &screen
+        .lines()
+        .nth(19)
+        .unwrap()
+        .chars()
+        .skip(61)
+        .collect::<String>();
+    assert_eq!(divider.trim_end(), "─".repeat(59), "{screen}");
+    // The status line: workspace, the tab by number and name, and the
+    // pane attached to, which the view is focused on.
+    let status = screen.lines().nth(39).unwrap();
+    assert!(status.starts_with("[main] 0:work*"), "{status:?}");
+    assert!(status.ends_with(&format!("\"{a} /bin/sh\"")), "{status:?}");
+}
+
+fn status_line(screen: &str) -> String {
+    screen.lines().last().unwrap_or("").to_string()
+}
+
+/// The prefix, then `key` (a tmux key name).
+fn prefixed(tmux: &Tmux, key: &str) {
+    tmux.keys(&["C-\\"]);
+    tmux.keys(&[key]);
+}
+
+#[test]
+fn every_binding_changes_what_is_seen_and_an_unbound_key_only_says_so() {
+    let ptyd = Ptyd::start();
+    let (a, b, cc) = three_panes(&ptyd);
+    let tmux = Tmux::outer_session(&ptyd, 120, 40);
+    attach(&tmux, &ptyd, &a);
+    let mut c = ptyd.connect();
+    let focused = |p: &str| {
+        let want = format!("\"{p} ");
+        move |s: &str| status_line(s).contains(&want)
+    };
+    // Focus moves: right, down, then the next pane in order (back to p1).
+    prefixed(&tmux, "Right");
+    tmux.wait_screen("the focus on the right pane", focused(&b));
+    prefixed(&tmux, "Down");
+    tmux.wait_screen("the focus below", focused(&cc));
+    prefixed(&tmux, "o");
+    tmux.wait_screen("the focus on the next pane", focused(&a));
+    // Keys go to the focused pane.
+    tmux.type_line("echo typed-''here");
+    let screen = tmux.wait_screen("the echo", |s| s.contains("typed-here"));
+    assert!(
+        region(&screen, P1).join("\n").contains("typed-here"),
+        "{screen}"
+    );
+    // A key bound to nothing: said so, still attached, nothing typed.
+    prefixed(&tmux, "q");
+    tmux.wait_screen("the message", |s| {
+        status_line(s).contains("no binding for C-\\ q")
+    });
+    tmux.type_line("echo still-''attached");
+    let screen = tmux.wait_screen("the view still there", |s| s.contains("still-attached"));
+    assert!(!screen.contains("attach-rc"), "{screen}");
+    // Zoom: the pane fills the tab, its PTY too; and back.
+    prefixed(&tmux, "z");
+    tmux.wait_screen("the zoom", |s| status_line(s).contains("[ZOOM]"));
+    c.type_line(&a, "clear; stty size");
+    tmux.wait_screen("the zoomed size", |s| s.contains("39 120"));
+    prefixed(&tmux, "z");
+    tmux.wait_screen("the layout back", |s| {
+        column(s, 60, 0..39) == "│".repeat(19) + "├" + &"│".repeat(19)
+    });
+    // Resize: the border moves right, the pane grows.
+    prefixed(&tmux, "C-Right");
+    util::eventually("p1 wider", || {
+        let cols = c.pane(&a)["cols"].as_u64().unwrap_or(0);
+        if cols > 60 {
+            Ok(())
+        } else {
+            Err(format!("{cols} columns"))
+        }
+    });
+    // Split side by side: a fourth pane, focused.
+    prefixed(&tmux, "%");
+    let p4 = util::eventually("a fourth pane", || {
+        let panes = c.panes();
+        match panes.len() {
+            4 => Ok(panes[3]["id"].as_str().unwrap().to_string()),
+            n => Err(format!("{n} panes")),
+        }
+    });
+    tmux.wait_screen("the new pane focused", focused(&p4));
+    // Close it: asked first; `y` kills it.
+    prefixed(&tmux, "x");
+    tmux.wait_screen("the question", |s| {
+        status_line(s).contains(&format!("kill pane {p4}? (y/n)"))
+    });
+    tmux.keys(&["y"]);
+    util::eventually("the pane removed", || {
+        let n = c.panes().len();
+        if n == 3 {
+            Ok(())
+        } else {
+            Err(format!("{n} panes"))
+        }
+    });
+    tmux.wait_screen("the focus back in the tab", |s| {
+        !status_line(s).contains(&p4)
+    });
+    // A new tab, shown; then the previous, the next, by number.
+    prefixed(&tmux, "c");
+    tmux.wait_screen("a second tab, current", |s| {
+        status_line(s).starts_with("[main] 0:work 1:")
+            && status_line(s).contains('*')
+            && !status_line(s).contains("work*")
+    });
+    prefixed(&tmux, "p");
+    tmux.wait_screen("the first tab", |s| {
+        status_line(s).starts_with("[main] 0:work*")
+    });
+    prefixed(&tmux, "n");
+    tmux.wait_screen("the second tab", |s| !status_line(s).contains("work*"));
+    // Rename it.
+    prefixed(&tmux, ",");
+    tmux.wait_screen("the prompt", |s| status_line(s).contains("(rename tab)"));
+    tmux.type_line("logs");
+    tmux.wait_screen("the new name", |s| status_line(s).contains("1:logs*"));
+    prefixed(&tmux, "0");
+    tmux.wait_screen("tab 0", |s| {
+        status_line(s).starts_with("[main] 0:work* 1:logs")
+    });
+    // The key list, put away by any key.
+    prefixed(&tmux, "?");
+    tmux.wait_screen("the key list", |s| {
+        s.contains("split-right") && s.contains("detach")
+    });
+    tmux.keys(&["Space"]);
+    tmux.wait_screen("the key list gone", |s| !s.contains("split-right"));
+    // Detach ends the attach command with 0.
+    prefixed(&tmux, "d");
+    tmux.wait_screen("the outer shell", |s| s.contains("attach-rc=0"));
+}
+
+#[test]
+fn a_resized_outer_window_lays_the_tab_out_again() {
+    let ptyd = Ptyd::start();
+    let (a, b, cc) = three_panes(&ptyd);
+    let tmux = Tmux::outer_session(&ptyd, 120, 40);
+    attach(&tmux, &ptyd, &a);
+    let mut c = ptyd.connect();
+    util::eventually("p1 at 60x39", || {
+        let p = c.pane(&a);
+        (p["cols"] == 60 && p["rows"] == 39).then_some(())
+    });
+    tmux.run(&["resize-window", "-t", "main", "-x", "100", "-y", "30"]);
+    // 99 columns split in two: 50 | border | 49; 28 rows: 14 / border / 14.
+    for (p, size) in [(&a, (50, 29)), (&b, (49, 14)), (&cc, (49, 14))] {
+        util::eventually(format!("{p} at {size:?}"), || {
+            let info = c.pane(p);
+            let got = (
+                info["cols"].as_u64().unwrap_or(0),
+                info["rows"].as_u64().unwrap_or(0),
+            );
+            if got == size {
+                Ok(())
+            } else {
+                Err(format!("{got:?}"))
+            }
+        });
+    }
+    mark_and_size(&mut c, &[&a]);
+    let screen = tmux.wait_screen("the new layout", |s| {
+        s.contains("29 50") && column(s, 50, 0..29) == "│".repeat(14) + "├" + &"│".repeat(14)
+    });
+    assert!(
+        status_line(&screen).starts_with("[main] 0:work*"),
+        "{screen}"
+    );
+    assert_eq!(screen.lines().count(), 30, "{screen}");
+}
+
+#[test]
+fn two_clients_show_different_tabs_at_their_own_sizes() {
+    let ptyd = Ptyd::start();
+    let (a, _b, _c) = three_panes(&ptyd);
+    let d = shell(&ptyd, json!({ "tab_name": "other" }));
+    let big = Tmux::outer_session(&ptyd, 120, 40);
+    let small = Tmux::outer_session(&ptyd, 80, 24);
+    attach(&big, &ptyd, &a);
+    attach(&small, &ptyd, &d);
+    let mut c = ptyd.connect();
+    mark_and_size(&mut c, &[&a, &d]);
+    let screen = small.wait_screen("the other tab", |s| {
+        s.contains(&format!("MARK-{d}")) && s.contains("23 80")
+    });
+    // The other tab printed meanwhile: marked with activity.
+    assert!(
+        status_line(&screen).starts_with("[main] 0:work# 1:other*"),
+        "{screen}"
+    );
+    assert!(!screen.contains('│'), "one pane, no border: {screen}");
+    let screen = big.wait_screen("the work tab", |s| {
+        s.contains(&format!("MARK-{a}")) && s.contains("39 60")
+    });
+    assert!(
+        status_line(&screen).starts_with("[main] 0:work* 1:other#"),
+        "{screen}"
+    );
+    assert_eq!(
+        column(&screen, 60, 0..39),
+        "│".repeat(19) + "├" + &"│".repeat(19)
+    );
+    // Switching one client's tab leaves the other where it is.
+    prefixed(&small, "0");
+    small.wait_screen("the work tab on the small client", |s| {
+        status_line(s).starts_with("[main] 0:work*")
+    });
+    c.type_line(&d, "echo only-''in-d");
+    c.wait_text(&d, "only-in-d");
+    prefixed(&big, "1");
+    big.wait_screen("the other tab on the big client", |s| {
+        s.contains("only-in-d")
+    });
+}
+
+/// The status line's focus and the border column of the view, as seen.
+fn view_of(screen: &str) -> (String, String) {
+    let status = status_line(screen);
+    let title = status.rsplit('"').nth(1).unwrap_or("");
+    let focus = title.split(' ').next().unwrap_or("").to_string();
+    (focus, column(screen, 60, 0..39))
+}
+
+#[test]
+fn a_split_view_comes_back_after_a_live_upgrade_and_a_crash() {
+    let ptyd = Ptyd::start();
+    let (a, b, _c) = three_panes(&ptyd);
+    let tmux = Tmux::outer_session(&ptyd, 120, 40);
+    attach(&tmux, &ptyd, &a);
+    prefixed(&tmux, "Right");
+    let before = tmux.wait_screen("the focus on p2", |s| {
+        status_line(s).contains(&format!("\"{b} "))
+    });
+    let want = view_of(&before);
+
+    let out = ptyd.run_cli(&["upgrade"]);
+    util::assert_exit(&out, 0);
+    let mut c = ptyd.connect();
+    c.type_line(&b, "echo after-''upgrade");
+    let screen = tmux.wait_screen("output after the upgrade", |s| s.contains("after-upgrade"));
+    assert_eq!(view_of(&screen), want, "{screen}");
+    assert!(
+        region(&screen, P2).join("\n").contains("after-upgrade"),
+        "{screen}"
+    );
+    // The keys still reach the view's bindings.
+    prefixed(&tmux, "Down");
+    let moved = tmux.wait_screen("the focus moved down", |s| {
+        !status_line(s).contains(&format!("\"{b} "))
+    });
+    let want = view_of(&moved);
+    assert_ne!(want.0, b);
+
+    let dead = ptyd.serving_pid();
+    // SAFETY: kill(2) of the serving process this test's server forked.
+    unsafe { libc::kill(dead, libc::SIGKILL) };
+    let mut c = util::eventually("a replacement server to answer", || {
+        let mut c = util::Conn::try_connect(&ptyd.socket())?;
+        match c.try_call("server.status", json!({})) {
+            Some(Ok(status)) => {
+                let pid = status["pid"].as_i64().unwrap_or(0) as i32;
+                (pid != dead && pid != 0).then_some(c)
+            }
+            _ => None,
+        }
+    });
+    util::eventually("the client back", || {
+        let n = c.ok("client.list", json!({}))["clients"]
+            .as_array()
+            .map_or(0, Vec::len);
+        (n == 1).then_some(())
+    });
+    c.type_line(&want.0, "echo after-''crash");
+    let screen = tmux.wait_screen("output after the crash", |s| {
+        s.contains("after-crash") && !s.contains("connection to the server lost")
+    });
+    assert_eq!(view_of(&screen), want, "{screen}");
+    assert!(
+        region(&screen, P3).join("\n").contains("after-crash"),
+        "{screen}"
+    );
+}
+
+fn write_config(ptyd: &Ptyd, text: &str) {
+    let dir = ptyd.dirs.state.join("config/ptyd");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("config.toml"), text).unwrap();
+}
+
+#[test]
+fn keys_and_the_status_line_come_from_the_config_and_apply_at_reload() {
+    let ptyd = Ptyd::start();
+    let (a, _b, _c) = three_panes(&ptyd);
+    let tmux = Tmux::outer_session(&ptyd, 120, 40);
+    attach(&tmux, &ptyd, &a);
+    write_config(
+        &ptyd,
+        "status = \"top\"\n[keys]\n\"|\" = \"split-right\"\n\"%\" = \"none\"\n",
+    );
+    util::assert_exit(&ptyd.run_cli(&["config", "reload"]), 0);
+    tmux.wait_screen("the status line on top", |s| {
+        s.lines()
+            .next()
+            .is_some_and(|l| l.starts_with("[main] 0:work*"))
+    });
+    let mut c = ptyd.connect();
+    prefixed(&tmux, "%");
+    tmux.wait_screen("% unbound", |s| {
+        s.lines()
+            .next()
+            .is_some_and(|l| l.contains("no binding for C-\\ %"))
+    });
+    assert_eq!(c.panes().len(), 3);
+    prefixed(&tmux, "|");
+    util::eventually("the split bound to |", || {
+        let n = c.panes().len();
+        if n == 4 {
+            Ok(())
+        } else {
+            Err(format!("{n} panes"))
+        }
+    });
+    // A binding that names no action is found by `config check`.
+    write_config(&ptyd, "[keys]\n\"q\" = \"explode\"\n");
+    let out = ptyd.run_cli(&["config", "check"]);
+    util::assert_exit(&out, 1);
+    let said = util::stdout(&out) + &util::stderr(&out);
+    assert!(
+        said.contains("explode") && said.contains("split-right"),
+        "{said}"
+    );
+}
+
+#[test]
+fn scroll_mode_and_read_only_work_inside_the_view() {
+    let ptyd = Ptyd::start();
+    let (a, b, _c) = three_panes(&ptyd);
+    let mut c = ptyd.connect();
+    c.type_line(&b, "for i in $(seq 1 200); do echo line-$i.; done");
+    c.wait_text(&b, "line-200.");
+    let tmux = Tmux::outer_session(&ptyd, 120, 40);
+    attach(&tmux, &ptyd, &b);
+    // The scroll mode over the focused pane, its history; `q` back.
+    prefixed(&tmux, "[");
+    tmux.wait_screen("the scroll mode", |s| s.contains("[scroll"));
+    tmux.keys(&["PPage"]);
+    tmux.wait_screen("a page up", |s| s.contains("line-150."));
+    tmux.keys(&["q"]);
+    tmux.wait_screen("the view again", |s| {
+        !s.contains("[scroll") && status_line(s).starts_with("[main] 0:work*")
+    });
+    // A read-only client: shown so, its keys change nothing.
+    let watcher = Tmux::outer_session(&ptyd, 100, 30);
+    watcher.type_line(&ptyd_cmd(&format!("attach --read-only {a}")));
+    watcher.wait_screen("the read-only view", |s| {
+        status_line(s).contains("[READ-ONLY]")
+    });
+    watcher.type_line("echo not-''typed");
+    prefixed(&watcher, "%");
+    watcher.wait_screen("the refusal", |s| status_line(s).contains("read-only"));
+    assert_eq!(c.panes().len(), 3);
+    assert!(!c.capture(&a).contains("not-typed"));
+}
