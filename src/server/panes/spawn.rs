@@ -220,6 +220,7 @@ impl Server {
     }
 
     fn place_pane(&mut self, id: u64, placement: Placement) {
+        let before = self.tree.clone();
         match placement {
             Placement::Split {
                 target,
@@ -244,7 +245,7 @@ impl Server {
                 }
             }
         }
-        self.mark_dirty();
+        self.tree_changed(&before);
     }
 
     /// Starts `command` in pane `id` (which must not be running) on a new
@@ -387,7 +388,7 @@ impl Server {
     }
 }
 
-fn default_tab_name(pane: &Pane) -> String {
+pub(in crate::server) fn default_tab_name(pane: &Pane) -> String {
     if let Some(name) = pane.name() {
         return name.to_string();
     }
