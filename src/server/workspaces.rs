@@ -106,7 +106,7 @@ impl Server {
     }
 
     pub(super) fn tab_rename(&mut self, req: methods::Rename) -> Result<Option<Value>, RpcError> {
-        let id = self.resolve_tab(&req.target)?;
+        let id = self.tab_or_pane(Some(&req.target))?;
         if let Err(e) = crate::validate::label(&req.name) {
             return Err(RpcError::new(
                 ErrorCode::InvalidParams,
@@ -214,7 +214,7 @@ impl Server {
     }
 
     /// The focused pane of the active tab, for a request that names none.
-    fn current_pane(&self) -> Result<PaneId, RpcError> {
+    pub(super) fn current_pane(&self) -> Result<PaneId, RpcError> {
         self.tree.current().map(|(_, p)| p).ok_or_else(|| {
             RpcError::new(
                 ErrorCode::NotFound,

@@ -86,7 +86,13 @@ impl Server {
         if let Some(resume) = &req.resume {
             crate::validate::resume(resume).map_err(invalid)?;
         }
-        let placement = match req.split {
+        // A direction without a pane to split: the current pane.
+        let split = match (req.split, req.direction) {
+            (Some(target), _) => Some(target),
+            (None, Some(_)) if req.workspace.is_none() => Some(self.current_pane()?.to_string()),
+            (None, _) => None,
+        };
+        let placement = match split {
             Some(target) => {
                 if req.workspace.is_some() {
                     return Err(invalid("give either split or workspace, not both".into()));
