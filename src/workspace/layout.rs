@@ -387,17 +387,7 @@ impl Layout {
                 first,
                 second,
                 ..
-            } => {
-                let (a, b) = (first.min_size(), second.min_size());
-                match direction {
-                    Direction::Horizontal => {
-                        (a.0.saturating_add(BORDER).saturating_add(b.0), a.1.max(b.1))
-                    }
-                    Direction::Vertical => {
-                        (a.0.max(b.0), a.1.saturating_add(BORDER).saturating_add(b.1))
-                    }
-                }
-            }
+            } => joined(*direction, first.min_size(), second.min_size()),
         }
     }
 
@@ -412,17 +402,11 @@ impl Layout {
                 first,
                 second,
                 ..
-            } => {
-                let (a, b) = (first.size_from(size_of), second.size_from(size_of));
-                match direction {
-                    Direction::Horizontal => {
-                        (a.0.saturating_add(BORDER).saturating_add(b.0), a.1.max(b.1))
-                    }
-                    Direction::Vertical => {
-                        (a.0.max(b.0), a.1.saturating_add(BORDER).saturating_add(b.1))
-                    }
-                }
-            }
+            } => joined(
+                *direction,
+                first.size_from(size_of),
+                second.size_from(size_of),
+            ),
         }
     }
 
@@ -479,16 +463,8 @@ impl Layout {
             return Some(below);
         }
         let avail = area.len(*direction).saturating_sub(BORDER);
-        let axis_min = |l: &Layout| {
-            let (c, r) = l.min_size();
-            if *direction == Direction::Horizontal {
-                c
-            } else {
-                r
-            }
-        };
-        let low = axis_min(first);
-        let high = avail.saturating_sub(axis_min(second));
+        let low = min_along(first, *direction);
+        let high = avail.saturating_sub(min_along(second, *direction));
         if low > high || avail < 2 {
             return Some(Resized::Moved(0));
         }
@@ -503,6 +479,24 @@ impl Layout {
         // (0, 1): `new` is at least 1 and at most `avail - 1`.
         debug_assert_eq!(split_cells(*direction, *ratio, first, second, area), new);
         Some(Resized::Moved(now.abs_diff(new)))
+    }
+}
+
+/// The size of two areas of `a` and `b` cells put beside each other
+/// along `direction`, with the border between them.
+fn joined(direction: Direction, a: (u16, u16), b: (u16, u16)) -> (u16, u16) {
+    match direction {
+        Direction::Horizontal => (a.0.saturating_add(BORDER).saturating_add(b.0), a.1.max(b.1)),
+        Direction::Vertical => (a.0.max(b.0), a.1.saturating_add(BORDER).saturating_add(b.1)),
+    }
+}
+
+/// The least length of `layout` along `direction`'s axis.
+fn min_along(layout: &Layout, direction: Direction) -> u16 {
+    let (cols, rows) = layout.min_size();
+    match direction {
+        Direction::Horizontal => cols,
+        Direction::Vertical => rows,
     }
 }
 
@@ -524,18 +518,10 @@ fn split_cells(
     area: Rect,
 ) -> u16 {
     let avail = area.len(direction).saturating_sub(BORDER);
-    let axis_min = |l: &Layout| {
-        let (c, r) = l.min_size();
-        if direction == Direction::Horizontal {
-            c
-        } else {
-            r
-        }
-    };
     let wanted = (f32::from(avail) * ratio.clamp(0.0, 1.0)).round() as u16;
-    let high = avail.saturating_sub(axis_min(second));
+    let high = avail.saturating_sub(min_along(second, direction));
     // Too small for both sides: the first side keeps what it needs first.
-    wanted.min(high).max(axis_min(first)).min(avail)
+    wanted.min(high).max(min_along(first, direction)).min(avail)
 }
 
 /// `area` cut along `direction` after `cells`, the border between.
