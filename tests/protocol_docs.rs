@@ -274,6 +274,19 @@ fn documented_examples_match_what_the_server_sends() {
         json!({ "target": p, "start": 0, "count": 10 }),
     );
     call(&mut real, &mut c, "pane.focus", json!({ "target": p }));
+    call(&mut real, &mut c, "tab.select", json!({ "target": p }));
+    call(
+        &mut real,
+        &mut c,
+        "pane.swap",
+        json!({ "target": p, "other": "agent" }),
+    );
+    call(
+        &mut real,
+        &mut c,
+        "pane.resize_split",
+        json!({ "target": p, "direction": "left", "cells": 5 }),
+    );
     call(
         &mut real,
         &mut c,

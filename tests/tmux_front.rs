@@ -305,3 +305,86 @@ fn an_agent_manager_script_survives_an_upgrade_and_a_crash() {
     assert_eq!(list(), before, "the panes changed in the crash");
     step(&front);
 }
+
+/// The layout commands run ptyd's layout operations: the tree `ptyd ls`
+/// reports changes as tmux says it does.
+#[test]
+fn layout_commands_arrange_the_tab() {
+    let ptyd = Ptyd::start();
+    let front = Front::new(&ptyd.dirs, &ptyd.namespace);
+    let tab = || -> serde_json::Value {
+        let ls: serde_json::Value =
+            serde_json::from_str(&stdout(&ptyd.run_cli(&["ls", "--json"]))).unwrap();
+        ls["workspaces"][0]["tabs"][0].clone()
+    };
+    let ids = || front.ok(&["list-panes", "-t", "lay:0", "-F", "#{pane_id}"]);
+    front.ok(&["new-session", "-d", "-s", "lay", "-x", "80", "-y", "24"]);
+    front.ok(&["split-window", "-h", "-t", "lay:0"]);
+    front.ok(&["split-window", "-v", "-t", "lay:0"]);
+    let before = ids();
+    assert_eq!(before.lines().count(), 3, "{before}");
+
+    front.ok(&["select-layout", "-t", "lay:0", "even-v"]);
+    let t = tab();
+    assert_eq!(t["layout"]["split"]["direction"], "vertical", "{t}");
+    assert_eq!(
+        t["layout"]["split"]["second"]["split"]["direction"], "vertical",
+        "{t}"
+    );
+    assert_eq!(ids(), before, "a layout keeps the panes' order");
+    let out = front.run(&["select-layout", "-t", "lay:0", "diagonal"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).starts_with("invalid layout: diagonal"),
+        "{}",
+        stderr(&out)
+    );
+    front.ok(&["next-layout", "-t", "lay:0"]);
+    assert_ne!(tab()["layout"], t["layout"]);
+    front.ok(&["select-layout", "-t", "lay:0", "even-horizontal"]);
+
+    // Swapped: the order changes and the source becomes active.
+    let first = before.lines().next().unwrap().to_string();
+    front.ok(&["swap-pane", "-s", "lay:0.0", "-t", "lay:0.2"]);
+    let after = ids();
+    assert_eq!(after.lines().last(), Some(first.as_str()), "{after}");
+    let active = front.ok(&["display-message", "-p", "-t", "lay:0", "#{pane_id}"]);
+    assert_eq!(active.trim(), first);
+
+    // -L moves the border beside the pane; -Z toggles the zoom.
+    let ratio = |t: &serde_json::Value| t["layout"]["split"]["ratio"].as_f64().unwrap();
+    let was = ratio(&tab());
+    front.ok(&["resize-pane", "-t", "lay:0.0", "-R", "5"]);
+    assert!(ratio(&tab()) > was, "{} not above {was}", ratio(&tab()));
+    front.ok(&["resize-pane", "-Z", "-t", "lay:0.1"]);
+    let zoomed = front.ok(&[
+        "display-message",
+        "-p",
+        "-t",
+        "lay:0",
+        "#{window_zoomed_flag}",
+    ]);
+    assert_eq!(zoomed.trim(), "1");
+    assert!(tab()["zoom"].is_string());
+    front.ok(&["resize-pane", "-Z", "-t", "lay:0.1"]);
+    assert!(tab()["zoom"].is_null());
+
+    // break-pane: a new window after the pane's own.
+    let printed = front.ok(&["break-pane", "-s", "lay:0.2", "-n", "solo", "-P"]);
+    assert_eq!(printed, "lay:1.0\n");
+    let windows = front.ok(&[
+        "list-windows",
+        "-t",
+        "lay",
+        "-F",
+        "#{window_name} #{window_panes}",
+    ]);
+    assert!(windows.ends_with("solo 1\n"), "{windows}");
+    let out = front.run(&["break-pane", "-s", "lay:1.0"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("can't break with only one pane"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -56,7 +56,7 @@ pub fn attach(g: &Global, a: &Parsed) -> Result<i32, CliError> {
 }
 
 /// The pane this runs in, if it is one of this server's.
-fn own_pane(g: &Global) -> Option<String> {
+pub(super) fn own_pane(g: &Global) -> Option<String> {
     let same_server = std::env::var_os("PTYD_SOCKET")
         .is_some_and(|s| std::path::Path::new(&s) == g.paths.socket());
     inside_pane().filter(|_| same_server)

@@ -20,7 +20,12 @@ pub fn new(g: &Global, a: &Parsed) -> Result<i32, CliError> {
         ));
     }
     let split = a.value("split")?.filter(|_| a.spelled_short("split"));
-    let params = pane_spec::params(a)?;
+    let mut params = pane_spec::params(a)?;
+    // `-v` alone splits the pane this runs in; elsewhere the server splits
+    // the current pane (the active tab's focus).
+    if params.split.is_none() && params.workspace.is_none() && a.flag("vertical") {
+        params.split = super::cmd_attach::own_pane(g);
+    }
     let mut client = connect(g)?;
     if a.flag("attach-existing")
         && let Some(name) = &name

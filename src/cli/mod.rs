@@ -25,6 +25,7 @@ pub const TIMEOUT_EXIT: i32 = 124;
 
 mod args;
 mod cmd_attach;
+mod cmd_layout;
 mod cmd_pane;
 mod cmd_raw;
 mod cmd_server;

@@ -7,7 +7,7 @@
 //! happens. Adding one is compatible; renaming or changing members is not
 //! (bump `PROTOCOL_VERSION`).
 
-use crate::model::{PaneId, WorkspaceId};
+use crate::model::{PaneId, TabId, WorkspaceId};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -51,6 +51,45 @@ pub enum Event {
     },
     #[serde(rename = "workspace.removed")]
     WorkspaceRemoved { workspace: WorkspaceId },
+    #[serde(rename = "workspace.renamed")]
+    WorkspaceRenamed {
+        workspace: WorkspaceId,
+        name: String,
+    },
+    /// The active workspace changed (`null`: none is left).
+    #[serde(rename = "workspace.selected")]
+    WorkspaceSelected { workspace: Option<WorkspaceId> },
+    /// A tab opened, with what `tab.layout` reports of it.
+    #[serde(rename = "tab.created")]
+    TabCreated {
+        tab: TabId,
+        workspace: WorkspaceId,
+        name: String,
+        layout: Value,
+        focus: PaneId,
+        zoom: Option<PaneId>,
+    },
+    #[serde(rename = "tab.renamed")]
+    TabRenamed { tab: TabId, name: String },
+    /// A tab's layout, focus or zoom changed (a split, a pane removed,
+    /// moved or swapped, a layout selected, a split resized, a zoom, a
+    /// focus): the whole of each as `tree` reports them.
+    #[serde(rename = "tab.layout")]
+    TabLayout {
+        tab: TabId,
+        layout: Value,
+        focus: PaneId,
+        zoom: Option<PaneId>,
+    },
+    /// A tab closed (its last pane went, or it was removed).
+    #[serde(rename = "tab.removed")]
+    TabRemoved { tab: TabId, workspace: WorkspaceId },
+    /// A workspace's active tab changed (`null`: it has no tab left).
+    #[serde(rename = "tab.selected")]
+    TabSelected {
+        workspace: WorkspaceId,
+        tab: Option<TabId>,
+    },
     /// The start-up restore's report (as `server.status` shows it under
     /// `persistence.restore`): `found`, `file`, `unix_ms`, `panes`,
     /// `outcomes` (per pane: `pane`, `name`, `policy`, `outcome`, and
@@ -169,6 +208,22 @@ mod tests {
                     message: "m".into(),
                 },
                 json!({ "type": "gap", "message": "m" }),
+            ),
+            (
+                Event::TabLayout {
+                    tab: TabId::new(2),
+                    layout: json!({ "pane": "p4" }),
+                    focus: PaneId::new(4),
+                    zoom: None,
+                },
+                json!({ "type": "tab.layout", "tab": "t2", "layout": { "pane": "p4" }, "focus": "p4", "zoom": null }),
+            ),
+            (
+                Event::TabSelected {
+                    workspace: WorkspaceId::new(1),
+                    tab: Some(TabId::new(3)),
+                },
+                json!({ "type": "tab.selected", "workspace": "w1", "tab": "t3" }),
             ),
             (
                 Event::ClientAttached {

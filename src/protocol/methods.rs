@@ -152,6 +152,92 @@ pub struct RemoveTree {
     pub force: bool,
 }
 
+/// `tab.select` → the tab (as `tree` shows it, with its `workspace`):
+/// makes it its workspace's active tab and that workspace the active one.
+/// Exactly one of `target` (a tab id `t3`, a tab name, or a pane, whose
+/// tab is meant), `index` (the tab's place in its workspace, from 0) and
+/// `step` (tabs after the active one, negative for before, wrapping).
+/// `workspace` (id or name) says whose tabs `index` and `step` count;
+/// default: the active workspace.
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct TabSelect {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
+}
+
+/// `tab.select_layout` → the tab: rebuilds its layout from its panes in
+/// their order as one of tmux's layouts (`even-horizontal`,
+/// `even-vertical`, `main-horizontal`, `main-vertical`, `tiled`), or
+/// `next` / `previous` of that cycle (tmux's `next-layout`). `target`: a
+/// tab or a pane of it (default: the active tab).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SelectLayout {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    pub layout: String,
+}
+
+/// `pane.swap` → `{"tabs": [...]}` (the one or two tabs changed): the two
+/// panes exchange places, in one tab or across two.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PaneSwap {
+    pub target: String,
+    pub other: String,
+}
+
+/// `pane.resize_split` → the tab, with `moved` (cells the border moved;
+/// fewer than asked, or 0, where a pane would fall below 2x1). Moves the
+/// border of the split nearest above the pane (default: the active tab's
+/// focus) that lies across `direction` (`left`, `right`, `up`, `down`)
+/// by `cells` (default 1) that way. `cols`/`rows` is the tab's size that
+/// cells count in (default: what its panes' sizes add up to).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResizeSplit {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    pub direction: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cells: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cols: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rows: Option<u16>,
+}
+
+/// `pane.zoom` → the tab: the pane (default: the active tab's focus)
+/// fills its tab, and is focused; `zoom: false` unzooms, absent toggles.
+/// A tab of one pane stays unzoomed.
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct PaneZoom {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zoom: Option<bool>,
+}
+
+/// `pane.break` → the new tab: the pane (default: the active tab's
+/// focus) leaves its tab for a new tab after it, named `name` (default:
+/// the pane's name or program), which becomes active.
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct PaneBreak {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
 /// Params naming one pane: `pane.capture` etc. extend this with more fields.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -483,6 +569,18 @@ pub enum Request {
     TabRename(Rename),
     #[serde(rename = "tab.remove")]
     TabRemove(RemoveTree),
+    #[serde(rename = "tab.select")]
+    TabSelect(TabSelect),
+    #[serde(rename = "tab.select_layout")]
+    TabSelectLayout(SelectLayout),
+    #[serde(rename = "pane.swap")]
+    PaneSwap(PaneSwap),
+    #[serde(rename = "pane.resize_split")]
+    PaneResizeSplit(ResizeSplit),
+    #[serde(rename = "pane.zoom")]
+    PaneZoom(PaneZoom),
+    #[serde(rename = "pane.break")]
+    PaneBreak(PaneBreak),
     #[serde(rename = "pane.create")]
     PaneCreate(PaneCreate),
     #[serde(rename = "pane.list")]
@@ -537,6 +635,12 @@ impl Request {
             "workspace.remove" => R::WorkspaceRemove(parse_params(method, p)?),
             "tab.rename" => R::TabRename(parse_params(method, p)?),
             "tab.remove" => R::TabRemove(parse_params(method, p)?),
+            "tab.select" => R::TabSelect(parse_params(method, p)?),
+            "tab.select_layout" => R::TabSelectLayout(parse_params(method, p)?),
+            "pane.swap" => R::PaneSwap(parse_params(method, p)?),
+            "pane.resize_split" => R::PaneResizeSplit(parse_params(method, p)?),
+            "pane.zoom" => R::PaneZoom(parse_params(method, p)?),
+            "pane.break" => R::PaneBreak(parse_params(method, p)?),
             "pane.create" => R::PaneCreate(parse_params(method, p)?),
             "pane.list" => R::PaneList(parse_params(method, p)?),
             "pane.focus" => R::PaneFocus(parse_params(method, p)?),
@@ -579,6 +683,12 @@ impl Request {
             Request::WorkspaceRemove(_) => "workspace.remove",
             Request::TabRename(_) => "tab.rename",
             Request::TabRemove(_) => "tab.remove",
+            Request::TabSelect(_) => "tab.select",
+            Request::TabSelectLayout(_) => "tab.select_layout",
+            Request::PaneSwap(_) => "pane.swap",
+            Request::PaneResizeSplit(_) => "pane.resize_split",
+            Request::PaneZoom(_) => "pane.zoom",
+            Request::PaneBreak(_) => "pane.break",
             Request::PaneCreate(_) => "pane.create",
             Request::PaneList(_) => "pane.list",
             Request::PaneFocus(_) => "pane.focus",
@@ -675,6 +785,34 @@ mod tests {
             Request::TabRemove(RemoveTree {
                 target: "t1".into(),
                 force: false,
+            }),
+            Request::TabSelect(TabSelect {
+                step: Some(-1),
+                workspace: Some("w1".into()),
+                ..TabSelect::default()
+            }),
+            Request::TabSelectLayout(SelectLayout {
+                target: None,
+                layout: "tiled".into(),
+            }),
+            Request::PaneSwap(PaneSwap {
+                target: "p1".into(),
+                other: "p2".into(),
+            }),
+            Request::PaneResizeSplit(ResizeSplit {
+                target: Some("p1".into()),
+                direction: "left".into(),
+                cells: Some(5),
+                cols: Some(120),
+                rows: None,
+            }),
+            Request::PaneZoom(PaneZoom {
+                target: None,
+                zoom: Some(false),
+            }),
+            Request::PaneBreak(PaneBreak {
+                target: Some("p1".into()),
+                name: Some("n".into()),
             }),
             Request::PaneCreate(PaneCreate {
                 argv: Some(vec!["sh".into()]),

@@ -88,6 +88,12 @@ impl Server {
             Request::WorkspaceRemove(req) => self.workspace_remove(req),
             Request::TabRename(req) => self.tab_rename(req),
             Request::TabRemove(req) => self.tab_remove(req),
+            Request::TabSelect(req) => self.tab_select(req),
+            Request::TabSelectLayout(req) => self.tab_select_layout(req),
+            Request::PaneSwap(req) => self.pane_swap(req),
+            Request::PaneResizeSplit(req) => self.pane_resize_split(req),
+            Request::PaneZoom(req) => self.pane_zoom(req),
+            Request::PaneBreak(req) => self.pane_break(req),
             Request::PaneFocus(req) => {
                 let id = self.resolve_target(&req.target)?;
                 self.pane_focus(id)
@@ -532,7 +538,7 @@ impl Server {
                 self.respond(ack.conn, &ack.rpc_id, Err(err));
             }
         }
-        self.tree.remove_pane(PaneId::new(id));
+        self.edit_tree(|t| t.remove_pane(PaneId::new(id)));
         self.mark_dirty();
         self.emit(Event::PaneRemoved {
             pane: PaneId::new(id),

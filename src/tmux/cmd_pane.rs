@@ -441,6 +441,13 @@ pub fn select(ctx: &mut Ctx, a: &Args) -> CmdResult {
 }
 
 pub fn resize(ctx: &mut Ctx, a: &Args) -> CmdResult {
+    if a.has('Z') {
+        return super::cmd_layout::zoom(ctx, a);
+    }
+    let moves = ['L', 'R', 'U', 'D'].iter().any(|f| a.has(*f));
+    if moves && !a.has('x') && !a.has('y') && super::cmd_layout::resize_split(ctx, a)? {
+        return Ok(());
+    }
     let at = ctx.find_pane(a.value('t'))?;
     let pane = ctx.view()?.pane(at).clone();
     let number = |v: &str| {

@@ -7,7 +7,8 @@
 
 use super::args::Args;
 use super::{
-    CmdResult, Ctx, Failure, cmd_buffers, cmd_hooks, cmd_misc, cmd_pane, cmd_session, cmd_window,
+    CmdResult, Ctx, Failure, cmd_buffers, cmd_hooks, cmd_layout, cmd_misc, cmd_pane, cmd_session,
+    cmd_window,
 };
 
 type Run = fn(&mut Ctx, &Args) -> CmdResult;
@@ -315,8 +316,43 @@ pub const COMMANDS: &[Command] = &[
         "[-ElnprZ] [-c target-client] [-t target-session] [-T key-table]",
         Some(cmd_session::switch_client)
     ),
+    // Layouts: ptyd's own layout operations (`cmd_layout`).
+    cmd!(
+        "break-pane",
+        "breakp",
+        "abdPF:n:s:t:",
+        "[-dP] [-F format] [-n window-name] [-s src-pane]",
+        Some(cmd_layout::break_pane)
+    ),
+    cmd!(
+        "next-layout",
+        "nextl",
+        "t:",
+        "[-t target-window]",
+        Some(cmd_layout::next_layout)
+    ),
+    cmd!(
+        "previous-layout",
+        "prevl",
+        "t:",
+        "[-t target-window]",
+        Some(cmd_layout::previous_layout)
+    ),
+    cmd!(
+        "select-layout",
+        "selectl",
+        "Enopt:",
+        "[-np] [-t target-pane] [layout-name]",
+        Some(cmd_layout::select_layout)
+    ),
+    cmd!(
+        "swap-pane",
+        "swapp",
+        "dDs:t:UZ",
+        "[-dDU] [-s src-pane] [-t dst-pane]",
+        Some(cmd_layout::swap_pane)
+    ),
     // tmux has these; the front refuses them by name (docs/tmux.md).
-    cmd!("break-pane", "breakp", "abdPF:n:s:t:", "", None),
     cmd!("choose-tree", "", "", "", None),
     cmd!("clear-history", "clearhist", "Ht:", "", None),
     cmd!("copy-mode", "", "eHMs:t:uq", "", None),
@@ -327,11 +363,9 @@ pub const COMMANDS: &[Command] = &[
     cmd!("link-window", "linkw", "abdks:t:", "", None),
     cmd!("move-window", "movew", "abdkrs:t:", "", None),
     cmd!("pipe-pane", "pipep", "IOot:", "", None),
-    cmd!("select-layout", "selectl", "Enopt:", "", None),
     cmd!("set-environment", "setenv", "Fhgrt:u", "", None),
     cmd!("show-environment", "showenv", "hgst:", "", None),
     cmd!("source-file", "source", "Fnqvt:", "", None),
-    cmd!("swap-pane", "swapp", "dDs:t:UZ", "", None),
     cmd!("swap-window", "swapw", "ds:t:", "", None),
     cmd!("wait-for", "wait", "LSU", "", None),
 ];

@@ -36,6 +36,7 @@ macro_rules! out_raw {
 mod args;
 mod cmd_buffers;
 mod cmd_hooks;
+mod cmd_layout;
 mod cmd_misc;
 mod cmd_pane;
 mod cmd_session;

@@ -13,7 +13,7 @@
 pub mod layout;
 
 use crate::model::{PaneId, TabId, WorkspaceId};
-use layout::{Direction, Layout};
+use layout::{Direction, Layout, Preset, Rect, Side};
 use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -130,7 +130,10 @@ impl Tree {
             .map(|t| t.id)
     }
 
-    /// Splits `target`'s leaf, putting `new_pane` beside it, and focuses it.
+    /// Splits `target`'s leaf, putting `new_pane` beside it, and focuses
+    /// it as [`focus`](Self::focus) does (its tab and workspace become the
+    /// active ones: the new pane is where the user works next, as after
+    /// tmux's `split-window`).
     pub fn split(
         &mut self,
         target: PaneId,
@@ -141,8 +144,8 @@ impl Tree {
         let tab_id = self.tab_of(target)?;
         let tab = self.tabs.get_mut(&tab_id)?;
         tab.layout.split(target, new_pane, direction, ratio);
-        tab.focus = new_pane;
         tab.zoom = None;
+        self.focus(new_pane);
         Some(tab_id)
     }
 
@@ -230,28 +233,159 @@ impl Tree {
         true
     }
 
-    /// Zooms `tab`'s focused pane, or unzooms the tab.
-    pub fn toggle_zoom(&mut self, tab: TabId) -> bool {
-        let Some(t) = self.tabs.get_mut(&tab) else {
+    /// Makes `tab` its workspace's active tab and that workspace the
+    /// active one; its focus stays.
+    pub fn select_tab(&mut self, tab: TabId) -> bool {
+        let Some(workspace) = self.tabs.get(&tab).map(|t| t.workspace) else {
             return false;
         };
-        t.zoom = match t.zoom {
-            Some(_) => None,
-            None => Some(t.focus),
+        let Some(ws) = self.workspaces.get_mut(&workspace) else {
+            return false;
         };
+        ws.active_tab = Some(tab);
+        self.active_workspace = Some(workspace);
         true
     }
 
-    /// Moves the border nearest `pane` across `direction`'s axis by
-    /// `delta` (a share of its split, negative towards the first child);
-    /// `false` if no split of that direction is above it.
-    pub fn nudge_split(&mut self, pane: PaneId, direction: Direction, delta: f32) -> bool {
-        let Some(tab) = self.tab_of(pane) else {
+    /// The tab `step` places after `tab` in its workspace's order (before
+    /// it for a negative step), wrapping around at either end.
+    pub fn tab_after(&self, tab: TabId, step: i64) -> Option<TabId> {
+        let ws = self.workspaces.get(&self.tabs.get(&tab)?.workspace)?;
+        let at = ws.tabs.iter().position(|t| *t == tab)?;
+        let n = i64::try_from(ws.tabs.len()).ok()?;
+        let to = (i64::try_from(at).ok()? + step % n + n) % n;
+        ws.tabs.get(usize::try_from(to).ok()?).copied()
+    }
+
+    /// The active tab of the active workspace, and its focused pane.
+    pub fn current(&self) -> Option<(TabId, PaneId)> {
+        let ws = self.workspaces.get(&self.active_workspace?)?;
+        let tab = self.tabs.get(&ws.active_tab?)?;
+        Some((tab.id, tab.focus))
+    }
+
+    /// Rebuilds `tab`'s layout as `preset` from its panes in their order;
+    /// its focus stays and it is unzoomed.
+    pub fn select_layout(&mut self, tab: TabId, preset: Preset) -> bool {
+        let Some(tab) = self.tabs.get_mut(&tab) else {
             return false;
         };
-        self.tabs
-            .get_mut(&tab)
-            .is_some_and(|t| t.layout.nudge(pane, direction, delta))
+        let Some(layout) = preset.build(&tab.layout.panes()) else {
+            return false;
+        };
+        tab.layout = layout;
+        tab.zoom = None;
+        true
+    }
+
+    /// Exchanges the places of panes `a` and `b`, in one tab or across
+    /// two. Each pane keeps being its tab's focus or zoom if it was one in
+    /// a tab it stays in; a tab whose focus (or zoom) left gets the pane
+    /// that came in its place. `false` when either is in no tab.
+    pub fn swap_panes(&mut self, a: PaneId, b: PaneId) -> bool {
+        let (Some(ta), Some(tb)) = (self.tab_of(a), self.tab_of(b)) else {
+            return false;
+        };
+        if a == b {
+            return true;
+        }
+        for (tab_id, gone, came) in [(ta, a, b), (tb, b, a)] {
+            let Some(tab) = self.tabs.get_mut(&tab_id) else {
+                continue;
+            };
+            tab.layout.swap(a, b);
+            if ta == tb {
+                // Both stay in this tab: one walk swaps both leaves.
+                break;
+            }
+            if tab.focus == gone {
+                tab.focus = came;
+            }
+            if tab.zoom == Some(gone) {
+                tab.zoom = Some(came);
+            }
+        }
+        true
+    }
+
+    /// Moves a split's border next to `pane` (see [`Layout::resize_split`])
+    /// in its tab of `area`, unzooming the tab as tmux does. `Err` says why
+    /// nothing can move.
+    pub fn resize_split(
+        &mut self,
+        pane: PaneId,
+        side: Side,
+        cells: u16,
+        area: Rect,
+    ) -> Result<u16, String> {
+        let tab = self
+            .tab_of(pane)
+            .and_then(|t| self.tabs.get_mut(&t))
+            .ok_or_else(|| format!("pane {pane} is in no tab"))?;
+        let what = match side.axis() {
+            Direction::Horizontal => "side by side (a left/right border)",
+            Direction::Vertical => "stacked (an up/down border)",
+        };
+        let moved = tab
+            .layout
+            .resize_split(pane, side, cells, area)
+            .ok_or_else(|| {
+                format!(
+                    "pane {pane} is in no split of tab {} with panes {what}; split it with \
+                     `ptyd new -s {pane}{}`, or resize the other way",
+                    tab.id,
+                    if side.axis() == Direction::Vertical {
+                        " -v"
+                    } else {
+                        ""
+                    },
+                )
+            })?;
+        tab.zoom = None;
+        Ok(moved)
+    }
+
+    /// Zooms `pane` (it fills its tab, and is focused) or, when its tab
+    /// is zoomed already, unzooms it (`zoom: None` toggles). A tab of one
+    /// pane has nothing to zoom and stays unzoomed. Returns the tab's zoom
+    /// afterwards.
+    pub fn zoom(&mut self, pane: PaneId, zoom: Option<bool>) -> Option<Option<PaneId>> {
+        let tab = self.tabs.get_mut(&self.tab_of(pane)?)?;
+        let on = zoom.unwrap_or(tab.zoom.is_none());
+        if on && matches!(tab.layout, Layout::Split { .. }) {
+            tab.zoom = Some(pane);
+            tab.focus = pane;
+        } else {
+            tab.zoom = None;
+        }
+        Some(tab.zoom)
+    }
+
+    /// Takes `pane` out of its tab into a new tab of the same workspace
+    /// (after its old one), named `name`, which becomes active (tmux's
+    /// `break-pane`). `None` if the pane is in no tab, is its tab's only
+    /// pane, or tab ids are used up.
+    pub fn break_pane(&mut self, pane: PaneId, name: String) -> Option<TabId> {
+        let old = self.tab_of(pane)?;
+        if !matches!(self.tabs.get(&old)?.layout, Layout::Split { .. })
+            || self.next_tab_id.next().is_none()
+        {
+            return None;
+        }
+        let workspace = self.tabs[&old].workspace;
+        self.remove_pane(pane);
+        let id = self.add_tab(workspace, name, pane)?;
+        if let Some(ws) = self.workspaces.get_mut(&workspace) {
+            ws.tabs.retain(|t| *t != id);
+            let at = ws
+                .tabs
+                .iter()
+                .position(|t| *t == old)
+                .map_or(ws.tabs.len(), |i| i + 1);
+            ws.tabs.insert(at, id);
+        }
+        self.select_tab(id);
+        Some(id)
     }
 
     /// Checks every invariant in the module doc; `Err` names the first broken.
@@ -358,5 +492,97 @@ mod tests {
         t.check(|_| true).unwrap();
         assert!(t.focus(p(1)));
         assert_eq!(t.workspace_panes(ws), vec![p(1)]);
+    }
+
+    /// A workspace with tab one (p1 | p2 | p3, even) and tab two (p4).
+    fn two_tabs() -> (Tree, TabId, TabId) {
+        let mut t = Tree::new();
+        let ws = t.default_workspace().unwrap();
+        let one = t.add_tab(ws, "one".into(), p(1)).unwrap();
+        t.split(p(1), p(2), Direction::Horizontal, 0.5).unwrap();
+        t.split(p(2), p(3), Direction::Vertical, 0.5).unwrap();
+        let two = t.add_tab(ws, "two".into(), p(4)).unwrap();
+        (t, one, two)
+    }
+
+    #[test]
+    fn layouts_swaps_and_zoom_keep_invariants() {
+        let (mut t, one, two) = two_tabs();
+        assert!(t.select_layout(one, Preset::EvenHorizontal));
+        assert_eq!(
+            t.tabs[&one].layout,
+            Preset::EvenHorizontal.build(&[p(1), p(2), p(3)]).unwrap()
+        );
+        assert_eq!(t.tabs[&one].focus, p(3));
+        t.check(|_| true).unwrap();
+
+        assert_eq!(t.zoom(p(2), None), Some(Some(p(2))));
+        assert_eq!(t.tabs[&one].focus, p(2));
+        // Swapped across tabs: the zoomed and focused pane's place goes to p4.
+        assert!(t.swap_panes(p(2), p(4)));
+        assert_eq!(t.tabs[&one].layout.panes(), vec![p(1), p(4), p(3)]);
+        assert_eq!((t.tabs[&one].focus, t.tabs[&one].zoom), (p(4), Some(p(4))));
+        assert_eq!(
+            (t.tabs[&two].focus, t.tabs[&two].layout.panes()),
+            (p(2), vec![p(2)])
+        );
+        t.check(|_| true).unwrap();
+        // Within a tab, focus and zoom stay on their pane.
+        assert!(t.swap_panes(p(4), p(1)));
+        assert_eq!(t.tabs[&one].layout.panes(), vec![p(4), p(1), p(3)]);
+        assert_eq!(t.tabs[&one].focus, p(4));
+        assert!(!t.swap_panes(p(4), p(9)));
+        assert!(t.swap_panes(p(4), p(4)));
+        assert_eq!(t.zoom(p(3), None), Some(None));
+        // One pane: nothing to zoom.
+        assert_eq!(t.zoom(p(2), Some(true)), Some(None));
+        assert_eq!(t.zoom(p(9), None), None);
+        t.check(|_| true).unwrap();
+
+        let area = Rect::area(80, 24);
+        assert_eq!(t.zoom(p(1), Some(true)), Some(Some(p(1))));
+        let moved = t.resize_split(p(1), Side::Right, 3, area).unwrap();
+        assert_eq!(moved, 3);
+        assert_eq!(t.tabs[&one].zoom, None);
+        let err = t.resize_split(p(1), Side::Up, 3, area).unwrap_err();
+        assert!(
+            err.contains("no split of tab t1 with panes stacked"),
+            "{err}"
+        );
+        assert!(t.resize_split(p(2), Side::Left, 3, area).is_err());
+        t.check(|_| true).unwrap();
+    }
+
+    #[test]
+    fn tabs_select_cycle_and_break() {
+        let (mut t, one, two) = two_tabs();
+        let ws = t.tabs[&one].workspace;
+        assert_eq!(t.current(), Some((two, p(4))));
+        assert_eq!(t.tab_after(two, 1), Some(one));
+        assert_eq!(t.tab_after(one, -1), Some(two));
+        assert_eq!(t.tab_after(one, -7), Some(two));
+        assert!(t.select_tab(one));
+        assert_eq!(t.current(), Some((one, p(3))));
+        let other = t.add_workspace("other".into()).unwrap();
+        let three = t.add_tab(other, "three".into(), p(5)).unwrap();
+        assert_eq!(t.active_workspace, Some(ws));
+        assert!(t.select_tab(three));
+        assert_eq!(t.active_workspace, Some(other));
+        assert!(!t.select_tab(TabId::new(99)));
+
+        // Broken out after its old tab, not at the end.
+        let broken = t.break_pane(p(2), "broken".into()).unwrap();
+        assert_eq!(t.workspaces[&ws].tabs, vec![one, broken, two]);
+        assert_eq!(t.current(), Some((broken, p(2))));
+        assert_eq!(t.tabs[&one].layout.panes(), vec![p(1), p(3)]);
+        assert_eq!(t.break_pane(p(2), "again".into()), None);
+        assert_eq!(t.break_pane(p(9), "none".into()), None);
+        t.check(|_| true).unwrap();
+
+        // A split makes its tab and workspace the active ones.
+        assert!(t.select_tab(three));
+        t.split(p(4), p(6), Direction::Vertical, 0.5).unwrap();
+        assert_eq!(t.current(), Some((two, p(6))));
+        t.check(|_| true).unwrap();
     }
 }

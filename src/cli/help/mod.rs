@@ -135,7 +135,7 @@ macro_rules! pane_spec_options {
             opt(Some('w'), "workspace", Some("W"), "open in a new tab of workspace W (default: \"main\")"),
             opt(None, "tab-name", Some("NAME"), "name the new tab"),
             opt_of(Some('s'), "split", "TARGET", "split the pane TARGET instead of opening a tab", Complete::Pane),
-            opt(Some('v'), "vertical", None, "with --split: stack instead of side by side"),
+            opt(Some('v'), "vertical", None, "with --split: stack instead of side by side; without: split the current pane (the one this runs in, else the active tab's focus) stacked"),
             opt(None, "ratio", Some("R"), "with --split: share kept by TARGET (default 0.5)"),
             opt_of(None, "restore", "POLICY", "after a reboot: rerun, shell or hold (default: restore of config.toml, else hold; plain shells always come back as a fresh shell)", Complete::OneOf(&["rerun", "shell", "hold"])),
             opt(None, "resume", Some("CMD"), "after a reboot run CMD (a shell command) instead"),
@@ -147,6 +147,7 @@ macro_rules! pane_spec_options {
 /// `ptyd completions --panes`: what the scripts ask the server for.
 const PANES: Opt = opt(None, "panes", None, "print the pane ids and names");
 
+mod layout;
 mod other;
 mod panes;
 mod server;
@@ -177,6 +178,10 @@ const COMMAND_NAMES: &[&str] = &[
     "resume",
     "workspace",
     "tab",
+    "select-layout",
+    "swap",
+    "resize-split",
+    "zoom",
     "upgrade",
     "version",
     "api",
@@ -213,6 +218,10 @@ pub static COMMANDS: &[Command] = &[
     panes::RESUME,
     other::WORKSPACE,
     other::TAB,
+    layout::SELECT_LAYOUT,
+    layout::SWAP,
+    layout::RESIZE_SPLIT,
+    layout::ZOOM,
     server::UPGRADE,
     server::VERSION,
     server::API,

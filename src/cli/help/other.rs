@@ -29,18 +29,36 @@ panes; running panes need --force (they are killed).",
 pub const TAB: Command = Command {
     name: "tab",
     aliases: &[],
-    brief: "tab rename|rm",
-    summary: "manage tabs",
-    usage: &["tab rename T NAME", "tab rm T [--force]"],
+    brief: "tab new|select|rename|rm",
+    summary: "open, select and manage tabs",
+    usage: &[
+        "tab new [-n NAME] [-w W] [-- ARGV...]",
+        "tab select T|next|prev|N [-w W]",
+        "tab rename [T] NAME",
+        "tab rm T [--force]",
+    ],
     about: "\
-T is a tab id (t3) or name. New tabs come from `ptyd new` (optionally
---workspace W). Removing a tab removes its panes; running ones need --force.",
+T is a tab id (t3), a tab name, or a pane (its tab); N is a tab's number in
+its workspace, from 0. `tab new` opens a tab running ARGV (default: a
+shell) in workspace W (default: \"main\") and selects it; it prints the tab
+id. `tab select` makes a tab its workspace's active tab and that workspace
+the active one; next and prev (and N) count in the active workspace, or in
+W. `tab rename` without T renames the tab of the pane this runs in, else
+the active tab. Removing a tab removes its panes; running ones need
+--force.",
     options: &[
+        opt(Some('n'), "name", Some("NAME"), "with new: name the tab"),
+        opt(
+            Some('w'),
+            "workspace",
+            Some("W"),
+            "with new: open it in workspace W; with select: count N, next, prev in W",
+        ),
         opt(Some('f'), "force", None, "with rm: kill running panes"),
         opt(Some('t'), "target", Some("T"), "the tab (same as T)"),
         JSON_REPLY,
     ],
-    args: Args::First(Complete::OneOf(&["rename", "rm"])),
+    args: Args::First(Complete::OneOf(&["new", "select", "rename", "rm"])),
     operands: Operands::Any,
     hidden: &[],
 };

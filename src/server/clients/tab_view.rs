@@ -28,7 +28,7 @@ use crate::view::bindings::{self, Action, Bindings, Mode, Out};
 use crate::view::compose::{Compositor, Scene};
 use crate::view::geometry::{Dir, Geometry, Rect, lay_out};
 use crate::view::status::{self, Status, TabEntry};
-use crate::workspace::layout::Direction;
+use crate::workspace::layout::{Direction, Rect as LayoutRect, Side};
 use serde_json::json;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::time::{Duration, Instant};
@@ -38,8 +38,8 @@ use std::time::{Duration, Instant};
 pub const FRAME_INTERVAL: Duration = Duration::from_millis(16);
 /// How long a message stays on the status line.
 const MESSAGE_FOR: Duration = Duration::from_secs(4);
-/// How far one resize key moves a border, as a share of the split.
-const RESIZE_STEP: f32 = 0.05;
+/// How far one resize key moves a border, in cells (tmux's C-arrows).
+const RESIZE_CELLS: u16 = 1;
 
 /// Where the status line goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
@@ -130,9 +130,9 @@ impl Server {
         ids
     }
 
-    /// The size `tab` is laid out at: its clients' (that may resize) under
+    /// The size of the clients showing `tab` (those that may resize) under
     /// the `window_size` policy; `None` with none.
-    fn tab_size(&self, tab: TabId) -> Option<(u16, u16)> {
+    fn clients_size(&self, tab: TabId) -> Option<(u16, u16)> {
         let sizes: Vec<(u64, u16, u16)> = self
             .viewers_of(tab)
             .iter()
@@ -165,11 +165,19 @@ impl Server {
         }
     }
 
+    /// The area `tab`'s panes are laid out in while clients show it: their
+    /// size less the status line.
+    pub(in crate::server) fn shown_area(&self, tab: TabId) -> Option<(u16, u16)> {
+        let (cols, rows) = self.clients_size(tab)?;
+        let (area, _) = tab_area(cols, rows, self.status_position());
+        Some((area.cols, area.rows))
+    }
+
     /// `tab` laid out as its panes are sized: at the tab's size, else
     /// (only read-only clients) at `fallback`.
     fn tab_geometry(&self, tab: TabId, fallback: (u16, u16)) -> Option<Geometry> {
         let t = self.tree.tabs.get(&tab)?;
-        let (cols, rows) = self.tab_size(tab).unwrap_or(fallback);
+        let (cols, rows) = self.clients_size(tab).unwrap_or(fallback);
         let (area, _) = tab_area(cols, rows, self.status_position());
         Some(lay_out(&t.layout, t.zoom, area))
     }
@@ -177,7 +185,7 @@ impl Server {
     /// Sizes every shown pane of `tab` to its rectangle. A pane whose
     /// rectangle is below the smallest PTY (2x1) keeps its size.
     pub(in crate::server) fn relayout_tab(&mut self, tab: TabId) {
-        let Some(size) = self.tab_size(tab) else {
+        let Some(size) = self.clients_size(tab) else {
             return;
         };
         let Some(g) = self.tab_geometry(tab, size) else {
@@ -355,7 +363,7 @@ impl Server {
         {
             (cols, rows).hash(&mut h);
         }
-        self.tab_size(tab).hash(&mut h);
+        self.clients_size(tab).hash(&mut h);
         // A reload may move the status line.
         (self.status_position() as u8).hash(&mut h);
         h.finish()
@@ -690,8 +698,7 @@ impl Server {
                 self.view_focus(next);
             }
             Action::Zoom => {
-                self.tree.toggle_zoom(tab);
-                self.mark_dirty();
+                self.edit_tree(|t| t.zoom(focus, None));
             }
             Action::Close => {
                 if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.view.tab.as_mut()) {
@@ -775,19 +782,24 @@ impl Server {
                 self.mark_view_stale(conn);
             }
             Action::Resize(dir) => {
-                let (axis, sign) = match dir {
-                    Dir::Left => (Direction::Horizontal, -1.0),
-                    Dir::Right => (Direction::Horizontal, 1.0),
-                    Dir::Up => (Direction::Vertical, -1.0),
-                    Dir::Down => (Direction::Vertical, 1.0),
+                let side = match dir {
+                    Dir::Left => Side::Left,
+                    Dir::Right => Side::Right,
+                    Dir::Up => Side::Up,
+                    Dir::Down => Side::Down,
                 };
-                if self.tree.nudge_split(focus, axis, sign * RESIZE_STEP) {
-                    self.mark_dirty();
-                } else {
-                    self.view_say(
+                let (cols, rows) = self.tab_size(tab);
+                let area = LayoutRect::area(cols, rows);
+                match self.edit_tree(|t| t.resize_split(focus, side, RESIZE_CELLS, area)) {
+                    Ok(moved) if moved > 0 => {}
+                    Ok(_) => self.view_say(
+                        conn,
+                        format!("the border by {focus} cannot move {}", dir_word(dir)),
+                    ),
+                    Err(_) => self.view_say(
                         conn,
                         format!("{focus} has no border to move {}", dir_word(dir)),
-                    );
+                    ),
                 }
             }
             Action::ListKeys => {

@@ -86,7 +86,13 @@ impl Server {
         if let Some(resume) = &req.resume {
             crate::validate::resume(resume).map_err(invalid)?;
         }
-        let placement = match req.split {
+        // A direction without a pane to split: the current pane.
+        let split = match (req.split, req.direction) {
+            (Some(target), _) => Some(target),
+            (None, Some(_)) if req.workspace.is_none() => Some(self.current_pane()?.to_string()),
+            (None, _) => None,
+        };
+        let placement = match split {
             Some(target) => {
                 if req.workspace.is_some() {
                     return Err(invalid("give either split or workspace, not both".into()));
@@ -220,6 +226,7 @@ impl Server {
     }
 
     fn place_pane(&mut self, id: u64, placement: Placement) {
+        let before = self.tree.clone();
         match placement {
             Placement::Split {
                 target,
@@ -244,7 +251,7 @@ impl Server {
                 }
             }
         }
-        self.mark_dirty();
+        self.tree_changed(&before);
     }
 
     /// Starts `command` in pane `id` (which must not be running) on a new
@@ -387,7 +394,7 @@ impl Server {
     }
 }
 
-fn default_tab_name(pane: &Pane) -> String {
+pub(in crate::server) fn default_tab_name(pane: &Pane) -> String {
     if let Some(name) = pane.name() {
         return name.to_string();
     }
