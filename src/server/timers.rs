@@ -40,6 +40,9 @@ pub enum TimerKind {
     /// Check that the pane an attached client's input is held for still
     /// reads its input (connection id; `attach.rs`).
     InputStall(usize),
+    /// Check that the socket and lock are still at their paths
+    /// (`rebind.rs`).
+    NamespaceCheck,
 }
 
 #[derive(Debug, Default)]

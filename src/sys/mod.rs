@@ -27,6 +27,7 @@
 //! | [`process_ended`]: a process exited, even if no one reaped it yet (a zombie) | `/proc/<pid>/stat` state `Z` | only "no such pid": a zombie counts as running |
 //! | [`session_members`], [`sessions_members`]: every process of a pane's session | a scan of `/proc` | the session leader's process group (`-sid`): children that moved to a group of their own are not reached |
 //! | [`process_cwd`]: a process's current directory | `/proc/<pid>/cwd` | `None`: snapshots keep the directory the pane started in |
+//! | [`holders_of_deleted`]: the processes still holding a file that was unlinked (a removed runtime directory's lock) | a scan of `/proc/*/fd` | none: a server whose runtime directory was removed is not found, and a new one claims the namespace beside it |
 //! | [`unix_socket_listening`]: someone listens on a socket path (systemd's socket unit), seen without connecting | `/proc/net/unix` | "no": `ptyd server` replaces the socket file as if stale |
 //! | [`seqpacket_pair`]: the handoff channel | `socketpair` with `SOCK_CLOEXEC`, `SOCK_NONBLOCK` | flags set by `fcntl` right after (only this thread forks, so no child can inherit the gap); an OS without `SOCK_SEQPACKET` for `AF_UNIX` fails the upgrade before anything is touched |
 //! | [`recv_with_fds`]: received fds are close-on-exec | `MSG_CMSG_CLOEXEC` | `FD_CLOEXEC` set on each right after `recvmsg` |
@@ -105,10 +106,10 @@ pub use unix::{default_runtime_base, default_state_base, sync_dir, trust};
 pub use os::request_short_slices;
 #[cfg(unix)]
 pub use os::{
-    anonymous_file, become_child_subreaper, die_with_parent, open_fd_count, pidfd_exit_status,
-    pidfd_open, process_cwd, process_ended, process_start_token, punch_hole, recv_with_fds,
-    release_free_memory, seqpacket_pair, session_members, sessions_members, socket_unread,
-    unix_socket_listening,
+    anonymous_file, become_child_subreaper, die_with_parent, holders_of_deleted, open_fd_count,
+    pidfd_exit_status, pidfd_open, process_cwd, process_ended, process_start_token, punch_hole,
+    recv_with_fds, release_free_memory, seqpacket_pair, session_members, sessions_members,
+    socket_unread, unix_socket_listening,
 };
 
 #[cfg(all(windows, test))]

@@ -667,6 +667,14 @@ impl Server {
         self.keeper.mark_urgent();
     }
 
+    /// The listener or lock was made again (`rebind.rs`): the keeper's
+    /// copies, which a crash recovery would hand on, are replaced by a
+    /// `serving` as the one at start-up, settled as we are.
+    pub(in crate::server) fn keeper_resend_namespace(&mut self) {
+        let settled = self.keeper.settling != Settling::Unsettled;
+        self.keeper_serving(true, settled);
+    }
+
     /// A pane started (or started again): give it a ring if it has none,
     /// and send the keeper its master, a pidfd of its process and its
     /// ring.
