@@ -70,6 +70,10 @@ pub struct Status {
     /// on Windows).
     #[serde(default)]
     pub runtime_dir: Value,
+    /// The input all connections hold unhandled (unfinished lines and
+    /// frames), the budget for it and how many were refused over it.
+    #[serde(default)]
+    pub client_input: Value,
 }
 
 /// `server.save`: once the snapshot of `revision` is on disk.

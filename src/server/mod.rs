@@ -214,6 +214,9 @@ pub struct Server {
     /// What the checks of the socket and lock at their paths found
     /// (`rebind.rs`).
     rebinds: rebind::Rebinds,
+    /// The connections refused for holding the most input when all
+    /// together held too much (`clients/line_budget.rs`).
+    input_budget: clients::line_budget::InputBudget,
     /// The buffer a pane's output is forwarded through (`read_pane`),
     /// kept between reads: a fresh one grew by doubling, copying each
     /// slice of output several times over.
@@ -340,6 +343,7 @@ impl Server {
             input_held_for: Default::default(),
             stale_views: false,
             rebinds: Default::default(),
+            input_budget: Default::default(),
             forward: Vec::new(),
         };
         server.persist.debounce = server.config.save_debounce;

@@ -270,6 +270,7 @@ impl Server {
             stderr_write_failures,
             stderr_write_error,
             runtime_dir: self.rebinds.status(),
+            client_input: self.client_input_status(),
         }
     }
 
