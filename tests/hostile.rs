@@ -390,7 +390,7 @@ fn half_sent_frames_of_every_kind_are_held_within_one_budget() {
             frame.extend_from_slice(&(announced as u32).to_be_bytes());
             frame.resize(5 + announced - 1, b'x');
             // A connection refused for the budget meanwhile is closed.
-            let _ = (&*attached.stream()).write_all(&frame);
+            let _ = attached.stream().write_all(&frame);
             held.push(attached);
         }
     }
