@@ -158,6 +158,11 @@ pub fn run(opts: ServerOptions) -> Result<(), StartError> {
     if opts.restore {
         server.restore_from_disk(opts.hold_reruns);
     }
+    // Past every generation the keeper started or saw (a crash loop's
+    // fresh start), whatever the snapshot says.
+    server.generation = server
+        .generation
+        .max(crate::server::continuity::keeper::generation_floor());
     signal_ready(ready);
     crate::service::notify::ready(&format!("serving {} panes", server.panes.len()));
     Ok(server.serve()?)

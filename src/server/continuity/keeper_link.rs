@@ -650,6 +650,7 @@ impl Server {
             exe: self.exe_path.to_string_lossy().into_owned(),
             version: crate::protocol::SERVER_VERSION.to_string(),
             settled,
+            generation: self.generation,
         };
         self.keeper_send(&msg, fds);
         self.keeper_drain();
