@@ -84,12 +84,12 @@ pub use unix::{
     SIGWINCH, SIGXFSZ, Signals, StdinMode, broken_pipe_errno, clear_cloexec, current_uid,
     dup_at_least, dup2_on_exec, fd_dev_ino, fd_is, fd_limit, has_children, ignore_signal,
     inherit_fd_on_exec, is_executable, is_symlink_refused, is_too_many_refs, kill, monotonic_usec,
-    peer_cred, peer_hung_up, poll_readable, raise_fd_limit, read_stdin, reap_any_child,
-    restore_stdin_mode, restore_stdin_mode_now, send_with_fds, set_cloexec,
+    peer_cred, peer_hung_up, poll_readable, raise_fd_limit, raise_fsize_limit, read_stdin,
+    reap_any_child, restore_stdin_mode, restore_stdin_mode_now, send_with_fds, set_cloexec,
     set_nonblocking_cloexec, setsid_on_exec, signal_by_name, signal_exists, signal_name,
-    starting_fd_limit, starting_fd_limit_on_exec, stdin_raw_mode, take_inherited_fd, terminal_size,
+    starting_fd_limit, starting_limits_on_exec, stdin_raw_mode, take_inherited_fd, terminal_size,
     try_lock_exclusive, user_shell, wait_child, wait_writable, with_pane_oom_score,
-    with_starting_fd_limit, write_stdout, write_stdout_vectored,
+    with_starting_limits, write_stdout, write_stdout_vectored,
 };
 
 #[cfg(windows)]

@@ -659,9 +659,10 @@ impl Keeper {
             .env(STATE_FD_ENV, state.as_raw_fd().to_string())
             .env_remove(crate::protocol::READY_FD_ENV);
         // The new image raises the limit again and remembers this one.
-        sys::starting_fd_limit_on_exec(&mut cmd);
+        sys::starting_limits_on_exec(&mut cmd);
         let err = cmd.exec();
         let _ = sys::raise_fd_limit();
+        let _ = sys::raise_fsize_limit();
         // Still us: the fds go back to close-on-exec (a pane must never
         // inherit them), and we keep running the old code.
         for fd in &keep {
@@ -1112,7 +1113,7 @@ impl Keeper {
             cmd.env(crate::handoff::fault::FAULT_ENV, fault);
         }
         sys::inherit_fd_on_exec(&mut cmd, theirs.as_raw_fd());
-        sys::starting_fd_limit_on_exec(&mut cmd);
+        sys::starting_limits_on_exec(&mut cmd);
         let mut child = cmd
             .spawn()
             .map_err(|e| format!("starting {}: {e}", self.exe.display()))?;
@@ -1175,7 +1176,7 @@ impl Keeper {
             .env_remove(crate::protocol::READY_FD_ENV)
             .stdin(std::process::Stdio::null());
         sys::inherit_fd_on_exec(&mut cmd, fd);
-        sys::starting_fd_limit_on_exec(&mut cmd);
+        sys::starting_limits_on_exec(&mut cmd);
         let child = cmd
             .spawn()
             .map_err(|e| format!("starting {}: {e}", self.exe.display()))?;
