@@ -107,6 +107,7 @@ fn crashes_during_an_upgrade_leave_every_pane_served_once() {
     assert_eq!(serving, new, "{tag}: the new server should serve");
     let (code, text) = upgrade_result(cli);
     eprintln!("{tag}: ptyd upgrade exited {code:?}: {text}");
+    assert!(!text.contains("closed the connection"), "{tag}: {text}");
 
     // The old server killed before the pause (it said hello to nothing
     // more): the new one gives up, the keeper replaces the dead one from
@@ -120,8 +121,16 @@ fn crashes_during_an_upgrade_leave_every_pane_served_once() {
         serving, new,
         "{tag}: the half-started server should be gone"
     );
-    let (code, _) = upgrade_result(cli);
+    let (code, text) = upgrade_result(cli);
+    eprintln!("{tag}: ptyd upgrade exited {code:?}: {text}");
     assert_ne!(code, Some(0), "{tag}: the upgrade cannot have succeeded");
+    // It says what happened, not only that the connection closed.
+    assert!(
+        text.contains("the keeper recovered")
+            && text.contains("nothing was upgraded")
+            && text.contains(&format!("pid {serving}")),
+        "{tag}: {text}"
+    );
 
     // The new server killed during its import: the old one rolls back.
     let before = s.before();

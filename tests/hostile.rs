@@ -78,7 +78,9 @@ impl Target {
         let mut c = self.ptyd.connect();
         let panes = c.panes();
         let latency = started.elapsed();
-        let pid = self.ptyd.pid();
+        // The serving process's, not the keeper's (`pid()`), which holds
+        // no client's buffers.
+        let pid = c.ok("server.status", json!({}))["pid"].as_i64().unwrap() as i32;
         let rss = rss_kib(pid);
         eprintln!(
             "hostile: {attack}: rss {:.1} MiB, pane.list {:.1} ms, cpu so far {:.2} s",
@@ -365,4 +367,53 @@ fn fd_exhaustion_then_recovery() {
         util::serves(&t.ptyd.socket())
     });
     t.check("fd exhaustion over");
+}
+
+#[test]
+fn half_sent_frames_of_every_kind_are_held_within_one_budget() {
+    let t = Target::start();
+    let mut events = t.ptyd.connect();
+    events.ok("events.subscribe", json!({}));
+    // Every client frame kind, and one no server knows; each announces a
+    // full 1 MiB payload and sends all of it but its last byte. 12 of each
+    // hold over 100 MiB in all, past the 64 MiB budget.
+    let kinds: Vec<u8> = (1..=8).chain([200]).collect();
+    let per_kind = 12;
+    let announced = 1usize << 20;
+    let mut frame = Vec::with_capacity(5 + announced);
+    let mut held = Vec::new();
+    for kind in &kinds {
+        for _ in 0..per_kind {
+            let (_, attached) = t.ptyd.connect().attach(json!({ "target": t.bystander }));
+            frame.clear();
+            frame.push(*kind);
+            frame.extend_from_slice(&(announced as u32).to_be_bytes());
+            frame.resize(5 + announced - 1, b'x');
+            // A connection refused for the budget meanwhile is closed.
+            let _ = attached.stream().write_all(&frame);
+            held.push(attached);
+        }
+    }
+    t.check(&format!("{} half-sent 1 MiB frames", held.len()));
+    let detached = events.wait_event("client.detached", &t.bystander);
+    assert_eq!(detached["reason"], "too_large", "{detached}");
+    let status = t.ptyd.connect().ok("server.status", json!({}));
+    let input = &status["client_input"];
+    eprintln!("hostile: half-sent frames: client_input {input}");
+    let budget = input["budget_bytes"].as_u64().unwrap();
+    assert_eq!(budget, 64 << 20, "{input}");
+    assert!(input["bytes"].as_u64().unwrap() <= budget, "{input}");
+    assert!(input["refused"].as_u64().unwrap() >= 1, "{input}");
+    // The rest still hold theirs: the budget, not the cap per connection,
+    // is what bounded it.
+    assert!(
+        input["bytes"].as_u64().unwrap() >= budget / 2,
+        "half-sent frames were dropped instead of held: {input}"
+    );
+    drop(held);
+    util::eventually("the closed connections' input to be let go", || {
+        let status = t.ptyd.connect().ok("server.status", json!({}));
+        (status["client_input"]["bytes"].as_u64()? < 1 << 20).then_some(())
+    });
+    t.check("the half-sent frames' connections closed");
 }

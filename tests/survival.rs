@@ -12,7 +12,7 @@ mod util;
 mod crash_support;
 
 use crash_support::{serving_pid, wait_replacement};
-use serde_json::json;
+use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use util::{Dirs, Ptyd, ServerStderr, unique_name};
 
@@ -300,5 +300,62 @@ fn a_config_of_100k_unknown_keys_gives_a_bounded_list_of_problems() {
     util::assert_exit(&ptyd.run_cli(&["ls"]), 0);
     let logged = ptyd.stderr().matches("config_ignored").count();
     assert!(logged <= 2 * 51, "{logged} log lines for config problems");
+    ptyd.stop();
+}
+
+/// A snapshot of many panes (the restore report stays in `status` for the
+/// server's whole life): the per-pane outcomes listed are the first 100,
+/// counted all in `outcome_counts`, and `ptyd status` says how many more.
+#[test]
+fn the_outcomes_of_a_large_restore_are_listed_bounded_and_counted_all() {
+    const PANES: usize = 250;
+    let dirs = Dirs::new();
+    let ns = unique_name("many");
+    let ids: Vec<String> = (1..=PANES).map(|i| format!("p{i}")).collect();
+    let panes: Vec<Value> = ids
+        .iter()
+        .map(|id| {
+            json!({
+                "id": id, "name": null, "cwd": "/", "command": { "argv": ["sleep", "100000"] },
+                "env": {}, "cols": 80, "rows": 24, "restore": "hold",
+                "resume": null, "history": null, "pid": null, "start_token": null,
+            })
+        })
+        .collect();
+    let tabs: Vec<Value> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| {
+            json!({ "id": format!("t{}", i + 1), "name": format!("tab{}", i + 1), "workspace": "w1",
+                    "layout": { "pane": id }, "focus": id, "zoom": null })
+        })
+        .collect();
+    let tab_ids: Vec<Value> = tabs.iter().map(|t| t["id"].clone()).collect();
+    let snapshot = json!({
+        "version": 1, "server_version": "0.1.0", "written_unix_ms": 0, "revision": 1,
+        "generation": 1, "counters": { "workspace": 2, "tab": PANES + 1, "pane": PANES + 1 },
+        "active_workspace": "w1",
+        "workspaces": [{ "id": "w1", "name": "main", "tabs": tab_ids, "active_tab": "t1" }],
+        "tabs": tabs, "panes": panes,
+    });
+    std::fs::create_dir_all(dirs.state_dir(&ns)).unwrap();
+    std::fs::write(dirs.session_path(&ns), snapshot.to_string()).unwrap();
+
+    let ptyd = dirs.start(&ns);
+    let status = ptyd.connect().ok("server.status", json!({}));
+    let restore = &status["persistence"]["restore"];
+    assert_eq!(restore["panes"], PANES, "{restore}");
+    assert_eq!(restore["repairs_total"], 0, "{restore}");
+    let outcomes = restore["outcomes"].as_array().expect("outcomes listed");
+    assert_eq!(outcomes.len(), 100, "outcomes listed");
+    assert_eq!(outcomes[0]["pane"], "p1");
+    assert_eq!(restore["outcome_counts"], json!({ "held": PANES }));
+    let out = ptyd.run_cli(&["status"]);
+    util::assert_exit(&out, 0);
+    let text = util::stdout(&out);
+    assert!(
+        text.contains(&format!("held: {PANES}")) && text.contains("... and 150 more"),
+        "{text}"
+    );
     ptyd.stop();
 }

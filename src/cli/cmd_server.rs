@@ -141,15 +141,23 @@ fn print_restore(r: &Value) {
             .iter()
             .filter(|o| o["outcome"] == outcome)
             .collect();
-        if panes.is_empty() {
+        // The report lists the first panes only; the counts cover all.
+        let count = r["outcome_counts"][outcome]
+            .as_u64()
+            .map_or(panes.len(), |n| n as usize);
+        if count == 0 {
             continue;
         }
+        let more = match count.saturating_sub(panes.len()) {
+            0 => String::new(),
+            n => format!(" and {n} more"),
+        };
         let describe = |o: &Value| match o["name"].as_str() {
             Some(name) => format!("{} ({name})", o["pane"].as_str().unwrap_or("?")),
             None => o["pane"].as_str().unwrap_or("?").to_string(),
         };
         if outcome == "held" {
-            println!("  {heading}: {}", panes.len());
+            println!("  {heading}: {count}");
             for o in panes {
                 println!(
                     "    {}: {}",
@@ -157,9 +165,12 @@ fn print_restore(r: &Value) {
                     o["held_reason"].as_str().unwrap_or("")
                 );
             }
+            if !more.is_empty() {
+                println!("    ...{more}");
+            }
         } else {
             let list: Vec<String> = panes.iter().map(|o| describe(o)).collect();
-            println!("  {heading}: {}: {}", panes.len(), list.join(", "));
+            println!("  {heading}: {count}: {}{more}", list.join(", "));
         }
     }
     let repairs = r["repairs"].as_array().map_or(0, Vec::len);

@@ -42,7 +42,16 @@ pub(super) fn upgrade(g: &Global, a: &Parsed) -> Result<i32, CliError> {
     let as_json = a.flag("json");
     let restore = params.mode.as_deref() == Some("restore");
     let mut client = connect_existing(g)?;
-    let report = request_after_running_one(&mut client, &params)?;
+    // What served before, to tell afterwards what became of it if the
+    // answer never comes.
+    let before = client.request(&Request::ServerStatus(NoParams {}))?;
+    let asked_ms = crate::clock::unix_ms();
+    let report = match request_after_running_one(&mut client, &params) {
+        Err(e) if matches!(e.kind.as_str(), "disconnected" | "io") && !restore => {
+            return after_lost_answer(g, &before, asked_ms, e, as_json);
+        }
+        other => other?,
+    };
     // Windows has only the restore path, whatever was asked for.
     if restore || report["mode"] == "restore" {
         return restarted(g, report, as_json);
@@ -83,6 +92,73 @@ pub(super) fn upgrade(g: &Global, a: &Parsed) -> Result<i32, CliError> {
         report.panes, report.clients, report.fds, report.fd_batches
     );
     Ok(0)
+}
+
+/// The server went away before answering the upgrade (killed in its
+/// middle, or in the probation): asks whoever serves now what happened,
+/// which is what the user needs, not that a connection closed. A
+/// recovery by the keeper since the request means nothing was upgraded;
+/// a later generation without one means the upgrade went through.
+fn after_lost_answer(
+    g: &Global,
+    before: &Value,
+    asked_ms: u64,
+    lost: CliError,
+    as_json: bool,
+) -> Result<i32, CliError> {
+    let old_pid = before["pid"].as_u64().unwrap_or(0);
+    let deadline = Instant::now() + RESTART_TIMEOUT;
+    let status = loop {
+        if let Ok(mut c) = Client::connect(&g.paths, false)
+            && let Ok(status) = c.request(&Request::ServerStatus(NoParams {}))
+            && status["pid"].as_u64() != Some(old_pid)
+        {
+            break status;
+        }
+        if Instant::now() > deadline {
+            return Err(CliError::failure(format!(
+                "the server (pid {old_pid}) went away during the upgrade ({}), and no other server has answered since (waited {} s); `ptyd status` starts one from the saved session if none is running",
+                lost.message,
+                RESTART_TIMEOUT.as_secs()
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let (pid, version) = (
+        &status["pid"],
+        status["server_version"].as_str().unwrap_or("?"),
+    );
+    let recovery = &status["keeper"]["last_recovery"];
+    let recovered = recovery["at_unix_ms"]
+        .as_u64()
+        .is_some_and(|at| at >= asked_ms)
+        || (recovery["from"] == "snapshot" && status["started_unix_ms"].as_u64() >= Some(asked_ms));
+    if recovered {
+        let from = if recovery["from"] == "snapshot" {
+            "from the snapshot on disk"
+        } else {
+            "from its checkpoint, every pane kept"
+        };
+        return Err(CliError::failure(format!(
+            "the server (pid {old_pid}) died in the middle of the upgrade ({}); the keeper recovered the session into a new server of the old binary (pid {pid}, ptyd {version}) {from}, so nothing was upgraded: run `ptyd upgrade` again",
+            recovery["reason"].as_str().unwrap_or("killed"),
+        )));
+    }
+    let generation = status["generation"].as_u64().unwrap_or(0);
+    if generation > before["generation"].as_u64().unwrap_or(0) {
+        if as_json {
+            println!("{}", json!({ "answer_lost": true, "status": status }));
+        } else {
+            println!(
+                "upgraded to ptyd {version} (pid {pid}, generation {generation}); the old server (pid {old_pid}) died before it could report the upgrade"
+            );
+        }
+        return Ok(0);
+    }
+    Err(CliError::failure(format!(
+        "the server (pid {old_pid}) went away during the upgrade ({}); ptyd {version} serves now (pid {pid}, generation {generation}): `ptyd status` says more",
+        lost.message
+    )))
 }
 
 /// Sends the upgrade; while the server answers `busy` (an upgrade runs or

@@ -92,8 +92,9 @@ pub enum Event {
     },
     /// The start-up restore's report (as `server.status` shows it under
     /// `persistence.restore`): `found`, `file`, `unix_ms`, `panes`,
-    /// `outcomes` (per pane: `pane`, `name`, `policy`, `outcome`, and
-    /// `held_reason` when held), `repairs`, `took_ms`.
+    /// `outcomes` (per pane, the first 100: `pane`, `name`, `policy`,
+    /// `outcome`, and `held_reason` when held), `outcome_counts`,
+    /// `repairs`, `took_ms`.
     #[serde(rename = "server.restored")]
     ServerRestored {
         #[serde(flatten)]

@@ -65,6 +65,15 @@ pub struct Status {
     pub stderr_write_failures: u64,
     #[serde(default)]
     pub stderr_write_error: Option<String>,
+    /// The socket and lock made again after the runtime directory was
+    /// removed: how often, the last time, and why it cannot be now (null
+    /// on Windows).
+    #[serde(default)]
+    pub runtime_dir: Value,
+    /// The input all connections hold unhandled (unfinished lines and
+    /// frames), the budget for it and how many were refused over it.
+    #[serde(default)]
+    pub client_input: Value,
 }
 
 /// `server.save`: once the snapshot of `revision` is on disk.

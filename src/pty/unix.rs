@@ -80,18 +80,18 @@ pub fn spawn(spec: &SpawnSpec, _wake: Wake) -> io::Result<(PtyMaster, ChildProce
     crate::sys::set_nonblocking_cloexec(pty.master.as_raw_fd())?;
     // The slave must not leak into later children either.
     crate::sys::set_cloexec(pty.slave.as_raw_fd())?;
-    // The program gets the fd limit the server started with, not the one
-    // the server raised for itself (`sys::raise_fd_limit`), and is a likelier
+    // The program gets the fd and file size limits the server started
+    // with, not the ones the server raised for itself
+    // (`sys::raise_fd_limit`, `sys::raise_fsize_limit`), and is a likelier
     // victim of the OOM killer than the server.
-    let pid = crate::sys::with_pane_oom_score(|| {
-        crate::sys::with_starting_fd_limit(|| start(spec, &pty))
-    })
-    .map_err(|e| {
-        io::Error::new(
-            e.kind(),
-            format!("starting {:?} in {}: {e}", spec.program, spec.cwd.display()),
-        )
-    })?;
+    let pid =
+        crate::sys::with_pane_oom_score(|| crate::sys::with_starting_limits(|| start(spec, &pty)))
+            .map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!("starting {:?} in {}: {e}", spec.program, spec.cwd.display()),
+                )
+            })?;
     drop(pty.slave);
     let master = PtyMaster { fd: pty.master };
     Ok((

@@ -185,7 +185,13 @@ impl Server {
                 }
                 // `systemctl reload` (or the keeper forwarding it): upgrade
                 // to the binary at our own path.
-                SIGHUP => self.upgrade_on_sighup(),
+                // A SIGHUP is also what a user tries on a server found
+                // unreachable: a removed socket is made again first, and
+                // the upgrade hands on the new one.
+                SIGHUP => {
+                    self.check_namespace("SIGHUP");
+                    self.upgrade_on_sighup()
+                }
                 _ => {}
             }
         }
@@ -256,6 +262,7 @@ impl Server {
                 TimerKind::AcceptRetry => self.on_accept_retry(),
                 TimerKind::InputStall(conn) => self.check_input_stall(conn, now),
                 TimerKind::ViewFrame => self.wake_views(),
+                TimerKind::NamespaceCheck => self.on_namespace_check_timer(),
             }
         }
     }

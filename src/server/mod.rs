@@ -54,6 +54,8 @@ mod clients;
 mod continuity;
 mod panes;
 mod persistence;
+#[cfg_attr(windows, path = "rebind_windows.rs")]
+mod rebind;
 
 pub use start::run;
 
@@ -209,6 +211,12 @@ pub struct Server {
     /// Some attached client's view is stale (`Connection::view`): drawn
     /// before the next flush.
     stale_views: bool,
+    /// What the checks of the socket and lock at their paths found
+    /// (`rebind.rs`).
+    rebinds: rebind::Rebinds,
+    /// The connections refused for holding the most input when all
+    /// together held too much (`clients/line_budget.rs`).
+    input_budget: clients::line_budget::InputBudget,
     /// The buffer a pane's output is forwarded through (`read_pane`),
     /// kept between reads: a fresh one grew by doubling, copying each
     /// slice of output several times over.
@@ -334,6 +342,8 @@ impl Server {
             fds,
             input_held_for: Default::default(),
             stale_views: false,
+            rebinds: Default::default(),
+            input_budget: Default::default(),
             forward: Vec::new(),
         };
         server.persist.debounce = server.config.save_debounce;
@@ -342,6 +352,7 @@ impl Server {
             Instant::now() + persistence::HISTORY_INTERVAL,
             timers::TimerKind::HistoryTick,
         );
+        server.schedule_namespace_check();
         Ok(server)
     }
 

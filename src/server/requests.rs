@@ -275,6 +275,8 @@ impl Server {
             keeper: self.keeper_status(),
             stderr_write_failures,
             stderr_write_error,
+            runtime_dir: self.rebinds.status(),
+            client_input: self.client_input_status(),
         }
     }
 

@@ -14,8 +14,11 @@ use std::io::Write;
 
 /// Runs a server in the foreground until it is stopped.
 pub fn run(opts: ServerOptions) -> Result<(), StartError> {
-    // First: the keeper resumed or adopted below writes files too.
+    // First: the keeper resumed or adopted below writes files too, and
+    // under a low `ulimit -f` its checkpoints and our rings, snapshots
+    // and history would fail (the panes' programs get the user's limit).
     ignore_sigxfsz();
+    let _ = crate::sys::raise_fsize_limit();
     // A keeper re-executing itself into this binary (after an upgrade)
     // continues here, holding everything it held.
     // SAFETY: no other thread runs yet; only our previous image (the
@@ -158,6 +161,11 @@ pub fn run(opts: ServerOptions) -> Result<(), StartError> {
     if opts.restore {
         server.restore_from_disk(opts.hold_reruns);
     }
+    // Past every generation the keeper started or saw (a crash loop's
+    // fresh start), whatever the snapshot says.
+    server.generation = server
+        .generation
+        .max(crate::server::continuity::keeper::generation_floor());
     signal_ready(ready);
     crate::service::notify::ready(&format!("serving {} panes", server.panes.len()));
     Ok(server.serve()?)

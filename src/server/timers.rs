@@ -43,6 +43,9 @@ pub enum TimerKind {
     /// A tab view's frame waits for its interval, or its message for its
     /// end (`tab_view.rs`): wakes the loop, which draws stale views.
     ViewFrame,
+    /// Check that the socket and lock are still at their paths
+    /// (`rebind.rs`).
+    NamespaceCheck,
 }
 
 #[derive(Debug, Default)]

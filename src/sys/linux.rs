@@ -218,6 +218,41 @@ pub fn process_cwd(pid: i32) -> Option<PathBuf> {
         .filter(|p| p.is_absolute())
 }
 
+/// The processes of ours (other than this one) holding an open file that
+/// was at `path` and has since been unlinked (`/proc/PID/fd` links read
+/// `PATH (deleted)`): the servers of a namespace whose runtime directory
+/// was removed under them still hold their lock so. Only processes we may
+/// read are seen, which are the ones that could serve us.
+pub fn holders_of_deleted(path: &std::path::Path) -> Vec<i32> {
+    let want = format!("{} (deleted)", path.display());
+    let own = std::process::id() as i32;
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut holders = Vec::new();
+    for entry in dir.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+            .filter(|pid| *pid != own)
+        else {
+            continue;
+        };
+        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+            continue;
+        };
+        let held = fds.flatten().any(|fd| {
+            std::fs::read_link(fd.path()).is_ok_and(|link| link.as_os_str() == want.as_str())
+        });
+        if held {
+            holders.push(pid);
+        }
+    }
+    holders.sort_unstable();
+    holders
+}
+
 /// Whether some process listens on the Unix socket bound at `path`, from
 /// `/proc/net/unix` (flag `__SO_ACCEPTCON`), without connecting to it.
 pub fn unix_socket_listening(path: &std::path::Path) -> bool {

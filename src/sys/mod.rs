@@ -28,6 +28,7 @@
 //! | [`process_ended`]: a process exited, even if no one reaped it yet (a zombie) | `/proc/<pid>/stat` state `Z` | only "no such pid": a zombie counts as running |
 //! | [`session_members`], [`sessions_members`]: every process of a pane's session | a scan of `/proc` | the session leader's process group (`-sid`): children that moved to a group of their own are not reached |
 //! | [`process_cwd`]: a process's current directory | `/proc/<pid>/cwd` | `None`: snapshots keep the directory the pane started in |
+//! | [`holders_of_deleted`]: the processes still holding a file that was unlinked (a removed runtime directory's lock) | a scan of `/proc/*/fd` | none: a server whose runtime directory was removed is not found, and a new one claims the namespace beside it |
 //! | [`unix_socket_listening`]: someone listens on a socket path (systemd's socket unit), seen without connecting | `/proc/net/unix` | "no": `ptyd server` replaces the socket file as if stale |
 //! | [`seqpacket_pair`]: the handoff channel | `socketpair` with `SOCK_CLOEXEC`, `SOCK_NONBLOCK` | flags set by `fcntl` right after (only this thread forks, so no child can inherit the gap); an OS without `SOCK_SEQPACKET` for `AF_UNIX` fails the upgrade before anything is touched |
 //! | [`recv_with_fds`]: received fds are close-on-exec | `MSG_CMSG_CLOEXEC` | `FD_CLOEXEC` set on each right after `recvmsg` |
@@ -84,12 +85,12 @@ pub use unix::{
     SIGWINCH, SIGXFSZ, SharedMap, Signals, StdinMode, broken_pipe_errno, clear_cloexec,
     current_uid, dup_at_least, dup_raw, dup2_on_exec, fd_dev_ino, fd_is, fd_limit, has_children,
     ignore_signal, inherit_fd_on_exec, is_executable, is_symlink_refused, is_too_many_refs, kill,
-    monotonic_usec, peer_cred, peer_hung_up, poll_readable, raise_fd_limit, read_at, read_stdin,
-    reap_any_child, restore_stdin_mode, restore_stdin_mode_now, send_with_fds, set_cloexec,
-    set_file_len, set_nonblocking_cloexec, setsid_on_exec, signal_by_name, signal_exists,
-    signal_name, starting_fd_limit, starting_fd_limit_on_exec, stdin_raw_mode, take_inherited_fd,
-    terminal_size, try_lock_exclusive, user_shell, wait_child, wait_writable, with_pane_oom_score,
-    with_starting_fd_limit, write_stdout, write_stdout_vectored,
+    monotonic_usec, peer_cred, peer_hung_up, poll_readable, raise_fd_limit, raise_fsize_limit,
+    read_at, read_stdin, reap_any_child, restore_stdin_mode, restore_stdin_mode_now, send_with_fds,
+    set_cloexec, set_file_len, set_nonblocking_cloexec, setsid_on_exec, signal_by_name,
+    signal_exists, signal_name, starting_fd_limit, starting_limits_on_exec, stdin_raw_mode,
+    take_inherited_fd, terminal_size, try_lock_exclusive, user_shell, wait_child, wait_writable,
+    with_pane_oom_score, with_starting_limits, write_stdout, write_stdout_vectored,
 };
 
 #[cfg(windows)]
@@ -106,10 +107,10 @@ pub use unix::{default_runtime_base, default_state_base, sync_dir, trust};
 pub use os::request_short_slices;
 #[cfg(unix)]
 pub use os::{
-    anonymous_file, become_child_subreaper, die_with_parent, open_fd_count, pidfd_exit_status,
-    pidfd_open, process_cwd, process_ended, process_start_token, punch_hole, recv_with_fds,
-    release_free_memory, seqpacket_pair, session_members, sessions_members, socket_unread,
-    unix_socket_listening,
+    anonymous_file, become_child_subreaper, die_with_parent, holders_of_deleted, open_fd_count,
+    pidfd_exit_status, pidfd_open, process_cwd, process_ended, process_start_token, punch_hole,
+    recv_with_fds, release_free_memory, seqpacket_pair, session_members, sessions_members,
+    socket_unread, unix_socket_listening,
 };
 
 #[cfg(all(windows, test))]

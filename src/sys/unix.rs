@@ -84,28 +84,36 @@ pub fn inherit_fd_on_exec(cmd: &mut std::process::Command, fd: RawFd) {
     }
 }
 
-/// Makes `cmd`'s program start with the soft fd limit this process
-/// started with, if it raised it since ([`raise_fd_limit`]): set between
-/// fork and exec, since a process holding more fds than that limit could
-/// not open the pipe `spawn` needs once it lowered its own. The program is
-/// expected to raise the limit itself again (`ptyd server` does). For
-/// `exec` in place, the hook runs in this process: raise the limit again
-/// if the exec fails.
-pub fn starting_fd_limit_on_exec(cmd: &mut std::process::Command) {
+/// Makes `cmd`'s program start with the soft fd and file size limits this
+/// process started with, if it raised them since ([`raise_fd_limit`],
+/// [`raise_fsize_limit`]): set between fork and exec, since a process
+/// holding more fds than that limit could not open the pipe `spawn` needs
+/// once it lowered its own. The program is expected to raise the limits
+/// itself again (`ptyd server` does). For `exec` in place, the hook runs
+/// in this process: raise the limits again if the exec fails.
+pub fn starting_limits_on_exec(cmd: &mut std::process::Command) {
     let starting = STARTING_FD_LIMIT.load(std::sync::atomic::Ordering::Relaxed);
-    let Ok(now) = get_nofile() else { return };
-    if starting == 0 {
+    let nofile = match get_nofile() {
+        Ok(now) if starting != 0 => Some(libc::rlimit {
+            rlim_cur: starting as libc::rlim_t,
+            rlim_max: now.rlim_max,
+        }),
+        _ => None,
+    };
+    let fsize = starting_fsize();
+    if nofile.is_none() && fsize.is_none() {
         return;
     }
-    let rl = libc::rlimit {
-        rlim_cur: starting as libc::rlim_t,
-        rlim_max: now.rlim_max,
-    };
     // SAFETY: the closure runs in the forked child before exec and calls
     // only setrlimit, which is async-signal-safe; it allocates nothing.
     unsafe {
         cmd.pre_exec(move || {
-            libc::setrlimit(libc::RLIMIT_NOFILE, &rl);
+            if let Some(rl) = &nofile {
+                libc::setrlimit(libc::RLIMIT_NOFILE, rl);
+            }
+            if let Some(rl) = &fsize {
+                libc::setrlimit(libc::RLIMIT_FSIZE, rl);
+            }
             Ok(())
         });
     }
@@ -717,13 +725,29 @@ pub fn fd_limit() -> io::Result<u64> {
     Ok(get_nofile()?.rlim_cur as u64)
 }
 
-/// Runs `spawn` with the soft fd limit back at what this process started
-/// with, so the program it starts inherits the usual limit rather than ours
-/// (programs that `select()` or close every fd up to the limit misbehave
-/// with a huge one). The limit is process-wide: for the microseconds this
-/// lasts, another thread opening an fd numbered above the starting limit
-/// fails with EMFILE (the disk writer then retries its save).
-pub fn with_starting_fd_limit<T>(spawn: impl FnOnce() -> T) -> T {
+/// Runs `spawn` with the soft fd and file size limits back at what this
+/// process started with, so the program it starts inherits the user's
+/// limits rather than ours (programs that `select()` or close every fd up
+/// to the limit misbehave with a huge one; a `ulimit -f` is the user's
+/// choice for their programs). The limits are process-wide: for the
+/// microseconds this lasts, another thread opening an fd numbered above
+/// the starting limit fails with EMFILE, or writing past the starting
+/// file size with EFBIG (the disk writer then retries its save).
+pub fn with_starting_limits<T>(spawn: impl FnOnce() -> T) -> T {
+    let fsize = starting_fsize();
+    let fsize_now = fsize.and_then(|rl| {
+        let now = get_fsize().ok()?;
+        set_fsize(&rl).ok()?;
+        Some(now)
+    });
+    let out = with_starting_fd_limit(spawn);
+    if let Some(now) = fsize_now {
+        let _ = set_fsize(&now);
+    }
+    out
+}
+
+fn with_starting_fd_limit<T>(spawn: impl FnOnce() -> T) -> T {
     let starting = STARTING_FD_LIMIT.load(std::sync::atomic::Ordering::Relaxed);
     let Ok(now) = get_nofile() else {
         return spawn();
@@ -734,6 +758,61 @@ pub fn with_starting_fd_limit<T>(spawn: impl FnOnce() -> T) -> T {
     let out = spawn();
     let _ = set_nofile_soft(now.rlim_cur, now.rlim_max);
     out
+}
+
+/// The soft `RLIMIT_FSIZE` this process started with, before
+/// [`raise_fsize_limit`] (`u64::MAX`: not raised; a raised limit was below
+/// the hard one, so it was never infinite).
+static STARTING_FSIZE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(u64::MAX);
+
+fn get_fsize() -> io::Result<libc::rlimit> {
+    let mut rl = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    syscall!(getrlimit(libc::RLIMIT_FSIZE, &mut rl))?;
+    Ok(rl)
+}
+
+fn set_fsize(rl: &libc::rlimit) -> io::Result<()> {
+    syscall!(setrlimit(libc::RLIMIT_FSIZE, rl)).map(drop)
+}
+
+/// The starting file size limit to give a program back, if it was raised.
+fn starting_fsize() -> Option<libc::rlimit> {
+    let starting = STARTING_FSIZE.load(std::sync::atomic::Ordering::Relaxed);
+    if starting == u64::MAX {
+        return None;
+    }
+    let now = get_fsize().ok()?;
+    Some(libc::rlimit {
+        rlim_cur: starting as libc::rlim_t,
+        rlim_max: now.rlim_max,
+    })
+}
+
+/// Raises the soft file size limit to the hard one: under a low `ulimit
+/// -f` the snapshot, the history files, the output rings and the
+/// checkpoints (memfds count too) fail with EFBIG, and a crash loses what
+/// they should have kept. The programs the server starts get the starting
+/// limit back ([`with_starting_limits`], [`starting_limits_on_exec`]).
+/// Returns the limit now in force (`None`: unlimited).
+pub fn raise_fsize_limit() -> io::Result<Option<u64>> {
+    let rl = get_fsize()?;
+    if rl.rlim_cur != libc::RLIM_INFINITY && rl.rlim_cur < rl.rlim_max {
+        set_fsize(&libc::rlimit {
+            rlim_cur: rl.rlim_max,
+            rlim_max: rl.rlim_max,
+        })?;
+        let _ = STARTING_FSIZE.compare_exchange(
+            u64::MAX,
+            rl.rlim_cur as u64,
+            std::sync::atomic::Ordering::Relaxed,
+            std::sync::atomic::Ordering::Relaxed,
+        );
+    }
+    let now = get_fsize()?.rlim_cur;
+    Ok((now != libc::RLIM_INFINITY).then_some(now as u64))
 }
 
 /// How much likelier than ptyd itself a pane's programs are to be picked

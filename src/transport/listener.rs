@@ -86,7 +86,67 @@ pub struct BoundSocket {
 /// Takes the namespace lock, or explains who holds it.
 pub fn lock_namespace(paths: &NamespacePaths) -> io::Result<InstanceLock> {
     let path = paths.lock();
-    let mut file = OpenOptions::new()
+    let mut file = open_lock_file(&path)?;
+    if !crate::sys::try_lock_exclusive(file.as_raw_fd())? {
+        // The lock file names the first generation, which after a live
+        // upgrade is gone (or the keeper, without one's fork): ask the
+        // server itself who serves.
+        let mut holder = String::new();
+        let _ = (&mut file).take(64).read_to_string(&mut holder);
+        let pid = serving_pid(paths)
+            .or_else(|| holder.split_whitespace().next()?.parse::<u64>().ok())
+            .map_or("unknown".to_string(), |p| p.to_string());
+        return Err(io::Error::new(
+            io::ErrorKind::AddrInUse,
+            format!(
+                "a ptyd server is already running in namespace {:?} (pid {pid}); use it, stop it with `ptyd{} stop`, or pick another namespace with -L NAME",
+                paths.namespace,
+                namespace_flag(paths)
+            ),
+        ));
+    }
+    // The lock file may stand for one that was removed with the runtime
+    // directory while its server still holds it: that server makes its
+    // socket and lock again (`server/rebind.rs`), and a second server
+    // beside it would split the namespace. Asked even of a file that was
+    // there: a server refused so leaves the one it made behind.
+    let holders = crate::sys::holders_of_deleted(&path);
+    if !holders.is_empty() {
+        let pids: Vec<String> = holders.iter().map(|p| p.to_string()).collect();
+        return Err(io::Error::new(
+            io::ErrorKind::AddrInUse,
+            format!(
+                "a ptyd server of namespace {:?} is still running (pids {}), but its runtime directory {} was removed under it (by a tmp cleaner, a logout or by hand); it makes its socket again within {} s (or at once on `kill -HUP {}`): retry then, or end it with `kill {}`",
+                paths.namespace,
+                pids.join(", "),
+                paths.runtime_dir.display(),
+                REBIND_CHECK_EVERY.as_secs(),
+                pids[0],
+                pids[0],
+            ),
+        ));
+    }
+    write_pid_line(&file)?;
+    Ok(InstanceLock { file })
+}
+
+/// How often a server checks that its socket and lock are still where
+/// clients look for them (`server/rebind.rs`).
+pub const REBIND_CHECK_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// ` -L NAME` for a namespace other than the default, as a command shows it.
+fn namespace_flag(paths: &NamespacePaths) -> String {
+    if paths.namespace == crate::paths::DEFAULT_NAMESPACE {
+        String::new()
+    } else {
+        format!(" -L {}", paths.namespace)
+    }
+}
+
+/// Opens (creating 0600) the lock file at `path`, refusing anything but a
+/// regular file of ours.
+fn open_lock_file(path: &Path) -> io::Result<File> {
+    let file = OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
@@ -96,7 +156,7 @@ pub fn lock_namespace(paths: &NamespacePaths) -> io::Result<InstanceLock> {
         // found there must not be the file we write our pid into. (std
         // opens every file close-on-exec already.)
         .custom_flags(crate::sys::OPEN_UNTRUSTED_PATH)
-        .open(&path)
+        .open(path)
         .map_err(|e| {
             let why = if crate::sys::is_symlink_refused(&e) {
                 "it is a symbolic link; remove it".to_string()
@@ -115,33 +175,62 @@ pub fn lock_namespace(paths: &NamespacePaths) -> io::Result<InstanceLock> {
             ),
         ));
     }
+    Ok(file)
+}
+
+/// Overwritten in place, never truncated: a fixed width covers any
+/// earlier pid, and a file that is somehow not ours loses nothing.
+fn write_pid_line(file: &File) -> io::Result<()> {
+    let line = format!("{:<20}\n", std::process::id());
+    std::os::unix::fs::FileExt::write_all_at(file, line.as_bytes(), 0)
+}
+
+/// Whether the file at the namespace's lock path is the one `lock` holds
+/// (a tmp cleaner or `rm -rf` of the runtime directory unlinks it, and
+/// our `flock` then keeps no one else out).
+pub fn lock_is_current(paths: &NamespacePaths, lock: &InstanceLock) -> bool {
+    let (Ok(at_path), Ok(held)) = (
+        std::fs::symlink_metadata(paths.lock()),
+        lock.file.metadata(),
+    ) else {
+        return false;
+    };
+    at_path.dev() == held.dev() && at_path.ino() == held.ino()
+}
+
+/// Takes the lock at the namespace's lock path again, for a server whose
+/// lock file was removed: `Err` says who holds it now (a server started
+/// meanwhile). The old lock is the caller's to let go.
+pub fn relock_namespace(paths: &NamespacePaths) -> io::Result<InstanceLock> {
+    let path = paths.lock();
+    let mut file = open_lock_file(&path)?;
     if !crate::sys::try_lock_exclusive(file.as_raw_fd())? {
-        // The lock file names the first generation, which after a live
-        // upgrade is gone (or the keeper, without one's fork): ask the
-        // server itself who serves.
         let mut holder = String::new();
         let _ = (&mut file).take(64).read_to_string(&mut holder);
-        let pid = serving_pid(paths)
-            .or_else(|| holder.split_whitespace().next()?.parse::<u64>().ok())
-            .map_or("unknown".to_string(), |p| p.to_string());
+        let pid = holder.split_whitespace().next().unwrap_or("unknown");
         return Err(io::Error::new(
             io::ErrorKind::AddrInUse,
             format!(
-                "a ptyd server is already running in namespace {:?} (pid {pid}); use it, stop it with `ptyd{} stop`, or pick another namespace with -L NAME",
+                "another ptyd server (pid {pid}) took namespace {:?} while this one's runtime directory was gone; this server (pid {}) keeps its panes but cannot be reached: stop the other with `ptyd{} stop`, and this one takes the namespace back within {} s",
                 paths.namespace,
-                if paths.namespace == crate::paths::DEFAULT_NAMESPACE {
-                    String::new()
-                } else {
-                    format!(" -L {}", paths.namespace)
-                }
+                std::process::id(),
+                namespace_flag(paths),
+                REBIND_CHECK_EVERY.as_secs(),
             ),
         ));
     }
-    // Overwritten in place, never truncated: a fixed width covers any
-    // earlier pid, and a file that is somehow not ours loses nothing.
-    let line = format!("{:<20}\n", std::process::id());
-    std::os::unix::fs::FileExt::write_all_at(&file, line.as_bytes(), 0)?;
+    write_pid_line(&file)?;
     Ok(InstanceLock { file })
+}
+
+/// Whether the socket file at `path` is the inode we bound, or, for a
+/// socket systemd bound ([`NOT_OURS`]), whether a file is still there.
+pub fn socket_is_current(path: &Path, (dev, ino): (u64, u64)) -> bool {
+    match std::fs::symlink_metadata(path) {
+        Ok(_) if (dev, ino) == NOT_OURS => true,
+        Ok(meta) => meta.dev() == dev && meta.ino() == ino,
+        Err(_) => false,
+    }
 }
 
 /// The pid of the server answering on the namespace's socket, asked with
@@ -179,16 +268,25 @@ pub fn bind_socket(paths: &NamespacePaths) -> io::Result<BoundSocket> {
     // We hold the lock, so no ptyd server listens there; a listener there
     // is systemd's socket unit, whose service we would be competing with
     // (and whose socket we would orphan by replacing the file).
-    if crate::service::activation::someone_listens(&path) {
+    // Only a file at the path can be listened on through it: a socket
+    // bound there and unlinked since (a server whose runtime directory
+    // was removed, this one among them) keeps its path in the kernel's
+    // table, and is no one's to compete with.
+    if std::fs::symlink_metadata(&path).is_ok()
+        && crate::service::activation::someone_listens(&path)
+    {
         let unit = crate::service::install::unit_stem(&paths.namespace);
         return Err(io::Error::new(
             io::ErrorKind::AddrInUse,
             format!(
-                "{} is a socket something listens on, most likely systemd's {unit}.socket: \
-                 the server belongs to the service, so start it with \
+                "{} is a socket something listens on: a ptyd server whose lock file was \
+                 removed (then `ptyd{} status` answers; it takes its lock again within {} s), \
+                 or systemd's {unit}.socket: the server belongs to the service, so start it with \
                  `systemctl --user start {unit}.service` (a client command does too), \
                  or `systemctl --user stop {unit}.socket` first to run `ptyd server` yourself",
-                path.display()
+                path.display(),
+                namespace_flag(paths),
+                REBIND_CHECK_EVERY.as_secs(),
             ),
         ));
     }

@@ -95,6 +95,21 @@ impl Arrivals {
         w.conns_below = next_token;
     }
 
+    /// Takes a listener being replaced out of the watch (the keeper's copy
+    /// keeps it open, so closing ours would not); the next `watch_new`
+    /// adds its successor.
+    pub fn forget_listener(&mut self, listener: &Listener) {
+        use std::os::fd::AsRawFd;
+        let Some(w) = &mut self.watch else {
+            return;
+        };
+        let _ = w
+            .poll
+            .registry()
+            .deregister(&mut mio::unix::SourceFd(&listener.as_raw_fd()));
+        w.listener = false;
+    }
+
     /// The watch's own registry, for sources that come and go (a client's
     /// terminal while the server reads its keys: `direct_tty.rs`), which
     /// register and deregister themselves under a non-zero token.
@@ -127,6 +142,8 @@ impl Arrivals {
         _next_token: usize,
     ) {
     }
+
+    pub fn forget_listener(&mut self, _listener: &Listener) {}
 
     pub fn registry(&self) -> Option<&mio::Registry> {
         None

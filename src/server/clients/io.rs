@@ -116,7 +116,7 @@ impl Server {
             );
         }
         self.handle_input_buffer(id);
-        self.enforce_partial_line_budget(id);
+        self.enforce_client_input_budget(id);
         match outcome {
             ReadOutcome::Drained => {}
             ReadOutcome::Budget => self.backlog.push_back(Source::Conn(id)),

@@ -55,6 +55,10 @@ pub const NO_KEEPER_ENV: &str = "PTYD_NO_KEEPER";
 pub const STATE_FD_ENV: &str = "PTYD_KEEPER_STATE_FD";
 /// Set by the keeper for a server it starts after a crash: why.
 pub const RECOVERY_ENV: &str = "PTYD_RECOVERED_FROM";
+/// Set by the keeper for a server it starts: the lowest generation number
+/// it may take, one past every generation the keeper has seen serve or
+/// started (a crash loop's replacements each get one of their own).
+pub const GENERATION_ENV: &str = "PTYD_GENERATION_AT_LEAST";
 /// Consecutive failed replacements after which the keeper starts a server
 /// without the checkpoint that may be what kills it. A replacement fails
 /// when it dies before it serves (before its `serving` message): one that
@@ -91,6 +95,9 @@ pub enum ToKeeper {
         /// go. Absent (older servers) means settled.
         #[serde(default = "settled_by_default")]
         settled: bool,
+        /// Its generation number (absent from older servers: 0).
+        #[serde(default)]
+        generation: u64,
     },
     /// A pane's fds, in the order of `kinds`; replaces what was held for
     /// that pane (a respawn sends its new master).
@@ -254,6 +261,20 @@ struct StoredCheckpoint {
     handoff: u32,
 }
 
+/// The lowest generation number the keeper allows a server it started
+/// (`GENERATION_ENV`), taken out of the environment so no pane inherits
+/// it; 0 for a server the keeper did not start.
+pub fn generation_floor() -> u64 {
+    let floor = std::env::var(GENERATION_ENV)
+        .ok()
+        .and_then(|g| g.parse().ok())
+        .unwrap_or(0);
+    // SAFETY: the disk thread, the only other thread by now, never reads
+    // the environment.
+    unsafe { std::env::remove_var(GENERATION_ENV) };
+    floor
+}
+
 /// Everything the keeper holds.
 pub struct Keeper {
     channel: OwnedFd,
@@ -286,6 +307,9 @@ pub struct Keeper {
     /// Set for a keeper that took its fds from systemd's fd store: why
     /// there is no server (the previous keeper died with it).
     adopted: Option<String>,
+    /// The highest generation number a server said it serves as or the
+    /// keeper gave one it started: the next it starts gets a higher one.
+    generation: u64,
 }
 
 type SavedPane = (u64, Option<RawFd>, Option<RawFd>, Option<RawFd>);
@@ -316,6 +340,9 @@ struct Saved {
     /// The checkpoint's description for systemd's fd store, if made.
     #[serde(default)]
     checkpoint_info: Option<RawFd>,
+    /// The highest generation seen (absent from older keepers: 0).
+    #[serde(default)]
+    generation: u64,
 }
 
 impl Keeper {
@@ -350,6 +377,7 @@ impl Keeper {
             reexec_error: None,
             store: None,
             adopted: None,
+            generation: 0,
         }
     }
 
@@ -549,6 +577,7 @@ impl Keeper {
         k.stopping = saved.stopping;
         k.servers = saved.servers.into_iter().collect();
         k.loop_count = saved.loop_count;
+        k.generation = saved.generation;
         Some(k)
     }
 
@@ -592,6 +621,7 @@ impl Keeper {
             stopping: self.stopping,
             servers: self.servers.iter().copied().collect(),
             loop_count: self.loop_count,
+            generation: self.generation,
             checkpoint_info: self
                 .checkpoint
                 .as_ref()
@@ -625,9 +655,10 @@ impl Keeper {
             .env(STATE_FD_ENV, state.as_raw_fd().to_string())
             .env_remove(crate::protocol::READY_FD_ENV);
         // The new image raises the limit again and remembers this one.
-        sys::starting_fd_limit_on_exec(&mut cmd);
+        sys::starting_limits_on_exec(&mut cmd);
         let err = cmd.exec();
         let _ = sys::raise_fd_limit();
+        let _ = sys::raise_fsize_limit();
         // Still us: the fds go back to close-on-exec (a pane must never
         // inherit them), and we keep running the old code.
         for fd in &keep {
@@ -771,7 +802,9 @@ impl Keeper {
                 exe,
                 version,
                 settled,
+                generation,
             } => {
+                self.generation = self.generation.max(generation);
                 self.current = pid as i32;
                 self.servers.insert(self.current);
                 // It serves: no longer a replacement that may be looping.
@@ -1047,13 +1080,14 @@ impl Keeper {
     fn replace(&mut self, why: &str, use_checkpoint: bool) -> Result<i32, String> {
         let (keeper_end, server_end) =
             channel().map_err(|e| format!("creating the channel: {e}"))?;
+        let generation = self.next_generation();
         let checkpoint = if use_checkpoint {
             self.checkpoint.as_ref()
         } else {
             None
         };
         let Some(cp) = checkpoint else {
-            return self.start_plain(why, keeper_end, server_end);
+            return self.start_plain(why, keeper_end, server_end, generation);
         };
         let (ours, theirs) = sys::seqpacket_pair(false)
             .map_err(|e| format!("creating the handoff socketpair: {e}"))?;
@@ -1064,6 +1098,7 @@ impl Keeper {
                 theirs.as_raw_fd().to_string(),
             )
             .env(RECOVERY_ENV, why)
+            .env(GENERATION_ENV, generation.to_string())
             // The checkpoint is in the handoff version of the server that
             // wrote it (the replacement assumes 2 when not told).
             .env(crate::handoff::manifest::SPEAKS_ENV, cp.handoff.to_string())
@@ -1074,7 +1109,7 @@ impl Keeper {
             cmd.env(crate::handoff::fault::FAULT_ENV, fault);
         }
         sys::inherit_fd_on_exec(&mut cmd, theirs.as_raw_fd());
-        sys::starting_fd_limit_on_exec(&mut cmd);
+        sys::starting_limits_on_exec(&mut cmd);
         let mut child = cmd
             .spawn()
             .map_err(|e| format!("starting {}: {e}", self.exe.display()))?;
@@ -1109,11 +1144,19 @@ impl Keeper {
         }
     }
 
+    /// A generation number no server of ours had: each replacement gets
+    /// its own, so two processes are never the same generation.
+    fn next_generation(&mut self) -> u64 {
+        self.generation += 1;
+        self.generation
+    }
+
     fn start_plain(
         &mut self,
         why: &str,
         keeper_end: OwnedFd,
         server_end: OwnedFd,
+        generation: u64,
     ) -> Result<i32, String> {
         // The namespace must be free for it to claim.
         self.panes.clear();
@@ -1125,10 +1168,11 @@ impl Keeper {
         cmd.args(["-L", &self.namespace, "server"])
             .env(LINEAGE_FD_ENV, fd.to_string())
             .env(RECOVERY_ENV, why)
+            .env(GENERATION_ENV, generation.to_string())
             .env_remove(crate::protocol::READY_FD_ENV)
             .stdin(std::process::Stdio::null());
         sys::inherit_fd_on_exec(&mut cmd, fd);
-        sys::starting_fd_limit_on_exec(&mut cmd);
+        sys::starting_limits_on_exec(&mut cmd);
         let child = cmd
             .spawn()
             .map_err(|e| format!("starting {}: {e}", self.exe.display()))?;

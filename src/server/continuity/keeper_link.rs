@@ -647,6 +647,7 @@ impl Server {
             exe: self.exe_path.to_string_lossy().into_owned(),
             version: crate::protocol::SERVER_VERSION.to_string(),
             settled,
+            generation: self.generation,
         };
         self.keeper_send(&msg, fds);
         self.keeper_drain();
@@ -662,6 +663,14 @@ impl Server {
             self.keeper_track_pane(id);
         }
         self.keeper.mark_urgent();
+    }
+
+    /// The listener or lock was made again (`rebind.rs`): the keeper's
+    /// copies, which a crash recovery would hand on, are replaced by a
+    /// `serving` as the one at start-up, settled as we are.
+    pub(in crate::server) fn keeper_resend_namespace(&mut self) {
+        let settled = self.keeper.settling != Settling::Unsettled;
+        self.keeper_serving(true, settled);
     }
 
     /// A pane started (or started again): give it a ring if it has none,

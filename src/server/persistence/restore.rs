@@ -50,6 +50,13 @@ impl Outcome {
     }
 }
 
+/// Per-pane outcomes listed in the restore report (a snapshot of 100,000
+/// panes made a report, and with it every `server.status`, of megabytes);
+/// `outcome_counts` counts them all.
+const MAX_OUTCOMES_KEPT: usize = 100;
+/// A held pane's reason in the report is cut to this, as a repair is.
+const MAX_REPAIR_BYTES: usize = persist::tree::MAX_REPAIR_BYTES;
+
 impl Server {
     /// Loads the namespace's snapshot, if any, and rebuilds from it.
     /// With `hold_reruns` (a server a client started, see
@@ -95,13 +102,14 @@ impl Server {
                     self.panes.len(),
                 );
                 self.log.log("restored", &msg);
-                let outcomes = self.restore_outcomes(&planned);
+                let (outcomes, outcome_counts) = self.restore_outcomes(&planned);
                 self.persist.restore_report = json!({
                     "found": true,
                     "file": persist::session_path(&self.paths.state_dir),
                     "unix_ms": crate::clock::unix_ms(),
                     "panes": self.panes.len(),
                     "outcomes": outcomes,
+                    "outcome_counts": outcome_counts,
                     "repairs": fixes,
                     "repairs_total": repairs_total,
                     "took_ms": took,
@@ -186,27 +194,38 @@ impl Server {
     /// report, `server.status` and the `server.restored` event): `resumed`
     /// (its resume command, or a resume rule's), `rerun`, `shell` (back as
     /// a fresh shell) or `held` (with the reason, which names the failure
-    /// of a start that did not work).
-    fn restore_outcomes(&self, planned: &[(u64, Outcome)]) -> Vec<Value> {
-        planned
-            .iter()
-            .filter_map(|(id, outcome)| {
-                let pane = self.panes.get(id)?;
-                let mut entry = json!({
-                    "pane": pane.public_id(),
-                    "name": pane.name(),
-                    "policy": pane.restore(),
-                });
-                match pane.held_reason() {
-                    Some(why) => {
-                        entry["outcome"] = json!("held");
-                        entry["held_reason"] = json!(why);
-                    }
-                    None => entry["outcome"] = json!(outcome.name()),
-                }
-                Some(entry)
-            })
-            .collect()
+    /// of a start that did not work). The report stays in `server.status`
+    /// for the server's whole life, so only the first
+    /// [`MAX_OUTCOMES_KEPT`] are listed, reasons cut; the counts per
+    /// outcome cover every pane.
+    fn restore_outcomes(&self, planned: &[(u64, Outcome)]) -> (Vec<Value>, Value) {
+        let mut listed = Vec::new();
+        let mut counts = serde_json::Map::new();
+        for (id, outcome) in planned {
+            let Some(pane) = self.panes.get(id) else {
+                continue;
+            };
+            let name = match pane.held_reason() {
+                Some(_) => "held",
+                None => outcome.name(),
+            };
+            let count = counts.entry(name).or_insert(json!(0));
+            *count = json!(count.as_u64().unwrap_or(0) + 1);
+            if listed.len() >= MAX_OUTCOMES_KEPT {
+                continue;
+            }
+            let mut entry = json!({
+                "pane": pane.public_id(),
+                "name": pane.name(),
+                "policy": pane.restore(),
+                "outcome": name,
+            });
+            if let Some(why) = pane.held_reason() {
+                entry["held_reason"] = json!(crate::validate::excerpt(why, MAX_REPAIR_BYTES));
+            }
+            listed.push(entry);
+        }
+        (listed, Value::Object(counts))
     }
 
     /// Creates and starts (or holds) one pane; returns what its screen gets

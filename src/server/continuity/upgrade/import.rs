@@ -195,6 +195,10 @@ pub fn run(sock: OwnedFd, paths: NamespacePaths) -> Result<(), String> {
             .unwrap_or_else(|_| "the server died".into());
         // SAFETY: the disk thread never reads the environment.
         unsafe { std::env::remove_var(crate::server::continuity::keeper::RECOVERY_ENV) };
+        // A new process, so a new generation: the checkpoint carries the
+        // dead one's, and the keeper knows the replacements it started.
+        server.generation =
+            (server.generation + 1).max(crate::server::continuity::keeper::generation_floor());
         server.replay_rings(recovery, &why);
         server.number_on_after(events_reached);
     }

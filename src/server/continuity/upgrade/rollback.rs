@@ -89,6 +89,9 @@ impl Server {
             }
         }
         self.resume();
+        // The dead server was our generation + 1: we go on past it, so no
+        // number ever names two servers (snapshots, `status`, the keeper).
+        self.generation += 2;
         // Current again: the keeper forwards signals to us, not the dead,
         // and holds our panes as we know them (the new server may have
         // added or removed some meanwhile).
