@@ -143,6 +143,7 @@ pub fn measure_load(
                 from_pane: None,
                 detach_others: false,
                 when_behind: ptyd::protocol::methods::WhenBehind::Pause,
+                client_env: None,
             };
             let (_, mut reader) =
                 ptyd::client::attach(client, params).map_err(|e| format!("attach: {e}"))?;

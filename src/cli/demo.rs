@@ -420,6 +420,7 @@ fn attach_and_watch(paths: &NamespacePaths, client: &mut Client) -> Result<(), C
             from_pane: None,
             detach_others: false,
             when_behind: methods::WhenBehind::Pause,
+            client_env: None,
         },
     )?;
     let _ = crate::transport::set_read_timeout(

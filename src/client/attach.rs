@@ -76,6 +76,9 @@ impl AttachOptions {
             // `ptyd attach -d` sets it on the first request only.
             detach_others: false,
             when_behind: self.when_behind,
+            // Too big an environment only loses the refresh of
+            // `update_environment`: no reason to refuse the attach.
+            client_env: crate::environment::of_this_process().ok(),
         }
     }
 }

@@ -42,6 +42,11 @@ pub struct PaneCreate {
     pub cwd: Option<String>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
+    /// The creating client's environment (`environment::of_this_process`):
+    /// the pane's process starts with it instead of the server's. Kept in
+    /// memory only, never in a snapshot.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_env: Option<BTreeMap<String, String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cols: Option<u16>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -378,6 +383,10 @@ pub struct Attach {
     /// as the pane prints (default `pause`: lossless).
     #[serde(default, skip_serializing_if = "WhenBehind::is_pause")]
     pub when_behind: WhenBehind,
+    /// The attaching client's environment: the server keeps its values of
+    /// the config's `update_environment` names for panes created afterwards.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_env: Option<BTreeMap<String, String>>,
 }
 
 /// What happens when an attached client falls behind its pane's output.
@@ -717,6 +726,7 @@ mod tests {
                 from_pane: Some("p2".into()),
                 detach_others: true,
                 when_behind: WhenBehind::Redraw,
+                client_env: None,
             }),
             Request::ClientList(ClientList {
                 target: Some("p1".into()),

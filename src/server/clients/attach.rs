@@ -60,6 +60,7 @@ impl Server {
         req: methods::Attach,
     ) -> Result<(), RpcError> {
         let id = self.resolve_target(&req.target)?;
+        self.note_attaching_env(req.client_env.as_ref());
         if let Some(from) = &req.from_pane
             && self.resolve_target(from).ok() == Some(id)
         {

@@ -115,6 +115,9 @@ pub struct Pane {
     command: CommandSpec,
     cwd: PathBuf,
     env: BTreeMap<String, String>,
+    /// The creating client's environment, filtered; `None`: the server's.
+    /// Memory only: a snapshot never holds it.
+    client_env: Option<BTreeMap<String, String>>,
     cols: u16,
     rows: u16,
     created_unix_ms: u64,
@@ -221,6 +224,7 @@ pub struct PaneSetup {
     pub command: CommandSpec,
     pub cwd: PathBuf,
     pub env: BTreeMap<String, String>,
+    pub client_env: Option<BTreeMap<String, String>>,
     pub cols: u16,
     pub rows: u16,
     pub timeout: Option<Duration>,
@@ -251,6 +255,7 @@ impl Pane {
             command: setup.command,
             cwd: setup.cwd,
             env: setup.env,
+            client_env: setup.client_env,
             cols: setup.cols,
             rows: setup.rows,
             created_unix_ms: crate::clock::unix_ms(),
@@ -890,6 +895,9 @@ impl Pane {
     }
     pub fn env(&self) -> &BTreeMap<String, String> {
         &self.env
+    }
+    pub fn client_env(&self) -> Option<&BTreeMap<String, String>> {
+        self.client_env.as_ref()
     }
     pub fn created_unix_ms(&self) -> u64 {
         self.created_unix_ms

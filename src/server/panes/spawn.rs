@@ -13,7 +13,6 @@ use crate::server::clients::connection::{ConnId, ConnMode};
 use crate::server::timers::TimerKind;
 use crate::server::{Server, Source};
 use serde_json::Value;
-use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -83,6 +82,7 @@ impl Server {
             )));
         }
         crate::validate::env(&req.env).map_err(invalid)?;
+        Self::check_client_env(req.client_env.as_ref())?;
         if let Some(resume) = &req.resume {
             crate::validate::resume(resume).map_err(invalid)?;
         }
@@ -131,6 +131,12 @@ impl Server {
                 format!("pane ids are used up (the counter is at {id})"),
             ));
         };
+        // A client that attaches to its new pane is an attaching client
+        // (`ptyd new`), before its pane starts with what it brought.
+        if req.attach {
+            self.note_attaching_env(req.client_env.as_ref());
+        }
+        let refresh = (req.client_env.as_ref()).is_none_or(|env| self.env_from_own_pane(env));
         let token = self.alloc_token(Source::Pane(id));
         let setup = PaneSetup {
             id,
@@ -138,6 +144,7 @@ impl Server {
             command: command.clone(),
             cwd,
             env: req.env,
+            client_env: req.client_env.as_ref().map(super::environment::filtered),
             cols,
             rows,
             timeout: req.timeout_ms.map(Duration::from_millis),
@@ -149,7 +156,7 @@ impl Server {
         };
         self.panes
             .insert(id, Box::new(Pane::new(setup, token, "starting".into())));
-        if let Err(e) = self.start_pane(id, &command) {
+        if let Err(e) = self.start_pane(id, &command, refresh) {
             self.panes.remove(&id);
             self.sources.remove(&token);
             return Err(e);
@@ -248,11 +255,13 @@ impl Server {
     }
 
     /// Starts `command` in pane `id` (which must not be running) on a new
-    /// PTY of the pane's size, in its cwd, with its environment.
+    /// PTY of the pane's size, in its cwd, with its environment (`refresh`:
+    /// see `Server::base_env`).
     pub(in crate::server) fn start_pane(
         &mut self,
         id: u64,
         command: &CommandSpec,
+        refresh: bool,
     ) -> Result<(), RpcError> {
         let Some(pane) = self.panes.get(&id) else {
             return Err(RpcError::new(
@@ -261,7 +270,7 @@ impl Server {
             ));
         };
         let (program, mut args) = exec_form(command, &self.pane_shell());
-        let mut env = self.child_env(id, pane.env());
+        let mut env = self.child_env(id, pane, refresh);
         let injected = match &self.shell {
             Some(shell) if pane.shell_integration() && self.config.shell_integration => {
                 shell.inject(&program, &mut args, &mut env)
@@ -342,7 +351,9 @@ impl Server {
             pane.end_output(self.poll.registry());
         }
         let command = self.panes[&id].command().clone();
-        self.start_pane(id, &command)?;
+        // The creator's values of `update_environment` may be from a login
+        // long gone; the last attaching client's are the live ones.
+        self.start_pane(id, &command, true)?;
         let info = self.pane_info(id);
         self.emit(Event::PaneRespawned {
             pane: PaneId::new(id),
@@ -360,10 +371,9 @@ impl Server {
     }
 
     /// The environment of a new pane's process.
-    fn child_env(&self, id: u64, extra: &BTreeMap<String, String>) -> Vec<(OsString, OsString)> {
-        let mut env: BTreeMap<OsString, OsString> = std::env::vars_os()
-            .filter(|(k, _)| crate::pty::inherits_env(k))
-            .collect();
+    fn child_env(&self, id: u64, pane: &Pane, refresh: bool) -> Vec<(OsString, OsString)> {
+        let extra = pane.env();
+        let mut env = self.base_env(pane.client_env(), refresh);
         env.insert("TERM".into(), self.config.term_name.clone().into());
         // What programs in the pane start as "the shell" is the one the
         // pane runs, when the config names one.
@@ -372,7 +382,7 @@ impl Server {
         }
         env.insert("PTYD_PANE_ID".into(), PaneId::new(id).to_string().into());
         env.insert("PTYD_SOCKET".into(), self.paths.socket().into());
-        // `PTYD_*` is stripped above, so without this a `ptyd` command run in
+        // `PTYD_*` is stripped from the base, so without this a `ptyd` command run in
         // the pane would talk to the default namespace, not to this server.
         env.insert("PTYD_NAMESPACE".into(), self.paths.namespace.clone().into());
         for (k, v) in extra {

@@ -234,6 +234,8 @@ impl Server {
             command: rec.command,
             cwd: cwd.clone(),
             env: rec.env,
+            // A snapshot has no client environment: see docs/design/environment.md.
+            client_env: None,
             cols,
             rows,
             timeout: None,
@@ -270,7 +272,7 @@ impl Server {
                 }
             }
             Plan::Run(command) => {
-                if let Err(e) = self.start_pane(id, &command) {
+                if let Err(e) = self.start_pane(id, &command, true) {
                     fixes.push(format!("pane {} failed to start: {e}", PaneId::new(id)));
                     if let Some(p) = self.panes.get_mut(&id) {
                         p.hold(format!("failed to start after restore: {}", e.0.message));
