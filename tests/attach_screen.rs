@@ -170,6 +170,42 @@ fn attaching_to_the_own_pane_fails_at_once_and_nesting_needs_force() {
     assert_eq!(c.pane_info(&me).unwrap()["attached_clients"], 0);
 }
 
+/// `ptyd new` in a pane attaches a client inside the pane's client: refused
+/// without `--force` with attach's message, before any pane is made; `-d`
+/// attaches nothing and needs none.
+#[test]
+fn new_inside_a_pane_needs_force_as_attach_does() {
+    let ptyd = Ptyd::start();
+    let mut c = ptyd.connect();
+    // Wide enough for the message on one line.
+    let me = ptyd.create(json!({ "argv": ["/bin/sh"], "cols": 300 }))["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let ptyd_path = shell_quote(util::PTYD);
+    c.type_line(
+        &me,
+        &format!("{ptyd_path} new -n refused -- /bin/sh; echo new-rc''=$?"),
+    );
+    c.wait_text(&me, "new-rc=2\n");
+    let screen = c.capture_all(&me);
+    assert!(screen.contains("nests a client in a client"), "{screen}");
+    assert!(screen.contains("Add --force"), "{screen}");
+    assert_eq!(c.panes().len(), 1, "a pane was made: {:?}", c.panes());
+
+    c.type_line(
+        &me,
+        &format!("{ptyd_path} new -d -n bg -- sleep 60; echo bg-rc''=$?"),
+    );
+    c.wait_text(&me, "bg-rc=0\n");
+    c.type_line(
+        &me,
+        &format!("{ptyd_path} new --force -n nested -- sh -c 'exit 7'; echo forced-rc''=$?"),
+    );
+    c.wait_text(&me, "forced-rc=0\n");
+    assert_eq!(c.pane("nested")["exit"]["code"], 7);
+}
+
 #[test]
 fn the_prefix_key_twice_reaches_the_inner_client() {
     let ptyd = Ptyd::start();

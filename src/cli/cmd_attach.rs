@@ -91,11 +91,24 @@ fn refuse_nesting(
             });
         }
     }
-    Err(CliError::usage(format!(
+    Err(nested(&pane))
+}
+
+/// `ptyd new` (not `-d`) inside a pane: refused without `--force` as an
+/// attach is, before the pane is created.
+pub(super) fn refuse_nested_new() -> Result<(), CliError> {
+    match inside_pane() {
+        Some(pane) => Err(nested(&pane)),
+        None => Ok(()),
+    }
+}
+
+fn nested(pane: &str) -> CliError {
+    CliError::usage(format!(
         "this terminal is inside ptyd pane {pane}: attaching here nests a client in a \
          client, whose detach key reaches the outer one first (press it twice to send it \
          to the inner one). Add --force to attach anyway, or detach first"
-    )))
+    ))
 }
 
 /// Attaches this terminal through `client` (connected, still in JSON mode).

@@ -2,7 +2,9 @@
 //! `rm`, `resize`, `respawn`, `focus` and `resume`.
 
 use super::args::Parsed;
-use super::cmd_attach::{attach_to, default_attach_options, finish_attach, when_behind};
+use super::cmd_attach::{
+    attach_to, default_attach_options, finish_attach, refuse_nested_new, when_behind,
+};
 use super::commands::{connect, print_json};
 use super::{CliError, Global, pane_spec};
 use crate::client::attach::{self, AttachOptions};
@@ -20,6 +22,9 @@ pub fn new(g: &Global, a: &Parsed) -> Result<i32, CliError> {
         ));
     }
     let split = a.value("split")?.filter(|_| a.spelled_short("split"));
+    if !detached && !a.flag("force") {
+        refuse_nested_new()?;
+    }
     let params = pane_spec::params(a)?;
     let mut client = connect(g)?;
     if a.flag("attach-existing")

@@ -9,7 +9,7 @@ pub const NEW: Command = Command {
     brief: "new [-d] ... [-- ARGV...]",
     summary: "create a pane (attach unless -d)",
     usage: &[
-        "new [-d] [-A] [-n NAME] [-c DIR] [-e K=V]... [--size COLSxROWS]",
+        "new [-d] [-A] [-f] [-n NAME] [-c DIR] [-e K=V]... [--size COLSxROWS]",
         "    [--timeout DUR] [--idle-timeout DUR] [--no-shell-integration]",
         "    [--shell STR | -- ARGV...]",
     ],
@@ -18,7 +18,9 @@ Creates a pane running ARGV exactly as given, or STR through SHELL -c, or
 SHELL as a login shell when neither is given; SHELL is `shell` of
 config.toml, else $SHELL, else your login shell. Attaches to it unless -d,
 which prints the new pane's id instead. With -A and -n NAME, a pane named
-NAME that exists already is attached (or with -d printed) instead.
+NAME that exists already is attached (or with -d printed) instead. From
+inside a pane, attaching needs --force, as for `ptyd attach` (the clients
+would nest); -d never does.
 
 -s is --split here, not tmux's session name: name a pane with -n, and use
 workspaces (`ptyd workspace new NAME`, `ptyd new -w NAME`) for sessions.",
@@ -35,6 +37,12 @@ workspaces (`ptyd workspace new NAME`, `ptyd new -w NAME`) for sessions.",
             "attach-existing",
             None,
             "with -n NAME: attach to the pane NAME if it exists instead of creating one (tmux's new -A)"
+        ),
+        opt(
+            Some('f'),
+            "force",
+            None,
+            "attach even from inside a pane (the clients nest)"
         ),
     ],
     args: Args::First(Complete::CommandLine),
