@@ -252,9 +252,10 @@ pub struct PaneHistory {
 pub const MAX_HISTORY_COUNT: u32 = 1000;
 
 /// `pane.kill` → `{}` at once; the exit arrives as a `pane.exited` event.
-/// Sends `signal` (default SIGTERM) to every process of the pane's session,
-/// then SIGKILL after `grace_ms` (default 3000). Killing an exited pane is a
-/// no-op.
+/// Sends `signal` to every process of the pane's session, then SIGKILL
+/// after `grace_ms` (default 3000); without `signal`, SIGHUP, SIGTERM
+/// halfway through the grace period, then SIGKILL. Killing an exited pane
+/// is a no-op.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PaneKill {

@@ -469,14 +469,17 @@ pub const KILL: Command = Command {
     summary: "signal a pane's whole process tree",
     usage: &["kill TARGET [--signal SIG] [--grace DUR]"],
     about: "\
-Sends SIG to every process of the pane's session, then KILL to what is left
-after the grace period.",
+Without --signal: HUP to every process of the pane's session (what a
+closing terminal sends: a shell saves its history and ends, as in tmux),
+then TERM halfway through the grace period to what ignored it, then KILL to
+what is left at its end. With --signal SIG: SIG, then KILL after the grace
+period.",
     options: &[
         opt_of(
             Some('s'),
             "signal",
             "SIG",
-            "the signal (default TERM)",
+            "send SIG instead of the HUP, TERM ladder",
             Complete::OneOf(&["TERM", "HUP", "INT", "KILL", "QUIT", "USR1", "USR2"]),
         ),
         opt(
