@@ -214,6 +214,13 @@ pub fn resume(g: &Global, a: &Parsed) -> Result<i32, CliError> {
     )
 }
 
+pub fn rename(g: &Global, a: &Parsed) -> Result<i32, CliError> {
+    let [target, name] = target_first(a)?
+        .try_into()
+        .map_err(|_| CliError::usage("usage: ptyd rename TARGET NAME"))?;
+    call(g, a, Request::PaneRename(methods::Rename { target, name }))
+}
+
 /// `ptyd respawn TARGET` or `ptyd respawn --held` (every held pane).
 pub fn respawn(g: &Global, a: &Parsed) -> Result<i32, CliError> {
     if !a.flag("held") {

@@ -138,7 +138,7 @@ pub struct WorkspaceCreate {
     pub name: String,
 }
 
-/// `workspace.rename`, `tab.rename` → `{}`.
+/// `workspace.rename`, `tab.rename` → `{}`; `pane.rename` → pane info.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Rename {
@@ -482,6 +482,8 @@ pub enum Request {
     PaneRespawn(Target),
     #[serde(rename = "pane.set_resume")]
     PaneSetResume(PaneSetResume),
+    #[serde(rename = "pane.rename")]
+    PaneRename(Rename),
     #[serde(rename = "pane.input")]
     PaneInput(PaneInput),
     #[serde(rename = "pane.resize")]
@@ -531,6 +533,7 @@ impl Request {
             "pane.focus" => R::PaneFocus(parse_params(method, p)?),
             "pane.respawn" => R::PaneRespawn(parse_params(method, p)?),
             "pane.set_resume" => R::PaneSetResume(parse_params(method, p)?),
+            "pane.rename" => R::PaneRename(parse_params(method, p)?),
             "pane.input" => R::PaneInput(parse_params(method, p)?),
             "pane.resize" => R::PaneResize(parse_params(method, p)?),
             "pane.capture" => R::PaneCapture(parse_params(method, p)?),
@@ -573,6 +576,7 @@ impl Request {
             Request::PaneFocus(_) => "pane.focus",
             Request::PaneRespawn(_) => "pane.respawn",
             Request::PaneSetResume(_) => "pane.set_resume",
+            Request::PaneRename(_) => "pane.rename",
             Request::PaneInput(_) => "pane.input",
             Request::PaneResize(_) => "pane.resize",
             Request::PaneCapture(_) => "pane.capture",
@@ -656,6 +660,10 @@ mod tests {
             Request::WorkspaceRemove(RemoveTree {
                 target: "w1".into(),
                 force: true,
+            }),
+            Request::PaneRename(Rename {
+                target: "p1".into(),
+                name: "build".into(),
             }),
             Request::TabRename(Rename {
                 target: "t1".into(),

@@ -93,6 +93,7 @@ impl Server {
                 self.pane_focus(id)
             }
             Request::PaneSetResume(req) => self.set_resume(req),
+            Request::PaneRename(req) => self.pane_rename(req),
             Request::PaneRespawn(req) => {
                 let id = self.resolve_target(&req.target)?;
                 self.respawn(id)

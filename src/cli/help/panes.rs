@@ -596,3 +596,22 @@ example an agent's `claude --resume <id>`). Programs inside a pane can run
     operands: Operands::Any,
     hidden: &[],
 };
+
+pub const RENAME: Command = Command {
+    name: "rename",
+    aliases: &[],
+    brief: "rename TARGET NAME",
+    summary: "give a pane a new name",
+    usage: &["rename TARGET NAME"],
+    about: "\
+Names the pane NAME (usable as TARGET from then on; kept across upgrades
+and restores). Names are unique and may not look like an id (p7, 7). Tabs
+keep their names: `ptyd tab rename` renames a tab.",
+    options: &[
+        TARGET,
+        opt(None, "json", None, "print the pane's info as JSON"),
+    ],
+    args: Args::First(Complete::Pane),
+    operands: Operands::Upto(2),
+    hidden: &[],
+};

@@ -663,6 +663,10 @@ impl Pane {
         self.resume = resume;
     }
 
+    pub fn rename(&mut self, name: String) {
+        self.name = Some(name);
+    }
+
     /// The history file must be written again (output, a failed save, a
     /// save that renders every pane).
     pub fn mark_history_dirty(&mut self) {

@@ -41,17 +41,7 @@ impl Server {
         req: methods::PaneCreate,
     ) -> Result<Option<Value>, RpcError> {
         if let Some(name) = &req.name {
-            crate::validate::name(name).map_err(invalid)?;
-            if let Some(other) = self
-                .panes
-                .values()
-                .find(|p| p.name() == Some(name.as_str()))
-            {
-                return Err(invalid(format!(
-                    "name {name:?} is already used by pane {}; pick another or remove that pane",
-                    other.public_id()
-                )));
-            }
+            self.check_pane_name(name, None)?;
         }
         let command = match (req.argv, req.shell) {
             (Some(_), Some(_)) => {
@@ -204,6 +194,38 @@ impl Server {
             });
         }
         Ok(Some(info))
+    }
+
+    /// A valid pane name no other pane than `renamed` has.
+    fn check_pane_name(&self, name: &str, renamed: Option<u64>) -> Result<(), RpcError> {
+        crate::validate::name(name).map_err(invalid)?;
+        if let Some(other) =
+            (self.panes.values()).find(|p| p.name() == Some(name) && Some(p.id()) != renamed)
+        {
+            return Err(invalid(format!(
+                "name {name:?} is already used by pane {}; pick another or remove that pane",
+                other.public_id()
+            )));
+        }
+        Ok(())
+    }
+
+    /// `pane.rename`: the pane's new name, saved with the snapshot.
+    pub(in crate::server) fn pane_rename(
+        &mut self,
+        req: methods::Rename,
+    ) -> Result<Option<Value>, RpcError> {
+        let id = self.resolve_target(&req.target)?;
+        self.check_pane_name(&req.name, Some(id))?;
+        if let Some(pane) = self.panes.get_mut(&id) {
+            pane.rename(req.name.clone());
+        }
+        self.mark_dirty();
+        self.emit(Event::PaneRenamed {
+            pane: PaneId::new(id),
+            name: req.name,
+        });
+        Ok(Some(self.pane_info(id)))
     }
 
     /// Refuses a split that would nest deeper than
