@@ -430,10 +430,7 @@ fn rename_names_a_pane_for_targets_events_and_the_snapshot() {
 
     let out = ptyd.run_cli(&["rename", &other, "builder"]);
     assert!(!out.status.success(), "{out:?}");
-    assert!(
-        stderr(&out).contains("already used by pane"),
-        "{out:?}"
-    );
+    assert!(stderr(&out).contains("already used by pane"), "{out:?}");
     let out = ptyd.run_cli(&["rename", &other]);
     assert_exit(&out, 2);
 

@@ -1009,6 +1009,27 @@ impl Pane {
 }
 
 impl Pane {
+    /// The status and reason of an exited pane.
+    pub fn exit_state(&self) -> Option<(ExitStatus, ExitReason)> {
+        match &self.state {
+            PaneState::Exited { status, reason, .. } => Some((*status, *reason)),
+            _ => None,
+        }
+    }
+
+    /// A pane restored from a snapshot that had exited: exited again, with
+    /// the process it had (never signalled: no kill of an exited pane
+    /// sends anything, and no escalation is pending).
+    pub fn restore_exited(&mut self, child: ChildProcess, status: ExitStatus, reason: ExitReason) {
+        debug_assert!(!self.is_running(), "restoring a running pane as exited");
+        self.state = PaneState::Exited {
+            child,
+            status,
+            reason,
+            escalate_at: None,
+        };
+    }
+
     pub fn exit_json(&self) -> Value {
         match &self.state {
             PaneState::Exited { status, reason, .. } => exit_status_json(*status, *reason),
