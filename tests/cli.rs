@@ -70,11 +70,11 @@ fn pane_lifecycle_through_the_cli() {
     assert_exit(&out, 1);
     assert!(stderr(&out).contains("still running"), "{}", stderr(&out));
 
-    // An interactive sh ignores TERM: a short grace brings the KILL.
+    // An interactive sh ignores TERM, but not the HUP `kill` sends first.
     let out = ptyd.run_cli(&["kill", "work", "--grace", "200"]);
     assert_exit(&out, 0);
     let out = ptyd.run_cli(&["wait", "p1", "--exit"]);
-    assert_exit(&out, 137);
+    assert_exit(&out, 129);
     let panes = ls_json(&ptyd)["panes"].clone();
     assert_eq!(panes[0]["state"], "exited");
     assert_eq!(panes[0]["exit"]["reason"], "killed");

@@ -87,7 +87,9 @@ KEY KEY sends KEY to the pane (to a ptyd attach running in it), KEY [ or
 KEY PageUp opens the scroll mode over the pane's whole history (arrows,
 PageUp/PageDown, ? and / search, n N, v select, y copy by OSC 52, q
 leave). From inside a pane, attaching to that pane fails; to another, it
-needs --force.
+needs --force. Attach needs a terminal (refused with `not a terminal`
+otherwise); an exited pane is refused with its status (`ptyd capture`
+shows its last screen, `ptyd respawn` runs it again).
 
 Several clients may attach to one pane. Its size follows `window_size` of
 config.toml: latest (the client that attached, typed or resized last),

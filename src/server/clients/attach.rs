@@ -127,7 +127,11 @@ impl Server {
             c.active = active;
         }
         if !req.read_only {
-            self.apply_size_policy(id);
+            // An exited pane keeps the size its program last had: its
+            // screen is a record, not a terminal anyone draws on.
+            if self.panes[&id].is_running() {
+                self.apply_size_policy(id);
+            }
             // The pane a bare `ptyd attach` comes back to.
             if self.tree.focus(PaneId::new(id)) {
                 self.mark_dirty();
