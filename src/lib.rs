@@ -16,6 +16,7 @@
 
 // The portable core: every OS.
 pub mod clock;
+pub mod environment;
 pub mod keys;
 pub mod model;
 pub mod paths;

@@ -165,13 +165,84 @@ fn attaching_to_the_own_pane_fails_at_once_and_nesting_needs_force() {
         (format!("attach --force {me}"), "rc=1"),
         (format!("attach {other}"), "rc=2"),
     ] {
-        c.type_line(&me, &format!("{ptyd_path} {args} </dev/null; echo rc''=$?"));
+        c.type_line(&me, &format!("{ptyd_path} {args}; echo rc''=$?"));
         c.wait_text(&me, &format!("{want}\n"));
     }
     let screen = c.capture_all(&me);
     assert!(screen.contains("attaching to it would"), "{screen}");
     assert!(screen.contains("--force"), "{screen}");
     assert_eq!(c.pane_info(&me).unwrap()["attached_clients"], 0);
+}
+
+/// Without a terminal, attach is refused ("not a terminal") before it
+/// draws anything; attaching to an exited pane says so with its status,
+/// exits non-zero and leaves the pane's size alone.
+#[test]
+fn attach_needs_a_terminal_and_a_pane_that_runs() {
+    let ptyd = Ptyd::start();
+    let mut c = ptyd.connect();
+    let id = ptyd.create_argv(&["sleep", "1000"]);
+    let out = ptyd.run_cli(&["attach", &id]);
+    util::assert_exit(&out, 1);
+    let err = util::stderr(&out);
+    assert!(err.contains("not a terminal"), "{err}");
+    assert!(util::stdout(&out).is_empty(), "{out:?}");
+    assert_eq!(c.pane_info(&id).unwrap()["attached_clients"], 0);
+
+    let done = ptyd.create(json!({ "argv": ["sh", "-c", "exit 3"], "cols": 50, "rows": 10 }))["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    c.wait_exit(&done);
+    let tmux = outer(&ptyd, 100, 30);
+    tmux.type_line(&ptyd_cmd(&format!("attach {done}; echo attach-''rc=$?")));
+    let screen = tmux.wait_screen("the attach's end", |s| s.contains("attach-rc="));
+    assert!(screen.contains("attach-rc=1"), "{screen}");
+    assert!(
+        screen.contains(&format!("pane {done} has exited (code 3)")),
+        "{screen}"
+    );
+    let info = c.pane_info(&done).unwrap();
+    assert_eq!(
+        (info["cols"].as_u64(), info["rows"].as_u64()),
+        (Some(50), Some(10))
+    );
+}
+
+/// `ptyd new` in a pane attaches a client inside the pane's client: refused
+/// without `--force` with attach's message, before any pane is made; `-d`
+/// attaches nothing and needs none.
+#[test]
+fn new_inside_a_pane_needs_force_as_attach_does() {
+    let ptyd = Ptyd::start();
+    let mut c = ptyd.connect();
+    // Wide enough for the message on one line.
+    let me = ptyd.create(json!({ "argv": ["/bin/sh"], "cols": 300 }))["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let ptyd_path = shell_quote(util::PTYD);
+    c.type_line(
+        &me,
+        &format!("{ptyd_path} new -n refused -- /bin/sh; echo new-rc''=$?"),
+    );
+    c.wait_text(&me, "new-rc=2\n");
+    let screen = c.capture_all(&me);
+    assert!(screen.contains("nests a client in a client"), "{screen}");
+    assert!(screen.contains("Add --force"), "{screen}");
+    assert_eq!(c.panes().len(), 1, "a pane was made: {:?}", c.panes());
+
+    c.type_line(
+        &me,
+        &format!("{ptyd_path} new -d -n bg -- sleep 60; echo bg-rc''=$?"),
+    );
+    c.wait_text(&me, "bg-rc=0\n");
+    c.type_line(
+        &me,
+        &format!("{ptyd_path} new --force -n nested -- sh -c 'exit 7'; echo forced-rc''=$?"),
+    );
+    c.wait_text(&me, "forced-rc=0\n");
+    assert_eq!(c.pane("nested")["exit"]["code"], 7);
 }
 
 #[test]

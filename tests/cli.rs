@@ -70,11 +70,11 @@ fn pane_lifecycle_through_the_cli() {
     assert_exit(&out, 1);
     assert!(stderr(&out).contains("still running"), "{}", stderr(&out));
 
-    // An interactive sh ignores TERM: a short grace brings the KILL.
+    // An interactive sh ignores TERM, but not the HUP `kill` sends first.
     let out = ptyd.run_cli(&["kill", "work", "--grace", "200"]);
     assert_exit(&out, 0);
     let out = ptyd.run_cli(&["wait", "p1", "--exit"]);
-    assert_exit(&out, 137);
+    assert_exit(&out, 129);
     let panes = ls_json(&ptyd)["panes"].clone();
     assert_eq!(panes[0]["state"], "exited");
     assert_eq!(panes[0]["exit"]["reason"], "killed");
@@ -406,4 +406,42 @@ fn a_closed_stdout_ends_commands_quietly() {
     assert_eq!(err.matches("chmod 700").count(), 1, "{err}");
     assert_eq!(err.lines().count(), 1, "{err:?}");
     assert!(err.ends_with('\n'), "{err:?}");
+}
+
+/// `ptyd rename`: the new name is a target at once, announced, refused
+/// when another pane has it, and saved with the snapshot.
+#[test]
+fn rename_names_a_pane_for_targets_events_and_the_snapshot() {
+    let ptyd = Ptyd::start();
+    let mut ev = ptyd.connect();
+    ev.ok("events.subscribe", json!({}));
+    let id = ptyd.create_argv(&["sleep", "1000"]);
+    let other = ptyd.create_argv(&["sleep", "1000"]);
+    assert_exit(&ptyd.run_cli(&["rename", &id, "build"]), 0);
+    let event = ev.wait_event("pane.renamed", &id);
+    assert_eq!(event["name"], "build", "{event}");
+    let out = ptyd.run_cli(&["rename", "build", "builder", "--json"]);
+    assert_exit(&out, 0);
+    let info: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(
+        (info["id"].as_str(), info["name"].as_str()),
+        (Some(id.as_str()), Some("builder"))
+    );
+
+    let out = ptyd.run_cli(&["rename", &other, "builder"]);
+    assert!(!out.status.success(), "{out:?}");
+    assert!(stderr(&out).contains("already used by pane"), "{out:?}");
+    let out = ptyd.run_cli(&["rename", &other]);
+    assert_exit(&out, 2);
+
+    assert_exit(&ptyd.run_cli(&["save"]), 0);
+    let snapshot = std::fs::read_to_string(ptyd.dirs.session_path(&ptyd.namespace)).unwrap();
+    let saved: Value = serde_json::from_str(&snapshot).unwrap();
+    let names: Vec<&str> = saved["panes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    assert_eq!(names, ["builder"], "{saved}");
 }

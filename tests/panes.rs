@@ -695,3 +695,46 @@ fn output_written_before_a_resize_is_read_at_the_old_size() {
     assert_eq!(lines.first(), Some(&"22"), "{screen}");
     assert_eq!(lines.len(), 40, "{screen}");
 }
+
+/// `ptyd kill` without a signal hangs the pane up as a closing terminal
+/// does: an interactive bash (which ignores SIGTERM) ends at once and
+/// saves its history; what ignores SIGHUP gets SIGTERM before SIGKILL.
+#[test]
+fn kill_hangs_up_first_then_terminates_then_kills() {
+    let ptyd = Ptyd::start();
+    let mut c = ptyd.connect();
+    let histfile = ptyd.dirs.state.join("bash_history");
+    let info = c.ok(
+        "pane.create",
+        json!({
+            "argv": ["bash", "--norc", "--noprofile", "-i"],
+            "env": { "HISTFILE": histfile.to_str().unwrap(), "PS1": "bash$ " },
+            "shell_integration": false,
+        }),
+    );
+    let id = info["id"].as_str().unwrap().to_string();
+    c.wait_text(&id, "bash$ ");
+    c.type_line(&id, "echo typed-''before-the-kill");
+    c.wait_text(&id, "typed-before-the-kill");
+    let out = ptyd.run_cli(&["kill", &id, "--json"]);
+    util::assert_exit(&out, 0);
+    let reply: serde_json::Value = serde_json::from_str(&util::stdout(&out)).unwrap();
+    assert_eq!(reply["signal"], 1, "{reply}");
+    let exit = c.wait_exit(&id);
+    assert_eq!(exit["signal_name"], "SIGHUP", "{exit}");
+    let history = std::fs::read_to_string(&histfile).unwrap_or_default();
+    assert!(
+        history.contains("echo typed-''before-the-kill"),
+        "history: {history:?}"
+    );
+
+    // Deaf to SIGHUP, it ends by its SIGTERM trap, before the SIGKILL.
+    let script = "trap '' HUP; trap 'echo got-term; exit 5' TERM; echo ready; \
+                  while :; do sleep 0.05; done";
+    let id = ptyd.create_argv(&["sh", "-c", script]);
+    c.wait_text(&id, "ready");
+    util::assert_exit(&ptyd.run_cli(&["kill", &id, "--grace", "2s"]), 0);
+    let exit = c.wait_exit(&id);
+    assert_eq!(exit["code"], 5, "{exit}");
+    c.wait_text(&id, "got-term");
+}

@@ -1622,3 +1622,42 @@ fn records_breaking_the_api_rules_are_repaired_not_trusted() {
     );
     server.stop();
 }
+
+/// A pane whose program had exited comes back exited, with its status and
+/// reason, whatever its restore policy: not held, and `respawn --held`
+/// leaves it alone.
+#[test]
+fn an_exited_pane_is_restored_exited_with_its_status() {
+    let env = Dirs::new();
+    let ns = "exited-restore";
+    let server = env.start(ns);
+    let mut c = server.connect();
+    let done = c.create(json!({ "argv": ["sh", "-c", "exit 0"], "restore": "rerun" }));
+    let failed = c.create(json!({ "argv": ["sh", "-c", "exit 3"] }));
+    let killed = c.create(json!({ "argv": ["sleep", "1000"] }));
+    let ids = [&done, &failed, &killed].map(|p| p["id"].as_str().unwrap().to_string());
+    c.ok("pane.kill", json!({ "target": ids[2], "signal": "KILL" }));
+    let exits: Vec<Value> = ids.iter().map(|id| c.wait_exit(id)).collect();
+    c.save();
+    drop(c);
+    server.stop();
+
+    let server = env.start(ns);
+    let mut c = server.connect();
+    for (id, exit) in ids.iter().zip(&exits) {
+        let pane = c.pane(id);
+        assert_eq!(pane["state"], "exited", "{pane}");
+        assert_eq!(pane["exit"], *exit, "{pane}");
+    }
+    let restore = &c.ok("server.status", json!({}))["persistence"]["restore"];
+    assert!(
+        restore.to_string().contains("\"exited\""),
+        "the report names the outcome: {restore}"
+    );
+    let out = server.run_cli(&["respawn", "--held"]);
+    util::assert_exit(&out, 0);
+    for id in &ids {
+        assert_eq!(c.pane(id)["state"], "exited");
+    }
+    server.stop();
+}

@@ -144,6 +144,7 @@ pub fn measure_load(
                 detach_others: false,
                 when_behind: ptyd::protocol::methods::WhenBehind::Pause,
                 view: None,
+                client_env: None,
             };
             let (_, mut reader) =
                 ptyd::client::attach(client, params).map_err(|e| format!("attach: {e}"))?;

@@ -7,7 +7,7 @@ _ptyd_panes() {
 
 _ptyd_takes_value() {
     case "$1 $2" in
-        "new -n"|"new --name"|"new -c"|"new --cwd"|"new -e"|"new --env"|"new --size"|"new --timeout"|"new --idle-timeout"|"new --shell"|"new -w"|"new --workspace"|"new --tab-name"|"new -s"|"new --split"|"new --ratio"|"new --restore"|"new --resume"|"attach -t"|"attach --target"|"attach --detach-key"|"attach --history"|"clients -t"|"clients --target"|"detach --client"|"detach -t"|"detach --target"|"send --wait-for"|"send --timeout"|"send --request-id"|"send -t"|"send --target"|"capture -S"|"capture --start"|"capture -E"|"capture --end"|"capture -t"|"capture --target"|"run -n"|"run --name"|"run -c"|"run --cwd"|"run -e"|"run --env"|"run --size"|"run --timeout"|"run --idle-timeout"|"run --shell"|"run -w"|"run --workspace"|"run --tab-name"|"run -s"|"run --split"|"run --ratio"|"run --restore"|"run --resume"|"wait --text"|"wait --after-output"|"wait --idle"|"wait --after"|"wait --timeout"|"wait -t"|"wait --target"|"kill -s"|"kill --signal"|"kill --grace"|"kill -t"|"kill --target"|"rm -t"|"rm --target"|"resize -t"|"resize --target"|"events --since"|"respawn -t"|"respawn --target"|"focus -t"|"focus --target"|"resume -t"|"resume --target"|"workspace -t"|"workspace --target"|"tab -n"|"tab --name"|"tab -w"|"tab --workspace"|"tab -t"|"tab --target"|"select-layout -t"|"select-layout --target"|"resize-split -t"|"resize-split --target"|"zoom -t"|"zoom --target"|"upgrade --binary"|"upgrade --timeout"|"upgrade --mode"|"upgrade --fault"|"service --binary") return 0 ;;
+        "new -n"|"new --name"|"new -c"|"new --cwd"|"new -e"|"new --env"|"new --size"|"new --timeout"|"new --idle-timeout"|"new --shell"|"new -w"|"new --workspace"|"new --tab-name"|"new -s"|"new --split"|"new --ratio"|"new --restore"|"new --resume"|"attach -t"|"attach --target"|"attach --detach-key"|"attach --history"|"clients -t"|"clients --target"|"detach --client"|"detach -t"|"detach --target"|"send --wait-for"|"send --timeout"|"send --request-id"|"send -t"|"send --target"|"capture -S"|"capture --start"|"capture -E"|"capture --end"|"capture -t"|"capture --target"|"run -n"|"run --name"|"run -c"|"run --cwd"|"run -e"|"run --env"|"run --size"|"run --timeout"|"run --idle-timeout"|"run --shell"|"run -w"|"run --workspace"|"run --tab-name"|"run -s"|"run --split"|"run --ratio"|"run --restore"|"run --resume"|"wait --text"|"wait --after-output"|"wait --idle"|"wait --after"|"wait --timeout"|"wait -t"|"wait --target"|"kill -s"|"kill --signal"|"kill --grace"|"kill -t"|"kill --target"|"rm -t"|"rm --target"|"resize -t"|"resize --target"|"events --since"|"respawn -t"|"respawn --target"|"focus -t"|"focus --target"|"resume -t"|"resume --target"|"rename -t"|"rename --target"|"workspace -t"|"workspace --target"|"tab -n"|"tab --name"|"tab -w"|"tab --workspace"|"tab -t"|"tab --target"|"select-layout -t"|"select-layout --target"|"resize-split -t"|"resize-split --target"|"zoom -t"|"zoom --target"|"upgrade --binary"|"upgrade --timeout"|"upgrade --mode"|"upgrade --fault"|"service --binary") return 0 ;;
     esac
     return 1
 }
@@ -28,7 +28,7 @@ _ptyd() {
         if [[ $cur == -* ]]; then
             COMPREPLY=($(compgen -W "-L --namespace -h --help -V --version" -- "$cur"))
         else
-            COMPREPLY=($(compgen -W "server new ls attach clients detach send capture run wait kill rm resize events status stop save respawn focus resume workspace tab select-layout swap resize-split zoom upgrade version api shell-init service config completions manpage help demo" -- "$cur"))
+            COMPREPLY=($(compgen -W "server new ls attach clients detach send capture run wait kill rm resize events status stop save respawn focus resume rename workspace tab select-layout swap resize-split zoom upgrade version api shell-init service config completions manpage help demo" -- "$cur"))
         fi
         return
     fi
@@ -94,6 +94,7 @@ _ptyd() {
         "respawn -t"|"respawn --target") COMPREPLY=($(compgen -W "$(_ptyd_panes)" -- "$cur")); return ;;
         "focus -t"|"focus --target") COMPREPLY=($(compgen -W "$(_ptyd_panes)" -- "$cur")); return ;;
         "resume -t"|"resume --target") COMPREPLY=($(compgen -W "$(_ptyd_panes)" -- "$cur")); return ;;
+        "rename -t"|"rename --target") COMPREPLY=($(compgen -W "$(_ptyd_panes)" -- "$cur")); return ;;
         "workspace -t"|"workspace --target") COMPREPLY=(); return ;;
         "tab -n"|"tab --name") COMPREPLY=(); return ;;
         "tab -w"|"tab --workspace") COMPREPLY=(); return ;;
@@ -120,9 +121,9 @@ _ptyd() {
     if [ $dashdash = 0 ] && [[ $cur == -* ]]; then
         case "$cmd" in
             server) COMPREPLY=($(compgen -W "--no-history --no-restore --hold-reruns --help" -- "$cur")) ;;
-            new) COMPREPLY=($(compgen -W "-n --name -c --cwd -e --env --size --timeout --idle-timeout --shell --no-shell-integration -w --workspace --tab-name -s --split -v --vertical --ratio --restore --resume -d --detached --json -A --attach-existing --help" -- "$cur")) ;;
+            new) COMPREPLY=($(compgen -W "-n --name -c --cwd -e --env --size --timeout --idle-timeout --shell --no-shell-integration -w --workspace --tab-name -s --split -v --vertical --ratio --restore --resume -d --detached --json -A --attach-existing -f --force --help" -- "$cur")) ;;
             ls) COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
-            attach) COMPREPLY=($(compgen -W "-t --target -d --detach-others -r --read-only --detach-key --no-alt-screen --history --lossless --no-direct -f --force --help" -- "$cur")) ;;
+            attach) COMPREPLY=($(compgen -W "-t --target --pane-only -d --detach-others -r --read-only --detach-key --no-alt-screen --history --lossless --no-direct -f --force --help" -- "$cur")) ;;
             clients) COMPREPLY=($(compgen -W "-t --target --json --help" -- "$cur")) ;;
             detach) COMPREPLY=($(compgen -W "-a --all --others --client -t --target --json --help" -- "$cur")) ;;
             send) COMPREPLY=($(compgen -W "-k --keys --paste --enter --submit --wait --wait-for --regex --timeout --request-id --json -t --target --help" -- "$cur")) ;;
@@ -139,6 +140,7 @@ _ptyd() {
             respawn) COMPREPLY=($(compgen -W "--held -t --target --json --help" -- "$cur")) ;;
             focus) COMPREPLY=($(compgen -W "-t --target --json --help" -- "$cur")) ;;
             resume) COMPREPLY=($(compgen -W "--clear -t --target --json --help" -- "$cur")) ;;
+            rename) COMPREPLY=($(compgen -W "-t --target --json --help" -- "$cur")) ;;
             workspace) COMPREPLY=($(compgen -W "-f --force -t --target --json --help" -- "$cur")) ;;
             tab) COMPREPLY=($(compgen -W "-n --name -w --workspace -f --force -t --target --json --help" -- "$cur")) ;;
             select-layout) COMPREPLY=($(compgen -W "-t --target --json --help" -- "$cur")) ;;
@@ -173,6 +175,7 @@ _ptyd() {
         respawn) [ $npos = 0 ] && COMPREPLY=($(compgen -W "$(_ptyd_panes)" -- "$cur")) ;;
         focus) [ $npos = 0 ] && COMPREPLY=($(compgen -W "$(_ptyd_panes)" -- "$cur")) ;;
         resume) [ $npos = 0 ] && COMPREPLY=($(compgen -W "$(_ptyd_panes)" -- "$cur")) ;;
+        rename) [ $npos = 0 ] && COMPREPLY=($(compgen -W "$(_ptyd_panes)" -- "$cur")) ;;
         workspace) [ $npos = 0 ] && COMPREPLY=($(compgen -W "new rename rm" -- "$cur")) ;;
         tab) [ $npos = 0 ] && COMPREPLY=($(compgen -W "new select rename rm" -- "$cur")) ;;
         select-layout) [ $npos = 0 ] && COMPREPLY=($(compgen -W "even-horizontal even-vertical main-horizontal main-vertical tiled next previous" -- "$cur")) ;;
@@ -183,7 +186,7 @@ _ptyd() {
         service) [ $npos = 0 ] && COMPREPLY=($(compgen -W "install uninstall" -- "$cur")) ;;
         config) [ $npos = 0 ] && COMPREPLY=($(compgen -W "check reload" -- "$cur")) ;;
         completions) [ $npos = 0 ] && COMPREPLY=($(compgen -W "bash zsh fish" -- "$cur")) ;;
-        help) [ $npos = 0 ] && COMPREPLY=($(compgen -W "server new ls attach clients detach send capture run wait kill rm resize events status stop save respawn focus resume workspace tab select-layout swap resize-split zoom upgrade version api shell-init service config completions manpage help demo" -- "$cur")) ;;
+        help) [ $npos = 0 ] && COMPREPLY=($(compgen -W "server new ls attach clients detach send capture run wait kill rm resize events status stop save respawn focus resume rename workspace tab select-layout swap resize-split zoom upgrade version api shell-init service config completions manpage help demo" -- "$cur")) ;;
     esac
 }
 

@@ -7,9 +7,12 @@ use super::{CliError, Global};
 use crate::client::attach::{self, AttachOptions};
 use crate::client::{self, Client};
 use crate::protocol::methods::{self, NoParams, Request};
-use crate::protocol::replies::{ClientList as ClientListReply, Detached, PaneList, TreeReply};
+use crate::protocol::replies::{
+    ClientList as ClientListReply, Detached, PaneList, PaneStateName, TreeReply,
+};
 
 pub fn attach(g: &Global, a: &Parsed) -> Result<i32, CliError> {
+    need_terminal()?;
     let config = crate::server::config::load().0;
     let history = a.value_as("history", |v| {
         v.parse::<u32>().map_err(|_| {
@@ -39,6 +42,7 @@ pub fn attach(g: &Global, a: &Parsed) -> Result<i32, CliError> {
         refuse_nesting(&mut client, &target, from_pane.as_deref())?;
     }
     let lossless = config.attach_lossless || a.flag("lossless");
+    refuse_exited(&mut client, &target)?;
     let opts = AttachOptions {
         target,
         read_only: a.flag("read-only"),
@@ -53,6 +57,56 @@ pub fn attach(g: &Global, a: &Parsed) -> Result<i32, CliError> {
         tab_view: !a.flag("pane-only") && !lossless && inside_pane().is_none(),
     };
     attach_to(g, client, &opts, a.flag("detach-others"))
+}
+
+/// An attach draws a screen and reads keys: without a terminal on both
+/// ends it would write escape sequences into a file or wait on keys that
+/// never come (tmux refuses the same way).
+fn need_terminal() -> Result<(), CliError> {
+    use std::io::IsTerminal;
+    let missing = match (
+        std::io::stdin().is_terminal(),
+        std::io::stdout().is_terminal(),
+    ) {
+        (true, true) => return Ok(()),
+        (false, true) => "standard input is",
+        (true, false) => "standard output is",
+        (false, false) => "standard input and output are",
+    };
+    Err(CliError {
+        code: 1,
+        kind: "not_a_terminal".into(),
+        message: format!(
+            "not a terminal: {missing} not a terminal, and attach needs one to draw the pane \
+             and read keys; run it in a terminal, or from a script use `ptyd capture`, \
+             `ptyd send` and `ptyd wait`"
+        ),
+    })
+}
+
+/// An exited pane has nothing to attach to: say so with its status,
+/// rather than draw its last screen, resize it and return 0.
+fn refuse_exited(client: &mut Client, target: &str) -> Result<(), CliError> {
+    let list: PaneList = client.request_as(&Request::PaneList(NoParams {}))?;
+    let Some(pane) = (list.panes.iter())
+        .find(|p| p.id.to_string() == target || p.name.as_deref() == Some(target))
+    else {
+        // The attach itself names what is wrong with the target.
+        return Ok(());
+    };
+    match &pane.exit {
+        Some(exit) if pane.state == PaneStateName::Exited => Err(CliError {
+            code: 1,
+            kind: "pane_exited".into(),
+            message: format!(
+                "pane {id} has exited ({}); `ptyd capture {id}` shows its last screen, \
+                 `ptyd respawn {id}` runs it again",
+                exit.describe(),
+                id = pane.id
+            ),
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// The pane this runs in, if it is one of this server's.
@@ -95,11 +149,24 @@ fn refuse_nesting(
             });
         }
     }
-    Err(CliError::usage(format!(
+    Err(nested(&pane))
+}
+
+/// `ptyd new` (not `-d`) inside a pane: refused without `--force` as an
+/// attach is, before the pane is created.
+pub(super) fn refuse_nested_new() -> Result<(), CliError> {
+    match inside_pane() {
+        Some(pane) => Err(nested(&pane)),
+        None => Ok(()),
+    }
+}
+
+fn nested(pane: &str) -> CliError {
+    CliError::usage(format!(
         "this terminal is inside ptyd pane {pane}: attaching here nests a client in a \
          client, whose detach key reaches the outer one first (press it twice to send it \
          to the inner one). Add --force to attach anyway, or detach first"
-    )))
+    ))
 }
 
 /// Attaches this terminal through `client` (connected, still in JSON mode).

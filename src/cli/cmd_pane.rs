@@ -2,7 +2,9 @@
 //! `rm`, `resize`, `respawn`, `focus` and `resume`.
 
 use super::args::Parsed;
-use super::cmd_attach::{attach_to, default_attach_options, finish_attach, when_behind};
+use super::cmd_attach::{
+    attach_to, default_attach_options, finish_attach, refuse_nested_new, when_behind,
+};
 use super::commands::{connect, print_json};
 use super::{CliError, Global, pane_spec};
 use crate::client::attach::{self, AttachOptions};
@@ -20,6 +22,9 @@ pub fn new(g: &Global, a: &Parsed) -> Result<i32, CliError> {
         ));
     }
     let split = a.value("split")?.filter(|_| a.spelled_short("split"));
+    if !detached && !a.flag("force") {
+        refuse_nested_new()?;
+    }
     let mut params = pane_spec::params(a)?;
     // `-v` alone splits the pane this runs in; elsewhere the server splits
     // the current pane (the active tab's focus).
@@ -214,6 +219,13 @@ pub fn resume(g: &Global, a: &Parsed) -> Result<i32, CliError> {
         a,
         Request::PaneSetResume(methods::PaneSetResume { target, resume }),
     )
+}
+
+pub fn rename(g: &Global, a: &Parsed) -> Result<i32, CliError> {
+    let [target, name] = target_first(a)?
+        .try_into()
+        .map_err(|_| CliError::usage("usage: ptyd rename TARGET NAME"))?;
+    call(g, a, Request::PaneRename(methods::Rename { target, name }))
 }
 
 /// `ptyd respawn TARGET` or `ptyd respawn --held` (every held pane).

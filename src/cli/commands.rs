@@ -35,6 +35,7 @@ const HANDLERS: &[(&str, Handler)] = &[
     ("respawn", super::cmd_pane::respawn),
     ("focus", super::cmd_pane::focus),
     ("resume", super::cmd_pane::resume),
+    ("rename", super::cmd_pane::rename),
     ("workspace", super::cmd_tree::workspace),
     ("tab", super::cmd_tree::tab),
     ("select-layout", super::cmd_layout::select_layout),

@@ -421,6 +421,7 @@ fn attach_and_watch(paths: &NamespacePaths, client: &mut Client) -> Result<(), C
             detach_others: false,
             when_behind: methods::WhenBehind::Pause,
             view: None,
+            client_env: None,
         },
     )?;
     let _ = crate::transport::set_read_timeout(

@@ -75,6 +75,7 @@ pub fn params(a: &Parsed) -> Result<methods::PaneCreate, CliError> {
         shell,
         cwd: Some(cwd),
         env,
+        client_env: Some(crate::environment::of_this_process().map_err(CliError::usage)?),
         cols: Some(clamp(cols)),
         rows: Some(clamp(rows)),
         timeout_ms: a.millis("timeout")?,

@@ -84,6 +84,9 @@ impl AttachOptions {
                 prefix: Some(self.detach_key),
                 ..Default::default()
             }),
+            // Too big an environment only loses the refresh of
+            // `update_environment`: no reason to refuse the attach.
+            client_env: crate::environment::of_this_process().ok(),
         }
     }
 }

@@ -10,6 +10,7 @@ use crate::protocol::methods::ExitStatus;
 use crate::term::Terminal;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::collections::BTreeMap;
 
 /// Bump when anything in this file, or the serialized form of
 /// `term::Terminal` or `persist::snapshot::Snapshot`, changes
@@ -189,6 +190,10 @@ pub struct Manifest<S = Terminal> {
     /// replacement replays. Older binaries ignore it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovery: Option<Recovery>,
+    /// The last attaching client's `update_environment` values
+    /// (`server/panes/environment.rs`), memory only like `client_env`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attach_env: Option<BTreeMap<String, String>>,
 }
 
 /// Each pane's output-ring position at the checkpoint, by pane id.
@@ -279,6 +284,11 @@ pub struct PaneRuntime<S = Terminal> {
     /// version 4 and before, or a history whose lines have no numbers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history: Option<HistoryRef>,
+    /// The environment of the client that created the pane, for its
+    /// respawns: carried here, in memory, because a snapshot on disk never
+    /// holds it (docs/design/environment.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_env: Option<BTreeMap<String, String>>,
 }
 
 fn is_default<T: Default + PartialEq>(value: &T) -> bool {
@@ -323,6 +333,7 @@ impl<S> PaneRuntime<S> {
             output_bytes: self.output_bytes,
             shell_injected: self.shell_injected,
             history: self.history,
+            client_env: self.client_env,
         }
     }
 }

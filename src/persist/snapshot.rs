@@ -251,6 +251,20 @@ pub struct PaneRecord {
     /// files of panes with the default stay readable by older versions.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub no_shell_integration: bool,
+    /// How the pane's process ended, for a pane that had exited: a restore
+    /// keeps it exited with this status rather than running or holding it.
+    /// Written only then, as `no_shell_integration`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit: Option<SavedExit>,
+}
+
+/// An exited pane's status (`{"code": 0}` or `{"signal": 15}`) and reason
+/// (`exited`, `killed`, `timeout`, `idle_timeout`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SavedExit {
+    pub status: crate::protocol::methods::ExitStatus,
+    pub reason: String,
 }
 
 impl LayoutRecord {

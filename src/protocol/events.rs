@@ -26,6 +26,8 @@ pub enum Event {
     PaneRemoved { pane: PaneId },
     #[serde(rename = "pane.respawned")]
     PaneRespawned { pane: PaneId, info: Value },
+    #[serde(rename = "pane.renamed")]
+    PaneRenamed { pane: PaneId, name: String },
     /// OSC 0/2.
     #[serde(rename = "pane.title")]
     PaneTitle { pane: PaneId, title: String },

@@ -42,6 +42,11 @@ pub struct PaneCreate {
     pub cwd: Option<String>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
+    /// The creating client's environment (`environment::of_this_process`):
+    /// the pane's process starts with it instead of the server's. Kept in
+    /// memory only, never in a snapshot.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_env: Option<BTreeMap<String, String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cols: Option<u16>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -133,7 +138,7 @@ pub struct WorkspaceCreate {
     pub name: String,
 }
 
-/// `workspace.rename`, `tab.rename` → `{}`.
+/// `workspace.rename`, `tab.rename` → `{}`; `pane.rename` → pane info.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Rename {
@@ -333,9 +338,10 @@ pub struct PaneHistory {
 pub const MAX_HISTORY_COUNT: u32 = 1000;
 
 /// `pane.kill` → `{}` at once; the exit arrives as a `pane.exited` event.
-/// Sends `signal` (default SIGTERM) to every process of the pane's session,
-/// then SIGKILL after `grace_ms` (default 3000). Killing an exited pane is a
-/// no-op.
+/// Sends `signal` to every process of the pane's session, then SIGKILL
+/// after `grace_ms` (default 3000); without `signal`, SIGHUP, SIGTERM
+/// halfway through the grace period, then SIGKILL. Killing an exited pane
+/// is a no-op.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PaneKill {
@@ -468,6 +474,10 @@ pub struct Attach {
     /// keys under the prefix) instead of the one pane.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub view: Option<ViewSpec>,
+    /// The attaching client's environment: the server keeps its values of
+    /// the config's `update_environment` names for panes created afterwards.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_env: Option<BTreeMap<String, String>>,
 }
 
 /// The tab view an attachment asks for: the target's tab, focused on the
@@ -591,6 +601,8 @@ pub enum Request {
     PaneRespawn(Target),
     #[serde(rename = "pane.set_resume")]
     PaneSetResume(PaneSetResume),
+    #[serde(rename = "pane.rename")]
+    PaneRename(Rename),
     #[serde(rename = "pane.input")]
     PaneInput(PaneInput),
     #[serde(rename = "pane.resize")]
@@ -646,6 +658,7 @@ impl Request {
             "pane.focus" => R::PaneFocus(parse_params(method, p)?),
             "pane.respawn" => R::PaneRespawn(parse_params(method, p)?),
             "pane.set_resume" => R::PaneSetResume(parse_params(method, p)?),
+            "pane.rename" => R::PaneRename(parse_params(method, p)?),
             "pane.input" => R::PaneInput(parse_params(method, p)?),
             "pane.resize" => R::PaneResize(parse_params(method, p)?),
             "pane.capture" => R::PaneCapture(parse_params(method, p)?),
@@ -694,6 +707,7 @@ impl Request {
             Request::PaneFocus(_) => "pane.focus",
             Request::PaneRespawn(_) => "pane.respawn",
             Request::PaneSetResume(_) => "pane.set_resume",
+            Request::PaneRename(_) => "pane.rename",
             Request::PaneInput(_) => "pane.input",
             Request::PaneResize(_) => "pane.resize",
             Request::PaneCapture(_) => "pane.capture",
@@ -777,6 +791,10 @@ mod tests {
             Request::WorkspaceRemove(RemoveTree {
                 target: "w1".into(),
                 force: true,
+            }),
+            Request::PaneRename(Rename {
+                target: "p1".into(),
+                name: "build".into(),
             }),
             Request::TabRename(Rename {
                 target: "t1".into(),
@@ -882,6 +900,7 @@ mod tests {
                     zoom: Some(true),
                     prefix: Some(1),
                 }),
+                client_env: None,
             }),
             Request::ClientList(ClientList {
                 target: Some("p1".into()),

@@ -169,11 +169,19 @@ pub struct ChildProcess {
 /// Environment variables a pane never inherits from the server: they describe
 /// the server's own service manager or ptyd internals, and a shell holding
 /// `NOTIFY_SOCKET` could speak to systemd in the server's name.
-const STRIPPED_ENV_PREFIXES: &[&str] =
-    &["NOTIFY_SOCKET", "LISTEN_", "WATCHDOG_", "FDSTORE", "PTYD_"];
+/// `TERM_PROGRAM*` describes the outer terminal a client runs in, not the
+/// terminal ptyd gives the pane.
+const STRIPPED_ENV_PREFIXES: &[&str] = &[
+    "NOTIFY_SOCKET",
+    "LISTEN_",
+    "WATCHDOG_",
+    "FDSTORE",
+    "PTYD_",
+    "TERM_PROGRAM",
+];
 
-/// Whether a variable of the server's environment passes on to a pane's
-/// process (see `STRIPPED_ENV_PREFIXES`). Windows' names are
+/// Whether a variable of the server's or the creating client's environment
+/// passes on to a pane's process (see `STRIPPED_ENV_PREFIXES`). Windows' names are
 /// case-insensitive, so `ptyd_x` is `PTYD_X` there.
 pub fn inherits_env(key: &OsStr) -> bool {
     let key = key.to_string_lossy();
@@ -186,10 +194,12 @@ pub fn inherits_env(key: &OsStr) -> bool {
         && !STRIPPED_ENV.contains(&key.as_str())
 }
 
-/// Variables a pane never inherits by exact name: a server started from
-/// inside tmux would otherwise tell every pane it runs in that tmux, and a
-/// tmux started in the pane would think itself nested.
-const STRIPPED_ENV: &[&str] = &["TMUX", "TMUX_PANE"];
+/// Variables a pane never inherits by exact name: a server or client
+/// started from inside tmux would otherwise tell the pane it runs in that
+/// tmux, and a tmux started in the pane would think itself nested. `TERM`
+/// is ptyd's own; `COLORTERM` speaks for the outer terminal, and
+/// `COLUMNS`/`LINES` for its size, not the pane's.
+const STRIPPED_ENV: &[&str] = &["TMUX", "TMUX_PANE", "TERM", "COLORTERM", "COLUMNS", "LINES"];
 
 /// The program and arguments that run `script` in `shell`: `shell -c
 /// script` on Unix; on Windows `shell /d /s /c "script"`, cmd.exe's form
@@ -255,10 +265,24 @@ mod tests {
             "WATCHDOG_USEC",
             "FDSTORE",
             "PTYD_SOCKET",
+            "TMUX",
+            "TMUX_PANE",
+            "TERM",
+            "TERM_PROGRAM",
+            "TERM_PROGRAM_VERSION",
+            "COLORTERM",
         ] {
             assert!(!inherits_env(OsStr::new(key)), "{key}");
         }
-        for key in ["PATH", "HOME", "LISTEN", "PTY"] {
+        for key in [
+            "PATH",
+            "HOME",
+            "LISTEN",
+            "PTY",
+            "TMUXX",
+            "TERMINFO",
+            "SSH_AUTH_SOCK",
+        ] {
             assert!(inherits_env(OsStr::new(key)), "{key}");
         }
         // Windows' names are case-insensitive; Unix's are not.

@@ -69,6 +69,24 @@ pub const KEYS: &[&str] = &[
     "attach_direct",
     "status",
     "keys",
+    "update_environment",
+];
+
+/// The variables `update_environment` names by default: tmux's list, and
+/// `WAYLAND_DISPLAY`. Each says where this login's agent, display or
+/// ticket is, so a pane started after a new `ssh` or desktop login wants
+/// the new value, not the one of the client that created the server.
+pub const DEFAULT_UPDATE_ENVIRONMENT: &[&str] = &[
+    "DISPLAY",
+    "KRB5CCNAME",
+    "MSYSTEM",
+    "SSH_ASKPASS",
+    "SSH_AUTH_SOCK",
+    "SSH_AGENT_PID",
+    "SSH_CONNECTION",
+    "WAYLAND_DISPLAY",
+    "WINDOWID",
+    "XAUTHORITY",
 ];
 
 /// Most lines `attach_history` may print into a terminal at attach.
@@ -151,6 +169,10 @@ pub struct UserConfig {
     /// applied; and `[keys]` as written, for `values`.
     pub bindings: crate::view::bindings::Bindings,
     pub keys: std::collections::BTreeMap<String, String>,
+    /// Variables whose values each attaching client refreshes, for the
+    /// panes started afterwards without a fresher environment of their own
+    /// (`panes/environment.rs`).
+    pub update_environment: Vec<String>,
 }
 
 impl Default for UserConfig {
@@ -177,6 +199,10 @@ impl Default for UserConfig {
             status: Default::default(),
             bindings: Default::default(),
             keys: Default::default(),
+            update_environment: DEFAULT_UPDATE_ENVIRONMENT
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
         }
     }
 }
@@ -222,6 +248,7 @@ impl UserConfig {
         m.insert("attach_direct".into(), json!(self.attach_direct));
         m.insert("status".into(), json!(self.status));
         m.insert("keys".into(), json!(self.keys));
+        m.insert("update_environment".into(), json!(self.update_environment));
         m
     }
 }
@@ -549,6 +576,27 @@ fn parse_all(path: &Path, text: &str) -> (UserConfig, Vec<String>) {
                     e.message().trim()
                 )),
             },
+            // tmux spells it `update-environment`.
+            "update_environment" | "update-environment" => {
+                match Vec::<String>::deserialize(ValueDeserializer::from(value)) {
+                    Ok(names) => match names
+                        .iter()
+                        .find(|n| crate::validate::env_entry(n, "").is_err())
+                    {
+                        Some(bad) => problems.push(format!(
+                            "{place}: update_environment: {:?} is not a variable name; using \
+                             the default list",
+                            crate::validate::excerpt(bad, 128)
+                        )),
+                        None => config.update_environment = names,
+                    },
+                    Err(e) => problems.push(format!(
+                        "{place}: update_environment must be a list of variable names like \
+                         [\"SSH_AUTH_SOCK\", \"DISPLAY\"] ({}); using the default list",
+                        e.message().trim()
+                    )),
+                }
+            }
             "attach_history" => limit(
                 &mut problems,
                 &place,

@@ -250,6 +250,7 @@ impl Server {
                     self.check_idle_watchdog(id, now)
                 }
                 TimerKind::KillEscalate(id, run) => self.escalate_kill(id, run),
+                TimerKind::KillTerm(id, run) => self.kill_ladder_term(id, run),
                 TimerKind::PaneTimeout(..) | TimerKind::PaneIdle(..) => {}
                 TimerKind::WaitTimeout(wait) => self.on_wait_timeout(wait),
                 TimerKind::WaitIdle(wait) => self.check_idle_wait(wait, now),

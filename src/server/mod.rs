@@ -221,6 +221,10 @@ pub struct Server {
     /// kept between reads: a fresh one grew by doubling, copying each
     /// slice of output several times over.
     forward: Vec<u8>,
+    /// The `update_environment` values of the last client that attached
+    /// from outside this server's panes (`panes/environment.rs`); `None`
+    /// until one has. Memory only.
+    attach_env: Option<BTreeMap<String, String>>,
 }
 
 /// Exit code of `ptyd server` when another server already serves the
@@ -345,6 +349,7 @@ impl Server {
             rebinds: Default::default(),
             input_budget: Default::default(),
             forward: Vec::new(),
+            attach_env: None,
         };
         server.persist.debounce = server.config.save_debounce;
         server.persist.max_delay = server.config.save_max_delay;

@@ -99,6 +99,7 @@ impl Server {
                 self.pane_focus(id)
             }
             Request::PaneSetResume(req) => self.set_resume(req),
+            Request::PaneRename(req) => self.pane_rename(req),
             Request::PaneRespawn(req) => {
                 let id = self.resolve_target(&req.target)?;
                 self.respawn(id)
@@ -169,14 +170,18 @@ impl Server {
             Request::PaneKill(req) => {
                 let id = self.resolve_target(&req.target)?;
                 let signal = match &req.signal {
-                    Some(name) => parse_signal(name)?,
-                    None => crate::sys::SIGTERM,
+                    Some(name) => Some(parse_signal(name)?),
+                    None => None,
                 };
                 let grace = req
                     .grace_ms
                     .map_or(super::defaults::KILL_GRACE, Duration::from_millis);
                 let running = self.panes[&id].is_running();
-                self.kill_pane(id, signal, grace, ExitReason::Killed);
+                match signal {
+                    Some(signal) => self.kill_pane(id, signal, grace, ExitReason::Killed),
+                    None => self.kill_pane_ladder(id, grace),
+                }
+                let signal = signal.unwrap_or(crate::sys::SIGHUP);
                 Ok(Some(json!({
                     "pane": PaneId::new(id),
                     "signal": signal,

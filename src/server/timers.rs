@@ -17,6 +17,9 @@ pub enum TimerKind {
     PaneIdle(u64, u64),
     /// Escalate a pane kill from its first signal to SIGKILL (pane id, run).
     KillEscalate(u64, u64),
+    /// The middle step of a kill's default ladder: SIGTERM after the
+    /// SIGHUP (pane id, run).
+    KillTerm(u64, u64),
     /// Save the snapshot if it is dirty and its debounce has passed.
     Save,
     /// Write history files of panes with new output.

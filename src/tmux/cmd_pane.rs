@@ -26,7 +26,8 @@ pub struct Spawn {
     pub rows: u16,
 }
 
-/// Creates the pane; its number. The pane's environment has `TMUX`, so
+/// Creates the pane; its number. The pane's environment is this command's
+/// (as tmux's `new-session` gives a session its client's), with `TMUX`, so
 /// that `tmux` run inside it reaches this server (and the server adds
 /// `TMUX_PANE`), and the `-e` variables.
 pub fn create(ctx: &mut Ctx, spawn: Spawn) -> Result<u64, Failure> {
@@ -52,6 +53,7 @@ pub fn create(ctx: &mut Ctx, spawn: Spawn) -> Result<u64, Failure> {
         "cols": spawn.cols.clamp(2, 1000),
         "rows": spawn.rows.clamp(1, 500),
         "env": env,
+        "client_env": crate::environment::of_this_process().map_err(Failure::new)?,
     });
     match spawn.command.as_slice() {
         [] => {}

@@ -9,7 +9,7 @@ pub const NEW: Command = Command {
     brief: "new [-d] ... [-- ARGV...]",
     summary: "create a pane (attach unless -d)",
     usage: &[
-        "new [-d] [-A] [-n NAME] [-c DIR] [-e K=V]... [--size COLSxROWS]",
+        "new [-d] [-A] [-f] [-n NAME] [-c DIR] [-e K=V]... [--size COLSxROWS]",
         "    [--timeout DUR] [--idle-timeout DUR] [--no-shell-integration]",
         "    [--shell STR | -- ARGV...]",
     ],
@@ -18,7 +18,9 @@ Creates a pane running ARGV exactly as given, or STR through SHELL -c, or
 SHELL as a login shell when neither is given; SHELL is `shell` of
 config.toml, else $SHELL, else your login shell. Attaches to it unless -d,
 which prints the new pane's id instead. With -A and -n NAME, a pane named
-NAME that exists already is attached (or with -d printed) instead.
+NAME that exists already is attached (or with -d printed) instead. From
+inside a pane, attaching needs --force, as for `ptyd attach` (the clients
+would nest); -d never does.
 
 -s is --split here, not tmux's session name: name a pane with -n, and use
 workspaces (`ptyd workspace new NAME`, `ptyd new -w NAME`) for sessions.",
@@ -35,6 +37,12 @@ workspaces (`ptyd workspace new NAME`, `ptyd new -w NAME`) for sessions.",
             "attach-existing",
             None,
             "with -n NAME: attach to the pane NAME if it exists instead of creating one (tmux's new -A)"
+        ),
+        opt(
+            Some('f'),
+            "force",
+            None,
+            "attach even from inside a pane (the clients nest)"
         ),
     ],
     args: Args::First(Complete::CommandLine),
@@ -90,7 +98,9 @@ KEY KEY sends KEY to the pane (to a ptyd attach running in it), KEY [ or
 KEY PageUp opens the scroll mode over the pane's whole history (arrows,
 PageUp/PageDown, ? and / search, n N, v select, y copy by OSC 52, q
 leave). From inside a pane, attaching to that pane fails; to another, it
-needs --force.
+needs --force. Attach needs a terminal (refused with `not a terminal`
+otherwise); an exited pane is refused with its status (`ptyd capture`
+shows its last screen, `ptyd respawn` runs it again).
 
 Several clients may attach to one pane. Its size follows `window_size` of
 config.toml: latest (the client that attached, typed or resized last),
@@ -478,14 +488,17 @@ pub const KILL: Command = Command {
     summary: "signal a pane's whole process tree",
     usage: &["kill TARGET [--signal SIG] [--grace DUR]"],
     about: "\
-Sends SIG to every process of the pane's session, then KILL to what is left
-after the grace period.",
+Without --signal: HUP to every process of the pane's session (what a
+closing terminal sends: a shell saves its history and ends, as in tmux),
+then TERM halfway through the grace period to what ignored it, then KILL to
+what is left at its end. With --signal SIG: SIG, then KILL after the grace
+period.",
     options: &[
         opt_of(
             Some('s'),
             "signal",
             "SIG",
-            "the signal (default TERM)",
+            "send SIG instead of the HUP, TERM ladder",
             Complete::OneOf(&["TERM", "HUP", "INT", "KILL", "QUIT", "USR1", "USR2"]),
         ),
         opt(
@@ -600,5 +613,24 @@ example an agent's `claude --resume <id>`). Programs inside a pane can run
     ],
     args: Args::First(Complete::Pane),
     operands: Operands::Any,
+    hidden: &[],
+};
+
+pub const RENAME: Command = Command {
+    name: "rename",
+    aliases: &[],
+    brief: "rename TARGET NAME",
+    summary: "give a pane a new name",
+    usage: &["rename TARGET NAME"],
+    about: "\
+Names the pane NAME (usable as TARGET from then on; kept across upgrades
+and restores). Names are unique and may not look like an id (p7, 7). Tabs
+keep their names: `ptyd tab rename` renames a tab.",
+    options: &[
+        TARGET,
+        opt(None, "json", None, "print the pane's info as JSON"),
+    ],
+    args: Args::First(Complete::Pane),
+    operands: Operands::Upto(2),
     hidden: &[],
 };

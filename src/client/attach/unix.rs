@@ -679,9 +679,11 @@ pub fn run_mirror(
         if ready[1] && signals.drain() && !kill_sent {
             kill_sent = true;
             let mut killer = Client::connect(paths, false)?;
+            // A command `ptyd run` waits for is interrupted as a
+            // foreground job would be, not hung up as a closing terminal.
             killer.request(&Request::PaneKill(methods::PaneKill {
                 target: pane_id.clone(),
-                signal: None,
+                signal: Some("TERM".into()),
                 grace_ms: None,
             }))?;
         }

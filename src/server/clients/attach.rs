@@ -60,6 +60,7 @@ impl Server {
         req: methods::Attach,
     ) -> Result<(), RpcError> {
         let id = self.resolve_target(&req.target)?;
+        self.note_attaching_env(req.client_env.as_ref());
         if let Some(from) = &req.from_pane
             && self.resolve_target(from).ok() == Some(id)
         {
@@ -151,7 +152,11 @@ impl Server {
             }
         }
         if !req.read_only {
-            self.apply_size_policy(id);
+            // An exited pane keeps the size its program last had: its
+            // screen is a record, not a terminal anyone draws on.
+            if self.panes[&id].is_running() {
+                self.apply_size_policy(id);
+            }
             // The pane a bare `ptyd attach` comes back to.
             if self.tree.focus(PaneId::new(id)) {
                 self.mark_dirty();

@@ -83,6 +83,27 @@ impl Server {
         }
     }
 
+    /// `pane.kill` without a signal: SIGHUP, as a terminal closing (and
+    /// tmux) sends, which an interactive bash ignores no more than vim
+    /// does, and which makes it save its history; SIGTERM halfway through
+    /// `grace` to what ignored it; SIGKILL at its end. A live upgrade in
+    /// between carries the SIGKILL deadline only.
+    pub(in crate::server) fn kill_pane_ladder(&mut self, id: u64, grace: Duration) {
+        let running = self.panes.get(&id).is_some_and(|p| p.is_running());
+        self.kill_pane(id, crate::sys::SIGHUP, grace, ExitReason::Killed);
+        if let (true, Some(pane)) = (running, self.panes.get(&id)) {
+            let at = Instant::now() + grace / 2;
+            self.timers.add(at, TimerKind::KillTerm(id, pane.run()));
+        }
+    }
+
+    /// The ladder's SIGTERM, for the run it was started for.
+    pub(in crate::server) fn kill_ladder_term(&mut self, id: u64, run: u64) {
+        if let Some(pane) = self.panes.get(&id).filter(|p| p.run() == run) {
+            signal_pane(pane, crate::sys::SIGTERM);
+        }
+    }
+
     /// Sends `signal` to every process in the pane's session and SIGKILL to
     /// what is left after `grace`. Killing an exited pane does nothing.
     pub(in crate::server) fn kill_pane(

@@ -21,6 +21,7 @@
 //! are swapped whole and keep the same methods, so the pane code above
 //! them is the same on both OSes.
 
+pub(super) mod environment;
 pub(super) mod exit;
 #[cfg_attr(windows, path = "fds_windows.rs")]
 pub(super) mod fds;

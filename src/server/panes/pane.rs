@@ -115,6 +115,9 @@ pub struct Pane {
     command: CommandSpec,
     cwd: PathBuf,
     env: BTreeMap<String, String>,
+    /// The creating client's environment, filtered; `None`: the server's.
+    /// Memory only: a snapshot never holds it.
+    client_env: Option<BTreeMap<String, String>>,
     cols: u16,
     rows: u16,
     created_unix_ms: u64,
@@ -221,6 +224,7 @@ pub struct PaneSetup {
     pub command: CommandSpec,
     pub cwd: PathBuf,
     pub env: BTreeMap<String, String>,
+    pub client_env: Option<BTreeMap<String, String>>,
     pub cols: u16,
     pub rows: u16,
     pub timeout: Option<Duration>,
@@ -251,6 +255,7 @@ impl Pane {
             command: setup.command,
             cwd: setup.cwd,
             env: setup.env,
+            client_env: setup.client_env,
             cols: setup.cols,
             rows: setup.rows,
             created_unix_ms: crate::clock::unix_ms(),
@@ -658,6 +663,10 @@ impl Pane {
         self.resume = resume;
     }
 
+    pub fn rename(&mut self, name: String) {
+        self.name = Some(name);
+    }
+
     /// The history file must be written again (output, a failed save, a
     /// save that renders every pane).
     pub fn mark_history_dirty(&mut self) {
@@ -891,6 +900,9 @@ impl Pane {
     pub fn env(&self) -> &BTreeMap<String, String> {
         &self.env
     }
+    pub fn client_env(&self) -> Option<&BTreeMap<String, String>> {
+        self.client_env.as_ref()
+    }
     pub fn created_unix_ms(&self) -> u64 {
         self.created_unix_ms
     }
@@ -997,6 +1009,27 @@ impl Pane {
 }
 
 impl Pane {
+    /// The status and reason of an exited pane.
+    pub fn exit_state(&self) -> Option<(ExitStatus, ExitReason)> {
+        match &self.state {
+            PaneState::Exited { status, reason, .. } => Some((*status, *reason)),
+            _ => None,
+        }
+    }
+
+    /// A pane restored from a snapshot that had exited: exited again, with
+    /// the process it had (never signalled: no kill of an exited pane
+    /// sends anything, and no escalation is pending).
+    pub fn restore_exited(&mut self, child: ChildProcess, status: ExitStatus, reason: ExitReason) {
+        debug_assert!(!self.is_running(), "restoring a running pane as exited");
+        self.state = PaneState::Exited {
+            child,
+            status,
+            reason,
+            escalate_at: None,
+        };
+    }
+
     pub fn exit_json(&self) -> Value {
         match &self.state {
             PaneState::Exited { status, reason, .. } => exit_status_json(*status, *reason),

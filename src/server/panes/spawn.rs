@@ -13,7 +13,6 @@ use crate::server::clients::connection::{ConnId, ConnMode};
 use crate::server::timers::TimerKind;
 use crate::server::{Server, Source};
 use serde_json::Value;
-use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -42,17 +41,7 @@ impl Server {
         req: methods::PaneCreate,
     ) -> Result<Option<Value>, RpcError> {
         if let Some(name) = &req.name {
-            crate::validate::name(name).map_err(invalid)?;
-            if let Some(other) = self
-                .panes
-                .values()
-                .find(|p| p.name() == Some(name.as_str()))
-            {
-                return Err(invalid(format!(
-                    "name {name:?} is already used by pane {}; pick another or remove that pane",
-                    other.public_id()
-                )));
-            }
+            self.check_pane_name(name, None)?;
         }
         let command = match (req.argv, req.shell) {
             (Some(_), Some(_)) => {
@@ -83,6 +72,7 @@ impl Server {
             )));
         }
         crate::validate::env(&req.env).map_err(invalid)?;
+        Self::check_client_env(req.client_env.as_ref())?;
         if let Some(resume) = &req.resume {
             crate::validate::resume(resume).map_err(invalid)?;
         }
@@ -137,6 +127,12 @@ impl Server {
                 format!("pane ids are used up (the counter is at {id})"),
             ));
         };
+        // A client that attaches to its new pane is an attaching client
+        // (`ptyd new`), before its pane starts with what it brought.
+        if req.attach {
+            self.note_attaching_env(req.client_env.as_ref());
+        }
+        let refresh = (req.client_env.as_ref()).is_none_or(|env| self.env_from_own_pane(env));
         let token = self.alloc_token(Source::Pane(id));
         let setup = PaneSetup {
             id,
@@ -144,6 +140,7 @@ impl Server {
             command: command.clone(),
             cwd,
             env: req.env,
+            client_env: req.client_env.as_ref().map(super::environment::filtered),
             cols,
             rows,
             timeout: req.timeout_ms.map(Duration::from_millis),
@@ -155,7 +152,7 @@ impl Server {
         };
         self.panes
             .insert(id, Box::new(Pane::new(setup, token, "starting".into())));
-        if let Err(e) = self.start_pane(id, &command) {
+        if let Err(e) = self.start_pane(id, &command, refresh) {
             self.panes.remove(&id);
             self.sources.remove(&token);
             return Err(e);
@@ -203,6 +200,38 @@ impl Server {
             });
         }
         Ok(Some(info))
+    }
+
+    /// A valid pane name no other pane than `renamed` has.
+    fn check_pane_name(&self, name: &str, renamed: Option<u64>) -> Result<(), RpcError> {
+        crate::validate::name(name).map_err(invalid)?;
+        if let Some(other) =
+            (self.panes.values()).find(|p| p.name() == Some(name) && Some(p.id()) != renamed)
+        {
+            return Err(invalid(format!(
+                "name {name:?} is already used by pane {}; pick another or remove that pane",
+                other.public_id()
+            )));
+        }
+        Ok(())
+    }
+
+    /// `pane.rename`: the pane's new name, saved with the snapshot.
+    pub(in crate::server) fn pane_rename(
+        &mut self,
+        req: methods::Rename,
+    ) -> Result<Option<Value>, RpcError> {
+        let id = self.resolve_target(&req.target)?;
+        self.check_pane_name(&req.name, Some(id))?;
+        if let Some(pane) = self.panes.get_mut(&id) {
+            pane.rename(req.name.clone());
+        }
+        self.mark_dirty();
+        self.emit(Event::PaneRenamed {
+            pane: PaneId::new(id),
+            name: req.name,
+        });
+        Ok(Some(self.pane_info(id)))
     }
 
     /// Refuses a split that would nest deeper than
@@ -255,11 +284,13 @@ impl Server {
     }
 
     /// Starts `command` in pane `id` (which must not be running) on a new
-    /// PTY of the pane's size, in its cwd, with its environment.
+    /// PTY of the pane's size, in its cwd, with its environment (`refresh`:
+    /// see `Server::base_env`).
     pub(in crate::server) fn start_pane(
         &mut self,
         id: u64,
         command: &CommandSpec,
+        refresh: bool,
     ) -> Result<(), RpcError> {
         let Some(pane) = self.panes.get(&id) else {
             return Err(RpcError::new(
@@ -268,7 +299,7 @@ impl Server {
             ));
         };
         let (program, mut args) = exec_form(command, &self.pane_shell());
-        let mut env = self.child_env(id, pane.env());
+        let mut env = self.child_env(id, pane, refresh);
         let injected = match &self.shell {
             Some(shell) if pane.shell_integration() && self.config.shell_integration => {
                 shell.inject(&program, &mut args, &mut env)
@@ -349,7 +380,9 @@ impl Server {
             pane.end_output(self.poll.registry());
         }
         let command = self.panes[&id].command().clone();
-        self.start_pane(id, &command)?;
+        // The creator's values of `update_environment` may be from a login
+        // long gone; the last attaching client's are the live ones.
+        self.start_pane(id, &command, true)?;
         let info = self.pane_info(id);
         self.emit(Event::PaneRespawned {
             pane: PaneId::new(id),
@@ -367,10 +400,9 @@ impl Server {
     }
 
     /// The environment of a new pane's process.
-    fn child_env(&self, id: u64, extra: &BTreeMap<String, String>) -> Vec<(OsString, OsString)> {
-        let mut env: BTreeMap<OsString, OsString> = std::env::vars_os()
-            .filter(|(k, _)| crate::pty::inherits_env(k))
-            .collect();
+    fn child_env(&self, id: u64, pane: &Pane, refresh: bool) -> Vec<(OsString, OsString)> {
+        let extra = pane.env();
+        let mut env = self.base_env(pane.client_env(), refresh);
         env.insert("TERM".into(), self.config.term_name.clone().into());
         // What programs in the pane start as "the shell" is the one the
         // pane runs, when the config names one.
@@ -379,7 +411,7 @@ impl Server {
         }
         env.insert("PTYD_PANE_ID".into(), PaneId::new(id).to_string().into());
         env.insert("PTYD_SOCKET".into(), self.paths.socket().into());
-        // `PTYD_*` is stripped above, so without this a `ptyd` command run in
+        // `PTYD_*` is stripped from the base, so without this a `ptyd` command run in
         // the pane would talk to the default namespace, not to this server.
         env.insert("PTYD_NAMESPACE".into(), self.paths.namespace.clone().into());
         for (k, v) in extra {

@@ -480,5 +480,9 @@ pub(super) fn pane_record(p: &super::panes::pane::Pane, with_history: bool) -> P
         pid: p.child().map(|c| c.pid),
         start_token: p.child().and_then(|c| c.start_token),
         no_shell_integration: !p.shell_integration(),
+        exit: p.exit_state().map(|(status, reason)| snapshot::SavedExit {
+            status,
+            reason: reason.as_str().to_string(),
+        }),
     }
 }

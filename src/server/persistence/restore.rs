@@ -11,8 +11,9 @@ use crate::persist::snapshot::{PaneRecord, Snapshot};
 use crate::persist::tree::Repaired;
 use crate::persist::{self, Loaded};
 use crate::protocol::events::Event;
+use crate::protocol::methods::ExitStatus;
 use crate::server::Server;
-use crate::server::panes::pane::{Pane, PaneSetup};
+use crate::server::panes::pane::{ExitReason, Pane, PaneSetup};
 use crate::server::panes::spawn::existing_cwd;
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -28,6 +29,8 @@ const HISTORY_READ_LIMIT: u64 = super::HISTORY_MAX_BYTES as u64 + (64 << 10);
 pub(in crate::server) enum Plan {
     Run(CommandSpec),
     Hold(String),
+    /// The pane had exited: it stays so, with its status.
+    Exited(ExitStatus, ExitReason),
 }
 
 /// Why a restored pane runs what it runs (or is held), for the report.
@@ -37,6 +40,7 @@ pub(in crate::server) enum Outcome {
     Rerun,
     Shell,
     Held,
+    Exited,
 }
 
 impl Outcome {
@@ -46,6 +50,7 @@ impl Outcome {
             Outcome::Rerun => "rerun",
             Outcome::Shell => "shell",
             Outcome::Held => "held",
+            Outcome::Exited => "exited",
         }
     }
 }
@@ -253,6 +258,8 @@ impl Server {
             command: rec.command,
             cwd: cwd.clone(),
             env: rec.env,
+            // A snapshot has no client environment: see docs/design/environment.md.
+            client_env: None,
             cols,
             rows,
             timeout: None,
@@ -288,8 +295,19 @@ impl Server {
                     p.hold(reason);
                 }
             }
+            Plan::Exited(status, reason) => {
+                let pid = rec.pid.unwrap_or(0);
+                let child = crate::pty::ChildProcess {
+                    pid,
+                    sid: pid,
+                    start_token: rec.start_token,
+                };
+                if let Some(p) = self.panes.get_mut(&id) {
+                    p.restore_exited(child, status, reason);
+                }
+            }
             Plan::Run(command) => {
-                if let Err(e) = self.start_pane(id, &command) {
+                if let Err(e) = self.start_pane(id, &command, true) {
                     fixes.push(format!("pane {} failed to start: {e}", PaneId::new(id)));
                     if let Some(p) = self.panes.get_mut(&id) {
                         p.hold(format!("failed to start after restore: {}", e.0.message));
@@ -317,6 +335,11 @@ pub(in crate::server) fn plan(
         .is_none()
         .then(|| rules.resume_for(&rec.command))
         .flatten();
+    // Its work was done: running it again (or a resume) is for `respawn`.
+    if let Some(exit) = &rec.exit {
+        let reason = ExitReason::parse(&exit.reason).unwrap_or(ExitReason::Exited);
+        return (Plan::Exited(exit.status, reason), Outcome::Exited);
+    }
     let (plan, outcome) = match (&rec.resume, &rec.command, rec.restore) {
         (Some(resume), _, _) => (
             Plan::Run(CommandSpec::Shell(resume.clone())),

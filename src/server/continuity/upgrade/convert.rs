@@ -181,6 +181,7 @@ pub fn pane_runtime(p: &Pane, now: Instant, precopied: Option<u64>) -> PaneRunti
         output_bytes: p.output().total(),
         shell_injected: p.shell_injected().map(|s| s.name().to_string()),
         history: None,
+        client_env: p.client_env().cloned(),
     }
 }
 
@@ -239,6 +240,7 @@ pub fn pane_from_runtime(
         command: rec.command,
         cwd: PathBuf::from(rec.cwd),
         env: rec.env,
+        client_env: rt.client_env.clone(),
         cols: rec.cols,
         rows: rec.rows,
         timeout: None,
@@ -515,6 +517,7 @@ impl Server {
             caller: c.caller.map(|(conn, rpc_id)| Caller { conn, rpc_id }),
             fd_ids: c.fd_ids,
             recovery: None,
+            attach_env: self.attach_env.clone(),
         }
     }
 
@@ -537,6 +540,7 @@ impl Server {
             "binary": m.from_binary,
         }));
         self.next_wait_id = m.next_wait_id;
+        self.attach_env = m.attach_env.take();
         let ring = std::mem::take(&mut m.event_ring);
         self.events = match (m.events_after, precopied_events) {
             (None, _) => crate::server::events::EventLog::from_parts(m.event_last_seq, ring),
