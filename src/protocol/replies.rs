@@ -65,6 +65,11 @@ pub struct Status {
     pub stderr_write_failures: u64,
     #[serde(default)]
     pub stderr_write_error: Option<String>,
+    /// All panes' history bytes (`stored_bytes`, `raw_bytes`) and
+    /// `scrollback_total_bytes` (`total_bytes_limit`); null from a server
+    /// before them.
+    #[serde(default)]
+    pub history: Value,
 }
 
 /// `server.save`: once the snapshot of `revision` is on disk.

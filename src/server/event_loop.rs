@@ -90,6 +90,7 @@ impl Server {
             if self.echo_wait.is_none() {
                 self.revisit_backlog();
             }
+            self.enforce_history_budget();
             self.fire_timers();
             self.keeper_tick(Instant::now());
             self.flush_conns();

@@ -269,6 +269,7 @@ impl Server {
             keeper: self.keeper_status(),
             stderr_write_failures,
             stderr_write_error,
+            history: self.history_status(),
         }
     }
 

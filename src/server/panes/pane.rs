@@ -658,6 +658,14 @@ impl Pane {
         self.resume = resume;
     }
 
+    /// Drops the oldest compressed block of the history for
+    /// `scrollback_total_bytes` (`Terminal::drop_oldest_history_block`).
+    pub fn drop_oldest_history_block(&mut self) -> Option<usize> {
+        let freed = self.screen.drop_oldest_history_block()?;
+        self.history_dirty = true;
+        Some(freed)
+    }
+
     /// The history file must be written again (output, a failed save, a
     /// save that renders every pane).
     pub fn mark_history_dirty(&mut self) {
@@ -1037,6 +1045,10 @@ impl Pane {
             "shell_integration": self.shell_integration,
             "shell_injected": self.shell_injected.map(crate::shell::Shell::name),
             "output_bytes": self.output.total(),
+            "history_bytes": {
+                "stored": self.screen.history_stored_bytes(),
+                "raw": self.screen.history_raw_bytes(),
+            },
             "created_unix_ms": self.created_unix_ms,
             "attached_clients": attached_clients,
         })
