@@ -14,6 +14,10 @@ use serde_json::{Value, json};
 
 use super::Server;
 
+/// Blocks `compress_histories` compresses per loop turn: about 128 KiB of
+/// lines, a fraction of a millisecond.
+const HISTORY_BLOCKS_PER_TURN: usize = 4;
+
 impl Server {
     /// Brings the panes' histories back within `scrollback_total_bytes`
     /// (see the module doc). Cheap when within it: one sum over the panes.
@@ -43,6 +47,26 @@ impl Server {
                 None => passed_over.push(id),
             }
         }
+    }
+
+    /// Compresses a few blocks of the histories a live upgrade or a crash
+    /// recovery put back uncompressed (`Terminal::compress_history`), at
+    /// most `HISTORY_BLOCKS_PER_TURN` a loop turn so that no turn waits
+    /// long. Returns whether some remain (the loop then does not sleep).
+    pub(super) fn compress_histories(&mut self) -> bool {
+        let mut left = HISTORY_BLOCKS_PER_TURN;
+        let mut more = false;
+        for pane in self.panes.values_mut() {
+            if !pane.screen().history_backlog() {
+                continue;
+            }
+            if left == 0 {
+                return true;
+            }
+            left -= pane.compress_history(left);
+            more |= pane.screen().history_backlog();
+        }
+        more
     }
 
     /// All panes' history bytes: (stored, raw).

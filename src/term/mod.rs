@@ -632,7 +632,20 @@ impl Terminal {
     /// `to_json_without_history` encoding left out: they keep their numbers
     /// (the count of lines ever pushed is the encoding's).
     pub fn restore_history(&mut self, lines: Vec<Line>) {
-        self.screen.scrollback.restore_lines(lines);
+        self.screen.scrollback.restore_lines_later(lines);
+    }
+
+    /// Whether history lines wait to be compressed (`compress_history`):
+    /// put back by `restore_history` or decoded, which leave it for later
+    /// so that a live upgrade's blackout does not compress every pane.
+    pub fn history_backlog(&self) -> bool {
+        self.screen.scrollback.has_backlog()
+    }
+
+    /// Compresses up to `max_blocks` blocks of that backlog (each about
+    /// 32 KiB of lines); returns how many it did.
+    pub fn compress_history(&mut self, max_blocks: usize) -> usize {
+        self.screen.scrollback.compress_backlog(max_blocks)
     }
 
     /// How many state-changing calls this terminal has had (see `changes`).

@@ -892,7 +892,8 @@ impl From<ScrollbackRepr> for Scrollback {
             pushed: r.pushed,
             epoch: fresh_epoch(),
         };
-        s.freeze_full();
+        // Compressed later (`compress_backlog`): a live upgrade decodes
+        // inside its blackout.
         s.trim();
         s
     }
@@ -947,11 +948,17 @@ impl Scrollback {
             .lines
             .push(len, max_chunk, |buf| scratch.encode(buf, flags))
         {
-            self.pushed_line(len);
+            self.pushed_line(len, true);
         }
     }
 
+    #[cfg(test)]
     pub fn push(&mut self, line: Line) {
+        self.push_line(line, true);
+    }
+
+    /// `push`, compressing what fills up now (`freeze`) or later.
+    fn push_line(&mut self, line: Line, freeze: bool) {
         if self.max_lines == 0 {
             return;
         }
@@ -960,7 +967,7 @@ impl Scrollback {
         let max_chunk = self.max_chunk();
         let write = |buf: &mut Vec<u8>| buf.extend_from_slice(bytes);
         if self.lines.push(bytes.len(), max_chunk, write) {
-            self.pushed_line(bytes.len());
+            self.pushed_line(bytes.len(), freeze);
         }
     }
 
@@ -982,18 +989,40 @@ impl Scrollback {
 
     /// Accounts for a line just pushed and evicts the oldest down to the
     /// bounds.
-    fn pushed_line(&mut self, len: usize) {
+    fn pushed_line(&mut self, len: usize, freeze: bool) {
         self.bytes += len + SLOT_BYTES;
         self.hot += len;
         self.pushed += 1;
-        self.freeze_full();
+        if freeze {
+            // Two: one keeps up with output, the other works off a backlog.
+            self.freeze(2);
+        }
         self.trim();
     }
 
-    /// Compresses the oldest hot lines, a block at a time, while the hot
-    /// lines hold two blocks' worth: one block stays hot.
-    fn freeze_full(&mut self) {
-        while self.hot >= 2 * self.block_raw {
+    /// Whether hot lines wait to be compressed (`compress_backlog`): two
+    /// blocks' worth or more.
+    pub fn has_backlog(&self) -> bool {
+        self.hot >= 2 * self.block_raw
+    }
+
+    /// Compresses up to `max_blocks` blocks of the backlog (lines put back
+    /// by `restore_lines_later` or decoded); the byte bound, held off while
+    /// they were uncompressed, applies once they all are. Returns the
+    /// blocks compressed.
+    pub fn compress_backlog(&mut self, max_blocks: usize) -> usize {
+        let n = self.freeze(max_blocks);
+        self.trim();
+        n
+    }
+
+    /// Compresses the oldest hot lines, a block at a time (at most
+    /// `max_blocks`), while the hot lines hold two blocks' worth: one block
+    /// stays hot. Returns the blocks made.
+    fn freeze(&mut self, max_blocks: usize) -> usize {
+        let mut made = 0;
+        while made < max_blocks && self.has_backlog() {
+            made += 1;
             let mut n = 0;
             let mut raw = 0;
             while raw < self.block_raw && n < self.lines.len() {
@@ -1006,6 +1035,7 @@ impl Scrollback {
                 self.pop_hot_front();
             }
         }
+        made
     }
 
     fn pop_hot_front(&mut self) -> bool {
@@ -1030,7 +1060,9 @@ impl Scrollback {
                 break;
             }
         }
-        while self.bytes > self.max_bytes && self.len() > 0 {
+        // Not while lines wait to be compressed: they would be evicted for
+        // bytes they are about to give back.
+        while self.bytes > self.max_bytes && self.len() > 0 && !self.has_backlog() {
             if let Some((_, freed)) = self.cold.drop_front() {
                 self.bytes -= freed;
             } else if !self.pop_hot_front() {
@@ -1087,10 +1119,21 @@ impl Scrollback {
 
     /// Puts lines back after `take_lines` (bounds applied, oldest evicted).
     pub fn restore_lines(&mut self, lines: Vec<Line>) {
+        self.put_back(lines, true);
+    }
+
+    /// `restore_lines`, leaving the compression to `compress_backlog`
+    /// (what a live upgrade or a crash recovery puts back, inside its
+    /// blackout).
+    pub fn restore_lines_later(&mut self, lines: Vec<Line>) {
+        self.put_back(lines, false);
+    }
+
+    fn put_back(&mut self, lines: Vec<Line>, freeze: bool) {
         self.epoch = fresh_epoch();
         let pushed = self.pushed;
         for line in lines {
-            self.push(line);
+            self.push_line(line, freeze);
         }
         self.pushed = pushed;
     }
@@ -1700,5 +1743,41 @@ mod tests {
         assert!(sb.line(0).unwrap().view().text().contains("dropped"));
         assert_eq!(sb.cold.blocks(), 1);
         assert_eq!(numbered(&sb).last(), before.last());
+    }
+
+    /// Lines put back for later (a live upgrade's) are compressed by
+    /// `compress_backlog`, a few blocks at a time; until then the byte
+    /// bound waits, rather than evict lines that fit once compressed.
+    #[test]
+    fn lines_put_back_for_later_are_compressed_on_request() {
+        let log =
+            |i: usize| Line::new(&format!("line {i} of a log that says the same"), &[], false);
+        let mut sb = Scrollback::new(usize::MAX, 20_000);
+        sb.set_block_raw(1000);
+        for i in 0..3000 {
+            sb.push(log(i));
+        }
+        let want = all_lines(&sb);
+        assert!(want.len() < 3000 && sb.stored_bytes() <= 20_000);
+        let mut back = Scrollback::new(usize::MAX, 20_000);
+        back.set_block_raw(1000);
+        back.restore_lines_later(want.clone());
+        assert!(back.has_backlog() && back.stored_bytes() > 20_000);
+        assert_eq!(all_lines(&back), want);
+        let mut turns = 0;
+        while back.has_backlog() {
+            assert!(back.compress_backlog(3) <= 3);
+            turns += 1;
+        }
+        assert!(turns > 1);
+        let got = all_lines(&back);
+        assert!(back.stored_bytes() <= 20_000);
+        assert!(
+            got.len() * 10 >= want.len() * 9,
+            "{} of {}",
+            got.len(),
+            want.len()
+        );
+        assert_eq!(got[..], want[want.len() - got.len()..]);
     }
 }

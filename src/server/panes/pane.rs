@@ -658,6 +658,11 @@ impl Pane {
         self.resume = resume;
     }
 
+    /// See `Terminal::compress_history`.
+    pub fn compress_history(&mut self, max_blocks: usize) -> usize {
+        self.screen.compress_history(max_blocks)
+    }
+
     /// Drops the oldest compressed block of the history for
     /// `scrollback_total_bytes` (`Terminal::drop_oldest_history_block`).
     pub fn drop_oldest_history_block(&mut self) -> Option<usize> {
