@@ -126,7 +126,7 @@ fn main() {
             for k in before.max(oldest)..pushed {
                 let line = t.history_line_bytes(k).expect("held");
                 lines.extend_from_slice(&(line.len() as u32).to_le_bytes());
-                lines.extend_from_slice(line);
+                lines.extend_from_slice(&line);
             }
             black_box(&lines);
             logged.push(started.elapsed());

@@ -96,6 +96,19 @@ pub fn status(g: &Global, a: &Parsed) -> Result<i32, CliError> {
         s.clients, s.connections
     );
     println!("generation: {}", s.generation);
+    if let (Some(stored), Some(raw), Some(limit)) = (
+        s.history["stored_bytes"].as_u64(),
+        s.history["raw_bytes"].as_u64(),
+        s.history["total_bytes_limit"].as_u64(),
+    ) {
+        let mib = |n: u64| n as f64 / f64::from(1 << 20);
+        println!(
+            "history:    {:.1} MiB held for {:.1} MiB of lines (scrollback_total_bytes {:.1} MiB)",
+            mib(stored),
+            mib(raw),
+            mib(limit)
+        );
+    }
     print_restore(&s.persistence["restore"]);
     let problems = s.config["problems"].as_array().cloned().unwrap_or_default();
     if !problems.is_empty() {

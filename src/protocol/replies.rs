@@ -74,6 +74,11 @@ pub struct Status {
     /// frames), the budget for it and how many were refused over it.
     #[serde(default)]
     pub client_input: Value,
+    /// All panes' history bytes (`stored_bytes`, `raw_bytes`) and
+    /// `scrollback_total_bytes` (`total_bytes_limit`); null from a server
+    /// before them.
+    #[serde(default)]
+    pub history: Value,
 }
 
 /// `server.save`: once the snapshot of `revision` is on disk.

@@ -46,10 +46,43 @@ pub const MAX_SCROLLBACK_LINES: usize = 1_000_000;
 /// Most scrollback bytes a pane may keep.
 pub const MAX_SCROLLBACK_BYTES: usize = 1 << 30;
 
+/// `scrollback_total_bytes`: what all panes' histories may hold together
+/// (compressed blocks and the uncompressed newest lines, as
+/// `Terminal::history_stored_bytes` counts them). Past it the server drops
+/// the oldest compressed blocks of the panes holding most
+/// (`Server::enforce_history_budget`). The default is an eighth of the
+/// machine's memory, at most 2 GiB (1 GiB where the memory is unknown);
+/// the floor keeps a typo from leaving no history at all.
+pub const SCROLLBACK_TOTAL_BYTES: (usize, usize) = (1 << 20, 1 << 40);
+
+fn default_scrollback_total_bytes() -> usize {
+    let ram = physical_memory().unwrap_or(8 << 30);
+    (ram / 8).clamp(SCROLLBACK_TOTAL_BYTES.0, 2 << 30)
+}
+
+#[cfg(unix)]
+fn physical_memory() -> Option<usize> {
+    // SAFETY: sysconf reads a system value and has no preconditions.
+    let (pages, size) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    let (pages, size) = (usize::try_from(pages).ok()?, usize::try_from(size).ok()?);
+    pages.checked_mul(size).filter(|&n| n > 0)
+}
+
+#[cfg(not(unix))]
+fn physical_memory() -> Option<usize> {
+    None
+}
+
 /// The keys the file may hold, in the order `ptyd config reload` lists them.
 pub const KEYS: &[&str] = &[
     "scrollback_lines",
     "scrollback_bytes",
+    "scrollback_total_bytes",
     "shell",
     "term",
     "restore",
@@ -156,6 +189,8 @@ pub struct UserConfig {
     /// Lines of history an attach prints into the terminal's scrollback
     /// (when not on the alternate screen).
     pub attach_history: usize,
+    /// All panes' history bytes together ([`SCROLLBACK_TOTAL_BYTES`]).
+    pub scrollback_total_bytes: usize,
     /// The attach client asks for every byte of output (`when_behind:
     /// pause`: the pane waits for a terminal that falls behind) instead of
     /// a redraw once it has caught up.
@@ -194,6 +229,7 @@ impl Default for UserConfig {
             detach_key: ("C-\\".to_string(), 0x1c),
             attach_alt_screen: true,
             attach_history: 3000,
+            scrollback_total_bytes: default_scrollback_total_bytes(),
             attach_lossless: false,
             attach_direct: true,
             status: Default::default(),
@@ -229,6 +265,10 @@ impl UserConfig {
         let mut m = serde_json::Map::new();
         m.insert("scrollback_lines".into(), json!(self.term.scrollback_lines));
         m.insert("scrollback_bytes".into(), json!(self.term.scrollback_bytes));
+        m.insert(
+            "scrollback_total_bytes".into(),
+            json!(self.scrollback_total_bytes),
+        );
         m.insert("shell".into(), json!(self.shell));
         m.insert("term".into(), json!(self.term_name));
         m.insert("restore".into(), json!(self.restore));
@@ -411,6 +451,14 @@ fn parse_all(path: &Path, text: &str) -> (UserConfig, Vec<String>) {
                 value,
                 (0, MAX_SCROLLBACK_BYTES),
                 &mut config.term.scrollback_bytes,
+            ),
+            "scrollback_total_bytes" => limit(
+                &mut problems,
+                &place,
+                "scrollback_total_bytes",
+                value,
+                SCROLLBACK_TOTAL_BYTES,
+                &mut config.scrollback_total_bytes,
             ),
             "shell" => match String::deserialize(ValueDeserializer::from(value)) {
                 Ok(v) if is_executable(Path::new(&v)) => config.shell = Some(PathBuf::from(v)),

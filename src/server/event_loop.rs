@@ -36,6 +36,8 @@ impl Server {
                 &format!("asking for {LOOP_SLICE:?} time slices: {e}; keeping the default"),
             ),
         }
+        // Histories put back uncompressed wait (`compress_histories`).
+        let mut compressing = false;
         while !self.stopping {
             let now = Instant::now();
             if self.echo_wait.is_some_and(|(_, until)| until <= now) {
@@ -48,7 +50,7 @@ impl Server {
                         .poll_timeout(now)
                         .map_or(until - now, |t| t.min(until - now)),
                 ),
-                None if self.backlog.is_empty() => self.timers.poll_timeout(now),
+                None if self.backlog.is_empty() && !compressing => self.timers.poll_timeout(now),
                 None => Some(Duration::ZERO),
             };
             self.arrivals
@@ -90,6 +92,8 @@ impl Server {
             if self.echo_wait.is_none() {
                 self.revisit_backlog();
             }
+            compressing = self.compress_histories();
+            self.enforce_history_budget();
             self.fire_timers();
             self.keeper_tick(Instant::now());
             self.flush_conns();

@@ -41,6 +41,7 @@ mod fd_budget;
 #[cfg(unix)]
 #[path = "../fuzzing/server.rs"]
 pub(crate) mod fuzzing;
+mod history_budget;
 mod requests;
 #[cfg_attr(windows, path = "start_windows.rs")]
 mod start;

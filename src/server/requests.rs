@@ -282,6 +282,7 @@ impl Server {
             stderr_write_error,
             runtime_dir: self.rebinds.status(),
             client_input: self.client_input_status(),
+            history: self.history_status(),
         }
     }
 

@@ -127,6 +127,7 @@ pub fn capture(s: &Screen, opts: &CaptureOptions, modes: ModeSummary) -> Capture
         let (text, wraps, gap) = if n < 0 {
             match s.scrollback.get((history + n) as usize) {
                 Some(line) => {
+                    let line = line.view();
                     let text = if opts.escapes {
                         let mut out = Vec::new();
                         line.write_sgr(&mut out);

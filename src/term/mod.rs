@@ -77,6 +77,7 @@
 mod boundary;
 mod capture;
 mod cell;
+mod cold;
 mod csi_fast;
 mod dec;
 mod grid;
@@ -458,6 +459,7 @@ impl Terminal {
         let mut total = 0;
         for i in (0..sb.len()).rev().take(lines) {
             let Some(line) = sb.get(i) else { break };
+            let line = line.view();
             let mut bytes = Vec::new();
             line.write_sgr(&mut bytes);
             if total + bytes.len() + 8 > max_bytes {
@@ -502,6 +504,7 @@ impl Terminal {
                 let Some(line) = sb.get((n - history_start) as usize) else {
                     break;
                 };
+                let line = line.view();
                 if escapes {
                     let mut out = Vec::new();
                     line.write_sgr(&mut out);
@@ -628,21 +631,40 @@ impl Terminal {
         Some((sb.epoch(), oldest, sb.pushed()))
     }
 
-    /// History line number `n` (see `history_numbering`) appended to `out`
-    /// as its packed bytes (`Line::from_stored` takes them back): a copy,
-    /// no encoding; `None` if no line has that number.
-    pub fn history_line_bytes(&self, n: u64) -> Option<&[u8]> {
+    /// History line number `n` (see `history_numbering`) as its packed
+    /// bytes (`Line::from_stored` takes them back): borrowed, or for a
+    /// compressed line a copy out of its decoded block, no encoding; `None`
+    /// if no line has that number.
+    pub fn history_line_bytes(&self, n: u64) -> Option<std::borrow::Cow<'_, [u8]>> {
         let sb = &self.screen.scrollback;
         let oldest = sb.pushed().checked_sub(sb.len() as u64)?;
         let i = usize::try_from(n.checked_sub(oldest)?).ok()?;
-        sb.get(i).map(|line| line.stored())
+        sb.get(i).map(|line| match line {
+            scrollback::HistoryLine::Hot(line) => std::borrow::Cow::Borrowed(line.stored()),
+            scrollback::HistoryLine::Cold(line) => {
+                std::borrow::Cow::Owned(line.view().stored().to_vec())
+            }
+        })
     }
 
     /// Puts back, oldest first, the history lines a
     /// `to_json_without_history` encoding left out: they keep their numbers
     /// (the count of lines ever pushed is the encoding's).
     pub fn restore_history(&mut self, lines: Vec<Line>) {
-        self.screen.scrollback.restore_lines(lines);
+        self.screen.scrollback.restore_lines_later(lines);
+    }
+
+    /// Whether history lines wait to be compressed (`compress_history`):
+    /// put back by `restore_history` or decoded, which leave it for later
+    /// so that a live upgrade's blackout does not compress every pane.
+    pub fn history_backlog(&self) -> bool {
+        self.screen.scrollback.has_backlog()
+    }
+
+    /// Compresses up to `max_blocks` blocks of that backlog (each about
+    /// 32 KiB of lines); returns how many it did.
+    pub fn compress_history(&mut self, max_blocks: usize) -> usize {
+        self.screen.scrollback.compress_backlog(max_blocks)
     }
 
     /// How many state-changing calls this terminal has had (see `changes`).
@@ -658,6 +680,35 @@ impl Terminal {
     /// Estimated heap bytes used by scrollback.
     pub fn scrollback_memory_bytes(&self) -> usize {
         self.screen.scrollback.memory_bytes()
+    }
+
+    /// History bytes as counted against the bounds (`scrollback_bytes`,
+    /// `scrollback_total_bytes`): the uncompressed newest lines and the
+    /// compressed blocks.
+    pub fn history_stored_bytes(&self) -> usize {
+        self.screen.scrollback.stored_bytes()
+    }
+
+    /// What the same history would take uncompressed.
+    pub fn history_raw_bytes(&self) -> usize {
+        self.screen.scrollback.raw_bytes()
+    }
+
+    /// Drops the history's oldest compressed block, leaving a marker line
+    /// saying how many lines went (`scrollback_total_bytes`). Returns the
+    /// bytes freed; `None` if no block is compressed yet.
+    pub fn drop_oldest_history_block(&mut self) -> Option<usize> {
+        let freed = self.screen.scrollback.drop_oldest_block()?;
+        self.changes += 1;
+        Some(freed)
+    }
+
+    /// Sets how many raw bytes fill a history block before it is
+    /// compressed (tests and benches use small blocks so that every block
+    /// edge is crossed); not kept by an encoding.
+    #[doc(hidden)]
+    pub fn set_history_block_bytes(&mut self, bytes: usize) {
+        self.screen.scrollback.set_block_raw(bytes);
     }
 
     /// Bytes held back because the sequence they start is incomplete.

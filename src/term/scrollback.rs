@@ -26,6 +26,7 @@ use std::borrow::Cow;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::cell::{Extra, PenWriter, SPACER, Style, WIDE};
+use super::cold::{BLOCK_RAW, BlockRepr, Cold};
 use super::grid::Row;
 
 const FLAG_WRAPPED: u8 = 1;
@@ -54,6 +55,23 @@ pub struct Line(Box<[u8]>);
 /// A history line's bytes, borrowed from a `Line` or from the arena.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LineRef<'a>(&'a [u8]);
+
+/// A line read from the history: borrowed from the uncompressed newest
+/// lines, or a copy out of a decompressed block.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HistoryLine<'a> {
+    Hot(LineRef<'a>),
+    Cold(Line),
+}
+
+impl HistoryLine<'_> {
+    pub fn view(&self) -> LineRef<'_> {
+        match self {
+            HistoryLine::Hot(line) => *line,
+            HistoryLine::Cold(line) => line.view(),
+        }
+    }
+}
 
 /// Serialized form: readable in JSON and independent of the packing.
 /// Borrowed both ways: a live upgrade encodes and decodes every scrollback
@@ -189,6 +207,18 @@ impl Line {
 
     pub fn view(&self) -> LineRef<'_> {
         LineRef(&self.0)
+    }
+
+    /// An unstyled line of `text`.
+    pub(super) fn plain(text: &str) -> Line {
+        LineRepr {
+            t: Cow::Borrowed(text),
+            r: Vec::new(),
+            w: false,
+            g: false,
+            x: Vec::new(),
+        }
+        .to_line()
     }
 
     /// A line from its packed bytes as `LineRef::stored` gave them (the
@@ -365,6 +395,12 @@ impl LineScratch {
 }
 
 impl<'a> LineRef<'a> {
+    /// A line's packed bytes as a line made them (`stored`), or checked by
+    /// `Line::from_stored`: the accessors index by them.
+    pub(super) fn new(bytes: &'a [u8]) -> LineRef<'a> {
+        LineRef(bytes)
+    }
+
     /// Length of the extras section with its length word (0 if none).
     fn extras_len(&self) -> usize {
         if self.0[0] & FLAG_EXTRAS == 0 {
@@ -708,8 +744,22 @@ const SLOT_BYTES: usize = 16;
 #[derive(Debug, Deserialize)]
 #[serde(from = "ScrollbackRepr")]
 pub struct Scrollback {
+    /// The oldest lines, compressed (`cold.rs`).
+    #[serde(skip)]
+    cold: Cold,
+    /// The newest lines, uncompressed: between one and two blocks' worth
+    /// once there is any cold history, so scrolling, a short scroll-back
+    /// and reflow's carried lines never decompress.
     lines: Arena,
+    /// Bytes counted against `max_bytes`: the hot lines' encodings plus
+    /// their slots, and the cold blocks' compressed bytes.
     bytes: usize,
+    /// The hot lines' encoded bytes (what goes into blocks).
+    #[serde(skip)]
+    hot: usize,
+    /// Raw bytes a block is filled to (`cold::BLOCK_RAW`; tests lower it).
+    #[serde(skip)]
+    block_raw: usize,
     max_lines: usize,
     max_bytes: usize,
     /// Scratch buffers for `push_row`, kept so converting a row allocates
@@ -742,8 +792,11 @@ fn fresh_epoch() -> u64 {
 impl Clone for Scrollback {
     fn clone(&self) -> Scrollback {
         Scrollback {
+            cold: self.cold.clone(),
             lines: self.lines.clone(),
             bytes: self.bytes,
+            hot: self.hot,
+            block_raw: self.block_raw,
             max_lines: self.max_lines,
             max_bytes: self.max_bytes,
             scratch: LineScratch::default(),
@@ -758,13 +811,27 @@ impl Clone for Scrollback {
 /// while `Terminal::to_json_without_history` runs.
 impl Serialize for Scrollback {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut st = serializer.serialize_struct("Scrollback", 5)?;
-        if OMIT_LINES.with(std::cell::Cell::get) {
+        let mut st = serializer.serialize_struct("Scrollback", 6)?;
+        let omit = OMIT_LINES.with(std::cell::Cell::get);
+        if omit {
             st.serialize_field("lines", &[0u8; 0])?;
         } else {
             st.serialize_field("lines", &self.lines)?;
         }
-        st.serialize_field("bytes", &self.bytes)?;
+        // Older than `lines`; absent while there is none, so a history
+        // without cold blocks encodes as before them.
+        if omit || self.cold.blocks() == 0 {
+            st.skip_field("cold")?;
+        } else {
+            st.serialize_field("cold", &self.cold.to_repr())?;
+        }
+        // Recomputed on decode; left out with the lines, as it depends on
+        // where the blocks were cut.
+        if omit {
+            st.skip_field("bytes")?;
+        } else {
+            st.serialize_field("bytes", &self.bytes)?;
+        }
         st.serialize_field("max_lines", &self.max_lines)?;
         st.serialize_field("max_bytes", &self.max_bytes)?;
         st.serialize_field("pushed", &self.pushed)?;
@@ -799,6 +866,8 @@ pub(super) fn without_lines<T>(encode: impl FnOnce() -> T) -> T {
 /// bounds are applied.
 #[derive(Deserialize)]
 struct ScrollbackRepr {
+    #[serde(default)]
+    cold: Vec<BlockRepr>,
     lines: Arena,
     max_lines: usize,
     max_bytes: usize,
@@ -808,27 +877,39 @@ struct ScrollbackRepr {
 
 impl From<ScrollbackRepr> for Scrollback {
     fn from(r: ScrollbackRepr) -> Scrollback {
-        let bytes = r.lines.spans.iter().map(|s| s.len as usize).sum::<usize>()
-            + r.lines.len() * SLOT_BYTES;
+        let cold = Cold::from_repr(r.cold);
+        let hot = r.lines.spans.iter().map(|s| s.len as usize).sum::<usize>();
+        let bytes = hot + r.lines.len() * SLOT_BYTES + cold.stored();
         let mut s = Scrollback {
+            cold,
             lines: r.lines,
             bytes,
+            hot,
+            block_raw: BLOCK_RAW,
             max_lines: r.max_lines,
             max_bytes: r.max_bytes,
             scratch: LineScratch::default(),
             pushed: r.pushed,
             epoch: fresh_epoch(),
         };
+        // Compressed later (`compress_backlog`): a live upgrade decodes
+        // inside its blackout.
         s.trim();
         s
     }
 }
 
+/// Equal lines and bounds, however they are stored (hot or cold, in
+/// blocks cut where they were).
 impl PartialEq for Scrollback {
     fn eq(&self, other: &Scrollback) -> bool {
-        self.lines.len() == other.lines.len()
-            && self.lines.iter().eq(other.lines.iter())
-            && self.bytes == other.bytes
+        let lines = |s: &Scrollback| {
+            let mut all = Vec::with_capacity(s.len());
+            s.for_each_line(|l| all.push(l.to_line()));
+            all
+        };
+        self.len() == other.len()
+            && lines(self) == lines(other)
             && self.max_lines == other.max_lines
             && self.max_bytes == other.max_bytes
     }
@@ -839,8 +920,11 @@ impl Eq for Scrollback {}
 impl Scrollback {
     pub fn new(max_lines: usize, max_bytes: usize) -> Scrollback {
         Scrollback {
+            cold: Cold::default(),
             lines: Arena::default(),
             bytes: 0,
+            hot: 0,
+            block_raw: BLOCK_RAW,
             max_lines,
             max_bytes,
             scratch: LineScratch::default(),
@@ -864,11 +948,17 @@ impl Scrollback {
             .lines
             .push(len, max_chunk, |buf| scratch.encode(buf, flags))
         {
-            self.pushed_line(len);
+            self.pushed_line(len, true);
         }
     }
 
+    #[cfg(test)]
     pub fn push(&mut self, line: Line) {
+        self.push_line(line, true);
+    }
+
+    /// `push`, compressing what fills up now (`freeze`) or later.
+    fn push_line(&mut self, line: Line, freeze: bool) {
         if self.max_lines == 0 {
             return;
         }
@@ -877,7 +967,7 @@ impl Scrollback {
         let max_chunk = self.max_chunk();
         let write = |buf: &mut Vec<u8>| buf.extend_from_slice(bytes);
         if self.lines.push(bytes.len(), max_chunk, write) {
-            self.pushed_line(bytes.len());
+            self.pushed_line(bytes.len(), freeze);
         }
     }
 
@@ -899,22 +989,120 @@ impl Scrollback {
 
     /// Accounts for a line just pushed and evicts the oldest down to the
     /// bounds.
-    fn pushed_line(&mut self, len: usize) {
+    fn pushed_line(&mut self, len: usize, freeze: bool) {
         self.bytes += len + SLOT_BYTES;
+        self.hot += len;
         self.pushed += 1;
+        if freeze {
+            // Two: one keeps up with output, the other works off a backlog.
+            self.freeze(2);
+        }
         self.trim();
     }
 
-    /// Evicts the oldest lines down to the bounds.
-    fn trim(&mut self) {
-        while self.lines.len() > self.max_lines
-            || (self.bytes > self.max_bytes && self.lines.len() > 0)
-        {
-            match self.lines.pop_front() {
-                Some(len) => self.bytes -= len + SLOT_BYTES,
-                None => break,
+    /// Whether hot lines wait to be compressed (`compress_backlog`): two
+    /// blocks' worth or more.
+    pub fn has_backlog(&self) -> bool {
+        self.hot >= 2 * self.block_raw
+    }
+
+    /// Compresses up to `max_blocks` blocks of the backlog (lines put back
+    /// by `restore_lines_later` or decoded); the byte bound, held off while
+    /// they were uncompressed, applies once they all are. Returns the
+    /// blocks compressed.
+    pub fn compress_backlog(&mut self, max_blocks: usize) -> usize {
+        let n = self.freeze(max_blocks);
+        self.trim();
+        n
+    }
+
+    /// Compresses the oldest hot lines, a block at a time (at most
+    /// `max_blocks`), while the hot lines hold two blocks' worth: one block
+    /// stays hot. Returns the blocks made.
+    fn freeze(&mut self, max_blocks: usize) -> usize {
+        let mut made = 0;
+        while made < max_blocks && self.has_backlog() {
+            made += 1;
+            let mut n = 0;
+            let mut raw = 0;
+            while raw < self.block_raw && n < self.lines.len() {
+                raw += self.lines.spans[n].len as usize;
+                n += 1;
+            }
+            let lines = &self.lines;
+            self.bytes += self.cold.freeze((0..n).filter_map(|i| lines.get(i)));
+            for _ in 0..n {
+                self.pop_hot_front();
             }
         }
+        made
+    }
+
+    fn pop_hot_front(&mut self) -> bool {
+        match self.lines.pop_front() {
+            Some(len) => {
+                self.bytes -= len + SLOT_BYTES;
+                self.hot -= len;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Evicts the oldest lines down to the bounds: one at a time for the
+    /// line bound, whole blocks of cold ones for the byte bound (a block's
+    /// bytes are freed only with its last line).
+    fn trim(&mut self) {
+        while self.len() > self.max_lines {
+            if self.cold.len() > 0 {
+                self.bytes -= self.cold.pop_front_line().unwrap_or(0);
+            } else if !self.pop_hot_front() {
+                break;
+            }
+        }
+        // Not while lines wait to be compressed: they would be evicted for
+        // bytes they are about to give back.
+        while self.bytes > self.max_bytes && self.len() > 0 && !self.has_backlog() {
+            if let Some((_, freed)) = self.cold.drop_front() {
+                self.bytes -= freed;
+            } else if !self.pop_hot_front() {
+                break;
+            }
+        }
+    }
+
+    /// Drops the oldest block of cold lines to bring all panes' histories
+    /// back within `scrollback_total_bytes`, leaving a marker line saying
+    /// how many lines are gone in their place (the lines after it keep
+    /// their numbers: the marker takes the last dropped line's). Returns
+    /// the bytes freed; `None` if no block of lines is cold.
+    pub fn drop_oldest_block(&mut self) -> Option<usize> {
+        let (_, freed) = self.cold.drop_oldest_for_budget()?;
+        self.bytes -= freed;
+        Some(freed)
+    }
+
+    /// Visits every line, oldest first (each cold block decoded once).
+    pub fn for_each_line(&self, mut f: impl FnMut(LineRef)) {
+        self.cold.for_each(&mut f);
+        self.lines.iter().for_each(f);
+    }
+
+    /// Bytes held as counted against the bounds: the hot lines' and the
+    /// compressed blocks'.
+    pub fn stored_bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// What the history would hold uncompressed: its lines' encodings.
+    pub fn raw_bytes(&self) -> usize {
+        self.hot + self.cold.raw()
+    }
+
+    /// Lowers the raw size of a block (tests: blocks of a few lines, so
+    /// every edge is crossed). Takes effect from the next line pushed.
+    pub fn set_block_raw(&mut self, bytes: usize) {
+        self.block_raw = bytes.max(1);
     }
 
     /// All lines, oldest first, leaving the history empty; `pushed` is
@@ -922,33 +1110,63 @@ impl Scrollback {
     pub fn take_lines(&mut self) -> Vec<Line> {
         self.epoch = fresh_epoch();
         self.bytes = 0;
+        self.hot = 0;
+        let mut all = self.cold.take_all();
         let lines = std::mem::take(&mut self.lines);
-        lines.iter().map(LineRef::to_line).collect()
+        all.extend(lines.iter().map(LineRef::to_line));
+        all
     }
 
     /// Puts lines back after `take_lines` (bounds applied, oldest evicted).
     pub fn restore_lines(&mut self, lines: Vec<Line>) {
+        self.put_back(lines, true);
+    }
+
+    /// `restore_lines`, leaving the compression to `compress_backlog`
+    /// (what a live upgrade or a crash recovery puts back, inside its
+    /// blackout).
+    pub fn restore_lines_later(&mut self, lines: Vec<Line>) {
+        self.put_back(lines, false);
+    }
+
+    fn put_back(&mut self, lines: Vec<Line>, freeze: bool) {
         self.epoch = fresh_epoch();
         let pushed = self.pushed;
         for line in lines {
-            self.push(line);
+            self.push_line(line, freeze);
         }
         self.pushed = pushed;
     }
 
     /// Takes back the newest line (used when the screen grows taller).
     pub fn pop_newest(&mut self) -> Option<Line> {
+        if self.lines.len() == 0 {
+            // The newest block comes back hot, the line from it.
+            let (lines, freed) = self.cold.pop_back_block()?;
+            self.bytes -= freed;
+            for line in lines {
+                let bytes = &line.0;
+                let write = |buf: &mut Vec<u8>| buf.extend_from_slice(bytes);
+                if self.lines.push(bytes.len(), self.max_chunk(), write) {
+                    self.bytes += bytes.len() + SLOT_BYTES;
+                    self.hot += bytes.len();
+                }
+            }
+        }
         let line = self.lines.pop_back()?;
         // `pushed` stays: every line's number moves up by one.
         self.epoch = fresh_epoch();
         self.bytes -= line.0.len() + SLOT_BYTES;
+        self.hot -= line.0.len();
         Some(line)
     }
 
     pub fn clear(&mut self) {
         self.epoch = fresh_epoch();
+        self.cold = Cold::default();
         self.lines = Arena::default();
         self.bytes = 0;
+        self.hot = 0;
     }
 
     pub fn pushed(&self) -> u64 {
@@ -962,17 +1180,23 @@ impl Scrollback {
     }
 
     pub fn len(&self) -> usize {
-        self.lines.len()
+        self.cold.len() + self.lines.len()
     }
 
     /// Line `i`, 0 = oldest.
-    pub fn get(&self, i: usize) -> Option<LineRef<'_>> {
-        self.lines.get(i)
+    pub fn get(&self, i: usize) -> Option<HistoryLine<'_>> {
+        match i.checked_sub(self.cold.len()) {
+            Some(hot) => self.lines.get(hot).map(HistoryLine::Hot),
+            None => self
+                .cold
+                .with_line(i, |l| l.to_line())
+                .map(HistoryLine::Cold),
+        }
     }
 
     /// Heap held by the history.
     pub fn memory_bytes(&self) -> usize {
-        self.lines.memory_bytes()
+        self.lines.memory_bytes() + self.cold.memory_bytes()
     }
 }
 
@@ -980,6 +1204,13 @@ impl Scrollback {
 mod tests {
     use super::*;
     use crate::term::cell::{BOLD, Cell, Color};
+
+    impl Scrollback {
+        /// Line `i` as an owned line, however it is stored.
+        fn line(&self, i: usize) -> Option<Line> {
+            self.get(i).map(|l| l.view().to_line())
+        }
+    }
 
     #[test]
     fn line_is_a_thin_slot() {
@@ -1049,7 +1280,10 @@ mod tests {
             sb.push(Line::new(&i.to_string(), &[], false));
         }
         assert_eq!(sb.len(), 3);
-        assert_eq!(sb.get(0).map(|l| l.text()), Some("7"));
+        assert_eq!(
+            sb.line(0).map(|l| l.view().text().to_owned()),
+            Some("7".to_owned())
+        );
         let mut sb = Scrollback::new(1000, 200);
         for _ in 0..100 {
             sb.push(Line::new(&"x".repeat(50), &[], false));
@@ -1071,6 +1305,8 @@ mod tests {
     #[test]
     fn arena_keeps_lines_across_buffers() {
         let mut sb = Scrollback::new(500, usize::MAX);
+        // The arena alone: nothing compressed.
+        sb.set_block_raw(usize::MAX / 4);
         let mut want = VecDeque::new();
         for i in 0..3000 {
             let line = if i == 1234 {
@@ -1092,7 +1328,7 @@ mod tests {
         }
         assert_eq!(sb.len(), want.len());
         for (i, line) in want.iter().enumerate() {
-            assert_eq!(sb.get(i), Some(line.view()), "line {i}");
+            assert_eq!(sb.line(i).as_ref(), Some(line), "line {i}");
         }
         let held: usize = sb.lines.chunks.iter().map(Vec::len).sum();
         let live: usize = want.iter().map(|l| l.0.len()).sum();
@@ -1105,7 +1341,7 @@ mod tests {
         }
         assert!(want.is_empty());
         sb.push(numbered(7));
-        assert_eq!(sb.get(0), Some(numbered(7).view()));
+        assert_eq!(sb.line(0), Some(numbered(7)));
     }
 
     /// A seeded xorshift generator: the property tests below are
@@ -1132,6 +1368,13 @@ mod tests {
             let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
             let max_bytes = if seed % 2 == 0 { usize::MAX } else { 3000 };
             let mut sb = Scrollback::new(40 + seed as usize, max_bytes);
+            // Most seeds compress blocks of a few lines.
+            let block = if seed % 4 == 0 {
+                BLOCK_RAW
+            } else {
+                40 + 23 * seed as usize
+            };
+            sb.set_block_raw(block);
             let mut seen: std::collections::HashMap<u64, String> = Default::default();
             let (mut epoch, mut pushed) = (sb.epoch(), sb.pushed());
             let mut n = 0;
@@ -1162,7 +1405,8 @@ mod tests {
                     }
                     86..90 => sb = sb.clone(),
                     90..94 => {
-                        sb = serde_json::from_str(&serde_json::to_string(&sb).unwrap()).unwrap()
+                        sb = serde_json::from_str(&serde_json::to_string(&sb).unwrap()).unwrap();
+                        sb.set_block_raw(block);
                     }
                     _ => {}
                 }
@@ -1173,7 +1417,7 @@ mod tests {
                 (epoch, pushed) = (sb.epoch(), sb.pushed());
                 let oldest = sb.pushed() - sb.len() as u64;
                 for i in 0..sb.len() {
-                    let json = serde_json::to_string(&sb.get(i).unwrap()).unwrap();
+                    let json = serde_json::to_string(&sb.line(i).unwrap()).unwrap();
                     let was = seen
                         .entry(oldest + i as u64)
                         .or_insert_with(|| json.clone());
@@ -1221,9 +1465,10 @@ mod tests {
         let json = r#"{"t":"ab","x":[[0,1,{"link":{"uri":"http://x/"}}]]}"#;
         sb.push(serde_json::from_str(json).unwrap());
         for i in 0..sb.len() {
-            let bytes = sb.get(i).unwrap().stored();
+            let line = sb.line(i).unwrap();
+            let bytes = line.view().stored();
             let back = Line::from_stored(bytes).unwrap();
-            assert_eq!(back.view(), sb.get(i).unwrap());
+            assert_eq!(back, line);
             for cut in 0..bytes.len() {
                 let _ = Line::from_stored(&bytes[..cut]);
             }
@@ -1268,16 +1513,271 @@ mod tests {
         assert_eq!(json["pushed"], 300);
         let back: Scrollback = serde_json::from_value(json.clone()).unwrap();
         assert_eq!(back, sb);
-        assert_eq!(back.get(99), Some(lines[299].view()));
+        assert_eq!(back.line(99).as_ref(), Some(&lines[299]));
         json["bytes"] = 0.into();
         let mut back: Scrollback = serde_json::from_value(json.clone()).unwrap();
         assert_eq!(back, sb);
         back.push(numbered(300));
-        assert_eq!(back.get(99), Some(numbered(300).view()));
+        assert_eq!(back.line(99), Some(numbered(300)));
         // Bounds lower than the lines held are applied on the way in.
         json["max_lines"] = 10.into();
         let back: Scrollback = serde_json::from_value(json).unwrap();
         assert_eq!(back.len(), 10);
-        assert_eq!(back.get(9), Some(lines[299].view()));
+        assert_eq!(back.line(9).as_ref(), Some(&lines[299]));
+    }
+
+    /// A line of every kind: plain, styled, wide characters, combining
+    /// marks, hyperlinks and underline colours (extras), wrapped or not;
+    /// lengths vary so block edges fall everywhere.
+    fn varied(i: usize) -> Line {
+        let text = format!("{i} {}", "w".repeat(i * 7 % 90));
+        match i % 5 {
+            0 => Line::new(&text, &[], i % 2 == 0),
+            1 => Line::new(
+                &text,
+                &[Run {
+                    chars: 2,
+                    style: Style { fg: 3, bg: 5 },
+                }],
+                true,
+            ),
+            2 => Line::new(&format!("中文{i}e\u{301}"), &[], false),
+            3 => {
+                let json = format!(
+                    r#"{{"t":"{i} link","x":[[0,2,{{"link":{{"uri":"http://x/{i}"}}}}]],"w":true}}"#
+                );
+                serde_json::from_str(&json).unwrap()
+            }
+            _ => Line::new("", &[], false),
+        }
+    }
+
+    fn all_lines(sb: &Scrollback) -> Vec<Line> {
+        let mut all = Vec::new();
+        sb.for_each_line(|l| all.push(l.to_line()));
+        all
+    }
+
+    /// Compressed blocks read back as the lines pushed, by index (in any
+    /// order, through the one-block cache), in order, through an encoding
+    /// (the blocks carried as they are), a clone, reflow's take and
+    /// restore and taking the newest back (which thaws blocks), for block
+    /// sizes from a line to many; the line bound evicts single lines out
+    /// of a block, and compressible text is stored in fewer bytes than raw.
+    #[test]
+    fn compressed_blocks_read_back_every_line() {
+        for block in [1, 7, 100, 333, 4096] {
+            let mut sb = Scrollback::new(700, usize::MAX);
+            sb.set_block_raw(block);
+            let mut want = VecDeque::new();
+            for i in 0..1000 {
+                sb.push(varied(i));
+                want.push_back(varied(i));
+                if want.len() > 700 {
+                    want.pop_front();
+                }
+            }
+            assert!(sb.cold.blocks() > 1, "block {block}");
+            assert_eq!(sb.len(), want.len());
+            let want: Vec<Line> = want.into();
+            assert_eq!(all_lines(&sb), want, "block {block}");
+            for i in (0..want.len()).rev().step_by(3).chain(0..want.len()) {
+                assert_eq!(
+                    sb.line(i).as_ref(),
+                    Some(&want[i]),
+                    "block {block} line {i}"
+                );
+            }
+            assert_eq!(sb.line(want.len()), None);
+            let json = serde_json::to_value(&sb).unwrap();
+            assert!(json["cold"].as_array().is_some_and(|c| !c.is_empty()));
+            let back: Scrollback = serde_json::from_value(json).unwrap();
+            assert_eq!(back, sb);
+            assert_eq!(all_lines(&back), want);
+            assert_eq!(all_lines(&sb.clone()), want);
+            if block >= 100 {
+                assert!(sb.stored_bytes() < sb.raw_bytes(), "block {block}");
+            }
+            let mut taken = sb.clone();
+            let lines = taken.take_lines();
+            assert_eq!(lines, want);
+            assert_eq!(taken.len(), 0);
+            taken.restore_lines(lines);
+            assert_eq!(all_lines(&taken), want);
+            let mut back = want.clone();
+            while let Some(line) = sb.pop_newest() {
+                assert_eq!(Some(line), back.pop(), "block {block}");
+            }
+            assert!(back.is_empty());
+            assert_eq!((sb.stored_bytes(), sb.raw_bytes()), (0, 0));
+        }
+    }
+
+    /// The byte bound counts compressed bytes and evicts whole blocks,
+    /// oldest first; what is left is the newest lines, in order.
+    #[test]
+    fn byte_bound_evicts_whole_blocks() {
+        let mut sb = Scrollback::new(usize::MAX, 6000);
+        sb.set_block_raw(500);
+        for i in 0..5000 {
+            sb.push(varied(i));
+            assert!(sb.stored_bytes() <= 6000, "line {i}");
+        }
+        let lines = all_lines(&sb);
+        let first = 5000 - lines.len();
+        assert!(first > 0 && lines.len() > 50, "{}", lines.len());
+        for (k, line) in lines.iter().enumerate() {
+            assert_eq!(*line, varied(first + k));
+        }
+    }
+
+    /// A block that does not decode to lines (bytes flipped, cut, not
+    /// base64, a size or line count that does not match, lines that are
+    /// not lines) is refused on the way in and leaves one marker line in
+    /// its place saying how many lines it held; the blocks around it and
+    /// the hot lines read back intact. Never a panic.
+    #[test]
+    fn a_damaged_block_is_refused_with_a_marker() {
+        let mut sb = Scrollback::new(usize::MAX, usize::MAX);
+        sb.set_block_raw(300);
+        for i in 0..400 {
+            sb.push(varied(i));
+        }
+        let json = serde_json::to_value(&sb).unwrap();
+        let blocks = json["cold"].as_array().unwrap().len();
+        assert!(blocks >= 3);
+        let lines = all_lines(&sb);
+        let n1 = json["cold"][1]["n"].as_u64().unwrap() as usize;
+        let n0 = json["cold"][0]["n"].as_u64().unwrap() as usize;
+        let z = json["cold"][1]["z"].as_str().unwrap().to_owned();
+        let mut flipped = z.clone().into_bytes();
+        flipped[z.len() / 2] = if flipped[z.len() / 2] == b'A' {
+            b'B'
+        } else {
+            b'A'
+        };
+        let damages: Vec<(&str, serde_json::Value)> = vec![
+            ("z", String::from_utf8(flipped).unwrap().into()),
+            ("z", z[..z.len() - 8].to_owned().into()),
+            ("z", format!("{z}AAAA").into()),
+            ("z", format!("=={}", &z[2..]).into()),
+            ("z", "!!!!".into()),
+            ("z", "".into()),
+            ("raw", 5.into()),
+            ("raw", (u32::MAX).into()),
+            ("n", (n1 + 1).into()),
+            ("n", 1.into()),
+            ("sum", 12345.into()),
+        ];
+        for (field, value) in damages {
+            let mut bad = json.clone();
+            bad["cold"][1][field] = value.clone();
+            let back: Scrollback = serde_json::from_value(bad).unwrap();
+            let got = all_lines(&back);
+            let lost = got.len() + n1 - lines.len();
+            assert_eq!(&got[..n0], &lines[..n0], "{field} = {value}");
+            let marker = got[n0].view().text().to_owned();
+            assert!(
+                marker.contains("damaged") && marker.contains("history lines lost"),
+                "{field} = {value}: {marker}"
+            );
+            assert!(lost >= 1, "{field} = {value}");
+            assert_eq!(&got[n0 + 1..], &lines[n0 + n1..], "{field} = {value}");
+            assert_eq!(
+                back.line(n0).map(|l| l.view().text().to_owned()),
+                Some(marker)
+            );
+        }
+        // Raw bytes that decompress but are not framed lines.
+        let mut bad = json.clone();
+        let junk = lz4_flex::block::compress(&[9, 0, 0, 0, 1, 2, 3]);
+        bad["cold"][0]["z"] = super::super::cold::base64_encode(&junk).into();
+        bad["cold"][0]["raw"] = 7.into();
+        bad["cold"][0]["n"] = 1.into();
+        bad["cold"][0]["sum"] = super::super::cold::checksum(&[9, 0, 0, 0, 1, 2, 3]).into();
+        let back: Scrollback = serde_json::from_value(bad).unwrap();
+        assert!(back.line(0).unwrap().view().text().contains("damaged"));
+        assert_eq!(all_lines(&back)[1..], lines[n0..]);
+    }
+
+    /// The budget drops the oldest block of lines and leaves one marker
+    /// that counts every line dropped so far; the lines after it keep
+    /// their numbers; with no block left to drop it gives up.
+    #[test]
+    fn budget_drop_leaves_one_marker_counting_the_lines() {
+        let mut sb = Scrollback::new(usize::MAX, usize::MAX);
+        sb.set_block_raw(300);
+        for i in 0..400 {
+            sb.push(varied(i));
+        }
+        let numbered = |sb: &Scrollback| {
+            let oldest = sb.pushed() - sb.len() as u64;
+            all_lines(sb)
+                .into_iter()
+                .enumerate()
+                .map(|(k, l)| (oldest + k as u64, l))
+                .collect::<Vec<_>>()
+        };
+        let before = numbered(&sb);
+        let stored = sb.stored_bytes();
+        let mut dropped = 0;
+        let mut freed_total = 0;
+        for round in 1..=2 {
+            let first = numbered(&sb);
+            let freed = sb.drop_oldest_block().unwrap();
+            freed_total += freed;
+            let after = numbered(&sb);
+            // The lines before the marker (the marker's own number
+            // included) are gone.
+            let marker = &after[0];
+            dropped += (marker.0 - first[0].0) as usize + if round == 1 { 1 } else { 0 };
+            let text = marker.1.view().text();
+            assert!(
+                text.contains(&format!("{dropped} older history lines dropped")),
+                "{text}"
+            );
+            assert_eq!(&after[1..], &before[dropped..]);
+        }
+        assert_eq!(sb.stored_bytes(), stored - freed_total);
+        while sb.drop_oldest_block().is_some() {}
+        assert!(sb.line(0).unwrap().view().text().contains("dropped"));
+        assert_eq!(sb.cold.blocks(), 1);
+        assert_eq!(numbered(&sb).last(), before.last());
+    }
+
+    /// Lines put back for later (a live upgrade's) are compressed by
+    /// `compress_backlog`, a few blocks at a time; until then the byte
+    /// bound waits, rather than evict lines that fit once compressed.
+    #[test]
+    fn lines_put_back_for_later_are_compressed_on_request() {
+        let log =
+            |i: usize| Line::new(&format!("line {i} of a log that says the same"), &[], false);
+        let mut sb = Scrollback::new(usize::MAX, 20_000);
+        sb.set_block_raw(1000);
+        for i in 0..3000 {
+            sb.push(log(i));
+        }
+        let want = all_lines(&sb);
+        assert!(want.len() < 3000 && sb.stored_bytes() <= 20_000);
+        let mut back = Scrollback::new(usize::MAX, 20_000);
+        back.set_block_raw(1000);
+        back.restore_lines_later(want.clone());
+        assert!(back.has_backlog() && back.stored_bytes() > 20_000);
+        assert_eq!(all_lines(&back), want);
+        let mut turns = 0;
+        while back.has_backlog() {
+            assert!(back.compress_backlog(3) <= 3);
+            turns += 1;
+        }
+        assert!(turns > 1);
+        let got = all_lines(&back);
+        assert!(back.stored_bytes() <= 20_000);
+        assert!(
+            got.len() * 10 >= want.len() * 9,
+            "{} of {}",
+            got.len(),
+            want.len()
+        );
+        assert_eq!(got[..], want[want.len() - got.len()..]);
     }
 }

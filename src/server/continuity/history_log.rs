@@ -168,7 +168,7 @@ impl HistoryLog {
             let len = u32::try_from(line.len())
                 .map_err(|_| format!("history line {n} is {} bytes", line.len()))?;
             self.buf.extend_from_slice(&len.to_le_bytes());
-            self.buf.extend_from_slice(line);
+            self.buf.extend_from_slice(&line);
             lines += 1;
             if lines == CHUNK_LINES {
                 chunks.push((start, self.buf.len(), lines));

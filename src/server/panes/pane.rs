@@ -667,6 +667,19 @@ impl Pane {
         self.name = Some(name);
     }
 
+    /// See `Terminal::compress_history`.
+    pub fn compress_history(&mut self, max_blocks: usize) -> usize {
+        self.screen.compress_history(max_blocks)
+    }
+
+    /// Drops the oldest compressed block of the history for
+    /// `scrollback_total_bytes` (`Terminal::drop_oldest_history_block`).
+    pub fn drop_oldest_history_block(&mut self) -> Option<usize> {
+        let freed = self.screen.drop_oldest_history_block()?;
+        self.history_dirty = true;
+        Some(freed)
+    }
+
     /// The history file must be written again (output, a failed save, a
     /// save that renders every pane).
     pub fn mark_history_dirty(&mut self) {
@@ -1070,6 +1083,10 @@ impl Pane {
             "shell_integration": self.shell_integration,
             "shell_injected": self.shell_injected.map(crate::shell::Shell::name),
             "output_bytes": self.output.total(),
+            "history_bytes": {
+                "stored": self.screen.history_stored_bytes(),
+                "raw": self.screen.history_raw_bytes(),
+            },
             "created_unix_ms": self.created_unix_ms,
             "attached_clients": attached_clients,
         })
