@@ -1,11 +1,10 @@
-//! display-message, the option commands, list-clients, list-commands,
+//! display-message, the option commands, list-commands,
 //! start-server.
 
 use super::args::Args;
 use super::commands::COMMANDS;
 use super::options::{self, Scope, Store};
 use super::{CmdResult, Ctx, Failure, vars};
-use serde_json::json;
 
 pub fn display(ctx: &mut Ctx, a: &Args) -> CmdResult {
     let at = ctx.find_pane(a.value('t'))?;
@@ -25,30 +24,6 @@ pub fn display(ctx: &mut Ctx, a: &Args) -> CmdResult {
 
 pub fn start_server(ctx: &mut Ctx, _a: &Args) -> CmdResult {
     ctx.client(true).map(|_| ())
-}
-
-pub fn list_clients(ctx: &mut Ctx, a: &Args) -> CmdResult {
-    let clients = ctx.call("client.list", json!({}))?;
-    let format = a
-        .value('F')
-        .unwrap_or("#{client_name}: #{session_name} [#{client_width}x#{client_height}]");
-    for client in clients["clients"].as_array().into_iter().flatten() {
-        let pane = client["pane"]
-            .as_str()
-            .and_then(|p| p.strip_prefix('p')?.parse::<u64>().ok());
-        let Some(at) = pane.and_then(|n| ctx.view().ok()?.find_pane_num(n)) else {
-            continue;
-        };
-        let name = format!("client-{}", client["id"].as_u64().unwrap_or(0));
-        let pre = format
-            .replace("#{client_name}", &name)
-            .replace("#{client_tty}", &name)
-            .replace("#{client_width}", &client["cols"].to_string())
-            .replace("#{client_height}", &client["rows"].to_string());
-        let line = vars::expand(ctx, at, &pre)?;
-        out!("{line}");
-    }
-    Ok(())
 }
 
 pub fn list_commands(_ctx: &mut Ctx, a: &Args) -> CmdResult {

@@ -12,6 +12,17 @@ use serde_json::{Value, json};
 /// Expands `format` for the pane at `at` (a session's or window's row
 /// uses its active pane).
 pub fn expand(ctx: &mut Ctx, at: At, format: &str) -> Result<String, Failure> {
+    expand_with(ctx, at, format, &[])
+}
+
+/// As `expand`, with variables of something other than the tree (a
+/// client's), looked up first.
+pub fn expand_with(
+    ctx: &mut Ctx,
+    at: At,
+    format: &str,
+    extra: &[(&str, String)],
+) -> Result<String, Failure> {
     let needs_screen = [
         "cursor_",
         "history_size",
@@ -47,6 +58,7 @@ pub fn expand(ctx: &mut Ctx, at: At, format: &str) -> Result<String, Failure> {
         screen: &screen,
         socket: &socket,
         titles: &titles,
+        extra,
     };
     Ok(format::expand(format, &vars))
 }
@@ -60,6 +72,7 @@ struct Vars<'a> {
     socket: &'a str,
     /// Titles given with `select-pane -T`, by pane (`%N`).
     titles: &'a super::options::Store,
+    extra: &'a [(&'a str, String)],
 }
 
 fn flag(b: bool) -> String {
@@ -68,6 +81,9 @@ fn flag(b: bool) -> String {
 
 impl Lookup for Vars<'_> {
     fn get(&self, name: &str) -> Option<String> {
+        if let Some((_, v)) = self.extra.iter().find(|(n, _)| *n == name) {
+            return Some(v.clone());
+        }
         if let Some(v) = self.server_var(name) {
             return Some(v);
         }
