@@ -543,3 +543,74 @@ fn control_mode_ends_on_an_empty_line_and_wraps_for_terminals() {
     assert_eq!(lines[2], lines[0].replacen("%begin", "%end", 1), "{text}");
     assert_eq!(lines[3], "%exit", "{text}");
 }
+
+/// set-environment and show-environment as tmux answers them, and the
+/// variables reach the panes made afterwards in that session (globals
+/// under the session's, `-r` removed), never the server's files.
+#[test]
+fn session_environment_is_shown_and_given_to_new_panes() {
+    let ptyd = Ptyd::start();
+    let front = Front::new(&ptyd.dirs, &ptyd.namespace);
+    front.ok(&["new-session", "-d", "-s", "env", "-e", "FROM_E=1", "sh"]);
+    front.ok(&["new-session", "-d", "-s", "other", "sh"]);
+    front.ok(&["set-environment", "-t", "env", "JOB", "build 7"]);
+    front.ok(&["set-environment", "-g", "SHARED", "global"]);
+    front.ok(&["set-environment", "-g", "JOB", "overridden"]);
+    front.ok(&["set-environment", "-t", "env", "-r", "SHARED"]);
+    front.ok(&["set-environment", "-t", "env", "-h", "SECRET", "s3cr3t"]);
+    assert_eq!(
+        front.ok(&["show-environment", "-t", "env"]),
+        "FROM_E=1\nJOB=build 7\n-SHARED\n"
+    );
+    assert_eq!(
+        front.ok(&["show-environment", "-t", "env", "-s", "JOB"]),
+        "JOB=\"build 7\"; export JOB;\n"
+    );
+    assert_eq!(
+        front.ok(&["show-environment", "-t", "env", "-h"]),
+        "SECRET=s3cr3t\n"
+    );
+    let out = front.run(&["show-environment", "-t", "other", "JOB"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stderr(&out), "unknown variable: JOB\n");
+
+    // Kept in memory only: after a save, no file of the server's holds
+    // a value no pane was made with yet.
+    let saved = ptyd.run_cli(&["save"]);
+    assert!(saved.status.success(), "{}", stderr(&saved));
+    for dir in [&ptyd.dirs.runtime, &ptyd.dirs.state] {
+        for file in util::files_under(dir) {
+            let bytes = std::fs::read(&file).unwrap_or_default();
+            assert!(
+                !bytes.windows(6).any(|w| w == b"s3cr3t"),
+                "{} holds a variable's value",
+                file.display()
+            );
+        }
+    }
+
+    front.ok(&["new-window", "-t", "env", "-n", "probe", "sh"]);
+    front.ok(&[
+        "send-keys",
+        "-t",
+        "env:probe",
+        "echo \"[$JOB][$SHARED][$SECRET][$FROM_E]\"",
+        "Enter",
+    ]);
+    front.wait_screen("env:probe", "[build 7][][s3cr3t][1]");
+    front.ok(&["new-window", "-t", "other", "-n", "probe", "sh"]);
+    front.ok(&[
+        "send-keys",
+        "-t",
+        "other:probe",
+        "echo \"<$JOB><$SHARED>\"",
+        "Enter",
+    ]);
+    front.wait_screen("other:probe", "<overridden><global>");
+
+    front.ok(&["set-environment", "-t", "env", "-u", "JOB"]);
+    assert_eq!(
+        front.ok(&["show-environment", "-t", "env"]),
+        "FROM_E=1\n-SHARED\n"
+    );
+}

@@ -213,6 +213,9 @@ pub struct Server {
     /// kept between reads: a fresh one grew by doubling, copying each
     /// slice of output several times over.
     forward: Vec<u8>,
+    /// Variables kept for new processes by scope (`environment`,
+    /// requests.rs): in memory only, gone with the serving process.
+    environment: std::collections::BTreeMap<String, requests::Environment>,
 }
 
 /// Exit code of `ptyd server` when another server already serves the
@@ -335,6 +338,7 @@ impl Server {
             input_held_for: Default::default(),
             stale_views: false,
             forward: Vec::new(),
+            environment: Default::default(),
         };
         server.persist.debounce = server.config.save_debounce;
         server.persist.max_delay = server.config.save_max_delay;

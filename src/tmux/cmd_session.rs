@@ -36,6 +36,8 @@ pub fn new(ctx: &mut Ctx, a: &Args) -> CmdResult {
         None => next_default_name(ctx)?,
     };
     let workspace = workspace_for(ctx, &name)?;
+    let pairs: Vec<String> = a.values('e').iter().map(|s| s.to_string()).collect();
+    super::cmd_env::set_pairs(ctx, &workspace, &pairs)?;
     let cwd = match a.value('c') {
         Some(dir) if !dir.contains('#') => cmd_pane::start_directory(
             ctx,

@@ -7,8 +7,8 @@
 
 use super::args::Args;
 use super::{
-    CmdResult, Ctx, Failure, cmd_buffers, cmd_client, cmd_hooks, cmd_misc, cmd_pane, cmd_session,
-    cmd_window,
+    CmdResult, Ctx, Failure, cmd_buffers, cmd_client, cmd_env, cmd_hooks, cmd_misc, cmd_pane,
+    cmd_session, cmd_window,
 };
 
 type Run = fn(&mut Ctx, &Args) -> CmdResult;
@@ -353,6 +353,20 @@ pub const COMMANDS: &[Command] = &[
     ),
     cmd!("lock-server", "lock", "", "", Some(cmd_client::lock_noop)),
     cmd!(
+        "set-environment",
+        "setenv",
+        "Fhgrt:u",
+        "[-Fhgru] [-t target-session] name [value]",
+        Some(cmd_env::set)
+    ),
+    cmd!(
+        "show-environment",
+        "showenv",
+        "hgst:",
+        "[-hgs] [-t target-session] [name]",
+        Some(cmd_env::show)
+    ),
+    cmd!(
         "display-popup",
         "popup",
         "Bb:Cc:d:e:Eh:s:S:t:T:w:x:y:",
@@ -385,8 +399,6 @@ pub const COMMANDS: &[Command] = &[
     cmd!("move-window", "movew", "abdkrs:t:", "", None),
     cmd!("pipe-pane", "pipep", "IOot:", "", None),
     cmd!("select-layout", "selectl", "Enopt:", "", None),
-    cmd!("set-environment", "setenv", "Fhgrt:u", "", None),
-    cmd!("show-environment", "showenv", "hgst:", "", None),
     cmd!("source-file", "source", "Fnqvt:", "", None),
     cmd!("swap-pane", "swapp", "dDs:t:UZ", "", None),
     cmd!("swap-window", "swapw", "ds:t:", "", None),

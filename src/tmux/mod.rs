@@ -36,6 +36,7 @@ macro_rules! out_raw {
 mod args;
 mod cmd_buffers;
 mod cmd_client;
+mod cmd_env;
 mod cmd_hooks;
 mod cmd_misc;
 mod cmd_pane;
