@@ -614,3 +614,67 @@ fn session_environment_is_shown_and_given_to_new_panes() {
         "FROM_E=1\n-SHARED\n"
     );
 }
+
+/// wait-for as scripts use it: a pane signals the channel when its job is
+/// done and the script's `wait-for` returns then; a signal sent before
+/// anyone waits is kept for the next wait; `-L`/`-U` lock a channel.
+#[test]
+fn wait_for_channels_signal_and_lock_between_processes() {
+    let ptyd = Ptyd::start();
+    let front = Front::new(&ptyd.dirs, &ptyd.namespace);
+    let path = format!("PATH={}:/usr/bin:/bin", tmux_dir(&ptyd.dirs).display());
+    front.ok(&["new-session", "-d", "-s", "job", "-e", &path, "sh"]);
+    let mut waiter = front
+        .command(&["wait-for", "job-done"])
+        .spawn()
+        .expect("starting wait-for");
+    // The waiter is parked on its FIFO before the pane signals.
+    let dir = ptyd.dirs.ns_dir(&ptyd.namespace).join("tmux-wait");
+    eventually("the waiter's FIFO", || {
+        std::fs::read_dir(&dir)
+            .map(|d| d.flatten().count() > 0)
+            .unwrap_or(false)
+    });
+    assert!(
+        waiter.try_wait().unwrap().is_none(),
+        "wait-for returned early"
+    );
+    front.ok(&[
+        "send-keys",
+        "-t",
+        "job",
+        "echo building; tmux wait-for -S job-done",
+        "Enter",
+    ]);
+    let status = eventually("wait-for to return", || waiter.try_wait().ok().flatten());
+    assert!(status.success());
+    // Signalled first, waited for after: returns at once, once.
+    front.ok(&["wait-for", "-S", "early"]);
+    front.ok(&["wait-for", "early"]);
+    let out = front.run(&["wait-for", "-U", "free"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stderr(&out), "channel free not locked\n");
+    front.ok(&["wait-for", "-L", "lk"]);
+    let mut second = front
+        .command(&["wait-for", "-L", "lk"])
+        .spawn()
+        .expect("starting wait-for -L");
+    eventually("the second locker's FIFO", || {
+        std::fs::read_dir(&dir)
+            .map(|d| {
+                d.flatten()
+                    .any(|e| e.file_name().to_string_lossy().contains(".locker."))
+            })
+            .unwrap_or(false)
+    });
+    assert!(
+        second.try_wait().unwrap().is_none(),
+        "the lock was taken twice"
+    );
+    front.ok(&["wait-for", "-U", "lk"]);
+    let status = eventually("the second locker to get the lock", || {
+        second.try_wait().ok().flatten()
+    });
+    assert!(status.success());
+    front.ok(&["wait-for", "-U", "lk"]);
+}

@@ -8,7 +8,7 @@
 use super::args::Args;
 use super::{
     CmdResult, Ctx, Failure, cmd_buffers, cmd_client, cmd_env, cmd_hooks, cmd_misc, cmd_pane,
-    cmd_session, cmd_window,
+    cmd_session, cmd_wait, cmd_window,
 };
 
 type Run = fn(&mut Ctx, &Args) -> CmdResult;
@@ -353,6 +353,13 @@ pub const COMMANDS: &[Command] = &[
     ),
     cmd!("lock-server", "lock", "", "", Some(cmd_client::lock_noop)),
     cmd!(
+        "wait-for",
+        "wait",
+        "LSU",
+        "[-L|-S|-U] channel",
+        Some(cmd_wait::wait_for)
+    ),
+    cmd!(
         "set-environment",
         "setenv",
         "Fhgrt:u",
@@ -402,7 +409,6 @@ pub const COMMANDS: &[Command] = &[
     cmd!("source-file", "source", "Fnqvt:", "", None),
     cmd!("swap-pane", "swapp", "dDs:t:UZ", "", None),
     cmd!("swap-window", "swapw", "ds:t:", "", None),
-    cmd!("wait-for", "wait", "LSU", "", None),
 ];
 
 /// Finds a command as tmux does: exact name or alias, else a unique prefix.

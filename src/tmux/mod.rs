@@ -41,6 +41,7 @@ mod cmd_hooks;
 mod cmd_misc;
 mod cmd_pane;
 mod cmd_session;
+mod cmd_wait;
 mod cmd_window;
 mod commands;
 mod control;
