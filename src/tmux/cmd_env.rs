@@ -2,8 +2,9 @@
 //! environments, kept in the server's memory (the `environment` request),
 //! never on disk, and lost when the serving process is replaced or
 //! restarted. A pane the front makes gets the global variables, then its
-//! session's over them (a variable marked removed with `-r` is left out),
-//! then its own `-e`.
+//! session's over them (one marked removed with `-r` is not passed on; the
+//! server's own environment, which panes start from, keeps it), then its
+//! own `-e`.
 
 use super::args::Args;
 use super::{CmdResult, Ctx, Failure, vars};
