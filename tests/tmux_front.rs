@@ -388,3 +388,375 @@ fn layout_commands_arrange_the_tab() {
         stderr(&out)
     );
 }
+/// A control-mode client (`tmux -C`) driven over pipes, as libtmux and
+/// terminal emulators drive one: command lines in, framed answers and
+/// notifications out, read line by line as they come.
+struct Control {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    lines: std::sync::mpsc::Receiver<Vec<u8>>,
+}
+
+impl Control {
+    fn start(front: &Front, args: &[&str]) -> Control {
+        use std::io::BufRead;
+        let mut child = front
+            .command(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("starting tmux -C");
+        let stdin = child.stdin.take();
+        let mut out = std::io::BufReader::new(child.stdout.take().expect("piped stdout"));
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            loop {
+                let mut line = Vec::new();
+                match out.read_until(b'\n', &mut line) {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {}
+                }
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        Control {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    fn send(&mut self, line: &str) {
+        use std::io::Write;
+        let stdin = self.stdin.as_mut().expect("stdin still open");
+        stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .expect("writing to tmux -C");
+        stdin.flush().expect("flushing tmux -C's stdin");
+    }
+
+    /// The next line (without its line end); fails after `util::TIMEOUT`.
+    fn line(&mut self) -> String {
+        let line = self
+            .lines
+            .recv_timeout(util::TIMEOUT)
+            .expect("tmux -C printed no further line");
+        String::from_utf8_lossy(&line)
+            .trim_end_matches('\n')
+            .to_string()
+    }
+
+    /// Reads lines up to the first `keep` accepts; the lines before it.
+    fn until(&mut self, what: &str, keep: impl Fn(&str) -> bool) -> (String, Vec<String>) {
+        let mut before = Vec::new();
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(util::TIMEOUT)
+                .unwrap_or_else(|_| panic!("no {what} from tmux -C; it printed {before:#?}"));
+            let line = String::from_utf8_lossy(&line)
+                .trim_end_matches('\n')
+                .to_string();
+            if keep(&line) {
+                return (line, before);
+            }
+            before.push(line);
+        }
+    }
+
+    /// One command's block: the lines between `%begin` and its `%end` (Ok)
+    /// or `%error` (Err), checking the guard lines carry the same time,
+    /// number and flags.
+    fn block(&mut self, flags: &str) -> Result<Vec<String>, Vec<String>> {
+        let (begin, _) = self.until("%begin", |l| l.starts_with("%begin "));
+        let guard = begin.strip_prefix("%begin ").expect("a %begin line");
+        assert!(guard.ends_with(&format!(" {flags}")), "{begin}");
+        let mut body = Vec::new();
+        loop {
+            let line = self.line();
+            if line == format!("%end {guard}") {
+                return Ok(body);
+            }
+            if line == format!("%error {guard}") {
+                return Err(body);
+            }
+            assert!(
+                !line.starts_with("%end") && !line.starts_with("%error"),
+                "{line} closes {begin}"
+            );
+            body.push(line);
+        }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits for the process to end; its exit status.
+    fn wait(&mut self) -> std::process::ExitStatus {
+        eventually("tmux -C to exit", || self.child.try_wait().ok().flatten())
+    }
+}
+
+impl Drop for Control {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn control_mode_frames_commands_streams_output_and_is_detached() {
+    let ptyd = Ptyd::start();
+    let front = Front::new(&ptyd.dirs, &ptyd.namespace);
+    front.ok(&["new-session", "-d", "-s", "ctl", "sh"]);
+    let session_id = front.ok(&["display-message", "-p", "-t", "ctl", "#{session_id}"]);
+    let mut ctl = Control::start(&front, &["-C", "attach-session", "-t", "ctl"]);
+    // The command line's command, framed with flags 0, then the session.
+    assert_eq!(ctl.block("0"), Ok(vec![]));
+    assert_eq!(
+        ctl.line(),
+        format!("%session-changed {} ctl", session_id.trim())
+    );
+    // It is a client of the server, named as tmux names pipe clients.
+    let pid = ctl.pid();
+    let listing = format!("{pid} client-{pid} ctl 1");
+    eventually("the control client in list-clients", || {
+        let clients = front.ok(&[
+            "list-clients",
+            "-F",
+            "#{client_pid} #{client_name} #{client_session} #{client_control_mode}",
+        ]);
+        if clients.trim() == listing {
+            Ok(())
+        } else {
+            Err(clients)
+        }
+    });
+
+    ctl.send("display-message -p 'hello #{session_name} ␞'");
+    assert_eq!(ctl.block("1"), Ok(vec!["hello ctl ␞".to_string()]));
+    ctl.send("nosuch -x");
+    assert_eq!(
+        ctl.block("1"),
+        Err(vec!["parse error: unknown command: nosuch".to_string()])
+    );
+    ctl.send("has-session -t nosuch");
+    assert_eq!(
+        ctl.block("1"),
+        Err(vec!["can't find session: nosuch".to_string()])
+    );
+    // Commands of one line run in a block each.
+    ctl.send("display -p one ; display -p two");
+    assert_eq!(ctl.block("1"), Ok(vec!["one".to_string()]));
+    assert_eq!(ctl.block("1"), Ok(vec!["two".to_string()]));
+
+    // A pane's output, escaped as tmux escapes it.
+    let pane = front.ok(&["display-message", "-p", "-t", "ctl", "#{pane_id}"]);
+    ctl.send("send-keys 'echo out-$((6*7))' Enter");
+    assert_eq!(ctl.block("1"), Ok(vec![]));
+    let prefix = format!("%output {} ", pane.trim());
+    let (output, _) = ctl.until("the pane's output", |l| {
+        l.starts_with(&prefix) && l.contains("out-42\\015\\012")
+    });
+    assert!(!output.contains('\r'), "{output}");
+
+    // Windows made and renamed, through this client or another.
+    ctl.send("new-window -d -n extra -P -F '#{window_id}'");
+    let window = ctl.block("1").expect("new-window succeeds");
+    let window = window[0].clone();
+    ctl.until("%window-add", |l| l == format!("%window-add {window}"));
+    ctl.send(&format!("rename-window -t {window} renamed"));
+    assert_eq!(ctl.block("1"), Ok(vec![]));
+    ctl.until("%window-renamed", |l| {
+        l == format!("%window-renamed {window} renamed")
+    });
+    front.ok(&["kill-window", "-t", &window]);
+    ctl.until("%window-close", |l| l == format!("%window-close {window}"));
+
+    // Detached by another process: `%exit`, and no client is left.
+    front.ok(&["detach-client", "-s", "ctl"]);
+    ctl.until("%exit", |l| l == "%exit");
+    assert!(ctl.wait().success());
+    assert_eq!(front.ok(&["list-clients"]), "");
+}
+
+#[test]
+fn control_mode_ends_on_an_empty_line_and_wraps_for_terminals() {
+    let ptyd = Ptyd::start();
+    let front = Front::new(&ptyd.dirs, &ptyd.namespace);
+    front.ok(&["new-session", "-d", "-s", "cc", "sh"]);
+    let mut ctl = Control::start(&front, &["-CC", "attach", "-t", "cc"]);
+    let (first, _) = ctl.until("%begin", |l| l.contains("%begin "));
+    assert!(first.starts_with("\x1bP1000p%begin "), "{first:?}");
+    ctl.until("%session-changed", |l| l.starts_with("%session-changed "));
+    // refresh-client -C gives the client its size, as list-clients shows.
+    ctl.send("refresh-client -C 100x30");
+    assert_eq!(ctl.block("1"), Ok(vec![]));
+    ctl.send("list-clients -F '#{client_width}x#{client_height} #{client_flags}'");
+    assert_eq!(
+        ctl.block("1"),
+        Ok(vec![
+            "100x30 attached,focused,control-mode,UTF-8".to_string()
+        ])
+    );
+    ctl.send("");
+    let (last, _) = ctl.until("%exit", |l| l.starts_with("%exit"));
+    assert_eq!(last, "%exit");
+    let end = ctl
+        .lines
+        .recv_timeout(util::TIMEOUT)
+        .expect("the closing ST after %exit");
+    assert_eq!(end, b"\x1b\\");
+    assert!(ctl.wait().success());
+    // A control client without a session runs its commands and ends.
+    let out = front.run(&["-C", "list-sessions", "-F", "#S"]);
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 4, "{text}");
+    assert!(
+        lines[0].starts_with("%begin ") && lines[0].ends_with(" 0"),
+        "{text}"
+    );
+    assert_eq!(lines[1], "cc", "{text}");
+    assert_eq!(lines[2], lines[0].replacen("%begin", "%end", 1), "{text}");
+    assert_eq!(lines[3], "%exit", "{text}");
+}
+
+/// set-environment and show-environment as tmux answers them, and the
+/// variables reach the panes made afterwards in that session (globals
+/// under the session's, `-r` removed), never the server's files.
+#[test]
+fn session_environment_is_shown_and_given_to_new_panes() {
+    let ptyd = Ptyd::start();
+    let front = Front::new(&ptyd.dirs, &ptyd.namespace);
+    front.ok(&["new-session", "-d", "-s", "env", "-e", "FROM_E=1", "sh"]);
+    front.ok(&["new-session", "-d", "-s", "other", "sh"]);
+    front.ok(&["set-environment", "-t", "env", "JOB", "build 7"]);
+    front.ok(&["set-environment", "-g", "SHARED", "global"]);
+    front.ok(&["set-environment", "-g", "JOB", "overridden"]);
+    front.ok(&["set-environment", "-t", "env", "-r", "SHARED"]);
+    front.ok(&["set-environment", "-t", "env", "-h", "SECRET", "s3cr3t"]);
+    assert_eq!(
+        front.ok(&["show-environment", "-t", "env"]),
+        "FROM_E=1\nJOB=build 7\n-SHARED\n"
+    );
+    assert_eq!(
+        front.ok(&["show-environment", "-t", "env", "-s", "JOB"]),
+        "JOB=\"build 7\"; export JOB;\n"
+    );
+    assert_eq!(
+        front.ok(&["show-environment", "-t", "env", "-h"]),
+        "SECRET=s3cr3t\n"
+    );
+    let out = front.run(&["show-environment", "-t", "other", "JOB"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stderr(&out), "unknown variable: JOB\n");
+
+    // Kept in memory only: after a save, no file of the server's holds
+    // a value no pane was made with yet.
+    let saved = ptyd.run_cli(&["save"]);
+    assert!(saved.status.success(), "{}", stderr(&saved));
+    for dir in [&ptyd.dirs.runtime, &ptyd.dirs.state] {
+        for file in util::files_under(dir) {
+            let bytes = std::fs::read(&file).unwrap_or_default();
+            assert!(
+                !bytes.windows(6).any(|w| w == b"s3cr3t"),
+                "{} holds a variable's value",
+                file.display()
+            );
+        }
+    }
+
+    front.ok(&["new-window", "-t", "env", "-n", "probe", "sh"]);
+    front.ok(&[
+        "send-keys",
+        "-t",
+        "env:probe",
+        "echo \"[$JOB][$SHARED][$SECRET][$FROM_E]\"",
+        "Enter",
+    ]);
+    front.wait_screen("env:probe", "[build 7][][s3cr3t][1]");
+    front.ok(&["new-window", "-t", "other", "-n", "probe", "sh"]);
+    front.ok(&[
+        "send-keys",
+        "-t",
+        "other:probe",
+        "echo \"<$JOB><$SHARED>\"",
+        "Enter",
+    ]);
+    front.wait_screen("other:probe", "<overridden><global>");
+
+    front.ok(&["set-environment", "-t", "env", "-u", "JOB"]);
+    assert_eq!(
+        front.ok(&["show-environment", "-t", "env"]),
+        "FROM_E=1\n-SHARED\n"
+    );
+}
+
+/// wait-for as scripts use it: a pane signals the channel when its job is
+/// done and the script's `wait-for` returns then; a signal sent before
+/// anyone waits is kept for the next wait; `-L`/`-U` lock a channel.
+#[test]
+fn wait_for_channels_signal_and_lock_between_processes() {
+    let ptyd = Ptyd::start();
+    let front = Front::new(&ptyd.dirs, &ptyd.namespace);
+    let path = format!("PATH={}:/usr/bin:/bin", tmux_dir(&ptyd.dirs).display());
+    front.ok(&["new-session", "-d", "-s", "job", "-e", &path, "sh"]);
+    let mut waiter = front
+        .command(&["wait-for", "job-done"])
+        .spawn()
+        .expect("starting wait-for");
+    // The waiter is parked on its FIFO before the pane signals.
+    let dir = ptyd.dirs.ns_dir(&ptyd.namespace).join("tmux-wait");
+    eventually("the waiter's FIFO", || {
+        std::fs::read_dir(&dir)
+            .map(|d| d.flatten().count() > 0)
+            .unwrap_or(false)
+    });
+    assert!(
+        waiter.try_wait().unwrap().is_none(),
+        "wait-for returned early"
+    );
+    front.ok(&[
+        "send-keys",
+        "-t",
+        "job",
+        "echo building; tmux wait-for -S job-done",
+        "Enter",
+    ]);
+    let status = eventually("wait-for to return", || waiter.try_wait().ok().flatten());
+    assert!(status.success());
+    // Signalled first, waited for after: returns at once, once.
+    front.ok(&["wait-for", "-S", "early"]);
+    front.ok(&["wait-for", "early"]);
+    let out = front.run(&["wait-for", "-U", "free"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stderr(&out), "channel free not locked\n");
+    front.ok(&["wait-for", "-L", "lk"]);
+    let mut second = front
+        .command(&["wait-for", "-L", "lk"])
+        .spawn()
+        .expect("starting wait-for -L");
+    eventually("the second locker's FIFO", || {
+        std::fs::read_dir(&dir)
+            .map(|d| {
+                d.flatten()
+                    .any(|e| e.file_name().to_string_lossy().contains(".locker."))
+            })
+            .unwrap_or(false)
+    });
+    assert!(
+        second.try_wait().unwrap().is_none(),
+        "the lock was taken twice"
+    );
+    front.ok(&["wait-for", "-U", "lk"]);
+    let status = eventually("the second locker to get the lock", || {
+        second.try_wait().ok().flatten()
+    });
+    assert!(status.success());
+    front.ok(&["wait-for", "-U", "lk"]);
+}

@@ -543,6 +543,27 @@ pub struct ClientDetach {
     pub others: bool,
 }
 
+/// `environment` → `{"environment": {"NAME": "value", "GONE": null},
+/// "hidden": ["NAME"]}`: the variables kept for a scope, after applying
+/// `set` (a value, or `null`: to be removed from new processes'
+/// environment, tmux's `set-environment -r`; with `hidden`, those are
+/// marked hidden, tmux's `-h`, else unmarked) and `unset` (forgotten).
+/// Kept in the serving
+/// process's memory only, never written anywhere: the tmux front's
+/// `set-environment` / `show-environment`.
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Environment {
+    /// `global`, or a workspace id (`w3`).
+    pub scope: String,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub set: BTreeMap<String, Option<String>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unset: Vec<String>,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub hidden: bool,
+}
+
 /// Every method with its params: what a client sends (serialized as
 /// `{"method": ..., "params": ...}`, the request id added by the client) and
 /// what the server dispatches on after [`Request::parse`].
@@ -625,6 +646,8 @@ pub enum Request {
     ClientList(ClientList),
     #[serde(rename = "client.detach")]
     ClientDetach(ClientDetach),
+    #[serde(rename = "environment")]
+    Environment(Environment),
 }
 
 impl Request {
@@ -670,6 +693,7 @@ impl Request {
             "attach" => R::Attach(parse_params(method, p)?),
             "client.list" => R::ClientList(parse_params(method, p)?),
             "client.detach" => R::ClientDetach(parse_params(method, p)?),
+            "environment" => R::Environment(parse_params(method, p)?),
             other => {
                 return Err(RpcError::new(
                     ErrorCode::UnknownMethod,
@@ -719,6 +743,7 @@ impl Request {
             Request::Attach(_) => "attach",
             Request::ClientList(_) => "client.list",
             Request::ClientDetach(_) => "client.detach",
+            Request::Environment(_) => "environment",
         }
     }
 }
@@ -909,6 +934,17 @@ mod tests {
                 target: Some("p1".into()),
                 others: true,
                 ..ClientDetach::default()
+            }),
+            Request::Environment(Environment {
+                scope: "w2".into(),
+                set: [
+                    ("A".to_string(), Some("1".to_string())),
+                    ("B".to_string(), None),
+                ]
+                .into_iter()
+                .collect(),
+                unset: vec!["C".into()],
+                hidden: true,
             }),
         ];
         for request in all {

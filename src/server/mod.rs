@@ -226,6 +226,9 @@ pub struct Server {
     /// from outside this server's panes (`panes/environment.rs`); `None`
     /// until one has. Memory only.
     attach_env: Option<BTreeMap<String, String>>,
+    /// Variables kept for new processes by scope (`environment`,
+    /// requests.rs): in memory only, gone with the serving process.
+    environment: std::collections::BTreeMap<String, requests::Environment>,
 }
 
 /// Exit code of `ptyd server` when another server already serves the
@@ -351,6 +354,7 @@ impl Server {
             input_budget: Default::default(),
             forward: Vec::new(),
             attach_env: None,
+            environment: Default::default(),
         };
         server.persist.debounce = server.config.save_debounce;
         server.persist.max_delay = server.config.save_max_delay;

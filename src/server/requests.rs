@@ -20,6 +20,20 @@ const PANE_RESIZE_DRAIN: usize = 1024 * 1024;
 
 type Outcome = Result<Option<Value>, RpcError>;
 
+/// One scope's variables (`environment`): `None` marks one to be removed
+/// from new processes' environment.
+#[derive(Debug, Default)]
+pub(super) struct Environment {
+    vars: std::collections::BTreeMap<String, Option<String>>,
+    hidden: std::collections::BTreeSet<String>,
+}
+
+/// Bounds of what `environment` keeps.
+const MAX_ENV_NAME: usize = 256;
+const MAX_ENV_VALUE: usize = 64 * 1024;
+const MAX_ENV_VARS: usize = 1024;
+const MAX_ENV_SCOPES: usize = 4096;
+
 /// A typed reply (`protocol::replies`) as the handler's outcome.
 pub(super) fn reply<T: serde::Serialize>(value: &T) -> Outcome {
     serde_json::to_value(value)
@@ -226,7 +240,73 @@ impl Server {
             }
             Request::ClientList(req) => self.client_list(req).map(Some),
             Request::ClientDetach(req) => self.client_detach(req).map(Some),
+            Request::Environment(req) => self.environment(req).map(Some),
         }
+    }
+
+    /// `environment`: a scope's variables, changed first as asked; every
+    /// name, value and scope bounded, so what a client can make the
+    /// server hold stays small.
+    fn environment(&mut self, req: methods::Environment) -> Result<Value, RpcError> {
+        let bad = |what: String| RpcError::new(ErrorCode::InvalidParams, what);
+        let scope_ok = req.scope == "global"
+            || req
+                .scope
+                .strip_prefix('w')
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        if !scope_ok {
+            return Err(bad(format!(
+                "environment: scope {:?} is neither \"global\" nor a workspace id (w3)",
+                req.scope
+            )));
+        }
+        for (name, value) in &req.set {
+            if name.is_empty() || name.len() > MAX_ENV_NAME || name.contains(['=', '\0']) {
+                return Err(bad(format!(
+                    "environment: {name:?} is no variable name (1-{MAX_ENV_NAME} bytes, no '=' or NUL)"
+                )));
+            }
+            if value
+                .as_ref()
+                .is_some_and(|v| v.len() > MAX_ENV_VALUE || v.contains('\0'))
+            {
+                return Err(bad(format!(
+                    "environment: the value of {name} is longer than {MAX_ENV_VALUE} bytes or holds a NUL"
+                )));
+            }
+        }
+        let scopes = self.environment.len();
+        let env = self.environment.entry(req.scope.clone()).or_default();
+        for name in &req.unset {
+            env.vars.remove(name);
+            env.hidden.remove(name);
+        }
+        let grown = req
+            .set
+            .keys()
+            .filter(|n| !env.vars.contains_key(*n))
+            .count();
+        if env.vars.len() + grown > MAX_ENV_VARS || scopes > MAX_ENV_SCOPES {
+            return Err(RpcError::new(
+                ErrorCode::TooLarge,
+                format!(
+                    "environment: at most {MAX_ENV_VARS} variables in each of at most {MAX_ENV_SCOPES} scopes are kept; unset some first"
+                ),
+            ));
+        }
+        for (name, value) in req.set {
+            if req.hidden {
+                env.hidden.insert(name.clone());
+            } else {
+                env.hidden.remove(&name);
+            }
+            env.vars.insert(name, value);
+        }
+        let reply = json!({ "environment": env.vars, "hidden": env.hidden });
+        if env.vars.is_empty() {
+            self.environment.remove(&req.scope);
+        }
+        Ok(reply)
     }
 
     fn hello(&mut self, req: methods::Hello) -> Outcome {

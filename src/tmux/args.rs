@@ -57,6 +57,11 @@ impl Args {
         Ok(args)
     }
 
+    /// How many times `flag` was given (`-CC` is 2).
+    pub fn count(&self, flag: char) -> usize {
+        self.flags.get(&flag).map_or(0, Vec::len)
+    }
+
     pub fn has(&self, flag: char) -> bool {
         self.flags.contains_key(&flag)
     }

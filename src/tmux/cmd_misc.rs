@@ -1,14 +1,35 @@
-//! display-message, the option commands, list-clients, list-commands,
+//! display-message, the option commands, list-commands,
 //! start-server.
 
 use super::args::Args;
 use super::commands::COMMANDS;
 use super::options::{self, Scope, Store};
+use super::view::At;
 use super::{CmdResult, Ctx, Failure, vars};
-use serde_json::json;
 
 pub fn display(ctx: &mut Ctx, a: &Args) -> CmdResult {
-    let at = ctx.find_pane(a.value('t'))?;
+    if a.has('F') && !a.positional.is_empty() {
+        return Err(Failure::new("only one of -F or argument must be given"));
+    }
+    // As in tmux, a missing target is no error: the format sees what
+    // there is (the server's variables when there is no session).
+    let at = match ctx.find_pane(a.value('t')) {
+        Ok(at) => at,
+        Err(_) if a.value('t').is_none() => At::NOWHERE,
+        Err(e) => return Err(e),
+    };
+    if let Some(client) = a.value('c') {
+        super::cmd_client::find_client(ctx, Some(client))?;
+    }
+    if a.has('a') {
+        let every: Vec<String> = vars::NAMES
+            .iter()
+            .map(|n| format!("{n}=#{{{n}}}"))
+            .collect();
+        let lines = vars::expand(ctx, at, &every.join("\n"))?;
+        out!("{lines}");
+        return Ok(());
+    }
     let format = a
         .value('F')
         .map(str::to_string)
@@ -25,30 +46,6 @@ pub fn display(ctx: &mut Ctx, a: &Args) -> CmdResult {
 
 pub fn start_server(ctx: &mut Ctx, _a: &Args) -> CmdResult {
     ctx.client(true).map(|_| ())
-}
-
-pub fn list_clients(ctx: &mut Ctx, a: &Args) -> CmdResult {
-    let clients = ctx.call("client.list", json!({}))?;
-    let format = a
-        .value('F')
-        .unwrap_or("#{client_name}: #{session_name} [#{client_width}x#{client_height}]");
-    for client in clients["clients"].as_array().into_iter().flatten() {
-        let pane = client["pane"]
-            .as_str()
-            .and_then(|p| p.strip_prefix('p')?.parse::<u64>().ok());
-        let Some(at) = pane.and_then(|n| ctx.view().ok()?.find_pane_num(n)) else {
-            continue;
-        };
-        let name = format!("client-{}", client["id"].as_u64().unwrap_or(0));
-        let pre = format
-            .replace("#{client_name}", &name)
-            .replace("#{client_tty}", &name)
-            .replace("#{client_width}", &client["cols"].to_string())
-            .replace("#{client_height}", &client["rows"].to_string());
-        let line = vars::expand(ctx, at, &pre)?;
-        out!("{line}");
-    }
-    Ok(())
 }
 
 pub fn list_commands(_ctx: &mut Ctx, a: &Args) -> CmdResult {
@@ -118,8 +115,13 @@ fn scope_of(a: &Args, name: &str, window_command: bool) -> Result<Scope, Failure
 }
 
 fn set(ctx: &mut Ctx, a: &Args, window_command: bool) -> CmdResult {
-    let Some(name) = a.positional.first() else {
+    let Some(given) = a.positional.first() else {
         return Err(Failure::new("no option given"));
+    };
+    let name = &match options::resolve(given) {
+        Ok(n) => n,
+        Err(_) if a.has('q') => return Ok(()),
+        Err(e) => return Err(Failure::new(e)),
     };
     let scope = match scope_of(a, name, window_command) {
         Ok(s) => s,
@@ -170,7 +172,12 @@ fn show(ctx: &mut Ctx, a: &Args, window_command: bool) -> CmdResult {
             out!("{name} {}", super::parse::quote(value));
         }
     };
-    if let Some(name) = a.positional.first() {
+    if let Some(given) = a.positional.first() {
+        let name = &match options::resolve(given) {
+            Ok(n) => n,
+            Err(_) if a.has('q') => return Ok(()),
+            Err(e) => return Err(Failure::new(e)),
+        };
         let scope = match scope_of(a, name, window_command) {
             Ok(s) => s,
             Err(_) if a.has('q') => return Ok(()),

@@ -6,7 +6,7 @@ use super::args::Args;
 use super::cmd_session::print_rows;
 use super::view::At;
 use super::{CmdResult, Ctx, Failure, vars};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 const LIST_FORMAT: &str = "#{pane_index}: [#{pane_width}x#{pane_height}] [history #{history_size}/#{history_limit}, #{history_bytes} bytes] #{pane_id}#{?pane_active, (active),}#{?pane_dead, (dead),}";
 
@@ -29,9 +29,20 @@ pub struct Spawn {
 /// Creates the pane; its number. The pane's environment is this command's
 /// (as tmux's `new-session` gives a session its client's), with `TMUX`, so
 /// that `tmux` run inside it reaches this server (and the server adds
-/// `TMUX_PANE`), and the `-e` variables.
+/// `TMUX_PANE`), the session's variables (`set-environment`) and the `-e`
+/// ones.
 pub fn create(ctx: &mut Ctx, spawn: Spawn) -> Result<u64, Failure> {
-    let mut env = Map::new();
+    let workspace = match (&spawn.workspace, &spawn.split) {
+        (Some(w), _) => Some(w.clone()),
+        (None, Some((pane, _, _))) => {
+            let num = pane.strip_prefix('p').and_then(|n| n.parse().ok());
+            let view = ctx.view()?;
+            num.and_then(|n| view.find_pane_num(n))
+                .map(|at| view.session(at).id())
+        }
+        (None, None) => None,
+    };
+    let mut env = super::cmd_env::for_new_pane(ctx, workspace.as_deref())?;
     for pair in &spawn.env {
         let Some((k, v)) = pair.split_once('=') else {
             return Err(Failure::new(format!("invalid environment: {pair}")));

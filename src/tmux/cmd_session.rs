@@ -16,7 +16,7 @@ pub fn new(ctx: &mut Ctx, a: &Args) -> CmdResult {
         ));
     }
     let attach = !a.has('d');
-    if attach {
+    if attach && ctx.control.is_none() {
         require_terminal()?;
     }
     ctx.client(true)?;
@@ -36,6 +36,8 @@ pub fn new(ctx: &mut Ctx, a: &Args) -> CmdResult {
         None => next_default_name(ctx)?,
     };
     let workspace = workspace_for(ctx, &name)?;
+    let pairs: Vec<String> = a.values('e').iter().map(|s| s.to_string()).collect();
+    super::cmd_env::set_pairs(ctx, &workspace, &pairs)?;
     let cwd = match a.value('c') {
         Some(dir) if !dir.contains('#') => cmd_pane::start_directory(
             ctx,
@@ -205,13 +207,21 @@ pub fn rename(ctx: &mut Ctx, a: &Args) -> CmdResult {
 }
 
 pub fn attach(ctx: &mut Ctx, a: &Args) -> CmdResult {
-    require_terminal()?;
+    if ctx.control.is_none() {
+        require_terminal()?;
+    }
     let at = ctx.find_session(a.value('t'))?;
     attach_pane(ctx, at)
 }
 
-pub fn switch_client(_ctx: &mut Ctx, _a: &Args) -> CmdResult {
-    Err(Failure::new("no current client"))
+/// switch-client: only a control client is a client a command can switch
+/// (a terminal attached with `ptyd attach` follows a pane).
+pub fn switch_client(ctx: &mut Ctx, a: &Args) -> CmdResult {
+    if ctx.control.is_none() {
+        return Err(Failure::new("no current client"));
+    }
+    let at = ctx.find_session(a.value('t'))?;
+    attach_pane(ctx, at)
 }
 
 fn require_terminal() -> CmdResult {
@@ -223,8 +233,16 @@ fn require_terminal() -> CmdResult {
     }
 }
 
-/// Attaches this terminal to the pane with `ptyd attach` (this same binary).
+/// Attaches this terminal to the pane with `ptyd attach` (this same
+/// binary); a control client attaches to the pane's session instead.
 fn attach_pane(ctx: &mut Ctx, at: At) -> CmdResult {
+    if ctx.control.is_some() {
+        let num = ctx.view()?.session(at).num;
+        if let Some(state) = ctx.control.as_mut() {
+            state.session = Some(num);
+        }
+        return Ok(());
+    }
     let pane = ctx.view()?.pane(at).id();
     let exe = std::env::current_exe()
         .map_err(|e| Failure::new(format!("finding ptyd's own binary: {e}")))?;

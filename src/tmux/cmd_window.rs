@@ -118,7 +118,8 @@ pub fn rename(ctx: &mut Ctx, a: &Args) -> CmdResult {
     };
     let at = ctx.find_window(a.value('t'))?;
     let id = ctx.view()?.window(at).id();
-    ctx.call("tab.rename", json!({"target": id, "name": new_name}))?;
+    let name = super::view::vis_name(new_name);
+    ctx.call("tab.rename", json!({"target": id, "name": name}))?;
     ctx.changed();
     Ok(())
 }

@@ -7,8 +7,8 @@
 
 use super::args::Args;
 use super::{
-    CmdResult, Ctx, Failure, cmd_buffers, cmd_hooks, cmd_layout, cmd_misc, cmd_pane, cmd_session,
-    cmd_window,
+    CmdResult, Ctx, Failure, cmd_buffers, cmd_client, cmd_env, cmd_hooks, cmd_layout, cmd_misc,
+    cmd_pane, cmd_session, cmd_wait, cmd_window,
 };
 
 type Run = fn(&mut Ctx, &Args) -> CmdResult;
@@ -167,7 +167,7 @@ pub const COMMANDS: &[Command] = &[
         "lsc",
         "F:f:t:",
         "[-F format] [-f filter] [-t target-session]",
-        Some(cmd_misc::list_clients)
+        Some(cmd_client::list)
     ),
     cmd!(
         "list-commands",
@@ -352,22 +352,96 @@ pub const COMMANDS: &[Command] = &[
         "[-dDU] [-s src-pane] [-t dst-pane]",
         Some(cmd_layout::swap_pane)
     ),
+    cmd!(
+        "detach-client",
+        "detach",
+        "aE:s:t:P",
+        "[-aP] [-E shell-command] [-s target-session] [-t target-client]",
+        Some(cmd_client::detach_client)
+    ),
+    cmd!(
+        "refresh-client",
+        "refresh",
+        "A:B:cC:Df:F:lLRSt:U",
+        "[-cDlLRSU] [-A pane:state] [-B name:what:format] [-C XxY] [-f flags] [-t target-client] [adjustment]",
+        Some(cmd_client::refresh)
+    ),
+    cmd!(
+        "suspend-client",
+        "suspendc",
+        "t:",
+        "[-t target-client]",
+        Some(cmd_client::client_noop)
+    ),
+    cmd!(
+        "lock-client",
+        "lockc",
+        "t:",
+        "[-t target-client]",
+        Some(cmd_client::client_noop)
+    ),
+    cmd!(
+        "lock-session",
+        "locks",
+        "t:",
+        "[-t target-session]",
+        Some(cmd_client::lock_noop)
+    ),
+    cmd!("lock-server", "lock", "", "", Some(cmd_client::lock_noop)),
+    cmd!(
+        "wait-for",
+        "wait",
+        "LSU",
+        "[-L|-S|-U] channel",
+        Some(cmd_wait::wait_for)
+    ),
+    cmd!(
+        "set-environment",
+        "setenv",
+        "Fhgrt:u",
+        "[-Fhgru] [-t target-session] name [value]",
+        Some(cmd_env::set)
+    ),
+    cmd!(
+        "show-environment",
+        "showenv",
+        "hgst:",
+        "[-hgs] [-t target-session] [name]",
+        Some(cmd_env::show)
+    ),
+    cmd!(
+        "display-popup",
+        "popup",
+        "Bb:Cc:d:e:Eh:s:S:t:T:w:x:y:",
+        "[-BCE] [-b border-lines] [-c target-client] [-d start-directory] [-e environment] [-h height] [-s style] [-S border-style] [-t target-pane] [-T title] [-w width] [-x position] [-y position] [shell-command]",
+        Some(cmd_client::display_popup)
+    ),
+    cmd!(
+        "display-panes",
+        "displayp",
+        "bd:Nt:",
+        "[-bN] [-d duration] [-t target-client] [template]",
+        Some(cmd_client::client_noop)
+    ),
+    cmd!(
+        "show-messages",
+        "showmsgs",
+        "JTt:",
+        "[-JT] [-t target-client]",
+        Some(cmd_client::client_noop)
+    ),
     // tmux has these; the front refuses them by name (docs/tmux.md).
     cmd!("choose-tree", "", "", "", None),
     cmd!("clear-history", "clearhist", "Ht:", "", None),
     cmd!("copy-mode", "", "eHMs:t:uq", "", None),
-    cmd!("detach-client", "detach", "aE:s:t:P", "", None),
     cmd!("join-pane", "joinp", "bdfhvp:l:s:t:", "", None),
     cmd!("last-pane", "lastp", "det:Z", "", None),
     cmd!("last-window", "last", "t:", "", None),
     cmd!("link-window", "linkw", "abdks:t:", "", None),
     cmd!("move-window", "movew", "abdkrs:t:", "", None),
     cmd!("pipe-pane", "pipep", "IOot:", "", None),
-    cmd!("set-environment", "setenv", "Fhgrt:u", "", None),
-    cmd!("show-environment", "showenv", "hgst:", "", None),
     cmd!("source-file", "source", "Fnqvt:", "", None),
     cmd!("swap-window", "swapw", "ds:t:", "", None),
-    cmd!("wait-for", "wait", "LSU", "", None),
 ];
 
 /// Finds a command as tmux does: exact name or alias, else a unique prefix.

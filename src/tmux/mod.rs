@@ -35,13 +35,17 @@ macro_rules! out_raw {
 
 mod args;
 mod cmd_buffers;
+mod cmd_client;
+mod cmd_env;
 mod cmd_hooks;
 mod cmd_layout;
 mod cmd_misc;
 mod cmd_pane;
 mod cmd_session;
+mod cmd_wait;
 mod cmd_window;
 mod commands;
+mod control;
 mod format;
 mod option_table;
 mod options;
@@ -122,6 +126,8 @@ pub struct Ctx {
     /// The pane this command runs in, when it runs inside one of this
     /// namespace's panes.
     inside: Option<u64>,
+    /// Set in control mode (`-C`): the control client's state.
+    control: Option<control::State>,
 }
 
 impl Ctx {
@@ -175,7 +181,14 @@ impl Ctx {
 
     fn current(&mut self) -> Result<Option<At>, Failure> {
         let inside = self.inside;
-        Ok(target::current(self.view()?, inside))
+        let attached = self.control.as_ref().and_then(|c| c.session);
+        let view = self.view()?;
+        // A control client's current place is its session's, as for any
+        // tmux client.
+        if let Some(s) = attached.and_then(|n| view.sessions.iter().position(|s| s.num == n)) {
+            return Ok(Some(view.session_at(s)));
+        }
+        Ok(target::current(view, inside))
     }
 
     fn find_session(&mut self, t: Option<&str>) -> Result<At, Failure> {
@@ -220,12 +233,8 @@ fn run(argv: Vec<String>) -> CmdResult {
         client: None,
         view: None,
         inside,
+        control: None,
     };
-    if global.has('C') {
-        return Err(Failure::new(
-            "control mode (-C) is not supported by ptyd's tmux front; run commands one at a time",
-        ));
-    }
     if let Some(shell) = global.value('c') {
         // `tmux -c CMD` runs CMD with the shell, as a login shell would.
         let status = std::process::Command::new("/bin/sh")
@@ -242,6 +251,9 @@ fn run(argv: Vec<String>) -> CmdResult {
         };
     }
     let commands = split_commands(&global.positional);
+    if global.has('C') {
+        return control::run(&mut ctx, commands, global.count('C') > 1);
+    }
     if commands.is_empty() {
         // A bare `tmux` is `tmux new-session`.
         return commands::run(&mut ctx, "new-session", &[]);

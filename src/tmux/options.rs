@@ -26,6 +26,26 @@ pub fn known(name: &str) -> Option<(Scope, &'static str)> {
         .map(|&(_, s, d)| (s, d))
 }
 
+/// The option `name` means, as tmux finds it: a user option (`@name`)
+/// or a known name as it is, else the one known option it is a prefix of;
+/// tmux's words when it is a prefix of several or of none.
+pub fn resolve(name: &str) -> Result<String, String> {
+    if name.starts_with('@') || known(name).is_some() {
+        return Ok(name.to_string());
+    }
+    let mut hits = OPTIONS
+        .iter()
+        .map(|(n, _, _)| n.split('[').next().unwrap_or(n))
+        .filter(|n| n.starts_with(name))
+        .collect::<Vec<_>>();
+    hits.dedup();
+    match hits.as_slice() {
+        [one] if !name.is_empty() => Ok(one.to_string()),
+        [] => Err(format!("invalid option: {name}")),
+        _ => Err(format!("ambiguous option: {name}")),
+    }
+}
+
 /// Every known option of `scope` (window options include pane ones, as
 /// tmux shows them).
 pub fn all_of(scope: Scope) -> impl Iterator<Item = (&'static str, &'static str)> {
@@ -88,5 +108,21 @@ impl Store {
         let bytes = serde_json::to_vec(&self.values).map_err(|e| e.to_string())?;
         crate::persist::atomic::write_atomic(&self.path, &bytes, false)
             .map_err(|e| format!("saving {}: {e}", self.path.display()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn option_names_resolve_by_unique_prefix() {
+        assert_eq!(resolve("history-lim"), Ok("history-limit".to_string()));
+        assert_eq!(resolve("@mine"), Ok("@mine".to_string()));
+        assert_eq!(
+            resolve("default-"),
+            Err("ambiguous option: default-".to_string())
+        );
+        assert_eq!(resolve("nosuch"), Err("invalid option: nosuch".to_string()));
     }
 }

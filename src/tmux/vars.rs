@@ -12,6 +12,17 @@ use serde_json::{Value, json};
 /// Expands `format` for the pane at `at` (a session's or window's row
 /// uses its active pane).
 pub fn expand(ctx: &mut Ctx, at: At, format: &str) -> Result<String, Failure> {
+    expand_with(ctx, at, format, &[])
+}
+
+/// As `expand`, with variables of something other than the tree (a
+/// client's), looked up first.
+pub fn expand_with(
+    ctx: &mut Ctx,
+    at: At,
+    format: &str,
+    extra: &[(&str, String)],
+) -> Result<String, Failure> {
     let needs_screen = [
         "cursor_",
         "history_size",
@@ -47,9 +58,117 @@ pub fn expand(ctx: &mut Ctx, at: At, format: &str) -> Result<String, Failure> {
         screen: &screen,
         socket: &socket,
         titles: &titles,
+        extra,
     };
     Ok(format::expand(format, &vars))
 }
+
+/// Every variable the front gives a value, by name (`display-message -a`
+/// lists them all).
+pub const NAMES: &[&str] = &[
+    "alternate_on",
+    "alternate_saved_x",
+    "alternate_saved_y",
+    "bracket_paste_flag",
+    "cursor_flag",
+    "cursor_x",
+    "cursor_y",
+    "history_bytes",
+    "history_limit",
+    "history_size",
+    "host",
+    "host_short",
+    "insert_flag",
+    "keypad_cursor_flag",
+    "keypad_flag",
+    "mouse_all_flag",
+    "mouse_any_flag",
+    "mouse_button_flag",
+    "mouse_sgr_flag",
+    "mouse_standard_flag",
+    "origin_flag",
+    "pane_active",
+    "pane_at_bottom",
+    "pane_at_left",
+    "pane_at_right",
+    "pane_at_top",
+    "pane_bottom",
+    "pane_current_command",
+    "pane_current_path",
+    "pane_dead",
+    "pane_dead_signal",
+    "pane_dead_status",
+    "pane_dead_time",
+    "pane_format",
+    "pane_height",
+    "pane_id",
+    "pane_in_mode",
+    "pane_index",
+    "pane_input_off",
+    "pane_last",
+    "pane_left",
+    "pane_marked",
+    "pane_marked_set",
+    "pane_mode",
+    "pane_pid",
+    "pane_pipe",
+    "pane_right",
+    "pane_search_string",
+    "pane_start_command",
+    "pane_start_path",
+    "pane_synchronized",
+    "pane_title",
+    "pane_top",
+    "pane_tty",
+    "pane_unseen_changes",
+    "pane_width",
+    "pid",
+    "scroll_region_lower",
+    "scroll_region_upper",
+    "session_active",
+    "session_activity",
+    "session_alerts",
+    "session_attached",
+    "session_created",
+    "session_format",
+    "session_group",
+    "session_group_list",
+    "session_group_size",
+    "session_grouped",
+    "session_id",
+    "session_last_attached",
+    "session_many_attached",
+    "session_name",
+    "session_path",
+    "session_stack",
+    "session_windows",
+    "socket_path",
+    "start_time",
+    "version",
+    "window_active",
+    "window_activity_flag",
+    "window_bell_flag",
+    "window_end_flag",
+    "window_flags",
+    "window_height",
+    "window_id",
+    "window_index",
+    "window_last_flag",
+    "window_layout",
+    "window_linked",
+    "window_marked_flag",
+    "window_name",
+    "window_offset_x",
+    "window_offset_y",
+    "window_panes",
+    "window_raw_flags",
+    "window_silence_flag",
+    "window_start_flag",
+    "window_visible_layout",
+    "window_width",
+    "window_zoomed_flag",
+    "wrap_flag",
+];
 
 struct Vars<'a> {
     view: &'a View,
@@ -60,6 +179,7 @@ struct Vars<'a> {
     socket: &'a str,
     /// Titles given with `select-pane -T`, by pane (`%N`).
     titles: &'a super::options::Store,
+    extra: &'a [(&'a str, String)],
 }
 
 fn flag(b: bool) -> String {
@@ -68,6 +188,9 @@ fn flag(b: bool) -> String {
 
 impl Lookup for Vars<'_> {
     fn get(&self, name: &str) -> Option<String> {
+        if let Some((_, v)) = self.extra.iter().find(|(n, _)| *n == name) {
+            return Some(v.clone());
+        }
         if let Some(v) = self.server_var(name) {
             return Some(v);
         }

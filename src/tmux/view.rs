@@ -97,6 +97,16 @@ pub struct At {
     pub pane: usize,
 }
 
+impl At {
+    /// No place: a format expanded here sees only the server's variables
+    /// (`display-message` with no session, as tmux's target may fail).
+    pub const NOWHERE: At = At {
+        session: usize::MAX,
+        window: 0,
+        pane: 0,
+    };
+}
+
 impl View {
     pub fn from_tree(tree: &Value) -> View {
         let sessions = tree["workspaces"]
@@ -252,6 +262,32 @@ fn layout_order(node: &Value, out: &mut Vec<u64>, depth: usize) {
     }
 }
 
+/// A window name as tmux's rename-window stores it (vis(3) with
+/// `VIS_OCTAL | VIS_CSTYLE | VIS_TAB | VIS_NL`): a backslash doubled,
+/// C escapes for the usual control characters, other control characters
+/// as three octal digits; printable text (UTF-8 included) as it is.
+pub fn vis_name(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            '\u{7}' => out.push_str("\\a"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{b}' => out.push_str("\\v"),
+            '\u{c}' => out.push_str("\\f"),
+            '\0' => out.push_str("\\000"),
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                out.push_str(&format!("\\{:03o}", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// The name ptyd stores for a tmux session name (module doc).
 pub fn ptyd_name(tmux: &str) -> String {
     if tmux.starts_with('~') || crate::validate::name(tmux).is_err() {
@@ -269,6 +305,12 @@ pub fn tmux_name(stored: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn renamed_windows_are_escaped_as_tmux_escapes_them() {
+        assert_eq!(vis_name(r"hello \ wazzup 0"), r"hello \\ wazzup 0");
+        assert_eq!(vis_name("a\tb\nc\u{1}é"), r"a\tb\nc\001é");
+    }
 
     #[test]
     fn names_tmux_gives_survive_the_round_trip() {
