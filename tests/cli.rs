@@ -298,8 +298,13 @@ fn events_command_prints_json_lines() {
     let mut child = cmd.spawn().unwrap();
     let _guard = util::KillOnDrop::pid(child.id() as i32);
     let mut lines = std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap()));
-    let first: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
-    let second: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    // The pane's own events; the tree's (its workspace and tab) between.
+    let mut pane_events = lines
+        .by_ref()
+        .map(|l| serde_json::from_str::<Value>(&l.unwrap()).unwrap())
+        .filter(|e| e["type"].as_str().is_some_and(|t| t.starts_with("pane.")));
+    let first = pane_events.next().unwrap();
+    let second = pane_events.next().unwrap();
     assert_eq!(first["type"], "pane.created", "{first}");
     assert_eq!(second["type"], "pane.exited", "{second}");
     assert_eq!(second["exit"]["code"], 6, "{second}");

@@ -109,7 +109,10 @@ fn bash_complete(dirs: &Dirs, namespace: &str, words: &[&str]) -> Vec<String> {
 fn bash_completes_commands_options_and_panes() {
     let dirs = Dirs::new();
     let none = |words: &[&str]| bash_complete(&dirs, "nothing-runs", words);
-    assert_eq!(none(&["ptyd", "se"]), ["send", "server", "service"]);
+    assert_eq!(
+        none(&["ptyd", "se"]),
+        ["select-layout", "send", "server", "service"]
+    );
     assert_eq!(
         none(&["ptyd", "new", "--restore", ""]),
         ["hold", "rerun", "shell"]
@@ -212,7 +215,10 @@ fn fish_completes_commands_options_and_panes() {
     }
     let dirs = Dirs::new();
     let none = |line: &str| fish_complete(&dirs, "nothing-runs", line);
-    assert_eq!(none("ptyd se"), ["send", "server", "service"]);
+    assert_eq!(
+        none("ptyd se"),
+        ["select-layout", "send", "server", "service"]
+    );
     assert_eq!(none("ptyd new --restore "), ["hold", "rerun", "shell"]);
     assert_eq!(none("ptyd kill --s"), ["--signal"]);
     let ptyd = Ptyd::start();

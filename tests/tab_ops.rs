@@ -283,6 +283,8 @@ fn layouts_come_back_exactly_after_restore_and_live_upgrade() {
     assert_eq!((&t1["zoom"], &t1["focus"]), (&json!("p3"), &json!("p3")));
     assert_eq!(tree["workspaces"][0]["active"], true);
     assert_eq!(tree["workspaces"][1]["tabs"][0]["zoom"], "p6");
+    let text = ok(&ptyd, &["ls"]);
+    assert!(text.contains(" (zoomed p3)"), "{text}");
 
     ok(&ptyd, &["save"]);
     ptyd.stop();

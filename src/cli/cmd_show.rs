@@ -32,8 +32,12 @@ pub fn ls(g: &Global, a: &Parsed) -> Result<i32, CliError> {
     for ws in &tree.workspaces {
         println!("{} {}{}", ws.id, ws.name, active(ws.active));
         for tab in &ws.tabs {
+            let zoom = tab
+                .zoom
+                .map(|z| format!(" (zoomed {z})"))
+                .unwrap_or_default();
             println!(
-                "  {} {}{}  {}",
+                "  {} {}{}  {}{zoom}",
                 tab.id,
                 tab.name,
                 active(tab.active),

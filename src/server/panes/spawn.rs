@@ -160,7 +160,6 @@ impl Server {
         // Only a pane that started takes an id: ids are never reused, and
         // failed attempts do not leave holes.
         self.panes.advance_next_id(next_id.get());
-        self.place_pane(id, placement);
         let active = if req.read_only {
             0
         } else {
@@ -188,6 +187,8 @@ impl Server {
             pane: PaneId::new(id),
             info: info.clone(),
         });
+        // After `pane.created`: the tree's events name the pane.
+        self.place_pane(id, placement);
         // As `attach` does, so every `client.detached` has its `client.attached`.
         if req.attach
             && let Some(peer_pid) = self.conns.get(&conn).map(|c| c.peer.pid)
