@@ -303,6 +303,58 @@ fn a_config_of_100k_unknown_keys_gives_a_bounded_list_of_problems() {
     ptyd.stop();
 }
 
+/// Torture: the serving process SIGKILLed again and again, each kill soon
+/// after the last (the next as soon as the replacement answered, or a
+/// random moment below a second later: well within the 3 s that once
+/// counted as a crash loop), while a counter prints at full speed and the
+/// server's stderr is a pipe whose reader is gone (every log line of each
+/// crash fails): every pane keeps its process, the counter's scrollback
+/// counts without gap or repeat, no SIGHUP reached it, and the keeper
+/// never fell back to the snapshot.
+#[test]
+fn kills_less_than_three_seconds_apart_with_a_closed_stderr_lose_nothing() {
+    let mut dirs = Dirs::new();
+    dirs.stderr = ServerStderr::ClosedPipe;
+    let ptyd = dirs.start(&unique_name("t"));
+    let counter = crash_support::counter_pane(&ptyd);
+    idle_panes_beside(&ptyd, 2);
+    let pids = ptyd.connect().pane_pids();
+    let mut rng = crash_support::Rng(0x7e57 ^ u64::from(std::process::id()));
+    for round in 1..=6 {
+        crash_and_check(&ptyd, &pids, &format!("kill {round}"));
+        let pause = rng.below(1000);
+        std::thread::sleep(std::time::Duration::from_millis(pause));
+    }
+    let mut c = ptyd.connect();
+    let status = c.ok("server.status", json!({}));
+    assert!(
+        status["keeper"]["last_recovery"]["from"].is_null(),
+        "recovered from the checkpoint, not the snapshot: {}",
+        status["keeper"]
+    );
+    assert!(
+        status["stderr_write_failures"].as_u64() >= Some(1),
+        "{status}"
+    );
+    crash_support::signal(pids[&counter], libc::SIGSTOP);
+    let text = c.capture_all(&counter);
+    crash_support::signal(pids[&counter], libc::SIGCONT);
+    let (first, last) = crash_support::check_counter(&text, "the counter after six kills");
+    assert!(last > first, "the counter printed: {first}..{last}");
+    assert!(
+        !ptyd.dirs.path("hups").join("counter").exists(),
+        "the counter got SIGHUP"
+    );
+    ptyd.stop();
+}
+
+/// Creates `n` idle panes beside those there are.
+fn idle_panes_beside(ptyd: &Ptyd, n: usize) {
+    for _ in 0..n {
+        ptyd.create_argv(&["sleep", "100000"]);
+    }
+}
+
 /// A snapshot of many panes (the restore report stays in `status` for the
 /// server's whole life): the per-pane outcomes listed are the first 100,
 /// counted all in `outcome_counts`, and `ptyd status` says how many more.

@@ -990,6 +990,9 @@ struct Faulty {
     attached: Attached,
     pids: BTreeMap<String, (i64, String)>,
     fds: BTreeMap<String, usize>,
+    /// The old server's generation: 1, or past the number a new server
+    /// that served took (a take-back skips it).
+    generation: u64,
 }
 
 impl Faulty {
@@ -1012,19 +1015,20 @@ impl Faulty {
             attached,
             pids,
             fds,
+            generation: 1,
         };
         f.check_serving("setup");
         f
     }
 
-    /// The old server serves on, untouched: same pid, generation 1, panes
+    /// The old server serves on, untouched: same pid, its generation, panes
     /// alive, input and capture work, the attached client gets output, and
     /// its fds are what they were.
     fn check_serving(&mut self, tag: &str) {
         let l = &self.l;
         let status = l.status();
         assert_eq!(status["pid"], l.first, "{tag}: {status}");
-        assert_eq!(status["generation"], 1, "{tag}: {status}");
+        assert_eq!(status["generation"], self.generation, "{tag}: {status}");
         assert_eq!(status["upgrade"], Value::Null, "{tag}: {status}");
         let mut c = l.conn();
         assert_eq!(pane_pids(&mut c), self.pids, "{tag}: panes changed");
@@ -1215,6 +1219,8 @@ fn a_new_server_dying_in_probation_hands_everything_back() {
         assert_eq!(kind, util::OUTPUT, "a frame other than output");
     }
     f.attached = attach(&f.l, &f.cat);
+    // The dead new server was generation 2: the old one goes past it.
+    f.generation = 3;
     f.check_serving("after-probation-crash");
     // And a normal upgrade works afterwards.
     f.l.upgrade();
