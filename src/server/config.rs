@@ -69,6 +69,7 @@ pub const KEYS: &[&str] = &[
     "attach_direct",
     "status",
     "keys",
+    "mouse",
 ];
 
 /// Most lines `attach_history` may print into a terminal at attach.
@@ -151,6 +152,9 @@ pub struct UserConfig {
     /// applied; and `[keys]` as written, for `values`.
     pub bindings: crate::view::bindings::Bindings,
     pub keys: std::collections::BTreeMap<String, String>,
+    /// The tab view reports the mouse: a click focuses a pane, reports
+    /// reach a program that asked for them.
+    pub mouse: bool,
 }
 
 impl Default for UserConfig {
@@ -177,6 +181,7 @@ impl Default for UserConfig {
             status: Default::default(),
             bindings: Default::default(),
             keys: Default::default(),
+            mouse: true,
         }
     }
 }
@@ -222,6 +227,7 @@ impl UserConfig {
         m.insert("attach_direct".into(), json!(self.attach_direct));
         m.insert("status".into(), json!(self.status));
         m.insert("keys".into(), json!(self.keys));
+        m.insert("mouse".into(), json!(self.mouse));
         m
     }
 }
@@ -516,6 +522,13 @@ fn parse_all(path: &Path, text: &str) -> (UserConfig, Vec<String>) {
                 Ok(v) => config.attach_direct = v,
                 Err(e) => problems.push(format!(
                     "{place}: attach_direct must be true or false ({}); using the default true",
+                    e.message().trim()
+                )),
+            },
+            "mouse" => match bool::deserialize(ValueDeserializer::from(value)) {
+                Ok(v) => config.mouse = v,
+                Err(e) => problems.push(format!(
+                    "{place}: mouse must be true or false ({}); using the default true",
                     e.message().trim()
                 )),
             },

@@ -437,6 +437,7 @@ impl Server {
             status,
             overlay: overlay.as_deref(),
             hide_cursor: v.scrolling,
+            mouse: self.config.mouse && !read_only,
         };
         let c = self.conns.get_mut(&conn)?;
         c.view.stale = false;
@@ -577,6 +578,7 @@ impl Server {
                 Out::Confirmed(_) => {}
                 Out::Cancelled | Out::PromptEdited(_) => self.mark_view_stale(conn),
                 Out::PromptDone(name) => self.view_rename(conn, name),
+                Out::Mouse(event) => self.view_mouse(conn, event, read_only),
             }
             if !self
                 .conns
@@ -586,6 +588,48 @@ impl Server {
                 return;
             }
         }
+    }
+
+    /// A click on another pane focuses it; a report over the focused pane
+    /// goes to its program, in the pane's coordinates, if it asked for
+    /// the mouse; anything else (borders, the status line) is dropped.
+    fn view_mouse(&mut self, conn: ConnId, event: bindings::MouseEvent, read_only: bool) {
+        let Some(tab) = self.view_tab(conn) else {
+            return;
+        };
+        let Some(g) = self.tab_geometry(tab, self.client_size(conn)) else {
+            return;
+        };
+        let Some(pane) = g.pane_at(event.x, event.y) else {
+            return;
+        };
+        let focus = self.tree.tabs.get(&tab).map(|t| t.focus);
+        if read_only {
+            return;
+        }
+        if Some(pane) != focus {
+            if event.is_left_press() {
+                self.view_focus(pane);
+            }
+            return;
+        }
+        let (Some(rect), Some(p)) = (g.rect_of(pane), self.panes.get(&pane.get())) else {
+            return;
+        };
+        let modes = p.screen().modes();
+        let motion = event.button & 32 != 0;
+        let wanted = match modes.mouse {
+            crate::term::MouseMode::Off => false,
+            crate::term::MouseMode::X10 => !motion && !event.release,
+            crate::term::MouseMode::Normal => !motion,
+            crate::term::MouseMode::Button | crate::term::MouseMode::Any => true,
+        };
+        if !wanted {
+            return;
+        }
+        let sgr = modes.mouse_encoding == crate::term::MouseEncoding::Sgr;
+        let bytes = event.encode(event.x - rect.x, event.y - rect.y, sgr);
+        self.view_type(conn, &bytes);
     }
 
     fn view_type(&mut self, conn: ConnId, bytes: &[u8]) {
