@@ -816,23 +816,7 @@ impl Server {
                 _ => None,
             })
             .collect();
-        let size = match self.config.window_size {
-            WindowSize::Latest => sizes
-                .iter()
-                .max_by_key(|(active, ..)| *active)
-                .map(|&(_, c, r)| (c, r)),
-            WindowSize::Smallest => sizes
-                .iter()
-                .map(|&(_, c, _)| c)
-                .min()
-                .zip(sizes.iter().map(|&(.., r)| r).min()),
-            WindowSize::Largest => sizes
-                .iter()
-                .map(|&(_, c, _)| c)
-                .max()
-                .zip(sizes.iter().map(|&(.., r)| r).max()),
-        };
-        if let Some((cols, rows)) = size {
+        if let Some((cols, rows)) = pick_size(self.config.window_size, &sizes) {
             self.resize_pane(pane, cols, rows);
         }
     }
@@ -938,6 +922,30 @@ impl Server {
         }
         serde_json::to_value(Detached { detached: victims })
             .map_err(|e| RpcError::new(ErrorCode::Internal, format!("encoding the reply: {e}")))
+    }
+}
+
+/// The size `policy` gives clients of `(activity, cols, rows)`; `None`
+/// for none.
+pub(in crate::server) fn pick_size(
+    policy: WindowSize,
+    sizes: &[(u64, u16, u16)],
+) -> Option<(u16, u16)> {
+    match policy {
+        WindowSize::Latest => sizes
+            .iter()
+            .max_by_key(|(active, ..)| *active)
+            .map(|&(_, c, r)| (c, r)),
+        WindowSize::Smallest => sizes
+            .iter()
+            .map(|&(_, c, _)| c)
+            .min()
+            .zip(sizes.iter().map(|&(.., r)| r).min()),
+        WindowSize::Largest => sizes
+            .iter()
+            .map(|&(_, c, _)| c)
+            .max()
+            .zip(sizes.iter().map(|&(.., r)| r).max()),
     }
 }
 

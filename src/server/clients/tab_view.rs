@@ -22,7 +22,6 @@ use crate::model::{PaneId, TabId};
 use crate::protocol::frame;
 use crate::protocol::methods;
 use crate::server::Server;
-use crate::server::config::WindowSize;
 use crate::server::timers::TimerKind;
 use crate::view::bindings::{self, Action, Bindings, Mode, Out};
 use crate::view::compose::{Compositor, Scene};
@@ -147,22 +146,7 @@ impl Server {
                 _ => None,
             })
             .collect();
-        match self.config.window_size {
-            WindowSize::Latest => sizes
-                .iter()
-                .max_by_key(|(active, ..)| *active)
-                .map(|&(_, c, r)| (c, r)),
-            WindowSize::Smallest => sizes
-                .iter()
-                .map(|&(_, c, _)| c)
-                .min()
-                .zip(sizes.iter().map(|&(.., r)| r).min()),
-            WindowSize::Largest => sizes
-                .iter()
-                .map(|&(_, c, _)| c)
-                .max()
-                .zip(sizes.iter().map(|&(.., r)| r).max()),
-        }
+        super::attach::pick_size(self.config.window_size, &sizes)
     }
 
     /// `tab` laid out as its panes are sized: at the tab's size, else
