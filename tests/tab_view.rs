@@ -482,3 +482,35 @@ fn scroll_mode_and_read_only_work_inside_the_view() {
     assert_eq!(c.panes().len(), 3);
     assert!(!c.capture(&a).contains("not-typed"));
 }
+
+#[test]
+fn a_click_focuses_a_pane_and_reaches_a_program_that_asked_for_the_mouse() {
+    let ptyd = Ptyd::start();
+    let (a, b, cc) = three_panes(&ptyd);
+    let mut c = ptyd.connect();
+    c.type_line(&cc, "printf '\\033[?1000h\\033[?1006h'; stty -echo; cat -v");
+    let tmux = Tmux::outer_session(&ptyd, 120, 40);
+    attach(&tmux, &ptyd, &a);
+    let click = |x: u16, y: u16| {
+        tmux.keys(&["-l", &format!("\x1b[<0;{x};{y}M\x1b[<0;{x};{y}m")]);
+    };
+    // In p2 (columns 62-120, rows 1-19, 1-based): focus moves there.
+    click(70, 5);
+    tmux.wait_screen("the focus on p2", |s| {
+        status_line(s).contains(&format!("\"{b} "))
+    });
+    // In p3, which asked for the mouse: the first click focuses it, the
+    // next reaches its program in its own coordinates.
+    click(71, 26);
+    tmux.wait_screen("the focus on p3", |s| {
+        status_line(s).contains(&format!("\"{cc} "))
+    });
+    click(71, 26);
+    // A click on a border or the status line changes nothing.
+    click(61, 5);
+    click(5, 40);
+    // `cat` reads lines: the Enter brings what came before it.
+    tmux.type_line("typed-after");
+    c.wait_text(&cc, "^[[<0;10;6M^[[<0;10;6mtyped-after");
+    assert!(!c.capture(&cc).contains(";5M"), "{}", c.capture(&cc));
+}

@@ -102,6 +102,7 @@ pub const KEYS: &[&str] = &[
     "attach_direct",
     "status",
     "keys",
+    "mouse",
     "update_environment",
 ];
 
@@ -208,6 +209,9 @@ pub struct UserConfig {
     /// panes started afterwards without a fresher environment of their own
     /// (`panes/environment.rs`).
     pub update_environment: Vec<String>,
+    /// The tab view reports the mouse: a click focuses a pane, reports
+    /// reach a program that asked for them.
+    pub mouse: bool,
 }
 
 impl Default for UserConfig {
@@ -239,6 +243,7 @@ impl Default for UserConfig {
                 .iter()
                 .map(|s| s.to_string())
                 .collect(),
+            mouse: true,
         }
     }
 }
@@ -289,6 +294,7 @@ impl UserConfig {
         m.insert("status".into(), json!(self.status));
         m.insert("keys".into(), json!(self.keys));
         m.insert("update_environment".into(), json!(self.update_environment));
+        m.insert("mouse".into(), json!(self.mouse));
         m
     }
 }
@@ -591,6 +597,13 @@ fn parse_all(path: &Path, text: &str) -> (UserConfig, Vec<String>) {
                 Ok(v) => config.attach_direct = v,
                 Err(e) => problems.push(format!(
                     "{place}: attach_direct must be true or false ({}); using the default true",
+                    e.message().trim()
+                )),
+            },
+            "mouse" => match bool::deserialize(ValueDeserializer::from(value)) {
+                Ok(v) => config.mouse = v,
+                Err(e) => problems.push(format!(
+                    "{place}: mouse must be true or false ({}); using the default true",
                     e.message().trim()
                 )),
             },

@@ -373,6 +373,63 @@ pub enum Out {
     PromptEdited(String),
     /// The prompt's line was entered.
     PromptDone(String),
+    /// A mouse report (SGR encoding) from the client's terminal.
+    Mouse(MouseEvent),
+}
+
+/// One SGR mouse report: `CSI < button ; x ; y M` (press, motion) or `m`
+/// (release); `x` and `y` zero-based here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MouseEvent {
+    pub button: u16,
+    pub x: u16,
+    pub y: u16,
+    pub release: bool,
+}
+
+impl MouseEvent {
+    /// A press of the left button (not motion, not the wheel).
+    pub fn is_left_press(&self) -> bool {
+        !self.release && self.button & !(4 | 8 | 16) == 0
+    }
+
+    /// The report at `(x, y)` in the encoding a program asked for (`sgr`,
+    /// else the X10 one, which reaches column 223 at most).
+    pub fn encode(&self, x: u16, y: u16, sgr: bool) -> Vec<u8> {
+        if sgr {
+            let end = if self.release { 'm' } else { 'M' };
+            return format!("\x1b[<{};{};{}{end}", self.button, x + 1, y + 1).into_bytes();
+        }
+        let button = if self.release { 3 } else { self.button };
+        let byte = |v: u16| (v.min(222) + 33) as u8;
+        vec![
+            0x1b,
+            b'[',
+            b'M',
+            (button.min(222) + 32) as u8,
+            byte(x),
+            byte(y),
+        ]
+    }
+}
+
+/// An SGR mouse report at the start of `bytes`, and its length.
+fn mouse_at(bytes: &[u8]) -> Option<(MouseEvent, usize)> {
+    let rest = bytes.strip_prefix(b"\x1b[<")?;
+    let end = rest.iter().position(|b| *b == b'M' || *b == b'm')?;
+    let text = std::str::from_utf8(&rest[..end]).ok()?;
+    let mut nums = text.split(';').map(|n| n.parse::<u16>().ok());
+    let (button, x, y) = (nums.next()??, nums.next()??, nums.next()??);
+    if nums.next().is_some() || x == 0 || y == 0 {
+        return None;
+    }
+    let event = MouseEvent {
+        button,
+        x: x - 1,
+        y: y - 1,
+        release: rest[end] == b'm',
+    };
+    Some((event, 3 + end + 1))
 }
 
 /// Runs `bytes` through the keyboard state `mode`, with `prefix` as the
@@ -385,6 +442,14 @@ pub fn feed(mode: &mut Mode, bytes: &[u8], prefix: u8, bindings: &Bindings) -> V
         match mode {
             Mode::Typing => {
                 let b = bytes[i];
+                if let Some((event, used)) = mouse_at(&bytes[i..]) {
+                    if !typed.is_empty() {
+                        out.push(Out::Typed(std::mem::take(&mut typed)));
+                    }
+                    out.push(Out::Mouse(event));
+                    i += used;
+                    continue;
+                }
                 if b == prefix {
                     *mode = Mode::Prefix;
                 } else {
@@ -512,6 +577,39 @@ mod tests {
         };
         let out = feed(&mut m, b"ab\x7fc\r", 0x1c, &b);
         assert_eq!(out.last(), Some(&Out::PromptDone("ac".into())));
+    }
+
+    #[test]
+    fn mouse_reports_are_taken_out_of_what_is_typed() {
+        let b = Bindings::default();
+        let mut m = Mode::Typing;
+        let out = feed(&mut m, b"a\x1b[<0;70;5Mb\x1b[<0;70;5m", 0x1c, &b);
+        let press = MouseEvent {
+            button: 0,
+            x: 69,
+            y: 4,
+            release: false,
+        };
+        assert_eq!(
+            out,
+            vec![
+                Out::Typed(b"a".to_vec()),
+                Out::Mouse(press),
+                Out::Typed(b"b".to_vec()),
+                Out::Mouse(MouseEvent {
+                    release: true,
+                    ..press
+                }),
+            ]
+        );
+        assert!(press.is_left_press());
+        assert_eq!(press.encode(9, 4, true), b"\x1b[<0;10;5M");
+        assert_eq!(press.encode(9, 4, false), b"\x1b[M *%");
+        // Not a whole report: typed as it is.
+        assert_eq!(
+            feed(&mut m, b"\x1b[<0;7", 0x1c, &b),
+            vec![Out::Typed(b"\x1b[<0;7".to_vec())]
+        );
     }
 
     #[test]

@@ -88,6 +88,9 @@ pub struct Scene<'a> {
     /// The focused pane shows its scroll mode instead of its screen (the
     /// cursor is hidden; the client draws the scroll mode itself).
     pub hide_cursor: bool,
+    /// The client's terminal reports the mouse (clicks focus a pane),
+    /// whatever the focused pane asked for.
+    pub mouse: bool,
 }
 
 /// The colour of the focused pane's border (tmux's `pane-active-border-style`).
@@ -244,10 +247,18 @@ impl Compositor {
                 && y < scene.rows)
                 .then_some((x, y))
         });
-        let (modes, modes_off) = match focus {
+        let (mut modes, modes_off) = match focus {
             Some(t) => t.focus_modes(),
             None => (Vec::new(), &b""[..]),
         };
+        if scene.mouse {
+            // Clicks and drags, or all motion if the pane wants it; always
+            // in SGR, which the server translates for the pane.
+            if !modes.windows(8).any(|w| w == b"\x1b[?1003") {
+                modes.extend_from_slice(b"\x1b[?1002h");
+            }
+            modes.extend_from_slice(b"\x1b[?1006h");
+        }
         let tail = Tail { cursor, modes };
         let full = self
             .last
@@ -416,6 +427,7 @@ mod tests {
                 status: Some((4, status.clone())),
                 overlay: None,
                 hide_cursor: false,
+                mouse: false,
             };
             comp.update(&scene)
         };
@@ -440,6 +452,7 @@ mod tests {
             status: Some((4, status)),
             overlay: None,
             hide_cursor: false,
+            mouse: false,
         };
         let update = comp.update(&scene);
         let body = String::from_utf8_lossy(&update);

@@ -158,9 +158,7 @@ impl Server {
                 self.apply_size_policy(id);
             }
             // The pane a bare `ptyd attach` comes back to.
-            if self.tree.focus(PaneId::new(id)) {
-                self.mark_dirty();
-            }
+            self.edit_tree(|t| t.focus(PaneId::new(id)));
         }
         let pane = &self.panes[&id];
         // History first, on the client's main screen (a client on its
@@ -821,23 +819,7 @@ impl Server {
                 _ => None,
             })
             .collect();
-        let size = match self.config.window_size {
-            WindowSize::Latest => sizes
-                .iter()
-                .max_by_key(|(active, ..)| *active)
-                .map(|&(_, c, r)| (c, r)),
-            WindowSize::Smallest => sizes
-                .iter()
-                .map(|&(_, c, _)| c)
-                .min()
-                .zip(sizes.iter().map(|&(.., r)| r).min()),
-            WindowSize::Largest => sizes
-                .iter()
-                .map(|&(_, c, _)| c)
-                .max()
-                .zip(sizes.iter().map(|&(.., r)| r).max()),
-        };
-        if let Some((cols, rows)) = size {
+        if let Some((cols, rows)) = pick_size(self.config.window_size, &sizes) {
             self.resize_pane(pane, cols, rows);
         }
     }
@@ -943,6 +925,30 @@ impl Server {
         }
         serde_json::to_value(Detached { detached: victims })
             .map_err(|e| RpcError::new(ErrorCode::Internal, format!("encoding the reply: {e}")))
+    }
+}
+
+/// The size `policy` gives clients of `(activity, cols, rows)`; `None`
+/// for none.
+pub(in crate::server) fn pick_size(
+    policy: WindowSize,
+    sizes: &[(u64, u16, u16)],
+) -> Option<(u16, u16)> {
+    match policy {
+        WindowSize::Latest => sizes
+            .iter()
+            .max_by_key(|(active, ..)| *active)
+            .map(|&(_, c, r)| (c, r)),
+        WindowSize::Smallest => sizes
+            .iter()
+            .map(|&(_, c, _)| c)
+            .min()
+            .zip(sizes.iter().map(|&(.., r)| r).min()),
+        WindowSize::Largest => sizes
+            .iter()
+            .map(|&(_, c, _)| c)
+            .max()
+            .zip(sizes.iter().map(|&(.., r)| r).max()),
     }
 }
 

@@ -577,8 +577,8 @@ impl Connection {
 
     /// Queues a frame past the output bound: the small frames of the
     /// direct-output handshake, and the output a terminal had not taken
-    /// (already counted against the bound), must not be refused.
-    #[cfg(unix)]
+    /// (already counted against the bound), and the tab view's small
+    /// VIEW and SCROLL frames, must not be refused.
     pub fn queue_frame_unbounded(&mut self, kind: u8, payload: &[u8]) {
         frame::encode(kind, payload, &mut self.out);
         self.msg_ends.push_back(self.out.len());

@@ -22,7 +22,6 @@ use crate::model::{PaneId, TabId};
 use crate::protocol::frame;
 use crate::protocol::methods;
 use crate::server::Server;
-use crate::server::config::WindowSize;
 use crate::server::timers::TimerKind;
 use crate::view::bindings::{self, Action, Bindings, Mode, Out};
 use crate::view::compose::{Compositor, Scene};
@@ -147,22 +146,7 @@ impl Server {
                 _ => None,
             })
             .collect();
-        match self.config.window_size {
-            WindowSize::Latest => sizes
-                .iter()
-                .max_by_key(|(active, ..)| *active)
-                .map(|&(_, c, r)| (c, r)),
-            WindowSize::Smallest => sizes
-                .iter()
-                .map(|&(_, c, _)| c)
-                .min()
-                .zip(sizes.iter().map(|&(.., r)| r).min()),
-            WindowSize::Largest => sizes
-                .iter()
-                .map(|&(_, c, _)| c)
-                .max()
-                .zip(sizes.iter().map(|&(.., r)| r).max()),
-        }
+        super::attach::pick_size(self.config.window_size, &sizes)
     }
 
     /// The area `tab`'s panes are laid out in while clients show it: their
@@ -445,6 +429,7 @@ impl Server {
             status,
             overlay: overlay.as_deref(),
             hide_cursor: v.scrolling,
+            mouse: self.config.mouse && !read_only,
         };
         let c = self.conns.get_mut(&conn)?;
         c.view.stale = false;
@@ -585,6 +570,7 @@ impl Server {
                 Out::Confirmed(_) => {}
                 Out::Cancelled | Out::PromptEdited(_) => self.mark_view_stale(conn),
                 Out::PromptDone(name) => self.view_rename(conn, name),
+                Out::Mouse(event) => self.view_mouse(conn, event, read_only),
             }
             if !self
                 .conns
@@ -594,6 +580,48 @@ impl Server {
                 return;
             }
         }
+    }
+
+    /// A click on another pane focuses it; a report over the focused pane
+    /// goes to its program, in the pane's coordinates, if it asked for
+    /// the mouse; anything else (borders, the status line) is dropped.
+    fn view_mouse(&mut self, conn: ConnId, event: bindings::MouseEvent, read_only: bool) {
+        let Some(tab) = self.view_tab(conn) else {
+            return;
+        };
+        let Some(g) = self.tab_geometry(tab, self.client_size(conn)) else {
+            return;
+        };
+        let Some(pane) = g.pane_at(event.x, event.y) else {
+            return;
+        };
+        let focus = self.tree.tabs.get(&tab).map(|t| t.focus);
+        if read_only {
+            return;
+        }
+        if Some(pane) != focus {
+            if event.is_left_press() {
+                self.view_focus(pane);
+            }
+            return;
+        }
+        let (Some(rect), Some(p)) = (g.rect_of(pane), self.panes.get(&pane.get())) else {
+            return;
+        };
+        let modes = p.screen().modes();
+        let motion = event.button & 32 != 0;
+        let wanted = match modes.mouse {
+            crate::term::MouseMode::Off => false,
+            crate::term::MouseMode::X10 => !motion && !event.release,
+            crate::term::MouseMode::Normal => !motion,
+            crate::term::MouseMode::Button | crate::term::MouseMode::Any => true,
+        };
+        if !wanted {
+            return;
+        }
+        let sgr = modes.mouse_encoding == crate::term::MouseEncoding::Sgr;
+        let bytes = event.encode(event.x - rect.x, event.y - rect.y, sgr);
+        self.view_type(conn, &bytes);
     }
 
     fn view_type(&mut self, conn: ConnId, bytes: &[u8]) {
@@ -830,9 +858,7 @@ impl Server {
 
     /// Focuses `pane` in its tab (every client of the tab follows).
     fn view_focus(&mut self, pane: PaneId) {
-        if self.tree.focus(pane) {
-            self.mark_dirty();
-        }
+        self.edit_tree(|t| t.focus(pane));
     }
 
     /// Client `conn` shows `tab` from now on (the tab becomes its
@@ -842,14 +868,7 @@ impl Server {
             v.tab = tab;
             v.activity.remove(&tab);
         }
-        let ws = self.tree.tabs.get(&tab).map(|t| t.workspace);
-        if let Some(ws) = ws {
-            if let Some(w) = self.tree.workspaces.get_mut(&ws) {
-                w.active_tab = Some(tab);
-            }
-            self.tree.active_workspace = Some(ws);
-            self.mark_dirty();
-        }
+        self.edit_tree(|t| t.select_tab(tab));
         self.mark_view_stale(conn);
         self.sync_views();
     }
