@@ -3,39 +3,17 @@
 //! the area the client gives the tab; and which pane lies next to another
 //! in a direction (focus moves, border drags).
 //!
-//! A split of `n` cells gives one cell to its border and the rest to its
-//! children by the split's ratio, each child at least one cell wide. An
-//! area too small to split shows its first child only: the panes of the
-//! other get no rectangle (and keep their size) until the area grows.
+//! Where a split's border goes is the model's rule (`layout::split_area`:
+//! one cell of border, the rest by the split's ratio, each side kept at
+//! its panes' least size while there is room), so a border moved by
+//! `resize-split` moves by the cells it says. An area too small for a
+//! border and two sides shows its first child only: the panes of the other
+//! get no rectangle (and keep their size) until the area grows.
 
 use crate::model::PaneId;
-use crate::workspace::layout::{Direction, Layout};
+use crate::workspace::layout::{Direction, Layout, split_area};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub struct Rect {
-    pub x: u16,
-    pub y: u16,
-    pub cols: u16,
-    pub rows: u16,
-}
-
-impl Rect {
-    pub fn new(x: u16, y: u16, cols: u16, rows: u16) -> Rect {
-        Rect { x, y, cols, rows }
-    }
-
-    pub fn contains(&self, x: u16, y: u16) -> bool {
-        x >= self.x && y >= self.y && x - self.x < self.cols && y - self.y < self.rows
-    }
-
-    fn right(&self) -> u32 {
-        u32::from(self.x) + u32::from(self.cols)
-    }
-
-    fn bottom(&self) -> u32 {
-        u32::from(self.y) + u32::from(self.rows)
-    }
-}
+pub use crate::workspace::layout::Rect;
 
 /// A run of border cells: a vertical one (between panes side by side) at
 /// column `x` from row `y`, or a horizontal one at row `y` from column `x`.
@@ -82,39 +60,26 @@ fn place(layout: &Layout, area: Rect, g: &mut Geometry) {
             first,
             second,
         } => {
-            let total = match direction {
-                Direction::Horizontal => area.cols,
-                Direction::Vertical => area.rows,
-            };
-            if total < 3 {
+            let (one, two) = split_area(*direction, *ratio, first, second, area);
+            // An area too small for a border and two sides shows the
+            // first side alone.
+            if [one.cols, one.rows, two.cols, two.rows].contains(&0) {
                 place(first, area, g);
                 return;
             }
-            let room = f32::from(total - 1);
-            let ratio = if ratio.is_finite() { *ratio } else { 0.5 };
-            let a = ((room * ratio).round() as u16).clamp(1, total - 2);
-            let b = total - 1 - a;
-            let (one, border, two) = match direction {
-                Direction::Horizontal => (
-                    Rect::new(area.x, area.y, a, area.rows),
-                    Border {
-                        vertical: true,
-                        x: area.x + a,
-                        y: area.y,
-                        len: area.rows,
-                    },
-                    Rect::new(area.x + a + 1, area.y, b, area.rows),
-                ),
-                Direction::Vertical => (
-                    Rect::new(area.x, area.y, area.cols, a),
-                    Border {
-                        vertical: false,
-                        x: area.x,
-                        y: area.y + a,
-                        len: area.cols,
-                    },
-                    Rect::new(area.x, area.y + a + 1, area.cols, b),
-                ),
+            let border = match direction {
+                Direction::Horizontal => Border {
+                    vertical: true,
+                    x: one.x + one.cols,
+                    y: area.y,
+                    len: area.rows,
+                },
+                Direction::Vertical => Border {
+                    vertical: false,
+                    x: area.x,
+                    y: one.y + one.rows,
+                    len: area.cols,
+                },
             };
             place(first, one, g);
             g.borders.push(border);

@@ -136,7 +136,7 @@ pub const MIN_PANE: (u16, u16) = (crate::pty::MIN_COLS as u16, crate::pty::MIN_R
 pub const BORDER: u16 = 1;
 
 /// A rectangle of cells in a tab's area, `(x, y)` its top left corner.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Rect {
     pub x: u16,
     pub y: u16,
@@ -145,6 +145,24 @@ pub struct Rect {
 }
 
 impl Rect {
+    pub fn new(x: u16, y: u16, cols: u16, rows: u16) -> Rect {
+        Rect { x, y, cols, rows }
+    }
+
+    pub fn contains(&self, x: u16, y: u16) -> bool {
+        x >= self.x && y >= self.y && x - self.x < self.cols && y - self.y < self.rows
+    }
+
+    /// The column after the last one (wider than u16: x + cols may not fit).
+    pub fn right(&self) -> u32 {
+        u32::from(self.x) + u32::from(self.cols)
+    }
+
+    /// The row after the last one.
+    pub fn bottom(&self) -> u32 {
+        u32::from(self.y) + u32::from(self.rows)
+    }
+
     /// A tab's whole area.
     pub fn area(cols: u16, rows: u16) -> Rect {
         Rect {
@@ -507,6 +525,23 @@ enum Resized {
     Found,
     /// A split moved by this many cells.
     Moved(u16),
+}
+
+/// The two sides of a split of `area` (the border between them): the
+/// one rule for where a split's border is, which the tab view draws and
+/// `resize-split` counts cells by.
+pub fn split_area(
+    direction: Direction,
+    ratio: f32,
+    first: &Layout,
+    second: &Layout,
+    area: Rect,
+) -> (Rect, Rect) {
+    divide(
+        area,
+        direction,
+        split_cells(direction, ratio, first, second, area),
+    )
 }
 
 /// The cells a split of `area` gives its first side (see [`Layout::rects`]).
