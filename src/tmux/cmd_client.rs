@@ -81,6 +81,13 @@ fn read_record(runtime_dir: &Path, pid: u32) -> Option<ControlRecord> {
 
 /// Whether a process runs: a client the server has not seen go yet (its
 /// connections close as it exits) is not listed once its process is gone.
+#[cfg(not(unix))]
+fn alive(_pid: u32) -> bool {
+    true
+}
+
+/// Whether a process runs (see above).
+#[cfg(unix)]
 fn alive(pid: u32) -> bool {
     let Ok(pid) = i32::try_from(pid) else {
         return false;
@@ -241,16 +248,26 @@ fn client_vars(c: &TmuxClient) -> Vec<(&'static str, String)> {
         ("client_discarded", "0".into()),
         ("client_cell_width", String::new()),
         ("client_cell_height", String::new()),
-        ("client_uid", nix::unistd::getuid().to_string()),
-        (
-            "client_user",
-            nix::unistd::User::from_uid(nix::unistd::getuid())
-                .ok()
-                .flatten()
-                .map(|u| u.name)
-                .unwrap_or_default(),
-        ),
+        ("client_uid", user().0),
+        ("client_user", user().1),
     ]
+}
+
+/// The user the clients run as (every client is this user's): uid, name.
+#[cfg(unix)]
+fn user() -> (String, String) {
+    let uid = nix::unistd::getuid();
+    let name = nix::unistd::User::from_uid(uid)
+        .ok()
+        .flatten()
+        .map(|u| u.name)
+        .unwrap_or_default();
+    (uid.to_string(), name)
+}
+
+#[cfg(not(unix))]
+fn user() -> (String, String) {
+    (String::new(), std::env::var("USERNAME").unwrap_or_default())
 }
 
 pub fn list(ctx: &mut Ctx, a: &Args) -> CmdResult {

@@ -30,10 +30,10 @@ use super::{CmdResult, Ctx, Failure};
 use crate::client::{Client, ServerFrame};
 use crate::paths::NamespacePaths;
 use crate::protocol::methods::{Attach, WhenBehind};
+use crate::transport::ClientStream;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
-use std::os::unix::net::UnixStream;
 use std::sync::mpsc;
 
 /// The control client's own state, which commands change
@@ -369,7 +369,7 @@ struct Notified {
     session: Option<u64>,
     record: Option<(u64, (u16, u16))>,
     /// Watched panes, with a handle on each watcher's connection.
-    watched: BTreeMap<u64, UnixStream>,
+    watched: BTreeMap<u64, ClientStream>,
     tx: mpsc::Sender<Note>,
 }
 
@@ -486,7 +486,7 @@ impl Notified {
             .collect();
         for pane in gone {
             if let Some(stream) = self.watched.remove(&pane) {
-                let _ = stream.shutdown(std::net::Shutdown::Both);
+                hang_up(&stream);
             }
         }
         for pane in panes {
@@ -499,6 +499,17 @@ impl Notified {
         }
     }
 }
+
+/// Ends a watcher's attachment from the notifier's side.
+#[cfg(unix)]
+fn hang_up(stream: &ClientStream) {
+    let _ = stream.shutdown(std::net::Shutdown::Both);
+}
+
+/// A pipe handle cannot be shut down from another thread: the watcher
+/// ends with its pane, or with the client.
+#[cfg(not(unix))]
+fn hang_up(_stream: &ClientStream) {}
 
 /// The notifications for what changed from `old` to `new`, for a client
 /// attached to `session`.
@@ -563,7 +574,11 @@ fn changes(old: &View, new: &View, session: u64, lines: &mut Vec<String>) {
 
 /// Attaches read-only to `pane` and prints its output as `%output` from a
 /// thread of its own; the connection's handle, to end it.
-fn start_watcher(paths: &NamespacePaths, pane: u64, tx: mpsc::Sender<Note>) -> Option<UnixStream> {
+fn start_watcher(
+    paths: &NamespacePaths,
+    pane: u64,
+    tx: mpsc::Sender<Note>,
+) -> Option<ClientStream> {
     let client = Client::connect(paths, false).ok()?;
     let params = Attach {
         target: format!("p{pane}"),
