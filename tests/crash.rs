@@ -115,6 +115,14 @@ fn a_tiny_ring_still_recovers_exactly() {
         "{status}"
     );
     assert_eq!(recovery["inexact_panes"], json!([]), "{status}");
+    // The text status says so too, not just `restore: none`.
+    let out = s.ptyd.run_cli(&["status"]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let line = text.lines().find(|l| l.starts_with("recovery:"));
+    assert!(
+        line.is_some_and(|l| l.contains("signal 9") && l.contains("every pane kept")),
+        "{text}"
+    );
 }
 
 #[test]

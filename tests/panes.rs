@@ -713,7 +713,8 @@ fn kill_hangs_up_first_then_terminates_then_kills() {
         }),
     );
     let id = info["id"].as_str().unwrap().to_string();
-    c.wait_text(&id, "bash$ ");
+    // A screen's text is matched without its trailing blanks.
+    c.wait_text(&id, "bash$");
     c.type_line(&id, "echo typed-''before-the-kill");
     c.wait_text(&id, "typed-before-the-kill");
     let out = ptyd.run_cli(&["kill", &id, "--json"]);

@@ -110,6 +110,7 @@ pub fn status(g: &Global, a: &Parsed) -> Result<i32, CliError> {
         );
     }
     print_restore(&s.persistence["restore"]);
+    print_recovery(&s.keeper["last_recovery"]);
     let problems = s.config["problems"].as_array().cloned().unwrap_or_default();
     if !problems.is_empty() {
         println!(
@@ -125,6 +126,31 @@ pub fn status(g: &Global, a: &Parsed) -> Result<i32, CliError> {
 
 /// The last restore, for `ptyd status`: when, from which file, and per
 /// outcome how many panes and which (held ones with their reason).
+/// The last crash recovery, which `restore:` (the snapshot at start-up)
+/// does not cover: the serving process died and another took over.
+fn print_recovery(r: &Value) {
+    let Some(why) = r["reason"].as_str() else {
+        return;
+    };
+    if r["from"] == "snapshot" {
+        println!("recovery:   {why}; restarted from the snapshot on disk");
+        return;
+    }
+    let when = r["at_unix_ms"]
+        .as_u64()
+        .map_or("at an unknown time".to_string(), crate::clock::utc);
+    let inexact = r["inexact_panes"].as_array().map_or(0, Vec::len);
+    println!(
+        "recovery:   {when}: {why}; every pane kept, {} bytes of output replayed{}",
+        r["replayed_bytes"].as_u64().unwrap_or(0),
+        if inexact > 0 {
+            format!(", {inexact} pane(s) lost output where the ring went round")
+        } else {
+            String::new()
+        }
+    );
+}
+
 fn print_restore(r: &Value) {
     if r["found"] != true {
         println!("restore:    none (no snapshot when this server started)");
@@ -149,6 +175,7 @@ fn print_restore(r: &Value) {
         ("rerun", "rerun"),
         ("shell", "back as a shell"),
         ("held", "held"),
+        ("exited", "exited, kept exited"),
     ] {
         let panes: Vec<&Value> = outcomes
             .iter()

@@ -128,18 +128,51 @@ fn exited() -> String {
 }
 
 impl ExitInfo {
-    /// "code 3", "signal SIGKILL (killed)": for people.
+    /// "code 3", "killed by SIGTERM after ptyd kill", "killed by SIGTERM
+    /// at its --timeout": for people.
     pub fn describe(&self) -> String {
         let what = match (&self.code, &self.signal_name) {
             (Some(code), _) => format!("code {code}"),
-            (None, Some(name)) => format!("signal {name}"),
+            (None, Some(name)) => format!("killed by {name}"),
             (None, None) => "unknown status".to_string(),
         };
-        if self.reason == "exited" {
-            what
-        } else {
-            format!("{what} ({})", self.reason)
-        }
+        let why = match self.reason.as_str() {
+            "exited" => "",
+            "killed" => " after ptyd kill",
+            "timeout" => " at its --timeout",
+            "idle_timeout" => " at its --idle-timeout",
+            other => return format!("{what} ({other})"),
+        };
+        format!("{what}{why}")
+    }
+}
+
+#[cfg(test)]
+mod describe_tests {
+    use super::ExitInfo;
+
+    #[test]
+    fn exits_read_as_sentences() {
+        let exit = |reason: &str, code: Option<i32>, signal: Option<&str>| ExitInfo {
+            reason: reason.into(),
+            shell_code: 0,
+            code,
+            signal: None,
+            signal_name: signal.map(String::from),
+        };
+        assert_eq!(exit("exited", Some(3), None).describe(), "code 3");
+        assert_eq!(
+            exit("killed", None, Some("SIGTERM")).describe(),
+            "killed by SIGTERM after ptyd kill"
+        );
+        assert_eq!(
+            exit("timeout", None, Some("SIGKILL")).describe(),
+            "killed by SIGKILL at its --timeout"
+        );
+        assert_eq!(
+            exit("exited", None, Some("SIGSEGV")).describe(),
+            "killed by SIGSEGV"
+        );
     }
 }
 

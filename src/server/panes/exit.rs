@@ -92,8 +92,10 @@ impl Server {
         let running = self.panes.get(&id).is_some_and(|p| p.is_running());
         self.kill_pane(id, crate::sys::SIGHUP, grace, ExitReason::Killed);
         if let (true, Some(pane)) = (running, self.panes.get(&id)) {
-            let at = Instant::now() + grace / 2;
-            self.timers.add(at, TimerKind::KillTerm(id, pane.run()));
+            // A grace too long for the clock has no middle step either.
+            if let Some(at) = Instant::now().checked_add(grace / 2) {
+                self.timers.add(at, TimerKind::KillTerm(id, pane.run()));
+            }
         }
     }
 
