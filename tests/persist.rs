@@ -45,6 +45,7 @@ const RUNTIME_FIELDS: &[&str] = &[
     "last_command_exit",
     "output_bytes",
     "shell_injected",
+    "history_bytes",
 ];
 
 /// `v` with every [`RUNTIME_FIELDS`] key (plus `extra`) removed, at any depth.
