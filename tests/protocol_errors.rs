@@ -520,7 +520,7 @@ fn partial_lines_have_an_aggregate_budget() {
         let msg: Value = serde_json::from_str(line.trim()).unwrap();
         assert_eq!(msg["error"]["code"], "too_large", "{msg}");
         let text = msg["error"]["message"].as_str().unwrap();
-        assert!(text.contains("over the server's 64 MiB budget"), "{text}");
+        assert!(text.contains("over its 64 MiB budget"), "{text}");
     }
     let status = fs_status(ptyd.serving_pid());
     assert!(status < 160 << 10, "server RSS {status} kB");
