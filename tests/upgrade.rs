@@ -817,9 +817,11 @@ fn attach_client_in_tmux_stays_through_upgrades_and_terminal_state_survives() {
     let tmux = Tmux::outer_session(&l.ptyd, 100, 30);
     let attach = |tag: &str| {
         // The quotes keep the typed line (shown again when the outer
-        // screen comes back at detach) from matching `TAG-rc=`.
+        // screen comes back at detach) from matching `TAG-rc=`. The one
+        // pane's client: its prefix alone detaches (the tab view's
+        // survival is tests/tab_view.rs's).
         let line = format!(
-            "{} attach {id}; echo {tag}-''rc=$?",
+            "{} attach --pane-only {id}; echo {tag}-''rc=$?",
             shell_quote(util::PTYD)
         );
         tmux.type_line(&line);
