@@ -186,7 +186,6 @@ fn a_server_under_windows_serves_panes_over_its_pipe() {
     assert!(capture.contains("hello-e2e"), "{capture}");
     let echo = ptyd.pane("echo");
     assert_eq!(echo["exit"]["code"], 0, "{echo}");
-    let first_pid = echo["pid"].clone();
 
     // Typing into an interactive cmd.exe: the command and its output.
     ptyd.new_pane("sh", &[], &["cmd.exe"]);
@@ -332,7 +331,8 @@ fn a_server_under_windows_serves_panes_over_its_pipe() {
     assert!(running(old_pid));
 
     // The restore path: a new server process; the panes come back by
-    // their plans (`echo` reruns, the others are held).
+    // their plans (the others are held), and `echo`, which had exited,
+    // stays exited with its status instead of running again.
     let report = ptyd.ok(&["upgrade", "--mode", "restore", "--json"]);
     let report: serde_json::Value = serde_json::from_str(&report).unwrap();
     assert_eq!(report["before"]["mode"], "restore", "{report}");
@@ -346,7 +346,8 @@ fn a_server_under_windows_serves_panes_over_its_pipe() {
     }
     ptyd.ok(&["wait", "echo", "--exit", "--timeout", "30s"]);
     let echo = ptyd.pane("echo");
-    assert_ne!(echo["pid"], first_pid, "rerun by its plan: {echo}");
+    assert_eq!(echo["state"], "exited", "kept exited: {echo}");
+    assert_eq!(echo["exit"]["code"], 0, "its status kept: {echo}");
     assert!(
         ptyd.ok(&["capture", "echo"]).contains("hello-e2e"),
         "{echo}"
