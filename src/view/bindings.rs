@@ -10,6 +10,24 @@
 use super::geometry::Dir;
 use std::collections::BTreeMap;
 
+/// The actions without an argument (the others: a direction, a tab number).
+const FIXED_ACTIONS: [Action; 14] = [
+    Action::SplitRight,
+    Action::SplitDown,
+    Action::FocusNext,
+    Action::Zoom,
+    Action::Close,
+    Action::NewTab,
+    Action::NextTab,
+    Action::PrevTab,
+    Action::RenameTab,
+    Action::Detach,
+    Action::Scroll,
+    Action::ScrollPageUp,
+    Action::ListKeys,
+    Action::SendPrefix,
+];
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {
     /// A new pane beside the focused one (tmux `%`).
@@ -72,23 +90,7 @@ impl Action {
     }
 
     pub fn parse(name: &str) -> Option<Action> {
-        let fixed = [
-            Action::SplitRight,
-            Action::SplitDown,
-            Action::FocusNext,
-            Action::Zoom,
-            Action::Close,
-            Action::NewTab,
-            Action::NextTab,
-            Action::PrevTab,
-            Action::RenameTab,
-            Action::Detach,
-            Action::Scroll,
-            Action::ScrollPageUp,
-            Action::ListKeys,
-            Action::SendPrefix,
-        ];
-        if let Some(a) = fixed.into_iter().find(|a| a.name() == name) {
+        if let Some(a) = FIXED_ACTIONS.into_iter().find(|a| a.name() == name) {
             return Some(a);
         }
         if let Some(n) = name.strip_prefix("select-tab-") {
@@ -191,25 +193,7 @@ impl Bindings {
 }
 
 fn all_action_names() -> Vec<String> {
-    let mut names: Vec<String> = [
-        Action::SplitRight,
-        Action::SplitDown,
-        Action::FocusNext,
-        Action::Zoom,
-        Action::Close,
-        Action::NewTab,
-        Action::NextTab,
-        Action::PrevTab,
-        Action::RenameTab,
-        Action::Detach,
-        Action::Scroll,
-        Action::ScrollPageUp,
-        Action::ListKeys,
-        Action::SendPrefix,
-    ]
-    .iter()
-    .map(|a| a.name())
-    .collect();
+    let mut names: Vec<String> = FIXED_ACTIONS.iter().map(|a| a.name()).collect();
     for (_, n) in DIRS {
         names.push(format!("focus-{n}"));
         names.push(format!("resize-{n}"));
