@@ -145,11 +145,25 @@ fn a_server_under_windows_serves_panes_over_its_pipe() {
         "{} missing: `wincargo build --example conpty_shim` builds it",
         shim.display()
     );
-    let appdata = std::env::temp_dir().join(format!("ptyd-e2e-{}", std::process::id()));
+    // Wine hands out the same small pids run after run in one prefix, so a
+    // pid alone could meet the snapshot of an earlier, interrupted run (and
+    // restore its panes): the clock makes the name this run's own, and the
+    // directory starts empty whatever happened before.
+    let nonce = format!(
+        "{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+            % 1_000_000_000
+    );
+    let appdata = std::env::temp_dir().join(format!("ptyd-e2e-{nonce}"));
+    let _ = std::fs::remove_dir_all(&appdata);
     std::fs::create_dir_all(&appdata).unwrap();
     let ptyd = Ptyd {
         exe: PathBuf::from(env!("CARGO_BIN_EXE_ptyd")),
-        namespace: format!("e2e{}", std::process::id()),
+        namespace: format!("e2e{}", nonce.replace('-', "x")),
         appdata: appdata.clone(),
         shim: wine.then_some(shim),
     };
