@@ -82,6 +82,7 @@ mod csi_fast;
 mod dec;
 mod grid;
 mod handler;
+mod history_line;
 mod modes;
 mod queries;
 mod redraw;
