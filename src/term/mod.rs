@@ -87,6 +87,7 @@ mod modes;
 mod queries;
 mod redraw;
 mod reflow;
+mod row;
 mod screen;
 mod scrollback;
 

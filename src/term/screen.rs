@@ -84,7 +84,7 @@ pub struct Screen {
     #[serde(default, skip_serializing_if = "is_default")]
     pub pen: Style,
     /// The pen's underline colour and hyperlink, stamped into rows' side
-    /// tables (see `grid::RowExtras`).
+    /// tables (see `row::RowExtras`).
     #[serde(default, skip_serializing_if = "is_default")]
     pub pen_extra: Extra,
     #[serde(default, skip_serializing_if = "is_default")]
