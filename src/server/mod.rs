@@ -64,7 +64,7 @@ use crate::paths::NamespacePaths;
 use crate::persist;
 use crate::transport::listener;
 use clients::arrivals;
-use clients::connection::{ConnId, ConnMode, Connection};
+use clients::connection::{ConnId, Connection};
 use continuity::{keeper_link, serving, succession, upgrade};
 use diagnostics::Diagnostics;
 use events::EventLog;
@@ -418,7 +418,7 @@ impl Server {
         let attached: Vec<ConnId> = self
             .conns
             .iter()
-            .filter(|(_, c)| matches!(c.mode, ConnMode::Attached { .. }))
+            .filter(|(_, c)| c.is_attached())
             .map(|(id, _)| *id)
             .collect();
         let payload =

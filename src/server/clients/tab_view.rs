@@ -121,8 +121,7 @@ impl Server {
         let mut ids: Vec<ConnId> = self
             .conns
             .iter()
-            .filter(|(_, c)| c.view.tab.as_ref().is_some_and(|v| v.tab == tab))
-            .filter(|(_, c)| matches!(c.mode, ConnMode::Attached { .. }))
+            .filter(|(_, c)| c.tab_view().is_some_and(|v| v.tab == tab))
             .map(|(id, _)| *id)
             .collect();
         ids.sort_unstable();
@@ -136,15 +135,9 @@ impl Server {
             .viewers_of(tab)
             .iter()
             .filter_map(|id| self.conns.get(id))
-            .filter_map(|c| match c.mode {
-                ConnMode::Attached {
-                    read_only: false,
-                    cols,
-                    rows,
-                    ..
-                } => Some((c.active, cols, rows)),
-                _ => None,
-            })
+            .filter_map(|c| c.attachment())
+            .filter(|a| !a.read_only)
+            .map(|a| (a.active, a.cols, a.rows))
             .collect();
         super::attach::pick_size(self.config.window_size, &sizes)
     }
@@ -189,15 +182,15 @@ impl Server {
     }
 
     fn mark_view_stale(&mut self, conn: ConnId) {
-        if let Some(c) = self.conns.get_mut(&conn) {
-            c.view.stale = true;
+        if let Some(a) = self.conns.get_mut(&conn).and_then(|c| c.attachment_mut()) {
+            a.view.stale = true;
             self.stale_views = true;
         }
     }
 
     /// The tab of `pane` whose clients size it, if any client shows it.
     pub(in crate::server) fn viewed_tab_of(&self, pane: u64) -> Option<TabId> {
-        if !self.conns.values().any(|c| c.view.tab.is_some()) {
+        if !self.conns.values().any(|c| c.tab_view().is_some()) {
             return None;
         }
         let tab = self.tree.tab_of(PaneId::new(pane))?;
@@ -230,12 +223,12 @@ impl Server {
             self.tree.active_workspace = Some(ws);
             self.mark_dirty();
         }
-        if let Some(c) = self.conns.get_mut(&conn) {
-            c.view.tab = Some(Box::new(TabView::new(tab, prefix)));
+        if let Some(a) = self.conns.get_mut(&conn).and_then(|c| c.attachment_mut()) {
+            a.view.tab = Some(Box::new(TabView::new(tab, prefix)));
             // A view is drawn from the model: a client that falls behind
             // is drawn again once it caught up, never waited for.
-            c.view.when_behind = methods::WhenBehind::Redraw;
-            c.view.stale = true;
+            a.view.when_behind = methods::WhenBehind::Redraw;
+            a.view.stale = true;
             self.stale_views = true;
         }
         self.sync_views();
@@ -250,7 +243,7 @@ impl Server {
         let ids: Vec<ConnId> = self
             .conns
             .iter()
-            .filter(|(_, c)| c.view.tab.is_some() && matches!(c.mode, ConnMode::Attached { .. }))
+            .filter(|(_, c)| c.tab_view().is_some())
             .map(|(id, _)| *id)
             .collect();
         let mut relayout = Vec::new();
@@ -258,7 +251,7 @@ impl Server {
             let Some(tab) = self
                 .conns
                 .get(&id)
-                .and_then(|c| c.view.tab.as_ref())
+                .and_then(|c| c.tab_view())
                 .map(|v| v.tab)
             else {
                 continue;
@@ -290,10 +283,12 @@ impl Server {
             let Some(c) = self.conns.get_mut(&id) else {
                 continue;
             };
-            if let ConnMode::Attached { pane, .. } = &mut c.mode {
-                *pane = focus.get();
-            }
-            let Some(v) = c.view.tab.as_mut() else {
+            // Split borrows: the view is in the mode, the queue beside it.
+            let ConnMode::Attached(a) = &mut c.mode else {
+                continue;
+            };
+            a.pane = focus.get();
+            let Some(v) = a.view.tab.as_mut() else {
                 continue;
             };
             let retabbed = v.tab != tab;
@@ -301,7 +296,7 @@ impl Server {
             v.activity.remove(&tab);
             if v.seen != key || retabbed {
                 v.seen = key;
-                c.view.stale = true;
+                a.view.stale = true;
                 self.stale_views = true;
                 if !relayout.contains(&tab) {
                     relayout.push(tab);
@@ -342,10 +337,8 @@ impl Server {
                 }
             }
         }
-        if let Some(c) = self.conns.get(&conn)
-            && let ConnMode::Attached { cols, rows, .. } = c.mode
-        {
-            (cols, rows).hash(&mut h);
+        if let Some(a) = self.conns.get(&conn).and_then(|c| c.attachment()) {
+            (a.cols, a.rows).hash(&mut h);
         }
         self.clients_size(tab).hash(&mut h);
         // A reload may move the status line.
@@ -360,12 +353,12 @@ impl Server {
             return;
         };
         let mut any = false;
-        for c in self.conns.values_mut() {
-            let Some(v) = c.view.tab.as_mut() else {
+        for a in self.conns.values_mut().filter_map(|c| c.attachment_mut()) {
+            let Some(v) = a.view.tab.as_mut() else {
                 continue;
             };
             if v.tab == tab {
-                c.view.stale = true;
+                a.view.stale = true;
                 any = true;
             } else {
                 v.activity.insert(tab);
@@ -381,30 +374,22 @@ impl Server {
         conn: ConnId,
         now: Instant,
     ) -> Option<Vec<u8>> {
-        let c = self.conns.get(&conn)?;
-        let v = c.view.tab.as_ref()?;
+        let a = self.conns.get(&conn)?.attachment()?;
+        let v = a.view.tab.as_ref()?;
         if let Some(last) = v.last_frame
             && now < last + FRAME_INTERVAL
         {
             let at = last + FRAME_INTERVAL;
             if v.timer_at != Some(at) {
                 self.timers.add(at, TimerKind::ViewFrame);
-                if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.view.tab.as_mut()) {
+                if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.tab_view_mut()) {
                     v.timer_at = Some(at);
                 }
             }
             self.stale_views = true;
             return None;
         }
-        let ConnMode::Attached {
-            cols,
-            rows,
-            read_only,
-            ..
-        } = c.mode
-        else {
-            return None;
-        };
+        let (cols, rows, read_only) = (a.cols, a.rows, a.read_only);
         let tab = self.tree.tabs.get(&v.tab)?;
         let g = self.tab_geometry(v.tab, (cols, rows))?;
         let (_, status_row) = tab_area(cols, rows, self.status_position());
@@ -431,9 +416,9 @@ impl Server {
             hide_cursor: v.scrolling,
             mouse: self.config.mouse && !read_only,
         };
-        let c = self.conns.get_mut(&conn)?;
-        c.view.stale = false;
-        let v = c.view.tab.as_mut()?;
+        let a = self.conns.get_mut(&conn)?.attachment_mut()?;
+        a.view.stale = false;
+        let v = a.view.tab.as_mut()?;
         let bytes = v.compositor.update(&scene);
         if !bytes.is_empty() {
             v.last_frame = Some(now);
@@ -452,7 +437,7 @@ impl Server {
         message: Option<String>,
     ) -> Status {
         let t = &self.tree.tabs[&tab];
-        let v = self.conns.get(&conn).and_then(|c| c.view.tab.as_ref());
+        let v = self.conns.get(&conn).and_then(|c| c.tab_view());
         let ws = self.tree.workspaces.get(&t.workspace);
         let tabs = ws
             .map(|w| {
@@ -531,26 +516,24 @@ impl Server {
     /// goes to the focused pane.
     pub(in crate::server) fn view_keys(&mut self, conn: ConnId, bytes: &[u8]) {
         let bindings = self.bindings().clone();
-        let Some(c) = self.conns.get_mut(&conn) else {
+        let Some(a) = self.conns.get_mut(&conn).and_then(|c| c.attachment_mut()) else {
             return;
         };
-        let ConnMode::Attached { read_only, .. } = c.mode else {
-            return;
-        };
-        let Some(v) = c.view.tab.as_mut() else {
+        let read_only = a.read_only;
+        let Some(v) = a.view.tab.as_mut() else {
             return;
         };
         let before = v.keys.clone();
         // Any key puts the key list away (and is not taken for more).
         if v.overlay.take().is_some() {
-            c.view.stale = true;
+            a.view.stale = true;
             self.stale_views = true;
             return;
         }
         let outs = bindings::feed(&mut v.keys, bytes, v.prefix, &bindings);
         let prefix = v.prefix;
         if v.keys != before {
-            c.view.stale = true;
+            a.view.stale = true;
             self.stale_views = true;
         }
         for out in outs {
@@ -575,7 +558,7 @@ impl Server {
             if !self
                 .conns
                 .get(&conn)
-                .is_some_and(|c| c.view.tab.is_some() && c.closing.is_none())
+                .is_some_and(|c| c.tab_view().is_some() && c.closing.is_none())
             {
                 return;
             }
@@ -625,10 +608,7 @@ impl Server {
     }
 
     fn view_type(&mut self, conn: ConnId, bytes: &[u8]) {
-        let Some(pane) = self.conns.get(&conn).and_then(|c| match c.mode {
-            ConnMode::Attached { pane, .. } => Some(pane),
-            _ => None,
-        }) else {
+        let Some(pane) = self.conns.get(&conn).and_then(|c| c.attached_pane()) else {
             return;
         };
         if let Err((msg, _)) = self.type_into(conn, pane, bytes) {
@@ -641,7 +621,7 @@ impl Server {
     }
 
     fn view_say(&mut self, conn: ConnId, message: String) {
-        if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.view.tab.as_mut()) {
+        if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.tab_view_mut()) {
             v.say(message);
             self.timers
                 .add(Instant::now() + MESSAGE_FOR, TimerKind::ViewFrame);
@@ -650,7 +630,7 @@ impl Server {
     }
 
     fn view_tab(&self, conn: ConnId) -> Option<TabId> {
-        self.conns.get(&conn)?.view.tab.as_ref().map(|v| v.tab)
+        self.conns.get(&conn)?.tab_view().map(|v| v.tab)
     }
 
     fn run_action(&mut self, conn: ConnId, action: Action, read_only: bool) {
@@ -681,7 +661,7 @@ impl Server {
                 let prefix = self
                     .conns
                     .get(&conn)
-                    .and_then(|c| c.view.tab.as_ref())
+                    .and_then(|c| c.tab_view())
                     .map_or(0x1c, |v| v.prefix);
                 self.view_type(conn, &[prefix]);
             }
@@ -729,7 +709,7 @@ impl Server {
                 self.edit_tree(|t| t.zoom(focus, None));
             }
             Action::Close => {
-                if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.view.tab.as_mut()) {
+                if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.tab_view_mut()) {
                     v.keys = Mode::Confirm(Action::Close);
                 }
                 self.mark_view_stale(conn);
@@ -788,7 +768,7 @@ impl Server {
                 }
             }
             Action::RenameTab => {
-                if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.view.tab.as_mut()) {
+                if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.tab_view_mut()) {
                     v.keys = Mode::Prompt {
                         text: String::new(),
                     };
@@ -803,7 +783,7 @@ impl Server {
                 .unwrap_or_default();
                 if let Some(c) = self.conns.get_mut(&conn) {
                     c.queue_frame_unbounded(frame::server::SCROLL, &payload);
-                    if let Some(v) = c.view.tab.as_mut() {
+                    if let Some(v) = c.tab_view_mut() {
                         v.scrolling = true;
                     }
                 }
@@ -834,14 +814,14 @@ impl Server {
                 let name = bindings::prefix_name(
                     self.conns
                         .get(&conn)
-                        .and_then(|c| c.view.tab.as_ref())
+                        .and_then(|c| c.tab_view())
                         .map_or(0x1c, |v| v.prefix),
                 );
                 let mut lines = vec![format!(
                     "keys after the prefix {name} (any key closes this)"
                 )];
                 lines.extend(self.bindings().list());
-                if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.view.tab.as_mut()) {
+                if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.tab_view_mut()) {
                     v.overlay = Some(lines);
                 }
                 self.mark_view_stale(conn);
@@ -850,9 +830,9 @@ impl Server {
     }
 
     fn client_size(&self, conn: ConnId) -> (u16, u16) {
-        match self.conns.get(&conn).map(|c| c.mode) {
-            Some(ConnMode::Attached { cols, rows, .. }) => (cols, rows),
-            _ => (80, 24),
+        match self.conns.get(&conn).and_then(|c| c.attachment()) {
+            Some(a) => (a.cols, a.rows),
+            None => (80, 24),
         }
     }
 
@@ -864,7 +844,7 @@ impl Server {
     /// Client `conn` shows `tab` from now on (the tab becomes its
     /// workspace's active one, for a bare `ptyd attach`).
     fn show_tab(&mut self, conn: ConnId, tab: TabId) {
-        if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.view.tab.as_mut()) {
+        if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.tab_view_mut()) {
             v.tab = tab;
             v.activity.remove(&tab);
         }
@@ -910,7 +890,7 @@ impl Server {
 
     /// The client's scroll mode is over: the view is drawn whole again.
     pub(in crate::server) fn view_redraw(&mut self, conn: ConnId) {
-        if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.view.tab.as_mut()) {
+        if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.tab_view_mut()) {
             v.compositor.reset();
             v.scrolling = false;
             v.last_frame = None;

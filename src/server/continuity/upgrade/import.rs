@@ -844,7 +844,7 @@ fn import_conns(
         server.next_token += 1;
         let stream = mio::net::UnixStream::from_std(stream);
         let conn = convert::conn_from_runtime(rt, token, stream, now)?;
-        server.stale_views |= conn.view.stale;
+        server.stale_views |= conn.attachment().is_some_and(|a| a.view.stale);
         server.sources.insert(token, Source::Conn(token.0));
         server.conns.insert(token.0, conn);
         conn_map.insert(old_id, token.0);
