@@ -110,7 +110,7 @@ impl Server {
             Request::PaneBreak(req) => self.pane_break(req),
             Request::PaneFocus(req) => {
                 let id = self.resolve_target(&req.target)?;
-                self.pane_focus(id)
+                self.pane_focus(id, req.client)
             }
             Request::PaneSetResume(req) => self.set_resume(req),
             Request::PaneRename(req) => self.pane_rename(req),

@@ -20,7 +20,7 @@ use crate::model::PaneId;
 use crate::protocol::events::Event;
 use crate::protocol::frame::{self, ClientFrame};
 use crate::protocol::methods;
-use crate::protocol::replies::{ClientInfo, ClientList, Detached};
+use crate::protocol::replies::{ClientInfo, ClientList, ClientView, Detached};
 use crate::protocol::{ErrorCode, RpcError};
 use crate::server::config::WindowSize;
 use crate::server::panes::Panes;
@@ -846,6 +846,10 @@ impl Server {
                 when_behind: a.view.when_behind,
                 direct: c.writes_terminal(),
                 keys: c.reads_keys(),
+                view: a.view.tab.as_ref().map(|v| ClientView {
+                    tab: v.tab,
+                    zoom: v.zoom,
+                }),
             })
             .collect();
         clients.sort_by_key(|c| c.client);

@@ -327,6 +327,7 @@ pub fn conn_runtime(c: &Connection, id: ConnId, now: Instant) -> ConnRuntime {
             stale: a.view.stale,
             tab: a.view.tab.as_ref().map(|v| v.tab),
             prefix: a.view.tab.as_ref().map(|v| v.prefix),
+            zoom: a.view.tab.as_ref().map(|v| v.zoom),
         }),
         subscribed: c.subscribed,
         replay_after: c.replay_after,
@@ -363,8 +364,13 @@ pub fn conn_from_runtime(
         a.view.cut_off = rt.stale;
         if let Some(tab) = rt.tab {
             let prefix = rt.prefix.unwrap_or(0x1c);
+            // The attached pane is the view's focus.
+            let focus = crate::model::PaneId::new(rt.pane);
             a.view.tab = Some(Box::new(crate::server::clients::tab_view::TabView::new(
-                tab, prefix,
+                tab,
+                focus,
+                rt.zoom.unwrap_or(false),
+                prefix,
             )));
             a.view.stale = true;
         }
