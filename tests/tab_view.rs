@@ -334,12 +334,120 @@ fn two_clients_show_different_tabs_at_their_own_sizes() {
     });
 }
 
-/// The status line's focus and the border column of the view, as seen.
-fn view_of(screen: &str) -> (String, String) {
+/// The attached clients' numbers, lowest first.
+fn client_ids(c: &mut util::Conn) -> Vec<u64> {
+    let list = c.ok("client.list", json!({}));
+    list["clients"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["client"].as_u64().unwrap())
+        .collect()
+}
+
+/// Where the outer terminal's cursor is.
+fn cursor(tmux: &Tmux) -> (usize, usize) {
+    let at = tmux.run(&["display", "-p", "-t", "main", "#{cursor_x} #{cursor_y}"]);
+    let mut it = at.split_whitespace().map(|n| n.parse().unwrap());
+    (it.next().unwrap(), it.next().unwrap())
+}
+
+/// The pane the status line names as focused.
+fn focus_shown(screen: &str) -> String {
     let status = status_line(screen);
     let title = status.rsplit('"').nth(1).unwrap_or("");
-    let focus = title.split(' ').next().unwrap_or("").to_string();
-    (focus, column(screen, 60, 0..39))
+    title.split(' ').next().unwrap_or("").to_string()
+}
+
+fn inside((x, y, cols, rows): (usize, usize, usize, usize), (cx, cy): (usize, usize)) -> bool {
+    (x..x + cols).contains(&cx) && (y..y + rows).contains(&cy)
+}
+
+#[test]
+fn two_clients_of_one_tab_each_have_their_own_focus_and_zoom() {
+    let ptyd = Ptyd::start();
+    let (a, b, cc) = three_panes(&ptyd);
+    let one = Tmux::outer_session(&ptyd, 120, 40);
+    let two = Tmux::outer_session(&ptyd, 120, 40);
+    let mut c = ptyd.connect();
+    attach(&one, &ptyd, &a);
+    let first = client_ids(&mut c)[0];
+    attach(&two, &ptyd, &a);
+    let second = *client_ids(&mut c).iter().find(|id| **id != first).unwrap();
+    let border = "│".repeat(19) + "├" + &"│".repeat(19);
+
+    // One client's key moves its focus, mark and cursor only.
+    prefixed(&one, "Right");
+    one.wait_screen("the first client's focus on p2", |s| focus_shown(s) == b);
+    util::eventually("the first client's cursor in p2", || {
+        inside(P2, cursor(&one)).then_some(())
+    });
+    let screen = two.screen();
+    assert_eq!(focus_shown(&screen), a, "{screen}");
+    assert!(inside(P1, cursor(&two)), "{:?}", cursor(&two));
+
+    // Its zoom leaves the other's layout drawn, and the panes their size.
+    prefixed(&one, "z");
+    let zoomed = one.wait_screen("the first client zoomed", |s| {
+        status_line(s).contains("ZOOM") && !s.contains('│')
+    });
+    assert_eq!(focus_shown(&zoomed), b, "{zoomed}");
+    let screen = two.screen();
+    assert_eq!(column(&screen, 60, 0..39), border, "{screen}");
+    assert!(!status_line(&screen).contains("ZOOM"), "{screen}");
+    for (p, size) in [(&a, (60, 39)), (&b, (59, 19)), (&cc, (59, 19))] {
+        let info = c.pane(p);
+        let got = (info["cols"].as_u64(), info["rows"].as_u64());
+        assert_eq!(got, (Some(size.0), Some(size.1)), "{p}");
+    }
+    let views: Vec<(u64, String, bool)> = c.ok("client.list", json!({}))["clients"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| {
+            let zoom = v["view"]["zoom"].as_bool().unwrap();
+            (
+                v["client"].as_u64().unwrap(),
+                v["pane"].as_str().unwrap().to_string(),
+                zoom,
+            )
+        })
+        .collect();
+    assert!(views.contains(&(first, b.clone(), true)), "{views:?}");
+    assert!(views.contains(&(second, a.clone(), false)), "{views:?}");
+
+    // `ptyd focus --client` moves that client alone.
+    let out = ptyd.run_cli(&["focus", &cc, "--client", &second.to_string()]);
+    util::assert_exit(&out, 0);
+    two.wait_screen("the second client's focus on p3", |s| focus_shown(s) == cc);
+    util::eventually("the second client's cursor in p3", || {
+        inside(P3, cursor(&two)).then_some(())
+    });
+    let screen = one.screen();
+    assert_eq!(focus_shown(&screen), b, "{screen}");
+    assert!(status_line(&screen).contains("ZOOM"), "{screen}");
+
+    // Plain `ptyd focus` moves every client of the workspace; the zoomed
+    // one stays zoomed, on the pane it now focuses.
+    let out = ptyd.run_cli(&["focus", &a]);
+    util::assert_exit(&out, 0);
+    two.wait_screen("the second client's focus on p1", |s| focus_shown(s) == a);
+    one.wait_screen("the first client's focus on p1, zoomed", |s| {
+        focus_shown(s) == a && status_line(s).contains("ZOOM")
+    });
+    let screen = two.screen();
+    assert_eq!(column(&screen, 60, 0..39), border, "{screen}");
+
+    // A client that is not a tab view is said so.
+    let out = ptyd.run_cli(&["focus", &a, "--client", "999"]);
+    assert_ne!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("client 999 shows no tab"), "{err}");
+}
+
+/// The status line's focus and the border column of the view, as seen.
+fn view_of(screen: &str) -> (String, String) {
+    (focus_shown(screen), column(screen, 60, 0..39))
 }
 
 #[test]
@@ -347,12 +455,21 @@ fn a_split_view_comes_back_after_a_live_upgrade_and_a_crash() {
     let ptyd = Ptyd::start();
     let (a, b, _c) = three_panes(&ptyd);
     let tmux = Tmux::outer_session(&ptyd, 120, 40);
+    let other = Tmux::outer_session(&ptyd, 120, 40);
     attach(&tmux, &ptyd, &a);
+    attach(&other, &ptyd, &a);
+    // Two clients of the tab: one focused on p2, the other zoomed on p1.
     prefixed(&tmux, "Right");
     let before = tmux.wait_screen("the focus on p2", |s| {
         status_line(s).contains(&format!("\"{b} "))
     });
     let want = view_of(&before);
+    prefixed(&other, "z");
+    let zoomed = other.wait_screen("the other client zoomed on p1", |s| {
+        status_line(s).contains("ZOOM") && focus_shown(s) == a
+    });
+    let other_want = view_of(&zoomed);
+    assert_ne!(other_want.1, want.1, "{zoomed}");
 
     let out = ptyd.run_cli(&["upgrade"]);
     util::assert_exit(&out, 0);
@@ -364,6 +481,12 @@ fn a_split_view_comes_back_after_a_live_upgrade_and_a_crash() {
         region(&screen, P2).join("\n").contains("after-upgrade"),
         "{screen}"
     );
+    c.type_line(&a, "echo other-''after-upgrade");
+    let screen = other.wait_screen("output after the upgrade on the other client", |s| {
+        s.contains("other-after-upgrade")
+    });
+    assert_eq!(view_of(&screen), other_want, "{screen}");
+    assert!(status_line(&screen).contains("ZOOM"), "{screen}");
     // The keys still reach the view's bindings.
     prefixed(&tmux, "Down");
     let moved = tmux.wait_screen("the focus moved down", |s| {
@@ -385,11 +508,11 @@ fn a_split_view_comes_back_after_a_live_upgrade_and_a_crash() {
             _ => None,
         }
     });
-    util::eventually("the client back", || {
+    util::eventually("both clients back", || {
         let n = c.ok("client.list", json!({}))["clients"]
             .as_array()
             .map_or(0, Vec::len);
-        (n == 1).then_some(())
+        (n == 2).then_some(())
     });
     c.type_line(&want.0, "echo after-''crash");
     let screen = tmux.wait_screen("output after the crash", |s| {
@@ -400,6 +523,12 @@ fn a_split_view_comes_back_after_a_live_upgrade_and_a_crash() {
         region(&screen, P3).join("\n").contains("after-crash"),
         "{screen}"
     );
+    c.type_line(&a, "echo other-''after-crash");
+    let screen = other.wait_screen("output after the crash on the other client", |s| {
+        s.contains("other-after-crash") && !s.contains("connection to the server lost")
+    });
+    assert_eq!(view_of(&screen), other_want, "{screen}");
+    assert!(status_line(&screen).contains("ZOOM"), "{screen}");
 }
 
 fn write_config(ptyd: &Ptyd, text: &str) {

@@ -201,6 +201,17 @@ impl Parsed {
         self.value_as(long, |v| super::duration::parse_ms(v, &what))
     }
 
+    /// `--client N`: a client number from `ptyd clients`.
+    pub fn client(&self) -> Result<Option<usize>, CliError> {
+        self.value_as("client", |v| {
+            v.parse().map_err(|_| {
+                CliError::usage(format!(
+                    "--client takes a client number from `ptyd clients`, got {v:?}"
+                ))
+            })
+        })
+    }
+
     /// The operands, in order.
     pub fn operands(&self) -> Result<Vec<String>, CliError> {
         self.operands.iter().map(|(_, v)| text(v.clone())).collect()

@@ -260,12 +260,12 @@ pub fn clients(g: &Global, a: &Parsed) -> Result<i32, CliError> {
     }
     let now = crate::clock::unix_ms();
     println!(
-        " {:<7} {:<6} {:>9}  {:<10} {:>8}  {:>8}",
+        " {:<7} {:<6} {:>9}  {:<10} {:>8}  {:>8}  VIEW",
         "CLIENT", "PANE", "SIZE", "MODE", "PID", "ATTACHED"
     );
     for c in &list.clients {
         println!(
-            "{}{:<7} {:<6} {:>9}  {:<10} {:>8}  {:>8}",
+            "{}{:<7} {:<6} {:>9}  {:<10} {:>8}  {:>8}  {}",
             if c.latest { "*" } else { " " },
             c.client,
             c.pane.to_string(),
@@ -277,6 +277,11 @@ pub fn clients(g: &Global, a: &Parsed) -> Result<i32, CliError> {
             },
             c.pid.map_or("-".to_string(), |p| p.to_string()),
             ago(now.saturating_sub(c.since_unix_ms)),
+            match &c.view {
+                Some(v) if v.zoom => format!("{} zoomed", v.tab),
+                Some(v) => v.tab.to_string(),
+                None => "pane only".into(),
+            },
         );
     }
     println!("* the pane's most recently active client (kept by `detach --others`)");
@@ -299,13 +304,7 @@ pub fn detach(g: &Global, a: &Parsed) -> Result<i32, CliError> {
     let mut req = methods::ClientDetach {
         all: a.flag("all"),
         others: a.flag("others"),
-        client: a.value_as("client", |v| {
-            v.parse().map_err(|_| {
-                CliError::usage(format!(
-                    "--client takes a client number from `ptyd clients`, got {v:?}"
-                ))
-            })
-        })?,
+        client: a.client()?,
         ..methods::ClientDetach::default()
     };
     let target = a.target()?;

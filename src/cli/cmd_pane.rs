@@ -143,8 +143,11 @@ pub fn kill(g: &Global, a: &Parsed) -> Result<i32, CliError> {
 }
 
 pub fn focus(g: &Global, a: &Parsed) -> Result<i32, CliError> {
-    let target = a.need_target()?;
-    call(g, a, Request::PaneFocus(methods::Target { target }))
+    let request = Request::PaneFocus(methods::PaneFocus {
+        target: a.need_target()?,
+        client: a.client()?,
+    });
+    call(g, a, request)
 }
 
 pub fn rm(g: &Global, a: &Parsed) -> Result<i32, CliError> {

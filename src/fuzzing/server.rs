@@ -161,7 +161,8 @@ fn check_params(request: &Request) -> Result<Value, RpcError> {
             crate::handoff::fault::accept(req.fault.clone()).map_err(invalid)?;
             Ok(json!({}))
         }
-        Request::PaneFocus(t) | Request::PaneRespawn(t) => Ok(json!(target(&t.target))),
+        Request::PaneFocus(f) => Ok(json!(target(&f.target))),
+        Request::PaneRespawn(t) => Ok(json!(target(&t.target))),
         Request::Attach(req) => Ok(json!(target(&req.target))),
         _ => Ok(json!({})),
     }

@@ -401,6 +401,10 @@ pub struct AttachRuntime {
     pub tab: Option<crate::model::TabId>,
     #[serde(default)]
     pub prefix: Option<u8>,
+    /// A tab-view client zoomed its focused pane (`pane`); `None` from a
+    /// server whose zoom was the tab's: the tab's is taken.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zoom: Option<bool>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]

@@ -250,6 +250,17 @@ pub struct Target {
     pub target: String,
 }
 
+/// `pane.focus` → `{}`: the pane becomes the focus of the tab-view
+/// clients of its workspace and its tab's default; with `client` (a number
+/// from `client.list`), of that client alone.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PaneFocus {
+    pub target: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<usize>,
+}
+
 /// `pane.remove` → `{}`. A running pane is refused (`pane_running`) unless
 /// `force`, which SIGKILLs its session first.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -617,7 +628,7 @@ pub enum Request {
     #[serde(rename = "pane.list")]
     PaneList(NoParams),
     #[serde(rename = "pane.focus")]
-    PaneFocus(Target),
+    PaneFocus(PaneFocus),
     #[serde(rename = "pane.respawn")]
     PaneRespawn(Target),
     #[serde(rename = "pane.set_resume")]
@@ -864,7 +875,10 @@ mod tests {
                 ..PaneCreate::default()
             }),
             Request::PaneList(NoParams {}),
-            Request::PaneFocus(target("p1")),
+            Request::PaneFocus(PaneFocus {
+                target: "p1".into(),
+                client: Some(3),
+            }),
             Request::PaneRespawn(target("p1")),
             Request::PaneSetResume(PaneSetResume {
                 target: "p1".into(),

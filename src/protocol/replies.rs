@@ -256,6 +256,18 @@ pub struct ClientInfo {
     /// client handed them over), rather than receiving INPUT frames.
     #[serde(default)]
     pub keys: bool,
+    /// A tab-view client's own view (`pane` is its focus); absent for a
+    /// single-pane client.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub view: Option<ClientView>,
+}
+
+/// What one tab-view client shows: its tab, and whether it zoomed its
+/// focused pane.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClientView {
+    pub tab: crate::model::TabId,
+    pub zoom: bool,
 }
 
 /// `client.list`.

@@ -64,7 +64,7 @@ use crate::paths::NamespacePaths;
 use crate::persist;
 use crate::transport::listener;
 use clients::arrivals;
-use clients::connection::{ConnId, ConnMode, Connection};
+use clients::connection::{ConnId, Connection};
 use continuity::{keeper_link, serving, succession, upgrade};
 use diagnostics::Diagnostics;
 use events::EventLog;
@@ -212,6 +212,11 @@ pub struct Server {
     /// Some attached client's view is stale (`Connection::view`): drawn
     /// before the next flush.
     stale_views: bool,
+    /// While a tab-view client's keys or clicks run: that client. A
+    /// change they make to a tab's default focus or zoom moves only its
+    /// own view (`tab_view.rs`, `follow_tree`), not the tab's other
+    /// clients.
+    view_actor: Option<ConnId>,
     /// What the checks of the socket and lock at their paths found
     /// (`rebind.rs`).
     rebinds: rebind::Rebinds,
@@ -350,6 +355,7 @@ impl Server {
             fds,
             input_held_for: Default::default(),
             stale_views: false,
+            view_actor: None,
             rebinds: Default::default(),
             input_budget: Default::default(),
             forward: Vec::new(),
@@ -418,7 +424,7 @@ impl Server {
         let attached: Vec<ConnId> = self
             .conns
             .iter()
-            .filter(|(_, c)| matches!(c.mode, ConnMode::Attached { .. }))
+            .filter(|(_, c)| c.is_attached())
             .map(|(id, _)| *id)
             .collect();
         let payload =

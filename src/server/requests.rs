@@ -3,7 +3,7 @@
 //! that says what is wrong and leaves the connection usable.
 
 use super::Server;
-use super::clients::connection::{ConnId, ConnMode};
+use super::clients::connection::ConnId;
 use super::panes::pane::ExitReason;
 use super::waits::{Wait, WaitCondition};
 use crate::model::PaneId;
@@ -110,7 +110,7 @@ impl Server {
             Request::PaneBreak(req) => self.pane_break(req),
             Request::PaneFocus(req) => {
                 let id = self.resolve_target(&req.target)?;
-                self.pane_focus(id)
+                self.pane_focus(id, req.client)
             }
             Request::PaneSetResume(req) => self.set_resume(req),
             Request::PaneRename(req) => self.pane_rename(req),
@@ -341,11 +341,7 @@ impl Server {
             uptime_ms: self.started.elapsed().as_millis() as u64,
             panes: self.panes.len(),
             running_panes: self.panes.values().filter(|p| p.is_running()).count(),
-            clients: self
-                .conns
-                .values()
-                .filter(|c| matches!(c.mode, ConnMode::Attached { .. }))
-                .count(),
+            clients: self.conns.values().filter(|c| c.is_attached()).count(),
             connections: self.conns.keys().filter(|id| **id != asking).count(),
             event_seq: self.events.last_seq(),
             event_ring_bytes: self.events.bytes(),
@@ -367,10 +363,7 @@ impl Server {
     }
 
     pub(super) fn attached_count(&self, pane: u64) -> usize {
-        self.conns
-            .values()
-            .filter(|c| matches!(c.mode, ConnMode::Attached { pane: p, .. } if p == pane))
-            .count()
+        self.conns.values().filter(|c| c.attached_to(pane)).count()
     }
 
     pub(super) fn pane_info(&self, id: u64) -> Value {

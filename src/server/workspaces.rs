@@ -176,14 +176,26 @@ impl Server {
         Ok(Some(json!({})))
     }
 
-    pub(super) fn pane_focus(&mut self, id: u64) -> Result<Option<Value>, RpcError> {
+    /// `pane.focus`: the pane becomes the tab's default focus and that of
+    /// every tab-view client of its workspace; with `client`, that
+    /// client's alone (the tab's default stays).
+    pub(super) fn pane_focus(
+        &mut self,
+        id: u64,
+        client: Option<super::clients::connection::ConnId>,
+    ) -> Result<Option<Value>, RpcError> {
         let id = PaneId::new(id);
-        if !self.edit_tree(|t| t.focus(id)) {
+        if self.tree.tab_of(id).is_none() {
             return Err(RpcError::new(
                 ErrorCode::NotFound,
                 format!("pane {id} is in no tab"),
             ));
         }
+        if client.is_none() {
+            self.edit_tree(|t| t.focus(id));
+        }
+        self.focus_views(id, client)
+            .map_err(|m| RpcError::new(ErrorCode::NotFound, m))?;
         Ok(Some(json!({})))
     }
 
@@ -211,6 +223,7 @@ impl Server {
         for event in events {
             self.emit(event);
         }
+        self.follow_tree(before);
     }
 
     /// The focused pane of the active tab, for a request that names none.

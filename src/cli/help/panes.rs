@@ -586,11 +586,22 @@ pub const FOCUS: Command = Command {
     aliases: &[],
     brief: "focus TARGET",
     summary: "focus a pane (and its tab and workspace)",
-    usage: &["focus TARGET"],
+    usage: &["focus TARGET", "focus TARGET --client N"],
     about: "\
 Makes the pane its tab's focus, its tab the active tab and its workspace the
-active workspace.",
-    options: &[TARGET, JSON_REPLY],
+active workspace, and moves every attached client showing that workspace to
+it. With --client, only that client's view moves (to the pane's tab): the
+other clients and the tab's own focus stay.",
+    options: &[
+        opt(
+            None,
+            "client",
+            Some("N"),
+            "move only the view of the client numbered N (`ptyd clients`)",
+        ),
+        TARGET,
+        JSON_REPLY,
+    ],
     args: Args::First(Complete::Pane),
     operands: Operands::Upto(1),
     hidden: &[],

@@ -15,12 +15,12 @@
 //! Also here: the client list (`client.list`) and detaching clients by
 //! pane, by number or all at once (`client.detach`, `attach -d`).
 
-use super::connection::{ConnId, ConnMode, Connection, View};
+use super::connection::{Attachment, ConnId, ConnMode, View};
 use crate::model::PaneId;
 use crate::protocol::events::Event;
 use crate::protocol::frame::{self, ClientFrame};
 use crate::protocol::methods;
-use crate::protocol::replies::{ClientInfo, ClientList, Detached};
+use crate::protocol::replies::{ClientInfo, ClientList, ClientView, Detached};
 use crate::protocol::{ErrorCode, RpcError};
 use crate::server::config::WindowSize;
 use crate::server::panes::Panes;
@@ -76,7 +76,7 @@ impl Server {
         let Some(c) = self.conns.get(&conn) else {
             return Ok(());
         };
-        if !matches!(c.mode, ConnMode::Rpc) {
+        if c.is_attached() {
             return Err(RpcError::new(
                 ErrorCode::InvalidRequest,
                 "this connection is already attached",
@@ -109,23 +109,15 @@ impl Server {
                 self.end_attachment(other, &payload, false);
             }
         }
-        // A watcher never types or resizes: it is never the latest.
-        let active = if req.read_only {
-            0
-        } else {
-            self.next_activity()
-        };
         // Attached before the size policy runs, so it counts this client.
-        if let Some(c) = self.conns.get_mut(&conn) {
-            c.mode = ConnMode::Attached {
-                pane: id,
-                read_only: req.read_only,
-                cols,
-                rows,
-            };
-            c.attached_unix_ms = crate::clock::unix_ms();
-            c.active = active;
-        }
+        self.begin_attachment(
+            conn,
+            id,
+            req.read_only,
+            (cols, rows),
+            req.alt_screen,
+            req.when_behind,
+        );
         // A pane that cannot run is said so and the attachment ends, as
         // the single-pane path does (below), rather than shown blank.
         let runs = self
@@ -195,14 +187,9 @@ impl Server {
         let Some(c) = self.conns.get_mut(&conn) else {
             return Ok(());
         };
-        c.view = View {
-            flat: req.alt_screen,
-            cache,
-            stale: false,
-            when_behind: req.when_behind,
-            cut_off: false,
-            tab: None,
-        };
+        if let Some(a) = c.attachment_mut() {
+            a.view.cache = cache;
+        }
         for chunk in history.chunks(HISTORY_FRAME_BYTES) {
             if !c.queue_frame(frame::server::OUTPUT, chunk) {
                 return Ok(());
@@ -225,6 +212,35 @@ impl Server {
         Ok(())
     }
 
+    /// Puts connection `conn` in frame mode, attached to `pane` at its
+    /// terminal's size: the one place an attachment starts (`attach`, and
+    /// `pane.create` with `attach`). No event lines go to it from here on:
+    /// they would corrupt the frames. A watcher (`read_only`) never types
+    /// or resizes, so it is never the latest.
+    pub(in crate::server) fn begin_attachment(
+        &mut self,
+        conn: ConnId,
+        pane: u64,
+        read_only: bool,
+        size: (u16, u16),
+        flat: bool,
+        when_behind: methods::WhenBehind,
+    ) {
+        let active = if read_only { 0 } else { self.next_activity() };
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        let mut a = Attachment::new(pane, read_only, size, active);
+        a.view = View {
+            flat,
+            when_behind,
+            ..View::default()
+        };
+        c.mode = ConnMode::Attached(a);
+        c.subscribed = false;
+        c.replay_after = None;
+    }
+
     /// Output of `pane` read just now, for its attached clients: forwarded
     /// as it is to a client of the pane's size, unless the screen switched
     /// and the client must not see switches (`View::flat`), or the client
@@ -236,33 +252,27 @@ impl Server {
         let Some(size) = self.panes.get(&pane).map(|p| (p.cols(), p.rows())) else {
             return;
         };
-        if self.conns.values().any(|c| c.view.tab.is_some()) {
+        if self.conns.values().any(|c| c.tab_view().is_some()) {
             self.note_view_output(pane);
         }
         let mut too_slow = Vec::new();
         for (id, conn) in &mut self.conns {
-            let ConnMode::Attached {
-                pane: p,
-                cols,
-                rows,
-                ..
-            } = conn.mode
-            else {
+            let closing = conn.closing.is_some();
+            let Some(a) = conn.attachment() else {
                 continue;
             };
-            if p != pane || conn.closing.is_some() || conn.view.tab.is_some() {
+            if a.pane != pane || closing || a.view.tab.is_some() {
                 continue;
             }
-            let raw = (cols, rows) == size
-                && conn.view.cache.is_none()
-                && !conn.view.stale
-                && !(switched && conn.view.flat);
-            if raw && conn.view.redraws_when_behind() && conn.behind() {
-                conn.view.cut_off = true;
-                conn.view.stale = true;
-                self.stale_views = true;
-            } else if !raw {
-                conn.view.stale = true;
+            let v = &a.view;
+            let raw =
+                (a.cols, a.rows) == size && v.cache.is_none() && !v.stale && !(switched && v.flat);
+            let cut_off = raw && v.redraws_when_behind() && conn.behind();
+            if cut_off || !raw {
+                if let Some(a) = conn.attachment_mut() {
+                    a.view.cut_off |= cut_off;
+                    a.view.stale = true;
+                }
                 self.stale_views = true;
             } else if !conn.queue_frame(frame::server::OUTPUT, bytes) {
                 too_slow.push(*id);
@@ -306,18 +316,24 @@ impl Server {
         let mut deferred = false;
         let mut tab_views = Vec::new();
         for (id, conn) in &mut self.conns {
-            if !conn.view.stale {
+            let Some(v) = conn.attachment().map(|a| &a.view) else {
+                continue;
+            };
+            if !v.stale {
                 continue;
             }
-            if conn.view.redraws_when_behind() && !conn.caught_up() {
+            if v.redraws_when_behind() && !conn.caught_up() {
                 deferred = true;
                 continue;
             }
-            if conn.view.tab.is_some() {
+            if v.tab.is_some() {
                 tab_views.push(*id);
                 continue;
             }
-            let Some(bytes) = draw_view(conn, &self.panes) else {
+            let Some(bytes) = conn
+                .attachment_mut()
+                .and_then(|a| draw_view(a, &self.panes))
+            else {
                 continue;
             };
             if !bytes.is_empty() && !conn.queue_frame(frame::server::OUTPUT, &bytes) {
@@ -347,9 +363,9 @@ impl Server {
 
     /// A tab view's frame or message timer: views are looked at again.
     pub(in crate::server) fn wake_views(&mut self) {
-        for c in self.conns.values_mut() {
-            if c.view.tab.is_some() {
-                c.view.stale = true;
+        for a in self.conns.values_mut().filter_map(|c| c.attachment_mut()) {
+            if a.view.tab.is_some() {
+                a.view.stale = true;
                 self.stale_views = true;
             }
         }
@@ -362,18 +378,9 @@ impl Server {
         let Some(size) = self.panes.get(&pane).map(|p| (p.cols(), p.rows())) else {
             return;
         };
-        for conn in self.conns.values_mut() {
-            let ConnMode::Attached {
-                pane: p,
-                cols,
-                rows,
-                ..
-            } = conn.mode
-            else {
-                continue;
-            };
-            if p == pane && ((cols, rows) != size || conn.view.cache.is_some()) {
-                conn.view.stale = true;
+        for a in self.conns.values_mut().filter_map(|c| c.attachment_mut()) {
+            if a.pane == pane && ((a.cols, a.rows) != size || a.view.cache.is_some()) {
+                a.view.stale = true;
                 self.stale_views = true;
             }
         }
@@ -396,13 +403,11 @@ impl Server {
         let Some(c) = self.conns.get_mut(&conn) else {
             return;
         };
-        let ConnMode::Attached {
-            pane, read_only, ..
-        } = c.mode
-        else {
+        let Some(a) = c.attachment_mut() else {
             return;
         };
-        if c.view.tab.is_some() {
+        let (pane, read_only) = (a.pane, a.read_only);
+        if a.view.tab.is_some() {
             match frame {
                 ClientFrame::Input(payload) => {
                     self.view_keys(conn, payload);
@@ -432,18 +437,13 @@ impl Server {
             }
             ClientFrame::Resize(Some((c_cols, c_rows))) => {
                 let (c_cols, c_rows) = crate::pty::clamp_size(u32::from(c_cols), u32::from(c_rows));
-                c.mode = ConnMode::Attached {
-                    pane,
-                    read_only,
-                    cols: c_cols,
-                    rows: c_rows,
-                };
+                (a.cols, a.rows) = (c_cols, c_rows);
                 // A read-only client's size is its own view's, never
                 // the pane's.
                 if !read_only {
                     let active = self.next_activity();
-                    if let Some(c) = self.conns.get_mut(&conn) {
-                        c.active = active;
+                    if let Some(a) = self.conns.get_mut(&conn).and_then(|c| c.attachment_mut()) {
+                        a.active = active;
                     }
                     self.apply_size_policy(pane);
                 }
@@ -454,8 +454,8 @@ impl Server {
                 self.end_attachment(conn, &payload, false);
             }
             ClientFrame::Redraw => {
-                c.view.cache = None;
-                c.view.stale = true;
+                a.view.cache = None;
+                a.view.stale = true;
                 self.stale_views = true;
             }
             // Unknown kinds, and input from read-only clients, are ignored:
@@ -479,8 +479,8 @@ impl Server {
         // Nothing to re-evaluate if it already was the latest.
         if !self.is_latest(conn, pane) {
             let active = self.next_activity();
-            if let Some(c) = self.conns.get_mut(&conn) {
-                c.active = active;
+            if let Some(a) = self.conns.get_mut(&conn).and_then(|c| c.attachment_mut()) {
+                a.active = active;
             }
             self.apply_size_policy(pane);
         }
@@ -516,7 +516,7 @@ impl Server {
         let Some(c) = self.conns.get_mut(&conn) else {
             return;
         };
-        if !matches!(c.mode, ConnMode::Attached { .. }) {
+        if !c.is_attached() {
             return;
         }
         // The handshake's frames are queued past the output bound (they
@@ -581,12 +581,7 @@ impl Server {
         let Some(c) = self.conns.get(&conn) else {
             return false;
         };
-        let ConnMode::Attached {
-            pane,
-            read_only: false,
-            ..
-        } = c.mode
-        else {
+        let Some(pane) = c.attachment().filter(|a| !a.read_only).map(|a| a.pane) else {
             return false;
         };
         let Some(p) = self.panes.get(&pane) else {
@@ -596,11 +591,11 @@ impl Server {
             return false;
         }
         let written = p.written_total();
-        if let Some(c) = self.conns.get_mut(&conn)
-            && c.input_held.is_none()
+        if let Some(a) = self.conns.get_mut(&conn).and_then(|c| c.attachment_mut())
+            && a.input_held.is_none()
         {
             let now = Instant::now();
-            c.input_held = Some((written, now));
+            a.input_held = Some((written, now));
             self.input_held_for.insert(pane);
             self.timers
                 .add(now + INPUT_STALL, TimerKind::InputStall(conn));
@@ -613,11 +608,10 @@ impl Server {
     pub(in crate::server) fn release_held_input(&mut self, pane: u64) {
         self.input_held_for.remove(&pane);
         for (id, c) in &mut self.conns {
-            if !matches!(c.mode, ConnMode::Attached { pane: p, .. } if p == pane) {
+            let Some(a) = c.attachment_mut().filter(|a| a.pane == pane) else {
                 continue;
-            }
-            if c.input_held.is_some() {
-                c.input_held = None;
+            };
+            if a.input_held.take().is_some() {
                 self.backlog.push_back(Source::Conn(*id));
             }
             // Keys left in a client's terminal for want of room.
@@ -639,27 +633,31 @@ impl Server {
         let Some(c) = self.conns.get_mut(&conn) else {
             return;
         };
-        let (Some((held_at, since)), ConnMode::Attached { pane, .. }) = (c.input_held, c.mode)
-        else {
+        // Split borrows: the held input is in `inbuf`, the hold in the mode.
+        let ConnMode::Attached(a) = &mut c.mode else {
+            return;
+        };
+        let inbuf = &mut c.inbuf;
+        let (pane, Some((held_at, since))) = (a.pane, a.input_held) else {
             return;
         };
         if now.duration_since(since) < INPUT_STALL {
             return;
         }
         let Some(p) = self.panes.get(&pane) else {
-            c.input_held = None;
+            a.input_held = None;
             self.backlog.push_back(Source::Conn(conn));
             return;
         };
         if p.written_total() > held_at {
-            c.input_held = Some((p.written_total(), now));
+            a.input_held = Some((p.written_total(), now));
             self.timers
                 .add(now + INPUT_STALL, TimerKind::InputStall(conn));
             return;
         }
-        let undelivered = input_bytes(&c.inbuf);
-        c.input_held = None;
-        c.inbuf.clear();
+        let undelivered = input_bytes(inbuf);
+        a.input_held = None;
+        inbuf.clear();
         let message = format!(
             "pane {} has {} bytes of input not yet read by its program (limit {MAX_PENDING_INPUT}) \
              and it read none of it for {} s; {undelivered} typed bytes were not delivered, so the \
@@ -693,8 +691,7 @@ impl Server {
         let ids: Vec<ConnId> = self
             .conns
             .iter()
-            .filter(|(_, c)| c.view.tab.is_none())
-            .filter(|(_, c)| matches!(c.mode, ConnMode::Attached { pane: p, .. } if p == pane))
+            .filter(|(_, c)| c.attached_to(pane) && c.tab_view().is_none())
             .map(|(id, _)| *id)
             .collect();
         for id in ids {
@@ -714,7 +711,7 @@ impl Server {
         let Some(c) = self.conns.get_mut(&conn) else {
             return;
         };
-        let ConnMode::Attached { pane, .. } = c.mode else {
+        let Some(pane) = c.attached_pane() else {
             return;
         };
         // Nothing goes to the client's terminal but through the client
@@ -730,9 +727,10 @@ impl Server {
         // size, when the pane's last output came) is drawn now, whether it
         // caught up or not: nothing will be sent after the EXIT frame.
         if !drop_queue
-            && c.view.stale
-            && c.view.tab.is_none()
-            && let Some(bytes) = draw_view(c, &self.panes)
+            && let Some(a) = c.attachment_mut()
+            && a.view.stale
+            && a.view.tab.is_none()
+            && let Some(bytes) = draw_view(a, &self.panes)
         {
             // A queue too full for it gets the EXIT frame alone (below).
             let _ = c.queue_frame(frame::server::OUTPUT, &bytes);
@@ -769,7 +767,7 @@ impl Server {
         let mut ids: Vec<ConnId> = self
             .conns
             .iter()
-            .filter(|(_, c)| matches!(c.mode, ConnMode::Attached { pane: p, .. } if p == pane))
+            .filter(|(_, c)| c.attached_to(pane))
             .map(|(id, _)| *id)
             .collect();
         ids.sort_unstable();
@@ -779,7 +777,11 @@ impl Server {
     /// A stamp above every attached client's: activity order survives a
     /// live upgrade because the stamps travel with the connections.
     pub(in crate::server) fn next_activity(&self) -> u64 {
-        self.conns.values().map(|c| c.active).max().unwrap_or(0) + 1
+        (self.conns.values())
+            .filter_map(|c| c.attachment().map(|a| a.active))
+            .max()
+            .unwrap_or(0)
+            + 1
     }
 
     /// The most recently active client of `pane` (attached, typed or
@@ -787,8 +789,9 @@ impl Server {
     fn latest_client(&self, pane: u64) -> Option<ConnId> {
         self.conns
             .iter()
-            .filter(|(_, c)| matches!(c.mode, ConnMode::Attached { pane: p, .. } if p == pane))
-            .max_by_key(|(id, c)| (c.active, **id))
+            .filter_map(|(id, c)| c.attachment().map(|a| (id, a)))
+            .filter(|(_, a)| a.pane == pane)
+            .max_by_key(|(id, a)| (a.active, **id))
             .map(|(id, _)| *id)
     }
 
@@ -808,16 +811,9 @@ impl Server {
         let sizes: Vec<(u64, u16, u16)> = self
             .conns
             .values()
-            .filter(|c| c.view.tab.is_none())
-            .filter_map(|c| match c.mode {
-                ConnMode::Attached {
-                    pane: p,
-                    read_only: false,
-                    cols,
-                    rows,
-                } if p == pane => Some((c.active, cols, rows)),
-                _ => None,
-            })
+            .filter_map(|c| c.attachment())
+            .filter(|a| a.view.tab.is_none() && a.pane == pane && !a.read_only)
+            .map(|a| (a.active, a.cols, a.rows))
             .collect();
         if let Some((cols, rows)) = pick_size(self.config.window_size, &sizes) {
             self.resize_pane(pane, cols, rows);
@@ -836,26 +832,24 @@ impl Server {
         let mut clients: Vec<ClientInfo> = self
             .conns
             .iter()
-            .filter_map(|(id, c)| match c.mode {
-                ConnMode::Attached {
-                    pane,
-                    read_only,
-                    cols,
-                    rows,
-                } if only.is_none_or(|o| o == pane) => Some(ClientInfo {
-                    client: *id,
-                    pane: PaneId::new(pane),
-                    cols,
-                    rows,
-                    read_only,
-                    since_unix_ms: c.attached_unix_ms,
-                    pid: c.peer.pid,
-                    latest: self.latest_client(pane) == Some(*id),
-                    when_behind: c.view.when_behind,
-                    direct: c.writes_terminal(),
-                    keys: c.reads_keys(),
+            .filter_map(|(id, c)| Some((id, c, c.attachment()?)))
+            .filter(|(_, _, a)| only.is_none_or(|o| o == a.pane))
+            .map(|(id, c, a)| ClientInfo {
+                client: *id,
+                pane: PaneId::new(a.pane),
+                cols: a.cols,
+                rows: a.rows,
+                read_only: a.read_only,
+                since_unix_ms: a.since_unix_ms,
+                pid: c.peer.pid,
+                latest: self.latest_client(a.pane) == Some(*id),
+                when_behind: a.view.when_behind,
+                direct: c.writes_terminal(),
+                keys: c.reads_keys(),
+                view: a.view.tab.as_ref().map(|v| ClientView {
+                    tab: v.tab,
+                    zoom: v.zoom,
                 }),
-                _ => None,
             })
             .collect();
         clients.sort_by_key(|c| c.client);
@@ -887,7 +881,7 @@ impl Server {
             let mut all: Vec<ConnId> = self
                 .conns
                 .iter()
-                .filter(|(_, c)| matches!(c.mode, ConnMode::Attached { .. }))
+                .filter(|(_, c)| c.is_attached())
                 .map(|(id, _)| *id)
                 .collect();
             all.sort_unstable();
@@ -901,9 +895,9 @@ impl Server {
                 .collect()
         } else {
             let client = req.client.unwrap_or_default();
-            let pane = match self.conns.get(&client).map(|c| c.mode) {
-                Some(ConnMode::Attached { pane, .. }) => pane,
-                _ => {
+            let pane = match self.conns.get(&client).and_then(|c| c.attached_pane()) {
+                Some(pane) => pane,
+                None => {
                     return Err(RpcError::new(
                         ErrorCode::NotFound,
                         format!("no attached client {client}; `ptyd clients` lists them"),
@@ -955,28 +949,23 @@ pub(in crate::server) fn pick_size(
 /// Brings `conn`'s stale view up to date from its pane's model and marks
 /// it fresh: a client of another size than the pane gets an update at its
 /// own size (only the rows that changed); a client of the pane's size a
-/// full redraw, after which it is forwarded raw output again. `None` if it
-/// is not attached to a pane that still exists.
-fn draw_view(conn: &mut Connection, panes: &Panes) -> Option<Vec<u8>> {
-    conn.view.stale = false;
-    let ConnMode::Attached {
-        pane, cols, rows, ..
-    } = conn.mode
-    else {
-        return None;
-    };
+/// full redraw, after which it is forwarded raw output again. `None` if
+/// its pane is gone.
+fn draw_view(a: &mut Attachment, panes: &Panes) -> Option<Vec<u8>> {
+    a.view.stale = false;
+    let (pane, cols, rows) = (a.pane, a.cols, a.rows);
     let p = panes.get(&pane)?;
     Some(if (p.cols(), p.rows()) != (cols, rows) {
-        let cache = conn.view.cache.get_or_insert_with(Default::default);
+        let cache = a.view.cache.get_or_insert_with(Default::default);
         p.screen().view_update(cols, rows, cache)
     } else {
         // Back to forwarding: a full redraw first, from the main screen
         // (where a fresh client starts) unless the client never switches.
         // A client cut off from raw output may have been left on either
         // screen, as a view may.
-        let was_view = conn.view.cache.take().is_some();
-        let cut_off = std::mem::take(&mut conn.view.cut_off);
-        if conn.view.flat {
+        let was_view = a.view.cache.take().is_some();
+        let cut_off = std::mem::take(&mut a.view.cut_off);
+        if a.view.flat {
             p.screen().redraw_flat(cols, rows)
         } else {
             let mut out = Vec::new();

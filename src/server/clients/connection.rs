@@ -81,15 +81,52 @@ impl<'a> Polls<'a> {
 
 /// What the connection is doing: exchanging JSON lines, or attached to a pane
 /// and exchanging binary frames.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum ConnMode {
     Rpc,
-    Attached {
-        pane: u64,
-        read_only: bool,
-        cols: u16,
-        rows: u16,
-    },
+    Attached(Attachment),
+}
+
+/// An attached client: the pane it is attached to (a tab view's focused
+/// pane), its terminal's size, and everything that exists only while it is
+/// attached, so leaving frame mode drops it all at once.
+#[derive(Debug)]
+pub struct Attachment {
+    pub pane: u64,
+    pub read_only: bool,
+    pub cols: u16,
+    pub rows: u16,
+    /// When it attached (wall clock, for `client.list`).
+    pub since_unix_ms: u64,
+    /// The server's activity stamp of this client's last attach,
+    /// keystroke or resize; the highest sets its pane's size under the
+    /// `latest` window-size policy.
+    pub active: u64,
+    /// An INPUT frame waits in `inbuf` for room in its pane's pending
+    /// input, and the socket is not read meanwhile (back-pressure,
+    /// `attach.rs`). The pane's `written_total` when that was last checked,
+    /// and when: an `InputStall` timer armed for an earlier hold finds a
+    /// later instant here and leaves it to its own timer.
+    pub input_held: Option<(u64, Instant)>,
+    /// How the pane is shown (see `View`).
+    pub view: View,
+}
+
+impl Attachment {
+    /// A client attaching now to `pane` at `cols` x `rows`, with activity
+    /// stamp `active` (0 for a read-only client: it never sets a size).
+    pub fn new(pane: u64, read_only: bool, (cols, rows): (u16, u16), active: u64) -> Attachment {
+        Attachment {
+            pane,
+            read_only,
+            cols,
+            rows,
+            since_unix_ms: crate::clock::unix_ms(),
+            active,
+            input_held: None,
+            view: View::default(),
+        }
+    }
 }
 
 /// How an attached client is shown its pane. A client whose terminal is
@@ -147,8 +184,6 @@ pub struct Connection {
     pub stream: Stream,
     pub peer: PeerCred,
     pub mode: ConnMode,
-    /// While attached: how the pane is shown (see `View`).
-    pub view: View,
     /// Receives pushed events.
     pub subscribed: bool,
     /// While an `events.subscribe {since}` replay is under way: the last
@@ -175,18 +210,6 @@ pub struct Connection {
     pub half_closed: bool,
     /// The last time the socket took output or nothing was owed.
     pub last_progress: Instant,
-    /// While attached: when it attached (wall clock, for `client.list`).
-    pub attached_unix_ms: u64,
-    /// While attached: the server's activity stamp of this client's last
-    /// attach, keystroke or resize; the highest sets its pane's size under
-    /// the `latest` window-size policy.
-    pub active: u64,
-    /// Attached: an INPUT frame waits in `inbuf` for room in its pane's
-    /// pending input, and the socket is not read meanwhile (back-pressure,
-    /// `attach.rs`). The pane's `written_total` when that was last checked,
-    /// and when: an `InputStall` timer armed for an earlier hold finds a
-    /// later instant here and leaves it to its own timer.
-    pub input_held: Option<(u64, Instant)>,
     /// The last write found the socket full: nothing is tried again until
     /// poll reports it writable (`write_ready`). Each flush pass (two per
     /// loop turn) otherwise cost a failed `sendto` while a client that fell
@@ -221,7 +244,6 @@ impl Connection {
             stream,
             peer,
             mode: ConnMode::Rpc,
-            view: View::default(),
             subscribed: false,
             replay_after: None,
             inbuf: Vec::new(),
@@ -233,9 +255,6 @@ impl Connection {
             closing: None,
             half_closed: false,
             last_progress: Instant::now(),
-            attached_unix_ms: 0,
-            active: 0,
-            input_held: None,
             write_blocked: false,
             write_interest: true,
             #[cfg(unix)]
@@ -246,6 +265,43 @@ impl Connection {
             pending_fd: None,
             refused_fds: 0,
         }
+    }
+
+    pub fn attachment(&self) -> Option<&Attachment> {
+        match &self.mode {
+            ConnMode::Attached(a) => Some(a),
+            ConnMode::Rpc => None,
+        }
+    }
+
+    pub fn attachment_mut(&mut self) -> Option<&mut Attachment> {
+        match &mut self.mode {
+            ConnMode::Attached(a) => Some(a),
+            ConnMode::Rpc => None,
+        }
+    }
+
+    pub fn is_attached(&self) -> bool {
+        matches!(self.mode, ConnMode::Attached(_))
+    }
+
+    /// The pane an attached client is attached to.
+    pub fn attached_pane(&self) -> Option<u64> {
+        self.attachment().map(|a| a.pane)
+    }
+
+    /// Attached to `pane`.
+    pub fn attached_to(&self, pane: u64) -> bool {
+        self.attached_pane() == Some(pane)
+    }
+
+    /// The tab an attached client shows, if it shows one.
+    pub fn tab_view(&self) -> Option<&super::tab_view::TabView> {
+        self.attachment()?.view.tab.as_deref()
+    }
+
+    pub fn tab_view_mut(&mut self) -> Option<&mut super::tab_view::TabView> {
+        self.attachment_mut()?.view.tab.as_deref_mut()
     }
 
     /// The socket was registered (again) with these interests.
@@ -347,10 +403,8 @@ impl Connection {
 
     /// Cells of an attached client's screen (0 if not attached).
     fn cells(&self) -> usize {
-        match self.mode {
-            ConnMode::Attached { cols, rows, .. } => usize::from(cols) * usize::from(rows),
-            ConnMode::Rpc => 0,
-        }
+        self.attachment()
+            .map_or(0, |a| usize::from(a.cols) * usize::from(a.rows))
     }
 
     /// Output written to the socket that the client has not read yet
@@ -385,19 +439,17 @@ impl Connection {
 
     /// A redraw client's view waits for it to catch up (`caught_up`).
     fn awaits_catch_up(&self) -> bool {
-        self.view.stale
-            && self.view.redraws_when_behind()
-            && matches!(self.mode, ConnMode::Attached { .. })
+        self.attachment()
+            .is_some_and(|a| a.view.stale && a.view.redraws_when_behind())
             && !self.caught_up()
     }
 
     /// Whether this connection holds `pane`'s output back while it is
     /// behind: attached to it, not closing, and lossless.
     pub fn paces(&self, pane: u64) -> bool {
-        matches!(self.mode, ConnMode::Attached { pane: p, .. } if p == pane)
-            && self.view.tab.is_none()
-            && self.closing.is_none()
-            && !self.view.redraws_when_behind()
+        self.attachment().is_some_and(|a| {
+            a.pane == pane && a.view.tab.is_none() && !a.view.redraws_when_behind()
+        }) && self.closing.is_none()
     }
 
     /// Queues bytes. Returns false, queueing nothing, if that would put the
@@ -598,13 +650,7 @@ impl Connection {
     /// reading; never for a read-only client).
     #[cfg(unix)]
     pub fn hold_direct(&mut self, fd: std::os::fd::OwnedFd, token: Token, readable: bool) {
-        let read_only = matches!(
-            self.mode,
-            ConnMode::Attached {
-                read_only: true,
-                ..
-            }
-        );
+        let read_only = self.attachment().is_some_and(|a| a.read_only);
         let keys = readable && !read_only;
         self.tty_token = Some(token);
         self.direct =

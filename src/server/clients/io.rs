@@ -97,12 +97,12 @@ impl Server {
         // Held input: the socket is left unread until the pane takes it,
         // so a client typing faster than its program reads is slowed down
         // by its own socket filling up (`attach.rs`).
-        if conn.input_held.is_some() {
+        if conn.attachment().is_some_and(|a| a.input_held.is_some()) {
             return;
         }
         let limit = match conn.mode {
             ConnMode::Rpc => protocol::MAX_LINE_BYTES + 1,
-            ConnMode::Attached { .. } => frame::MAX_FRAME_PAYLOAD + frame::HEADER_LEN,
+            ConnMode::Attached(_) => frame::MAX_FRAME_PAYLOAD + frame::HEADER_LEN,
         };
         let outcome = conn.read_some(CONN_READ_BUDGET, limit);
         if conn.refused_fds > 0 {
@@ -129,7 +129,7 @@ impl Server {
                     // more byte from us (the client may have restored it).
                     #[cfg(unix)]
                     conn.leave_direct(Polls::of(&self.poll, &self.arrivals), "closed", false);
-                    if let ConnMode::Attached { pane, .. } = conn.mode {
+                    if let Some(pane) = conn.attached_pane() {
                         was_attached = true;
                         conn.mode = ConnMode::Rpc;
                         self.note_detached(id, pane, "connection closed");
@@ -192,7 +192,7 @@ impl Server {
                         break;
                     }
                 }
-                ConnMode::Attached { .. } => match frame::decode(rest) {
+                ConnMode::Attached(_) => match frame::decode(rest) {
                     Ok(Some((f, used))) => {
                         let f = frame::ClientFrame::of(&f);
                         if let frame::ClientFrame::Input(payload) = f
@@ -223,7 +223,7 @@ impl Server {
             conn.inbuf = rest;
             conn.line_scanned = match conn.mode {
                 ConnMode::Rpc => scanned.min(conn.inbuf.len()),
-                ConnMode::Attached { .. } => 0,
+                ConnMode::Attached(_) => 0,
             };
             conn.release_idle_inbuf();
         }
@@ -305,10 +305,11 @@ impl Server {
     /// for it (its socket is watched for room only while output waits).
     fn draw_caught_up_views(&mut self) {
         let due = self.stale_views
-            && self
-                .conns
-                .values()
-                .any(|c| c.view.stale && c.view.redraws_when_behind() && c.caught_up());
+            && self.conns.values().any(|c| {
+                c.attachment()
+                    .is_some_and(|a| a.view.stale && a.view.redraws_when_behind())
+                    && c.caught_up()
+            });
         if !due {
             return;
         }
@@ -343,7 +344,7 @@ impl Server {
                 self.sources.remove(&token);
             }
         }
-        if let ConnMode::Attached { pane, .. } = conn.mode {
+        if let Some(pane) = conn.attached_pane() {
             self.note_detached(id, pane, "connection closed");
         }
         self.waits.retain(|_, w| w.conn != id);

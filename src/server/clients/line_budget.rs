@@ -10,7 +10,7 @@
 //! with EXIT reason `too_large`) and closed, until the total is within the
 //! budget again: the cost falls on whoever holds the most.
 
-use super::connection::{ConnId, ConnMode};
+use super::connection::ConnId;
 use crate::protocol::{ErrorCode, RpcError};
 use crate::server::Server;
 use serde_json::{Value, json};
@@ -70,7 +70,7 @@ impl Server {
         let Some(c) = self.conns.get_mut(&victim) else {
             return;
         };
-        let attached = matches!(c.mode, ConnMode::Attached { .. });
+        let attached = c.is_attached();
         let message = format!(
             "connections hold {} MiB of input the server has not handled yet (unfinished \
              request lines and frames), over its {} MiB budget; this connection holds the most \
@@ -83,7 +83,9 @@ impl Server {
         // The memory goes now, not when the connection is gone.
         c.inbuf = Vec::new();
         c.line_scanned = 0;
-        c.input_held = None;
+        if let Some(a) = c.attachment_mut() {
+            a.input_held = None;
+        }
         self.input_budget.refused += 1;
         if attached {
             self.end_attachment(

@@ -3,16 +3,22 @@
 //! its message line and the compositor holding the frame it was last
 //! sent), its frames, its keys and the layout the panes are sized to.
 //!
-//! Focus and zoom are the tab's, in the Tree: a client's key moves them
-//! there and every client of the tab follows, as does any request that
-//! changes them (`sync_views` compares what each view last drew with the
-//! Tree every turn). Which tab a client shows is its own. A client is
-//! told its view (`VIEW` frame) whenever it changes, and hands it back
-//! when it reconnects after a crash; a live upgrade carries it.
+//! Each client has its own tab, focus and zoom (`TabView`); the tab's
+//! focus and zoom in the Tree are its default, which a new client starts
+//! with and the snapshot keeps. A client's keys and clicks move its own
+//! focus (and the default); a request that changes a tab's default
+//! (`ptyd zoom`, a split from the CLI) moves every client of the tab
+//! (`follow_tree`), `pane.focus` every client of the workspace or one
+//! client. A client is told its view (`VIEW` frame) whenever it changes,
+//! and hands it back when it reconnects after a crash; a live upgrade
+//! carries it.
 //!
 //! Sizes: the panes of a tab are sized to their rectangles in the area of
 //! the tab's clients under the `window_size` policy (per tab); a client
-//! of another size is shown that layout clipped or padded. Frames: at most
+//! of another size is shown that layout clipped or padded. A zoomed pane
+//! takes the whole area only when every client that sizes the tab zoomed
+//! it: one client's zoom never resizes a pane another client shows in its
+//! rectangle (the zooming client sees it at that size, padded). Frames: at most
 //! one per [`FRAME_INTERVAL`] per client, so a pane flooding output costs
 //! its neighbours no more than that; a change after a quiet spell (a
 //! keystroke's echo) goes out in the turn it came.
@@ -54,6 +60,10 @@ pub enum StatusPosition {
 #[derive(Debug)]
 pub struct TabView {
     pub tab: TabId,
+    /// The client's focused pane (a pane of `tab`): its keys go there.
+    pub focus: PaneId,
+    /// The focused pane fills the tab for this client.
+    pub zoom: bool,
     /// The client's prefix key.
     pub prefix: u8,
     pub keys: Mode,
@@ -75,9 +85,11 @@ pub struct TabView {
 }
 
 impl TabView {
-    pub fn new(tab: TabId, prefix: u8) -> TabView {
+    pub fn new(tab: TabId, focus: PaneId, zoom: bool, prefix: u8) -> TabView {
         TabView {
             tab,
+            focus,
+            zoom,
             prefix,
             keys: Mode::Typing,
             compositor: Compositor::default(),
@@ -121,8 +133,7 @@ impl Server {
         let mut ids: Vec<ConnId> = self
             .conns
             .iter()
-            .filter(|(_, c)| c.view.tab.as_ref().is_some_and(|v| v.tab == tab))
-            .filter(|(_, c)| matches!(c.mode, ConnMode::Attached { .. }))
+            .filter(|(_, c)| c.tab_view().is_some_and(|v| v.tab == tab))
             .map(|(id, _)| *id)
             .collect();
         ids.sort_unstable();
@@ -136,15 +147,9 @@ impl Server {
             .viewers_of(tab)
             .iter()
             .filter_map(|id| self.conns.get(id))
-            .filter_map(|c| match c.mode {
-                ConnMode::Attached {
-                    read_only: false,
-                    cols,
-                    rows,
-                    ..
-                } => Some((c.active, cols, rows)),
-                _ => None,
-            })
+            .filter_map(|c| c.attachment())
+            .filter(|a| !a.read_only)
+            .map(|a| (a.active, a.cols, a.rows))
             .collect();
         super::attach::pick_size(self.config.window_size, &sizes)
     }
@@ -157,13 +162,38 @@ impl Server {
         Some((area.cols, area.rows))
     }
 
-    /// `tab` laid out as its panes are sized: at the tab's size, else
-    /// (only read-only clients) at `fallback`.
-    fn tab_geometry(&self, tab: TabId, fallback: (u16, u16)) -> Option<Geometry> {
+    /// `tab` laid out at the tab's size (else, with only read-only
+    /// clients, at `fallback`), `zoom` (a pane of it) filling it.
+    fn tab_geometry(
+        &self,
+        tab: TabId,
+        zoom: Option<PaneId>,
+        fallback: (u16, u16),
+    ) -> Option<Geometry> {
         let t = self.tree.tabs.get(&tab)?;
         let (cols, rows) = self.clients_size(tab).unwrap_or(fallback);
         let (area, _) = tab_area(cols, rows, self.status_position());
-        Some(lay_out(&t.layout, t.zoom, area))
+        Some(lay_out(&t.layout, zoom, area))
+    }
+
+    /// Client `conn`'s tab as it sees it: laid out with its own zoom.
+    fn view_geometry(&self, conn: ConnId) -> Option<Geometry> {
+        let v = self.conns.get(&conn)?.tab_view()?;
+        let zoom = v.zoom.then_some(v.focus);
+        self.tab_geometry(v.tab, zoom, self.client_size(conn))
+    }
+
+    /// The zoom `tab`'s panes are sized by: the pane every client that
+    /// sizes the tab (not read-only) zoomed, else none, so that one
+    /// client's zoom never resizes a pane another shows in its rectangle.
+    fn sizing_zoom(&self, tab: TabId) -> Option<PaneId> {
+        let mut zooms = (self.viewers_of(tab).into_iter())
+            .filter_map(|id| self.conns.get(&id))
+            .filter(|c| c.attachment().is_some_and(|a| !a.read_only))
+            .filter_map(|c| c.tab_view())
+            .map(|v| v.zoom.then_some(v.focus));
+        let first = zooms.next()??;
+        zooms.all(|z| z == Some(first)).then_some(first)
     }
 
     /// Sizes every shown pane of `tab` to its rectangle. A pane whose
@@ -172,7 +202,7 @@ impl Server {
         let Some(size) = self.clients_size(tab) else {
             return;
         };
-        let Some(g) = self.tab_geometry(tab, size) else {
+        let Some(g) = self.tab_geometry(tab, self.sizing_zoom(tab), size) else {
             return;
         };
         for (pane, r) in g.panes {
@@ -189,15 +219,15 @@ impl Server {
     }
 
     fn mark_view_stale(&mut self, conn: ConnId) {
-        if let Some(c) = self.conns.get_mut(&conn) {
-            c.view.stale = true;
+        if let Some(a) = self.conns.get_mut(&conn).and_then(|c| c.attachment_mut()) {
+            a.view.stale = true;
             self.stale_views = true;
         }
     }
 
     /// The tab of `pane` whose clients size it, if any client shows it.
     pub(in crate::server) fn viewed_tab_of(&self, pane: u64) -> Option<TabId> {
-        if !self.conns.values().any(|c| c.view.tab.is_some()) {
+        if !self.conns.values().any(|c| c.tab_view().is_some()) {
             return None;
         }
         let tab = self.tree.tab_of(PaneId::new(pane))?;
@@ -205,7 +235,10 @@ impl Server {
     }
 
     /// Starts showing `tab` to attached client `conn`, focused on `focus`
-    /// when given (a pane of it). From `attach`.
+    /// when given (a pane of it), zoomed as `zoom` says; what is not given
+    /// is the tab's default. The view becomes the tab's default, the tab
+    /// its workspace's active one (a bare `ptyd attach` comes back to it).
+    /// From `attach`.
     pub(in crate::server) fn start_tab_view(
         &mut self,
         conn: ConnId,
@@ -214,28 +247,30 @@ impl Server {
         zoom: Option<bool>,
         prefix: u8,
     ) {
-        if let Some(t) = self.tree.tabs.get_mut(&tab) {
-            if let Some(f) = focus.filter(|f| t.layout.contains(*f)) {
-                t.focus = f;
-            }
-            match zoom {
-                Some(true) => t.zoom = Some(t.focus),
-                Some(false) => t.zoom = None,
-                None => {}
-            }
-            let ws = t.workspace;
-            if let Some(w) = self.tree.workspaces.get_mut(&ws) {
-                w.active_tab = Some(tab);
-            }
-            self.tree.active_workspace = Some(ws);
-            self.mark_dirty();
+        let Some(t) = self.tree.tabs.get_mut(&tab) else {
+            return;
+        };
+        if let Some(f) = focus.filter(|f| t.layout.contains(*f)) {
+            t.focus = f;
         }
-        if let Some(c) = self.conns.get_mut(&conn) {
-            c.view.tab = Some(Box::new(TabView::new(tab, prefix)));
+        let split = matches!(t.layout, crate::workspace::layout::Layout::Split { .. });
+        match zoom {
+            Some(true) if split => t.zoom = Some(t.focus),
+            Some(_) => t.zoom = None,
+            None => {}
+        }
+        let (focus, zoom, ws) = (t.focus, t.zoom.is_some(), t.workspace);
+        if let Some(w) = self.tree.workspaces.get_mut(&ws) {
+            w.active_tab = Some(tab);
+        }
+        self.tree.active_workspace = Some(ws);
+        self.mark_dirty();
+        if let Some(a) = self.conns.get_mut(&conn).and_then(|c| c.attachment_mut()) {
+            a.view.tab = Some(Box::new(TabView::new(tab, focus, zoom, prefix)));
             // A view is drawn from the model: a client that falls behind
             // is drawn again once it caught up, never waited for.
-            c.view.when_behind = methods::WhenBehind::Redraw;
-            c.view.stale = true;
+            a.view.when_behind = methods::WhenBehind::Redraw;
+            a.view.stale = true;
             self.stale_views = true;
         }
         self.sync_views();
@@ -250,7 +285,7 @@ impl Server {
         let ids: Vec<ConnId> = self
             .conns
             .iter()
-            .filter(|(_, c)| c.view.tab.is_some() && matches!(c.mode, ConnMode::Attached { .. }))
+            .filter(|(_, c)| c.tab_view().is_some())
             .map(|(id, _)| *id)
             .collect();
         let mut relayout = Vec::new();
@@ -258,7 +293,7 @@ impl Server {
             let Some(tab) = self
                 .conns
                 .get(&id)
-                .and_then(|c| c.view.tab.as_ref())
+                .and_then(|c| c.tab_view())
                 .map(|v| v.tab)
             else {
                 continue;
@@ -277,31 +312,45 @@ impl Server {
                     }
                 },
             };
-            let key = self.view_key(id, tab);
             let t = &self.tree.tabs[&tab];
-            let (focus, zoom, workspace) = (t.focus, t.zoom, t.workspace);
+            let split = matches!(t.layout, crate::workspace::layout::Layout::Split { .. });
+            let (default_focus, default_zoom) = (t.focus, t.zoom.is_some());
+            let (in_tab, workspace) = (|p: PaneId| t.layout.contains(p), t.workspace);
+            let Some(v) = self.conns.get_mut(&id).and_then(|c| c.tab_view_mut()) else {
+                continue;
+            };
+            let retabbed = v.tab != tab;
+            v.tab = tab;
+            // A focus that left the tab (its pane closed, swapped or broken
+            // out, or the tab replaced) gives way to the tab's default.
+            if retabbed || !in_tab(v.focus) {
+                (v.focus, v.zoom) = (default_focus, default_zoom);
+            }
+            v.zoom &= split;
+            let (focus, zoom) = (v.focus, v.zoom);
+            let key = self.view_key(id, tab);
             let told = serde_json::to_vec(&json!({
                 "workspace": workspace,
                 "tab": tab,
                 "focus": focus,
-                "zoom": zoom.is_some(),
+                "zoom": zoom,
             }))
             .unwrap_or_default();
             let Some(c) = self.conns.get_mut(&id) else {
                 continue;
             };
-            if let ConnMode::Attached { pane, .. } = &mut c.mode {
-                *pane = focus.get();
-            }
-            let Some(v) = c.view.tab.as_mut() else {
+            // Split borrows: the view is in the mode, the queue beside it.
+            let ConnMode::Attached(a) = &mut c.mode else {
                 continue;
             };
-            let retabbed = v.tab != tab;
-            v.tab = tab;
+            a.pane = focus.get();
+            let Some(v) = a.view.tab.as_mut() else {
+                continue;
+            };
             v.activity.remove(&tab);
             if v.seen != key || retabbed {
                 v.seen = key;
-                c.view.stale = true;
+                a.view.stale = true;
                 self.stale_views = true;
                 if !relayout.contains(&tab) {
                     relayout.push(tab);
@@ -332,7 +381,8 @@ impl Server {
     fn view_key(&self, conn: ConnId, tab: TabId) -> u64 {
         let mut h = DefaultHasher::new();
         if let Some(t) = self.tree.tabs.get(&tab) {
-            format!("{:?}", t).hash(&mut h);
+            format!("{:?}", t.layout).hash(&mut h);
+            t.name.hash(&mut h);
             if let Some(w) = self.tree.workspaces.get(&t.workspace) {
                 w.name.hash(&mut h);
                 for other in &w.tabs {
@@ -342,10 +392,11 @@ impl Server {
                 }
             }
         }
-        if let Some(c) = self.conns.get(&conn)
-            && let ConnMode::Attached { cols, rows, .. } = c.mode
-        {
-            (cols, rows).hash(&mut h);
+        if let Some(a) = self.conns.get(&conn).and_then(|c| c.attachment()) {
+            (a.cols, a.rows).hash(&mut h);
+            if let Some(v) = &a.view.tab {
+                (v.focus, v.zoom).hash(&mut h);
+            }
         }
         self.clients_size(tab).hash(&mut h);
         // A reload may move the status line.
@@ -360,12 +411,12 @@ impl Server {
             return;
         };
         let mut any = false;
-        for c in self.conns.values_mut() {
-            let Some(v) = c.view.tab.as_mut() else {
+        for a in self.conns.values_mut().filter_map(|c| c.attachment_mut()) {
+            let Some(v) = a.view.tab.as_mut() else {
                 continue;
             };
             if v.tab == tab {
-                c.view.stale = true;
+                a.view.stale = true;
                 any = true;
             } else {
                 v.activity.insert(tab);
@@ -381,32 +432,24 @@ impl Server {
         conn: ConnId,
         now: Instant,
     ) -> Option<Vec<u8>> {
-        let c = self.conns.get(&conn)?;
-        let v = c.view.tab.as_ref()?;
+        let a = self.conns.get(&conn)?.attachment()?;
+        let v = a.view.tab.as_ref()?;
         if let Some(last) = v.last_frame
             && now < last + FRAME_INTERVAL
         {
             let at = last + FRAME_INTERVAL;
             if v.timer_at != Some(at) {
                 self.timers.add(at, TimerKind::ViewFrame);
-                if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.view.tab.as_mut()) {
+                if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.tab_view_mut()) {
                     v.timer_at = Some(at);
                 }
             }
             self.stale_views = true;
             return None;
         }
-        let ConnMode::Attached {
-            cols,
-            rows,
-            read_only,
-            ..
-        } = c.mode
-        else {
-            return None;
-        };
+        let (cols, rows, read_only) = (a.cols, a.rows, a.read_only);
         let tab = self.tree.tabs.get(&v.tab)?;
-        let g = self.tab_geometry(v.tab, (cols, rows))?;
+        let g = self.tab_geometry(v.tab, v.zoom.then_some(v.focus), (cols, rows))?;
         let (_, status_row) = tab_area(cols, rows, self.status_position());
         let message = v
             .message
@@ -425,15 +468,15 @@ impl Server {
             rows,
             geometry: &g,
             terminals: &lookup,
-            focus: tab.focus,
+            focus: v.focus,
             status,
             overlay: overlay.as_deref(),
             hide_cursor: v.scrolling,
             mouse: self.config.mouse && !read_only,
         };
-        let c = self.conns.get_mut(&conn)?;
-        c.view.stale = false;
-        let v = c.view.tab.as_mut()?;
+        let a = self.conns.get_mut(&conn)?.attachment_mut()?;
+        a.view.stale = false;
+        let v = a.view.tab.as_mut()?;
         let bytes = v.compositor.update(&scene);
         if !bytes.is_empty() {
             v.last_frame = Some(now);
@@ -452,7 +495,8 @@ impl Server {
         message: Option<String>,
     ) -> Status {
         let t = &self.tree.tabs[&tab];
-        let v = self.conns.get(&conn).and_then(|c| c.view.tab.as_ref());
+        let v = self.conns.get(&conn).and_then(|c| c.tab_view());
+        let focus_id = v.map_or(t.focus, |v| v.focus);
         let ws = self.tree.workspaces.get(&t.workspace);
         let tabs = ws
             .map(|w| {
@@ -472,7 +516,7 @@ impl Server {
                     .collect()
             })
             .unwrap_or_default();
-        let focus = self.panes.get(&t.focus.get());
+        let focus = self.panes.get(&focus_id.get());
         let title = focus
             .map(|p| {
                 let title = p.screen().title();
@@ -501,7 +545,7 @@ impl Server {
         if read_only {
             indicators.push("READ-ONLY".into());
         }
-        if t.zoom.is_some() {
+        if v.is_some_and(|v| v.zoom) {
             indicators.push("ZOOM".into());
         }
         let exited: Vec<String> = t
@@ -513,14 +557,14 @@ impl Server {
             .collect();
         indicators.extend(exited);
         let message = match v.map(|v| &v.keys) {
-            Some(Mode::Confirm(Action::Close)) => Some(format!("kill pane {}? (y/n)", t.focus)),
+            Some(Mode::Confirm(Action::Close)) => Some(format!("kill pane {focus_id}? (y/n)")),
             Some(Mode::Prompt { text }) => Some(format!("(rename tab) {text}")),
             _ => message,
         };
         Status {
             workspace: ws.map(|w| w.name.clone()).unwrap_or_default(),
             tabs,
-            title: format!("{} {title}", t.focus),
+            title: format!("{focus_id} {title}"),
             indicators,
             message,
         }
@@ -531,28 +575,34 @@ impl Server {
     /// goes to the focused pane.
     pub(in crate::server) fn view_keys(&mut self, conn: ConnId, bytes: &[u8]) {
         let bindings = self.bindings().clone();
-        let Some(c) = self.conns.get_mut(&conn) else {
+        let Some(a) = self.conns.get_mut(&conn).and_then(|c| c.attachment_mut()) else {
             return;
         };
-        let ConnMode::Attached { read_only, .. } = c.mode else {
-            return;
-        };
-        let Some(v) = c.view.tab.as_mut() else {
+        let read_only = a.read_only;
+        let Some(v) = a.view.tab.as_mut() else {
             return;
         };
         let before = v.keys.clone();
         // Any key puts the key list away (and is not taken for more).
         if v.overlay.take().is_some() {
-            c.view.stale = true;
+            a.view.stale = true;
             self.stale_views = true;
             return;
         }
         let outs = bindings::feed(&mut v.keys, bytes, v.prefix, &bindings);
         let prefix = v.prefix;
         if v.keys != before {
-            c.view.stale = true;
+            a.view.stale = true;
             self.stale_views = true;
         }
+        let outer = self.view_actor.replace(conn);
+        self.run_outs(conn, outs, prefix, read_only);
+        self.view_actor = outer;
+    }
+
+    /// What client `conn`'s keys came to, in order, until one ends its
+    /// view.
+    fn run_outs(&mut self, conn: ConnId, outs: Vec<Out>, prefix: u8, read_only: bool) {
         for out in outs {
             match out {
                 Out::Typed(bytes) => {
@@ -575,7 +625,7 @@ impl Server {
             if !self
                 .conns
                 .get(&conn)
-                .is_some_and(|c| c.view.tab.is_some() && c.closing.is_none())
+                .is_some_and(|c| c.tab_view().is_some() && c.closing.is_none())
             {
                 return;
             }
@@ -586,22 +636,19 @@ impl Server {
     /// goes to its program, in the pane's coordinates, if it asked for
     /// the mouse; anything else (borders, the status line) is dropped.
     fn view_mouse(&mut self, conn: ConnId, event: bindings::MouseEvent, read_only: bool) {
-        let Some(tab) = self.view_tab(conn) else {
-            return;
-        };
-        let Some(g) = self.tab_geometry(tab, self.client_size(conn)) else {
+        let Some(g) = self.view_geometry(conn) else {
             return;
         };
         let Some(pane) = g.pane_at(event.x, event.y) else {
             return;
         };
-        let focus = self.tree.tabs.get(&tab).map(|t| t.focus);
+        let focus = self.view_of(conn).map(|v| v.focus);
         if read_only {
             return;
         }
         if Some(pane) != focus {
             if event.is_left_press() {
-                self.view_focus(pane);
+                self.view_focus(conn, pane);
             }
             return;
         }
@@ -625,10 +672,7 @@ impl Server {
     }
 
     fn view_type(&mut self, conn: ConnId, bytes: &[u8]) {
-        let Some(pane) = self.conns.get(&conn).and_then(|c| match c.mode {
-            ConnMode::Attached { pane, .. } => Some(pane),
-            _ => None,
-        }) else {
+        let Some(pane) = self.conns.get(&conn).and_then(|c| c.attached_pane()) else {
             return;
         };
         if let Err((msg, _)) = self.type_into(conn, pane, bytes) {
@@ -641,7 +685,7 @@ impl Server {
     }
 
     fn view_say(&mut self, conn: ConnId, message: String) {
-        if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.view.tab.as_mut()) {
+        if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.tab_view_mut()) {
             v.say(message);
             self.timers
                 .add(Instant::now() + MESSAGE_FOR, TimerKind::ViewFrame);
@@ -649,8 +693,85 @@ impl Server {
         self.mark_view_stale(conn);
     }
 
+    fn view_of(&self, conn: ConnId) -> Option<&TabView> {
+        self.conns.get(&conn)?.tab_view()
+    }
+
     fn view_tab(&self, conn: ConnId) -> Option<TabId> {
-        self.conns.get(&conn)?.view.tab.as_ref().map(|v| v.tab)
+        self.view_of(conn).map(|v| v.tab)
+    }
+
+    /// After a change of the Tree from `before`: a tab whose default
+    /// focus or zoom a request moved (not a pane leaving the tab: that
+    /// moves only the views on it, in `sync_views`) moves its clients'
+    /// views too, or only the acting client's while its keys run
+    /// (`view_actor`).
+    pub(in crate::server) fn follow_tree(&mut self, before: &crate::workspace::Tree) {
+        let mut moved = Vec::new();
+        for (id, t) in &self.tree.tabs {
+            let Some(old) = before.tabs.get(id) else {
+                continue;
+            };
+            let focus = (old.focus != t.focus && t.layout.contains(old.focus)).then_some(t.focus);
+            let left = old.zoom.is_some_and(|z| !t.layout.contains(z));
+            let zoom =
+                (old.zoom.is_some() != t.zoom.is_some() && !left).then_some(t.zoom.is_some());
+            if focus.is_some() || zoom.is_some() {
+                moved.push((*id, focus, zoom));
+            }
+        }
+        for (tab, focus, zoom) in moved {
+            for id in self.viewers_of(tab) {
+                if self.view_actor.is_some_and(|actor| actor != id) {
+                    continue;
+                }
+                if let Some(v) = self.conns.get_mut(&id).and_then(|c| c.tab_view_mut()) {
+                    v.focus = focus.unwrap_or(v.focus);
+                    v.zoom = zoom.unwrap_or(v.zoom);
+                }
+                self.mark_view_stale(id);
+            }
+        }
+    }
+
+    /// `pane.focus` for the tab views: client `only`, else every client
+    /// showing `pane`'s workspace, shows its tab focused on it (zoomed on
+    /// it if it was zoomed). `Err` names a client that is not a tab view.
+    pub(in crate::server) fn focus_views(
+        &mut self,
+        pane: PaneId,
+        only: Option<ConnId>,
+    ) -> Result<(), String> {
+        let Some(tab) = self.tree.tab_of(pane) else {
+            return Err(format!("pane {pane} is in no tab"));
+        };
+        let workspace = self.tree.tabs.get(&tab).map(|t| t.workspace);
+        let ids: Vec<ConnId> = match only {
+            Some(id) if self.view_of(id).is_some() => vec![id],
+            Some(id) => {
+                return Err(format!(
+                    "client {id} shows no tab (it is not attached, or attached --pane-only);                      `ptyd clients` lists the clients and their views"
+                ));
+            }
+            None => (self.conns.iter())
+                .filter_map(|(id, c)| Some((*id, c.tab_view()?.tab)))
+                .filter(|(_, t)| self.tree.tabs.get(t).map(|t| t.workspace) == workspace)
+                .map(|(id, _)| id)
+                .collect(),
+        };
+        for id in ids {
+            if let Some(v) = self.conns.get_mut(&id).and_then(|c| c.tab_view_mut()) {
+                if v.tab != tab {
+                    v.tab = tab;
+                    v.zoom = false;
+                    v.activity.remove(&tab);
+                }
+                v.focus = pane;
+            }
+            self.mark_view_stale(id);
+        }
+        self.sync_views();
+        Ok(())
     }
 
     fn run_action(&mut self, conn: ConnId, action: Action, read_only: bool) {
@@ -674,14 +795,16 @@ impl Server {
         let Some(t) = self.tree.tabs.get(&tab) else {
             return;
         };
-        let focus = t.focus;
+        let Some(focus) = self.view_of(conn).map(|v| v.focus) else {
+            return;
+        };
         let workspace = t.workspace;
         match action {
             Action::SendPrefix => {
                 let prefix = self
                     .conns
                     .get(&conn)
-                    .and_then(|c| c.view.tab.as_ref())
+                    .and_then(|c| c.tab_view())
                     .map_or(0x1c, |v| v.prefix);
                 self.view_type(conn, &[prefix]);
             }
@@ -710,12 +833,11 @@ impl Server {
                 }
             }
             Action::Focus(dir) => {
-                let (cols, rows) = self.client_size(conn);
                 let next = self
-                    .tab_geometry(tab, (cols, rows))
+                    .view_geometry(conn)
                     .and_then(|g| g.neighbour(focus, dir));
                 match next {
-                    Some(p) => self.view_focus(p),
+                    Some(p) => self.view_focus(conn, p),
                     None => self.view_say(conn, format!("no pane {} of {focus}", dir_word(dir))),
                 }
             }
@@ -723,13 +845,11 @@ impl Server {
                 let panes = t.layout.panes();
                 let at = panes.iter().position(|p| *p == focus).unwrap_or(0);
                 let next = panes[(at + 1) % panes.len()];
-                self.view_focus(next);
+                self.view_focus(conn, next);
             }
-            Action::Zoom => {
-                self.edit_tree(|t| t.zoom(focus, None));
-            }
+            Action::Zoom => self.view_zoom(conn),
             Action::Close => {
-                if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.view.tab.as_mut()) {
+                if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.tab_view_mut()) {
                     v.keys = Mode::Confirm(Action::Close);
                 }
                 self.mark_view_stale(conn);
@@ -788,7 +908,7 @@ impl Server {
                 }
             }
             Action::RenameTab => {
-                if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.view.tab.as_mut()) {
+                if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.tab_view_mut()) {
                     v.keys = Mode::Prompt {
                         text: String::new(),
                     };
@@ -803,7 +923,7 @@ impl Server {
                 .unwrap_or_default();
                 if let Some(c) = self.conns.get_mut(&conn) {
                     c.queue_frame_unbounded(frame::server::SCROLL, &payload);
-                    if let Some(v) = c.view.tab.as_mut() {
+                    if let Some(v) = c.tab_view_mut() {
                         v.scrolling = true;
                     }
                 }
@@ -834,14 +954,14 @@ impl Server {
                 let name = bindings::prefix_name(
                     self.conns
                         .get(&conn)
-                        .and_then(|c| c.view.tab.as_ref())
+                        .and_then(|c| c.tab_view())
                         .map_or(0x1c, |v| v.prefix),
                 );
                 let mut lines = vec![format!(
                     "keys after the prefix {name} (any key closes this)"
                 )];
                 lines.extend(self.bindings().list());
-                if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.view.tab.as_mut()) {
+                if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.tab_view_mut()) {
                     v.overlay = Some(lines);
                 }
                 self.mark_view_stale(conn);
@@ -850,22 +970,50 @@ impl Server {
     }
 
     fn client_size(&self, conn: ConnId) -> (u16, u16) {
-        match self.conns.get(&conn).map(|c| c.mode) {
-            Some(ConnMode::Attached { cols, rows, .. }) => (cols, rows),
-            _ => (80, 24),
+        match self.conns.get(&conn).and_then(|c| c.attachment()) {
+            Some(a) => (a.cols, a.rows),
+            None => (80, 24),
         }
     }
 
-    /// Focuses `pane` in its tab (every client of the tab follows).
-    fn view_focus(&mut self, pane: PaneId) {
+    /// Client `conn` focuses `pane` (a pane of the tab it shows), zoomed
+    /// on it if it was zoomed; the tab's default follows, no other client.
+    fn view_focus(&mut self, conn: ConnId, pane: PaneId) {
+        if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.tab_view_mut()) {
+            v.focus = pane;
+        }
+        self.mark_view_stale(conn);
         self.edit_tree(|t| t.focus(pane));
     }
 
-    /// Client `conn` shows `tab` from now on (the tab becomes its
-    /// workspace's active one, for a bare `ptyd attach`).
+    /// Client `conn` zooms its focused pane, or unzooms; the tab's
+    /// default follows, no other client.
+    fn view_zoom(&mut self, conn: ConnId) {
+        let Some((tab, focus, zoom)) = (self.conns.get(&conn))
+            .and_then(|c| c.tab_view())
+            .map(|v| (v.tab, v.focus, !v.zoom))
+        else {
+            return;
+        };
+        let split = (self.tree.tabs.get(&tab))
+            .is_some_and(|t| matches!(t.layout, crate::workspace::layout::Layout::Split { .. }));
+        if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.tab_view_mut()) {
+            v.zoom = zoom && split;
+        }
+        self.mark_view_stale(conn);
+        self.edit_tree(|t| t.zoom(focus, Some(zoom)));
+    }
+
+    /// Client `conn` shows `tab` from now on, at the tab's default focus
+    /// and zoom (the tab becomes its workspace's active one, for a bare
+    /// `ptyd attach`).
     fn show_tab(&mut self, conn: ConnId, tab: TabId) {
-        if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.view.tab.as_mut()) {
+        let default = (self.tree.tabs.get(&tab)).map(|t| (t.focus, t.zoom.is_some()));
+        if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.tab_view_mut())
+            && let Some((focus, zoom)) = default
+        {
             v.tab = tab;
+            (v.focus, v.zoom) = (focus, zoom);
             v.activity.remove(&tab);
         }
         self.edit_tree(|t| t.select_tab(tab));
@@ -874,10 +1022,7 @@ impl Server {
     }
 
     fn view_close(&mut self, conn: ConnId) {
-        let Some(tab) = self.view_tab(conn) else {
-            return;
-        };
-        let Some(focus) = self.tree.tabs.get(&tab).map(|t| t.focus.get()) else {
+        let Some(focus) = self.view_of(conn).map(|v| v.focus.get()) else {
             return;
         };
         if self.panes.get(&focus).is_some_and(|p| p.is_running()) {
@@ -910,7 +1055,7 @@ impl Server {
 
     /// The client's scroll mode is over: the view is drawn whole again.
     pub(in crate::server) fn view_redraw(&mut self, conn: ConnId) {
-        if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.view.tab.as_mut()) {
+        if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.tab_view_mut()) {
             v.compositor.reset();
             v.scrolling = false;
             v.last_frame = None;

@@ -24,7 +24,7 @@
 //! terminal) until the program has read half of what is pending
 //! (`Server::release_held_input`).
 
-use super::connection::{ConnId, ConnMode, Polls};
+use super::connection::{ConnId, Polls};
 use crate::protocol::frame;
 use crate::server::panes::pane::MAX_PENDING_INPUT;
 use crate::server::timers::TimerKind;
@@ -55,13 +55,7 @@ impl Server {
             self.drop_too_slow(conn);
             return;
         }
-        let typing = matches!(
-            c.mode,
-            ConnMode::Attached {
-                read_only: false,
-                ..
-            }
-        );
+        let typing = c.attachment().is_some_and(|a| !a.read_only);
         let prefix = match payload {
             [prefix] if typing && c.direct.can_read_keys() && c.direct.keys().is_none() => *prefix,
             // A second KEYS_ON while the keys are read here (a confused
@@ -105,12 +99,7 @@ impl Server {
             let Some(c) = self.conns.get_mut(&conn) else {
                 return;
             };
-            let ConnMode::Attached {
-                pane,
-                read_only: false,
-                ..
-            } = c.mode
-            else {
+            let Some(pane) = c.attachment().filter(|a| !a.read_only).map(|a| a.pane) else {
                 return;
             };
             let Some(keys) = c.direct.keys() else {
@@ -159,7 +148,11 @@ impl Server {
             taken += n;
             let got = &buf[..n];
             // The tab view's prefix is the server's: every key goes there.
-            if self.conns.get(&conn).is_some_and(|c| c.view.tab.is_some()) {
+            if self
+                .conns
+                .get(&conn)
+                .is_some_and(|c| c.tab_view().is_some())
+            {
                 self.view_keys(conn, got);
                 continue;
             }
@@ -191,7 +184,7 @@ impl Server {
         let Some(c) = self.conns.get_mut(&conn) else {
             return;
         };
-        let ConnMode::Attached { pane, .. } = c.mode else {
+        let Some(pane) = c.attached_pane() else {
             return;
         };
         let Some((held_at, since)) = c.direct.keys().and_then(|k| k.held) else {

@@ -9,7 +9,7 @@ use crate::model::{CommandSpec, Direction};
 use crate::protocol::events::Event;
 use crate::protocol::methods;
 use crate::protocol::{ErrorCode, RpcError};
-use crate::server::clients::connection::{ConnId, ConnMode};
+use crate::server::clients::connection::ConnId;
 use crate::server::timers::TimerKind;
 use crate::server::{Server, Source};
 use serde_json::Value;
@@ -160,27 +160,15 @@ impl Server {
         // Only a pane that started takes an id: ids are never reused, and
         // failed attempts do not leave holes.
         self.panes.advance_next_id(next_id.get());
-        let active = if req.read_only {
-            0
-        } else {
-            self.next_activity()
-        };
-        if req.attach
-            && let Some(c) = self.conns.get_mut(&conn)
-        {
-            c.mode = ConnMode::Attached {
-                pane: id,
-                read_only: req.read_only,
-                cols,
-                rows,
-            };
-            c.attached_unix_ms = crate::clock::unix_ms();
-            c.active = active;
-            c.view.flat = req.alt_screen;
-            c.view.when_behind = req.when_behind;
-            // Frames only from here: no event lines after the response.
-            c.subscribed = false;
-            c.replay_after = None;
+        if req.attach {
+            self.begin_attachment(
+                conn,
+                id,
+                req.read_only,
+                (cols, rows),
+                req.alt_screen,
+                req.when_behind,
+            );
         }
         let info = self.pane_info(id);
         self.emit(Event::PaneCreated {

@@ -12,7 +12,7 @@ use crate::handoff::manifest::{
 use crate::model::PaneId;
 use crate::persist::snapshot::PaneRecord;
 use crate::pty::{ChildProcess, PtyMaster};
-use crate::server::clients::connection::{ConnId, ConnMode, Connection};
+use crate::server::clients::connection::{Attachment, ConnId, ConnMode, Connection};
 use crate::server::panes::pane::{Carried, ExitReason, Pane, PaneSetup, PaneState, PendingAck};
 use crate::server::waits::{Wait, WaitCondition};
 use crate::server::{Server, Source};
@@ -315,27 +315,20 @@ pub fn conn_runtime(c: &Connection, id: ConnId, now: Instant) -> ConnRuntime {
         id,
         peer_uid: c.peer.uid,
         peer_pid: c.peer.pid,
-        attached: match c.mode {
-            ConnMode::Rpc => None,
-            ConnMode::Attached {
-                pane,
-                read_only,
-                cols,
-                rows,
-            } => Some(AttachRuntime {
-                pane,
-                read_only,
-                cols,
-                rows,
-                since_unix_ms: c.attached_unix_ms,
-                active: c.active,
-                flat: c.view.flat,
-                when_behind: c.view.when_behind,
-                stale: c.view.stale,
-                tab: c.view.tab.as_ref().map(|v| v.tab),
-                prefix: c.view.tab.as_ref().map(|v| v.prefix),
-            }),
-        },
+        attached: c.attachment().map(|a| AttachRuntime {
+            pane: a.pane,
+            read_only: a.read_only,
+            cols: a.cols,
+            rows: a.rows,
+            since_unix_ms: a.since_unix_ms,
+            active: a.active,
+            flat: a.view.flat,
+            when_behind: a.view.when_behind,
+            stale: a.view.stale,
+            tab: a.view.tab.as_ref().map(|v| v.tab),
+            prefix: a.view.tab.as_ref().map(|v| v.prefix),
+            zoom: a.view.tab.as_ref().map(|v| v.zoom),
+        }),
         subscribed: c.subscribed,
         replay_after: c.replay_after,
         inbuf: c.inbuf.clone(),
@@ -360,34 +353,29 @@ pub fn conn_from_runtime(
     let mut conn = Connection::new(token, stream, peer);
     conn.restore_output_state(rt.out, rt.written, rt.msg_ends)
         .map_err(|e| format!("connection {}: {e}", rt.id))?;
-    if let Some(a) = &rt.attached {
-        conn.attached_unix_ms = a.since_unix_ms;
-        conn.active = a.active;
-    }
-    if let Some(a) = &rt.attached {
-        conn.view.flat = a.flat;
-        conn.view.when_behind = a.when_behind;
+    if let Some(rt) = &rt.attached {
+        let mut a = Attachment::new(rt.pane, rt.read_only, (rt.cols, rt.rows), rt.active);
+        a.since_unix_ms = rt.since_unix_ms;
+        a.view.flat = rt.flat;
+        a.view.when_behind = rt.when_behind;
         // Drawn from the model at the first flush (the caller marks
         // `stale_views`); it may have been cut off from raw output.
-        conn.view.stale = a.stale;
-        conn.view.cut_off = a.stale;
-        if let Some(tab) = a.tab {
-            let prefix = a.prefix.unwrap_or(0x1c);
-            conn.view.tab = Some(Box::new(crate::server::clients::tab_view::TabView::new(
-                tab, prefix,
+        a.view.stale = rt.stale;
+        a.view.cut_off = rt.stale;
+        if let Some(tab) = rt.tab {
+            let prefix = rt.prefix.unwrap_or(0x1c);
+            // The attached pane is the view's focus.
+            let focus = crate::model::PaneId::new(rt.pane);
+            a.view.tab = Some(Box::new(crate::server::clients::tab_view::TabView::new(
+                tab,
+                focus,
+                rt.zoom.unwrap_or(false),
+                prefix,
             )));
-            conn.view.stale = true;
+            a.view.stale = true;
         }
+        conn.mode = ConnMode::Attached(a);
     }
-    conn.mode = match rt.attached {
-        None => ConnMode::Rpc,
-        Some(a) => ConnMode::Attached {
-            pane: a.pane,
-            read_only: a.read_only,
-            cols: a.cols,
-            rows: a.rows,
-        },
-    };
     conn.subscribed = rt.subscribed;
     conn.replay_after = rt.replay_after;
     conn.inbuf = rt.inbuf;

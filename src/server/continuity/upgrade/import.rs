@@ -843,8 +843,17 @@ fn import_conns(
         let token = mio::Token(server.next_token);
         server.next_token += 1;
         let stream = mio::net::UnixStream::from_std(stream);
-        let conn = convert::conn_from_runtime(rt, token, stream, now)?;
-        server.stale_views |= conn.view.stale;
+        // A server whose zoom was the tab's carried none per client: the
+        // view takes its tab's (the tree is in already).
+        let tab_zoom = (rt.attached.as_ref())
+            .filter(|a| a.zoom.is_none())
+            .and_then(|a| server.tree.tabs.get(&a.tab?))
+            .map(|t| t.zoom.is_some());
+        let mut conn = convert::conn_from_runtime(rt, token, stream, now)?;
+        if let (Some(zoom), Some(v)) = (tab_zoom, conn.tab_view_mut()) {
+            v.zoom = zoom;
+        }
+        server.stale_views |= conn.attachment().is_some_and(|a| a.view.stale);
         server.sources.insert(token, Source::Conn(token.0));
         server.conns.insert(token.0, conn);
         conn_map.insert(old_id, token.0);
