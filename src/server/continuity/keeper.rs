@@ -769,7 +769,10 @@ impl Keeper {
                 self.on_signals();
             }
             if ready[0] && !self.on_channel() {
-                if self.stopping || self.listener.is_none() {
+                // A replacement that died before it served is retried
+                // (backing off) although it took the listener and the lock
+                // with it: the panes' fds may still be with us.
+                if self.stopping || (self.listener.is_none() && self.started_at.is_none()) {
                     break;
                 }
                 // No clean stop came: the serving process is gone.
