@@ -125,20 +125,121 @@ fn a_tiny_ring_still_recovers_exactly() {
     );
 }
 
+/// Waits until the snapshot on disk names each of `pids` (pane id -> pid)
+/// as running: what a model-less server matches the keeper's panes with.
+fn wait_saved_pids(ptyd: &Ptyd, pids: &std::collections::BTreeMap<String, i64>) {
+    let path = ptyd.dirs.session_path(&ptyd.namespace);
+    util::eventually("the snapshot to name every pane's process", || {
+        let saved: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).ok()?).ok()?;
+        let saved: std::collections::BTreeMap<String, i64> = saved["panes"]
+            .as_array()?
+            .iter()
+            .map(|p| {
+                (
+                    p["id"].as_str().unwrap_or("").to_string(),
+                    p["pid"].as_i64().unwrap_or(-1),
+                )
+            })
+            .collect();
+        (&saved == pids).then_some(())
+    });
+}
+
 #[test]
-fn a_crash_loop_backs_off_then_gives_up_the_checkpoint() {
-    // Every replacement dies before it serves (at the handoff's last step,
-    // after the checkpoint is imported and the rings replayed): the keeper
-    // backs off between attempts (never spins); after `CRASH_LOOP_LIMIT`
-    // it starts a server without the checkpoint (from the snapshot on
-    // disk) in case that is what kills it.
-    let s = setup(&[("PTYD_REPLACEMENT_FAULT", "new-before-committed:exit")]);
-    let mut c = s.ptyd.connect();
-    let dead = serving_pid(&mut c);
-    drop(c);
+fn a_crash_loop_falls_back_to_the_snapshot_and_adopts_every_pane_process() {
+    // Every replacement dies before it serves (after the checkpoint is
+    // imported and the rings replayed): the keeper backs off between
+    // attempts (never spins); after `CRASH_LOOP_LIMIT` it starts a server
+    // without the checkpoint that may be what kills it, from the snapshot
+    // on disk, which adopts the panes' running processes from the fds the
+    // keeper holds: same pids, no SIGHUP, input and output work, the
+    // attached client comes back, and status says why.
+    let s = setup(&[("PTYD_REPLACEMENT_FAULT", "new-before-imported:exit")]);
+    let before = s.before();
+    wait_saved_pids(&s.ptyd, &before.pids);
     // SAFETY: kill(2) of the serving process this test started.
-    unsafe { libc::kill(dead, libc::SIGKILL) };
-    let (mut c, _) = wait_replacement(&s.ptyd, dead);
+    unsafe { libc::kill(before.serving, libc::SIGKILL) };
+    let (mut c, _) = wait_replacement(&s.ptyd, before.serving);
+    let status = c.ok("server.status", json!({}));
+    let stderr = s.ptyd.stderr();
+    let recovery = &status["keeper"]["last_recovery"];
+    assert_eq!(
+        recovery["from"], "adopted",
+        "{status}\nkeeper's stderr:\n{stderr}"
+    );
+    let mut adopted: Vec<&str> = recovery["adopted"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p.as_str())
+        .collect();
+    adopted.sort_unstable();
+    let mut all: Vec<&str> = before.pids.keys().map(String::as_str).collect();
+    all.sort_unstable();
+    assert_eq!(adopted, all, "{recovery}");
+    assert_eq!(recovery["let_go"], json!([]), "{recovery}");
+    assert!(
+        recovery["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("killed by signal 9")),
+        "the crash that began the loop is the reason: {recovery}"
+    );
+    let backoffs = stderr
+        .lines()
+        .filter(|l| l.contains("crash loop") && l.contains("retrying in"))
+        .count();
+    assert_eq!(backoffs, 3, "a back-off before each retry:\n{stderr}");
+    assert_eq!(c.pane_pids(), before.pids, "pane pids changed");
+    // The adopted panes are served: input reaches the shell, its echo
+    // comes back, and the counter's new output is read.
+    c.input(&s.shell, "after-the-loop\n");
+    c.wait_text(&s.shell, "got:after-the-loop");
+    let first = c.capture(&s.counter);
+    util::eventually("the counter's new output", || {
+        (c.capture(&s.counter) != first).then_some(())
+    });
+    let hups: Vec<_> = std::fs::read_dir(&s.hup_dir)
+        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(hups.is_empty(), "SIGHUP reached {hups:?}");
+    util::eventually("the attached client to come back", || {
+        (c.pane_info(&s.shell).unwrap()["attached_clients"] == 1).then_some(())
+    });
+    assert_eq!(
+        status["persistence"]["restore"]["outcome_counts"]["adopted"],
+        before.pids.len(),
+        "{status}"
+    );
+    let out = s.ptyd.run_cli(&["status"]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let line = text.lines().find(|l| l.starts_with("recovery:"));
+    assert!(
+        line.is_some_and(|l| l.contains("signal 9") && l.contains("adopted 2")),
+        "{text}"
+    );
+}
+
+#[test]
+fn when_model_less_servers_crash_too_the_panes_are_let_go_and_listed() {
+    // The model-less servers die before they serve as well: the cause is
+    // not the model. After as many of those the keeper lets the panes go
+    // (a plain server from the snapshot), and lists each on its stderr
+    // first, so the user can find what was lost.
+    let s = setup(&[
+        ("PTYD_REPLACEMENT_FAULT", "new-before-imported:exit"),
+        ("PTYD_ADOPT_FAULT", "adopt-before-serving:exit"),
+    ]);
+    let before = s.before();
+    wait_saved_pids(&s.ptyd, &before.pids);
+    // SAFETY: kill(2) of the serving process this test started.
+    unsafe { libc::kill(before.serving, libc::SIGKILL) };
+    // Six back-offs come first, 12.6 s together: longer than `eventually`
+    // waits for the plain server to answer.
+    let listed = util::poll_until(std::time::Duration::from_secs(120), || {
+        s.ptyd.stderr().contains("letting pane").then_some(())
+    });
+    assert!(listed.is_some(), "no pane let go:\n{}", s.ptyd.stderr());
+    let (mut c, _) = wait_replacement(&s.ptyd, before.serving);
     let status = c.ok("server.status", json!({}));
     let stderr = s.ptyd.stderr();
     assert_eq!(
@@ -149,7 +250,11 @@ fn a_crash_loop_backs_off_then_gives_up_the_checkpoint() {
         .lines()
         .filter(|l| l.contains("crash loop") && l.contains("retrying in"))
         .count();
-    assert_eq!(backoffs, 3, "a back-off before each retry:\n{stderr}");
+    assert_eq!(backoffs, 6, "a back-off before each retry:\n{stderr}");
+    for (pane, pid) in &before.pids {
+        let listed = format!("letting pane {pane} go (pid {pid})");
+        assert!(stderr.contains(&listed), "{listed:?} in:\n{stderr}");
+    }
 }
 
 #[test]

@@ -139,6 +139,16 @@ fn print_recovery(r: &Value) {
     let when = r["at_unix_ms"]
         .as_u64()
         .map_or("at an unknown time".to_string(), crate::clock::utc);
+    if r["from"] == "adopted" {
+        let count = |k: &str| r[k].as_array().map_or(0, Vec::len);
+        println!(
+            "recovery:   {when}: {why}; a crash loop: started without the checkpoint from the snapshot on disk, adopted {} running pane(s) (their screens lost), restored {} by policy, let go of {}",
+            count("adopted"),
+            r["restored"].as_u64().unwrap_or(0),
+            count("let_go"),
+        );
+        return;
+    }
     let inexact = r["inexact_panes"].as_array().map_or(0, Vec::len);
     println!(
         "recovery:   {when}: {why}; every pane kept, {} bytes of output replayed{}",

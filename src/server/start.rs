@@ -66,6 +66,21 @@ pub fn run(opts: ServerOptions) -> Result<(), StartError> {
         let _ = crate::sys::raise_fd_limit();
         return Ok(upgrade::import::run(sock, opts.paths)?);
     }
+    // A crash loop's model-less fallback: the keeper sends the panes' fds
+    // it holds, taken now (their count is the keeper's fd budget).
+    // SAFETY: as above; the keeper named this socket for us alone.
+    let adopting = unsafe {
+        crate::sys::take_inherited_fd(
+            crate::server::continuity::keeper::ADOPT_FD_ENV,
+            crate::sys::FdKind::Socket,
+        )
+    }
+    .ok()
+    .flatten()
+    .map(|sock| {
+        let _ = crate::sys::raise_fd_limit();
+        crate::server::continuity::keeper_link::receive_adopted(&sock)
+    });
     // SAFETY: as above: still the only thread; the spawning client (the
     // pipe) and our previous image (the lineage) named these for us alone.
     let (ready, lineage) = unsafe {
@@ -148,18 +163,36 @@ pub fn run(opts: ServerOptions) -> Result<(), StartError> {
         let _ = crate::sys::set_nonblocking_cloexec(std::os::fd::AsRawFd::as_raw_fd(l));
     }
     server.lineage = lineage;
-    server.keeper_serving(namespace_fds, true);
-    if let Ok(why) = std::env::var(crate::server::continuity::keeper::RECOVERY_ENV) {
-        // SAFETY: the disk thread never reads the environment.
-        unsafe { std::env::remove_var(crate::server::continuity::keeper::RECOVERY_ENV) };
-        server.log.log(
-            "recovered",
-            &format!("{why}; the keeper's crash loop gave up on its checkpoint: started from the snapshot on disk"),
-        );
-        server.last_recovery = serde_json::json!({ "reason": why, "from": "snapshot" });
-    }
-    if opts.restore {
-        server.restore_from_disk(opts.hold_reruns);
+    let why = std::env::var(crate::server::continuity::keeper::RECOVERY_ENV).ok();
+    // SAFETY: the disk thread never reads the environment.
+    unsafe { std::env::remove_var(crate::server::continuity::keeper::RECOVERY_ENV) };
+    match adopting {
+        // Serving only once adopted: a model-less server that dies in its
+        // restore counts in the keeper's crash loop.
+        Some((mut held, error)) => {
+            let why = why.unwrap_or_else(|| "the serving process died".to_string());
+            server.adopt_held(&why, opts.hold_reruns, &mut held, error);
+            crate::handoff::fault::check(
+                crate::handoff::fault::from_env().as_deref(),
+                "adopt-before-serving",
+            );
+            server.keeper_serving(namespace_fds, true);
+            // The keeper lets go of what was not adopted.
+            server.keeper_resync();
+        }
+        None => {
+            server.keeper_serving(namespace_fds, true);
+            if let Some(why) = why {
+                server.log.log(
+                    "recovered",
+                    &format!("{why}; the keeper's crash loop gave up on its checkpoint and the panes: started from the snapshot on disk"),
+                );
+                server.last_recovery = serde_json::json!({ "reason": why, "from": "snapshot" });
+            }
+            if opts.restore {
+                server.restore_from_disk(opts.hold_reruns);
+            }
+        }
     }
     // Past every generation the keeper started or saw (a crash loop's
     // fresh start), whatever the snapshot says.

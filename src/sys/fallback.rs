@@ -70,6 +70,11 @@ pub fn become_child_subreaper() -> io::Result<()> {
     Err(unsupported("PR_SET_CHILD_SUBREAPER"))
 }
 
+/// No pidfds here (see `pidfd_open`), so none names a pid.
+pub fn pidfd_pid(_pidfd: &impl std::os::fd::AsRawFd) -> Option<i32> {
+    None
+}
+
 /// No portable start time: processes are told apart by pid alone.
 pub fn process_start_token(_pid: i32) -> Option<u64> {
     None

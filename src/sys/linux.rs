@@ -55,6 +55,19 @@ pub fn pidfd_open(pid: i32) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
+/// The pid a pidfd refers to (the `Pid:` line of its fdinfo), or `None`
+/// when the process is gone (the kernel then says -1) or it is no pidfd.
+pub fn pidfd_pid(pidfd: &impl AsRawFd) -> Option<i32> {
+    let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", pidfd.as_raw_fd())).ok()?;
+    let pid: i32 = info
+        .lines()
+        .find_map(|l| l.strip_prefix("Pid:"))?
+        .trim()
+        .parse()
+        .ok()?;
+    (pid > 0).then_some(pid)
+}
+
 /// Set (to anything): `pidfd_exit_status` never tells, as before Linux
 /// 6.15 (tests of the keeper's exit forwarding).
 pub const NO_PIDFD_EXIT_ENV: &str = "PTYD_NO_PIDFD_EXIT";

@@ -21,7 +21,7 @@
 //!
 //! | item | Linux | without it |
 //! |---|---|---|
-//! | [`pidfd_open`], [`pidfd_exit_status`]: a pollable handle on a process that is not our child, and its wait status whoever reaped it | `pidfd_open(2)`, `PIDFD_GET_INFO` (6.15) | `Unsupported`: a live upgrade with running panes is refused before the pause (nothing is touched; `upgrade --mode restore` still works). A keeper process holding the panes' processes as its children would carry their exit codes instead. |
+//! | [`pidfd_open`], [`pidfd_exit_status`], [`pidfd_pid`]: a pollable handle on a process that is not our child, its wait status whoever reaped it, and its pid | `pidfd_open(2)`, `PIDFD_GET_INFO` (6.15), the `Pid:` of `/proc/self/fdinfo` | `Unsupported`: a live upgrade with running panes is refused before the pause (nothing is touched; `upgrade --mode restore` still works). A keeper process holding the panes' processes as its children would carry their exit codes instead. |
 //! | [`anonymous_file`]: bytes in a file with no name, to pass as one fd | `memfd_create(2)` | a temp file created `O_EXCL` and unlinked at once |
 //! | [`become_child_subreaper`]: orphaned descendants are re-parented to us | `prctl(PR_SET_CHILD_SUBREAPER)` | `Unsupported`: orphans of a finished generation go to init (or launchd), which reaps them; the reaper then only reaps its own children |
 //! | [`process_start_token`]: what tells a process from a later one with the same pid | `/proc/<pid>/stat` field 22 | `None`: records carry no token and are matched by pid alone |
@@ -85,12 +85,13 @@ pub use unix::{
     SIGWINCH, SIGXFSZ, SharedMap, Signals, StdinMode, broken_pipe_errno, clear_cloexec,
     current_uid, dup_at_least, dup_raw, dup2_on_exec, fd_dev_ino, fd_is, fd_limit, has_children,
     ignore_signal, inherit_fd_on_exec, is_executable, is_symlink_refused, is_too_many_refs, kill,
-    monotonic_usec, peer_cred, peer_hung_up, poll_readable, raise_fd_limit, raise_fsize_limit,
-    read_at, read_stdin, reap_any_child, restore_stdin_mode, restore_stdin_mode_now, send_with_fds,
-    set_cloexec, set_file_len, set_nonblocking_cloexec, setsid_on_exec, signal_by_name,
-    signal_exists, signal_name, starting_fd_limit, starting_limits_on_exec, stdin_raw_mode,
-    take_inherited_fd, terminal_size, try_lock_exclusive, user_shell, wait_child, wait_writable,
-    with_pane_oom_score, with_starting_limits, write_stdout, write_stdout_vectored,
+    monotonic_usec, peer_cred, peer_hung_up, poll_readable, poll_writable, raise_fd_limit,
+    raise_fsize_limit, read_at, read_stdin, reap_any_child, restore_stdin_mode,
+    restore_stdin_mode_now, send_with_fds, set_cloexec, set_file_len, set_nonblocking_cloexec,
+    setsid_on_exec, signal_by_name, signal_exists, signal_name, starting_fd_limit,
+    starting_limits_on_exec, stdin_raw_mode, take_inherited_fd, terminal_size, try_lock_exclusive,
+    user_shell, wait_child, wait_writable, with_pane_oom_score, with_starting_limits, write_stdout,
+    write_stdout_vectored,
 };
 
 #[cfg(windows)]
@@ -108,9 +109,9 @@ pub use os::request_short_slices;
 #[cfg(unix)]
 pub use os::{
     anonymous_file, become_child_subreaper, die_with_parent, holders_of_deleted, open_fd_count,
-    pidfd_exit_status, pidfd_open, process_cwd, process_ended, process_start_token, punch_hole,
-    recv_with_fds, release_free_memory, seqpacket_pair, session_members, sessions_members,
-    socket_unread, unix_socket_listening,
+    pidfd_exit_status, pidfd_open, pidfd_pid, process_cwd, process_ended, process_start_token,
+    punch_hole, recv_with_fds, release_free_memory, seqpacket_pair, session_members,
+    sessions_members, socket_unread, unix_socket_listening,
 };
 
 #[cfg(all(windows, test))]

@@ -555,6 +555,19 @@ pub fn wait_writable(fd: RawFd) -> io::Result<()> {
     Ok(())
 }
 
+/// Waits at most `timeout` until `fd` can be written to (or is hung up or
+/// in error, which the next write reports); false if the time ran out.
+pub fn poll_writable(fd: &impl AsRawFd, timeout: Duration) -> io::Result<bool> {
+    let mut pfd = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLOUT,
+        revents: 0,
+    };
+    let ms = timeout.as_millis().min(i32::MAX as u128) as libc::c_int;
+    let n = syscall!(poll(&mut pfd, 1, ms))?;
+    Ok(n > 0)
+}
+
 /// poll(2) for input over a few fds, at most `timeout` (`None`: no limit).
 /// Returns, per fd, whether it is readable, hung up, in error, or not an
 /// open fd (each of which a read then reports). A signal interrupting the

@@ -59,15 +59,55 @@ pub const RECOVERY_ENV: &str = "PTYD_RECOVERED_FROM";
 /// it may take, one past every generation the keeper has seen serve or
 /// started (a crash loop's replacements each get one of their own).
 pub const GENERATION_ENV: &str = "PTYD_GENERATION_AT_LEAST";
+/// Set by the keeper for a model-less server (a crash loop's fallback):
+/// names a socket on which the keeper sends the panes' fds it holds
+/// ([`AdoptHeader`], then `fdpass` batches of `pty`, `pidfd` and `ring`
+/// fds), for the server to adopt the running processes into the panes of
+/// the snapshot on disk.
+pub const ADOPT_FD_ENV: &str = "PTYD_ADOPT_FD";
 /// Consecutive failed replacements after which the keeper starts a server
-/// without the checkpoint that may be what kills it. A replacement fails
-/// when it dies before it serves (before its `serving` message): one that
-/// served, however briefly, was no crash loop, and killing it again and
-/// again (an OOM killer, a user) must never cost the checkpoint.
+/// without the checkpoint that may be what kills it (a model-less one,
+/// which adopts the panes' processes), and as many again of those after
+/// which it lets the panes go and starts a plain server. A replacement
+/// fails when it dies before it serves (before its `serving` message): one
+/// that served, however briefly, was no crash loop, and killing it again
+/// and again (an OOM killer, a user) must never cost the checkpoint.
 pub const CRASH_LOOP_LIMIT: usize = 3;
 /// For tests: `STEP:ACTION` for the replacements the keeper starts (as
 /// `PTYD_FAULT` for an upgrade's new side; a no-op in release builds).
 const REPLACEMENT_FAULT_ENV: &str = "PTYD_REPLACEMENT_FAULT";
+/// For tests: `PTYD_FAULT` for the model-less servers the keeper starts
+/// (`adopt-before-serving:exit` makes each die before it serves).
+const ADOPT_FAULT_ENV: &str = "PTYD_ADOPT_FAULT";
+
+/// The first message on an adopting server's socket: how many `fdpass`
+/// batches of held fds follow (numbered from 0).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct AdoptHeader {
+    pub batches: u32,
+}
+
+/// How a replacement is started.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Start {
+    /// Plays the handoff from the checkpoint: the model and every pane.
+    Checkpoint,
+    /// The snapshot on disk, the panes' fds adopted: no model state.
+    Adopt,
+    /// The snapshot on disk, the panes let go.
+    Plain,
+}
+
+impl Start {
+    /// For the `attempt`-th replacement in a row (from 0).
+    fn for_attempt(attempt: usize, has_checkpoint: bool) -> Start {
+        match attempt {
+            a if a < CRASH_LOOP_LIMIT && has_checkpoint => Start::Checkpoint,
+            a if a < 2 * CRASH_LOOP_LIMIT => Start::Adopt,
+            _ => Start::Plain,
+        }
+    }
+}
 /// Per message of the relay; a replacement that says nothing this long
 /// is killed and counted as a failure.
 const RELAY_STEP_TIMEOUT: Duration = Duration::from_secs(20);
@@ -729,7 +769,10 @@ impl Keeper {
                 self.on_signals();
             }
             if ready[0] && !self.on_channel() {
-                if self.stopping || self.listener.is_none() {
+                // A replacement that died before it served is retried
+                // (backing off) although it took the listener and the lock
+                // with it: the panes' fds may still be with us.
+                if self.stopping || (self.listener.is_none() && self.started_at.is_none()) {
                     break;
                 }
                 // No clean stop came: the serving process is gone.
@@ -1026,16 +1069,26 @@ impl Keeper {
                 }
             }
             self.started_at = Some(Instant::now());
-            let use_checkpoint = attempt < CRASH_LOOP_LIMIT;
+            let start = Start::for_attempt(attempt, self.checkpoint.is_some());
             crate::service::journal::write_line(&format!(
                 "ptyd keeper: {why}; starting a replacement ({})",
-                if use_checkpoint {
-                    "restoring the checkpoint"
-                } else {
-                    "without the checkpoint that may be what crashes it"
+                match start {
+                    Start::Checkpoint => "restoring the checkpoint",
+                    Start::Adopt if attempt < CRASH_LOOP_LIMIT => {
+                        "from the snapshot on disk, adopting the panes' processes: no checkpoint yet"
+                    }
+                    Start::Adopt => {
+                        "without the checkpoint that may be what crashes it: from the snapshot on disk, adopting the panes' processes"
+                    }
+                    Start::Plain => {
+                        "from the snapshot on disk, letting the panes go: servers without the checkpoint died too"
+                    }
                 }
             ));
-            match self.replace(&why, use_checkpoint) {
+            if start == Start::Plain {
+                self.list_let_go();
+            }
+            match self.replace(&why, start) {
                 Ok(pid) => {
                     self.current = pid;
                     return true;
@@ -1074,17 +1127,17 @@ impl Keeper {
     }
 
     /// Starts a server and plays the old side of the handoff from the
-    /// checkpoint (`use_checkpoint`), or starts a plain server that
-    /// restores the snapshot from disk (the panes' fds are let go then:
-    /// without a model the new server cannot take them). Returns its pid.
-    fn replace(&mut self, why: &str, use_checkpoint: bool) -> Result<i32, String> {
+    /// checkpoint, or starts one that restores the snapshot from disk and
+    /// adopts the panes' processes (`Start::Adopt`), or a plain one (the
+    /// panes' fds are let go then). Returns its pid.
+    fn replace(&mut self, why: &str, start: Start) -> Result<i32, String> {
         let (keeper_end, server_end) =
             channel().map_err(|e| format!("creating the channel: {e}"))?;
         let generation = self.next_generation();
-        let checkpoint = if use_checkpoint {
-            self.checkpoint.as_ref()
-        } else {
-            None
+        let checkpoint = match start {
+            Start::Checkpoint => self.checkpoint.as_ref(),
+            Start::Adopt => return self.start_adopting(why, keeper_end, server_end, generation),
+            Start::Plain => None,
         };
         let Some(cp) = checkpoint else {
             return self.start_plain(why, keeper_end, server_end, generation);
@@ -1151,6 +1204,86 @@ impl Keeper {
         self.generation
     }
 
+    /// The crash loop's fallback: a server without the checkpoint (the one
+    /// thing the replacements that died shared), which restores the
+    /// snapshot on disk and adopts the running processes from the fds we
+    /// send it. We keep our copies (a crash of this one hands them on
+    /// again); it says which it adopted (`panes`), and we let go of the
+    /// others then.
+    fn start_adopting(
+        &mut self,
+        why: &str,
+        keeper_end: OwnedFd,
+        server_end: OwnedFd,
+        generation: u64,
+    ) -> Result<i32, String> {
+        let (ours, theirs) = sys::seqpacket_pair(true)
+            .map_err(|e| format!("creating the adoption socketpair: {e}"))?;
+        // The namespace must be free for it to claim, and the checkpoint
+        // may be what killed the others: a crash of this server before
+        // its first checkpoint adopts again rather than loop on it.
+        self.listener = None;
+        self.lock = None;
+        self.checkpoint = None;
+        let fd = server_end.as_raw_fd();
+        let mut cmd = std::process::Command::new(&self.exe);
+        cmd.args(["-L", &self.namespace, "server"])
+            .env(LINEAGE_FD_ENV, fd.to_string())
+            .env(ADOPT_FD_ENV, theirs.as_raw_fd().to_string())
+            .env(RECOVERY_ENV, why)
+            .env(GENERATION_ENV, generation.to_string())
+            .env_remove(crate::protocol::READY_FD_ENV)
+            .env_remove(crate::handoff::fault::FAULT_ENV)
+            .stdin(std::process::Stdio::null());
+        if let Some(fault) = std::env::var_os(ADOPT_FAULT_ENV) {
+            cmd.env(crate::handoff::fault::FAULT_ENV, fault);
+        }
+        sys::inherit_fd_on_exec(&mut cmd, fd);
+        sys::inherit_fd_on_exec(&mut cmd, theirs.as_raw_fd());
+        sys::starting_limits_on_exec(&mut cmd);
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("starting {}: {e}", self.exe.display()))?;
+        drop(theirs);
+        drop(server_end);
+        let pid = child.id() as i32;
+        self.servers.insert(pid);
+        self.channel = keeper_end;
+        if let Err(e) = send_held(&ours, &self.panes) {
+            let _ = child.kill();
+            let _ = child.wait();
+            self.servers.remove(&pid);
+            return Err(e);
+        }
+        Ok(pid)
+    }
+
+    /// Before the panes are let go for good: which, on stderr (the
+    /// journal), so that the user can find what was lost.
+    fn list_let_go(&self) {
+        let mut ids: Vec<&u64> = self.panes.keys().collect();
+        ids.sort();
+        for id in ids {
+            let pid = self.panes[id].pidfd.as_ref().and_then(sys::pidfd_pid);
+            let command = pid
+                .and_then(|p| std::fs::read(format!("/proc/{p}/cmdline")).ok())
+                .map(|c| {
+                    let words: Vec<String> = c
+                        .split(|b| *b == 0)
+                        .filter(|w| !w.is_empty())
+                        .map(|w| String::from_utf8_lossy(w).into_owned())
+                        .collect();
+                    crate::validate::excerpt(&words.join(" "), 200).to_string()
+                })
+                .unwrap_or_default();
+            crate::service::journal::write_line(&format!(
+                "ptyd keeper: letting pane {} go (pid {}): {command}",
+                crate::model::PaneId::new(*id),
+                pid.map_or("unknown".to_string(), |p| p.to_string()),
+            ));
+        }
+    }
+
     fn start_plain(
         &mut self,
         why: &str,
@@ -1180,6 +1313,72 @@ impl Keeper {
         self.channel = keeper_end;
         self.servers.insert(child.id() as i32);
         Ok(child.id() as i32)
+    }
+}
+
+/// Sends an adopting server every held pane's master, pidfd and ring: a
+/// header, then the batches. A pane without a master or a pidfd (its
+/// process was gone before this keeper held it) is not sent: there is
+/// nothing to adopt.
+fn send_held(sock: &OwnedFd, panes: &HashMap<u64, PaneHeld>) -> Result<(), String> {
+    let mut ids: Vec<u64> = panes.keys().copied().collect();
+    ids.sort_unstable();
+    let mut named: Vec<(FdName, RawFd)> = Vec::new();
+    for id in ids {
+        let held = &panes[&id];
+        let (Some(master), Some(pidfd)) = (&held.master, &held.pidfd) else {
+            continue;
+        };
+        named.push((FdName::Pty(id), master.as_raw_fd()));
+        named.push((FdName::Pidfd(id), pidfd.as_raw_fd()));
+        if let Some(ring) = &held.ring {
+            named.push((FdName::Ring(id), ring.as_raw_fd()));
+        }
+    }
+    let batches: Vec<&[(FdName, RawFd)]> = named.chunks(fdpass::MAX_FDS_PER_BATCH).collect();
+    let header = AdoptHeader {
+        batches: batches.len() as u32,
+    };
+    send_nonblocking(sock, "the adoption header", || {
+        fdpass::send_message(sock, &header, &[])
+    })?;
+    for (seq, batch) in batches.iter().enumerate() {
+        send_nonblocking(sock, &format!("fd batch {seq}"), || {
+            fdpass::send_batch(sock, seq as u32, batch)
+        })?;
+    }
+    Ok(())
+}
+
+/// Sends on a non-blocking socket, waiting for room at most
+/// `RELAY_STEP_TIMEOUT`: a server that reads nothing must not hold the
+/// keeper (and its SIGTERM) for good.
+fn send_nonblocking(
+    sock: &OwnedFd,
+    what: &str,
+    mut send: impl FnMut() -> io::Result<()>,
+) -> Result<(), String> {
+    let until = Instant::now() + RELAY_STEP_TIMEOUT;
+    loop {
+        match send() {
+            Ok(()) => return Ok(()),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                ) =>
+            {
+                let now = Instant::now();
+                if now >= until {
+                    return Err(format!(
+                        "sending {what}: the model-less server read nothing for {} s",
+                        RELAY_STEP_TIMEOUT.as_secs()
+                    ));
+                }
+                let _ = sys::poll_writable(sock, until - now);
+            }
+            Err(e) => return Err(format!("sending {what}: {e}")),
+        }
     }
 }
 

@@ -361,6 +361,18 @@ impl Pane {
         Ok(())
     }
 
+    /// Running a process that was not started here: its master, adopted
+    /// from the keeper by a model-less server (a crash loop's fallback),
+    /// is already in `fds`. As after `start`, without a new PTY.
+    #[cfg(unix)]
+    pub fn adopt_running(&mut self, child: ChildProcess, now: Instant) {
+        debug_assert!(!self.is_running(), "adopting into a running pane");
+        self.state = PaneState::Running { child, kill: None };
+        self.run += 1;
+        self.timeout_at = self.timeout.map(|t| now + t);
+        self.last_output = now;
+    }
+
     /// No process (restored with the `hold` policy, or its start failed).
     pub fn hold(&mut self, reason: String) {
         debug_assert!(!self.is_running(), "holding a running pane");

@@ -16,8 +16,13 @@ use crate::server::Server;
 use crate::server::panes::pane::{ExitReason, Pane, PaneSetup};
 use crate::server::panes::spawn::existing_cwd;
 use serde_json::{Value, json};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Instant;
+
+/// The panes' fds a keeper handed a model-less server, by pane id.
+pub(in crate::server) type Adoptable =
+    HashMap<u64, crate::server::continuity::keeper_link::AdoptedPane>;
 
 /// Most of a history file read at restore: what a save writes (1 MiB)
 /// plus a margin for a file written under another bound. A larger file
@@ -41,6 +46,9 @@ pub(in crate::server) enum Outcome {
     Shell,
     Held,
     Exited,
+    /// Its running process adopted from the keeper (a crash loop's
+    /// model-less fallback).
+    Adopted,
 }
 
 impl Outcome {
@@ -51,6 +59,7 @@ impl Outcome {
             Outcome::Shell => "shell",
             Outcome::Held => "held",
             Outcome::Exited => "exited",
+            Outcome::Adopted => "adopted",
         }
     }
 }
@@ -67,7 +76,25 @@ impl Server {
     /// With `hold_reruns` (a server a client started, see
     /// `ServerOptions::hold_reruns`) panes whose policy is `rerun` are held.
     pub(in crate::server) fn restore_from_disk(&mut self, hold_reruns: bool) {
+        self.restore_with(hold_reruns, &mut HashMap::new());
+    }
+
+    /// As `restore_from_disk`, a crash loop's model-less fallback: a pane
+    /// whose record names the process one of `held` runs adopts it rather
+    /// than start anything (the others are restored by their policies).
+    /// Returns the adopted panes; what is left in `held` matched no record.
+    #[cfg(unix)]
+    pub(in crate::server) fn restore_adopting(
+        &mut self,
+        hold_reruns: bool,
+        held: &mut Adoptable,
+    ) -> Vec<u64> {
+        self.restore_with(hold_reruns, held)
+    }
+
+    fn restore_with(&mut self, hold_reruns: bool, held: &mut Adoptable) -> Vec<u64> {
         let started = Instant::now();
+        let mut adopted = Vec::new();
         match persist::load(&self.paths.state_dir) {
             Loaded::Nothing => {
                 self.persist.restore_report = json!({ "found": false });
@@ -94,7 +121,12 @@ impl Server {
             Loaded::Snapshot(snapshot) => {
                 // The revision only grows, also across restarts.
                 let revision = snapshot.revision;
-                let (fixes, planned) = self.rebuild(snapshot, hold_reruns);
+                let (fixes, planned) = self.rebuild(snapshot, hold_reruns, held);
+                adopted = planned
+                    .iter()
+                    .filter(|(_, o)| matches!(o, Outcome::Adopted))
+                    .map(|(id, _)| *id)
+                    .collect();
                 let (fixes, repairs_total) = persist::tree::bound_repairs(fixes);
                 self.persist.revision = self.persist.revision.max(revision);
                 self.persist.saved_revision = self.persist.revision;
@@ -124,11 +156,17 @@ impl Server {
                 }
             }
         }
+        adopted
     }
 
     /// Rebuilds tree and panes; returns the repairs made and what each
     /// pane was planned to do.
-    fn rebuild(&mut self, snap: Snapshot, hold_reruns: bool) -> (Vec<String>, Vec<(u64, Outcome)>) {
+    fn rebuild(
+        &mut self,
+        snap: Snapshot,
+        hold_reruns: bool,
+        held: &mut Adoptable,
+    ) -> (Vec<String>, Vec<(u64, Outcome)>) {
         // A restart is a new generation of the same session: the fence
         // keeps growing.
         self.generation = snap.generation + 1;
@@ -153,7 +191,8 @@ impl Server {
         let mut fills = Vec::new();
         let mut planned = Vec::new();
         for (id, rec) in records {
-            let (fill, outcome) = self.restore_pane(id.get(), rec, &rules, hold_reruns, &mut fixes);
+            let (fill, outcome) =
+                self.restore_pane(id.get(), rec, &rules, hold_reruns, held, &mut fixes);
             fills.push(fill);
             planned.push((id.get(), outcome));
         }
@@ -241,15 +280,25 @@ impl Server {
         rec: PaneRecord,
         rules: &super::resume_rules::ResumeRules,
         hold_reruns: bool,
+        held: &mut Adoptable,
         fixes: &mut Vec<String>,
     ) -> ((u64, Option<PathBuf>, String), Outcome) {
+        // Only the very process the record was saved with: a pane
+        // respawned since the save runs another (that one is let go).
+        let adopt = held
+            .remove(&id)
+            .filter(|h| rec.exit.is_none() && h.is_process(rec.pid, rec.start_token));
         let saved_cwd = PathBuf::from(&rec.cwd);
         let cwd = if saved_cwd.is_absolute() && saved_cwd.is_dir() {
             saved_cwd.clone()
         } else {
             existing_cwd(&saved_cwd)
         };
-        let (cols, rows) = crate::pty::clamp_size(u32::from(rec.cols), u32::from(rec.rows));
+        let (cols, rows) = adopt
+            .as_ref()
+            .and_then(|h| h.size())
+            .unwrap_or((rec.cols, rec.rows));
+        let (cols, rows) = crate::pty::clamp_size(u32::from(cols), u32::from(rows));
         let (plan, outcome) = plan(id, &rec, rules, hold_reruns);
         let token = self.alloc_token(crate::server::Source::Pane(id));
         let setup = PaneSetup {
@@ -289,6 +338,20 @@ impl Server {
             ));
         }
         self.panes.insert(id, Box::new(pane));
+        if let Some(h) = adopt {
+            match self.adopt_pane(id, h) {
+                Ok(()) => {
+                    let notice =
+                        "--- ptyd: the screen was lost in a crash loop; the program runs on ---";
+                    return ((id, history, notice.to_string()), Outcome::Adopted);
+                }
+                // Restored by its policy instead, as a pane without one.
+                Err(e) => fixes.push(format!(
+                    "pane {}: its process could not be adopted: {e}",
+                    PaneId::new(id)
+                )),
+            }
+        }
         match plan {
             Plan::Hold(reason) => {
                 if let Some(p) = self.panes.get_mut(&id) {
