@@ -61,8 +61,8 @@ pub struct TabView {
     message: Option<(String, Instant)>,
     /// The key list, shown over the panes until the next key.
     overlay: Option<Vec<String>>,
-    /// The client runs its scroll mode over the focused pane.
-    pub scrolling: bool,
+    /// Its scroll mode over a pane, and what the mouse is dragging.
+    pub scroll: super::tab_scroll::ViewScroll,
     /// What the last frame was drawn from, besides the panes' screens.
     seen: u64,
     /// The view the client was last told (`VIEW`).
@@ -83,7 +83,7 @@ impl TabView {
             compositor: Compositor::default(),
             message: None,
             overlay: None,
-            scrolling: false,
+            scroll: Default::default(),
             seen: 0,
             told: None,
             last_frame: None,
@@ -94,6 +94,11 @@ impl TabView {
 
     pub fn say(&mut self, message: impl Into<String>) {
         self.message = Some((message.into(), Instant::now()));
+    }
+
+    /// The key list is shown (the next key puts it away).
+    pub fn has_overlay(&self) -> bool {
+        self.overlay.is_some()
     }
 }
 
@@ -159,7 +164,7 @@ impl Server {
 
     /// `tab` laid out as its panes are sized: at the tab's size, else
     /// (only read-only clients) at `fallback`.
-    fn tab_geometry(&self, tab: TabId, fallback: (u16, u16)) -> Option<Geometry> {
+    pub(super) fn tab_geometry(&self, tab: TabId, fallback: (u16, u16)) -> Option<Geometry> {
         let t = self.tree.tabs.get(&tab)?;
         let (cols, rows) = self.clients_size(tab).unwrap_or(fallback);
         let (area, _) = tab_area(cols, rows, self.status_position());
@@ -188,7 +193,7 @@ impl Server {
         }
     }
 
-    fn mark_view_stale(&mut self, conn: ConnId) {
+    pub(super) fn mark_view_stale(&mut self, conn: ConnId) {
         if let Some(c) = self.conns.get_mut(&conn) {
             c.view.stale = true;
             self.stale_views = true;
@@ -405,8 +410,10 @@ impl Server {
         else {
             return None;
         };
-        let tab = self.tree.tabs.get(&v.tab)?;
         let g = self.tab_geometry(v.tab, (cols, rows))?;
+        let scrolled = self.scrolled_rows(conn, &g);
+        let v = self.conns.get(&conn)?.view.tab.as_ref()?;
+        let tab = self.tree.tabs.get(&v.tab)?;
         let (_, status_row) = tab_area(cols, rows, self.status_position());
         let message = v
             .message
@@ -428,7 +435,8 @@ impl Server {
             focus: tab.focus,
             status,
             overlay: overlay.as_deref(),
-            hide_cursor: v.scrolling,
+            hide_cursor: scrolled.as_ref().is_some_and(|(p, _)| *p == tab.focus),
+            scrolled: scrolled.as_ref().map(|(p, rows)| (*p, &rows[..])),
             mouse: self.config.mouse && !read_only,
         };
         let c = self.conns.get_mut(&conn)?;
@@ -494,9 +502,7 @@ impl Server {
                 Mode::Confirm(_) | Mode::Prompt { .. } => {}
                 Mode::Typing => {}
             }
-            if v.scrolling {
-                indicators.push("SCROLL".into());
-            }
+            indicators.extend(v.scroll.indicator());
         }
         if read_only {
             indicators.push("READ-ONLY".into());
@@ -515,7 +521,7 @@ impl Server {
         let message = match v.map(|v| &v.keys) {
             Some(Mode::Confirm(Action::Close)) => Some(format!("kill pane {}? (y/n)", t.focus)),
             Some(Mode::Prompt { text }) => Some(format!("(rename tab) {text}")),
-            _ => message,
+            _ => v.and_then(|v| v.scroll.message()).or(message),
         };
         Status {
             workspace: ws.map(|w| w.name.clone()).unwrap_or_default(),
@@ -527,9 +533,15 @@ impl Server {
     }
 
     /// Keys attached client `conn` typed in the tab view (an INPUT frame,
-    /// or read from its terminal): bindings under the prefix run, the rest
-    /// goes to the focused pane.
+    /// or read from its terminal): a scroll mode's first, else bindings
+    /// under the prefix run and the rest goes to the focused pane.
     pub(in crate::server) fn view_keys(&mut self, conn: ConnId, bytes: &[u8]) {
+        if !self.scroll_keys(conn, bytes) {
+            self.view_feed_keys(conn, bytes);
+        }
+    }
+
+    pub(super) fn view_feed_keys(&mut self, conn: ConnId, bytes: &[u8]) {
         let bindings = self.bindings().clone();
         let Some(c) = self.conns.get_mut(&conn) else {
             return;
@@ -570,7 +582,7 @@ impl Server {
                 Out::Confirmed(_) => {}
                 Out::Cancelled | Out::PromptEdited(_) => self.mark_view_stale(conn),
                 Out::PromptDone(name) => self.view_rename(conn, name),
-                Out::Mouse(event) => self.view_mouse(conn, event, read_only),
+                Out::Mouse(event) => self.view_pointer(conn, event, read_only),
             }
             if !self
                 .conns
@@ -585,7 +597,12 @@ impl Server {
     /// A click on another pane focuses it; a report over the focused pane
     /// goes to its program, in the pane's coordinates, if it asked for
     /// the mouse; anything else (borders, the status line) is dropped.
-    fn view_mouse(&mut self, conn: ConnId, event: bindings::MouseEvent, read_only: bool) {
+    pub(super) fn view_mouse(
+        &mut self,
+        conn: ConnId,
+        event: bindings::MouseEvent,
+        read_only: bool,
+    ) {
         let Some(tab) = self.view_tab(conn) else {
             return;
         };
@@ -640,7 +657,7 @@ impl Server {
         }
     }
 
-    fn view_say(&mut self, conn: ConnId, message: String) {
+    pub(super) fn view_say(&mut self, conn: ConnId, message: String) {
         if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.view.tab.as_mut()) {
             v.say(message);
             self.timers
@@ -649,7 +666,7 @@ impl Server {
         self.mark_view_stale(conn);
     }
 
-    fn view_tab(&self, conn: ConnId) -> Option<TabId> {
+    pub(super) fn view_tab(&self, conn: ConnId) -> Option<TabId> {
         self.conns.get(&conn)?.view.tab.as_ref().map(|v| v.tab)
     }
 
@@ -796,18 +813,7 @@ impl Server {
                 self.mark_view_stale(conn);
             }
             Action::Scroll | Action::ScrollPageUp => {
-                let payload = serde_json::to_vec(&json!({
-                    "pane": focus,
-                    "page_up": action == Action::ScrollPageUp,
-                }))
-                .unwrap_or_default();
-                if let Some(c) = self.conns.get_mut(&conn) {
-                    c.queue_frame_unbounded(frame::server::SCROLL, &payload);
-                    if let Some(v) = c.view.tab.as_mut() {
-                        v.scrolling = true;
-                    }
-                }
-                self.mark_view_stale(conn);
+                self.enter_scroll(conn, focus, action == Action::ScrollPageUp, false);
             }
             Action::Resize(dir) => {
                 let side = match dir {
@@ -849,7 +855,7 @@ impl Server {
         }
     }
 
-    fn client_size(&self, conn: ConnId) -> (u16, u16) {
+    pub(super) fn client_size(&self, conn: ConnId) -> (u16, u16) {
         match self.conns.get(&conn).map(|c| c.mode) {
             Some(ConnMode::Attached { cols, rows, .. }) => (cols, rows),
             _ => (80, 24),
@@ -857,7 +863,7 @@ impl Server {
     }
 
     /// Focuses `pane` in its tab (every client of the tab follows).
-    fn view_focus(&mut self, pane: PaneId) {
+    pub(super) fn view_focus(&mut self, pane: PaneId) {
         self.edit_tree(|t| t.focus(pane));
     }
 
@@ -908,11 +914,11 @@ impl Server {
         self.mark_view_stale(conn);
     }
 
-    /// The client's scroll mode is over: the view is drawn whole again.
+    /// The client's terminal was used for something else: the view is
+    /// drawn whole again.
     pub(in crate::server) fn view_redraw(&mut self, conn: ConnId) {
         if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.view.tab.as_mut()) {
             v.compositor.reset();
-            v.scrolling = false;
             v.last_frame = None;
         }
         self.mark_view_stale(conn);
