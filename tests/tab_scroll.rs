@@ -68,6 +68,21 @@ fn mouse(tmux: &Tmux, button: u16, x: u16, y: u16, release: bool) {
     tmux.keys(&["-l", &format!("\x1b[<{button};{x};{y}{end}")]);
 }
 
+/// The newest tmux paste buffer (an OSC 52 copy makes one with
+/// `set-clipboard on`), once there is one.
+fn show_buffer(tmux: &Tmux) -> String {
+    util::eventually("a copy in tmux's buffer", || {
+        let mut cmd = tmux.command();
+        cmd.args(["show-buffer"]);
+        match cmd.output() {
+            Ok(out) if out.status.success() => {
+                Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+            }
+            other => Err(format!("{other:?}")),
+        }
+    })
+}
+
 fn numbered_lines(c: &mut util::Conn, pane: &str) {
     c.type_line(pane, "for i in $(seq 1 200); do echo line-$i.; done");
     c.wait_text(pane, "line-200.");
@@ -81,6 +96,7 @@ fn scroll_mode_is_drawn_in_the_pane_while_its_neighbour_and_other_clients_stay_l
     c.type_line(&a, "echo MARK-''left");
     numbered_lines(&mut c, &b);
     let tmux = Tmux::outer_session(&ptyd, 120, 40);
+    tmux.run(&["set-option", "-g", "set-clipboard", "on"]);
     attach(&tmux, &b);
     // Another client on the same pane, which must not follow.
     let other = Tmux::outer_session(&ptyd, 120, 40);
@@ -123,7 +139,22 @@ fn scroll_mode_is_drawn_in_the_pane_while_its_neighbour_and_other_clients_stay_l
     assert!(status_line(&screen).contains("found: line-42."), "{screen}");
     assert!(!region(&screen, B).contains("line-150."), "{screen}");
 
-    // `q`: the live screen again.
+    // `v` and a line down select two lines; `y` copies them (OSC 52 to
+    // the outer terminal, tmux's buffer) and leaves.
+    tmux.keys(&["v"]);
+    tmux.keys(&["Down"]);
+    tmux.keys(&["y"]);
+    tmux.wait_screen("the live pane", |s| {
+        region(s, B).contains("line-200.") && !status_line(s).contains("SCROLL")
+    });
+    assert_eq!(show_buffer(&tmux), "line-42.\nline-43.");
+
+    // PageUp after the prefix: a page up at once; `q` the live screen again.
+    prefixed(&tmux, "PPage");
+    tmux.wait_screen("older lines in the right pane", |s| {
+        let r = region(s, B);
+        status_line(s).contains("[SCROLL ") && r.contains("line-150.") && !r.contains("line-200.")
+    });
     tmux.keys(&["q"]);
     let screen = tmux.wait_screen("the live pane", |s| {
         region(s, B).contains("line-200.") && !status_line(s).contains("SCROLL")
@@ -227,17 +258,7 @@ fn a_drag_in_a_pane_selects_and_the_release_copies_with_osc52() {
             .is_some_and(|l| l.contains("\x1b[7m") && l.contains("line-text"))
     });
     mouse(&tmux, 0, 9, 2, true);
-    let copied = util::eventually("the copy in tmux's buffer", || {
-        let mut cmd = tmux.command();
-        cmd.args(["show-buffer"]);
-        match cmd.output() {
-            Ok(out) if out.status.success() => {
-                Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-            }
-            other => Err(format!("{other:?}")),
-        }
-    });
-    assert_eq!(copied, "line-text\nselect-me");
+    assert_eq!(show_buffer(&tmux), "line-text\nselect-me");
     // The drag's scroll mode ended with the release; keys reach the pane.
     let screen = tmux.wait_screen("the live view", |s| {
         status_line(s).contains("copied 19 characters")
