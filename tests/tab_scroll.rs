@@ -267,3 +267,34 @@ fn a_drag_in_a_pane_selects_and_the_release_copies_with_osc52() {
     tmux.type_line("echo after-''copy");
     c.wait_text(&a, "after-copy");
 }
+
+#[test]
+fn dragging_the_border_of_a_nested_split_moves_that_border_only() {
+    let ptyd = Ptyd::start();
+    let (a, b) = two_panes(&ptyd);
+    let cc = ptyd.create(json!({
+        "argv": ["/bin/sh"], "env": { "PS1": "$ " }, "split": b, "direction": "horizontal"
+    }))["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut c = ptyd.connect();
+    let tmux = Tmux::outer_session(&ptyd, 120, 40);
+    attach(&tmux, &a);
+    // `a | (b | c)`: b and c share columns 61-119, their border between.
+    let cols = |c: &mut util::Conn, p: &str| c.pane(p)["cols"].as_u64().unwrap_or(0);
+    let (wide_b, wide_c) = (cols(&mut c, &b), cols(&mut c, &cc));
+    assert_eq!(wide_b + wide_c + 1, 59, "{wide_b} {wide_c}");
+    let border = (61 + wide_b + 1) as u16;
+    mouse(&tmux, 0, border, 10, false);
+    mouse(&tmux, 32, border - 5, 10, false);
+    mouse(&tmux, 0, border - 5, 10, true);
+    util::eventually("the inner border moved", || {
+        let now = (cols(&mut c, &a), cols(&mut c, &b), cols(&mut c, &cc));
+        if now == (60, wide_b - 5, wide_c + 5) {
+            Ok(())
+        } else {
+            Err(format!("{now:?}"))
+        }
+    });
+}

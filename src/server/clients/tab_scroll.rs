@@ -562,8 +562,8 @@ impl Server {
     /// Moves the border at `at` (a column if `vertical`, else a row; the
     /// press was at `along` on it) to `to` as far as the panes allow;
     /// returns where it is now. The split it belongs to is found by
-    /// trying each pane's nearest split that way: the one whose move
-    /// takes the border from under the pointer.
+    /// trying each pane's nearest split that way on a copy of the layout:
+    /// the one whose move takes the border from under the pointer.
     fn move_border(
         &mut self,
         tab: TabId,
@@ -600,14 +600,31 @@ impl Server {
                 g.is_border(along, p)
             }
         };
-        let owner = t.layout.panes().into_iter().find(|p| {
-            let mut trial = t.layout.clone();
-            if trial.resize_split(*p, side, 1, area).unwrap_or(0) == 0 {
-                return false;
-            }
-            let moved = lay_out(&trial, None, g.area);
-            !cell(&moved, at) && cell(&moved, next)
-        });
+        // Of the moves that do, the one that moves fewest other borders
+        // that way: a split holding a nested one of the same direction
+        // moves both.
+        let owner = t
+            .layout
+            .panes()
+            .into_iter()
+            .filter_map(|p| {
+                let mut trial = t.layout.clone();
+                if trial.resize_split(p, side, 1, area).unwrap_or(0) == 0 {
+                    return None;
+                }
+                let moved = lay_out(&trial, None, g.area);
+                if cell(&moved, at) || !cell(&moved, next) {
+                    return None;
+                }
+                let changed = g
+                    .borders
+                    .iter()
+                    .filter(|b| b.vertical == vertical && !moved.borders.contains(b))
+                    .count();
+                Some((changed, p))
+            })
+            .min_by_key(|(changed, _)| *changed)
+            .map(|(_, p)| p);
         let Some(owner) = owner else {
             return at;
         };
