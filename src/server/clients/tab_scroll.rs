@@ -228,11 +228,15 @@ impl Server {
         let ConnMode::Attached { read_only, .. } = c.mode else {
             return false;
         };
-        if c.view
-            .tab
-            .as_ref()
-            .is_none_or(|v| v.scroll.active.is_none())
-        {
+        let Some(v) = c.view.tab.as_ref() else {
+            return false;
+        };
+        let Some(pane) = v.scroll.active.as_ref().map(|s| s.pane) else {
+            return false;
+        };
+        // The view moved to another tab (or the pane left it) since.
+        if self.tree.tab_of(pane) != Some(v.tab) {
+            self.leave_scroll(conn);
             return false;
         }
         let mut i = 0;
