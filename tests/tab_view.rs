@@ -590,14 +590,18 @@ fn scroll_mode_and_read_only_work_inside_the_view() {
     c.wait_text(&b, "line-200.");
     let tmux = Tmux::outer_session(&ptyd, 120, 40);
     attach(&tmux, &ptyd, &b);
-    // The scroll mode over the focused pane, its history; `q` back.
+    // The scroll mode in the focused pane's rectangle, its history; `q`
+    // back.
     prefixed(&tmux, "[");
-    tmux.wait_screen("the scroll mode", |s| s.contains("[scroll"));
+    tmux.wait_screen("the scroll mode", |s| status_line(s).contains("[SCROLL "));
     tmux.keys(&["PPage"]);
-    tmux.wait_screen("a page up", |s| s.contains("line-150."));
+    tmux.wait_screen("a page up", |s| {
+        let r = region(s, P2).join("\n");
+        r.contains("line-170.") && !r.contains("line-200.")
+    });
     tmux.keys(&["q"]);
     tmux.wait_screen("the view again", |s| {
-        !s.contains("[scroll") && status_line(s).starts_with("[main] 0:work*")
+        !status_line(s).contains("SCROLL") && status_line(s).starts_with("[main] 0:work*")
     });
     // A read-only client: shown so, its keys change nothing.
     let watcher = Tmux::outer_session(&ptyd, 100, 30);

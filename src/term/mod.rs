@@ -96,7 +96,7 @@ use serde_json::value::RawValue;
 use vte::ansi::{Processor, Timeout};
 
 pub use capture::{Capture, CaptureOptions, CursorInfo};
-pub use cell::{Cell, Color, Style};
+pub use cell::{Cell, Color, INVERSE, Style};
 pub use modes::{Modes, MouseEncoding, MouseMode};
 pub use redraw::ViewCache;
 pub use scrollback::Line;
@@ -539,6 +539,26 @@ impl Terminal {
     pub fn row_cells(&self, r: usize) -> Option<&[Cell]> {
         let g = self.screen.grid();
         (r < g.lines()).then(|| &*g.row(r).cells)
+    }
+
+    /// Line `n` (numbered as in `history_lines`) as cells, at least the
+    /// screen's width, for a view that draws history; `None` when no line
+    /// has that number.
+    pub fn numbered_cells(&self, n: u64) -> Option<Box<[Cell]>> {
+        let sb = &self.screen.scrollback;
+        let screen_start = sb.pushed();
+        let history_start = screen_start.saturating_sub(sb.len() as u64);
+        if n < history_start {
+            return None;
+        }
+        if n < screen_start {
+            let line = sb.get(usize::try_from(n - history_start).ok()?)?;
+            let row = reflow::line_to_row(line.view(), self.screen.cols);
+            return Some(row.cells);
+        }
+        let grid = self.screen.grid();
+        let r = usize::try_from(n - screen_start).ok()?;
+        (r < grid.lines()).then(|| grid.row(r).cells.clone())
     }
 
     /// Whether the program is on its alternate screen.

@@ -155,7 +155,7 @@ fn line_width(line: LineRef) -> usize {
     line.text().chars().map(|c| c.width().unwrap_or(0)).sum()
 }
 
-fn line_to_row(line: LineRef, cols: usize) -> Row {
+pub(super) fn line_to_row(line: LineRef, cols: usize) -> Row {
     let width = line_width(line).max(cols).min(usize::from(u16::MAX));
     let mut row = Row::new(width as u16, Style::DEFAULT);
     line_into_row(line, &mut row);

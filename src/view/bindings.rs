@@ -398,7 +398,7 @@ impl MouseEvent {
 }
 
 /// An SGR mouse report at the start of `bytes`, and its length.
-fn mouse_at(bytes: &[u8]) -> Option<(MouseEvent, usize)> {
+pub fn mouse_at(bytes: &[u8]) -> Option<(MouseEvent, usize)> {
     let rest = bytes.strip_prefix(b"\x1b[<")?;
     let end = rest.iter().position(|b| *b == b'M' || *b == b'm')?;
     let text = std::str::from_utf8(&rest[..end]).ok()?;

@@ -85,9 +85,11 @@ pub struct Scene<'a> {
     pub status: Option<(u16, Vec<Slot>)>,
     /// Lines drawn over the panes, top left of the tab (the key list).
     pub overlay: Option<&'a [String]>,
-    /// The focused pane shows its scroll mode instead of its screen (the
-    /// cursor is hidden; the client draws the scroll mode itself).
+    /// The focused pane's cursor is not shown (it is in scroll mode).
     pub hide_cursor: bool,
+    /// A pane in scroll mode: the rows its rectangle shows instead of its
+    /// screen (history lines, the selection's cells inverted).
+    pub scrolled: Option<(PaneId, &'a [Box<[Cell]>])>,
     /// The client's terminal reports the mouse (clicks focus a pane),
     /// whatever the focused pane asked for.
     pub mouse: bool,
@@ -105,8 +107,15 @@ pub fn compose(scene: &Scene<'_>) -> Frame {
     let mut f = Frame::blank(scene.cols, scene.rows);
     let g = scene.geometry;
     for &(pane, rect) in &g.panes {
-        if let Some(t) = (scene.terminals)(pane) {
-            draw_pane(&mut f, t, rect);
+        match scene.scrolled {
+            Some((p, rows)) if p == pane => {
+                draw_rows(&mut f, rect, |r| rows.get(r).map(|row| &row[..]));
+            }
+            _ => {
+                if let Some(t) = (scene.terminals)(pane) {
+                    draw_rows(&mut f, rect, |r| t.row_cells(r));
+                }
+            }
         }
     }
     let active = active_border();
@@ -172,13 +181,14 @@ fn put_char(f: &mut Frame, x: &mut u16, y: u16, end: u16, ch: char, style: Style
     *x += w;
 }
 
-fn draw_pane(f: &mut Frame, t: &Terminal, r: Rect) {
+/// Draws the rows `row_cells` gives (from the top of the pane) into `r`.
+fn draw_rows<'t>(f: &mut Frame, r: Rect, row_cells: impl Fn(usize) -> Option<&'t [Cell]>) {
     for row in 0..r.rows {
         let y = r.y + row;
         if y >= f.rows {
             break;
         }
-        let cells = t.row_cells(usize::from(row)).unwrap_or(&[]);
+        let cells = row_cells(usize::from(row)).unwrap_or(&[]);
         let mut col = 0u16;
         while col < r.cols && r.x + col < f.cols {
             let cell = cells.get(usize::from(col)).copied().unwrap_or(Cell::BLANK);
@@ -427,6 +437,7 @@ mod tests {
                 status: Some((4, status.clone())),
                 overlay: None,
                 hide_cursor: false,
+                scrolled: None,
                 mouse: false,
             };
             comp.update(&scene)
@@ -452,6 +463,7 @@ mod tests {
             status: Some((4, status)),
             overlay: None,
             hide_cursor: false,
+            scrolled: None,
             mouse: false,
         };
         let update = comp.update(&scene);

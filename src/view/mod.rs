@@ -3,10 +3,12 @@
 //! types: `geometry` (a layout in an area: rectangles, borders,
 //! neighbours), `compose` (a client's frames from the panes' terminal
 //! models, and the bytes that change one into the next), `status` (the
-//! status line) and `bindings` (the keys and the keyboard's state). The
+//! status line), `bindings` (the keys and the keyboard's state) and
+//! `scroll_mode` (a pane's history paged, searched and copied from). The
 //! server keeps one view per attached client (`server/clients/tab_view.rs`).
 
 pub mod bindings;
 pub mod compose;
 pub mod geometry;
+pub mod scroll_mode;
 pub mod status;

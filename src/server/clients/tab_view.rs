@@ -71,8 +71,8 @@ pub struct TabView {
     message: Option<(String, Instant)>,
     /// The key list, shown over the panes until the next key.
     overlay: Option<Vec<String>>,
-    /// The client runs its scroll mode over the focused pane.
-    pub scrolling: bool,
+    /// Its scroll mode over a pane, and what the mouse is dragging.
+    pub scroll: super::tab_scroll::ViewScroll,
     /// What the last frame was drawn from, besides the panes' screens.
     seen: u64,
     /// The view the client was last told (`VIEW`).
@@ -95,7 +95,7 @@ impl TabView {
             compositor: Compositor::default(),
             message: None,
             overlay: None,
-            scrolling: false,
+            scroll: Default::default(),
             seen: 0,
             told: None,
             last_frame: None,
@@ -106,6 +106,11 @@ impl TabView {
 
     pub fn say(&mut self, message: impl Into<String>) {
         self.message = Some((message.into(), Instant::now()));
+    }
+
+    /// The key list is shown (the next key puts it away).
+    pub fn has_overlay(&self) -> bool {
+        self.overlay.is_some()
     }
 }
 
@@ -164,7 +169,7 @@ impl Server {
 
     /// `tab` laid out at the tab's size (else, with only read-only
     /// clients, at `fallback`), `zoom` (a pane of it) filling it.
-    fn tab_geometry(
+    pub(super) fn tab_geometry(
         &self,
         tab: TabId,
         zoom: Option<PaneId>,
@@ -177,7 +182,7 @@ impl Server {
     }
 
     /// Client `conn`'s tab as it sees it: laid out with its own zoom.
-    fn view_geometry(&self, conn: ConnId) -> Option<Geometry> {
+    pub(super) fn view_geometry(&self, conn: ConnId) -> Option<Geometry> {
         let v = self.conns.get(&conn)?.tab_view()?;
         let zoom = v.zoom.then_some(v.focus);
         self.tab_geometry(v.tab, zoom, self.client_size(conn))
@@ -218,7 +223,7 @@ impl Server {
         }
     }
 
-    fn mark_view_stale(&mut self, conn: ConnId) {
+    pub(super) fn mark_view_stale(&mut self, conn: ConnId) {
         if let Some(a) = self.conns.get_mut(&conn).and_then(|c| c.attachment_mut()) {
             a.view.stale = true;
             self.stale_views = true;
@@ -448,8 +453,10 @@ impl Server {
             return None;
         }
         let (cols, rows, read_only) = (a.cols, a.rows, a.read_only);
-        let tab = self.tree.tabs.get(&v.tab)?;
         let g = self.tab_geometry(v.tab, v.zoom.then_some(v.focus), (cols, rows))?;
+        let scrolled = self.scrolled_rows(conn, &g);
+        let v = self.conns.get(&conn)?.tab_view()?;
+        let tab = self.tree.tabs.get(&v.tab)?;
         let (_, status_row) = tab_area(cols, rows, self.status_position());
         let message = v
             .message
@@ -471,7 +478,8 @@ impl Server {
             focus: v.focus,
             status,
             overlay: overlay.as_deref(),
-            hide_cursor: v.scrolling,
+            hide_cursor: scrolled.as_ref().is_some_and(|(p, _)| *p == v.focus),
+            scrolled: scrolled.as_ref().map(|(p, rows)| (*p, &rows[..])),
             mouse: self.config.mouse && !read_only,
         };
         let a = self.conns.get_mut(&conn)?.attachment_mut()?;
@@ -538,9 +546,7 @@ impl Server {
                 Mode::Confirm(_) | Mode::Prompt { .. } => {}
                 Mode::Typing => {}
             }
-            if v.scrolling {
-                indicators.push("SCROLL".into());
-            }
+            indicators.extend(v.scroll.indicator());
         }
         if read_only {
             indicators.push("READ-ONLY".into());
@@ -559,7 +565,7 @@ impl Server {
         let message = match v.map(|v| &v.keys) {
             Some(Mode::Confirm(Action::Close)) => Some(format!("kill pane {focus_id}? (y/n)")),
             Some(Mode::Prompt { text }) => Some(format!("(rename tab) {text}")),
-            _ => message,
+            _ => v.and_then(|v| v.scroll.message()).or(message),
         };
         Status {
             workspace: ws.map(|w| w.name.clone()).unwrap_or_default(),
@@ -571,9 +577,15 @@ impl Server {
     }
 
     /// Keys attached client `conn` typed in the tab view (an INPUT frame,
-    /// or read from its terminal): bindings under the prefix run, the rest
-    /// goes to the focused pane.
+    /// or read from its terminal): a scroll mode's first, else bindings
+    /// under the prefix run and the rest goes to the focused pane.
     pub(in crate::server) fn view_keys(&mut self, conn: ConnId, bytes: &[u8]) {
+        if !self.scroll_keys(conn, bytes) {
+            self.view_feed_keys(conn, bytes);
+        }
+    }
+
+    pub(super) fn view_feed_keys(&mut self, conn: ConnId, bytes: &[u8]) {
         let bindings = self.bindings().clone();
         let Some(a) = self.conns.get_mut(&conn).and_then(|c| c.attachment_mut()) else {
             return;
@@ -620,7 +632,7 @@ impl Server {
                 Out::Confirmed(_) => {}
                 Out::Cancelled | Out::PromptEdited(_) => self.mark_view_stale(conn),
                 Out::PromptDone(name) => self.view_rename(conn, name),
-                Out::Mouse(event) => self.view_mouse(conn, event, read_only),
+                Out::Mouse(event) => self.view_pointer(conn, event, read_only),
             }
             if !self
                 .conns
@@ -635,7 +647,12 @@ impl Server {
     /// A click on another pane focuses it; a report over the focused pane
     /// goes to its program, in the pane's coordinates, if it asked for
     /// the mouse; anything else (borders, the status line) is dropped.
-    fn view_mouse(&mut self, conn: ConnId, event: bindings::MouseEvent, read_only: bool) {
+    pub(super) fn view_mouse(
+        &mut self,
+        conn: ConnId,
+        event: bindings::MouseEvent,
+        read_only: bool,
+    ) {
         let Some(g) = self.view_geometry(conn) else {
             return;
         };
@@ -684,7 +701,7 @@ impl Server {
         }
     }
 
-    fn view_say(&mut self, conn: ConnId, message: String) {
+    pub(super) fn view_say(&mut self, conn: ConnId, message: String) {
         if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.tab_view_mut()) {
             v.say(message);
             self.timers
@@ -693,11 +710,11 @@ impl Server {
         self.mark_view_stale(conn);
     }
 
-    fn view_of(&self, conn: ConnId) -> Option<&TabView> {
+    pub(super) fn view_of(&self, conn: ConnId) -> Option<&TabView> {
         self.conns.get(&conn)?.tab_view()
     }
 
-    fn view_tab(&self, conn: ConnId) -> Option<TabId> {
+    pub(super) fn view_tab(&self, conn: ConnId) -> Option<TabId> {
         self.view_of(conn).map(|v| v.tab)
     }
 
@@ -916,18 +933,7 @@ impl Server {
                 self.mark_view_stale(conn);
             }
             Action::Scroll | Action::ScrollPageUp => {
-                let payload = serde_json::to_vec(&json!({
-                    "pane": focus,
-                    "page_up": action == Action::ScrollPageUp,
-                }))
-                .unwrap_or_default();
-                if let Some(c) = self.conns.get_mut(&conn) {
-                    c.queue_frame_unbounded(frame::server::SCROLL, &payload);
-                    if let Some(v) = c.tab_view_mut() {
-                        v.scrolling = true;
-                    }
-                }
-                self.mark_view_stale(conn);
+                self.enter_scroll(conn, focus, action == Action::ScrollPageUp, false);
             }
             Action::Resize(dir) => {
                 let side = match dir {
@@ -969,7 +975,7 @@ impl Server {
         }
     }
 
-    fn client_size(&self, conn: ConnId) -> (u16, u16) {
+    pub(super) fn client_size(&self, conn: ConnId) -> (u16, u16) {
         match self.conns.get(&conn).and_then(|c| c.attachment()) {
             Some(a) => (a.cols, a.rows),
             None => (80, 24),
@@ -978,7 +984,7 @@ impl Server {
 
     /// Client `conn` focuses `pane` (a pane of the tab it shows), zoomed
     /// on it if it was zoomed; the tab's default follows, no other client.
-    fn view_focus(&mut self, conn: ConnId, pane: PaneId) {
+    pub(super) fn view_focus(&mut self, conn: ConnId, pane: PaneId) {
         if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.tab_view_mut()) {
             v.focus = pane;
         }
@@ -1053,11 +1059,11 @@ impl Server {
         self.mark_view_stale(conn);
     }
 
-    /// The client's scroll mode is over: the view is drawn whole again.
+    /// The client's terminal was used for something else: the view is
+    /// drawn whole again.
     pub(in crate::server) fn view_redraw(&mut self, conn: ConnId) {
         if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.tab_view_mut()) {
             v.compositor.reset();
-            v.scrolling = false;
             v.last_frame = None;
         }
         self.mark_view_stale(conn);
