@@ -11,6 +11,7 @@
 //! and hyperlinks (a pane shown alone, `--pane-only`, keeps them all).
 
 use super::geometry::{Geometry, Rect};
+use super::titles::Title;
 use crate::model::PaneId;
 use crate::term::{Cell, Color, Style, Terminal};
 
@@ -85,6 +86,8 @@ pub struct Scene<'a> {
     pub status: Option<(u16, Vec<Slot>)>,
     /// Lines drawn over the panes, top left of the tab (the key list).
     pub overlay: Option<&'a [String]>,
+    /// Pane titles, drawn over the borders (`titles.rs`).
+    pub titles: &'a [Title],
     /// The focused pane shows its scroll mode instead of its screen (the
     /// cursor is hidden; the client draws the scroll mode itself).
     pub hide_cursor: bool,
@@ -123,6 +126,13 @@ pub fn compose(scene: &Scene<'_>) -> Frame {
                 Style::DEFAULT
             };
             f.set(x, y, Slot::new(g.border_char(x, y), style));
+        }
+    }
+    for t in scene.titles {
+        let style = if t.active { active } else { Style::DEFAULT };
+        let mut x = t.x;
+        for ch in t.text.chars() {
+            put_char(&mut f, &mut x, t.y, t.x.saturating_add(t.cols), ch, style);
         }
     }
     if let Some(lines) = scene.overlay {
@@ -426,6 +436,7 @@ mod tests {
                 focus: p(2),
                 status: Some((4, status.clone())),
                 overlay: None,
+                titles: &[],
                 hide_cursor: false,
                 mouse: false,
             };
@@ -451,6 +462,7 @@ mod tests {
             focus: p(2),
             status: Some((4, status)),
             overlay: None,
+            titles: &[],
             hide_cursor: false,
             mouse: false,
         };

@@ -3,10 +3,15 @@
 //! types: `geometry` (a layout in an area: rectangles, borders,
 //! neighbours), `compose` (a client's frames from the panes' terminal
 //! models, and the bytes that change one into the next), `status` (the
-//! status line) and `bindings` (the keys and the keyboard's state). The
+//! status line), `bindings` (the keys and the keyboard's state), `prompt`
+//! (the line editor of the prompts), `chooser` (the list `w` shows) and
+//! `titles` (pane titles in the borders). The
 //! server keeps one view per attached client (`server/clients/tab_view.rs`).
 
 pub mod bindings;
+pub mod chooser;
 pub mod compose;
 pub mod geometry;
+pub mod prompt;
 pub mod status;
+pub mod titles;

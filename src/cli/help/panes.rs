@@ -484,15 +484,15 @@ shell has shown no mark and has no integration they fail at once.",
 pub const KILL: Command = Command {
     name: "kill",
     aliases: &[],
-    brief: "kill TARGET",
+    brief: "kill [TARGET]",
     summary: "signal a pane's whole process tree",
-    usage: &["kill TARGET [--signal SIG] [--grace DUR]"],
+    usage: &["kill [TARGET] [--signal SIG] [--grace DUR]"],
     about: "\
 Without --signal: HUP to every process of the pane's session (what a
 closing terminal sends: a shell saves its history and ends, as in tmux),
 then TERM halfway through the grace period to what ignored it, then KILL to
 what is left at its end. With --signal SIG: SIG, then KILL after the grace
-period.",
+period. Without TARGET inside a pane, the pane this runs in.",
     options: &[
         opt_of(
             Some('s'),
@@ -541,12 +541,13 @@ pub const RM: Command = Command {
 pub const RESIZE: Command = Command {
     name: "resize",
     aliases: &[],
-    brief: "resize TARGET COLSxROWS",
+    brief: "resize [TARGET] COLSxROWS",
     summary: "resize a pane",
-    usage: &["resize TARGET COLSxROWS [--json]"],
+    usage: &["resize [TARGET] COLSxROWS [--json]"],
     about: "\
 Resizes the pane (columns 2-1000, rows 1-500). An attached client that
-types or resizes afterwards sets the size again (see `ptyd attach --help`).",
+types or resizes afterwards sets the size again (see `ptyd attach --help`).
+Without TARGET inside a pane, the pane this runs in.",
     options: &[
         TARGET,
         opt(None, "json", None, "print the pane's info as JSON"),
@@ -619,13 +620,14 @@ example an agent's `claude --resume <id>`). Programs inside a pane can run
 pub const RENAME: Command = Command {
     name: "rename",
     aliases: &[],
-    brief: "rename TARGET NAME",
+    brief: "rename [TARGET] NAME",
     summary: "give a pane a new name",
-    usage: &["rename TARGET NAME"],
+    usage: &["rename [TARGET] NAME"],
     about: "\
 Names the pane NAME (usable as TARGET from then on; kept across upgrades
 and restores). Names are unique and may not look like an id (p7, 7). Tabs
-keep their names: `ptyd tab rename` renames a tab.",
+keep their names: `ptyd tab rename` renames a tab. Without TARGET inside a
+pane, the pane this runs in.",
     options: &[
         TARGET,
         opt(None, "json", None, "print the pane's info as JSON"),

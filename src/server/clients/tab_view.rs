@@ -26,7 +26,9 @@ use crate::server::timers::TimerKind;
 use crate::view::bindings::{self, Action, Bindings, Mode, Out};
 use crate::view::compose::{Compositor, Scene};
 use crate::view::geometry::{Dir, Geometry, Rect, lay_out};
+use crate::view::prompt::{Line, Purpose};
 use crate::view::status::{self, Status, TabEntry};
+use crate::view::titles;
 use crate::workspace::layout::{Direction, Rect as LayoutRect, Side};
 use serde_json::json;
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -59,8 +61,11 @@ pub struct TabView {
     pub keys: Mode,
     pub compositor: Compositor,
     message: Option<(String, Instant)>,
-    /// The key list, shown over the panes until the next key.
-    overlay: Option<Vec<String>>,
+    /// The key list (or a command's output), shown over the panes until
+    /// the next key.
+    pub(super) overlay: Option<Vec<String>>,
+    /// The lines entered at the `:` prompt, oldest first.
+    pub history: Vec<String>,
     /// The client runs its scroll mode over the focused pane.
     pub scrolling: bool,
     /// What the last frame was drawn from, besides the panes' screens.
@@ -83,6 +88,7 @@ impl TabView {
             compositor: Compositor::default(),
             message: None,
             overlay: None,
+            history: Vec::new(),
             scrolling: false,
             seen: 0,
             told: None,
@@ -154,6 +160,7 @@ impl Server {
     pub(in crate::server) fn shown_area(&self, tab: TabId) -> Option<(u16, u16)> {
         let (cols, rows) = self.clients_size(tab)?;
         let (area, _) = tab_area(cols, rows, self.status_position());
+        let area = titles::pane_area(area, self.config.pane_titles);
         Some((area.cols, area.rows))
     }
 
@@ -163,6 +170,7 @@ impl Server {
         let t = self.tree.tabs.get(&tab)?;
         let (cols, rows) = self.clients_size(tab).unwrap_or(fallback);
         let (area, _) = tab_area(cols, rows, self.status_position());
+        let area = titles::pane_area(area, self.config.pane_titles);
         Some(lay_out(&t.layout, t.zoom, area))
     }
 
@@ -188,7 +196,7 @@ impl Server {
         }
     }
 
-    fn mark_view_stale(&mut self, conn: ConnId) {
+    pub(super) fn mark_view_stale(&mut self, conn: ConnId) {
         if let Some(c) = self.conns.get_mut(&conn) {
             c.view.stale = true;
             self.stale_views = true;
@@ -348,8 +356,9 @@ impl Server {
             (cols, rows).hash(&mut h);
         }
         self.clients_size(tab).hash(&mut h);
-        // A reload may move the status line.
+        // A reload may move the status line, or the pane titles.
         (self.status_position() as u8).hash(&mut h);
+        (self.config.pane_titles as u8).hash(&mut h);
         h.finish()
     }
 
@@ -408,6 +417,12 @@ impl Server {
         let tab = self.tree.tabs.get(&v.tab)?;
         let g = self.tab_geometry(v.tab, (cols, rows))?;
         let (_, status_row) = tab_area(cols, rows, self.status_position());
+        // The titles sit in the rows the layout was given up for, which
+        // are worked out at the tab's size (as `tab_geometry`).
+        let (tab_cols, tab_rows) = self.clients_size(v.tab).unwrap_or((cols, rows));
+        let (tab_rect, _) = tab_area(tab_cols, tab_rows, self.status_position());
+        let label = |p: PaneId| self.pane_label(p);
+        let titles = titles::titles(&g, tab_rect, self.config.pane_titles, tab.focus, &label);
         let message = v
             .message
             .as_ref()
@@ -419,7 +434,10 @@ impl Server {
         });
         let panes = &self.panes;
         let lookup = |id: PaneId| panes.get(&id.get()).map(|p| p.screen());
-        let overlay = v.overlay.clone();
+        let overlay = match &v.keys {
+            Mode::Choose(chooser) => Some(chooser.lines(usize::from(g.area.rows))),
+            _ => v.overlay.clone(),
+        };
         let scene = Scene {
             cols,
             rows,
@@ -428,6 +446,7 @@ impl Server {
             focus: tab.focus,
             status,
             overlay: overlay.as_deref(),
+            titles: &titles,
             hide_cursor: v.scrolling,
             mouse: self.config.mouse && !read_only,
         };
@@ -491,7 +510,7 @@ impl Server {
         if let Some(v) = v {
             match &v.keys {
                 Mode::Prefix => indicators.push("PREFIX".to_string()),
-                Mode::Confirm(_) | Mode::Prompt { .. } => {}
+                Mode::Confirm(_) | Mode::Prompt { .. } | Mode::Choose(_) => {}
                 Mode::Typing => {}
             }
             if v.scrolling {
@@ -514,7 +533,9 @@ impl Server {
         indicators.extend(exited);
         let message = match v.map(|v| &v.keys) {
             Some(Mode::Confirm(Action::Close)) => Some(format!("kill pane {}? (y/n)", t.focus)),
-            Some(Mode::Prompt { text }) => Some(format!("(rename tab) {text}")),
+            Some(Mode::Prompt { purpose, line }) => {
+                Some(format!("{}{}", purpose.label(), line.text()))
+            }
             _ => message,
         };
         Status {
@@ -568,8 +589,10 @@ impl Server {
                 ),
                 Out::Confirmed(Action::Close) => self.view_close(conn),
                 Out::Confirmed(_) => {}
-                Out::Cancelled | Out::PromptEdited(_) => self.mark_view_stale(conn),
-                Out::PromptDone(name) => self.view_rename(conn, name),
+                Out::Cancelled | Out::Edited => self.mark_view_stale(conn),
+                Out::PromptDone(Purpose::RenameTab, name) => self.view_rename(conn, name),
+                Out::PromptDone(Purpose::Command, line) => self.run_prompt_line(conn, line),
+                Out::Chosen(target) => self.chosen(conn, target),
                 Out::Mouse(event) => self.view_mouse(conn, event, read_only),
             }
             if !self
@@ -640,7 +663,7 @@ impl Server {
         }
     }
 
-    fn view_say(&mut self, conn: ConnId, message: String) {
+    pub(super) fn view_say(&mut self, conn: ConnId, message: String) {
         if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.view.tab.as_mut()) {
             v.say(message);
             self.timers
@@ -649,7 +672,7 @@ impl Server {
         self.mark_view_stale(conn);
     }
 
-    fn view_tab(&self, conn: ConnId) -> Option<TabId> {
+    pub(super) fn view_tab(&self, conn: ConnId) -> Option<TabId> {
         self.conns.get(&conn)?.view.tab.as_ref().map(|v| v.tab)
     }
 
@@ -666,6 +689,7 @@ impl Server {
                 | Action::NextTab
                 | Action::PrevTab
                 | Action::SelectTab(_)
+                | Action::ChooseTree
         );
         if read_only && changes {
             self.view_say(conn, "read-only: this client changes nothing".into());
@@ -790,7 +814,8 @@ impl Server {
             Action::RenameTab => {
                 if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.view.tab.as_mut()) {
                     v.keys = Mode::Prompt {
-                        text: String::new(),
+                        purpose: Purpose::RenameTab,
+                        line: Line::default(),
                     };
                 }
                 self.mark_view_stale(conn);
@@ -846,6 +871,8 @@ impl Server {
                 }
                 self.mark_view_stale(conn);
             }
+            Action::CommandPrompt => self.open_command_prompt(conn),
+            Action::ChooseTree => self.open_chooser(conn),
         }
     }
 
@@ -863,7 +890,7 @@ impl Server {
 
     /// Client `conn` shows `tab` from now on (the tab becomes its
     /// workspace's active one, for a bare `ptyd attach`).
-    fn show_tab(&mut self, conn: ConnId, tab: TabId) {
+    pub(super) fn show_tab(&mut self, conn: ConnId, tab: TabId) {
         if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.view.tab.as_mut()) {
             v.tab = tab;
             v.activity.remove(&tab);
@@ -931,7 +958,7 @@ impl Server {
 }
 
 /// The directory an OSC 7 `file://host/path` names.
-fn cwd_of_osc7(url: &str) -> Option<String> {
+pub(super) fn cwd_of_osc7(url: &str) -> Option<String> {
     let path = url
         .strip_prefix("file://")
         .map_or(url, |rest| rest.find('/').map_or("", |i| &rest[i..]));
