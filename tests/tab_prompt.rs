@@ -67,13 +67,10 @@ fn the_prompt_runs_ptyd_commands_against_the_focused_pane() {
     command(&tmux, "split -v");
     pane_count(&mut c, 2);
     let b = c.panes()[1]["id"].as_str().unwrap().to_string();
-    let screen = tmux.wait_screen("the stacked split", |s| {
-        s.lines().any(|l| l.trim_end() == "─".repeat(100))
+    // What it printed (the new pane's id) is on the message line.
+    tmux.wait_screen("the stacked split and its id", |s| {
+        s.lines().any(|l| l.trim_end() == "─".repeat(100)) && status_line(s).trim_end() == b
     });
-    assert!(
-        status_line(&screen).contains(&format!("\"{b} ")),
-        "{screen}"
-    );
     // No TARGET: the focused pane, as inside it.
     command(&tmux, "rename lower");
     util::eventually("the focused pane renamed", || {
@@ -150,14 +147,15 @@ fn the_chooser_moves_the_view_to_another_tab_and_workspace() {
     tmux.wait_screen("the second tab shown", |s| {
         status_line(s).starts_with("[main] 0:work 1:logs*")
     });
-    // A filter, then Enter: the other workspace's pane.
+    // A filter, then Enter: the other workspace's tab.
     prefixed(&tmux, "w");
     tmux.wait_screen("the chooser", |s| s.contains("choose (Enter: go"));
     tmux.keys(&["/"]);
     tmux.keys(&["-l", "far"]);
     tmux.wait_screen("the filtered list", |s| {
         s.lines()
-            .any(|l| l.starts_with("> ") && l.contains(&far) && !l.contains("logs"))
+            .any(|l| l.starts_with("> ") && l.contains("0: far"))
+            && !s.contains("logs (")
     });
     tmux.keys(&["Enter"]);
     tmux.wait_screen("the other workspace", |s| {
