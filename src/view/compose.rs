@@ -88,6 +88,9 @@ pub struct Scene<'a> {
     pub overlay: Option<&'a [String]>,
     /// Pane titles, drawn over the borders (`titles.rs`).
     pub titles: &'a [Title],
+    /// Where the cursor goes instead of the focused pane's: in a prompt's
+    /// line being typed.
+    pub line_cursor: Option<(u16, u16)>,
     /// The focused pane shows its scroll mode instead of its screen (the
     /// cursor is hidden; the client draws the scroll mode itself).
     pub hide_cursor: bool,
@@ -244,7 +247,7 @@ impl Compositor {
     pub fn update(&mut self, scene: &Scene<'_>) -> Vec<u8> {
         let frame = compose(scene);
         let focus = (scene.terminals)(scene.focus);
-        let cursor = focus.and_then(|t| {
+        let pane_cursor = focus.and_then(|t| {
             let (col, row, visible) = t.cursor();
             let r = scene.geometry.rect_of(scene.focus)?;
             let (x, y) = (r.x + col, r.y + row);
@@ -257,6 +260,10 @@ impl Compositor {
                 && y < scene.rows)
                 .then_some((x, y))
         });
+        let cursor = scene
+            .line_cursor
+            .filter(|(x, y)| *x < scene.cols && *y < scene.rows)
+            .or(pane_cursor);
         let (mut modes, modes_off) = match focus {
             Some(t) => t.focus_modes(),
             None => (Vec::new(), &b""[..]),
@@ -437,6 +444,7 @@ mod tests {
                 status: Some((4, status.clone())),
                 overlay: None,
                 titles: &[],
+                line_cursor: None,
                 hide_cursor: false,
                 mouse: false,
             };
@@ -463,6 +471,7 @@ mod tests {
             status: Some((4, status)),
             overlay: None,
             titles: &[],
+            line_cursor: None,
             hide_cursor: false,
             mouse: false,
         };

@@ -84,8 +84,10 @@ status line (status in config.toml: bottom, top or off). The keys after
 the prefix KEY (default C-\\, prefix in config.toml) are tmux's: % split
 side by side, \" stacked, arrows and o move the focus, C-arrows move a
 border, z zoom, x close the pane (asks), c new tab, n p 0-9 select a tab,
-, rename it, [ scroll mode, ? list the keys, d detach; [keys] in
-config.toml changes them. A key bound to nothing says so on the status
+, rename it, [ scroll mode, ? list the keys, d detach, : a ptyd command
+run against the view (`:split -v`, `:kill`; no TARGET means the focused
+pane), w a chooser over workspaces, tabs and panes; [keys] in config.toml
+changes them. A key bound to nothing says so on the status
 line. Every client has its own tab; the layout follows the Tree, so
 `ptyd focus` and a split from the CLI show at once.
 

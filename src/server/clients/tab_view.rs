@@ -447,6 +447,7 @@ impl Server {
             status,
             overlay: overlay.as_deref(),
             titles: &titles,
+            line_cursor: status_row.zip(prompt_column(&v.keys)).map(|(y, x)| (x, y)),
             hide_cursor: v.scrolling,
             mouse: self.config.mouse && !read_only,
         };
@@ -955,6 +956,17 @@ impl Server {
             self.view_say(id, why.to_string());
         }
     }
+}
+
+/// The column of the cursor in a prompt's line on the status line.
+fn prompt_column(keys: &Mode) -> Option<u16> {
+    let Mode::Prompt { purpose, line } = keys else {
+        return None;
+    };
+    let before: String = line.text().chars().take(line.cursor()).collect();
+    let width = unicode_width::UnicodeWidthStr::width(purpose.label())
+        + unicode_width::UnicodeWidthStr::width(before.as_str());
+    Some(u16::try_from(width).unwrap_or(u16::MAX))
 }
 
 /// The directory an OSC 7 `file://host/path` names.
