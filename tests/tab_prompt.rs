@@ -160,6 +160,7 @@ fn the_chooser_moves_the_view_to_another_tab_and_workspace() {
     tmux.keys(&["Enter"]);
     tmux.wait_screen("the other workspace", |s| {
         status_line(s).starts_with("[other] 0:far*")
+            && status_line(s).contains(&format!("\"{far} "))
     });
     // q leaves without moving.
     prefixed(&tmux, "w");
