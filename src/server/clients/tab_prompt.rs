@@ -33,7 +33,9 @@ use crate::view::chooser::{Chooser, Entry, Target};
 use crate::view::prompt::{self, Line, Purpose};
 use std::collections::HashMap;
 use std::io::{Read, Seek};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+#[cfg(unix)]
+use std::time::Instant;
 
 /// How long a command of the prompt may run (Unix: then it is killed).
 pub const RUN_LIMIT: Duration = Duration::from_secs(60);
@@ -60,12 +62,16 @@ pub struct Runs {
     running: HashMap<u32, Run>,
     #[cfg(windows)]
     ended: (
-        std::sync::mpsc::Sender<(u32, Option<i32>)>,
-        std::sync::mpsc::Receiver<(u32, Option<i32>)>,
+        std::sync::mpsc::Sender<Ended>,
+        std::sync::mpsc::Receiver<Ended>,
     ),
     #[cfg(windows)]
     waker: std::sync::Arc<mio::Waker>,
 }
+
+/// A command a thread saw end: its process id and exit code (Windows).
+#[cfg(windows)]
+type Ended = (u32, Option<i32>);
 
 struct Run {
     conn: ConnId,
