@@ -459,7 +459,19 @@ impl Server {
         let Some(tab) = tab else {
             return self.view_say(conn, "that is gone meanwhile".into());
         };
-        if let Target::Pane(p) = target {
+        // A read-only client looks, and moves nobody's focus.
+        let read_only = self.conns.get(&conn).is_none_or(|c| {
+            !matches!(
+                c.mode,
+                ConnMode::Attached {
+                    read_only: false,
+                    ..
+                }
+            )
+        });
+        if let Target::Pane(p) = target
+            && !read_only
+        {
             self.edit_tree(|t| t.focus(p));
         }
         self.show_tab(conn, tab);
