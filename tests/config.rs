@@ -172,7 +172,7 @@ fn reload_applies_to_new_panes_and_reports_bad_keys() {
         .find(|s| s["key"] == "resume_rules")
         .unwrap();
     assert_eq!(rules["applies"], "next_restore");
-    assert_eq!(settings.len(), 24, "{report}");
+    assert_eq!(settings.len(), 25, "{report}");
     assert!(
         util::stdout(&ptyd.run_cli(&["status"]))
             .find("config:")

@@ -7,7 +7,7 @@ _ptyd_panes() {
 
 _ptyd_takes_value() {
     case "$1 $2" in
-        "new -n"|"new --name"|"new -c"|"new --cwd"|"new -e"|"new --env"|"new --size"|"new --timeout"|"new --idle-timeout"|"new --shell"|"new -w"|"new --workspace"|"new --tab-name"|"new -s"|"new --split"|"new --ratio"|"new --restore"|"new --resume"|"attach -t"|"attach --target"|"attach --detach-key"|"attach --history"|"clients -t"|"clients --target"|"detach --client"|"detach -t"|"detach --target"|"send --wait-for"|"send --timeout"|"send --request-id"|"send -t"|"send --target"|"capture -S"|"capture --start"|"capture -E"|"capture --end"|"capture -t"|"capture --target"|"run -n"|"run --name"|"run -c"|"run --cwd"|"run -e"|"run --env"|"run --size"|"run --timeout"|"run --idle-timeout"|"run --shell"|"run -w"|"run --workspace"|"run --tab-name"|"run -s"|"run --split"|"run --ratio"|"run --restore"|"run --resume"|"wait --text"|"wait --after-output"|"wait --idle"|"wait --after"|"wait --timeout"|"wait -t"|"wait --target"|"kill -s"|"kill --signal"|"kill --grace"|"kill -t"|"kill --target"|"rm -t"|"rm --target"|"resize -t"|"resize --target"|"events --since"|"respawn -t"|"respawn --target"|"focus -t"|"focus --target"|"resume -t"|"resume --target"|"rename -t"|"rename --target"|"workspace -t"|"workspace --target"|"tab -n"|"tab --name"|"tab -w"|"tab --workspace"|"tab -t"|"tab --target"|"select-layout -t"|"select-layout --target"|"resize-split -t"|"resize-split --target"|"zoom -t"|"zoom --target"|"upgrade --binary"|"upgrade --timeout"|"upgrade --mode"|"upgrade --fault"|"service --binary") return 0 ;;
+        "new -n"|"new --name"|"new -c"|"new --cwd"|"new -e"|"new --env"|"new --size"|"new --timeout"|"new --idle-timeout"|"new --shell"|"new -w"|"new --workspace"|"new --tab-name"|"new -s"|"new --split"|"new --ratio"|"new --restore"|"new --resume"|"attach -t"|"attach --target"|"attach --detach-key"|"attach --history"|"clients -t"|"clients --target"|"detach --client"|"detach -t"|"detach --target"|"send --wait-for"|"send --timeout"|"send --request-id"|"send -t"|"send --target"|"capture -S"|"capture --start"|"capture -E"|"capture --end"|"capture -t"|"capture --target"|"run -n"|"run --name"|"run -c"|"run --cwd"|"run -e"|"run --env"|"run --size"|"run --timeout"|"run --idle-timeout"|"run --shell"|"run -w"|"run --workspace"|"run --tab-name"|"run -s"|"run --split"|"run --ratio"|"run --restore"|"run --resume"|"wait --text"|"wait --after-output"|"wait --idle"|"wait --after"|"wait --timeout"|"wait -t"|"wait --target"|"kill -s"|"kill --signal"|"kill --grace"|"kill -t"|"kill --target"|"rm -t"|"rm --target"|"resize -t"|"resize --target"|"events --since"|"respawn -t"|"respawn --target"|"focus -t"|"focus --target"|"resume -t"|"resume --target"|"rename -t"|"rename --target"|"workspace -t"|"workspace --target"|"tab -n"|"tab --name"|"tab -w"|"tab --workspace"|"tab -t"|"tab --target"|"split -n"|"split --name"|"split -c"|"split --cwd"|"split -e"|"split --env"|"split --size"|"split --timeout"|"split --idle-timeout"|"split --shell"|"split -w"|"split --workspace"|"split --tab-name"|"split -s"|"split --split"|"split --ratio"|"split --restore"|"split --resume"|"split -t"|"split --target"|"select-layout -t"|"select-layout --target"|"resize-split -t"|"resize-split --target"|"zoom -t"|"zoom --target"|"upgrade --binary"|"upgrade --timeout"|"upgrade --mode"|"upgrade --fault"|"service --binary") return 0 ;;
     esac
     return 1
 }
@@ -28,7 +28,7 @@ _ptyd() {
         if [[ $cur == -* ]]; then
             COMPREPLY=($(compgen -W "-L --namespace -h --help -V --version" -- "$cur"))
         else
-            COMPREPLY=($(compgen -W "server new ls attach clients detach send capture run wait kill rm resize events status stop save respawn focus resume rename workspace tab select-layout swap resize-split zoom upgrade version api shell-init service config completions manpage help demo" -- "$cur"))
+            COMPREPLY=($(compgen -W "server new ls attach clients detach send capture run wait kill rm resize events status stop save respawn focus resume rename workspace tab split select-layout swap resize-split zoom upgrade version api shell-init service config completions manpage help demo" -- "$cur"))
         fi
         return
     fi
@@ -37,6 +37,7 @@ _ptyd() {
         a) cmd=attach ;;
         remove) cmd=rm ;;
         ws) cmd=workspace ;;
+        split-window) cmd=split ;;
         layout) cmd=select-layout ;;
     esac
     case "$cmd $prev" in
@@ -99,6 +100,20 @@ _ptyd() {
         "tab -n"|"tab --name") COMPREPLY=(); return ;;
         "tab -w"|"tab --workspace") COMPREPLY=(); return ;;
         "tab -t"|"tab --target") COMPREPLY=(); return ;;
+        "split -n"|"split --name") COMPREPLY=(); return ;;
+        "split -c"|"split --cwd") COMPREPLY=($(compgen -d -- "$cur")); return ;;
+        "split -e"|"split --env") COMPREPLY=(); return ;;
+        "split --size") COMPREPLY=(); return ;;
+        "split --timeout") COMPREPLY=(); return ;;
+        "split --idle-timeout") COMPREPLY=(); return ;;
+        "split --shell") COMPREPLY=(); return ;;
+        "split -w"|"split --workspace") COMPREPLY=(); return ;;
+        "split --tab-name") COMPREPLY=(); return ;;
+        "split -s"|"split --split") COMPREPLY=($(compgen -W "$(_ptyd_panes)" -- "$cur")); return ;;
+        "split --ratio") COMPREPLY=(); return ;;
+        "split --restore") COMPREPLY=($(compgen -W "rerun shell hold" -- "$cur")); return ;;
+        "split --resume") COMPREPLY=(); return ;;
+        "split -t"|"split --target") COMPREPLY=($(compgen -W "$(_ptyd_panes)" -- "$cur")); return ;;
         "select-layout -t"|"select-layout --target") COMPREPLY=($(compgen -W "$(_ptyd_panes)" -- "$cur")); return ;;
         "resize-split -t"|"resize-split --target") COMPREPLY=($(compgen -W "$(_ptyd_panes)" -- "$cur")); return ;;
         "zoom -t"|"zoom --target") COMPREPLY=($(compgen -W "$(_ptyd_panes)" -- "$cur")); return ;;
@@ -143,6 +158,7 @@ _ptyd() {
             rename) COMPREPLY=($(compgen -W "-t --target --json --help" -- "$cur")) ;;
             workspace) COMPREPLY=($(compgen -W "-f --force -t --target --json --help" -- "$cur")) ;;
             tab) COMPREPLY=($(compgen -W "-n --name -w --workspace -f --force -t --target --json --help" -- "$cur")) ;;
+            split) COMPREPLY=($(compgen -W "-n --name -c --cwd -e --env --size --timeout --idle-timeout --shell --no-shell-integration -w --workspace --tab-name -s --split -v --vertical --ratio --restore --resume -t --target --json --help" -- "$cur")) ;;
             select-layout) COMPREPLY=($(compgen -W "-t --target --json --help" -- "$cur")) ;;
             swap) COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
             resize-split) COMPREPLY=($(compgen -W "-t --target --json --help" -- "$cur")) ;;
@@ -178,6 +194,7 @@ _ptyd() {
         rename) [ $npos = 0 ] && COMPREPLY=($(compgen -W "$(_ptyd_panes)" -- "$cur")) ;;
         workspace) [ $npos = 0 ] && COMPREPLY=($(compgen -W "new rename rm" -- "$cur")) ;;
         tab) [ $npos = 0 ] && COMPREPLY=($(compgen -W "new select rename rm" -- "$cur")) ;;
+        split) if [ $dashdash = 1 ] && [ $npos = 0 ]; then COMPREPLY=($(compgen -c -- "$cur")); elif [ $dashdash = 1 ]; then COMPREPLY=($(compgen -f -- "$cur")); fi ;;
         select-layout) [ $npos = 0 ] && COMPREPLY=($(compgen -W "even-horizontal even-vertical main-horizontal main-vertical tiled next previous" -- "$cur")) ;;
         swap) [ $npos = 0 ] && COMPREPLY=($(compgen -W "$(_ptyd_panes)" -- "$cur")) ;;
         resize-split) [ $npos = 0 ] && COMPREPLY=($(compgen -W "left right up down" -- "$cur")) ;;
@@ -186,7 +203,7 @@ _ptyd() {
         service) [ $npos = 0 ] && COMPREPLY=($(compgen -W "install uninstall" -- "$cur")) ;;
         config) [ $npos = 0 ] && COMPREPLY=($(compgen -W "check reload" -- "$cur")) ;;
         completions) [ $npos = 0 ] && COMPREPLY=($(compgen -W "bash zsh fish" -- "$cur")) ;;
-        help) [ $npos = 0 ] && COMPREPLY=($(compgen -W "server new ls attach clients detach send capture run wait kill rm resize events status stop save respawn focus resume rename workspace tab select-layout swap resize-split zoom upgrade version api shell-init service config completions manpage help demo" -- "$cur")) ;;
+        help) [ $npos = 0 ] && COMPREPLY=($(compgen -W "server new ls attach clients detach send capture run wait kill rm resize events status stop save respawn focus resume rename workspace tab split select-layout swap resize-split zoom upgrade version api shell-init service config completions manpage help demo" -- "$cur")) ;;
     esac
 }
 

@@ -1,5 +1,5 @@
-//! The commands that arrange a tab's panes: `select-layout`, `swap`,
-//! `resize-split` and `zoom`.
+//! The commands that arrange a tab's panes: `split`, `select-layout`,
+//! `swap`, `resize-split` and `zoom`.
 
 use super::args::Parsed;
 use super::cmd_attach::own_pane;
@@ -20,6 +20,35 @@ fn call(g: &Global, a: &Parsed, request: Request) -> Result<i32, CliError> {
 /// runs in, else none (the server takes the active tab's focus).
 fn current(g: &Global, a: &Parsed) -> Result<Option<String>, CliError> {
     Ok(a.value("target")?.or_else(|| own_pane(g)))
+}
+
+/// `ptyd split`: `new -d -s CURRENT`, side by side unless `-v`.
+pub fn split(g: &Global, a: &Parsed) -> Result<i32, CliError> {
+    if a.flag("workspace") || a.flag("tab-name") {
+        return Err(CliError::usage(
+            "split opens a pane beside another, in its tab: -w and --tab-name are for \
+             `ptyd new` and `ptyd tab new`",
+        ));
+    }
+    let mut params = super::pane_spec::params(a)?;
+    if a.flag("split") && a.flag("target") {
+        return Err(CliError::usage("give the pane to split once: -t TARGET"));
+    }
+    // No pane named: the server splits the current one (the focus of the
+    // caller's view), as `new -v` does.
+    params.split = a.value("target")?.or(params.split).or_else(|| own_pane(g));
+    params.direction = Some(if a.flag("vertical") {
+        crate::model::Direction::Vertical
+    } else {
+        crate::model::Direction::Horizontal
+    });
+    let info = connect(g)?.request(&Request::PaneCreate(params))?;
+    if a.flag("json") {
+        print_json(&info);
+    } else {
+        println!("{}", info["id"].as_str().unwrap_or_default());
+    }
+    Ok(0)
 }
 
 pub fn select_layout(g: &Global, a: &Parsed) -> Result<i32, CliError> {

@@ -134,8 +134,12 @@ fn call(g: &Global, a: &Parsed, request: Request) -> Result<i32, CliError> {
 }
 
 pub fn kill(g: &Global, a: &Parsed) -> Result<i32, CliError> {
+    let target = match a.target()?.or_else(|| super::cmd_attach::own_pane(g)) {
+        Some(t) => t,
+        None => a.need_target()?,
+    };
     let request = Request::PaneKill(methods::PaneKill {
-        target: a.need_target()?,
+        target,
         signal: a.value("signal")?,
         grace_ms: a.millis("grace")?,
     });
@@ -195,8 +199,20 @@ fn target_first(a: &Parsed) -> Result<Vec<String>, CliError> {
     Ok(args)
 }
 
+/// [`target_first`] for `resize` and `rename`, which take one operand
+/// after TARGET: given alone inside a pane, it is that pane's.
+fn own_pane_first(g: &Global, a: &Parsed) -> Result<Vec<String>, CliError> {
+    let mut args = target_first(a)?;
+    if args.len() == 1
+        && let Some(own) = super::cmd_attach::own_pane(g)
+    {
+        args.insert(0, own);
+    }
+    Ok(args)
+}
+
 pub fn resize(g: &Global, a: &Parsed) -> Result<i32, CliError> {
-    let [target, size] = target_first(a)?
+    let [target, size] = own_pane_first(g, a)?
         .try_into()
         .map_err(|_| CliError::usage("usage: ptyd resize TARGET COLSxROWS"))?;
     let (cols, rows) = pane_spec::parse_size(&size)?;
@@ -225,7 +241,7 @@ pub fn resume(g: &Global, a: &Parsed) -> Result<i32, CliError> {
 }
 
 pub fn rename(g: &Global, a: &Parsed) -> Result<i32, CliError> {
-    let [target, name] = target_first(a)?
+    let [target, name] = own_pane_first(g, a)?
         .try_into()
         .map_err(|_| CliError::usage("usage: ptyd rename TARGET NAME"))?;
     call(g, a, Request::PaneRename(methods::Rename { target, name }))

@@ -38,6 +38,7 @@ const HANDLERS: &[(&str, Handler)] = &[
     ("rename", super::cmd_pane::rename),
     ("workspace", super::cmd_tree::workspace),
     ("tab", super::cmd_tree::tab),
+    ("split", super::cmd_layout::split),
     ("select-layout", super::cmd_layout::select_layout),
     ("swap", super::cmd_layout::swap),
     ("resize-split", super::cmd_layout::resize_split),

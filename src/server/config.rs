@@ -101,6 +101,7 @@ pub const KEYS: &[&str] = &[
     "attach_lossless",
     "attach_direct",
     "status",
+    "pane_titles",
     "keys",
     "mouse",
     "update_environment",
@@ -201,6 +202,8 @@ pub struct UserConfig {
     pub attach_direct: bool,
     /// Where the tab view's status line goes.
     pub status: super::clients::tab_view::StatusPosition,
+    /// Where the tab view draws each pane's title (`view/titles.rs`).
+    pub pane_titles: crate::view::titles::PaneTitles,
     /// The tab view's keys after the prefix: the defaults with `[keys]`
     /// applied; and `[keys]` as written, for `values`.
     pub bindings: crate::view::bindings::Bindings,
@@ -237,6 +240,7 @@ impl Default for UserConfig {
             attach_lossless: false,
             attach_direct: true,
             status: Default::default(),
+            pane_titles: Default::default(),
             bindings: Default::default(),
             keys: Default::default(),
             update_environment: DEFAULT_UPDATE_ENVIRONMENT
@@ -292,6 +296,7 @@ impl UserConfig {
         m.insert("attach_lossless".into(), json!(self.attach_lossless));
         m.insert("attach_direct".into(), json!(self.attach_direct));
         m.insert("status".into(), json!(self.status));
+        m.insert("pane_titles".into(), json!(self.pane_titles));
         m.insert("keys".into(), json!(self.keys));
         m.insert("update_environment".into(), json!(self.update_environment));
         m.insert("mouse".into(), json!(self.mouse));
@@ -614,6 +619,16 @@ fn parse_all(path: &Path, text: &str) -> (UserConfig, Vec<String>) {
                 Err(e) => problems.push(format!(
                     "{place}: status must be \"bottom\", \"top\" or \"off\" ({}); using the \
                      default \"bottom\"",
+                    e.message().trim()
+                )),
+            },
+            "pane_titles" => match crate::view::titles::PaneTitles::deserialize(
+                ValueDeserializer::from(value),
+            ) {
+                Ok(v) => config.pane_titles = v,
+                Err(e) => problems.push(format!(
+                    "{place}: pane_titles must be \"off\", \"top\" or \"bottom\" ({}); using \
+                     the default \"off\"",
                     e.message().trim()
                 )),
             },

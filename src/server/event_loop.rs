@@ -111,6 +111,8 @@ impl Server {
             WAKE => {
                 self.on_save_results();
                 self.on_panes_woken();
+                #[cfg(windows)]
+                self.on_prompt_commands_ended();
                 let signals = self.signals.pending_on_wake();
                 self.handle_signals(signals);
             }
@@ -210,6 +212,10 @@ impl Server {
                 self.on_upgrade_child_exit(status);
                 continue;
             }
+            #[cfg(unix)]
+            if self.prompt_command_exited(pid, exit) {
+                continue;
+            }
             // While paused the manifest already describes this pane as
             // running; the new server learns the exit from the pidfd, or,
             // where the kernel cannot tell (before 6.15), from the keeper,
@@ -268,6 +274,10 @@ impl Server {
                 TimerKind::InputStall(conn) => self.check_input_stall(conn, now),
                 TimerKind::ViewFrame => self.wake_views(),
                 TimerKind::NamespaceCheck => self.on_namespace_check_timer(),
+                #[cfg(unix)]
+                TimerKind::PromptDeadline => self.on_prompt_deadline(now),
+                #[cfg(not(unix))]
+                TimerKind::PromptDeadline => {}
             }
         }
     }

@@ -167,6 +167,8 @@ pub struct Server {
     /// fails, so `ptyd stop` can say so and exit non-zero.
     stop_callers: Vec<ConnId>,
     tree: crate::workspace::Tree,
+    /// The commands of the tab views' `:` prompts still running.
+    prompt_runs: clients::tab_prompt::Runs,
     persist: persistence::Persistence,
     /// Bumped by each live upgrade; fences snapshot writes.
     generation: u64,
@@ -286,6 +288,7 @@ impl Server {
         let signals = crate::sys::Signals::new(poll.registry(), SIGNALS, &waker)
             .map_err(|e| format!("installing signal handlers: {e}"))?;
         let pane_wakes = crate::pty::PaneWakes::new(std::sync::Arc::clone(&waker));
+        let prompt_runs = clients::tab_prompt::Runs::new(std::sync::Arc::clone(&waker));
         let writer = persist::writer::Writer::spawn(std::sync::Arc::new(move || {
             let _ = waker.wake();
         }))
@@ -336,6 +339,7 @@ impl Server {
             stopping: false,
             stop_callers: Vec::new(),
             tree: crate::workspace::Tree::new(),
+            prompt_runs,
             persist: persistence::Persistence::new(Some(writer), history),
             generation: 1,
             paths,

@@ -49,6 +49,9 @@ pub enum TimerKind {
     /// Check that the socket and lock are still at their paths
     /// (`rebind.rs`).
     NamespaceCheck,
+    /// A command of a tab view's `:` prompt may have run too long
+    /// (`tab_prompt.rs`).
+    PromptDeadline,
 }
 
 #[derive(Debug, Default)]

@@ -226,9 +226,11 @@ impl Server {
         self.follow_tree(before);
     }
 
-    /// The focused pane of the active tab, for a request that names none.
+    /// The pane a request that names none acts on: the focus of the view
+    /// of the attached client used last, else of the active tab.
     pub(super) fn current_pane(&self) -> Result<PaneId, RpcError> {
-        self.tree.current().map(|(_, p)| p).ok_or_else(|| {
+        let current = self.latest_view().or_else(|| self.tree.current());
+        current.map(|(_, p)| p).ok_or_else(|| {
             RpcError::new(
                 ErrorCode::NotFound,
                 "no tab is active, so there is no current pane; name one (`ptyd ls` lists them)",
@@ -256,7 +258,8 @@ impl Server {
     /// absent: the active tab.
     fn tab_or_pane(&self, target: Option<&str>) -> Result<TabId, RpcError> {
         let Some(target) = target else {
-            return self.tree.current().map(|(t, _)| t).ok_or_else(|| {
+            let current = self.latest_view().or_else(|| self.tree.current());
+            return current.map(|(t, _)| t).ok_or_else(|| {
                 RpcError::new(
                     ErrorCode::NotFound,
                     "no tab is active; name a tab or a pane (`ptyd ls` lists them)",

@@ -7,11 +7,16 @@
 //! nothing is said so on the message line and changes nothing else: it
 //! never detaches, never reaches the pane.
 
+use super::chooser::{Choice, Chooser, Target};
 use super::geometry::Dir;
+use super::prompt::{Edit, Line, Purpose};
 use std::collections::BTreeMap;
 
+/// How far PageUp and PageDown move in the chooser.
+const CHOOSER_PAGE: usize = 10;
+
 /// The actions without an argument (the others: a direction, a tab number).
-const FIXED_ACTIONS: [Action; 14] = [
+const FIXED_ACTIONS: [Action; 16] = [
     Action::SplitRight,
     Action::SplitDown,
     Action::FocusNext,
@@ -26,6 +31,8 @@ const FIXED_ACTIONS: [Action; 14] = [
     Action::ScrollPageUp,
     Action::ListKeys,
     Action::SendPrefix,
+    Action::CommandPrompt,
+    Action::ChooseTree,
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,6 +62,10 @@ pub enum Action {
     ListKeys,
     /// The prefix key itself, to the pane.
     SendPrefix,
+    /// A ptyd command line, run against the view (`:`).
+    CommandPrompt,
+    /// The chooser over workspaces, tabs and panes (`w`).
+    ChooseTree,
 }
 
 const DIRS: [(Dir, &str); 4] = [
@@ -86,6 +97,8 @@ impl Action {
             Action::Resize(d) => format!("resize-{}", dir(d)),
             Action::ListKeys => "list-keys".into(),
             Action::SendPrefix => "send-prefix".into(),
+            Action::CommandPrompt => "command-prompt".into(),
+            Action::ChooseTree => "choose-tree".into(),
         }
     }
 
@@ -145,6 +158,8 @@ impl Default for Bindings {
         bind("[", Action::Scroll);
         bind("PageUp", Action::ScrollPageUp);
         bind("?", Action::ListKeys);
+        bind(":", Action::CommandPrompt);
+        bind("w", Action::ChooseTree);
         Bindings { keys }
     }
 }
@@ -337,8 +352,10 @@ pub enum Mode {
     Prefix,
     /// A yes/no question for `action` (`y` confirms).
     Confirm(Action),
-    /// A line being typed (a tab's new name).
-    Prompt { text: String },
+    /// A line being typed (a tab's new name, a command).
+    Prompt { purpose: Purpose, line: Line },
+    /// The chooser is shown and takes the keys.
+    Choose(Box<Chooser>),
 }
 
 /// What a run of typed bytes asks for, in order.
@@ -353,10 +370,12 @@ pub enum Out {
     Confirmed(Action),
     /// The question or prompt was dismissed.
     Cancelled,
-    /// The prompt's text changed (to draw it).
-    PromptEdited(String),
+    /// The prompt's text changed, or the chooser moved (to draw it).
+    Edited,
     /// The prompt's line was entered.
-    PromptDone(String),
+    PromptDone(Purpose, String),
+    /// A line of the chooser was picked.
+    Chosen(Target),
     /// A mouse report (SGR encoding) from the client's terminal.
     Mouse(MouseEvent),
 }
@@ -471,29 +490,29 @@ pub fn feed(mode: &mut Mode, bytes: &[u8], prefix: u8, bindings: &Bindings) -> V
                     Out::Cancelled
                 });
             }
-            Mode::Prompt { text } => match key.as_str() {
-                "Enter" => {
-                    let line = std::mem::take(text);
+            Mode::Prompt { purpose, line } => match line.key(&key) {
+                Edit::Done(text) => {
+                    out.push(Out::PromptDone(*purpose, text));
                     *mode = Mode::Typing;
-                    out.push(Out::PromptDone(line));
                 }
-                "Escape" | "C-c" | "C-g" => {
+                Edit::Cancelled => {
                     *mode = Mode::Typing;
                     out.push(Out::Cancelled);
                 }
-                "BSpace" | "C-h" => {
-                    text.pop();
-                    out.push(Out::PromptEdited(text.clone()));
+                Edit::Changed => out.push(Out::Edited),
+                Edit::Ignored => {}
+            },
+            Mode::Choose(chooser) => match chooser.key(&key, CHOOSER_PAGE) {
+                Choice::Chosen(target) => {
+                    *mode = Mode::Typing;
+                    out.push(Out::Chosen(target));
                 }
-                "Space" => {
-                    text.push(' ');
-                    out.push(Out::PromptEdited(text.clone()));
+                Choice::Left => {
+                    *mode = Mode::Typing;
+                    out.push(Out::Cancelled);
                 }
-                k if k.chars().count() == 1 && text.chars().count() < 200 => {
-                    text.push_str(k);
-                    out.push(Out::PromptEdited(text.clone()));
-                }
-                _ => {}
+                Choice::Moved => out.push(Out::Edited),
+                Choice::Ignored => {}
             },
         }
     }
@@ -557,10 +576,15 @@ mod tests {
             vec![Out::Confirmed(Action::Close)]
         );
         m = Mode::Prompt {
-            text: String::new(),
+            purpose: Purpose::Command,
+            line: Line::default(),
         };
-        let out = feed(&mut m, b"ab\x7fc\r", 0x1c, &b);
-        assert_eq!(out.last(), Some(&Out::PromptDone("ac".into())));
+        let out = feed(&mut m, b"ab\x7fc\x1b[Dx\r", 0x1c, &b);
+        assert_eq!(
+            out.last(),
+            Some(&Out::PromptDone(Purpose::Command, "axc".into()))
+        );
+        assert_eq!(m, Mode::Typing);
     }
 
     #[test]

@@ -11,6 +11,7 @@
 //! and hyperlinks (a pane shown alone, `--pane-only`, keeps them all).
 
 use super::geometry::{Geometry, Rect};
+use super::titles::Title;
 use crate::model::PaneId;
 use crate::term::{Cell, Color, Style, Terminal};
 
@@ -85,6 +86,11 @@ pub struct Scene<'a> {
     pub status: Option<(u16, Vec<Slot>)>,
     /// Lines drawn over the panes, top left of the tab (the key list).
     pub overlay: Option<&'a [String]>,
+    /// Pane titles, drawn over the borders (`titles.rs`).
+    pub titles: &'a [Title],
+    /// Where the cursor goes instead of the focused pane's: in a prompt's
+    /// line being typed.
+    pub line_cursor: Option<(u16, u16)>,
     /// The focused pane's cursor is not shown (it is in scroll mode).
     pub hide_cursor: bool,
     /// A pane in scroll mode: the rows its rectangle shows instead of its
@@ -132,6 +138,13 @@ pub fn compose(scene: &Scene<'_>) -> Frame {
                 Style::DEFAULT
             };
             f.set(x, y, Slot::new(g.border_char(x, y), style));
+        }
+    }
+    for t in scene.titles {
+        let style = if t.active { active } else { Style::DEFAULT };
+        let mut x = t.x;
+        for ch in t.text.chars() {
+            put_char(&mut f, &mut x, t.y, t.x.saturating_add(t.cols), ch, style);
         }
     }
     if let Some(lines) = scene.overlay {
@@ -244,7 +257,7 @@ impl Compositor {
     pub fn update(&mut self, scene: &Scene<'_>) -> Vec<u8> {
         let frame = compose(scene);
         let focus = (scene.terminals)(scene.focus);
-        let cursor = focus.and_then(|t| {
+        let pane_cursor = focus.and_then(|t| {
             let (col, row, visible) = t.cursor();
             let r = scene.geometry.rect_of(scene.focus)?;
             let (x, y) = (r.x + col, r.y + row);
@@ -257,6 +270,10 @@ impl Compositor {
                 && y < scene.rows)
                 .then_some((x, y))
         });
+        let cursor = scene
+            .line_cursor
+            .filter(|(x, y)| *x < scene.cols && *y < scene.rows)
+            .or(pane_cursor);
         let (mut modes, modes_off) = match focus {
             Some(t) => t.focus_modes(),
             None => (Vec::new(), &b""[..]),
@@ -436,6 +453,8 @@ mod tests {
                 focus: p(2),
                 status: Some((4, status.clone())),
                 overlay: None,
+                titles: &[],
+                line_cursor: None,
                 hide_cursor: false,
                 scrolled: None,
                 mouse: false,
@@ -462,6 +481,8 @@ mod tests {
             focus: p(2),
             status: Some((4, status)),
             overlay: None,
+            titles: &[],
+            line_cursor: None,
             hide_cursor: false,
             scrolled: None,
             mouse: false,

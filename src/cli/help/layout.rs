@@ -19,9 +19,31 @@ const CURRENT: Opt = opt_of(
     Some('t'),
     "target",
     "TARGET",
-    "the pane (default: the pane this runs in, else the focus of the active tab)",
+    "the pane (default: the pane this runs in, else the focused pane of the attached client used last, else the focus of the active tab)",
     Complete::Pane,
 );
+
+pub const SPLIT: Command = Command {
+    name: "split",
+    aliases: &["split-window"],
+    brief: "split [-v] [-t T] [-- ARGV...]",
+    summary: "open a pane beside the current one",
+    usage: &[
+        "split [-v] [-t TARGET] [--ratio R] [-n NAME] [-c DIR] [-e K=V]...",
+        "      [--shell STR | -- ARGV...]",
+    ],
+    about: "\
+Splits TARGET, side by side or with -v stacked (tmux's split-window -h and
+-v), and prints the new pane's id; the new pane is focused. TARGET defaults
+to the current pane: the pane this runs in, else the focused pane of the
+attached client that typed or resized last, else the focus of the active
+tab. The same as `ptyd new -d -s TARGET`; the new pane runs ARGV, STR, or
+a shell as `ptyd new` says.",
+    options: pane_spec_options![CURRENT, JSON],
+    args: Args::First(Complete::CommandLine),
+    operands: Operands::Argv,
+    hidden: &[],
+};
 
 pub const SELECT_LAYOUT: Command = Command {
     name: "select-layout",

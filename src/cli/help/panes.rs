@@ -84,8 +84,10 @@ status line (status in config.toml: bottom, top or off). The keys after
 the prefix KEY (default C-\\, prefix in config.toml) are tmux's: % split
 side by side, \" stacked, arrows and o move the focus, C-arrows move a
 border, z zoom, x close the pane (asks), c new tab, n p 0-9 select a tab,
-, rename it, [ scroll mode, ? list the keys, d detach; [keys] in
-config.toml changes them. A key bound to nothing says so on the status
+, rename it, [ scroll mode, ? list the keys, d detach, : a ptyd command
+run against the view (`:split -v`, `:kill`; no TARGET means the focused
+pane), w a chooser over workspaces, tabs and panes; [keys] in config.toml
+changes them. A key bound to nothing says so on the status
 line. Every client has its own tab; the layout follows the Tree, so
 `ptyd focus` and a split from the CLI show at once.
 
@@ -484,15 +486,15 @@ shell has shown no mark and has no integration they fail at once.",
 pub const KILL: Command = Command {
     name: "kill",
     aliases: &[],
-    brief: "kill TARGET",
+    brief: "kill [TARGET]",
     summary: "signal a pane's whole process tree",
-    usage: &["kill TARGET [--signal SIG] [--grace DUR]"],
+    usage: &["kill [TARGET] [--signal SIG] [--grace DUR]"],
     about: "\
 Without --signal: HUP to every process of the pane's session (what a
 closing terminal sends: a shell saves its history and ends, as in tmux),
 then TERM halfway through the grace period to what ignored it, then KILL to
 what is left at its end. With --signal SIG: SIG, then KILL after the grace
-period.",
+period. Without TARGET inside a pane, the pane this runs in.",
     options: &[
         opt_of(
             Some('s'),
@@ -541,12 +543,13 @@ pub const RM: Command = Command {
 pub const RESIZE: Command = Command {
     name: "resize",
     aliases: &[],
-    brief: "resize TARGET COLSxROWS",
+    brief: "resize [TARGET] COLSxROWS",
     summary: "resize a pane",
-    usage: &["resize TARGET COLSxROWS [--json]"],
+    usage: &["resize [TARGET] COLSxROWS [--json]"],
     about: "\
 Resizes the pane (columns 2-1000, rows 1-500). An attached client that
-types or resizes afterwards sets the size again (see `ptyd attach --help`).",
+types or resizes afterwards sets the size again (see `ptyd attach --help`).
+Without TARGET inside a pane, the pane this runs in.",
     options: &[
         TARGET,
         opt(None, "json", None, "print the pane's info as JSON"),
@@ -630,13 +633,14 @@ example an agent's `claude --resume <id>`). Programs inside a pane can run
 pub const RENAME: Command = Command {
     name: "rename",
     aliases: &[],
-    brief: "rename TARGET NAME",
+    brief: "rename [TARGET] NAME",
     summary: "give a pane a new name",
-    usage: &["rename TARGET NAME"],
+    usage: &["rename [TARGET] NAME"],
     about: "\
 Names the pane NAME (usable as TARGET from then on; kept across upgrades
 and restores). Names are unique and may not look like an id (p7, 7). Tabs
-keep their names: `ptyd tab rename` renames a tab.",
+keep their names: `ptyd tab rename` renames a tab. Without TARGET inside a
+pane, the pane this runs in.",
     options: &[
         TARGET,
         opt(None, "json", None, "print the pane's info as JSON"),

@@ -32,7 +32,9 @@ use crate::server::timers::TimerKind;
 use crate::view::bindings::{self, Action, Bindings, Mode, Out};
 use crate::view::compose::{Compositor, Scene};
 use crate::view::geometry::{Dir, Geometry, Rect, lay_out};
+use crate::view::prompt::{Line, Purpose};
 use crate::view::status::{self, Status, TabEntry};
+use crate::view::titles;
 use crate::workspace::layout::{Direction, Rect as LayoutRect, Side};
 use serde_json::json;
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -69,8 +71,11 @@ pub struct TabView {
     pub keys: Mode,
     pub compositor: Compositor,
     message: Option<(String, Instant)>,
-    /// The key list, shown over the panes until the next key.
-    overlay: Option<Vec<String>>,
+    /// The key list (or a command's output), shown over the panes until
+    /// the next key.
+    pub(super) overlay: Option<Vec<String>>,
+    /// The lines entered at the `:` prompt, oldest first.
+    pub history: Vec<String>,
     /// Its scroll mode over a pane, and what the mouse is dragging.
     pub scroll: super::tab_scroll::ViewScroll,
     /// What the last frame was drawn from, besides the panes' screens.
@@ -95,6 +100,7 @@ impl TabView {
             compositor: Compositor::default(),
             message: None,
             overlay: None,
+            history: Vec::new(),
             scroll: Default::default(),
             seen: 0,
             told: None,
@@ -164,6 +170,7 @@ impl Server {
     pub(in crate::server) fn shown_area(&self, tab: TabId) -> Option<(u16, u16)> {
         let (cols, rows) = self.clients_size(tab)?;
         let (area, _) = tab_area(cols, rows, self.status_position());
+        let area = titles::pane_area(area, self.config.pane_titles);
         Some((area.cols, area.rows))
     }
 
@@ -178,6 +185,7 @@ impl Server {
         let t = self.tree.tabs.get(&tab)?;
         let (cols, rows) = self.clients_size(tab).unwrap_or(fallback);
         let (area, _) = tab_area(cols, rows, self.status_position());
+        let area = titles::pane_area(area, self.config.pane_titles);
         Some(lay_out(&t.layout, zoom, area))
     }
 
@@ -404,8 +412,9 @@ impl Server {
             }
         }
         self.clients_size(tab).hash(&mut h);
-        // A reload may move the status line.
+        // A reload may move the status line, or the pane titles.
         (self.status_position() as u8).hash(&mut h);
+        (self.config.pane_titles as u8).hash(&mut h);
         h.finish()
     }
 
@@ -458,6 +467,12 @@ impl Server {
         let v = self.conns.get(&conn)?.tab_view()?;
         let tab = self.tree.tabs.get(&v.tab)?;
         let (_, status_row) = tab_area(cols, rows, self.status_position());
+        // The titles sit in the rows the layout was given up for, which
+        // are worked out at the tab's size (as `tab_geometry`).
+        let (tab_cols, tab_rows) = self.clients_size(v.tab).unwrap_or((cols, rows));
+        let (tab_rect, _) = tab_area(tab_cols, tab_rows, self.status_position());
+        let label = |p: PaneId| self.pane_label(p);
+        let titles = titles::titles(&g, tab_rect, self.config.pane_titles, tab.focus, &label);
         let message = v
             .message
             .as_ref()
@@ -469,7 +484,10 @@ impl Server {
         });
         let panes = &self.panes;
         let lookup = |id: PaneId| panes.get(&id.get()).map(|p| p.screen());
-        let overlay = v.overlay.clone();
+        let overlay = match &v.keys {
+            Mode::Choose(chooser) => Some(chooser.lines(usize::from(g.area.rows))),
+            _ => v.overlay.clone(),
+        };
         let scene = Scene {
             cols,
             rows,
@@ -478,6 +496,8 @@ impl Server {
             focus: v.focus,
             status,
             overlay: overlay.as_deref(),
+            titles: &titles,
+            line_cursor: status_row.zip(prompt_column(&v.keys)).map(|(y, x)| (x, y)),
             hide_cursor: scrolled.as_ref().is_some_and(|(p, _)| *p == v.focus),
             scrolled: scrolled.as_ref().map(|(p, rows)| (*p, &rows[..])),
             mouse: self.config.mouse && !read_only,
@@ -543,7 +563,7 @@ impl Server {
         if let Some(v) = v {
             match &v.keys {
                 Mode::Prefix => indicators.push("PREFIX".to_string()),
-                Mode::Confirm(_) | Mode::Prompt { .. } => {}
+                Mode::Confirm(_) | Mode::Prompt { .. } | Mode::Choose(_) => {}
                 Mode::Typing => {}
             }
             indicators.extend(v.scroll.indicator());
@@ -564,7 +584,9 @@ impl Server {
         indicators.extend(exited);
         let message = match v.map(|v| &v.keys) {
             Some(Mode::Confirm(Action::Close)) => Some(format!("kill pane {focus_id}? (y/n)")),
-            Some(Mode::Prompt { text }) => Some(format!("(rename tab) {text}")),
+            Some(Mode::Prompt { purpose, line }) => {
+                Some(format!("{}{}", purpose.label(), line.text()))
+            }
             _ => v.and_then(|v| v.scroll.message()).or(message),
         };
         Status {
@@ -630,8 +652,10 @@ impl Server {
                 ),
                 Out::Confirmed(Action::Close) => self.view_close(conn),
                 Out::Confirmed(_) => {}
-                Out::Cancelled | Out::PromptEdited(_) => self.mark_view_stale(conn),
-                Out::PromptDone(name) => self.view_rename(conn, name),
+                Out::Cancelled | Out::Edited => self.mark_view_stale(conn),
+                Out::PromptDone(Purpose::RenameTab, name) => self.view_rename(conn, name),
+                Out::PromptDone(Purpose::Command, line) => self.run_prompt_line(conn, line),
+                Out::Chosen(target) => self.chosen(conn, target),
                 Out::Mouse(event) => self.view_pointer(conn, event, read_only),
             }
             if !self
@@ -804,6 +828,7 @@ impl Server {
                 | Action::NextTab
                 | Action::PrevTab
                 | Action::SelectTab(_)
+                | Action::ChooseTree
         );
         if read_only && changes {
             self.view_say(conn, "read-only: this client changes nothing".into());
@@ -927,7 +952,8 @@ impl Server {
             Action::RenameTab => {
                 if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.tab_view_mut()) {
                     v.keys = Mode::Prompt {
-                        text: String::new(),
+                        purpose: Purpose::RenameTab,
+                        line: Line::default(),
                     };
                 }
                 self.mark_view_stale(conn);
@@ -972,6 +998,8 @@ impl Server {
                 }
                 self.mark_view_stale(conn);
             }
+            Action::CommandPrompt => self.open_command_prompt(conn),
+            Action::ChooseTree => self.open_chooser(conn),
         }
     }
 
@@ -1013,7 +1041,7 @@ impl Server {
     /// Client `conn` shows `tab` from now on, at the tab's default focus
     /// and zoom (the tab becomes its workspace's active one, for a bare
     /// `ptyd attach`).
-    fn show_tab(&mut self, conn: ConnId, tab: TabId) {
+    pub(super) fn show_tab(&mut self, conn: ConnId, tab: TabId) {
         let default = (self.tree.tabs.get(&tab)).map(|t| (t.focus, t.zoom.is_some()));
         if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.tab_view_mut())
             && let Some((focus, zoom)) = default
@@ -1081,8 +1109,19 @@ impl Server {
     }
 }
 
+/// The column of the cursor in a prompt's line on the status line.
+fn prompt_column(keys: &Mode) -> Option<u16> {
+    let Mode::Prompt { purpose, line } = keys else {
+        return None;
+    };
+    let before: String = line.text().chars().take(line.cursor()).collect();
+    let width = unicode_width::UnicodeWidthStr::width(purpose.label())
+        + unicode_width::UnicodeWidthStr::width(before.as_str());
+    Some(u16::try_from(width).unwrap_or(u16::MAX))
+}
+
 /// The directory an OSC 7 `file://host/path` names.
-fn cwd_of_osc7(url: &str) -> Option<String> {
+pub(super) fn cwd_of_osc7(url: &str) -> Option<String> {
     let path = url
         .strip_prefix("file://")
         .map_or(url, |rest| rest.find('/').map_or("", |i| &rest[i..]));
