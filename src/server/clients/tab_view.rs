@@ -14,8 +14,10 @@
 //! the tab's clients under the `window_size` policy (per tab); a client
 //! of another size is shown that layout clipped or padded. Frames: at most
 //! one per [`FRAME_INTERVAL`] per client, so a pane flooding output costs
-//! its neighbours no more than that; a change after a quiet spell (a
-//! keystroke's echo) goes out in the turn it came.
+//! its neighbours no more than that; a change after a quiet spell goes out
+//! in the turn it came, and so does the focused pane's first output after
+//! the client typed into it (the echo), however busy the other panes are:
+//! one frame more per keystroke at most.
 
 use super::connection::{ConnId, ConnMode};
 use crate::model::{PaneId, TabId};
@@ -68,6 +70,12 @@ pub struct TabView {
     /// The view the client was last told (`VIEW`).
     told: Option<Vec<u8>>,
     last_frame: Option<Instant>,
+    /// Keys went to the focused pane since the last frame that showed its
+    /// output: its next output is their echo.
+    typed: bool,
+    /// The focused pane printed since keys were typed into it: the next
+    /// frame goes out at once, whatever the frame interval says.
+    echo: bool,
     /// A frame timer is armed for this instant.
     timer_at: Option<Instant>,
     /// Tabs with output since this client last showed them.
@@ -87,6 +95,8 @@ impl TabView {
             seen: 0,
             told: None,
             last_frame: None,
+            typed: false,
+            echo: false,
             timer_at: None,
             activity: Default::default(),
         }
@@ -367,6 +377,9 @@ impl Server {
             if v.tab == tab {
                 c.view.stale = true;
                 any = true;
+                if v.typed && matches!(c.mode, ConnMode::Attached { pane: p, .. } if p == pane) {
+                    v.echo = true;
+                }
             } else {
                 v.activity.insert(tab);
             }
@@ -383,10 +396,10 @@ impl Server {
     ) -> Option<Vec<u8>> {
         let c = self.conns.get(&conn)?;
         let v = c.view.tab.as_ref()?;
-        if let Some(last) = v.last_frame
-            && now < last + FRAME_INTERVAL
-        {
-            let at = last + FRAME_INTERVAL;
+        // An echo that comes before the frame interval is up brings only
+        // its pane: the others' changes wait for the interval.
+        let echo_only = v.echo && frame_wait(v.last_frame, now, false).is_some();
+        if let Some(at) = frame_wait(v.last_frame, now, v.echo) {
             if v.timer_at != Some(at) {
                 self.timers.add(at, TimerKind::ViewFrame);
                 if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.view.tab.as_mut()) {
@@ -432,11 +445,24 @@ impl Server {
             mouse: self.config.mouse && !read_only,
         };
         let c = self.conns.get_mut(&conn)?;
-        c.view.stale = false;
+        // After an echo's frame the view stays stale: the next look arms
+        // the frame timer for what the other panes still owe.
+        c.view.stale = echo_only;
+        self.stale_views |= echo_only;
         let v = c.view.tab.as_mut()?;
-        let bytes = v.compositor.update(&scene);
-        if !bytes.is_empty() {
+        let bytes = if echo_only {
+            v.compositor.update_focused(&scene)
+        } else {
+            v.compositor.update(&scene)
+        };
+        // An echo's frame leaves the other panes' changes to the next
+        // frame, due when it would have been.
+        if !bytes.is_empty() && !echo_only {
             v.last_frame = Some(now);
+        }
+        if v.echo {
+            v.typed = false;
+            v.echo = false;
         }
         if message.is_none() {
             v.message = None;
@@ -631,6 +657,9 @@ impl Server {
         }) else {
             return;
         };
+        if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.view.tab.as_mut()) {
+            v.typed = true;
+        }
         if let Err((msg, _)) = self.type_into(conn, pane, bytes) {
             self.log.log("input_dropped", &msg);
             self.view_say(
@@ -930,6 +959,13 @@ impl Server {
     }
 }
 
+/// When a view's next frame may go out if not `now`: a frame interval
+/// after the last one, unless it carries an echo.
+fn frame_wait(last: Option<Instant>, now: Instant, echo: bool) -> Option<Instant> {
+    let at = last? + FRAME_INTERVAL;
+    (now < at && !echo).then_some(at)
+}
+
 /// The directory an OSC 7 `file://host/path` names.
 fn cwd_of_osc7(url: &str) -> Option<String> {
     let path = url
@@ -944,5 +980,21 @@ fn dir_word(d: Dir) -> &'static str {
         Dir::Right => "right",
         Dir::Up => "above",
         Dir::Down => "below",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_wait_out_the_interval_except_an_echo() {
+        let now = Instant::now();
+        assert_eq!(frame_wait(None, now, false), None, "a first frame goes out");
+        let last = now - FRAME_INTERVAL / 2;
+        assert_eq!(frame_wait(Some(last), now, false), Some(last + FRAME_INTERVAL));
+        assert_eq!(frame_wait(Some(last), now, true), None, "an echo goes out at once");
+        let long_ago = now - FRAME_INTERVAL * 2;
+        assert_eq!(frame_wait(Some(long_ago), now, false), None);
     }
 }
