@@ -7,6 +7,7 @@
 
 pub mod crash;
 pub mod echo;
+pub mod pace;
 pub mod persist;
 pub mod pty;
 pub mod relay;

@@ -76,6 +76,33 @@ impl PtyProc {
         }
     }
 
+    /// Reads and discards output for `span`; returns the byte count. An
+    /// end of output before then is an error: the program being measured
+    /// died.
+    pub fn drain_for(&mut self, span: Duration) -> Res<u64> {
+        let deadline = Instant::now() + span;
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut total = 0u64;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(total);
+            }
+            if !wait_readable(self.master.as_raw_fd(), left)? {
+                continue;
+            }
+            match self.master.read(&mut buf) {
+                Ok(0) => return Err(format!("end of output after {total} bytes")),
+                Ok(n) => total += n as u64,
+                Err(e) if e.raw_os_error() == Some(libc::EIO) => {
+                    return Err(format!("the terminal closed after {total} bytes"));
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(format!("reading the PTY: {e}")),
+            }
+        }
+    }
+
     /// Reads as fast as it can until `marker` has gone by, giving up after
     /// `timeout`; returns the bytes read and when the read that completed the
     /// marker returned. A read is searched only when it holds the marker's

@@ -33,6 +33,7 @@ mod latency;
 mod live_upgrade;
 mod memory;
 mod save_restore;
+mod split_cpu;
 mod split_echo;
 mod split_view;
 mod svg;
@@ -71,6 +72,7 @@ const SECTIONS: &[&str] = &[
     "throughput",
     "split",
     "split_echo",
+    "split_cpu",
     "latency",
     "memory",
     "attach",
@@ -79,6 +81,11 @@ const SECTIONS: &[&str] = &[
     "persist",
     "crash",
 ];
+
+/// The sections that measure the tab view, reported together under one
+/// heading ([`TAB_VIEW_HEADING`]).
+const TAB_VIEW_SECTIONS: &[&str] = &["split", "split_echo", "split_cpu"];
+const TAB_VIEW_HEADING: &str = "## Tab view";
 
 /// What a mode measures.
 struct Scale {
@@ -205,6 +212,7 @@ fn parse_args() -> Res<Args> {
 fn main() {
     // The echo and throughput rows run this binary as their relay floor.
     common::relay::run_if_relay();
+    common::pace::run_if_pacer();
     match run() {
         Ok(0) => {}
         Ok(failed) => {
@@ -297,7 +305,10 @@ fn run() -> Res<usize> {
     let mut sections = Vec::new();
     let mut blackout: Vec<(usize, f64, f64)> = Vec::new();
     let mut bars: Vec<svg::Bar> = Vec::new();
+    let mut tab_bars = svg::TabBars::default();
     let mut goals = Vec::new();
+    // Which of `goals` are the tab view's.
+    let mut tab_goals: Vec<usize> = Vec::new();
 
     let step = |name: &str| {
         eprintln!(
@@ -335,9 +346,17 @@ fn run() -> Res<usize> {
     }
     if let (true, Some(inputs)) = (wants("split"), &inputs) {
         step("split-view throughput");
-        let (s, g) = split_view::split_view(&plan, &ptyd_bin, nofile, tmp, inputs);
+        let (s, g) = split_view::split_view(
+            &plan,
+            &ptyd_bin,
+            nofile,
+            tmp,
+            inputs,
+            &mut tab_bars.throughput,
+        );
         print!("\n{}", s.to_text());
         sections.push(s);
+        tab_goals.extend(goals.len()..goals.len() + g.len());
         goals.extend(g);
     }
     if wants("split_echo") {
@@ -345,7 +364,14 @@ fn run() -> Res<usize> {
         let (s, g) = split_echo::split_echo(&plan, &ptyd_bin, nofile, tmp);
         print!("\n{}", s.to_text());
         sections.push(s);
+        tab_goals.extend(goals.len()..goals.len() + g.len());
         goals.extend(g);
+    }
+    if wants("split_cpu") {
+        step("split-view server cpu");
+        let s = split_cpu::split_cpu(&plan, &ptyd_bin, nofile, tmp, &mut tab_bars.cpu);
+        print!("\n{}", s.to_text());
+        sections.push(s);
     }
     if let (true, Some(inputs)) = (wants("latency"), &inputs) {
         step("echo latency");
@@ -429,23 +455,44 @@ fn run() -> Res<usize> {
     let text = serde_json::to_string_pretty(&json).map_err(|e| e.to_string())?;
     write(&json_path, &text)?;
     // A partial run (--only) does not replace the committed report unless
-    // asked to.
+    // asked to; one of the tab view's sections only replaces its part.
     let docs = match (args.docs, &args.only) {
         (Some(d), _) => Some(d),
         (None, None) => Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs")),
         (None, Some(_)) => None,
     };
+    let tab_only = args
+        .only
+        .as_ref()
+        .is_some_and(|o| o.iter().all(|k| TAB_VIEW_SECTIONS.contains(&k.as_str())));
+    let tab_view =
+        |goals_shown: &[&Goal]| tab_view_markdown(&plan, &machine, &sections, goals_shown);
+    let tab_goal_list: Vec<&Goal> = tab_goals.iter().map(|&i| &goals[i]).collect();
     match docs {
+        Some(docs) if tab_only => {
+            let md_path = docs.join("benchmarks.md");
+            let old = std::fs::read_to_string(&md_path)
+                .map_err(|e| format!("reading {}: {e}", md_path.display()))?;
+            write(&md_path, &splice_tab_view(&old, &tab_view(&tab_goal_list)))?;
+            println!(
+                "wrote {} and the tab view's part of {}",
+                json_path.display(),
+                md_path.display()
+            );
+        }
         Some(docs) => {
             std::fs::create_dir_all(&docs)
                 .map_err(|e| format!("creating {}: {e}", docs.display()))?;
             let svg_path = docs.join("benchmarks.svg");
             write(
                 &svg_path,
-                &svg::draw(plan.mode, &machine.date, &bars, &blackout),
+                &svg::draw(plan.mode, &machine.date, &bars, &blackout, &tab_bars),
             )?;
             let md_path = docs.join("benchmarks.md");
             let mut md = to_markdown(&plan, &machine, &sections, &goals, failed);
+            if sections.iter().any(|s| TAB_VIEW_SECTIONS.contains(&s.key)) {
+                md.push_str(&tab_view(&tab_goal_list));
+            }
             md.push_str(&kept_sections(&md_path));
             write(&md_path, &md)?;
             println!(
@@ -565,9 +612,74 @@ fn to_markdown(
     }
     out.push('\n');
     for s in sections {
-        out.push_str(&s.to_markdown());
+        if !TAB_VIEW_SECTIONS.contains(&s.key) {
+            out.push_str(&s.to_markdown());
+        }
     }
     out
+}
+
+/// The tab view's part of benchmarks.md: its sections and goals, and the
+/// run they come from (a run of these sections alone rewrites only this).
+fn tab_view_markdown(plan: &Scale, m: &Machine, sections: &[Section], goals: &[&Goal]) -> String {
+    let mut out = format!("{TAB_VIEW_HEADING}\n\n");
+    out.push_str(&table::wrap(
+        &format!(
+            "`ptyd attach` showing a tab of several panes, the server composing each frame \
+             from the panes' terminal models, against `tmux attach` to a window split the same \
+             way. Generated by `cargo bench --bench report -- {}--only {} --docs docs` on {} \
+             ({} mode), ptyd commit {}; load average (1/5/15 min) at start {}, at end {} on {} \
+             cores. On a loaded machine absolute figures vary from run to run: compare the \
+             ratios, measured in the same run.",
+            if plan.mode == "quick" { "--quick " } else { "" },
+            TAB_VIEW_SECTIONS.join(","),
+            m.date,
+            plan.mode,
+            m.commit,
+            m.load_start,
+            m.load_end,
+            m.cores
+        ),
+        78,
+        "",
+    ));
+    out.push('\n');
+    if !goals.is_empty() {
+        out.push_str("| verdict | goal | figures |\n|---|---|---|\n");
+        for g in goals {
+            out.push_str(&format!(
+                "| {} | {} | {} |\n",
+                g.verdict(),
+                g.name,
+                g.detail
+            ));
+        }
+        out.push('\n');
+    }
+    for s in sections {
+        if TAB_VIEW_SECTIONS.contains(&s.key) {
+            out.push_str(&s.to_markdown_at(3));
+        }
+    }
+    out
+}
+
+/// `old` (benchmarks.md) with its tab view part replaced by `part`, or
+/// `part` added before the hand-written figures if it had none.
+fn splice_tab_view(old: &str, part: &str) -> String {
+    let heading = format!("\n{TAB_VIEW_HEADING}\n");
+    if let Some(at) = old.find(&heading) {
+        let from = at + 1;
+        let body = from + TAB_VIEW_HEADING.len();
+        let to = old[body..]
+            .find("\n## ")
+            .map_or(old.len(), |i| body + i + 1);
+        return format!("{}{part}{}", &old[..from], &old[to..]);
+    }
+    let before = old
+        .find("\n## Figures behind the design")
+        .map_or(old.len(), |i| i + 1);
+    format!("{}{part}{}", &old[..before], &old[before..])
 }
 
 /// The target directory this bench runs from (`target/release/deps/..`).

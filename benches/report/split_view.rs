@@ -2,9 +2,11 @@
 //! side by side, through `ptyd attach` (the server composes the view) and
 //! `tmux attach` (a window split the same way), against a bare PTY.
 
+use crate::common::median;
 use crate::common::server::PtydServer;
 use crate::common::throughput::{EndToEnd, Ptyd, Terminal, Throughput, end_to_end};
-use crate::table::{Goal, Section};
+use crate::svg;
+use crate::table::{Cell, Goal, Section};
 use crate::throughput::{Input, summarize};
 use crate::{COLS, ROWS, Scale};
 use std::path::Path;
@@ -20,6 +22,7 @@ pub fn split_view(
     nofile: u64,
     tmp: &Path,
     files: &[Input; 2],
+    bars: &mut Vec<svg::Bar>,
 ) -> (Section, Vec<Goal>) {
     let mut s = Section::new(
         "split",
@@ -35,6 +38,7 @@ pub fn split_view(
             "bytes to the terminal",
             "server cpu s",
             "client cpu s",
+            "server cpu s per s",
         ],
     );
     s.note = format!(
@@ -42,7 +46,8 @@ pub fn split_view(
          pane, `sleep` in the right one, and the client shows both under its status line. \
          ptyd's server composes each frame from the panes' terminal models and writes what \
          changed; tmux redraws its window the same way. Bare is cat alone in a {COLS}x{ROWS} \
-         PTY. \"bytes to the terminal\" is everything the client's terminal received. {} \
+         PTY. \"bytes to the terminal\" is everything the client's terminal received; \"server \
+         cpu s per s\" the server's CPU time over the run's wall time. {} \
          interleaved runs per row.",
         plan.runs
     );
@@ -83,7 +88,30 @@ pub fn split_view(
             let sum = summarize(&times[i], &times[0], input.bytes);
             let label = format!("{}: {}", input.name, term.label());
             summaries.push(sum.as_ref().ok().map(|x| (x.mbs, x.received)));
-            s.push(label, sum.map(|x| x.cells));
+            if let Ok(x) = &sum {
+                bars.push(svg::Bar {
+                    group: input.name.to_string(),
+                    label: term.label().to_string(),
+                    value: x.mbs,
+                });
+            }
+            let per_s: Vec<f64> = times[i]
+                .iter()
+                .filter_map(|t| t.as_ref().ok())
+                .filter_map(|t| Some(t.server_cpu?.as_secs_f64() / t.elapsed.as_secs_f64()))
+                .collect();
+            s.push(
+                label,
+                sum.map(|x| {
+                    let mut cells = x.cells;
+                    cells.push(if per_s.is_empty() {
+                        Cell::text("-")
+                    } else {
+                        Cell::num(median(per_s), 2)
+                    });
+                    cells
+                }),
+            );
         }
         let (ptyd, tmux) = (summaries[1], summaries[2]);
         goals.push(Goal {

@@ -54,24 +54,33 @@ fn trim(v: f64) -> String {
     }
 }
 
-/// The whole picture: bars on the left, blackout on the right.
-/// `blackout` is (panes, p50 ms, p99 ms) per pane count.
-pub fn draw(mode: &str, date: &str, bars: &[Bar], blackout: &[(usize, f64, f64)]) -> String {
-    let mut out = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{H}\" \
-         viewBox=\"0 0 {W} {H}\" font-family=\"sans-serif\">\n\
-         <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
-         <text x=\"10\" y=\"20\" font-size=\"14\">ptyd benchmark report ({}), {}</text>\n",
-        esc(mode),
-        esc(date)
-    );
-    // Throughput bars.
-    let (x0, x1, y0, y1) = (60.0, 520.0, 320.0, 60.0);
+/// The tab view's bars: split-view throughput and the server's CPU per
+/// second of composed frames, ptyd against tmux.
+#[derive(Default)]
+pub struct TabBars {
+    pub throughput: Vec<Bar>,
+    pub cpu: Vec<Bar>,
+}
+
+/// A chart's box (x0, x1, y0 the bottom, y1 the top), its title, and its
+/// legend's row and spacing.
+struct Chart<'a> {
+    frame: (f64, f64, f64, f64),
+    title: &'a str,
+    legend: (f64, f64),
+    none: &'a str,
+}
+
+/// Grouped bars, one colour per label.
+fn bar_chart(out: &mut String, chart: &Chart<'_>, bars: &[Bar]) {
+    let (x0, x1, y0, y1) = chart.frame;
     out.push_str(&format!(
-        "<text x=\"{x0}\" y=\"45\" font-size=\"13\">Output throughput, MB/s (higher is better)</text>\n"
+        "<text x=\"{x0}\" y=\"{:.1}\" font-size=\"13\">{}</text>\n",
+        y1 - 15.0,
+        esc(chart.title)
     ));
     let max = nice_max(bars.iter().map(|b| b.value).fold(0.0, f64::max));
-    grid(&mut out, x0, x1, y0, y1, max, "");
+    grid(out, x0, x1, y0, y1, max, "");
     let mut groups: Vec<&str> = Vec::new();
     let mut labels: Vec<&str> = Vec::new();
     for b in bars {
@@ -82,47 +91,109 @@ pub fn draw(mode: &str, date: &str, bars: &[Bar], blackout: &[(usize, f64, f64)]
             labels.push(&b.label);
         }
     }
-    if !groups.is_empty() && !labels.is_empty() {
-        let gw = (x1 - x0) / groups.len() as f64;
-        let bw = gw * 0.8 / labels.len() as f64;
-        for (gi, g) in groups.iter().enumerate() {
-            let gx = x0 + gw * gi as f64 + gw * 0.1;
-            out.push_str(&format!(
-                "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" font-size=\"12\">{}</text>\n",
-                gx + gw * 0.4,
-                y0 + 16.0,
-                esc(g)
-            ));
-            for (li, l) in labels.iter().enumerate() {
-                let Some(b) = bars.iter().find(|b| b.group == *g && b.label == *l) else {
-                    continue;
-                };
-                let h = (y0 - y1) * (b.value / max).clamp(0.0, 1.0);
-                let x = gx + bw * li as f64;
-                out.push_str(&format!(
-                    "<rect x=\"{x:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{h:.1}\" fill=\"{}\"/>\n\
-                     <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" font-size=\"10\">{}</text>\n",
-                    y0 - h,
-                    bw * 0.9,
-                    COLOURS[li % COLOURS.len()],
-                    x + bw * 0.45,
-                    y0 - h - 3.0,
-                    trim(b.value)
-                ));
-            }
-        }
+    if groups.is_empty() || labels.is_empty() {
+        out.push_str(&format!(
+            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"12\">{}</text>\n",
+            x0 + 40.0,
+            (y0 + y1) / 2.0,
+            esc(chart.none)
+        ));
+        return;
+    }
+    let gw = (x1 - x0) / groups.len() as f64;
+    let bw = gw * 0.8 / labels.len() as f64;
+    for (gi, g) in groups.iter().enumerate() {
+        let gx = x0 + gw * gi as f64 + gw * 0.1;
+        out.push_str(&format!(
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" font-size=\"12\">{}</text>\n",
+            gx + gw * 0.4,
+            y0 + 16.0,
+            esc(g)
+        ));
         for (li, l) in labels.iter().enumerate() {
-            let x = x0 + 115.0 * li as f64;
+            let Some(b) = bars.iter().find(|b| b.group == *g && b.label == *l) else {
+                continue;
+            };
+            let h = (y0 - y1) * (b.value / max).clamp(0.0, 1.0);
+            let x = gx + bw * li as f64;
             out.push_str(&format!(
-                "<rect x=\"{x}\" y=\"345\" width=\"10\" height=\"10\" fill=\"{}\"/>\n\
-                 <text x=\"{}\" y=\"354\" font-size=\"11\">{}</text>\n",
+                "<rect x=\"{x:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{h:.1}\" fill=\"{}\"/>\n\
+                 <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" font-size=\"10\">{}</text>\n",
+                y0 - h,
+                bw * 0.9,
                 COLOURS[li % COLOURS.len()],
-                x + 14.0,
-                esc(l)
+                x + bw * 0.45,
+                y0 - h - 3.0,
+                trim(b.value)
             ));
         }
-    } else {
-        out.push_str("<text x=\"200\" y=\"200\" font-size=\"12\">no throughput measured</text>\n");
+    }
+    let (ly, step) = chart.legend;
+    for (li, l) in labels.iter().enumerate() {
+        let x = x0 + step * li as f64;
+        out.push_str(&format!(
+            "<rect x=\"{x}\" y=\"{ly}\" width=\"10\" height=\"10\" fill=\"{}\"/>\n\
+             <text x=\"{}\" y=\"{}\" font-size=\"11\">{}</text>\n",
+            COLOURS[li % COLOURS.len()],
+            x + 14.0,
+            ly + 9.0,
+            esc(l)
+        ));
+    }
+}
+
+/// The whole picture: bars on the left, blackout on the right, and below
+/// them, when the tab view was measured, its two charts.
+/// `blackout` is (panes, p50 ms, p99 ms) per pane count.
+pub fn draw(
+    mode: &str,
+    date: &str,
+    bars: &[Bar],
+    blackout: &[(usize, f64, f64)],
+    tab: &TabBars,
+) -> String {
+    let tab_row = !tab.throughput.is_empty() || !tab.cpu.is_empty();
+    let height = if tab_row { 2.0 * H } else { H };
+    let mut out = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{height}\" \
+         viewBox=\"0 0 {W} {height}\" font-family=\"sans-serif\">\n\
+         <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
+         <text x=\"10\" y=\"20\" font-size=\"14\">ptyd benchmark report ({}), {}</text>\n",
+        esc(mode),
+        esc(date)
+    );
+    let (y0, y1) = (320.0, 60.0);
+    bar_chart(
+        &mut out,
+        &Chart {
+            frame: (60.0, 520.0, y0, y1),
+            title: "Output throughput, MB/s (higher is better)",
+            legend: (345.0, 115.0),
+            none: "no throughput measured",
+        },
+        bars,
+    );
+    if tab_row {
+        bar_chart(
+            &mut out,
+            &Chart {
+                frame: (60.0, 520.0, H + y0, H + y1),
+                title: "Tab view, cat in one pane of two: MB/s (higher is better)",
+                legend: (H + 345.0, 150.0),
+                none: "no split-view throughput measured",
+            },
+            &tab.throughput,
+        );
+        bar_chart(
+            &mut out,
+            &Chart {
+                frame: (620.0, 880.0, H + y0, H + y1),
+                title: "Tab view: server CPU s per s (lower is better)",
+                legend: (H + 345.0, 130.0),
+                none: "no server CPU measured",
+            },
+            &tab.cpu,
+        );
     }
     // Blackout against pane count.
     let (x0, x1) = (620.0, 880.0);

@@ -147,7 +147,12 @@ impl Section {
     }
 
     pub fn to_markdown(&self) -> String {
-        let mut out = format!("## {}\n\n", self.title);
+        self.to_markdown_at(2)
+    }
+
+    /// The section under a heading of `level` (`##` is 2).
+    pub fn to_markdown_at(&self, level: usize) -> String {
+        let mut out = format!("{} {}\n\n", "#".repeat(level), self.title);
         if !self.note.is_empty() {
             out.push_str(&wrap(&self.note, 78, ""));
             out.push('\n');

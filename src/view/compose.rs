@@ -108,21 +108,27 @@ pub fn active_border() -> Style {
     s
 }
 
+/// `pane`'s cells into its rectangle: its screen, or the rows its scroll
+/// mode shows.
+fn draw_pane(f: &mut Frame, scene: &Scene<'_>, pane: PaneId, rect: Rect) {
+    match scene.scrolled {
+        Some((p, rows)) if p == pane => {
+            draw_rows(f, rect, |r| rows.get(r).map(|row| &row[..]));
+        }
+        _ => {
+            if let Some(t) = (scene.terminals)(pane) {
+                draw_rows(f, rect, |r| t.row_cells(r));
+            }
+        }
+    }
+}
+
 /// Composes `scene` into a frame.
 pub fn compose(scene: &Scene<'_>) -> Frame {
     let mut f = Frame::blank(scene.cols, scene.rows);
     let g = scene.geometry;
     for &(pane, rect) in &g.panes {
-        match scene.scrolled {
-            Some((p, rows)) if p == pane => {
-                draw_rows(&mut f, rect, |r| rows.get(r).map(|row| &row[..]));
-            }
-            _ => {
-                if let Some(t) = (scene.terminals)(pane) {
-                    draw_rows(&mut f, rect, |r| t.row_cells(r));
-                }
-            }
-        }
+        draw_pane(&mut f, scene, pane, rect);
     }
     let active = active_border();
     for b in &g.borders {
@@ -255,7 +261,35 @@ impl Compositor {
     /// The bytes that show `scene`; empty when the terminal shows it
     /// already.
     pub fn update(&mut self, scene: &Scene<'_>) -> Vec<u8> {
-        let frame = compose(scene);
+        self.update_with(scene, false)
+    }
+
+    /// As [`Compositor::update`], but only the focused pane's rectangle is
+    /// brought up to date (and the cursor and modes): the rest of the
+    /// terminal keeps what the last frame showed, for the next update to
+    /// bring. A keystroke's echo goes out this way between two frames: a
+    /// few bytes, not the other panes' flood. A whole update when there is
+    /// no last frame of this size or the key list covers the panes.
+    pub fn update_focused(&mut self, scene: &Scene<'_>) -> Vec<u8> {
+        self.update_with(scene, true)
+    }
+
+    fn update_with(&mut self, scene: &Scene<'_>, focused_only: bool) -> Vec<u8> {
+        let partial = match &self.last {
+            Some(last)
+                if focused_only
+                    && scene.overlay.is_none()
+                    && (last.cols, last.rows) == (scene.cols, scene.rows) =>
+            {
+                let mut f = last.clone();
+                if let Some(r) = scene.geometry.rect_of(scene.focus) {
+                    draw_pane(&mut f, scene, scene.focus, r);
+                }
+                Some(f)
+            }
+            _ => None,
+        };
+        let frame = partial.unwrap_or_else(|| compose(scene));
         let focus = (scene.terminals)(scene.focus);
         let pane_cursor = focus.and_then(|t| {
             let (col, row, visible) = t.cursor();
@@ -492,5 +526,60 @@ mod tests {
         assert!(body.contains("\x1b[1;17H!"), "{body:?}");
         assert_eq!(body, "\x1b[?2026h\x1b[?25l\x1b[1;17H!\x1b[?2026l\x1b[?25h");
         assert!(comp.update(&scene).is_empty(), "nothing changed");
+    }
+
+    #[test]
+    fn a_focused_update_brings_only_the_focused_pane_and_the_next_the_rest() {
+        let mut layout = Layout::Pane(p(1));
+        layout.split(p(1), p(2), Direction::Horizontal, 0.5);
+        let g = lay_out(&layout, None, Rect::new(0, 0, 21, 4));
+        let mut left = term(10, 4, "left");
+        let mut right = term(10, 4, "right");
+        let mut comp = Compositor::default();
+        let update = |comp: &mut Compositor, l: &Terminal, r: &Terminal, focused: bool| {
+            let lookup = move |id: PaneId| if id == p(1) { Some(l) } else { Some(r) };
+            let scene = Scene {
+                cols: 21,
+                rows: 4,
+                geometry: &g,
+                terminals: &lookup,
+                focus: p(2),
+                status: None,
+                overlay: None,
+                titles: &[],
+                line_cursor: None,
+                hide_cursor: false,
+                scrolled: None,
+                mouse: false,
+            };
+            if focused {
+                comp.update_focused(&scene)
+            } else {
+                comp.update(&scene)
+            }
+        };
+        let mut screen = update(&mut comp, &left, &right, false);
+        left.feed(b"\r\nflood", &mut Vec::new());
+        right.feed(b"!", &mut Vec::new());
+        let echo = update(&mut comp, &left, &right, true);
+        assert_eq!(
+            String::from_utf8_lossy(&echo),
+            "\x1b[?2026h\x1b[?25l\x1b[1;17H!\x1b[?2026l\x1b[?25h",
+            "only the focused pane's change"
+        );
+        screen.extend_from_slice(&echo);
+        let text = shown(21, 4, &screen).visible_text();
+        assert_eq!(text[0], "left      │right!");
+        assert_eq!(text[1], "          │");
+        let rest = update(&mut comp, &left, &right, false);
+        assert!(String::from_utf8_lossy(&rest).contains("flood"));
+        screen.extend_from_slice(&rest);
+        let seen = shown(21, 4, &screen);
+        assert_eq!(seen.visible_text()[1], "flood     │");
+        assert_eq!(
+            seen.cursor(),
+            (17, 0, true),
+            "the cursor back in the focused pane"
+        );
     }
 }

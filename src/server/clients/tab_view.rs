@@ -20,8 +20,10 @@
 //! it: one client's zoom never resizes a pane another client shows in its
 //! rectangle (the zooming client sees it at that size, padded). Frames: at most
 //! one per [`FRAME_INTERVAL`] per client, so a pane flooding output costs
-//! its neighbours no more than that; a change after a quiet spell (a
-//! keystroke's echo) goes out in the turn it came.
+//! its neighbours no more than that; a change after a quiet spell goes out
+//! in the turn it came, and so does the focused pane's first output after
+//! the client typed into it (the echo), however busy the other panes are:
+//! one frame more per keystroke at most.
 
 use super::connection::{ConnId, ConnMode};
 use crate::model::{PaneId, TabId};
@@ -83,6 +85,12 @@ pub struct TabView {
     /// The view the client was last told (`VIEW`).
     told: Option<Vec<u8>>,
     last_frame: Option<Instant>,
+    /// Keys went to the focused pane since the last frame that showed its
+    /// output: its next output is their echo.
+    typed: bool,
+    /// The focused pane printed since keys were typed into it: the next
+    /// frame goes out at once, whatever the frame interval says.
+    echo: bool,
     /// A frame timer is armed for this instant.
     timer_at: Option<Instant>,
     /// Tabs with output since this client last showed them.
@@ -105,6 +113,8 @@ impl TabView {
             seen: 0,
             told: None,
             last_frame: None,
+            typed: false,
+            echo: false,
             timer_at: None,
             activity: Default::default(),
         }
@@ -426,12 +436,16 @@ impl Server {
         };
         let mut any = false;
         for a in self.conns.values_mut().filter_map(|c| c.attachment_mut()) {
+            let attached = a.pane;
             let Some(v) = a.view.tab.as_mut() else {
                 continue;
             };
             if v.tab == tab {
                 a.view.stale = true;
                 any = true;
+                if v.typed && attached == pane {
+                    v.echo = true;
+                }
             } else {
                 v.activity.insert(tab);
             }
@@ -448,10 +462,10 @@ impl Server {
     ) -> Option<Vec<u8>> {
         let a = self.conns.get(&conn)?.attachment()?;
         let v = a.view.tab.as_ref()?;
-        if let Some(last) = v.last_frame
-            && now < last + FRAME_INTERVAL
-        {
-            let at = last + FRAME_INTERVAL;
+        // An echo that comes before the frame interval is up brings only
+        // its pane: the others' changes wait for the interval.
+        let echo_only = v.echo && frame_wait(v.last_frame, now, false).is_some();
+        if let Some(at) = frame_wait(v.last_frame, now, v.echo) {
             if v.timer_at != Some(at) {
                 self.timers.add(at, TimerKind::ViewFrame);
                 if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.tab_view_mut()) {
@@ -503,11 +517,24 @@ impl Server {
             mouse: self.config.mouse && !read_only,
         };
         let a = self.conns.get_mut(&conn)?.attachment_mut()?;
-        a.view.stale = false;
+        // After an echo's frame the view stays stale: the next look arms
+        // the frame timer for what the other panes still owe.
+        a.view.stale = echo_only;
+        self.stale_views |= echo_only;
         let v = a.view.tab.as_mut()?;
-        let bytes = v.compositor.update(&scene);
-        if !bytes.is_empty() {
+        let bytes = if echo_only {
+            v.compositor.update_focused(&scene)
+        } else {
+            v.compositor.update(&scene)
+        };
+        // An echo's frame leaves the other panes' changes to the next
+        // frame, due when it would have been.
+        if !bytes.is_empty() && !echo_only {
             v.last_frame = Some(now);
+        }
+        if v.echo {
+            v.typed = false;
+            v.echo = false;
         }
         if message.is_none() {
             v.message = None;
@@ -716,6 +743,9 @@ impl Server {
         let Some(pane) = self.conns.get(&conn).and_then(|c| c.attached_pane()) else {
             return;
         };
+        if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.tab_view_mut()) {
+            v.typed = true;
+        }
         if let Err((msg, _)) = self.type_into(conn, pane, bytes) {
             self.log.log("input_dropped", &msg);
             self.view_say(
@@ -1120,6 +1150,13 @@ fn prompt_column(keys: &Mode) -> Option<u16> {
     Some(u16::try_from(width).unwrap_or(u16::MAX))
 }
 
+/// When a view's next frame may go out if not `now`: a frame interval
+/// after the last one, unless it carries an echo.
+fn frame_wait(last: Option<Instant>, now: Instant, echo: bool) -> Option<Instant> {
+    let at = last? + FRAME_INTERVAL;
+    (now < at && !echo).then_some(at)
+}
+
 /// The directory an OSC 7 `file://host/path` names.
 pub(super) fn cwd_of_osc7(url: &str) -> Option<String> {
     let path = url
@@ -1134,5 +1171,28 @@ fn dir_word(d: Dir) -> &'static str {
         Dir::Right => "right",
         Dir::Up => "above",
         Dir::Down => "below",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_wait_out_the_interval_except_an_echo() {
+        let now = Instant::now();
+        assert_eq!(frame_wait(None, now, false), None, "a first frame goes out");
+        let last = now - FRAME_INTERVAL / 2;
+        assert_eq!(
+            frame_wait(Some(last), now, false),
+            Some(last + FRAME_INTERVAL)
+        );
+        assert_eq!(
+            frame_wait(Some(last), now, true),
+            None,
+            "an echo goes out at once"
+        );
+        let long_ago = now - FRAME_INTERVAL * 2;
+        assert_eq!(frame_wait(Some(long_ago), now, false), None);
     }
 }
