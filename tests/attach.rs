@@ -266,7 +266,13 @@ fn attach_client_inside_tmux_types_shows_and_detaches() {
     assert_eq!(detached["reason"], "detached", "{detached}");
     let screen = tmux.wait_screen("the attach client exiting", |s| s.contains("attach-rc="));
     assert!(screen.contains("attach-rc=0"), "{screen}");
-    assert!(screen.contains("[ptyd: detached]"), "{screen}");
+    // The line names what the client left.
+    assert!(
+        screen
+            .lines()
+            .any(|l| l.starts_with("[ptyd: detached from ") && l.contains("p1")),
+        "{screen}"
+    );
     let info = c.pane_info("p1").unwrap();
     assert_eq!(info["state"], "running", "detach hurt the pane");
     assert_eq!(info["attached_clients"], 0);

@@ -494,7 +494,9 @@ fn ptyd_attach_hands_its_terminal_to_the_server_and_back() {
 
     // Detach: the outer screen comes back, nothing of the pane's after it.
     tmux.keys(&["C-\\", "d"]);
-    tmux.wait_screen("the outer prompt again", |s| s.contains("[ptyd: detached]"));
+    tmux.wait_screen("the outer prompt again", |s| {
+        s.contains("[ptyd: detached from ")
+    });
     util::eventually("the client gone", || {
         c.ok("client.list", json!({}))["clients"]
             .as_array()

@@ -210,7 +210,9 @@ fn the_prefix_key_scroll_mode_prefix_sent_through_and_detach_stay_with_the_clien
 
     // Detach: the outer shell reads its terminal again, the server not.
     tmux.keys(&["C-\\", "d"]);
-    tmux.wait_screen("the outer prompt again", |s| s.contains("[ptyd: detached]"));
+    tmux.wait_screen("the outer prompt again", |s| {
+        s.contains("[ptyd: detached from ")
+    });
     util::eventually("the client gone", || {
         c.ok("client.list", json!({}))["clients"]
             .as_array()
@@ -615,5 +617,5 @@ fn a_server_never_reads_the_keys_of_its_own_controlling_terminal() {
     // Not stopped: it answers, and the keys are still the client's.
     assert_eq!(first_client(&mut c)["keys"], false);
     tmux.keys(&["C-\\", "d"]);
-    tmux.wait_screen("the detach", |s| s.contains("[ptyd: detached]"));
+    tmux.wait_screen("the detach", |s| s.contains("[ptyd: detached from "));
 }

@@ -314,7 +314,9 @@ fn clients_of_different_sizes_each_see_a_correct_screen() {
     // now shown the model (padded) and still sees the prompt and output.
     small.keys(&["C-\\"]);
     ev.wait_event("client.detached", &id);
-    small.wait_screen("the small client gone", |s| s.contains("[ptyd: detached]"));
+    small.wait_screen("the small client gone", |s| {
+        s.contains("[ptyd: detached from ")
+    });
     small.type_line(&ptyd_cmd(&format!("attach --pane-only {id}")));
     ev.wait_event("client.attached", &id);
     assert_eq!(c.pane_info(&id).unwrap()["cols"], 60);
@@ -361,7 +363,7 @@ fn detach_gives_the_outer_screen_back() {
     let lines: Vec<&str> = screen.lines().collect();
     let at = lines
         .iter()
-        .position(|l| *l == "[ptyd: detached]")
+        .position(|l| l.starts_with("[ptyd: detached from "))
         .unwrap_or_else(|| panic!("{screen}"));
     assert_eq!(lines[at + 1], "attach-rc=0", "{screen}");
 }
@@ -403,7 +405,7 @@ fn the_detach_key_and_screen_come_from_the_config_file() {
     let lines: Vec<&str> = screen.lines().collect();
     let at = lines
         .iter()
-        .position(|l| *l == "[ptyd: detached]")
+        .position(|l| l.starts_with("[ptyd: detached from "))
         .unwrap_or_else(|| panic!("{screen}"));
     assert!(
         lines[..at].iter().any(|l| l.contains("still-attached")),

@@ -164,10 +164,11 @@ fn attach_and_detach_are_events() {
 }
 
 #[test]
-fn subscribe_with_a_since_beyond_the_present_is_harmless() {
+fn subscribe_with_a_since_beyond_the_present_gets_a_gap_at_once() {
     let ptyd = Ptyd::start();
     let mut c = ptyd.connect();
-    // Just past the present, far past it, and the largest number.
+    // Just past the present, far past it, and the largest number: numbers
+    // this server never gave out (a server before it did, and lost them).
     for since in [None, Some(1000), Some(u64::MAX)] {
         let id = ptyd.create_argv(&["true"]);
         c.wait_exit(&id);
@@ -180,6 +181,15 @@ fn subscribe_with_a_since_beyond_the_present_is_harmless() {
         let mut sub = ptyd.connect();
         let r = sub.ok("events.subscribe", json!({ "since": since }));
         let seq = r["seq"].as_u64().expect("seq");
+        // At once, before any new event: a gap that says so.
+        let gap = sub.next_event();
+        assert_eq!(gap["type"], "gap", "since {since}: {gap}");
+        assert_eq!(gap["from"].as_u64(), Some(seq + 1), "since {since}: {gap}");
+        assert_eq!(gap["to"].as_u64(), Some(since), "since {since}: {gap}");
+        assert!(
+            gap["message"].as_str().unwrap().contains("are lost"),
+            "{gap}"
+        );
         // Nothing is replayed; the next event is a new one.
         let id = ptyd.create_argv(&["sleep", "1000"]);
         let e = sub.next_event();
@@ -189,6 +199,62 @@ fn subscribe_with_a_since_beyond_the_present_is_harmless() {
         c.ok("pane.remove", json!({ "target": id, "force": true }));
     }
     c.ok("server.status", json!({}));
+}
+
+#[test]
+fn event_numbers_go_on_across_restarts_of_the_server() {
+    let mut ptyd = Ptyd::start();
+    let mut c = ptyd.connect();
+    ptyd.create_argv(&["sleep", "1000"]);
+    let event_seq = |c: &mut util::Conn| {
+        c.ok("server.status", json!({}))["event_seq"]
+            .as_u64()
+            .expect("event_seq")
+    };
+    let first = event_seq(&mut c);
+
+    // A restore-mode upgrade: the new binary restores from the snapshot.
+    util::assert_exit(&ptyd.run_cli(&["upgrade", "--mode", "restore"]), 0);
+    let mut c = ptyd.connect();
+    let upgraded = event_seq(&mut c);
+    assert!(upgraded > first, "{first} then {upgraded}");
+    // A subscriber that had read up to `first` is answered at once: the
+    // old server's last events (its own copy of the ring went with it)
+    // as a gap, then the new server's, numbered after them.
+    let mut sub = ptyd.connect();
+    sub.ok("events.subscribe", json!({ "since": first }));
+    let mut replayed = vec![sub.next_event()];
+    while replayed.last().unwrap()["seq"].as_u64() != Some(upgraded) {
+        replayed.push(sub.next_event());
+    }
+    assert_eq!(
+        replayed[0]["from"].as_u64(),
+        Some(first + 1),
+        "{replayed:#?}"
+    );
+    assert_increasing(&replayed[1..]);
+    assert!(
+        replayed.iter().any(|e| e["type"] == "server.restored"),
+        "{replayed:#?}"
+    );
+
+    // A stop, then a start.
+    c.ok("server.stop", json!({}));
+    c.read_until_eof();
+    assert!(ptyd.wait_exit().success(), "{}", ptyd.stderr());
+    ptyd.spawn_server();
+    let mut c = ptyd.connect();
+    let restarted = event_seq(&mut c);
+    assert!(restarted > upgraded, "{upgraded} then {restarted}");
+    let id = ptyd.create_argv(&["sleep", "1000"]);
+    let mut sub = ptyd.connect();
+    sub.ok("events.subscribe", json!({ "since": restarted }));
+    let e = sub.next_event();
+    assert_eq!(
+        (&e["type"], &e["pane"]),
+        (&json!("pane.created"), &json!(id))
+    );
+    assert_eq!(e["seq"].as_u64(), Some(restarted + 1), "{e}");
 }
 
 /// Prints `count` titles of about `size` bytes each, then `done`.

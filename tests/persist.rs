@@ -312,6 +312,31 @@ fn fixture_every_file_parses_as_its_name_says() {
 }
 
 #[test]
+fn event_numbers_go_on_from_the_snapshot_and_start_at_one_after_a_v1_file() {
+    for (fixture, kept) in [("v2-workspaces.json", 317), ("v1-workspaces.json", 0)] {
+        let env = Dirs::new();
+        let ns = "fixture-events";
+        install_fixture(&env, ns, fixture);
+        let server = env.start(ns);
+        let mut c = server.connect();
+        let mut sub = server.connect();
+        sub.ok("events.subscribe", json!({ "since": 0 }));
+        let first = sub.next_event();
+        if kept > 0 {
+            // What the server that wrote the file logged is not here.
+            assert_eq!(first["type"], "gap", "{fixture}: {first}");
+            assert_eq!(first["to"], kept, "{fixture}: {first}");
+        } else {
+            assert_eq!(first["seq"], 1, "{fixture}: {first}");
+        }
+        let seq = c.ok("server.status", json!({}))["event_seq"]
+            .as_u64()
+            .unwrap();
+        assert!(seq > kept, "{fixture}: {seq}");
+    }
+}
+
+#[test]
 fn fixture_valid_v1_restores_exactly() {
     let env = Dirs::new();
     let ns = "fixture-valid";

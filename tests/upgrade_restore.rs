@@ -1,7 +1,7 @@
 //! `ptyd upgrade --mode restore`, the fallback where a live handoff is
 //! impossible: the session is saved, the server restarts in place (same pid)
 //! as the new binary, and the panes come back from the snapshot by their
-//! restore plans, with their history.
+//! restore plans, with their history; attached clients reconnect to them.
 
 // Drives the real server, which runs on Unix only (src/lib.rs).
 #![cfg(unix)]
@@ -9,7 +9,7 @@
 mod util;
 
 use serde_json::json;
-use util::Ptyd;
+use util::{Ptyd, Tmux, shell_quote};
 
 #[test]
 fn restore_mode_restarts_in_place_and_restores_the_session() {
@@ -130,6 +130,53 @@ fn resume_rules_from_the_config_resume_known_programs() {
     c.wait_text(&pane, "resumed-by-rule");
     let info = c.ok("pane.list", json!({}))["panes"][0].clone();
     assert_eq!(info["state"], "running", "{info}");
+}
+
+#[test]
+fn attached_clients_reconnect_and_redraw_across_a_restore_mode_upgrade() {
+    let ptyd = Ptyd::start();
+    let mut c = ptyd.connect();
+    let id = ptyd.create_argv(&["/bin/sh"]);
+    c.type_line(&id, "echo before-$((6*7))");
+    c.wait_text(&id, "before-42");
+    let ptyd_bin = shell_quote(util::PTYD);
+    // One client in the tab view (the default), one of the pane alone.
+    let tab_view = Tmux::outer_session(&ptyd, 100, 30);
+    tab_view.type_line(&format!("{ptyd_bin} attach {id}"));
+    tab_view.wait_screen("the tab view", |s| s.contains("before-42"));
+    let pane_only = Tmux::outer_session(&ptyd, 90, 25);
+    pane_only.type_line(&format!("{ptyd_bin} attach --pane-only {id}"));
+    pane_only.wait_screen("the pane alone", |s| s.contains("before-42"));
+    util::eventually("both clients attached", || {
+        (ptyd.status_json()["clients"] == 2).then_some(())
+    });
+
+    let out = ptyd.run_cli(&["upgrade", "--mode", "restore"]);
+    util::assert_exit(&out, 0);
+
+    // Each client is back on the restored shell: the screen redrawn (the
+    // restore's notice is only in the new server's copy of the pane), no
+    // word of a stop, and what it types reaches the pane again.
+    for (tmux, what, echo) in [
+        (&tab_view, "the tab view", "tab-$((6*7))"),
+        (&pane_only, "the pane alone", "alone-$((6*7))"),
+    ] {
+        tmux.wait_screen(&format!("{what} redrawn by the new server"), |s| {
+            s.contains("--- ptyd: restored")
+        });
+        let screen = tmux.screen();
+        assert!(!screen.contains("server stopped"), "{what}:\n{screen}");
+        tmux.type_line(&format!("echo {echo}"));
+        let typed = echo.split('-').next().unwrap().to_string() + "-42";
+        let mut c = ptyd.connect();
+        c.wait_text(&id, &typed);
+        tmux.wait_screen(&format!("{what} showing the output"), |s| {
+            s.contains(&typed)
+        });
+    }
+    util::eventually("both clients attached again", || {
+        (ptyd.status_json()["clients"] == 2).then_some(())
+    });
 }
 
 /// The entry with id `id` of a `pane.list` array.

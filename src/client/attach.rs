@@ -25,6 +25,33 @@ use std::time::{Duration, Instant};
 /// key (the key again: sent through; `[`: scroll mode) before detaching.
 const PREFIX_WAIT: Duration = Duration::from_millis(400);
 
+/// How long the client keeps trying to reach a server that went away or
+/// restarts, and how often.
+const RECONNECT_FOR: Duration = Duration::from_secs(15);
+const RECONNECT_EVERY: Duration = Duration::from_millis(250);
+
+/// The line a client shows when its server is out of reach (`why`).
+fn lost_line(why: &str) -> String {
+    format!(
+        "\r\n[ptyd: {why} for up to {} s; press the detach key to give up]\r\n",
+        RECONNECT_FOR.as_secs()
+    )
+}
+
+/// The line after this client's own detach key, for the pane `target`
+/// it attached to.
+fn detached_line(target: &str) -> String {
+    format!("[ptyd: detached from pane {target}]")
+}
+
+/// The end of a reconnection that never succeeded.
+fn gave_up_line() -> String {
+    format!(
+        "[ptyd: could not reach the server for {} s; giving up]",
+        RECONNECT_FOR.as_secs()
+    )
+}
+
 /// What ended an attachment, and the exit code the CLI should use.
 pub struct AttachEnd {
     pub message: String,
@@ -173,7 +200,19 @@ pub(crate) fn end_from_exit(payload: &Value) -> AttachEnd {
             payload["pane"].as_str().unwrap_or("?"),
             describe_exit(&payload["exit"])
         ),
-        "detached" => "[ptyd: detached]".to_string(),
+        "detached" => {
+            let from = match (payload["tab"].as_str(), payload["pane"].as_str()) {
+                (Some(tab), Some(pane)) => format!(" from tab {tab} (pane {pane})"),
+                (None, Some(pane)) => format!(" from pane {pane}"),
+                _ => String::new(),
+            };
+            // Why, when another than this client's own detach key did it.
+            let why = payload["message"]
+                .as_str()
+                .and_then(|m| m.strip_prefix("detached"))
+                .unwrap_or("");
+            format!("[ptyd: detached{from}{why}]")
+        }
         _ => format!("[ptyd: {}]", payload["message"].as_str().unwrap_or(reason)),
     };
     let exit_code = match reason {
@@ -185,6 +224,13 @@ pub(crate) fn end_from_exit(payload: &Value) -> AttachEnd {
         exit_code,
         screen_restored: false,
     }
+}
+
+/// Whether an EXIT frame's `payload` says the server restarts (a
+/// restore-mode upgrade): the session comes back at once, and the client
+/// reconnects as after a crash of the server.
+pub(crate) fn server_restarts(payload: &Value) -> bool {
+    payload["reason"] == "server_restart"
 }
 
 /// "code 3", "signal SIGKILL (killed)", from an `exit` member (an EXIT

@@ -385,6 +385,7 @@ pub fn snapshot(data: &[u8]) {
             workspace: repaired.next_workspace_id.get(),
             tab: repaired.next_tab_id.get(),
             pane: next_pane_id.get(),
+            event: 0,
         },
         active_workspace: records.active_workspace,
         workspaces: records.workspaces,

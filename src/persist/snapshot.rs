@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 
 /// Bump when the format changes, and add a migration from the previous
 /// version to [`migrate`] with a fixture in `fixtures/session/`.
-pub const SNAPSHOT_VERSION: u32 = 1;
+pub const SNAPSHOT_VERSION: u32 = 2;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -42,6 +42,9 @@ pub struct Counters {
     pub workspace: u64,
     pub tab: u64,
     pub pane: u64,
+    /// The last event number given out (version 2 on): the next server's
+    /// events go on from it.
+    pub event: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -341,12 +344,21 @@ pub fn parse(bytes: &[u8]) -> Result<Snapshot, LoadError> {
 }
 
 /// Brings a snapshot of an older `version` up to [`SNAPSHOT_VERSION`], one
-/// version at a time. Version 1 is the first, so there is nothing to do yet;
-/// version 2 adds `if version == 1 { value = v1_to_v2(value)?; }` here.
-fn migrate(value: Value, version: u64) -> Result<Value, LoadError> {
+/// version at a time.
+fn migrate(mut value: Value, version: u64) -> Result<Value, LoadError> {
     if version == 0 {
         return Err(LoadError::Corrupt("version 0 does not exist".into()));
     }
+    let Some(file) = value.as_object_mut() else {
+        return Err(LoadError::Corrupt("not an object".into()));
+    };
+    if version < 2 {
+        // Version 1 kept no event number: the next server's start at 1.
+        if let Some(counters) = file.get_mut("counters").and_then(Value::as_object_mut) {
+            counters.insert("event".into(), Value::from(0u64));
+        }
+    }
+    file.insert("version".into(), Value::from(SNAPSHOT_VERSION));
     Ok(value)
 }
 

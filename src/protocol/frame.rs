@@ -16,7 +16,8 @@ pub mod server {
     pub const OUTPUT: u8 = 1;
     /// The attachment is over; JSON payload `{"reason": "...", "message": "..."}`.
     /// Always the last frame: the client should not reconnect when
-    /// `reason` is `pane_exited`, `detached`, `server_exit` or `kicked`.
+    /// `reason` is `pane_exited`, `detached`, `server_exit` or `kicked`;
+    /// `server_restart` asks it to (the session comes back at once).
     pub const EXIT: u8 = 2;
     /// Unix: the server took the terminal the client offered (`client::TTY`)
     /// and writes the pane's output straight to it once the client has

@@ -99,6 +99,39 @@ impl EventLog {
         log
     }
 
+    /// Numbers go on after `seq`, the last one a restored session's server
+    /// gave out, so a restarted server reuses none. Only before the first
+    /// event of this server (a restore starts the server): the ring must
+    /// hold consecutive numbers, and what it held is dropped.
+    pub fn continue_after(&mut self, seq: u64) {
+        if seq > self.last_seq {
+            self.ring.clear();
+            self.bytes = 0;
+            self.last_seq = seq;
+        }
+    }
+
+    /// The `gap` a subscriber gets, at once, when it resumes after `since`,
+    /// a number this server never gave out: a server before it numbered
+    /// that far and ended without saving (a reboot, both of its processes
+    /// killed), so those events are lost and this server's numbers go on
+    /// from its snapshot's.
+    pub fn gap_beyond(&self, since: u64) -> Option<Value> {
+        (since > self.last_seq).then(|| {
+            Event::Gap {
+                from: Some(self.last_seq + 1),
+                to: Some(since),
+                message: format!(
+                    "this server's events are numbered up to {} only: the server that numbered \
+                     them up to {since} ended without saving, and its events after {} are lost; \
+                     re-read state with pane.list and go on from {}",
+                    self.last_seq, self.last_seq, self.last_seq
+                ),
+            }
+            .to_value()
+        })
+    }
+
     /// Appends to the ring, dropping the oldest events beyond the bounds.
     fn keep(&mut self, event: &Value) {
         // Written as the `Value` writes itself (keys in order), so the text

@@ -391,20 +391,46 @@ impl Server {
                 ),
             };
         let Some(new_pid) = self.serving.released_to() else {
-            self.shutdown();
+            self.shutdown(Ending::Stop);
             return result;
         };
         keeper_link::after_release(self, new_pid)
     }
 
-    /// Tells clients we are going, hangs up the panes, removes our socket.
-    pub(super) fn shutdown(&mut self) {
+    /// Tells clients we are going (or, `Ending::Restart`, coming back:
+    /// they reconnect), hangs up the panes, removes our socket.
+    pub(super) fn shutdown(&mut self, ending: Ending) {
         crate::service::notify::stopping();
         // First, so the keeper lets go of the panes (they hang up) and of
         // the namespace along with us.
         self.keeper_stopping();
-        // Save first: the snapshot must describe the panes as they ran,
-        // and stopping the server is no reason to forget them.
+        // No client leaving resizes a pane from here on.
+        self.stopping = true;
+        self.emit(crate::protocol::events::Event::ServerStopping {});
+        // Stopped in probation: the upgrade itself went through.
+        self.answer_upgrade_caller("stopped");
+        let attached: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| c.is_attached())
+            .map(|(id, _)| *id)
+            .collect();
+        let payload = match ending {
+            Ending::Stop => {
+                serde_json::json!({ "reason": "server_exit", "message": "the ptyd server stopped" })
+            }
+            Ending::Restart => serde_json::json!({
+                "reason": "server_restart",
+                "message": "the ptyd server restarted",
+            }),
+        };
+        for id in attached {
+            self.end_attachment(id, &payload, false);
+        }
+        // Saved after the last event is numbered (the snapshot keeps the
+        // number, for the next server to go on from), before the panes
+        // hang up: it must describe them as they ran, and stopping the
+        // server is no reason to forget them.
         if let Some(e) = self.final_save() {
             let line = crate::protocol::response_line(
                 &serde_json::Value::Null,
@@ -422,20 +448,6 @@ impl Server {
                 }
             }
         }
-        self.emit(crate::protocol::events::Event::ServerStopping {});
-        // Stopped in probation: the upgrade itself went through.
-        self.answer_upgrade_caller("stopped");
-        let attached: Vec<ConnId> = self
-            .conns
-            .iter()
-            .filter(|(_, c)| c.is_attached())
-            .map(|(id, _)| *id)
-            .collect();
-        let payload =
-            serde_json::json!({ "reason": "server_exit", "message": "the ptyd server stopped" });
-        for id in attached {
-            self.end_attachment(id, &payload, false);
-        }
         for conn in self.conns.values_mut() {
             // A last try even where the socket was full: the loop has
             // stopped watching for it to drain.
@@ -452,6 +464,16 @@ impl Server {
         );
         self.log.log("stopped", "server stopped");
     }
+}
+
+/// How a server that stops serving ends, for its attached clients.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Ending {
+    /// For good (`ptyd stop`, a signal): clients end their attachments.
+    Stop,
+    /// A restore-mode upgrade: the new binary restores the session from the
+    /// snapshot at once, and clients reattach to it.
+    Restart,
 }
 
 impl Drop for Server {

@@ -223,9 +223,13 @@ impl Server {
             Request::PaneWait(req) => self.pane_wait(conn, rpc_id, req),
             Request::EventsSubscribe(req) => {
                 let last = self.events.last_seq();
+                let beyond = req.since.and_then(|since| self.events.gap_beyond(since));
                 let since = req.since.unwrap_or(last).min(last);
                 self.respond(conn, rpc_id, Ok(json!({ "seq": last })));
                 if let Some(c) = self.conns.get_mut(&conn) {
+                    if let Some(gap) = beyond {
+                        let _ = c.queue(&crate::protocol::event_line(&gap));
+                    }
                     // Queued as the client reads (`replay.rs`), so a long
                     // replay never overflows its queue.
                     c.subscribed = true;

@@ -7,8 +7,8 @@
 //! writes are fine on this side.
 
 use super::{
-    AttachEnd, AttachOptions, CrlfToLf, PREFIX_WAIT, PrefixAction, end_from_exit, mirror_lost,
-    run_ended, split_keys, start_mirror,
+    AttachEnd, AttachOptions, CrlfToLf, PREFIX_WAIT, PrefixAction, RECONNECT_EVERY, RECONNECT_FOR,
+    end_from_exit, mirror_lost, run_ended, split_keys, start_mirror,
 };
 use crate::client::{
     self, BatchEnd, Client, ClientError, ErrorKind, FrameReader, scroll, send_frame, terminal_size,
@@ -26,11 +26,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use std::os::unix::net::UnixStream;
-
-/// How long the client keeps trying to reach a server that went away.
-const RECONNECT_FOR: Duration = Duration::from_secs(15);
-
-const RECONNECT_EVERY: Duration = Duration::from_millis(250);
 
 /// Modes a pane's program may have switched on in the user's terminal; all
 /// switched off when we leave so the shell gets a sane terminal back.
@@ -375,9 +370,15 @@ impl Session<'_> {
         }
     }
 
-    fn exit(&self, payload: &Value) -> AttachEnd {
+    /// The attachment's EXIT frame: its end, or none when the server
+    /// restarts (it asks for a reconnection, as a lost connection does).
+    fn exit(&mut self, payload: &Value) -> Option<AttachEnd> {
+        if super::server_restarts(payload) {
+            self.lost("the server restarted; reconnecting");
+            return None;
+        }
         let e = end_from_exit(payload);
-        self.end(e.message, e.exit_code)
+        Some(self.end(e.message, e.exit_code))
     }
 
     /// Leaving: the server must be done writing to the terminal before
@@ -415,7 +416,8 @@ impl Session<'_> {
                 // Waits (bounded) for the server to stop writing to the
                 // terminal: none of its writes may land after the restore.
                 let detach = frame::client::DETACH;
-                return Ok(Some(self.leave(detach, "[ptyd: detached]", 0)));
+                let line = super::detached_line(&self.opts.target);
+                return Ok(Some(self.leave(detach, &line, 0)));
             }
             Some(PrefixAction::Scroll { page_up }) if self.connected => {
                 let target = self.opts.target.clone();
@@ -440,7 +442,10 @@ impl Session<'_> {
         loop {
             match self.output.write_buffered(&mut self.reader)? {
                 BatchEnd::More | BatchEnd::Oversized => break,
-                BatchEnd::Exit(payload) => return Ok(Some(self.exit(&payload))),
+                BatchEnd::Exit(payload) => match self.exit(&payload) {
+                    Some(end) => return Ok(Some(end)),
+                    None => return Ok(None),
+                },
                 BatchEnd::DirectOn(payload) => {
                     self.direct.on_direct_on(&payload, self.reader.stream())
                 }
@@ -547,7 +552,7 @@ impl Session<'_> {
             self.direct
                 .settle(&mut self.reader, &mut self.output, pause)?
         {
-            return Ok(Some(self.exit(&payload)));
+            return Ok(self.exit(&payload));
         }
         let outcome = scroll::run(
             self.paths,
@@ -563,7 +568,7 @@ impl Session<'_> {
                 let _ = send_frame(self.reader.stream(), frame::client::REDRAW, &[]);
                 self.direct.offer(self.reader.stream());
             }
-            scroll::Outcome::Exit(payload) => return Ok(Some(self.exit(&payload))),
+            scroll::Outcome::Exit(payload) => return Ok(self.exit(&payload)),
             scroll::Outcome::Signal => {
                 return Ok(Some(self.end("[ptyd: terminal closed]".into(), 1)));
             }
@@ -580,30 +585,23 @@ impl Session<'_> {
         if matches!(self.reader.fill(), Ok(true)) {
             return;
         }
+        self.lost("connection to the server lost; retrying");
+    }
+
+    /// The connection is gone (`why`): says so, and reconnects from the
+    /// next turn on.
+    fn lost(&mut self, why: &str) {
         self.connected = false;
         // The server's copy of the terminal went with it.
         self.direct.reset();
         self.lost_at = Instant::now();
-        write_stdout(
-            format!(
-                "\r\n[ptyd: connection to the server lost; retrying for {} s; press the detach \
-                 key to give up]\r\n",
-                RECONNECT_FOR.as_secs()
-            )
-            .as_bytes(),
-        );
+        write_stdout(super::lost_line(why).as_bytes());
     }
 
     /// Tries to attach again, for at most [`RECONNECT_FOR`].
     fn reconnect(&mut self) -> Option<AttachEnd> {
         if self.lost_at.elapsed() >= RECONNECT_FOR {
-            return Some(self.end(
-                format!(
-                    "[ptyd: could not reach the server for {} s; giving up]",
-                    RECONNECT_FOR.as_secs()
-                ),
-                1,
-            ));
+            return Some(self.end(super::gave_up_line(), 1));
         }
         let mut params = self.opts.params(self.size, false);
         if let Some(told) = &self.told {

@@ -13,12 +13,12 @@
 //!   read never blocks). Output is thus at most [`TICK`] late.
 //! - Resizes arrive as `WINDOW_BUFFER_SIZE_EVENT` records among the keys,
 //!   not as SIGWINCH.
-//! - A lost server ends the attachment (no reconnecting), and the scroll
-//!   mode (prefix, `[`) is not available yet: the prefix then does nothing.
+//! - The scroll mode (prefix, `[`) is not available yet: the prefix then
+//!   does nothing.
 
 use super::{
-    AttachEnd, AttachOptions, CrlfToLf, PREFIX_WAIT, PrefixAction, end_from_exit, mirror_lost,
-    run_ended, split_keys, start_mirror,
+    AttachEnd, AttachOptions, CrlfToLf, PREFIX_WAIT, PrefixAction, RECONNECT_EVERY, RECONNECT_FOR,
+    end_from_exit, mirror_lost, run_ended, server_restarts, split_keys, start_mirror,
 };
 use crate::client::{
     Client, ClientError, ErrorKind, FrameReader, ServerFrame, send_frame, terminal_size,
@@ -80,6 +80,8 @@ fn take_pipe_output(reader: &mut FrameReader) -> bool {
 }
 
 /// Attaches the console to a pane until detach or the end of the pane.
+/// A server that restarts (a restore-mode upgrade, the only upgrade here)
+/// or goes away is reached again for [`RECONNECT_FOR`], as on Unix.
 pub fn run_attach(
     paths: &NamespacePaths,
     opts: &AttachOptions,
@@ -114,12 +116,20 @@ pub fn run_attach(
     };
     let mut size = terminal_size(&io::stdout());
     let mut prefix_at: Option<Instant> = None;
+    // Since when the server is out of reach, and when it was last tried.
+    let mut lost: Option<(Instant, Instant)> = None;
     loop {
-        if let Some(payload) = write_buffered(&mut reader, &mut out, None)? {
-            drop(out);
-            drop(console);
-            let e = end_from_exit(&payload);
-            return Ok(end(e.message, e.exit_code));
+        if lost.is_none()
+            && let Some(payload) = write_buffered(&mut reader, &mut out, None)?
+        {
+            if server_restarts(&payload) {
+                lost = Some(lost_now(&mut out, "the server restarted; reconnecting"));
+            } else {
+                drop(out);
+                drop(console);
+                let e = end_from_exit(&payload);
+                return Ok(end(e.message, e.exit_code));
+            }
         }
         let wait = prefix_at.map_or(TICK, |at| {
             PREFIX_WAIT.saturating_sub(at.elapsed()).min(TICK)
@@ -127,13 +137,15 @@ pub fn run_attach(
         let (typed, resized) = console
             .read(wait)
             .map_err(|e| io_error("reading the console", e))?;
+        let connected = lost.is_none();
         let mut action = None;
-        // The tab view's keys, its prefix included, are the server's.
-        if !typed.is_empty() && opts.tab_view {
+        // The tab view's keys, its prefix included, are the server's; only
+        // while it is out of reach does the prefix work here (to give up).
+        if !typed.is_empty() && opts.tab_view && connected {
             let _ = send_frame(reader.stream(), frame::client::INPUT, &typed);
         } else if !typed.is_empty() {
             let (keys, act) = split_keys(&typed, opts.detach_key, &mut prefix_at);
-            if !opts.read_only && !keys.is_empty() {
+            if connected && !opts.read_only && !keys.is_empty() {
                 let _ = send_frame(reader.stream(), frame::client::INPUT, &keys);
             }
             action = act;
@@ -142,14 +154,17 @@ pub fn run_attach(
             action = Some(PrefixAction::Detach);
         }
         if let Some(PrefixAction::Detach) = action {
-            let _ = send_frame(reader.stream(), frame::client::DETACH, &[]);
+            if connected {
+                let _ = send_frame(reader.stream(), frame::client::DETACH, &[]);
+            }
             drop(out);
             drop(console);
-            return Ok(end("[ptyd: detached]".into(), 0));
+            return Ok(end(super::detached_line(&opts.target), 0));
         }
         if resized {
             let now = terminal_size(&io::stdout());
             if now != size
+                && connected
                 && let Some((cols, rows)) = now
             {
                 let _ = send_frame(
@@ -160,12 +175,41 @@ pub fn run_attach(
             }
             size = now;
         }
-        if !take_pipe_output(&mut reader) {
-            drop(out);
-            drop(console);
-            return Ok(end("[ptyd: connection to the server lost]".into(), 1));
+        match &mut lost {
+            None => {
+                if !take_pipe_output(&mut reader) {
+                    lost = Some(lost_now(
+                        &mut out,
+                        "connection to the server lost; retrying",
+                    ));
+                }
+            }
+            Some((since, _)) if since.elapsed() >= RECONNECT_FOR => {
+                drop(out);
+                drop(console);
+                return Ok(end(super::gave_up_line(), 1));
+            }
+            Some((_, tried)) if tried.elapsed() >= RECONNECT_EVERY => {
+                *tried = Instant::now();
+                if let Ok(client) = Client::connect(paths, false)
+                    && let Ok((_, r)) = super::super::attach(client, opts.params(size, false))
+                {
+                    reader = r;
+                    lost = None;
+                }
+            }
+            Some(_) => {}
         }
     }
+}
+
+/// Says the server is out of reach (`why`); the times for [`run_attach`]'s
+/// reconnection, starting now.
+fn lost_now(out: &mut impl Write, why: &str) -> (Instant, Instant) {
+    let _ = out.write_all(super::lost_line(why).as_bytes());
+    let _ = out.flush();
+    let now = Instant::now();
+    (now, now - RECONNECT_EVERY)
 }
 
 /// `ptyd run`: creates a pane attached read-only on this connection,

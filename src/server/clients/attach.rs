@@ -735,6 +735,15 @@ impl Server {
             // A queue too full for it gets the EXIT frame alone (below).
             let _ = c.queue_frame(frame::server::OUTPUT, &bytes);
         }
+        // A detached client names what it leaves.
+        let mut payload = payload.clone();
+        if payload["reason"] == "detached" {
+            payload["pane"] = json!(PaneId::new(pane));
+            if let Some(view) = c.tab_view() {
+                payload["tab"] = json!(view.tab);
+            }
+        }
+        let payload = &payload;
         let body = serde_json::to_vec(payload).unwrap_or_default();
         let mut exit_frame = Vec::new();
         frame::encode(frame::server::EXIT, &body, &mut exit_frame);

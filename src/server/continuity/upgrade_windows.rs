@@ -72,7 +72,7 @@ impl Server {
                     "upgrade_restore",
                     &format!("restarting as {binary} (pid {pid}) with a restore"),
                 );
-                self.shutdown();
+                self.shutdown(crate::server::Ending::Restart);
                 // The answer and the stop notices are queued on the pipes;
                 // they leave before the process does (`drain_before_exit`).
                 self.drain_before_exit(Duration::from_secs(2));

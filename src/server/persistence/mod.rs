@@ -293,6 +293,7 @@ impl Server {
                 workspace: self.tree.next_workspace_id.get(),
                 tab: self.tree.next_tab_id.get(),
                 pane: self.panes.next_id(),
+                event: self.events.last_seq(),
             },
             active_workspace: tree.active_workspace,
             workspaces: tree.workspaces,

@@ -170,6 +170,7 @@ impl Server {
         // A restart is a new generation of the same session: the fence
         // keeps growing.
         self.generation = snap.generation + 1;
+        self.events.continue_after(snap.counters.event);
         // Identities, the tree and the counters, repaired where broken.
         let Repaired {
             tree,

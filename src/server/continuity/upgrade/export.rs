@@ -168,7 +168,7 @@ impl Server {
             "upgrade_restore",
             &format!("restarting as {} with a restore", a.binary.display()),
         );
-        self.shutdown();
+        self.shutdown(crate::server::Ending::Restart);
         let mut cmd = std::process::Command::new(&a.binary);
         cmd.args(["-L", &self.paths.namespace, "server"])
             .env_remove(crate::protocol::READY_FD_ENV);
