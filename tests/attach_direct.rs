@@ -462,7 +462,12 @@ fn ptyd_attach_hands_its_terminal_to_the_server_and_back() {
         .trim()
         .parse()
         .unwrap();
-    tmux.type_line(&format!("{} attach {id}", shell_quote(util::PTYD)));
+    // A single pane's attach: its client runs its own scroll mode (the tab
+    // view draws scroll mode in the server).
+    tmux.type_line(&format!(
+        "{} attach --pane-only {id}",
+        shell_quote(util::PTYD)
+    ));
     let client = wait_direct(&mut c, true);
     let client_pid = client["pid"].as_i64().unwrap();
     c.type_line(&id, "echo direct-$((6*7))");

@@ -173,7 +173,12 @@ fn the_prefix_key_scroll_mode_prefix_sent_through_and_detach_stay_with_the_clien
     let id = ptyd.create_argv(&["/bin/sh"]);
     let mut c = ptyd.connect();
     let tmux = Tmux::outer_session(&ptyd, 100, 30);
-    tmux.type_line(&format!("{} attach {id}", shell_quote(util::PTYD)));
+    // A single pane's attach: its client runs the prefix and its own
+    // scroll mode (the tab view runs both in the server).
+    tmux.type_line(&format!(
+        "{} attach --pane-only {id}",
+        shell_quote(util::PTYD)
+    ));
     wait_keys(&mut c, true);
     tmux.type_line("echo typed-$((6*7))");
     tmux.wait_screen("the line typed through the server", |s| {
