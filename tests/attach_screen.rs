@@ -412,3 +412,53 @@ fn the_detach_key_and_screen_come_from_the_config_file() {
         "{screen}"
     );
 }
+
+#[test]
+fn a_reloaded_detach_key_is_for_the_clients_that_attach_afterwards() {
+    let dirs = util::Dirs::new();
+    let config = dirs.state.join("config");
+    std::fs::create_dir_all(config.join("ptyd")).unwrap();
+    let ptyd = Ptyd::start_in(dirs, &util::unique_name("t"));
+    let mut c = ptyd.connect();
+    let id = ptyd.create_argv(&["/bin/sh"]);
+    let tmux = outer(&ptyd, 80, 20);
+    let mut ev = ptyd.connect();
+    ev.ok("events.subscribe", json!({}));
+    let env = format!("XDG_CONFIG_HOME={}", shell_quote(config.to_str().unwrap()));
+    let attach = |ev: &mut util::Conn, how: &str| {
+        tmux.type_line(&format!(
+            "{env} {}; echo attach-''rc=$?",
+            ptyd_cmd(&format!("attach {how} {id}"))
+        ));
+        ev.wait_event("client.attached", &id);
+    };
+    // A tab view attached with the default prefix, C-\.
+    attach(&mut ev, "");
+    std::fs::write(config.join("ptyd/config.toml"), "detach_key = \"C-a\"\n").unwrap();
+    let out = ptyd.run_cli(&["config", "reload"]);
+    util::assert_exit(&out, 0);
+    let report = util::stdout(&out);
+    assert!(
+        report.contains(
+            "detach_key = \"C-a\" (for clients that attach from now on; attached clients keep theirs)"
+        ),
+        "{report}"
+    );
+    // As reported: C-a reaches the pane, C-\ is still the prefix.
+    tmux.keys(&["-l", "echo kept-''prefix"]);
+    tmux.keys(&["C-a"]);
+    tmux.keys(&["Enter"]);
+    c.wait_text(&id, "kept-prefix");
+    tmux.keys(&["C-\\", "d"]);
+    ev.wait_event("client.detached", &id);
+    tmux.wait_screen("the tab view's end", |s| s.contains("attach-rc=0"));
+    // Clients that attach now have the new key, in either mode.
+    tmux.type_line("clear");
+    attach(&mut ev, "--pane-only");
+    tmux.keys(&["C-a"]);
+    ev.wait_event("client.detached", &id);
+    tmux.type_line("clear");
+    attach(&mut ev, "");
+    tmux.keys(&["C-a", "d"]);
+    ev.wait_event("client.detached", &id);
+}

@@ -31,10 +31,18 @@ fn pane_lifecycle_through_the_cli() {
     assert_eq!(panes[0]["state"], "running");
     assert_eq!(panes[0]["command"], json!({ "argv": ["/bin/sh"] }));
 
-    // The human listing shows it too.
+    // The human listing shows it too, under headers over its columns.
     let out = ptyd.run_cli(&["ls"]);
     assert_exit(&out, 0);
-    assert!(stdout(&out).contains("work"), "{}", stdout(&out));
+    let text = stdout(&out);
+    let header = text.lines().next().unwrap();
+    let line = text.lines().find(|l| l.contains("running")).expect(&text);
+    for (head, cell) in [("ID", "p1"), ("NAME", "work"), ("STATE", "running")] {
+        assert_eq!(header.find(head), line.find(cell), "{head}:\n{text}");
+    }
+    for head in ["PID", "SIZE", "CLIENTS", "CWD", "COMMAND"] {
+        assert!(header.contains(head), "{head}:\n{text}");
+    }
 
     // Typed, then waited for in the output that follows the echoed line.
     let out = ptyd.run_cli(&[
@@ -79,7 +87,11 @@ fn pane_lifecycle_through_the_cli() {
     assert_eq!(panes[0]["state"], "exited");
     assert_eq!(panes[0]["exit"]["reason"], "killed");
     let out = ptyd.run_cli(&["ls"]);
-    assert!(stdout(&out).contains("exited"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("exited (killed by SIGHUP after ptyd kill)"),
+        "{}",
+        stdout(&out)
+    );
 
     let out = ptyd.run_cli(&["rm", "p1"]);
     assert_exit(&out, 0);
@@ -449,4 +461,157 @@ fn rename_names_a_pane_for_targets_events_and_the_snapshot() {
         .filter_map(|p| p["name"].as_str())
         .collect();
     assert_eq!(names, ["builder"], "{saved}");
+}
+
+#[test]
+fn tmux_command_names_point_at_ptyd_commands() {
+    let dirs = util::Dirs::new();
+    for (typed, ours) in [
+        ("send-keys", "`ptyd send`"),
+        ("kill-server", "`ptyd stop`"),
+        ("split-window", "`ptyd new -s TARGET`"),
+        ("capture-pane", "`ptyd capture`"),
+        ("list-panes", "`ptyd ls`"),
+    ] {
+        let mut cmd = dirs.command("t");
+        cmd.arg(typed);
+        let out = util::run_bounded(cmd, typed);
+        assert_exit(&out, 2);
+        let err = stderr(&out);
+        assert!(err.contains(&format!("tmux's {typed} is {ours}")), "{err}");
+        // The message says what to do: no pointer to the help as well.
+        assert!(!err.contains("Try `ptyd --help`"), "{err}");
+    }
+    // A name nothing resembles still gets the pointer.
+    let mut cmd = dirs.command("t");
+    cmd.arg("zzqqxx");
+    let out = util::run_bounded(cmd, "an unknown command");
+    assert_exit(&out, 2);
+    assert!(
+        stderr(&out).contains("Try `ptyd --help`"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn status_and_stop_without_a_server_create_nothing_and_say_so() {
+    let dirs = util::Dirs::new();
+    let ns = util::unique_name("unused");
+    for command in ["status", "stop"] {
+        let mut cmd = dirs.command(&ns);
+        cmd.arg(command);
+        let out = util::run_bounded(cmd, command);
+        assert_exit(&out, 1);
+        let err = stderr(&out);
+        assert!(err.contains("no ptyd server"), "{command}: {err}");
+        if command == "stop" {
+            assert!(err.contains("nothing to stop"), "{err}");
+            assert!(!err.contains("start one"), "{err}");
+        }
+        assert!(!dirs.ns_dir(&ns).exists(), "{command} made the runtime dir");
+        assert!(
+            !dirs.state_dir(&ns).exists(),
+            "{command} made the state dir"
+        );
+    }
+}
+
+#[test]
+fn upgrade_errors_name_what_was_wrong_once() {
+    let ptyd = Ptyd::start();
+    let out = ptyd.run_cli(&["upgrade", "--binary", "/nonexistent/ptyd"]);
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    assert!(
+        err.contains("no binary at /nonexistent/ptyd; check the path given to --binary"),
+        "{err}"
+    );
+    assert!(!err.contains("pass --binary"), "{err}");
+    let out = ptyd.run_cli(&["upgrade", "--binary", "/bin/true"]);
+    assert!(!out.status.success(), "{out:?}");
+    let err = stderr(&out);
+    assert!(err.contains("did not answer `version --json`"), "{err}");
+    assert_eq!(err.matches("nothing was").count(), 1, "{err}");
+}
+
+/// `ptyd stop --forget` in a terminal of its own, answering `answer` to
+/// its question: its exit code and what it wrote.
+fn forget_in_pty(ptyd: &Ptyd, answer: &str) -> (Option<i32>, String) {
+    use std::io::{Read, Write};
+    let pty = nix::pty::openpty(None, None).unwrap();
+    let slave = || std::process::Stdio::from(pty.slave.try_clone().unwrap());
+    let mut cmd = ptyd.cli(&["stop", "--forget"]);
+    cmd.stdin(slave()).stdout(slave()).stderr(slave());
+    let mut child = util::KillOnDrop::child(cmd.spawn().unwrap());
+    // Only the child holds the terminal now: its end is the master's EIO.
+    drop(cmd);
+    drop(pty.slave);
+    let mut master = std::fs::File::from(pty.master);
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&seen).contains("[y/N]") {
+        match master.read(&mut buf) {
+            Ok(n) if n > 0 => seen.extend_from_slice(&buf[..n]),
+            _ => panic!("no question: {}", String::from_utf8_lossy(&seen)),
+        }
+    }
+    master.write_all(answer.as_bytes()).unwrap();
+    let status = util::wait_child(child.as_child_mut(), util::TIMEOUT).expect("stop --forget");
+    // What it wrote after the answer (EIO once it and the echo are read).
+    while let Ok(n @ 1..) = master.read(&mut buf) {
+        seen.extend_from_slice(&buf[..n]);
+    }
+    (status.code(), String::from_utf8_lossy(&seen).into_owned())
+}
+
+#[test]
+fn stop_forget_ends_the_namespace_for_good_once_confirmed() {
+    let mut ptyd = Ptyd::start();
+    ptyd.create_argv(&["sleep", "1000"]);
+    ptyd.connect().save();
+    let session = ptyd.dirs.session_path(&ptyd.namespace);
+    assert!(session.exists());
+
+    // Without a terminal to ask on, and without --yes: refused.
+    let mut cmd = ptyd.cli(&["stop", "--forget"]);
+    cmd.stdin(std::process::Stdio::null());
+    let out = util::run_bounded(cmd, "stop --forget");
+    assert_exit(&out, 2);
+    assert!(stderr(&out).contains("--yes"), "{}", stderr(&out));
+    // Asked, and not confirmed.
+    let (code, text) = forget_in_pty(&ptyd, "n\n");
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("nothing was changed"), "{text}");
+    // Nothing changed either way.
+    assert!(session.exists());
+    assert_eq!(ptyd.status_json()["panes"], 1);
+
+    // Confirmed: the server stops, the snapshot goes.
+    let (code, text) = forget_in_pty(&ptyd, "y\n");
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains("snapshot") && text.contains("removed"),
+        "{text}"
+    );
+    assert!(ptyd.wait_exit().success(), "{}", ptyd.stderr());
+    assert!(!session.exists());
+    assert!(
+        !ptyd
+            .dirs
+            .state_dir(&ptyd.namespace)
+            .join("history")
+            .exists()
+    );
+    // The next command's server starts empty.
+    assert_eq!(ls_json(&ptyd)["panes"], json!([]));
+    // --yes, without a terminal, with no server running: the new
+    // server's (empty) snapshot goes as well.
+    let mut cmd = ptyd.cli(&["stop", "--forget", "--yes"]);
+    cmd.stdin(std::process::Stdio::null());
+    assert_exit(&util::run_bounded(cmd, "stop --forget --yes"), 0);
+    assert!(!session.exists());
+    let mut cmd = ptyd.cli(&["stop", "--forget", "--yes"]);
+    cmd.stdin(std::process::Stdio::null());
+    assert_exit(&util::run_bounded(cmd, "stop --forget --yes again"), 0);
 }

@@ -248,6 +248,13 @@ fn round_trip_restores_tree_panes_and_snapshot() {
         file_after["generation"].as_u64() >= file_before["generation"].as_u64(),
         "generation went backward"
     );
+    // Events go on being numbered: the counter only grows.
+    assert!(
+        file_after["counters"]["event"].as_u64() > file_before["counters"]["event"].as_u64(),
+        "event numbers went backward"
+    );
+    let mut file_before = file_before;
+    file_before["counters"]["event"] = file_after["counters"]["event"].clone();
     assert_json_eq(
         &without(&file_before, &["revision"]),
         &without(&file_after, &["revision"]),
@@ -475,6 +482,10 @@ fn fixture_valid_v1_restores_exactly() {
     fixture["counters"]["workspace"] = json!(4);
     fixture["counters"]["tab"] = json!(6);
     fixture["counters"]["pane"] = json!(10);
+    // Written as the current version, with the events numbered meanwhile.
+    fixture["version"] = saved["version"].clone();
+    assert!(saved["counters"]["event"].as_u64() > Some(0), "{saved}");
+    fixture["counters"]["event"] = saved["counters"]["event"].clone();
     assert_json_eq(
         &round_ratios(&without(&fixture, &["revision", "history"])),
         &round_ratios(&without(&saved, &["revision", "history"])),

@@ -150,7 +150,7 @@ _ptyd() {
             resize) COMPREPLY=($(compgen -W "-t --target --json --help" -- "$cur")) ;;
             events) COMPREPLY=($(compgen -W "--since --help" -- "$cur")) ;;
             status) COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
-            stop) COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
+            stop) COMPREPLY=($(compgen -W "--forget --yes --help" -- "$cur")) ;;
             save) COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
             respawn) COMPREPLY=($(compgen -W "--held -t --target --json --help" -- "$cur")) ;;
             focus) COMPREPLY=($(compgen -W "-t --target --json --help" -- "$cur")) ;;

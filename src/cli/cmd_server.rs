@@ -67,13 +67,97 @@ pub fn save(g: &Global, a: &Parsed) -> Result<i32, CliError> {
     Ok(0)
 }
 
-pub fn stop(g: &Global, _: &Parsed) -> Result<i32, CliError> {
-    let mut client = connect_existing(g)?;
-    client.request(&Request::ServerStop(NoParams {}))?;
-    // The server closes our connection as its last act: wait for that, so
-    // a `ptyd stop && ptyd server` never races the old server's lock.
-    client.wait_closed()?;
+pub fn stop(g: &Global, a: &Parsed) -> Result<i32, CliError> {
+    let forget = a.flag("forget");
+    if a.flag("yes") && !forget {
+        return Err(CliError::usage(
+            "--yes confirms --forget, which was not given: `ptyd stop --forget --yes`",
+        ));
+    }
+    if forget && !a.flag("yes") {
+        confirm_forget(g)?;
+    }
+    match client::Client::connect(&g.paths, false) {
+        Ok(mut client) => {
+            client.request(&Request::ServerStop(NoParams {}))?;
+            // The server closes our connection as its last act (after its
+            // final save): wait for that, so a `ptyd stop && ptyd server`
+            // never races the old server's lock, and --forget removes what
+            // it saved.
+            client.wait_closed()?;
+        }
+        // Nothing to stop; the snapshot may still be there to forget.
+        Err(e) if forget && matches!(e.kind, client::ErrorKind::NoServer) => {}
+        Err(e) if matches!(e.kind, client::ErrorKind::NoServer) => {
+            return Err(CliError {
+                message: format!(
+                    "no ptyd server runs in namespace {:?}: nothing to stop",
+                    g.paths.namespace
+                ),
+                code: 1,
+                kind: e.code().to_string(),
+            });
+        }
+        Err(e) => return Err(e.into()),
+    }
+    if forget {
+        forget_snapshot(g)?;
+    }
     Ok(0)
+}
+
+/// Asks on the terminal whether to end the namespace for good; refuses
+/// without a terminal to ask on.
+fn confirm_forget(g: &Global) -> Result<(), CliError> {
+    use std::io::{BufRead, IsTerminal, Write};
+    let ns = &g.paths.namespace;
+    if !std::io::stdin().is_terminal() {
+        return Err(CliError::usage(format!(
+            "stop --forget removes namespace {ns:?}'s snapshot for good, and asks first, but \
+             stdin is not a terminal: confirm with `ptyd stop --forget --yes`"
+        )));
+    }
+    eprint!(
+        "End namespace {ns:?} for good? Its server stops and its snapshot is removed: no pane \
+         comes back. [y/N] "
+    );
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut answer)
+        .map_err(|e| CliError::failure(format!("reading the answer: {e}")))?;
+    if matches!(answer.trim(), "y" | "Y" | "yes" | "YES" | "Yes") {
+        return Ok(());
+    }
+    Err(CliError {
+        message: "not confirmed; nothing was changed".into(),
+        code: 1,
+        kind: "not_confirmed".into(),
+    })
+}
+
+/// Removes the namespace's snapshot: the session file and the history
+/// files. Diagnostics and snapshots set aside in backups/ stay.
+fn forget_snapshot(g: &Global) -> Result<(), CliError> {
+    let state = &g.paths.state_dir;
+    let session = crate::persist::session_path(state);
+    let history = crate::persist::history_dir(state);
+    let gone = |r: std::io::Result<()>, path: &std::path::Path| match r {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(CliError::failure(format!(
+            "removing {}: {e}; remove it by hand, or the panes come back at the next start",
+            path.display()
+        ))),
+        _ => Ok(()),
+    };
+    gone(std::fs::remove_file(&session), &session)?;
+    gone(std::fs::remove_dir_all(&history), &history)?;
+    println!(
+        "namespace {:?} ended: its snapshot ({}) is removed",
+        g.paths.namespace,
+        session.display()
+    );
+    Ok(())
 }
 
 pub fn status(g: &Global, a: &Parsed) -> Result<i32, CliError> {

@@ -29,6 +29,14 @@ pub fn ls(g: &Global, a: &Parsed) -> Result<i32, CliError> {
         return Ok(0);
     }
     let active = |a: bool| if a { " (active)" } else { "" };
+    // Pane lines are indented under their tab; the header over their
+    // columns (`*` marks a tab's focused pane).
+    println!(
+        "    {}",
+        pane_row(
+            " ", "ID", "NAME", "STATE", "PID", "SIZE", "CLIENTS", "CWD", "COMMAND"
+        )
+    );
     for ws in &tree.workspaces {
         println!("{} {}{}", ws.id, ws.name, active(ws.active));
         for tab in &ws.tabs {
@@ -93,17 +101,34 @@ fn pane_line(pane: &PaneInfo, focused: bool) -> String {
         0 => String::new(),
         n => format!("{n} attached"),
     };
-    format!(
-        "{}{:<5} {:<14} {:<24} {:>7} {:>8} {:<11} {}  {}",
+    pane_row(
         if focused { "*" } else { " " },
-        pane.id.to_string(),
+        &pane.id.to_string(),
         pane.name.as_deref().unwrap_or("-"),
-        state,
-        pane.pid.map_or("-".to_string(), |p| p.to_string()),
-        format!("{}x{}", pane.cols, pane.rows),
-        clients,
-        pane.cwd.display(),
-        command
+        &state,
+        &pane.pid.map_or("-".to_string(), |p| p.to_string()),
+        &format!("{}x{}", pane.cols, pane.rows),
+        &clients,
+        &pane.cwd.display().to_string(),
+        &command,
+    )
+}
+
+/// One line of `ls`'s pane columns (a pane's, or the header's).
+#[allow(clippy::too_many_arguments)]
+fn pane_row(
+    mark: &str,
+    id: &str,
+    name: &str,
+    state: &str,
+    pid: &str,
+    size: &str,
+    clients: &str,
+    cwd: &str,
+    command: &str,
+) -> String {
+    format!(
+        "{mark}{id:<5} {name:<14} {state:<24} {pid:>7} {size:>8} {clients:<11} {cwd}  {command}"
     )
 }
 

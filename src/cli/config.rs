@@ -63,6 +63,9 @@ fn reload(g: &Global, as_json: bool) -> Result<i32, CliError> {
             let when = match s["applies"].as_str() {
                 Some("now") => "in force now",
                 Some("new_panes") => "for panes created from now on; existing panes keep theirs",
+                Some("next_attach") => {
+                    "for clients that attach from now on; attached clients keep theirs"
+                }
                 Some("next_restore") => {
                     "at the next restore (reboot, or `ptyd upgrade --mode restore`)"
                 }

@@ -132,7 +132,9 @@ pub fn main() -> i32 {
             } else {
                 eprintln!("ptyd: {}", e.message);
             }
-            if e.code == 2 {
+            // Only where the message does not say already what to do
+            // (a command or option to use, in backquotes).
+            if e.code == 2 && !e.message.contains('`') {
                 eprintln!("Try `ptyd --help`.");
             }
             e.code

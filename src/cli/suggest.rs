@@ -53,8 +53,60 @@ pub fn closest<'a>(typed: &str, candidates: impl IntoIterator<Item = &'a str>) -
         .map(|(_, c)| c)
 }
 
-/// "; did you mean `ptyd attach`?" for an unknown command, or "".
+/// tmux's command names (and the short ones it accepts) with what ptyd
+/// calls the same thing: a tmux user's first guess should land.
+const TMUX_NAMES: &[(&str, &str)] = &[
+    ("new-session", "`ptyd new`"),
+    ("new-window", "`ptyd tab new`"),
+    ("neww", "`ptyd tab new`"),
+    ("split-window", "`ptyd new -s TARGET` (add -v to stack)"),
+    ("splitw", "`ptyd new -s TARGET` (add -v to stack)"),
+    ("split", "`ptyd new -s TARGET` (add -v to stack)"),
+    ("send-keys", "`ptyd send` (`--keys C-c` for key names)"),
+    ("capture-pane", "`ptyd capture`"),
+    ("capturep", "`ptyd capture`"),
+    ("list-panes", "`ptyd ls`"),
+    ("lsp", "`ptyd ls`"),
+    ("list-windows", "`ptyd ls`"),
+    ("lsw", "`ptyd ls`"),
+    ("list-sessions", "`ptyd ls`"),
+    (
+        "kill-server",
+        "`ptyd stop` (`--forget` to end the session for good)",
+    ),
+    ("kill-session", "`ptyd stop`, or `ptyd workspace rm`"),
+    ("kill-window", "`ptyd tab rm`"),
+    ("killw", "`ptyd tab rm`"),
+    ("kill-pane", "`ptyd kill`, then `ptyd rm`"),
+    ("killp", "`ptyd kill`, then `ptyd rm`"),
+    ("attach-session", "`ptyd attach`"),
+    ("at", "`ptyd attach`"),
+    ("detach-client", "`ptyd detach`"),
+    ("list-clients", "`ptyd clients`"),
+    ("lsc", "`ptyd clients`"),
+    ("select-pane", "`ptyd focus`"),
+    ("selectp", "`ptyd focus`"),
+    ("select-window", "`ptyd tab select`"),
+    ("selectw", "`ptyd tab select`"),
+    ("rename-window", "`ptyd tab rename`"),
+    ("renamew", "`ptyd tab rename`"),
+    ("rename-session", "`ptyd workspace rename`"),
+    ("resize-pane", "`ptyd resize`, or `ptyd resize-split`"),
+    ("resizep", "`ptyd resize`, or `ptyd resize-split`"),
+    ("respawn-pane", "`ptyd respawn`"),
+    ("respawnp", "`ptyd respawn`"),
+    ("swap-pane", "`ptyd swap`"),
+    ("swapp", "`ptyd swap`"),
+    ("source-file", "`ptyd config reload`"),
+    ("source", "`ptyd config reload`"),
+];
+
+/// "; did you mean `ptyd attach`?" for an unknown command, "; tmux's
+/// send-keys is `ptyd send`" for a tmux command's name, or "".
 pub fn command_hint(typed: &str) -> String {
+    if let Some((name, ours)) = TMUX_NAMES.iter().find(|(name, _)| *name == typed) {
+        return format!("; tmux's {name} is {ours} here");
+    }
     let names = help::COMMANDS
         .iter()
         .flat_map(|c| std::iter::once(c.name).chain(c.aliases.iter().copied()));
@@ -98,6 +150,24 @@ pub fn option_hint(command: &str, message: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn tmux_names_lead_to_commands_ptyd_has() {
+        for (name, ours) in super::TMUX_NAMES {
+            assert!(
+                super::help::command(name).is_none(),
+                "{name} is a ptyd command"
+            );
+            let command = ours
+                .strip_prefix("`ptyd ")
+                .and_then(|r| r.split([' ', '`']).next())
+                .unwrap_or_else(|| panic!("{name}: {ours}"));
+            assert!(
+                super::help::command(command).is_some(),
+                "{name}: no ptyd {command}"
+            );
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -233,7 +233,7 @@ pub(crate) fn server_restarts(payload: &Value) -> bool {
     payload["reason"] == "server_restart"
 }
 
-/// "code 3", "signal SIGKILL (killed)", from an `exit` member (an EXIT
+/// "code 3", "killed by SIGTERM after ptyd kill", from an `exit` member (an EXIT
 /// frame's, a pane's).
 pub fn describe_exit(exit: &Value) -> String {
     ExitInfo::deserialize(exit).map_or_else(|_| "unknown status".to_string(), |e| e.describe())

@@ -128,6 +128,15 @@ impl Client {
     /// Connects to the namespace's server and says hello. With `autostart`, a
     /// missing server is started in the background first.
     pub fn connect(paths: &NamespacePaths, autostart: bool) -> Result<Client, ClientError> {
+        // A namespace never served has no runtime directory, and a command
+        // that starts no server (status, stop) leaves it so.
+        #[cfg(unix)]
+        if !autostart
+            && let Err(e) = std::fs::symlink_metadata(&paths.runtime_dir)
+            && e.kind() == io::ErrorKind::NotFound
+        {
+            return Err(no_server(paths, e));
+        }
         paths
             .prepare_runtime_dir()
             .map_err(|e| ClientError::io("preparing the runtime directory", e))?;
@@ -154,21 +163,7 @@ impl Client {
                     )
                 })?
             }
-            Err(e) => {
-                return Err(ClientError {
-                    kind: ErrorKind::NoServer,
-                    message: format!(
-                        "no ptyd server in namespace {:?} ({}: {e}); start one with `ptyd{} server`",
-                        paths.namespace,
-                        crate::transport::address(paths).display(),
-                        if paths.namespace == crate::paths::DEFAULT_NAMESPACE {
-                            String::new()
-                        } else {
-                            format!(" -L {}", paths.namespace)
-                        }
-                    ),
-                });
-            }
+            Err(e) => return Err(no_server(paths, e)),
         };
         let writer = stream
             .try_clone()
@@ -707,6 +702,23 @@ pub fn attach(
     let result = client.request(&Request::Attach(params))?;
     let (stream, leftover) = client.into_stream();
     Ok((result, FrameReader::new(stream, leftover)))
+}
+
+/// No server serves `paths`' namespace (`e`: what connecting said).
+fn no_server(paths: &NamespacePaths, e: io::Error) -> ClientError {
+    ClientError {
+        kind: ErrorKind::NoServer,
+        message: format!(
+            "no ptyd server in namespace {:?} ({}: {e}); start one with `ptyd{} server`",
+            paths.namespace,
+            crate::transport::address(paths).display(),
+            if paths.namespace == crate::paths::DEFAULT_NAMESPACE {
+                String::new()
+            } else {
+                format!(" -L {}", paths.namespace)
+            }
+        ),
+    }
 }
 
 /// The size of the terminal on stdout, if it is one (columns, rows).

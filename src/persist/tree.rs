@@ -603,8 +603,8 @@ mod tests {
     /// breaks it.
     fn snapshot(edit: impl FnOnce(&mut Value)) -> Snapshot {
         let mut v = json!({
-            "version": 1, "server_version": "0", "written_unix_ms": 0, "revision": 1,
-            "generation": 1, "counters": { "workspace": 2, "tab": 3, "pane": 4 },
+            "version": 2, "server_version": "0", "written_unix_ms": 0, "revision": 1,
+            "generation": 1, "counters": { "workspace": 2, "tab": 3, "pane": 4, "event": 0 },
             "active_workspace": "w1",
             "workspaces": [{ "id": "w1", "name": "main", "tabs": ["t1", "t2"], "active_tab": "t1" }],
             "tabs": [
@@ -639,8 +639,8 @@ mod tests {
             .map(|i| pane(&format!("p{i}"), None))
             .collect();
         let mut v = json!({
-            "version": 1, "server_version": "0", "written_unix_ms": 0, "revision": 1,
-            "generation": 1, "counters": { "workspace": 2, "tab": 2, "pane": splits + 2 },
+            "version": 2, "server_version": "0", "written_unix_ms": 0, "revision": 1,
+            "generation": 1, "counters": { "workspace": 2, "tab": 2, "pane": splits + 2, "event": 0 },
             "active_workspace": "w1",
             "workspaces": [{ "id": "w1", "name": "main", "tabs": ["t1"], "active_tab": "t1" }],
             "tabs": [tab("t1", "w1", leaf("LAYOUT"), "p1")],
@@ -813,7 +813,7 @@ mod tests {
         // is handed out twice (the tree refuses new ones instead).
         let max = u64::MAX;
         let snap = snapshot(|v| {
-            v["counters"] = json!({ "workspace": max, "tab": max, "pane": max });
+            v["counters"] = json!({ "workspace": max, "tab": max, "pane": max, "event": 0 });
             v["panes"][2]["id"] = json!(format!("p{}", max - 1));
             v["tabs"][1]["layout"] = leaf(&format!("p{}", max - 1));
             v["tabs"][1]["focus"] = json!(format!("p{}", max - 1));

@@ -261,6 +261,11 @@ fn applies(key: &str) -> &'static str {
         "shell_integration" => "new_panes",
         // Used only when a server restores a snapshot.
         "resume_rules" => "next_restore",
+        // Each client takes them when it attaches, in every mode (the tab
+        // view, a pane alone, direct output): one attached already keeps
+        // the prefix it came with.
+        "detach_key" | "attach_alt_screen" | "attach_history" | "attach_lossless"
+        | "attach_direct" | "update_environment" => "next_attach",
         // Read by every client command from the file itself; the rest are
         // looked up whenever they are needed.
         _ => "now",

@@ -93,11 +93,32 @@ held (with the reason).",
 pub const STOP: Command = Command {
     name: "stop",
     aliases: &[],
-    brief: "stop",
-    summary: "stop the server (its panes are hung up)",
-    usage: &["stop"],
-    about: "Stops the server. Its panes are hung up (their programs get SIGHUP).",
-    options: &[],
+    brief: "stop [--forget [--yes]]",
+    summary: "stop the server (its panes are hung up; they come back at the next command)",
+    usage: &["stop [--forget [--yes]]"],
+    about: "\
+Stops the server. Its panes are hung up (their programs get SIGHUP), but the
+session is kept: the next command that starts a server (ls, attach, new ...)
+brings every workspace, tab and pane back from the snapshot, each pane
+restarted or resumed by its restore plan, with its history.
+
+--forget ends the namespace for good: it stops the server if one runs, then
+removes the snapshot (session.json and the history files), so nothing comes
+back. It asks first on a terminal; without one it needs --yes.",
+    options: &[
+        opt(
+            None,
+            "forget",
+            None,
+            "also remove the snapshot: the panes do not come back",
+        ),
+        opt(
+            None,
+            "yes",
+            None,
+            "with --forget: do not ask (needed without a terminal)",
+        ),
+    ],
     args: Args::None,
     operands: Operands::Upto(0),
     hidden: &[],

@@ -117,9 +117,14 @@ impl Server {
             None => self.exe_path.clone(),
         };
         if !binary.is_file() {
+            let what = if req.binary.is_some() {
+                "check the path given to --binary"
+            } else {
+                "the binary this server was started from is gone: pass the new one with --binary PATH"
+            };
             return Err(RpcError::new(
                 ErrorCode::InvalidParams,
-                format!("no binary at {}; pass --binary PATH", binary.display()),
+                format!("no binary at {}; {what}", binary.display()),
             ));
         }
         let child = std::process::Command::new(&binary)

@@ -61,14 +61,19 @@ impl Server {
                 ),
             ));
         }
-        let binary = match req.binary {
-            Some(b) => std::path::absolute(&b).unwrap_or_else(|_| PathBuf::from(&b)),
+        let binary = match &req.binary {
+            Some(b) => std::path::absolute(b).unwrap_or_else(|_| PathBuf::from(b)),
             None => self.exe_path.clone(),
         };
         if !binary.is_file() {
+            let what = if req.binary.is_some() {
+                "check the path given to --binary"
+            } else {
+                "the binary this server was started from is gone: pass the new one with --binary PATH"
+            };
             return Err(RpcError::new(
                 ErrorCode::InvalidParams,
-                format!("no binary at {}; pass --binary PATH", binary.display()),
+                format!("no binary at {}; {what}", binary.display()),
             ));
         }
         let (child, read_end) = self.start_probe(&binary)?;

@@ -535,7 +535,7 @@ fn probe_verdict(output: &[u8], restore: bool, binary: &str) -> Result<Action, S
             crate::protocol::SERVER_VERSION
         )),
         None => Err(format!(
-            "{binary} did not answer `version --json` as a ptyd binary does; nothing was changed"
+            "{binary} did not answer `version --json` as a ptyd binary does"
         )),
     }
 }
