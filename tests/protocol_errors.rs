@@ -49,6 +49,15 @@ fn malformed_lines_get_errors_and_the_connection_survives() {
         (b"null\n", "parse_error", Value::Null),
         (b"[7, \"pane.list\", {}]\n", "parse_error", Value::Null),
         (b"{\"id\": 2}\n", "invalid_request", json!(2)),
+        // An id that would come back other than sent (past 64 bits, read
+        // as an inexact float): the client could never match the answer.
+        (
+            b"{\"id\": 6666666666666666666666666666666666666666666666666666666666666666666666666666661, \"method\": \"pane.list\"}\n",
+            "invalid_request",
+            Value::Null,
+        ),
+        (b"{\"id\": 18446744073709551615, \"method\": \"no.such\"}\n", "unknown_method", json!(u64::MAX)),
+        (b"{\"id\": 1.5, \"method\": \"no.such\"}\n", "unknown_method", json!(1.5)),
         (b"{\"id\": 3, \"params\": {}}\n", "invalid_request", json!(3)),
         (b"{\"id\": \"s\", \"method\": \"no.such\"}\n", "unknown_method", json!("s")),
         (b"{\"id\": 5, \"method\": \"pane.list\", \"params\": {\"x\": 1}}\n", "invalid_params", json!(5)),

@@ -103,7 +103,7 @@ fn server_side(stream: &[u8], cut: usize) -> (Vec<(u8, Vec<u8>)>, bool) {
 /// `ptyd attach` writes straight from its buffer (`decode_output_batch`)
 /// must hold exactly what decoding frame by frame gives.
 fn client_side(stream: &[u8], cut: usize) {
-    use crate::protocol::frame::server::{DIRECT_OFF, DIRECT_ON, KEYS_OFF};
+    use crate::protocol::frame::server::{DIRECT_OFF, DIRECT_ON, KEYS_OFF, SCROLL, VIEW};
     let mut buf = Vec::new();
     let mut out = CrlfToLf::default();
     let mut written = 0;
@@ -116,12 +116,14 @@ fn client_side(stream: &[u8], cut: usize) {
         let mut oversized = false;
         let mut direct = None;
         loop {
-            // A batch ends after a frame of the direct-output handshake.
+            // A batch ends after a frame of the direct-output handshake,
+            // and after a tab view's or a scroll's (the client acts on it
+            // before it writes what follows).
             let kind = match crate::protocol::frame::decode(&buf[used..]) {
                 Ok(Some((f, _))) => Some(f.kind),
                 _ => None,
             };
-            if let Some(k @ (DIRECT_ON | DIRECT_OFF | KEYS_OFF)) = kind {
+            if let Some(k @ (DIRECT_ON | DIRECT_OFF | KEYS_OFF | VIEW | SCROLL)) = kind {
                 let (_, n) = crate::protocol::frame::decode(&buf[used..])
                     .ok()
                     .flatten()
@@ -157,7 +159,8 @@ fn client_side(stream: &[u8], cut: usize) {
             crate::client::BatchEnd::DirectOff(_) => assert_eq!(direct, Some(DIRECT_OFF)),
             crate::client::BatchEnd::KeysOff(..) => assert_eq!(direct, Some(KEYS_OFF)),
             crate::client::BatchEnd::Oversized => assert!(oversized),
-            crate::client::BatchEnd::View(_) | crate::client::BatchEnd::Scroll(_) => {}
+            crate::client::BatchEnd::View(_) => assert_eq!(direct, Some(VIEW)),
+            crate::client::BatchEnd::Scroll(_) => assert_eq!(direct, Some(SCROLL)),
             crate::client::BatchEnd::Exit(payload) => {
                 assert_eq!(Some(&payload), exit.as_ref());
                 let end = crate::client::attach::end_from_exit(&payload);

@@ -156,6 +156,21 @@ pub fn parse_request_line(line: &[u8]) -> Option<(Value, Result<methods::Request
             return Some((Value::Null, Err(err)));
         }
     };
+    // The answer must carry the id back exactly, or the client cannot
+    // match it: a number beyond what survives printing and reading again
+    // (an integer past 64 bits, read as an inexact float) is refused.
+    if raw.id.is_number()
+        && serde_json::from_str::<Value>(&raw.id.to_string()).ok() != Some(raw.id.clone())
+    {
+        let err = RpcError::new(
+            ErrorCode::InvalidRequest,
+            format!(
+                "the request id {} cannot be answered exactly; use a string, or an integer of at most 64 bits",
+                crate::validate::excerpt(&raw.id.to_string(), 64)
+            ),
+        );
+        return Some((Value::Null, Err(err)));
+    }
     // A member we do not know was meant for something we would not do:
     // refused, as unknown params are, rather than ignored.
     if let Some(member) = unknown {
