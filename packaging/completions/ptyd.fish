@@ -167,6 +167,7 @@ complete -c ptyd -n '__fish_seen_subcommand_from respawn' -l held -d 'respawn ev
 complete -c ptyd -n '__fish_seen_subcommand_from respawn' -s t -l target -x -a '(__ptyd_panes)' -d 'the pane (same as the TARGET argument; tmux\'s -t)'
 complete -c ptyd -n '__fish_seen_subcommand_from respawn' -l json -d 'print the pane\'s info (the new pid) as JSON; with --held, {"respawned": [...], "failed": [...]}'
 complete -c ptyd -n '__fish_seen_subcommand_from respawn' -x -a '(__ptyd_panes)'
+complete -c ptyd -n '__fish_seen_subcommand_from focus' -l client -x -d 'move only the view of the client numbered N (`ptyd clients`)'
 complete -c ptyd -n '__fish_seen_subcommand_from focus' -s t -l target -x -a '(__ptyd_panes)' -d 'the pane (same as the TARGET argument; tmux\'s -t)'
 complete -c ptyd -n '__fish_seen_subcommand_from focus' -l json -d 'print the server\'s reply as JSON'
 complete -c ptyd -n '__fish_seen_subcommand_from focus' -x -a '(__ptyd_panes)'
