@@ -469,7 +469,7 @@ fn tmux_command_names_point_at_ptyd_commands() {
     for (typed, ours) in [
         ("send-keys", "`ptyd send`"),
         ("kill-server", "`ptyd stop`"),
-        ("split-window", "`ptyd new -s TARGET`"),
+        ("splitw", "`ptyd split`"),
         ("capture-pane", "`ptyd capture`"),
         ("list-panes", "`ptyd ls`"),
     ] {
