@@ -156,7 +156,6 @@ pub struct Manifest<S = Terminal> {
     /// Generation of the new server (the old one's plus one).
     pub generation: u64,
     pub namespace: String,
-    /// The structure, as a snapshot would save it.
     /// The structure, as a snapshot would save it, with the records of
     /// the panes in `panes` only.
     pub snapshot: Snapshot,

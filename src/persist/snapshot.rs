@@ -2,9 +2,9 @@
 //! so the server can change its structs freely and a file written by any
 //! earlier version still loads. docs/snapshot.md documents the format.
 //!
-//! Loading is two-stage: the file to a `serde_json::Value`, its `version`
-//! checked (newer than ours: refused; older: migrated step by step), then the
-//! current [`Snapshot`] struct. Turning that into a live tree (validation,
+//! Loading is two-stage: the `version` read alone (newer than ours:
+//! refused), then the current [`Snapshot`] struct, which reads every older
+//! version too (see `parse`). Turning that into a live tree (validation,
 //! repair of broken parts) is `restore.rs`'s job.
 
 use crate::model::{CommandSpec, Direction, RestorePolicy};
@@ -13,8 +13,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-/// Bump when the format changes, and add a migration from the previous
-/// version to [`migrate`] with a fixture in `fixtures/session/`.
+/// Bump when the format changes, teach `parse` the previous version (a
+/// defaulted member where that is enough), and add a fixture in
+/// `fixtures/session/`.
 pub const SNAPSHOT_VERSION: u32 = 2;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -43,7 +44,10 @@ pub struct Counters {
     pub tab: u64,
     pub pane: u64,
     /// The last event number given out (version 2 on): the next server's
-    /// events go on from it.
+    /// events go on from it. Absent from the snapshot an older build puts
+    /// in its upgrade manifest (the manifest has `event_last_seq` of its
+    /// own), so it defaults rather than failing that upgrade.
+    #[serde(default)]
     pub event: u64,
 }
 
@@ -334,32 +338,16 @@ pub fn parse(bytes: &[u8]) -> Result<Snapshot, LoadError> {
     if version > u64::from(SNAPSHOT_VERSION) {
         return Err(LoadError::Newer { found: version });
     }
-    if version == u64::from(SNAPSHOT_VERSION) {
-        return serde_json::from_slice(bytes).map_err(|e| LoadError::Corrupt(e.to_string()));
-    }
-    let value: Value =
-        serde_json::from_slice(bytes).map_err(|e| LoadError::Corrupt(format!("not JSON: {e}")))?;
-    let value = migrate(value, version)?;
-    serde_json::from_value(value).map_err(|e| LoadError::Corrupt(e.to_string()))
-}
-
-/// Brings a snapshot of an older `version` up to [`SNAPSHOT_VERSION`], one
-/// version at a time.
-fn migrate(mut value: Value, version: u64) -> Result<Value, LoadError> {
     if version == 0 {
         return Err(LoadError::Corrupt("version 0 does not exist".into()));
     }
-    let Some(file) = value.as_object_mut() else {
-        return Err(LoadError::Corrupt("not an object".into()));
-    };
-    if version < 2 {
-        // Version 1 kept no event number: the next server's start at 1.
-        if let Some(counters) = file.get_mut("counters").and_then(Value::as_object_mut) {
-            counters.insert("event".into(), Value::from(0u64));
-        }
-    }
-    file.insert("version".into(), Value::from(SNAPSHOT_VERSION));
-    Ok(value)
+    // Version 1 differs only by the event counter it lacks, which reads as
+    // 0 (`Counters::event`), so it is read as it is: never through a
+    // `Value`, which a deep layout would exhaust.
+    let mut snapshot: Snapshot =
+        serde_json::from_slice(bytes).map_err(|e| LoadError::Corrupt(e.to_string()))?;
+    snapshot.version = SNAPSHOT_VERSION;
+    Ok(snapshot)
 }
 
 pub fn encode(snapshot: &Snapshot) -> Vec<u8> {
