@@ -451,31 +451,239 @@ fn parse_all(path: &Path, text: &str) -> (UserConfig, Vec<String>) {
     for (key, value) in entries {
         let place = at(key.span());
         let name = key.into_inner();
-        match name.as_ref() {
+        let mut read = KeyRead {
+            config: &mut config,
+            problems: &mut problems,
+            at: &at,
+            place: &place,
+        };
+        // Each kind of key takes its own and hands the others back.
+        let Some(value) = read.number(&name, value) else {
+            continue;
+        };
+        let Some(value) = read.choice(&name, value) else {
+            continue;
+        };
+        if read.text(&name, value).is_some() {
+            problems.push(format!(
+                "{place}: unknown key {:?} ignored; known keys: {}",
+                crate::validate::excerpt(&name, 128),
+                KEYS.join(", ")
+            ));
+        }
+    }
+    (config, problems)
+}
+
+/// One key of the file being read into the config: where it stands, and
+/// where its problems go.
+struct KeyRead<'r> {
+    config: &'r mut UserConfig,
+    problems: &'r mut Vec<String>,
+    at: &'r dyn Fn(std::ops::Range<usize>) -> String,
+    place: &'r str,
+}
+
+type TomlValue<'t> = Spanned<DeValue<'t>>;
+
+impl KeyRead<'_> {
+    /// The keys holding a number in a range; any other is handed back.
+    fn number<'t>(&mut self, name: &str, value: TomlValue<'t>) -> Option<TomlValue<'t>> {
+        let (problems, place, config) = (&mut *self.problems, self.place, &mut *self.config);
+        match name {
             "scrollback_lines" => limit(
-                &mut problems,
-                &place,
+                problems,
+                place,
                 "scrollback_lines",
                 value,
                 (0, MAX_SCROLLBACK_LINES),
                 &mut config.term.scrollback_lines,
             ),
             "scrollback_bytes" => limit(
-                &mut problems,
-                &place,
+                problems,
+                place,
                 "scrollback_bytes",
                 value,
                 (0, MAX_SCROLLBACK_BYTES),
                 &mut config.term.scrollback_bytes,
             ),
             "scrollback_total_bytes" => limit(
-                &mut problems,
-                &place,
+                problems,
+                place,
                 "scrollback_total_bytes",
                 value,
                 SCROLLBACK_TOTAL_BYTES,
                 &mut config.scrollback_total_bytes,
             ),
+            "attach_history" => limit(
+                problems,
+                place,
+                "attach_history",
+                value,
+                (0, MAX_ATTACH_HISTORY),
+                &mut config.attach_history,
+            ),
+            "save_debounce_ms" => millis(
+                problems,
+                place,
+                "save_debounce_ms",
+                value,
+                SAVE_DEBOUNCE_MS,
+                &mut config.save_debounce,
+            ),
+            "save_max_delay_ms" => millis(
+                problems,
+                place,
+                "save_max_delay_ms",
+                value,
+                SAVE_MAX_DELAY_MS,
+                &mut config.save_max_delay,
+            ),
+            "upgrade_timeout_ms" => millis(
+                problems,
+                place,
+                "upgrade_timeout_ms",
+                value,
+                UPGRADE_TIMEOUT_MS,
+                &mut config.upgrade_timeout,
+            ),
+            "upgrade_probation_ms" => millis(
+                problems,
+                place,
+                "upgrade_probation_ms",
+                value,
+                UPGRADE_PROBATION_MS,
+                &mut config.upgrade_probation,
+            ),
+            "wait_timeout_ms" => millis(
+                problems,
+                place,
+                "wait_timeout_ms",
+                value,
+                WAIT_TIMEOUT_MS,
+                &mut config.wait_timeout,
+            ),
+            _ => return Some(value),
+        }
+        None
+    }
+
+    /// The keys holding one of a few values (a flag, a policy, a
+    /// position); any other is handed back.
+    fn choice<'t>(&mut self, name: &str, value: TomlValue<'t>) -> Option<TomlValue<'t>> {
+        const FLAG: &str = "true or false";
+        let (problems, place, config) = (&mut *self.problems, self.place, &mut *self.config);
+        match name {
+            "autostart" => one_of(
+                problems,
+                place,
+                "autostart",
+                value,
+                &mut config.autostart,
+                FLAG,
+                "true",
+            ),
+            "shell_integration" => one_of(
+                problems,
+                place,
+                "shell_integration",
+                value,
+                &mut config.shell_integration,
+                FLAG,
+                "true",
+            ),
+            "attach_alt_screen" => one_of(
+                problems,
+                place,
+                "attach_alt_screen",
+                value,
+                &mut config.attach_alt_screen,
+                FLAG,
+                "true",
+            ),
+            "attach_lossless" => one_of(
+                problems,
+                place,
+                "attach_lossless",
+                value,
+                &mut config.attach_lossless,
+                FLAG,
+                "false",
+            ),
+            "attach_direct" => one_of(
+                problems,
+                place,
+                "attach_direct",
+                value,
+                &mut config.attach_direct,
+                FLAG,
+                "true",
+            ),
+            "mouse" => one_of(
+                problems,
+                place,
+                "mouse",
+                value,
+                &mut config.mouse,
+                FLAG,
+                "true",
+            ),
+            _ => return self.policy(name, value),
+        }
+        None
+    }
+
+    /// The keys naming one of a few words; any other is handed back.
+    fn policy<'t>(&mut self, name: &str, value: TomlValue<'t>) -> Option<TomlValue<'t>> {
+        let (problems, place, config) = (&mut *self.problems, self.place, &mut *self.config);
+        match name {
+            "restore" => one_of(
+                problems,
+                place,
+                "restore",
+                value,
+                &mut config.restore,
+                "\"hold\", \"rerun\" or \"shell\"",
+                "\"hold\"",
+            ),
+            // tmux spells it `window-size`; both mean the same here.
+            "window_size" | "window-size" => one_of(
+                problems,
+                place,
+                "window_size",
+                value,
+                &mut config.window_size,
+                "\"latest\", \"smallest\" or \"largest\"",
+                "\"latest\"",
+            ),
+            "status" => one_of(
+                problems,
+                place,
+                "status",
+                value,
+                &mut config.status,
+                "\"bottom\", \"top\" or \"off\"",
+                "\"bottom\"",
+            ),
+            "pane_titles" => one_of(
+                problems,
+                place,
+                "pane_titles",
+                value,
+                &mut config.pane_titles,
+                "\"off\", \"top\" or \"bottom\"",
+                "\"off\"",
+            ),
+            _ => return Some(value),
+        }
+        None
+    }
+
+    /// The keys holding text, lists and tables checked beyond their type;
+    /// any other is handed back.
+    fn text<'t>(&mut self, name: &str, value: TomlValue<'t>) -> Option<TomlValue<'t>> {
+        let (problems, place, config) = (&mut *self.problems, self.place, &mut *self.config);
+        match name {
             "shell" => match String::deserialize(ValueDeserializer::from(value)) {
                 Ok(v) if is_executable(Path::new(&v)) => config.shell = Some(PathBuf::from(v)),
                 Ok(v) => problems.push(format!(
@@ -501,83 +709,10 @@ fn parse_all(path: &Path, text: &str) -> (UserConfig, Vec<String>) {
                     config.term_name
                 )),
             },
-            "restore" => match RestorePolicy::deserialize(ValueDeserializer::from(value)) {
-                Ok(v) => config.restore = v,
-                Err(e) => problems.push(format!(
-                    "{place}: restore must be \"hold\", \"rerun\" or \"shell\" ({}); using \
-                     the default \"hold\"",
-                    e.message().trim()
-                )),
-            },
-            "save_debounce_ms" => millis(
-                &mut problems,
-                &place,
-                "save_debounce_ms",
-                value,
-                SAVE_DEBOUNCE_MS,
-                &mut config.save_debounce,
-            ),
-            "save_max_delay_ms" => millis(
-                &mut problems,
-                &place,
-                "save_max_delay_ms",
-                value,
-                SAVE_MAX_DELAY_MS,
-                &mut config.save_max_delay,
-            ),
-            "upgrade_timeout_ms" => millis(
-                &mut problems,
-                &place,
-                "upgrade_timeout_ms",
-                value,
-                UPGRADE_TIMEOUT_MS,
-                &mut config.upgrade_timeout,
-            ),
-            "upgrade_probation_ms" => millis(
-                &mut problems,
-                &place,
-                "upgrade_probation_ms",
-                value,
-                UPGRADE_PROBATION_MS,
-                &mut config.upgrade_probation,
-            ),
-            "wait_timeout_ms" => millis(
-                &mut problems,
-                &place,
-                "wait_timeout_ms",
-                value,
-                WAIT_TIMEOUT_MS,
-                &mut config.wait_timeout,
-            ),
-            // tmux spells it `window-size`; both mean the same here.
-            "window_size" | "window-size" => {
-                match WindowSize::deserialize(ValueDeserializer::from(value)) {
-                    Ok(v) => config.window_size = v,
-                    Err(e) => problems.push(format!(
-                        "{place}: window_size must be \"latest\", \"smallest\" or \"largest\" \
-                     ({}); using the default \"latest\"",
-                        e.message().trim()
-                    )),
-                }
-            }
             "resume_rules" => {
-                let rules = resume_rules(&mut problems, &at, &place, value);
+                let rules = resume_rules(problems, self.at, place, value);
                 config.resume_rules = ResumeRules::new(rules);
             }
-            "autostart" => match bool::deserialize(ValueDeserializer::from(value)) {
-                Ok(v) => config.autostart = v,
-                Err(e) => problems.push(format!(
-                    "{place}: autostart must be true or false ({}); using the default true",
-                    e.message().trim()
-                )),
-            },
-            "shell_integration" => match bool::deserialize(ValueDeserializer::from(value)) {
-                Ok(v) => config.shell_integration = v,
-                Err(e) => problems.push(format!(
-                    "{place}: shell_integration must be true or false ({}); using the default true",
-                    e.message().trim()
-                )),
-            },
             // `prefix` is what the tab view calls it; the same key.
             "detach_key" | "prefix" => match String::deserialize(ValueDeserializer::from(value)) {
                 Ok(v) => match crate::keys::parse_detach_key(&v) {
@@ -589,111 +724,60 @@ fn parse_all(path: &Path, text: &str) -> (UserConfig, Vec<String>) {
                     e.message().trim()
                 )),
             },
-            "attach_alt_screen" => match bool::deserialize(ValueDeserializer::from(value)) {
-                Ok(v) => config.attach_alt_screen = v,
-                Err(e) => problems.push(format!(
-                    "{place}: attach_alt_screen must be true or false ({}); using the default true",
-                    e.message().trim()
-                )),
-            },
-            "attach_lossless" => match bool::deserialize(ValueDeserializer::from(value)) {
-                Ok(v) => config.attach_lossless = v,
-                Err(e) => problems.push(format!(
-                    "{place}: attach_lossless must be true or false ({}); using the default false",
-                    e.message().trim()
-                )),
-            },
-            "attach_direct" => match bool::deserialize(ValueDeserializer::from(value)) {
-                Ok(v) => config.attach_direct = v,
-                Err(e) => problems.push(format!(
-                    "{place}: attach_direct must be true or false ({}); using the default true",
-                    e.message().trim()
-                )),
-            },
-            "mouse" => match bool::deserialize(ValueDeserializer::from(value)) {
-                Ok(v) => config.mouse = v,
-                Err(e) => problems.push(format!(
-                    "{place}: mouse must be true or false ({}); using the default true",
-                    e.message().trim()
-                )),
-            },
-            "status" => match super::clients::tab_view::StatusPosition::deserialize(
-                ValueDeserializer::from(value),
-            ) {
-                Ok(v) => config.status = v,
-                Err(e) => problems.push(format!(
-                    "{place}: status must be \"bottom\", \"top\" or \"off\" ({}); using the \
-                     default \"bottom\"",
-                    e.message().trim()
-                )),
-            },
-            "pane_titles" => match crate::view::titles::PaneTitles::deserialize(
-                ValueDeserializer::from(value),
-            ) {
-                Ok(v) => config.pane_titles = v,
-                Err(e) => problems.push(format!(
-                    "{place}: pane_titles must be \"off\", \"top\" or \"bottom\" ({}); using \
-                     the default \"off\"",
-                    e.message().trim()
-                )),
-            },
-            "keys" => match std::collections::BTreeMap::<String, String>::deserialize(
-                ValueDeserializer::from(value),
-            ) {
-                Ok(keys) => match crate::view::bindings::Bindings::with(&keys) {
-                    Ok(b) => {
-                        config.bindings = b;
-                        config.keys = keys;
-                    }
-                    Err(bad) => {
-                        for why in bad {
-                            problems.push(format!("{place}: {why}; the default bindings apply"));
-                        }
-                    }
-                },
-                Err(e) => problems.push(format!(
-                    "{place}: [keys] must map key names to action names, as `\"|\" = \"split-right\"` \
-                     ({}); the default bindings apply",
-                    e.message().trim()
-                )),
-            },
+            "keys" => self.keys(value),
             // tmux spells it `update-environment`.
-            "update_environment" | "update-environment" => {
-                match Vec::<String>::deserialize(ValueDeserializer::from(value)) {
-                    Ok(names) => match names
-                        .iter()
-                        .find(|n| crate::validate::env_entry(n, "").is_err())
-                    {
-                        Some(bad) => problems.push(format!(
-                            "{place}: update_environment: {:?} is not a variable name; using \
-                             the default list",
-                            crate::validate::excerpt(bad, 128)
-                        )),
-                        None => config.update_environment = names,
-                    },
-                    Err(e) => problems.push(format!(
-                        "{place}: update_environment must be a list of variable names like \
-                         [\"SSH_AUTH_SOCK\", \"DISPLAY\"] ({}); using the default list",
-                        e.message().trim()
-                    )),
+            "update_environment" | "update-environment" => self.update_environment(value),
+            _ => return Some(value),
+        }
+        None
+    }
+
+    fn keys(&mut self, value: TomlValue<'_>) {
+        let place = self.place;
+        match std::collections::BTreeMap::<String, String>::deserialize(ValueDeserializer::from(
+            value,
+        )) {
+            Ok(keys) => match crate::view::bindings::Bindings::with(&keys) {
+                Ok(b) => {
+                    self.config.bindings = b;
+                    self.config.keys = keys;
                 }
-            }
-            "attach_history" => limit(
-                &mut problems,
-                &place,
-                "attach_history",
-                value,
-                (0, MAX_ATTACH_HISTORY),
-                &mut config.attach_history,
-            ),
-            other => problems.push(format!(
-                "{place}: unknown key {:?} ignored; known keys: {}",
-                crate::validate::excerpt(other, 128),
-                KEYS.join(", ")
+                Err(bad) => {
+                    for why in bad {
+                        self.problems
+                            .push(format!("{place}: {why}; the default bindings apply"));
+                    }
+                }
+            },
+            Err(e) => self.problems.push(format!(
+                "{place}: [keys] must map key names to action names, as `\"|\" = \"split-right\"` \
+                 ({}); the default bindings apply",
+                e.message().trim()
             )),
         }
     }
-    (config, problems)
+
+    fn update_environment(&mut self, value: TomlValue<'_>) {
+        let place = self.place;
+        match Vec::<String>::deserialize(ValueDeserializer::from(value)) {
+            Ok(names) => match names
+                .iter()
+                .find(|n| crate::validate::env_entry(n, "").is_err())
+            {
+                Some(bad) => self.problems.push(format!(
+                    "{place}: update_environment: {:?} is not a variable name; using \
+                     the default list",
+                    crate::validate::excerpt(bad, 128)
+                )),
+                None => self.config.update_environment = names,
+            },
+            Err(e) => self.problems.push(format!(
+                "{place}: update_environment must be a list of variable names like \
+                 [\"SSH_AUTH_SOCK\", \"DISPLAY\"] ({}); using the default list",
+                e.message().trim()
+            )),
+        }
+    }
 }
 
 impl super::Server {
@@ -748,6 +832,26 @@ impl super::Server {
             changed,
         });
         report
+    }
+}
+
+/// `slot` from `value`, else the problem: `key` must be `must`, and
+/// `default` stays.
+fn one_of<T: serde::de::DeserializeOwned>(
+    problems: &mut Vec<String>,
+    place: &str,
+    key: &str,
+    value: Spanned<DeValue<'_>>,
+    slot: &mut T,
+    must: &str,
+    default: &str,
+) {
+    match T::deserialize(ValueDeserializer::from(value)) {
+        Ok(v) => *slot = v,
+        Err(e) => problems.push(format!(
+            "{place}: {key} must be {must} ({}); using the default {default}",
+            e.message().trim()
+        )),
     }
 }
 
