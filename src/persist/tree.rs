@@ -13,9 +13,7 @@
 //!   upgrade manifest. It was built from a consistent tree a moment ago, so
 //!   any inconsistency means a bug or a mismatched peer and is an error.
 
-use super::snapshot::{
-    Counters, LayoutRecord, PaneRecord, Snapshot, TabRecord, WorkspaceRecord,
-};
+use super::snapshot::{Counters, LayoutRecord, PaneRecord, Snapshot, TabRecord, WorkspaceRecord};
 use crate::model::{PaneId, TabId, WorkspaceId};
 use crate::workspace::layout::Layout;
 use crate::workspace::{Tab, Tree, Workspace};
@@ -361,9 +359,7 @@ fn raise_counters(
     let next_tab = saved
         .tab
         .max(above(tree.tabs.keys().map(|t| t.get()).max()));
-    let next_pane = saved
-        .pane
-        .max(above(records.keys().map(|p| p.get()).max()));
+    let next_pane = saved.pane.max(above(records.keys().map(|p| p.get()).max()));
     tree.next_workspace_id = WorkspaceId::new(next_ws);
     tree.next_tab_id = TabId::new(next_tab);
     for (what, saved, now) in [

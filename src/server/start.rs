@@ -97,7 +97,12 @@ pub fn run(opts: ServerOptions) -> Result<(), StartError> {
         let _ = crate::sys::set_nonblocking_cloexec(std::os::fd::AsRawFd::as_raw_fd(l));
     }
     server.lineage = claimed.lineage;
-    server.take_up_panes(opts.restore, opts.hold_reruns, adopting, claimed.namespace_fds);
+    server.take_up_panes(
+        opts.restore,
+        opts.hold_reruns,
+        adopting,
+        claimed.namespace_fds,
+    );
     // Past every generation the keeper started or saw (a crash loop's
     // fresh start), whatever the snapshot says.
     server.generation = server
@@ -222,7 +227,10 @@ impl Server {
         &mut self,
         restore: bool,
         hold_reruns: bool,
-        adopting: Option<(crate::server::persistence::restore::Adoptable, Option<String>)>,
+        adopting: Option<(
+            crate::server::persistence::restore::Adoptable,
+            Option<String>,
+        )>,
         namespace_fds: bool,
     ) {
         let why = std::env::var(crate::server::continuity::keeper::RECOVERY_ENV).ok();
