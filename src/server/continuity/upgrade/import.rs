@@ -93,34 +93,7 @@ pub fn run(sock: OwnedFd, paths: NamespacePaths) -> Result<(), String> {
     crate::server::continuity::keeper::become_subreaper();
     let fault_spec = fault::from_env();
     let fault = fault_spec.as_deref();
-    // The handoff version the old side speaks (builds before the variable
-    // speak 2).
-    let speaks = std::env::var(crate::handoff::manifest::SPEAKS_ENV)
-        .ok()
-        .and_then(|v| v.parse::<u32>().ok())
-        .unwrap_or(2);
-    // SAFETY: single-threaded here; nothing else reads the environment.
-    unsafe {
-        std::env::remove_var(fault::FAULT_ENV);
-        std::env::remove_var(crate::handoff::manifest::SPEAKS_ENV);
-    }
-
-    fault::check(fault, "new-before-hello");
-    let hello = Control::Hello {
-        handoff_version: HANDOFF_VERSION,
-        server_version: crate::protocol::SERVER_VERSION.to_string(),
-        pid: std::process::id(),
-    };
-    fdpass::send_message(&sock, &hello, &[]).map_err(|e| format!("sending hello: {e}"))?;
-    if !crate::handoff::manifest::accepts(speaks) {
-        return abort(
-            &sock,
-            format!(
-                "the old server speaks handoff version {speaks}, this build reads {}..={HANDOFF_VERSION}; use `ptyd upgrade --mode restore`",
-                crate::handoff::manifest::HANDOFF_ACCEPTS_FROM
-            ),
-        );
-    }
+    say_hello(&sock, fault)?;
     let mut progress = Progress::new();
     let Prepared {
         mut shell,
@@ -138,27 +111,16 @@ pub fn run(sock: OwnedFd, paths: NamespacePaths) -> Result<(), String> {
     fdpass::send_message(&sock, &Control::PrecopyAck, &[])
         .map_err(|e| format!("acking the pre-copy: {e}"))?;
     let mut screens = Screens::new();
-    let received = loop {
-        spin_until_readable(&sock, BLACKOUT_SPIN);
-        match recv(&sock)? {
-            (Control::Delta { bytes }, fds) => {
-                let Some(memfd) = fds.into_iter().next() else {
-                    return abort(&sock, "the delta message carried no fd".to_string());
-                };
-                let applied = read_memfd(memfd, bytes).and_then(|data| {
-                    apply_delta(&mut shell, &mut prebuilt, &data, &sock, &mut progress)
-                });
-                if let Err(e) = applied {
-                    return abort(&sock, e);
-                }
-                fdpass::send_message(&sock, &Control::DeltaAck, &[])
-                    .map_err(|e| format!("acking the delta: {e}"))?;
-            }
-            (msg, fds) => match receive_manifest(&paths, fault, msg, fds) {
-                Ok(received) => break received,
-                Err(e) => return abort(&sock, e),
-            },
-        }
+    let received = match receive_deltas(
+        &sock,
+        &paths,
+        fault,
+        (&mut shell, &mut prebuilt),
+        &mut progress,
+    ) {
+        Ok(received) => received,
+        Err(Failure::Abort(e)) => return abort(&sock, e),
+        Err(Failure::Plain(e)) => return Err(e),
     };
     let (timings, pause_started, manifest_at) = (
         received.timings,
@@ -189,18 +151,7 @@ pub fn run(sock: OwnedFd, paths: NamespacePaths) -> Result<(), String> {
     fault::check(fault, "new-before-imported");
     commit_handshake(&sock, &mut server)?;
     if let Some(recovery) = &recovery {
-        // A keeper started us after a crash (`continuity::keeper`): what the
-        // dead server read since its checkpoint is in the rings.
-        let why = std::env::var(crate::server::continuity::keeper::RECOVERY_ENV)
-            .unwrap_or_else(|_| "the server died".into());
-        // SAFETY: the disk thread never reads the environment.
-        unsafe { std::env::remove_var(crate::server::continuity::keeper::RECOVERY_ENV) };
-        // A new process, so a new generation: the checkpoint carries the
-        // dead one's, and the keeper knows the replacements it started.
-        server.generation =
-            (server.generation + 1).max(crate::server::continuity::keeper::generation_floor());
-        server.replay_rings(recovery, &why);
-        server.number_on_after(events_reached);
+        server.recover_from_checkpoint(recovery, events_reached);
     }
     fault::check(fault, "new-before-committed");
     let commit_from = crate::sys::monotonic_usec();
@@ -210,22 +161,86 @@ pub fn run(sock: OwnedFd, paths: NamespacePaths) -> Result<(), String> {
     let _ = fdpass::send_message(&sock, &Control::Committed { blackout_us }, &[]);
     fault::check(fault, "new-after-committed");
     let mut phases = timings;
-    for (name, from, to) in [
-        ("capture", pause_started, manifest_at),
-        ("transfer", manifest_at, imported_from),
-        ("import", imported_from, commit_from),
-        ("commit", commit_from, live_at),
-    ] {
-        phases.push(Phase {
+    phases.extend(
+        [
+            ("capture", pause_started, manifest_at),
+            ("transfer", manifest_at, imported_from),
+            ("import", imported_from, commit_from),
+            ("commit", commit_from, live_at),
+        ]
+        .map(|(name, from, to)| Phase {
             name: name.into(),
             us: to.saturating_sub(from),
-        });
-    }
+        }),
+    );
     // Every fd message, the pre-copy's (before the pause) included.
     if recovery.is_none() {
         server.report_upgrade(phases, blackout_us, 1 + precopy_batches + batches, sizes);
     }
     serve_after_commit(server, sock)
+}
+
+/// The hello to the old side, once the fault points and the handoff
+/// version it speaks are taken from the environment (builds before the
+/// variable speak 2); refused (and the old side told) when this build
+/// cannot read that version.
+fn say_hello(sock: &OwnedFd, fault: Option<&str>) -> Result<(), String> {
+    let speaks = std::env::var(crate::handoff::manifest::SPEAKS_ENV)
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok())
+        .unwrap_or(2);
+    // SAFETY: single-threaded here; nothing else reads the environment.
+    unsafe {
+        std::env::remove_var(fault::FAULT_ENV);
+        std::env::remove_var(crate::handoff::manifest::SPEAKS_ENV);
+    }
+
+    fault::check(fault, "new-before-hello");
+    let hello = Control::Hello {
+        handoff_version: HANDOFF_VERSION,
+        server_version: crate::protocol::SERVER_VERSION.to_string(),
+        pid: std::process::id(),
+    };
+    fdpass::send_message(sock, &hello, &[]).map_err(|e| format!("sending hello: {e}"))?;
+    if !crate::handoff::manifest::accepts(speaks) {
+        return abort(
+            sock,
+            format!(
+                "the old server speaks handoff version {speaks}, this build reads {}..={HANDOFF_VERSION}; use `ptyd upgrade --mode restore`",
+                crate::handoff::manifest::HANDOFF_ACCEPTS_FROM
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// The deltas the old side sends while it still serves, each applied to
+/// the pre-built server and panes and acked, until the manifest comes.
+fn receive_deltas(
+    sock: &OwnedFd,
+    paths: &NamespacePaths,
+    fault: Option<&str>,
+    (shell, prebuilt): (&mut Server, &mut HashMap<u64, u64>),
+    progress: &mut Progress,
+) -> Result<Received, Failure> {
+    loop {
+        spin_until_readable(sock, BLACKOUT_SPIN);
+        match recv(sock).map_err(Failure::Plain)? {
+            (Control::Delta { bytes }, fds) => {
+                let Some(memfd) = fds.into_iter().next() else {
+                    return Err(Failure::Abort(
+                        "the delta message carried no fd".to_string(),
+                    ));
+                };
+                read_memfd(memfd, bytes)
+                    .and_then(|data| apply_delta(shell, prebuilt, &data, sock, progress))
+                    .map_err(Failure::Abort)?;
+                fdpass::send_message(sock, &Control::DeltaAck, &[])
+                    .map_err(|e| Failure::Plain(format!("acking the delta: {e}")))?;
+            }
+            (msg, fds) => return receive_manifest(paths, fault, msg, fds).map_err(Failure::Abort),
+        }
+    }
 }
 
 /// The pre-copy comes before the pause: decoding it, and building the
@@ -943,6 +958,25 @@ fn adopt_unchanged_panes(
 }
 
 impl Server {
+    /// A keeper started us after a crash (`continuity::keeper`): what the
+    /// dead server read since its checkpoint is in the rings.
+    fn recover_from_checkpoint(
+        &mut self,
+        recovery: &crate::handoff::manifest::Recovery,
+        events_reached: Option<u64>,
+    ) {
+        let why = std::env::var(crate::server::continuity::keeper::RECOVERY_ENV)
+            .unwrap_or_else(|_| "the server died".into());
+        // SAFETY: the disk thread never reads the environment.
+        unsafe { std::env::remove_var(crate::server::continuity::keeper::RECOVERY_ENV) };
+        // A new process, so a new generation: the checkpoint carries the
+        // dead one's, and the keeper knows the replacements it started.
+        self.generation =
+            (self.generation + 1).max(crate::server::continuity::keeper::generation_floor());
+        self.replay_rings(recovery, &why);
+        self.number_on_after(events_reached);
+    }
+
     /// Puts the listener and the connections in our poll before the
     /// commit (the panes are registered as they are built: unchanged ones
     /// before the pause), so that the commit itself does not pay an
