@@ -717,5 +717,4 @@ impl Keeper {
             None => 0,
         }
     }
-
 }
