@@ -55,7 +55,7 @@
 //!
 //! | Unix item | Windows |
 //! |---|---|
-//! | the keeper (`keeper.rs`): pane fds, pidfds and output rings held across a crash of the serving process | none: a pseudo console cannot be passed to another process, so a crash of the server loses its panes (each Job Object kills its tree); the next server restarts them from the snapshot by their restore plans |
+//! | the keeper (`keeper/`): pane fds, pidfds and output rings held across a crash of the serving process | none: a pseudo console cannot be passed to another process, so a crash of the server loses its panes (each Job Object kills its tree); the next server restarts them from the snapshot by their restore plans |
 //! | live upgrade (`SCM_RIGHTS` handoff) | none, for the same reason: `ptyd upgrade` takes the restore path and refuses `--mode live` |
 //! | `SO_PEERCRED` | `GetNamedPipeClientProcessId` and that process's token user ([`pipe_peer_is_current_user`]) |
 //! | [`trust`]: state files 0600/0700, opened with `O_NOFOLLOW`, trusted if ours and not group/other-writable | created with the profile's inherited ACL, opened with `FILE_FLAG_OPEN_REPARSE_POINT`, trusted if the owner SID is ours and the DACL lets no one else write (no one else in at all for a private directory; SYSTEM and Administrators excepted), a null DACL refused |
