@@ -5,7 +5,7 @@
 //!
 //! Two layers, in mio's manner:
 //!
-//! - `unix.rs`, portable POSIX, built on every Unix: fd flags, peer
+//! - `unix/`, portable POSIX, built on every Unix: fd flags, peer
 //!   credentials (`SO_PEERCRED` on Linux, `getpeereid` elsewhere), `flock`,
 //!   `fstat` checks on inherited fds, terminal size and raw mode, signal
 //!   dispositions and `kill`, `poll`, fd passing over `SCM_RIGHTS`, the
@@ -46,7 +46,7 @@
 //! returns `Unsupported` or the documented "cannot tell" value, never a
 //! compile error.
 //!
-//! Windows: `windows.rs` replaces both layers: the named-pipe transport's
+//! Windows: `windows/` replaces both layers: the named-pipe transport's
 //! pieces (the pipe's name, an instance admitting only the current user,
 //! the peer check), console control events as the server's signals, the
 //! attach client's console modes and input, and Wine detection for tests.
@@ -74,7 +74,7 @@ mod unix;
     all(unix, any(not(target_os = "linux"), ptyd_portable)),
     path = "fallback.rs"
 )]
-#[cfg_attr(windows, path = "windows.rs")]
+#[cfg_attr(windows, path = "windows/mod.rs")]
 mod os;
 
 #[cfg(unix)]
