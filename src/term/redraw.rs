@@ -264,6 +264,8 @@ fn palette(s: &Screen, out: &mut Vec<u8>) {
     }
 }
 
+/// Tab stops other than every eighth column, and the charsets designated
+/// and shifted in.
 fn tab_stops_and_charsets(s: &Screen, cols: usize, out: &mut Vec<u8>) {
     let default_tabs = s
         .tabs
@@ -383,6 +385,8 @@ fn titles(s: &Screen, out: &mut Vec<u8>) {
     }
 }
 
+/// The cursor where the model has it (pending wrap included), then the
+/// program's pen, cursor visibility and synchronized output.
 fn cursor_and_pen(s: &Screen, cols: usize, rows: usize, out: &mut Vec<u8>) {
     let m = &s.modes;
     // Cursor: in origin mode CUP is relative to the region, and setting the

@@ -78,6 +78,7 @@ struct KeyRead<'r> {
     place: &'r str,
 }
 
+/// A key's value as the parser left it, with where it stands.
 type TomlValue<'t> = Spanned<DeValue<'t>>;
 
 impl KeyRead<'_> {
@@ -326,6 +327,8 @@ impl KeyRead<'_> {
         None
     }
 
+    /// `[keys]`: the bindings, if every one of them is good; else the
+    /// defaults and a problem for each bad one.
     fn keys(&mut self, value: TomlValue<'_>) {
         let place = self.place;
         match std::collections::BTreeMap::<String, String>::deserialize(ValueDeserializer::from(
@@ -351,6 +354,8 @@ impl KeyRead<'_> {
         }
     }
 
+    /// `update_environment`: the names, if every one is a variable name;
+    /// else the default list.
     fn update_environment(&mut self, value: TomlValue<'_>) {
         let place = self.place;
         match Vec::<String>::deserialize(ValueDeserializer::from(value)) {
