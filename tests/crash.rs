@@ -1,5 +1,5 @@
 //! Crash recovery through the real binary: the serving process is killed
-//! (SIGKILL, SIGSEGV, SIGABRT) and the keeper (`keeper.rs`, the process
+//! (SIGKILL, SIGSEGV, SIGABRT) and the keeper (`keeper/`, the process
 //! the harness starts) replaces it. After each crash: the server answers,
 //! every pane has its old pid, no pane got SIGHUP, a counter pane's
 //! numbers have no gap and no repeat across the crash, the attached

@@ -4,7 +4,7 @@
 //! fd batches, import, commit, probation) with real PTYs and processes.
 //!
 //! Process bookkeeping: the process the harness spawns is the *keeper* (a
-//! subreaper holding a copy of each pane's fds, see `keeper.rs`); it forks
+//! subreaper holding a copy of each pane's fds, see `keeper/`); it forks
 //! generation 1, the serving process, at start. So `Ptyd::pid()` is the
 //! keeper (`Lineage::reaper`), the first generation is `Lineage::first`, and
 //! the serving pid is `server.status`'s. [`Lineage`] stops the lineage with `server.stop`

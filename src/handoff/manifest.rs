@@ -117,7 +117,7 @@ pub struct PrecopyHead {
     pub event_last_seq: u64,
     pub event_ring: Vec<Value>,
     pub panes: u64,
-    /// In a crash checkpoint (`server/continuity/keeper_link.rs`): the last event
+    /// In a crash checkpoint (`server/continuity/keeper_link/`): the last event
     /// number the server reached, rewritten in place as events are logged
     /// after the checkpoint (whose ring then ends before it). A
     /// replacement numbers on after it. Absent in an upgrade's pre-copy.
@@ -185,7 +185,7 @@ pub struct Manifest<S = Terminal> {
     /// all: `lineage`, `conn:N`, `pty:pN`, `ptyhup:pN`, `pidfd:pN` (the
     /// listener and the lock came with the pre-copy).
     pub fd_ids: Vec<FdName>,
-    /// Only in a crash checkpoint (`server/continuity/keeper_link.rs`): what a
+    /// Only in a crash checkpoint (`server/continuity/keeper_link/`): what a
     /// replacement replays. Older binaries ignore it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovery: Option<Recovery>,

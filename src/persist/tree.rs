@@ -13,7 +13,7 @@
 //!   upgrade manifest. It was built from a consistent tree a moment ago, so
 //!   any inconsistency means a bug or a mismatched peer and is an error.
 
-use super::snapshot::{LayoutRecord, PaneRecord, Snapshot, TabRecord, WorkspaceRecord};
+use super::snapshot::{Counters, LayoutRecord, PaneRecord, Snapshot, TabRecord, WorkspaceRecord};
 use crate::model::{PaneId, TabId, WorkspaceId};
 use crate::workspace::layout::Layout;
 use crate::workspace::{Tab, Tree, Workspace};
@@ -116,31 +116,7 @@ pub fn bound_repairs(mut fixes: Vec<String>) -> (Vec<String>, usize) {
 pub fn repair(snap: Snapshot) -> Repaired {
     let mut fixes = Vec::new();
     // 1. Pane identities, each id once, each name once.
-    let mut records: BTreeMap<PaneId, PaneRecord> = BTreeMap::new();
-    for rec in snap.panes {
-        match rec.id.parse::<PaneId>() {
-            Ok(id) if !records.contains_key(&id) => {
-                records.insert(id, rec);
-            }
-            Ok(_) => fixes.push(format!("dropped duplicate pane {}", rec.id)),
-            Err(_) => fixes.push(format!("dropped pane with bad id {:?}", rec.id)),
-        }
-    }
-    for (id, rec) in records.iter_mut() {
-        repair_record(*id, rec, &mut fixes);
-    }
-    let mut names = HashSet::new();
-    for rec in records.values_mut() {
-        if let Some(name) = &rec.name
-            && !names.insert(name.clone())
-        {
-            fixes.push(format!(
-                "pane {} lost its name {name:?}, already used by another pane",
-                rec.id
-            ));
-            rec.name = None;
-        }
-    }
+    let records = pane_records(snap.panes, &mut fixes);
     // 2. The tree: workspaces, then tabs whose layouts keep only panes that
     // exist and appear nowhere else.
     let mut tree = Tree::new();
@@ -165,78 +141,153 @@ pub fn repair(snap: Snapshot) -> Repaired {
     }
     let mut placed = HashSet::new();
     for tab in &snap.tabs {
-        let (Ok(id), Ok(ws)) = (
-            tab.id.parse::<TabId>(),
-            tab.workspace.parse::<WorkspaceId>(),
-        ) else {
-            fixes.push(format!(
-                "dropped tab {:?} with a bad id or workspace",
-                tab.id
-            ));
-            continue;
-        };
-        if !tree.workspaces.contains_key(&ws) || tree.tabs.contains_key(&id) {
-            fixes.push(format!(
-                "dropped tab {} (unknown workspace or duplicate id)",
-                tab.id
-            ));
-            continue;
+        if let Some(tab) = repair_tab(tab, &tree, &records, &mut placed, &mut fixes) {
+            tree.tabs.insert(tab.id, tab);
         }
-        if let Some(depth) = tab.layout_rebuilt_from {
-            fixes.push(format!(
-                "tab {}: its layout nested {depth} splits, more than the {} ptyd keeps; its panes were laid out again evenly",
-                tab.id,
-                crate::workspace::layout::MAX_SPLIT_DEPTH
-            ));
-        }
-        let Some(layout) = layout_with_good_ids(&tab.layout, &mut fixes) else {
-            continue;
-        };
-        let mut keep = |p: PaneId| records.contains_key(&p) && placed.insert(p);
-        let Some(layout) = repair_layout(layout, &mut keep, &mut fixes) else {
-            fixes.push(format!("dropped tab {} whose panes are all gone", tab.id));
-            continue;
-        };
-        let panes = layout.panes();
-        let focus = tab
-            .focus
-            .parse::<PaneId>()
-            .ok()
-            .filter(|f| panes.contains(f))
-            .unwrap_or_else(|| {
-                fixes.push(format!(
-                    "tab {}: focus {} is not one of its panes; focusing {}",
-                    tab.id, tab.focus, panes[0]
-                ));
-                panes[0]
-            });
-        let zoom = tab
-            .zoom
-            .as_deref()
-            .and_then(|z| z.parse::<PaneId>().ok())
-            .filter(|z| panes.contains(z));
-        if let (Some(saved), None) = (&tab.zoom, zoom) {
-            fixes.push(format!(
-                "tab {}: zoom {saved} is not one of its panes; unzoomed",
-                tab.id
-            ));
-        }
-        tree.tabs.insert(
-            id,
-            Tab {
-                id,
-                name: checked_name(&tab.name, crate::validate::label, "tab", id, &mut fixes),
-                workspace: ws,
-                layout,
-                focus,
-                zoom,
-            },
-        );
     }
-    // Tab order and active tab come from the workspace records (the first
-    // record of each id: duplicates were dropped above).
+    order_tabs(&snap.workspaces, &mut tree, &mut fixes);
+    // 3. Counters never behind the ids in use.
+    let next_pane = raise_counters(&snap.counters, &mut tree, &records, &mut fixes);
+    tree.active_workspace = snap
+        .active_workspace
+        .as_deref()
+        .and_then(|w| w.parse::<WorkspaceId>().ok())
+        .filter(|w| tree.workspaces.contains_key(w))
+        .or(tree.workspaces.keys().next().copied());
+    // 4. Panes that were in no tab still get one, rather than vanish.
+    for id in records.keys() {
+        if placed.contains(id) {
+            continue;
+        }
+        let tab = tree
+            .default_workspace()
+            .and_then(|ws| tree.add_tab(ws, id.to_string(), *id));
+        match tab {
+            Some(_) => fixes.push(format!("pane {id} was in no tab; opened it in a new tab")),
+            None => fixes.push(format!(
+                "pane {id} was in no tab, and no tab could be opened for it (ids used up)"
+            )),
+        }
+    }
+    Repaired {
+        tree,
+        panes: records,
+        next_pane_id: PaneId::new(next_pane),
+        fixes,
+    }
+}
+
+/// The pane records by id: each id once (the first record of it), each
+/// record checked, each name kept by the first pane holding it.
+fn pane_records(panes: Vec<PaneRecord>, fixes: &mut Vec<String>) -> BTreeMap<PaneId, PaneRecord> {
+    let mut records: BTreeMap<PaneId, PaneRecord> = BTreeMap::new();
+    for rec in panes {
+        match rec.id.parse::<PaneId>() {
+            Ok(id) if !records.contains_key(&id) => {
+                records.insert(id, rec);
+            }
+            Ok(_) => fixes.push(format!("dropped duplicate pane {}", rec.id)),
+            Err(_) => fixes.push(format!("dropped pane with bad id {:?}", rec.id)),
+        }
+    }
+    for (id, rec) in records.iter_mut() {
+        repair_record(*id, rec, fixes);
+    }
+    let mut names = HashSet::new();
+    for rec in records.values_mut() {
+        if let Some(name) = &rec.name
+            && !names.insert(name.clone())
+        {
+            fixes.push(format!(
+                "pane {} lost its name {name:?}, already used by another pane",
+                rec.id
+            ));
+            rec.name = None;
+        }
+    }
+    records
+}
+
+/// A tab record made a tab of `tree`, keeping only the panes that have a
+/// record and are not `placed` yet (and placing them); `None` when the
+/// tab cannot be kept.
+fn repair_tab(
+    tab: &TabRecord,
+    tree: &Tree,
+    records: &BTreeMap<PaneId, PaneRecord>,
+    placed: &mut HashSet<PaneId>,
+    fixes: &mut Vec<String>,
+) -> Option<Tab> {
+    let (Ok(id), Ok(ws)) = (
+        tab.id.parse::<TabId>(),
+        tab.workspace.parse::<WorkspaceId>(),
+    ) else {
+        fixes.push(format!(
+            "dropped tab {:?} with a bad id or workspace",
+            tab.id
+        ));
+        return None;
+    };
+    if !tree.workspaces.contains_key(&ws) || tree.tabs.contains_key(&id) {
+        fixes.push(format!(
+            "dropped tab {} (unknown workspace or duplicate id)",
+            tab.id
+        ));
+        return None;
+    }
+    if let Some(depth) = tab.layout_rebuilt_from {
+        fixes.push(format!(
+            "tab {}: its layout nested {depth} splits, more than the {} ptyd keeps; its panes were laid out again evenly",
+            tab.id,
+            crate::workspace::layout::MAX_SPLIT_DEPTH
+        ));
+    }
+    let layout = layout_with_good_ids(&tab.layout, fixes)?;
+    let mut keep = |p: PaneId| records.contains_key(&p) && placed.insert(p);
+    let Some(layout) = repair_layout(layout, &mut keep, fixes) else {
+        fixes.push(format!("dropped tab {} whose panes are all gone", tab.id));
+        return None;
+    };
+    let panes = layout.panes();
+    let focus = tab
+        .focus
+        .parse::<PaneId>()
+        .ok()
+        .filter(|f| panes.contains(f))
+        .unwrap_or_else(|| {
+            fixes.push(format!(
+                "tab {}: focus {} is not one of its panes; focusing {}",
+                tab.id, tab.focus, panes[0]
+            ));
+            panes[0]
+        });
+    let zoom = tab
+        .zoom
+        .as_deref()
+        .and_then(|z| z.parse::<PaneId>().ok())
+        .filter(|z| panes.contains(z));
+    if let (Some(saved), None) = (&tab.zoom, zoom) {
+        fixes.push(format!(
+            "tab {}: zoom {saved} is not one of its panes; unzoomed",
+            tab.id
+        ));
+    }
+    Some(Tab {
+        id,
+        name: checked_name(&tab.name, crate::validate::label, "tab", id, fixes),
+        workspace: ws,
+        layout,
+        focus,
+        zoom,
+    })
+}
+
+/// Tab order and active tab from the workspace records (the first record
+/// of each id: duplicates were dropped before); a tab its workspace does
+/// not list goes last in it.
+fn order_tabs(workspaces: &[WorkspaceRecord], tree: &mut Tree, fixes: &mut Vec<String>) {
     let mut ordered = HashSet::new();
-    for ws in &snap.workspaces {
+    for ws in workspaces {
         let Some(wid) = ws
             .id
             .parse::<WorkspaceId>()
@@ -290,27 +341,31 @@ pub fn repair(snap: Snapshot) -> Repaired {
             w.active_tab.get_or_insert(t);
         }
     }
-    // 3. Counters never behind the ids in use. A parsed id is below
-    // u64::MAX, so one above it always exists.
+}
+
+/// Sets the tree's id counters to the saved ones, raised above the ids in
+/// use, and returns the pane counter, raised likewise.
+fn raise_counters(
+    saved: &Counters,
+    tree: &mut Tree,
+    records: &BTreeMap<PaneId, PaneRecord>,
+    fixes: &mut Vec<String>,
+) -> u64 {
+    // A parsed id is below u64::MAX, so one above it always exists.
     let above = |max: Option<u64>| max.map_or(1, |m| m.saturating_add(1));
-    let next_ws = snap
-        .counters
+    let next_ws = saved
         .workspace
         .max(above(tree.workspaces.keys().map(|w| w.get()).max()));
-    let next_tab = snap
-        .counters
+    let next_tab = saved
         .tab
         .max(above(tree.tabs.keys().map(|t| t.get()).max()));
-    let next_pane = snap
-        .counters
-        .pane
-        .max(above(records.keys().map(|p| p.get()).max()));
+    let next_pane = saved.pane.max(above(records.keys().map(|p| p.get()).max()));
     tree.next_workspace_id = WorkspaceId::new(next_ws);
     tree.next_tab_id = TabId::new(next_tab);
     for (what, saved, now) in [
-        ("workspace", snap.counters.workspace, next_ws),
-        ("tab", snap.counters.tab, next_tab),
-        ("pane", snap.counters.pane, next_pane),
+        ("workspace", saved.workspace, next_ws),
+        ("tab", saved.tab, next_tab),
+        ("pane", saved.pane, next_pane),
     ] {
         if saved != now {
             fixes.push(format!(
@@ -318,33 +373,7 @@ pub fn repair(snap: Snapshot) -> Repaired {
             ));
         }
     }
-    tree.active_workspace = snap
-        .active_workspace
-        .as_deref()
-        .and_then(|w| w.parse::<WorkspaceId>().ok())
-        .filter(|w| tree.workspaces.contains_key(w))
-        .or(tree.workspaces.keys().next().copied());
-    // 4. Panes that were in no tab still get one, rather than vanish.
-    for id in records.keys() {
-        if placed.contains(id) {
-            continue;
-        }
-        let tab = tree
-            .default_workspace()
-            .and_then(|ws| tree.add_tab(ws, id.to_string(), *id));
-        match tab {
-            Some(_) => fixes.push(format!("pane {id} was in no tab; opened it in a new tab")),
-            None => fixes.push(format!(
-                "pane {id} was in no tab, and no tab could be opened for it (ids used up)"
-            )),
-        }
-    }
-    Repaired {
-        tree,
-        panes: records,
-        next_pane_id: PaneId::new(next_pane),
-        fixes,
-    }
+    next_pane
 }
 
 /// The layout of a record with every leaf's id parsed; leaves with a bad

@@ -118,126 +118,17 @@ impl Server {
                 let id = self.resolve_target(&req.target)?;
                 self.respawn(id)
             }
-            Request::ServerStop(_) => {
-                self.log.log("stopping", "server.stop requested");
-                self.stopping = true;
-                self.stop_callers.push(conn);
-                Ok(Some(json!({})))
-            }
+            Request::ServerStop(_) => self.server_stop(conn),
             Request::PaneCreate(req) => self.pane_create(conn, req),
-            Request::PaneList(_) => {
-                let panes: Vec<Value> = self
-                    .panes
-                    .values()
-                    .map(|p| p.info(self.attached_count(p.id())))
-                    .collect();
-                Ok(Some(json!({ "panes": panes })))
-            }
+            Request::PaneList(_) => self.pane_list(),
             Request::PaneInput(req) => self.pane_input(conn, rpc_id, req),
-            Request::PaneResize(req) => {
-                let id = self.resolve_target(&req.target)?;
-                let (cols, rows) = crate::pty::resize_size(req.cols, req.rows)
-                    .map_err(|e| RpcError::new(ErrorCode::InvalidParams, e))?;
-                self.resize_pane(id, cols, rows);
-                Ok(Some(self.pane_info(id)))
-            }
-            Request::PaneCapture(req) => {
-                let id = self.resolve_target(&req.target)?;
-                let pane = &self.panes[&id];
-                let opts = crate::term::CaptureOptions {
-                    start: req.start,
-                    end: req.end,
-                    escapes: req.ansi,
-                    join: req.join,
-                };
-                let capture = pane.screen().capture(&opts);
-                let mut reply = serde_json::to_value(&capture).unwrap_or(Value::Null);
-                reply["pane"] = json!(pane.public_id());
-                reply["text"] = json!(capture.lines.join("\n"));
-                reply["scrollback_lines"] = json!(pane.screen().scrollback_len());
-                Ok(Some(reply))
-            }
-            Request::PaneHistory(req) => {
-                let id = self.resolve_target(&req.target)?;
-                if req.count > methods::MAX_HISTORY_COUNT {
-                    return Err(RpcError::new(
-                        ErrorCode::InvalidParams,
-                        format!(
-                            "\"count\" is {}; at most {} lines per request",
-                            req.count,
-                            methods::MAX_HISTORY_COUNT
-                        ),
-                    ));
-                }
-                let pane = &self.panes[&id];
-                let screen = pane.screen();
-                let start = req.start.unwrap_or(screen.scrollback_pushed());
-                let lines = screen.history_lines(start, req.count as usize, req.ansi);
-                let mut reply = serde_json::to_value(&lines).unwrap_or(Value::Null);
-                let (cols, rows) = screen.size();
-                reply["pane"] = json!(pane.public_id());
-                reply["end"] = json!(lines.screen_start + u64::from(rows));
-                reply["cols"] = json!(cols);
-                reply["rows"] = json!(rows);
-                Ok(Some(reply))
-            }
-            Request::PaneKill(req) => {
-                let id = self.resolve_target(&req.target)?;
-                let signal = match &req.signal {
-                    Some(name) => Some(parse_signal(name)?),
-                    None => None,
-                };
-                let grace = req
-                    .grace_ms
-                    .map_or(super::defaults::KILL_GRACE, Duration::from_millis);
-                let running = self.panes[&id].is_running();
-                match signal {
-                    Some(signal) => self.kill_pane(id, signal, grace, ExitReason::Killed),
-                    None => self.kill_pane_ladder(id, grace),
-                }
-                let signal = signal.unwrap_or(crate::sys::SIGHUP);
-                Ok(Some(json!({
-                    "pane": PaneId::new(id),
-                    "signal": signal,
-                    "signalled": running,
-                    "grace_ms": grace.as_millis() as u64,
-                })))
-            }
-            Request::PaneRemove(req) => {
-                let id = self.resolve_target(&req.target)?;
-                if self.panes[&id].is_running() {
-                    if !req.force {
-                        return Err(RpcError::new(
-                            ErrorCode::PaneRunning,
-                            format!(
-                                "pane {} is still running; kill it first or pass \"force\": true",
-                                PaneId::new(id)
-                            ),
-                        ));
-                    }
-                    self.kill_pane(id, crate::sys::SIGKILL, Duration::ZERO, ExitReason::Killed);
-                }
-                self.remove_pane(id);
-                Ok(Some(json!({ "pane": PaneId::new(id) })))
-            }
+            Request::PaneResize(req) => self.pane_resize(req),
+            Request::PaneCapture(req) => self.pane_capture(req),
+            Request::PaneHistory(req) => self.pane_history(req),
+            Request::PaneKill(req) => self.pane_kill(req),
+            Request::PaneRemove(req) => self.pane_remove(req),
             Request::PaneWait(req) => self.pane_wait(conn, rpc_id, req),
-            Request::EventsSubscribe(req) => {
-                let last = self.events.last_seq();
-                let beyond = req.since.and_then(|since| self.events.gap_beyond(since));
-                let since = req.since.unwrap_or(last).min(last);
-                self.respond(conn, rpc_id, Ok(json!({ "seq": last })));
-                if let Some(c) = self.conns.get_mut(&conn) {
-                    if let Some(gap) = beyond {
-                        let _ = c.queue(&crate::protocol::event_line(&gap));
-                    }
-                    // Queued as the client reads (`replay.rs`), so a long
-                    // replay never overflows its queue.
-                    c.subscribed = true;
-                    c.replay_after = Some(since);
-                    super::clients::replay::continue_replay(c, &self.events);
-                }
-                Ok(None)
-            }
+            Request::EventsSubscribe(req) => self.events_subscribe(conn, rpc_id, req),
             Request::Attach(req) => {
                 self.attach(conn, rpc_id, req)?;
                 Ok(None)
@@ -246,6 +137,148 @@ impl Server {
             Request::ClientDetach(req) => self.client_detach(req).map(Some),
             Request::Environment(req) => self.environment(req).map(Some),
         }
+    }
+
+    /// `server.stop`: the loop stops once this turn is done; the caller hears
+    /// when the server is gone.
+    fn server_stop(&mut self, conn: ConnId) -> Outcome {
+        self.log.log("stopping", "server.stop requested");
+        self.stopping = true;
+        self.stop_callers.push(conn);
+        Ok(Some(json!({})))
+    }
+
+    /// `pane.list`: every pane's info.
+    fn pane_list(&self) -> Outcome {
+        let panes: Vec<Value> = self
+            .panes
+            .values()
+            .map(|p| p.info(self.attached_count(p.id())))
+            .collect();
+        Ok(Some(json!({ "panes": panes })))
+    }
+
+    /// `pane.resize`: the pane and its PTY to a size in range.
+    fn pane_resize(&mut self, req: methods::PaneResize) -> Outcome {
+        let id = self.resolve_target(&req.target)?;
+        let (cols, rows) = crate::pty::resize_size(req.cols, req.rows)
+            .map_err(|e| RpcError::new(ErrorCode::InvalidParams, e))?;
+        self.resize_pane(id, cols, rows);
+        Ok(Some(self.pane_info(id)))
+    }
+
+    /// `pane.capture`: lines of the screen and scrollback, as text or with
+    /// escapes.
+    fn pane_capture(&self, req: methods::PaneCapture) -> Outcome {
+        let id = self.resolve_target(&req.target)?;
+        let pane = &self.panes[&id];
+        let opts = crate::term::CaptureOptions {
+            start: req.start,
+            end: req.end,
+            escapes: req.ansi,
+            join: req.join,
+        };
+        let capture = pane.screen().capture(&opts);
+        let mut reply = serde_json::to_value(&capture).unwrap_or(Value::Null);
+        reply["pane"] = json!(pane.public_id());
+        reply["text"] = json!(capture.lines.join("\n"));
+        reply["scrollback_lines"] = json!(pane.screen().scrollback_len());
+        Ok(Some(reply))
+    }
+
+    /// `pane.history`: history lines by number, at most
+    /// `MAX_HISTORY_COUNT` a request.
+    fn pane_history(&self, req: methods::PaneHistory) -> Outcome {
+        let id = self.resolve_target(&req.target)?;
+        if req.count > methods::MAX_HISTORY_COUNT {
+            return Err(RpcError::new(
+                ErrorCode::InvalidParams,
+                format!(
+                    "\"count\" is {}; at most {} lines per request",
+                    req.count,
+                    methods::MAX_HISTORY_COUNT
+                ),
+            ));
+        }
+        let pane = &self.panes[&id];
+        let screen = pane.screen();
+        let start = req.start.unwrap_or(screen.scrollback_pushed());
+        let lines = screen.history_lines(start, req.count as usize, req.ansi);
+        let mut reply = serde_json::to_value(&lines).unwrap_or(Value::Null);
+        let (cols, rows) = screen.size();
+        reply["pane"] = json!(pane.public_id());
+        reply["end"] = json!(lines.screen_start + u64::from(rows));
+        reply["cols"] = json!(cols);
+        reply["rows"] = json!(rows);
+        Ok(Some(reply))
+    }
+
+    /// `pane.kill`: one signal, or the HUP-TERM-KILL ladder.
+    fn pane_kill(&mut self, req: methods::PaneKill) -> Outcome {
+        let id = self.resolve_target(&req.target)?;
+        let signal = match &req.signal {
+            Some(name) => Some(parse_signal(name)?),
+            None => None,
+        };
+        let grace = req
+            .grace_ms
+            .map_or(super::defaults::KILL_GRACE, Duration::from_millis);
+        let running = self.panes[&id].is_running();
+        match signal {
+            Some(signal) => self.kill_pane(id, signal, grace, ExitReason::Killed),
+            None => self.kill_pane_ladder(id, grace),
+        }
+        let signal = signal.unwrap_or(crate::sys::SIGHUP);
+        Ok(Some(json!({
+            "pane": PaneId::new(id),
+            "signal": signal,
+            "signalled": running,
+            "grace_ms": grace.as_millis() as u64,
+        })))
+    }
+
+    /// `pane.remove`: a running pane only with `force` (killed first).
+    fn pane_remove(&mut self, req: methods::PaneRemove) -> Outcome {
+        let id = self.resolve_target(&req.target)?;
+        if self.panes[&id].is_running() {
+            if !req.force {
+                return Err(RpcError::new(
+                    ErrorCode::PaneRunning,
+                    format!(
+                        "pane {} is still running; kill it first or pass \"force\": true",
+                        PaneId::new(id)
+                    ),
+                ));
+            }
+            self.kill_pane(id, crate::sys::SIGKILL, Duration::ZERO, ExitReason::Killed);
+        }
+        self.remove_pane(id);
+        Ok(Some(json!({ "pane": PaneId::new(id) })))
+    }
+
+    /// `events.subscribe`: the reply, then the events since `since` as the
+    /// client reads, then each new one.
+    fn events_subscribe(
+        &mut self,
+        conn: ConnId,
+        rpc_id: &Value,
+        req: methods::Subscribe,
+    ) -> Outcome {
+        let last = self.events.last_seq();
+        let beyond = req.since.and_then(|since| self.events.gap_beyond(since));
+        let since = req.since.unwrap_or(last).min(last);
+        self.respond(conn, rpc_id, Ok(json!({ "seq": last })));
+        if let Some(c) = self.conns.get_mut(&conn) {
+            if let Some(gap) = beyond {
+                let _ = c.queue(&crate::protocol::event_line(&gap));
+            }
+            // Queued as the client reads (`replay.rs`), so a long
+            // replay never overflows its queue.
+            c.subscribed = true;
+            c.replay_after = Some(since);
+            super::clients::replay::continue_replay(c, &self.events);
+        }
+        Ok(None)
     }
 
     /// `environment`: a scope's variables, changed first as asked; every

@@ -19,39 +19,7 @@ pub fn run(opts: ServerOptions) -> Result<(), StartError> {
     // and history would fail (the panes' programs get the user's limit).
     ignore_sigxfsz();
     let _ = crate::sys::raise_fsize_limit();
-    // A keeper re-executing itself into this binary (after an upgrade)
-    // continues here, holding everything it held.
-    // SAFETY: no other thread runs yet; only our previous image (the
-    // keeper) names these fds.
-    if let Some(keeper) = unsafe { crate::server::continuity::keeper::Keeper::resume_from_env() } {
-        std::process::exit(keeper.run());
-    }
-    // A keeper killed under systemd left its fds in the unit's fd store
-    // (`service/fd_store.rs`), passed back to us now: become the keeper
-    // and take its panes over.
-    // SAFETY: still the only thread; LISTEN_PID names us for these fds.
-    let stored = unsafe { crate::service::fd_store::take_passed() };
-    if !stored.is_empty() {
-        let count = stored.len();
-        match crate::server::continuity::keeper::Keeper::adopt(stored, opts.paths.namespace.clone())
-        {
-            Ok(keeper) => {
-                // SAFETY: still the only thread.
-                unsafe { crate::service::fd_store::forget_passed() };
-                std::process::exit(keeper.run());
-            }
-            Err(e) => {
-                // Let the store go too: its copy of the lock would keep
-                // the namespace from us.
-                crate::service::journal::write_line(&format!(
-                    "ptyd: systemd passed {count} fds of a killed keeper, which cannot be taken over ({e}); starting afresh"
-                ));
-                if let Some(mut store) = crate::service::fd_store::FdStore::from_env() {
-                    store.forget_all();
-                }
-            }
-        }
-    }
+    become_keeper_if_asked(&opts.paths);
     // The fds a parent named in our environment are taken (and the
     // variables removed, so no child of ours inherits them) now, while this
     // is the only thread: the disk writer starts in `Server::assemble`.
@@ -93,15 +61,127 @@ pub fn run(opts: ServerOptions) -> Result<(), StartError> {
     };
     let paths = opts.paths;
     crate::server::continuity::keeper::become_subreaper();
+    let claimed = claim_namespace(&paths, lineage, ready.as_ref())?;
+    // Temp files of a server killed mid-save; we hold the lock now.
+    persist::atomic::remove_stale_temps(&paths.state_dir);
+    persist::atomic::remove_stale_temps(&persist::history_dir(&paths.state_dir));
+    let bound = claimed.bound;
+    let listener = UnixListener::from_std(bound.listener);
+    let poll = mio::Poll::new().map_err(|e| format!("creating poll: {e}"))?;
+    let mut server = Server::assemble(
+        poll,
+        paths,
+        listener,
+        (bound.dev, bound.ino),
+        claimed.lock,
+        opts.history,
+    )?;
+    server
+        .poll
+        .registry()
+        .register(&mut server.listener, super::LISTENER, Interest::READABLE)
+        .map_err(|e| format!("registering listener: {e}"))?;
+    server.log.log(
+        "started",
+        &format!(
+            "ptyd {} serving namespace {:?} on {} ({})",
+            crate::protocol::SERVER_VERSION,
+            server.paths.namespace,
+            bound.path.display(),
+            claimed.how
+        ),
+    );
+    // Non-blocking: the loop must never wait on the keeper (an fd
+    // inherited across an exec comes blocking).
+    if let Some(l) = &claimed.lineage {
+        let _ = crate::sys::set_nonblocking_cloexec(std::os::fd::AsRawFd::as_raw_fd(l));
+    }
+    server.lineage = claimed.lineage;
+    server.take_up_panes(
+        opts.restore,
+        opts.hold_reruns,
+        adopting,
+        claimed.namespace_fds,
+    );
+    // Past every generation the keeper started or saw (a crash loop's
+    // fresh start), whatever the snapshot says.
+    server.generation = server
+        .generation
+        .max(crate::server::continuity::keeper::generation_floor());
+    signal_ready(ready);
+    crate::service::notify::ready(&format!("serving {} panes", server.panes.len()));
+    Ok(server.serve()?)
+}
+
+/// Becomes the keeper, never to return, when this process is one: a
+/// keeper re-executing itself into this binary (after an upgrade), or the
+/// heir of a keeper killed under systemd. Runs first, while this is the
+/// only thread.
+fn become_keeper_if_asked(paths: &NamespacePaths) {
+    // A keeper re-executing itself continues here, holding everything it
+    // held.
+    // SAFETY: no other thread runs yet; only our previous image (the
+    // keeper) names these fds.
+    if let Some(keeper) = unsafe { crate::server::continuity::keeper::Keeper::resume_from_env() } {
+        std::process::exit(keeper.run());
+    }
+    // A keeper killed under systemd left its fds in the unit's fd store
+    // (`service/fd_store.rs`), passed back to us now: become the keeper
+    // and take its panes over.
+    // SAFETY: still the only thread; LISTEN_PID names us for these fds.
+    let stored = unsafe { crate::service::fd_store::take_passed() };
+    if stored.is_empty() {
+        return;
+    }
+    let count = stored.len();
+    match crate::server::continuity::keeper::Keeper::adopt(stored, paths.namespace.clone()) {
+        Ok(keeper) => {
+            // SAFETY: still the only thread.
+            unsafe { crate::service::fd_store::forget_passed() };
+            std::process::exit(keeper.run());
+        }
+        Err(e) => {
+            // Let the store go too: its copy of the lock would keep
+            // the namespace from us.
+            crate::service::journal::write_line(&format!(
+                "ptyd: systemd passed {count} fds of a killed keeper, which cannot be taken over ({e}); starting afresh"
+            ));
+            if let Some(mut store) = crate::service::fd_store::FdStore::from_env() {
+                store.forget_all();
+            }
+        }
+    }
+}
+
+/// What [`claim_namespace`] holds for the server.
+struct Claimed {
+    lock: listener::InstanceLock,
+    bound: listener::BoundSocket,
+    /// How the socket came: bound, or adopted from systemd.
+    how: &'static str,
+    /// The channel to the keeper, if there is one.
+    lineage: Option<std::os::fd::OwnedFd>,
+    /// The channel came from our environment (the keeper let go of the
+    /// namespace and gets ours back).
+    namespace_fds: bool,
+}
+
+/// The namespace made ours: its directories, the lock, the socket, and a
+/// keeper (forked here on a first start, unless one is already there).
+fn claim_namespace(
+    paths: &NamespacePaths,
+    lineage: Option<std::os::fd::OwnedFd>,
+    ready: Option<&std::os::fd::OwnedFd>,
+) -> Result<Claimed, StartError> {
     paths.prepare_runtime_dir().map_err(|e| e.to_string())?;
-    let lock = listener::lock_namespace(&paths).map_err(|e| StartError {
+    let lock = listener::lock_namespace(paths).map_err(|e| StartError {
         already_served: e.kind() == std::io::ErrorKind::AddrInUse,
         message: e.to_string(),
     })?;
     // Before binding: a server that will not trust its state directory
     // must not be found serving an empty session.
     paths.prepare_state_dir().map_err(|e| e.to_string())?;
-    let activated = listener::adopt_socket(&paths).map_err(|e| e.to_string())?;
+    let activated = listener::adopt_socket(paths).map_err(|e| e.to_string())?;
     let how = if activated.is_some() {
         "adopted from systemd"
     } else {
@@ -109,7 +189,7 @@ pub fn run(opts: ServerOptions) -> Result<(), StartError> {
     };
     let bound = match activated {
         Some(bound) => bound,
-        None => listener::bind_socket(&paths).map_err(|e| e.to_string())?,
+        None => listener::bind_socket(paths).map_err(|e| e.to_string())?,
     };
     // A first start becomes the keeper + the serving process, while this
     // is still the only thread (the disk writer starts in `assemble`).
@@ -124,84 +204,67 @@ pub fn run(opts: ServerOptions) -> Result<(), StartError> {
             None
         }
         None => fork_keeper(
-            &paths,
+            paths,
             std::os::fd::AsRawFd::as_raw_fd(&bound.listener),
             &lock,
-            ready.as_ref(),
+            ready,
         )?,
     };
-    // Temp files of a server killed mid-save; we hold the lock now.
-    persist::atomic::remove_stale_temps(&paths.state_dir);
-    persist::atomic::remove_stale_temps(&persist::history_dir(&paths.state_dir));
-    let listener = UnixListener::from_std(bound.listener);
-    let poll = mio::Poll::new().map_err(|e| format!("creating poll: {e}"))?;
-    let mut server = Server::assemble(
-        poll,
-        paths,
-        listener,
-        (bound.dev, bound.ino),
+    Ok(Claimed {
         lock,
-        opts.history,
-    )?;
-    server
-        .poll
-        .registry()
-        .register(&mut server.listener, super::LISTENER, Interest::READABLE)
-        .map_err(|e| format!("registering listener: {e}"))?;
-    server.log.log(
-        "started",
-        &format!(
-            "ptyd {} serving namespace {:?} on {} ({how})",
-            crate::protocol::SERVER_VERSION,
-            server.paths.namespace,
-            bound.path.display()
-        ),
-    );
-    // Non-blocking: the loop must never wait on the keeper (an fd
-    // inherited across an exec comes blocking).
-    if let Some(l) = &lineage {
-        let _ = crate::sys::set_nonblocking_cloexec(std::os::fd::AsRawFd::as_raw_fd(l));
-    }
-    server.lineage = lineage;
-    let why = std::env::var(crate::server::continuity::keeper::RECOVERY_ENV).ok();
-    // SAFETY: the disk thread never reads the environment.
-    unsafe { std::env::remove_var(crate::server::continuity::keeper::RECOVERY_ENV) };
-    match adopting {
-        // Serving only once adopted: a model-less server that dies in its
-        // restore counts in the keeper's crash loop.
-        Some((mut held, error)) => {
-            let why = why.unwrap_or_else(|| "the serving process died".to_string());
-            server.adopt_held(&why, opts.hold_reruns, &mut held, error);
-            crate::handoff::fault::check(
-                crate::handoff::fault::from_env().as_deref(),
-                "adopt-before-serving",
-            );
-            server.keeper_serving(namespace_fds, true);
-            // The keeper lets go of what was not adopted.
-            server.keeper_resync();
-        }
-        None => {
-            server.keeper_serving(namespace_fds, true);
-            if let Some(why) = why {
-                server.log.log(
-                    "recovered",
-                    &format!("{why}; the keeper's crash loop gave up on its checkpoint and the panes: started from the snapshot on disk"),
+        bound,
+        how,
+        lineage,
+        namespace_fds,
+    })
+}
+
+impl Server {
+    /// The panes a new server starts with: those the keeper's fallback
+    /// hands over (`adopting`), else the snapshot's when `restore`; then
+    /// the keeper hears that we serve.
+    fn take_up_panes(
+        &mut self,
+        restore: bool,
+        hold_reruns: bool,
+        adopting: Option<(
+            crate::server::persistence::restore::Adoptable,
+            Option<String>,
+        )>,
+        namespace_fds: bool,
+    ) {
+        let why = std::env::var(crate::server::continuity::keeper::RECOVERY_ENV).ok();
+        // SAFETY: the disk thread never reads the environment.
+        unsafe { std::env::remove_var(crate::server::continuity::keeper::RECOVERY_ENV) };
+        match adopting {
+            // Serving only once adopted: a model-less server that dies in its
+            // restore counts in the keeper's crash loop.
+            Some((mut held, error)) => {
+                let why = why.unwrap_or_else(|| "the serving process died".to_string());
+                self.adopt_held(&why, hold_reruns, &mut held, error);
+                crate::handoff::fault::check(
+                    crate::handoff::fault::from_env().as_deref(),
+                    "adopt-before-serving",
                 );
-                server.last_recovery = serde_json::json!({ "reason": why, "from": "snapshot" });
+                self.keeper_serving(namespace_fds, true);
+                // The keeper lets go of what was not adopted.
+                self.keeper_resync();
             }
-            if opts.restore {
-                server.restore_from_disk(opts.hold_reruns);
+            None => {
+                self.keeper_serving(namespace_fds, true);
+                if let Some(why) = why {
+                    self.log.log(
+                        "recovered",
+                        &format!("{why}; the keeper's crash loop gave up on its checkpoint and the panes: started from the snapshot on disk"),
+                    );
+                    self.last_recovery = serde_json::json!({ "reason": why, "from": "snapshot" });
+                }
+                if restore {
+                    self.restore_from_disk(hold_reruns);
+                }
             }
         }
     }
-    // Past every generation the keeper started or saw (a crash loop's
-    // fresh start), whatever the snapshot says.
-    server.generation = server
-        .generation
-        .max(crate::server::continuity::keeper::generation_floor());
-    signal_ready(ready);
-    crate::service::notify::ready(&format!("serving {} panes", server.panes.len()));
-    Ok(server.serve()?)
 }
 
 /// Forks: the parent becomes the keeper (`continuity::keeper`) and never

@@ -36,7 +36,7 @@ pub enum TimerKind {
     /// Re-check the clients holding a paused pane (see `STALL_LIMIT`).
     PaneStall(u64),
     /// A crash checkpoint may be due, or a pane's lines cache idle
-    /// (`keeper_link.rs`).
+    /// (`keeper_link/`).
     Checkpoint,
     /// Try accepting again after running out of fds (`fd_budget.rs`).
     AcceptRetry,

@@ -1,7 +1,7 @@
 //! Living under a service manager: systemd's readiness protocol
 //! (`sd_notify`). The unit file is in `packaging/systemd/`.
 //!
-//! The main PID systemd tracks is the keeper (`keeper.rs`), the process
+//! The main PID systemd tracks is the keeper (`keeper/`), the process
 //! `ptyd server` starts as; it forks the serving process and stays for the
 //! service's life (re-executing itself after upgrades), so the main PID
 //! never changes and no `MAINPID=` dance is needed. Every serving

@@ -5,7 +5,7 @@
 //!
 //! Two layers, in mio's manner:
 //!
-//! - `unix.rs`, portable POSIX, built on every Unix: fd flags, peer
+//! - `unix/`, portable POSIX, built on every Unix: fd flags, peer
 //!   credentials (`SO_PEERCRED` on Linux, `getpeereid` elsewhere), `flock`,
 //!   `fstat` checks on inherited fds, terminal size and raw mode, signal
 //!   dispositions and `kill`, `poll`, fd passing over `SCM_RIGHTS`, the
@@ -46,7 +46,7 @@
 //! returns `Unsupported` or the documented "cannot tell" value, never a
 //! compile error.
 //!
-//! Windows: `windows.rs` replaces both layers: the named-pipe transport's
+//! Windows: `windows/` replaces both layers: the named-pipe transport's
 //! pieces (the pipe's name, an instance admitting only the current user,
 //! the peer check), console control events as the server's signals, the
 //! attach client's console modes and input, and Wine detection for tests.
@@ -55,7 +55,7 @@
 //!
 //! | Unix item | Windows |
 //! |---|---|
-//! | the keeper (`keeper.rs`): pane fds, pidfds and output rings held across a crash of the serving process | none: a pseudo console cannot be passed to another process, so a crash of the server loses its panes (each Job Object kills its tree); the next server restarts them from the snapshot by their restore plans |
+//! | the keeper (`keeper/`): pane fds, pidfds and output rings held across a crash of the serving process | none: a pseudo console cannot be passed to another process, so a crash of the server loses its panes (each Job Object kills its tree); the next server restarts them from the snapshot by their restore plans |
 //! | live upgrade (`SCM_RIGHTS` handoff) | none, for the same reason: `ptyd upgrade` takes the restore path and refuses `--mode live` |
 //! | `SO_PEERCRED` | `GetNamedPipeClientProcessId` and that process's token user ([`pipe_peer_is_current_user`]) |
 //! | [`trust`]: state files 0600/0700, opened with `O_NOFOLLOW`, trusted if ours and not group/other-writable | created with the profile's inherited ACL, opened with `FILE_FLAG_OPEN_REPARSE_POINT`, trusted if the owner SID is ours and the DACL lets no one else write (no one else in at all for a private directory; SYSTEM and Administrators excepted), a null DACL refused |
@@ -74,7 +74,7 @@ mod unix;
     all(unix, any(not(target_os = "linux"), ptyd_portable)),
     path = "fallback.rs"
 )]
-#[cfg_attr(windows, path = "windows.rs")]
+#[cfg_attr(windows, path = "windows/mod.rs")]
 mod os;
 
 #[cfg(unix)]

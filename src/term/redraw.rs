@@ -9,6 +9,7 @@
 
 use super::cell::{Cell, PenWriter, push_num, write_sgr_ul};
 use super::grid::{Grid, Row};
+use super::modes::Modes;
 use super::screen::{Charset, Screen};
 use std::hash::{DefaultHasher, Hash, Hasher};
 
@@ -203,6 +204,17 @@ pub fn view_update(s: &Screen, cols: u16, rows: u16, cache: &mut ViewCache) -> V
 /// The state after the grids: saved cursor, scroll region, tab stops,
 /// charsets, input modes, title, then the cursor and pen.
 fn state(s: &Screen, cols: usize, rows: usize, out: &mut Vec<u8>) {
+    saved_cursor_and_margins(s, cols, rows, out);
+    palette(s, out);
+    tab_stops_and_charsets(s, cols, out);
+    input_modes(&s.modes, out);
+    titles(s, out);
+    cursor_and_pen(s, cols, rows, out);
+}
+
+/// The saved cursor (of the screen shown), the scroll region and the left
+/// and right margins.
+fn saved_cursor_and_margins(s: &Screen, cols: usize, rows: usize, out: &mut Vec<u8>) {
     let saved = if s.modes.alt_screen {
         &s.saved_alt
     } else {
@@ -234,6 +246,10 @@ fn state(s: &Screen, cols: usize, rows: usize, out: &mut Vec<u8>) {
             out.push(b's');
         }
     }
+}
+
+/// The palette entries and default colours the program set.
+fn palette(s: &Screen, out: &mut Vec<u8>) {
     for &(key, (r, g, b)) in &s.colors {
         if key < 256 {
             out.extend_from_slice(
@@ -246,6 +262,11 @@ fn state(s: &Screen, cols: usize, rows: usize, out: &mut Vec<u8>) {
             out.extend_from_slice(format!("\x1b]{n};rgb:{r:02x}/{g:02x}/{b:02x}\x1b\\").as_bytes());
         }
     }
+}
+
+/// Tab stops other than every eighth column, and the charsets designated
+/// and shifted in.
+fn tab_stops_and_charsets(s: &Screen, cols: usize, out: &mut Vec<u8>) {
     let default_tabs = s
         .tabs
         .iter()
@@ -268,7 +289,10 @@ fn state(s: &Screen, cols: usize, rows: usize, out: &mut Vec<u8>) {
     if s.active_charset == 1 {
         out.push(0x0e);
     }
-    let m = &s.modes;
+}
+
+/// The modes that change what keys, the mouse and printing do.
+fn input_modes(m: &Modes, out: &mut Vec<u8>) {
     if m.app_cursor_keys {
         private(out, 1, true);
     }
@@ -332,6 +356,10 @@ fn state(s: &Screen, cols: usize, rows: usize, out: &mut Vec<u8>) {
         push_num(out, u32::from(m.modify_other_keys));
         out.push(b'm');
     }
+}
+
+/// The title stacks, then the window and icon titles.
+fn titles(s: &Screen, out: &mut Vec<u8>) {
     for (icon, window) in s.icon_stack.iter().zip(&s.title_stack) {
         out.extend_from_slice(b"\x1b]1;");
         out.extend_from_slice(sanitize(icon).as_bytes());
@@ -355,6 +383,12 @@ fn state(s: &Screen, cols: usize, rows: usize, out: &mut Vec<u8>) {
         out.extend_from_slice(sanitize(icon).as_bytes());
         out.extend_from_slice(b"\x1b\\");
     }
+}
+
+/// The cursor where the model has it (pending wrap included), then the
+/// program's pen, cursor visibility and synchronized output.
+fn cursor_and_pen(s: &Screen, cols: usize, rows: usize, out: &mut Vec<u8>) {
+    let m = &s.modes;
     // Cursor: in origin mode CUP is relative to the region, and setting the
     // mode homes the cursor, so set it first.
     let (row, col) = (s.cursor.row.min(rows - 1), s.cursor.col.min(cols - 1));

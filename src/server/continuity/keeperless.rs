@@ -1,8 +1,8 @@
-//! Windows' stand-in for `keeper_link.rs`: there is no keeper.
+//! Windows' stand-in for `keeper_link/`: there is no keeper.
 //!
 //! On Unix a keeper process holds every pane's PTY master, a pidfd of its
 //! process and an output ring across a crash of the serving process, so a
-//! replacement takes the panes over (`keeper.rs`). Windows cannot do this:
+//! replacement takes the panes over (`keeper/`). Windows cannot do this:
 //! a pseudo console belongs to the conhost the server started and cannot
 //! be handed to another process, so a server that dies loses its panes
 //! (their Job Objects end the process trees) and the next one restarts

@@ -32,7 +32,7 @@
 //! Per OS: Windows has no keeper and no live upgrade: a pseudo console
 //! belongs to the conhost the server started and cannot be handed to
 //! another process. Its stand-ins are swapped whole: `keeperless.rs` for
-//! `keeper_link.rs` (the same methods, doing nothing; the channel and ring
+//! `keeper_link/` (the same methods, doing nothing; the channel and ring
 //! types have no values, so code reading a ring is unreachable) and
 //! `upgrade_windows.rs` for `upgrade/` (restore-mode upgrades only).
 //! `serving` and `succession` are built on both: on Windows a server

@@ -1,7 +1,7 @@
 //! How a pane's process ends: kills (requests and watchdogs) with their
 //! escalation to SIGKILL, and the exit itself, reaped by the SIGCHLD
 //! handler (our children) or reported by a pidfd (inherited ones, see
-//! `import.rs`).
+//! `import/`).
 
 use super::io::EXIT_DRAIN_BUDGET;
 use super::pane::ExitReason;

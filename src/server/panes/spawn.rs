@@ -38,81 +38,10 @@ impl Server {
     pub(in crate::server) fn pane_create(
         &mut self,
         conn: ConnId,
-        req: methods::PaneCreate,
+        mut req: methods::PaneCreate,
     ) -> Result<Option<Value>, RpcError> {
-        if let Some(name) = &req.name {
-            self.check_pane_name(name, None)?;
-        }
-        let command = match (req.argv, req.shell) {
-            (Some(_), Some(_)) => {
-                return Err(invalid("give either argv or shell, not both".into()));
-            }
-            (Some(argv), None) => CommandSpec::Argv(argv),
-            (None, Some(shell)) => CommandSpec::Shell(shell),
-            (None, None) => CommandSpec::LoginShell,
-        };
-        crate::validate::command(&command).map_err(invalid)?;
-        if let Some(tab) = &req.tab_name {
-            crate::validate::label(tab).map_err(|e| invalid(format!("tab_name {e}")))?;
-        }
-        let cwd = match req.cwd {
-            Some(dir) => PathBuf::from(dir),
-            None => home_dir(),
-        };
-        if !cwd.is_absolute() {
-            return Err(invalid(format!(
-                "cwd {} is not an absolute path",
-                cwd.display()
-            )));
-        }
-        if !cwd.is_dir() {
-            return Err(invalid(format!(
-                "cwd {} does not exist or is not a directory",
-                cwd.display()
-            )));
-        }
-        crate::validate::env(&req.env).map_err(invalid)?;
-        Self::check_client_env(req.client_env.as_ref())?;
-        if let Some(resume) = &req.resume {
-            crate::validate::resume(resume).map_err(invalid)?;
-        }
-        // A direction without a pane to split: the current pane.
-        let split = match (req.split, req.direction) {
-            (Some(target), _) => Some(target),
-            (None, Some(_)) if req.workspace.is_none() => Some(self.current_pane()?.to_string()),
-            (None, _) => None,
-        };
-        let placement = match split {
-            Some(target) => {
-                if req.workspace.is_some() {
-                    return Err(invalid("give either split or workspace, not both".into()));
-                }
-                let ratio = req.ratio.unwrap_or(0.5);
-                if !(ratio > 0.0 && ratio < 1.0) {
-                    return Err(invalid(format!(
-                        "ratio {ratio} must be between 0 and 1 (exclusive)"
-                    )));
-                }
-                let target = self.resolve_target(&target)?;
-                self.check_split_depth(PaneId::new(target))?;
-                Placement::Split {
-                    target,
-                    direction: req.direction.unwrap_or(Direction::Horizontal),
-                    ratio,
-                }
-            }
-            None => {
-                let workspace = req
-                    .workspace
-                    .as_deref()
-                    .map(|w| self.resolve_workspace(w))
-                    .transpose()?;
-                Placement::NewTab {
-                    workspace,
-                    name: req.tab_name,
-                }
-            }
-        };
+        let (command, cwd) = self.checked_spec(&mut req)?;
+        let placement = self.placement(&mut req)?;
         self.check_fds_for_pane()?;
         let (cols, rows) = crate::pty::clamp_size(
             u32::from(req.cols.unwrap_or(crate::server::defaults::COLS)),
@@ -189,6 +118,94 @@ impl Server {
             });
         }
         Ok(Some(info))
+    }
+
+    /// What a new pane runs and where, taken from `req` once every
+    /// field a client chose is checked (name, command, tab name, cwd,
+    /// environment, resume).
+    fn checked_spec(
+        &self,
+        req: &mut methods::PaneCreate,
+    ) -> Result<(CommandSpec, PathBuf), RpcError> {
+        if let Some(name) = &req.name {
+            self.check_pane_name(name, None)?;
+        }
+        let command = match (req.argv.take(), req.shell.take()) {
+            (Some(_), Some(_)) => {
+                return Err(invalid("give either argv or shell, not both".into()));
+            }
+            (Some(argv), None) => CommandSpec::Argv(argv),
+            (None, Some(shell)) => CommandSpec::Shell(shell),
+            (None, None) => CommandSpec::LoginShell,
+        };
+        crate::validate::command(&command).map_err(invalid)?;
+        if let Some(tab) = &req.tab_name {
+            crate::validate::label(tab).map_err(|e| invalid(format!("tab_name {e}")))?;
+        }
+        let cwd = match req.cwd.take() {
+            Some(dir) => PathBuf::from(dir),
+            None => home_dir(),
+        };
+        if !cwd.is_absolute() {
+            return Err(invalid(format!(
+                "cwd {} is not an absolute path",
+                cwd.display()
+            )));
+        }
+        if !cwd.is_dir() {
+            return Err(invalid(format!(
+                "cwd {} does not exist or is not a directory",
+                cwd.display()
+            )));
+        }
+        crate::validate::env(&req.env).map_err(invalid)?;
+        Self::check_client_env(req.client_env.as_ref())?;
+        if let Some(resume) = &req.resume {
+            crate::validate::resume(resume).map_err(invalid)?;
+        }
+        Ok((command, cwd))
+    }
+
+    /// Where a new pane goes: split from a pane (the current one when only
+    /// a direction is given), else a new tab.
+    fn placement(&self, req: &mut methods::PaneCreate) -> Result<Placement, RpcError> {
+        // A direction without a pane to split: the current pane.
+        let split = match (req.split.take(), req.direction) {
+            (Some(target), _) => Some(target),
+            (None, Some(_)) if req.workspace.is_none() => Some(self.current_pane()?.to_string()),
+            (None, _) => None,
+        };
+        Ok(match split {
+            Some(target) => {
+                if req.workspace.is_some() {
+                    return Err(invalid("give either split or workspace, not both".into()));
+                }
+                let ratio = req.ratio.unwrap_or(0.5);
+                if !(ratio > 0.0 && ratio < 1.0) {
+                    return Err(invalid(format!(
+                        "ratio {ratio} must be between 0 and 1 (exclusive)"
+                    )));
+                }
+                let target = self.resolve_target(&target)?;
+                self.check_split_depth(PaneId::new(target))?;
+                Placement::Split {
+                    target,
+                    direction: req.direction.unwrap_or(Direction::Horizontal),
+                    ratio,
+                }
+            }
+            None => {
+                let workspace = req
+                    .workspace
+                    .as_deref()
+                    .map(|w| self.resolve_workspace(w))
+                    .transpose()?;
+                Placement::NewTab {
+                    workspace,
+                    name: req.tab_name.take(),
+                }
+            }
+        })
     }
 
     /// A valid pane name no other pane than `renamed` has.

@@ -11,7 +11,7 @@
 //!   pre-copy, pause and capture the manifest, send fd batches, commit.
 //! - `rollback.rs`: rollback, take-back, and the resume, deregister and
 //!   register helpers both use; the release after probation.
-//! - `import.rs`: the new side, run sequentially before it serves.
+//! - `import/`: the new side, run sequentially before it serves.
 //! - `convert.rs`: every conversion between server state and manifest.
 //!
 //! `handoff/` is the wire format only (messages, manifest, fd names, fd
