@@ -111,8 +111,7 @@ impl Server {
             WAKE => {
                 self.on_save_results();
                 self.on_panes_woken();
-                #[cfg(windows)]
-                self.on_prompt_commands_ended();
+                self.on_prompt_notes();
                 let signals = self.signals.pending_on_wake();
                 self.handle_signals(signals);
             }
@@ -212,7 +211,6 @@ impl Server {
                 self.on_upgrade_child_exit(status);
                 continue;
             }
-            #[cfg(unix)]
             if self.prompt_command_exited(pid, exit) {
                 continue;
             }
@@ -274,10 +272,7 @@ impl Server {
                 TimerKind::InputStall(conn) => self.check_input_stall(conn, now),
                 TimerKind::ViewFrame => self.wake_views(),
                 TimerKind::NamespaceCheck => self.on_namespace_check_timer(),
-                #[cfg(unix)]
                 TimerKind::PromptDeadline => self.on_prompt_deadline(now),
-                #[cfg(not(unix))]
-                TimerKind::PromptDeadline => {}
             }
         }
     }

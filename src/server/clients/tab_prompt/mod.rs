@@ -14,9 +14,10 @@
 //! current (`tab new`, `tab select`, `focus` of a pane elsewhere) is shown
 //! to this client.
 //!
-//! The command's exit is reaped with every other child (SIGCHLD) on Unix,
-//! where a command still running after [`RUN_LIMIT`] is killed; on Windows
-//! a thread waits for it and wakes the loop. Commands that need a terminal
+//! A command still running after [`RUN_LIMIT`] is stopped. How its end is
+//! seen is the one per-OS part (`unix.rs`: reaped with every other child at
+//! SIGCHLD, the limit a timer of the loop's; `windows.rs`: a thread waits,
+//! keeps the limit and wakes the loop). Commands that need a terminal
 //! or never end by themselves (`attach`, `run`, `events`, `server`,
 //! `demo`) are refused. A command still running at a live upgrade finishes
 //! on its own, its output unseen.
@@ -33,11 +34,13 @@ use crate::view::chooser::{Chooser, Entry, Target};
 use crate::view::prompt::{self, Line, Purpose};
 use std::collections::HashMap;
 use std::io::{Read, Seek};
-use std::time::Duration;
-#[cfg(unix)]
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-/// How long a command of the prompt may run (Unix: then it is killed).
+#[cfg_attr(unix, path = "unix.rs")]
+#[cfg_attr(windows, path = "windows.rs")]
+mod os;
+
+/// How long a command of the prompt may run; then it is stopped.
 pub const RUN_LIMIT: Duration = Duration::from_secs(60);
 /// Most of a command's output that is read back.
 const OUTPUT_LIMIT: u64 = 64 * 1024;
@@ -60,18 +63,24 @@ const REFUSED: &[(&str, &str)] = &[
 /// The prompt's commands that are still running, by process id.
 pub struct Runs {
     running: HashMap<u32, Run>,
-    #[cfg(windows)]
-    ended: (
-        std::sync::mpsc::Sender<Ended>,
-        std::sync::mpsc::Receiver<Ended>,
-    ),
-    #[cfg(windows)]
-    waker: std::sync::Arc<mio::Waker>,
+    watcher: os::Watcher,
 }
 
-/// A command a thread saw end: its process id and exit code (Windows).
-#[cfg(windows)]
-type Ended = (u32, Option<i32>);
+/// What a watcher saw of a command, by process id, where the loop's own
+/// reaping and timers do not see it.
+#[cfg_attr(
+    unix,
+    expect(
+        dead_code,
+        reason = "only windows.rs makes them: on Unix the loop's reaping and timers see it all"
+    )
+)]
+pub enum Note {
+    /// Past [`RUN_LIMIT`]: being stopped.
+    Late(u32),
+    /// Ended, with its exit code if it had one.
+    Ended(u32, Option<i32>),
+}
 
 struct Run {
     conn: ConnId,
@@ -80,22 +89,18 @@ struct Run {
     command: String,
     /// Its stdout and stderr.
     output: std::fs::File,
+    /// Where the output file is still named, to remove once read.
+    output_path: Option<std::path::PathBuf>,
     /// The current tab when it started.
     before: Option<TabId>,
-    #[cfg(unix)]
-    child: std::process::Child,
-    #[cfg(unix)]
-    deadline: Instant,
+    watched: os::Watched,
 }
 
 impl Runs {
-    pub fn new(_waker: std::sync::Arc<mio::Waker>) -> Runs {
+    pub fn new(waker: std::sync::Arc<mio::Waker>) -> Runs {
         Runs {
             running: HashMap::new(),
-            #[cfg(windows)]
-            ended: std::sync::mpsc::channel(),
-            #[cfg(windows)]
-            waker: _waker,
+            watcher: os::Watcher::new(waker),
         }
     }
 }
@@ -171,7 +176,7 @@ impl Server {
         words: Vec<String>,
         focus: PaneId,
     ) -> Result<(), String> {
-        let output = self.prompt_output_file()?;
+        let (output, output_path) = self.prompt_output_file()?;
         let copy = || {
             output
                 .try_clone()
@@ -201,41 +206,26 @@ impl Server {
             .spawn()
             .map_err(|e| format!("could not run {}: {e}", self.exe_path.display()))?;
         let pid = child.id();
+        let watched = self.prompt_runs.watcher.watch(child);
+        if let Some(deadline) = watched.deadline() {
+            (self.timers).add(deadline, crate::server::timers::TimerKind::PromptDeadline);
+        }
         let run = Run {
             conn,
             line: line.to_string(),
             command: words[0].clone(),
             output,
+            output_path,
             before: self.tree.current().map(|(t, _)| t),
-            #[cfg(unix)]
-            child,
-            #[cfg(unix)]
-            deadline: Instant::now() + RUN_LIMIT,
+            watched,
         };
-        #[cfg(unix)]
-        self.timers.add(
-            run.deadline,
-            crate::server::timers::TimerKind::PromptDeadline,
-        );
-        #[cfg(windows)]
-        {
-            let (tx, waker) = (
-                self.prompt_runs.ended.0.clone(),
-                self.prompt_runs.waker.clone(),
-            );
-            let mut child = child;
-            std::thread::spawn(move || {
-                let code = child.wait().ok().and_then(|s| s.code());
-                let _ = tx.send((pid, code));
-                let _ = waker.wake();
-            });
-        }
         self.prompt_runs.running.insert(pid, run);
         Ok(())
     }
 
-    /// A file for a command's output, already unlinked where that can be.
-    fn prompt_output_file(&self) -> Result<std::fs::File, String> {
+    /// A file for a command's output, and its name where it could not be
+    /// unlinked at once.
+    fn prompt_output_file(&self) -> Result<(std::fs::File, Option<std::path::PathBuf>), String> {
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let path = self
@@ -248,16 +238,11 @@ impl Server {
             .create_new(true)
             .open(&path)
             .map_err(|e| format!("could not make {}: {e}", path.display()))?;
-        // Unix: gone from the directory at once. Windows keeps an open
-        // file's name; it goes when the command has ended.
-        #[cfg(unix)]
-        let _ = std::fs::remove_file(&path);
-        Ok(file)
+        Ok((file, os::unlink_open(&path)))
     }
 
     /// A child that ended: one of the prompt's commands? Then it is
     /// finished here (`true`). From the loop's reaping.
-    #[cfg(unix)]
     pub(in crate::server) fn prompt_command_exited(
         &mut self,
         pid: i32,
@@ -277,38 +262,42 @@ impl Server {
         true
     }
 
-    /// Commands past [`RUN_LIMIT`] are killed (their exit is then reaped
-    /// as any other).
-    #[cfg(unix)]
+    /// Commands past their deadline are stopped (their exit then comes as
+    /// any other).
     pub(in crate::server) fn on_prompt_deadline(&mut self, now: Instant) {
-        let late: Vec<u32> = self
-            .prompt_runs
-            .running
-            .iter()
-            .filter(|(_, r)| r.deadline <= now)
+        let late: Vec<u32> = (self.prompt_runs.running.iter())
+            .filter(|(_, r)| r.watched.deadline().is_some_and(|d| d <= now))
             .map(|(pid, _)| *pid)
             .collect();
         for pid in late {
             if let Some(run) = self.prompt_runs.running.get_mut(&pid) {
-                let _ = run.child.kill();
-                let (conn, line) = (run.conn, run.line.clone());
-                self.view_say(
-                    conn,
-                    format!(
-                        "{line}: still running after {}s, stopped",
-                        RUN_LIMIT.as_secs()
-                    ),
-                );
+                run.watched.stop();
             }
+            self.say_prompt_late(pid);
         }
     }
 
-    /// The commands a thread saw end (Windows).
-    #[cfg(windows)]
-    pub(in crate::server) fn on_prompt_commands_ended(&mut self) {
-        while let Ok((pid, code)) = self.prompt_runs.ended.1.try_recv() {
-            if let Some(run) = self.prompt_runs.running.remove(&pid) {
-                self.finish_prompt_command(run, code);
+    fn say_prompt_late(&mut self, pid: u32) {
+        if let Some(run) = self.prompt_runs.running.get(&pid) {
+            let (conn, line) = (run.conn, run.line.clone());
+            let limit = RUN_LIMIT.as_secs();
+            self.view_say(
+                conn,
+                format!("{line}: still running after {limit}s, stopped"),
+            );
+        }
+    }
+
+    /// What the watcher saw outside the loop's reaping (at a wake).
+    pub(in crate::server) fn on_prompt_notes(&mut self) {
+        for note in self.prompt_runs.watcher.notes() {
+            match note {
+                Note::Late(pid) => self.say_prompt_late(pid),
+                Note::Ended(pid, code) => {
+                    if let Some(run) = self.prompt_runs.running.remove(&pid) {
+                        self.finish_prompt_command(run, code);
+                    }
+                }
             }
         }
     }
@@ -318,6 +307,10 @@ impl Server {
         let mut text = Vec::new();
         let _ = run.output.rewind();
         let _ = (&mut run.output).take(OUTPUT_LIMIT).read_to_end(&mut text);
+        if let Some(path) = run.output_path.take() {
+            drop(run.output);
+            let _ = std::fs::remove_file(path);
+        }
         let lines = output_lines(&String::from_utf8_lossy(&text));
         let conn = run.conn;
         let attached = self
