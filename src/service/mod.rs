@@ -20,4 +20,5 @@ pub mod activation;
 pub mod fd_store;
 pub mod install;
 pub mod journal;
+#[cfg_attr(windows, path = "notify_windows.rs")]
 pub mod notify;

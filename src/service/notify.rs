@@ -1,23 +1,18 @@
 //! `sd_notify`: one datagram of `KEY=VALUE` lines to `$NOTIFY_SOCKET`, a path
 //! or, with a leading `@`, a name in the abstract namespace. Without the
-//! variable (not under systemd) every call does nothing.
+//! variable (not under systemd) every call does nothing. Unix only:
+//! `notify_windows.rs` has the same calls, doing nothing.
 
-#[cfg(unix)]
 use std::os::unix::net::UnixDatagram;
 
 /// Sends `state` (e.g. `"READY=1\nSTATUS=serving"`). Failures are ignored:
-/// readiness reporting must never take the server down. Windows has no
-/// `sd_notify` to speak to.
+/// readiness reporting must never take the server down.
 pub fn notify(state: &str) {
-    #[cfg(unix)]
     if let Some(path) = std::env::var_os("NOTIFY_SOCKET") {
         send_to(&path, state);
     }
-    #[cfg(windows)]
-    let _ = state;
 }
 
-#[cfg(unix)]
 /// Sends `state` to the socket `path` names (see the module doc).
 fn send_to(path: &std::ffi::OsStr, state: &str) {
     let Ok(sock) = UnixDatagram::unbound() else {
@@ -25,23 +20,11 @@ fn send_to(path: &std::ffi::OsStr, state: &str) {
     };
     let bytes = path.as_encoded_bytes();
     let _ = if let Some(name) = bytes.strip_prefix(b"@") {
-        send_abstract(&sock, name, state)
+        crate::sys::send_abstract_datagram(&sock, name, state.as_bytes())
     } else {
         sock.send_to(state.as_bytes(), std::path::Path::new(path))
             .map(|_| ())
     };
-}
-
-#[cfg(any(target_os = "linux", target_os = "android"))]
-fn send_abstract(sock: &UnixDatagram, name: &[u8], state: &str) -> std::io::Result<()> {
-    use std::os::linux::net::SocketAddrExt;
-    let addr = std::os::unix::net::SocketAddr::from_abstract_name(name)?;
-    sock.send_to_addr(state.as_bytes(), &addr).map(|_| ())
-}
-
-#[cfg(all(unix, not(any(target_os = "linux", target_os = "android"))))]
-fn send_abstract(_: &UnixDatagram, _: &[u8], _: &str) -> std::io::Result<()> {
-    Ok(())
 }
 
 /// The server accepts connections.
@@ -50,7 +33,6 @@ pub fn ready(status: &str) {
 }
 
 /// A reload (live upgrade) began; systemd wants the monotonic time with it.
-#[cfg(unix)]
 pub fn reloading() {
     notify(&format!(
         "RELOADING=1\nMONOTONIC_USEC={}\nSTATUS=upgrading",
@@ -62,7 +44,7 @@ pub fn stopping() {
     notify("STOPPING=1\nSTATUS=stopping");
 }
 
-#[cfg(all(test, unix))]
+#[cfg(test)]
 mod tests {
     #[test]
     fn sends_to_a_path_socket() {

@@ -180,3 +180,15 @@ pub fn release_free_memory() {}
 pub fn open_fd_count() -> Option<usize> {
     None
 }
+
+/// No abstract socket namespace here: `Unsupported`.
+pub fn send_abstract_datagram(
+    _sock: &std::os::unix::net::UnixDatagram,
+    _name: &[u8],
+    _bytes: &[u8],
+) -> std::io::Result<()> {
+    Err(std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        "abstract socket names",
+    ))
+}

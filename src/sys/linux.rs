@@ -387,6 +387,18 @@ pub fn open_fd_count() -> Option<usize> {
     Some(n.saturating_sub(1))
 }
 
+/// Sends one datagram from `sock` to `name` in the abstract socket
+/// namespace (`$NOTIFY_SOCKET` starting with `@`).
+pub fn send_abstract_datagram(
+    sock: &std::os::unix::net::UnixDatagram,
+    name: &[u8],
+    bytes: &[u8],
+) -> std::io::Result<()> {
+    use std::os::linux::net::SocketAddrExt;
+    let addr = std::os::unix::net::SocketAddr::from_abstract_name(name)?;
+    sock.send_to_addr(bytes, &addr).map(|_| ())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

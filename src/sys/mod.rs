@@ -35,6 +35,7 @@
 //! | [`punch_hole`]: a file's middle given back (the history log's evicted lines) | `fallocate(FALLOC_FL_PUNCH_HOLE)` | nothing: the bytes stay until the file is closed |
 //! | [`request_short_slices`]: the loop's thread asks for short time slices, so it preempts a CPU hog when it wakes (keystrokes beside a flood) | `sched_setattr` with `sched_runtime` (EEVDF, 6.12; ignored before) | `Unsupported`: the scheduler's default slices |
 //! | [`socket_unread`]: what a Unix socket's peer has not read yet (how far behind an attached client is) | `ioctl(SIOCOUTQ)` | `None`: only the server's own queue counts |
+//! | [`send_abstract_datagram`]: a datagram to a name in the abstract socket namespace (`$NOTIFY_SOCKET=@...`) | `SocketAddr::from_abstract_name` | `Unsupported`: readiness goes unreported to such a socket (systemd itself is Linux only) |
 //! | [`release_free_memory`]: freed heap back to the system (the reaper, after a handoff; idle panes' scrollback JSON caches dropped; a second after a checkpoint of over 1 MiB of pane lines) | `malloc_trim(0)` with glibc | nothing: the allocator keeps what it keeps |
 //!
 //! Portable but not identical: on macOS and the BSDs an fd sent over
@@ -110,8 +111,8 @@ pub use os::request_short_slices;
 pub use os::{
     anonymous_file, become_child_subreaper, die_with_parent, holders_of_deleted, open_fd_count,
     pidfd_exit_status, pidfd_open, pidfd_pid, process_cwd, process_ended, process_start_token,
-    punch_hole, recv_with_fds, release_free_memory, seqpacket_pair, session_members,
-    sessions_members, socket_unread, unix_socket_listening,
+    punch_hole, recv_with_fds, release_free_memory, send_abstract_datagram, seqpacket_pair,
+    session_members, sessions_members, socket_unread, unix_socket_listening,
 };
 
 #[cfg(all(windows, test))]

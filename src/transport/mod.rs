@@ -15,60 +15,14 @@
 //! The server's side is `listener.rs` (Unix) and `listener_windows.rs`
 //! on top of [`windows::PipeListener`], swapped whole with the same
 //! names (`Listener`, `Stream`, `InstanceLock`, `peer_of`, ...); the
-//! client's is here: [`ClientStream`] and [`connect`].
+//! client's is `client.rs` and `client_windows.rs`, swapped the same way
+//! ([`ClientStream`], [`connect`]).
 
+#[cfg_attr(windows, path = "client_windows.rs")]
+mod client;
 #[cfg_attr(windows, path = "listener_windows.rs")]
 pub(crate) mod listener;
 #[cfg(windows)]
 pub mod windows;
 
-use crate::paths::NamespacePaths;
-use std::io;
-use std::time::Duration;
-
-/// The client's end of a connection: a blocking byte stream (`Read` and
-/// `Write`, also through `&`, and `try_clone`).
-#[cfg(unix)]
-pub type ClientStream = std::os::unix::net::UnixStream;
-#[cfg(windows)]
-pub type ClientStream = std::fs::File;
-
-/// How long a client waits for a free pipe instance while every one is
-/// busy (the server makes the next as it accepts).
-#[cfg(windows)]
-const PIPE_BUSY_WAIT: Duration = Duration::from_secs(5);
-
-/// Connects to the namespace's server: its socket, or its pipe (refused
-/// if another user's process serves it). `NotFound` or
-/// `ConnectionRefused` when none serves.
-pub fn connect(paths: &NamespacePaths) -> io::Result<ClientStream> {
-    #[cfg(unix)]
-    return std::os::unix::net::UnixStream::connect(paths.socket());
-    #[cfg(windows)]
-    return windows::connect(&windows::namespace_pipe(&paths.namespace)?, PIPE_BUSY_WAIT);
-}
-
-/// Where [`connect`] connects: the socket's path, or the pipe's name.
-pub fn address(paths: &NamespacePaths) -> std::path::PathBuf {
-    #[cfg(unix)]
-    return paths.socket();
-    #[cfg(windows)]
-    return windows::namespace_pipe(&paths.namespace)
-        .unwrap_or_else(|e| e.to_string())
-        .into();
-}
-
-/// Bounds the reads of a client stream. A pipe opened for blocking I/O
-/// has no read timeout on Windows: `Unsupported` there.
-pub fn set_read_timeout(stream: &ClientStream, timeout: Option<Duration>) -> io::Result<()> {
-    #[cfg(unix)]
-    return stream.set_read_timeout(timeout);
-    #[cfg(windows)]
-    {
-        let _ = (stream, timeout);
-        Err(io::Error::new(
-            io::ErrorKind::Unsupported,
-            "read timeouts on a pipe",
-        ))
-    }
-}
+pub use client::{ClientStream, address, connect, set_read_timeout};
