@@ -40,6 +40,7 @@ mod cmd_env;
 mod cmd_hooks;
 mod cmd_layout;
 mod cmd_misc;
+mod cmd_modes;
 mod cmd_pane;
 mod cmd_session;
 mod cmd_wait;
@@ -204,6 +205,72 @@ impl Ctx {
     fn find_pane(&mut self, t: Option<&str>) -> Result<At, Failure> {
         let cur = self.current()?;
         Ok(target::pane(self.view()?, t, cur)?)
+    }
+
+    /// Focuses pane `num` (its window, its session), first noting the
+    /// window its session leaves and the pane its window leaves, which
+    /// tmux's `last-window` and `last-pane` go back to. Only focus moved
+    /// through the front is noted: ptyd's own clients keep no such history.
+    fn focus(&mut self, num: u64) -> CmdResult {
+        self.changed();
+        let before = self.view()?.clone();
+        self.focus_from(num, &before)
+    }
+
+    /// [`Ctx::focus`], noting what was active in `before` (the tree as it
+    /// was before a command that made a pane and so moved the focus).
+    fn focus_from(&mut self, num: u64, before: &View) -> CmdResult {
+        self.changed();
+        let view = self.view()?;
+        let mut notes = Vec::new();
+        for session in &view.sessions {
+            for window in &session.windows {
+                if !window.panes.iter().any(|p| p.num == num) {
+                    continue;
+                }
+                let was = |w: u64| {
+                    before
+                        .sessions
+                        .iter()
+                        .flat_map(|s| &s.windows)
+                        .find(|old| old.num == w)
+                        .cloned()
+                };
+                let active_window = before
+                    .sessions
+                    .iter()
+                    .find(|s| s.num == session.num)
+                    .and_then(|s| s.windows.iter().find(|w| w.active));
+                if let Some(left) = active_window.filter(|w| w.num != window.num) {
+                    notes.push((format!("${}", session.num), format!("@{}", left.num)));
+                }
+                let old = was(window.num);
+                let left = old
+                    .as_ref()
+                    .and_then(|w| w.active_pane())
+                    .filter(|p| p.num != num);
+                if let Some(left) = left {
+                    notes.push((format!("@{}", window.num), format!("%{}", left.num)));
+                }
+            }
+        }
+        if !notes.is_empty() {
+            let mut store = options::Store::load(&self.paths.runtime_dir);
+            for (owner, left) in notes {
+                store.set("last", &owner, Some(left));
+            }
+            store.save().map_err(Failure::new)?;
+        }
+        self.call("pane.focus", json!({"target": format!("p{num}")}))?;
+        self.changed();
+        Ok(())
+    }
+
+    /// The window (`$N` given) or pane (`@N` given) last left, as noted by
+    /// [`Ctx::focus`].
+    fn last_left(&self, owner: &str) -> Option<u64> {
+        let store = options::Store::load(&self.paths.runtime_dir);
+        store.get("last", owner)?.get(1..)?.parse().ok()
     }
 
     /// The server's pid, for `pid` and `TMUX`.
