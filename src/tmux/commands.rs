@@ -7,8 +7,8 @@
 
 use super::args::Args;
 use super::{
-    CmdResult, Ctx, Failure, cmd_buffers, cmd_client, cmd_env, cmd_hooks, cmd_layout, cmd_misc,
-    cmd_modes, cmd_pane, cmd_session, cmd_wait, cmd_window,
+    CmdResult, Ctx, Failure, cmd_buffers, cmd_client, cmd_env, cmd_hooks, cmd_keys, cmd_layout,
+    cmd_misc, cmd_modes, cmd_pane, cmd_session, cmd_wait, cmd_window,
 };
 
 type Run = fn(&mut Ctx, &Args) -> CmdResult;
@@ -346,6 +346,13 @@ pub const COMMANDS: &[Command] = &[
         Some(cmd_layout::select_layout)
     ),
     cmd!(
+        "rotate-window",
+        "rotatew",
+        "Dt:UZ",
+        "[-DUZ] [-t target-window]",
+        Some(cmd_layout::rotate_window)
+    ),
+    cmd!(
         "swap-pane",
         "swapp",
         "dDs:t:UZ",
@@ -494,6 +501,27 @@ pub const COMMANDS: &[Command] = &[
         "T:",
         "[-T type]",
         Some(cmd_modes::clear_prompt_history)
+    ),
+    cmd!(
+        "bind-key",
+        "bind",
+        "nrN:T:",
+        "[-nr] [-T key-table] [-N note] key [command [argument ...]]",
+        Some(cmd_keys::bind)
+    ),
+    cmd!(
+        "unbind-key",
+        "unbind",
+        "anqT:",
+        "[-anq] [-T key-table] key",
+        Some(cmd_keys::unbind)
+    ),
+    cmd!(
+        "list-keys",
+        "lsk",
+        "1aNP:T:",
+        "[-1aN] [-P prefix-string] [-T key-table] [key]",
+        Some(cmd_keys::list)
     ),
     cmd!(
         "send-prefix",

@@ -38,6 +38,7 @@ mod cmd_buffers;
 mod cmd_client;
 mod cmd_env;
 mod cmd_hooks;
+mod cmd_keys;
 mod cmd_layout;
 mod cmd_misc;
 mod cmd_modes;

@@ -66,6 +66,7 @@ pub fn expand_with(
 /// Every variable the front gives a value, by name (`display-message -a`
 /// lists them all).
 pub const NAMES: &[&str] = &[
+    "active_window_index",
     "alternate_on",
     "alternate_saved_x",
     "alternate_saved_y",
@@ -79,6 +80,7 @@ pub const NAMES: &[&str] = &[
     "host",
     "host_short",
     "insert_flag",
+    "last_window_index",
     "keypad_cursor_flag",
     "keypad_flag",
     "mouse_all_flag",
@@ -266,6 +268,14 @@ impl Vars<'_> {
             }
             "session_grouped" | "session_group_size" | "session_format" => "0".into(),
             "session_active" => flag(s.active),
+            "active_window_index" => s
+                .windows
+                .iter()
+                .find(|w| w.active)
+                .map(|w| w.index.to_string())
+                .unwrap_or_default(),
+            // tmux's "last" window here is the highest-numbered one.
+            "last_window_index" => s.windows.len().saturating_sub(1).to_string(),
             _ => return None,
         })
     }
