@@ -760,3 +760,204 @@ fn wait_for_channels_signal_and_lock_between_processes() {
     assert!(status.success());
     front.ok(&["wait-for", "-U", "lk"]);
 }
+
+/// libtmux's Pane methods for tmux's modes: each checks its pane and
+/// draws nothing (no tmux client screen), so keys sent after reach the
+/// program; send-prefix types the session's prefix key.
+#[test]
+fn mode_commands_check_their_pane_and_send_prefix_types_the_prefix() {
+    let ptyd = Ptyd::start();
+    let front = Front::new(&ptyd.dirs, &ptyd.namespace);
+    front.ok(&["new-session", "-d", "-s", "m", "cat -v"]);
+    for args in [
+        &["copy-mode", "-t", "m"][..],
+        &["copy-mode", "-s", "m:0.0", "-t", "m"],
+        &["clock-mode", "-t", "m"],
+        &["choose-buffer", "-t", "m"],
+        &["choose-client", "-t", "m"],
+        &[
+            "choose-tree",
+            "-Z",
+            "-r",
+            "-F",
+            "#{session_name}",
+            "-f",
+            "#{?session_attached,1,0}",
+            "-O",
+            "name",
+            "-t",
+            "m",
+        ],
+        &["customize-mode", "-t", "m"],
+        &["find-window", "-t", "m", "sh"],
+    ] {
+        assert_eq!(front.ok(args), "", "{args:?}");
+    }
+    let out = front.run(&["copy-mode", "-t", "nosuch"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stderr(&out), "can't find session: nosuch\n");
+    assert_eq!(
+        front.ok(&["display-message", "-p", "-t", "m", "#{pane_in_mode}"]),
+        "0\n"
+    );
+    front.ok(&["send-prefix", "-t", "m"]);
+    front.ok(&["set-option", "-t", "m", "prefix", "C-a"]);
+    front.ok(&["send-prefix", "-t", "m"]);
+    front.ok(&["send-keys", "-t", "m", "Enter"]);
+    front.wait_screen("m", "^B^A");
+    assert_eq!(
+        front.ok(&["show-prompt-history", "-T", "command"]),
+        "History for command:\n\n"
+    );
+    front.ok(&["clear-prompt-history"]);
+    let me = front.ok(&["server-access", "-l"]);
+    assert!(me.ends_with(" (W)\n"), "{me}");
+}
+
+/// source-file runs a file's commands as a config's (a line ending in
+/// `\` goes on), `-q` skips a missing file, `-n` only parses.
+#[test]
+fn source_file_runs_a_files_commands() {
+    let ptyd = Ptyd::start();
+    let front = Front::new(&ptyd.dirs, &ptyd.namespace);
+    front.ok(&["new-session", "-d", "-s", "src"]);
+    let conf = ptyd.dirs.path("conf").join("a.conf");
+    std::fs::write(
+        &conf,
+        "# a config\nset -g @source_test_opt yes\nnew-window -d \\\n  -n fromfile\n",
+    )
+    .unwrap();
+    let path = conf.display().to_string();
+    front.ok(&["source-file", &path]);
+    assert_eq!(
+        front.ok(&["show-options", "-gv", "@source_test_opt"]),
+        "yes\n"
+    );
+    let windows = front.ok(&["list-windows", "-t", "src", "-F", "#{window_name}"]);
+    assert_eq!(windows.lines().nth(1), Some("fromfile"), "{windows}");
+    front.ok(&["source-file", "-q", "/nonexistent/path.conf"]);
+    let out = front.run(&["source-file", "/nonexistent/path.conf"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).starts_with("/nonexistent/path.conf: "),
+        "{}",
+        stderr(&out)
+    );
+    std::fs::write(&conf, "set -g @parsed_only yes\n").unwrap();
+    front.ok(&["source-file", "-n", &path]);
+    assert_eq!(front.ok(&["show-options", "-gv", "@parsed_only"]), "\n");
+}
+
+/// last-window, previous-window, next-window, last-pane and `-l` go
+/// back where the front moved the focus from; `-d` leaves it alone.
+#[test]
+fn last_windows_and_panes_follow_the_focus() {
+    let ptyd = Ptyd::start();
+    let front = Front::new(&ptyd.dirs, &ptyd.namespace);
+    let active = || {
+        front.ok(&[
+            "display-message",
+            "-p",
+            "-t",
+            "f",
+            "#{window_id} #{pane_id}",
+        ])
+    };
+    front.ok(&["new-session", "-d", "-s", "f"]);
+    let first = front.ok(&["new-window", "-t", "f", "-P", "-F", "#{window_id}"]);
+    let second = front.ok(&["new-window", "-t", "f", "-P", "-F", "#{window_id}"]);
+    assert!(active().starts_with(second.trim()), "{}", active());
+    let hidden = front.ok(&["new-window", "-d", "-t", "f", "-P", "-F", "#{window_id}"]);
+    assert!(
+        active().starts_with(second.trim()),
+        "-d moved: {}",
+        active()
+    );
+    front.ok(&["last-window", "-t", "f"]);
+    assert!(active().starts_with(first.trim()), "{}", active());
+    front.ok(&["next-window", "-t", "f"]);
+    assert!(active().starts_with(second.trim()), "{}", active());
+    front.ok(&["next-window", "-t", "f"]);
+    assert!(active().starts_with(hidden.trim()), "{}", active());
+    front.ok(&["previous-window", "-t", "f"]);
+    front.ok(&["select-window", "-l", "-t", "f"]);
+    assert!(active().starts_with(hidden.trim()), "{}", active());
+
+    let old = front.ok(&["display-message", "-p", "-t", "f", "#{pane_id}"]);
+    let new = front.ok(&["split-window", "-d", "-t", "f", "-P", "-F", "#{pane_id}"]);
+    assert!(
+        active().ends_with(old.as_str()),
+        "split -d moved: {}",
+        active()
+    );
+    front.ok(&["select-pane", "-t", new.trim()]);
+    front.ok(&["last-pane", "-t", "f"]);
+    assert!(active().ends_with(old.as_str()), "{}", active());
+    front.ok(&["select-pane", "-l", "-t", "f"]);
+    assert!(active().ends_with(new.as_str()), "{}", active());
+    let out = front.run(&["new-session", "-d", "-s", "g", ";", "last-pane", "-t", "g"]);
+    assert_eq!(stderr(&out), "no last pane\n");
+    assert_eq!(
+        front.ok(&[
+            "list-sessions",
+            "-f",
+            "#{==:#S,f}",
+            "-F",
+            "#{active_window_index} #{last_window_index}"
+        ]),
+        "3 3\n"
+    );
+}
+
+/// Key tables are kept as tmux keeps them: its defaults, and what is
+/// bound and unbound, printed as its list-keys prints them.
+#[test]
+fn key_bindings_are_kept_and_listed() {
+    let ptyd = Ptyd::start();
+    let front = Front::new(&ptyd.dirs, &ptyd.namespace);
+    front.ok(&["new-session", "-d", "-s", "k"]);
+    let all = front.ok(&["list-keys"]);
+    assert!(
+        all.lines()
+            .any(|l| l == "bind-key    -T prefix       c                    new-window"),
+        "{all}"
+    );
+    front.ok(&["bind-key", "-T", "root", "F12", "display-message", "bound"]);
+    let root = front.ok(&["list-keys", "-T", "root"]);
+    assert!(
+        root.lines().any(
+            |l| l.starts_with("bind-key -T root F12 ") && l.ends_with(" display-message bound")
+        ),
+        "{root}"
+    );
+    front.ok(&["unbind-key", "-T", "root", "F12"]);
+    assert!(!front.ok(&["list-keys", "-T", "root"]).contains("F12"));
+    let out = front.run(&["list-keys", "-T", "nosuch"]);
+    assert_eq!(stderr(&out), "table nosuch doesn't exist\n");
+}
+
+/// rotate-window moves every pane one place; a bare select-layout
+/// applies the last named layout again.
+#[test]
+fn rotate_window_and_a_bare_select_layout() {
+    let ptyd = Ptyd::start();
+    let front = Front::new(&ptyd.dirs, &ptyd.namespace);
+    front.ok(&["new-session", "-d", "-s", "r", "-x", "80", "-y", "40"]);
+    front.ok(&["split-window", "-t", "r"]);
+    front.ok(&["split-window", "-t", "r"]);
+    let order = || front.ok(&["list-panes", "-t", "r", "-F", "#{pane_id}"]);
+    let before: Vec<String> = order().lines().map(str::to_string).collect();
+    front.ok(&["rotate-window", "-t", "r"]);
+    let after: Vec<String> = order().lines().map(str::to_string).collect();
+    assert_eq!(after, [&before[1], &before[2], &before[0]], "{before:?}");
+    front.ok(&["rotate-window", "-D", "-t", "r"]);
+    assert_eq!(order().lines().collect::<Vec<_>>(), before);
+
+    front.ok(&["select-layout", "-t", "r"]);
+    front.ok(&["select-layout", "-t", "r", "even-horizontal"]);
+    front.ok(&["resize-pane", "-t", "r:0.0", "-R", "5"]);
+    let widths = || front.ok(&["list-panes", "-t", "r", "-F", "#{pane_width}"]);
+    let moved = widths();
+    front.ok(&["select-layout", "-t", "r"]);
+    assert_ne!(widths(), moved, "the layout was not applied again");
+}

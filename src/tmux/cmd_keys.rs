@@ -111,11 +111,15 @@ pub fn bind(ctx: &mut Ctx, a: &Args) -> CmdResult {
         ));
     };
     check_key(key)?;
-    let text: Vec<String> = words.iter().map(|w| parse::quote(w)).collect();
-    let command = if words.is_empty() {
-        String::new()
-    } else {
-        super::cmd_hooks::canonical(&text.join(" "))?
+    // One argument is a command string, as tmux reads it; several are
+    // the command's words.
+    let command = match words {
+        [] => String::new(),
+        [one] => super::cmd_hooks::canonical(one)?,
+        many => {
+            let text: Vec<String> = many.iter().map(|w| parse::quote(w)).collect();
+            super::cmd_hooks::canonical(&text.join(" "))?
+        }
     };
     let mut store = Store::load(&ctx.paths.runtime_dir);
     let flag = if a.has('r') { "-r " } else { " " };

@@ -151,6 +151,9 @@ fn set(ctx: &mut Ctx, a: &Args, window_command: bool) -> CmdResult {
             },
         })
     };
+    if let Some(v) = &value {
+        options::validate(name, v).map_err(Failure::new)?;
+    }
     store.set(&owner, name, value);
     store.save().map_err(Failure::new)?;
     Ok(())
