@@ -167,6 +167,35 @@ pub fn set_window_option(ctx: &mut Ctx, a: &Args) -> CmdResult {
     set(ctx, a, true)
 }
 
+/// The elements of array option `base` set on `owner` (and, for a
+/// global owner, tmux's defaults beneath them), by index.
+fn array_items(store: &Store, owner: &str, base: &str, global: bool) -> Vec<(String, String)> {
+    let index_of = |key: &str| -> Option<u32> {
+        key.strip_prefix(base)?
+            .strip_prefix('[')?
+            .strip_suffix(']')?
+            .parse()
+            .ok()
+    };
+    let mut items = std::collections::BTreeMap::new();
+    if global {
+        for (key, _, default) in super::option_table::OPTIONS {
+            if let Some(i) = index_of(key) {
+                items.insert(i, default.to_string());
+            }
+        }
+    }
+    for (key, value) in store.owned(owner) {
+        if let Some(i) = index_of(key) {
+            items.insert(i, value.to_string());
+        }
+    }
+    items
+        .into_iter()
+        .map(|(i, v)| (format!("{base}[{i}]"), v))
+        .collect()
+}
+
 fn show(ctx: &mut Ctx, a: &Args, window_command: bool) -> CmdResult {
     let print = |name: &str, value: &str| {
         if a.has('v') {
@@ -189,6 +218,17 @@ fn show(ctx: &mut Ctx, a: &Args, window_command: bool) -> CmdResult {
         let owner = owner(ctx, a, scope)?;
         let store = Store::load(&ctx.paths.runtime_dir);
         let global = matches!(owner.as_str(), "server" | "session" | "window");
+        if !name.contains('[') && !name.starts_with('@') {
+            // An array option by its base name: every element, as tmux
+            // shows them (`name[0] value`, ...).
+            let items = array_items(&store, &owner, name, global);
+            if !items.is_empty() {
+                for (key, value) in items {
+                    print(&key, &value);
+                }
+                return Ok(());
+            }
+        }
         let value = store.get(&owner, name).map(str::to_string).or_else(|| {
             global
                 .then(|| options::known(name).map(|(_, d)| d.to_string()))

@@ -141,6 +141,23 @@ pub fn source_file(ctx: &mut Ctx, a: &Args) -> CmdResult {
     Ok(())
 }
 
+/// Runs one file's commands (a server's `-f` config): a missing file is
+/// no error, as tmux starts without its config.
+pub fn source_path(ctx: &mut Ctx, path: &str) -> CmdResult {
+    let text = match read_bounded(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Failure::new(format!("{path}: {e}"))),
+    };
+    let commands = super::parse::commands(&text.replace("\\\n", ""))
+        .map_err(|e| Failure::new(format!("{path}: {e}")))?;
+    for words in commands {
+        let (name, rest) = words.split_first().expect("parse drops empty commands");
+        super::commands::run(ctx, name, rest)?;
+    }
+    Ok(())
+}
+
 fn read_bounded(path: &str) -> std::io::Result<String> {
     use std::io::Read as _;
     let file = std::fs::File::open(path)?;

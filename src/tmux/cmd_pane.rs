@@ -387,7 +387,29 @@ pub fn send_keys(ctx: &mut Ctx, a: &Args) -> CmdResult {
         return Err(Failure::new("not in a mode"));
     }
     let at = ctx.find_pane(a.value('t'))?;
-    let id = ctx.view()?.pane(at).id();
+    // With synchronize-panes on, keys go to every pane of the window that
+    // has it on, as tmux sends them; none to a pane whose input is off.
+    let targets: Vec<String> = {
+        let store = super::options::Store::load(&ctx.paths.runtime_dir);
+        let view = ctx.view()?;
+        let window = view.window(at);
+        let pane = view.pane(at);
+        let chosen: Vec<&super::view::Pane> =
+            if super::options::synchronized(&store, window.num, pane.num) {
+                window
+                    .panes
+                    .iter()
+                    .filter(|p| super::options::synchronized(&store, window.num, p.num))
+                    .collect()
+            } else {
+                vec![pane]
+            };
+        chosen
+            .into_iter()
+            .filter(|p| !super::options::input_off(&store, p.num))
+            .map(|p| p.id())
+            .collect()
+    };
     let repeat = match a.value('N') {
         None => 1,
         Some(n) => n
@@ -425,8 +447,15 @@ pub fn send_keys(ctx: &mut Ctx, a: &Args) -> CmdResult {
             },
         }
     }
+    for id in &targets {
+        send(ctx, id, repeat, &requests)?;
+    }
+    Ok(())
+}
+
+fn send(ctx: &mut Ctx, id: &str, repeat: u64, requests: &[(String, Vec<String>)]) -> CmdResult {
     for _ in 0..repeat {
-        for (data, keys) in &requests {
+        for (data, keys) in requests {
             let mut params = json!({"target": id});
             if !data.is_empty() {
                 params["data"] = json!(data);
@@ -465,6 +494,14 @@ pub fn select(ctx: &mut Ctx, a: &Args) -> CmdResult {
         }
     }
     let num = ctx.view()?.pane(at).num;
+    if a.has('d') || a.has('e') {
+        // Kept for send-keys, which types nothing into a pane whose input
+        // is off, as tmux drops keys for it.
+        let mut store = super::options::Store::load(&ctx.paths.runtime_dir);
+        let off = a.has('d').then(|| "1".to_string());
+        store.set("input_off", &format!("%{num}"), off);
+        return store.save().map_err(Failure::new);
+    }
     if let Some(title) = a.value('T') {
         // ptyd has no title a client sets; the front keeps it for
         // `#{pane_title}`.

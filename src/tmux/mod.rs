@@ -130,6 +130,8 @@ pub struct Ctx {
     inside: Option<u64>,
     /// Set in control mode (`-C`): the control client's state.
     control: Option<control::State>,
+    /// `-f`: the config file a server this command starts reads.
+    config: Option<String>,
 }
 
 impl Ctx {
@@ -140,6 +142,9 @@ impl Ctx {
             if !start && !crate::transport::address(&self.paths).exists() {
                 return Err(no_server());
             }
+            // A server this command starts reads `-f`'s config first, as
+            // tmux's does.
+            let fresh = start && Client::connect(&self.paths, false).is_err();
             let client = match Client::connect(&self.paths, start) {
                 Ok(c) => c,
                 // A server going away (refused, reset) is no server to a
@@ -154,6 +159,16 @@ impl Ctx {
                 }
             };
             self.client = Some(client);
+            if fresh {
+                if let Some(config) = self.config.take() {
+                    // As in tmux, a bad config is reported and the server
+                    // goes on.
+                    if let Err(e) = cmd_modes::source_path(self, &config) {
+                        use std::io::Write as _;
+                        let _ = writeln!(std::io::stderr().lock(), "{}", e.message);
+                    }
+                }
+            }
         }
         Ok(self.client.as_mut().expect("connected above"))
     }
@@ -302,6 +317,7 @@ fn run(argv: Vec<String>) -> CmdResult {
         view: None,
         inside,
         control: None,
+        config: global.value('f').map(str::to_string),
     };
     if let Some(shell) = global.value('c') {
         // `tmux -c CMD` runs CMD with the shell, as a login shell would.

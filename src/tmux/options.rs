@@ -55,6 +55,23 @@ pub fn all_of(scope: Scope) -> impl Iterator<Item = (&'static str, &'static str)
         .map(|&(n, _, d)| (n, d))
 }
 
+/// Whether `synchronize-panes` is on for pane `pane` of window `window`
+/// (the pane's own value, else the window's, else the global one).
+pub fn synchronized(store: &Store, window: u64, pane: u64) -> bool {
+    let name = "synchronize-panes";
+    let value = store
+        .get(&format!("%{pane}"), name)
+        .or_else(|| store.get(&format!("@{window}"), name))
+        .or_else(|| store.get("window", name))
+        .unwrap_or("off");
+    matches!(value, "on" | "yes" | "1")
+}
+
+/// Whether `select-pane -d` turned the pane's input off.
+pub fn input_off(store: &Store, pane: u64) -> bool {
+    store.get("input_off", &format!("%{pane}")).is_some()
+}
+
 /// Options whose default is `on` or `off` that take other words too, so
 /// they are not plain flags.
 const NOT_FLAGS: &[&str] = &[

@@ -179,7 +179,8 @@ struct Vars<'a> {
     server: &'a Value,
     screen: &'a Value,
     socket: &'a str,
-    /// Titles given with `select-pane -T`, by pane (`%N`).
+    /// The front's store: titles given with `select-pane -T` (by pane,
+    /// `%N`), options, input turned off.
     titles: &'a super::options::Store,
     extra: &'a [(&'a str, String)],
 }
@@ -376,11 +377,15 @@ impl Vars<'_> {
                 .and_then(|pid| std::fs::read_link(format!("/proc/{pid}/fd/0")).ok())
                 .map(|d| d.display().to_string())
                 .unwrap_or_default(),
+            "pane_synchronized" => flag(super::options::synchronized(
+                self.titles,
+                self.view.window(self.at).num,
+                p.num,
+            )),
+            "pane_input_off" => flag(super::options::input_off(self.titles, p.num)),
             "pane_in_mode"
-            | "pane_synchronized"
             | "pane_marked"
             | "pane_marked_set"
-            | "pane_input_off"
             | "pane_pipe"
             | "pane_unseen_changes"
             | "pane_last" => "0".into(),
