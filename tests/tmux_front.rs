@@ -930,6 +930,13 @@ fn key_bindings_are_kept_and_listed() {
         ),
         "{root}"
     );
+    // One argument is a command string.
+    front.ok(&["bind-key", "-n", "F11", "display-message -p 'a b'"]);
+    let root = front.ok(&["list-keys", "-T", "root", "F11"]);
+    assert!(
+        root.ends_with(" F11 display-message -p \"a b\"\n"),
+        "{root}"
+    );
     front.ok(&["unbind-key", "-T", "root", "F12"]);
     assert!(!front.ok(&["list-keys", "-T", "root"]).contains("F12"));
     let out = front.run(&["list-keys", "-T", "nosuch"]);
@@ -960,4 +967,114 @@ fn rotate_window_and_a_bare_select_layout() {
     let moved = widths();
     front.ok(&["select-layout", "-t", "r"]);
     assert_ne!(widths(), moved, "the layout was not applied again");
+}
+
+/// A server the front starts reads `-f`'s config; option values are
+/// checked as tmux checks them; array options show every element;
+/// list-buffers filters with a format.
+#[test]
+fn config_option_values_arrays_and_buffer_filters() {
+    let ptyd = Ptyd::start();
+    let front = Front::new(&ptyd.dirs, &ptyd.namespace);
+    let conf = ptyd.dirs.path("conf").join("tmux.conf");
+    std::fs::write(&conf, "set -g status off\nset -g @from_config yes\n").unwrap();
+    let conf = conf.display().to_string();
+    // libtmux passes -f to every command; only the start reads it.
+    front.ok(&["-f", &conf, "new-session", "-d", "-s", "o"]);
+    front.ok(&["set-option", "-g", "@from_config", "changed"]);
+    front.ok(&["-f", &conf, "new-session", "-d", "-s", "o2"]);
+    assert_eq!(front.ok(&["show-options", "-g", "status"]), "status off\n");
+    assert_eq!(
+        front.ok(&["show-options", "-gv", "@from_config"]),
+        "changed\n"
+    );
+
+    for (args, error) in [
+        (
+            &["set-option", "aggressive-resize", "invalid"][..],
+            "bad value: invalid\n",
+        ),
+        (
+            &["set-option", "-g", "history-limit", "lots"],
+            "value is invalid: lots\n",
+        ),
+        (
+            &["set-option", "status-style", "invalid-style"],
+            "invalid style: invalid-style\n",
+        ),
+    ] {
+        let out = front.run(args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert_eq!(stderr(&out), error, "{args:?}");
+    }
+    front.ok(&[
+        "set-option",
+        "status-style",
+        "fg=colour240,bg=#525252,bold,underscore",
+    ]);
+    front.ok(&[
+        "set-option",
+        "status-style",
+        "fg=#{?pane_in_mode,red,green}",
+    ]);
+    assert_eq!(
+        front.ok(&["show-options", "-v", "status-style"]),
+        "fg=#{?pane_in_mode,red,green}\n"
+    );
+
+    let aliases = front.ok(&["show-options", "-s", "command-alias"]);
+    assert!(
+        aliases.starts_with("command-alias[0] split-pane=split-window\ncommand-alias[1] "),
+        "{aliases}"
+    );
+    assert_eq!(aliases.lines().count(), 6, "{aliases}");
+
+    front.ok(&["set-buffer", "-b", "match_a", "keep"]);
+    front.ok(&["set-buffer", "-b", "miss_b", "drop"]);
+    assert_eq!(
+        front.ok(&[
+            "list-buffers",
+            "-F",
+            "#{buffer_name}:#{buffer_size}",
+            "-f",
+            "#{m:match_*,#{buffer_name}}"
+        ]),
+        "match_a:4\n"
+    );
+}
+
+/// synchronize-panes sends keys to every synchronized pane of the window;
+/// `select-pane -d` turns a pane's input off until `-e`.
+#[test]
+fn synchronized_panes_and_input_off() {
+    let ptyd = Ptyd::start();
+    let front = Front::new(&ptyd.dirs, &ptyd.namespace);
+    front.ok(&["new-session", "-d", "-s", "y", "cat"]);
+    front.ok(&["split-window", "-t", "y", "cat"]);
+    front.ok(&["set-option", "-w", "-t", "y", "synchronize-panes", "on"]);
+    assert_eq!(
+        front.ok(&[
+            "display-message",
+            "-p",
+            "-t",
+            "y:0.0",
+            "#{pane_synchronized}"
+        ]),
+        "1\n"
+    );
+    front.ok(&["send-keys", "-t", "y:0.1", "both-see-this", "Enter"]);
+    front.wait_screen("y:0.0", "both-see-this");
+    front.wait_screen("y:0.1", "both-see-this");
+
+    front.ok(&["set-option", "-w", "-t", "y", "synchronize-panes", "off"]);
+    front.ok(&["select-pane", "-d", "-t", "y:0.0"]);
+    assert_eq!(
+        front.ok(&["display-message", "-p", "-t", "y:0.0", "#{pane_input_off}"]),
+        "1\n"
+    );
+    front.ok(&["send-keys", "-t", "y:0.0", "dropped", "Enter"]);
+    front.ok(&["select-pane", "-e", "-t", "y:0.0"]);
+    front.ok(&["send-keys", "-t", "y:0.0", "typed", "Enter"]);
+    front.wait_screen("y:0.0", "typed");
+    assert!(!front.screen("y:0.0").contains("dropped"));
 }

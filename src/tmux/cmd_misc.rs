@@ -167,6 +167,9 @@ pub fn set_window_option(ctx: &mut Ctx, a: &Args) -> CmdResult {
     set(ctx, a, true)
 }
 
+/// Array options tmux gives no elements by default.
+const EMPTY_ARRAYS: &[&str] = &["terminal-overrides", "user-keys", "pane-colours"];
+
 /// The elements of array option `base` set on `owner` (and, for a
 /// global owner, tmux's defaults beneath them), by index.
 fn array_items(store: &Store, owner: &str, base: &str, global: bool) -> Vec<(String, String)> {
@@ -234,8 +237,15 @@ fn show(ctx: &mut Ctx, a: &Args, window_command: bool) -> CmdResult {
                 .then(|| options::known(name).map(|(_, d)| d.to_string()))
                 .flatten()
         });
-        if let Some(v) = value {
-            print(name, &v);
+        match value {
+            // An array with no elements (terminal-overrides) is its name.
+            Some(v) if v.is_empty() && EMPTY_ARRAYS.contains(&name.as_str()) => {
+                if !a.has('v') {
+                    out!("{name}");
+                }
+            }
+            Some(v) => print(name, &v),
+            None => {}
         }
         return Ok(());
     }

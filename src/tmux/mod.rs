@@ -119,6 +119,10 @@ impl From<ClientError> for Failure {
 
 type CmdResult = Result<(), Failure>;
 
+/// The largest base-index honoured: window numbers stay far from
+/// overflowing.
+const MAX_BASE_INDEX: usize = 1 << 20;
+
 /// What a command runs with: the namespace, a connection once one is
 /// needed, the tree as last read, and what the command prints.
 pub struct Ctx {
@@ -186,7 +190,21 @@ impl Ctx {
     fn view(&mut self) -> Result<&View, Failure> {
         if self.view.is_none() {
             let tree = self.call("tree", json!({}))?;
-            self.view = Some(View::from_tree(&tree));
+            let mut view = View::from_tree(&tree);
+            // tmux numbers a session's windows from its base-index.
+            let store = options::Store::load(&self.paths.runtime_dir);
+            for session in &mut view.sessions {
+                let base = store
+                    .get(&format!("${}", session.num), "base-index")
+                    .or_else(|| store.get("session", "base-index"))
+                    .and_then(|b| b.parse::<usize>().ok())
+                    .filter(|b| *b <= MAX_BASE_INDEX)
+                    .unwrap_or(0);
+                for window in &mut session.windows {
+                    window.index += base;
+                }
+            }
+            self.view = Some(view);
         }
         Ok(self.view.as_ref().expect("read above"))
     }

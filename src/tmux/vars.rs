@@ -276,7 +276,7 @@ impl Vars<'_> {
                 .map(|w| w.index.to_string())
                 .unwrap_or_default(),
             // tmux's "last" window here is the highest-numbered one.
-            "last_window_index" => s.windows.len().saturating_sub(1).to_string(),
+            "last_window_index" => s.windows.last().map(|w| w.index).unwrap_or(0).to_string(),
             _ => return None,
         })
     }
@@ -315,10 +315,10 @@ impl Vars<'_> {
             | "window_last_flag"
             | "window_linked"
             | "window_marked_flag" => "0".into(),
-            "window_start_flag" => flag(w.index == 0),
+            "window_start_flag" => flag(self.at.window == 0),
             "window_end_flag" => {
                 let count = self.view.sessions[self.at.session].windows.len();
-                flag(w.index + 1 == count)
+                flag(self.at.window + 1 == count)
             }
             "window_layout" | "window_visible_layout" => String::new(),
             "window_offset_x" | "window_offset_y" => String::new(),
