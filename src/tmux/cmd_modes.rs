@@ -141,21 +141,24 @@ pub fn source_file(ctx: &mut Ctx, a: &Args) -> CmdResult {
     Ok(())
 }
 
-/// Runs one file's commands (a server's `-f` config): a missing file is
-/// no error, as tmux starts without its config.
-pub fn source_path(ctx: &mut Ctx, path: &str) -> CmdResult {
-    let text = match read_bounded(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(Failure::new(format!("{path}: {e}"))),
+/// Runs a config file's commands when a server starts (`-f`'s, else
+/// tmux's own files): a missing file is skipped, and, as in tmux, a
+/// command that fails does not stop the others nor the command that
+/// started the server; tmux shows such errors to an attached client
+/// only, so they are not printed here.
+pub fn source_config(ctx: &mut Ctx, path: &str) {
+    let Ok(text) = read_bounded(path) else {
+        return;
     };
-    let commands = super::parse::commands(&text.replace("\\\n", ""))
-        .map_err(|e| Failure::new(format!("{path}: {e}")))?;
+    let Ok(commands) = super::parse::commands(&text.replace("\\\n", "")) else {
+        return;
+    };
+    SOURCE_DEPTH.with(|d| d.set(d.get() + 1));
     for words in commands {
         let (name, rest) = words.split_first().expect("parse drops empty commands");
-        super::commands::run(ctx, name, rest)?;
+        let _ = super::commands::run(ctx, name, rest);
     }
-    Ok(())
+    SOURCE_DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
 }
 
 fn read_bounded(path: &str) -> std::io::Result<String> {

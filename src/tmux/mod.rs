@@ -164,13 +164,12 @@ impl Ctx {
             };
             self.client = Some(client);
             if fresh {
-                if let Some(config) = self.config.take() {
-                    // As in tmux, a bad config is reported and the server
-                    // goes on.
-                    if let Err(e) = cmd_modes::source_path(self, &config) {
-                        use std::io::Write as _;
-                        let _ = writeln!(std::io::stderr().lock(), "{}", e.message);
-                    }
+                let files = match self.config.take() {
+                    Some(file) => vec![file],
+                    None => default_configs(),
+                };
+                for file in files {
+                    cmd_modes::source_config(self, &file);
                 }
             }
         }
@@ -312,6 +311,29 @@ impl Ctx {
         let status = self.call("server.status", json!({}))?;
         Ok(status["pid"].as_u64().unwrap_or(0))
     }
+}
+
+/// tmux's config files, read in this order when `-f` names none:
+/// `/etc/tmux.conf`, `~/.tmux.conf`, `$XDG_CONFIG_HOME/tmux/tmux.conf`,
+/// `~/.config/tmux/tmux.conf`.
+fn default_configs() -> Vec<String> {
+    let mut files = vec!["/etc/tmux.conf".to_string()];
+    let home = std::env::var("HOME").ok().filter(|h| !h.is_empty());
+    if let Some(home) = &home {
+        files.push(format!("{home}/.tmux.conf"));
+    }
+    if let Ok(xdg) = std::env::var("XDG_CONFIG_HOME") {
+        if !xdg.is_empty() {
+            files.push(format!("{xdg}/tmux/tmux.conf"));
+        }
+    }
+    if let Some(home) = &home {
+        let file = format!("{home}/.config/tmux/tmux.conf");
+        if !files.contains(&file) {
+            files.push(file);
+        }
+    }
+    files
 }
 
 /// Global options before the command: `-L`, `-S`, `-f`, `-V`, `-C`, and
