@@ -967,6 +967,28 @@ fn rotate_window_and_a_bare_select_layout() {
     let moved = widths();
     front.ok(&["select-layout", "-t", "r"]);
     assert_ne!(widths(), moved, "the layout was not applied again");
+
+    // An unnamed broken-out window is named after what runs in it.
+    let sleeper = front.ok(&[
+        "split-window",
+        "-t",
+        "r",
+        "-P",
+        "-F",
+        "#{pane_id}",
+        "sleep 100",
+    ]);
+    front.ok(&["break-pane", "-s", sleeper.trim()]);
+    assert_eq!(
+        front.ok(&[
+            "display-message",
+            "-p",
+            "-t",
+            sleeper.trim(),
+            "#{window_name}"
+        ]),
+        "sleep\n"
+    );
 }
 
 /// A server the front starts reads `-f`'s config; option values are
@@ -977,8 +999,15 @@ fn config_option_values_arrays_and_buffer_filters() {
     let ptyd = Ptyd::start();
     let front = Front::new(&ptyd.dirs, &ptyd.namespace);
     let conf = ptyd.dirs.path("conf").join("tmux.conf");
-    std::fs::write(&conf, "set -g status off\nset -g @from_config yes\n").unwrap();
+    // A bad line is skipped, as tmux skips it.
+    std::fs::write(
+        &conf,
+        "set -g status off\nno-such-command\nset -g @from_config yes\n",
+    )
+    .unwrap();
     let conf = conf.display().to_string();
+    // Only a server the front starts reads a config.
+    front.ok(&["kill-server"]);
     // libtmux passes -f to every command; only the start reads it.
     front.ok(&["-f", &conf, "new-session", "-d", "-s", "o"]);
     front.ok(&["set-option", "-g", "@from_config", "changed"]);
@@ -988,6 +1017,24 @@ fn config_option_values_arrays_and_buffer_filters() {
         front.ok(&["show-options", "-gv", "@from_config"]),
         "changed\n"
     );
+    front.ok(&["kill-server"]);
+    // Without -f, tmux's own ~/.tmux.conf; base-index numbers the windows.
+    std::fs::write(ptyd.dirs.home.join(".tmux.conf"), "set -g base-index 1\n").unwrap();
+    assert_eq!(
+        front.ok(&[
+            "new-session",
+            "-d",
+            "-s",
+            "o",
+            ";",
+            "list-windows",
+            "-F",
+            "#I"
+        ]),
+        "1\n"
+    );
+    // The options set on the server before went with it.
+    assert_eq!(front.ok(&["show-options", "-gv", "@from_config"]), "\n");
 
     for (args, error) in [
         (

@@ -171,8 +171,14 @@ pub fn break_pane(ctx: &mut Ctx, a: &Args) -> CmdResult {
         (pane.id(), pane.num, view.window(at).id())
     };
     let mut params = json!({"target": pane});
-    if let Some(name) = a.value('n') {
-        params["name"] = json!(super::view::ptyd_name(name));
+    // Unnamed, the window is named after what runs in the pane, as tmux's
+    // automatic-rename names it.
+    let name = match a.value('n') {
+        Some(name) => name.to_string(),
+        None => super::vars::expand(ctx, at, "#{pane_current_command}")?,
+    };
+    if !name.is_empty() {
+        params["name"] = json!(super::view::ptyd_name(&name));
     }
     ctx.call("pane.break", params)?;
     if a.has('d') {

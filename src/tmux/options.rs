@@ -202,17 +202,24 @@ pub struct Store {
     values: BTreeMap<String, BTreeMap<String, String>>,
 }
 
+const FILE_NAME: &str = "tmux-options.json";
+
 /// Largest options file read: a bound on what a planted file can cost.
 const MAX_FILE_BYTES: u64 = 1 << 20;
 
 impl Store {
     pub fn load(runtime_dir: &std::path::Path) -> Store {
-        let path = runtime_dir.join("tmux-options.json");
+        let path = runtime_dir.join(FILE_NAME);
         let values = crate::persist::files::read_trusted(&path, MAX_FILE_BYTES)
             .ok()
             .and_then(|bytes| serde_json::from_slice(&bytes).ok())
             .unwrap_or_default();
         Store { path, values }
+    }
+
+    /// Removes the file: every value set is gone.
+    pub fn forget(runtime_dir: &std::path::Path) {
+        let _ = std::fs::remove_file(runtime_dir.join(FILE_NAME));
     }
 
     pub fn get(&self, owner: &str, name: &str) -> Option<&str> {
