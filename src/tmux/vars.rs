@@ -320,7 +320,7 @@ impl Vars<'_> {
                 let count = self.view.sessions[self.at.session].windows.len();
                 flag(self.at.window + 1 == count)
             }
-            "window_layout" | "window_visible_layout" => String::new(),
+            "window_layout" | "window_visible_layout" => w.layout.clone(),
             "window_offset_x" | "window_offset_y" => String::new(),
             _ => return None,
         })
