@@ -239,11 +239,10 @@ fn show(ctx: &mut Ctx, a: &Args, window_command: bool) -> CmdResult {
         });
         match value {
             // An array with no elements (terminal-overrides) is its name.
-            Some(v) if v.is_empty() && EMPTY_ARRAYS.contains(&name.as_str()) => {
-                if !a.has('v') {
-                    out!("{name}");
-                }
+            Some(v) if v.is_empty() && EMPTY_ARRAYS.contains(&name.as_str()) && !a.has('v') => {
+                out!("{name}");
             }
+            Some(v) if v.is_empty() && EMPTY_ARRAYS.contains(&name.as_str()) => {}
             Some(v) => print(name, &v),
             None => {}
         }
