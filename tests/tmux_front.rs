@@ -1020,14 +1020,28 @@ fn config_option_values_arrays_and_buffer_filters() {
     // A bad line is skipped, as tmux skips it.
     std::fs::write(
         &conf,
-        "set -g status off\nno-such-command\nset -g @from_config yes\n",
+        "set -g status off\nno-such-command\nrun-shell 'echo from-config'\nset -g @from_config yes\n",
     )
     .unwrap();
     let conf = conf.display().to_string();
     // Only a server the front starts reads a config.
     front.ok(&["kill-server"]);
-    // libtmux passes -f to every command; only the start reads it.
-    front.ok(&["-f", &conf, "new-session", "-d", "-s", "o"]);
+    // libtmux passes -f to every command; only the start reads it. The
+    // config's output is not the command's: -P prints only the session.
+    assert_eq!(
+        front.ok(&[
+            "-f",
+            &conf,
+            "new-session",
+            "-d",
+            "-P",
+            "-F",
+            "#S",
+            "-s",
+            "o"
+        ]),
+        "o\n"
+    );
     front.ok(&["set-option", "-g", "@from_config", "changed"]);
     front.ok(&["-f", &conf, "new-session", "-d", "-s", "o2"]);
     assert_eq!(front.ok(&["show-options", "-g", "status"]), "status off\n");

@@ -297,8 +297,10 @@ pub fn run_shell(ctx: &mut Ctx, a: &Args) -> CmdResult {
         .stdin(std::process::Stdio::null())
         .output()
         .map_err(|e| Failure::new(format!("{command}: {e}")))?;
-    use std::io::Write;
-    let _ = std::io::stdout().write_all(&out.stdout);
+    if !super::quiet() {
+        use std::io::Write;
+        let _ = std::io::stdout().write_all(&out.stdout);
+    }
     match out.status.code() {
         Some(0) => Ok(()),
         Some(code) => Err(Failure::new(format!("'{command}' returned {code}"))),

@@ -21,7 +21,9 @@
 macro_rules! out {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+        if !$crate::tmux::quiet() {
+            let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+        }
     }};
 }
 
@@ -29,8 +31,25 @@ macro_rules! out {
 macro_rules! out_raw {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = write!(std::io::stdout().lock(), $($arg)*);
+        if !$crate::tmux::quiet() {
+            let _ = write!(std::io::stdout().lock(), $($arg)*);
+        }
     }};
+}
+
+thread_local! {
+    static QUIET: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether output is held back: while a started server reads its config,
+/// whose commands' output tmux shows no command-line client (the command
+/// that started the server prints only its own, `-P` say).
+pub(crate) fn quiet() -> bool {
+    QUIET.with(|q| q.get())
+}
+
+fn set_quiet(on: bool) -> bool {
+    QUIET.with(|q| q.replace(on))
 }
 
 mod args;
@@ -168,9 +187,11 @@ impl Ctx {
                     Some(file) => vec![file],
                     None => default_configs(),
                 };
+                let was = set_quiet(true);
                 for file in files {
                     cmd_modes::source_config(self, &file);
                 }
+                set_quiet(was);
             }
         }
         Ok(self.client.as_mut().expect("connected above"))
