@@ -760,3 +760,400 @@ fn wait_for_channels_signal_and_lock_between_processes() {
     assert!(status.success());
     front.ok(&["wait-for", "-U", "lk"]);
 }
+
+/// libtmux's Pane methods for tmux's modes: each checks its pane and
+/// draws nothing (no tmux client screen), so keys sent after reach the
+/// program; send-prefix types the session's prefix key.
+#[test]
+fn mode_commands_check_their_pane_and_send_prefix_types_the_prefix() {
+    let ptyd = Ptyd::start();
+    let front = Front::new(&ptyd.dirs, &ptyd.namespace);
+    front.ok(&["new-session", "-d", "-s", "m", "cat -v"]);
+    for args in [
+        &["copy-mode", "-t", "m"][..],
+        &["copy-mode", "-s", "m:0.0", "-t", "m"],
+        &["clock-mode", "-t", "m"],
+        &["choose-buffer", "-t", "m"],
+        &["choose-client", "-t", "m"],
+        &[
+            "choose-tree",
+            "-Z",
+            "-r",
+            "-F",
+            "#{session_name}",
+            "-f",
+            "#{?session_attached,1,0}",
+            "-O",
+            "name",
+            "-t",
+            "m",
+        ],
+        &["customize-mode", "-t", "m"],
+        &["find-window", "-t", "m", "sh"],
+    ] {
+        assert_eq!(front.ok(args), "", "{args:?}");
+    }
+    let out = front.run(&["copy-mode", "-t", "nosuch"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stderr(&out), "can't find pane: nosuch\n");
+    assert_eq!(
+        front.ok(&["display-message", "-p", "-t", "m", "#{pane_in_mode}"]),
+        "0\n"
+    );
+    front.ok(&["send-prefix", "-t", "m"]);
+    front.ok(&["set-option", "-t", "m", "prefix", "C-a"]);
+    front.ok(&["send-prefix", "-t", "m"]);
+    front.ok(&["send-keys", "-t", "m", "Enter"]);
+    front.wait_screen("m", "^B^A");
+    assert_eq!(
+        front.ok(&["show-prompt-history", "-T", "command"]),
+        "History for command:\n\n"
+    );
+    front.ok(&["clear-prompt-history"]);
+    let me = front.ok(&["server-access", "-l"]);
+    assert!(me.ends_with(" (W)\n"), "{me}");
+}
+
+/// source-file runs a file's commands as a config's (a line ending in
+/// `\` goes on), `-q` skips a missing file, `-n` only parses.
+#[test]
+fn source_file_runs_a_files_commands() {
+    let ptyd = Ptyd::start();
+    let front = Front::new(&ptyd.dirs, &ptyd.namespace);
+    front.ok(&["new-session", "-d", "-s", "src"]);
+    let conf = ptyd.dirs.path("conf").join("a.conf");
+    std::fs::write(
+        &conf,
+        "# a config\nset -g @source_test_opt yes\nnew-window -d \\\n  -n fromfile\n",
+    )
+    .unwrap();
+    let path = conf.display().to_string();
+    front.ok(&["source-file", &path]);
+    assert_eq!(
+        front.ok(&["show-options", "-gv", "@source_test_opt"]),
+        "yes\n"
+    );
+    let windows = front.ok(&["list-windows", "-t", "src", "-F", "#{window_name}"]);
+    assert_eq!(windows.lines().nth(1), Some("fromfile"), "{windows}");
+    front.ok(&["source-file", "-q", "/nonexistent/path.conf"]);
+    let out = front.run(&["source-file", "/nonexistent/path.conf"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).starts_with("/nonexistent/path.conf: "),
+        "{}",
+        stderr(&out)
+    );
+    std::fs::write(&conf, "set -g @parsed_only yes\n").unwrap();
+    front.ok(&["source-file", "-n", &path]);
+    assert_eq!(front.ok(&["show-options", "-gv", "@parsed_only"]), "");
+}
+
+/// last-window, previous-window, next-window, last-pane and `-l` go
+/// back where the front moved the focus from; `-d` leaves it alone.
+#[test]
+fn last_windows_and_panes_follow_the_focus() {
+    let ptyd = Ptyd::start();
+    let front = Front::new(&ptyd.dirs, &ptyd.namespace);
+    let active = || {
+        front.ok(&[
+            "display-message",
+            "-p",
+            "-t",
+            "f",
+            "#{window_id} #{pane_id}",
+        ])
+    };
+    front.ok(&["new-session", "-d", "-s", "f"]);
+    let first = front.ok(&["new-window", "-t", "f", "-P", "-F", "#{window_id}"]);
+    let second = front.ok(&["new-window", "-t", "f", "-P", "-F", "#{window_id}"]);
+    assert!(active().starts_with(second.trim()), "{}", active());
+    let hidden = front.ok(&["new-window", "-d", "-t", "f", "-P", "-F", "#{window_id}"]);
+    assert!(
+        active().starts_with(second.trim()),
+        "-d moved: {}",
+        active()
+    );
+    front.ok(&["last-window", "-t", "f"]);
+    assert!(active().starts_with(first.trim()), "{}", active());
+    front.ok(&["next-window", "-t", "f"]);
+    assert!(active().starts_with(second.trim()), "{}", active());
+    front.ok(&["next-window", "-t", "f"]);
+    assert!(active().starts_with(hidden.trim()), "{}", active());
+    front.ok(&["previous-window", "-t", "f"]);
+    front.ok(&["select-window", "-l", "-t", "f"]);
+    assert!(active().starts_with(hidden.trim()), "{}", active());
+
+    let old = front.ok(&["display-message", "-p", "-t", "f", "#{pane_id}"]);
+    let new = front.ok(&["split-window", "-d", "-t", "f", "-P", "-F", "#{pane_id}"]);
+    assert!(
+        active().ends_with(old.as_str()),
+        "split -d moved: {}",
+        active()
+    );
+    front.ok(&["select-pane", "-t", new.trim()]);
+    front.ok(&["last-pane", "-t", "f"]);
+    assert!(active().ends_with(old.as_str()), "{}", active());
+    front.ok(&["select-pane", "-l", "-t", "f"]);
+    assert!(active().ends_with(new.as_str()), "{}", active());
+    let out = front.run(&["new-session", "-d", "-s", "g", ";", "last-pane", "-t", "g"]);
+    assert_eq!(stderr(&out), "no last pane\n");
+    assert_eq!(
+        front.ok(&[
+            "list-sessions",
+            "-f",
+            "#{==:#S,f}",
+            "-F",
+            "#{active_window_index} #{last_window_index}"
+        ]),
+        "3 3\n"
+    );
+}
+
+/// Key tables are kept as tmux keeps them: its defaults, and what is
+/// bound and unbound, printed as its list-keys prints them.
+#[test]
+fn key_bindings_are_kept_and_listed() {
+    let ptyd = Ptyd::start();
+    let front = Front::new(&ptyd.dirs, &ptyd.namespace);
+    front.ok(&["new-session", "-d", "-s", "k"]);
+    let all = front.ok(&["list-keys"]);
+    assert!(
+        all.lines()
+            .any(|l| l == "bind-key    -T prefix       c                    new-window"),
+        "{all}"
+    );
+    front.ok(&["bind-key", "-T", "root", "F12", "display-message", "bound"]);
+    let root = front.ok(&["list-keys", "-T", "root"]);
+    assert!(
+        root.lines().any(
+            |l| l.starts_with("bind-key -T root F12 ") && l.ends_with(" display-message bound")
+        ),
+        "{root}"
+    );
+    // One argument is a command string.
+    front.ok(&["bind-key", "-n", "F11", "display-message -p 'a b'"]);
+    let root = front.ok(&["list-keys", "-T", "root", "F11"]);
+    assert!(
+        root.ends_with(" F11 display-message -p \"a b\"\n"),
+        "{root}"
+    );
+    front.ok(&["unbind-key", "-T", "root", "F12"]);
+    assert!(!front.ok(&["list-keys", "-T", "root"]).contains("F12"));
+    let out = front.run(&["list-keys", "-T", "nosuch"]);
+    assert_eq!(stderr(&out), "table nosuch doesn't exist\n");
+}
+
+/// rotate-window moves every pane one place; a bare select-layout
+/// applies the last named layout again.
+#[test]
+fn rotate_window_and_a_bare_select_layout() {
+    let ptyd = Ptyd::start();
+    let front = Front::new(&ptyd.dirs, &ptyd.namespace);
+    front.ok(&["new-session", "-d", "-s", "r", "-x", "80", "-y", "40"]);
+    front.ok(&["split-window", "-t", "r"]);
+    front.ok(&["split-window", "-t", "r"]);
+    let order = || front.ok(&["list-panes", "-t", "r", "-F", "#{pane_id}"]);
+    let before: Vec<String> = order().lines().map(str::to_string).collect();
+    front.ok(&["rotate-window", "-t", "r"]);
+    let after: Vec<String> = order().lines().map(str::to_string).collect();
+    assert_eq!(
+        after,
+        [before[1].clone(), before[2].clone(), before[0].clone()],
+        "{before:?}"
+    );
+    front.ok(&["rotate-window", "-D", "-t", "r"]);
+    assert_eq!(order().lines().collect::<Vec<_>>(), before);
+
+    let layout = || front.ok(&["display-message", "-p", "-t", "r", "#{window_layout}"]);
+    let split = layout();
+    front.ok(&["select-layout", "-t", "r"]);
+    assert_eq!(
+        layout(),
+        split,
+        "a bare select-layout with none given changed it"
+    );
+    front.ok(&["select-layout", "-t", "r", "even-horizontal"]);
+    let side_by_side = layout();
+    // tmux's layout string: a checksum, then the panes side by side.
+    assert!(
+        side_by_side.get(4..5) == Some(",") && side_by_side.contains('{'),
+        "{side_by_side}"
+    );
+    front.ok(&["next-layout", "-t", "r"]);
+    assert_ne!(layout(), side_by_side);
+    front.ok(&["select-layout", "-t", "r"]);
+    assert_eq!(layout(), side_by_side, "the layout was not applied again");
+
+    // An unnamed broken-out window is named after what runs in it (its
+    // words exec'd, so the pane runs sleep itself).
+    let sleeper = front.ok(&[
+        "split-window",
+        "-t",
+        "r",
+        "-P",
+        "-F",
+        "#{pane_id}",
+        "sleep",
+        "100",
+    ]);
+    front.ok(&["break-pane", "-s", sleeper.trim()]);
+    assert_eq!(
+        front.ok(&[
+            "display-message",
+            "-p",
+            "-t",
+            sleeper.trim(),
+            "#{window_name}"
+        ]),
+        "sleep\n"
+    );
+}
+
+/// A server the front starts reads `-f`'s config; option values are
+/// checked as tmux checks them; array options show every element;
+/// list-buffers filters with a format.
+#[test]
+fn config_option_values_arrays_and_buffer_filters() {
+    let ptyd = Ptyd::start();
+    let front = Front::new(&ptyd.dirs, &ptyd.namespace);
+    let conf = ptyd.dirs.path("conf").join("tmux.conf");
+    // A bad line is skipped, as tmux skips it.
+    std::fs::write(
+        &conf,
+        "set -g status off\nno-such-command\nrun-shell 'echo from-config'\nset -g @from_config yes\n",
+    )
+    .unwrap();
+    let conf = conf.display().to_string();
+    // Only a server the front starts reads a config.
+    front.ok(&["kill-server"]);
+    // libtmux passes -f to every command; only the start reads it. The
+    // config's output is not the command's: -P prints only the session.
+    assert_eq!(
+        front.ok(&[
+            "-f",
+            &conf,
+            "new-session",
+            "-d",
+            "-P",
+            "-F",
+            "#S",
+            "-s",
+            "o"
+        ]),
+        "o\n"
+    );
+    front.ok(&["set-option", "-g", "@from_config", "changed"]);
+    front.ok(&["-f", &conf, "new-session", "-d", "-s", "o2"]);
+    assert_eq!(front.ok(&["show-options", "-g", "status"]), "status off\n");
+    assert_eq!(
+        front.ok(&["show-options", "-gv", "@from_config"]),
+        "changed\n"
+    );
+    front.ok(&["kill-server"]);
+    // Without -f, tmux's own ~/.tmux.conf; base-index numbers the windows.
+    std::fs::write(ptyd.dirs.home.join(".tmux.conf"), "set -g base-index 1\n").unwrap();
+    assert_eq!(
+        front.ok(&[
+            "new-session",
+            "-d",
+            "-s",
+            "o",
+            ";",
+            "list-windows",
+            "-F",
+            "#I"
+        ]),
+        "1\n"
+    );
+    // The options set on the server before went with it.
+    assert_eq!(front.ok(&["show-options", "-gv", "@from_config"]), "");
+
+    for (args, error) in [
+        (
+            &["set-option", "aggressive-resize", "invalid"][..],
+            "bad value: invalid\n",
+        ),
+        (
+            &["set-option", "-g", "history-limit", "lots"],
+            "value is invalid: lots\n",
+        ),
+        (
+            &["set-option", "status-style", "invalid-style"],
+            "invalid style: invalid-style\n",
+        ),
+    ] {
+        let out = front.run(args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert_eq!(stderr(&out), error, "{args:?}");
+    }
+    front.ok(&[
+        "set-option",
+        "status-style",
+        "fg=colour240,bg=#525252,bold,underscore",
+    ]);
+    front.ok(&[
+        "set-option",
+        "status-style",
+        "fg=#{?pane_in_mode,red,green}",
+    ]);
+    assert_eq!(
+        front.ok(&["show-options", "-v", "status-style"]),
+        "fg=#{?pane_in_mode,red,green}\n"
+    );
+
+    let aliases = front.ok(&["show-options", "-s", "command-alias"]);
+    assert!(
+        aliases.starts_with("command-alias[0] split-pane=split-window\ncommand-alias[1] "),
+        "{aliases}"
+    );
+    assert_eq!(aliases.lines().count(), 6, "{aliases}");
+
+    front.ok(&["set-buffer", "-b", "match_a", "keep"]);
+    front.ok(&["set-buffer", "-b", "miss_b", "drop"]);
+    assert_eq!(
+        front.ok(&[
+            "list-buffers",
+            "-F",
+            "#{buffer_name}:#{buffer_size}",
+            "-f",
+            "#{m:match_*,#{buffer_name}}"
+        ]),
+        "match_a:4\n"
+    );
+}
+
+/// synchronize-panes sends keys to every synchronized pane of the window;
+/// `select-pane -d` turns a pane's input off until `-e`.
+#[test]
+fn synchronized_panes_and_input_off() {
+    let ptyd = Ptyd::start();
+    let front = Front::new(&ptyd.dirs, &ptyd.namespace);
+    front.ok(&["new-session", "-d", "-s", "y", "cat"]);
+    front.ok(&["split-window", "-t", "y", "cat"]);
+    front.ok(&["set-option", "-w", "-t", "y", "synchronize-panes", "on"]);
+    assert_eq!(
+        front.ok(&[
+            "display-message",
+            "-p",
+            "-t",
+            "y:0.0",
+            "#{pane_synchronized}"
+        ]),
+        "1\n"
+    );
+    front.ok(&["send-keys", "-t", "y:0.1", "both-see-this", "Enter"]);
+    front.wait_screen("y:0.0", "both-see-this");
+    front.wait_screen("y:0.1", "both-see-this");
+
+    front.ok(&["set-option", "-w", "-t", "y", "synchronize-panes", "off"]);
+    front.ok(&["select-pane", "-d", "-t", "y:0.0"]);
+    assert_eq!(
+        front.ok(&["display-message", "-p", "-t", "y:0.0", "#{pane_input_off}"]),
+        "1\n"
+    );
+    front.ok(&["send-keys", "-t", "y:0.0", "dropped", "Enter"]);
+    front.ok(&["select-pane", "-e", "-t", "y:0.0"]);
+    front.ok(&["send-keys", "-t", "y:0.0", "typed", "Enter"]);
+    front.wait_screen("y:0.0", "typed");
+    assert!(!front.screen("y:0.0").contains("dropped"));
+}

@@ -148,11 +148,20 @@ pub fn list(ctx: &mut Ctx, a: &Args) -> CmdResult {
         .unwrap_or("#{buffer_name}: #{buffer_size} bytes: \"#{buffer_sample}\"");
     for b in &buffers.list {
         let sample: String = b.data.chars().take(50).collect();
-        let line = format
-            .replace("#{buffer_name}", &b.name)
-            .replace("#{buffer_size}", &b.data.len().to_string())
-            .replace("#{buffer_sample}", &sample.replace('\n', "\\n"))
-            .replace("#{buffer_created}", "0");
+        let vars = [
+            ("buffer_name", b.name.clone()),
+            ("buffer_size", b.data.len().to_string()),
+            ("buffer_sample", sample.replace('\n', "\\n")),
+            ("buffer_created", "0".to_string()),
+        ];
+        let at = super::view::At::NOWHERE;
+        if let Some(filter) = a.value('f') {
+            let keep = super::vars::expand_with(ctx, at, filter, &vars)?;
+            if keep.is_empty() || keep == "0" {
+                continue;
+            }
+        }
+        let line = super::vars::expand_with(ctx, at, format, &vars)?;
         out!("{line}");
     }
     Ok(())

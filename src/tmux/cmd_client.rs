@@ -255,7 +255,7 @@ fn client_vars(c: &TmuxClient) -> Vec<(&'static str, String)> {
 
 /// The user the clients run as (every client is this user's): uid, name.
 #[cfg(unix)]
-fn user() -> (String, String) {
+pub(super) fn user() -> (String, String) {
     let uid = nix::unistd::getuid();
     let name = nix::unistd::User::from_uid(uid)
         .ok()
@@ -266,7 +266,7 @@ fn user() -> (String, String) {
 }
 
 #[cfg(not(unix))]
-fn user() -> (String, String) {
+pub(super) fn user() -> (String, String) {
     (String::new(), std::env::var("USERNAME").unwrap_or_default())
 }
 

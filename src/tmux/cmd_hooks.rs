@@ -152,7 +152,7 @@ fn exists(store: &Store, level: &str, name: &str) -> bool {
 }
 
 /// A command string checked and printed as tmux prints it back.
-fn canonical(text: &str) -> Result<String, Failure> {
+pub(super) fn canonical(text: &str) -> Result<String, Failure> {
     let parsed = parse::commands(text).map_err(Failure::new)?;
     let mut printed = Vec::new();
     for words in parsed {

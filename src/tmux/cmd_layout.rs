@@ -47,11 +47,25 @@ pub fn select_layout(ctx: &mut Ctx, a: &Args) -> CmdResult {
     let layout = match (a.has('n'), a.has('p'), a.positional.as_slice()) {
         (true, false, []) => "next",
         (false, true, []) => "previous",
-        (false, false, [name]) => layout_name(name)?,
+        (false, false, [name]) => {
+            let layout = layout_name(name)?;
+            let window = ctx.find_window(a.value('t'))?;
+            let num = ctx.view()?.window(window).num;
+            apply_layout(ctx, a.value('t'), layout)?;
+            // Kept for a bare select-layout, which applies it again.
+            let mut store = super::options::Store::load(&ctx.paths.runtime_dir);
+            store.set("layouts", &format!("@{num}"), Some(layout.to_string()));
+            return store.save().map_err(Failure::new);
+        }
         (false, false, []) => {
-            return Err(Failure::new(
-                "select-layout: give a layout name (ptyd keeps no last layout to apply again)",
-            ));
+            let window = ctx.find_window(a.value('t'))?;
+            let num = ctx.view()?.window(window).num;
+            let store = super::options::Store::load(&ctx.paths.runtime_dir);
+            match store.get("layouts", &format!("@{num}")) {
+                // Only a name this front stored: layout_name vouches for it.
+                Some(last) => layout_name(last)?,
+                None => return Ok(()),
+            }
         }
         _ => {
             return Err(Failure::new(
@@ -68,6 +82,41 @@ pub fn next_layout(ctx: &mut Ctx, a: &Args) -> CmdResult {
 
 pub fn previous_layout(ctx: &mut Ctx, a: &Args) -> CmdResult {
     apply_layout(ctx, a.value('t'), "previous")
+}
+
+/// rotate-window: every pane moves one place in the window's order (the
+/// first to the end, or with `-D` the last to the front), by swaps; the
+/// active place stays active, as in tmux.
+pub fn rotate_window(ctx: &mut Ctx, a: &Args) -> CmdResult {
+    let at = ctx.find_window(a.value('t'))?;
+    let window = ctx.view()?.window(at).clone();
+    let ids: Vec<String> = window.panes.iter().map(|p| p.id()).collect();
+    if ids.len() < 2 {
+        return Ok(());
+    }
+    let active = window.panes.iter().position(|p| p.active).unwrap_or(0);
+    let order: Vec<usize> = if a.has('D') {
+        (1..ids.len()).rev().collect()
+    } else {
+        (1..ids.len()).collect()
+    };
+    // The carried pane is swapped with each in turn.
+    let carried = if a.has('D') {
+        &ids[ids.len() - 1]
+    } else {
+        &ids[0]
+    };
+    for i in order {
+        let other = if a.has('D') { &ids[i - 1] } else { &ids[i] };
+        ctx.call("pane.swap", json!({"target": carried, "other": other}))?;
+    }
+    ctx.changed();
+    let rotated = ctx.view()?.window(at).clone();
+    if let Some(p) = rotated.panes.get(active) {
+        ctx.call("pane.focus", json!({"target": p.id()}))?;
+        ctx.changed();
+    }
+    Ok(())
 }
 
 /// `swap-pane [-dDU] [-s src-pane] [-t dst-pane]`: `-D`/`-U` take the
@@ -122,8 +171,14 @@ pub fn break_pane(ctx: &mut Ctx, a: &Args) -> CmdResult {
         (pane.id(), pane.num, view.window(at).id())
     };
     let mut params = json!({"target": pane});
-    if let Some(name) = a.value('n') {
-        params["name"] = json!(super::view::ptyd_name(name));
+    // Unnamed, the window is named after what runs in the pane, as tmux's
+    // automatic-rename names it.
+    let name = match a.value('n') {
+        Some(name) => name.to_string(),
+        None => super::vars::expand(ctx, at, "#{pane_current_command}")?,
+    };
+    if !name.is_empty() {
+        params["name"] = json!(super::view::ptyd_name(&name));
     }
     ctx.call("pane.break", params)?;
     if a.has('d') {

@@ -151,6 +151,9 @@ fn set(ctx: &mut Ctx, a: &Args, window_command: bool) -> CmdResult {
             },
         })
     };
+    if let Some(v) = &value {
+        options::validate(name, v).map_err(Failure::new)?;
+    }
     store.set(&owner, name, value);
     store.save().map_err(Failure::new)?;
     Ok(())
@@ -162,6 +165,38 @@ pub fn set_option(ctx: &mut Ctx, a: &Args) -> CmdResult {
 
 pub fn set_window_option(ctx: &mut Ctx, a: &Args) -> CmdResult {
     set(ctx, a, true)
+}
+
+/// Array options tmux gives no elements by default.
+const EMPTY_ARRAYS: &[&str] = &["terminal-overrides", "user-keys", "pane-colours"];
+
+/// The elements of array option `base` set on `owner` (and, for a
+/// global owner, tmux's defaults beneath them), by index.
+fn array_items(store: &Store, owner: &str, base: &str, global: bool) -> Vec<(String, String)> {
+    let index_of = |key: &str| -> Option<u32> {
+        key.strip_prefix(base)?
+            .strip_prefix('[')?
+            .strip_suffix(']')?
+            .parse()
+            .ok()
+    };
+    let mut items = std::collections::BTreeMap::new();
+    if global {
+        for (key, _, default) in super::option_table::OPTIONS {
+            if let Some(i) = index_of(key) {
+                items.insert(i, default.to_string());
+            }
+        }
+    }
+    for (key, value) in store.owned(owner) {
+        if let Some(i) = index_of(key) {
+            items.insert(i, value.to_string());
+        }
+    }
+    items
+        .into_iter()
+        .map(|(i, v)| (format!("{base}[{i}]"), v))
+        .collect()
 }
 
 fn show(ctx: &mut Ctx, a: &Args, window_command: bool) -> CmdResult {
@@ -186,13 +221,30 @@ fn show(ctx: &mut Ctx, a: &Args, window_command: bool) -> CmdResult {
         let owner = owner(ctx, a, scope)?;
         let store = Store::load(&ctx.paths.runtime_dir);
         let global = matches!(owner.as_str(), "server" | "session" | "window");
+        if !name.contains('[') && !name.starts_with('@') {
+            // An array option by its base name: every element, as tmux
+            // shows them (`name[0] value`, ...).
+            let items = array_items(&store, &owner, name, global);
+            if !items.is_empty() {
+                for (key, value) in items {
+                    print(&key, &value);
+                }
+                return Ok(());
+            }
+        }
         let value = store.get(&owner, name).map(str::to_string).or_else(|| {
             global
                 .then(|| options::known(name).map(|(_, d)| d.to_string()))
                 .flatten()
         });
-        if let Some(v) = value {
-            print(name, &v);
+        match value {
+            // An array with no elements (terminal-overrides) is its name.
+            Some(v) if v.is_empty() && EMPTY_ARRAYS.contains(&name.as_str()) && !a.has('v') => {
+                out!("{name}");
+            }
+            Some(v) if v.is_empty() && EMPTY_ARRAYS.contains(&name.as_str()) => {}
+            Some(v) => print(name, &v),
+            None => {}
         }
         return Ok(());
     }
@@ -245,8 +297,10 @@ pub fn run_shell(ctx: &mut Ctx, a: &Args) -> CmdResult {
         .stdin(std::process::Stdio::null())
         .output()
         .map_err(|e| Failure::new(format!("{command}: {e}")))?;
-    use std::io::Write;
-    let _ = std::io::stdout().write_all(&out.stdout);
+    if !super::quiet() {
+        use std::io::Write;
+        let _ = std::io::stdout().write_all(&out.stdout);
+    }
     match out.status.code() {
         Some(0) => Ok(()),
         Some(code) => Err(Failure::new(format!("'{command}' returned {code}"))),

@@ -4,7 +4,7 @@
 
 use super::args::Args;
 use super::cmd_session::print_rows;
-use super::view::At;
+use super::view::{At, View};
 use super::{CmdResult, Ctx, Failure, vars};
 use serde_json::{Value, json};
 
@@ -127,6 +127,27 @@ pub fn start_directory(ctx: &mut Ctx, at: At, dir: &str) -> Result<Option<String
     Ok(path.is_dir().then(|| path.display().to_string()))
 }
 
+/// Puts the focus back where `before` had it, in the window at `at` and
+/// in its session, after ptyd moved it to a new pane.
+pub fn keep_focus(ctx: &mut Ctx, before: &View, at: At) -> CmdResult {
+    let window = before.window(at);
+    let session = before.session(at);
+    let mut back = Vec::new();
+    back.extend(window.active_pane().map(|p| p.id()));
+    let active = session.windows.iter().find(|w| w.active);
+    back.extend(
+        active
+            .filter(|w| w.num != window.num)
+            .and_then(|w| w.active_pane())
+            .map(|p| p.id()),
+    );
+    for id in back {
+        ctx.call("pane.focus", json!({"target": id}))?;
+    }
+    ctx.changed();
+    Ok(())
+}
+
 /// A size as tmux's `-l`: cells, or a percentage of `total` with `%`.
 fn size_arg(value: &str, total: u64) -> Result<u64, Failure> {
     let bad = || Failure::new(format!("invalid size: {value}"));
@@ -145,6 +166,8 @@ fn size_arg(value: &str, total: u64) -> Result<u64, Failure> {
 pub fn split(ctx: &mut Ctx, a: &Args) -> CmdResult {
     let at = ctx.find_pane(a.value('t'))?;
     let target = ctx.view()?.pane(at).clone();
+    // ptyd focuses a new pane; tmux does only without -d.
+    let before = ctx.view()?.clone();
     let side_by_side = a.has('h');
     let total = if side_by_side {
         target.cols()
@@ -198,7 +221,9 @@ pub fn split(ctx: &mut Ctx, a: &Args) -> CmdResult {
         json!({"target": target.id(), "cols": kc, "rows": kr}),
     )?;
     if !a.has('d') {
-        ctx.call("pane.focus", json!({"target": format!("p{pane}")}))?;
+        ctx.focus_from(pane, &before)?;
+    } else {
+        keep_focus(ctx, &before, at)?;
     }
     ctx.changed();
     print_created(
@@ -362,7 +387,29 @@ pub fn send_keys(ctx: &mut Ctx, a: &Args) -> CmdResult {
         return Err(Failure::new("not in a mode"));
     }
     let at = ctx.find_pane(a.value('t'))?;
-    let id = ctx.view()?.pane(at).id();
+    // With synchronize-panes on, keys go to every pane of the window that
+    // has it on, as tmux sends them; none to a pane whose input is off.
+    let targets: Vec<String> = {
+        let store = super::options::Store::load(&ctx.paths.runtime_dir);
+        let view = ctx.view()?;
+        let window = view.window(at);
+        let pane = view.pane(at);
+        let chosen: Vec<&super::view::Pane> =
+            if super::options::synchronized(&store, window.num, pane.num) {
+                window
+                    .panes
+                    .iter()
+                    .filter(|p| super::options::synchronized(&store, window.num, p.num))
+                    .collect()
+            } else {
+                vec![pane]
+            };
+        chosen
+            .into_iter()
+            .filter(|p| !super::options::input_off(&store, p.num))
+            .map(|p| p.id())
+            .collect()
+    };
     let repeat = match a.value('N') {
         None => 1,
         Some(n) => n
@@ -400,8 +447,15 @@ pub fn send_keys(ctx: &mut Ctx, a: &Args) -> CmdResult {
             },
         }
     }
+    for id in &targets {
+        send(ctx, id, repeat, &requests)?;
+    }
+    Ok(())
+}
+
+fn send(ctx: &mut Ctx, id: &str, repeat: u64, requests: &[(String, Vec<String>)]) -> CmdResult {
     for _ in 0..repeat {
-        for (data, keys) in &requests {
+        for (data, keys) in requests {
             let mut params = json!({"target": id});
             if !data.is_empty() {
                 params["data"] = json!(data);
@@ -427,6 +481,9 @@ fn utf8(bytes: Vec<u8>) -> Result<String, Failure> {
 }
 
 pub fn select(ctx: &mut Ctx, a: &Args) -> CmdResult {
+    if a.has('l') {
+        return last(ctx, a);
+    }
     let mut at = ctx.find_pane(a.value('t'))?;
     let count = ctx.view()?.window(at).panes.len();
     if count > 0 {
@@ -436,10 +493,15 @@ pub fn select(ctx: &mut Ctx, a: &Args) -> CmdResult {
             at.pane = (at.pane + 1) % count;
         }
     }
-    let (id, num) = {
-        let pane = ctx.view()?.pane(at);
-        (pane.id(), pane.num)
-    };
+    let num = ctx.view()?.pane(at).num;
+    if a.has('d') || a.has('e') {
+        // Kept for send-keys, which types nothing into a pane whose input
+        // is off, as tmux drops keys for it.
+        let mut store = super::options::Store::load(&ctx.paths.runtime_dir);
+        let off = a.has('d').then(|| "1".to_string());
+        store.set("input_off", &format!("%{num}"), off);
+        return store.save().map_err(Failure::new);
+    }
     if let Some(title) = a.value('T') {
         // ptyd has no title a client sets; the front keeps it for
         // `#{pane_title}`.
@@ -448,9 +510,20 @@ pub fn select(ctx: &mut Ctx, a: &Args) -> CmdResult {
         // As tmux: -T sets the title and selects nothing.
         return store.save().map_err(Failure::new);
     }
-    ctx.call("pane.focus", json!({"target": id}))?;
-    ctx.changed();
-    Ok(())
+    ctx.focus(num)
+}
+
+/// last-pane (and `select-pane -l`): back to the pane the window last
+/// left through the front.
+pub fn last(ctx: &mut Ctx, a: &Args) -> CmdResult {
+    let at = ctx.find_window(a.value('t'))?;
+    let num = ctx.view()?.window(at).num;
+    let left = ctx.last_left(&format!("@{num}"));
+    let window = ctx.view()?.window(at);
+    let pane = left
+        .filter(|p| window.panes.iter().any(|pane| pane.num == *p))
+        .ok_or_else(|| Failure::new("no last pane"))?;
+    ctx.focus(pane)
 }
 
 pub fn resize(ctx: &mut Ctx, a: &Args) -> CmdResult {

@@ -150,6 +150,9 @@ pub fn kill_server(ctx: &mut Ctx, _a: &Args) -> CmdResult {
         }
     }
     ctx.call("server.stop", json!({}))?;
+    // A new server starts from tmux's defaults, as tmux's does: the
+    // options, hooks and key tables set on this one go with it.
+    super::options::Store::forget(&ctx.paths.runtime_dir);
     // tmux's kill-server returns once the server is gone: a command right
     // after it finds none.
     let socket = crate::transport::address(&ctx.paths);

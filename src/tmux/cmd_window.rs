@@ -27,14 +27,17 @@ pub fn new(ctx: &mut Ctx, a: &Args) -> CmdResult {
                 let id = view
                     .window(view.window_at(at.session, w))
                     .active_pane()
-                    .map(|p| p.id());
-                if let Some(id) = id {
-                    ctx.call("pane.focus", json!({"target": id}))?;
+                    .map(|p| p.num);
+                if let Some(num) = id {
+                    ctx.focus(num)?;
                 }
                 return Ok(());
             }
         }
     }
+    // ptyd makes a new tab its workspace's active one; tmux moves there
+    // only without -d.
+    let before = ctx.view()?.clone();
     let (session_id, cols, rows, cwd) = {
         let view = ctx.view()?;
         let session = view.session(at);
@@ -64,8 +67,9 @@ pub fn new(ctx: &mut Ctx, a: &Args) -> CmdResult {
         },
     )?;
     if !a.has('d') {
-        ctx.call("pane.focus", json!({"target": format!("p{pane}")}))?;
-        ctx.changed();
+        ctx.focus_from(pane, &before)?;
+    } else if let Some(w) = before.session(at).windows.iter().position(|w| w.active) {
+        cmd_pane::keep_focus(ctx, &before, before.window_at(at.session, w))?;
     }
     cmd_pane::print_created(ctx, a, pane, "#{session_name}:#{window_index}")
 }
@@ -125,6 +129,9 @@ pub fn rename(ctx: &mut Ctx, a: &Args) -> CmdResult {
 }
 
 pub fn select(ctx: &mut Ctx, a: &Args) -> CmdResult {
+    if a.has('l') {
+        return last(ctx, a);
+    }
     let mut at = ctx.find_window(a.value('t'))?;
     let count = ctx.view()?.session(at).windows.len();
     if a.has('n') {
@@ -134,10 +141,47 @@ pub fn select(ctx: &mut Ctx, a: &Args) -> CmdResult {
             .view()?
             .window_at(at.session, (at.window + count - 1) % count);
     }
-    let id = ctx.view()?.pane(at).id();
-    ctx.call("pane.focus", json!({"target": id}))?;
-    ctx.changed();
-    Ok(())
+    let num = ctx.view()?.pane(at).num;
+    ctx.focus(num)
+}
+
+/// last-window: back to the window the session last left through the
+/// front.
+pub fn last(ctx: &mut Ctx, a: &Args) -> CmdResult {
+    let at = ctx.find_session(a.value('t'))?;
+    let num = ctx.view()?.session(at).num;
+    let left = ctx.last_left(&format!("${num}"));
+    let session = ctx.view()?.session(at);
+    let pane = left
+        .and_then(|w| session.windows.iter().find(|win| win.num == w))
+        .and_then(|w| w.active_pane())
+        .map(|p| p.num)
+        .ok_or_else(|| Failure::new("no last window"))?;
+    ctx.focus(pane)
+}
+
+/// next-window, previous-window: `select-window -n` and `-p` of a session.
+pub fn next(ctx: &mut Ctx, a: &Args) -> CmdResult {
+    step(ctx, a, 1)
+}
+
+pub fn previous(ctx: &mut Ctx, a: &Args) -> CmdResult {
+    step(ctx, a, -1)
+}
+
+fn step(ctx: &mut Ctx, a: &Args, by: isize) -> CmdResult {
+    let at = ctx.find_session(a.value('t'))?;
+    let view = ctx.view()?;
+    let session = view.session(at);
+    let count = session.windows.len() as isize;
+    let here = session.windows.iter().position(|w| w.active).unwrap_or(0) as isize;
+    let to = (here + by).rem_euclid(count.max(1)) as usize;
+    let pane = view
+        .window(view.window_at(at.session, to))
+        .active_pane()
+        .map(|p| p.num)
+        .ok_or_else(|| Failure::new("no next window"))?;
+    ctx.focus(pane)
 }
 
 /// Every pane of the window scaled to the new size (ptyd sizes each

@@ -7,8 +7,8 @@
 
 use super::args::Args;
 use super::{
-    CmdResult, Ctx, Failure, cmd_buffers, cmd_client, cmd_env, cmd_hooks, cmd_layout, cmd_misc,
-    cmd_pane, cmd_session, cmd_wait, cmd_window,
+    CmdResult, Ctx, Failure, cmd_buffers, cmd_client, cmd_env, cmd_hooks, cmd_keys, cmd_layout,
+    cmd_misc, cmd_modes, cmd_pane, cmd_session, cmd_wait, cmd_window,
 };
 
 type Run = fn(&mut Ctx, &Args) -> CmdResult;
@@ -346,6 +346,13 @@ pub const COMMANDS: &[Command] = &[
         Some(cmd_layout::select_layout)
     ),
     cmd!(
+        "rotate-window",
+        "rotatew",
+        "Dt:UZ",
+        "[-DUZ] [-t target-window]",
+        Some(cmd_layout::rotate_window)
+    ),
+    cmd!(
         "swap-pane",
         "swapp",
         "dDs:t:UZ",
@@ -430,17 +437,147 @@ pub const COMMANDS: &[Command] = &[
         "[-JT] [-t target-client]",
         Some(cmd_client::client_noop)
     ),
+    // Modes a tmux client draws over a pane; the front draws none
+    // (`cmd_modes`).
+    cmd!(
+        "copy-mode",
+        "",
+        "eHMs:t:uq",
+        "[-eHMuq] [-s src-pane] [-t target-pane]",
+        Some(cmd_modes::mode)
+    ),
+    cmd!(
+        "clock-mode",
+        "",
+        "t:",
+        "[-t target-pane]",
+        Some(cmd_modes::mode)
+    ),
+    cmd!(
+        "choose-buffer",
+        "",
+        "F:f:K:NO:rt:Z",
+        "[-NrZ] [-F format] [-f filter] [-K key-format] [-O sort-order] [-t target-pane] [template]",
+        Some(cmd_modes::mode)
+    ),
+    cmd!(
+        "choose-client",
+        "",
+        "F:f:K:NO:rt:Z",
+        "[-NrZ] [-F format] [-f filter] [-K key-format] [-O sort-order] [-t target-pane] [template]",
+        Some(cmd_modes::mode)
+    ),
+    cmd!(
+        "choose-tree",
+        "",
+        "F:f:GK:NO:rst:wZ",
+        "[-GNrswZ] [-F format] [-f filter] [-K key-format] [-O sort-order] [-t target-pane] [template]",
+        Some(cmd_modes::mode)
+    ),
+    cmd!(
+        "customize-mode",
+        "",
+        "F:f:Nt:Z",
+        "[-NZ] [-F format] [-f filter] [-t target-pane]",
+        Some(cmd_modes::mode)
+    ),
+    cmd!(
+        "find-window",
+        "findw",
+        "CiNrt:TZ",
+        "[-CiNrTZ] [-t target-pane] match-string",
+        Some(cmd_modes::find_window)
+    ),
+    cmd!(
+        "show-prompt-history",
+        "showphist",
+        "T:",
+        "[-T type]",
+        Some(cmd_modes::show_prompt_history)
+    ),
+    cmd!(
+        "clear-prompt-history",
+        "clearphist",
+        "T:",
+        "[-T type]",
+        Some(cmd_modes::clear_prompt_history)
+    ),
+    cmd!(
+        "bind-key",
+        "bind",
+        "nrN:T:",
+        "[-nr] [-T key-table] [-N note] key [command [argument ...]]",
+        Some(cmd_keys::bind)
+    ),
+    cmd!(
+        "unbind-key",
+        "unbind",
+        "anqT:",
+        "[-anq] [-T key-table] key",
+        Some(cmd_keys::unbind)
+    ),
+    cmd!(
+        "list-keys",
+        "lsk",
+        "1aNP:T:",
+        "[-1aN] [-P prefix-string] [-T key-table] [key]",
+        Some(cmd_keys::list)
+    ),
+    cmd!(
+        "send-prefix",
+        "",
+        "2t:",
+        "[-2] [-t target-pane]",
+        Some(cmd_modes::send_prefix)
+    ),
+    cmd!(
+        "source-file",
+        "source",
+        "Fnqvt:",
+        "[-Fnqv] [-t target-pane] path ...",
+        Some(cmd_modes::source_file)
+    ),
+    cmd!(
+        "server-access",
+        "",
+        "adlrw",
+        "[-adlrw] [-t target-pane] [user]",
+        Some(cmd_modes::server_access)
+    ),
+    cmd!(
+        "last-window",
+        "last",
+        "t:",
+        "[-t target-session]",
+        Some(cmd_window::last)
+    ),
+    cmd!(
+        "next-window",
+        "next",
+        "at:",
+        "[-a] [-t target-session]",
+        Some(cmd_window::next)
+    ),
+    cmd!(
+        "previous-window",
+        "prev",
+        "at:",
+        "[-a] [-t target-session]",
+        Some(cmd_window::previous)
+    ),
+    cmd!(
+        "last-pane",
+        "lastp",
+        "det:Z",
+        "[-deZ] [-t target-window]",
+        Some(cmd_pane::last)
+    ),
     // tmux has these; the front refuses them by name (docs/tmux.md).
-    cmd!("choose-tree", "", "", "", None),
     cmd!("clear-history", "clearhist", "Ht:", "", None),
-    cmd!("copy-mode", "", "eHMs:t:uq", "", None),
     cmd!("join-pane", "joinp", "bdfhvp:l:s:t:", "", None),
-    cmd!("last-pane", "lastp", "det:Z", "", None),
-    cmd!("last-window", "last", "t:", "", None),
     cmd!("link-window", "linkw", "abdks:t:", "", None),
     cmd!("move-window", "movew", "abdkrs:t:", "", None),
     cmd!("pipe-pane", "pipep", "IOot:", "", None),
-    cmd!("source-file", "source", "Fnqvt:", "", None),
     cmd!("swap-window", "swapw", "ds:t:", "", None),
 ];
 

@@ -21,7 +21,9 @@
 macro_rules! out {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+        if !$crate::tmux::quiet() {
+            let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+        }
     }};
 }
 
@@ -29,8 +31,25 @@ macro_rules! out {
 macro_rules! out_raw {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = write!(std::io::stdout().lock(), $($arg)*);
+        if !$crate::tmux::quiet() {
+            let _ = write!(std::io::stdout().lock(), $($arg)*);
+        }
     }};
+}
+
+thread_local! {
+    static QUIET: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether output is held back: while a started server reads its config,
+/// whose commands' output tmux shows no command-line client (the command
+/// that started the server prints only its own, `-P` say).
+pub(crate) fn quiet() -> bool {
+    QUIET.with(|q| q.get())
+}
+
+fn set_quiet(on: bool) -> bool {
+    QUIET.with(|q| q.replace(on))
 }
 
 mod args;
@@ -38,8 +57,10 @@ mod cmd_buffers;
 mod cmd_client;
 mod cmd_env;
 mod cmd_hooks;
+mod cmd_keys;
 mod cmd_layout;
 mod cmd_misc;
+mod cmd_modes;
 mod cmd_pane;
 mod cmd_session;
 mod cmd_wait;
@@ -117,6 +138,10 @@ impl From<ClientError> for Failure {
 
 type CmdResult = Result<(), Failure>;
 
+/// The largest base-index honoured: window numbers stay far from
+/// overflowing.
+const MAX_BASE_INDEX: usize = 1 << 20;
+
 /// What a command runs with: the namespace, a connection once one is
 /// needed, the tree as last read, and what the command prints.
 pub struct Ctx {
@@ -128,6 +153,8 @@ pub struct Ctx {
     inside: Option<u64>,
     /// Set in control mode (`-C`): the control client's state.
     control: Option<control::State>,
+    /// `-f`: the config file a server this command starts reads.
+    config: Option<String>,
 }
 
 impl Ctx {
@@ -138,6 +165,9 @@ impl Ctx {
             if !start && !crate::transport::address(&self.paths).exists() {
                 return Err(no_server());
             }
+            // A server this command starts reads `-f`'s config first, as
+            // tmux's does.
+            let fresh = start && Client::connect(&self.paths, false).is_err();
             let client = match Client::connect(&self.paths, start) {
                 Ok(c) => c,
                 // A server going away (refused, reset) is no server to a
@@ -152,6 +182,17 @@ impl Ctx {
                 }
             };
             self.client = Some(client);
+            if fresh {
+                let files = match self.config.take() {
+                    Some(file) => vec![file],
+                    None => default_configs(),
+                };
+                let was = set_quiet(true);
+                for file in files {
+                    cmd_modes::source_config(self, &file);
+                }
+                set_quiet(was);
+            }
         }
         Ok(self.client.as_mut().expect("connected above"))
     }
@@ -169,7 +210,21 @@ impl Ctx {
     fn view(&mut self) -> Result<&View, Failure> {
         if self.view.is_none() {
             let tree = self.call("tree", json!({}))?;
-            self.view = Some(View::from_tree(&tree));
+            let mut view = View::from_tree(&tree);
+            // tmux numbers a session's windows from its base-index.
+            let store = options::Store::load(&self.paths.runtime_dir);
+            for session in &mut view.sessions {
+                let base = store
+                    .get(&format!("${}", session.num), "base-index")
+                    .or_else(|| store.get("session", "base-index"))
+                    .and_then(|b| b.parse::<usize>().ok())
+                    .filter(|b| *b <= MAX_BASE_INDEX)
+                    .unwrap_or(0);
+                for window in &mut session.windows {
+                    window.index += base;
+                }
+            }
+            self.view = Some(view);
         }
         Ok(self.view.as_ref().expect("read above"))
     }
@@ -206,11 +261,100 @@ impl Ctx {
         Ok(target::pane(self.view()?, t, cur)?)
     }
 
+    /// Focuses pane `num` (its window, its session), first noting the
+    /// window its session leaves and the pane its window leaves, which
+    /// tmux's `last-window` and `last-pane` go back to. Only focus moved
+    /// through the front is noted: ptyd's own clients keep no such history.
+    fn focus(&mut self, num: u64) -> CmdResult {
+        self.changed();
+        let before = self.view()?.clone();
+        self.focus_from(num, &before)
+    }
+
+    /// [`Ctx::focus`], noting what was active in `before` (the tree as it
+    /// was before a command that made a pane and so moved the focus).
+    fn focus_from(&mut self, num: u64, before: &View) -> CmdResult {
+        self.changed();
+        let view = self.view()?;
+        let mut notes = Vec::new();
+        for session in &view.sessions {
+            for window in &session.windows {
+                if !window.panes.iter().any(|p| p.num == num) {
+                    continue;
+                }
+                let was = |w: u64| {
+                    before
+                        .sessions
+                        .iter()
+                        .flat_map(|s| &s.windows)
+                        .find(|old| old.num == w)
+                        .cloned()
+                };
+                let active_window = before
+                    .sessions
+                    .iter()
+                    .find(|s| s.num == session.num)
+                    .and_then(|s| s.windows.iter().find(|w| w.active));
+                if let Some(left) = active_window.filter(|w| w.num != window.num) {
+                    notes.push((format!("${}", session.num), format!("@{}", left.num)));
+                }
+                let old = was(window.num);
+                let left = old
+                    .as_ref()
+                    .and_then(|w| w.active_pane())
+                    .filter(|p| p.num != num);
+                if let Some(left) = left {
+                    notes.push((format!("@{}", window.num), format!("%{}", left.num)));
+                }
+            }
+        }
+        if !notes.is_empty() {
+            let mut store = options::Store::load(&self.paths.runtime_dir);
+            for (owner, left) in notes {
+                store.set("last", &owner, Some(left));
+            }
+            store.save().map_err(Failure::new)?;
+        }
+        self.call("pane.focus", json!({"target": format!("p{num}")}))?;
+        self.changed();
+        Ok(())
+    }
+
+    /// The window (`$N` given) or pane (`@N` given) last left, as noted by
+    /// [`Ctx::focus`].
+    fn last_left(&self, owner: &str) -> Option<u64> {
+        let store = options::Store::load(&self.paths.runtime_dir);
+        store.get("last", owner)?.get(1..)?.parse().ok()
+    }
+
     /// The server's pid, for `pid` and `TMUX`.
     fn server_pid(&mut self) -> Result<u64, Failure> {
         let status = self.call("server.status", json!({}))?;
         Ok(status["pid"].as_u64().unwrap_or(0))
     }
+}
+
+/// tmux's config files, read in this order when `-f` names none:
+/// `/etc/tmux.conf`, `~/.tmux.conf`, `$XDG_CONFIG_HOME/tmux/tmux.conf`,
+/// `~/.config/tmux/tmux.conf`.
+fn default_configs() -> Vec<String> {
+    let mut files = vec!["/etc/tmux.conf".to_string()];
+    let home = std::env::var("HOME").ok().filter(|h| !h.is_empty());
+    if let Some(home) = &home {
+        files.push(format!("{home}/.tmux.conf"));
+    }
+    if let Ok(xdg) = std::env::var("XDG_CONFIG_HOME") {
+        if !xdg.is_empty() {
+            files.push(format!("{xdg}/tmux/tmux.conf"));
+        }
+    }
+    if let Some(home) = &home {
+        let file = format!("{home}/.config/tmux/tmux.conf");
+        if !files.contains(&file) {
+            files.push(file);
+        }
+    }
+    files
 }
 
 /// Global options before the command: `-L`, `-S`, `-f`, `-V`, `-C`, and
@@ -234,6 +378,7 @@ fn run(argv: Vec<String>) -> CmdResult {
         view: None,
         inside,
         control: None,
+        config: global.value('f').map(str::to_string),
     };
     if let Some(shell) = global.value('c') {
         // `tmux -c CMD` runs CMD with the shell, as a login shell would.

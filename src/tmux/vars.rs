@@ -66,6 +66,7 @@ pub fn expand_with(
 /// Every variable the front gives a value, by name (`display-message -a`
 /// lists them all).
 pub const NAMES: &[&str] = &[
+    "active_window_index",
     "alternate_on",
     "alternate_saved_x",
     "alternate_saved_y",
@@ -79,6 +80,7 @@ pub const NAMES: &[&str] = &[
     "host",
     "host_short",
     "insert_flag",
+    "last_window_index",
     "keypad_cursor_flag",
     "keypad_flag",
     "mouse_all_flag",
@@ -177,7 +179,8 @@ struct Vars<'a> {
     server: &'a Value,
     screen: &'a Value,
     socket: &'a str,
-    /// Titles given with `select-pane -T`, by pane (`%N`).
+    /// The front's store: titles given with `select-pane -T` (by pane,
+    /// `%N`), options, input turned off.
     titles: &'a super::options::Store,
     extra: &'a [(&'a str, String)],
 }
@@ -266,6 +269,14 @@ impl Vars<'_> {
             }
             "session_grouped" | "session_group_size" | "session_format" => "0".into(),
             "session_active" => flag(s.active),
+            "active_window_index" => s
+                .windows
+                .iter()
+                .find(|w| w.active)
+                .map(|w| w.index.to_string())
+                .unwrap_or_default(),
+            // tmux's "last" window here is the highest-numbered one.
+            "last_window_index" => s.windows.last().map(|w| w.index).unwrap_or(0).to_string(),
             _ => return None,
         })
     }
@@ -304,12 +315,12 @@ impl Vars<'_> {
             | "window_last_flag"
             | "window_linked"
             | "window_marked_flag" => "0".into(),
-            "window_start_flag" => flag(w.index == 0),
+            "window_start_flag" => flag(self.at.window == 0),
             "window_end_flag" => {
                 let count = self.view.sessions[self.at.session].windows.len();
-                flag(w.index + 1 == count)
+                flag(self.at.window + 1 == count)
             }
-            "window_layout" | "window_visible_layout" => String::new(),
+            "window_layout" | "window_visible_layout" => w.layout.clone(),
             "window_offset_x" | "window_offset_y" => String::new(),
             _ => return None,
         })
@@ -366,11 +377,15 @@ impl Vars<'_> {
                 .and_then(|pid| std::fs::read_link(format!("/proc/{pid}/fd/0")).ok())
                 .map(|d| d.display().to_string())
                 .unwrap_or_default(),
+            "pane_synchronized" => flag(super::options::synchronized(
+                self.titles,
+                self.view.window(self.at).num,
+                p.num,
+            )),
+            "pane_input_off" => flag(super::options::input_off(self.titles, p.num)),
             "pane_in_mode"
-            | "pane_synchronized"
             | "pane_marked"
             | "pane_marked_set"
-            | "pane_input_off"
             | "pane_pipe"
             | "pane_unseen_changes"
             | "pane_last" => "0".into(),

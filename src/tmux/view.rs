@@ -46,6 +46,8 @@ pub struct Window {
     pub active: bool,
     pub zoomed: bool,
     pub panes: Vec<Pane>,
+    /// tmux's layout string of the window's panes (`window_layout`).
+    pub layout: String,
 }
 
 impl Window {
@@ -237,6 +239,7 @@ fn window_from(index: usize, tab: &Value) -> Window {
             }
         })
         .collect();
+    let layout = layout_string(&tab["layout"], &infos);
     Window {
         num: num_of(&tab["id"]),
         index,
@@ -244,7 +247,126 @@ fn window_from(index: usize, tab: &Value) -> Window {
         active: tab["active"].as_bool().unwrap_or(false),
         zoomed: !tab["zoom"].is_null(),
         panes,
+        layout,
     }
+}
+
+/// A layout as tmux lays it out: panes, and splits of one direction
+/// with their children (ptyd's binary splits of one direction, nested,
+/// are one tmux split).
+enum Cell {
+    Pane {
+        num: u64,
+        w: u64,
+        h: u64,
+    },
+    Split {
+        across: bool,
+        children: Vec<Cell>,
+        w: u64,
+        h: u64,
+    },
+}
+
+impl Cell {
+    fn size(&self) -> (u64, u64) {
+        match self {
+            Cell::Pane { w, h, .. } | Cell::Split { w, h, .. } => (*w, *h),
+        }
+    }
+}
+
+fn cell(node: &Value, infos: &[&Value], depth: usize) -> Cell {
+    let size_of = |num: u64| {
+        infos
+            .iter()
+            .find(|p| num_of(&p["id"]) == num)
+            .map(|p| {
+                (
+                    p["cols"].as_u64().unwrap_or(80),
+                    p["rows"].as_u64().unwrap_or(24),
+                )
+            })
+            .unwrap_or((80, 24))
+    };
+    let split = node.get("split").filter(|_| depth <= MAX_LAYOUT_DEPTH);
+    let Some(split) = split else {
+        let num = node.get("pane").map(num_of).unwrap_or(0);
+        let (w, h) = size_of(num);
+        return Cell::Pane { num, w, h };
+    };
+    let across = split["direction"] == "horizontal";
+    let mut children = Vec::new();
+    for part in [&split["first"], &split["second"]] {
+        match cell(part, infos, depth + 1) {
+            Cell::Split {
+                across: same,
+                children: inner,
+                ..
+            } if same == across => children.extend(inner),
+            other => children.push(other),
+        }
+    }
+    let sizes: Vec<(u64, u64)> = children.iter().map(Cell::size).collect();
+    let gaps = sizes.len().saturating_sub(1) as u64;
+    let (w, h) = if across {
+        (
+            sizes.iter().map(|s| s.0).sum::<u64>() + gaps,
+            sizes.iter().map(|s| s.1).max().unwrap_or(0),
+        )
+    } else {
+        (
+            sizes.iter().map(|s| s.0).max().unwrap_or(0),
+            sizes.iter().map(|s| s.1).sum::<u64>() + gaps,
+        )
+    };
+    Cell::Split {
+        across,
+        children,
+        w,
+        h,
+    }
+}
+
+fn render(cell: &Cell, x: u64, y: u64, out: &mut String) {
+    match cell {
+        Cell::Pane { num, w, h } => out.push_str(&format!("{w}x{h},{x},{y},{num}")),
+        Cell::Split {
+            across,
+            children,
+            w,
+            h,
+        } => {
+            out.push_str(&format!("{w}x{h},{x},{y}"));
+            out.push(if *across { '{' } else { '[' });
+            let (mut cx, mut cy) = (x, y);
+            for (i, child) in children.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                render(child, cx, cy, out);
+                let (cw, ch) = child.size();
+                if *across {
+                    cx += cw + 1;
+                } else {
+                    cy += ch + 1;
+                }
+            }
+            out.push(if *across { '}' } else { ']' });
+        }
+    }
+}
+
+/// tmux's layout string: its checksum, then the cells.
+fn layout_string(node: &Value, infos: &[&Value]) -> String {
+    let mut body = String::new();
+    render(&cell(node, infos, 0), 0, 0, &mut body);
+    let mut sum: u16 = 0;
+    for b in body.bytes() {
+        sum = (sum >> 1) | ((sum & 1) << 15);
+        sum = sum.wrapping_add(u16::from(b));
+    }
+    format!("{sum:04x},{body}")
 }
 
 /// Deepest layout walked: the server nests at most a few dozen splits.
@@ -304,6 +426,25 @@ pub fn tmux_name(stored: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn layouts_are_tmux_layout_strings() {
+        // As tmux 3.3a gives it for an 80x24 window split -h, then -v.
+        let layout = serde_json::json!({"split": {"direction": "horizontal", "ratio": 0.5,
+            "first": {"pane": "p0"},
+            "second": {"split": {"direction": "vertical", "ratio": 0.5,
+                "first": {"pane": "p1"}, "second": {"pane": "p2"}}}}});
+        let infos = [
+            serde_json::json!({"id": "p0", "cols": 40, "rows": 24}),
+            serde_json::json!({"id": "p1", "cols": 39, "rows": 12}),
+            serde_json::json!({"id": "p2", "cols": 39, "rows": 11}),
+        ];
+        let refs: Vec<&Value> = infos.iter().collect();
+        assert_eq!(
+            layout_string(&layout, &refs),
+            "d67e,80x24,0,0{40x24,0,0,0,39x24,41,0[39x12,41,0,1,39x11,41,13,2]}"
+        );
+    }
+
     use super::*;
 
     #[test]
