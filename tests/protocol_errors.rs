@@ -56,6 +56,13 @@ fn malformed_lines_get_errors_and_the_connection_survives() {
             "invalid_request",
             Value::Null,
         ),
+        // The same inside an id that is an array or an object.
+        (
+            b"{\"id\": {\"a\": [1, 26666666666666666666666666666666666666666666666666666666]}, \"method\": \"pane.list\"}\n",
+            "invalid_request",
+            Value::Null,
+        ),
+        (b"{\"id\": {\"a\": [1, \"b\"]}, \"method\": \"no.such\"}\n", "unknown_method", json!({"a": [1, "b"]})),
         (b"{\"id\": 18446744073709551615, \"method\": \"no.such\"}\n", "unknown_method", json!(u64::MAX)),
         (b"{\"id\": 1.5, \"method\": \"no.such\"}\n", "unknown_method", json!(1.5)),
         (b"{\"id\": 3, \"params\": {}}\n", "invalid_request", json!(3)),

@@ -118,6 +118,22 @@ impl std::fmt::Display for RpcError {
     }
 }
 
+/// No number in `id` is a float as large as 2^64: such a number was an
+/// integer too long for 64 bits (or a float literal as large), which a
+/// float cannot hold exactly. The parser's depth limit bounds the walk.
+fn id_comes_back_exactly(id: &Value) -> bool {
+    match id {
+        Value::Number(n) => {
+            !n.is_f64()
+                || n.as_f64()
+                    .is_some_and(|f| f.abs() < 18_446_744_073_709_551_616.0)
+        }
+        Value::Array(items) => items.iter().all(id_comes_back_exactly),
+        Value::Object(members) => members.values().all(id_comes_back_exactly),
+        Value::Null | Value::Bool(_) | Value::String(_) => true,
+    }
+}
+
 /// Parses one request line (without its `\n`; a trailing `\r` is
 /// dropped) as far as it goes without the server: `None` for a blank line
 /// (ignored), else the request id (`null` when the line is not a request
@@ -156,11 +172,12 @@ pub fn parse_request_line(line: &[u8]) -> Option<(Value, Result<methods::Request
             return Some((Value::Null, Err(err)));
         }
     };
-    // The answer must carry the id back exactly, or the client cannot
-    // match it: a number beyond what survives printing and reading again
-    // (an integer past 64 bits, read as an inexact float) is refused.
-    if raw.id.is_number()
-        && serde_json::from_str::<Value>(&raw.id.to_string()).ok() != Some(raw.id.clone())
+    // The answer must carry the id back as sent, or the client cannot
+    // match it: an id holding an integer past 64 bits (at the top or inside
+    // an array or object) is read as a float, inexact, and may not even
+    // print back as the same float.
+    if !id_comes_back_exactly(&raw.id)
+        || serde_json::from_str::<Value>(&raw.id.to_string()).ok() != Some(raw.id.clone())
     {
         let err = RpcError::new(
             ErrorCode::InvalidRequest,
