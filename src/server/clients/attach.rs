@@ -306,7 +306,8 @@ impl Server {
     /// `when_behind: redraw` client that has not caught up yet is not
     /// drawn: a view every turn would refill the queue it is behind on.
     /// Its view stays stale (and `stale_views` set) until a flush drains
-    /// it (`flush_conns` then draws it at once).
+    /// it (`flush_conns` then draws it at once); a tab view's echo goes
+    /// meanwhile, its pane alone (`draw_tab_view`).
     pub(in crate::server) fn render_stale_views(&mut self) {
         self.sync_views();
         if !std::mem::take(&mut self.stale_views) {
@@ -323,11 +324,19 @@ impl Server {
                 continue;
             }
             if v.redraws_when_behind() && !conn.caught_up() {
+                // A keystroke's echo does not wait for the client to take
+                // the frames ahead of it: the focused pane alone (a few
+                // bytes) goes right behind them, unless the client is so
+                // far behind that it is cut off. The rest of the view
+                // waits, as it would.
+                if v.tab.as_ref().is_some_and(|t| t.echo_due()) && !conn.behind() {
+                    tab_views.push((*id, true));
+                }
                 deferred = true;
                 continue;
             }
             if v.tab.is_some() {
-                tab_views.push(*id);
+                tab_views.push((*id, false));
                 continue;
             }
             let Some(bytes) = conn
@@ -341,8 +350,8 @@ impl Server {
             }
         }
         let now = Instant::now();
-        for id in tab_views {
-            let Some(bytes) = self.draw_tab_view(id, now) else {
+        for (id, backlogged) in tab_views {
+            let Some(bytes) = self.draw_tab_view(id, now, backlogged) else {
                 continue;
             };
             let Some(c) = self.conns.get_mut(&id) else {

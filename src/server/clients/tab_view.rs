@@ -120,6 +120,12 @@ impl TabView {
         }
     }
 
+    /// The focused pane printed since keys were typed into it, and no
+    /// frame has shown it yet.
+    pub fn echo_due(&self) -> bool {
+        self.echo
+    }
+
     pub fn say(&mut self, message: impl Into<String>) {
         self.message = Some((message.into(), Instant::now()));
     }
@@ -454,17 +460,24 @@ impl Server {
     }
 
     /// Draws client `conn`'s view if it is stale and its frame interval
-    /// has passed (else arms a timer for it): the bytes to queue.
+    /// has passed (else arms a timer for it): the bytes to queue. With
+    /// `backlogged` (the client has frames still to take), only an echo's
+    /// pane is drawn.
     pub(in crate::server) fn draw_tab_view(
         &mut self,
         conn: ConnId,
         now: Instant,
+        backlogged: bool,
     ) -> Option<Vec<u8>> {
         let a = self.conns.get(&conn)?.attachment()?;
         let v = a.view.tab.as_ref()?;
-        // An echo that comes before the frame interval is up brings only
-        // its pane: the others' changes wait for the interval.
-        let echo_only = v.echo && frame_wait(v.last_frame, now, false).is_some();
+        if backlogged && !v.echo {
+            return None;
+        }
+        // An echo that comes before the frame interval is up, or while the
+        // client has a backlog, brings only its pane: the others' changes
+        // wait for the interval and for the client.
+        let echo_only = v.echo && (backlogged || frame_wait(v.last_frame, now, false).is_some());
         if let Some(at) = frame_wait(v.last_frame, now, v.echo) {
             if v.timer_at != Some(at) {
                 self.timers.add(at, TimerKind::ViewFrame);
