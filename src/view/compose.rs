@@ -76,6 +76,12 @@ impl Frame {
         f
     }
 
+    /// The `cols` cells of row `y` from column `x` (inside the frame).
+    fn row(&self, y: u16, x: u16, cols: u16) -> &[Slot] {
+        let from = usize::from(y) * usize::from(self.cols) + usize::from(x);
+        &self.cells[from..from + usize::from(cols)]
+    }
+
     /// Row `y` as text (spacers left out), for tests.
     pub fn row_text(&self, y: u16) -> String {
         (0..self.cols)
@@ -305,7 +311,7 @@ impl Compositor {
                 let r = clip(rect, f.cols, f.rows);
                 let old = f.region(r);
                 draw_pane(&mut f, scene, scene.focus, rect);
-                at = diff(|x, y| old.get(x - r.x, y - r.y), &f, r, &mut body);
+                at = diff(|y| old.row(y - r.y, 0, r.cols), &f, r, &mut body);
                 f
             }
             (Some(f), None) if partial => f,
@@ -316,9 +322,10 @@ impl Compositor {
                     body.extend_from_slice(
                         b"\x1b[0m\x1b[r\x1b[?6l\x1b[?7h\x1b[4l\x1b(B\x1b)B\x0f\x1b[H\x1b[2J",
                     );
-                    at = diff(|_, _| Slot::BLANK, &f, whole, &mut body);
+                    let blank = vec![Slot::BLANK; usize::from(f.cols)];
+                    at = diff(|_| &blank[..], &f, whole, &mut body);
                 } else if let Some(last) = &last {
-                    at = diff(|x, y| last.get(x, y), &f, whole, &mut body);
+                    at = diff(|y| last.row(y, 0, last.cols), &f, whole, &mut body);
                 }
                 f
             }
@@ -395,12 +402,13 @@ fn cup(out: &mut Vec<u8>, x: u16, y: u16) {
     out.extend_from_slice(format!("\x1b[{};{}H", y + 1, x + 1).as_bytes());
 }
 
-/// Appends what takes a terminal showing `old` (a cell by its position)
-/// to `new`, within `r` (inside `new`; the cells outside are the same),
+/// Appends what takes a terminal showing `old_row` (the cells of a row
+/// under `r`) to `new`, within `r` (inside `new`; the cells outside are
+/// the same),
 /// leaving the SGR state reset; nothing if they are equal. Returns where
 /// the cursor is left, if known.
-fn diff(
-    old: impl Fn(u16, u16) -> Slot,
+fn diff<'o>(
+    old_row: impl Fn(u16) -> &'o [Slot],
     new: &Frame,
     r: Rect,
     out: &mut Vec<u8>,
@@ -410,11 +418,17 @@ fn diff(
     let mut at: Option<(u16, u16)> = None;
     let end_x = r.x + r.cols;
     for y in r.y..r.y + r.rows {
+        let was = old_row(y);
+        // Most rows of most updates are unchanged: one comparison each.
+        if was == new.row(y, r.x, r.cols) {
+            continue;
+        }
+        let old = |x: u16| was[usize::from(x - r.x)];
         let changed = |x: u16| {
             let now = new.get(x, y);
-            now != old(x, y)
+            now != old(x)
                 // A wide character's halves go together.
-                || (x + 1 < end_x && new.get(x + 1, y).ch == SPACER && new.get(x + 1, y) != old(x + 1, y))
+                || (x + 1 < end_x && new.get(x + 1, y).ch == SPACER && new.get(x + 1, y) != old(x + 1))
         };
         let mut x = r.x;
         while x < end_x {
