@@ -22,8 +22,9 @@
 //! one per [`FRAME_INTERVAL`] per client, so a pane flooding output costs
 //! its neighbours no more than that; a change after a quiet spell goes out
 //! in the turn it came, and so does the focused pane's first output after
-//! the client typed into it (the echo), however busy the other panes are:
-//! one frame more per keystroke at most.
+//! the client typed into it (the echo), however busy the other panes are,
+//! and whether or not the client has taken the frames before it: one
+//! frame more per keystroke at most.
 
 use super::connection::{ConnId, ConnMode};
 use crate::model::{PaneId, TabId};
