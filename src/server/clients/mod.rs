@@ -30,6 +30,7 @@ pub(super) mod direct_tty;
 pub(super) mod io;
 pub(super) mod line_budget;
 pub(super) mod replay;
+pub(super) mod tab_keys;
 pub(super) mod tab_prompt;
 pub(super) mod tab_scroll;
 pub(super) mod tab_view;
