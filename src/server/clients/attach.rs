@@ -143,6 +143,21 @@ impl Server {
                 return Ok(());
             }
         }
+        self.attach_pane_only(conn, id, &req, (cols, rows));
+        Ok(())
+    }
+
+    /// The rest of an `attach` to a single pane (`--pane-only`): the size
+    /// policy, the pane's history and screen, and the EXIT frame at once
+    /// for a pane that cannot run.
+    fn attach_pane_only(
+        &mut self,
+        conn: ConnId,
+        id: u64,
+        req: &methods::Attach,
+        (cols, rows): (u16, u16),
+    ) {
+        let public_id = self.panes[&id].public_id();
         if !req.read_only {
             // An exited pane keeps the size its program last had: its
             // screen is a record, not a terminal anyone draws on.
@@ -185,23 +200,23 @@ impl Server {
             ),
         };
         let Some(c) = self.conns.get_mut(&conn) else {
-            return Ok(());
+            return;
         };
         if let Some(a) = c.attachment_mut() {
             a.view.cache = cache;
         }
         for chunk in history.chunks(HISTORY_FRAME_BYTES) {
             if !c.queue_frame(frame::server::OUTPUT, chunk) {
-                return Ok(());
+                return;
             }
         }
         if !c.queue_frame(frame::server::OUTPUT, &redraw) {
-            return Ok(());
+            return;
         }
         let peer_pid = c.peer.pid;
         if let Some(payload) = ended {
             self.end_attachment(conn, &payload, false);
-            return Ok(());
+            return;
         }
         self.emit(Event::ClientAttached {
             pane: public_id,
@@ -209,7 +224,6 @@ impl Server {
             pid: peer_pid,
             read_only: req.read_only,
         });
-        Ok(())
     }
 
     /// Puts connection `conn` in frame mode, attached to `pane` at its

@@ -1,8 +1,8 @@
 //! Attached clients that show a whole tab (`ptyd attach` without
 //! `--pane-only`): each one's view (the tab it shows, its keyboard state,
 //! its message line and the compositor holding the frame it was last
-//! sent), its frames and the layout the panes are sized to; its keys are
-//! `tab_keys.rs`'.
+//! sent), its frames and the layout the panes are sized to (its keys are
+//! in `tab_keys.rs`).
 //!
 //! Each client has its own tab, focus and zoom (`TabView`); the tab's
 //! focus and zoom in the Tree are its default, which a new client starts
