@@ -24,9 +24,11 @@
 
 pub(super) mod arrivals;
 pub(super) mod attach;
+pub(super) mod client_requests;
 pub(super) mod connection;
 #[cfg(unix)]
 pub(super) mod direct_tty;
+pub(super) mod held_input;
 pub(super) mod io;
 pub(super) mod line_budget;
 pub(super) mod replay;
