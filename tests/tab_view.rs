@@ -3,8 +3,9 @@
 //! its rectangle, borders and the status line where they belong; the keys
 //! under the prefix; a key bound to nothing; the layout worked out again
 //! when the outer window is resized; clients on different tabs at
-//! different sizes; and the view coming back after a live upgrade and
-//! after the serving process is killed.
+//! different sizes; the view coming back after a live upgrade and after
+//! the serving process is killed; and a keystroke's echo going out while
+//! the client has frames it has not read.
 
 // Drives the real server, which runs on Unix only (src/lib.rs).
 #![cfg(unix)]
