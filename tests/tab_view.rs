@@ -3,8 +3,9 @@
 //! its rectangle, borders and the status line where they belong; the keys
 //! under the prefix; a key bound to nothing; the layout worked out again
 //! when the outer window is resized; clients on different tabs at
-//! different sizes; and the view coming back after a live upgrade and
-//! after the serving process is killed.
+//! different sizes; the view coming back after a live upgrade and after
+//! the serving process is killed; and a keystroke's echo going out while
+//! the client has frames it has not read.
 
 // Drives the real server, which runs on Unix only (src/lib.rs).
 #![cfg(unix)]
@@ -646,4 +647,64 @@ fn a_click_focuses_a_pane_and_reaches_a_program_that_asked_for_the_mouse() {
     tmux.type_line("typed-after");
     c.wait_text(&cc, "^[[<0;10;6M^[[<0;10;6mtyped-after");
     assert!(!c.capture(&cc).contains(";5M"), "{}", c.capture(&cc));
+}
+
+/// A key typed while the client has not read the frames before it: its
+/// echo is queued right behind them, the focused pane alone, instead of
+/// waiting for the client to catch up; the flooding neighbour's changes
+/// do wait, and are drawn once the client has read its backlog.
+#[test]
+fn an_echo_goes_out_while_the_client_has_frames_unread_and_the_rest_follows() {
+    let ptyd = Ptyd::start();
+    let typed = shell(&ptyd, json!({ "tab_name": "echo" }));
+    let flood = shell(&ptyd, json!({ "split": typed, "direction": "horizontal" }));
+    let mut ctl = ptyd.connect();
+    ctl.wait_text(&typed, "$");
+    ctl.wait_text(&flood, "$");
+    let (_, mut client) = ptyd
+        .connect()
+        .attach(json!({ "target": typed, "cols": 80, "rows": 24, "view": {} }));
+    let mut output = Vec::new();
+    while !String::from_utf8_lossy(&output).contains('$') {
+        match client.next_frame() {
+            Some((util::OUTPUT, payload)) => output.extend_from_slice(&payload),
+            Some((util::EXIT, payload)) => {
+                panic!("EXIT: {}", String::from_utf8_lossy(&payload))
+            }
+            Some(_) => {}
+            None => panic!("the stream ended before the first frame"),
+        }
+    }
+    // The neighbour prints far more than a frame, then a mark, while the
+    // client reads nothing: the frame it has not read keeps it behind.
+    ctl.type_line(&flood, "seq 1 30000; echo FLOOD-''DONE");
+    ctl.wait_text(&flood, "FLOOD-DONE");
+    client.send(util::INPUT, b"Q");
+    // The echo is in the model: its frame was queued in the same turn.
+    ctl.wait_text(&typed, "$ Q");
+    let mut echo_frame = None;
+    while !String::from_utf8_lossy(&output).contains("FLOOD-DONE") {
+        match client.next_frame() {
+            Some((util::OUTPUT, payload)) => {
+                if echo_frame.is_none() && payload.contains(&b'Q') {
+                    echo_frame = Some(String::from_utf8_lossy(&payload).into_owned());
+                }
+                output.extend_from_slice(&payload);
+            }
+            Some((util::EXIT, payload)) => {
+                panic!("EXIT: {}", String::from_utf8_lossy(&payload))
+            }
+            Some(_) => {}
+            None => panic!("the stream ended before the neighbour's output was drawn"),
+        }
+    }
+    let echo_frame = echo_frame.expect("the echo was drawn");
+    assert!(
+        !echo_frame.contains("FLOOD-DONE") && !echo_frame.contains("30000"),
+        "the echo went alone, ahead of the neighbour's changes: {echo_frame:?}"
+    );
+    client.output = output;
+    let screen = client.screen(24, 80);
+    assert!(screen.contains("$ Q"), "{screen}");
+    assert!(screen.contains("FLOOD-DONE"), "{screen}");
 }

@@ -159,6 +159,11 @@ impl<E: Echo> EchoSession<E> {
         (buf, len)
     }
 
+    /// The next key is typed but not counted.
+    pub fn skip_next_key(&mut self) {
+        self.skip_next = self.skip_next.max(1);
+    }
+
     /// Types `keys` letters one at a time (after the warm-up, the first
     /// time), timing each until it shows up in the output's text (escape
     /// sequences stripped, which tmux's redraws are full of).

@@ -17,6 +17,13 @@ use std::time::{Duration, Instant};
 /// four-pane view's echo may be.
 const SPLIT_ECHO_GOAL: f64 = 1.10;
 
+/// Keys typed into one terminal before the next one's turn. Small, so
+/// that the load other work puts on the machine, which changes from one
+/// second to the next, falls on every row alike; the first key of each
+/// turn is typed but not counted, since it brings what the terminal's
+/// output showed while the others were typed (the flooding panes' frames).
+const KEYS_PER_TURN: usize = 10;
+
 /// A terminal typed into, and the server whose CPU its rounds cost.
 struct Target {
     label: &'static str,
@@ -74,10 +81,10 @@ pub fn split_echo(plan: &Scale, ptyd_bin: &Path, nofile: u64, tmp: &Path) -> (Se
          client, so the keys typed are letters outside ASCII (the echo is the only such letter \
          on the screen). The one-pane rows are a second client of the same server on a tab \
          of its own, idle; `--pane-only` a third, showing a pane of its own alone (the attach \
-         there was before the tab view). {} interleaved rounds after {} warm-up keys. \"server cpu s per s\" \
-         is the ptyd or tmux server's CPU time over the wall time of all rounds (all of its \
-         clients).",
-        plan.key_rounds,
+         there was before the tab view). The rows take turns of {KEYS_PER_TURN} keys after {} \
+         warm-up keys, the first key of each turn not counted (it brings the output of the other \
+         rows' turns). \"server cpu s per s\" is the ptyd or tmux server's CPU time over the wall \
+         time of all turns (all of its clients).",
         crate::common::echo::WARMUP_KEYS
     );
     let dir = tmp.join("split-echo");
@@ -191,13 +198,13 @@ pub fn split_echo(plan: &Scale, ptyd_bin: &Path, nofile: u64, tmp: &Path) -> (Se
         tmux_pid.and_then(process_cpu),
     ];
     let t0 = Instant::now();
-    let per_round = plan.keys.div_ceil(plan.key_rounds);
-    for _ in 0..plan.key_rounds {
+    for _ in 0..plan.keys.div_ceil(KEYS_PER_TURN) {
         for t in &mut targets {
             let Ok(session) = &mut t.session else {
                 continue;
             };
-            match session.type_keys(per_round) {
+            session.skip_next_key();
+            match session.type_keys(KEYS_PER_TURN) {
                 Ok(v) => t.samples.extend(v),
                 Err(e) => t.session = Err(format!("{}: {e}", t.label)),
             }

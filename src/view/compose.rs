@@ -63,6 +63,25 @@ impl Frame {
         }
     }
 
+    /// A copy of the cells in `r` (inside the frame), as a frame of `r`'s
+    /// size.
+    fn region(&self, r: Rect) -> Frame {
+        let mut f = Frame::blank(r.cols, r.rows);
+        for y in 0..r.rows {
+            let from = usize::from(r.y + y) * usize::from(self.cols) + usize::from(r.x);
+            let to = usize::from(y) * usize::from(r.cols);
+            f.cells[to..to + usize::from(r.cols)]
+                .copy_from_slice(&self.cells[from..from + usize::from(r.cols)]);
+        }
+        f
+    }
+
+    /// The `cols` cells of row `y` from column `x` (inside the frame).
+    fn row(&self, y: u16, x: u16, cols: u16) -> &[Slot] {
+        let from = usize::from(y) * usize::from(self.cols) + usize::from(x);
+        &self.cells[from..from + usize::from(cols)]
+    }
+
     /// Row `y` as text (spacers left out), for tests.
     pub fn row_text(&self, y: u16) -> String {
         (0..self.cols)
@@ -275,21 +294,42 @@ impl Compositor {
     }
 
     fn update_with(&mut self, scene: &Scene<'_>, focused_only: bool) -> Vec<u8> {
-        let partial = match &self.last {
-            Some(last)
-                if focused_only
-                    && scene.overlay.is_none()
-                    && (last.cols, last.rows) == (scene.cols, scene.rows) =>
-            {
-                let mut f = last.clone();
-                if let Some(r) = scene.geometry.rect_of(scene.focus) {
-                    draw_pane(&mut f, scene, scene.focus, r);
-                }
-                Some(f)
+        let same_size = self
+            .last
+            .as_ref()
+            .is_some_and(|l| (l.cols, l.rows) == (scene.cols, scene.rows));
+        let mut body = Vec::new();
+        let mut at = None;
+        let full = !same_size;
+        let rect = scene.geometry.rect_of(scene.focus);
+        let partial = focused_only && same_size && scene.overlay.is_none();
+        // A keystroke's echo is on the latency path: the focused pane is
+        // drawn over the last frame in place and only its rectangle
+        // compared, rather than copying and comparing the whole screen.
+        let frame = match (self.last.take(), rect) {
+            (Some(mut f), Some(rect)) if partial => {
+                let r = clip(rect, f.cols, f.rows);
+                let old = f.region(r);
+                draw_pane(&mut f, scene, scene.focus, rect);
+                at = diff(|y| old.row(y - r.y, 0, r.cols), &f, r, &mut body);
+                f
             }
-            _ => None,
+            (Some(f), None) if partial => f,
+            (last, _) => {
+                let f = compose(scene);
+                let whole = Rect::new(0, 0, f.cols, f.rows);
+                if full {
+                    body.extend_from_slice(
+                        b"\x1b[0m\x1b[r\x1b[?6l\x1b[?7h\x1b[4l\x1b(B\x1b)B\x0f\x1b[H\x1b[2J",
+                    );
+                    let blank = vec![Slot::BLANK; usize::from(f.cols)];
+                    at = diff(|_| &blank[..], &f, whole, &mut body);
+                } else if let Some(last) = &last {
+                    at = diff(|y| last.row(y, 0, last.cols), &f, whole, &mut body);
+                }
+                f
+            }
         };
-        let frame = partial.unwrap_or_else(|| compose(scene));
         let focus = (scene.terminals)(scene.focus);
         let pane_cursor = focus.and_then(|t| {
             let (col, row, visible) = t.cursor();
@@ -321,21 +361,8 @@ impl Compositor {
             modes.extend_from_slice(b"\x1b[?1006h");
         }
         let tail = Tail { cursor, modes };
-        let full = self
-            .last
-            .as_ref()
-            .is_none_or(|l| (l.cols, l.rows) != (frame.cols, frame.rows));
-        let mut body = Vec::new();
-        let mut at = None;
-        if full {
-            body.extend_from_slice(
-                b"\x1b[0m\x1b[r\x1b[?6l\x1b[?7h\x1b[4l\x1b(B\x1b)B\x0f\x1b[H\x1b[2J",
-            );
-            at = diff(&Frame::blank(frame.cols, frame.rows), &frame, &mut body);
-        } else if let Some(last) = &self.last {
-            at = diff(last, &frame, &mut body);
-        }
         if body.is_empty() && self.tail.as_ref() == Some(&tail) {
+            self.last = Some(frame);
             return Vec::new();
         }
         let mut out = Vec::with_capacity(body.len() + 64);
@@ -363,40 +390,62 @@ impl Compositor {
     }
 }
 
+/// The part of `r` on a screen of `cols` x `rows`.
+fn clip(r: Rect, cols: u16, rows: u16) -> Rect {
+    let (x, y) = (r.x.min(cols), r.y.min(rows));
+    let right = r.x.saturating_add(r.cols).min(cols);
+    let bottom = r.y.saturating_add(r.rows).min(rows);
+    Rect::new(x, y, right - x, bottom - y)
+}
+
 fn cup(out: &mut Vec<u8>, x: u16, y: u16) {
     out.extend_from_slice(format!("\x1b[{};{}H", y + 1, x + 1).as_bytes());
 }
 
-/// Appends what takes a terminal showing `old` to `new` (same size),
+/// Appends what takes a terminal showing `old_row` (the cells of a row
+/// under `r`) to `new`, within `r` (inside `new`; the cells outside are
+/// the same),
 /// leaving the SGR state reset; nothing if they are equal. Returns where
 /// the cursor is left, if known.
-fn diff(old: &Frame, new: &Frame, out: &mut Vec<u8>) -> Option<(u16, u16)> {
+fn diff<'o>(
+    old_row: impl Fn(u16) -> &'o [Slot],
+    new: &Frame,
+    r: Rect,
+    out: &mut Vec<u8>,
+) -> Option<(u16, u16)> {
     let mut pen = Style::DEFAULT;
     let start = out.len();
     let mut at: Option<(u16, u16)> = None;
-    for y in 0..new.rows {
+    let end_x = r.x + r.cols;
+    for y in r.y..r.y + r.rows {
+        let was = old_row(y);
+        // Most rows of most updates are unchanged: one comparison each.
+        if was == new.row(y, r.x, r.cols) {
+            continue;
+        }
+        let old = |x: u16| was[usize::from(x - r.x)];
         let changed = |x: u16| {
             let now = new.get(x, y);
-            now != old.get(x, y)
+            now != old(x)
                 // A wide character's halves go together.
-                || (x + 1 < new.cols && new.get(x + 1, y).ch == SPACER && new.get(x + 1, y) != old.get(x + 1, y))
+                || (x + 1 < end_x && new.get(x + 1, y).ch == SPACER && new.get(x + 1, y) != old(x + 1))
         };
-        let mut x = 0;
-        while x < new.cols {
+        let mut x = r.x;
+        while x < end_x {
             if !changed(x) {
                 x += 1;
                 continue;
             }
             // A changed right half is redrawn from its left half.
             let mut from = x;
-            if new.get(from, y).ch == SPACER && from > 0 {
+            if new.get(from, y).ch == SPACER && from > r.x {
                 from -= 1;
             }
             // The run: changed cells, and short unchanged gaps between.
             let mut end = x + 1;
             let mut gap = 0;
             let mut probe = end;
-            while probe < new.cols && gap <= GAP_REWRITE {
+            while probe < end_x && gap <= GAP_REWRITE {
                 if changed(probe) {
                     end = probe + 1;
                     gap = 0;
@@ -422,7 +471,7 @@ fn diff(old: &Frame, new: &Frame, out: &mut Vec<u8>) -> Option<(u16, u16)> {
                 }
                 let mut buf = [0u8; 4];
                 out.extend_from_slice(slot.ch.encode_utf8(&mut buf).as_bytes());
-                let wide = c + 1 < new.cols && new.get(c + 1, y).ch == SPACER;
+                let wide = c + 1 < end_x && new.get(c + 1, y).ch == SPACER;
                 c += if wide { 2 } else { 1 };
             }
             // Past the last column the terminal's cursor waits to wrap:
@@ -526,6 +575,65 @@ mod tests {
         assert!(body.contains("\x1b[1;17H!"), "{body:?}");
         assert_eq!(body, "\x1b[?2026h\x1b[?25l\x1b[1;17H!\x1b[?2026l\x1b[?25h");
         assert!(comp.update(&scene).is_empty(), "nothing changed");
+    }
+
+    #[test]
+    fn focused_updates_of_a_clipped_pane_with_wide_characters_show_what_a_whole_frame_does() {
+        let mut layout = Layout::Pane(p(1));
+        layout.split(p(1), p(2), Direction::Horizontal, 0.5);
+        // The client is narrower than the tab: the focused pane is cut.
+        let g = lay_out(&layout, None, Rect::new(0, 0, 21, 4));
+        let (cols, rows) = (17, 4);
+        let left = term(10, 4, "left");
+        let mut right = term(10, 4, "ab");
+        let update = |comp: &mut Compositor, r: &Terminal, focused: bool| {
+            let lookup = |id: PaneId| if id == p(1) { Some(&left) } else { Some(r) };
+            let scene = Scene {
+                cols,
+                rows,
+                geometry: &g,
+                terminals: &lookup,
+                focus: p(2),
+                status: None,
+                overlay: None,
+                titles: &[],
+                line_cursor: None,
+                hide_cursor: false,
+                scrolled: None,
+                mouse: false,
+            };
+            if focused {
+                comp.update_focused(&scene)
+            } else {
+                comp.update(&scene)
+            }
+        };
+        let mut comp = Compositor::default();
+        let mut screen = update(&mut comp, &right, false);
+        for typed in [
+            "日本",
+            "\r\nxyz",
+            "\x1b[1;1H語",
+            "\x1b[2;5H\x1b[31m字",
+            // A wide character in the last column the client shows.
+            "\x1b[3;6H字",
+        ] {
+            right.feed(typed.as_bytes(), &mut Vec::new());
+            let echo = update(&mut comp, &right, true);
+            assert!(!echo.is_empty(), "{typed:?} changed the focused pane");
+            screen.extend_from_slice(&echo);
+            let whole = update(&mut Compositor::default(), &right, false);
+            assert_eq!(
+                shown(cols, rows, &screen).visible_text(),
+                shown(cols, rows, &whole).visible_text(),
+                "after {typed:?}"
+            );
+            assert_eq!(
+                update(&mut comp, &right, false),
+                Vec::<u8>::new(),
+                "nothing left"
+            );
+        }
     }
 
     #[test]

@@ -12,39 +12,21 @@
 //! the terminal model at its own size (`connection::View`), never raw
 //! output meant for another width.
 //!
-//! Also here: the client list (`client.list`) and detaching clients by
-//! pane, by number or all at once (`client.detach`, `attach -d`).
+//! Also here: detaching the other clients of a pane (`attach -d`). The
+//! client list and `client.detach` are in `client_requests.rs`, input held
+//! for a pane with no room for it in `held_input.rs`.
 
 use super::connection::{Attachment, ConnId, ConnMode, View};
 use crate::model::PaneId;
 use crate::protocol::events::Event;
 use crate::protocol::frame::{self, ClientFrame};
 use crate::protocol::methods;
-use crate::protocol::replies::{ClientInfo, ClientList, ClientView, Detached};
 use crate::protocol::{ErrorCode, RpcError};
 use crate::server::config::WindowSize;
 use crate::server::panes::Panes;
-use crate::server::panes::pane::MAX_PENDING_INPUT;
-use crate::server::timers::TimerKind;
 use crate::server::{Server, Source};
 use serde_json::{Value, json};
-use std::time::{Duration, Instant};
-
-/// How long an attached client's input may be held (see
-/// `Server::hold_input`) while its pane's program reads none of its input.
-pub const INPUT_STALL: Duration = Duration::from_secs(5);
-
-/// The payload bytes of the whole INPUT frames in `buf`.
-fn input_bytes(mut buf: &[u8]) -> usize {
-    let mut n = 0;
-    while let Ok(Some((f, used))) = frame::decode(buf) {
-        if let ClientFrame::Input(payload) = ClientFrame::of(&f) {
-            n += payload.len();
-        }
-        buf = &buf[used..];
-    }
-    n
-}
+use std::time::Instant;
 
 /// Most bytes of history printed for an attaching client (its newest
 /// lines); the client's output queue holds 4 MiB.
@@ -143,6 +125,21 @@ impl Server {
                 return Ok(());
             }
         }
+        self.attach_pane_only(conn, id, &req, (cols, rows));
+        Ok(())
+    }
+
+    /// The rest of an `attach` to a single pane (`--pane-only`): the size
+    /// policy, the pane's history and screen, and the EXIT frame at once
+    /// for a pane that cannot run.
+    fn attach_pane_only(
+        &mut self,
+        conn: ConnId,
+        id: u64,
+        req: &methods::Attach,
+        (cols, rows): (u16, u16),
+    ) {
+        let public_id = self.panes[&id].public_id();
         if !req.read_only {
             // An exited pane keeps the size its program last had: its
             // screen is a record, not a terminal anyone draws on.
@@ -185,23 +182,23 @@ impl Server {
             ),
         };
         let Some(c) = self.conns.get_mut(&conn) else {
-            return Ok(());
+            return;
         };
         if let Some(a) = c.attachment_mut() {
             a.view.cache = cache;
         }
         for chunk in history.chunks(HISTORY_FRAME_BYTES) {
             if !c.queue_frame(frame::server::OUTPUT, chunk) {
-                return Ok(());
+                return;
             }
         }
         if !c.queue_frame(frame::server::OUTPUT, &redraw) {
-            return Ok(());
+            return;
         }
         let peer_pid = c.peer.pid;
         if let Some(payload) = ended {
             self.end_attachment(conn, &payload, false);
-            return Ok(());
+            return;
         }
         self.emit(Event::ClientAttached {
             pane: public_id,
@@ -209,7 +206,6 @@ impl Server {
             pid: peer_pid,
             read_only: req.read_only,
         });
-        Ok(())
     }
 
     /// Puts connection `conn` in frame mode, attached to `pane` at its
@@ -306,7 +302,8 @@ impl Server {
     /// `when_behind: redraw` client that has not caught up yet is not
     /// drawn: a view every turn would refill the queue it is behind on.
     /// Its view stays stale (and `stale_views` set) until a flush drains
-    /// it (`flush_conns` then draws it at once).
+    /// it (`flush_conns` then draws it at once); a tab view's echo goes
+    /// meanwhile, its pane alone (`draw_tab_view`).
     pub(in crate::server) fn render_stale_views(&mut self) {
         self.sync_views();
         if !std::mem::take(&mut self.stale_views) {
@@ -323,11 +320,19 @@ impl Server {
                 continue;
             }
             if v.redraws_when_behind() && !conn.caught_up() {
+                // A keystroke's echo does not wait for the client to take
+                // the frames ahead of it: the focused pane alone (a few
+                // bytes) goes right behind them, unless the client is so
+                // far behind that it is cut off. The rest of the view
+                // waits, as it would.
+                if v.tab.as_ref().is_some_and(|t| t.echo_due()) && !conn.behind() {
+                    tab_views.push((*id, true));
+                }
                 deferred = true;
                 continue;
             }
             if v.tab.is_some() {
-                tab_views.push(*id);
+                tab_views.push((*id, false));
                 continue;
             }
             let Some(bytes) = conn
@@ -341,8 +346,8 @@ impl Server {
             }
         }
         let now = Instant::now();
-        for id in tab_views {
-            let Some(bytes) = self.draw_tab_view(id, now) else {
+        for (id, backlogged) in tab_views {
+            let Some(bytes) = self.draw_tab_view(id, now, backlogged) else {
                 continue;
             };
             let Some(c) = self.conns.get_mut(&id) else {
@@ -568,110 +573,6 @@ impl Server {
         }
     }
 
-    /// Whether an INPUT frame of `len` bytes from attached client `conn`
-    /// must wait: its pane's pending input has no room for it. The frame
-    /// then stays in the connection's buffer and the socket is not read
-    /// (back-pressure: the client's writes block, as a terminal's do when
-    /// its program reads slowly) until the pane has taken half of what was
-    /// pending, or, if the program reads nothing for [`INPUT_STALL`], the
-    /// attachment ends with EXIT `input_overflow` (a stopped program must
-    /// not freeze its client forever; typed bytes are never dropped
-    /// silently).
-    pub(in crate::server) fn hold_input(&mut self, conn: ConnId, len: usize) -> bool {
-        let Some(c) = self.conns.get(&conn) else {
-            return false;
-        };
-        let Some(pane) = c.attachment().filter(|a| !a.read_only).map(|a| a.pane) else {
-            return false;
-        };
-        let Some(p) = self.panes.get(&pane) else {
-            return false;
-        };
-        if !p.is_running() || p.pending_input() + len <= MAX_PENDING_INPUT {
-            return false;
-        }
-        let written = p.written_total();
-        if let Some(a) = self.conns.get_mut(&conn).and_then(|c| c.attachment_mut())
-            && a.input_held.is_none()
-        {
-            let now = Instant::now();
-            a.input_held = Some((written, now));
-            self.input_held_for.insert(pane);
-            self.timers
-                .add(now + INPUT_STALL, TimerKind::InputStall(conn));
-        }
-        true
-    }
-
-    /// Pane `pane` has room for input again: its held clients are read
-    /// again (through the backlog, since their readiness was not acted on).
-    pub(in crate::server) fn release_held_input(&mut self, pane: u64) {
-        self.input_held_for.remove(&pane);
-        for (id, c) in &mut self.conns {
-            let Some(a) = c.attachment_mut().filter(|a| a.pane == pane) else {
-                continue;
-            };
-            if a.input_held.take().is_some() {
-                self.backlog.push_back(Source::Conn(*id));
-            }
-            // Keys left in a client's terminal for want of room.
-            #[cfg(unix)]
-            if let Some(keys) = c.direct.keys_mut()
-                && keys.held.take().is_some()
-            {
-                self.backlog.push_back(Source::Tty(*id));
-            }
-        }
-    }
-
-    /// An attached client's input has been held for [`INPUT_STALL`]: if its
-    /// pane's program read some input meanwhile, wait on; if it read
-    /// nothing, end the attachment saying how much was not delivered.
-    pub(in crate::server) fn check_input_stall(&mut self, conn: ConnId, now: Instant) {
-        #[cfg(unix)]
-        self.check_keys_stall(conn, now);
-        let Some(c) = self.conns.get_mut(&conn) else {
-            return;
-        };
-        // Split borrows: the held input is in `inbuf`, the hold in the mode.
-        let ConnMode::Attached(a) = &mut c.mode else {
-            return;
-        };
-        let inbuf = &mut c.inbuf;
-        let (pane, Some((held_at, since))) = (a.pane, a.input_held) else {
-            return;
-        };
-        if now.duration_since(since) < INPUT_STALL {
-            return;
-        }
-        let Some(p) = self.panes.get(&pane) else {
-            a.input_held = None;
-            self.backlog.push_back(Source::Conn(conn));
-            return;
-        };
-        if p.written_total() > held_at {
-            a.input_held = Some((p.written_total(), now));
-            self.timers
-                .add(now + INPUT_STALL, TimerKind::InputStall(conn));
-            return;
-        }
-        let undelivered = input_bytes(inbuf);
-        a.input_held = None;
-        inbuf.clear();
-        let message = format!(
-            "pane {} has {} bytes of input not yet read by its program (limit {MAX_PENDING_INPUT}) \
-             and it read none of it for {} s; {undelivered} typed bytes were not delivered, so the \
-             attachment ended. Reattach with `ptyd attach {}` once the program reads its input",
-            p.public_id(),
-            p.pending_input(),
-            INPUT_STALL.as_secs(),
-            p.public_id()
-        );
-        self.log.log("input_dropped", &message);
-        let exit = json!({ "reason": "input_overflow", "message": message });
-        self.end_attachment(conn, &exit, false);
-    }
-
     /// Ends every attachment to `pane` with an EXIT frame.
     /// Clients showing its tab go on showing it, told on their message
     /// line.
@@ -795,7 +696,7 @@ impl Server {
 
     /// The most recently active client of `pane` (attached, typed or
     /// resized last), read-only clients included.
-    fn latest_client(&self, pane: u64) -> Option<ConnId> {
+    pub(super) fn latest_client(&self, pane: u64) -> Option<ConnId> {
         self.conns
             .iter()
             .filter_map(|(id, c)| c.attachment().map(|a| (id, a)))
@@ -827,107 +728,6 @@ impl Server {
         if let Some((cols, rows)) = pick_size(self.config.window_size, &sizes) {
             self.resize_pane(pane, cols, rows);
         }
-    }
-
-    /// `client.list`.
-    pub(in crate::server) fn client_list(
-        &self,
-        req: methods::ClientList,
-    ) -> Result<Value, RpcError> {
-        let only = match &req.target {
-            Some(t) => Some(self.resolve_target(t)?),
-            None => None,
-        };
-        let mut clients: Vec<ClientInfo> = self
-            .conns
-            .iter()
-            .filter_map(|(id, c)| Some((id, c, c.attachment()?)))
-            .filter(|(_, _, a)| only.is_none_or(|o| o == a.pane))
-            .map(|(id, c, a)| ClientInfo {
-                client: *id,
-                pane: PaneId::new(a.pane),
-                cols: a.cols,
-                rows: a.rows,
-                read_only: a.read_only,
-                since_unix_ms: a.since_unix_ms,
-                pid: c.peer.pid,
-                latest: self.latest_client(a.pane) == Some(*id),
-                when_behind: a.view.when_behind,
-                direct: c.writes_terminal(),
-                keys: c.reads_keys(),
-                view: a.view.tab.as_ref().map(|v| ClientView {
-                    tab: v.tab,
-                    zoom: v.zoom,
-                }),
-            })
-            .collect();
-        clients.sort_by_key(|c| c.client);
-        serde_json::to_value(ClientList { clients })
-            .map_err(|e| RpcError::new(ErrorCode::Internal, format!("encoding the reply: {e}")))
-    }
-
-    /// `client.detach`: sends the chosen clients an EXIT frame (reason
-    /// `detached`) and answers with their numbers.
-    pub(in crate::server) fn client_detach(
-        &mut self,
-        req: methods::ClientDetach,
-    ) -> Result<Value, RpcError> {
-        let chosen = [req.target.is_some(), req.client.is_some(), req.all];
-        if chosen.iter().filter(|c| **c).count() != 1 {
-            return Err(RpcError::new(
-                ErrorCode::InvalidParams,
-                "client.detach takes exactly one of \"target\" (a pane), \"client\" (a number \
-                 from client.list) and \"all\"",
-            ));
-        }
-        if req.all && req.others {
-            return Err(RpcError::new(
-                ErrorCode::InvalidParams,
-                "\"others\" goes with \"target\" or \"client\", not with \"all\"",
-            ));
-        }
-        let victims: Vec<ConnId> = if req.all {
-            let mut all: Vec<ConnId> = self
-                .conns
-                .iter()
-                .filter(|(_, c)| c.is_attached())
-                .map(|(id, _)| *id)
-                .collect();
-            all.sort_unstable();
-            all
-        } else if let Some(target) = &req.target {
-            let pane = self.resolve_target(target)?;
-            let keep = req.others.then(|| self.latest_client(pane)).flatten();
-            self.clients_of(pane)
-                .into_iter()
-                .filter(|id| Some(*id) != keep)
-                .collect()
-        } else {
-            let client = req.client.unwrap_or_default();
-            let pane = match self.conns.get(&client).and_then(|c| c.attached_pane()) {
-                Some(pane) => pane,
-                None => {
-                    return Err(RpcError::new(
-                        ErrorCode::NotFound,
-                        format!("no attached client {client}; `ptyd clients` lists them"),
-                    ));
-                }
-            };
-            if req.others {
-                self.clients_of(pane)
-                    .into_iter()
-                    .filter(|id| *id != client)
-                    .collect()
-            } else {
-                vec![client]
-            }
-        };
-        let payload = json!({ "reason": "detached", "message": "detached by `ptyd detach`" });
-        for id in &victims {
-            self.end_attachment(*id, &payload, false);
-        }
-        serde_json::to_value(Detached { detached: victims })
-            .map_err(|e| RpcError::new(ErrorCode::Internal, format!("encoding the reply: {e}")))
     }
 }
 

@@ -24,12 +24,15 @@
 
 pub(super) mod arrivals;
 pub(super) mod attach;
+pub(super) mod client_requests;
 pub(super) mod connection;
 #[cfg(unix)]
 pub(super) mod direct_tty;
+pub(super) mod held_input;
 pub(super) mod io;
 pub(super) mod line_budget;
 pub(super) mod replay;
+pub(super) mod tab_keys;
 pub(super) mod tab_prompt;
 pub(super) mod tab_scroll;
 pub(super) mod tab_view;

@@ -15,7 +15,7 @@
 //! the keys leave the server hands them back too: leaving direct output
 //! (`Connection::leave_direct`: a pause, the end of the attachment, a
 //! live upgrade, a failed write or read), and a pane that reads none of
-//! its input for `attach::INPUT_STALL` (`stalled`), so the prefix key is
+//! its input for `held_input::INPUT_STALL` (`stalled`), so the prefix key is
 //! never out of reach for longer than the socket path leaves it.
 //!
 //! Back-pressure: the terminal is read only as far as the pane's pending
@@ -122,7 +122,7 @@ impl Server {
                 }
                 self.input_held_for.insert(pane);
                 self.timers.add(
-                    since.1 + super::attach::INPUT_STALL,
+                    since.1 + super::held_input::INPUT_STALL,
                     TimerKind::InputStall(conn),
                 );
                 return;
@@ -190,7 +190,7 @@ impl Server {
         let Some((held_at, since)) = c.direct.keys().and_then(|k| k.held) else {
             return;
         };
-        if now.duration_since(since) < super::attach::INPUT_STALL {
+        if now.duration_since(since) < super::held_input::INPUT_STALL {
             return;
         }
         let written = self.panes.get(&pane).map(|p| p.written_total());
@@ -201,7 +201,7 @@ impl Server {
                 keys.held = Some((written, now));
             }
             self.timers.add(
-                now + super::attach::INPUT_STALL,
+                now + super::held_input::INPUT_STALL,
                 TimerKind::InputStall(conn),
             );
             return;
