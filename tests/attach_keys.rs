@@ -203,7 +203,10 @@ fn the_prefix_key_scroll_mode_prefix_sent_through_and_detach_stay_with_the_clien
 
     // The prefix twice sends it through, once: `cat -v` shows it (no
     // signal from it: -isig).
-    tmux.type_line("stty -isig; cat -v");
+    // Typed only once -isig is in force (the marker is printed after it),
+    // or the terminal would take the key for SIGQUIT.
+    tmux.type_line("stty -isig; echo cat-$((6*7)); cat -v");
+    tmux.wait_screen("signals off", |s| s.contains("cat-42"));
     tmux.keys(&["C-\\", "C-\\"]);
     tmux.type_line("x");
     tmux.wait_screen("the prefix key sent through", |s| s.contains("^\\x"));
