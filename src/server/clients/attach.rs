@@ -22,9 +22,9 @@ use crate::protocol::events::Event;
 use crate::protocol::frame::{self, ClientFrame};
 use crate::protocol::methods;
 use crate::protocol::{ErrorCode, RpcError};
+use crate::server::Server;
 use crate::server::config::WindowSize;
 use crate::server::panes::Panes;
-use crate::server::{Server, Source};
 use serde_json::{Value, json};
 use std::time::Instant;
 
@@ -558,7 +558,7 @@ impl Server {
                 };
                 let token = match c.tty_token {
                     Some(token) => token,
-                    None => self.alloc_token(Source::Tty(conn)),
+                    None => self.alloc_token(crate::server::Source::Tty(conn)),
                 };
                 if let Some(c) = self.conns.get_mut(&conn) {
                     c.hold_direct(fd, token, readable);
