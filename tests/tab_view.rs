@@ -615,6 +615,21 @@ fn scroll_mode_and_read_only_work_inside_the_view() {
     watcher.wait_screen("the refusal", |s| status_line(s).contains("read-only"));
     assert_eq!(c.panes().len(), 3);
     assert!(!c.capture(&a).contains("not-typed"));
+    // It moves its own focus (a, b, then c), never the tab's default.
+    let default =
+        |c: &mut util::Conn| c.ok("tree", json!({}))["workspaces"][0]["tabs"][0]["focus"].clone();
+    let before = default(&mut c);
+    prefixed(&watcher, "o");
+    prefixed(&watcher, "o");
+    util::eventually("the read-only client's own focus on the third pane", || {
+        let list = c.ok("client.list", json!({}));
+        let watching = list["clients"]
+            .as_array()?
+            .iter()
+            .find(|v| v["read_only"] == true)?;
+        (watching["pane"] == json!(_c)).then_some(())
+    });
+    assert_eq!(default(&mut c), before);
 }
 
 #[test]

@@ -154,6 +154,8 @@ impl Server {
         let Some(tab) = self.view_tab(conn) else {
             return;
         };
+        // Moving the focus changes only what this client looks at when it
+        // is read-only (`view_focus`), so it is no change to refuse.
         let changes = !matches!(
             action,
             Action::Detach
@@ -164,6 +166,8 @@ impl Server {
                 | Action::PrevTab
                 | Action::SelectTab(_)
                 | Action::ChooseTree
+                | Action::Focus(_)
+                | Action::FocusNext
         );
         if read_only && changes {
             self.view_say(conn, "read-only: this client changes nothing".into());
@@ -362,13 +366,21 @@ impl Server {
     }
 
     /// Client `conn` focuses `pane` (a pane of the tab it shows), zoomed
-    /// on it if it was zoomed; the tab's default follows, no other client.
+    /// on it if it was zoomed; the tab's default follows (unless the client
+    /// is read-only), no other client.
     pub(super) fn view_focus(&mut self, conn: ConnId, pane: PaneId) {
+        let read_only = (self.conns.get(&conn))
+            .and_then(|c| c.attachment())
+            .is_none_or(|a| a.read_only);
         if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.tab_view_mut()) {
             v.focus = pane;
         }
         self.mark_view_stale(conn);
-        self.edit_tree(|t| t.focus(pane));
+        // A read-only client looks where it likes; the tab's default focus,
+        // which new clients and requests follow, is for the others to move.
+        if !read_only {
+            self.edit_tree(|t| t.focus(pane));
+        }
     }
 
     /// Client `conn` zooms its focused pane, or unzooms; the tab's

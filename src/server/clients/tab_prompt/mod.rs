@@ -451,14 +451,9 @@ impl Server {
         let Some(tab) = tab else {
             return self.view_say(conn, "that is gone meanwhile".into());
         };
-        // A read-only client looks, and moves no focus.
-        let read_only = (self.conns.get(&conn))
-            .and_then(|c| c.attachment())
-            .is_none_or(|a| a.read_only);
         self.show_tab(conn, tab);
-        if let Target::Pane(p) = target
-            && !read_only
-        {
+        // A read-only client's pick moves its own focus alone (`view_focus`).
+        if let Target::Pane(p) = target {
             self.view_focus(conn, p);
         }
     }
