@@ -616,13 +616,7 @@ impl Keeper {
                 }
             }
             ToKeeper::Exited { pid, code, signal } => {
-                let msg = ToServer::Exited { pid, code, signal };
-                let mut data = vec![PROTOCOL];
-                let _ = serde_json::to_writer(&mut data, &msg);
-                if self.exits.len() >= 4096 {
-                    self.exits.pop_front();
-                }
-                self.exits.push_back(data);
+                self.queue_exit(pid, code, signal);
                 self.send_exits();
             }
             ToKeeper::Stopping => {
@@ -666,16 +660,21 @@ impl Keeper {
                 ProcessExit::Code(c) => (Some(c), None),
                 ProcessExit::Signal(s) => (None, Some(s)),
             };
-            let msg = ToServer::Exited { pid, code, signal };
-            let mut data = vec![PROTOCOL];
-            let _ = serde_json::to_writer(&mut data, &msg);
-            // Bounded: a server that never reads loses the oldest.
-            if self.exits.len() >= 4096 {
-                self.exits.pop_front();
-            }
-            self.exits.push_back(data);
+            self.queue_exit(pid, code, signal);
         }
         self.send_exits();
+    }
+
+    /// Queues an exit for the server. Bounded: a server that never reads
+    /// loses the oldest.
+    fn queue_exit(&mut self, pid: i32, code: Option<i32>, signal: Option<i32>) {
+        let msg = ToServer::Exited { pid, code, signal };
+        let mut data = vec![PROTOCOL];
+        let _ = serde_json::to_writer(&mut data, &msg);
+        if self.exits.len() >= 4096 {
+            self.exits.pop_front();
+        }
+        self.exits.push_back(data);
     }
 
     /// Sends the queued exits, then wakes the server with a SIGCHLD.

@@ -197,22 +197,13 @@ impl Keeper {
         self.listener = None;
         self.lock = None;
         self.checkpoint = None;
-        let fd = server_end.as_raw_fd();
-        let mut cmd = std::process::Command::new(&self.exe);
-        cmd.args(["-L", &self.namespace, "server"])
-            .env(LINEAGE_FD_ENV, fd.to_string())
-            .env(ADOPT_FD_ENV, theirs.as_raw_fd().to_string())
-            .env(RECOVERY_ENV, why)
-            .env(GENERATION_ENV, generation.to_string())
-            .env_remove(crate::protocol::READY_FD_ENV)
-            .env_remove(crate::handoff::fault::FAULT_ENV)
-            .stdin(std::process::Stdio::null());
+        let mut cmd = self.replacement_command(&server_end, why, generation);
+        cmd.env(ADOPT_FD_ENV, theirs.as_raw_fd().to_string())
+            .env_remove(crate::handoff::fault::FAULT_ENV);
         if let Some(fault) = std::env::var_os(ADOPT_FAULT_ENV) {
             cmd.env(crate::handoff::fault::FAULT_ENV, fault);
         }
-        sys::inherit_fd_on_exec(&mut cmd, fd);
         sys::inherit_fd_on_exec(&mut cmd, theirs.as_raw_fd());
-        sys::starting_limits_on_exec(&mut cmd);
         let mut child = cmd
             .spawn()
             .map_err(|e| format!("starting {}: {e}", self.exe.display()))?;
@@ -268,6 +259,25 @@ impl Keeper {
         self.listener = None;
         self.lock = None;
         self.checkpoint = None;
+        let child = self
+            .replacement_command(&server_end, why, generation)
+            .spawn()
+            .map_err(|e| format!("starting {}: {e}", self.exe.display()))?;
+        drop(server_end);
+        self.channel = keeper_end;
+        self.servers.insert(child.id() as i32);
+        Ok(child.id() as i32)
+    }
+
+    /// `ptyd server` for this namespace as a replacement: the lineage
+    /// channel's end inherited and named, why it starts and its
+    /// generation, the user's starting limits; never a ready pipe.
+    fn replacement_command(
+        &self,
+        server_end: &OwnedFd,
+        why: &str,
+        generation: u64,
+    ) -> std::process::Command {
         let fd = server_end.as_raw_fd();
         let mut cmd = std::process::Command::new(&self.exe);
         cmd.args(["-L", &self.namespace, "server"])
@@ -278,13 +288,7 @@ impl Keeper {
             .stdin(std::process::Stdio::null());
         sys::inherit_fd_on_exec(&mut cmd, fd);
         sys::starting_limits_on_exec(&mut cmd);
-        let child = cmd
-            .spawn()
-            .map_err(|e| format!("starting {}: {e}", self.exe.display()))?;
-        drop(server_end);
-        self.channel = keeper_end;
-        self.servers.insert(child.id() as i32);
-        Ok(child.id() as i32)
+        cmd
     }
 }
 
