@@ -1016,6 +1016,9 @@ fn rotate_window_and_a_bare_select_layout() {
 fn config_option_values_arrays_and_buffer_filters() {
     let ptyd = Ptyd::start();
     let front = Front::new(&ptyd.dirs, &ptyd.namespace);
+    // The servers this test starts through the front are not `ptyd`'s
+    // child; whichever runs at the end is stopped, even after a failure.
+    let _last_server = util::KillOnDrop::command(front.command(&["kill-server"]));
     let conf = ptyd.dirs.path("conf").join("tmux.conf");
     // A bad line is skipped, as tmux skips it.
     std::fs::write(
