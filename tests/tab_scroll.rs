@@ -298,3 +298,38 @@ fn dragging_the_border_of_a_nested_split_moves_that_border_only() {
         }
     });
 }
+
+#[test]
+fn a_search_reaches_the_top_of_a_history_of_hundreds_of_thousands_of_lines() {
+    let dirs = util::Dirs::new();
+    let config = dirs.state.join("config/ptyd");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(config.join("config.toml"), "scrollback_lines = 400000\n").unwrap();
+    let ptyd = dirs.start(&util::unique_name("deep"));
+    let mut c = ptyd.connect();
+    let pane = ptyd.create(json!({ "argv": ["/bin/sh"], "env": { "PS1": "$ " } }))["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // The marker first, then far more lines than a line-by-line search
+    // looks through.
+    c.type_line(&pane, "echo deep-''top-line; seq 1 300000; echo deep-''end");
+    c.wait_text(&pane, "deep-end");
+    let tmux = Tmux::outer_session(&ptyd, 120, 40);
+    attach(&tmux, &pane);
+    prefixed(&tmux, "[");
+    tmux.wait_screen("scroll mode on the status line", |s| {
+        status_line(s).contains("[SCROLL ")
+    });
+    tmux.keys(&["?"]);
+    tmux.keys(&["-l", "top-line"]);
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_screen("the search's answer", |s| {
+        status_line(s).contains("found: top-line")
+    });
+    assert!(
+        !status_line(&screen).contains("not found"),
+        "the marker 300,000 lines up was not found: {screen}"
+    );
+    assert!(screen.contains("deep-top-line"), "{screen}");
+}

@@ -29,6 +29,7 @@ mod attach_time;
 #[path = "../common/mod.rs"]
 mod common;
 mod crash_recovery;
+mod history_depth;
 mod latency;
 mod live_upgrade;
 mod memory;
@@ -76,6 +77,7 @@ const SECTIONS: &[&str] = &[
     "latency",
     "memory",
     "attach",
+    "history",
     "term",
     "upgrade",
     "persist",
@@ -107,6 +109,12 @@ struct Scale {
     crash_panes: Vec<usize>,
     crash_rounds: usize,
     crash_lines: usize,
+    /// Deep history: panes, lines each, scroll-mode pages timed, searches
+    /// and captures timed.
+    depth_panes: usize,
+    depth_lines: usize,
+    depth_reps: usize,
+    depth_search_reps: usize,
 }
 
 impl Scale {
@@ -130,6 +138,10 @@ impl Scale {
             crash_panes: vec![10, 100, 1000],
             crash_rounds: 8,
             crash_lines: 200,
+            depth_panes: 10,
+            depth_lines: 1_000_000,
+            depth_reps: 30,
+            depth_search_reps: 5,
         }
     }
 
@@ -153,6 +165,10 @@ impl Scale {
             crash_panes: vec![10, 100],
             crash_rounds: 3,
             crash_lines: 200,
+            depth_panes: 1,
+            depth_lines: 1_000_000,
+            depth_reps: 10,
+            depth_search_reps: 3,
         }
     }
 }
@@ -398,6 +414,13 @@ fn run() -> Res<usize> {
         let s = attach_time::attach_time(&plan, &ptyd_bin, nofile, tmp);
         print!("\n{}", s.to_text());
         sections.push(s);
+    }
+    if wants("history") {
+        step("deep history");
+        let (s, g) = history_depth::history_depth(&plan, &ptyd_bin, nofile, tmp);
+        print!("\n{}", s.to_text());
+        sections.push(s);
+        goals.extend(g);
     }
     if wants("term") {
         step("terminal model");

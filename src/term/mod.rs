@@ -534,6 +534,42 @@ impl Terminal {
         }
     }
 
+    /// The nearest line after `from` (numbered as in `history_lines`;
+    /// towards older lines with `back`, `from` itself left out) within
+    /// `start..end` whose text, without styles and trailing blanks, `hit`
+    /// accepts. History lines are borrowed where they are stored, so a
+    /// search through a million lines allocates nothing per line.
+    pub fn find_line(
+        &self,
+        from: u64,
+        back: bool,
+        (start, end): (u64, u64),
+        mut hit: impl FnMut(&str) -> bool,
+    ) -> Option<u64> {
+        let sb = &self.screen.scrollback;
+        let screen_start = sb.pushed();
+        let history_start = screen_start.saturating_sub(sb.len() as u64);
+        let grid = self.screen.grid();
+        let start = start.max(history_start);
+        let end = end.min(screen_start + grid.lines() as u64);
+        let mut test = |n: u64| {
+            if n < screen_start {
+                let i = usize::try_from(n - history_start).ok()?;
+                sb.with_line(i, |l| hit(l.text().trim_end_matches(' ')))
+            } else {
+                let row = grid.row(usize::try_from(n - screen_start).ok()?);
+                Some(hit(row.text().trim_end_matches(' ')))
+            }
+        };
+        if back {
+            (start..from.min(end))
+                .rev()
+                .find(|&n| test(n) == Some(true))
+        } else {
+            (from.saturating_add(1).max(start)..end).find(|&n| test(n) == Some(true))
+        }
+    }
+
     /// The cells of row `r` of the active screen (`None` past the last),
     /// for a view that composes several screens into one.
     pub fn row_cells(&self, r: usize) -> Option<&[Cell]> {

@@ -678,6 +678,16 @@ impl Scrollback {
         }
     }
 
+    /// Visits line `i` (0 = oldest) borrowed however it is stored: a cold
+    /// one inside the block the history keeps decoded, so walking lines in
+    /// order decodes each block once and copies no line.
+    pub fn with_line<T>(&self, i: usize, f: impl FnOnce(LineRef) -> T) -> Option<T> {
+        match i.checked_sub(self.cold.len()) {
+            Some(hot) => self.lines.get(hot).map(f),
+            None => self.cold.with_line(i, f),
+        }
+    }
+
     /// Heap held by the history.
     pub fn memory_bytes(&self) -> usize {
         self.lines.memory_bytes() + self.cold.memory_bytes()

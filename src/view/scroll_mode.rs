@@ -14,7 +14,8 @@
 
 /// Most text one copy puts on the clipboard (terminals cap OSC 52 too).
 pub const MAX_COPY: usize = 256 << 10;
-/// Lines a search looks at before it gives up (`n` goes on from there).
+/// Lines a search line by line looks at before it gives up (`n` goes on
+/// from there): a client that fetches lines over the socket.
 pub const MAX_SEARCH: u64 = 200_000;
 
 /// Where a scroll mode reads a pane's lines.
@@ -23,6 +24,72 @@ pub trait Lines {
     /// Line `n`'s text without styles, and whether autowrap continued it
     /// on the next line; `None` when no line has that number (any more).
     fn plain(&mut self, n: u64) -> Result<Option<(String, bool)>, Self::Error>;
+
+    /// The nearest line after `from` (towards older lines with `back`,
+    /// `from` itself left out) within `start..end` that `needle` matches.
+    /// This default reads line by line and gives up after [`MAX_SEARCH`]
+    /// lines (a client fetching lines over the socket); a reader holding
+    /// the lines searches them all.
+    fn find_line(
+        &mut self,
+        needle: &Needle,
+        from: u64,
+        back: bool,
+        (start, end): (u64, u64),
+    ) -> Result<Option<u64>, Self::Error> {
+        let mut scratch = String::new();
+        let mut n = from;
+        for _ in 0..MAX_SEARCH {
+            n = match back {
+                true if n > start => n - 1,
+                false if n + 1 < end => n + 1,
+                _ => return Ok(None),
+            };
+            if let Some((plain, _)) = self.plain(n)?
+                && needle.matches(&plain, &mut scratch)
+            {
+                return Ok(Some(n));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// What a search looks for: the text, matched case-insensitively unless it
+/// holds an upper-case letter (as less and vim's smartcase do).
+pub struct Needle {
+    text: String,
+    fold: bool,
+}
+
+impl Needle {
+    pub fn new(text: &str) -> Needle {
+        let fold = !text.chars().any(char::is_uppercase);
+        Needle {
+            text: if fold {
+                text.to_lowercase()
+            } else {
+                text.to_string()
+            },
+            fold,
+        }
+    }
+
+    /// Whether `line` holds the text. `scratch` is reused between lines, so
+    /// a search through a long history folds case without allocating.
+    pub fn matches(&self, line: &str, scratch: &mut String) -> bool {
+        if !self.fold {
+            return line.contains(&self.text);
+        }
+        if line.is_ascii() {
+            scratch.clear();
+            scratch.push_str(line);
+            scratch.make_ascii_lowercase();
+            scratch.contains(&self.text)
+        } else {
+            line.to_lowercase().contains(&self.text)
+        }
+    }
 }
 
 /// A cell of the pane's text: its line number and column.
@@ -331,36 +398,15 @@ impl Scroll {
         back: bool,
         lines: &mut L,
     ) -> Result<bool, L::Error> {
-        let fold = !text.chars().any(char::is_uppercase);
-        let needle = if fold {
-            text.to_lowercase()
-        } else {
-            text.to_string()
+        let needle = Needle::new(text);
+        let Some(n) = lines.find_line(&needle, self.cursor, back, (self.start, self.end))? else {
+            return Ok(false);
         };
-        let mut n = self.cursor;
-        for _ in 0..MAX_SEARCH {
-            n = match back {
-                true if n > self.start => n - 1,
-                false if n + 1 < self.end => n + 1,
-                _ => return Ok(false),
-            };
-            let Some((plain, _)) = lines.plain(n)? else {
-                continue;
-            };
-            let hit = if fold {
-                plain.to_lowercase().contains(&needle)
-            } else {
-                plain.contains(&needle)
-            };
-            if hit {
-                self.go(n as i64);
-                // The hit in the middle of the view when it can be.
-                let half = (self.rows / 2) as u64;
-                self.top = n.saturating_sub(half).clamp(self.start, self.last_top());
-                return Ok(true);
-            }
-        }
-        Ok(false)
+        self.go(n as i64);
+        // The hit in the middle of the view when it can be.
+        let half = (self.rows / 2) as u64;
+        self.top = n.saturating_sub(half).clamp(self.start, self.last_top());
+        Ok(true)
     }
 
     fn search_status<L: Lines>(

@@ -23,7 +23,7 @@ use crate::server::Server;
 use crate::term::{Cell, INVERSE, MouseEncoding, MouseMode, Terminal};
 use crate::view::bindings::{self, Mode, MouseEvent};
 use crate::view::geometry::{Geometry, Rect, lay_out};
-use crate::view::scroll_mode::{self, Key, Lines, Point, Scroll, Selection, Step};
+use crate::view::scroll_mode::{self, Key, Lines, Needle, Point, Scroll, Selection, Step};
 use crate::workspace::layout::{Rect as LayoutRect, Side};
 use std::convert::Infallible;
 
@@ -91,6 +91,21 @@ impl Lines for TermLines<'_> {
         Ok((h.first == n)
             .then(|| h.lines.into_iter().zip(h.wrapped).next())
             .flatten())
+    }
+
+    /// All of the history, however long: the lines are read where the
+    /// model keeps them.
+    fn find_line(
+        &mut self,
+        needle: &Needle,
+        from: u64,
+        back: bool,
+        range: (u64, u64),
+    ) -> Result<Option<u64>, Infallible> {
+        let mut scratch = String::new();
+        Ok(self
+            .0
+            .find_line(from, back, range, |text| needle.matches(text, &mut scratch)))
     }
 }
 
