@@ -615,3 +615,59 @@ fn stop_forget_ends_the_namespace_for_good_once_confirmed() {
     cmd.stdin(std::process::Stdio::null());
     assert_exit(&util::run_bounded(cmd, "stop --forget --yes again"), 0);
 }
+
+/// `row-N ` and words up to 150 characters: two rows of an 80-column
+/// pane, cut mid-word or at a blank.
+fn long_row(n: usize) -> String {
+    let mut s = format!("row-{n} ");
+    while s.len() < 150 {
+        s.push_str("abcdefghij ");
+    }
+    s.trim_end().to_string()
+}
+
+#[test]
+fn a_capture_longer_than_one_reply_comes_whole_in_parts() {
+    let dirs = util::Dirs::new();
+    let config = dirs.state.join("config/ptyd");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(config.join("config.toml"), "scrollback_lines = 100000\n").unwrap();
+    let ptyd = dirs.start(&util::unique_name("cap"));
+    let pane = ptyd.create(json!({
+        "argv": ["sh", "-c", "awk 'BEGIN { for (i = 1; i <= 20000; i++) { s = sprintf(\"row-%d \", i); while (length(s) < 150) s = s \"abcdefghij \"; print s } print \"capture-end\" }'; exec sleep 1000"],
+        "cols": 80,
+        "rows": 24,
+    }))["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut c = ptyd.connect();
+    c.wait_text(&pane, "capture-end");
+    // One reply cannot hold it: what the CLI works around.
+    let whole = c.request(
+        "pane.capture",
+        json!({ "target": pane, "start": -100000, "join": true }),
+    );
+    assert_eq!(whole["error"]["code"], "too_large", "{whole}");
+
+    let out = ptyd.run_cli(&["capture", &pane, "-J", "-S", "-100000"]);
+    assert_exit(&out, 0);
+    let text = stdout(&out);
+    let rows: Vec<&str> = text.lines().filter(|l| l.starts_with("row-")).collect();
+    assert_eq!(rows.len(), 20000, "joined lines: {}", rows.len());
+    for (i, row) in rows.iter().enumerate() {
+        assert_eq!(*row, long_row(i + 1), "line {i} of the joined capture");
+    }
+    assert!(
+        text.ends_with("capture-end\n"),
+        "{:?}",
+        &text[text.len() - 200..]
+    );
+
+    let out = ptyd.run_cli(&["capture", &pane, "-S", "-100000"]);
+    assert_exit(&out, 0);
+    let text = stdout(&out);
+    let cut = text.lines().filter(|l| !l.is_empty()).count();
+    // Each line two rows, and the end marker.
+    assert_eq!(cut, 40001, "rows captured");
+}

@@ -132,6 +132,74 @@ fn pane_row(
     )
 }
 
+/// A capture too long for one reply (a history of a million lines), asked
+/// for and printed in parts, every part numbered from the screen's top row
+/// as it was at the first, so output arriving meanwhile neither repeats nor
+/// skips a line; the blank rows at the bottom are left out as a whole
+/// capture leaves them.
+fn capture_in_parts(
+    conn: &mut client::Client,
+    mut req: methods::PaneCapture,
+) -> Result<i32, CliError> {
+    use std::io::Write;
+    let probe = conn.request(&Request::PaneCapture(methods::PaneCapture {
+        start: Some(0),
+        end: Some(0),
+        join: false,
+        ansi: false,
+        ..req.clone()
+    }))?;
+    let number = |key: &str| {
+        probe[key].as_i64().ok_or_else(|| {
+            CliError::failure(format!(
+                "the server's pane.capture reply has no {key}: {probe}"
+            ))
+        })
+    };
+    let (origin, history, rows) = (
+        number("screen_start")?,
+        number("scrollback_lines")?,
+        number("rows")?,
+    );
+    let end = req.end.unwrap_or(rows - 1).min(rows - 1);
+    let mut at = req.start.unwrap_or(0).max(-history);
+    req.origin = Some(origin as u64);
+    let mut part: i64 = 1000;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut blanks = 0usize;
+    let written = |e: std::io::Error| CliError::failure(format!("writing the capture: {e}"));
+    while at <= end {
+        req.start = Some(at);
+        req.end = Some(at.saturating_add(part - 1).min(end));
+        let reply = match conn.request(&Request::PaneCapture(req.clone())) {
+            Err(e) if part > 1 && e.kind == client::ErrorKind::Server("too_large".into()) => {
+                part /= 2;
+                continue;
+            }
+            r => r?,
+        };
+        let last = reply["last_line"].as_i64().unwrap_or(end);
+        let capture: Capture = client::parse_reply("pane.capture", reply)?;
+        for line in &capture.lines {
+            if line.is_empty() {
+                blanks += 1;
+                continue;
+            }
+            for _ in 0..std::mem::take(&mut blanks) {
+                writeln!(out).map_err(written)?;
+            }
+            writeln!(out, "{line}").map_err(written)?;
+        }
+        // Past the end of the screen, or nothing left to read.
+        if last < at {
+            break;
+        }
+        at = last + 1;
+    }
+    out.flush().map_err(written)?;
+    Ok(0)
+}
+
 /// A capture line number: 0 is the top visible row, negative is scrollback.
 fn line_number(s: &str) -> Result<i64, CliError> {
     s.parse().map_err(|_| {
@@ -142,13 +210,22 @@ fn line_number(s: &str) -> Result<i64, CliError> {
 }
 
 pub fn capture(g: &Global, a: &Parsed) -> Result<i32, CliError> {
-    let result = connect(g)?.request(&Request::PaneCapture(methods::PaneCapture {
+    let req = methods::PaneCapture {
         target: a.need_target()?,
         ansi: a.flag("ansi"),
         start: a.value_as("start", line_number)?,
         end: a.value_as("end", line_number)?,
         join: a.flag("join"),
-    }))?;
+        origin: None,
+    };
+    let mut conn = connect(g)?;
+    let result = match conn.request(&Request::PaneCapture(req.clone())) {
+        // Text has no reply to keep whole: it is asked for in parts.
+        Err(e) if !a.flag("json") && e.kind == client::ErrorKind::Server("too_large".into()) => {
+            return capture_in_parts(&mut conn, req);
+        }
+        r => r?,
+    };
     if a.flag("json") {
         print_json(&result);
     } else {

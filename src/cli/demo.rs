@@ -106,6 +106,7 @@ fn capture(target: &str, start: Option<i64>) -> Request {
         start,
         end: None,
         join: false,
+        origin: None,
     })
 }
 

@@ -304,7 +304,8 @@ pub struct PaneResize {
 }
 
 /// `pane.capture` → `{"pane", "text", "lines", "wrapped", "first_line",
-/// "cols", "rows", "cursor", "modes", "title", "cwd", "scrollback_lines"}`. Lines are numbered
+/// "last_line", "screen_start", "cols", "rows", "cursor", "modes", "title",
+/// "cwd", "scrollback_lines"}`. Lines are numbered
 /// as in `tmux capture-pane -S/-E`: 0 is the top visible row, negative lines
 /// are scrollback (-1 the newest); ranges are clamped to what exists.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -323,6 +324,12 @@ pub struct PaneCapture {
     /// Join lines continued by autowrap (`tmux capture-pane -J`).
     #[serde(default, skip_serializing_if = "is_false")]
     pub join: bool,
+    /// Number `start` and `end` from this line instead of the screen's top
+    /// row now: a `screen_start` of an earlier reply, so the parts of a
+    /// capture too long for one reply line up while output arrives.
+    /// With `join`, a part never ends inside a line autowrap continued.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<u64>,
 }
 
 /// `pane.history` → `term::HistoryLines` plus `pane`, `end`, `cols`,
@@ -902,6 +909,7 @@ mod tests {
                 start: Some(-5),
                 end: None,
                 join: false,
+                origin: None,
             }),
             Request::PaneHistory(PaneHistory {
                 target: "p1".into(),

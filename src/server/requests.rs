@@ -172,17 +172,46 @@ impl Server {
     fn pane_capture(&self, req: methods::PaneCapture) -> Outcome {
         let id = self.resolve_target(&req.target)?;
         let pane = &self.panes[&id];
+        let screen = pane.screen();
+        let screen_start = screen.scrollback_pushed();
+        let history = screen.scrollback_len() as i64;
+        let rows = i64::from(screen.size().1);
+        // From the numbering the request asked for to today's (0 = the
+        // screen's top row now); lines keep their numbers as output
+        // arrives, so the shift is all that changes between two parts.
+        let shift = req
+            .origin
+            .map_or(0, |o| o.min(i64::MAX as u64) as i64 - screen_start as i64);
+        let start = req.start.map(|n| n.saturating_add(shift));
+        let mut end = req
+            .end
+            .map_or(rows - 1, |n| n.saturating_add(shift))
+            .clamp(-history, rows - 1);
+        if req.join && req.origin.is_some() {
+            // A part ends with a whole line: on past every row autowrap
+            // continued.
+            let wraps = |n: i64| {
+                let h = screen.history_lines((screen_start as i64 + n).max(0) as u64, 1, false);
+                h.wrapped.first() == Some(&true)
+            };
+            while end < rows - 1 && wraps(end) {
+                end += 1;
+            }
+        }
         let opts = crate::term::CaptureOptions {
-            start: req.start,
-            end: req.end,
+            start,
+            end: Some(end),
             escapes: req.ansi,
             join: req.join,
         };
-        let capture = pane.screen().capture(&opts);
+        let capture = screen.capture(&opts);
         let mut reply = serde_json::to_value(&capture).unwrap_or(Value::Null);
         reply["pane"] = json!(pane.public_id());
         reply["text"] = json!(capture.lines.join("\n"));
-        reply["scrollback_lines"] = json!(pane.screen().scrollback_len());
+        reply["scrollback_lines"] = json!(screen.scrollback_len());
+        reply["first_line"] = json!(capture.first_line - shift);
+        reply["last_line"] = json!(end - shift);
+        reply["screen_start"] = json!(screen_start);
         Ok(Some(reply))
     }
 

@@ -343,7 +343,9 @@ pub const CAPTURE: Command = Command {
 Prints the pane's visible screen as text, or the whole capture as JSON
 (lines, wrapped flags, cursor, modes, title, cwd). As in tmux, line 0 is the
 top visible row and negative lines are scrollback: -S -1000 includes the
-last 1000 lines of history.",
+last 1000 lines of history. Text of any length is printed (a long capture
+is read in parts, output arriving meanwhile neither repeated nor skipped);
+--json is one reply, at most 4 MiB.",
     options: &[
         opt(Some('e'), "ansi", None, "keep colours and links"),
         opt(
