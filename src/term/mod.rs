@@ -97,6 +97,7 @@ use vte::ansi::{Processor, Timeout};
 
 pub use capture::{Capture, CaptureOptions, CursorInfo};
 pub use cell::{Cell, Color, INVERSE, Style};
+pub use cold::{RECORD_HEADER, RecordIn, StoredBlock, record_checksum};
 pub use modes::{Modes, MouseEncoding, MouseMode};
 pub use redraw::ViewCache;
 pub use scrollback::Line;
@@ -674,6 +675,22 @@ impl Terminal {
     /// (the count of lines ever pushed is the encoding's).
     pub fn restore_history(&mut self, lines: Vec<Line>) {
         self.screen.scrollback.restore_lines_later(lines);
+    }
+
+    /// The history's compressed blocks, oldest first, as the history log
+    /// stores them (`server/continuity/history_log.rs`), and how many of
+    /// the newest lines are not in one (the hot lines, numbered up to
+    /// `history_numbering`'s count of lines pushed).
+    pub fn history_blocks(&self) -> (impl Iterator<Item = StoredBlock<'_>>, usize) {
+        let sb = &self.screen.scrollback;
+        (sb.stored_blocks(), sb.hot_len())
+    }
+
+    /// `restore_history` for a history the log kept as blocks: the blocks
+    /// are put back as they are (checked, not compressed again), then the
+    /// hot lines.
+    pub fn restore_history_blocks(&mut self, blocks: Vec<RecordIn>, hot: Vec<Line>) {
+        self.screen.scrollback.restore_blocks(blocks, hot);
     }
 
     /// Whether history lines wait to be compressed (`compress_history`):

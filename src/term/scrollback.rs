@@ -18,7 +18,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::cold::{BLOCK_RAW, BlockRepr, Cold};
+use super::cold::{BLOCK_RAW, BlockRepr, Cold, RecordIn, StoredBlock};
 use super::grid::Row;
 use super::history_line::LineRepr;
 pub use super::history_line::{HistoryLine, Line, LineRef, LineScratch};
@@ -620,6 +620,28 @@ impl Scrollback {
             self.push_line(line, freeze);
         }
         self.pushed = pushed;
+    }
+
+    /// The cold blocks as the history log stores them, oldest first.
+    pub fn stored_blocks(&self) -> impl Iterator<Item = StoredBlock<'_>> {
+        self.cold.stored_blocks()
+    }
+
+    /// Lines held hot (the newest ones), not in a block.
+    pub fn hot_len(&self) -> usize {
+        self.lines.len()
+    }
+
+    /// Puts back, into an empty history, the blocks the history log
+    /// stored (checked; a damaged one becomes a marker line) and after
+    /// them the hot lines, leaving these to `compress_backlog`; `pushed` is
+    /// kept.
+    pub fn restore_blocks(&mut self, blocks: Vec<RecordIn>, hot: Vec<Line>) {
+        self.clear();
+        self.cold = Cold::from_records(blocks);
+        self.bytes = self.cold.stored();
+        self.put_back(hot, false);
+        self.trim();
     }
 
     /// Takes back the newest line (used when the screen grows taller).
