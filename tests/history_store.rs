@@ -6,7 +6,8 @@
 //! snapshot, while the keeper's log memfd holds it compressed (well below
 //! its raw size); a block record damaged in the log reads back as one
 //! marker line where its lines were and nothing else is lost; blocks the
-//! global budget drops give their pages in the log back.
+//! global budget drops give their pages in the log back, and the marker
+//! line it leaves survives a crash.
 
 // Drives the real server, which runs on Unix only (src/lib.rs).
 #![cfg(unix)]
@@ -264,5 +265,24 @@ fn blocks_the_budget_drops_give_their_pages_in_the_log_back() {
         }
     });
     assert!(logged * 2 < full, "{logged} of {full}");
+    // The marker the budget left is a block of its own in the log: after
+    // a crash it is still there, and the lines after it are the same.
+    let oldest = |c: &mut util::Conn| {
+        let page = c.ok(
+            "pane.history",
+            json!({ "target": more, "start": 0, "count": 1000 }),
+        );
+        page["lines"].clone()
+    };
+    let before = oldest(&mut c);
+    let first = before[0].as_str().unwrap_or_default();
+    assert!(
+        first.contains("older history lines dropped here"),
+        "{first}"
+    );
+    let serving = ptyd.serving_pid();
+    crash_support::signal(serving as i64, libc::SIGKILL);
+    let (mut c, _) = wait_replacement(&ptyd, serving);
+    assert_eq!(oldest(&mut c), before, "after the crash");
     assert!(capture(&ptyd, &pane).contains("DONE"));
 }
