@@ -29,12 +29,13 @@
 //! taken back hot, cleared). Its lines also went into chunks while they
 //! were hot; those chunks are freed once all of their lines are in blocks.
 //!
-//! Each pane's hot lines are a list of chunks (byte ranges of the log), oldest
-//! first, of at most `CHUNK_LINES` lines: lines evicted from the history
-//! (or frozen into a block) free their chunk once all of its lines are gone, and a freed range's
-//! memory is given back (`punch_hole`) once no checkpoint the keeper may
-//! still use refers to it (`Server::keeper_flush` calls `release` after
-//! the next checkpoint is sent). Small appends (a pane printing a line
+//! Each pane's hot lines are a list of chunks (byte ranges of the log),
+//! oldest first, of at most `CHUNK_LINES` lines: lines evicted from the
+//! history (or frozen into a block) free their chunk once all of its lines
+//! are gone, and a freed range's memory (a chunk's or a record's) is given
+//! back (`punch_hole`) once no checkpoint the keeper may still use refers
+//! to it (`Server::keeper_flush` calls `release` after the next checkpoint
+//! is sent). Small appends (a pane printing a line
 //! per checkpoint) are merged, like a binary counter, so a pane has at
 //! most about `log2(CHUNK_LINES)` chunks below the full size: a merge
 //! copies bytes, it does not encode again.
