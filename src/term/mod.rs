@@ -670,13 +670,6 @@ impl Terminal {
         })
     }
 
-    /// Puts back, oldest first, the history lines a
-    /// `to_json_without_history` encoding left out: they keep their numbers
-    /// (the count of lines ever pushed is the encoding's).
-    pub fn restore_history(&mut self, lines: Vec<Line>) {
-        self.screen.scrollback.restore_lines_later(lines);
-    }
-
     /// The history's compressed blocks, oldest first, as the history log
     /// stores them (`server/continuity/history_log.rs`), and how many of
     /// the newest lines are not in one (the hot lines, numbered up to
@@ -686,15 +679,18 @@ impl Terminal {
         (sb.stored_blocks(), sb.hot_len())
     }
 
-    /// `restore_history` for a history the log kept as blocks: the blocks
-    /// are put back as they are (checked, not compressed again), then the
-    /// hot lines.
-    pub fn restore_history_blocks(&mut self, blocks: Vec<RecordIn>, hot: Vec<Line>) {
+    /// Puts back the history a `to_json_without_history` encoding left
+    /// out, as the history log kept it: its blocks as they are (checked,
+    /// not compressed again; a damaged one becomes a marker line), then
+    /// its newest lines, oldest first. Lines keep their numbers (the count
+    /// of lines ever pushed is the encoding's).
+    pub fn restore_history(&mut self, blocks: Vec<RecordIn>, hot: Vec<Line>) {
         self.screen.scrollback.restore_blocks(blocks, hot);
     }
 
     /// Whether history lines wait to be compressed (`compress_history`):
-    /// put back by `restore_history` or decoded, which leave it for later
+    /// put back by `restore_history` (lines only, from an older log) or
+    /// decoded, which leave it for later
     /// so that a live upgrade's blackout does not compress every pane.
     pub fn history_backlog(&self) -> bool {
         self.screen.scrollback.has_backlog()

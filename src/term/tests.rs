@@ -1322,7 +1322,7 @@ fn history_lines_put_back_make_the_same_terminal() {
         let lines = (oldest..pushed)
             .map(|n| Line::from_stored(&t.history_line_bytes(n).unwrap()).unwrap())
             .collect();
-        back.restore_history(lines);
+        back.restore_history(Vec::new(), lines);
         // Both decoded: a decode starts the grids' row rings at 0. Blocks
         // are cut where the pushes cut them, so the lines are compared,
         // and the rest without them.
@@ -1349,7 +1349,7 @@ fn history_lines_put_back_make_the_same_terminal() {
             .map(|n| Line::from_stored(&t.history_line_bytes(n).unwrap()).unwrap())
             .collect();
         let mut from_blocks: Terminal = serde_json::from_str(without.get()).unwrap();
-        from_blocks.restore_history_blocks(records, hot);
+        from_blocks.restore_history(records, hot);
         assert_eq!(
             serde_json::to_string(&from_blocks).unwrap(),
             serde_json::to_string(&decoded).unwrap(),

@@ -496,7 +496,7 @@ impl HistoryLog {
 }
 
 /// What a `HistoryRef` names, read from the log: the blocks' records (for
-/// `Terminal::restore_history_blocks`, which checks them) and the hot
+/// `Terminal::restore_history`, which checks them) and the hot
 /// lines, checked, oldest first.
 pub struct ReadBack {
     pub blocks: Vec<RecordIn>,
@@ -598,7 +598,7 @@ mod tests {
         let mut back: Terminal = serde_json::from_str(without.get()).unwrap();
         let read = read_history(log.file(), r).unwrap();
         assert_eq!(read.counts.chunks.len(), r.chunks.len());
-        back.restore_history_blocks(read.blocks, read.lines);
+        back.restore_history(read.blocks, read.lines);
         serde_json::to_string(&back).unwrap()
     }
 
@@ -804,7 +804,7 @@ mod tests {
             let without = t.to_json_without_history().unwrap();
             let mut back: Terminal = serde_json::from_str(without.get()).unwrap();
             let read = read_history(dup.file(), &r2).unwrap();
-            back.restore_history_blocks(read.blocks, read.lines);
+            back.restore_history(read.blocks, read.lines);
             let got = all(&back);
             assert_eq!(got[..before], want[..before], "junk at {at}");
             assert!(
@@ -840,7 +840,7 @@ mod tests {
         let without = t.to_json_without_history().unwrap();
         let mut back: Terminal = serde_json::from_str(without.get()).unwrap();
         let read = read_history(new.file(), &r).unwrap();
-        back.restore_history_blocks(read.blocks, read.lines);
+        back.restore_history(read.blocks, read.lines);
         new.adopt_pane(7, &back, &r, &read.counts);
         let end = new.end;
         let again = new.sync(7, &back).unwrap().unwrap();
@@ -887,7 +887,7 @@ mod tests {
         let read = read_history(new.file(), &r).unwrap();
         let without = t.to_json_without_history().unwrap();
         let mut back: Terminal = serde_json::from_str(without.get()).unwrap();
-        back.restore_history_blocks(read.blocks, read.lines);
+        back.restore_history(read.blocks, read.lines);
         new.adopt_pane(1, &back, &r, &read.counts);
         new.sweep();
         let named: u64 = r.chunks.iter().map(|c| c.1).sum();

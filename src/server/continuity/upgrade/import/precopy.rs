@@ -127,7 +127,7 @@ fn decode_pane_line(line: &[u8], log: Option<&std::fs::File>) -> Result<DecodedP
         })?;
         let read = crate::server::continuity::history_log::read_history(log, &reference)
             .map_err(|e| format!("pane {}: {e}", PaneId::new(rt.id)))?;
-        term.restore_history_blocks(read.blocks, read.lines);
+        term.restore_history(read.blocks, read.lines);
         history = Some((reference, read.counts));
     }
     Ok(DecodedPane {
