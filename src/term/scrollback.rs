@@ -491,7 +491,7 @@ impl Scrollback {
     }
 
     /// Compresses up to `max_blocks` blocks of the backlog (lines put back
-    /// by `restore_lines_later` or decoded); the byte bound, held off while
+    /// by `restore_blocks` or decoded); the byte bound, held off while
     /// they were uncompressed, applies once they all are. Returns the
     /// blocks compressed.
     pub fn compress_backlog(&mut self, max_blocks: usize) -> usize {
@@ -606,13 +606,6 @@ impl Scrollback {
         self.put_back(lines, true);
     }
 
-    /// `restore_lines`, leaving the compression to `compress_backlog`
-    /// (what a live upgrade or a crash recovery puts back, inside its
-    /// blackout).
-    pub fn restore_lines_later(&mut self, lines: Vec<Line>) {
-        self.put_back(lines, false);
-    }
-
     fn put_back(&mut self, lines: Vec<Line>, freeze: bool) {
         self.epoch = fresh_epoch();
         let pushed = self.pushed;
@@ -634,8 +627,9 @@ impl Scrollback {
 
     /// Puts back, into an empty history, the blocks the history log
     /// stored (checked; a damaged one becomes a marker line) and after
-    /// them the hot lines, leaving these to `compress_backlog`; `pushed` is
-    /// kept.
+    /// them the hot lines, leaving these to `compress_backlog` (what a
+    /// live upgrade or a crash recovery puts back, inside its blackout);
+    /// `pushed` is kept.
     pub fn restore_blocks(&mut self, blocks: Vec<RecordIn>, hot: Vec<Line>) {
         self.clear();
         self.cold = Cold::from_records(blocks);
@@ -1269,7 +1263,7 @@ mod tests {
         assert!(want.len() < 3000 && sb.stored_bytes() <= 20_000);
         let mut back = Scrollback::new(usize::MAX, 20_000);
         back.set_block_raw(1000);
-        back.restore_lines_later(want.clone());
+        back.restore_blocks(Vec::new(), want.clone());
         assert!(back.has_backlog() && back.stored_bytes() > 20_000);
         assert_eq!(all_lines(&back), want);
         let mut turns = 0;
