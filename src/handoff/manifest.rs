@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 /// `term::Terminal` or `persist::snapshot::Snapshot`, changes
 /// incompatibly. Old and new servers refuse each other at preflight when
 /// they differ.
-pub const HANDOFF_VERSION: u32 = 6;
+pub const HANDOFF_VERSION: u32 = 7;
 
 /// The oldest handoff version this build still reads as the new side
 /// (docs/protocol.md, "Version skew": N-1 live once there is one). Printed
@@ -30,7 +30,10 @@ pub const HANDOFF_VERSION: u32 = 6;
 /// `PaneRuntime::history`); it still reads lines inside the encoding.
 /// Version 6 leaves a screen's tab stops out of its encoding while they
 /// are the default every-8 (`term::screen::Screen::tabs`); it still reads
-/// the array, and version 5 does not read their absence.
+/// the array, and version 5 does not read their absence. Version 7 keeps a
+/// history's compressed blocks in the history log as they are
+/// (`HistoryRef::blocks`), the lines in them no longer as lines; it still
+/// reads a log of lines only, and version 6 would not find the blocks'.
 pub const HANDOFF_ACCEPTS_FROM: u32 = 3;
 
 /// Set by the old side for the new one: the handoff version it speaks.
@@ -294,12 +297,21 @@ fn is_default<T: Default + PartialEq>(value: &T) -> bool {
     *value == T::default()
 }
 
-/// A pane's history lines in the history log: the byte ranges (offset,
-/// length) holding them as JSON lines, oldest first, of which the first
-/// `skip` lines are gone from the history (evicted since they were
-/// written) and the next `lines` are the history.
+/// A pane's history lines in the history log: first its compressed
+/// blocks, as records (`blocks`: offset, length, lines packed; oldest
+/// first; the first one's oldest `block_skip` lines are gone from the
+/// history), then its newest lines, uncompressed: the byte ranges
+/// (offset, length) of `chunks`, each line its packed bytes after a
+/// 4-byte length, of which the first `skip` lines are gone (evicted, or in
+/// a block, since they were written) and the next `lines` are the rest of
+/// the history. Handoff version 6 and before have no `blocks`: every line
+/// is in `chunks`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HistoryRef {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub blocks: Vec<(u64, u64, u32)>,
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub block_skip: u32,
     pub chunks: Vec<(u64, u64)>,
     pub skip: u64,
     pub lines: u64,

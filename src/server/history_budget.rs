@@ -50,7 +50,9 @@ impl Server {
     }
 
     /// Compresses a few blocks of the histories a live upgrade or a crash
-    /// recovery put back uncompressed (`Terminal::compress_history`), at
+    /// recovery put back uncompressed (`Terminal::compress_history`: a
+    /// history log of lines only, from handoff version 6 or older; one of
+    /// blocks leaves only its hot lines, a block at most), at
     /// most `HISTORY_BLOCKS_PER_TURN` a loop turn so that no turn waits
     /// long. Returns whether some remain (the loop then does not sleep).
     pub(super) fn compress_histories(&mut self) -> bool {

@@ -15,6 +15,7 @@
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
@@ -34,6 +35,9 @@ const BLOCK_OVERHEAD: usize = 48;
 
 #[derive(Clone, Debug)]
 struct Block {
+    /// Process-wide unique while the block lives (a clone keeps it: the
+    /// bytes are the same): how the history log knows a block it wrote.
+    id: u64,
     z: Box<[u8]>,
     raw_len: u32,
     /// Lines packed into it.
@@ -60,6 +64,50 @@ impl Block {
     fn stored(&self) -> usize {
         self.z.len() + BLOCK_OVERHEAD
     }
+}
+
+/// A fresh `Block::id`.
+fn fresh_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Bytes before a block record's compressed bytes: `RECORD_MAGIC`, then as
+/// little-endian integers the lines packed (u32), the raw size (u32), the
+/// compressed size (u32), the lines a budget marker stands for (u64) and
+/// the raw bytes' checksum (u64). Lines evicted from the block since are
+/// not in it (a record is written once): its reader is told them.
+pub const RECORD_HEADER: usize = 32;
+const RECORD_MAGIC: [u8; 4] = *b"ptB1";
+
+/// The checksum a block record's header names, `None` if it is not one.
+pub fn record_checksum(record: &[u8]) -> Option<u64> {
+    let head = record.first_chunk::<RECORD_HEADER>()?;
+    let sum = head[24..].first_chunk::<8>()?;
+    (head[..4] == RECORD_MAGIC).then(|| u64::from_le_bytes(*sum))
+}
+
+/// A cold block as the history log stores it: `header` then `z`, the
+/// compressed bytes as they are.
+pub struct StoredBlock<'a> {
+    pub id: u64,
+    /// Its oldest lines already evicted (not counted in `lines`).
+    pub skip: u32,
+    /// Lines packed into it, evicted ones included.
+    pub lines: u32,
+    pub sum: u64,
+    pub header: [u8; RECORD_HEADER],
+    pub z: &'a [u8],
+}
+
+/// A block record read back from outside, not yet checked: its bytes
+/// (`None` if they could not be read), the lines its reader was told it
+/// holds (for the marker, should the record be damaged) and how many of
+/// them are evicted.
+pub struct RecordIn {
+    pub bytes: Option<Vec<u8>>,
+    pub lines: u32,
+    pub skip: u32,
 }
 
 /// A block decoded: its raw bytes and where each line starts in them.
@@ -223,6 +271,7 @@ impl Cold {
             return 0;
         }
         let block = Block {
+            id: fresh_id(),
             z: lz4_flex::block::compress(raw).into_boxed_slice(),
             raw_len: raw.len() as u32,
             lines,
@@ -405,27 +454,96 @@ impl Cold {
             .collect()
     }
 
+    /// The blocks as the history log stores them, oldest first.
+    pub(super) fn stored_blocks(&self) -> impl Iterator<Item = StoredBlock<'_>> {
+        self.blocks.iter().map(|b| {
+            let mut header = [0u8; RECORD_HEADER];
+            header[..4].copy_from_slice(&RECORD_MAGIC);
+            header[4..8].copy_from_slice(&b.lines.to_le_bytes());
+            header[8..12].copy_from_slice(&b.raw_len.to_le_bytes());
+            header[12..16].copy_from_slice(&(b.z.len() as u32).to_le_bytes());
+            header[16..24].copy_from_slice(&b.dropped.to_le_bytes());
+            header[24..32].copy_from_slice(&b.sum.to_le_bytes());
+            StoredBlock {
+                id: b.id,
+                skip: b.skip,
+                lines: b.lines,
+                sum: b.sum,
+                header,
+                z: &b.z,
+            }
+        })
+    }
+
     /// The store encoded blocks decode to: each checked line by line; a
     /// block that fails is replaced by a marker line.
     pub(super) fn from_repr(blocks: Vec<BlockRepr>) -> Cold {
+        Cold::from_checked(blocks.into_iter().map(|b| {
+            let lost = b.n.saturating_sub(b.skip);
+            let block = base64_decode(&b.z).map(|z| Block {
+                id: fresh_id(),
+                z: z.into_boxed_slice(),
+                raw_len: b.raw,
+                lines: b.n,
+                skip: b.skip,
+                first: 0,
+                dropped: b.dropped,
+                sum: b.sum,
+            });
+            (block, lost)
+        }))
+    }
+
+    /// The store the history log's block records decode to (`stored_blocks`
+    /// wrote them), checked as `from_repr` checks encoded blocks: a record
+    /// that fails (its header, its bytes, its lines) is replaced by a
+    /// marker line saying how many lines it was said to hold.
+    pub(super) fn from_records(records: Vec<RecordIn>) -> Cold {
+        Cold::from_checked(records.into_iter().map(|r| {
+            let lost = r.lines.saturating_sub(r.skip);
+            let block = r.bytes.and_then(|bytes| {
+                let (head, z) = bytes.split_first_chunk::<RECORD_HEADER>()?;
+                let u32_at = |at: usize| -> Option<u32> {
+                    Some(u32::from_le_bytes(head.get(at..at + 4)?.try_into().ok()?))
+                };
+                let u64_at = |at: usize| -> Option<u64> {
+                    Some(u64::from_le_bytes(head.get(at..at + 8)?.try_into().ok()?))
+                };
+                let lines = u32_at(4)?;
+                if head[..4] != RECORD_MAGIC || u32_at(12)? as usize != z.len() || lines != r.lines
+                {
+                    return None;
+                }
+                Some(Block {
+                    id: fresh_id(),
+                    z: z.into(),
+                    raw_len: u32_at(8)?,
+                    lines,
+                    skip: r.skip,
+                    first: 0,
+                    dropped: u64_at(16)?,
+                    sum: u64_at(24)?,
+                })
+            });
+            (block, lost)
+        }))
+    }
+
+    /// The store holding `blocks` (oldest first), each checked: its raw
+    /// size, its LZ4 stream, its checksum, its framing and every line. One
+    /// that fails, or is `None` (its bytes unreadable), becomes a marker
+    /// line saying its `lost` lines are gone.
+    fn from_checked(blocks: impl Iterator<Item = (Option<Block>, u32)>) -> Cold {
         let mut cold = Cold::default();
         let mut raw = Vec::new();
-        for b in blocks {
-            if b.n == 0 || b.skip >= b.n {
+        for (block, lost) in blocks {
+            if lost == 0 {
                 continue;
             }
-            let checked = base64_decode(&b.z)
-                .filter(|_| (b.raw as usize) <= MAX_BLOCK_RAW)
-                .and_then(|z| {
-                    let block = Block {
-                        z: z.into_boxed_slice(),
-                        raw_len: b.raw,
-                        lines: b.n,
-                        skip: b.skip,
-                        first: cold.next_first,
-                        dropped: b.dropped,
-                        sum: b.sum,
-                    };
+            let checked = block
+                .filter(|b| (b.raw_len as usize) <= MAX_BLOCK_RAW && b.skip < b.lines)
+                .and_then(|mut block| {
+                    block.first = cold.next_first;
                     let spans = decode(&block, &mut raw)?;
                     spans
                         .iter()
@@ -443,8 +561,7 @@ impl Cold {
                     cold.blocks.push_back(block);
                 }
                 None => {
-                    let lost = u64::from(b.n - b.skip);
-                    let line = Line::plain(&marker_text(lost, true));
+                    let line = Line::plain(&marker_text(u64::from(lost), true));
                     let mut raw = Vec::new();
                     frame(std::iter::once(line.view()), &mut raw);
                     cold.push_block(&raw, 1, 0);

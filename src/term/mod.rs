@@ -97,6 +97,7 @@ use vte::ansi::{Processor, Timeout};
 
 pub use capture::{Capture, CaptureOptions, CursorInfo};
 pub use cell::{Cell, Color, INVERSE, Style};
+pub use cold::{RECORD_HEADER, RecordIn, StoredBlock, record_checksum};
 pub use modes::{Modes, MouseEncoding, MouseMode};
 pub use redraw::ViewCache;
 pub use scrollback::Line;
@@ -705,15 +706,27 @@ impl Terminal {
         })
     }
 
-    /// Puts back, oldest first, the history lines a
-    /// `to_json_without_history` encoding left out: they keep their numbers
-    /// (the count of lines ever pushed is the encoding's).
-    pub fn restore_history(&mut self, lines: Vec<Line>) {
-        self.screen.scrollback.restore_lines_later(lines);
+    /// The history's compressed blocks, oldest first, as the history log
+    /// stores them (`server/continuity/history_log.rs`), and how many of
+    /// the newest lines are not in one (the hot lines, numbered up to
+    /// `history_numbering`'s count of lines pushed).
+    pub fn history_blocks(&self) -> (impl Iterator<Item = StoredBlock<'_>>, usize) {
+        let sb = &self.screen.scrollback;
+        (sb.stored_blocks(), sb.hot_len())
+    }
+
+    /// Puts back the history a `to_json_without_history` encoding left
+    /// out, as the history log kept it: its blocks as they are (checked,
+    /// not compressed again; a damaged one becomes a marker line), then
+    /// its newest lines, oldest first. Lines keep their numbers (the count
+    /// of lines ever pushed is the encoding's).
+    pub fn restore_history(&mut self, blocks: Vec<RecordIn>, hot: Vec<Line>) {
+        self.screen.scrollback.restore_blocks(blocks, hot);
     }
 
     /// Whether history lines wait to be compressed (`compress_history`):
-    /// put back by `restore_history` or decoded, which leave it for later
+    /// put back by `restore_history` (lines only, from an older log) or
+    /// decoded, which leave it for later
     /// so that a live upgrade's blackout does not compress every pane.
     pub fn history_backlog(&self) -> bool {
         self.screen.scrollback.has_backlog()

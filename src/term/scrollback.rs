@@ -18,7 +18,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::cold::{BLOCK_RAW, BlockRepr, Cold};
+use super::cold::{BLOCK_RAW, BlockRepr, Cold, RecordIn, StoredBlock};
 use super::grid::Row;
 use super::history_line::LineRepr;
 pub use super::history_line::{HistoryLine, Line, LineRef, LineScratch};
@@ -491,7 +491,7 @@ impl Scrollback {
     }
 
     /// Compresses up to `max_blocks` blocks of the backlog (lines put back
-    /// by `restore_lines_later` or decoded); the byte bound, held off while
+    /// by `restore_blocks` or decoded); the byte bound, held off while
     /// they were uncompressed, applies once they all are. Returns the
     /// blocks compressed.
     pub fn compress_backlog(&mut self, max_blocks: usize) -> usize {
@@ -606,13 +606,6 @@ impl Scrollback {
         self.put_back(lines, true);
     }
 
-    /// `restore_lines`, leaving the compression to `compress_backlog`
-    /// (what a live upgrade or a crash recovery puts back, inside its
-    /// blackout).
-    pub fn restore_lines_later(&mut self, lines: Vec<Line>) {
-        self.put_back(lines, false);
-    }
-
     fn put_back(&mut self, lines: Vec<Line>, freeze: bool) {
         self.epoch = fresh_epoch();
         let pushed = self.pushed;
@@ -620,6 +613,29 @@ impl Scrollback {
             self.push_line(line, freeze);
         }
         self.pushed = pushed;
+    }
+
+    /// The cold blocks as the history log stores them, oldest first.
+    pub fn stored_blocks(&self) -> impl Iterator<Item = StoredBlock<'_>> {
+        self.cold.stored_blocks()
+    }
+
+    /// Lines held hot (the newest ones), not in a block.
+    pub fn hot_len(&self) -> usize {
+        self.lines.len()
+    }
+
+    /// Puts back, into an empty history, the blocks the history log
+    /// stored (checked; a damaged one becomes a marker line) and after
+    /// them the hot lines, leaving these to `compress_backlog` (what a
+    /// live upgrade or a crash recovery puts back, inside its blackout);
+    /// `pushed` is kept.
+    pub fn restore_blocks(&mut self, blocks: Vec<RecordIn>, hot: Vec<Line>) {
+        self.clear();
+        self.cold = Cold::from_records(blocks);
+        self.bytes = self.cold.stored();
+        self.put_back(hot, false);
+        self.trim();
     }
 
     /// Takes back the newest line (used when the screen grows taller).
@@ -1257,7 +1273,7 @@ mod tests {
         assert!(want.len() < 3000 && sb.stored_bytes() <= 20_000);
         let mut back = Scrollback::new(usize::MAX, 20_000);
         back.set_block_raw(1000);
-        back.restore_lines_later(want.clone());
+        back.restore_blocks(Vec::new(), want.clone());
         assert!(back.has_backlog() && back.stored_bytes() > 20_000);
         assert_eq!(all_lines(&back), want);
         let mut turns = 0;

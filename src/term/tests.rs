@@ -1322,7 +1322,7 @@ fn history_lines_put_back_make_the_same_terminal() {
         let lines = (oldest..pushed)
             .map(|n| Line::from_stored(&t.history_line_bytes(n).unwrap()).unwrap())
             .collect();
-        back.restore_history(lines);
+        back.restore_history(Vec::new(), lines);
         // Both decoded: a decode starts the grids' row rings at 0. Blocks
         // are cut where the pushes cut them, so the lines are compared,
         // and the rest without them.
@@ -1335,6 +1335,27 @@ fn history_lines_put_back_make_the_same_terminal() {
         let all = |t: &Terminal| t.history_lines(0, usize::MAX, true);
         assert_eq!(all(&back), all(&decoded), "step {step}");
         assert_eq!(all(&back), all(&t), "step {step}");
+        // As the history log keeps them: the blocks as records, the hot
+        // lines by number. The blocks come back as they were cut.
+        let (blocks, hot) = t.history_blocks();
+        let records = blocks
+            .map(|b| crate::term::RecordIn {
+                bytes: Some([&b.header[..], b.z].concat()),
+                lines: b.lines,
+                skip: b.skip,
+            })
+            .collect();
+        let hot = (pushed - hot as u64..pushed)
+            .map(|n| Line::from_stored(&t.history_line_bytes(n).unwrap()).unwrap())
+            .collect();
+        let mut from_blocks: Terminal = serde_json::from_str(without.get()).unwrap();
+        from_blocks.restore_history(records, hot);
+        assert_eq!(
+            serde_json::to_string(&from_blocks).unwrap(),
+            serde_json::to_string(&decoded).unwrap(),
+            "step {step}"
+        );
+        assert_eq!(all(&from_blocks), all(&t), "step {step}");
         longest = longest.max(t.scrollback_len());
     }
     // The bound was reached: lines were evicted under the cache.

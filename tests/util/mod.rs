@@ -72,6 +72,10 @@
 //! - `crash_upgrade.rs`: either side of a live upgrade killed at a fault
 //!   point. Both share `crash_support/` (the counter, shell and client
 //!   setup and every check after a crash).
+//! - `history_store.rs`: the history log keeps histories' compressed
+//!   blocks: a history byte for byte through a crash, an upgrade and a
+//!   restore, the log holding it compressed, a damaged block record read
+//!   as a marker, the budget's drops giving the log's pages back.
 //! - `fd_store.rs`: the keeper killed under a played systemd whose fd
 //!   store holds the panes; the restart takes them over.
 //! - `activation.rs`: socket activation with a socket passed as systemd

@@ -1,9 +1,14 @@
-//! The history log: every pane's scrollback lines, each as its packed
-//! bytes (`LineRef::stored`, what the history itself holds) after a 4-byte
-//! length, appended to one memfd that the keeper holds with the crash checkpoint
-//! (and that a live upgrade hands to the new server), so a checkpoint
-//! carries each terminal without its history (`"lines": []`) plus where
-//! its lines are in the log (`HistoryRef`).
+//! The history log: every pane's scrollback, appended to one memfd that
+//! the keeper holds with the crash checkpoint (and that a live upgrade
+//! hands to the new server), so a checkpoint carries each terminal without
+//! its history (`"lines": []`) plus where its lines are in the log
+//! (`HistoryRef`). A history's compressed blocks (`term/cold.rs`) are
+//! written as they are, one record each (`Terminal::history_blocks`: a
+//! header, then the LZ4 bytes), when first seen; its newest lines, not yet
+//! in a block, each as its packed bytes (`LineRef::stored`, what the
+//! history itself holds) after a 4-byte length. So the log holds the
+//! history compressed, as the serving process does, and a new server puts
+//! the blocks back without compressing them again.
 //!
 //! Why: a line that scrolled off never changes (until an edit renumbers
 //! the history: a reflow, a clear, which `Terminal::history_numbering`'s
@@ -18,21 +23,30 @@
 //! much memory as the scrollback again), and re-encoded a busy pane's
 //! whole history at every checkpoint.
 //!
-//! Each pane's lines are a list of chunks (byte ranges of the log), oldest
-//! first, of at most `CHUNK_LINES` lines: lines evicted from the history
-//! free their chunk once all of its lines are gone, and a freed range's
-//! memory is given back (`punch_hole`) once no checkpoint the keeper may
-//! still use refers to it (`Server::keeper_flush` calls `release` after
-//! the next checkpoint is sent). Small appends (a pane printing a line
+//! A block is immutable and known by its id: a record is written once,
+//! named by every checkpoint while the history holds its block, and freed
+//! when the block goes (evicted by a bound, dropped by the global budget,
+//! taken back hot, cleared). Its lines also went into chunks while they
+//! were hot; those chunks are freed once all of their lines are in blocks.
+//!
+//! Each pane's hot lines are a list of chunks (byte ranges of the log),
+//! oldest first, of at most `CHUNK_LINES` lines: lines evicted from the
+//! history (or frozen into a block) free their chunk once all of its lines
+//! are gone, and a freed range's memory (a chunk's or a record's) is given
+//! back (`punch_hole`) once no checkpoint the keeper may still use refers
+//! to it (`Server::keeper_flush` calls `release` after the next checkpoint
+//! is sent). Small appends (a pane printing a line
 //! per checkpoint) are merged, like a binary counter, so a pane has at
 //! most about `log2(CHUNK_LINES)` chunks below the full size: a merge
 //! copies bytes, it does not encode again.
 //!
-//! Invariant: for every pane, its chunks hold the lines numbered
-//! `first..next` in order, and `next` is at most the history's `pushed`.
+//! Invariant: for every pane, its blocks are records of the history's
+//! blocks as they were at its last sync, in order, and its chunks hold the
+//! lines numbered `first..next` in order, `next` at most the history's
+//! `pushed`.
 
 use crate::handoff::manifest::HistoryRef;
-use crate::term::Terminal;
+use crate::term::{RECORD_HEADER, RecordIn, StoredBlock, Terminal};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -51,8 +65,23 @@ struct Chunk {
     lines: u32,
 }
 
+/// A block record in the log: where, and which block of the history.
+#[derive(Clone, Copy, Debug)]
+struct LoggedBlock {
+    id: u64,
+    offset: u64,
+    len: u64,
+    lines: u32,
+}
+
+/// Largest block record read back: a block's raw size is at most 4 MiB,
+/// and LZ4 grows incompressible input by less than 1 %.
+const MAX_RECORD: u64 = 5 << 20;
+
 #[derive(Debug, Default)]
 struct PaneLog {
+    /// The history's blocks' records, oldest first.
+    blocks: Vec<LoggedBlock>,
     /// `Terminal::history_numbering`'s epoch the chunks are numbered in.
     epoch: u64,
     /// Number of the first line of `chunks[0]` (or `next` if none).
@@ -111,45 +140,99 @@ impl HistoryLog {
     /// where they are; `None` if its lines cannot be numbered (then they
     /// travel inside the terminal's encoding).
     pub fn sync(&mut self, id: u64, term: &Terminal) -> Result<Option<HistoryRef>, String> {
-        let Some((epoch, oldest, pushed)) = term.history_numbering() else {
+        let Some((epoch, _, pushed)) = term.history_numbering() else {
             self.forget(id);
             return Ok(None);
         };
+        let (blocks, hot) = term.history_blocks();
+        let hot_first = pushed - hot as u64;
         let mut pane = self.panes.remove(&id).unwrap_or_default();
-        if pane.epoch != epoch || pane.next < oldest || pane.next > pushed || pane.first > oldest {
-            // Renumbered, or fell behind by more than the history holds:
-            // start over from what the history holds now.
+        let blocks = self.sync_blocks(&mut pane, blocks);
+        if pane.epoch != epoch
+            || pane.next < hot_first
+            || pane.next > pushed
+            || pane.first > hot_first
+        {
+            // Renumbered, or fell behind by more than the hot lines hold:
+            // start over from the hot lines there are now.
             self.freed
                 .extend(pane.chunks.iter().map(|c| (c.offset, c.len)));
-            pane = PaneLog {
-                epoch,
-                first: oldest,
-                next: oldest,
-                chunks: VecDeque::new(),
-                stamp: 0,
-            };
+            pane.epoch = epoch;
+            pane.first = hot_first;
+            pane.next = hot_first;
+            pane.chunks.clear();
         }
         while let Some(c) = pane.chunks.front().copied() {
-            if pane.first + u64::from(c.lines) > oldest {
+            if pane.first + u64::from(c.lines) > hot_first {
                 break;
             }
             pane.chunks.pop_front();
             pane.first += u64::from(c.lines);
             self.freed.push((c.offset, c.len));
         }
-        let result = self.append(&mut pane, term, pushed);
+        let result = blocks.and_then(|skip| self.append(&mut pane, term, pushed).map(|()| skip));
         self.syncs += 1;
         pane.stamp = self.syncs;
-        let reference = HistoryRef {
+        let reference = result.map(|block_skip| HistoryRef {
+            blocks: pane
+                .blocks
+                .iter()
+                .map(|b| (b.offset, b.len, b.lines))
+                .collect(),
+            block_skip,
             chunks: pane.chunks.iter().map(|c| (c.offset, c.len)).collect(),
-            skip: oldest - pane.first,
-            lines: pushed - oldest,
-        };
+            skip: hot_first - pane.first,
+            lines: hot as u64,
+        });
         self.panes.insert(id, pane);
-        result.map(|()| Some(reference))
+        reference.map(Some)
     }
 
-    /// Writes lines `pane.next..pushed` at the end of the log, as chunks
+    /// Makes `pane.blocks` the records of `blocks` (the history's, oldest
+    /// first): a block seen before keeps its record, a new one is written,
+    /// one gone frees its record. Returns the oldest block's lines evicted.
+    fn sync_blocks<'a>(
+        &mut self,
+        pane: &mut PaneLog,
+        blocks: impl Iterator<Item = StoredBlock<'a>>,
+    ) -> Result<u32, String> {
+        let mut known: HashMap<u64, LoggedBlock> =
+            pane.blocks.drain(..).map(|b| (b.id, b)).collect();
+        let mut skip = None;
+        let mut result = Ok(());
+        for block in blocks {
+            skip.get_or_insert(block.skip);
+            if let Some(logged) = known.remove(&block.id) {
+                pane.blocks.push(logged);
+                continue;
+            }
+            if result.is_err() {
+                continue;
+            }
+            // Never over bytes another server wrote (see `append`).
+            self.end = self.end.max(self.file.metadata().map_or(0, |m| m.len()));
+            self.buf.clear();
+            self.buf.extend_from_slice(&block.header);
+            self.buf.extend_from_slice(block.z);
+            result = self
+                .file
+                .write_all_at(&self.buf, self.end)
+                .map_err(|e| format!("writing a history block to the history log: {e}"));
+            if result.is_ok() {
+                pane.blocks.push(LoggedBlock {
+                    id: block.id,
+                    offset: self.end,
+                    len: self.buf.len() as u64,
+                    lines: block.lines,
+                });
+                self.end += self.buf.len() as u64;
+            }
+        }
+        self.freed.extend(known.values().map(|b| (b.offset, b.len)));
+        result.map(|()| skip.unwrap_or(0))
+    }
+
+    /// Writes lines `pane.next..pushed` (hot ones) at the end of the log, as chunks
     /// of at most `CHUNK_LINES`, then merges small chunks.
     fn append(&mut self, pane: &mut PaneLog, term: &Terminal, pushed: u64) -> Result<(), String> {
         if pane.next >= pushed {
@@ -242,6 +325,8 @@ impl HistoryLog {
         if let Some(pane) = self.panes.remove(&id) {
             self.freed
                 .extend(pane.chunks.iter().map(|c| (c.offset, c.len)));
+            self.freed
+                .extend(pane.blocks.iter().map(|b| (b.offset, b.len)));
         }
     }
 
@@ -254,38 +339,68 @@ impl HistoryLog {
     }
 
     /// Takes pane `id`'s lines as another server wrote them (`reference`,
-    /// read by `read_lines`, which counted each chunk's lines, and decoded
-    /// into `term` already): later checkpoints append after them rather
-    /// than write them again.
-    pub fn adopt_pane(&mut self, id: u64, term: &Terminal, reference: &HistoryRef, counts: &[u32]) {
-        let Some((epoch, oldest, pushed)) = term.history_numbering() else {
+    /// read by `read_history`, which counted each chunk's lines, and
+    /// put back into `term` already): later checkpoints append after them
+    /// rather than write them again. Blocks are taken only if `term` holds
+    /// each as its record says (none was damaged); else they are written
+    /// again, and the sweep gives the old records back.
+    pub fn adopt_pane(
+        &mut self,
+        id: u64,
+        term: &Terminal,
+        reference: &HistoryRef,
+        counts: &LogCounts,
+    ) {
+        let Some((epoch, _, pushed)) = term.history_numbering() else {
             return;
         };
-        let lines: u64 = counts.iter().map(|&n| u64::from(n)).sum();
-        if pushed - oldest != reference.lines
-            || counts.len() != reference.chunks.len()
+        let (blocks, hot) = term.history_blocks();
+        let hot_first = pushed - hot as u64;
+        let lines: u64 = counts.chunks.iter().map(|&n| u64::from(n)).sum();
+        if hot as u64 != reference.lines
+            || counts.chunks.len() != reference.chunks.len()
             || lines != reference.skip + reference.lines
-            || oldest < reference.skip
+            || hot_first < reference.skip
         {
             return;
         }
+        let blocks: Vec<StoredBlock> = blocks.collect();
+        let same = blocks.len() == reference.blocks.len()
+            && blocks
+                .iter()
+                .zip(&reference.blocks)
+                .zip(&counts.sums)
+                .all(|((b, r), sum)| b.lines == r.2 && Some(b.sum) == *sum);
+        let blocks = if same {
+            blocks
+                .iter()
+                .zip(&reference.blocks)
+                .map(|(b, &(offset, len, lines))| LoggedBlock {
+                    id: b.id,
+                    offset,
+                    len,
+                    lines,
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         let chunks = reference
             .chunks
             .iter()
-            .zip(counts)
+            .zip(&counts.chunks)
             .map(|(&(offset, len), &lines)| Chunk { offset, len, lines })
             .collect();
+        self.syncs += 1;
         self.panes.insert(
             id,
             PaneLog {
+                blocks,
                 epoch,
-                first: oldest - reference.skip,
+                first: hot_first - reference.skip,
                 next: pushed,
                 chunks,
-                stamp: {
-                    self.syncs += 1;
-                    self.syncs
-                },
+                stamp: self.syncs,
             },
         );
     }
@@ -337,7 +452,10 @@ impl HistoryLog {
         let mut named: Vec<(u64, u64)> = self
             .panes
             .values()
-            .flat_map(|p| p.chunks.iter().map(|c| (c.offset, c.offset + c.len)))
+            .flat_map(|p| {
+                let chunks = p.chunks.iter().map(|c| (c.offset, c.offset + c.len));
+                chunks.chain(p.blocks.iter().map(|b| (b.offset, b.offset + b.len)))
+            })
             .collect();
         named.sort_unstable();
         self.end = self.end.max(self.file.metadata().map_or(0, |m| m.len()));
@@ -377,10 +495,51 @@ impl HistoryLog {
     }
 }
 
-/// The lines a `HistoryRef` names, read from the log and checked: the
-/// history's lines oldest first, and how many lines each chunk holds (for
-/// `adopt_pane`).
-pub fn read_lines(
+/// What a `HistoryRef` names, read from the log: the blocks' records (for
+/// `Terminal::restore_history`, which checks them) and the hot
+/// lines, checked, oldest first.
+pub struct ReadBack {
+    pub blocks: Vec<RecordIn>,
+    pub lines: Vec<crate::term::Line>,
+    pub counts: LogCounts,
+}
+
+/// What `adopt_pane` needs to know of what was read: each chunk's line
+/// count and each block record's checksum (`None`: its header unreadable).
+#[derive(Clone, Debug, Default)]
+pub struct LogCounts {
+    chunks: Vec<u32>,
+    sums: Vec<Option<u64>>,
+}
+
+/// Reads what `reference` names from the log. A block record that cannot
+/// be read is passed on as damaged (its lines become a marker line); a
+/// damaged line, or a count that does not add up, is an error.
+pub fn read_history(file: &File, reference: &HistoryRef) -> Result<ReadBack, String> {
+    let mut blocks = Vec::with_capacity(reference.blocks.len());
+    let mut sums = Vec::with_capacity(reference.blocks.len());
+    for (k, &(offset, len, lines)) in reference.blocks.iter().enumerate() {
+        let bytes = (len >= RECORD_HEADER as u64 && len <= MAX_RECORD)
+            .then(|| {
+                let mut bytes = vec![0; len as usize];
+                file.read_exact_at(&mut bytes, offset).ok().map(|()| bytes)
+            })
+            .flatten();
+        sums.push(bytes.as_deref().and_then(crate::term::record_checksum));
+        let skip = if k == 0 { reference.block_skip } else { 0 };
+        blocks.push(RecordIn { bytes, lines, skip });
+    }
+    let (lines, chunks) = read_lines(file, reference)?;
+    Ok(ReadBack {
+        blocks,
+        lines,
+        counts: LogCounts { chunks, sums },
+    })
+}
+
+/// The hot lines a `HistoryRef` names, read from the log and checked,
+/// oldest first, and how many lines each chunk holds (for `adopt_pane`).
+fn read_lines(
     file: &File,
     reference: &HistoryRef,
 ) -> Result<(Vec<crate::term::Line>, Vec<u32>), String> {
@@ -437,9 +596,9 @@ mod tests {
     fn read_back(log: &HistoryLog, t: &Terminal, r: &HistoryRef) -> String {
         let without = t.to_json_without_history().unwrap();
         let mut back: Terminal = serde_json::from_str(without.get()).unwrap();
-        let (lines, counts) = read_lines(log.file(), r).unwrap();
-        assert_eq!(counts.len(), r.chunks.len());
-        back.restore_history(lines);
+        let read = read_history(log.file(), r).unwrap();
+        assert_eq!(read.counts.chunks.len(), r.chunks.len());
+        back.restore_history(read.blocks, read.lines);
         serde_json::to_string(&back).unwrap()
     }
 
@@ -470,8 +629,12 @@ mod tests {
             ..TermConfig::default()
         };
         let mut t = Terminal::new(30, 6, config);
+        // Blocks of a few dozen lines: most of the history is in blocks.
+        t.set_history_block_bytes(1500);
         let mut log = HistoryLog::create().unwrap();
         let mut n = 0;
+        let mut logged = std::collections::HashSet::new();
+        let mut blocks_seen = 0;
         for step in 0..300 {
             let before = t.history_numbering();
             match below(100) {
@@ -497,6 +660,7 @@ mod tests {
                 93..96 => t.inject_history(&[format!("injected {step}"), "more".into()]),
                 96..98 => {
                     t = serde_json::from_str(&serde_json::to_string(&t).unwrap()).unwrap();
+                    t.set_history_block_bytes(1500);
                 }
                 _ => {}
             }
@@ -513,8 +677,23 @@ mod tests {
                     bytes += t.history_line_bytes(k).unwrap().len() as u64 + 4;
                 }
                 let small: u64 = r.chunks.iter().map(|c| c.1).sum();
-                assert!(log.end - end_before <= bytes + small, "step {step}");
+                // And the blocks frozen since, each once.
+                let blocks: u64 = r
+                    .blocks
+                    .iter()
+                    .filter(|b| !logged.contains(&b.0))
+                    .map(|b| b.1)
+                    .sum();
+                assert!(
+                    log.end - end_before <= bytes + small + blocks,
+                    "step {step}"
+                );
             }
+            // A block's record stays where it was written while it lives.
+            let (held, _) = t.history_blocks();
+            assert_eq!(held.count(), r.blocks.len(), "step {step}");
+            blocks_seen = blocks_seen.max(r.blocks.len());
+            logged = r.blocks.iter().map(|b| b.0).collect();
             let full = u64::from(CHUNK_LINES);
             let lines = r.skip + r.lines;
             assert!(
@@ -532,6 +711,7 @@ mod tests {
                 "step {step}, after releasing"
             );
         }
+        assert!(blocks_seen > 5, "{blocks_seen} blocks at most");
         // Its memory is about the history's, not all that went through.
         let named: u64 = log
             .sync(1, &t)
@@ -540,12 +720,109 @@ mod tests {
             .chunks
             .iter()
             .map(|c| c.1)
-            .sum();
+            .sum::<u64>()
+            + block_bytes(&log);
         assert!(
             log.allocated_bytes() <= named + 64 * PAGE,
             "{} > {named}",
             log.allocated_bytes()
         );
+    }
+
+    /// Bytes of the block records the log's panes name.
+    fn block_bytes(log: &HistoryLog) -> u64 {
+        log.panes
+            .values()
+            .flat_map(|p| p.blocks.iter().map(|b| b.len))
+            .sum()
+    }
+
+    /// Lines a log would print, compressible as logs are.
+    fn log_lines(t: &mut Terminal, from: usize, to: usize) {
+        for i in from..to {
+            let line = format!(
+                "2026-12-02T13:{:02}:{:02} INFO worker {} handled request {i} in {} ms\r\n",
+                i / 60 % 60,
+                i % 60,
+                i % 7,
+                i % 13
+            );
+            feed(t, line.as_bytes());
+        }
+    }
+
+    /// The log holds a history compressed, as the history does: its
+    /// blocks once each, with a block or two of hot lines uncompressed.
+    #[test]
+    fn the_log_holds_the_history_compressed() {
+        let config = TermConfig {
+            scrollback_lines: 10_000,
+            ..TermConfig::default()
+        };
+        let mut t = Terminal::new(80, 24, config);
+        let mut log = HistoryLog::create().unwrap();
+        for k in 0..40 {
+            log_lines(&mut t, k * 500, (k + 1) * 500);
+            log.sync(1, &t).unwrap();
+            let freed = log.take_freed();
+            log.release(freed);
+        }
+        let r = log.sync(1, &t).unwrap().unwrap();
+        assert!(r.blocks.len() > 10, "{} blocks", r.blocks.len());
+        let raw: u64 = (t.history_numbering().unwrap().1..t.history_numbering().unwrap().2)
+            .map(|n| t.history_line_bytes(n).unwrap().len() as u64 + 4)
+            .sum();
+        assert!(
+            log.allocated_bytes() * 2 < raw,
+            "{} bytes in the log for {raw} of lines",
+            log.allocated_bytes()
+        );
+        assert_eq!(read_back(&log, &t, &r), plain(&t));
+    }
+
+    /// A block record damaged in the log (junk over its bytes, or its
+    /// header) reads back as one marker line where its lines were: every
+    /// other line is intact, and a server adopting the log writes the
+    /// blocks again rather than name the damaged record.
+    #[test]
+    fn a_damaged_block_record_is_a_marker() {
+        let mut t = Terminal::new(80, 24, TermConfig::default());
+        t.set_history_block_bytes(2000);
+        log_lines(&mut t, 0, 600);
+        let r = HistoryLog::create().unwrap().sync(1, &t).unwrap().unwrap();
+        assert!(r.blocks.len() >= 4);
+        let all = |t: &Terminal| t.history_lines(0, usize::MAX, false).lines;
+        let want = all(&t);
+        let lost = r.blocks[1].2 as usize;
+        let before = r.blocks[0].2 as usize - r.block_skip as usize;
+        for at in [RECORD_HEADER as u64 + 10, 0, 13] {
+            let mut dup = HistoryLog::create().unwrap();
+            let r2 = dup.sync(1, &t).unwrap().unwrap();
+            dup.file()
+                .write_all_at(b"junk junk junk", r2.blocks[1].0 + at)
+                .unwrap();
+            let without = t.to_json_without_history().unwrap();
+            let mut back: Terminal = serde_json::from_str(without.get()).unwrap();
+            let read = read_history(dup.file(), &r2).unwrap();
+            back.restore_history(read.blocks, read.lines);
+            let got = all(&back);
+            assert_eq!(got[..before], want[..before], "junk at {at}");
+            assert!(
+                got[before].contains(&format!("{lost} history lines lost here")),
+                "junk at {at}: {}",
+                got[before]
+            );
+            assert_eq!(got[before + 1..], want[before + lost..], "junk at {at}");
+            let mut new = HistoryLog::adopt(dup.file().try_clone().unwrap());
+            new.adopt_pane(1, &back, &r2, &read.counts);
+            let again = new.sync(1, &back).unwrap().unwrap();
+            let damaged = r2.blocks[1].0;
+            assert!(
+                again.blocks.iter().all(|b| b.0 > damaged),
+                "junk at {at}: a record adopted"
+            );
+            assert_eq!(read_back(&new, &back, &again), plain(&back));
+        }
     }
 
     /// A new server that adopts the log appends after what it names and
@@ -562,9 +839,9 @@ mod tests {
         let mut new = HistoryLog::adopt(old.file().try_clone().unwrap());
         let without = t.to_json_without_history().unwrap();
         let mut back: Terminal = serde_json::from_str(without.get()).unwrap();
-        let (lines, counts) = read_lines(new.file(), &r).unwrap();
-        back.restore_history(lines);
-        new.adopt_pane(7, &back, &r, &counts);
+        let read = read_history(new.file(), &r).unwrap();
+        back.restore_history(read.blocks, read.lines);
+        new.adopt_pane(7, &back, &r, &read.counts);
         let end = new.end;
         let again = new.sync(7, &back).unwrap().unwrap();
         assert_eq!(again, r);
@@ -607,11 +884,11 @@ mod tests {
         let r = old.sync(1, &t).unwrap().unwrap();
         let before = old.allocated_bytes();
         let mut new = HistoryLog::adopt(old.file().try_clone().unwrap());
-        let (lines, counts) = read_lines(new.file(), &r).unwrap();
+        let read = read_history(new.file(), &r).unwrap();
         let without = t.to_json_without_history().unwrap();
         let mut back: Terminal = serde_json::from_str(without.get()).unwrap();
-        back.restore_history(lines);
-        new.adopt_pane(1, &back, &r, &counts);
+        back.restore_history(read.blocks, read.lines);
+        new.adopt_pane(1, &back, &r, &read.counts);
         new.sweep();
         let named: u64 = r.chunks.iter().map(|c| c.1).sum();
         assert!(new.allocated_bytes() < before, "nothing given back");

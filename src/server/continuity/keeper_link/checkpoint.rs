@@ -223,7 +223,10 @@ impl KeeperLink {
         id: u64,
         terminal: &crate::term::Terminal,
         raw: Box<serde_json::value::RawValue>,
-        history: Option<(&HistoryRef, &[u32])>,
+        history: Option<(
+            &HistoryRef,
+            &crate::server::continuity::history_log::LogCounts,
+        )>,
     ) {
         if let (Some(log), Some((reference, counts))) = (&mut self.log, history) {
             log.adopt_pane(id, terminal, reference, counts);

@@ -3,6 +3,7 @@
 //! then the deltas the old side sends until it pauses.
 
 use super::*;
+use crate::server::continuity::history_log::LogCounts;
 
 /// The pre-copy comes before the pause: decoding it, and building the
 /// server shell (poll, signals, disk thread, log) around the listener and
@@ -101,8 +102,8 @@ struct DecodedPane {
     /// The terminal's JSON as it came (for the checkpoint cache: see
     /// `seed_checkpoint_cache`).
     raw: Option<Box<RawValue>>,
-    /// Where its history lines are in the log, and each chunk's line count.
-    history: Option<(HistoryRef, Vec<u32>)>,
+    /// Where its history lines are in the log, and what was read there.
+    history: Option<(HistoryRef, LogCounts)>,
 }
 
 /// A pre-copy or delta line: the pane's record and runtime state with its
@@ -124,10 +125,10 @@ fn decode_pane_line(line: &[u8], log: Option<&std::fs::File>) -> Result<DecodedP
                 PaneId::new(rt.id)
             )
         })?;
-        let (lines, counts) = crate::server::continuity::history_log::read_lines(log, &reference)
+        let read = crate::server::continuity::history_log::read_history(log, &reference)
             .map_err(|e| format!("pane {}: {e}", PaneId::new(rt.id)))?;
-        term.restore_history(lines);
-        history = Some((reference, counts));
+        term.restore_history(read.blocks, read.lines);
+        history = Some((reference, read.counts));
     }
     Ok(DecodedPane {
         rec,
@@ -148,12 +149,12 @@ fn seed_checkpoint_cache(
     shell: &mut Server,
     id: u64,
     raw: Option<Box<RawValue>>,
-    history: Option<(HistoryRef, Vec<u32>)>,
+    history: Option<(HistoryRef, LogCounts)>,
 ) {
     if let (Some(raw), Some(pane)) = (raw, shell.panes.get(&id))
         && pane.screen().changes() == 0
     {
-        let history = history.as_ref().map(|(r, c)| (r, c.as_slice()));
+        let history = history.as_ref().map(|(r, c)| (r, c));
         shell.keeper.seed_screen(id, pane.screen(), raw, history);
     }
 }
