@@ -496,19 +496,7 @@ fn a_split_view_comes_back_after_a_live_upgrade_and_a_crash() {
     let want = view_of(&moved);
     assert_ne!(want.0, b);
 
-    let dead = ptyd.serving_pid();
-    // SAFETY: kill(2) of the serving process this test's server forked.
-    unsafe { libc::kill(dead, libc::SIGKILL) };
-    let mut c = util::eventually("a replacement server to answer", || {
-        let mut c = util::Conn::try_connect(&ptyd.socket())?;
-        match c.try_call("server.status", json!({})) {
-            Some(Ok(status)) => {
-                let pid = status["pid"].as_i64().unwrap_or(0) as i32;
-                (pid != dead && pid != 0).then_some(c)
-            }
-            _ => None,
-        }
-    });
+    let mut c = ptyd.crash_serving();
     util::eventually("both clients back", || {
         let n = c.ok("client.list", json!({}))["clients"]
             .as_array()

@@ -355,14 +355,17 @@ impl Server {
             }
             v.zoom &= split;
             let (focus, zoom) = (v.focus, v.zoom);
-            let key = self.view_key(id, tab);
-            let told = serde_json::to_vec(&json!({
+            let mut told = json!({
                 "workspace": workspace,
                 "tab": tab,
                 "focus": focus,
                 "zoom": zoom,
-            }))
-            .unwrap_or_default();
+            });
+            if let Some(scroll) = v.scroll.spec() {
+                told["scroll"] = json!(scroll);
+            }
+            let key = self.view_key(id, tab);
+            let told = serde_json::to_vec(&told).unwrap_or_default();
             let Some(c) = self.conns.get_mut(&id) else {
                 continue;
             };
