@@ -221,7 +221,9 @@ pub struct ResizeSplit {
 
 /// `pane.zoom` → the tab: the pane (default: the active tab's focus)
 /// fills its tab, and is focused; `zoom: false` unzooms, absent toggles.
-/// A tab of one pane stays unzoomed.
+/// A tab of one pane stays unzoomed. With `client` (a number from
+/// `client.list`), that client's view alone zooms (the pane defaults to
+/// its focus) and the tab's default stays.
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct PaneZoom {
@@ -229,6 +231,8 @@ pub struct PaneZoom {
     pub target: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub zoom: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<usize>,
 }
 
 /// `pane.break` → the new tab: the pane (default: the active tab's
@@ -907,6 +911,7 @@ mod tests {
             Request::PaneZoom(PaneZoom {
                 target: None,
                 zoom: Some(false),
+                client: Some(7),
             }),
             Request::PaneBreak(PaneBreak {
                 target: Some("p1".into()),

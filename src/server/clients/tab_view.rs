@@ -10,7 +10,8 @@
 //! focus (and the default); a request that changes a tab's default
 //! (`ptyd zoom`, a split from the CLI) moves every client of the tab
 //! (`follow_tree`), `pane.focus` every client of the workspace or one
-//! client. A client is told its view (`VIEW` frame) whenever it changes,
+//! client; `pane.zoom` naming a client zooms that client's view alone. A
+//! client is told its view (`VIEW` frame) whenever it changes,
 //! and hands it back when it reconnects after a crash; a live upgrade
 //! carries it.
 //!
@@ -702,12 +703,7 @@ impl Server {
         };
         let workspace = self.tree.tabs.get(&tab).map(|t| t.workspace);
         let ids: Vec<ConnId> = match only {
-            Some(id) if self.view_of(id).is_some() => vec![id],
-            Some(id) => {
-                return Err(format!(
-                    "client {id} shows no tab (it is not attached, or attached --pane-only);                      `ptyd clients` lists the clients and their views"
-                ));
-            }
+            Some(id) => vec![self.view_client(id)?.0],
             None => (self.conns.iter())
                 .filter_map(|(id, c)| Some((*id, c.tab_view()?.tab)))
                 .filter(|(_, t)| self.tree.tabs.get(t).map(|t| t.workspace) == workspace)
@@ -727,6 +723,51 @@ impl Server {
         }
         self.sync_views();
         Ok(())
+    }
+
+    /// `pane.zoom` with `client`: client `only`'s view zooms `pane`
+    /// (default: its focus), showing its tab focused on it, or unzooms
+    /// (`zoom: None` toggles, as `Tree::zoom` does); the tab's default and
+    /// the other clients stay. Returns the pane's tab; `Err` names a
+    /// client that is not a tab view, or a pane in no tab.
+    pub(in crate::server) fn zoom_view(
+        &mut self,
+        only: ConnId,
+        pane: Option<PaneId>,
+        zoom: Option<bool>,
+    ) -> Result<TabId, String> {
+        let (id, v) = self.view_client(only)?;
+        let pane = pane.unwrap_or(v.focus);
+        let Some(t) = self.tree.tab_of(pane).and_then(|t| self.tree.tabs.get(&t)) else {
+            return Err(format!("pane {pane} is in no tab"));
+        };
+        let split = matches!(t.layout, crate::workspace::layout::Layout::Split { .. });
+        let tab = t.id;
+        let on = zoom.unwrap_or(!(v.tab == tab && v.zoom)) && split;
+        if let Some(v) = self.conns.get_mut(&id).and_then(|c| c.tab_view_mut()) {
+            if v.tab != tab {
+                v.tab = tab;
+                v.focus = pane;
+                v.activity.remove(&tab);
+            }
+            if on {
+                v.focus = pane;
+            }
+            v.zoom = on;
+        }
+        self.mark_view_stale(id);
+        self.sync_views();
+        Ok(tab)
+    }
+
+    /// Client `id`'s tab view, for a request that names the client.
+    fn view_client(&self, id: ConnId) -> Result<(ConnId, &TabView), String> {
+        self.view_of(id).map(|v| (id, v)).ok_or_else(|| {
+            format!(
+                "client {id} shows no tab (it is not attached, or attached --pane-only); \
+                 `ptyd clients` lists the clients and their views"
+            )
+        })
     }
 
     pub(super) fn client_size(&self, conn: ConnId) -> (u16, u16) {
