@@ -59,6 +59,17 @@ pub enum StatusPosition {
     Off,
 }
 
+/// A VIEW frame's payload: a client's own view.
+#[derive(Debug, PartialEq, serde::Serialize)]
+struct Told {
+    workspace: crate::model::WorkspaceId,
+    tab: TabId,
+    focus: PaneId,
+    zoom: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    scroll: Option<methods::ScrollSpec>,
+}
+
 /// One client's view of a tab.
 #[derive(Debug)]
 pub struct TabView {
@@ -82,7 +93,7 @@ pub struct TabView {
     /// What the last frame was drawn from, besides the panes' screens.
     seen: u64,
     /// The view the client was last told (`VIEW`).
-    told: Option<Vec<u8>>,
+    told: Option<Told>,
     last_frame: Option<Instant>,
     /// Keys went to the focused pane since the last frame that showed its
     /// output: its next output is their echo.
@@ -356,17 +367,14 @@ impl Server {
             }
             v.zoom &= split;
             let (focus, zoom) = (v.focus, v.zoom);
-            let mut told = json!({
-                "workspace": workspace,
-                "tab": tab,
-                "focus": focus,
-                "zoom": zoom,
-            });
-            if let Some(scroll) = v.scroll.spec() {
-                told["scroll"] = json!(scroll);
-            }
+            let told = Told {
+                workspace,
+                tab,
+                focus,
+                zoom,
+                scroll: v.scroll.spec(),
+            };
             let key = self.view_key(id, tab);
-            let told = serde_json::to_vec(&told).unwrap_or_default();
             let Some(c) = self.conns.get_mut(&id) else {
                 continue;
             };
@@ -387,9 +395,11 @@ impl Server {
                     relayout.push(tab);
                 }
             }
-            if v.told.as_deref() != Some(&told[..]) {
-                v.told = Some(told.clone());
-                c.queue_frame_unbounded(frame::server::VIEW, &told);
+            // Compared as it is, every turn; encoded only when it changed.
+            if v.told.as_ref() != Some(&told) {
+                let payload = serde_json::to_vec(&told).unwrap_or_default();
+                v.told = Some(told);
+                c.queue_frame_unbounded(frame::server::VIEW, &payload);
             }
         }
         for tab in relayout {
@@ -412,7 +422,7 @@ impl Server {
     fn view_key(&self, conn: ConnId, tab: TabId) -> u64 {
         let mut h = DefaultHasher::new();
         if let Some(t) = self.tree.tabs.get(&tab) {
-            format!("{:?}", t.layout).hash(&mut h);
+            hash_layout(&t.layout, &mut h);
             t.name.hash(&mut h);
             if let Some(w) = self.tree.workspaces.get(&t.workspace) {
                 w.name.hash(&mut h);
@@ -454,8 +464,11 @@ impl Server {
                 if v.typed && attached == pane {
                     v.echo = true;
                 }
-            } else {
-                v.activity.insert(tab);
+            } else if v.activity.insert(tab) {
+                // The status line marks the tab now, not at the next
+                // frame something else brings.
+                a.view.stale = true;
+                any = true;
             }
         }
         self.stale_views |= any;
@@ -498,25 +511,33 @@ impl Server {
         let (_, status_row) = tab_area(cols, rows, self.status_position());
         // The titles sit in the rows the layout was given up for, which
         // are worked out at the tab's size (as `tab_geometry`).
-        let (tab_cols, tab_rows) = self.clients_size(v.tab).unwrap_or((cols, rows));
-        let (tab_rect, _) = tab_area(tab_cols, tab_rows, self.status_position());
-        let label = |p: PaneId| self.pane_label(p);
-        let titles = titles::titles(&g, tab_rect, self.config.pane_titles, tab.focus, &label);
+        let overlay = match &v.keys {
+            Mode::Choose(chooser) => Some(chooser.lines(usize::from(g.area.rows))),
+            _ => v.overlay.clone(),
+        };
+        // An echo drawn in place takes the focused pane only: the status
+        // line and the titles wait for the next whole frame.
+        let in_place =
+            echo_only && (v.compositor).draws_focused_in_place(cols, rows, overlay.is_some());
+        let titles = if in_place {
+            Vec::new()
+        } else {
+            let (tab_cols, tab_rows) = self.clients_size(v.tab).unwrap_or((cols, rows));
+            let (tab_rect, _) = tab_area(tab_cols, tab_rows, self.status_position());
+            let label = |p: PaneId| self.pane_label(p);
+            titles::titles(&g, tab_rect, self.config.pane_titles, tab.focus, &label)
+        };
         let message = v
             .message
             .as_ref()
             .filter(|(_, at)| now < *at + MESSAGE_FOR)
             .map(|(m, _)| m.clone());
-        let status = status_row.map(|row| {
+        let status = status_row.filter(|_| !in_place).map(|row| {
             let line = self.status_of(conn, tab.id, read_only, message.clone());
             (row, status::render(&line, cols))
         });
         let panes = &self.panes;
         let lookup = |id: PaneId| panes.get(&id.get()).map(|p| p.screen());
-        let overlay = match &v.keys {
-            Mode::Choose(chooser) => Some(chooser.lines(usize::from(g.area.rows))),
-            _ => v.overlay.clone(),
-        };
         let scene = Scene {
             cols,
             rows,
@@ -800,6 +821,26 @@ impl Server {
 }
 
 /// The column of the cursor in a prompt's line on the status line.
+/// Hashes a layout's shape, panes and ratios (`view_key`, every turn:
+/// without formatting it).
+fn hash_layout(layout: &crate::workspace::layout::Layout, h: &mut impl Hasher) {
+    use crate::workspace::layout::Layout;
+    match layout {
+        Layout::Pane(p) => p.hash(h),
+        Layout::Split {
+            direction,
+            ratio,
+            first,
+            second,
+        } => {
+            (*direction as u8).hash(h);
+            ratio.to_bits().hash(h);
+            hash_layout(first, h);
+            hash_layout(second, h);
+        }
+    }
+}
+
 fn prompt_column(keys: &Mode) -> Option<u16> {
     let Mode::Prompt { purpose, line } = keys else {
         return None;
