@@ -644,22 +644,9 @@ fn after_a_server_crash_the_client_offers_its_terminal_again() {
     let tmux = Tmux::outer_session(&ptyd, 100, 30);
     tmux.type_line(&format!("{} attach {id}", shell_quote(util::PTYD)));
     wait_direct(&mut c, true);
-    let dead = ptyd.serving_pid();
-    // SAFETY: kill(2) of the serving process this test's server forked.
-    unsafe { libc::kill(dead, libc::SIGKILL) };
     // The keeper's replacement serves the pane; the client reconnects and
     // hands it its terminal (the old server's copy died with it).
-    let mut c = util::eventually("a replacement server to answer", || {
-        UnixStream::connect(ptyd.socket()).ok()?;
-        let mut c = util::Conn::connect(&ptyd.socket());
-        match c.try_call("server.status", json!({})) {
-            Some(Ok(status)) => {
-                let pid = status["pid"].as_i64().unwrap_or(0) as i32;
-                (pid != dead && pid != 0).then_some(c)
-            }
-            _ => None,
-        }
-    });
+    let mut c = ptyd.crash_serving();
     wait_direct(&mut c, true);
     c.type_line(&id, "echo back-$((6*7))");
     tmux.wait_screen("output from the new server", |s| s.contains("back-42"));

@@ -273,19 +273,7 @@ fn after_a_crash_the_keys_go_to_the_replacement_server() {
     let tmux = Tmux::outer_session(&ptyd, 100, 30);
     tmux.type_line(&format!("{} attach {id}", shell_quote(util::PTYD)));
     wait_keys(&mut c, true);
-    let dead = ptyd.serving_pid();
-    // SAFETY: kill(2) of the serving process this test's server forked.
-    unsafe { libc::kill(dead, libc::SIGKILL) };
-    let mut c = util::eventually("a replacement server to answer", || {
-        let mut c = util::Conn::try_connect(&ptyd.socket())?;
-        match c.try_call("server.status", json!({})) {
-            Some(Ok(status)) => {
-                let pid = status["pid"].as_i64().unwrap_or(0) as i32;
-                (pid != dead && pid != 0).then_some(c)
-            }
-            _ => None,
-        }
-    });
+    let mut c = ptyd.crash_serving();
     wait_keys(&mut c, true);
     tmux.type_line("echo back-$((6*7))");
     tmux.wait_screen("a line typed to the new server", |s| s.contains("back-42"));

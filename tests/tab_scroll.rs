@@ -332,4 +332,82 @@ fn a_search_reaches_the_top_of_a_history_of_hundreds_of_thousands_of_lines() {
         "the marker 300,000 lines up was not found: {screen}"
     );
     assert!(screen.contains("deep-top-line"), "{screen}");
+/// The `SCROLL 12/240` indicator of a status line: the cursor's line and
+/// how many lines the mode shows.
+fn indicator(screen: &str) -> Option<(u64, u64)> {
+    let line = status_line(screen);
+    let rest = &line[line.find("[SCROLL ")? + "[SCROLL ".len()..];
+    let (pos, rest) = rest.split_once('/')?;
+    let total = rest.split(|c: char| !c.is_ascii_digit()).next()?;
+    Some((pos.parse().ok()?, total.parse().ok()?))
+}
+
+#[test]
+fn scroll_mode_comes_back_after_a_live_upgrade_and_a_crash() {
+    let ptyd = Ptyd::start();
+    let (_a, b) = two_panes(&ptyd);
+    let mut c = ptyd.connect();
+    numbered_lines(&mut c, &b);
+    let tmux = Tmux::outer_session(&ptyd, 120, 40);
+    tmux.run(&["set-option", "-g", "set-clipboard", "on"]);
+    attach(&tmux, &b);
+
+    // A page up, then a search towards older lines.
+    prefixed(&tmux, "PPage");
+    tmux.wait_screen("older lines in the right pane", |s| {
+        indicator(s).is_some() && !region(s, B).contains("line-200.")
+    });
+    tmux.keys(&["?"]);
+    tmux.keys(&["-l", "line-4"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_screen("the line found", |s| {
+        status_line(s).contains("found: line-4") && !region(s, B).contains("line-150.")
+    });
+    // A line up from line-49 (the key puts the message away).
+    tmux.keys(&["Up"]);
+    let before = tmux.wait_screen("the indicator again", |s| indicator(s).is_some());
+    let want = (region(&before, B), indicator(&before));
+
+    let out = ptyd.run_cli(&["upgrade"]);
+    util::assert_exit(&out, 0);
+    // Output meanwhile does not move what scroll mode shows.
+    c.type_line(&b, "echo after-''upgrade");
+    c.wait_text(&b, "after-upgrade");
+    let mut c = ptyd.connect();
+    c.ok("server.status", json!({}));
+    let screen = tmux.wait_screen("the same lines after the upgrade", |s| {
+        (region(s, B), indicator(s)) == want
+    });
+    assert!(!screen.contains("attach-rc"), "{screen}");
+    // The search went along: `n` finds the next older match, line-47.
+    tmux.keys(&["n"]);
+    tmux.wait_screen("the next match", |s| {
+        status_line(s).contains("found: line-4")
+    });
+    // A selection of line-47 and line-46, to copy after the crash.
+    tmux.keys(&["v"]);
+    tmux.keys(&["Up"]);
+    let (line, total) = want.1.unwrap_or_default();
+    let before = tmux.wait_screen("the cursor two lines up", |s| {
+        indicator(s) == Some((line - 2, total))
+    });
+    let want = (region(&before, B), indicator(&before));
+
+    let mut c = ptyd.crash_serving();
+    util::eventually("the client back", || {
+        let n = c.ok("client.list", json!({}))["clients"]
+            .as_array()
+            .map_or(0, Vec::len);
+        (n == 1).then_some(())
+    });
+    let screen = tmux.wait_screen("the same lines after the crash", |s| {
+        (region(s, B), indicator(s)) == want && !s.contains("connection to the server lost")
+    });
+    assert!(!screen.contains("attach-rc"), "{screen}");
+    // The selection went along too: `y` copies its two lines and leaves.
+    tmux.keys(&["y"]);
+    tmux.wait_screen("the live pane", |s| {
+        region(s, B).contains("after-upgrade") && indicator(s).is_none()
+    });
+    assert_eq!(show_buffer(&tmux), "line-46.\nline-47.");
 }

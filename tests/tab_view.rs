@@ -364,18 +364,36 @@ fn inside((x, y, cols, rows): (usize, usize, usize, usize), (cx, cy): (usize, us
     (x..x + cols).contains(&cx) && (y..y + rows).contains(&cy)
 }
 
+/// The border column right of p1, unzoomed.
+const P1_BORDER: &str = "│││││││││││││││││││├│││││││││││││││││││";
+
+/// Two outer terminals attached to the tab view of `target`, a
+/// connection, and the two clients' numbers.
+fn two_clients(ptyd: &Ptyd, target: &str) -> (Tmux, Tmux, util::Conn, u64, u64) {
+    let one = Tmux::outer_session(ptyd, 120, 40);
+    let two = Tmux::outer_session(ptyd, 120, 40);
+    let mut c = ptyd.connect();
+    attach(&one, ptyd, target);
+    let first = client_ids(&mut c)[0];
+    attach(&two, ptyd, target);
+    let second = *client_ids(&mut c).iter().find(|id| **id != first).unwrap();
+    (one, two, c, first, second)
+}
+
+/// `ptyd ARGS`, naming a client that shows no tab, fails saying so.
+fn refused_for_no_view(ptyd: &Ptyd, args: &[&str]) {
+    let out = ptyd.run_cli(args);
+    assert_ne!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("client 999 shows no tab"), "{err}");
+}
+
 #[test]
 fn two_clients_of_one_tab_each_have_their_own_focus_and_zoom() {
     let ptyd = Ptyd::start();
     let (a, b, cc) = three_panes(&ptyd);
-    let one = Tmux::outer_session(&ptyd, 120, 40);
-    let two = Tmux::outer_session(&ptyd, 120, 40);
-    let mut c = ptyd.connect();
-    attach(&one, &ptyd, &a);
-    let first = client_ids(&mut c)[0];
-    attach(&two, &ptyd, &a);
-    let second = *client_ids(&mut c).iter().find(|id| **id != first).unwrap();
-    let border = "│".repeat(19) + "├" + &"│".repeat(19);
+    let (one, two, mut c, first, second) = two_clients(&ptyd, &a);
+    let border = P1_BORDER;
 
     // One client's key moves its focus, mark and cursor only.
     prefixed(&one, "Right");
@@ -440,10 +458,56 @@ fn two_clients_of_one_tab_each_have_their_own_focus_and_zoom() {
     assert_eq!(column(&screen, 60, 0..39), border, "{screen}");
 
     // A client that is not a tab view is said so.
-    let out = ptyd.run_cli(&["focus", &a, "--client", "999"]);
-    assert_ne!(out.status.code(), Some(0));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("client 999 shows no tab"), "{err}");
+    refused_for_no_view(&ptyd, &["focus", &a, "--client", "999"]);
+}
+
+#[test]
+fn zoom_with_a_client_zooms_that_clients_view_alone() {
+    let ptyd = Ptyd::start();
+    let (a, _b, cc) = three_panes(&ptyd);
+    let (one, two, _c, first, second) = two_clients(&ptyd, &a);
+    let border = P1_BORDER;
+    let zoom = |args: &[&str]| {
+        let mut all = vec!["zoom", "--json"];
+        all.extend_from_slice(args);
+        let out = ptyd.run_cli(&all);
+        util::assert_exit(&out, 0);
+        let reply: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        reply["zoom"].clone()
+    };
+
+    // Without a target: the client's own focus, p1; the tab's zoom stays.
+    let tab_zoom = zoom(&["--client", &second.to_string()]);
+    assert_eq!(tab_zoom, serde_json::Value::Null);
+    let screen = two.wait_screen("the second client zoomed on p1", |s| {
+        status_line(s).contains("ZOOM") && !s.contains('│')
+    });
+    assert_eq!(focus_shown(&screen), a, "{screen}");
+    let screen = one.screen();
+    assert_eq!(column(&screen, 60, 0..39), border, "{screen}");
+    assert!(!status_line(&screen).contains("ZOOM"), "{screen}");
+
+    // A target: that client shows it zoomed, the other stays on p1.
+    let tab_zoom = zoom(&[&cc, "--client", &first.to_string(), "--on"]);
+    assert_eq!(tab_zoom, serde_json::Value::Null);
+    let screen = one.wait_screen("the first client zoomed on p3", |s| {
+        status_line(s).contains("ZOOM") && !s.contains('│')
+    });
+    assert_eq!(focus_shown(&screen), cc, "{screen}");
+    let screen = two.screen();
+    assert!(status_line(&screen).contains("ZOOM"), "{screen}");
+    assert_eq!(focus_shown(&screen), a, "{screen}");
+
+    // Toggled again, the second client alone comes out of its zoom.
+    zoom(&["--client", &second.to_string()]);
+    let screen = two.wait_screen("the second client unzoomed", |s| {
+        column(s, 60, 0..39) == border && !status_line(s).contains("ZOOM")
+    });
+    assert_eq!(focus_shown(&screen), a, "{screen}");
+    assert!(status_line(&one.screen()).contains("ZOOM"));
+
+    // A client that is not a tab view is said so.
+    refused_for_no_view(&ptyd, &["zoom", "--client", "999"]);
 }
 
 /// The status line's focus and the border column of the view, as seen.
@@ -496,19 +560,7 @@ fn a_split_view_comes_back_after_a_live_upgrade_and_a_crash() {
     let want = view_of(&moved);
     assert_ne!(want.0, b);
 
-    let dead = ptyd.serving_pid();
-    // SAFETY: kill(2) of the serving process this test's server forked.
-    unsafe { libc::kill(dead, libc::SIGKILL) };
-    let mut c = util::eventually("a replacement server to answer", || {
-        let mut c = util::Conn::try_connect(&ptyd.socket())?;
-        match c.try_call("server.status", json!({})) {
-            Some(Ok(status)) => {
-                let pid = status["pid"].as_i64().unwrap_or(0) as i32;
-                (pid != dead && pid != 0).then_some(c)
-            }
-            _ => None,
-        }
-    });
+    let mut c = ptyd.crash_serving();
     util::eventually("both clients back", || {
         let n = c.ok("client.list", json!({}))["clients"]
             .as_array()

@@ -7,7 +7,7 @@ _ptyd_panes() {
 
 _ptyd_takes_value() {
     case "$1 $2" in
-        "new -n"|"new --name"|"new -c"|"new --cwd"|"new -e"|"new --env"|"new --size"|"new --timeout"|"new --idle-timeout"|"new --shell"|"new -w"|"new --workspace"|"new --tab-name"|"new -s"|"new --split"|"new --ratio"|"new --restore"|"new --resume"|"attach -t"|"attach --target"|"attach --detach-key"|"attach --history"|"clients -t"|"clients --target"|"detach --client"|"detach -t"|"detach --target"|"send --wait-for"|"send --timeout"|"send --request-id"|"send -t"|"send --target"|"capture -S"|"capture --start"|"capture -E"|"capture --end"|"capture -t"|"capture --target"|"run -n"|"run --name"|"run -c"|"run --cwd"|"run -e"|"run --env"|"run --size"|"run --timeout"|"run --idle-timeout"|"run --shell"|"run -w"|"run --workspace"|"run --tab-name"|"run -s"|"run --split"|"run --ratio"|"run --restore"|"run --resume"|"wait --text"|"wait --after-output"|"wait --idle"|"wait --after"|"wait --timeout"|"wait -t"|"wait --target"|"kill -s"|"kill --signal"|"kill --grace"|"kill -t"|"kill --target"|"rm -t"|"rm --target"|"resize -t"|"resize --target"|"events --since"|"respawn -t"|"respawn --target"|"focus --client"|"focus -t"|"focus --target"|"resume -t"|"resume --target"|"rename -t"|"rename --target"|"workspace -t"|"workspace --target"|"tab -n"|"tab --name"|"tab -w"|"tab --workspace"|"tab -t"|"tab --target"|"split -n"|"split --name"|"split -c"|"split --cwd"|"split -e"|"split --env"|"split --size"|"split --timeout"|"split --idle-timeout"|"split --shell"|"split -w"|"split --workspace"|"split --tab-name"|"split -s"|"split --split"|"split --ratio"|"split --restore"|"split --resume"|"split -t"|"split --target"|"select-layout -t"|"select-layout --target"|"resize-split -t"|"resize-split --target"|"zoom -t"|"zoom --target"|"upgrade --binary"|"upgrade --timeout"|"upgrade --mode"|"upgrade --fault"|"service --binary") return 0 ;;
+        "new -n"|"new --name"|"new -c"|"new --cwd"|"new -e"|"new --env"|"new --size"|"new --timeout"|"new --idle-timeout"|"new --shell"|"new -w"|"new --workspace"|"new --tab-name"|"new -s"|"new --split"|"new --ratio"|"new --restore"|"new --resume"|"attach -t"|"attach --target"|"attach --detach-key"|"attach --history"|"clients -t"|"clients --target"|"detach --client"|"detach -t"|"detach --target"|"send --wait-for"|"send --timeout"|"send --request-id"|"send -t"|"send --target"|"capture -S"|"capture --start"|"capture -E"|"capture --end"|"capture -t"|"capture --target"|"run -n"|"run --name"|"run -c"|"run --cwd"|"run -e"|"run --env"|"run --size"|"run --timeout"|"run --idle-timeout"|"run --shell"|"run -w"|"run --workspace"|"run --tab-name"|"run -s"|"run --split"|"run --ratio"|"run --restore"|"run --resume"|"wait --text"|"wait --after-output"|"wait --idle"|"wait --after"|"wait --timeout"|"wait -t"|"wait --target"|"kill -s"|"kill --signal"|"kill --grace"|"kill -t"|"kill --target"|"rm -t"|"rm --target"|"resize -t"|"resize --target"|"events --since"|"respawn -t"|"respawn --target"|"focus --client"|"focus -t"|"focus --target"|"resume -t"|"resume --target"|"rename -t"|"rename --target"|"workspace -t"|"workspace --target"|"tab -n"|"tab --name"|"tab -w"|"tab --workspace"|"tab -t"|"tab --target"|"split -n"|"split --name"|"split -c"|"split --cwd"|"split -e"|"split --env"|"split --size"|"split --timeout"|"split --idle-timeout"|"split --shell"|"split -w"|"split --workspace"|"split --tab-name"|"split -s"|"split --split"|"split --ratio"|"split --restore"|"split --resume"|"split -t"|"split --target"|"select-layout -t"|"select-layout --target"|"resize-split -t"|"resize-split --target"|"zoom --client"|"zoom -t"|"zoom --target"|"upgrade --binary"|"upgrade --timeout"|"upgrade --mode"|"upgrade --fault"|"service --binary") return 0 ;;
     esac
     return 1
 }
@@ -117,6 +117,7 @@ _ptyd() {
         "split -t"|"split --target") COMPREPLY=($(compgen -W "$(_ptyd_panes)" -- "$cur")); return ;;
         "select-layout -t"|"select-layout --target") COMPREPLY=($(compgen -W "$(_ptyd_panes)" -- "$cur")); return ;;
         "resize-split -t"|"resize-split --target") COMPREPLY=($(compgen -W "$(_ptyd_panes)" -- "$cur")); return ;;
+        "zoom --client") COMPREPLY=(); return ;;
         "zoom -t"|"zoom --target") COMPREPLY=($(compgen -W "$(_ptyd_panes)" -- "$cur")); return ;;
         "upgrade --binary") COMPREPLY=($(compgen -f -- "$cur")); return ;;
         "upgrade --timeout") COMPREPLY=(); return ;;
@@ -163,7 +164,7 @@ _ptyd() {
             select-layout) COMPREPLY=($(compgen -W "-t --target --json --help" -- "$cur")) ;;
             swap) COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
             resize-split) COMPREPLY=($(compgen -W "-t --target --json --help" -- "$cur")) ;;
-            zoom) COMPREPLY=($(compgen -W "--on --off -t --target --json --help" -- "$cur")) ;;
+            zoom) COMPREPLY=($(compgen -W "--on --off --client -t --target --json --help" -- "$cur")) ;;
             upgrade) COMPREPLY=($(compgen -W "--binary --timeout --json --mode --fault --help" -- "$cur")) ;;
             version) COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
             api) COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;

@@ -216,6 +216,7 @@ complete -c ptyd -n '__fish_seen_subcommand_from resize-split' -l json -d 'print
 complete -c ptyd -n '__fish_seen_subcommand_from resize-split' -x -a 'left right up down'
 complete -c ptyd -n '__fish_seen_subcommand_from zoom' -l on -d 'zoom, whether or not the tab is zoomed'
 complete -c ptyd -n '__fish_seen_subcommand_from zoom' -l off -d 'unzoom, whether or not the tab is zoomed'
+complete -c ptyd -n '__fish_seen_subcommand_from zoom' -l client -x -d 'zoom only the view of the client numbered N (`ptyd clients`)'
 complete -c ptyd -n '__fish_seen_subcommand_from zoom' -s t -l target -x -a '(__ptyd_panes)' -d 'the pane (default: the pane this runs in, else the focused pane of the attached client used last, else the focus of the active tab)'
 complete -c ptyd -n '__fish_seen_subcommand_from zoom' -l json -d 'print the server\'s reply as JSON'
 complete -c ptyd -n '__fish_seen_subcommand_from zoom' -x -a '(__ptyd_panes)'

@@ -113,6 +113,16 @@ pub fn zoom(g: &Global, a: &Parsed) -> Result<i32, CliError> {
         (false, true) => Some(false),
         (false, false) => None,
     };
-    let target = a.target()?.or_else(|| own_pane(g));
-    call(g, a, Request::PaneZoom(methods::PaneZoom { target, zoom }))
+    let client = a.client()?;
+    // A client's zoom defaults to its own focus, not to where this runs.
+    let target = match client {
+        Some(_) => a.target()?,
+        None => a.target()?.or_else(|| own_pane(g)),
+    };
+    let request = Request::PaneZoom(methods::PaneZoom {
+        target,
+        zoom,
+        client,
+    });
+    call(g, a, request)
 }

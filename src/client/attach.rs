@@ -119,13 +119,15 @@ impl AttachOptions {
 }
 
 /// The tab view the server last told a client (`VIEW`): handed back when
-/// it reconnects, for the same tab, focus and zoom.
+/// it reconnects, for the same tab, focus, zoom and scroll mode.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 pub struct ToldView {
     pub tab: Option<crate::model::TabId>,
     pub focus: Option<crate::model::PaneId>,
     #[serde(default)]
     pub zoom: bool,
+    #[serde(default)]
+    pub scroll: Option<methods::ScrollSpec>,
 }
 
 impl ToldView {
@@ -136,6 +138,7 @@ impl ToldView {
             view.tab = self.tab;
             view.focus = self.focus;
             view.zoom = Some(self.zoom);
+            view.scroll = self.scroll.clone();
             if let Some(focus) = self.focus {
                 params.target = focus.to_string();
             }

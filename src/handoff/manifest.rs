@@ -416,6 +416,10 @@ pub struct AttachRuntime {
     /// server whose zoom was the tab's: the tab's is taken.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zoom: Option<bool>,
+    /// Its scroll mode (`None`: none, or one a mouse drag opened, which
+    /// ends with the drag); an older server carried none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scroll: Option<crate::protocol::methods::ScrollSpec>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]

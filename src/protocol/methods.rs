@@ -221,7 +221,9 @@ pub struct ResizeSplit {
 
 /// `pane.zoom` → the tab: the pane (default: the active tab's focus)
 /// fills its tab, and is focused; `zoom: false` unzooms, absent toggles.
-/// A tab of one pane stays unzoomed.
+/// A tab of one pane stays unzoomed. With `client` (a number from
+/// `client.list`), that client's view alone zooms (the pane defaults to
+/// its focus) and the tab's default stays.
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct PaneZoom {
@@ -229,6 +231,8 @@ pub struct PaneZoom {
     pub target: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub zoom: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<usize>,
 }
 
 /// `pane.break` → the new tab: the pane (default: the active tab's
@@ -513,6 +517,50 @@ pub struct ViewSpec {
     /// The client's prefix key, as a byte (default 28, Ctrl-\).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix: Option<u8>,
+    /// The client's scroll mode, as its last `VIEW` frame told it (only
+    /// with `tab`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scroll: Option<ScrollSpec>,
+}
+
+/// A tab-view client's scroll mode over a pane of its tab, told in `VIEW`
+/// and handed back in `attach`'s `view` (a live upgrade carries it too):
+/// the lines it shows (`start..end`, numbered as `pane.history` numbers
+/// them), the line on its top row and the cursor's, the selection, the
+/// last search and one being typed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScrollSpec {
+    pub pane: crate::model::PaneId,
+    pub start: u64,
+    pub end: u64,
+    pub top: u64,
+    pub cursor: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selection: Option<SelectionSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<SearchSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<SearchSpec>,
+}
+
+/// A scroll mode's selection: from `anchor` to `head` (`[line, column]`,
+/// both included), whole lines when `lines`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SelectionSpec {
+    pub anchor: (u64, u16),
+    pub head: (u64, u16),
+    pub lines: bool,
+}
+
+/// A scroll mode's search: its text, and whether it goes towards older
+/// lines (`?`) or newer ones (`/`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchSpec {
+    pub text: String,
+    pub back: bool,
 }
 
 /// What happens when an attached client falls behind its pane's output.
@@ -870,6 +918,7 @@ mod tests {
             Request::PaneZoom(PaneZoom {
                 target: None,
                 zoom: Some(false),
+                client: Some(7),
             }),
             Request::PaneBreak(PaneBreak {
                 target: Some("p1".into()),
@@ -946,6 +995,23 @@ mod tests {
                     focus: Some(crate::model::PaneId::new(3)),
                     zoom: Some(true),
                     prefix: Some(1),
+                    scroll: Some(ScrollSpec {
+                        pane: crate::model::PaneId::new(3),
+                        start: 4,
+                        end: 240,
+                        top: 100,
+                        cursor: 110,
+                        selection: Some(SelectionSpec {
+                            anchor: (105, 2),
+                            head: (110, 7),
+                            lines: false,
+                        }),
+                        search: Some(SearchSpec {
+                            text: "line-4".into(),
+                            back: true,
+                        }),
+                        prompt: None,
+                    }),
                 }),
                 client_env: None,
             }),

@@ -422,6 +422,15 @@ impl Server {
     }
 
     pub(super) fn pane_zoom(&mut self, req: methods::PaneZoom) -> Result<Option<Value>, RpcError> {
+        if let Some(client) = req.client {
+            let pane = match req.target.as_deref() {
+                Some(t) => Some(PaneId::new(self.resolve_target(t)?)),
+                None => None,
+            };
+            let tab = (self.zoom_view(client, pane, req.zoom))
+                .map_err(|m| RpcError::new(ErrorCode::NotFound, m))?;
+            return Ok(Some(self.tab_reply(tab)));
+        }
         let pane = self.tree_pane(req.target.as_deref())?;
         self.edit_tree(|t| t.zoom(pane, req.zoom));
         let tab = self.tree.tab_of(pane).expect("tree_pane checked");

@@ -63,23 +63,15 @@ impl Frame {
         }
     }
 
-    /// A copy of the cells in `r` (inside the frame), as a frame of `r`'s
-    /// size.
-    fn region(&self, r: Rect) -> Frame {
-        let mut f = Frame::blank(r.cols, r.rows);
-        for y in 0..r.rows {
-            let from = usize::from(r.y + y) * usize::from(self.cols) + usize::from(r.x);
-            let to = usize::from(y) * usize::from(r.cols);
-            f.cells[to..to + usize::from(r.cols)]
-                .copy_from_slice(&self.cells[from..from + usize::from(r.cols)]);
-        }
-        f
-    }
-
     /// The `cols` cells of row `y` from column `x` (inside the frame).
     fn row(&self, y: u16, x: u16, cols: u16) -> &[Slot] {
         let from = usize::from(y) * usize::from(self.cols) + usize::from(x);
         &self.cells[from..from + usize::from(cols)]
+    }
+
+    fn row_mut(&mut self, y: u16, x: u16, cols: u16) -> &mut [Slot] {
+        let from = usize::from(y) * usize::from(self.cols) + usize::from(x);
+        &mut self.cells[from..from + usize::from(cols)]
     }
 
     /// Row `y` as text (spacers left out), for tests.
@@ -127,18 +119,37 @@ pub fn active_border() -> Style {
     s
 }
 
-/// `pane`'s cells into its rectangle: its screen, or the rows its scroll
-/// mode shows.
+/// Where a shown pane's rows come from: its screen, or the rows its
+/// scroll mode shows.
+enum PaneRows<'a> {
+    Screen(&'a Terminal),
+    Scrolled(&'a [Box<[Cell]>]),
+    Gone,
+}
+
+impl<'a> PaneRows<'a> {
+    fn of(scene: &Scene<'a>, pane: PaneId) -> PaneRows<'a> {
+        match scene.scrolled {
+            Some((p, rows)) if p == pane => PaneRows::Scrolled(rows),
+            _ => (scene.terminals)(pane).map_or(PaneRows::Gone, PaneRows::Screen),
+        }
+    }
+
+    /// Row `r` from the pane's top (none past its last).
+    fn row(&self, r: usize) -> Option<&'a [Cell]> {
+        match self {
+            PaneRows::Screen(t) => t.row_cells(r),
+            PaneRows::Scrolled(rows) => rows.get(r).map(|row| &row[..]),
+            PaneRows::Gone => None,
+        }
+    }
+}
+
+/// `pane`'s cells into its rectangle.
 fn draw_pane(f: &mut Frame, scene: &Scene<'_>, pane: PaneId, rect: Rect) {
-    match scene.scrolled {
-        Some((p, rows)) if p == pane => {
-            draw_rows(f, rect, |r| rows.get(r).map(|row| &row[..]));
-        }
-        _ => {
-            if let Some(t) = (scene.terminals)(pane) {
-                draw_rows(f, rect, |r| t.row_cells(r));
-            }
-        }
+    let rows = PaneRows::of(scene, pane);
+    if !matches!(rows, PaneRows::Gone) {
+        draw_rows(f, rect, |r| rows.row(r));
     }
 }
 
@@ -221,33 +232,39 @@ fn put_char(f: &mut Frame, x: &mut u16, y: u16, end: u16, ch: char, style: Style
 
 /// Draws the rows `row_cells` gives (from the top of the pane) into `r`.
 fn draw_rows<'t>(f: &mut Frame, r: Rect, row_cells: impl Fn(usize) -> Option<&'t [Cell]>) {
-    for row in 0..r.rows {
-        let y = r.y + row;
-        if y >= f.rows {
-            break;
-        }
+    let shown = clip(r, f.cols, f.rows);
+    for row in 0..shown.rows {
         let cells = row_cells(usize::from(row)).unwrap_or(&[]);
-        let mut col = 0u16;
-        while col < r.cols && r.x + col < f.cols {
-            let cell = cells.get(usize::from(col)).copied().unwrap_or(Cell::BLANK);
-            let style = cell.style.pen_part();
-            let x = r.x + col;
-            if cell.is_spacer() {
-                // An orphan right half (its left half is off the rect).
-                f.set(x, y, Slot::new(' ', style));
-            } else if cell.is_wide() {
-                if col + 1 < r.cols {
-                    f.set(x, y, Slot::new(cell.ch, style));
-                    f.set(x + 1, y, Slot::new(SPACER, style));
-                    col += 1;
-                } else {
-                    f.set(x, y, Slot::new(' ', style));
+        row_slots(f.row_mut(r.y + row, shown.x, shown.cols), cells, r.cols);
+    }
+}
+
+/// A pane row's `cells` as the slots of `out`: the part of a rectangle
+/// `rect_cols` wide that the client shows (`out.len()` columns from the
+/// left). A wide character needs both its columns in the rectangle; one
+/// whose right half is cut off by the client's edge keeps its left half.
+fn row_slots(out: &mut [Slot], cells: &[Cell], rect_cols: u16) {
+    let mut col = 0;
+    while col < out.len() {
+        let cell = cells.get(col).copied().unwrap_or(Cell::BLANK);
+        let style = cell.style.pen_part();
+        if cell.is_spacer() {
+            // An orphan right half (its left half is off the rect).
+            out[col] = Slot::new(' ', style);
+        } else if cell.is_wide() {
+            if col + 1 < usize::from(rect_cols) {
+                out[col] = Slot::new(cell.ch, style);
+                if let Some(right) = out.get_mut(col + 1) {
+                    *right = Slot::new(SPACER, style);
                 }
+                col += 1;
             } else {
-                f.set(x, y, Slot::new(cell.ch, style));
+                out[col] = Slot::new(' ', style);
             }
-            col += 1;
+        } else {
+            out[col] = Slot::new(cell.ch, style);
         }
+        col += 1;
     }
 }
 
@@ -267,6 +284,12 @@ struct Tail {
 pub struct Compositor {
     last: Option<Frame>,
     tail: Option<Tail>,
+    /// Kept from one in-place update to the next, not to allocate on
+    /// every echo: a row being drawn, and the rows it replaced (with
+    /// their row numbers).
+    row: Vec<Slot>,
+    replaced: Vec<Slot>,
+    replaced_rows: Vec<u16>,
 }
 
 impl Compositor {
@@ -293,6 +316,61 @@ impl Compositor {
         self.update_with(scene, true)
     }
 
+    /// Whether [`Compositor::update_focused`] draws a scene of this size
+    /// (and key list) in place, using nothing of it but the focused pane,
+    /// its cursor and modes: the status line and titles can be left out.
+    pub fn draws_focused_in_place(&self, cols: u16, rows: u16, overlay: bool) -> bool {
+        !overlay
+            && self
+                .last
+                .as_ref()
+                .is_some_and(|l| (l.cols, l.rows) == (cols, rows))
+    }
+
+    /// Draws the focused pane (`rect`, `r` of it shown) over `f`, the
+    /// last frame, and appends what changed to `body`: only the rows that
+    /// differ are kept aside for the comparison. Returns where the cursor
+    /// is left.
+    fn draw_focused_in_place(
+        &mut self,
+        f: &mut Frame,
+        scene: &Scene<'_>,
+        rect: Rect,
+        body: &mut Vec<u8>,
+    ) -> Option<(u16, u16)> {
+        let r = clip(rect, f.cols, f.rows);
+        let rows = PaneRows::of(scene, scene.focus);
+        let width = usize::from(r.cols);
+        self.row.clear();
+        self.row.resize(width, Slot::BLANK);
+        self.replaced.clear();
+        self.replaced_rows.clear();
+        for y in r.y..r.y + r.rows {
+            let cells = rows.row(usize::from(y - rect.y)).unwrap_or(&[]);
+            row_slots(&mut self.row, cells, rect.cols);
+            let shown = f.row_mut(y, r.x, r.cols);
+            if *shown != self.row[..] {
+                self.replaced.extend_from_slice(shown);
+                self.replaced_rows.push(y);
+                shown.copy_from_slice(&self.row);
+            }
+        }
+        if self.replaced_rows.is_empty() {
+            return None;
+        }
+        let (replaced, replaced_rows) = (&self.replaced, &self.replaced_rows);
+        let f: &Frame = f;
+        diff(
+            |y| match replaced_rows.iter().position(|&at| at == y) {
+                Some(i) => &replaced[i * width..(i + 1) * width],
+                None => f.row(y, r.x, r.cols),
+            },
+            f,
+            r,
+            body,
+        )
+    }
+
     fn update_with(&mut self, scene: &Scene<'_>, focused_only: bool) -> Vec<u8> {
         let same_size = self
             .last
@@ -302,16 +380,14 @@ impl Compositor {
         let mut at = None;
         let full = !same_size;
         let rect = scene.geometry.rect_of(scene.focus);
-        let partial = focused_only && same_size && scene.overlay.is_none();
+        let partial = focused_only
+            && self.draws_focused_in_place(scene.cols, scene.rows, scene.overlay.is_some());
         // A keystroke's echo is on the latency path: the focused pane is
         // drawn over the last frame in place and only its rectangle
         // compared, rather than copying and comparing the whole screen.
         let frame = match (self.last.take(), rect) {
             (Some(mut f), Some(rect)) if partial => {
-                let r = clip(rect, f.cols, f.rows);
-                let old = f.region(r);
-                draw_pane(&mut f, scene, scene.focus, rect);
-                at = diff(|y| old.row(y - r.y, 0, r.cols), &f, r, &mut body);
+                at = self.draw_focused_in_place(&mut f, scene, rect, &mut body);
                 f
             }
             (Some(f), None) if partial => f,

@@ -317,6 +317,29 @@ impl Scroll {
         s
     }
 
+    /// Over lines `start..end` as a mode elsewhere left them (another
+    /// server's, carried over): `top` on the top row and the cursor on
+    /// `cursor`, each kept inside the lines; `set_rows` gives it its rows
+    /// before it is shown.
+    pub fn resume(start: u64, end: u64, top: u64, cursor: u64) -> Scroll {
+        // Line numbers are moved as `i64` (`go`, `scroll_by`): values from
+        // elsewhere stay well inside that.
+        let most = (i64::MAX >> 1) as u64;
+        let start = start.min(most);
+        let end = end.clamp(start + 1, most + 1);
+        Scroll {
+            start,
+            end,
+            top: top.clamp(start, end - 1),
+            cursor: cursor.clamp(start, end - 1),
+            rows: 1,
+            selection: None,
+            search: None,
+            prompt: None,
+            status: String::new(),
+        }
+    }
+
     /// The top line when the view is at the bottom.
     pub fn last_top(&self) -> u64 {
         self.end.saturating_sub(self.rows as u64).max(self.start)
@@ -338,6 +361,16 @@ impl Scroll {
     pub fn forget_before(&mut self, start: u64) {
         if start > self.start {
             self.start = start.min(self.end - 1);
+            let cursor = self.cursor as i64;
+            self.go(cursor);
+        }
+    }
+
+    /// Lines from `end` on are not there (a pane carried over came back
+    /// with fewer than the mode was told of).
+    pub fn forget_after(&mut self, end: u64) {
+        if end < self.end {
+            self.end = end.max(self.start + 1);
             let cursor = self.cursor as i64;
             self.go(cursor);
         }
@@ -655,6 +688,35 @@ mod tests {
         s.forget_before(100);
         assert_eq!(s.cursor, 100);
         assert_eq!(s.key(Key::Char('q'), &mut lines), Ok(Step::Leave));
+    }
+
+    #[test]
+    fn a_resumed_mode_keeps_its_place_and_any_numbers_stay_inside_its_lines() {
+        let mut s = Scroll::resume(0, 200, 30, 48);
+        s.set_rows(10);
+        assert_eq!((s.top, s.cursor, s.position()), (39, 48, "49/200".into()));
+        let mut s = Scroll::resume(0, 200, 30, 35);
+        s.set_rows(10);
+        assert_eq!((s.top, s.cursor), (30, 35));
+        // Fewer lines than it was told of.
+        s.forget_after(32);
+        assert_eq!((s.top, s.cursor, s.end), (22, 31, 32));
+        for (start, end, top, cursor) in [
+            (u64::MAX, 0, u64::MAX, 0),
+            (5, 2, 0, u64::MAX),
+            (0, u64::MAX, u64::MAX, u64::MAX),
+        ] {
+            let mut s = Scroll::resume(start, end, top, cursor);
+            s.set_rows(40);
+            s.scroll_by(-100);
+            s.scroll_by(100);
+            s.forget_after(0);
+            s.forget_before(u64::MAX);
+            assert!(
+                s.start <= s.top && s.top <= s.cursor && s.cursor < s.end,
+                "{s:?}"
+            );
+        }
     }
 
     #[test]

@@ -291,6 +291,25 @@ impl Ptyd {
         self.status_json()["pid"].as_i64().expect("status pid") as i32
     }
 
+    /// Sends SIGKILL to the serving process (the keeper stays and starts
+    /// a replacement); returns a connection to the replacement once it
+    /// answers.
+    pub fn crash_serving(&self) -> Conn {
+        let dead = self.serving_pid();
+        // SAFETY: kill(2) of the serving process this test's server forked.
+        unsafe { libc::kill(dead, libc::SIGKILL) };
+        super::eventually("a replacement server to answer", || {
+            let mut c = Conn::try_connect(&self.socket())?;
+            match c.try_call("server.status", json!({})) {
+                Some(Ok(status)) => {
+                    let pid = status["pid"].as_i64().unwrap_or(0) as i32;
+                    (pid != dead && pid != 0).then_some(c)
+                }
+                _ => None,
+            }
+        })
+    }
+
     /// Sends SIGKILL to the server (the keeper, which takes the serving
     /// process with it) and reaps it; returns once the serving process is
     /// gone too, so the namespace is free. Its panes stay behind.

@@ -113,11 +113,17 @@ pub const ZOOM: Command = Command {
     aliases: &[],
     brief: "zoom [TARGET]",
     summary: "let a pane fill its tab, or end the zoom",
-    usage: &["zoom [TARGET] [--on | --off]"],
+    usage: &[
+        "zoom [TARGET] [--on | --off]",
+        "zoom [TARGET] --client N [--on | --off]",
+    ],
     about: "\
 Zooms the pane (it fills its tab and is focused), or unzooms its tab if it
-is zoomed. TARGET defaults to the pane this runs in, else the focus of the
-active tab. A tab of one pane has nothing to zoom.",
+is zoomed, for every attached client showing the tab. TARGET defaults to
+the pane this runs in, else the focus of the active tab. A tab of one pane
+has nothing to zoom. With --client, only that client's view zooms (or
+unzooms), showing the pane's tab focused on it; TARGET defaults to that
+client's focus, and the other clients and the tab's own zoom stay.",
     options: &[
         opt(None, "on", None, "zoom, whether or not the tab is zoomed"),
         opt(
@@ -125,6 +131,12 @@ active tab. A tab of one pane has nothing to zoom.",
             "off",
             None,
             "unzoom, whether or not the tab is zoomed",
+        ),
+        opt(
+            None,
+            "client",
+            Some("N"),
+            "zoom only the view of the client numbered N (`ptyd clients`)",
         ),
         CURRENT,
         JSON_REPLY,

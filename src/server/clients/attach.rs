@@ -115,6 +115,9 @@ impl Server {
                 };
                 let prefix = spec.prefix.unwrap_or(0x1c);
                 self.start_tab_view(conn, tab, focus, zoom, prefix);
+                if let Some(scroll) = spec.scroll.as_ref().filter(|_| asked.is_some()) {
+                    self.resume_scroll(conn, scroll);
+                }
                 let peer_pid = self.conns.get(&conn).and_then(|c| c.peer.pid);
                 self.emit(Event::ClientAttached {
                     pane: public_id,

@@ -37,9 +37,78 @@ pub struct PaneScroll {
     pub state: Scroll,
     /// Entered by a mouse drag: the release leaves it again.
     by_drag: bool,
-    /// The history's numbering it was entered under (a width change
-    /// renumbers lines: the mode starts again at the bottom).
-    epoch: Option<u64>,
+    /// The history's numbering it shows lines in.
+    numbering: Numbering,
+}
+
+/// Which numbering of a pane's history lines a scroll mode holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Numbering {
+    /// The one it was entered under (`Terminal::history_numbering`'s
+    /// epoch): a width change renumbers lines, and the mode starts again
+    /// at the bottom.
+    Seen(Option<u64>),
+    /// Another server's, carried over (a live upgrade, or a client coming
+    /// back after a crash): the pane's terminal came with its line count,
+    /// so its numbering goes on; taken as this server's at the first draw.
+    Carried,
+}
+
+impl PaneScroll {
+    /// The mode as a VIEW frame tells it and a live upgrade carries it;
+    /// `None` for one a mouse drag opened (the button held down is not
+    /// carried, so nothing would end it).
+    pub fn spec(&self) -> Option<crate::protocol::methods::ScrollSpec> {
+        use crate::protocol::methods::{ScrollSpec, SearchSpec, SelectionSpec};
+        if self.by_drag {
+            return None;
+        }
+        let s = &self.state;
+        let search = |q: &Option<(String, bool)>| {
+            q.as_ref().map(|(text, back)| SearchSpec {
+                text: text.clone(),
+                back: *back,
+            })
+        };
+        Some(ScrollSpec {
+            pane: self.pane,
+            start: s.start,
+            end: s.end,
+            top: s.top,
+            cursor: s.cursor,
+            selection: s.selection.map(|sel| SelectionSpec {
+                anchor: (sel.anchor.line, sel.anchor.col),
+                head: (sel.head.line, sel.head.col),
+                lines: sel.lines,
+            }),
+            search: search(&s.search),
+            prompt: search(&s.prompt),
+        })
+    }
+
+    /// A mode carried over from another server (`spec`), at its position
+    /// as far as the lines allow: the first draw checks it against the
+    /// pane (which must be in the view's tab) and its lines.
+    pub fn carried(spec: &crate::protocol::methods::ScrollSpec) -> PaneScroll {
+        let point = |(line, col): (u64, u16)| Point { line, col };
+        let search = |q: &Option<crate::protocol::methods::SearchSpec>| {
+            q.as_ref().map(|q| (q.text.clone(), q.back))
+        };
+        let mut state = Scroll::resume(spec.start, spec.end, spec.top, spec.cursor);
+        state.selection = spec.selection.map(|sel| Selection {
+            anchor: point(sel.anchor),
+            head: point(sel.head),
+            lines: sel.lines,
+        });
+        state.search = search(&spec.search);
+        state.prompt = search(&spec.prompt);
+        PaneScroll {
+            pane: spec.pane,
+            state,
+            by_drag: false,
+            numbering: Numbering::Carried,
+        }
+    }
 }
 
 /// What a mouse button held down is doing.
@@ -73,6 +142,17 @@ impl ViewScroll {
     pub fn message(&self) -> Option<String> {
         let m = self.active.as_ref()?.state.message();
         (!m.is_empty()).then_some(m)
+    }
+
+    /// The scroll mode to tell the client and to carry over (see
+    /// `PaneScroll::spec`).
+    pub fn spec(&self) -> Option<crate::protocol::methods::ScrollSpec> {
+        self.active.as_ref()?.spec()
+    }
+
+    /// Takes up a scroll mode carried over from another server.
+    pub fn resume(&mut self, spec: &crate::protocol::methods::ScrollSpec) {
+        self.active = Some(PaneScroll::carried(spec));
     }
 
     /// Whether `pane` is in this view's scroll mode.
@@ -160,7 +240,7 @@ impl Server {
         if page_up {
             state.scroll_by(-(state.rows as i64));
         }
-        let epoch = t.history_numbering().map(|n| n.0);
+        let numbering = Numbering::Seen(t.history_numbering().map(|n| n.0));
         let Some(s) = self.view_scroll(conn) else {
             return false;
         };
@@ -168,10 +248,23 @@ impl Server {
             pane,
             state,
             by_drag,
-            epoch,
+            numbering,
         });
         self.mark_view_stale(conn);
         true
+    }
+
+    /// Takes up the scroll mode client `conn`'s last VIEW told it, handed
+    /// back by the client coming back after a crash of the serving process.
+    pub(in crate::server) fn resume_scroll(
+        &mut self,
+        conn: ConnId,
+        spec: &crate::protocol::methods::ScrollSpec,
+    ) {
+        if let Some(s) = self.view_scroll(conn) {
+            s.resume(spec);
+        }
+        self.mark_view_stale(conn);
     }
 
     fn leave_scroll(&mut self, conn: ConnId) {
@@ -198,10 +291,14 @@ impl Server {
         };
         let t = p.screen();
         let (start, end) = line_range(t);
-        let epoch = t.history_numbering().map(|n| n.0);
-        if epoch != ps.epoch {
+        let seen = Numbering::Seen(t.history_numbering().map(|n| n.0));
+        if ps.numbering == Numbering::Carried {
+            ps.numbering = seen;
+            ps.state.set_rows(usize::from(rect.rows));
+            ps.state.forget_after(end);
+        } else if seen != ps.numbering {
             ps.state = Scroll::new(start, end, usize::from(rect.rows));
-            ps.epoch = epoch;
+            ps.numbering = seen;
         }
         ps.state.forget_before(start);
         if ps.state.rows != usize::from(rect.rows) {

@@ -10,7 +10,8 @@
 //! focus (and the default); a request that changes a tab's default
 //! (`ptyd zoom`, a split from the CLI) moves every client of the tab
 //! (`follow_tree`), `pane.focus` every client of the workspace or one
-//! client. A client is told its view (`VIEW` frame) whenever it changes,
+//! client; `pane.zoom` naming a client zooms that client's view alone. A
+//! client is told its view (`VIEW` frame) whenever it changes,
 //! and hands it back when it reconnects after a crash; a live upgrade
 //! carries it.
 //!
@@ -58,6 +59,17 @@ pub enum StatusPosition {
     Off,
 }
 
+/// A VIEW frame's payload: a client's own view.
+#[derive(Debug, PartialEq, serde::Serialize)]
+struct Told {
+    workspace: crate::model::WorkspaceId,
+    tab: TabId,
+    focus: PaneId,
+    zoom: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    scroll: Option<methods::ScrollSpec>,
+}
+
 /// One client's view of a tab.
 #[derive(Debug)]
 pub struct TabView {
@@ -81,7 +93,7 @@ pub struct TabView {
     /// What the last frame was drawn from, besides the panes' screens.
     seen: u64,
     /// The view the client was last told (`VIEW`).
-    told: Option<Vec<u8>>,
+    told: Option<Told>,
     last_frame: Option<Instant>,
     /// Keys went to the focused pane since the last frame that showed its
     /// output: its next output is their echo.
@@ -355,14 +367,14 @@ impl Server {
             }
             v.zoom &= split;
             let (focus, zoom) = (v.focus, v.zoom);
+            let told = Told {
+                workspace,
+                tab,
+                focus,
+                zoom,
+                scroll: v.scroll.spec(),
+            };
             let key = self.view_key(id, tab);
-            let told = serde_json::to_vec(&json!({
-                "workspace": workspace,
-                "tab": tab,
-                "focus": focus,
-                "zoom": zoom,
-            }))
-            .unwrap_or_default();
             let Some(c) = self.conns.get_mut(&id) else {
                 continue;
             };
@@ -383,9 +395,11 @@ impl Server {
                     relayout.push(tab);
                 }
             }
-            if v.told.as_deref() != Some(&told[..]) {
-                v.told = Some(told.clone());
-                c.queue_frame_unbounded(frame::server::VIEW, &told);
+            // Compared as it is, every turn; encoded only when it changed.
+            if v.told.as_ref() != Some(&told) {
+                let payload = serde_json::to_vec(&told).unwrap_or_default();
+                v.told = Some(told);
+                c.queue_frame_unbounded(frame::server::VIEW, &payload);
             }
         }
         for tab in relayout {
@@ -408,7 +422,7 @@ impl Server {
     fn view_key(&self, conn: ConnId, tab: TabId) -> u64 {
         let mut h = DefaultHasher::new();
         if let Some(t) = self.tree.tabs.get(&tab) {
-            format!("{:?}", t.layout).hash(&mut h);
+            hash_layout(&t.layout, &mut h);
             t.name.hash(&mut h);
             if let Some(w) = self.tree.workspaces.get(&t.workspace) {
                 w.name.hash(&mut h);
@@ -450,8 +464,11 @@ impl Server {
                 if v.typed && attached == pane {
                     v.echo = true;
                 }
-            } else {
-                v.activity.insert(tab);
+            } else if v.activity.insert(tab) {
+                // The status line marks the tab now, not at the next
+                // frame something else brings.
+                a.view.stale = true;
+                any = true;
             }
         }
         self.stale_views |= any;
@@ -494,25 +511,33 @@ impl Server {
         let (_, status_row) = tab_area(cols, rows, self.status_position());
         // The titles sit in the rows the layout was given up for, which
         // are worked out at the tab's size (as `tab_geometry`).
-        let (tab_cols, tab_rows) = self.clients_size(v.tab).unwrap_or((cols, rows));
-        let (tab_rect, _) = tab_area(tab_cols, tab_rows, self.status_position());
-        let label = |p: PaneId| self.pane_label(p);
-        let titles = titles::titles(&g, tab_rect, self.config.pane_titles, tab.focus, &label);
+        let overlay = match &v.keys {
+            Mode::Choose(chooser) => Some(chooser.lines(usize::from(g.area.rows))),
+            _ => v.overlay.clone(),
+        };
+        // An echo drawn in place takes the focused pane only: the status
+        // line and the titles wait for the next whole frame.
+        let in_place =
+            echo_only && (v.compositor).draws_focused_in_place(cols, rows, overlay.is_some());
+        let titles = if in_place {
+            Vec::new()
+        } else {
+            let (tab_cols, tab_rows) = self.clients_size(v.tab).unwrap_or((cols, rows));
+            let (tab_rect, _) = tab_area(tab_cols, tab_rows, self.status_position());
+            let label = |p: PaneId| self.pane_label(p);
+            titles::titles(&g, tab_rect, self.config.pane_titles, tab.focus, &label)
+        };
         let message = v
             .message
             .as_ref()
             .filter(|(_, at)| now < *at + MESSAGE_FOR)
             .map(|(m, _)| m.clone());
-        let status = status_row.map(|row| {
+        let status = status_row.filter(|_| !in_place).map(|row| {
             let line = self.status_of(conn, tab.id, read_only, message.clone());
             (row, status::render(&line, cols))
         });
         let panes = &self.panes;
         let lookup = |id: PaneId| panes.get(&id.get()).map(|p| p.screen());
-        let overlay = match &v.keys {
-            Mode::Choose(chooser) => Some(chooser.lines(usize::from(g.area.rows))),
-            _ => v.overlay.clone(),
-        };
         let scene = Scene {
             cols,
             rows,
@@ -699,12 +724,7 @@ impl Server {
         };
         let workspace = self.tree.tabs.get(&tab).map(|t| t.workspace);
         let ids: Vec<ConnId> = match only {
-            Some(id) if self.view_of(id).is_some() => vec![id],
-            Some(id) => {
-                return Err(format!(
-                    "client {id} shows no tab (it is not attached, or attached --pane-only);                      `ptyd clients` lists the clients and their views"
-                ));
-            }
+            Some(id) => vec![self.view_client(id)?.0],
             None => (self.conns.iter())
                 .filter_map(|(id, c)| Some((*id, c.tab_view()?.tab)))
                 .filter(|(_, t)| self.tree.tabs.get(t).map(|t| t.workspace) == workspace)
@@ -724,6 +744,51 @@ impl Server {
         }
         self.sync_views();
         Ok(())
+    }
+
+    /// `pane.zoom` with `client`: client `only`'s view zooms `pane`
+    /// (default: its focus), showing its tab focused on it, or unzooms
+    /// (`zoom: None` toggles, as `Tree::zoom` does); the tab's default and
+    /// the other clients stay. Returns the pane's tab; `Err` names a
+    /// client that is not a tab view, or a pane in no tab.
+    pub(in crate::server) fn zoom_view(
+        &mut self,
+        only: ConnId,
+        pane: Option<PaneId>,
+        zoom: Option<bool>,
+    ) -> Result<TabId, String> {
+        let (id, v) = self.view_client(only)?;
+        let pane = pane.unwrap_or(v.focus);
+        let Some(t) = self.tree.tab_of(pane).and_then(|t| self.tree.tabs.get(&t)) else {
+            return Err(format!("pane {pane} is in no tab"));
+        };
+        let split = matches!(t.layout, crate::workspace::layout::Layout::Split { .. });
+        let tab = t.id;
+        let on = zoom.unwrap_or(!(v.tab == tab && v.zoom)) && split;
+        if let Some(v) = self.conns.get_mut(&id).and_then(|c| c.tab_view_mut()) {
+            if v.tab != tab {
+                v.tab = tab;
+                v.focus = pane;
+                v.activity.remove(&tab);
+            }
+            if on {
+                v.focus = pane;
+            }
+            v.zoom = on;
+        }
+        self.mark_view_stale(id);
+        self.sync_views();
+        Ok(tab)
+    }
+
+    /// Client `id`'s tab view, for a request that names the client.
+    fn view_client(&self, id: ConnId) -> Result<(ConnId, &TabView), String> {
+        self.view_of(id).map(|v| (id, v)).ok_or_else(|| {
+            format!(
+                "client {id} shows no tab (it is not attached, or attached --pane-only); \
+                 `ptyd clients` lists the clients and their views"
+            )
+        })
     }
 
     pub(super) fn client_size(&self, conn: ConnId) -> (u16, u16) {
@@ -756,6 +821,26 @@ impl Server {
 }
 
 /// The column of the cursor in a prompt's line on the status line.
+/// Hashes a layout's shape, panes and ratios (`view_key`, every turn:
+/// without formatting it).
+fn hash_layout(layout: &crate::workspace::layout::Layout, h: &mut impl Hasher) {
+    use crate::workspace::layout::Layout;
+    match layout {
+        Layout::Pane(p) => p.hash(h),
+        Layout::Split {
+            direction,
+            ratio,
+            first,
+            second,
+        } => {
+            (*direction as u8).hash(h);
+            ratio.to_bits().hash(h);
+            hash_layout(first, h);
+            hash_layout(second, h);
+        }
+    }
+}
+
 fn prompt_column(keys: &Mode) -> Option<u16> {
     let Mode::Prompt { purpose, line } = keys else {
         return None;

@@ -328,6 +328,7 @@ pub fn conn_runtime(c: &Connection, id: ConnId, now: Instant) -> ConnRuntime {
             tab: a.view.tab.as_ref().map(|v| v.tab),
             prefix: a.view.tab.as_ref().map(|v| v.prefix),
             zoom: a.view.tab.as_ref().map(|v| v.zoom),
+            scroll: a.view.tab.as_ref().and_then(|v| v.scroll.spec()),
         }),
         subscribed: c.subscribed,
         replay_after: c.replay_after,
@@ -366,12 +367,16 @@ pub fn conn_from_runtime(
             let prefix = rt.prefix.unwrap_or(0x1c);
             // The attached pane is the view's focus.
             let focus = crate::model::PaneId::new(rt.pane);
-            a.view.tab = Some(Box::new(crate::server::clients::tab_view::TabView::new(
+            let mut view = crate::server::clients::tab_view::TabView::new(
                 tab,
                 focus,
                 rt.zoom.unwrap_or(false),
                 prefix,
-            )));
+            );
+            if let Some(scroll) = &rt.scroll {
+                view.scroll.resume(scroll);
+            }
+            a.view.tab = Some(Box::new(view));
             a.view.stale = true;
         }
         conn.mode = ConnMode::Attached(a);
