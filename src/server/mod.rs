@@ -108,8 +108,7 @@ enum Source {
     /// The pidfd of a pane's process inherited from an earlier generation.
     Pidfd(u64),
     /// A client's terminal the server writes to directly (`direct_tty.rs`),
-    /// registered while it is full.
-    #[cfg(unix)]
+    /// registered while it is full (never on Windows).
     Tty(ConnId),
 }
 

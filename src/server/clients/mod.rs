@@ -26,7 +26,7 @@ pub(super) mod arrivals;
 pub(super) mod attach;
 pub(super) mod client_requests;
 pub(super) mod connection;
-#[cfg(unix)]
+#[cfg_attr(windows, path = "direct_tty_windows.rs")]
 pub(super) mod direct_tty;
 pub(super) mod held_input;
 pub(super) mod io;
@@ -36,5 +36,5 @@ pub(super) mod tab_keys;
 pub(super) mod tab_prompt;
 pub(super) mod tab_scroll;
 pub(super) mod tab_view;
-#[cfg(unix)]
+#[cfg_attr(windows, path = "tty_keys_windows.rs")]
 pub(super) mod tty_keys;
