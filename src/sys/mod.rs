@@ -61,6 +61,7 @@
 //! | `SO_PEERCRED` | `GetNamedPipeClientProcessId` and that process's token user ([`pipe_peer_is_current_user`]) |
 //! | [`trust`]: state files 0600/0700, opened with `O_NOFOLLOW`, trusted if ours and not group/other-writable | created with the profile's inherited ACL, opened with `FILE_FLAG_OPEN_REPARSE_POINT`, trusted if the owner SID is ours and the DACL lets no one else write (no one else in at all for a private directory; SYSTEM and Administrators excepted), a null DACL refused |
 //! | [`sync_dir`]: fsync a directory after a rename | nothing: NTFS journals metadata |
+//! | FIFOs ([`make_fifo`], [`open_fifo_writer`]: the tmux front's `wait-for`) | none ([`HAS_FIFOS`] is false): `wait-for` is refused |
 //! | socket file mode 0600 in `$XDG_RUNTIME_DIR` | a pipe instance whose DACL admits only the current user's SID ([`create_pipe_instance`]) |
 //!
 //! `--cfg ptyd_portable` builds `fallback.rs` (and the fork/exec spawn in
@@ -97,14 +98,17 @@ pub use unix::{
 
 #[cfg(windows)]
 pub use os::{
-    AttachedConsole, ProcessExit, SIGCHLD, SIGHUP, SIGINT, SIGKILL, SIGTERM, Signals,
+    AttachedConsole, HAS_FIFOS, ProcessExit, SIGCHLD, SIGHUP, SIGINT, SIGKILL, SIGTERM, Signals,
     broken_pipe_errno, default_runtime_base, default_state_base, fd_limit, is_executable,
-    is_symlink_refused, open_fd_count, pipe_bytes_available, process_cwd, process_ended,
-    raise_fd_limit, reap_any_child, signal_by_name, signal_exists, signal_name, sync_dir,
-    terminal_size, trust, user_shell, wait_for_exit,
+    is_symlink_refused, make_fifo, open_fd_count, open_fifo_writer, pipe_bytes_available,
+    process_cwd, process_ended, raise_fd_limit, reap_any_child, signal_by_name, signal_exists,
+    signal_name, sync_dir, terminal_size, trust, user_shell, wait_for_exit,
 };
 #[cfg(unix)]
-pub use unix::{default_runtime_base, default_state_base, sync_dir, trust};
+pub use unix::{
+    HAS_FIFOS, default_runtime_base, default_state_base, make_fifo, open_fifo_writer, sync_dir,
+    trust,
+};
 
 pub use os::request_short_slices;
 #[cfg(unix)]

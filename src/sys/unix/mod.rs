@@ -24,7 +24,8 @@ mod files;
 mod limits;
 
 pub use files::{
-    SharedMap, default_runtime_base, default_state_base, read_at, set_file_len, sync_dir, trust,
+    HAS_FIFOS, SharedMap, default_runtime_base, default_state_base, make_fifo, open_fifo_writer,
+    read_at, set_file_len, sync_dir, trust,
 };
 pub use limits::{
     fd_limit, raise_fd_limit, raise_fsize_limit, starting_fd_limit, starting_limits_on_exec,
