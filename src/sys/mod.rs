@@ -68,6 +68,7 @@
 //! `pty/unix.rs`) on Linux too, so the degraded paths are compiled and can
 //! be run here: `RUSTFLAGS="--cfg ptyd_portable" cargo check --all-targets`.
 
+mod env;
 #[cfg(unix)]
 mod unix;
 
@@ -83,11 +84,12 @@ mod os;
 pub(crate) use unix::syscall;
 #[cfg(unix)]
 pub use unix::{
-    FdKind, OPEN_UNTRUSTED_PATH, PeerCred, ProcessExit, SIGCHLD, SIGHUP, SIGINT, SIGKILL, SIGTERM,
-    SIGWINCH, SIGXFSZ, SharedMap, Signals, StdinMode, broken_pipe_errno, clear_cloexec,
-    current_uid, dup_at_least, dup_raw, dup2_on_exec, fd_dev_ino, fd_is, fd_limit, has_children,
-    ignore_signal, inherit_fd_on_exec, is_executable, is_symlink_refused, is_too_many_refs, kill,
-    monotonic_usec, peer_cred, peer_hung_up, poll_readable, poll_writable, raise_fd_limit,
+    FdKind, Forked, OPEN_UNTRUSTED_PATH, PeerCred, ProcessExit, SIGCHLD, SIGHUP, SIGINT, SIGKILL,
+    SIGTERM, SIGWINCH, SIGXFSZ, SharedMap, Signals, StdinMode, adopt_passed_fd, broken_pipe_errno,
+    clear_cloexec, close_abandoned, current_uid, dup_at_least, dup_raw, dup2_on_exec, exit_now,
+    fd_dev_ino, fd_is, fd_limit, fork_single_threaded, has_children, ignore_signal,
+    inherit_fd_on_exec, is_executable, is_symlink_refused, is_too_many_refs, kill, monotonic_usec,
+    peer_cred, peer_hung_up, physical_memory, poll_readable, poll_writable, raise_fd_limit,
     raise_fsize_limit, read_at, read_stdin, reap_any_child, restore_stdin_mode,
     restore_stdin_mode_now, send_with_fds, set_cloexec, set_file_len, set_nonblocking_cloexec,
     setsid_on_exec, signal_by_name, signal_exists, signal_name, starting_fd_limit,
@@ -100,9 +102,10 @@ pub use unix::{
 pub use os::{
     AttachedConsole, HAS_FIFOS, ProcessExit, SIGCHLD, SIGHUP, SIGINT, SIGKILL, SIGTERM, Signals,
     broken_pipe_errno, default_runtime_base, default_state_base, fd_limit, is_executable,
-    is_symlink_refused, make_fifo, open_fd_count, open_fifo_writer, pipe_bytes_available,
-    process_cwd, process_ended, raise_fd_limit, reap_any_child, signal_by_name, signal_exists,
-    signal_name, sync_dir, terminal_size, trust, user_shell, wait_for_exit,
+    is_symlink_refused, make_fifo, open_fd_count, open_fifo_writer, physical_memory,
+    pipe_bytes_available, process_cwd, process_ended, raise_fd_limit, reap_any_child,
+    signal_by_name, signal_exists, signal_name, sync_dir, terminal_size, trust, user_shell,
+    wait_for_exit,
 };
 #[cfg(unix)]
 pub use unix::{
@@ -110,6 +113,7 @@ pub use unix::{
     trust,
 };
 
+pub use env::remove_env;
 pub use os::request_short_slices;
 #[cfg(unix)]
 pub use os::{

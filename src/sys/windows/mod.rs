@@ -811,6 +811,11 @@ pub fn sync_dir(_dir: &std::path::Path) -> io::Result<()> {
     Ok(())
 }
 
+/// The machine's memory: not asked here (callers assume a default).
+pub fn physical_memory() -> Option<usize> {
+    None
+}
+
 /// No FIFOs: a named pipe lives only while its server holds it, so no
 /// file can wait in a directory for a writer.
 pub const HAS_FIFOS: bool = false;
