@@ -11,6 +11,9 @@
 //!   dispositions and `kill`, `poll`, fd passing over `SCM_RIGHTS`, the
 //!   monotonic clock, wait statuses, file lengths, `pread` and shared
 //!   file mappings ([`SharedMap`]: the output rings).
+//! - `env.rs`, on every OS: the environment changed at start, sound
+//!   because only the main thread reads or writes it (the contract is
+//!   written there once).
 //! - the OS backend, chosen once below: `linux.rs`, or `fallback.rs` for
 //!   any other Unix. It provides the mechanisms only some kernels have.
 //!

@@ -24,6 +24,14 @@
 //! stops at the client's prefix key and hands what it read from there on
 //! back (`KEYS_OFF`); every way out of direct output hands the keys back
 //! first.
+//!
+//! Per OS: what the connection code asks of this module, `Direct` with
+//! its methods, `TtyOut`, `PassedFd`, `receive` and the server's
+//! `direct_frame` and `on_tty_ready`, `direct_tty_windows.rs` provides
+//! too, never on (no console handle can be passed over a named pipe), so
+//! the callers have no per-OS branch. What only this file and
+//! `tty_keys.rs` call (the offer's check, the keys' reading) it leaves
+//! out; `tty_keys_windows.rs` stands in for the latter.
 
 use super::connection::{ConnId, Connection, Polls};
 use crate::protocol::frame::{self, ClientFrame};

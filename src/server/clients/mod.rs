@@ -19,8 +19,10 @@
 //! - bad input of any kind gets an error and never a panic.
 //!
 //! Per OS: direct output and terminal keys need a terminal fd passed over
-//! `SCM_RIGHTS`, so `direct_tty` and `tty_keys` exist on Unix only; on
-//! Windows a client's output always goes as OUTPUT frames.
+//! `SCM_RIGHTS`; on Windows `direct_tty_windows.rs` and
+//! `tty_keys_windows.rs` stand in (never on: a client's output always goes
+//! as OUTPUT frames and its keys come as INPUT frames), so the connection
+//! code is the same for both.
 
 pub(super) mod arrivals;
 pub(super) mod attach;
