@@ -24,6 +24,7 @@
 //! as OUTPUT frames and its keys come as INPUT frames), so the connection
 //! code is the same for both.
 
+#[cfg_attr(windows, path = "arrivals_windows.rs")]
 pub(super) mod arrivals;
 pub(super) mod attach;
 pub(super) mod client_requests;
