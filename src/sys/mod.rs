@@ -96,9 +96,9 @@ pub use unix::{
     raise_fsize_limit, read_at, read_stdin, reap_any_child, restore_stdin_mode,
     restore_stdin_mode_now, send_with_fds, set_cloexec, set_file_len, set_nonblocking_cloexec,
     setsid_on_exec, signal_by_name, signal_exists, signal_name, starting_fd_limit,
-    starting_limits_on_exec, stdin_raw_mode, take_inherited_fd, terminal_size, try_lock_exclusive,
-    user_shell, wait_child, wait_writable, with_pane_oom_score, with_starting_limits, write_stdout,
-    write_stdout_vectored,
+    starting_limits_on_exec, stderr_dev_ino, stdin_raw_mode, take_inherited_fd, terminal_size,
+    try_lock_exclusive, user_shell, wait_child, wait_writable, with_pane_oom_score,
+    with_starting_limits, write_stdout, write_stdout_vectored,
 };
 
 #[cfg(windows)]
@@ -107,8 +107,8 @@ pub use os::{
     broken_pipe_errno, default_runtime_base, default_state_base, fd_limit, is_executable,
     is_symlink_refused, make_fifo, open_fd_count, open_fifo_writer, physical_memory,
     pipe_bytes_available, process_cwd, process_ended, raise_fd_limit, reap_any_child,
-    signal_by_name, signal_exists, signal_name, sync_dir, terminal_size, trust, user_shell,
-    wait_for_exit,
+    signal_by_name, signal_exists, signal_name, stderr_dev_ino, sync_dir, terminal_size, trust,
+    user_shell, wait_for_exit,
 };
 #[cfg(unix)]
 pub use unix::{

@@ -236,6 +236,12 @@ pub fn fd_dev_ino(fd: impl AsRawFd) -> io::Result<(u64, u64)> {
     Ok((st.st_dev as u64, st.st_ino as u64))
 }
 
+/// The device and inode numbers of our stderr (what systemd's
+/// `JOURNAL_STREAM` names when stderr is the journal).
+pub fn stderr_dev_ino() -> Option<(u64, u64)> {
+    fd_dev_ino(libc::STDERR_FILENO).ok()
+}
+
 /// Makes `cmd`'s child find `fd` at number `target` after the exec, without
 /// close-on-exec (`dup2` in the forked child; or, when `fd` already is
 /// `target`, its close-on-exec flag cleared). Our own fds are untouched.

@@ -811,6 +811,12 @@ pub fn sync_dir(_dir: &std::path::Path) -> io::Result<()> {
     Ok(())
 }
 
+/// Our stderr as systemd's `JOURNAL_STREAM` names it: no journal on
+/// Windows.
+pub fn stderr_dev_ino() -> Option<(u64, u64)> {
+    None
+}
+
 /// The machine's memory: not asked here (callers assume a default).
 pub fn physical_memory() -> Option<usize> {
     None
