@@ -97,8 +97,8 @@ pub use unix::{
     restore_stdin_mode_now, send_with_fds, set_cloexec, set_file_len, set_nonblocking_cloexec,
     setsid_on_exec, signal_by_name, signal_exists, signal_name, starting_fd_limit,
     starting_limits_on_exec, stderr_dev_ino, stdin_raw_mode, take_inherited_fd, terminal_size,
-    try_lock_exclusive, user_shell, wait_child, wait_writable, with_pane_oom_score,
-    with_starting_limits, write_stdout, write_stdout_vectored,
+    try_lock_exclusive, user_id_and_name, user_shell, wait_child, wait_writable,
+    with_pane_oom_score, with_starting_limits, write_stdout, write_stdout_vectored,
 };
 
 #[cfg(windows)]
@@ -108,7 +108,7 @@ pub use os::{
     is_symlink_refused, make_fifo, open_fd_count, open_fifo_writer, physical_memory,
     pipe_bytes_available, process_cwd, process_ended, raise_fd_limit, reap_any_child,
     signal_by_name, signal_exists, signal_name, stderr_dev_ino, sync_dir, terminal_size, trust,
-    user_shell, wait_for_exit,
+    user_id_and_name, user_shell, wait_for_exit,
 };
 #[cfg(unix)]
 pub use unix::{

@@ -320,6 +320,18 @@ pub fn current_uid() -> u32 {
     unsafe { libc::getuid() }
 }
 
+/// This process's user as text: the uid, and the name the user database
+/// gives it (empty if none).
+pub fn user_id_and_name() -> (String, String) {
+    let uid = nix::unistd::getuid();
+    let name = nix::unistd::User::from_uid(uid)
+        .ok()
+        .flatten()
+        .map(|u| u.name)
+        .unwrap_or_default();
+    (uid.to_string(), name)
+}
+
 /// Takes an exclusive, non-blocking `flock` on `fd`. Returns `Ok(false)` when
 /// another process holds it. The lock lives as long as the open file
 /// description, which is what lets a live upgrade pass it on with the fd.

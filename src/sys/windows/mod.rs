@@ -811,6 +811,12 @@ pub fn sync_dir(_dir: &std::path::Path) -> io::Result<()> {
     Ok(())
 }
 
+/// This process's user as text: no uid on Windows (empty), and the
+/// name `USERNAME` gives (empty if unset).
+pub fn user_id_and_name() -> (String, String) {
+    (String::new(), std::env::var("USERNAME").unwrap_or_default())
+}
+
 /// Our stderr as systemd's `JOURNAL_STREAM` names it: no journal on
 /// Windows.
 pub fn stderr_dev_ino() -> Option<(u64, u64)> {
