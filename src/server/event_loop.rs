@@ -121,7 +121,6 @@ impl Server {
                 Some(Source::Pane(id)) => self.on_pane_ready(id, event),
                 Some(Source::Conn(id)) => self.on_conn_ready(id, event),
                 Some(Source::Pidfd(id)) => self.on_pidfd(id),
-                #[cfg(unix)]
                 Some(Source::Tty(id)) => self.on_tty_ready(id, event),
                 None => {}
             },
@@ -158,7 +157,6 @@ impl Server {
                 Source::Pidfd(id) => self.on_pidfd(id),
                 // Only keys left unread (a read budget, room again in
                 // the pane's input) put a terminal on the backlog.
-                #[cfg(unix)]
                 Source::Tty(id) => self.read_tty_keys(id),
             }
         }

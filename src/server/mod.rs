@@ -23,7 +23,9 @@
 //! `start_windows.rs` here (the named mutex and pipe instead of `flock`
 //! and socket, no keeper to fork), `transport/listener_windows.rs` (pipe
 //! instances for the socket), `panes/fds_windows.rs` (panes woken through
-//! `pty::PaneWakes` instead of polled fds), and in `continuity/` the one
+//! `pty::PaneWakes` instead of polled fds), `clients/direct_tty_windows.rs`
+//! and `clients/tty_keys_windows.rs` (a client's terminal is never passed
+//! to the server), and in `continuity/` the one
 //! stand-in for the keeper and the live upgrade (its `mod.rs` says the
 //! contract). What serves only the live upgrade and the keeper (pane and
 //! connection state carried across, paused serving, rings) is built on
@@ -108,8 +110,7 @@ enum Source {
     /// The pidfd of a pane's process inherited from an earlier generation.
     Pidfd(u64),
     /// A client's terminal the server writes to directly (`direct_tty.rs`),
-    /// registered while it is full.
-    #[cfg(unix)]
+    /// registered while it is full (never on Windows).
     Tty(ConnId),
 }
 

@@ -543,12 +543,7 @@ impl Server {
         // rows stayed on the 40-row screen after vim exited, and the shell
         // scrolled inside it. Not when the kernel already holds another
         // size (a takeover after a crash): that output may be for it.
-        #[cfg(unix)]
-        let old_size_in_kernel =
-            pane.fds().master().and_then(|m| m.size()) == Some((pane.cols(), pane.rows()));
-        // ConPTY keeps no size to ask; no takeover exists there either.
-        #[cfg(not(unix))]
-        let old_size_in_kernel = true;
+        let old_size_in_kernel = pane.fds().kernel_size_is((pane.cols(), pane.rows()));
         if old_size_in_kernel && !pane.held_for_upgrade() {
             self.read_pane(id, PANE_RESIZE_DRAIN, None);
         }

@@ -23,11 +23,10 @@ pub fn run(opts: ServerOptions) -> Result<(), StartError> {
     // The fds a parent named in our environment are taken (and the
     // variables removed, so no child of ours inherits them) now, while this
     // is the only thread: the disk writer starts in `Server::assemble`.
-    // SAFETY: no other thread runs yet; the old server put this fd number
-    // there for us alone, and it is adopted only if it is a socket.
-    let handoff = unsafe {
-        crate::sys::take_inherited_fd(crate::handoff::HANDOFF_FD_ENV, crate::sys::FdKind::Socket)
-    };
+    // The old server put this fd number there for us alone, and it is
+    // adopted only if it is a socket.
+    let handoff =
+        crate::sys::take_inherited_fd(crate::handoff::HANDOFF_FD_ENV, crate::sys::FdKind::Socket);
     if let Some(sock) = handoff.map_err(|e| format!("{e}; this mode is only for `ptyd upgrade`"))? {
         // Before the first fd arrives: a replacement the keeper starts
         // comes with the usual soft limit, and takes every pane's fds.
@@ -36,29 +35,23 @@ pub fn run(opts: ServerOptions) -> Result<(), StartError> {
     }
     // A crash loop's model-less fallback: the keeper sends the panes' fds
     // it holds, taken now (their count is the keeper's fd budget).
-    // SAFETY: as above; the keeper named this socket for us alone.
-    let adopting = unsafe {
-        crate::sys::take_inherited_fd(
-            crate::server::continuity::keeper::ADOPT_FD_ENV,
-            crate::sys::FdKind::Socket,
-        )
-    }
+    // The keeper named this socket for us alone.
+    let adopting = crate::sys::take_inherited_fd(
+        crate::server::continuity::keeper::ADOPT_FD_ENV,
+        crate::sys::FdKind::Socket,
+    )
     .ok()
     .flatten()
     .map(|sock| {
         let _ = crate::sys::raise_fd_limit();
         crate::server::continuity::keeper_link::receive_adopted(&sock)
     });
-    // SAFETY: as above: still the only thread; the spawning client (the
-    // pipe) and our previous image (the lineage) named these for us alone.
-    let (ready, lineage) = unsafe {
-        (
-            crate::sys::take_inherited_fd(READY_FD_ENV, crate::sys::FdKind::Pipe)
-                .ok()
-                .flatten(),
-            crate::server::continuity::keeper::lineage_from_env(),
-        )
-    };
+    // The spawning client (the pipe) and our previous image (the
+    // lineage) named these for us alone.
+    let ready = crate::sys::take_inherited_fd(READY_FD_ENV, crate::sys::FdKind::Pipe)
+        .ok()
+        .flatten();
+    let lineage = crate::server::continuity::keeper::lineage_from_env();
     let paths = opts.paths;
     crate::server::continuity::keeper::become_subreaper();
     let claimed = claim_namespace(&paths, lineage, ready.as_ref())?;
@@ -120,24 +113,22 @@ pub fn run(opts: ServerOptions) -> Result<(), StartError> {
 fn become_keeper_if_asked(paths: &NamespacePaths) {
     // A keeper re-executing itself continues here, holding everything it
     // held.
-    // SAFETY: no other thread runs yet; only our previous image (the
-    // keeper) names these fds.
-    if let Some(keeper) = unsafe { crate::server::continuity::keeper::Keeper::resume_from_env() } {
+    // Only our previous image (the keeper) names these fds.
+    if let Some(keeper) = crate::server::continuity::keeper::Keeper::resume_from_env() {
         std::process::exit(keeper.run());
     }
     // A keeper killed under systemd left its fds in the unit's fd store
     // (`service/fd_store.rs`), passed back to us now: become the keeper
     // and take its panes over.
-    // SAFETY: still the only thread; LISTEN_PID names us for these fds.
-    let stored = unsafe { crate::service::fd_store::take_passed() };
+    // LISTEN_PID names us for these fds.
+    let stored = crate::service::fd_store::take_passed();
     if stored.is_empty() {
         return;
     }
     let count = stored.len();
     match crate::server::continuity::keeper::Keeper::adopt(stored, paths.namespace.clone()) {
         Ok(keeper) => {
-            // SAFETY: still the only thread.
-            unsafe { crate::service::fd_store::forget_passed() };
+            crate::service::fd_store::forget_passed();
             std::process::exit(keeper.run());
         }
         Err(e) => {
@@ -234,8 +225,7 @@ impl Server {
         namespace_fds: bool,
     ) {
         let why = std::env::var(crate::server::continuity::keeper::RECOVERY_ENV).ok();
-        // SAFETY: the disk thread never reads the environment.
-        unsafe { std::env::remove_var(crate::server::continuity::keeper::RECOVERY_ENV) };
+        crate::sys::remove_env(crate::server::continuity::keeper::RECOVERY_ENV);
         match adopting {
             // Serving only once adopted: a model-less server that dies in its
             // restore counts in the keeper's crash loop.
@@ -290,10 +280,10 @@ fn fork_keeper(
     let dup = |fd: std::os::fd::RawFd| crate::sys::dup_raw(fd).ok();
     let (held_listener, held_lock) = (dup(listener), dup(lock.raw_fd()));
     let keeper_pid = std::process::id() as i32;
-    // SAFETY: only this thread exists (no thread is started before
-    // `Server::assemble`), so the child may run ordinary code after fork.
-    match unsafe { nix::unistd::fork() } {
-        Ok(nix::unistd::ForkResult::Child) => {
+    // Only this thread exists: no thread is started before
+    // `Server::assemble`.
+    match crate::sys::fork_single_threaded() {
+        Ok(crate::sys::Forked::Child) => {
             // Killing the keeper (the service's main pid) ends the server
             // as killing the server did before there was a keeper: the
             // panes hang up. (Only this first generation: a later one is
@@ -303,7 +293,7 @@ fn fork_keeper(
             drop((held_listener, held_lock));
             Ok(Some(server_end))
         }
-        Ok(nix::unistd::ForkResult::Parent { child }) => {
+        Ok(crate::sys::Forked::Parent { child }) => {
             drop(server_end);
             // The keeper keeps only its own copies: the ready pipe is the
             // server's to answer, and the listener and lock must close
@@ -313,23 +303,21 @@ fn fork_keeper(
                 held_listener.as_ref().map_or(-1, |f| f.as_raw_fd()),
                 held_lock.as_ref().map_or(-1, |f| f.as_raw_fd()),
             ];
-            for fd in [
-                Some(listener),
-                Some(lock.raw_fd()),
-                ready.map(|r| r.as_raw_fd()),
-            ]
-            .into_iter()
-            .flatten()
-            {
-                if !keep.contains(&fd) {
-                    // SAFETY: these are the caller's fds, which this
-                    // process never uses again: it exits below.
-                    unsafe { libc::close(fd) };
-                }
-            }
+            // The caller's fds, which this process never uses again: it
+            // exits below.
+            crate::sys::close_abandoned(
+                [
+                    Some(listener),
+                    Some(lock.raw_fd()),
+                    ready.map(|r| r.as_raw_fd()),
+                ]
+                .into_iter()
+                .flatten()
+                .filter(|fd| !keep.contains(fd)),
+            );
             let keeper = crate::server::continuity::keeper::Keeper::new(
                 keeper_end,
-                child.as_raw(),
+                child,
                 paths.namespace.clone(),
                 held_listener,
                 held_lock,

@@ -26,8 +26,7 @@ pub fn run(opts: ServerOptions) -> Result<(), StartError> {
         .ok()
         .and_then(|p| p.parse::<i32>().ok())
     {
-        // SAFETY: no other thread runs yet, so none reads the environment.
-        unsafe { std::env::remove_var(PREDECESSOR_ENV) };
+        crate::sys::remove_env(PREDECESSOR_ENV);
         crate::sys::wait_for_exit(pid, PREDECESSOR_WAIT);
     }
     let paths = opts.paths;

@@ -19,7 +19,7 @@
 //! socket ptyd bound itself, since the handoff sends the listener's fd.
 
 use crate::paths::NamespacePaths;
-use std::os::fd::{BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{BorrowedFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixListener;
 
 /// The first passed fd (`SD_LISTEN_FDS_START`).
@@ -33,12 +33,8 @@ pub fn adopt_listener(paths: &NamespacePaths) -> Result<Option<UnixListener>, St
     let pid = std::env::var("LISTEN_PID").ok();
     let fds = std::env::var("LISTEN_FDS").ok();
     let names = std::env::var("LISTEN_FDNAMES").ok();
-    // SAFETY: called at start-up before any other thread reads the
-    // environment (the disk thread starts later).
-    unsafe {
-        std::env::remove_var("LISTEN_PID");
-        std::env::remove_var("LISTEN_FDS");
-        std::env::remove_var("LISTEN_FDNAMES");
+    for name in ["LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"] {
+        crate::sys::remove_env(name);
     }
     let (Some(pid), Some(fds)) = (pid, fds) else {
         return Ok(None);
@@ -86,11 +82,11 @@ pub fn adopt_listener(paths: &NamespacePaths) -> Result<Option<UnixListener>, St
             if names.is_empty() { "unnamed" } else { &names }
         )
     })?;
-    // SAFETY: LISTEN_PID names us, so this fd was passed to this process for
-    // it to own; `check_listener` confirmed it is an open listening socket,
+    // LISTEN_PID names us, so this fd was passed to this process for it
+    // to own; `check_listener` confirmed it is an open listening socket,
     // and nothing else in this process has taken it (the variables are
     // read once, above, and removed).
-    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+    let owned = crate::sys::adopt_passed_fd(fd);
     set_cloexec_nonblock(&owned).map_err(|e| format!("socket activation: fd {fd}: {e}"))?;
     Ok(Some(UnixListener::from(owned)))
 }

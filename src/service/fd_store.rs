@@ -26,7 +26,7 @@
 //! no colon (the separator of `LISTEN_FDNAMES`).
 
 use std::collections::HashMap;
-use std::os::fd::{AsFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixDatagram;
 
 /// The prefix of every name the keeper stores under.
@@ -106,9 +106,7 @@ impl FdStore {
             self.stored.remove(&name);
         }
         for (name, fd) in wanted {
-            // SAFETY: the caller holds `fd` open for this call.
-            let borrowed = unsafe { std::os::fd::BorrowedFd::borrow_raw(*fd) };
-            let Ok(id) = crate::sys::fd_dev_ino(borrowed) else {
+            let Ok(id) = crate::sys::fd_dev_ino(*fd) else {
                 continue;
             };
             if self.stored.get(name) == Some(&id) {
@@ -247,12 +245,9 @@ fn connect_abstract(_: &UnixDatagram, _: &[u8]) -> std::io::Result<()> {
 /// starting with [`PREFIX`]), by name. The others (the socket unit's
 /// listener) stay for `activation::adopt_listener`, which reads and
 /// removes the variables; ours are closed-on-exec and owned from here.
-///
-/// # Safety
-///
-/// No other thread may be running (the environment is read), and nothing
-/// else in this process may have taken the passed fds.
-pub unsafe fn take_passed() -> HashMap<String, OwnedFd> {
+/// On the main thread, before anything else takes the passed fds
+/// (`sys::adopt_passed_fd`).
+pub fn take_passed() -> HashMap<String, OwnedFd> {
     let mut out = HashMap::new();
     let ours = std::env::var("LISTEN_PID")
         .ok()
@@ -275,10 +270,10 @@ pub unsafe fn take_passed() -> HashMap<String, OwnedFd> {
         if crate::sys::set_cloexec(fd).is_err() {
             continue;
         }
-        // SAFETY: LISTEN_PID names us, so the fds from 3 were passed to
-        // this process to own; set_cloexec just showed this one is open,
-        // and only this function takes the ones with our names.
-        out.insert(name.to_string(), unsafe { OwnedFd::from_raw_fd(fd) });
+        // LISTEN_PID names us, so the fds from 3 were passed to this
+        // process to own; set_cloexec just showed this one is open, and
+        // only this function takes the ones with our names.
+        out.insert(name.to_string(), crate::sys::adopt_passed_fd(fd));
     }
     out
 }
@@ -287,11 +282,8 @@ pub unsafe fn take_passed() -> HashMap<String, OwnedFd> {
 /// variables go (no child of ours may read them as its own), and the
 /// socket unit's fds are closed on exec (the keeper's copy of the
 /// listener, stored too, is what it hands on).
-///
-/// # Safety
-///
-/// No other thread may be running (the environment changes).
-pub unsafe fn forget_passed() {
+/// On the main thread (`sys/env.rs`).
+pub fn forget_passed() {
     let count = std::env::var("LISTEN_FDS")
         .ok()
         .and_then(|n| n.trim().parse::<i32>().ok())
@@ -299,12 +291,8 @@ pub unsafe fn forget_passed() {
     for fd in LISTEN_FDS_START..LISTEN_FDS_START + count.max(0) {
         let _ = crate::sys::set_cloexec(fd);
     }
-    // SAFETY: the caller's guarantee: no other thread reads the
-    // environment.
-    unsafe {
-        std::env::remove_var("LISTEN_PID");
-        std::env::remove_var("LISTEN_FDS");
-        std::env::remove_var("LISTEN_FDNAMES");
+    for name in ["LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"] {
+        crate::sys::remove_env(name);
     }
 }
 

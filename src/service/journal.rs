@@ -30,20 +30,8 @@ pub fn stderr_is_journal() -> bool {
         std::env::var("JOURNAL_STREAM")
             .ok()
             .and_then(|v| parse_stream(&v))
-            .is_some_and(|want| stderr_dev_ino() == Some(want))
+            .is_some_and(|want| crate::sys::stderr_dev_ino() == Some(want))
     })
-}
-
-#[cfg(unix)]
-fn stderr_dev_ino() -> Option<(u64, u64)> {
-    use std::os::fd::AsFd;
-    crate::sys::fd_dev_ino(std::io::stderr().as_fd()).ok()
-}
-
-/// No journal on Windows.
-#[cfg(windows)]
-fn stderr_dev_ino() -> Option<(u64, u64)> {
-    None
 }
 
 /// `DEV:INO`, both decimal.

@@ -11,6 +11,9 @@
 //!   dispositions and `kill`, `poll`, fd passing over `SCM_RIGHTS`, the
 //!   monotonic clock, wait statuses, file lengths, `pread` and shared
 //!   file mappings ([`SharedMap`]: the output rings).
+//! - `env.rs`, on every OS: the environment changed at start, sound
+//!   because only the main thread reads or writes it (the contract is
+//!   written there once).
 //! - the OS backend, chosen once below: `linux.rs`, or `fallback.rs` for
 //!   any other Unix. It provides the mechanisms only some kernels have.
 //!
@@ -61,12 +64,14 @@
 //! | `SO_PEERCRED` | `GetNamedPipeClientProcessId` and that process's token user ([`pipe_peer_is_current_user`]) |
 //! | [`trust`]: state files 0600/0700, opened with `O_NOFOLLOW`, trusted if ours and not group/other-writable | created with the profile's inherited ACL, opened with `FILE_FLAG_OPEN_REPARSE_POINT`, trusted if the owner SID is ours and the DACL lets no one else write (no one else in at all for a private directory; SYSTEM and Administrators excepted), a null DACL refused |
 //! | [`sync_dir`]: fsync a directory after a rename | nothing: NTFS journals metadata |
+//! | FIFOs ([`make_fifo`], [`open_fifo_writer`]: the tmux front's `wait-for`) | none ([`HAS_FIFOS`] is false): `wait-for` is refused |
 //! | socket file mode 0600 in `$XDG_RUNTIME_DIR` | a pipe instance whose DACL admits only the current user's SID ([`create_pipe_instance`]) |
 //!
 //! `--cfg ptyd_portable` builds `fallback.rs` (and the fork/exec spawn in
 //! `pty/unix.rs`) on Linux too, so the degraded paths are compiled and can
 //! be run here: `RUSTFLAGS="--cfg ptyd_portable" cargo check --all-targets`.
 
+mod env;
 #[cfg(unix)]
 mod unix;
 
@@ -82,30 +87,36 @@ mod os;
 pub(crate) use unix::syscall;
 #[cfg(unix)]
 pub use unix::{
-    FdKind, OPEN_UNTRUSTED_PATH, PeerCred, ProcessExit, SIGCHLD, SIGHUP, SIGINT, SIGKILL, SIGTERM,
-    SIGWINCH, SIGXFSZ, SharedMap, Signals, StdinMode, broken_pipe_errno, clear_cloexec,
-    current_uid, dup_at_least, dup_raw, dup2_on_exec, fd_dev_ino, fd_is, fd_limit, has_children,
-    ignore_signal, inherit_fd_on_exec, is_executable, is_symlink_refused, is_too_many_refs, kill,
-    monotonic_usec, peer_cred, peer_hung_up, poll_readable, poll_writable, raise_fd_limit,
+    FdKind, Forked, OPEN_UNTRUSTED_PATH, PeerCred, ProcessExit, SIGCHLD, SIGHUP, SIGINT, SIGKILL,
+    SIGTERM, SIGWINCH, SIGXFSZ, SharedMap, Signals, StdinMode, adopt_passed_fd, broken_pipe_errno,
+    clear_cloexec, close_abandoned, current_uid, dup_at_least, dup_raw, dup2_on_exec, exit_now,
+    fd_dev_ino, fd_is, fd_limit, fork_single_threaded, has_children, ignore_signal,
+    inherit_fd_on_exec, is_executable, is_symlink_refused, is_too_many_refs, kill, monotonic_usec,
+    peer_cred, peer_hung_up, physical_memory, poll_readable, poll_writable, raise_fd_limit,
     raise_fsize_limit, read_at, read_stdin, reap_any_child, restore_stdin_mode,
     restore_stdin_mode_now, send_with_fds, set_cloexec, set_file_len, set_nonblocking_cloexec,
     setsid_on_exec, signal_by_name, signal_exists, signal_name, starting_fd_limit,
-    starting_limits_on_exec, stdin_raw_mode, take_inherited_fd, terminal_size, try_lock_exclusive,
-    user_shell, wait_child, wait_writable, with_pane_oom_score, with_starting_limits, write_stdout,
-    write_stdout_vectored,
+    starting_limits_on_exec, stderr_dev_ino, stdin_raw_mode, take_inherited_fd, terminal_size,
+    try_lock_exclusive, user_id_and_name, user_shell, wait_child, wait_writable,
+    with_pane_oom_score, with_starting_limits, write_stdout, write_stdout_vectored,
 };
 
 #[cfg(windows)]
 pub use os::{
-    AttachedConsole, ProcessExit, SIGCHLD, SIGHUP, SIGINT, SIGKILL, SIGTERM, Signals,
+    AttachedConsole, HAS_FIFOS, ProcessExit, SIGCHLD, SIGHUP, SIGINT, SIGKILL, SIGTERM, Signals,
     broken_pipe_errno, default_runtime_base, default_state_base, fd_limit, is_executable,
-    is_symlink_refused, open_fd_count, pipe_bytes_available, process_cwd, process_ended,
-    raise_fd_limit, reap_any_child, signal_by_name, signal_exists, signal_name, sync_dir,
-    terminal_size, trust, user_shell, wait_for_exit,
+    is_symlink_refused, make_fifo, open_fd_count, open_fifo_writer, physical_memory,
+    pipe_bytes_available, process_cwd, process_ended, raise_fd_limit, reap_any_child,
+    signal_by_name, signal_exists, signal_name, stderr_dev_ino, sync_dir, terminal_size, trust,
+    user_id_and_name, user_shell, wait_for_exit,
 };
 #[cfg(unix)]
-pub use unix::{default_runtime_base, default_state_base, sync_dir, trust};
+pub use unix::{
+    HAS_FIFOS, default_runtime_base, default_state_base, make_fifo, open_fifo_writer, sync_dir,
+    trust,
+};
 
+pub use env::remove_env;
 pub use os::request_short_slices;
 #[cfg(unix)]
 pub use os::{

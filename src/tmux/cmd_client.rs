@@ -254,20 +254,8 @@ fn client_vars(c: &TmuxClient) -> Vec<(&'static str, String)> {
 }
 
 /// The user the clients run as (every client is this user's): uid, name.
-#[cfg(unix)]
 pub(super) fn user() -> (String, String) {
-    let uid = nix::unistd::getuid();
-    let name = nix::unistd::User::from_uid(uid)
-        .ok()
-        .flatten()
-        .map(|u| u.name)
-        .unwrap_or_default();
-    (uid.to_string(), name)
-}
-
-#[cfg(not(unix))]
-pub(super) fn user() -> (String, String) {
-    (String::new(), std::env::var("USERNAME").unwrap_or_default())
+    crate::sys::user_id_and_name()
 }
 
 pub fn list(ctx: &mut Ctx, a: &Args) -> CmdResult {

@@ -9,13 +9,8 @@
 
 use super::args::Args;
 use super::{CmdResult, Ctx, Failure};
-#[cfg(unix)]
 use std::io::{Read, Write};
-#[cfg(unix)]
-use std::os::unix::fs::OpenOptionsExt;
-#[cfg(unix)]
-use std::path::Path;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 fn channels_dir(ctx: &Ctx) -> Result<PathBuf, Failure> {
     let dir = ctx.paths.runtime_dir.join("tmux-wait");
@@ -25,22 +20,18 @@ fn channels_dir(ctx: &Ctx) -> Result<PathBuf, Failure> {
 }
 
 /// A channel's file names: its name in hex, so any name is a safe one.
-#[cfg(unix)]
 fn key(channel: &str) -> String {
     channel.bytes().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Windows has no FIFOs to park a waiter on.
-#[cfg(not(unix))]
 pub fn wait_for(ctx: &mut Ctx, a: &Args) -> CmdResult {
-    let _ = (channels_dir(ctx)?, a);
-    Err(Failure::new(
-        "wait-for: not supported by ptyd's tmux front on Windows (it needs FIFOs)",
-    ))
-}
-
-#[cfg(unix)]
-pub fn wait_for(ctx: &mut Ctx, a: &Args) -> CmdResult {
+    // Windows has no FIFOs to park a waiter on.
+    if !crate::sys::HAS_FIFOS {
+        channels_dir(ctx)?;
+        return Err(Failure::new(
+            "wait-for: not supported by ptyd's tmux front on Windows (it needs FIFOs)",
+        ));
+    }
     let [channel] = a.positional.as_slice() else {
         return Err(Failure::new("usage: wait-for [-L|-S|-U] channel"));
     };
@@ -69,14 +60,12 @@ pub fn wait_for(ctx: &mut Ctx, a: &Args) -> CmdResult {
     }
 }
 
-#[cfg(unix)]
 fn touch(path: &Path) -> CmdResult {
     std::fs::write(path, b"").map_err(|e| Failure::new(format!("writing {}: {e}", path.display())))
 }
 
 /// Wakes the waiters whose FIFOs start with `prefix`; how many there were.
 /// A FIFO no process holds open is a waiter that was killed: removed.
-#[cfg(unix)]
 fn wake(dir: &Path, prefix: &str) -> usize {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return 0;
@@ -88,11 +77,7 @@ fn wake(dir: &Path, prefix: &str) -> usize {
             continue;
         }
         let path = entry.path();
-        let opened = std::fs::OpenOptions::new()
-            .write(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(&path);
-        match opened {
+        match crate::sys::open_fifo_writer(&path) {
             Ok(mut fifo) => {
                 if fifo.write_all(b"x").is_ok() {
                     woken += 1;
@@ -109,11 +94,10 @@ fn wake(dir: &Path, prefix: &str) -> usize {
 /// Blocks on a FIFO of this process's until woken; `done` is checked once
 /// the FIFO is in place (what happened before is not missed), and, when
 /// `again`, after each wake too (a lock another waiter took first).
-#[cfg(unix)]
 fn wait(dir: &Path, prefix: &str, again: bool, mut done: impl FnMut() -> bool) -> CmdResult {
     let path = dir.join(format!("{prefix}{}", std::process::id()));
     let _ = std::fs::remove_file(&path);
-    nix::unistd::mkfifo(&path, nix::sys::stat::Mode::from_bits_truncate(0o600))
+    crate::sys::make_fifo(&path)
         .map_err(|e| Failure::new(format!("creating {}: {e}", path.display())))?;
     let result = (|| {
         let mut fifo = std::fs::OpenOptions::new()
@@ -137,7 +121,6 @@ fn wait(dir: &Path, prefix: &str, again: bool, mut done: impl FnMut() -> bool) -
 }
 
 /// `-L`: takes the channel's lock, waiting while another holds it.
-#[cfg(unix)]
 fn lock(dir: &Path, key: &str) -> CmdResult {
     let lock = dir.join(format!("{key}.lock"));
     let take = || {
@@ -153,7 +136,7 @@ fn lock(dir: &Path, key: &str) -> CmdResult {
     wait(dir, &format!("{key}.locker."), true, take)
 }
 
-#[cfg(all(test, unix))]
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -486,7 +486,9 @@ impl Notified {
             .collect();
         for pane in gone {
             if let Some(stream) = self.watched.remove(&pane) {
-                hang_up(&stream);
+                // Ends the watcher's attachment from the notifier's side
+                // (a Windows watcher ends with its pane or its client).
+                crate::transport::hang_up(&stream);
             }
         }
         for pane in panes {
@@ -499,17 +501,6 @@ impl Notified {
         }
     }
 }
-
-/// Ends a watcher's attachment from the notifier's side.
-#[cfg(unix)]
-fn hang_up(stream: &ClientStream) {
-    let _ = stream.shutdown(std::net::Shutdown::Both);
-}
-
-/// A pipe handle cannot be shut down from another thread: the watcher
-/// ends with its pane, or with the client.
-#[cfg(not(unix))]
-fn hang_up(_stream: &ClientStream) {}
 
 /// The notifications for what changed from `old` to `new`, for a client
 /// attached to `session`.

@@ -20,6 +20,12 @@ pub fn address(paths: &NamespacePaths) -> std::path::PathBuf {
     paths.socket()
 }
 
+/// Ends a connection from another thread than the one reading it: its
+/// reads see the end at once.
+pub fn hang_up(stream: &ClientStream) {
+    let _ = stream.shutdown(std::net::Shutdown::Both);
+}
+
 /// Bounds the reads of a client stream.
 pub fn set_read_timeout(stream: &ClientStream, timeout: Option<Duration>) -> io::Result<()> {
     stream.set_read_timeout(timeout)

@@ -27,6 +27,10 @@ pub fn address(paths: &NamespacePaths) -> std::path::PathBuf {
         .into()
 }
 
+/// A pipe handle cannot be shut down from another thread: nothing is
+/// done, and the reader ends with its peer.
+pub fn hang_up(_stream: &ClientStream) {}
+
 /// A pipe opened for blocking I/O has no read timeout: `Unsupported`.
 pub fn set_read_timeout(_stream: &ClientStream, _timeout: Option<Duration>) -> io::Result<()> {
     Err(io::Error::new(

@@ -25,4 +25,4 @@ pub(crate) mod listener;
 #[cfg(windows)]
 pub mod windows;
 
-pub use client::{ClientStream, address, connect, set_read_timeout};
+pub use client::{ClientStream, address, connect, hang_up, set_read_timeout};

@@ -128,9 +128,7 @@ fn start_end_watchdog() {
                 {
                     let _ = sys::restore_stdin_mode_now(mode);
                 }
-                // SAFETY: ends the process at once, with no destructors or
-                // buffered writes that could block again.
-                unsafe { libc::_exit(1) };
+                sys::exit_now(1);
             });
     });
 }

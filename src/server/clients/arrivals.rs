@@ -14,26 +14,21 @@
 //! (it arrived while no pane was being read) ends at most one later pass
 //! early: one extra turn per message, which costs a poll.
 //!
-//! Unix only; elsewhere (Windows, whose named pipes have no fd to watch)
-//! nothing is watched and no pass ends early.
+//! Per OS: on Windows, whose named pipes have no fd to watch,
+//! `arrivals_windows.rs` stands in with the same methods: nothing is
+//! watched, [`Arrivals::any`] is always false and no pass ends early.
 
 use super::connection::{ConnId, Connection};
 use crate::transport::listener::Listener;
 use std::collections::HashMap;
 
 /// Watches for arrivals; see the module doc.
-#[cfg(unix)]
 pub struct Arrivals {
     /// None without a poll instance (out of fds): nothing is watched and
     /// the loop reads panes for their full budget, as it would without this.
     watch: Option<Watch>,
 }
 
-/// Watches nothing: named pipes have no fd to poll (see the module doc).
-#[cfg(not(unix))]
-pub struct Arrivals;
-
-#[cfg(unix)]
 struct Watch {
     poll: mio::Poll,
     events: mio::Events,
@@ -44,7 +39,6 @@ struct Watch {
     conns_below: usize,
 }
 
-#[cfg(unix)]
 impl Arrivals {
     /// A watch with nothing in it yet (`watch_new`).
     pub fn new() -> Arrivals {
@@ -126,30 +120,5 @@ impl Arrivals {
         w.poll
             .poll(&mut w.events, Some(std::time::Duration::ZERO))
             .is_ok_and(|()| !w.events.is_empty())
-    }
-}
-
-#[cfg(not(unix))]
-impl Arrivals {
-    pub fn new() -> Arrivals {
-        Arrivals
-    }
-
-    pub fn watch_new(
-        &mut self,
-        _listener: &Listener,
-        _conns: &HashMap<ConnId, Connection>,
-        _next_token: usize,
-    ) {
-    }
-
-    pub fn forget_listener(&mut self, _listener: &Listener) {}
-
-    pub fn registry(&self) -> Option<&mio::Registry> {
-        None
-    }
-
-    pub fn any(&mut self) -> bool {
-        false
     }
 }

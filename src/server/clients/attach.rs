@@ -395,7 +395,6 @@ impl Server {
     }
 
     pub(in crate::server) fn handle_frame(&mut self, conn: ConnId, frame: ClientFrame) {
-        #[cfg(unix)]
         if matches!(
             frame,
             ClientFrame::Tty | ClientFrame::DirectAck | ClientFrame::DirectPause
@@ -403,7 +402,6 @@ impl Server {
             self.direct_frame(conn, frame);
             return;
         }
-        #[cfg(unix)]
         if let ClientFrame::KeysOn(payload) = frame {
             self.keys_on(conn, payload);
             return;
@@ -514,68 +512,6 @@ impl Server {
         Ok(())
     }
 
-    /// The direct-output handshake (`direct_tty.rs`): a `TTY` offer is
-    /// taken (output held for the terminal, `DIRECT_ON` queued) or refused
-    /// (`DIRECT_OFF`, logged); `DIRECT_ACK` starts the writing; a
-    /// `DIRECT_PAUSE` ends it (`DIRECT_OFF`, what the terminal had not
-    /// taken sent as OUTPUT after it). Frames out of turn change nothing.
-    #[cfg(unix)]
-    fn direct_frame(&mut self, conn: ConnId, frame: ClientFrame) {
-        let Some(c) = self.conns.get_mut(&conn) else {
-            return;
-        };
-        if !c.is_attached() {
-            return;
-        }
-        // The handshake's frames are queued past the output bound (they
-        // must not be refused), so a client that keeps offering or pausing
-        // without reading its socket would grow its queue without end:
-        // past the bound it is dropped as any client that falls behind.
-        if c.queued() > super::connection::MAX_OUTPUT_QUEUE {
-            self.drop_too_slow(conn);
-            return;
-        }
-        match frame {
-            ClientFrame::Tty => {
-                let offered = c.pending_fd.take();
-                let checked = if c.is_direct() {
-                    Err("this client's terminal is already taken".to_string())
-                } else if c.closing.is_some() {
-                    Err("the attachment is ending".to_string())
-                } else {
-                    match offered {
-                        Some(fd) => super::direct_tty::check_offered(fd),
-                        None => Err("no fd came with the offer".to_string()),
-                    }
-                };
-                let (fd, readable) = match checked {
-                    Ok(checked) => checked,
-                    Err(why) => {
-                        c.queue_direct_off("refused");
-                        self.log.log(
-                            "direct_refused",
-                            &format!("client {conn} offered its terminal: {why}; output stays on the socket"),
-                        );
-                        return;
-                    }
-                };
-                let token = match c.tty_token {
-                    Some(token) => token,
-                    None => self.alloc_token(crate::server::Source::Tty(conn)),
-                };
-                if let Some(c) = self.conns.get_mut(&conn) {
-                    c.hold_direct(fd, token, readable);
-                }
-            }
-            ClientFrame::DirectAck => c.direct.acknowledge(),
-            _ => c.leave_direct(
-                super::connection::Polls::of(&self.poll, &self.arrivals),
-                "paused",
-                true,
-            ),
-        }
-    }
-
     /// Ends every attachment to `pane` with an EXIT frame.
     /// Clients showing its tab go on showing it, told on their message
     /// line.
@@ -621,7 +557,6 @@ impl Server {
         // Nothing goes to the client's terminal but through the client
         // from here on: `DIRECT_OFF` and what its terminal had not taken
         // go before the EXIT frame.
-        #[cfg(unix)]
         c.leave_direct(
             super::connection::Polls::of(&self.poll, &self.arrivals),
             "ending",

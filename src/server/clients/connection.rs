@@ -15,8 +15,6 @@ use crate::sys::PeerCred;
 use crate::transport::listener::Stream;
 use mio::Token;
 use std::collections::VecDeque;
-#[cfg(windows)]
-use std::io::Read;
 use std::io::{self, Write};
 use std::time::{Duration, Instant};
 
@@ -52,12 +50,6 @@ const CAUGHT_UP_CELLS_PER_BYTE: usize = 8;
 
 /// Input buffer capacity a connection keeps between requests.
 const INBUF_KEEP: usize = 64 << 10;
-
-/// Room for fds in each read of a connection (Unix): a client passes one
-/// at a time (its terminal, `direct_tty.rs`); a few more are received only
-/// to be closed at once rather than cut off by the kernel unseen.
-#[cfg(unix)]
-const FDS_PER_READ: usize = 4;
 
 pub type ConnId = usize;
 
@@ -220,18 +212,15 @@ pub struct Connection {
     /// every read the client makes raises a writable edge, so a keystroke's
     /// echo woke the loop a third time for nothing.
     write_interest: bool,
-    /// Unix: where terminal output goes: the socket, or the client's
-    /// terminal itself (`direct_tty.rs`).
-    #[cfg(unix)]
+    /// Where terminal output goes: the socket, or the client's terminal
+    /// itself (`direct_tty.rs`; always the socket on Windows).
     pub direct: super::direct_tty::Direct,
-    /// Unix: the token of this connection's terminal, once it offered one
+    /// The token of this connection's terminal, once it offered one
     /// (kept for the connection's life, so offers do not use up tokens).
-    #[cfg(unix)]
     pub tty_token: Option<Token>,
-    /// Unix: an fd the client sent and no frame claimed yet (at most one:
-    /// more are closed as they come); a `TTY` frame takes it.
-    #[cfg(unix)]
-    pub pending_fd: Option<std::os::fd::OwnedFd>,
+    /// An fd the client sent and no frame claimed yet (at most one: more
+    /// are closed as they come); a `TTY` frame takes it.
+    pub pending_fd: Option<super::direct_tty::PassedFd>,
     /// Fds received beyond the one kept, or cut off by the kernel
     /// (`MSG_CTRUNC`), since the server last logged it.
     pub refused_fds: usize,
@@ -257,11 +246,8 @@ impl Connection {
             last_progress: Instant::now(),
             write_blocked: false,
             write_interest: true,
-            #[cfg(unix)]
             direct: super::direct_tty::Direct::Off,
-            #[cfg(unix)]
             tty_token: None,
-            #[cfg(unix)]
             pending_fd: None,
             refused_fds: 0,
         }
@@ -318,14 +304,12 @@ impl Connection {
     /// re-registration leaves the interests as they were.
     pub fn sync_write_interest(&mut self, polls: Polls<'_>) {
         let registry = polls.main;
-        #[cfg(unix)]
         if let Some(why) = self.direct.failure() {
             let reason = format!("write_failed: {why}");
             self.leave_direct(polls, &reason, true);
         }
         // Asked once: with a stale view it costs the unread-bytes ioctls.
         let awaits = self.awaits_catch_up();
-        #[cfg(unix)]
         self.direct.sync_registration(polls, awaits);
         if !crate::transport::listener::WRITE_INTEREST_FOLLOWS_OUTPUT {
             return;
@@ -364,41 +348,26 @@ impl Connection {
         self.out.len() - self.out_pos
     }
 
-    #[cfg(unix)]
     fn tty_queued(&self) -> usize {
         self.direct.queued()
-    }
-
-    #[cfg(not(unix))]
-    fn tty_queued(&self) -> usize {
-        0
     }
 
     /// The server writes this client's output to its terminal itself
     /// (direct output, acknowledged by the client).
     pub fn writes_terminal(&self) -> bool {
-        #[cfg(unix)]
-        return self.direct.is_on();
-        #[cfg(not(unix))]
-        false
+        self.direct.is_on()
     }
 
     /// The server reads this client's keys from its terminal itself
     /// (`KEYS_ON`; held for room in the pane's input or not).
     pub fn reads_keys(&self) -> bool {
-        #[cfg(unix)]
-        return self.direct.keys().is_some();
-        #[cfg(not(unix))]
-        false
+        self.direct.reads_keys()
     }
 
     /// Output goes straight to the client's terminal (or is held for it
     /// until the client acknowledges: `direct_tty.rs`).
     pub fn is_direct(&self) -> bool {
-        #[cfg(unix)]
-        return self.direct.takes_output();
-        #[cfg(not(unix))]
-        false
+        self.direct.takes_output()
     }
 
     /// Cells of an attached client's screen (0 if not attached).
@@ -413,7 +382,6 @@ impl Connection {
         let socket = crate::sys::socket_unread(&self.stream).unwrap_or(0);
         // Direct: and what its terminal holds (the socket may still hold
         // frames from before the switch).
-        #[cfg(unix)]
         if self.direct.takes_output() {
             return socket + self.direct.unread();
         }
@@ -482,7 +450,6 @@ impl Connection {
         if self.queued() + payload.len() + frame::HEADER_LEN > MAX_OUTPUT_QUEUE {
             return false;
         }
-        #[cfg(unix)]
         if kind == frame::server::OUTPUT && self.direct.takes_output() {
             self.direct.push(payload);
             return true;
@@ -512,7 +479,6 @@ impl Connection {
     /// Writes as much queued output as the socket takes. Errors other than
     /// WouldBlock mean the client is gone.
     pub fn flush(&mut self) -> io::Result<()> {
-        #[cfg(unix)]
         if self.direct.write() {
             self.last_progress = Instant::now();
         }
@@ -600,31 +566,15 @@ impl Connection {
 }
 
 impl Connection {
-    /// One read of the socket. Unix: `recvmsg` with room for a few fds,
-    /// received close-on-exec and owned, so whatever fds a client sends
-    /// are closed unless a frame claims them: one is kept for a `TTY`
-    /// frame (`pending_fd`), the others, and all of a read the kernel cut
-    /// short (`MSG_CTRUNC`), are closed at once and counted.
-    #[cfg(unix)]
+    /// One read of the socket, and of any fds that came with it
+    /// (`direct_tty::receive`).
     fn receive(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let got = crate::sys::recv_with_fds(&self.stream, buf, FDS_PER_READ)?;
-        if got.truncated {
-            self.refused_fds += got.fds.len().max(1);
-        } else {
-            for fd in got.fds {
-                if self.pending_fd.is_none() {
-                    self.pending_fd = Some(fd);
-                } else {
-                    self.refused_fds += 1;
-                }
-            }
-        }
-        Ok(got.len)
-    }
-
-    #[cfg(not(unix))]
-    fn receive(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.stream.read(buf)
+        super::direct_tty::receive(
+            &mut self.stream,
+            buf,
+            &mut self.pending_fd,
+            &mut self.refused_fds,
+        )
     }
 
     /// Queues a frame past the output bound: the small frames of the
@@ -638,32 +588,15 @@ impl Connection {
 
     /// Tells the client its terminal is not (or no longer) written to by
     /// the server: `DIRECT_OFF` with `reason`.
-    #[cfg(unix)]
     pub fn queue_direct_off(&mut self, reason: &str) {
         let body = serde_json::to_vec(&serde_json::json!({ "reason": reason })).unwrap_or_default();
         self.queue_frame_unbounded(frame::server::DIRECT_OFF, &body);
-    }
-
-    /// Takes an offered terminal (already checked, `direct_tty::check_offered`):
-    /// output is held for it from now on, and `DIRECT_ON` queued, saying
-    /// whether the keys may be handed over too (`readable`: opened for
-    /// reading; never for a read-only client).
-    #[cfg(unix)]
-    pub fn hold_direct(&mut self, fd: std::os::fd::OwnedFd, token: Token, readable: bool) {
-        let read_only = self.attachment().is_some_and(|a| a.read_only);
-        let keys = readable && !read_only;
-        self.tty_token = Some(token);
-        self.direct =
-            super::direct_tty::Direct::Held(super::direct_tty::TtyOut::new(fd, token, keys));
-        let payload: &[u8] = if keys { br#"{"keys":true}"# } else { b"" };
-        self.queue_frame_unbounded(frame::server::DIRECT_ON, payload);
     }
 
     /// The keys go back to the client (`KEYS_OFF` with `reason` and the
     /// bytes read and not written to the pane, `rest`), if the server was
     /// reading them. They leave the polls at the next sync
     /// (`sync_write_interest`); nothing reads them meanwhile.
-    #[cfg(unix)]
     pub fn give_back_keys(&mut self, reason: &str, rest: &[u8]) {
         if self.direct.drop_keys() {
             let payload = frame::keys_off_payload(reason, rest);
@@ -677,7 +610,6 @@ impl Connection {
     /// terminal's fd closed. The client writes those frames after
     /// everything the server wrote to its terminal, so order holds.
     /// Nothing to do (and nothing sent) when not direct.
-    #[cfg(unix)]
     pub fn leave_direct(&mut self, polls: Polls<'_>, reason: &str, keep_output: bool) {
         self.give_back_keys(reason, &[]);
         let Some(mut tty) = self.direct.take() else {

@@ -24,11 +24,58 @@
 //! stops at the client's prefix key and hands what it read from there on
 //! back (`KEYS_OFF`); every way out of direct output hands the keys back
 //! first.
+//!
+//! Per OS: what the connection code asks of this module, `Direct` with
+//! its methods, `TtyOut`, `PassedFd`, `receive` and the server's
+//! `direct_frame` and `on_tty_ready`, `direct_tty_windows.rs` provides
+//! too, never on (no console handle can be passed over a named pipe), so
+//! the callers have no per-OS branch. What only this file and
+//! `tty_keys.rs` call (the offer's check, the keys' reading) it leaves
+//! out; `tty_keys_windows.rs` stands in for the latter.
 
-use super::connection::Polls;
+use super::connection::{ConnId, Connection, Polls};
+use crate::protocol::frame::{self, ClientFrame};
+use crate::server::Server;
+use crate::transport::listener::Stream;
 use mio::{Interest, Token};
+use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::Instant;
+
+/// Room for fds in each read of a connection: a client passes one at a
+/// time (its terminal); a few more are received only to be closed at
+/// once rather than cut off by the kernel unseen.
+const FDS_PER_READ: usize = 4;
+
+/// An fd a client passed with its bytes (`SCM_RIGHTS`), kept until a
+/// `TTY` frame claims it.
+pub type PassedFd = OwnedFd;
+
+/// One read of a connection's socket: `recvmsg` with room for a few fds,
+/// received close-on-exec and owned, so whatever fds a client sends are
+/// closed unless a frame claims them: one is kept for a `TTY` frame
+/// (`pending`), the others, and all of a read the kernel cut short
+/// (`MSG_CTRUNC`), are closed at once and counted in `refused`.
+pub fn receive(
+    stream: &mut Stream,
+    buf: &mut [u8],
+    pending: &mut Option<PassedFd>,
+    refused: &mut usize,
+) -> io::Result<usize> {
+    let got = crate::sys::recv_with_fds(&*stream, buf, FDS_PER_READ)?;
+    if got.truncated {
+        *refused += got.fds.len().max(1);
+    } else {
+        for fd in got.fds {
+            if pending.is_none() {
+                *pending = Some(fd);
+            } else {
+                *refused += 1;
+            }
+        }
+    }
+    Ok(got.len)
+}
 
 /// Where a connection's terminal output goes (see the module docs).
 #[derive(Default)]
@@ -325,6 +372,18 @@ impl Direct {
     }
 
     /// The keys are read here (held for room or not).
+    pub fn reads_keys(&self) -> bool {
+        self.keys().is_some()
+    }
+
+    /// Keys left in the terminal for want of room in the pane's input may
+    /// be read again: whether any were.
+    pub fn release_held_keys(&mut self) -> bool {
+        self.keys_mut()
+            .is_some_and(|keys| keys.held.take().is_some())
+    }
+
+    /// The keys, while they are read here.
     pub fn keys(&self) -> Option<&Keys> {
         match self {
             Direct::On(t) => t.keys.as_ref(),
@@ -408,4 +467,102 @@ pub fn check_offered(fd: OwnedFd) -> Result<(OwnedFd, bool), String> {
     let own_terminal =
         our_session.is_some() && nix::sys::termios::tcgetsid(&fd).ok() == our_session;
     Ok((fd, mode == OFlag::O_RDWR && !own_terminal))
+}
+
+impl Connection {
+    /// Takes an offered terminal (already checked, `direct_tty::check_offered`):
+    /// output is held for it from now on, and `DIRECT_ON` queued, saying
+    /// whether the keys may be handed over too (`readable`: opened for
+    /// reading; never for a read-only client).
+    fn hold_direct(&mut self, fd: OwnedFd, token: Token, readable: bool) {
+        let read_only = self.attachment().is_some_and(|a| a.read_only);
+        let keys = readable && !read_only;
+        self.tty_token = Some(token);
+        self.direct = Direct::Held(TtyOut::new(fd, token, keys));
+        let payload: &[u8] = if keys { br#"{"keys":true}"# } else { b"" };
+        self.queue_frame_unbounded(frame::server::DIRECT_ON, payload);
+    }
+}
+
+impl Server {
+    /// The direct-output handshake (`direct_tty.rs`): a `TTY` offer is
+    /// taken (output held for the terminal, `DIRECT_ON` queued) or refused
+    /// (`DIRECT_OFF`, logged); `DIRECT_ACK` starts the writing; a
+    /// `DIRECT_PAUSE` ends it (`DIRECT_OFF`, what the terminal had not
+    /// taken sent as OUTPUT after it). Frames out of turn change nothing.
+    pub(in crate::server) fn direct_frame(&mut self, conn: ConnId, frame: ClientFrame) {
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        if !c.is_attached() {
+            return;
+        }
+        // The handshake's frames are queued past the output bound (they
+        // must not be refused), so a client that keeps offering or pausing
+        // without reading its socket would grow its queue without end:
+        // past the bound it is dropped as any client that falls behind.
+        if c.queued() > super::connection::MAX_OUTPUT_QUEUE {
+            self.drop_too_slow(conn);
+            return;
+        }
+        match frame {
+            ClientFrame::Tty => {
+                let offered = c.pending_fd.take();
+                let checked = if c.is_direct() {
+                    Err("this client's terminal is already taken".to_string())
+                } else if c.closing.is_some() {
+                    Err("the attachment is ending".to_string())
+                } else {
+                    match offered {
+                        Some(fd) => check_offered(fd),
+                        None => Err("no fd came with the offer".to_string()),
+                    }
+                };
+                let (fd, readable) = match checked {
+                    Ok(checked) => checked,
+                    Err(why) => {
+                        c.queue_direct_off("refused");
+                        self.log.log(
+                            "direct_refused",
+                            &format!("client {conn} offered its terminal: {why}; output stays on the socket"),
+                        );
+                        return;
+                    }
+                };
+                let token = match c.tty_token {
+                    Some(token) => token,
+                    None => self.alloc_token(crate::server::Source::Tty(conn)),
+                };
+                if let Some(c) = self.conns.get_mut(&conn) {
+                    c.hold_direct(fd, token, readable);
+                }
+            }
+            ClientFrame::DirectAck => c.direct.acknowledge(),
+            _ => c.leave_direct(Polls::of(&self.poll, &self.arrivals), "paused", true),
+        }
+    }
+
+    /// Every connection back to the socket path (`Connection::leave_direct`).
+    pub(in crate::server) fn leave_direct_all(&mut self, reason: &str) {
+        let polls = Polls::of(&self.poll, &self.arrivals);
+        for conn in self.conns.values_mut() {
+            conn.leave_direct(polls, reason, true);
+        }
+    }
+
+    /// Poll reported a client's terminal: writable (direct output: the
+    /// next flush writes to it again), readable (its keys, when the
+    /// server reads them: `tty_keys.rs`), or in error (both: whichever
+    /// way it failed is seen and handled).
+    pub(in crate::server) fn on_tty_ready(&mut self, id: ConnId, event: &mio::event::Event) {
+        let error = event.is_error() || event.is_read_closed();
+        if (event.is_writable() || error)
+            && let Some(conn) = self.conns.get_mut(&id)
+        {
+            conn.direct.write_ready();
+        }
+        if event.is_readable() || error {
+            self.read_tty_keys(id);
+        }
+    }
 }

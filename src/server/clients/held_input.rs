@@ -75,10 +75,7 @@ impl Server {
                 self.backlog.push_back(Source::Conn(*id));
             }
             // Keys left in a client's terminal for want of room.
-            #[cfg(unix)]
-            if let Some(keys) = c.direct.keys_mut()
-                && keys.held.take().is_some()
-            {
+            if c.direct.release_held_keys() {
                 self.backlog.push_back(Source::Tty(*id));
             }
         }
@@ -88,7 +85,6 @@ impl Server {
     /// pane's program read some input meanwhile, wait on; if it read
     /// nothing, end the attachment saying how much was not delivered.
     pub(in crate::server) fn check_input_stall(&mut self, conn: ConnId, now: Instant) {
-        #[cfg(unix)]
         self.check_keys_stall(conn, now);
         let Some(c) = self.conns.get_mut(&conn) else {
             return;

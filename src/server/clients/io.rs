@@ -127,7 +127,6 @@ impl Server {
                     conn.inbuf.clear();
                     // Its terminal is its user's again at once: not one
                     // more byte from us (the client may have restored it).
-                    #[cfg(unix)]
                     conn.leave_direct(Polls::of(&self.poll, &self.arrivals), "closed", false);
                     if let Some(pane) = conn.attached_pane() {
                         was_attached = true;
@@ -335,45 +334,16 @@ impl Server {
         };
         let _ = self.poll.registry().deregister(&mut conn.stream);
         self.sources.remove(&conn.token);
-        #[cfg(unix)]
-        {
-            if let Some(mut tty) = conn.direct.take() {
-                tty.deregister(Polls::of(&self.poll, &self.arrivals));
-            }
-            if let Some(token) = conn.tty_token {
-                self.sources.remove(&token);
-            }
+        if let Some(mut tty) = conn.direct.take() {
+            tty.deregister(Polls::of(&self.poll, &self.arrivals));
+        }
+        if let Some(token) = conn.tty_token {
+            self.sources.remove(&token);
         }
         if let Some(pane) = conn.attached_pane() {
             self.note_detached(id, pane, "connection closed");
         }
         self.waits.retain(|_, w| w.conn != id);
-    }
-
-    /// Every connection back to the socket path (`Connection::leave_direct`).
-    #[cfg(unix)]
-    pub(in crate::server) fn leave_direct_all(&mut self, reason: &str) {
-        let polls = Polls::of(&self.poll, &self.arrivals);
-        for conn in self.conns.values_mut() {
-            conn.leave_direct(polls, reason, true);
-        }
-    }
-
-    /// Poll reported a client's terminal: writable (direct output: the
-    /// next flush writes to it again), readable (its keys, when the
-    /// server reads them: `tty_keys.rs`), or in error (both: whichever
-    /// way it failed is seen and handled).
-    #[cfg(unix)]
-    pub(in crate::server) fn on_tty_ready(&mut self, id: ConnId, event: &mio::event::Event) {
-        let error = event.is_error() || event.is_read_closed();
-        if (event.is_writable() || error)
-            && let Some(conn) = self.conns.get_mut(&id)
-        {
-            conn.direct.write_ready();
-        }
-        if event.is_readable() || error {
-            self.read_tty_keys(id);
-        }
     }
 
     /// Sends a response line, disconnecting a client that stopped reading.

@@ -19,14 +19,17 @@
 //! - bad input of any kind gets an error and never a panic.
 //!
 //! Per OS: direct output and terminal keys need a terminal fd passed over
-//! `SCM_RIGHTS`, so `direct_tty` and `tty_keys` exist on Unix only; on
-//! Windows a client's output always goes as OUTPUT frames.
+//! `SCM_RIGHTS`; on Windows `direct_tty_windows.rs` and
+//! `tty_keys_windows.rs` stand in (never on: a client's output always goes
+//! as OUTPUT frames and its keys come as INPUT frames), so the connection
+//! code is the same for both.
 
+#[cfg_attr(windows, path = "arrivals_windows.rs")]
 pub(super) mod arrivals;
 pub(super) mod attach;
 pub(super) mod client_requests;
 pub(super) mod connection;
-#[cfg(unix)]
+#[cfg_attr(windows, path = "direct_tty_windows.rs")]
 pub(super) mod direct_tty;
 pub(super) mod held_input;
 pub(super) mod io;
@@ -36,5 +39,5 @@ pub(super) mod tab_keys;
 pub(super) mod tab_prompt;
 pub(super) mod tab_scroll;
 pub(super) mod tab_view;
-#[cfg(unix)]
+#[cfg_attr(windows, path = "tty_keys_windows.rs")]
 pub(super) mod tty_keys;

@@ -1,4 +1,5 @@
-//! Keys read from a client's terminal (Unix): once the server
+//! Keys read from a client's terminal (Windows: `tty_keys_windows.rs`,
+//! never read). Once the server
 //! writes a client's output to its terminal (direct output,
 //! `direct_tty.rs`), the client may hand over its keys too (`KEYS_ON`):
 //! it stops reading the terminal, after sending every byte it read in

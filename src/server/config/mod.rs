@@ -58,26 +58,8 @@ pub const MAX_SCROLLBACK_BYTES: usize = 1 << 30;
 pub const SCROLLBACK_TOTAL_BYTES: (usize, usize) = (1 << 20, 1 << 40);
 
 fn default_scrollback_total_bytes() -> usize {
-    let ram = physical_memory().unwrap_or(8 << 30);
+    let ram = crate::sys::physical_memory().unwrap_or(8 << 30);
     (ram / 8).clamp(SCROLLBACK_TOTAL_BYTES.0, 2 << 30)
-}
-
-#[cfg(unix)]
-fn physical_memory() -> Option<usize> {
-    // SAFETY: sysconf reads a system value and has no preconditions.
-    let (pages, size) = unsafe {
-        (
-            libc::sysconf(libc::_SC_PHYS_PAGES),
-            libc::sysconf(libc::_SC_PAGESIZE),
-        )
-    };
-    let (pages, size) = (usize::try_from(pages).ok()?, usize::try_from(size).ok()?);
-    pages.checked_mul(size).filter(|&n| n > 0)
-}
-
-#[cfg(not(unix))]
-fn physical_memory() -> Option<usize> {
-    None
 }
 
 /// The keys the file may hold, in the order `ptyd config reload` lists them.

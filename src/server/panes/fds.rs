@@ -165,6 +165,12 @@ impl PaneFds {
     }
 
     /// The master, until output ends.
+    /// The kernel holds this size for the pane's terminal: its master's
+    /// window size is `size`.
+    pub fn kernel_size_is(&self, size: (u16, u16)) -> bool {
+        self.master().and_then(|m| m.size()) == Some(size)
+    }
+
     pub fn master(&self) -> Option<&PtyMaster> {
         self.master.as_ref().map(|m| &m.fd)
     }

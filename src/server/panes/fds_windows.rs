@@ -43,6 +43,12 @@ impl PaneFds {
     }
 
     /// The master, until output ends.
+    /// Always: ConPTY keeps no size to ask, and no takeover after a crash
+    /// (where the kernel may hold another size) exists here.
+    pub fn kernel_size_is(&self, _size: (u16, u16)) -> bool {
+        true
+    }
+
     pub fn master(&self) -> Option<&PtyMaster> {
         self.master.as_ref()
     }

@@ -202,3 +202,23 @@ impl<const WORDS: usize> Drop for SharedMap<WORDS> {
         unsafe { libc::munmap(self.ptr.cast(), self.len) };
     }
 }
+
+/// FIFOs exist: a process can block on a named file until another writes
+/// to it (the tmux front's `wait-for` channels).
+pub const HAS_FIFOS: bool = true;
+
+/// Creates a FIFO at `path`, readable and writable by the user only.
+pub fn make_fifo(path: &std::path::Path) -> io::Result<()> {
+    nix::unistd::mkfifo(path, nix::sys::stat::Mode::from_bits_truncate(0o600))
+        .map_err(io::Error::from)
+}
+
+/// Opens a FIFO for writing without waiting for a reader: one with no
+/// reader fails (`ENXIO`) instead of blocking.
+pub fn open_fifo_writer(path: &std::path::Path) -> io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+}

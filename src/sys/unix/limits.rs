@@ -219,3 +219,17 @@ pub fn starting_limits_on_exec(cmd: &mut std::process::Command) {
         });
     }
 }
+
+/// The machine's memory in bytes, where the system tells
+/// (`_SC_PHYS_PAGES`, which macOS and the BSDs have too).
+pub fn physical_memory() -> Option<usize> {
+    // SAFETY: sysconf reads a system value and has no preconditions.
+    let (pages, size) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    let (pages, size) = (usize::try_from(pages).ok()?, usize::try_from(size).ok()?);
+    pages.checked_mul(size).filter(|&n| n > 0)
+}

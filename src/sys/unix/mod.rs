@@ -24,11 +24,12 @@ mod files;
 mod limits;
 
 pub use files::{
-    SharedMap, default_runtime_base, default_state_base, read_at, set_file_len, sync_dir, trust,
+    HAS_FIFOS, SharedMap, default_runtime_base, default_state_base, make_fifo, open_fifo_writer,
+    read_at, set_file_len, sync_dir, trust,
 };
 pub use limits::{
-    fd_limit, raise_fd_limit, raise_fsize_limit, starting_fd_limit, starting_limits_on_exec,
-    with_pane_oom_score, with_starting_limits,
+    fd_limit, physical_memory, raise_fd_limit, raise_fsize_limit, starting_fd_limit,
+    starting_limits_on_exec, with_pane_oom_score, with_starting_limits,
 };
 
 /// Prefixes an error with what was being done, keeping its kind. Only for
@@ -123,21 +124,18 @@ pub enum FdKind {
 /// something that is not an open fd of `kind` (a stale variable pointing at
 /// an unrelated fd number): that fd is left alone.
 ///
-/// # Safety
-///
-/// No other thread may read or write the environment meanwhile (see
-/// `std::env::remove_var`): call it before starting threads. Nothing in
-/// this process may already own the fd the variable names, which holds for
-/// an fd inherited at exec and not touched since.
-pub unsafe fn take_inherited_fd(var: &str, kind: FdKind) -> io::Result<Option<OwnedFd>> {
+/// On the main thread only (`sys/env.rs`). Adopting the fd is sound
+/// because a number our parent named for us in the environment is owned
+/// by nothing in this process until it is taken here, and taking it
+/// removes the variable, so it is taken once.
+pub fn take_inherited_fd(var: &str, kind: FdKind) -> io::Result<Option<OwnedFd>> {
     let Some(fd) = std::env::var(var)
         .ok()
         .and_then(|v| v.parse::<RawFd>().ok())
     else {
         return Ok(None);
     };
-    // SAFETY: the caller guarantees no other thread touches the environment.
-    unsafe { std::env::remove_var(var) };
+    super::remove_env(var);
     // Not open at all reads the same as open but of another kind.
     if !fd_is(fd, kind).unwrap_or(false) {
         let name = match kind {
@@ -149,13 +147,67 @@ pub unsafe fn take_inherited_fd(var: &str, kind: FdKind) -> io::Result<Option<Ow
             format!("{var}={fd} is not a {name}"),
         ));
     }
-    // SAFETY: fstat says the fd is open and of the expected kind; the caller
-    // guarantees nothing else in this process owns it, and the variable is
-    // gone, so it cannot be adopted twice.
+    // SAFETY: fstat says the fd is open and of the expected kind; our
+    // parent passed it to us alone (nothing here owns it yet), and the
+    // variable is gone, so it cannot be adopted twice.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
     // Best effort: an fd we cannot flag is still ours to use.
     let _ = set_cloexec(fd.as_raw_fd());
     Ok(Some(fd))
+}
+
+/// Which side of a [`fork_single_threaded`] this is.
+pub enum Forked {
+    Child,
+    Parent { child: i32 },
+}
+
+/// Forks this process. Only while it has one thread (the keeper's fork at
+/// start, before `Server::assemble` starts the disk writer): that is what
+/// makes it sound for the child to run ordinary code after the fork
+/// (allocate, take locks), as no lock can be held by a thread the child
+/// does not have.
+pub fn fork_single_threaded() -> io::Result<Forked> {
+    // SAFETY: the contract above: this is the only thread.
+    match unsafe { nix::unistd::fork() }.map_err(io::Error::from)? {
+        nix::unistd::ForkResult::Child => Ok(Forked::Child),
+        nix::unistd::ForkResult::Parent { child } => Ok(Forked::Parent {
+            child: child.as_raw(),
+        }),
+    }
+}
+
+/// Closes fd numbers whoever owns them, in a process that never uses
+/// them again (the keeper's side of its fork at start, which runs the
+/// keeper and exits): that is what makes it sound, as no owner is used
+/// or dropped afterwards to touch a number that may be reused.
+pub fn close_abandoned(fds: impl IntoIterator<Item = RawFd>) {
+    for fd in fds {
+        // SAFETY: the contract above: these numbers are never used again.
+        unsafe { libc::close(fd) };
+    }
+}
+
+/// Ends the process at once, with no destructors or buffered writes that
+/// could block again (`_exit`).
+pub fn exit_now(code: i32) -> ! {
+    // SAFETY: `_exit` has no preconditions; it only ends the process.
+    unsafe { libc::_exit(code) }
+}
+
+/// Adopts an fd our parent passed to this process by number: kept open
+/// across our exec, and named to us in the environment (a re-executed
+/// keeper's saved state, systemd's `LISTEN_FDS` from 3 on), close-on-exec
+/// from now on (best effort: an fd we cannot flag is still ours to use).
+///
+/// Only for such a number, read once from where the parent put it: that
+/// is what makes the adoption sound, as nothing in this process owns a
+/// passed fd before it is taken, and a number read once is taken once.
+pub fn adopt_passed_fd(fd: RawFd) -> OwnedFd {
+    let _ = set_cloexec(fd);
+    // SAFETY: the contract above: the parent passed this fd to us alone
+    // and nothing here has taken it yet.
+    unsafe { OwnedFd::from_raw_fd(fd) }
 }
 
 fn fstat(fd: RawFd) -> io::Result<libc::stat> {
@@ -178,10 +230,16 @@ pub fn fd_is(fd: RawFd, kind: FdKind) -> io::Result<bool> {
 }
 
 /// The device and inode numbers of what `fd` refers to.
-pub fn fd_dev_ino(fd: std::os::fd::BorrowedFd<'_>) -> io::Result<(u64, u64)> {
+pub fn fd_dev_ino(fd: impl AsRawFd) -> io::Result<(u64, u64)> {
     let st = fstat(fd.as_raw_fd())?;
     #[allow(clippy::unnecessary_cast)] // the field types differ by platform
     Ok((st.st_dev as u64, st.st_ino as u64))
+}
+
+/// The device and inode numbers of our stderr (what systemd's
+/// `JOURNAL_STREAM` names when stderr is the journal).
+pub fn stderr_dev_ino() -> Option<(u64, u64)> {
+    fd_dev_ino(libc::STDERR_FILENO).ok()
 }
 
 /// Makes `cmd`'s child find `fd` at number `target` after the exec, without
@@ -260,6 +318,18 @@ pub fn broken_pipe_errno() -> i32 {
 pub fn current_uid() -> u32 {
     // SAFETY: getuid has no preconditions and cannot fail.
     unsafe { libc::getuid() }
+}
+
+/// This process's user as text: the uid, and the name the user database
+/// gives it (empty if none).
+pub fn user_id_and_name() -> (String, String) {
+    let uid = nix::unistd::getuid();
+    let name = nix::unistd::User::from_uid(uid)
+        .ok()
+        .flatten()
+        .map(|u| u.name)
+        .unwrap_or_default();
+    (uid.to_string(), name)
 }
 
 /// Takes an exclusive, non-blocking `flock` on `fd`. Returns `Ok(false)` when

@@ -811,6 +811,37 @@ pub fn sync_dir(_dir: &std::path::Path) -> io::Result<()> {
     Ok(())
 }
 
+/// This process's user as text: no uid on Windows (empty), and the
+/// name `USERNAME` gives (empty if unset).
+pub fn user_id_and_name() -> (String, String) {
+    (String::new(), std::env::var("USERNAME").unwrap_or_default())
+}
+
+/// Our stderr as systemd's `JOURNAL_STREAM` names it: no journal on
+/// Windows.
+pub fn stderr_dev_ino() -> Option<(u64, u64)> {
+    None
+}
+
+/// The machine's memory: not asked here (callers assume a default).
+pub fn physical_memory() -> Option<usize> {
+    None
+}
+
+/// No FIFOs: a named pipe lives only while its server holds it, so no
+/// file can wait in a directory for a writer.
+pub const HAS_FIFOS: bool = false;
+
+/// FIFOs cannot be made ([`HAS_FIFOS`]).
+pub fn make_fifo(_path: &std::path::Path) -> io::Result<()> {
+    Err(io::ErrorKind::Unsupported.into())
+}
+
+/// FIFOs cannot be opened ([`HAS_FIFOS`]).
+pub fn open_fifo_writer(_path: &std::path::Path) -> io::Result<std::fs::File> {
+    Err(io::ErrorKind::Unsupported.into())
+}
+
 /// An open is never refused for being a link here: [`trust::untrusted_path`]
 /// opens the link itself, which is then no regular file.
 pub fn is_symlink_refused(_e: &io::Error) -> bool {

@@ -242,13 +242,10 @@ pub fn encode(msg: &ToKeeper) -> Vec<u8> {
 
 /// Adopts the channel end named in the environment, if any.
 ///
-/// # Safety
-///
-/// As [`crate::sys::take_inherited_fd`]: no other thread may be running,
-/// and only our previous image (a restore-mode upgrade) names the fd.
-pub unsafe fn lineage_from_env() -> Option<OwnedFd> {
-    // SAFETY: the caller's guarantees are the ones this call needs.
-    unsafe { crate::sys::take_inherited_fd(LINEAGE_FD_ENV, crate::sys::FdKind::Socket) }
+/// On the main thread, as [`crate::sys::take_inherited_fd`]; only our
+/// previous image (a restore-mode upgrade) names the fd.
+pub fn lineage_from_env() -> Option<OwnedFd> {
+    crate::sys::take_inherited_fd(LINEAGE_FD_ENV, crate::sys::FdKind::Socket)
         .ok()
         .flatten()
 }
@@ -312,9 +309,7 @@ pub fn generation_floor() -> u64 {
         .ok()
         .and_then(|g| g.parse().ok())
         .unwrap_or(0);
-    // SAFETY: the disk thread, the only other thread by now, never reads
-    // the environment.
-    unsafe { std::env::remove_var(GENERATION_ENV) };
+    crate::sys::remove_env(GENERATION_ENV);
     floor
 }
 

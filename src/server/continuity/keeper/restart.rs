@@ -183,19 +183,14 @@ impl Keeper {
     /// The keeper a re-executed image continues as, if this process is
     /// one (`STATE_FD_ENV`); called first thing by `ptyd server`.
     ///
-    /// # Safety
-    ///
-    /// No other thread may run; only our previous image names these fds.
-    pub unsafe fn resume_from_env() -> Option<Keeper> {
+    /// On the main thread at start (`sys/env.rs`); only our previous
+    /// image names these fds (`sys::adopt_passed_fd`).
+    pub fn resume_from_env() -> Option<Keeper> {
         let raw = std::env::var(STATE_FD_ENV).ok()?;
-        // SAFETY: the caller's guarantees.
-        unsafe { std::env::remove_var(STATE_FD_ENV) };
-        let adopt = |fd: RawFd| -> OwnedFd {
-            let _ = sys::set_cloexec(fd);
-            // SAFETY: our previous image kept this fd open for us alone
-            // (it named it in the state), and nothing else owns it here.
-            unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) }
-        };
+        sys::remove_env(STATE_FD_ENV);
+        // Our previous image kept these fds open for us alone (it named
+        // them in the state), and nothing else owns them here.
+        let adopt = |fd: RawFd| -> OwnedFd { sys::adopt_passed_fd(fd) };
         let state_fd = adopt(raw.parse().ok()?);
         let mut text = String::new();
         let mut file = std::fs::File::from(state_fd);

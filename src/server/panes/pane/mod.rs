@@ -370,7 +370,6 @@ impl Pane {
     /// Running a process that was not started here: its master, adopted
     /// from the keeper by a model-less server (a crash loop's fallback),
     /// is already in `fds`. As after `start`, without a new PTY.
-    #[cfg(unix)]
     pub fn adopt_running(&mut self, child: ChildProcess, now: Instant) {
         debug_assert!(!self.is_running(), "adopting into a running pane");
         self.state = PaneState::Running { child, kill: None };
@@ -601,7 +600,6 @@ impl Pane {
     }
     /// It holds a master (its program's, or one hung up with output
     /// still to read): it can print, so it needs an output ring.
-    #[cfg(unix)]
     pub fn can_print(&self) -> bool {
         self.fds.master().is_some() || self.fds.hung_up_master().is_some()
     }

@@ -194,11 +194,8 @@ fn say_hello(sock: &OwnedFd, fault: Option<&str>) -> Result<(), String> {
         .ok()
         .and_then(|v| v.parse::<u32>().ok())
         .unwrap_or(2);
-    // SAFETY: single-threaded here; nothing else reads the environment.
-    unsafe {
-        std::env::remove_var(fault::FAULT_ENV);
-        std::env::remove_var(crate::handoff::manifest::SPEAKS_ENV);
-    }
+    crate::sys::remove_env(fault::FAULT_ENV);
+    crate::sys::remove_env(crate::handoff::manifest::SPEAKS_ENV);
 
     fault::check(fault, "new-before-hello");
     let hello = Control::Hello {

@@ -15,8 +15,7 @@ impl Server {
     ) {
         let why = std::env::var(crate::server::continuity::keeper::RECOVERY_ENV)
             .unwrap_or_else(|_| "the server died".into());
-        // SAFETY: the disk thread never reads the environment.
-        unsafe { std::env::remove_var(crate::server::continuity::keeper::RECOVERY_ENV) };
+        crate::sys::remove_env(crate::server::continuity::keeper::RECOVERY_ENV);
         // A new process, so a new generation: the checkpoint carries the
         // dead one's, and the keeper knows the replacements it started.
         self.generation =
