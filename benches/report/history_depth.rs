@@ -5,7 +5,7 @@
 //! all of it.
 
 use crate::common::pty::PtyProc;
-use crate::common::server::{PtydServer, wait_all};
+use crate::common::server::{PtydServer, STUCK, wait_all};
 use crate::common::tmux::Tmux;
 use crate::common::{Res, path_str, rss_bytes, shell_quote, stats};
 use crate::memory::{typical_output, wait_settled};
@@ -17,10 +17,12 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The first line of every pane's output, so the top of the history is
-/// something a reader can see arrive. Its middle is what the search looks
-/// for: the prompt echoes what is typed, never the whole marker.
-const TOP: &str = "ptyd-bench-top-zqxj-needle-jxqz-top";
-const NEEDLE: &str = "zqxj-needle-jxqz";
+/// something a reader can see arrive. Upper case, which the output below
+/// never holds: a terminal drawing only the cells that changed (both do)
+/// writes all of it. Its middle is what the search looks for: the prompt
+/// echoes what is typed, never the whole marker.
+const TOP: &str = "PTYDBENCHTOPZQXJNEEDLEJXQZTOP";
+const NEEDLE: &str = "ZQXJNEEDLEJXQZ";
 const END: &str = "ptyd-bench-depth-end";
 /// Printing a million lines into tmux takes a while on a small machine.
 const SLOW: Duration = Duration::from_secs(900);
@@ -230,7 +232,7 @@ fn ptyd_depth(
     let mut client = PtyProc::spawn(&[bin_s, "-L", &ns, "attach", &ids[0]], &env, COLS, ROWS)?;
     client.read_until(END.as_bytes(), SLOW)?;
     // The prefix (C-\) and `[`: scroll mode.
-    let (page_ms, search_ms) = read_back(plan, &mut client, b"\x1c[")?;
+    let (page_ms, search_ms) = read_back(plan, &mut client, |c| type_keys(c, b"\x1c["))?;
     drop(client);
 
     let capture_ms = (0..plan.depth_search_reps)
@@ -283,8 +285,11 @@ fn tmux_depth(plan: &Scale, dir: &Path, file: &Path, chars: u64) -> Res<Depth> {
     tmux.run(&["select-window", "-t", &first])?;
     let mut client = tmux.attach_client("depth", COLS, ROWS)?;
     client.read_until(END.as_bytes(), SLOW)?;
-    // tmux's prefix (C-b) and `[`: copy mode.
-    let (page_ms, search_ms) = read_back(plan, &mut client, b"\x02[")?;
+    // tmux's client takes no prefix typed before its terminal answered
+    // its queries (a bench's PTY never does): copy mode by command.
+    let (page_ms, search_ms) = read_back(plan, &mut client, |_| {
+        tmux.run(&["copy-mode", "-t", &first]).map(drop)
+    })?;
     drop(client);
     let socket = path_str(tmux.socket())?;
     let capture_ms = (0..plan.depth_search_reps)
@@ -306,39 +311,44 @@ fn tmux_depth(plan: &Scale, dir: &Path, file: &Path, chars: u64) -> Res<Depth> {
     })
 }
 
+fn type_keys(c: &mut PtyProc, keys: &[u8]) -> Res<()> {
+    use std::io::Write;
+    c.master
+        .write_all(keys)
+        .map_err(|e| format!("typing into the client: {e}"))
+}
+
 /// In a client showing the pane's live screen: opens scroll mode with
 /// `enter`, then times `g` from the bottom until the top line is drawn,
 /// and `?` + a word of the top line + Enter from the bottom until it is.
-fn read_back(plan: &Scale, client: &mut PtyProc, enter: &[u8]) -> Res<(Vec<f64>, Vec<f64>)> {
-    use std::io::Write;
-    let send = |c: &mut PtyProc, keys: &[u8]| {
-        c.master
-            .write_all(keys)
-            .map_err(|e| format!("typing into the client: {e}"))
-    };
+fn read_back(
+    plan: &Scale,
+    client: &mut PtyProc,
+    enter: impl FnOnce(&mut PtyProc) -> Res<()>,
+) -> Res<(Vec<f64>, Vec<f64>)> {
     // Whatever a key draws is read before the next one is typed.
     let settle = |c: &mut PtyProc| c.drain_for(Duration::from_millis(150)).map(drop);
-    send(client, enter)?;
+    enter(client)?;
     settle(client)?;
     let mut page = Vec::new();
     for _ in 0..plan.depth_reps {
-        send(client, b"G")?;
+        type_keys(client, b"G")?;
         settle(client)?;
         let t0 = Instant::now();
-        send(client, b"g")?;
-        let (_, at) = client.read_until(TOP.as_bytes(), SLOW)?;
+        type_keys(client, b"g")?;
+        let (_, at) = client.read_until(TOP.as_bytes(), STUCK)?;
         page.push(crate::common::ms(at.duration_since(t0)));
     }
     let mut search = Vec::new();
     for _ in 0..plan.depth_search_reps {
-        send(client, b"G")?;
+        type_keys(client, b"G")?;
         settle(client)?;
-        send(client, b"?")?;
-        send(client, NEEDLE.as_bytes())?;
+        type_keys(client, b"?")?;
+        type_keys(client, NEEDLE.as_bytes())?;
         settle(client)?;
         let t0 = Instant::now();
-        send(client, b"\r")?;
-        let (_, at) = client.read_until(TOP.as_bytes(), SLOW)?;
+        type_keys(client, b"\r")?;
+        let (_, at) = client.read_until(TOP.as_bytes(), STUCK)?;
         search.push(crate::common::ms(at.duration_since(t0)));
     }
     Ok((page, search))
