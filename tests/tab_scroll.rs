@@ -332,6 +332,8 @@ fn a_search_reaches_the_top_of_a_history_of_hundreds_of_thousands_of_lines() {
         "the marker 300,000 lines up was not found: {screen}"
     );
     assert!(screen.contains("deep-top-line"), "{screen}");
+}
+
 /// The `SCROLL 12/240` indicator of a status line: the cursor's line and
 /// how many lines the mode shows.
 fn indicator(screen: &str) -> Option<(u64, u64)> {
