@@ -182,10 +182,13 @@ fn a_damaged_block_record_is_one_marker_line_and_nothing_else_is_lost() {
     let (ptyd, pane) = setup("scrollback_lines = 100000\n");
     wait_logged(&ptyd, 5);
     let before = capture(&ptyd, &pane);
-    let history = checkpoint_histories(ptyd.pid())
-        .into_iter()
-        .find(|h| h["blocks"].as_array().is_some_and(|b| b.len() >= 5))
-        .unwrap();
+    // Read again until it parses: the keeper may be taking a newer
+    // checkpoint in while it is read.
+    let history = eventually("a checkpoint naming the history's blocks", || {
+        checkpoint_histories(ptyd.pid())
+            .into_iter()
+            .find(|h| h["blocks"].as_array().is_some_and(|b| b.len() >= 5))
+    });
     // The second block's record: junk in the middle of its LZ4 bytes.
     let block = &history["blocks"][1];
     let (offset, len, lines) = (
