@@ -629,9 +629,7 @@ fn long_row(n: usize) -> String {
 #[test]
 fn a_capture_longer_than_one_reply_comes_whole_in_parts() {
     let dirs = util::Dirs::new();
-    let config = dirs.state.join("config/ptyd");
-    std::fs::create_dir_all(&config).unwrap();
-    std::fs::write(config.join("config.toml"), "scrollback_lines = 100000\n").unwrap();
+    dirs.write_config("scrollback_lines = 100000\n");
     let ptyd = dirs.start(&util::unique_name("cap"));
     let pane = ptyd.create(json!({
         "argv": ["sh", "-c", "awk 'BEGIN { for (i = 1; i <= 20000; i++) { s = sprintf(\"row-%d \", i); while (length(s) < 150) s = s \"abcdefghij \"; print s } print \"capture-end\" }'; exec sleep 1000"],

@@ -104,9 +104,7 @@ fn checkpoint_histories(keeper: i32) -> Vec<Value> {
 
 fn setup(config: &str) -> (Ptyd, String) {
     let dirs = Dirs::new();
-    let dir = dirs.state.join("config/ptyd");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("config.toml"), config).unwrap();
+    dirs.write_config(config);
     let ptyd = Ptyd::start_in(dirs, &util::unique_name("hstore"));
     let mut c = ptyd.connect();
     let pane = c.create(printer(6000))["id"].as_str().unwrap().to_string();
@@ -238,15 +236,10 @@ fn blocks_the_budget_drops_give_their_pages_in_the_log_back() {
         .to_string();
     c.wait_text(&more, "BIG-DONE");
     let full = wait_logged(&ptyd, 20);
-    let dir = ptyd.dirs.state.join("config/ptyd");
-    std::fs::write(
-        dir.join("config.toml"),
-        format!(
-            "scrollback_total_bytes = {LIMIT}\nscrollback_lines = 1000000\n\
-             scrollback_bytes = 1073741824\n"
-        ),
-    )
-    .unwrap();
+    ptyd.dirs.write_config(&format!(
+        "scrollback_total_bytes = {LIMIT}\nscrollback_lines = 1000000\n\
+         scrollback_bytes = 1073741824\n"
+    ));
     let out = ptyd.run_cli(&["config", "reload"]);
     assert!(out.status.success(), "{out:?}");
     eventually("history back within scrollback_total_bytes", || {

@@ -302,9 +302,7 @@ fn dragging_the_border_of_a_nested_split_moves_that_border_only() {
 #[test]
 fn a_search_reaches_the_top_of_a_history_of_hundreds_of_thousands_of_lines() {
     let dirs = util::Dirs::new();
-    let config = dirs.state.join("config/ptyd");
-    std::fs::create_dir_all(&config).unwrap();
-    std::fs::write(config.join("config.toml"), "scrollback_lines = 400000\n").unwrap();
+    dirs.write_config("scrollback_lines = 400000\n");
     let ptyd = dirs.start(&util::unique_name("deep"));
     let mut c = ptyd.connect();
     let pane = ptyd.create(json!({ "argv": ["/bin/sh"], "env": { "PS1": "$ " } }))["id"]

@@ -93,6 +93,13 @@ impl Dirs {
         p
     }
 
+    /// Writes the servers' `config.toml` (`$XDG_CONFIG_HOME/ptyd/`).
+    pub fn write_config(&self, text: &str) {
+        let dir = self.state.join("config/ptyd");
+        fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("mkdir {}: {e}", dir.display()));
+        fs::write(dir.join("config.toml"), text).expect("writing config.toml");
+    }
+
     /// `$XDG_RUNTIME_DIR/ptyd/<namespace>`.
     pub fn ns_dir(&self, namespace: &str) -> PathBuf {
         self.runtime.join("ptyd").join(namespace)

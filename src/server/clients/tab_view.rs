@@ -820,7 +820,6 @@ impl Server {
     }
 }
 
-/// The column of the cursor in a prompt's line on the status line.
 /// Hashes a layout's shape, panes and ratios (`view_key`, every turn:
 /// without formatting it).
 fn hash_layout(layout: &crate::workspace::layout::Layout, h: &mut impl Hasher) {
@@ -841,6 +840,7 @@ fn hash_layout(layout: &crate::workspace::layout::Layout, h: &mut impl Hasher) {
     }
 }
 
+/// The column of the cursor in a prompt's line on the status line.
 fn prompt_column(keys: &Mode) -> Option<u16> {
     let Mode::Prompt { purpose, line } = keys else {
         return None;
