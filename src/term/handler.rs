@@ -1,5 +1,5 @@
 //! `vte::ansi::Handler` for `Screen`: the one place vte's decoded callbacks
-//! meet the model. Each method is a thin mapping onto `screen.rs` operations
+//! meet the model. Each method is a thin mapping onto `screen/` operations
 //! or onto `queries.rs` for requests the server answers itself.
 //!
 //! Query methods call `Screen::reply`, which also marks the sequence being
