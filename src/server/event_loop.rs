@@ -40,12 +40,9 @@ impl Server {
         let mut compressing = false;
         while !self.stopping {
             let now = Instant::now();
-            if self.echo_wait.is_some_and(|(_, until)| until <= now) {
-                self.echo_wait = None;
-            }
-            let timeout = match self.echo_wait {
+            let timeout = match self.pane_turn.echo_deadline(now) {
                 // Waiting for an echo: the backlog waits too (below).
-                Some((_, until)) => Some(
+                Some(until) => Some(
                     self.timers
                         .poll_timeout(now)
                         .map_or(until - now, |t| t.min(until - now)),
@@ -62,11 +59,7 @@ impl Server {
                 return Err(format!("poll failed: {e}"));
             }
             let polled = Instant::now();
-            self.pane_turn_until = polled + super::panes::io::PANE_TURN_BUDGET;
-            // This poll serves what ended the last turn's pane reading, and
-            // saw whatever else had arrived.
-            self.arrival_seen = false;
-            self.next_arrival_check = polled + super::panes::io::ARRIVAL_CHECK_EVERY;
+            self.pane_turn.begin(polled);
             for event in events.iter() {
                 // An earlier event of this batch may have paused us for an
                 // upgrade: from then on the listener, the panes and the
@@ -83,13 +76,11 @@ impl Server {
             // What the event pass read (the echo of a key, a prompt) goes
             // out now, not after the busy panes' slices below.
             self.flush_queued_output();
-            // The backlog gets a budget of its own: were it what the event
-            // pass left, panes ready anew every turn would starve those
-            // waiting there (a full PTY raises no new edge). A client that
-            // arrived meanwhile keeps the turn spent (`arrival_seen`): the
+            // A full PTY raises no new edge: the backlog gets a pass of its
+            // own. A client that arrived meanwhile keeps the turn spent: the
             // next poll serves it first.
-            self.pane_turn_until = Instant::now() + super::panes::io::PANE_TURN_BUDGET;
-            if self.echo_wait.is_none() {
+            self.pane_turn.begin_backlog_pass(Instant::now());
+            if !self.pane_turn.awaits_echo() {
                 self.revisit_backlog();
             }
             compressing = self.compress_histories();

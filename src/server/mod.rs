@@ -44,6 +44,7 @@ mod fd_budget;
 #[path = "../fuzzing/server.rs"]
 pub(crate) mod fuzzing;
 mod history_budget;
+mod pane_turn;
 mod requests;
 #[cfg_attr(windows, path = "start_windows.rs")]
 mod start;
@@ -141,27 +142,12 @@ pub struct Server {
     /// left. Edge-triggered polling will not report them again, so the loop
     /// revisits them before sleeping.
     backlog: VecDeque<Source>,
-    /// Until when this turn of the loop may read pane output; past it,
-    /// ready panes wait on the backlog for the next turn, so the listener
-    /// and the connections are served every few milliseconds however many
-    /// panes flood (`panes::io::PANE_TURN_BUDGET`).
-    pane_turn_until: Instant,
-    /// A pane an attached client just typed into, and until when the loop
-    /// waits for its echo before going back to the backlog's busy panes
-    /// (`panes::io::ECHO_WAIT`).
-    echo_wait: Option<(u64, Instant)>,
+    /// What this turn of the loop may still spend on pane output, and the
+    /// echo it waits for (`pane_turn.rs`).
+    pane_turn: pane_turn::PaneTurn,
     /// Whether a client connected or sent something meanwhile, asked
     /// while pane output is read (`panes::io::ARRIVAL_CHECK_EVERY`).
     arrivals: arrivals::Arrivals,
-    /// When pane reading next stops to ask `arrivals`
-    /// (`panes::io::ARRIVAL_CHECK_EVERY` after the last check or poll).
-    next_arrival_check: Instant,
-    /// An arrival ended this turn's pane reading: the backlog waits for the
-    /// next turn, whose poll serves the arrival first.
-    arrival_seen: bool,
-    /// How many times an arrival ended a turn's pane reading
-    /// (`server.status` `pane_passes_cut`).
-    pane_passes_cut: u64,
     /// Set by SIGTERM, SIGINT or `server.stop`.
     stopping: bool,
     /// The connections that asked for the stop: told if the final save
@@ -331,12 +317,8 @@ impl Server {
             started: Instant::now(),
             started_unix_ms: crate::clock::unix_ms(),
             backlog: VecDeque::new(),
-            pane_turn_until: Instant::now(),
-            echo_wait: None,
+            pane_turn: pane_turn::PaneTurn::new(Instant::now()),
             arrivals: arrivals::Arrivals::new(),
-            next_arrival_check: Instant::now(),
-            arrival_seen: false,
-            pane_passes_cut: 0,
             stopping: false,
             stop_callers: Vec::new(),
             tree: crate::workspace::Tree::new(),

@@ -411,7 +411,7 @@ impl Server {
             connections: self.conns.keys().filter(|id| **id != asking).count(),
             event_seq: self.events.last_seq(),
             event_ring_bytes: self.events.bytes(),
-            pane_passes_cut: self.pane_passes_cut,
+            pane_passes_cut: self.pane_turn.passes_cut(),
             generation: self.generation,
             upgrade: self.upgrade_status(),
             last_upgrade: self.last_upgrade.clone(),

@@ -507,7 +507,8 @@ impl Server {
             .get(&pane)
             .is_some_and(|p| p.pending_input() == 0 && !p.is_backlogged())
         {
-            self.echo_wait = Some((pane, Instant::now() + crate::server::panes::io::ECHO_WAIT));
+            self.pane_turn
+                .expect_echo(pane, Instant::now() + crate::server::panes::io::ECHO_WAIT);
         }
         Ok(())
     }

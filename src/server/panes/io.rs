@@ -112,7 +112,7 @@ impl Server {
         }
         // Past the turn's time for output, or another pane's echo is
         // awaited: this one waits on the backlog.
-        let echo_first = self.echo_wait.is_some_and(|(pane, _)| pane != id);
+        let echo_first = self.pane_turn.awaits_echo_of_other(id);
         if echo_first || self.pane_turn_spent() || self.arrival_ends_turn() {
             if let Some(pane) = self.panes.get_mut(&id)
                 && pane.enter_backlog()
@@ -130,29 +130,19 @@ impl Server {
             }
             return;
         }
-        self.read_pane(id, PANE_READ_BUDGET, Some(self.pane_turn_until));
+        self.read_pane(id, PANE_READ_BUDGET, Some(self.pane_turn.until()));
     }
 
     /// This turn's time for pane output is used up (`PANE_TURN_BUDGET`),
     /// or a client arrived meanwhile (`arrival_ends_turn`).
     pub(in crate::server) fn pane_turn_spent(&self) -> bool {
-        self.arrival_seen || Instant::now() >= self.pane_turn_until
+        self.pane_turn.spent()
     }
 
-    /// Whether a client connected or sent something since the last check,
-    /// asked once `ARRIVAL_CHECK_EVERY` has passed since it (or since the
-    /// loop's poll): if so, the turn's pane reading ends here
-    /// (`arrival_seen`).
+    /// Whether a client connected or sent something meanwhile: then the
+    /// turn's pane reading ends here (`PaneTurn::arrival_ends`).
     fn arrival_ends_turn(&mut self) -> bool {
-        if !self.arrival_seen {
-            let now = Instant::now();
-            if now >= self.next_arrival_check {
-                self.next_arrival_check = now + ARRIVAL_CHECK_EVERY;
-                self.arrival_seen = self.arrivals.any();
-                self.pane_passes_cut += u64::from(self.arrival_seen);
-            }
-        }
-        self.arrival_seen
+        self.pane_turn.arrival_ends(&mut self.arrivals)
     }
 
     /// Whether a lossless client attached to `pane` has more than `limit`
@@ -242,7 +232,7 @@ impl Server {
         };
         // A paced read stops at each arrival check, to ask.
         while let Some(pane) = self.panes.get_mut(&id) {
-            let slice_until = until.map(|t| t.min(self.next_arrival_check));
+            let slice_until = until.map(|t| t.min(self.pane_turn.next_arrival_check()));
             let got = pane.read_output(budget - read.taken, slice_until, &mut forward);
             read.taken += got.taken;
             read.more = got.more;
@@ -281,9 +271,7 @@ impl Server {
             self.forward = forward;
         }
         if read.taken > 0 {
-            if self.echo_wait.is_some_and(|(pane, _)| pane == id) {
-                self.echo_wait = None;
-            }
+            self.pane_turn.output_from(id);
             self.keeper.mark_dirty();
             self.check_text_waits(id);
         }
