@@ -18,7 +18,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::cold::{BLOCK_RAW, BlockRepr, Cold, RecordIn, StoredBlock};
+use super::cold::{BLOCK_RAW, BlockRepr, Cold, RecordIn, RecordSource, StoredBlock};
 use super::grid::Row;
 use super::history_line::LineRepr;
 pub use super::history_line::{HistoryLine, Line, LineRef, LineScratch};
@@ -618,6 +618,20 @@ impl Scrollback {
     /// The cold blocks as the history log stores them, oldest first.
     pub fn stored_blocks(&self) -> impl Iterator<Item = StoredBlock<'_>> {
         self.cold.stored_blocks()
+    }
+
+    /// See `Terminal::keep_history_in_records`.
+    pub fn keep_in_records(
+        &mut self,
+        source: &std::sync::Arc<dyn RecordSource>,
+        place: impl Fn(usize, u64) -> Option<u64>,
+    ) -> usize {
+        self.cold.keep_in_records(source, place)
+    }
+
+    /// See `Terminal::keep_history_in_heap`.
+    pub fn keep_in_heap(&mut self) {
+        self.cold.keep_in_heap();
     }
 
     /// Lines held hot (the newest ones), not in a block.

@@ -46,10 +46,12 @@
 //! `pushed`.
 
 use crate::handoff::manifest::HistoryRef;
-use crate::term::{RECORD_HEADER, RecordIn, StoredBlock, Terminal};
+use crate::model::PaneId;
+use crate::term::{RECORD_HEADER, RecordIn, RecordSource, StoredBlock, Terminal};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
+use std::sync::Arc;
 
 /// Lines per chunk, at most: a pane's lines are freed a chunk at a time,
 /// so this bounds what a pane leaves unreclaimed at the front (about
@@ -94,12 +96,24 @@ struct PaneLog {
     stamp: u64,
 }
 
+/// The log's memfd, shared with the histories whose blocks it holds: they
+/// read their records from it (`RecordSource`), so their bytes are not in
+/// the heap too.
+#[derive(Debug)]
+struct LogFile(File);
+
+impl RecordSource for LogFile {
+    fn read_record(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        self.0.read_exact_at(buf, offset)
+    }
+}
+
 pub struct HistoryLog {
-    file: File,
+    file: Arc<LogFile>,
     /// Where the next append goes: past everything written (by us, or by
     /// another server that used the file since: see `append`).
     end: u64,
-    panes: HashMap<u64, PaneLog>,
+    panes: HashMap<PaneId, PaneLog>,
     /// Ranges no pane refers to any more since the last `take_freed`.
     freed: Vec<(u64, u64)>,
     /// Ranges free and released, merged (start → end): a range's pages
@@ -122,7 +136,7 @@ impl HistoryLog {
     pub fn adopt(file: File) -> HistoryLog {
         let end = file.metadata().map_or(0, |m| m.len());
         HistoryLog {
-            file,
+            file: Arc::new(LogFile(file)),
             end,
             panes: HashMap::new(),
             freed: Vec::new(),
@@ -133,13 +147,31 @@ impl HistoryLog {
     }
 
     pub fn file(&self) -> &File {
-        &self.file
+        &self.file.0
+    }
+
+    /// What a history reads the records it no longer holds from (see
+    /// `Terminal::keep_history_in_records`).
+    pub fn source(&self) -> Arc<dyn RecordSource> {
+        Arc::clone(&self.file) as Arc<dyn RecordSource>
+    }
+
+    /// Where pane `id`'s block `k` (oldest first, as its last sync saw
+    /// the history's blocks), of block id `block`, has its record; `None`
+    /// if the log holds no record of it for that pane.
+    pub fn record_of(&self, id: PaneId, k: usize, block: u64) -> Option<u64> {
+        let blocks = &self.panes.get(&id)?.blocks;
+        match blocks.get(k) {
+            Some(b) if b.id == block => Some(b.offset),
+            // A sync that failed part way names fewer blocks.
+            _ => blocks.iter().find(|b| b.id == block).map(|b| b.offset),
+        }
     }
 
     /// Brings pane `id`'s lines in the log up to `term`'s history and says
     /// where they are; `None` if its lines cannot be numbered (then they
     /// travel inside the terminal's encoding).
-    pub fn sync(&mut self, id: u64, term: &Terminal) -> Result<Option<HistoryRef>, String> {
+    pub fn sync(&mut self, id: PaneId, term: &Terminal) -> Result<Option<HistoryRef>, String> {
         let Some((epoch, _, pushed)) = term.history_numbering() else {
             self.forget(id);
             return Ok(None);
@@ -210,14 +242,19 @@ impl HistoryLog {
                 continue;
             }
             // Never over bytes another server wrote (see `append`).
-            self.end = self.end.max(self.file.metadata().map_or(0, |m| m.len()));
+            self.end = self.end.max(self.file().metadata().map_or(0, |m| m.len()));
             self.buf.clear();
             self.buf.extend_from_slice(&block.header);
-            self.buf.extend_from_slice(block.z);
-            result = self
-                .file
-                .write_all_at(&self.buf, self.end)
-                .map_err(|e| format!("writing a history block to the history log: {e}"));
+            result = block
+                .z()
+                .map(|z| self.buf.extend_from_slice(&z))
+                .map_err(|e| format!("reading a history block to write it to the history log: {e}"))
+                .and_then(|()| {
+                    self.file
+                        .0
+                        .write_all_at(&self.buf, self.end)
+                        .map_err(|e| format!("writing a history block to the history log: {e}"))
+                });
             if result.is_ok() {
                 pane.blocks.push(LoggedBlock {
                     id: block.id,
@@ -240,7 +277,7 @@ impl HistoryLog {
         }
         // Another server may have written after what we know (a new one in
         // probation, before it was taken back): never over its bytes.
-        self.end = self.end.max(self.file.metadata().map_or(0, |m| m.len()));
+        self.end = self.end.max(self.file().metadata().map_or(0, |m| m.len()));
         self.buf.clear();
         let mut chunks = Vec::new();
         let (mut start, mut lines) = (0usize, 0u32);
@@ -261,7 +298,7 @@ impl HistoryLog {
         if lines > 0 {
             chunks.push((start, self.buf.len(), lines));
         }
-        self.file
+        self.file()
             .write_all_at(&self.buf, self.end)
             .map_err(|e| format!("writing the history log: {e}"))?;
         for (from, to, lines) in chunks {
@@ -298,10 +335,10 @@ impl HistoryLog {
             } else {
                 let mut bytes = vec![0; (a.len + b.len) as usize];
                 let (first, second) = bytes.split_at_mut(a.len as usize);
-                self.file
-                    .read_exact_at(first, a.offset)
-                    .and_then(|()| self.file.read_exact_at(second, b.offset))
-                    .and_then(|()| self.file.write_all_at(&bytes, self.end))
+                let file = self.file();
+                file.read_exact_at(first, a.offset)
+                    .and_then(|()| file.read_exact_at(second, b.offset))
+                    .and_then(|()| file.write_all_at(&bytes, self.end))
                     .map_err(|e| format!("merging history log chunks: {e}"))?;
                 self.freed.push((a.offset, a.len));
                 self.freed.push((b.offset, b.len));
@@ -321,7 +358,7 @@ impl HistoryLog {
     }
 
     /// Pane `id` is gone (or its lines travel inline): its chunks are free.
-    pub fn forget(&mut self, id: u64) {
+    pub fn forget(&mut self, id: PaneId) {
         if let Some(pane) = self.panes.remove(&id) {
             self.freed
                 .extend(pane.chunks.iter().map(|c| (c.offset, c.len)));
@@ -331,8 +368,8 @@ impl HistoryLog {
     }
 
     /// Forgets every pane `live` says is gone.
-    pub fn retain(&mut self, live: impl Fn(u64) -> bool) {
-        let gone: Vec<u64> = self.panes.keys().copied().filter(|id| !live(*id)).collect();
+    pub fn retain(&mut self, live: impl Fn(PaneId) -> bool) {
+        let gone: Vec<PaneId> = self.panes.keys().copied().filter(|id| !live(*id)).collect();
         for id in gone {
             self.forget(id);
         }
@@ -346,7 +383,7 @@ impl HistoryLog {
     /// again, and the sweep gives the old records back.
     pub fn adopt_pane(
         &mut self,
-        id: u64,
+        id: PaneId,
         term: &Terminal,
         reference: &HistoryRef,
         counts: &LogCounts,
@@ -438,7 +475,7 @@ impl HistoryLog {
             self.free.insert(start, end);
             let (from, to) = (start.div_ceil(PAGE) * PAGE, end / PAGE * PAGE);
             if to > from {
-                let _ = crate::sys::punch_hole(&self.file, from, to - from);
+                let _ = crate::sys::punch_hole(self.file(), from, to - from);
             }
         }
     }
@@ -458,7 +495,7 @@ impl HistoryLog {
             })
             .collect();
         named.sort_unstable();
-        self.end = self.end.max(self.file.metadata().map_or(0, |m| m.len()));
+        self.end = self.end.max(self.file().metadata().map_or(0, |m| m.len()));
         let mut gaps = Vec::new();
         let mut at = 0;
         for (start, end) in named {
@@ -478,14 +515,14 @@ impl HistoryLog {
     /// `server.status`.
     pub fn allocated_bytes(&self) -> u64 {
         use std::os::unix::fs::MetadataExt;
-        self.file.metadata().map_or(0, |m| m.blocks() * 512)
+        self.file().metadata().map_or(0, |m| m.blocks() * 512)
     }
 
     /// Which sync last changed what pane `id`'s reference names (`None`
     /// for a pane the log does not know): a reference taken at that sync
     /// is good while the stamp is the same, since only a sync (or
     /// forgetting the pane) frees a range a reference names.
-    pub fn stamp(&self, id: u64) -> Option<u64> {
+    pub fn stamp(&self, id: PaneId) -> Option<u64> {
         self.panes.get(&id).map(|p| p.stamp)
     }
 
@@ -628,9 +665,13 @@ mod tests {
             scrollback_lines: 1200,
             ..TermConfig::default()
         };
-        let mut t = Terminal::new(30, 6, config);
+        let mut t = Terminal::new(30, 6, config.clone());
         // Blocks of a few dozen lines: most of the history is in blocks.
         t.set_history_block_bytes(1500);
+        // The same history with its blocks in the heap: what `t`, whose
+        // blocks are read from the log, must read as.
+        let mut twin = Terminal::new(30, 6, config);
+        twin.set_history_block_bytes(1500);
         let mut log = HistoryLog::create().unwrap();
         let mut n = 0;
         let mut logged = std::collections::HashSet::new();
@@ -652,12 +693,20 @@ mod tests {
                         out.push_str("\r\n");
                     }
                     feed(&mut t, out.as_bytes());
+                    feed(&mut twin, out.as_bytes());
                 }
-                80..83 => feed(&mut t, b"\x1b[3J"),
-                83..88 => t.resize(20 + below(30) as u16, 3 + below(8) as u16),
-                88..90 => feed(&mut t, b"\x1bc"),
-                90..93 => feed(&mut t, b"\x1b[?1049hon alt\r\n\r\n\r\n\x1b[?1049l"),
-                93..96 => t.inject_history(&[format!("injected {step}"), "more".into()]),
+                80..83 => both(&mut t, &mut twin, |t| feed(t, b"\x1b[3J")),
+                83..88 => {
+                    let (cols, rows) = (20 + below(30) as u16, 3 + below(8) as u16);
+                    both(&mut t, &mut twin, |t| t.resize(cols, rows));
+                }
+                88..90 => both(&mut t, &mut twin, |t| feed(t, b"\x1bc")),
+                90..93 => both(&mut t, &mut twin, |t| {
+                    feed(t, b"\x1b[?1049hon alt\r\n\r\n\r\n\x1b[?1049l")
+                }),
+                93..96 => both(&mut t, &mut twin, |t| {
+                    t.inject_history(&[format!("injected {step}"), "more".into()])
+                }),
                 96..98 => {
                     t = serde_json::from_str(&serde_json::to_string(&t).unwrap()).unwrap();
                     t.set_history_block_bytes(1500);
@@ -665,7 +714,15 @@ mod tests {
                 _ => {}
             }
             let end_before = log.end;
-            let r = log.sync(1, &t).unwrap().unwrap();
+            let r = log.sync(PaneId::new(1), &t).unwrap().unwrap();
+            let source = log.source();
+            t.keep_history_in_records(&source, |k, b| log.record_of(PaneId::new(1), k, b));
+            let (mut blocks, _) = t.history_blocks();
+            assert!(
+                blocks.all(|b| b.heap_bytes() == 0),
+                "step {step}: block bytes left in the heap"
+            );
+            assert_eq!(plain(&t), plain(&twin), "step {step}");
             assert_eq!(read_back(&log, &t, &r), plain(&t), "step {step}");
             // Only new lines were encoded (merges copy, they add the
             // copied bytes, not more than the pane's small chunks).
@@ -710,11 +767,12 @@ mod tests {
                 plain(&t),
                 "step {step}, after releasing"
             );
+            assert_eq!(plain(&t), plain(&twin), "step {step}, after releasing");
         }
         assert!(blocks_seen > 5, "{blocks_seen} blocks at most");
         // Its memory is about the history's, not all that went through.
         let named: u64 = log
-            .sync(1, &t)
+            .sync(PaneId::new(1), &t)
             .unwrap()
             .unwrap()
             .chunks
@@ -727,6 +785,11 @@ mod tests {
             "{} > {named}",
             log.allocated_bytes()
         );
+    }
+
+    fn both(a: &mut Terminal, b: &mut Terminal, f: impl Fn(&mut Terminal)) {
+        f(a);
+        f(b);
     }
 
     /// Bytes of the block records the log's panes name.
@@ -763,11 +826,11 @@ mod tests {
         let mut log = HistoryLog::create().unwrap();
         for k in 0..40 {
             log_lines(&mut t, k * 500, (k + 1) * 500);
-            log.sync(1, &t).unwrap();
+            log.sync(PaneId::new(1), &t).unwrap();
             let freed = log.take_freed();
             log.release(freed);
         }
-        let r = log.sync(1, &t).unwrap().unwrap();
+        let r = log.sync(PaneId::new(1), &t).unwrap().unwrap();
         assert!(r.blocks.len() > 10, "{} blocks", r.blocks.len());
         let raw: u64 = (t.history_numbering().unwrap().1..t.history_numbering().unwrap().2)
             .map(|n| t.history_line_bytes(n).unwrap().len() as u64 + 4)
@@ -789,7 +852,7 @@ mod tests {
         let mut t = Terminal::new(80, 24, TermConfig::default());
         t.set_history_block_bytes(2000);
         log_lines(&mut t, 0, 600);
-        let r = HistoryLog::create().unwrap().sync(1, &t).unwrap().unwrap();
+        let r = HistoryLog::create().unwrap().sync(PaneId::new(1), &t).unwrap().unwrap();
         assert!(r.blocks.len() >= 4);
         let all = |t: &Terminal| t.history_lines(0, usize::MAX, false).lines;
         let want = all(&t);
@@ -797,7 +860,7 @@ mod tests {
         let before = r.blocks[0].2 as usize - r.block_skip as usize;
         for at in [RECORD_HEADER as u64 + 10, 0, 13] {
             let mut dup = HistoryLog::create().unwrap();
-            let r2 = dup.sync(1, &t).unwrap().unwrap();
+            let r2 = dup.sync(PaneId::new(1), &t).unwrap().unwrap();
             dup.file()
                 .write_all_at(b"junk junk junk", r2.blocks[1].0 + at)
                 .unwrap();
@@ -814,8 +877,8 @@ mod tests {
             );
             assert_eq!(got[before + 1..], want[before + lost..], "junk at {at}");
             let mut new = HistoryLog::adopt(dup.file().try_clone().unwrap());
-            new.adopt_pane(1, &back, &r2, &read.counts);
-            let again = new.sync(1, &back).unwrap().unwrap();
+            new.adopt_pane(PaneId::new(1), &back, &r2, &read.counts);
+            let again = new.sync(PaneId::new(1), &back).unwrap().unwrap();
             let damaged = r2.blocks[1].0;
             assert!(
                 again.blocks.iter().all(|b| b.0 > damaged),
@@ -833,21 +896,21 @@ mod tests {
         let mut old = HistoryLog::create().unwrap();
         for i in 0..50 {
             feed(&mut t, format!("line {i}\r\n").as_bytes());
-            old.sync(7, &t).unwrap();
+            old.sync(PaneId::new(7), &t).unwrap();
         }
-        let r = old.sync(7, &t).unwrap().unwrap();
+        let r = old.sync(PaneId::new(7), &t).unwrap().unwrap();
         let mut new = HistoryLog::adopt(old.file().try_clone().unwrap());
         let without = t.to_json_without_history().unwrap();
         let mut back: Terminal = serde_json::from_str(without.get()).unwrap();
         let read = read_history(new.file(), &r).unwrap();
         back.restore_history(read.blocks, read.lines);
-        new.adopt_pane(7, &back, &r, &read.counts);
+        new.adopt_pane(PaneId::new(7), &back, &r, &read.counts);
         let end = new.end;
-        let again = new.sync(7, &back).unwrap().unwrap();
+        let again = new.sync(PaneId::new(7), &back).unwrap().unwrap();
         assert_eq!(again, r);
         assert_eq!(new.end, end, "nothing written again");
         feed(&mut back, b"one more\r\n");
-        let more = new.sync(7, &back).unwrap().unwrap();
+        let more = new.sync(PaneId::new(7), &back).unwrap().unwrap();
         assert_eq!(read_back(&new, &back, &more), plain(&back));
         // One line written, after what it adopted.
         let newest = back.history_numbering().unwrap().2 - 1;
@@ -868,7 +931,7 @@ mod tests {
                 format!("line {i} of the old server's pane\r\n").as_bytes(),
             );
             if i % 50 == 0 {
-                old.sync(1, &t).unwrap();
+                old.sync(PaneId::new(1), &t).unwrap();
             }
         }
         // Lines nobody will name: another pane's, freed and never given back.
@@ -879,16 +942,16 @@ mod tests {
                 format!("gone {i} with some padding text\r\n").as_bytes(),
             );
         }
-        old.sync(2, &gone).unwrap();
-        old.forget(2);
-        let r = old.sync(1, &t).unwrap().unwrap();
+        old.sync(PaneId::new(2), &gone).unwrap();
+        old.forget(PaneId::new(2));
+        let r = old.sync(PaneId::new(1), &t).unwrap().unwrap();
         let before = old.allocated_bytes();
         let mut new = HistoryLog::adopt(old.file().try_clone().unwrap());
         let read = read_history(new.file(), &r).unwrap();
         let without = t.to_json_without_history().unwrap();
         let mut back: Terminal = serde_json::from_str(without.get()).unwrap();
         back.restore_history(read.blocks, read.lines);
-        new.adopt_pane(1, &back, &r, &read.counts);
+        new.adopt_pane(PaneId::new(1), &back, &r, &read.counts);
         new.sweep();
         let named: u64 = r.chunks.iter().map(|c| c.1).sum();
         assert!(new.allocated_bytes() < before, "nothing given back");
@@ -903,7 +966,7 @@ mod tests {
         let mut t = Terminal::new(20, 4, TermConfig::default());
         feed(&mut t, b"a\r\nb\r\nc\r\nd\r\ne\r\nf\r\n");
         let mut log = HistoryLog::create().unwrap();
-        let r = log.sync(1, &t).unwrap().unwrap();
+        let r = log.sync(PaneId::new(1), &t).unwrap().unwrap();
         log.file().write_all_at(&[0; 4], r.chunks[0].0).unwrap();
         assert!(read_lines(log.file(), &r).is_err());
         let mut short = r.clone();

@@ -3,6 +3,7 @@
 //! the pre-copy and manifest written into memfds for the keeper.
 
 use super::*;
+use crate::model::PaneId;
 
 /// One pane's line of a checkpoint's pre-copy, encoded in some turn of
 /// its round, and what it is consistent with: the pane's ring position,
@@ -158,7 +159,7 @@ impl KeeperLink {
             self.log = Some(HistoryLog::create()?);
         }
         let history = match &mut self.log {
-            Some(log) => log.sync(id, terminal)?,
+            Some(log) => log.sync(PaneId::new(id), terminal)?,
             None => None,
         };
         let version = (terminal.changes(), history.is_none());
@@ -229,7 +230,7 @@ impl KeeperLink {
         )>,
     ) {
         if let (Some(log), Some((reference, counts))) = (&mut self.log, history) {
-            log.adopt_pane(id, terminal, reference, counts);
+            log.adopt_pane(PaneId::new(id), terminal, reference, counts);
         }
         let version = (terminal.changes(), history.is_none());
         self.screens.insert(
@@ -280,6 +281,10 @@ impl Server {
             .keeper
             .screen_version(id, p.screen())
             .map_err(|e| format!("encoding a checkpoint: {e}"))?;
+        self.keep_history_once(id);
+        let Some(p) = self.panes.get(&id) else {
+            return Ok(None);
+        };
         let slot: &serde_json::value::RawValue =
             serde_json::from_str(SCREEN_SLOT).map_err(|e| format!("encoding a checkpoint: {e}"))?;
         let mut rt = convert::pane_runtime(p, now, Some(changes)).with_screen(Some(slot));
@@ -299,8 +304,22 @@ impl Server {
             screen,
             ring: p.ring().map(OutputRing::written),
             fds: checkpoint_fds(p),
-            logged: self.keeper.log.as_ref().and_then(|l| l.stamp(id)),
+            logged: self.keeper.log.as_ref().and_then(|l| l.stamp(PaneId::new(id))),
         }))
+    }
+
+    /// Pane `id`'s history blocks that the log holds as records (as its
+    /// sync just left them) let their bytes go from the heap: the history
+    /// reads them from the log, so they are held once. A block the log no
+    /// longer names for the pane (it forgot the pane: lines without
+    /// numbers) comes back into the heap while its record is still there.
+    fn keep_history_once(&mut self, id: u64) {
+        let (Some(log), Some(p)) = (&self.keeper.log, self.panes.get_mut(&id)) else {
+            return;
+        };
+        let source = log.source();
+        let pane = PaneId::new(id);
+        p.keep_history_in_records(&source, |k, block| log.record_of(pane, k, block));
     }
 
     /// One turn's share of the checkpoint under way: pane lines for
@@ -443,7 +462,7 @@ impl Server {
                 self.panes
                     .get(&id)
                     .is_some_and(|p| checkpoint_fds(p) == e.fds)
-                    && self.keeper.log.as_ref().and_then(|l| l.stamp(id)) == e.logged
+                    && self.keeper.log.as_ref().and_then(|l| l.stamp(PaneId::new(id))) == e.logged
                     && self
                         .keeper
                         .screens
@@ -481,7 +500,7 @@ impl Server {
             .retain(|id, _| self.panes.contains_key(id));
         let panes = &self.panes;
         if let Some(log) = &mut self.keeper.log {
-            log.retain(|id| panes.contains_key(&id));
+            log.retain(|id| panes.contains_key(&id.get()));
         }
         let pre_fd = crate::sys::anonymous_file(c"ptyd-checkpoint", b"")
             .map_err(|e| format!("writing a checkpoint: {e}"))?;

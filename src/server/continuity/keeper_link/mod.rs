@@ -388,6 +388,10 @@ impl Server {
                     self.lineage = None;
                     for pane in self.panes.values_mut() {
                         pane.drop_ring();
+                        // No release will come for the log again: the
+                        // blocks go back into the heap, and the log with
+                        // everything else it held.
+                        pane.keep_history_in_heap();
                     }
                     self.keeper.drop_screens();
                     self.keeper.sent_freed.clear();
