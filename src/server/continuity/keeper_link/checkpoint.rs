@@ -319,7 +319,9 @@ impl Server {
         };
         let source = log.source();
         let pane = PaneId::new(id);
-        p.keep_history_in_records(&source, |k, block| log.record_of(pane, k, block));
+        // Given back to the system with the checkpoint's other garbage.
+        self.keeper.screens_dropped +=
+            p.keep_history_in_records(&source, |k, block| log.record_of(pane, k, block));
     }
 
     /// One turn's share of the checkpoint under way: pane lines for

@@ -215,8 +215,9 @@ pub struct KeeperLink {
     /// back from that checkpoint's pre-copy (`reached`), which holds it
     /// anyway (see `CachedScreen`).
     screens: std::collections::HashMap<u64, CachedScreen>,
-    /// Bytes of `screens` checkpoints moved out of the heap since the
-    /// heap was last given back (`TRIM_AFTER_BYTES`).
+    /// Bytes of `screens`, and of history blocks now read from the log,
+    /// checkpoints moved out of the heap since the heap was last given
+    /// back (`TRIM_AFTER_BYTES`).
     screens_dropped: usize,
     /// Every pane's history lines, encoded once each (`history_log.rs`);
     /// made at the first checkpoint.
