@@ -331,7 +331,10 @@ fn the_serving_process_holds_a_logged_history_once() {
     // by far less than them (the freed blocks are given back to the
     // system a moment after the checkpoint that let them go).
     let logged = log_bytes(ptyd.pid());
-    assert!(logged >= stored / 2, "{logged} bytes in the log for {stored}");
+    assert!(
+        logged >= stored / 2,
+        "{logged} bytes in the log for {stored}"
+    );
     eventually("the serving process's heap without the blocks", || {
         let grown = anonymous_bytes(serving).saturating_sub(before);
         if grown * 3 < stored {

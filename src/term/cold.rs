@@ -353,9 +353,8 @@ impl Cold {
             .lock()
             .ok()
             .and_then(|c| {
-                c.as_ref().map(|d| {
-                    d.raw.capacity() + d.record.capacity() + d.spans.capacity() * 8
-                })
+                c.as_ref()
+                    .map(|d| d.raw.capacity() + d.record.capacity() + d.spans.capacity() * 8)
             })
             .unwrap_or(0);
         self.blocks.iter().map(Block::heap_bytes).sum::<usize>()

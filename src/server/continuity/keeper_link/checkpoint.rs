@@ -304,7 +304,11 @@ impl Server {
             screen,
             ring: p.ring().map(OutputRing::written),
             fds: checkpoint_fds(p),
-            logged: self.keeper.log.as_ref().and_then(|l| l.stamp(PaneId::new(id))),
+            logged: self
+                .keeper
+                .log
+                .as_ref()
+                .and_then(|l| l.stamp(PaneId::new(id))),
         }))
     }
 
@@ -464,7 +468,12 @@ impl Server {
                 self.panes
                     .get(&id)
                     .is_some_and(|p| checkpoint_fds(p) == e.fds)
-                    && self.keeper.log.as_ref().and_then(|l| l.stamp(PaneId::new(id))) == e.logged
+                    && self
+                        .keeper
+                        .log
+                        .as_ref()
+                        .and_then(|l| l.stamp(PaneId::new(id)))
+                        == e.logged
                     && self
                         .keeper
                         .screens
