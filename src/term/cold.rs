@@ -806,6 +806,81 @@ fn base64_decode(text: &str) -> Option<Vec<u8>> {
 mod tests {
     use super::*;
 
+    /// Records in memory, as the history log's memfd holds them.
+    #[derive(Debug, Default)]
+    struct Records(Mutex<Vec<u8>>);
+
+    impl RecordSource for Records {
+        fn read_record(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+            let bytes = self.0.lock().unwrap();
+            let at = offset as usize;
+            let got = bytes.get(at..at + buf.len()).ok_or_else(|| {
+                std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "past the end")
+            })?;
+            buf.copy_from_slice(got);
+            Ok(())
+        }
+    }
+
+    fn lines_of(cold: &Cold) -> Vec<String> {
+        (0..cold.len())
+            .map(|i| cold.with_line(i, |l| l.text().to_string()).unwrap())
+            .collect()
+    }
+
+    /// Blocks whose bytes are only in their records read as before; a
+    /// clone holds its own bytes; a record damaged later (junk, or a range
+    /// given back: zeroes) reads as one marker line per line it held, no
+    /// panic; a block the log no longer names comes back into the heap.
+    #[test]
+    fn blocks_read_from_their_records() {
+        let mut cold = Cold::default();
+        let lines: Vec<Line> = (0..300)
+            .map(|i| Line::plain(&format!("line {i} {}", "x".repeat(i % 40))))
+            .collect();
+        for chunk in lines.chunks(100) {
+            cold.freeze(chunk.iter().map(Line::view));
+        }
+        let want = lines_of(&cold);
+        let records = Arc::new(Records::default());
+        let mut places = Vec::new();
+        for b in cold.stored_blocks() {
+            let mut bytes = records.0.lock().unwrap();
+            places.push(bytes.len() as u64);
+            bytes.extend_from_slice(&b.header);
+            bytes.extend_from_slice(&b.z().unwrap());
+        }
+        let source: Arc<dyn RecordSource> = records.clone();
+        // A place that is not the block's record is refused.
+        assert_eq!(cold.keep_in_records(&source, |k, _| Some(places[k] + 1)), 0);
+        let heap = cold.memory_bytes();
+        let freed = cold.keep_in_records(&source, |k, _| places.get(k).copied());
+        assert!(freed > 0 && cold.memory_bytes() + freed <= heap, "{freed}");
+        assert!(cold.stored_blocks().all(|b| b.heap_bytes() == 0));
+        assert_eq!(lines_of(&cold), want);
+        let clone = cold.clone();
+        records.0.lock().unwrap()[places[1] as usize + RECORD_HEADER + 3] ^= 0x5a;
+        let mut raw = std::mem::take(&mut *records.0.lock().unwrap());
+        raw[places[2] as usize..].fill(0);
+        *records.0.lock().unwrap() = raw;
+        assert_eq!(lines_of(&clone), want, "a clone reads its own bytes");
+        let got = lines_of(&cold);
+        assert_eq!(got[..100], want[..100]);
+        for line in &got[100..] {
+            assert!(line.contains("100 history lines lost here"), "{line}");
+        }
+        // Taken back hot, or back into the heap: the damage shows, the
+        // rest is intact.
+        let (back, _) = cold.pop_back_block().unwrap();
+        assert!(back.iter().all(|l| l.view().text().contains("lost here")));
+        cold.keep_in_records(&source, |_, _| None);
+        assert!(cold.stored_blocks().next().unwrap().heap_bytes() > 0);
+        records.0.lock().unwrap().clear();
+        let got = lines_of(&cold);
+        assert_eq!(got[..100], want[..100]);
+        assert!(got[100..].iter().all(|l| l.contains("lost here")));
+    }
+
     #[test]
     fn base64_round_trips_and_refuses_what_is_not_base64() {
         for len in 0..20 {
