@@ -130,7 +130,7 @@ impl Block {
 
     /// Its bytes back in the heap (read from its record); a record that
     /// cannot be read leaves no bytes, so the block reads as a marker.
-    fn to_heap(&mut self) {
+    fn bring_into_heap(&mut self) {
         if matches!(self.bytes, Bytes::Heap(_)) {
             return;
         }
@@ -246,7 +246,7 @@ impl Clone for Cold {
     /// records, which the log frees with the blocks of this store.
     fn clone(&self) -> Cold {
         let mut blocks = self.blocks.clone();
-        blocks.iter_mut().for_each(Block::to_heap);
+        blocks.iter_mut().for_each(Block::bring_into_heap);
         Cold {
             blocks,
             next_first: self.next_first,
@@ -591,7 +591,7 @@ impl Cold {
         let mut scratch = Vec::new();
         for (k, block) in self.blocks.iter_mut().enumerate() {
             let Some(offset) = place(k, block.id) else {
-                block.to_heap();
+                block.bring_into_heap();
                 continue;
             };
             match &block.bytes {
@@ -624,7 +624,7 @@ impl Cold {
 
     /// Every block's bytes back in the heap (the log that held them goes).
     pub(super) fn keep_in_heap(&mut self) {
-        self.blocks.iter_mut().for_each(Block::to_heap);
+        self.blocks.iter_mut().for_each(Block::bring_into_heap);
     }
 
     /// The store encoded blocks decode to: each checked line by line; a
