@@ -282,3 +282,149 @@ fn blocks_the_budget_drops_give_their_pages_in_the_log_back() {
     assert_eq!(oldest(&mut c), before, "after the crash");
     assert!(capture(&ptyd, &pane).contains("DONE"));
 }
+
+/// The serving process's anonymous memory (its heap), from
+/// `/proc/PID/smaps_rollup`.
+fn anonymous_bytes(pid: i32) -> u64 {
+    let rollup = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).unwrap();
+    rollup
+        .lines()
+        .find_map(|l| l.strip_prefix("Anonymous:"))
+        .and_then(|kb| kb.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map(|kb| kb * 1024)
+        .expect("Anonymous in smaps_rollup")
+}
+
+/// Waits until the pane's history is read from the keeper's log: what the
+/// serving process holds of it (`history_bytes.heap`) is a small part of
+/// what it stores. Returns the bytes stored.
+fn wait_held_once(c: &mut util::Conn, pane: &str) -> u64 {
+    eventually("the history's blocks read from the log", || {
+        let bytes = &c.pane(pane)["history_bytes"];
+        let (stored, heap) = (bytes["stored"].as_u64(), bytes["heap"].as_u64());
+        match (stored, heap) {
+            (Some(stored), Some(heap)) if heap * 4 < stored => Ok(stored),
+            _ => Err(format!("history_bytes {bytes}")),
+        }
+    })
+}
+
+#[test]
+fn the_serving_process_holds_a_logged_history_once() {
+    let (ptyd, _) = setup("scrollback_lines = 1000000\nscrollback_bytes = 1073741824\n");
+    let mut c = ptyd.connect();
+    let serving = ptyd.serving_pid();
+    let before = anonymous_bytes(serving);
+    // Random hex, which LZ4 barely shrinks: megabytes of blocks.
+    let script = "awk 'BEGIN { srand(11); for (i = 1; i <= 150000; i++) \
+        printf \"%d %08x %08x %08x %08x %08x\\n\", i, int(rand() * 4294967295), \
+        int(rand() * 4294967295), int(rand() * 4294967295), int(rand() * 4294967295), \
+        int(rand() * 4294967295) }'; echo BIG-DONE; exec sleep 1000";
+    let big = c.create(json!({ "argv": ["sh", "-c", script], "cols": 80, "rows": 10 }))["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    c.wait_text(&big, "BIG-DONE");
+    let stored = wait_held_once(&mut c, &big);
+    assert!(stored > 4 << 20, "only {stored} bytes of history");
+    // Its blocks are in the keeper's log; the serving process's heap grew
+    // by far less than them (the freed blocks are given back to the
+    // system a moment after the checkpoint that let them go).
+    let logged = log_bytes(ptyd.pid());
+    assert!(
+        logged >= stored / 2,
+        "{logged} bytes in the log for {stored}"
+    );
+    eventually("the serving process's heap without the blocks", || {
+        let grown = anonymous_bytes(serving).saturating_sub(before);
+        if grown * 3 < stored {
+            Ok(())
+        } else {
+            Err(format!(
+                "the heap grew by {grown} bytes for {stored} of history"
+            ))
+        }
+    });
+    // And it reads back as it was printed.
+    let out = ptyd.run_cli(&["capture", &big, "-S", "-1000000"]);
+    assert!(out.status.success(), "{out:?}");
+    let text = util::stdout(&out);
+    let numbers: Vec<u64> = text
+        .lines()
+        .filter_map(|l| l.split(' ').next()?.parse().ok())
+        .collect();
+    assert_eq!(numbers, (1..=150000).collect::<Vec<u64>>());
+}
+
+/// Multipliers of the hashes the reader pane below prints: lines LZ4
+/// barely shrinks, which the test can tell apart.
+const HASHES: [u64; 3] = [2_654_435_761, 2_246_822_519, 3_266_489_917];
+
+/// Lines `from..=to` as the reader pane below prints them.
+fn entries(from: u64, to: u64) -> Vec<String> {
+    (from..=to)
+        .map(|i| {
+            let [a, b, c] = HASHES.map(|m| i * m % (1 << 32));
+            format!("entry {i:06} {a:08x} {b:08x} {c:08x}")
+        })
+        .collect()
+}
+
+#[test]
+fn a_history_read_from_the_log_stays_right_as_its_records_are_freed() {
+    let (ptyd, _) = setup("scrollback_lines = 40000\n");
+    let mut c = ptyd.connect();
+    // Two floods, the second on input: it evicts every block of the
+    // first, whose records the log frees and gives back.
+    let [a, b, h] = HASHES;
+    let body = format!(
+        "for (i = FROM; i <= TO; i++) printf \"entry %06d %08x %08x %08x\\n\", i, \
+         (i * {a}) % 4294967296, (i * {b}) % 4294967296, (i * {h}) % 4294967296"
+    );
+    let awk = |from: u64, to: u64| {
+        format!(
+            "awk 'BEGIN {{ {} }}'",
+            body.replace("FROM", &from.to_string())
+                .replace("TO", &to.to_string())
+        )
+    };
+    let script = format!(
+        "{}; echo FIRST-DONE; read x; {}; echo SECOND-DONE; exec sleep 1000",
+        awk(1, 60000),
+        awk(60001, 120000)
+    );
+    let pane = c.create(json!({ "argv": ["sh", "-c", script], "cols": 80, "rows": 10 }))["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let history = |_: &mut util::Conn| -> Vec<String> {
+        let out = ptyd.run_cli(&["capture", &pane, "-S", "-1000000"]);
+        assert!(out.status.success(), "{out:?}");
+        util::stdout(&out)
+            .lines()
+            .map(|l| l.trim_end().to_string())
+            .filter(|l| l.starts_with("entry "))
+            .collect()
+    };
+    c.wait_text(&pane, "FIRST-DONE");
+    wait_held_once(&mut c, &pane);
+    let first = history(&mut c);
+    assert!(first.len() > 30000, "{} lines", first.len());
+    assert_eq!(first, entries(60001 - first.len() as u64, 60000));
+    c.ok("pane.input", json!({ "target": pane, "data": "go\n" }));
+    c.wait_text(&pane, "SECOND-DONE");
+    // The first flood's records freed and given back: the log holds about
+    // the history there is now.
+    let stored = wait_held_once(&mut c, &pane);
+    eventually("the first flood's records given back", || {
+        let logged = log_bytes(ptyd.pid());
+        if logged < 2 * stored + (512 << 10) {
+            Ok(())
+        } else {
+            Err(format!("the log holds {logged} bytes for {stored}"))
+        }
+    });
+    let second = history(&mut c);
+    assert!(second.len() > 30000, "{} lines", second.len());
+    assert_eq!(second, entries(120001 - second.len() as u64, 120000));
+}

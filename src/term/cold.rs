@@ -13,9 +13,10 @@
 //! on the way in; one that does not decode is replaced by a marker line
 //! that says how many lines were lost.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
@@ -33,12 +34,34 @@ const MAX_BLOCK_RAW: usize = 4 << 20;
 /// the box's allocation rounding), counted against the byte bounds.
 const BLOCK_OVERHEAD: usize = 48;
 
+/// Where block records are read from when a block's bytes are not in the
+/// heap: the history log's memfd (`server/continuity/history_log.rs`),
+/// which holds each block once as `[header | lz4 bytes]`.
+pub trait RecordSource: Send + Sync + std::fmt::Debug {
+    /// Fills `buf` with the bytes at `offset`.
+    fn read_record(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()>;
+}
+
+/// Where a block's compressed bytes are: in the heap (no log, or not
+/// written to it yet), or only in the log, as the record at `offset`
+/// (header first), so the history is held once.
+#[derive(Clone, Debug)]
+enum Bytes {
+    Heap(Box<[u8]>),
+    Record {
+        source: Arc<dyn RecordSource>,
+        offset: u64,
+    },
+}
+
 #[derive(Clone, Debug)]
 struct Block {
     /// Process-wide unique while the block lives (a clone keeps it: the
     /// bytes are the same): how the history log knows a block it wrote.
     id: u64,
-    z: Box<[u8]>,
+    bytes: Bytes,
+    /// Size of the compressed bytes, wherever they are.
+    z_len: u32,
     raw_len: u32,
     /// Lines packed into it.
     lines: u32,
@@ -62,7 +85,58 @@ impl Block {
     }
 
     fn stored(&self) -> usize {
-        self.z.len() + BLOCK_OVERHEAD
+        self.z_len as usize + BLOCK_OVERHEAD
+    }
+
+    /// Compressed bytes the heap holds for it.
+    fn heap_bytes(&self) -> usize {
+        match &self.bytes {
+            Bytes::Heap(z) => z.len(),
+            Bytes::Record { .. } => 0,
+        }
+    }
+
+    /// Its record's header (see `RECORD_HEADER`).
+    fn header(&self) -> [u8; RECORD_HEADER] {
+        let mut header = [0u8; RECORD_HEADER];
+        header[..4].copy_from_slice(&RECORD_MAGIC);
+        header[4..8].copy_from_slice(&self.lines.to_le_bytes());
+        header[8..12].copy_from_slice(&self.raw_len.to_le_bytes());
+        header[12..16].copy_from_slice(&self.z_len.to_le_bytes());
+        header[16..24].copy_from_slice(&self.dropped.to_le_bytes());
+        header[24..32].copy_from_slice(&self.sum.to_le_bytes());
+        header
+    }
+
+    /// Its compressed bytes: borrowed from the heap, or read from its
+    /// record into `scratch` (whose header must be this block's: a range
+    /// given back, or junk written over it, is an error).
+    fn z<'a>(&'a self, scratch: &'a mut Vec<u8>) -> std::io::Result<&'a [u8]> {
+        let (source, offset) = match &self.bytes {
+            Bytes::Heap(z) => return Ok(z),
+            Bytes::Record { source, offset } => (source, *offset),
+        };
+        scratch.clear();
+        scratch.resize(RECORD_HEADER + self.z_len as usize, 0);
+        source.read_record(offset, scratch)?;
+        if scratch[..RECORD_HEADER] != self.header() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("the history block record at {offset} is not the block it should be"),
+            ));
+        }
+        Ok(&scratch[RECORD_HEADER..])
+    }
+
+    /// Its bytes back in the heap (read from its record); a record that
+    /// cannot be read leaves no bytes, so the block reads as a marker.
+    fn bring_into_heap(&mut self) {
+        if matches!(self.bytes, Bytes::Heap(_)) {
+            return;
+        }
+        let mut scratch = Vec::new();
+        let z: Box<[u8]> = self.z(&mut scratch).map(Box::from).unwrap_or_default();
+        self.bytes = Bytes::Heap(z);
     }
 }
 
@@ -87,7 +161,7 @@ pub fn record_checksum(record: &[u8]) -> Option<u64> {
     (head[..4] == RECORD_MAGIC).then(|| u64::from_le_bytes(*sum))
 }
 
-/// A cold block as the history log stores it: `header` then `z`, the
+/// A cold block as the history log stores it: `header` then `z()`, the
 /// compressed bytes as they are.
 pub struct StoredBlock<'a> {
     pub id: u64,
@@ -97,7 +171,29 @@ pub struct StoredBlock<'a> {
     pub lines: u32,
     pub sum: u64,
     pub header: [u8; RECORD_HEADER],
-    pub z: &'a [u8],
+    block: &'a Block,
+}
+
+impl StoredBlock<'_> {
+    /// Its compressed bytes the heap holds: 0 once they are only in its
+    /// record.
+    pub fn heap_bytes(&self) -> usize {
+        self.block.heap_bytes()
+    }
+
+    /// The compressed bytes: borrowed from the heap, or read from the
+    /// record that holds them (a log other than the one writing them).
+    pub fn z(&self) -> std::io::Result<Cow<'_, [u8]>> {
+        match &self.block.bytes {
+            Bytes::Heap(z) => Ok(Cow::Borrowed(z)),
+            Bytes::Record { .. } => {
+                let mut scratch = Vec::new();
+                self.block.z(&mut scratch)?;
+                scratch.drain(..RECORD_HEADER);
+                Ok(Cow::Owned(scratch))
+            }
+        }
+    }
 }
 
 /// A block record read back from outside, not yet checked: its bytes
@@ -115,6 +211,8 @@ pub struct RecordIn {
 struct Decoded {
     first: u64,
     raw: Vec<u8>,
+    /// A record read from the log, before it is decoded into `raw`.
+    record: Vec<u8>,
     /// (start, len) of each line in `raw`.
     spans: Vec<(u32, u32)>,
 }
@@ -144,9 +242,13 @@ pub(super) struct Cold {
 }
 
 impl Clone for Cold {
+    /// A clone holds its blocks' bytes in its heap: it may outlive the
+    /// records, which the log frees with the blocks of this store.
     fn clone(&self) -> Cold {
+        let mut blocks = self.blocks.clone();
+        blocks.iter_mut().for_each(Block::bring_into_heap);
         Cold {
-            blocks: self.blocks.clone(),
+            blocks,
             next_first: self.next_first,
             lines: self.lines,
             stored: self.stored,
@@ -200,11 +302,13 @@ fn unframe(raw: &[u8], lines: u32) -> Option<Vec<(u32, u32)>> {
     (spans.len() == lines as usize).then_some(spans)
 }
 
-/// Decodes `block`; `None` if its bytes do not decode to its lines.
-fn decode(block: &Block, raw: &mut Vec<u8>) -> Option<Vec<(u32, u32)>> {
+/// Decodes `block` (`record`: room to read its record into); `None` if
+/// its bytes cannot be read or do not decode to its lines.
+fn decode(block: &Block, raw: &mut Vec<u8>, record: &mut Vec<u8>) -> Option<Vec<(u32, u32)>> {
+    let z = block.z(record).ok()?;
     raw.clear();
     raw.resize(block.raw_len as usize, 0);
-    let n = lz4_flex::block::decompress_into(&block.z, raw).ok()?;
+    let n = lz4_flex::block::decompress_into(z, raw).ok()?;
     if n != raw.len() || checksum(raw) != block.sum {
         return None;
     }
@@ -250,10 +354,10 @@ impl Cold {
             .ok()
             .and_then(|c| {
                 c.as_ref()
-                    .map(|d| d.raw.capacity() + d.spans.capacity() * 8)
+                    .map(|d| d.raw.capacity() + d.record.capacity() + d.spans.capacity() * 8)
             })
             .unwrap_or(0);
-        self.blocks.iter().map(|b| b.z.len()).sum::<usize>()
+        self.blocks.iter().map(Block::heap_bytes).sum::<usize>()
             + self.blocks.capacity() * std::mem::size_of::<Block>()
             + cache
     }
@@ -270,9 +374,11 @@ impl Cold {
         if lines == 0 {
             return 0;
         }
+        let z = lz4_flex::block::compress(raw).into_boxed_slice();
         let block = Block {
             id: fresh_id(),
-            z: lz4_flex::block::compress(raw).into_boxed_slice(),
+            z_len: z.len() as u32,
+            bytes: Bytes::Heap(z),
             raw_len: raw.len() as u32,
             lines,
             skip: 0,
@@ -330,11 +436,12 @@ impl Cold {
         if cache.as_ref().is_none_or(|d| d.first != block.first) {
             let mut d = cache.take().unwrap_or_default();
             d.first = block.first;
-            match decode(block, &mut d.raw) {
+            match decode(block, &mut d.raw, &mut d.record) {
                 Some(spans) => d.spans = spans,
                 None => {
                     // Blocks from outside are checked on the way in and
-                    // ours are made here: this is a bug, shown, not fatal.
+                    // ours are made here: a record damaged in the log
+                    // since (or a bug), shown, not fatal.
                     let text = marker_text(u64::from(block.lines), true);
                     let line = Line::plain(&text);
                     return Some(f(line.view()));
@@ -347,9 +454,9 @@ impl Cold {
 
     /// Visits every held line, oldest first, decoding each block once.
     pub(super) fn for_each(&self, mut f: impl FnMut(LineRef)) {
-        let mut raw = Vec::new();
+        let (mut raw, mut record) = (Vec::new(), Vec::new());
         for block in &self.blocks {
-            match decode(block, &mut raw) {
+            match decode(block, &mut raw, &mut record) {
                 Some(spans) => {
                     for &(start, len) in &spans[block.skip as usize..] {
                         let start = start as usize;
@@ -440,7 +547,10 @@ impl Cold {
         lines
     }
 
+    /// The blocks encoded; one whose record cannot be read goes with no
+    /// bytes, which its reader refuses (a marker line).
     pub(super) fn to_repr(&self) -> Vec<BlockRepr> {
+        let mut scratch = Vec::new();
         self.blocks
             .iter()
             .map(|b| BlockRepr {
@@ -449,30 +559,72 @@ impl Cold {
                 raw: b.raw_len,
                 dropped: b.dropped,
                 sum: b.sum,
-                z: base64_encode(&b.z),
+                z: base64_encode(b.z(&mut scratch).unwrap_or_default()),
             })
             .collect()
     }
 
     /// The blocks as the history log stores them, oldest first.
     pub(super) fn stored_blocks(&self) -> impl Iterator<Item = StoredBlock<'_>> {
-        self.blocks.iter().map(|b| {
-            let mut header = [0u8; RECORD_HEADER];
-            header[..4].copy_from_slice(&RECORD_MAGIC);
-            header[4..8].copy_from_slice(&b.lines.to_le_bytes());
-            header[8..12].copy_from_slice(&b.raw_len.to_le_bytes());
-            header[12..16].copy_from_slice(&(b.z.len() as u32).to_le_bytes());
-            header[16..24].copy_from_slice(&b.dropped.to_le_bytes());
-            header[24..32].copy_from_slice(&b.sum.to_le_bytes());
-            StoredBlock {
-                id: b.id,
-                skip: b.skip,
-                lines: b.lines,
-                sum: b.sum,
-                header,
-                z: &b.z,
-            }
+        self.blocks.iter().map(|b| StoredBlock {
+            id: b.id,
+            skip: b.skip,
+            lines: b.lines,
+            sum: b.sum,
+            header: b.header(),
+            block: b,
         })
+    }
+
+    /// Lets the blocks' bytes go from the heap where `place(k, id)` (block
+    /// `k`, oldest first, of id `id`) names the record of `source` that
+    /// holds them; a block it does not name (its record freed, or in
+    /// another log) comes back into the heap. A block whose record does
+    /// not read back as its bytes keeps them. Returns the heap bytes let
+    /// go.
+    pub(super) fn keep_in_records(
+        &mut self,
+        source: &Arc<dyn RecordSource>,
+        place: impl Fn(usize, u64) -> Option<u64>,
+    ) -> usize {
+        let mut freed = 0;
+        let mut scratch = Vec::new();
+        for (k, block) in self.blocks.iter_mut().enumerate() {
+            let Some(offset) = place(k, block.id) else {
+                block.bring_into_heap();
+                continue;
+            };
+            match &block.bytes {
+                Bytes::Record {
+                    source: s,
+                    offset: o,
+                } if Arc::ptr_eq(s, source) && *o == offset => continue,
+                Bytes::Record { .. } => {}
+                Bytes::Heap(z) => {
+                    // Checked once, as it leaves the heap: the record
+                    // must be the block, byte for byte.
+                    scratch.clear();
+                    scratch.resize(RECORD_HEADER + z.len(), 0);
+                    let same = source.read_record(offset, &mut scratch).is_ok()
+                        && scratch[..RECORD_HEADER] == block.header()
+                        && scratch[RECORD_HEADER..] == **z;
+                    if !same {
+                        continue;
+                    }
+                    freed += z.len();
+                }
+            }
+            block.bytes = Bytes::Record {
+                source: Arc::clone(source),
+                offset,
+            };
+        }
+        freed
+    }
+
+    /// Every block's bytes back in the heap (the log that held them goes).
+    pub(super) fn keep_in_heap(&mut self) {
+        self.blocks.iter_mut().for_each(Block::bring_into_heap);
     }
 
     /// The store encoded blocks decode to: each checked line by line; a
@@ -482,7 +634,8 @@ impl Cold {
             let lost = b.n.saturating_sub(b.skip);
             let block = base64_decode(&b.z).map(|z| Block {
                 id: fresh_id(),
-                z: z.into_boxed_slice(),
+                z_len: z.len() as u32,
+                bytes: Bytes::Heap(z.into_boxed_slice()),
                 raw_len: b.raw,
                 lines: b.n,
                 skip: b.skip,
@@ -516,7 +669,8 @@ impl Cold {
                 }
                 Some(Block {
                     id: fresh_id(),
-                    z: z.into(),
+                    z_len: z.len() as u32,
+                    bytes: Bytes::Heap(z.into()),
                     raw_len: u32_at(8)?,
                     lines,
                     skip: r.skip,
@@ -535,7 +689,7 @@ impl Cold {
     /// line saying its `lost` lines are gone.
     fn from_checked(blocks: impl Iterator<Item = (Option<Block>, u32)>) -> Cold {
         let mut cold = Cold::default();
-        let mut raw = Vec::new();
+        let (mut raw, mut record) = (Vec::new(), Vec::new());
         for (block, lost) in blocks {
             if lost == 0 {
                 continue;
@@ -544,7 +698,7 @@ impl Cold {
                 .filter(|b| (b.raw_len as usize) <= MAX_BLOCK_RAW && b.skip < b.lines)
                 .and_then(|mut block| {
                     block.first = cold.next_first;
-                    let spans = decode(&block, &mut raw)?;
+                    let spans = decode(&block, &mut raw, &mut record)?;
                     spans
                         .iter()
                         .all(|&(s, l)| {
@@ -651,6 +805,81 @@ fn base64_decode(text: &str) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Records in memory, as the history log's memfd holds them.
+    #[derive(Debug, Default)]
+    struct Records(Mutex<Vec<u8>>);
+
+    impl RecordSource for Records {
+        fn read_record(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+            let bytes = self.0.lock().unwrap();
+            let at = offset as usize;
+            let got = bytes.get(at..at + buf.len()).ok_or_else(|| {
+                std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "past the end")
+            })?;
+            buf.copy_from_slice(got);
+            Ok(())
+        }
+    }
+
+    fn lines_of(cold: &Cold) -> Vec<String> {
+        (0..cold.len())
+            .map(|i| cold.with_line(i, |l| l.text().to_string()).unwrap())
+            .collect()
+    }
+
+    /// Blocks whose bytes are only in their records read as before; a
+    /// clone holds its own bytes; a record damaged later (junk, or a range
+    /// given back: zeroes) reads as one marker line per line it held, no
+    /// panic; a block the log no longer names comes back into the heap.
+    #[test]
+    fn blocks_read_from_their_records() {
+        let mut cold = Cold::default();
+        let lines: Vec<Line> = (0..300)
+            .map(|i| Line::plain(&format!("line {i} {}", "x".repeat(i % 40))))
+            .collect();
+        for chunk in lines.chunks(100) {
+            cold.freeze(chunk.iter().map(Line::view));
+        }
+        let want = lines_of(&cold);
+        let records = Arc::new(Records::default());
+        let mut places = Vec::new();
+        for b in cold.stored_blocks() {
+            let mut bytes = records.0.lock().unwrap();
+            places.push(bytes.len() as u64);
+            bytes.extend_from_slice(&b.header);
+            bytes.extend_from_slice(&b.z().unwrap());
+        }
+        let source: Arc<dyn RecordSource> = records.clone();
+        // A place that is not the block's record is refused.
+        assert_eq!(cold.keep_in_records(&source, |k, _| Some(places[k] + 1)), 0);
+        let heap = cold.memory_bytes();
+        let freed = cold.keep_in_records(&source, |k, _| places.get(k).copied());
+        assert!(freed > 0 && cold.memory_bytes() + freed <= heap, "{freed}");
+        assert!(cold.stored_blocks().all(|b| b.heap_bytes() == 0));
+        assert_eq!(lines_of(&cold), want);
+        let clone = cold.clone();
+        records.0.lock().unwrap()[places[1] as usize + RECORD_HEADER + 3] ^= 0x5a;
+        let mut raw = std::mem::take(&mut *records.0.lock().unwrap());
+        raw[places[2] as usize..].fill(0);
+        *records.0.lock().unwrap() = raw;
+        assert_eq!(lines_of(&clone), want, "a clone reads its own bytes");
+        let got = lines_of(&cold);
+        assert_eq!(got[..100], want[..100]);
+        for line in &got[100..] {
+            assert!(line.contains("100 history lines lost here"), "{line}");
+        }
+        // Taken back hot, or back into the heap: the damage shows, the
+        // rest is intact.
+        let (back, _) = cold.pop_back_block().unwrap();
+        assert!(back.iter().all(|l| l.view().text().contains("lost here")));
+        cold.keep_in_records(&source, |_, _| None);
+        assert!(cold.stored_blocks().next().unwrap().heap_bytes() > 0);
+        records.0.lock().unwrap().clear();
+        let got = lines_of(&cold);
+        assert_eq!(got[..100], want[..100]);
+        assert!(got[100..].iter().all(|l| l.contains("lost here")));
+    }
 
     #[test]
     fn base64_round_trips_and_refuses_what_is_not_base64() {

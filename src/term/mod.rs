@@ -97,7 +97,7 @@ use vte::ansi::{Processor, Timeout};
 
 pub use capture::{Capture, CaptureOptions, CursorInfo};
 pub use cell::{Cell, Color, INVERSE, Style};
-pub use cold::{RECORD_HEADER, RecordIn, StoredBlock, record_checksum};
+pub use cold::{RECORD_HEADER, RecordIn, RecordSource, StoredBlock, record_checksum};
 pub use modes::{Modes, MouseEncoding, MouseMode};
 pub use redraw::ViewCache;
 pub use scrollback::Line;
@@ -713,6 +713,26 @@ impl Terminal {
     pub fn history_blocks(&self) -> (impl Iterator<Item = StoredBlock<'_>>, usize) {
         let sb = &self.screen.scrollback;
         (sb.stored_blocks(), sb.hot_len())
+    }
+
+    /// The history's blocks held once: each one `place(k, id)` (block `k`
+    /// of `history_blocks`, of id `id`) says `source` holds as a record at
+    /// that offset lets its bytes go from the heap and reads them from
+    /// there; one it does not name comes back into the heap. For the
+    /// history log's owner, right after a sync. Returns the heap bytes let
+    /// go.
+    pub fn keep_history_in_records(
+        &mut self,
+        source: &std::sync::Arc<dyn RecordSource>,
+        place: impl Fn(usize, u64) -> Option<u64>,
+    ) -> usize {
+        self.screen.scrollback.keep_in_records(source, place)
+    }
+
+    /// Every history block's bytes back in the heap: the log holding them
+    /// is let go.
+    pub fn keep_history_in_heap(&mut self) {
+        self.screen.scrollback.keep_in_heap();
     }
 
     /// Puts back the history a `to_json_without_history` encoding left

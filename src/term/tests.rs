@@ -1340,7 +1340,7 @@ fn history_lines_put_back_make_the_same_terminal() {
         let (blocks, hot) = t.history_blocks();
         let records = blocks
             .map(|b| crate::term::RecordIn {
-                bytes: Some([&b.header[..], b.z].concat()),
+                bytes: Some([&b.header[..], &b.z().unwrap()].concat()),
                 lines: b.lines,
                 skip: b.skip,
             })

@@ -46,10 +46,15 @@
 //! `pushed`.
 
 use crate::handoff::manifest::HistoryRef;
-use crate::term::{RECORD_HEADER, RecordIn, StoredBlock, Terminal};
+use crate::model::PaneId;
+use crate::term::{RecordSource, StoredBlock, Terminal};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
+use std::sync::Arc;
+
+mod read;
+pub use read::{LogCounts, read_history};
 
 /// Lines per chunk, at most: a pane's lines are freed a chunk at a time,
 /// so this bounds what a pane leaves unreclaimed at the front (about
@@ -94,12 +99,24 @@ struct PaneLog {
     stamp: u64,
 }
 
+/// The log's memfd, shared with the histories whose blocks it holds: they
+/// read their records from it (`RecordSource`), so their bytes are not in
+/// the heap too.
+#[derive(Debug)]
+struct LogFile(File);
+
+impl RecordSource for LogFile {
+    fn read_record(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        self.0.read_exact_at(buf, offset)
+    }
+}
+
 pub struct HistoryLog {
-    file: File,
+    file: Arc<LogFile>,
     /// Where the next append goes: past everything written (by us, or by
     /// another server that used the file since: see `append`).
     end: u64,
-    panes: HashMap<u64, PaneLog>,
+    panes: HashMap<PaneId, PaneLog>,
     /// Ranges no pane refers to any more since the last `take_freed`.
     freed: Vec<(u64, u64)>,
     /// Ranges free and released, merged (start → end): a range's pages
@@ -122,7 +139,7 @@ impl HistoryLog {
     pub fn adopt(file: File) -> HistoryLog {
         let end = file.metadata().map_or(0, |m| m.len());
         HistoryLog {
-            file,
+            file: Arc::new(LogFile(file)),
             end,
             panes: HashMap::new(),
             freed: Vec::new(),
@@ -133,13 +150,31 @@ impl HistoryLog {
     }
 
     pub fn file(&self) -> &File {
-        &self.file
+        &self.file.0
+    }
+
+    /// What a history reads the records it no longer holds from (see
+    /// `Terminal::keep_history_in_records`).
+    pub fn source(&self) -> Arc<dyn RecordSource> {
+        Arc::clone(&self.file) as Arc<dyn RecordSource>
+    }
+
+    /// Where pane `id`'s block `k` (oldest first, as its last sync saw
+    /// the history's blocks), of block id `block`, has its record; `None`
+    /// if the log holds no record of it for that pane.
+    pub fn record_of(&self, id: PaneId, k: usize, block: u64) -> Option<u64> {
+        let blocks = &self.panes.get(&id)?.blocks;
+        match blocks.get(k) {
+            Some(b) if b.id == block => Some(b.offset),
+            // A sync that failed part way names fewer blocks.
+            _ => blocks.iter().find(|b| b.id == block).map(|b| b.offset),
+        }
     }
 
     /// Brings pane `id`'s lines in the log up to `term`'s history and says
     /// where they are; `None` if its lines cannot be numbered (then they
     /// travel inside the terminal's encoding).
-    pub fn sync(&mut self, id: u64, term: &Terminal) -> Result<Option<HistoryRef>, String> {
+    pub fn sync(&mut self, id: PaneId, term: &Terminal) -> Result<Option<HistoryRef>, String> {
         let Some((epoch, _, pushed)) = term.history_numbering() else {
             self.forget(id);
             return Ok(None);
@@ -210,14 +245,19 @@ impl HistoryLog {
                 continue;
             }
             // Never over bytes another server wrote (see `append`).
-            self.end = self.end.max(self.file.metadata().map_or(0, |m| m.len()));
+            self.end = self.end.max(self.file().metadata().map_or(0, |m| m.len()));
             self.buf.clear();
             self.buf.extend_from_slice(&block.header);
-            self.buf.extend_from_slice(block.z);
-            result = self
-                .file
-                .write_all_at(&self.buf, self.end)
-                .map_err(|e| format!("writing a history block to the history log: {e}"));
+            result = block
+                .z()
+                .map(|z| self.buf.extend_from_slice(&z))
+                .map_err(|e| format!("reading a history block to write it to the history log: {e}"))
+                .and_then(|()| {
+                    self.file
+                        .0
+                        .write_all_at(&self.buf, self.end)
+                        .map_err(|e| format!("writing a history block to the history log: {e}"))
+                });
             if result.is_ok() {
                 pane.blocks.push(LoggedBlock {
                     id: block.id,
@@ -240,7 +280,7 @@ impl HistoryLog {
         }
         // Another server may have written after what we know (a new one in
         // probation, before it was taken back): never over its bytes.
-        self.end = self.end.max(self.file.metadata().map_or(0, |m| m.len()));
+        self.end = self.end.max(self.file().metadata().map_or(0, |m| m.len()));
         self.buf.clear();
         let mut chunks = Vec::new();
         let (mut start, mut lines) = (0usize, 0u32);
@@ -261,7 +301,7 @@ impl HistoryLog {
         if lines > 0 {
             chunks.push((start, self.buf.len(), lines));
         }
-        self.file
+        self.file()
             .write_all_at(&self.buf, self.end)
             .map_err(|e| format!("writing the history log: {e}"))?;
         for (from, to, lines) in chunks {
@@ -298,10 +338,10 @@ impl HistoryLog {
             } else {
                 let mut bytes = vec![0; (a.len + b.len) as usize];
                 let (first, second) = bytes.split_at_mut(a.len as usize);
-                self.file
-                    .read_exact_at(first, a.offset)
-                    .and_then(|()| self.file.read_exact_at(second, b.offset))
-                    .and_then(|()| self.file.write_all_at(&bytes, self.end))
+                let file = self.file();
+                file.read_exact_at(first, a.offset)
+                    .and_then(|()| file.read_exact_at(second, b.offset))
+                    .and_then(|()| file.write_all_at(&bytes, self.end))
                     .map_err(|e| format!("merging history log chunks: {e}"))?;
                 self.freed.push((a.offset, a.len));
                 self.freed.push((b.offset, b.len));
@@ -321,7 +361,7 @@ impl HistoryLog {
     }
 
     /// Pane `id` is gone (or its lines travel inline): its chunks are free.
-    pub fn forget(&mut self, id: u64) {
+    pub fn forget(&mut self, id: PaneId) {
         if let Some(pane) = self.panes.remove(&id) {
             self.freed
                 .extend(pane.chunks.iter().map(|c| (c.offset, c.len)));
@@ -331,8 +371,8 @@ impl HistoryLog {
     }
 
     /// Forgets every pane `live` says is gone.
-    pub fn retain(&mut self, live: impl Fn(u64) -> bool) {
-        let gone: Vec<u64> = self.panes.keys().copied().filter(|id| !live(*id)).collect();
+    pub fn retain(&mut self, live: impl Fn(PaneId) -> bool) {
+        let gone: Vec<PaneId> = self.panes.keys().copied().filter(|id| !live(*id)).collect();
         for id in gone {
             self.forget(id);
         }
@@ -346,7 +386,7 @@ impl HistoryLog {
     /// again, and the sweep gives the old records back.
     pub fn adopt_pane(
         &mut self,
-        id: u64,
+        id: PaneId,
         term: &Terminal,
         reference: &HistoryRef,
         counts: &LogCounts,
@@ -438,7 +478,7 @@ impl HistoryLog {
             self.free.insert(start, end);
             let (from, to) = (start.div_ceil(PAGE) * PAGE, end / PAGE * PAGE);
             if to > from {
-                let _ = crate::sys::punch_hole(&self.file, from, to - from);
+                let _ = crate::sys::punch_hole(self.file(), from, to - from);
             }
         }
     }
@@ -458,7 +498,7 @@ impl HistoryLog {
             })
             .collect();
         named.sort_unstable();
-        self.end = self.end.max(self.file.metadata().map_or(0, |m| m.len()));
+        self.end = self.end.max(self.file().metadata().map_or(0, |m| m.len()));
         let mut gaps = Vec::new();
         let mut at = 0;
         for (start, end) in named {
@@ -478,14 +518,14 @@ impl HistoryLog {
     /// `server.status`.
     pub fn allocated_bytes(&self) -> u64 {
         use std::os::unix::fs::MetadataExt;
-        self.file.metadata().map_or(0, |m| m.blocks() * 512)
+        self.file().metadata().map_or(0, |m| m.blocks() * 512)
     }
 
     /// Which sync last changed what pane `id`'s reference names (`None`
     /// for a pane the log does not know): a reference taken at that sync
     /// is good while the stamp is the same, since only a sync (or
     /// forgetting the pane) frees a range a reference names.
-    pub fn stamp(&self, id: u64) -> Option<u64> {
+    pub fn stamp(&self, id: PaneId) -> Option<u64> {
         self.panes.get(&id).map(|p| p.stamp)
     }
 
@@ -495,420 +535,5 @@ impl HistoryLog {
     }
 }
 
-/// What a `HistoryRef` names, read from the log: the blocks' records (for
-/// `Terminal::restore_history`, which checks them) and the hot
-/// lines, checked, oldest first.
-pub struct ReadBack {
-    pub blocks: Vec<RecordIn>,
-    pub lines: Vec<crate::term::Line>,
-    pub counts: LogCounts,
-}
-
-/// What `adopt_pane` needs to know of what was read: each chunk's line
-/// count and each block record's checksum (`None`: its header unreadable).
-#[derive(Clone, Debug, Default)]
-pub struct LogCounts {
-    chunks: Vec<u32>,
-    sums: Vec<Option<u64>>,
-}
-
-/// Reads what `reference` names from the log. A block record that cannot
-/// be read is passed on as damaged (its lines become a marker line); a
-/// damaged line, or a count that does not add up, is an error.
-pub fn read_history(file: &File, reference: &HistoryRef) -> Result<ReadBack, String> {
-    let mut blocks = Vec::with_capacity(reference.blocks.len());
-    let mut sums = Vec::with_capacity(reference.blocks.len());
-    for (k, &(offset, len, lines)) in reference.blocks.iter().enumerate() {
-        let bytes = (len >= RECORD_HEADER as u64 && len <= MAX_RECORD)
-            .then(|| {
-                let mut bytes = vec![0; len as usize];
-                file.read_exact_at(&mut bytes, offset).ok().map(|()| bytes)
-            })
-            .flatten();
-        sums.push(bytes.as_deref().and_then(crate::term::record_checksum));
-        let skip = if k == 0 { reference.block_skip } else { 0 };
-        blocks.push(RecordIn { bytes, lines, skip });
-    }
-    let (lines, chunks) = read_lines(file, reference)?;
-    Ok(ReadBack {
-        blocks,
-        lines,
-        counts: LogCounts { chunks, sums },
-    })
-}
-
-/// The hot lines a `HistoryRef` names, read from the log and checked,
-/// oldest first, and how many lines each chunk holds (for `adopt_pane`).
-fn read_lines(
-    file: &File,
-    reference: &HistoryRef,
-) -> Result<(Vec<crate::term::Line>, Vec<u32>), String> {
-    let mut out = Vec::with_capacity(reference.lines.min(1 << 20) as usize);
-    let mut counts = Vec::with_capacity(reference.chunks.len());
-    let mut skip = reference.skip;
-    let mut bytes = Vec::new();
-    for &(offset, len) in &reference.chunks {
-        let len = usize::try_from(len)
-            .ok()
-            .filter(|&l| l <= 1 << 30)
-            .ok_or_else(|| format!("a history log chunk of {len} bytes"))?;
-        bytes.resize(len, 0);
-        file.read_exact_at(&mut bytes, offset)
-            .map_err(|e| format!("reading the history log at {offset}: {e}"))?;
-        let mut count = 0u32;
-        let mut rest = &bytes[..];
-        while !rest.is_empty() {
-            let damaged = || format!("a damaged history log line in the chunk at {offset}");
-            let (head, tail) = rest.split_first_chunk::<4>().ok_or_else(damaged)?;
-            let n = u32::from_le_bytes(*head) as usize;
-            let line = tail.get(..n).ok_or_else(damaged)?;
-            rest = &tail[n..];
-            count += 1;
-            if skip > 0 {
-                skip -= 1;
-                continue;
-            }
-            out.push(crate::term::Line::from_stored(line).ok_or_else(damaged)?);
-        }
-        counts.push(count);
-    }
-    if out.len() as u64 != reference.lines {
-        return Err(format!(
-            "the history log holds {} lines where {} were written",
-            out.len(),
-            reference.lines
-        ));
-    }
-    Ok((out, counts))
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::term::TermConfig;
-
-    fn feed(t: &mut Terminal, bytes: &[u8]) {
-        t.feed(bytes, &mut Vec::new());
-    }
-
-    /// What a checkpoint's reader gets: the terminal without its lines,
-    /// with the log's lines put back.
-    fn read_back(log: &HistoryLog, t: &Terminal, r: &HistoryRef) -> String {
-        let without = t.to_json_without_history().unwrap();
-        let mut back: Terminal = serde_json::from_str(without.get()).unwrap();
-        let read = read_history(log.file(), r).unwrap();
-        assert_eq!(read.counts.chunks.len(), r.chunks.len());
-        back.restore_history(read.blocks, read.lines);
-        serde_json::to_string(&back).unwrap()
-    }
-
-    /// The terminal as a decode of its plain encoding gives it (a decode
-    /// starts the grids' row rings at 0).
-    fn plain(t: &Terminal) -> String {
-        let decoded: Terminal = serde_json::from_str(&serde_json::to_string(t).unwrap()).unwrap();
-        serde_json::to_string(&decoded).unwrap()
-    }
-
-    /// Whatever the terminal goes through between syncs (output that
-    /// scrolls and evicts, ED 3, resizes that reflow or take lines back,
-    /// RIS, the alternate screen, injected history, a decode), the lines
-    /// the log names are its history; each line is written once while its
-    /// numbering holds; small appends are merged, so a pane keeps a few
-    /// chunks; and giving back freed ranges never touches a named one.
-    #[test]
-    fn the_log_always_names_the_history() {
-        let mut rng = 0x2545_f491_4f6c_dd1du64;
-        let mut below = |n: u64| {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng % n
-        };
-        let config = TermConfig {
-            scrollback_lines: 1200,
-            ..TermConfig::default()
-        };
-        let mut t = Terminal::new(30, 6, config);
-        // Blocks of a few dozen lines: most of the history is in blocks.
-        t.set_history_block_bytes(1500);
-        let mut log = HistoryLog::create().unwrap();
-        let mut n = 0;
-        let mut logged = std::collections::HashSet::new();
-        let mut blocks_seen = 0;
-        for step in 0..300 {
-            let before = t.history_numbering();
-            match below(100) {
-                0..80 => {
-                    let mut out = String::new();
-                    let most = if below(10) == 0 { 600 } else { 3 };
-                    for _ in 0..=below(most) {
-                        n += 1;
-                        match below(4) {
-                            0 => out.push_str(&format!("\x1b[3{}m{n}\x1b[0m é", below(8))),
-                            1 => out.push_str(&format!("\x1b]8;;http://x/{n}\x07{n}\x1b]8;;\x07")),
-                            _ => out.push_str(&n.to_string()),
-                        }
-                        out.push_str(&"y".repeat(below(50) as usize));
-                        out.push_str("\r\n");
-                    }
-                    feed(&mut t, out.as_bytes());
-                }
-                80..83 => feed(&mut t, b"\x1b[3J"),
-                83..88 => t.resize(20 + below(30) as u16, 3 + below(8) as u16),
-                88..90 => feed(&mut t, b"\x1bc"),
-                90..93 => feed(&mut t, b"\x1b[?1049hon alt\r\n\r\n\r\n\x1b[?1049l"),
-                93..96 => t.inject_history(&[format!("injected {step}"), "more".into()]),
-                96..98 => {
-                    t = serde_json::from_str(&serde_json::to_string(&t).unwrap()).unwrap();
-                    t.set_history_block_bytes(1500);
-                }
-                _ => {}
-            }
-            let end_before = log.end;
-            let r = log.sync(1, &t).unwrap().unwrap();
-            assert_eq!(read_back(&log, &t, &r), plain(&t), "step {step}");
-            // Only new lines were encoded (merges copy, they add the
-            // copied bytes, not more than the pane's small chunks).
-            let (epoch, oldest, pushed) = t.history_numbering().unwrap();
-            if before.is_some_and(|(e, _, p)| e == epoch && p >= oldest) {
-                let new = pushed - before.unwrap().2;
-                let mut bytes = 0;
-                for k in pushed - new..pushed {
-                    bytes += t.history_line_bytes(k).unwrap().len() as u64 + 4;
-                }
-                let small: u64 = r.chunks.iter().map(|c| c.1).sum();
-                // And the blocks frozen since, each once.
-                let blocks: u64 = r
-                    .blocks
-                    .iter()
-                    .filter(|b| !logged.contains(&b.0))
-                    .map(|b| b.1)
-                    .sum();
-                assert!(
-                    log.end - end_before <= bytes + small + blocks,
-                    "step {step}"
-                );
-            }
-            // A block's record stays where it was written while it lives.
-            let (held, _) = t.history_blocks();
-            assert_eq!(held.count(), r.blocks.len(), "step {step}");
-            blocks_seen = blocks_seen.max(r.blocks.len());
-            logged = r.blocks.iter().map(|b| b.0).collect();
-            let full = u64::from(CHUNK_LINES);
-            let lines = r.skip + r.lines;
-            assert!(
-                r.chunks.len() as u64 <= lines / full + 2 * 10,
-                "step {step}: {} chunks for {lines} lines",
-                r.chunks.len()
-            );
-            // Freed ranges go (as when the next checkpoint is sent): what
-            // is named stays readable.
-            let freed = log.take_freed();
-            log.release(freed);
-            assert_eq!(
-                read_back(&log, &t, &r),
-                plain(&t),
-                "step {step}, after releasing"
-            );
-        }
-        assert!(blocks_seen > 5, "{blocks_seen} blocks at most");
-        // Its memory is about the history's, not all that went through.
-        let named: u64 = log
-            .sync(1, &t)
-            .unwrap()
-            .unwrap()
-            .chunks
-            .iter()
-            .map(|c| c.1)
-            .sum::<u64>()
-            + block_bytes(&log);
-        assert!(
-            log.allocated_bytes() <= named + 64 * PAGE,
-            "{} > {named}",
-            log.allocated_bytes()
-        );
-    }
-
-    /// Bytes of the block records the log's panes name.
-    fn block_bytes(log: &HistoryLog) -> u64 {
-        log.panes
-            .values()
-            .flat_map(|p| p.blocks.iter().map(|b| b.len))
-            .sum()
-    }
-
-    /// Lines a log would print, compressible as logs are.
-    fn log_lines(t: &mut Terminal, from: usize, to: usize) {
-        for i in from..to {
-            let line = format!(
-                "2026-12-02T13:{:02}:{:02} INFO worker {} handled request {i} in {} ms\r\n",
-                i / 60 % 60,
-                i % 60,
-                i % 7,
-                i % 13
-            );
-            feed(t, line.as_bytes());
-        }
-    }
-
-    /// The log holds a history compressed, as the history does: its
-    /// blocks once each, with a block or two of hot lines uncompressed.
-    #[test]
-    fn the_log_holds_the_history_compressed() {
-        let config = TermConfig {
-            scrollback_lines: 10_000,
-            ..TermConfig::default()
-        };
-        let mut t = Terminal::new(80, 24, config);
-        let mut log = HistoryLog::create().unwrap();
-        for k in 0..40 {
-            log_lines(&mut t, k * 500, (k + 1) * 500);
-            log.sync(1, &t).unwrap();
-            let freed = log.take_freed();
-            log.release(freed);
-        }
-        let r = log.sync(1, &t).unwrap().unwrap();
-        assert!(r.blocks.len() > 10, "{} blocks", r.blocks.len());
-        let raw: u64 = (t.history_numbering().unwrap().1..t.history_numbering().unwrap().2)
-            .map(|n| t.history_line_bytes(n).unwrap().len() as u64 + 4)
-            .sum();
-        assert!(
-            log.allocated_bytes() * 2 < raw,
-            "{} bytes in the log for {raw} of lines",
-            log.allocated_bytes()
-        );
-        assert_eq!(read_back(&log, &t, &r), plain(&t));
-    }
-
-    /// A block record damaged in the log (junk over its bytes, or its
-    /// header) reads back as one marker line where its lines were: every
-    /// other line is intact, and a server adopting the log writes the
-    /// blocks again rather than name the damaged record.
-    #[test]
-    fn a_damaged_block_record_is_a_marker() {
-        let mut t = Terminal::new(80, 24, TermConfig::default());
-        t.set_history_block_bytes(2000);
-        log_lines(&mut t, 0, 600);
-        let r = HistoryLog::create().unwrap().sync(1, &t).unwrap().unwrap();
-        assert!(r.blocks.len() >= 4);
-        let all = |t: &Terminal| t.history_lines(0, usize::MAX, false).lines;
-        let want = all(&t);
-        let lost = r.blocks[1].2 as usize;
-        let before = r.blocks[0].2 as usize - r.block_skip as usize;
-        for at in [RECORD_HEADER as u64 + 10, 0, 13] {
-            let mut dup = HistoryLog::create().unwrap();
-            let r2 = dup.sync(1, &t).unwrap().unwrap();
-            dup.file()
-                .write_all_at(b"junk junk junk", r2.blocks[1].0 + at)
-                .unwrap();
-            let without = t.to_json_without_history().unwrap();
-            let mut back: Terminal = serde_json::from_str(without.get()).unwrap();
-            let read = read_history(dup.file(), &r2).unwrap();
-            back.restore_history(read.blocks, read.lines);
-            let got = all(&back);
-            assert_eq!(got[..before], want[..before], "junk at {at}");
-            assert!(
-                got[before].contains(&format!("{lost} history lines lost here")),
-                "junk at {at}: {}",
-                got[before]
-            );
-            assert_eq!(got[before + 1..], want[before + lost..], "junk at {at}");
-            let mut new = HistoryLog::adopt(dup.file().try_clone().unwrap());
-            new.adopt_pane(1, &back, &r2, &read.counts);
-            let again = new.sync(1, &back).unwrap().unwrap();
-            let damaged = r2.blocks[1].0;
-            assert!(
-                again.blocks.iter().all(|b| b.0 > damaged),
-                "junk at {at}: a record adopted"
-            );
-            assert_eq!(read_back(&new, &back, &again), plain(&back));
-        }
-    }
-
-    /// A new server that adopts the log appends after what it names and
-    /// writes no line again; a pane it does not know starts over.
-    #[test]
-    fn an_adopted_log_goes_on_where_the_other_server_left_it() {
-        let mut t = Terminal::new(20, 4, TermConfig::default());
-        let mut old = HistoryLog::create().unwrap();
-        for i in 0..50 {
-            feed(&mut t, format!("line {i}\r\n").as_bytes());
-            old.sync(7, &t).unwrap();
-        }
-        let r = old.sync(7, &t).unwrap().unwrap();
-        let mut new = HistoryLog::adopt(old.file().try_clone().unwrap());
-        let without = t.to_json_without_history().unwrap();
-        let mut back: Terminal = serde_json::from_str(without.get()).unwrap();
-        let read = read_history(new.file(), &r).unwrap();
-        back.restore_history(read.blocks, read.lines);
-        new.adopt_pane(7, &back, &r, &read.counts);
-        let end = new.end;
-        let again = new.sync(7, &back).unwrap().unwrap();
-        assert_eq!(again, r);
-        assert_eq!(new.end, end, "nothing written again");
-        feed(&mut back, b"one more\r\n");
-        let more = new.sync(7, &back).unwrap().unwrap();
-        assert_eq!(read_back(&new, &back, &more), plain(&back));
-        // One line written, after what it adopted.
-        let newest = back.history_numbering().unwrap().2 - 1;
-        let line = back.history_line_bytes(newest).unwrap();
-        assert_eq!(new.end - end, line.len() as u64 + 4);
-    }
-
-    /// What another server left in the log (its freed ranges it never gave
-    /// back, lines written after its checkpoint) goes at the sweep; what
-    /// our panes name stays.
-    #[test]
-    fn a_sweep_gives_back_what_no_pane_names() {
-        let mut t = Terminal::new(20, 4, TermConfig::default());
-        let mut old = HistoryLog::create().unwrap();
-        for i in 0..3000 {
-            feed(
-                &mut t,
-                format!("line {i} of the old server's pane\r\n").as_bytes(),
-            );
-            if i % 50 == 0 {
-                old.sync(1, &t).unwrap();
-            }
-        }
-        // Lines nobody will name: another pane's, freed and never given back.
-        let mut gone = Terminal::new(20, 4, TermConfig::default());
-        for i in 0..3000 {
-            feed(
-                &mut gone,
-                format!("gone {i} with some padding text\r\n").as_bytes(),
-            );
-        }
-        old.sync(2, &gone).unwrap();
-        old.forget(2);
-        let r = old.sync(1, &t).unwrap().unwrap();
-        let before = old.allocated_bytes();
-        let mut new = HistoryLog::adopt(old.file().try_clone().unwrap());
-        let read = read_history(new.file(), &r).unwrap();
-        let without = t.to_json_without_history().unwrap();
-        let mut back: Terminal = serde_json::from_str(without.get()).unwrap();
-        back.restore_history(read.blocks, read.lines);
-        new.adopt_pane(1, &back, &r, &read.counts);
-        new.sweep();
-        let named: u64 = r.chunks.iter().map(|c| c.1).sum();
-        assert!(new.allocated_bytes() < before, "nothing given back");
-        assert!(new.allocated_bytes() <= named + 2 * PAGE * (r.chunks.len() as u64 + 1));
-        assert_eq!(read_back(&new, &back, &r), plain(&back));
-    }
-
-    /// A range read back as zeroes (given back while still named, which
-    /// must not happen) is an error, not a wrong history.
-    #[test]
-    fn a_damaged_log_is_refused() {
-        let mut t = Terminal::new(20, 4, TermConfig::default());
-        feed(&mut t, b"a\r\nb\r\nc\r\nd\r\ne\r\nf\r\n");
-        let mut log = HistoryLog::create().unwrap();
-        let r = log.sync(1, &t).unwrap().unwrap();
-        log.file().write_all_at(&[0; 4], r.chunks[0].0).unwrap();
-        assert!(read_lines(log.file(), &r).is_err());
-        let mut short = r.clone();
-        short.lines += 1;
-        let log2 = HistoryLog::create().unwrap();
-        assert!(read_lines(log2.file(), &short).is_err());
-    }
-}
+mod tests;

@@ -24,8 +24,8 @@ struct Entry {
 #[derive(Default)]
 pub(super) struct Round {
     /// Panes whose line is not encoded yet.
-    todo: VecDeque<u64>,
-    entries: std::collections::HashMap<u64, Entry>,
+    todo: VecDeque<PaneId>,
+    entries: std::collections::HashMap<PaneId, Entry>,
     /// The turns' time spent on it so far, and how many.
     spent: Duration,
     turns: u32,
@@ -33,7 +33,7 @@ pub(super) struct Round {
 
 impl Round {
     /// A round that encodes the lines of the panes `todo`.
-    pub(super) fn of(todo: VecDeque<u64>) -> Round {
+    pub(super) fn of(todo: VecDeque<PaneId>) -> Round {
         Round {
             todo,
             ..Round::default()
@@ -66,11 +66,11 @@ type ScreenVersion = (u64, bool);
 
 /// Where a checkpoint wrote a pane's terminal: the pane, the version
 /// written, and its offset and length in the pre-copy.
-type SavedScreen = (u64, ScreenVersion, u64, usize);
+type SavedScreen = (PaneId, ScreenVersion, u64, usize);
 
 /// A checkpoint's pane lines in id order, the fds they name and the ring
 /// positions they cover.
-type CheckpointLines = (Vec<FdName>, Vec<(u64, u64)>, Vec<(u64, Entry)>);
+type CheckpointLines = (Vec<FdName>, Vec<(PaneId, u64)>, Vec<(PaneId, Entry)>);
 
 /// A pane's terminal encoding for checkpoints (`KeeperLink::screens`).
 pub(super) struct CachedScreen {
@@ -121,6 +121,7 @@ impl KeeperLink {
         id: u64,
         terminal: &crate::term::Terminal,
     ) -> Result<(&serde_json::value::RawValue, Option<HistoryRef>), String> {
+        let id = PaneId::new(id);
         let (_, history) = self.screen_version(id, terminal)?;
         let saved = match self.screens.get(&id).map(|c| &c.json) {
             Some(ScreenJson::Saved { at, len }) => Some((*at, *len)),
@@ -151,7 +152,7 @@ impl KeeperLink {
     /// are in the log.
     fn screen_version(
         &mut self,
-        id: u64,
+        id: PaneId,
         terminal: &crate::term::Terminal,
     ) -> Result<(ScreenVersion, Option<HistoryRef>), String> {
         if self.log.is_none() {
@@ -228,6 +229,7 @@ impl KeeperLink {
             &crate::server::continuity::history_log::LogCounts,
         )>,
     ) {
+        let id = PaneId::new(id);
         if let (Some(log), Some((reference, counts))) = (&mut self.log, history) {
             log.adopt_pane(id, terminal, reference, counts);
         }
@@ -270,9 +272,9 @@ impl Server {
     /// (encoded again only when it changed: `screen_json`) and where those
     /// lines are in the history log, with the ring position and fds it is
     /// consistent with.
-    fn checkpoint_entry(&mut self, id: u64, now: Instant) -> Result<Option<Entry>, String> {
+    fn checkpoint_entry(&mut self, id: PaneId, now: Instant) -> Result<Option<Entry>, String> {
         let history_limit = self.persist.history;
-        let Some(p) = self.panes.get(&id) else {
+        let Some(p) = self.panes.get(&id.get()) else {
             return Ok(None);
         };
         let changes = p.screen().changes();
@@ -280,6 +282,10 @@ impl Server {
             .keeper
             .screen_version(id, p.screen())
             .map_err(|e| format!("encoding a checkpoint: {e}"))?;
+        self.keep_history_once(id);
+        let Some(p) = self.panes.get(&id.get()) else {
+            return Ok(None);
+        };
         let slot: &serde_json::value::RawValue =
             serde_json::from_str(SCREEN_SLOT).map_err(|e| format!("encoding a checkpoint: {e}"))?;
         let mut rt = convert::pane_runtime(p, now, Some(changes)).with_screen(Some(slot));
@@ -301,6 +307,21 @@ impl Server {
             fds: checkpoint_fds(p),
             logged: self.keeper.log.as_ref().and_then(|l| l.stamp(id)),
         }))
+    }
+
+    /// Pane `id`'s history blocks that the log holds as records (as its
+    /// sync just left them) let their bytes go from the heap: the history
+    /// reads them from the log, so they are held once. A block the log no
+    /// longer names for the pane (it forgot the pane: lines without
+    /// numbers) comes back into the heap while its record is still there.
+    fn keep_history_once(&mut self, id: PaneId) {
+        let (Some(log), Some(p)) = (&self.keeper.log, self.panes.get_mut(&id.get())) else {
+            return;
+        };
+        let source = log.source();
+        // Given back to the system with the checkpoint's other garbage.
+        self.keeper.screens_dropped +=
+            p.keep_history_in_records(&source, |k, block| log.record_of(id, k, block));
     }
 
     /// One turn's share of the checkpoint under way: pane lines for
@@ -368,7 +389,7 @@ impl Server {
     /// from), else encoded now.
     fn write_checkpoint(
         &mut self,
-        entries: &mut std::collections::HashMap<u64, Entry>,
+        entries: &mut std::collections::HashMap<PaneId, Entry>,
         now: Instant,
     ) -> Result<(), String> {
         let (ids, rings, lines) = self.checkpoint_lines(entries, now)?;
@@ -389,7 +410,7 @@ impl Server {
         // an upgrade.
         m.generation = self.generation;
         m.recovery = Some(Recovery {
-            rings: rings.clone(),
+            rings: rings.iter().map(|&(id, at)| (id.get(), at)).collect(),
             checkpoint_unix_ms: crate::clock::unix_ms(),
         });
         let manifest_bytes =
@@ -417,7 +438,7 @@ impl Server {
         };
         self.keeper_send_freeing(&msg, fds, freed, rings.clone());
         for (id, at) in rings {
-            if let Some(p) = self.panes.get_mut(&id) {
+            if let Some(p) = self.panes.get_mut(&id.get()) {
                 p.ring_saved_at(at);
             }
         }
@@ -431,17 +452,17 @@ impl Server {
     /// lines name and the ring positions they cover.
     fn checkpoint_lines(
         &mut self,
-        entries: &mut std::collections::HashMap<u64, Entry>,
+        entries: &mut std::collections::HashMap<PaneId, Entry>,
         now: Instant,
     ) -> Result<CheckpointLines, String> {
         let mut ids = Vec::new();
         let mut rings = Vec::new();
         let mut lines = Vec::with_capacity(self.panes.len());
-        let panes: Vec<u64> = self.panes.keys().copied().collect();
+        let panes: Vec<PaneId> = self.panes.keys().copied().map(PaneId::new).collect();
         for id in panes {
             let fresh = entries.remove(&id).filter(|e| {
                 self.panes
-                    .get(&id)
+                    .get(&id.get())
                     .is_some_and(|p| checkpoint_fds(p) == e.fds)
                     && self.keeper.log.as_ref().and_then(|l| l.stamp(id)) == e.logged
                     && self
@@ -474,14 +495,14 @@ impl Server {
     /// memfd, its length, and where each terminal went in it.
     fn write_precopy(
         &mut self,
-        lines: Vec<(u64, Entry)>,
+        lines: Vec<(PaneId, Entry)>,
     ) -> Result<(OwnedFd, u64, Vec<SavedScreen>), String> {
         self.keeper
             .screens
-            .retain(|id, _| self.panes.contains_key(id));
+            .retain(|id, _| self.panes.contains_key(&id.get()));
         let panes = &self.panes;
         if let Some(log) = &mut self.keeper.log {
-            log.retain(|id| panes.contains_key(&id));
+            log.retain(|id| panes.contains_key(&id.get()));
         }
         let pre_fd = crate::sys::anonymous_file(c"ptyd-checkpoint", b"")
             .map_err(|e| format!("writing a checkpoint: {e}"))?;
@@ -525,7 +546,7 @@ impl Server {
     fn write_precopy_lines(
         &mut self,
         out: &mut Counted<impl std::io::Write>,
-        lines: &[(u64, Entry)],
+        lines: &[(PaneId, Entry)],
     ) -> Result<Vec<SavedScreen>, String> {
         use std::io::Write;
         let io = |e: std::io::Error| format!("writing a checkpoint: {e}");
@@ -582,7 +603,7 @@ impl Server {
 /// Pane `id`'s terminal as a checkpoint holds it: without its history
 /// lines (they are in the log) unless `whole`.
 fn encode_screen(
-    id: u64,
+    id: PaneId,
     terminal: &crate::term::Terminal,
     whole: bool,
 ) -> Result<Box<serde_json::value::RawValue>, String> {

@@ -29,6 +29,7 @@ use super::output_ring::{self, OutputRing};
 use super::upgrade::convert;
 use crate::handoff::fd_name::FdName;
 use crate::handoff::manifest::{HistoryRef, Recovery};
+use crate::model::PaneId;
 use crate::server::Server;
 use crate::server::continuity::keeper::{HeldKind, ToKeeper};
 use crate::server::panes::pane::PaneState;
@@ -139,7 +140,7 @@ struct Queued {
     freed: Vec<(u64, u64)>,
     /// Each pane's ring position this checkpoint covers: what is before
     /// it can go once it is sent.
-    rings: Vec<(u64, u64)>,
+    rings: Vec<(PaneId, u64)>,
 }
 
 /// How soon a checkpoint is due, in increasing urgency.
@@ -214,9 +215,10 @@ pub struct KeeperLink {
     /// only until a checkpoint has written it: from then on it is read
     /// back from that checkpoint's pre-copy (`reached`), which holds it
     /// anyway (see `CachedScreen`).
-    screens: std::collections::HashMap<u64, CachedScreen>,
-    /// Bytes of `screens` checkpoints moved out of the heap since the
-    /// heap was last given back (`TRIM_AFTER_BYTES`).
+    screens: std::collections::HashMap<PaneId, CachedScreen>,
+    /// Bytes of `screens`, and of history blocks now read from the log,
+    /// checkpoints moved out of the heap since the heap was last given
+    /// back (`TRIM_AFTER_BYTES`).
     screens_dropped: usize,
     /// Every pane's history lines, encoded once each (`history_log.rs`);
     /// made at the first checkpoint.
@@ -231,7 +233,7 @@ pub struct KeeperLink {
     /// flooding pane keeps its
     /// pages: given back, each would be faulted in again on the ring's
     /// next round (2-3 % of the loop's time on `cat`).
-    sent_rings: std::collections::HashMap<u64, u64>,
+    sent_rings: std::collections::HashMap<PaneId, u64>,
     /// When `sent_rings` is looked at next (a timer wakes the loop then).
     rings_due: Option<Instant>,
     /// Whether no old server in its probation may take back a model that
@@ -302,7 +304,7 @@ impl Server {
         msg: &ToKeeper,
         fds: Vec<OwnedFd>,
         mut freed: Vec<(u64, u64)>,
-        rings: Vec<(u64, u64)>,
+        rings: Vec<(PaneId, u64)>,
     ) {
         if self.lineage.is_none() {
             return;
@@ -388,6 +390,10 @@ impl Server {
                     self.lineage = None;
                     for pane in self.panes.values_mut() {
                         pane.drop_ring();
+                        // No release will come for the log again: the
+                        // blocks go back into the heap, and the log with
+                        // everything else it held.
+                        pane.keep_history_in_heap();
                     }
                     self.keeper.drop_screens();
                     self.keeper.sent_freed.clear();
@@ -729,7 +735,7 @@ impl Server {
                 let panes = &mut self.panes;
                 self.keeper
                     .sent_rings
-                    .retain(|id, at| match panes.get_mut(id) {
+                    .retain(|id, at| match panes.get_mut(&id.get()) {
                         Some(p) if p.ring().is_some_and(|r| r.written() - *at < RING_BUSY) => {
                             p.release_ring_before(*at);
                             false
@@ -786,7 +792,9 @@ impl Server {
                 // What changes from now on (a pane whose line is already
                 // encoded) marks the next one due.
                 self.keeper.due = Due::Clean;
-                self.keeper.round = Some(Round::of(self.panes.keys().copied().collect()));
+                self.keeper.round = Some(Round::of(
+                    self.panes.keys().copied().map(PaneId::new).collect(),
+                ));
                 self.continue_checkpoint();
             }
             Some(at) => {

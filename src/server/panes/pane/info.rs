@@ -55,6 +55,7 @@ impl Pane {
             "history_bytes": {
                 "stored": self.screen.history_stored_bytes(),
                 "raw": self.screen.history_raw_bytes(),
+                "heap": self.screen.scrollback_memory_bytes(),
             },
             "created_unix_ms": self.created_unix_ms,
             "attached_clients": attached_clients,

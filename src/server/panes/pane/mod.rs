@@ -487,6 +487,20 @@ impl Pane {
         self.screen.compress_history(max_blocks)
     }
 
+    /// See `Terminal::keep_history_in_records`.
+    pub fn keep_history_in_records(
+        &mut self,
+        source: &std::sync::Arc<dyn crate::term::RecordSource>,
+        place: impl Fn(usize, u64) -> Option<u64>,
+    ) -> usize {
+        self.screen.keep_history_in_records(source, place)
+    }
+
+    /// See `Terminal::keep_history_in_heap`.
+    pub fn keep_history_in_heap(&mut self) {
+        self.screen.keep_history_in_heap();
+    }
+
     /// Drops the oldest compressed block of the history for
     /// `scrollback_total_bytes` (`Terminal::drop_oldest_history_block`).
     pub fn drop_oldest_history_block(&mut self) -> Option<usize> {
