@@ -49,7 +49,7 @@ pub fn pane_times(p: &Pane) -> PaneTimes {
 /// a pidfd is opened (once per upgrade, kept in `opened`).
 pub fn pane_fds(
     pane: &Pane,
-    opened: &mut HashMap<u64, OwnedFd>,
+    opened: &mut HashMap<PaneId, OwnedFd>,
 ) -> Result<Vec<(FdName, RawFd)>, String> {
     let id = pane.id();
     let mut fds = Vec::with_capacity(2);
@@ -60,7 +60,7 @@ pub fn pane_fds(
         fds.push((FdName::PtyHangup(id), m.raw_fd()));
     }
     if let PaneState::Running { child, .. } = *pane.state() {
-        let fd = match (pane.fds().pidfd(), opened.get(&id)) {
+        let fd = match (pane.fds().pidfd(), opened.get(&pane.public_id())) {
             (Some(fd), _) | (None, Some(fd)) => fd.as_raw_fd(),
             (None, None) => {
                 let fd = crate::sys::pidfd_open(child.pid).map_err(|e| {
@@ -71,7 +71,7 @@ pub fn pane_fds(
                     )
                 })?;
                 let raw = fd.as_raw_fd();
-                opened.insert(id, fd);
+                opened.insert(pane.public_id(), fd);
                 raw
             }
         };
@@ -185,7 +185,7 @@ pub fn pane_runtime(p: &Pane, now: Instant, precopied: Option<u64>) -> PaneRunti
     }
 }
 
-fn process_from_runtime(id: u64, process: ProcessRuntime) -> Result<PaneState, String> {
+fn process_from_runtime(id: PaneId, process: ProcessRuntime) -> Result<PaneState, String> {
     Ok(match process {
         ProcessRuntime::Running {
             pid,
@@ -213,10 +213,8 @@ fn process_from_runtime(id: u64, process: ProcessRuntime) -> Result<PaneState, S
                 start_token,
             },
             status,
-            reason: ExitReason::parse(&reason).ok_or(format!(
-                "pane {}: unknown exit reason {reason:?}",
-                PaneId::new(id)
-            ))?,
+            reason: ExitReason::parse(&reason)
+                .ok_or(format!("pane {id}: unknown exit reason {reason:?}"))?,
             escalate_at: None,
         },
         ProcessRuntime::Held { reason } => PaneState::Held { reason },
@@ -266,7 +264,7 @@ pub fn pane_from_runtime(
         },
     };
     let carried = Carried {
-        state: process_from_runtime(rt.id, rt.process)?,
+        state: process_from_runtime(PaneId::new(rt.id), rt.process)?,
         created_unix_ms: rt.created_unix_ms,
         run: rt.run,
         kill_reason: rt.kill_reason.as_deref().and_then(ExitReason::parse),

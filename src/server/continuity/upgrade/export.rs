@@ -11,6 +11,7 @@ use crate::handoff::fd_name::FdName;
 use crate::handoff::fdpass::{self, MAX_FDS_PER_BATCH};
 use crate::handoff::manifest::{self, Control};
 use crate::handoff::{HANDOFF_FD_ENV, fault};
+use crate::model::PaneId;
 use crate::protocol::methods;
 use crate::protocol::{ErrorCode, RpcError};
 use serde_json::{Value, json};
@@ -286,7 +287,7 @@ impl Server {
     #[allow(clippy::type_complexity)]
     fn encode_precopy(
         &mut self,
-        opened: &mut HashMap<u64, OwnedFd>,
+        opened: &mut HashMap<PaneId, OwnedFd>,
     ) -> Result<(Vec<u8>, Precopied, Vec<(FdName, RawFd)>), String> {
         let now = Instant::now();
         let history = self.persist.history;
@@ -315,9 +316,11 @@ impl Server {
                 fd_list.extend(fds.iter().copied());
                 precopied
                     .drafts
-                    .insert(p.id(), PaneDraft { bytes, times, fds });
+                    .insert(p.public_id(), PaneDraft { bytes, times, fds });
             }
-            precopied.screens.insert(p.id(), p.screen().changes());
+            precopied
+                .screens
+                .insert(p.public_id(), p.screen().changes());
             if self.lineage.is_some() {
                 // With a keeper, the checkpoints' encoding: the terminal
                 // without its history lines (an idle pane's is encoded
@@ -360,11 +363,11 @@ impl Server {
         let mut held = Vec::new();
         let mut result = Ok(());
         for p in self.panes.values() {
-            let Some(draft) = pre.drafts.get(&p.id()) else {
+            let Some(draft) = pre.drafts.get(&p.public_id()) else {
                 continue;
             };
             let record = crate::server::persistence::pane_record(p, history);
-            let precopied = pre.screens.get(&p.id()).copied();
+            let precopied = pre.screens.get(&p.public_id()).copied();
             let mut rt = convert::pane_runtime(p, now, precopied);
             let fds = match convert::pane_fds(p, &mut opened) {
                 Ok(fds) => fds,
@@ -406,9 +409,9 @@ impl Server {
                 break;
             }
             held.push(p.id());
-            pre.screens.insert(p.id(), changes);
+            pre.screens.insert(p.public_id(), changes);
             pre.drafts.insert(
-                p.id(),
+                p.public_id(),
                 PaneDraft {
                     bytes: std::mem::take(&mut buf),
                     times,
@@ -430,7 +433,7 @@ impl Server {
         // and travel whole inside the blackout. What they print meanwhile
         // waits in their PTYs for the new server, as the held ones' does.
         for p in self.panes.values_mut() {
-            if pre.drafts.contains_key(&p.id()) {
+            if pre.drafts.contains_key(&p.public_id()) {
                 p.hold_for_upgrade();
             }
         }
@@ -545,7 +548,7 @@ impl Server {
         binary: &std::path::Path,
         caller: Option<(ConnId, Value)>,
         fds: &mut Vec<(FdName, RawFd)>,
-        opened: &mut HashMap<u64, OwnedFd>,
+        opened: &mut HashMap<PaneId, OwnedFd>,
     ) -> Result<Vec<u8>, String> {
         let now = Instant::now();
         let history = self.persist.history;
@@ -553,11 +556,11 @@ impl Server {
         let mut buf = Vec::new();
         for p in self.panes.values() {
             let record = crate::server::persistence::pane_record(p, history);
-            let mut rt = convert::pane_runtime(p, now, pre.screens.get(&p.id()).copied());
+            let mut rt = convert::pane_runtime(p, now, pre.screens.get(&p.public_id()).copied());
             let pfds = convert::pane_fds(p, opened)?;
             let same = rt.screen.is_none()
                 && p.pending_acks().is_empty()
-                && match pre.drafts.get(&p.id()) {
+                && match pre.drafts.get(&p.public_id()) {
                     Some(d) if d.times == convert::pane_times(p) && d.fds == pfds => {
                         convert::draft_bytes(&mut buf, &record, &mut rt)?;
                         buf == d.bytes

@@ -36,6 +36,7 @@ mod rollback;
 
 use crate::handoff::fdpass;
 use crate::handoff::manifest::{Control, Phase};
+use crate::model::PaneId;
 use crate::protocol::methods::{self, ExitStatus};
 use crate::protocol::{ErrorCode, RpcError};
 use crate::server::clients::connection::ConnId;
@@ -121,7 +122,7 @@ pub struct Active {
     /// The manifest's memfd, kept open until the new side has its copy.
     memfd: Option<OwnedFd>,
     /// Pidfds we opened for our own children's panes, by pane id.
-    opened_pidfds: HashMap<u64, OwnedFd>,
+    opened_pidfds: HashMap<PaneId, OwnedFd>,
     new_version: String,
     /// The handoff socket failed or closed before the commit: the cause is
     /// almost always the new process exiting, whose status (and its
