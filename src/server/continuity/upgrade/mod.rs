@@ -29,6 +29,7 @@
 //! probation window and takes everything back if the new one dies in it.
 
 pub(in crate::server) mod convert;
+mod error;
 mod export;
 pub mod import;
 mod machine;
@@ -42,6 +43,7 @@ use crate::protocol::{ErrorCode, RpcError};
 use crate::server::clients::connection::ConnId;
 use crate::server::timers::TimerKind;
 use crate::server::{Server, UPGRADE};
+use error::{UpgradeError, UpgradeErrorKind};
 use machine::{Action, Input, Step};
 use mio::unix::SourceFd;
 use serde_json::{Value, json};
@@ -209,8 +211,8 @@ impl Server {
                     Ok(Some(result)) => inputs.push_back(result),
                     Ok(None) => {}
                     Err(e) => {
-                        if !self.await_exit_of_vanished_peer(&e) {
-                            inputs.push_back(Input::Failed(e));
+                        if !self.await_exit_of_vanished_peer(&e.message) {
+                            inputs.push_back(Input::Failed(e.message));
                         }
                         break;
                     }
@@ -229,7 +231,7 @@ impl Server {
     }
 
     /// One action of the machine; `Ok(Some(input))` is its result to feed.
-    fn execute(&mut self, action: Action) -> Result<Option<Input>, String> {
+    fn execute(&mut self, action: Action) -> Result<Option<Input>, UpgradeError> {
         let Upgrade::Active(a) = &mut self.upgrade else {
             return Ok(None);
         };
@@ -251,7 +253,12 @@ impl Server {
             // proves the uid; the pid is the one our own child reports.
             Action::CheckPeer => match crate::sys::peer_cred(&a.channel) {
                 Ok(peer) if peer.uid == crate::sys::current_uid() => {}
-                _ => return Err("the handoff peer's uid is not ours".into()),
+                _ => {
+                    return Err(UpgradeError::new(
+                        UpgradeErrorKind::Refused,
+                        "the handoff peer's uid is not ours",
+                    ));
+                }
             },
             Action::Fault(point) => crate::handoff::fault::check(a.fault.as_deref(), point),
             Action::Save => {
@@ -275,7 +282,7 @@ impl Server {
                 return Ok(Some(Input::BatchesSent { next }));
             }
             Action::SendCommit => fdpass::send_message(&a.channel, &Control::Commit, &[])
-                .map_err(|e| format!("sending commit: {e}"))?,
+                .map_err(|e| UpgradeError::channel("sending commit", e))?,
             Action::Committed { blackout_us } => self.on_committed(blackout_us),
             Action::DeregisterChannel => {
                 let _ = self
