@@ -13,6 +13,7 @@
 //!   register helpers both use; the release after probation.
 //! - `import/`: the new side, run sequentially before it serves.
 //! - `convert.rs`: every conversion between server state and manifest.
+//! - `error.rs`: why a step failed, by the kind the sequence decides on.
 //!
 //! `handoff/` is the wire format only (messages, manifest, fd names, fd
 //! batches, fault points).
