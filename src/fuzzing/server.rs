@@ -366,7 +366,7 @@ pub fn snapshot(data: &[u8]) {
             );
         }
         for hold_reruns in [false, true] {
-            if let Plan::Run(command) = plan(id.get(), rec, &rules, hold_reruns).0 {
+            if let Plan::Run(command) = plan(*id, rec, &rules, hold_reruns).0 {
                 crate::validate::command(&command)
                     .unwrap_or_else(|e| panic!("pane {id} planned to run {command:?}: {e}"));
             }

@@ -31,7 +31,7 @@ pub fn run(opts: ServerOptions) -> Result<(), StartError> {
         // Before the first fd arrives: a replacement the keeper starts
         // comes with the usual soft limit, and takes every pane's fds.
         let _ = crate::sys::raise_fd_limit();
-        return Ok(upgrade::import::run(sock, opts.paths)?);
+        return Ok(upgrade::import::run(sock, opts.paths).map_err(String::from)?);
     }
     // A crash loop's model-less fallback: the keeper sends the panes' fds
     // it holds, taken now (their count is the keeper's fd budget).

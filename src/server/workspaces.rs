@@ -194,8 +194,7 @@ impl Server {
         if client.is_none() {
             self.edit_tree(|t| t.focus(id));
         }
-        self.focus_views(id, client)
-            .map_err(|m| RpcError::new(ErrorCode::NotFound, m))?;
+        self.focus_views(id, client)?;
         Ok(Some(json!({})))
     }
 
@@ -427,8 +426,7 @@ impl Server {
                 Some(t) => Some(PaneId::new(self.resolve_target(t)?)),
                 None => None,
             };
-            let tab = (self.zoom_view(client, pane, req.zoom))
-                .map_err(|m| RpcError::new(ErrorCode::NotFound, m))?;
+            let tab = self.zoom_view(client, pane, req.zoom)?;
             return Ok(Some(self.tab_reply(tab)));
         }
         let pane = self.tree_pane(req.target.as_deref())?;

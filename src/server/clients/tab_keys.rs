@@ -409,9 +409,7 @@ impl Server {
         if let Some(v) = self.conns.get_mut(&conn).and_then(|c| c.tab_view_mut())
             && let Some((focus, zoom)) = default
         {
-            v.tab = tab;
-            (v.focus, v.zoom) = (focus, zoom);
-            v.activity.remove(&tab);
+            v.show(tab, focus, zoom);
         }
         self.edit_tree(|t| t.select_tab(tab));
         self.mark_view_stale(conn);

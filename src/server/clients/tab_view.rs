@@ -32,6 +32,7 @@ use super::connection::{ConnId, ConnMode};
 use crate::model::{PaneId, TabId};
 use crate::protocol::frame;
 use crate::protocol::methods;
+use crate::protocol::{ErrorCode, RpcError};
 use crate::server::Server;
 use crate::server::timers::TimerKind;
 use crate::view::bindings::{Action, Bindings, Mode};
@@ -143,6 +144,13 @@ impl TabView {
     /// The key list is shown (the next key puts it away).
     pub fn has_overlay(&self) -> bool {
         self.overlay.is_some()
+    }
+
+    /// Shows `tab` focused on `focus`, zoomed or not, from now on; its
+    /// activity mark goes, as the client sees it.
+    pub fn show(&mut self, tab: TabId, focus: PaneId, zoom: bool) {
+        (self.tab, self.focus, self.zoom) = (tab, focus, zoom);
+        self.activity.remove(&tab);
     }
 }
 
@@ -713,14 +721,15 @@ impl Server {
 
     /// `pane.focus` for the tab views: client `only`, else every client
     /// showing `pane`'s workspace, shows its tab focused on it (zoomed on
-    /// it if it was zoomed). `Err` names a client that is not a tab view.
+    /// it if it was zoomed). `Err` (`not_found`) names a client that is
+    /// not a tab view.
     pub(in crate::server) fn focus_views(
         &mut self,
         pane: PaneId,
         only: Option<ConnId>,
-    ) -> Result<(), String> {
+    ) -> Result<(), RpcError> {
         let Some(tab) = self.tree.tab_of(pane) else {
-            return Err(format!("pane {pane} is in no tab"));
+            return Err(pane_in_no_tab(pane));
         };
         let workspace = self.tree.tabs.get(&tab).map(|t| t.workspace);
         let ids: Vec<ConnId> = match only {
@@ -733,12 +742,9 @@ impl Server {
         };
         for id in ids {
             if let Some(v) = self.conns.get_mut(&id).and_then(|c| c.tab_view_mut()) {
-                if v.tab != tab {
-                    v.tab = tab;
-                    v.zoom = false;
-                    v.activity.remove(&tab);
-                }
-                v.focus = pane;
+                // Another tab is shown unzoomed; in the same one the zoom stays.
+                let zoom = v.tab == tab && v.zoom;
+                v.show(tab, pane, zoom);
             }
             self.mark_view_stale(id);
         }
@@ -749,32 +755,26 @@ impl Server {
     /// `pane.zoom` with `client`: client `only`'s view zooms `pane`
     /// (default: its focus), showing its tab focused on it, or unzooms
     /// (`zoom: None` toggles, as `Tree::zoom` does); the tab's default and
-    /// the other clients stay. Returns the pane's tab; `Err` names a
-    /// client that is not a tab view, or a pane in no tab.
+    /// the other clients stay. Returns the pane's tab; `Err` (`not_found`)
+    /// names a client that is not a tab view, or a pane in no tab.
     pub(in crate::server) fn zoom_view(
         &mut self,
         only: ConnId,
         pane: Option<PaneId>,
         zoom: Option<bool>,
-    ) -> Result<TabId, String> {
+    ) -> Result<TabId, RpcError> {
         let (id, v) = self.view_client(only)?;
         let pane = pane.unwrap_or(v.focus);
         let Some(t) = self.tree.tab_of(pane).and_then(|t| self.tree.tabs.get(&t)) else {
-            return Err(format!("pane {pane} is in no tab"));
+            return Err(pane_in_no_tab(pane));
         };
         let split = matches!(t.layout, crate::workspace::layout::Layout::Split { .. });
         let tab = t.id;
         let on = zoom.unwrap_or(!(v.tab == tab && v.zoom)) && split;
         if let Some(v) = self.conns.get_mut(&id).and_then(|c| c.tab_view_mut()) {
-            if v.tab != tab {
-                v.tab = tab;
-                v.focus = pane;
-                v.activity.remove(&tab);
-            }
-            if on {
-                v.focus = pane;
-            }
-            v.zoom = on;
+            // Unzooming in the same tab keeps the focus where it is.
+            let focus = if v.tab != tab || on { pane } else { v.focus };
+            v.show(tab, focus, on);
         }
         self.mark_view_stale(id);
         self.sync_views();
@@ -782,11 +782,14 @@ impl Server {
     }
 
     /// Client `id`'s tab view, for a request that names the client.
-    fn view_client(&self, id: ConnId) -> Result<(ConnId, &TabView), String> {
+    fn view_client(&self, id: ConnId) -> Result<(ConnId, &TabView), RpcError> {
         self.view_of(id).map(|v| (id, v)).ok_or_else(|| {
-            format!(
-                "client {id} shows no tab (it is not attached, or attached --pane-only); \
-                 `ptyd clients` lists the clients and their views"
+            RpcError::new(
+                ErrorCode::NotFound,
+                format!(
+                    "client {id} shows no tab (it is not attached, or attached --pane-only); \
+                     `ptyd clients` lists the clients and their views"
+                ),
             )
         })
     }
@@ -818,6 +821,10 @@ impl Server {
             self.view_say(id, why.to_string());
         }
     }
+}
+
+fn pane_in_no_tab(pane: PaneId) -> RpcError {
+    RpcError::new(ErrorCode::NotFound, format!("pane {pane} is in no tab"))
 }
 
 /// Hashes a layout's shape, panes and ratios (`view_key`, every turn:

@@ -20,7 +20,8 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
-/// The panes' fds a keeper handed a model-less server, by pane id.
+/// The panes' fds a keeper handed a model-less server, by pane id (the
+/// keeper link's numbering).
 pub(in crate::server) type Adoptable =
     HashMap<u64, crate::server::continuity::keeper_link::AdoptedPane>;
 
@@ -89,10 +90,11 @@ impl Server {
         hold_reruns: bool,
         held: &mut Adoptable,
     ) -> Vec<u64> {
-        self.restore_with(hold_reruns, held)
+        let adopted = self.restore_with(hold_reruns, held);
+        adopted.into_iter().map(PaneId::get).collect()
     }
 
-    fn restore_with(&mut self, hold_reruns: bool, held: &mut Adoptable) -> Vec<u64> {
+    fn restore_with(&mut self, hold_reruns: bool, held: &mut Adoptable) -> Vec<PaneId> {
         let started = Instant::now();
         let mut adopted = Vec::new();
         match persist::load(&self.paths.state_dir) {
@@ -166,7 +168,7 @@ impl Server {
         snap: Snapshot,
         hold_reruns: bool,
         held: &mut Adoptable,
-    ) -> (Vec<String>, Vec<(u64, Outcome)>) {
+    ) -> (Vec<String>, Vec<(PaneId, Outcome)>) {
         // A restart is a new generation of the same session: the fence
         // keeps growing.
         self.generation = snap.generation + 1;
@@ -192,10 +194,9 @@ impl Server {
         let mut fills = Vec::new();
         let mut planned = Vec::new();
         for (id, rec) in records {
-            let (fill, outcome) =
-                self.restore_pane(id.get(), rec, &rules, hold_reruns, held, &mut fixes);
+            let (fill, outcome) = self.restore_pane(id, rec, &rules, hold_reruns, held, &mut fixes);
             fills.push(fill);
-            planned.push((id.get(), outcome));
+            planned.push((id, outcome));
         }
         // The history directory itself must be a real, private directory:
         // through a symlink we would read (and later write) elsewhere.
@@ -208,7 +209,7 @@ impl Server {
             _ => true,
         };
         for (id, history, notice) in fills {
-            let Some(pane) = self.panes.get_mut(&id) else {
+            let Some(pane) = self.panes.get_mut(&id.get()) else {
                 continue;
             };
             if let Some(path) = history.filter(|_| histories_ok) {
@@ -216,7 +217,7 @@ impl Server {
                     Ok(tail) => {
                         if tail.skipped > 0 {
                             fixes.push(format!(
-                                "pane p{id}: history file {} is over the {HISTORY_READ_LIMIT} byte bound; \
+                                "pane {id}: history file {} is over the {HISTORY_READ_LIMIT} byte bound; \
                                  read only its last part ({} bytes skipped)",
                                 path.display(),
                                 tail.skipped
@@ -226,7 +227,7 @@ impl Server {
                     }
                     Err(persist::files::FileError::Missing) => {}
                     Err(persist::files::FileError::Refused(why)) => {
-                        fixes.push(format!("pane p{id}: history not restored: {why}"));
+                        fixes.push(format!("pane {id}: history not restored: {why}"));
                     }
                 }
             }
@@ -243,11 +244,11 @@ impl Server {
     /// for the server's whole life, so only the first
     /// [`MAX_OUTCOMES_KEPT`] are listed, reasons cut; the counts per
     /// outcome cover every pane.
-    fn restore_outcomes(&self, planned: &[(u64, Outcome)]) -> (Vec<Value>, Value) {
+    fn restore_outcomes(&self, planned: &[(PaneId, Outcome)]) -> (Vec<Value>, Value) {
         let mut listed = Vec::new();
         let mut counts = serde_json::Map::new();
         for (id, outcome) in planned {
-            let Some(pane) = self.panes.get(id) else {
+            let Some(pane) = self.panes.get(&id.get()) else {
                 continue;
             };
             let name = match pane.held_reason() {
@@ -277,17 +278,17 @@ impl Server {
     /// afterwards: its history file, if any, and the restore notice.
     fn restore_pane(
         &mut self,
-        id: u64,
+        id: PaneId,
         rec: PaneRecord,
         rules: &super::resume_rules::ResumeRules,
         hold_reruns: bool,
         held: &mut Adoptable,
         fixes: &mut Vec<String>,
-    ) -> ((u64, Option<PathBuf>, String), Outcome) {
+    ) -> ((PaneId, Option<PathBuf>, String), Outcome) {
         // Only the very process the record was saved with: a pane
         // respawned since the save runs another (that one is let go).
         let adopt = held
-            .remove(&id)
+            .remove(&id.get())
             .filter(|h| rec.exit.is_none() && h.is_process(rec.pid, rec.start_token));
         let saved_cwd = PathBuf::from(&rec.cwd);
         let cwd = if saved_cwd.is_absolute() && saved_cwd.is_dir() {
@@ -301,9 +302,9 @@ impl Server {
             .unwrap_or((rec.cols, rec.rows));
         let (cols, rows) = crate::pty::clamp_size(u32::from(cols), u32::from(rows));
         let (plan, outcome) = plan(id, &rec, rules, hold_reruns);
-        let token = self.alloc_token(crate::server::Source::Pane(id));
+        let token = self.alloc_token(crate::server::Source::Pane(id.get()));
         let setup = PaneSetup {
-            id,
+            id: id.get(),
             name: rec.name,
             command: rec.command,
             cwd: cwd.clone(),
@@ -333,29 +334,25 @@ impl Server {
                 cwd.display()
             ));
             fixes.push(format!(
-                "pane {}: cwd {saved} is gone, using {}",
-                PaneId::new(id),
+                "pane {id}: cwd {saved} is gone, using {}",
                 cwd.display()
             ));
         }
-        self.panes.insert(id, Box::new(pane));
+        self.panes.insert(id.get(), Box::new(pane));
         if let Some(h) = adopt {
-            match self.adopt_pane(id, h) {
+            match self.adopt_pane(id.get(), h) {
                 Ok(()) => {
                     let notice =
                         "--- ptyd: the screen was lost in a crash loop; the program runs on ---";
                     return ((id, history, notice.to_string()), Outcome::Adopted);
                 }
                 // Restored by its policy instead, as a pane without one.
-                Err(e) => fixes.push(format!(
-                    "pane {}: its process could not be adopted: {e}",
-                    PaneId::new(id)
-                )),
+                Err(e) => fixes.push(format!("pane {id}: its process could not be adopted: {e}")),
             }
         }
         match plan {
             Plan::Hold(reason) => {
-                if let Some(p) = self.panes.get_mut(&id) {
+                if let Some(p) = self.panes.get_mut(&id.get()) {
                     p.hold(reason);
                 }
             }
@@ -366,14 +363,14 @@ impl Server {
                     sid: pid,
                     start_token: rec.start_token,
                 };
-                if let Some(p) = self.panes.get_mut(&id) {
+                if let Some(p) = self.panes.get_mut(&id.get()) {
                     p.restore_exited(child, status, reason);
                 }
             }
             Plan::Run(command) => {
-                if let Err(e) = self.start_pane(id, &command, true) {
-                    fixes.push(format!("pane {} failed to start: {e}", PaneId::new(id)));
-                    if let Some(p) = self.panes.get_mut(&id) {
+                if let Err(e) = self.start_pane(id.get(), &command, true) {
+                    fixes.push(format!("pane {id} failed to start: {e}"));
+                    if let Some(p) = self.panes.get_mut(&id.get()) {
                         p.hold(format!("failed to start after restore: {}", e.0.message));
                     }
                 }
@@ -389,7 +386,7 @@ impl Server {
 /// say) holds the pane instead: it waits for the user, it never panics.
 /// Pure, so the snapshot fuzz target plans exactly as a restore does.
 pub(in crate::server) fn plan(
-    id: u64,
+    id: PaneId,
     rec: &PaneRecord,
     rules: &super::resume_rules::ResumeRules,
     hold_reruns: bool,
@@ -421,16 +418,14 @@ pub(in crate::server) fn plan(
         (None, _, RestorePolicy::Rerun) => (
             Plan::Hold(format!(
                 "restored by a server a client command started, which re-runs nothing; \
-                 `ptyd respawn {}` runs it again",
-                PaneId::new(id)
+                 `ptyd respawn {id}` runs it again"
             )),
             Outcome::Held,
         ),
         (None, _, RestorePolicy::Shell) => (Plan::Run(CommandSpec::LoginShell), Outcome::Shell),
         (None, _, RestorePolicy::Hold) => (
             Plan::Hold(format!(
-                "restored with policy hold; `ptyd respawn {}` starts it again",
-                PaneId::new(id)
+                "restored with policy hold; `ptyd respawn {id}` starts it again"
             )),
             Outcome::Held,
         ),

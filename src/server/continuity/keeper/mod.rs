@@ -33,6 +33,7 @@ mod restart;
 use crate::handoff::fd_name::FdName;
 use crate::handoff::fdpass;
 use crate::handoff::manifest::Control;
+use crate::model::PaneId;
 use crate::sys::{self, ProcessExit};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -321,7 +322,7 @@ pub struct Keeper {
     exe: PathBuf,
     listener: Option<OwnedFd>,
     lock: Option<OwnedFd>,
-    panes: HashMap<u64, PaneHeld>,
+    panes: HashMap<PaneId, PaneHeld>,
     checkpoint: Option<Checkpoint>,
     stopping: bool,
     status: Option<ProcessExit>,
@@ -567,13 +568,14 @@ impl Keeper {
                         HeldKind::Ring => held.ring = Some(fd),
                     }
                 }
-                self.panes.insert(pane, held);
+                self.panes.insert(PaneId::new(pane), held);
             }
             ToKeeper::PaneGone { pane } => {
-                self.panes.remove(&pane);
+                self.panes.remove(&PaneId::new(pane));
             }
             ToKeeper::Panes { panes } => {
-                let keep: std::collections::HashSet<u64> = panes.into_iter().collect();
+                let keep: std::collections::HashSet<PaneId> =
+                    panes.into_iter().map(PaneId::new).collect();
                 self.panes.retain(|id, _| keep.contains(id));
             }
             ToKeeper::Checkpoint {

@@ -153,7 +153,7 @@ impl Keeper {
                 self.channel = keeper_end;
                 // Panes created after the checkpoint are not in the new
                 // server's model: it cannot serve them, so let them go.
-                let named: std::collections::HashSet<u64> =
+                let named: std::collections::HashSet<PaneId> =
                     cp.ids.iter().filter_map(pane_of).collect();
                 self.panes.retain(|id, _| named.contains(id));
                 // Closing the handoff socket ends the new server's
@@ -224,7 +224,7 @@ impl Keeper {
     /// Before the panes are let go for good: which, on stderr (the
     /// journal), so that the user can find what was lost.
     fn list_let_go(&self) {
-        let mut ids: Vec<&u64> = self.panes.keys().collect();
+        let mut ids: Vec<&PaneId> = self.panes.keys().collect();
         ids.sort();
         for id in ids {
             let pid = self.panes[id].pidfd.as_ref().and_then(sys::pidfd_pid);
@@ -240,8 +240,7 @@ impl Keeper {
                 })
                 .unwrap_or_default();
             crate::service::journal::write_line(&format!(
-                "ptyd keeper: letting pane {} go (pid {}): {command}",
-                crate::model::PaneId::new(*id),
+                "ptyd keeper: letting pane {id} go (pid {}): {command}",
                 pid.map_or("unknown".to_string(), |p| p.to_string()),
             ));
         }
@@ -296,8 +295,8 @@ impl Keeper {
 /// header, then the batches. A pane without a master or a pidfd (its
 /// process was gone before this keeper held it) is not sent: there is
 /// nothing to adopt.
-fn send_held(sock: &OwnedFd, panes: &HashMap<u64, PaneHeld>) -> Result<(), String> {
-    let mut ids: Vec<u64> = panes.keys().copied().collect();
+fn send_held(sock: &OwnedFd, panes: &HashMap<PaneId, PaneHeld>) -> Result<(), String> {
+    let mut ids: Vec<PaneId> = panes.keys().copied().collect();
     ids.sort_unstable();
     let mut named: Vec<(FdName, RawFd)> = Vec::new();
     for id in ids {
@@ -305,10 +304,10 @@ fn send_held(sock: &OwnedFd, panes: &HashMap<u64, PaneHeld>) -> Result<(), Strin
         let (Some(master), Some(pidfd)) = (&held.master, &held.pidfd) else {
             continue;
         };
-        named.push((FdName::Pty(id), master.as_raw_fd()));
-        named.push((FdName::Pidfd(id), pidfd.as_raw_fd()));
+        named.push((FdName::Pty(id.get()), master.as_raw_fd()));
+        named.push((FdName::Pidfd(id.get()), pidfd.as_raw_fd()));
         if let Some(ring) = &held.ring {
-            named.push((FdName::Ring(id), ring.as_raw_fd()));
+            named.push((FdName::Ring(id.get()), ring.as_raw_fd()));
         }
     }
     let batches: Vec<&[(FdName, RawFd)]> = named.chunks(fdpass::MAX_FDS_PER_BATCH).collect();
@@ -358,9 +357,11 @@ fn send_nonblocking(
     }
 }
 
-fn pane_of(id: &FdName) -> Option<u64> {
+fn pane_of(id: &FdName) -> Option<PaneId> {
     match *id {
-        FdName::Pty(p) | FdName::PtyHangup(p) | FdName::Pidfd(p) | FdName::Ring(p) => Some(p),
+        FdName::Pty(p) | FdName::PtyHangup(p) | FdName::Pidfd(p) | FdName::Ring(p) => {
+            Some(PaneId::new(p))
+        }
         _ => None,
     }
 }
@@ -371,7 +372,7 @@ fn pane_of(id: &FdName) -> Option<u64> {
 fn relay(
     sock: &OwnedFd,
     cp: &Checkpoint,
-    panes: &HashMap<u64, PaneHeld>,
+    panes: &HashMap<PaneId, PaneHeld>,
     [listener, lock]: [&Option<OwnedFd>; 2],
     lineage: &OwnedFd,
 ) -> Result<(), String> {

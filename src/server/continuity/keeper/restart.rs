@@ -109,7 +109,7 @@ impl Keeper {
             else {
                 continue;
             };
-            let held = k.panes.entry(pane).or_default();
+            let held = k.panes.entry(PaneId::new(pane)).or_default();
             match kind.as_str() {
                 "master" => held.master = Some(fd),
                 "pidfd" => held.pidfd = Some(fd),
@@ -140,7 +140,7 @@ impl Keeper {
                 ("ring", &held.ring),
             ] {
                 if let Some(fd) = fd {
-                    out.push((name(&format!("{what}-{id}")), fd.as_raw_fd()));
+                    out.push((name(&format!("{what}-{}", id.get())), fd.as_raw_fd()));
                 }
             }
         }
@@ -212,7 +212,7 @@ impl Keeper {
                 pidfd: opt(pidfd),
                 ring: opt(ring),
             };
-            k.panes.insert(id, held);
+            k.panes.insert(PaneId::new(id), held);
         }
         let info = opt(saved.checkpoint_info);
         let log = opt(saved.checkpoint_log);
@@ -250,7 +250,7 @@ impl Keeper {
             panes: self
                 .panes
                 .iter()
-                .map(|(id, h)| (*id, raw(&h.master), raw(&h.pidfd), raw(&h.ring)))
+                .map(|(id, h)| (id.get(), raw(&h.master), raw(&h.pidfd), raw(&h.ring)))
                 .collect(),
             checkpoint: self.checkpoint.as_ref().map(|c| {
                 (

@@ -4,6 +4,7 @@
 //! manifest field"). The old side calls the `*_runtime` and `capture_*`
 //! functions; the new side the `*_from_runtime` and `apply_*` ones.
 
+use super::error::UpgradeError;
 use crate::handoff::fd_name::FdName;
 use crate::handoff::manifest::{
     AckRuntime, AttachRuntime, Caller, ConnRuntime, HANDOFF_VERSION, Manifest, PaneRuntime,
@@ -49,8 +50,8 @@ pub fn pane_times(p: &Pane) -> PaneTimes {
 /// a pidfd is opened (once per upgrade, kept in `opened`).
 pub fn pane_fds(
     pane: &Pane,
-    opened: &mut HashMap<u64, OwnedFd>,
-) -> Result<Vec<(FdName, RawFd)>, String> {
+    opened: &mut HashMap<PaneId, OwnedFd>,
+) -> Result<Vec<(FdName, RawFd)>, UpgradeError> {
     let id = pane.id();
     let mut fds = Vec::with_capacity(2);
     if let Some(m) = pane.fds().master() {
@@ -60,18 +61,19 @@ pub fn pane_fds(
         fds.push((FdName::PtyHangup(id), m.raw_fd()));
     }
     if let PaneState::Running { child, .. } = *pane.state() {
-        let fd = match (pane.fds().pidfd(), opened.get(&id)) {
+        let fd = match (pane.fds().pidfd(), opened.get(&pane.public_id())) {
             (Some(fd), _) | (None, Some(fd)) => fd.as_raw_fd(),
             (None, None) => {
                 let fd = crate::sys::pidfd_open(child.pid).map_err(|e| {
-                    format!(
-                        "opening a pidfd for pane {} (pid {}): {e}",
+                    let what = format!(
+                        "opening a pidfd for pane {} (pid {})",
                         pane.public_id(),
                         child.pid
-                    )
+                    );
+                    UpgradeError::io(&what, e)
                 })?;
                 let raw = fd.as_raw_fd();
-                opened.insert(id, fd);
+                opened.insert(pane.public_id(), fd);
                 raw
             }
         };
@@ -110,7 +112,7 @@ pub fn draft_bytes(
     buf: &mut Vec<u8>,
     record: &PaneRecord,
     rt: &mut PaneRuntime<&Terminal>,
-) -> Result<(), String> {
+) -> Result<(), UpgradeError> {
     let saved = (rt.idle_ms, rt.timeout_in_ms, rt.kill_escalate_in_ms);
     rt.idle_ms = 0;
     rt.timeout_in_ms = rt.timeout_in_ms.map(|_| 0);
@@ -118,7 +120,7 @@ pub fn draft_bytes(
     buf.clear();
     let encoded = serde_json::to_writer(&mut *buf, &(record, &*rt));
     (rt.idle_ms, rt.timeout_in_ms, rt.kill_escalate_in_ms) = saved;
-    encoded.map_err(|e| format!("encoding pane {}: {e}", PaneId::new(rt.id)))
+    encoded.map_err(|e| UpgradeError::encode(&format!("encoding pane {}", PaneId::new(rt.id)), e))
 }
 
 /// A pane's runtime state for a live upgrade (its structural part travels
@@ -185,7 +187,7 @@ pub fn pane_runtime(p: &Pane, now: Instant, precopied: Option<u64>) -> PaneRunti
     }
 }
 
-fn process_from_runtime(id: u64, process: ProcessRuntime) -> Result<PaneState, String> {
+fn process_from_runtime(id: PaneId, process: ProcessRuntime) -> Result<PaneState, UpgradeError> {
     Ok(match process {
         ProcessRuntime::Running {
             pid,
@@ -213,10 +215,9 @@ fn process_from_runtime(id: u64, process: ProcessRuntime) -> Result<PaneState, S
                 start_token,
             },
             status,
-            reason: ExitReason::parse(&reason).ok_or(format!(
-                "pane {}: unknown exit reason {reason:?}",
-                PaneId::new(id)
-            ))?,
+            reason: ExitReason::parse(&reason).ok_or_else(|| {
+                UpgradeError::refused(format!("pane {id}: unknown exit reason {reason:?}"))
+            })?,
             escalate_at: None,
         },
         ProcessRuntime::Held { reason } => PaneState::Held { reason },
@@ -233,7 +234,7 @@ pub fn pane_from_runtime(
     now: Instant,
     conn_map: &HashMap<usize, ConnId>,
     precopy: &mut HashMap<u64, (u64, Terminal)>,
-) -> Result<Pane, String> {
+) -> Result<Pane, UpgradeError> {
     let setup = PaneSetup {
         id: rt.id,
         name: rec.name,
@@ -258,15 +259,15 @@ pub fn pane_from_runtime(
         None => match precopy.remove(&rt.id) {
             Some((changes, screen)) if changes == rt.screen_changes => screen,
             _ => {
-                return Err(format!(
+                return Err(UpgradeError::refused(format!(
                     "pane {}: its terminal was neither sent nor pre-copied",
                     PaneId::new(rt.id)
-                ));
+                )));
             }
         },
     };
     let carried = Carried {
-        state: process_from_runtime(rt.id, rt.process)?,
+        state: process_from_runtime(PaneId::new(rt.id), rt.process)?,
         created_unix_ms: rt.created_unix_ms,
         run: rt.run,
         kill_reason: rt.kill_reason.as_deref().and_then(ExitReason::parse),
@@ -346,14 +347,14 @@ pub fn conn_from_runtime(
     token: mio::Token,
     stream: mio::net::UnixStream,
     now: Instant,
-) -> Result<Connection, String> {
+) -> Result<Connection, UpgradeError> {
     let peer = PeerCred {
         uid: rt.peer_uid,
         pid: rt.peer_pid,
     };
     let mut conn = Connection::new(token, stream, peer);
     conn.restore_output_state(rt.out, rt.written, rt.msg_ends)
-        .map_err(|e| format!("connection {}: {e}", rt.id))?;
+        .map_err(|e| UpgradeError::refused(format!("connection {}: {e}", rt.id)))?;
     if let Some(rt) = &rt.attached {
         let mut a = Attachment::new(rt.pane, rt.read_only, (rt.cols, rt.rows), rt.active);
         a.since_unix_ms = rt.since_unix_ms;
@@ -418,7 +419,10 @@ pub fn wait_runtime(w: &Wait, now: Instant) -> WaitRuntime {
 }
 
 /// A parked wait handed over, for `conn` (ours), with its timeout left.
-pub fn wait_from_runtime(w: WaitRuntime, conn: ConnId) -> Result<(Wait, Option<Duration>), String> {
+pub fn wait_from_runtime(
+    w: WaitRuntime,
+    conn: ConnId,
+) -> Result<(Wait, Option<Duration>), UpgradeError> {
     use WaitCondition as C;
     let condition = match w.kind.as_str() {
         "exit" => C::Exit,
@@ -428,7 +432,7 @@ pub fn wait_from_runtime(w: WaitRuntime, conn: ConnId) -> Result<(Wait, Option<D
                 .regex
                 .then(|| crate::server::requests::wait_regex(&text))
                 .transpose()
-                .map_err(|e| format!("a parked wait's regex: {e}"))?;
+                .map_err(|e| UpgradeError::refused(format!("a parked wait's regex: {e}")))?;
             // A handed-over pane's output log starts empty at position 0,
             // so the wait goes on with the output that follows: what the
             // old server read was searched already.
@@ -445,7 +449,11 @@ pub fn wait_from_runtime(w: WaitRuntime, conn: ConnId) -> Result<(Wait, Option<D
         "idle" => C::Idle(Duration::from_millis(w.n)),
         "prompt" => C::Prompt(w.n),
         "command_finished" => C::CommandFinished(w.n),
-        other => return Err(format!("unknown wait kind {other:?}")),
+        other => {
+            return Err(UpgradeError::refused(format!(
+                "unknown wait kind {other:?}"
+            )));
+        }
     };
     let wait = Wait {
         conn,
@@ -521,7 +529,7 @@ impl Server {
         &mut self,
         m: &mut Manifest,
         precopied_events: (u64, Vec<serde_json::Value>),
-    ) -> Result<(), String> {
+    ) -> Result<(), UpgradeError> {
         self.socket_dev_ino = (m.socket_dev, m.socket_ino);
         self.persist.history = m.history;
         self.generation = m.generation;
@@ -543,9 +551,9 @@ impl Server {
                 log
             }
             (Some(after), _) => {
-                return Err(format!(
+                return Err(UpgradeError::refused(format!(
                     "the manifest continues the events after {after}, which the pre-copy did not carry"
-                ));
+                )));
             }
         };
         self.persist.revision = m.persist_revision;
@@ -553,7 +561,7 @@ impl Server {
             &m.snapshot,
             m.unchanged_panes.iter().map(|&p| PaneId::new(p)),
         )
-        .map_err(|e| format!("manifest snapshot: {e}"))?;
+        .map_err(|e| UpgradeError::refused(format!("manifest snapshot: {e}")))?;
         self.panes.set_next_id(m.snapshot.counters.pane);
         Ok(())
     }

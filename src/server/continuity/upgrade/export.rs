@@ -2,15 +2,17 @@
 //! probe, starting the new server, the pre-copy, the pause with the
 //! manifest, the fd batches, and what the commit and the end of probation
 //! change. The machine (`machine.rs`) decides when each runs; these only
-//! do it, and report failures as strings for its rollback edges.
+//! do it, and report failures ([`UpgradeError`]) for its rollback edges.
 
 use super::convert::{self, Capture, PaneDraft};
+use super::error::{UpgradeError, UpgradeErrorKind};
 use super::machine::{HandOver, Precopied, Step, Transfer};
 use super::{Active, Origin, Upgrade, UpgradeChild, internal, register_channel};
 use crate::handoff::fd_name::FdName;
 use crate::handoff::fdpass::{self, MAX_FDS_PER_BATCH};
 use crate::handoff::manifest::{self, Control};
 use crate::handoff::{HANDOFF_FD_ENV, fault};
+use crate::model::PaneId;
 use crate::protocol::methods;
 use crate::protocol::{ErrorCode, RpcError};
 use serde_json::{Value, json};
@@ -214,12 +216,12 @@ impl Server {
     /// Starts the new binary in import mode on a fresh SEQPACKET socketpair
     /// and returns its pid. No filesystem rendezvous, no token: only our
     /// child has the other end.
-    pub(super) fn spawn_new_server(&mut self) -> Result<u32, String> {
+    pub(super) fn spawn_new_server(&mut self) -> Result<u32, UpgradeError> {
         let (ours, theirs) = crate::sys::seqpacket_pair(true)
-            .map_err(|e| format!("creating the handoff socketpair: {e}"))?;
+            .map_err(|e| UpgradeError::io("creating the handoff socketpair", e))?;
         let theirs_fd = theirs.as_raw_fd();
         let Upgrade::Active(a) = &mut self.upgrade else {
-            return Err("no upgrade in progress".into());
+            return Err(UpgradeError::not_in_progress());
         };
         let mut cmd = std::process::Command::new(&a.binary);
         cmd.args(["-L", &self.paths.namespace, "server"])
@@ -241,16 +243,16 @@ impl Server {
         // the loop reaps it (its pid no longer ours to recognise).
         a.child = UpgradeChild::spawned(
             cmd.spawn()
-                .map_err(|e| format!("starting {}: {e}", a.binary.display()))?,
+                .map_err(|e| UpgradeError::io(&format!("starting {}", a.binary.display()), e))?,
         );
         drop(theirs);
         a.channel = ours;
         let pid = a.child.pid;
         let Upgrade::Active(a) = &self.upgrade else {
-            return Err("no upgrade in progress".into());
+            return Err(UpgradeError::not_in_progress());
         };
         register_channel(self, &a.channel)
-            .map_err(|e| format!("registering the handoff socket: {e}"))?;
+            .map_err(|e| UpgradeError::io("registering the handoff socket", e))?;
         Ok(pid)
     }
 
@@ -259,10 +261,10 @@ impl Server {
     /// panes' fds; the pause then carries only what changed since. Most
     /// panes are idle during an upgrade, so the blackout stops growing with
     /// scrollback.
-    pub(super) fn send_precopy(&mut self) -> Result<Precopied, String> {
+    pub(super) fn send_precopy(&mut self) -> Result<Precopied, UpgradeError> {
         let mut opened = match &mut self.upgrade {
             Upgrade::Active(a) => std::mem::take(&mut a.opened_pidfds),
-            Upgrade::Idle => return Err("no upgrade in progress".into()),
+            Upgrade::Idle => return Err(UpgradeError::not_in_progress()),
         };
         let encoded = self.encode_precopy(&mut opened);
         if let Upgrade::Active(a) = &mut self.upgrade {
@@ -286,8 +288,8 @@ impl Server {
     #[allow(clippy::type_complexity)]
     fn encode_precopy(
         &mut self,
-        opened: &mut HashMap<u64, OwnedFd>,
-    ) -> Result<(Vec<u8>, Precopied, Vec<(FdName, RawFd)>), String> {
+        opened: &mut HashMap<PaneId, OwnedFd>,
+    ) -> Result<(Vec<u8>, Precopied, Vec<(FdName, RawFd)>), UpgradeError> {
         let now = Instant::now();
         let history = self.persist.history;
         let head = manifest::PrecopyHead {
@@ -296,8 +298,8 @@ impl Server {
             panes: self.panes.len() as u64,
             events_reached: None,
         };
-        let mut out =
-            serde_json::to_vec(&head).map_err(|e| format!("encoding the pre-copy: {e}"))?;
+        let mut out = serde_json::to_vec(&head)
+            .map_err(|e| UpgradeError::encode("encoding the pre-copy", e))?;
         out.push(b'\n');
         let mut precopied = Precopied {
             events: self.events.last_seq(),
@@ -315,16 +317,21 @@ impl Server {
                 fd_list.extend(fds.iter().copied());
                 precopied
                     .drafts
-                    .insert(p.id(), PaneDraft { bytes, times, fds });
+                    .insert(p.public_id(), PaneDraft { bytes, times, fds });
             }
-            precopied.screens.insert(p.id(), p.screen().changes());
+            precopied
+                .screens
+                .insert(p.public_id(), p.screen().changes());
             if self.lineage.is_some() {
                 // With a keeper, the checkpoints' encoding: the terminal
                 // without its history lines (an idle pane's is encoded
                 // already), which are in the history log, handed over
                 // with the pre-copy (only lines new since the last
                 // checkpoint are written to it now).
-                let (screen, history) = self.keeper.screen_json(p.id(), p.screen())?;
+                let (screen, history) = self
+                    .keeper
+                    .screen_json(p.id(), p.screen())
+                    .map_err(keeper_screen_error)?;
                 let mut rt = rt.with_screen(Some(screen));
                 rt.history = history;
                 encode_line(&mut out, &(record, rt))?;
@@ -348,23 +355,26 @@ impl Server {
     /// reading); `pre` is brought up to date. The pause then finds those panes unchanged,
     /// so the blackout carries no terminal, however busy the panes are.
     /// Returns whether a delta went out (none if nothing changed).
-    pub(super) fn send_delta(&mut self, mut pre: Precopied) -> Result<(Precopied, bool), String> {
+    pub(super) fn send_delta(
+        &mut self,
+        mut pre: Precopied,
+    ) -> Result<(Precopied, bool), UpgradeError> {
         let now = Instant::now();
         let history = self.persist.history;
         let mut opened = match &mut self.upgrade {
             Upgrade::Active(a) => std::mem::take(&mut a.opened_pidfds),
-            Upgrade::Idle => return Err("no upgrade in progress".into()),
+            Upgrade::Idle => return Err(UpgradeError::not_in_progress()),
         };
         let mut out = Vec::new();
         let mut buf = Vec::new();
         let mut held = Vec::new();
         let mut result = Ok(());
         for p in self.panes.values() {
-            let Some(draft) = pre.drafts.get(&p.id()) else {
+            let Some(draft) = pre.drafts.get(&p.public_id()) else {
                 continue;
             };
             let record = crate::server::persistence::pane_record(p, history);
-            let precopied = pre.screens.get(&p.id()).copied();
+            let precopied = pre.screens.get(&p.public_id()).copied();
             let mut rt = convert::pane_runtime(p, now, precopied);
             let fds = match convert::pane_fds(p, &mut opened) {
                 Ok(fds) => fds,
@@ -393,6 +403,7 @@ impl Server {
                 // As in the pre-copy: lines in the history log.
                 self.keeper
                     .screen_json(p.id(), p.screen())
+                    .map_err(keeper_screen_error)
                     .and_then(|(screen, history)| {
                         let mut rt = rt.with_screen(Some(screen));
                         rt.history = history;
@@ -406,9 +417,9 @@ impl Server {
                 break;
             }
             held.push(p.id());
-            pre.screens.insert(p.id(), changes);
+            pre.screens.insert(p.public_id(), changes);
             pre.drafts.insert(
-                p.id(),
+                p.public_id(),
                 PaneDraft {
                     bytes: std::mem::take(&mut buf),
                     times,
@@ -430,19 +441,19 @@ impl Server {
         // and travel whole inside the blackout. What they print meanwhile
         // waits in their PTYs for the new server, as the held ones' does.
         for p in self.panes.values_mut() {
-            if pre.drafts.contains_key(&p.id()) {
+            if pre.drafts.contains_key(&p.public_id()) {
                 p.hold_for_upgrade();
             }
         }
         let memfd = write_memfd(&out)?;
         let Upgrade::Active(a) = &mut self.upgrade else {
-            return Err("no upgrade in progress".into());
+            return Err(UpgradeError::not_in_progress());
         };
         let msg = Control::Delta {
             bytes: out.len() as u64,
         };
         fdpass::send_message(&a.channel, &msg, &[memfd.as_raw_fd()])
-            .map_err(|e| format!("sending the pre-copy's delta: {e}"))?;
+            .map_err(|e| UpgradeError::channel("sending the pre-copy's delta", e))?;
         Ok((pre, true))
     }
 
@@ -453,10 +464,10 @@ impl Server {
         &mut self,
         bytes: &[u8],
         named: &[(FdName, RawFd)],
-    ) -> Result<(), String> {
+    ) -> Result<(), UpgradeError> {
         let memfd = write_memfd(bytes)?;
         let Upgrade::Active(a) = &mut self.upgrade else {
-            return Err("no upgrade in progress".into());
+            return Err(UpgradeError::not_in_progress());
         };
         let first = named.len().min(MAX_FDS_PER_BATCH - 1);
         let rest: Vec<&[(FdName, RawFd)]> = named[first..].chunks(MAX_FDS_PER_BATCH).collect();
@@ -469,10 +480,11 @@ impl Server {
             .chain(named[..first].iter().map(|(_, fd)| *fd))
             .collect();
         fdpass::send_message(&a.channel, &msg, &fds)
-            .map_err(|e| format!("sending the pre-copy: {e}"))?;
+            .map_err(|e| UpgradeError::channel("sending the pre-copy", e))?;
         for (i, batch) in rest.iter().enumerate() {
-            fdpass::send_batch(&a.channel, i as u32 + 1, batch)
-                .map_err(|e| format!("sending the pre-copy's fd batch {}: {e}", i + 1))?;
+            fdpass::send_batch(&a.channel, i as u32 + 1, batch).map_err(|e| {
+                UpgradeError::channel(&format!("sending the pre-copy's fd batch {}", i + 1), e)
+            })?;
         }
         Ok(())
     }
@@ -480,7 +492,10 @@ impl Server {
     /// The blackout starts here: the loop stops acting on every source, the
     /// state is captured into the manifest against what the pre-copy
     /// carried, and the manifest goes out with the first fd batch.
-    pub(super) fn pause_and_send_manifest(&mut self, pre: Precopied) -> Result<Transfer, String> {
+    pub(super) fn pause_and_send_manifest(
+        &mut self,
+        pre: Precopied,
+    ) -> Result<Transfer, UpgradeError> {
         let pause_started_mono_us = crate::sys::monotonic_usec();
         // The new server gets socket-path connections only: a client's
         // terminal (direct output) is not handed over. What it had not
@@ -491,7 +506,9 @@ impl Server {
         self.leave_direct_all("upgrade");
         // Last chance for queued output to leave while it is still ours.
         self.flush_conns();
-        self.serving.pause()?;
+        self.serving
+            .pause()
+            .map_err(|e| UpgradeError::new(UpgradeErrorKind::Sequence, e))?;
         // Nothing leaves the poll here: the loop ignores every source but
         // the upgrade's own while paused, and epoll_ctl on every fd would
         // cost the blackout ~2 us a source. They leave after the commit.
@@ -503,7 +520,7 @@ impl Server {
                 a.caller.clone(),
                 std::mem::take(&mut a.opened_pidfds),
             ),
-            Upgrade::Idle => return Err("no upgrade in progress".into()),
+            Upgrade::Idle => return Err(UpgradeError::not_in_progress()),
         };
         let captured = self.capture(pre, conns, &binary, caller, &mut fds, &mut opened);
         if let Upgrade::Active(a) = &mut self.upgrade {
@@ -515,13 +532,13 @@ impl Server {
     /// The blackout's server-wide fds: the lineage pipe (made now by a
     /// first generation's first upgrade) and every connection. The listener
     /// and the lock went with the pre-copy.
-    fn blackout_fds(&mut self) -> Result<Vec<(FdName, RawFd)>, String> {
+    fn blackout_fds(&mut self) -> Result<Vec<(FdName, RawFd)>, UpgradeError> {
         let mut fds = Vec::new();
         if self.lineage.is_none() {
             // First upgrade of a first generation that has no keeper (its
             // fork failed): we become the keeper, holding our children.
             let (reader, writer) = crate::server::continuity::keeper::channel()
-                .map_err(|e| format!("creating the keeper channel: {e}"))?;
+                .map_err(|e| UpgradeError::io("creating the keeper channel", e))?;
             self.lineage_reader = Some(reader);
             self.lineage = Some(writer);
         }
@@ -545,19 +562,19 @@ impl Server {
         binary: &std::path::Path,
         caller: Option<(ConnId, Value)>,
         fds: &mut Vec<(FdName, RawFd)>,
-        opened: &mut HashMap<u64, OwnedFd>,
-    ) -> Result<Vec<u8>, String> {
+        opened: &mut HashMap<PaneId, OwnedFd>,
+    ) -> Result<Vec<u8>, UpgradeError> {
         let now = Instant::now();
         let history = self.persist.history;
         let (mut records, mut runtimes, mut unchanged_panes) = (Vec::new(), Vec::new(), Vec::new());
         let mut buf = Vec::new();
         for p in self.panes.values() {
             let record = crate::server::persistence::pane_record(p, history);
-            let mut rt = convert::pane_runtime(p, now, pre.screens.get(&p.id()).copied());
+            let mut rt = convert::pane_runtime(p, now, pre.screens.get(&p.public_id()).copied());
             let pfds = convert::pane_fds(p, opened)?;
             let same = rt.screen.is_none()
                 && p.pending_acks().is_empty()
-                && match pre.drafts.get(&p.id()) {
+                && match pre.drafts.get(&p.public_id()) {
                     Some(d) if d.times == convert::pane_times(p) && d.fds == pfds => {
                         convert::draft_bytes(&mut buf, &record, &mut rt)?;
                         buf == d.bytes
@@ -590,7 +607,7 @@ impl Server {
             fd_ids: fds.iter().map(|(id, _)| *id).collect(),
         };
         let manifest = self.capture_manifest(capture, now);
-        serde_json::to_vec(&manifest).map_err(|e| format!("encoding the manifest: {e}"))
+        serde_json::to_vec(&manifest).map_err(|e| UpgradeError::encode("encoding the manifest", e))
     }
 
     /// Sends the manifest's memfd with batch 0 (one fd short of a full
@@ -600,10 +617,10 @@ impl Server {
         bytes: &[u8],
         fds: Vec<(FdName, RawFd)>,
         pause_started_mono_us: u64,
-    ) -> Result<Transfer, String> {
+    ) -> Result<Transfer, UpgradeError> {
         let memfd = write_memfd(bytes)?;
         let Upgrade::Active(a) = &mut self.upgrade else {
-            return Err("no upgrade in progress".into());
+            return Err(UpgradeError::not_in_progress());
         };
         let first = fds.len().min(MAX_FDS_PER_BATCH - 1);
         let msg = Control::Manifest {
@@ -617,7 +634,7 @@ impl Server {
             .chain(fds[..first].iter().map(|(_, fd)| *fd))
             .collect();
         fdpass::send_message(&a.channel, &msg, &carried)
-            .map_err(|e| format!("sending the manifest: {e}"))?;
+            .map_err(|e| UpgradeError::channel("sending the manifest", e))?;
         a.memfd = Some(memfd);
         let batches = std::iter::once(&fds[..first])
             .chain(fds[first..].chunks(MAX_FDS_PER_BATCH))
@@ -639,12 +656,15 @@ impl Server {
         from: usize,
         to: usize,
         acked: usize,
-    ) -> Result<usize, String> {
+    ) -> Result<usize, UpgradeError> {
         let Upgrade::Active(a) = &self.upgrade else {
-            return Err("no upgrade in progress".into());
+            return Err(UpgradeError::not_in_progress());
         };
         let (Step::Transferring(t) | Step::Importing(t)) = &a.step else {
-            return Err(format!("fd batches to send in phase {}", a.step.name()));
+            return Err(UpgradeError::new(
+                UpgradeErrorKind::Sequence,
+                format!("fd batches to send in phase {}", a.step.name()),
+            ));
         };
         for seq in from..to.min(t.batches.len()) {
             match fdpass::send_batch(&a.channel, seq as u32, &t.batches[seq]) {
@@ -658,7 +678,7 @@ impl Server {
                 {
                     return Ok(seq);
                 }
-                Err(e) => return Err(format!("sending fd batch {seq}: {e}")),
+                Err(e) => return Err(UpgradeError::channel(&format!("sending fd batch {seq}"), e)),
             }
         }
         Ok(to.min(t.batches.len()))
@@ -719,15 +739,22 @@ impl Server {
 
 /// Appends `value` as one JSON line (serde_json escapes every newline
 /// inside strings, so a line is one value).
-fn encode_line(out: &mut Vec<u8>, value: &impl serde::Serialize) -> Result<(), String> {
-    serde_json::to_writer(&mut *out, value).map_err(|e| format!("encoding the pre-copy: {e}"))?;
+fn encode_line(out: &mut Vec<u8>, value: &impl serde::Serialize) -> Result<(), UpgradeError> {
+    serde_json::to_writer(&mut *out, value)
+        .map_err(|e| UpgradeError::encode("encoding the pre-copy", e))?;
     out.push(b'\n');
     Ok(())
 }
 
 /// An anonymous file holding `bytes`, to pass as one fd.
 /// (A memfd on Linux; see `sys::anonymous_file` for elsewhere.)
-fn write_memfd(bytes: &[u8]) -> Result<OwnedFd, String> {
+fn write_memfd(bytes: &[u8]) -> Result<OwnedFd, UpgradeError> {
     crate::sys::anonymous_file(c"ptyd-manifest", bytes)
-        .map_err(|e| format!("writing the manifest: {e}"))
+        .map_err(|e| UpgradeError::io("writing the manifest", e))
+}
+
+/// The keeper link's encoding of a terminal without its history lines
+/// failed; its message is already whole.
+fn keeper_screen_error(message: String) -> UpgradeError {
+    UpgradeError::new(UpgradeErrorKind::Encode, message)
 }

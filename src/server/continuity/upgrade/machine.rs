@@ -19,6 +19,7 @@
 use super::convert::PaneDraft;
 use crate::handoff::fd_name::FdName;
 use crate::handoff::manifest::{Control, HANDOFF_VERSION};
+use crate::model::PaneId;
 use std::collections::HashMap;
 use std::os::fd::RawFd;
 
@@ -32,11 +33,11 @@ const PROBE_OUTPUT_LIMIT: usize = 64 * 1024;
 #[derive(Default)]
 pub struct Precopied {
     /// Each terminal's change count as pre-copied, by pane id.
-    pub screens: HashMap<u64, u64>,
+    pub screens: HashMap<PaneId, u64>,
     /// The last event sequence number the pre-copy carried.
     pub events: u64,
     /// Each pane as pre-copied (panes with input acks are not).
-    pub drafts: HashMap<u64, PaneDraft>,
+    pub drafts: HashMap<PaneId, PaneDraft>,
 }
 
 /// The fds of the blackout in batches: batch 0 rode with the manifest;

@@ -13,6 +13,7 @@
 //!   register helpers both use; the release after probation.
 //! - `import/`: the new side, run sequentially before it serves.
 //! - `convert.rs`: every conversion between server state and manifest.
+//! - `error.rs`: why a step failed, by the kind the sequence decides on.
 //!
 //! `handoff/` is the wire format only (messages, manifest, fd names, fd
 //! batches, fault points).
@@ -29,6 +30,7 @@
 //! probation window and takes everything back if the new one dies in it.
 
 pub(in crate::server) mod convert;
+mod error;
 mod export;
 pub mod import;
 mod machine;
@@ -36,11 +38,13 @@ mod rollback;
 
 use crate::handoff::fdpass;
 use crate::handoff::manifest::{Control, Phase};
+use crate::model::PaneId;
 use crate::protocol::methods::{self, ExitStatus};
 use crate::protocol::{ErrorCode, RpcError};
 use crate::server::clients::connection::ConnId;
 use crate::server::timers::TimerKind;
 use crate::server::{Server, UPGRADE};
+use error::{UpgradeError, UpgradeErrorKind};
 use machine::{Action, Input, Step};
 use mio::unix::SourceFd;
 use serde_json::{Value, json};
@@ -121,7 +125,7 @@ pub struct Active {
     /// The manifest's memfd, kept open until the new side has its copy.
     memfd: Option<OwnedFd>,
     /// Pidfds we opened for our own children's panes, by pane id.
-    opened_pidfds: HashMap<u64, OwnedFd>,
+    opened_pidfds: HashMap<PaneId, OwnedFd>,
     new_version: String,
     /// The handoff socket failed or closed before the commit: the cause is
     /// almost always the new process exiting, whose status (and its
@@ -208,8 +212,8 @@ impl Server {
                     Ok(Some(result)) => inputs.push_back(result),
                     Ok(None) => {}
                     Err(e) => {
-                        if !self.await_exit_of_vanished_peer(&e) {
-                            inputs.push_back(Input::Failed(e));
+                        if !self.await_exit_of_vanished_peer(&e.message) {
+                            inputs.push_back(Input::Failed(e.message));
                         }
                         break;
                     }
@@ -228,7 +232,7 @@ impl Server {
     }
 
     /// One action of the machine; `Ok(Some(input))` is its result to feed.
-    fn execute(&mut self, action: Action) -> Result<Option<Input>, String> {
+    fn execute(&mut self, action: Action) -> Result<Option<Input>, UpgradeError> {
         let Upgrade::Active(a) = &mut self.upgrade else {
             return Ok(None);
         };
@@ -250,7 +254,12 @@ impl Server {
             // proves the uid; the pid is the one our own child reports.
             Action::CheckPeer => match crate::sys::peer_cred(&a.channel) {
                 Ok(peer) if peer.uid == crate::sys::current_uid() => {}
-                _ => return Err("the handoff peer's uid is not ours".into()),
+                _ => {
+                    return Err(UpgradeError::new(
+                        UpgradeErrorKind::Refused,
+                        "the handoff peer's uid is not ours",
+                    ));
+                }
             },
             Action::Fault(point) => crate::handoff::fault::check(a.fault.as_deref(), point),
             Action::Save => {
@@ -274,7 +283,7 @@ impl Server {
                 return Ok(Some(Input::BatchesSent { next }));
             }
             Action::SendCommit => fdpass::send_message(&a.channel, &Control::Commit, &[])
-                .map_err(|e| format!("sending commit: {e}"))?,
+                .map_err(|e| UpgradeError::channel("sending commit", e))?,
             Action::Committed { blackout_us } => self.on_committed(blackout_us),
             Action::DeregisterChannel => {
                 let _ = self

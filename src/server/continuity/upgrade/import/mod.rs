@@ -16,6 +16,7 @@ mod precopy;
 mod rebuild;
 
 use super::convert;
+use super::error::{UpgradeError, UpgradeErrorKind};
 use crate::handoff::fault;
 use crate::handoff::fd_name::FdName;
 use crate::handoff::fdpass;
@@ -93,7 +94,7 @@ struct HandoffSizes {
 
 /// Runs the import and then serves.
 /// `sock` is the channel the old server handed us (checked to be a socket).
-pub fn run(sock: OwnedFd, paths: NamespacePaths) -> Result<(), String> {
+pub fn run(sock: OwnedFd, paths: NamespacePaths) -> Result<(), UpgradeError> {
     crate::server::start::ignore_sigxfsz();
     crate::server::continuity::keeper::become_subreaper();
     let fault_spec = fault::from_env();
@@ -111,10 +112,10 @@ pub fn run(sock: OwnedFd, paths: NamespacePaths) -> Result<(), String> {
         Ok(prepared) => prepared,
         // Said to the old side, whose message would otherwise be only
         // "the peer closed the handoff socket".
-        Err(e) => return abort(&sock, e),
+        Err(e) => return abort(&sock, UpgradeError::rebuild(e)),
     };
     fdpass::send_message(&sock, &Control::PrecopyAck, &[])
-        .map_err(|e| format!("acking the pre-copy: {e}"))?;
+        .map_err(|e| UpgradeError::channel("acking the pre-copy", e))?;
     let mut screens = Screens::new();
     let received = match receive_deltas(
         &sock,
@@ -124,8 +125,7 @@ pub fn run(sock: OwnedFd, paths: NamespacePaths) -> Result<(), String> {
         &mut progress,
     ) {
         Ok(received) => received,
-        Err(Failure::Abort(e)) => return abort(&sock, e),
-        Err(Failure::Plain(e)) => return Err(e),
+        Err(e) => return abort(&sock, e),
     };
     let (timings, pause_started, manifest_at) = (
         received.timings,
@@ -140,15 +140,14 @@ pub fn run(sock: OwnedFd, paths: NamespacePaths) -> Result<(), String> {
     let recovery = manifest.recovery.clone();
     let (mut fds, batches) = match import_fds(&sock, &manifest, received.first_batch, fault) {
         Ok(got) => got,
-        Err(Failure::Abort(e)) => return abort(&sock, e),
-        Err(Failure::Plain(e)) => return Err(e),
+        Err(e) => return abort(&sock, e),
     };
     let imported_from = crate::sys::monotonic_usec();
     let mut server = match rebuild(manifest, &mut fds, shell, prebuilt, &mut screens, events)
         .and_then(|mut s| s.register_sources().map(|()| s))
     {
         Ok(s) => s,
-        Err(e) => return abort(&sock, e),
+        Err(e) => return abort(&sock, UpgradeError::rebuild(e)),
     };
     if server.lineage.is_none() {
         server.keeper.drop_screens();
@@ -182,14 +181,14 @@ pub fn run(sock: OwnedFd, paths: NamespacePaths) -> Result<(), String> {
     if recovery.is_none() {
         server.report_upgrade(phases, blackout_us, 1 + precopy_batches + batches, sizes);
     }
-    serve_after_commit(server, sock)
+    serve_after_commit(server, sock).map_err(UpgradeError::rebuild)
 }
 
 /// The hello to the old side, once the fault points and the handoff
 /// version it speaks are taken from the environment (builds before the
 /// variable speak 2); refused (and the old side told) when this build
 /// cannot read that version.
-fn say_hello(sock: &OwnedFd, fault: Option<&str>) -> Result<(), String> {
+fn say_hello(sock: &OwnedFd, fault: Option<&str>) -> Result<(), UpgradeError> {
     let speaks = std::env::var(crate::handoff::manifest::SPEAKS_ENV)
         .ok()
         .and_then(|v| v.parse::<u32>().ok())
@@ -203,14 +202,15 @@ fn say_hello(sock: &OwnedFd, fault: Option<&str>) -> Result<(), String> {
         server_version: crate::protocol::SERVER_VERSION.to_string(),
         pid: std::process::id(),
     };
-    fdpass::send_message(sock, &hello, &[]).map_err(|e| format!("sending hello: {e}"))?;
+    fdpass::send_message(sock, &hello, &[])
+        .map_err(|e| UpgradeError::channel("sending hello", e))?;
     if !crate::handoff::manifest::accepts(speaks) {
         return abort(
             sock,
-            format!(
+            UpgradeError::refused(format!(
                 "the old server speaks handoff version {speaks}, this build reads {}..={HANDOFF_VERSION}; use `ptyd upgrade --mode restore`",
                 crate::handoff::manifest::HANDOFF_ACCEPTS_FROM
-            ),
+            )),
         );
     }
     Ok(())
@@ -224,23 +224,21 @@ fn receive_deltas(
     fault: Option<&str>,
     (shell, prebuilt): (&mut Server, &mut HashMap<u64, u64>),
     progress: &mut Progress,
-) -> Result<Received, Failure> {
+) -> Result<Received, UpgradeError> {
     loop {
         spin_until_readable(sock, BLACKOUT_SPIN);
-        match recv(sock).map_err(Failure::Plain)? {
+        match recv(sock)? {
             (Control::Delta { bytes }, fds) => {
                 let Some(memfd) = fds.into_iter().next() else {
-                    return Err(Failure::Abort(
-                        "the delta message carried no fd".to_string(),
-                    ));
+                    return Err(UpgradeError::refused("the delta message carried no fd"));
                 };
-                read_memfd(memfd, bytes)
-                    .and_then(|data| apply_delta(shell, prebuilt, &data, sock, progress))
-                    .map_err(Failure::Abort)?;
+                let data = read_memfd(memfd, bytes)?;
+                apply_delta(shell, prebuilt, &data, sock, progress)
+                    .map_err(UpgradeError::rebuild)?;
                 fdpass::send_message(sock, &Control::DeltaAck, &[])
-                    .map_err(|e| Failure::Plain(format!("acking the delta: {e}")))?;
+                    .map_err(|e| UpgradeError::channel("acking the delta", e))?;
             }
-            (msg, fds) => return receive_manifest(paths, fault, msg, fds).map_err(Failure::Abort),
+            (msg, fds) => return receive_manifest(paths, fault, msg, fds),
         }
     }
 }
@@ -252,7 +250,7 @@ fn receive_manifest(
     fault: Option<&str>,
     msg: Control,
     fds: Vec<OwnedFd>,
-) -> Result<Received, String> {
+) -> Result<Received, UpgradeError> {
     let Control::Manifest {
         bytes,
         fd_count,
@@ -261,15 +259,17 @@ fn receive_manifest(
         pause_started_mono_us,
     } = msg
     else {
-        return Err(format!("expected the manifest, got {msg:?}"));
+        return Err(UpgradeError::refused(format!(
+            "expected the manifest, got {msg:?}"
+        )));
     };
     // Both processes read the same system-wide CLOCK_MONOTONIC.
     let manifest_at = crate::sys::monotonic_usec();
     let (memfd, named) = split_fds("manifest", ids, fds)?;
     let first_batch = named.collect();
     let data = read_memfd(memfd, bytes)?;
-    let manifest: Manifest =
-        serde_json::from_slice(&data).map_err(|e| format!("decoding the manifest: {e}"))?;
+    let manifest: Manifest = serde_json::from_slice(&data)
+        .map_err(|e| UpgradeError::refused(format!("decoding the manifest: {e}")))?;
     fault::check(fault, "new-after-manifest");
     let refused = if !crate::handoff::manifest::accepts(manifest.handoff_version) {
         Some(format!(
@@ -288,7 +288,7 @@ fn receive_manifest(
         None
     };
     if let Some(reason) = refused {
-        return Err(reason);
+        return Err(UpgradeError::refused(reason));
     }
     Ok(Received {
         manifest,
@@ -300,12 +300,6 @@ fn receive_manifest(
     })
 }
 
-/// An error of the new side: `Abort` also tells the old side why.
-enum Failure {
-    Abort(String),
-    Plain(String),
-}
-
 /// Receives every fd batch of the blackout (batch 0 came with the
 /// manifest), each checked against the manifest's list and acked. Returns
 /// the fds by name and how many batches there were.
@@ -314,7 +308,7 @@ fn import_fds(
     manifest: &Manifest,
     first_batch: Vec<(FdName, OwnedFd)>,
     fault: Option<&str>,
-) -> Result<(HashMap<FdName, OwnedFd>, u32), Failure> {
+) -> Result<(HashMap<FdName, OwnedFd>, u32), UpgradeError> {
     let mut received: HashMap<FdName, OwnedFd> = HashMap::new();
     // A set, not `fd_ids.contains`: that is quadratic, ~8 ms of blackout
     // at 1000 panes (2000 fds).
@@ -327,13 +321,13 @@ fn import_fds(
             None => {
                 spin_until_readable(sock, BLACKOUT_SPIN);
                 fdpass::recv_batch_timeout(sock, STEP_TIMEOUT).map_err(|e| {
-                    Failure::Plain(format!("receiving fd batch {seq}: {}", with_fd_hint(&e)))
+                    UpgradeError::channel(&format!("receiving fd batch {seq}"), with_fd_hint(&e))
                 })?
             }
         };
         if batch.seq != seq {
             let why = format!("fd batch {} arrived, expected {seq}", batch.seq);
-            return Err(Failure::Abort(why));
+            return Err(UpgradeError::refused(why));
         }
         for (id, fd) in batch.fds {
             if !expected.contains(&id) || received.insert(id, fd).is_some() {
@@ -341,11 +335,11 @@ fn import_fds(
                     "fd {:?} is not in the manifest or came twice",
                     id.to_string()
                 );
-                return Err(Failure::Abort(why));
+                return Err(UpgradeError::refused(why));
             }
         }
         fdpass::send_message(sock, &Control::BatchAck { seq }, &[])
-            .map_err(|e| Failure::Plain(format!("acking batch {seq}: {e}")))?;
+            .map_err(|e| UpgradeError::channel(&format!("acking batch {seq}"), e))?;
         seq += 1;
         fault::check(fault, "new-mid-batches");
     }
@@ -354,16 +348,18 @@ fn import_fds(
 
 /// Reports `imported` and waits for the old side's `commit`: the decision
 /// to go live stays with the server that can still roll back.
-fn commit_handshake(sock: &OwnedFd, server: &mut Server) -> Result<(), String> {
+fn commit_handshake(sock: &OwnedFd, server: &mut Server) -> Result<(), UpgradeError> {
     let go = fdpass::send_message(sock, &Control::Imported, &[])
-        .map_err(|e| e.to_string())
+        .map_err(|e| UpgradeError::new(UpgradeErrorKind::Channel, e.to_string()))
         .and_then(|()| recv(sock));
     match go {
         Ok((Control::Commit, _)) => Ok(()),
-        Ok((Control::Abort { reason }, _)) => {
-            Err(format!("the old server aborted the upgrade: {reason}"))
-        }
-        Ok((other, _)) => Err(format!("expected commit, got {other:?}")),
+        Ok((Control::Abort { reason }, _)) => Err(UpgradeError::refused(format!(
+            "the old server aborted the upgrade: {reason}"
+        ))),
+        Ok((other, _)) => Err(UpgradeError::refused(format!(
+            "expected commit, got {other:?}"
+        ))),
         // Everything is here and the old server is gone (or silent past
         // the step deadline): serving is the only way nothing is lost.
         Err(e) => {
@@ -411,18 +407,18 @@ fn split_fds(
     what: &str,
     ids: Vec<FdName>,
     fds: Vec<OwnedFd>,
-) -> Result<(OwnedFd, impl Iterator<Item = (FdName, OwnedFd)>), String> {
+) -> Result<(OwnedFd, impl Iterator<Item = (FdName, OwnedFd)>), UpgradeError> {
     if fds.len() != ids.len() + 1 {
-        return Err(format!(
+        return Err(UpgradeError::refused(format!(
             "the {what} message names {} fds but carries {}",
             ids.len() + 1,
             fds.len()
-        ));
+        )));
     }
     let mut fds = fds.into_iter();
     let memfd = fds
         .next()
-        .ok_or_else(|| format!("the {what} message carried no fd"))?;
+        .ok_or_else(|| UpgradeError::refused(format!("the {what} message carried no fd")))?;
     Ok((memfd, ids.into_iter().zip(fds)))
 }
 
@@ -433,16 +429,20 @@ fn spin_until_readable(sock: &OwnedFd, spin: Duration) {
     }
 }
 
-fn recv(sock: &OwnedFd) -> Result<(Control, Vec<OwnedFd>), String> {
+fn recv(sock: &OwnedFd) -> Result<(Control, Vec<OwnedFd>), UpgradeError> {
     if !fdpass::wait_readable(sock, STEP_TIMEOUT) {
-        return Err(format!(
-            "no word from the old server in {} s",
-            STEP_TIMEOUT.as_secs()
+        return Err(UpgradeError::new(
+            UpgradeErrorKind::Channel,
+            format!(
+                "no word from the old server in {} s",
+                STEP_TIMEOUT.as_secs()
+            ),
         ));
     }
-    let (data, fds) = fdpass::recv_message(sock).map_err(|e| with_fd_hint(&e))?;
+    let (data, fds) = fdpass::recv_message(sock)
+        .map_err(|e| UpgradeError::new(UpgradeErrorKind::Channel, with_fd_hint(&e)))?;
     let msg = serde_json::from_slice(&data)
-        .map_err(|e| format!("bad message from the old server: {e}"))?;
+        .map_err(|e| UpgradeError::channel("bad message from the old server", e))?;
     Ok((msg, fds))
 }
 
@@ -459,38 +459,39 @@ fn with_fd_hint(e: &std::io::Error) -> String {
     }
 }
 
-fn abort(sock: &OwnedFd, reason: String) -> Result<(), String> {
-    let _ = fdpass::send_message(
-        sock,
-        &Control::Abort {
-            reason: reason.clone(),
-        },
-        &[],
-    );
-    Err(reason)
+/// Gives up: tells the old side why, unless the channel to it is what
+/// failed (nobody would hear it).
+fn abort(sock: &OwnedFd, e: UpgradeError) -> Result<(), UpgradeError> {
+    if e.kind != UpgradeErrorKind::Channel {
+        let reason = e.message.clone();
+        let _ = fdpass::send_message(sock, &Control::Abort { reason }, &[]);
+    }
+    Err(e)
 }
 
 /// The whole content of a memfd the old side wrote, checked against the
 /// size it announced before anything is allocated: the size is a number
 /// from the peer, and `with_capacity` of a huge one aborts the process.
-pub(in crate::server) fn read_memfd(memfd: OwnedFd, bytes: u64) -> Result<Vec<u8>, String> {
+pub(in crate::server) fn read_memfd(memfd: OwnedFd, bytes: u64) -> Result<Vec<u8>, UpgradeError> {
     let mut file = std::fs::File::from(memfd);
     let size = file
         .metadata()
-        .map_err(|e| format!("reading the manifest: {e}"))?
+        .map_err(|e| UpgradeError::io("reading the manifest", e))?
         .len();
     if size != bytes {
-        return Err(format!("the manifest has {size} bytes, {bytes} announced"));
+        return Err(UpgradeError::refused(format!(
+            "the manifest has {size} bytes, {bytes} announced"
+        )));
     }
     let mut data = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
-    std::io::Seek::rewind(&mut file).map_err(|e| format!("reading the manifest: {e}"))?;
+    std::io::Seek::rewind(&mut file).map_err(|e| UpgradeError::io("reading the manifest", e))?;
     std::io::Read::read_to_end(&mut file, &mut data)
-        .map_err(|e| format!("reading the manifest: {e}"))?;
+        .map_err(|e| UpgradeError::io("reading the manifest", e))?;
     if data.len() as u64 != bytes {
-        return Err(format!(
+        return Err(UpgradeError::refused(format!(
             "the manifest has {} bytes, {bytes} announced",
             data.len()
-        ));
+        )));
     }
     Ok(data)
 }
@@ -590,7 +591,8 @@ mod tests {
         let memfd = crate::sys::anonymous_file(c"test", b"{}").unwrap();
         let err = super::read_memfd(memfd, u64::MAX).unwrap_err();
         assert!(
-            err.contains("2 bytes, 18446744073709551615 announced"),
+            err.message
+                .contains("2 bytes, 18446744073709551615 announced"),
             "{err}"
         );
         let memfd = crate::sys::anonymous_file(c"test", b"{}").unwrap();
