@@ -158,7 +158,7 @@ fn recovery(
     nofile: u64,
     n: usize,
 ) -> Res<()> {
-    let r = crash::recovery(bin, tmp, nofile, n, args.lines, args.rounds)?;
+    let r = crash::recovery(bin, tmp, nofile, n, args.lines, args.rounds, false)?;
     let s = stats(r.times);
     println!(
         "{n:>6}  {:>9.1} {:>9.1} {:>9.1}  {:>7} KiB {} ms",

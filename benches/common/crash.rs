@@ -3,12 +3,16 @@
 //! replaced with every pane served again. `benches/crash.rs` prints these
 //! on their own; the report runs the same code.
 
-use super::server::{PtydServer, wait_all};
+use super::server::{PtydServer, wait_all, write_history_config};
 use super::upgrade::{MARKER, generate};
 use super::{Res, ms, shell_quote};
 use serde_json::json;
 use std::path::Path;
 use std::time::{Duration, Instant};
+
+/// History bytes each pane may hold in a deep-history run: far more than
+/// its short numbered lines need, so only the line bound applies.
+pub const DEEP_PANE_BYTES: u64 = 64 << 20;
 
 /// `cat` of one file through the protocol client, on a server with its
 /// keeper and on one without (`PTYD_NO_KEEPER=1`: no keeper, no rings, no
@@ -78,7 +82,8 @@ pub struct Recovery {
 }
 
 /// A server with `panes` panes (each having printed `lines` lines, then
-/// `cat`), then `rounds` times: SIGKILL the serving process and time until
+/// `cat`; with `deep`, a history of `lines` lines kept in each instead of
+/// the default bound), then `rounds` times: SIGKILL the serving process and time until
 /// a replacement answers `pane.list` with every pane, each with its old pid
 /// ("served again": taken over, listening, answering). Rounds in quick
 /// succession are no crash loop: each replacement served first.
@@ -89,9 +94,16 @@ pub fn recovery(
     panes: usize,
     lines: usize,
     rounds: usize,
+    deep: bool,
 ) -> Res<Recovery> {
-    let sub = tmp.join(format!("recovery-{panes}"));
+    let sub = match deep {
+        false => tmp.join(format!("recovery-{panes}")),
+        true => tmp.join(format!("recovery-{panes}x{lines}")),
+    };
     std::fs::create_dir_all(&sub).map_err(|e| format!("creating {}: {e}", sub.display()))?;
+    if deep {
+        write_history_config(&sub, lines, DEEP_PANE_BYTES, panes)?;
+    }
     let file = sub.join("lines.txt");
     generate(&file, lines, 0)?;
     let mut server = PtydServer::start_env(bin, &sub, nofile, &[])?;

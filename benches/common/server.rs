@@ -23,6 +23,18 @@ pub const STUCK: Duration = Duration::from_secs(120);
 /// and 1000 panes with full histories take a while.
 const READY_TIMEOUT: Duration = Duration::from_secs(300);
 
+/// Writes the `config.toml` a server started in `tmp` ([`PtydServer::start`])
+/// reads: history room for `panes` panes of `lines` lines, `bytes` each.
+pub fn write_history_config(tmp: &Path, lines: usize, bytes: u64, panes: usize) -> Res<()> {
+    let dir = tmp.join("config").join("ptyd");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    let text = format!(
+        "scrollback_lines = {lines}\nscrollback_bytes = {bytes}\nscrollback_total_bytes = {}\n",
+        bytes * panes as u64
+    );
+    std::fs::write(dir.join("config.toml"), text).map_err(|e| format!("writing the config: {e}"))
+}
+
 /// A pane's process as created: enough to find it again, and to tell it
 /// from a later process reusing the pid.
 pub struct PaneProc {

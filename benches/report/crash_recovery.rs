@@ -102,21 +102,24 @@ pub fn crashes(plan: &Scale, ptyd_bin: &Path, nofile: u64, tmp: &Path) -> Sectio
     s.note = format!(
         "Each pane has printed {} lines and runs cat. {} rounds per pane count: SIGKILL the \
          serving process (the keeper stays), time until a replacement answers pane.list with \
-         every pane and its old pid. tmux and the others lose every pane here, so there is \
-         nothing to compare against (benches/crash.rs runs this alone).",
-        plan.crash_lines, plan.crash_rounds
+         every pane and its old pid. The last row is the deep-history run: each pane prints \
+         {} lines and keeps them all (scrollback_lines = {}). tmux and the others lose every pane \
+         here, so there is nothing to compare against (benches/crash.rs runs this alone).",
+        plan.crash_lines, plan.crash_rounds, plan.deep_lines, plan.deep_lines
     );
-    for &n in &plan.crash_panes {
-        let r = recovery(
-            ptyd_bin,
-            tmp,
-            nofile,
-            n,
-            plan.crash_lines,
-            plan.crash_rounds,
-        );
+    let runs = plan
+        .crash_panes
+        .iter()
+        .map(|&n| (n, plan.crash_lines, false))
+        .chain([(plan.deep_panes, plan.deep_lines, true)]);
+    for (n, lines, deep) in runs {
+        let r = recovery(ptyd_bin, tmp, nofile, n, lines, plan.crash_rounds, deep);
+        let label = match deep {
+            false => n.to_string(),
+            true => format!("{n} x {lines} lines"),
+        };
         s.push(
-            n.to_string(),
+            label,
             r.map(|r| {
                 let t = stats(r.times);
                 vec![

@@ -5,7 +5,7 @@
 //! all of it.
 
 use crate::common::pty::PtyProc;
-use crate::common::server::{PtydServer, STUCK, wait_all};
+use crate::common::server::{PtydServer, STUCK, wait_all, write_history_config};
 use crate::common::tmux::Tmux;
 use crate::common::{Res, path_str, rss_bytes, shell_quote, stats};
 use crate::memory::{typical_output, wait_settled};
@@ -23,6 +23,10 @@ use std::time::{Duration, Instant};
 /// echoes what is typed, never the whole marker.
 const TOP: &str = "PTYDBENCHTOPZQXJNEEDLEJXQZTOP";
 const NEEDLE: &str = "ZQXJNEEDLEJXQZ";
+/// What of the top line a search's reader waits for: the part before the
+/// match, which tmux draws as it is (the match itself in its match style,
+/// splitting the line's bytes).
+const TOP_HEAD: &str = "PTYDBENCHTOP";
 const END: &str = "ptyd-bench-depth-end";
 /// Printing a million lines into tmux takes a while on a small machine.
 const SLOW: Duration = Duration::from_secs(900);
@@ -42,6 +46,7 @@ struct Depth {
 pub fn history_depth(
     plan: &Scale,
     ptyd_bin: &Path,
+    baseline: Option<&Path>,
     nofile: u64,
     tmp: &Path,
 ) -> (Section, Vec<Goal>) {
@@ -68,9 +73,15 @@ pub fn history_depth(
          ends not counted). The rest is read through a real client in a PTY the bench reads: \
          page at the top is scroll mode's `g` (tmux: copy mode, vi keys) from the bottom until \
          the top line is drawn, {} times; search is `?` and a word only the top line holds, \
-         from the bottom, until that line is drawn ({} times); capture all is `ptyd capture -S \
-         -{lines}` or `tmux capture-pane -p -S -{lines}` read to the end ({} times).",
-        plan.depth_reps, plan.depth_search_reps, plan.depth_search_reps
+         from the bottom, until the part of that line before the word is drawn ({} times); capture all is `ptyd capture -S \
+         -{lines}` or `tmux capture-pane -p -S -{lines}` read to the end ({} times).{}",
+        plan.depth_reps,
+        plan.depth_search_reps,
+        plan.depth_search_reps,
+        baseline.map_or(String::new(), |b| format!(
+            " The baseline row runs another ptyd binary, server and client: {}.",
+            b.display()
+        ))
     );
     let dir = tmp.join("depth");
     let file = dir.join("history.txt");
@@ -81,11 +92,16 @@ pub fn history_depth(
         Ok(c) => c * panes as u64,
         Err(e) => {
             s.push("ptyd attach", Err(e.clone()));
+            if baseline.is_some() {
+                s.push("baseline ptyd attach", Err(e.clone()));
+            }
             s.push("tmux attach", Err(e));
             return (s, Vec::new());
         }
     };
-    let p = ptyd_depth(plan, ptyd_bin, nofile, &dir, &file, chars);
+    let p = ptyd_depth(plan, ptyd_bin, nofile, &dir.join("ptyd"), &file, chars);
+    let b =
+        baseline.map(|bin| ptyd_depth(plan, bin, nofile, &dir.join("ptyd-baseline"), &file, chars));
     let t = tmux_depth(plan, &dir, &file, chars);
     let mut goals = Vec::new();
     if let Ok(d) = &p {
@@ -117,7 +133,10 @@ pub fn history_depth(
             ));
         }
     }
-    for (label, d) in [("ptyd attach", p), ("tmux attach", t)] {
+    let rows = std::iter::once(("ptyd attach", p))
+        .chain(b.map(|b| ("baseline ptyd attach", b)))
+        .chain([("tmux attach", t)]);
+    for (label, d) in rows {
         s.push(
             label,
             d.map(|d| {
@@ -202,25 +221,14 @@ fn ptyd_depth(
     plan: &Scale,
     bin: &Path,
     nofile: u64,
-    dir: &Path,
+    run: &Path,
     file: &Path,
     chars: u64,
 ) -> Res<Depth> {
-    let run = dir.join("ptyd");
-    let config = run.join("config").join("ptyd");
-    std::fs::create_dir_all(&config).map_err(|e| format!("creating {}: {e}", config.display()))?;
+    let dir = run.parent().ok_or("the run directory has no parent")?;
     // Room for every line, in each pane and all together.
-    let bytes = 1u64 << 30;
-    std::fs::write(
-        config.join("config.toml"),
-        format!(
-            "scrollback_lines = {}\nscrollback_bytes = {bytes}\nscrollback_total_bytes = {}\n",
-            plan.depth_lines,
-            bytes * plan.depth_panes as u64
-        ),
-    )
-    .map_err(|e| format!("writing the config: {e}"))?;
-    let mut server = PtydServer::start(bin, &run, nofile)?;
+    write_history_config(run, plan.depth_lines, 1 << 30, plan.depth_panes)?;
+    let mut server = PtydServer::start(bin, run, nofile)?;
     let mut ctl = server.connect()?;
     wait_settled(&server)?;
     let before = server.footprint()?.total();
@@ -332,7 +340,8 @@ fn type_keys(c: &mut PtyProc, keys: &[u8]) -> Res<()> {
 
 /// In a client showing the pane's live screen: opens scroll mode with
 /// `enter`, then times `g` from the bottom until the top line is drawn,
-/// and `?` + a word of the top line + Enter from the bottom until it is.
+/// and `?` + a word of the top line + Enter from the bottom until the
+/// line's part before the word is.
 fn read_back(
     plan: &Scale,
     client: &mut PtyProc,
@@ -355,12 +364,15 @@ fn read_back(
     for _ in 0..plan.depth_search_reps {
         type_keys(client, b"G")?;
         settle(client)?;
+        // The prompt first: tmux runs `?`'s command-prompt after the
+        // keys read with it, which copy mode takes.
         type_keys(client, b"?")?;
+        settle(client)?;
         type_keys(client, NEEDLE.as_bytes())?;
         settle(client)?;
         let t0 = Instant::now();
         type_keys(client, b"\r")?;
-        let (_, at) = client.read_until(TOP.as_bytes(), STUCK)?;
+        let (_, at) = client.read_until(TOP_HEAD.as_bytes(), STUCK)?;
         search.push(crate::common::ms(at.duration_since(t0)));
     }
     Ok((page, search))

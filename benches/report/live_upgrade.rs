@@ -1,10 +1,16 @@
-//! Live upgrade blackout and total time at each pane count.
+//! Live upgrade blackout and total time at each pane count, and at many
+//! panes with deep histories.
 
 use crate::Scale;
+use crate::common::crash::DEEP_PANE_BYTES;
+use crate::common::server::write_history_config;
 use crate::common::upgrade::{self, Plan, Sample};
-use crate::common::{human_bytes, stats};
+use crate::common::{Res, human_bytes, stats};
 use crate::table::{Cell, Goal, Section};
 use std::path::Path;
+
+/// The deep-history run's goal: (panes, lines each, blackout p99 ms).
+const DEEP_GOAL: (usize, usize, f64) = (1000, 100_000, 20.0);
 
 pub fn upgrades(
     plan: &Scale,
@@ -29,11 +35,14 @@ pub fn upgrades(
         "Each pane ({}x{}) holds {} lines of scrollback. {} upgrades per pane count after one \
          warm-up; blackout is the server's own figure (first pane paused to the new server \
          reading), total the client's round trip of server.upgrade (benches/upgrade.rs has the \
-         phases and scheduler figures).",
+         phases and scheduler figures). The last row is the deep-history run: each pane holds \
+         {} lines (scrollback_lines = {}).",
         upgrade::COLS,
         upgrade::ROWS,
         plan.upgrade_lines,
-        plan.upgrades
+        plan.upgrades,
+        plan.deep_lines,
+        plan.deep_lines
     );
     let mut goals = Vec::new();
     let file = tmp.join("upgrade-scrollback.txt");
@@ -49,16 +58,7 @@ pub fn upgrades(
             model: false,
         };
         let r = upgrade::measure(ptyd_bin, &tmp.join(format!("up{n}")), nofile, n, &p, &file);
-        let r = r.and_then(|m| {
-            if m.leftovers > 0 {
-                Err(format!(
-                    "{} pane process(es) outlived the server",
-                    m.leftovers
-                ))
-            } else {
-                Ok(m)
-            }
-        });
+        let r = r.and_then(no_leftovers);
         let cells = r.map(|m| {
             let b = stats(m.samples.iter().map(Sample::blackout_ms).collect());
             let t = stats(m.samples.iter().map(Sample::total_ms).collect());
@@ -93,5 +93,76 @@ pub fn upgrades(
         }
         s.push(n.to_string(), cells);
     }
+    let (n, lines) = (plan.deep_panes, plan.deep_lines);
+    let r = deep_upgrades(plan, ptyd_bin, nofile, tmp).and_then(no_leftovers);
+    let goal = (n, lines) == (DEEP_GOAL.0, DEEP_GOAL.1);
+    let name = format!(
+        "upgrade blackout at {n} panes x {lines} history lines < {} ms (p99)",
+        DEEP_GOAL.2
+    );
+    let cells = r.map(|m| {
+        let b = stats(m.samples.iter().map(Sample::blackout_ms).collect());
+        let t = stats(m.samples.iter().map(Sample::total_ms).collect());
+        if goal {
+            goals.push(Goal {
+                name: name.clone(),
+                detail: format!("p50 {:.2} ms, p99 {:.2} ms", b.p50, b.p99),
+                pass: Some(b.p99 < DEEP_GOAL.2),
+            });
+        }
+        vec![
+            Cell::num(b.p50, 2),
+            Cell::num(b.p99, 2),
+            Cell::num(t.p50, 2),
+            Cell::num(t.p99, 2),
+            Cell::text(
+                m.manifest_bytes
+                    .iter()
+                    .copied()
+                    .max()
+                    .map_or("?".into(), human_bytes),
+            ),
+        ]
+    });
+    if cells.is_err() && goal {
+        goals.push(Goal {
+            name,
+            detail: "the measurement failed".into(),
+            pass: None,
+        });
+    }
+    s.push(format!("{n} x {lines} lines"), cells);
     (s, goals)
+}
+
+/// The upgrades of the deep-history run: `deep_panes` panes, each
+/// holding `deep_lines` lines of history.
+fn deep_upgrades(
+    plan: &Scale,
+    ptyd_bin: &Path,
+    nofile: u64,
+    tmp: &Path,
+) -> Res<upgrade::Measurement> {
+    let (n, lines) = (plan.deep_panes, plan.deep_lines);
+    let dir = tmp.join(format!("up{n}x{lines}"));
+    write_history_config(&dir, lines, DEEP_PANE_BYTES, n)?;
+    let file = dir.join("scrollback.txt");
+    upgrade::generate(&file, lines + usize::from(upgrade::ROWS) - 1, 0)?;
+    let p = Plan {
+        upgrades: plan.upgrades,
+        lines,
+        model: false,
+    };
+    upgrade::measure(ptyd_bin, &dir, nofile, n, &p, &file)
+}
+
+fn no_leftovers(m: upgrade::Measurement) -> Res<upgrade::Measurement> {
+    if m.leftovers > 0 {
+        Err(format!(
+            "{} pane process(es) outlived the server",
+            m.leftovers
+        ))
+    } else {
+        Ok(m)
+    }
 }

@@ -115,6 +115,10 @@ struct Scale {
     depth_lines: usize,
     depth_reps: usize,
     depth_search_reps: usize,
+    /// The live upgrade's and crash recovery's deep-history run: panes,
+    /// history lines each.
+    deep_panes: usize,
+    deep_lines: usize,
 }
 
 impl Scale {
@@ -140,8 +144,10 @@ impl Scale {
             crash_lines: 200,
             depth_panes: 10,
             depth_lines: 1_000_000,
-            depth_reps: 30,
+            depth_reps: 50,
             depth_search_reps: 5,
+            deep_panes: 1000,
+            deep_lines: 100_000,
         }
     }
 
@@ -167,8 +173,10 @@ impl Scale {
             crash_lines: 200,
             depth_panes: 1,
             depth_lines: 1_000_000,
-            depth_reps: 10,
+            depth_reps: 50,
             depth_search_reps: 3,
+            deep_panes: 100,
+            deep_lines: 10_000,
         }
     }
 }
@@ -272,6 +280,7 @@ fn run() -> Res<usize> {
         .chain(&plan.upgrade_panes)
         .chain(&plan.persist_panes)
         .chain(&plan.crash_panes)
+        .chain([&plan.deep_panes])
         .copied()
         .max()
         .unwrap_or(0);
@@ -417,7 +426,8 @@ fn run() -> Res<usize> {
     }
     if wants("history") {
         step("deep history");
-        let (s, g) = history_depth::history_depth(&plan, &ptyd_bin, nofile, tmp);
+        let (s, g) =
+            history_depth::history_depth(&plan, &ptyd_bin, args.baseline.as_deref(), nofile, tmp);
         print!("\n{}", s.to_text());
         sections.push(s);
         goals.extend(g);

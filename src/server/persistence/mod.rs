@@ -452,7 +452,7 @@ fn live_cwd(pane: &Pane) -> Option<std::path::PathBuf> {
 
 /// The last [`HISTORY_MAX_BYTES`] of the pane's text, whole lines only.
 fn history_bytes(pane: &Pane) -> Vec<u8> {
-    let mut text = pane.history_text();
+    let mut text = pane.history_text(HISTORY_MAX_BYTES);
     if text.len() > HISTORY_MAX_BYTES {
         let mut cut = text.len() - HISTORY_MAX_BYTES;
         // The byte count may land inside a multi-byte character.

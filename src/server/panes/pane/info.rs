@@ -63,10 +63,29 @@ impl Pane {
     }
 
     /// Scrollback and screen as lines with SGR sequences: what the history
-    /// file keeps and a restore injects back.
-    pub fn history_text(&self) -> String {
+    /// file keeps and a restore injects back. Only the newest lines are
+    /// rendered, enough to hold `at_least` bytes of text when the history
+    /// has them (the file keeps its last `HISTORY_MAX_BYTES`): rendering a
+    /// million-line history whole, on the loop, held every client's input
+    /// for a second or more. The text is the end of the whole history's.
+    pub fn history_text(&self, at_least: usize) -> String {
+        let held = self.screen.scrollback_len();
+        // Doubling: at most twice the lines the bound needs are rendered.
+        let mut lines = 4096.min(held);
+        loop {
+            let text = self.history_text_of(lines);
+            if text.len() >= at_least || lines >= held {
+                return text;
+            }
+            lines = lines.saturating_mul(2).min(held);
+        }
+    }
+
+    /// The newest `lines` lines of history and the screen, as
+    /// `history_text` renders them.
+    fn history_text_of(&self, lines: usize) -> String {
         let opts = CaptureOptions {
-            start: Some(-(self.screen.scrollback_len() as i64)),
+            start: Some(-(lines as i64)),
             end: None,
             escapes: true,
             join: false,
