@@ -5,7 +5,7 @@ use crate::Scale;
 use crate::common::crash::DEEP_PANE_BYTES;
 use crate::common::server::write_history_config;
 use crate::common::upgrade::{self, Plan, Sample};
-use crate::common::{Res, human_bytes, stats};
+use crate::common::{Res, Stats, human_bytes, stats};
 use crate::table::{Cell, Goal, Section};
 use std::path::Path;
 
@@ -60,8 +60,7 @@ pub fn upgrades(
         let r = upgrade::measure(ptyd_bin, &tmp.join(format!("up{n}")), nofile, n, &p, &file);
         let r = r.and_then(no_leftovers);
         let cells = r.map(|m| {
-            let b = stats(m.samples.iter().map(Sample::blackout_ms).collect());
-            let t = stats(m.samples.iter().map(Sample::total_ms).collect());
+            let (b, cells) = row(&m);
             blackout.push((n, b.p50, b.p99));
             if let Some(target) = upgrade::target_for(n) {
                 goals.push(Goal {
@@ -70,19 +69,7 @@ pub fn upgrades(
                     pass: Some(b.p50 <= target && b.p99 <= target),
                 });
             }
-            vec![
-                Cell::num(b.p50, 2),
-                Cell::num(b.p99, 2),
-                Cell::num(t.p50, 2),
-                Cell::num(t.p99, 2),
-                Cell::text(
-                    m.manifest_bytes
-                        .iter()
-                        .copied()
-                        .max()
-                        .map_or("?".into(), human_bytes),
-                ),
-            ]
+            cells
         });
         if let (Err(_), Some(target)) = (&cells, upgrade::target_for(n)) {
             goals.push(Goal {
@@ -101,8 +88,7 @@ pub fn upgrades(
         DEEP_GOAL.2
     );
     let cells = r.map(|m| {
-        let b = stats(m.samples.iter().map(Sample::blackout_ms).collect());
-        let t = stats(m.samples.iter().map(Sample::total_ms).collect());
+        let (b, cells) = row(&m);
         if goal {
             goals.push(Goal {
                 name: name.clone(),
@@ -110,19 +96,7 @@ pub fn upgrades(
                 pass: Some(b.p99 < DEEP_GOAL.2),
             });
         }
-        vec![
-            Cell::num(b.p50, 2),
-            Cell::num(b.p99, 2),
-            Cell::num(t.p50, 2),
-            Cell::num(t.p99, 2),
-            Cell::text(
-                m.manifest_bytes
-                    .iter()
-                    .copied()
-                    .max()
-                    .map_or("?".into(), human_bytes),
-            ),
-        ]
+        cells
     });
     if cells.is_err() && goal {
         goals.push(Goal {
@@ -154,6 +128,22 @@ fn deep_upgrades(
         model: false,
     };
     upgrade::measure(ptyd_bin, &dir, nofile, n, &p, &file)
+}
+
+/// A row's blackout figures and its cells: blackout p50/p99, total
+/// p50/p99, the largest manifest.
+fn row(m: &upgrade::Measurement) -> (Stats, Vec<Cell>) {
+    let b = stats(m.samples.iter().map(Sample::blackout_ms).collect());
+    let t = stats(m.samples.iter().map(Sample::total_ms).collect());
+    let manifest = m.manifest_bytes.iter().copied().max();
+    let cells = vec![
+        Cell::num(b.p50, 2),
+        Cell::num(b.p99, 2),
+        Cell::num(t.p50, 2),
+        Cell::num(t.p99, 2),
+        Cell::text(manifest.map_or("?".into(), human_bytes)),
+    ];
+    (b, cells)
 }
 
 fn no_leftovers(m: upgrade::Measurement) -> Res<upgrade::Measurement> {
